@@ -1,0 +1,47 @@
+// Clock: the seam through which every component reads the time, so tests can
+// drive time with FakeClock instead of sleeping.
+//
+// Times are milliseconds since the Unix epoch (wall clock) because they are
+// persisted and shown to users; monotonic needs are served by the same value
+// in tests and by SystemClock's wall time in production (good enough for
+// timeouts measured in seconds and minutes).
+//
+// Thread-safety: SystemClock and FakeClock are safe to call from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace gantry {
+
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  virtual int64_t NowMillis() const = 0;
+};
+
+class SystemClock final : public Clock {
+ public:
+  int64_t NowMillis() const override;
+};
+
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(int64_t start_ms = 1'700'000'000'000) : now_(start_ms) {}
+  int64_t NowMillis() const override { return now_.load(); }
+  void Advance(int64_t ms) { now_ += ms; }
+  void Set(int64_t ms) { now_ = ms; }
+
+ private:
+  std::atomic<int64_t> now_;
+};
+
+// RFC 3339 UTC with second precision, as Kubernetes writes timestamps:
+// "2026-11-29T10:39:14Z".
+std::string FormatRfc3339(int64_t unix_ms);
+
+// kubectl-style age: "42s", "3m12s", "5h3m", "12d".
+std::string FormatAge(int64_t age_ms);
+
+}  // namespace gantry

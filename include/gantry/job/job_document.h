@@ -1,0 +1,121 @@
+// The job document: what users submit (gantry.dev/v1 Job, or a plain
+// batch/v1 Job / jobset.x-k8s.io JobSet manifest), parsed, validated and
+// normalized into a JobSpec.
+//
+// Validation covers everything checkable without a cluster and reports every
+// problem with its field path, Kubernetes style
+// ("spec.template.spec.template.spec.containers[0].resources.requests").
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gantry {
+
+// One group of identical pods of the job, as Kueue's Workload podSets.
+struct PodSet {
+  std::string name;   // DNS-1123 label
+  int32_t count = 1;  // number of pods
+  // Per-pod requests in milli-units, summed over containers (and the max of
+  // any single init container, as the kubelet computes it). Keys are resource
+  // names: "cpu", "memory", "nvidia.com/gpu", ...
+  std::map<std::string, int64_t> requests_milli;
+  nlohmann::json pod_template;  // the PodTemplateSpec ({metadata, spec})
+};
+
+enum class DispatchMode { kAllAtOnce, kIncremental };
+enum class OnClusterLoss { kRequeue, kFail, kWait };
+
+struct AcceleratorConstraint {
+  std::string model;                    // "" = any
+  std::optional<int64_t> min_memory_gib;
+  std::string interconnect;             // "" | "nvlink" | "pcie"
+};
+
+struct PlacementConstraints {
+  std::vector<std::string> clusters;          // allowlist; empty = any
+  std::vector<std::string> regions;
+  std::vector<std::string> compliance_zones;
+  std::map<std::string, std::string> cluster_match_labels;
+  std::optional<AcceleratorConstraint> accelerator;
+  std::vector<std::string> datasets;
+  std::optional<double> max_price_per_gpu_hour;
+};
+
+struct DispatchOptions {
+  DispatchMode mode = DispatchMode::kAllAtOnce;
+  int32_t step_size = 3;          // Incremental: clusters added per round (1..100)
+  int32_t round_seconds = 60;     // Incremental: seconds between rounds (1..86400)
+  std::optional<int32_t> timeout_seconds;  // fail if no admission by then
+};
+
+struct JobSpec {
+  std::string name;
+  std::string ns = "default";
+  std::map<std::string, std::string> labels;
+  std::string queue;
+  int32_t priority = 0;
+  PlacementConstraints placement;
+  DispatchOptions dispatch;
+  OnClusterLoss on_cluster_loss = OnClusterLoss::kRequeue;
+  nlohmann::json template_object;  // the Kubernetes object to run (apiVersion, kind, metadata, spec)
+  std::vector<PodSet> pod_sets;    // derived from the template, or given explicitly
+};
+
+struct FieldError {
+  std::string field;    // path, e.g. "spec.queue"
+  std::string message;  // what is wrong, e.g. "Required value"
+};
+
+// Why a document was refused. code is 400 for a body that cannot be parsed
+// at all (not JSON/YAML, not an object) and 422 for a parsed document that
+// breaks a rule; causes lists every offending field (422).
+struct DocumentError {
+  int code = 422;
+  std::string message;
+  std::vector<FieldError> causes;
+};
+
+enum class DocumentFormat { kJson, kYaml };
+
+// Largest name a job may have: 63 minus "-" and 8 hex of the uid.
+inline constexpr std::size_t kMaxJobNameLength = 54;
+
+// Parses and validates a submitted document. path_namespace, when set, is the
+// namespace from the URL: a document naming another namespace is refused (422
+// on metadata.namespace); a document without one takes it.
+std::variant<JobSpec, DocumentError> ParseJobDocument(std::string_view body, DocumentFormat format,
+                                                      std::optional<std::string_view> path_namespace);
+
+// Same, from an already parsed JSON value (the CLI and tests use it).
+std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
+                                                  std::optional<std::string_view> path_namespace);
+
+// Converts YAML text to JSON with YAML 1.2 core-schema typing of plain
+// scalars (int, float, bool, null); quoted scalars stay strings. Returns a
+// DocumentError (code 400) with the line and column of a syntax error.
+std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml);
+
+// The normalized spec as JSON: defaults filled in, pod sets included, keys in
+// a fixed order. Two documents that mean the same job give the same dump();
+// this is what the store compares for idempotent submission.
+nlohmann::json SpecToJson(const JobSpec& spec);
+
+// Inverse of SpecToJson for records read back from the store.
+std::variant<JobSpec, DocumentError> SpecFromJson(const nlohmann::json& spec_json,
+                                                  const std::string& name, const std::string& ns,
+                                                  const std::map<std::string, std::string>& labels);
+
+std::string_view DispatchModeName(DispatchMode mode);
+std::string_view OnClusterLossName(OnClusterLoss policy);
+
+}  // namespace gantry

@@ -1,0 +1,25 @@
+// Kubernetes resource quantities ("500m", "4Gi", "1.5", "2e3") as integers in
+// milli-units, the unit Kueue's accounting works in.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/common/status.h"
+
+namespace gantry {
+
+// Parses a quantity (string or JSON number) into milli-units. Rejects
+// negative values, garbage, and values that overflow int64 milli-units.
+Result<int64_t> ParseQuantityMilli(std::string_view text);
+Result<int64_t> ParseQuantityMilli(const nlohmann::json& value);
+
+// Canonical text of a milli-unit amount: "250m", "4", and for values that are
+// exact multiples of 2^30 / 2^20 bytes with memory-like use, callers format
+// themselves. Integers print without suffix; fractions as "NNNm".
+std::string FormatQuantityMilli(int64_t milli);
+
+}  // namespace gantry

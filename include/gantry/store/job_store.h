@@ -1,0 +1,122 @@
+// JobStore: the seam between gantry and its single source of truth.
+//
+// The store keeps job records, their event history and (later) leases and
+// remote-object intents. It knows nothing of HTTP, clusters or the job
+// document format: specs are stored as canonical JSON text chosen by the
+// caller.
+//
+// Writes are asynchronous: the callback runs once the write is durable
+// (committed and fsync'd), from the store's writer thread. Implementations
+// batch concurrent writes into one transaction ("group commit"), so the
+// callback MUST NOT block and must not call back into the store's write
+// methods synchronously (post to your own executor instead).
+//
+// Reads are synchronous and may be called from any thread.
+//
+// Thread-safety: every method is safe to call from any thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gantry/common/job_phase.h"
+#include "gantry/common/status.h"
+
+namespace gantry {
+
+// One job as stored. Fields are plain values so the store stays independent
+// of the job document model.
+struct JobRecord {
+  std::string uid;        // random UUID, assigned by the API before Submit
+  std::string ns;         // namespace
+  std::string name;
+  std::string queue;      // the worker LocalQueue name
+  int32_t priority = 0;
+  std::string spec_json;    // canonical JSON of the normalized spec (identity for idempotent submit)
+  std::string labels_json = "{}";  // metadata.labels as a JSON object
+  JobPhase phase = JobPhase::kQueued;
+  std::string cluster;    // lease owner, "" when none
+  int64_t epoch = 0;      // fencing epoch; 0 until first dispatch
+  std::string conditions_json = "[]";  // Kubernetes-style conditions array
+  std::string message;    // human-readable reason for the current phase
+  int64_t created_ms = 0;  // set by the caller (API) before Submit
+  int64_t updated_ms = 0;
+  int64_t seq = 0;         // insertion order, assigned by the store; stable sort key
+};
+
+struct JobEvent {
+  int64_t id = 0;
+  std::string job_uid;
+  int64_t time_ms = 0;
+  std::string type = "Normal";  // Normal | Warning
+  std::string reason;           // CamelCase: Submitted, CancelRequested, Cancelled, ...
+  std::string message;
+  std::string cluster;          // "" when not about one cluster
+};
+
+enum class SubmitOutcome {
+  kCreated,   // a new record was written
+  kExisting,  // same namespace/name and identical spec_json: the stored record is returned
+};
+
+struct SubmitResult {
+  SubmitOutcome outcome = SubmitOutcome::kCreated;
+  JobRecord job;  // the stored record (the new one, or the existing one)
+};
+
+struct ListQuery {
+  std::optional<std::string> ns;          // exact namespace, or all
+  std::vector<std::string> allowed_namespaces;  // when non-empty, restrict to these
+  std::optional<std::string> queue;
+  std::optional<JobPhase> phase;
+  int64_t after_seq = 0;                  // continue from here (exclusive)
+  int limit = 500;                        // 1..5000
+};
+
+struct JobPage {
+  std::vector<JobRecord> jobs;     // ordered by seq ascending
+  std::optional<int64_t> next_after_seq;  // set when more rows may follow
+};
+
+template <typename T>
+using StoreCallback = std::function<void(Result<T>)>;
+
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
+
+  // Inserts job unless (ns, name) exists. Existing with identical spec_json ->
+  // kExisting with the stored record; existing with a different spec ->
+  // Code::kConflict. Records a "Submitted" event in the same transaction.
+  virtual void Submit(JobRecord job, StoreCallback<SubmitResult> done) = 0;
+
+  // Marks a job for cancellation: a non-final phase becomes Cancelling (with
+  // a CancelRequested event); a final phase is returned unchanged. NotFound
+  // when absent.
+  virtual void RequestCancel(std::string ns, std::string name, StoreCallback<JobRecord> done) = 0;
+
+  // Removes a finished job and its events. kConflict when the job is not in
+  // a final phase; kNotFound when absent.
+  virtual void Purge(std::string ns, std::string name, StoreCallback<bool> done) = 0;
+
+  // Sets phase/message (and optionally appends an event) if the job is still
+  // at expected_phase. kConflict when the phase moved on; kNotFound when absent.
+  virtual void Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase,
+                          std::string message, std::optional<JobEvent> event,
+                          StoreCallback<JobRecord> done) = 0;
+
+  virtual Result<JobRecord> Get(const std::string& ns, const std::string& name) = 0;
+  virtual Result<JobRecord> GetByUid(const std::string& uid) = 0;
+  virtual Result<JobPage> List(const ListQuery& query) = 0;
+  virtual Result<std::vector<JobEvent>> Events(const std::string& uid) = 0;
+  // Every phase with its count (phases with no job are 0).
+  virtual Result<std::map<JobPhase, int64_t>> CountByPhase() = 0;
+  // Uids of jobs in a phase, oldest first (for the reconciler's start-up scan).
+  virtual Result<std::vector<std::string>> UidsInPhase(JobPhase phase, int limit) = 0;
+};
+
+}  // namespace gantry

@@ -1,0 +1,88 @@
+#include "gantry/common/names.h"
+
+#include <openssl/rand.h>
+
+#include <array>
+#include <fmt/format.h>
+
+namespace gantry {
+namespace {
+
+bool IsLowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+bool IsAlnum(char c) { return IsLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
+
+}  // namespace
+
+std::string CheckDns1123Label(std::string_view name, std::size_t max_len) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > max_len) return fmt::format("must be at most {} characters", max_len);
+  for (char c : name) {
+    if (!IsLowerAlnum(c) && c != '-') {
+      return "must consist of lower case alphanumeric characters or '-'";
+    }
+  }
+  if (name.front() == '-' || name.back() == '-') {
+    return "must start and end with an alphanumeric character";
+  }
+  return "";
+}
+
+std::string CheckDns1123Subdomain(std::string_view name) {
+  if (name.empty()) return "must not be empty";
+  if (name.size() > 253) return "must be at most 253 characters";
+  std::size_t start = 0;
+  while (true) {
+    std::size_t dot = name.find('.', start);
+    std::string_view part = name.substr(start, dot == std::string_view::npos ? name.npos : dot - start);
+    if (std::string e = CheckDns1123Label(part); !e.empty()) return "each dot-separated part " + e;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return "";
+}
+
+std::string CheckLabelValue(std::string_view value) {
+  if (value.empty()) return "";
+  if (value.size() > 63) return "must be at most 63 characters";
+  for (char c : value) {
+    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') {
+      return "must consist of alphanumeric characters, '-', '_' or '.'";
+    }
+  }
+  if (!IsAlnum(value.front()) || !IsAlnum(value.back())) {
+    return "must start and end with an alphanumeric character";
+  }
+  return "";
+}
+
+std::string CheckLabelKey(std::string_view key) {
+  std::string_view name = key;
+  if (auto slash = key.find('/'); slash != std::string_view::npos) {
+    if (std::string e = CheckDns1123Subdomain(key.substr(0, slash)); !e.empty()) {
+      return "prefix " + e;
+    }
+    name = key.substr(slash + 1);
+  }
+  if (name.empty()) return "name part must not be empty";
+  if (std::string e = CheckLabelValue(name); !e.empty()) return "name part " + e;
+  return "";
+}
+
+std::string NewUid() {
+  std::array<unsigned char, 16> b{};
+  if (RAND_bytes(b.data(), static_cast<int>(b.size())) != 1) {
+    // The CSPRNG failing is not an input error; there is nothing sane to do.
+    std::abort();
+  }
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  std::string hex;
+  hex.reserve(36);
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) hex.push_back('-');
+    hex += fmt::format("{:02x}", b[i]);
+  }
+  return hex;
+}
+
+}  // namespace gantry

@@ -1,0 +1,38 @@
+#include <catch2/catch.hpp>
+
+#include "gantry/common/names.h"
+
+namespace gantry {
+
+TEST_CASE("DNS-1123 labels", "[names]") {
+  struct Row { std::string name; bool ok; };
+  const Row rows[] = {
+      {"a", true},          {"llama-ft", true},  {"a1-b2", true}, {"", false},
+      {"-a", false},        {"a-", false},       {"A", false},    {"a_b", false},
+      {"a.b", false},       {std::string(63, 'a'), true},         {std::string(64, 'a'), false},
+  };
+  for (const auto& row : rows) {
+    INFO(row.name);
+    CHECK(CheckDns1123Label(row.name).empty() == row.ok);
+  }
+  CHECK_FALSE(CheckDns1123Label(std::string(55, 'a'), 54).empty());
+}
+
+TEST_CASE("label keys and values", "[names]") {
+  CHECK(CheckLabelKey("team").empty());
+  CHECK(CheckLabelKey("kueue.x-k8s.io/queue-name").empty());
+  CHECK_FALSE(CheckLabelKey("Bad_Prefix/x").empty());
+  CHECK_FALSE(CheckLabelKey("a/").empty());
+  CHECK(CheckLabelValue("").empty());
+  CHECK(CheckLabelValue("NLP_team.v2").empty());
+  CHECK_FALSE(CheckLabelValue("-x").empty());
+}
+
+TEST_CASE("uids are random v4 uuids", "[names]") {
+  std::string a = NewUid(), b = NewUid();
+  CHECK(a.size() == 36);
+  CHECK(a[14] == '4');
+  CHECK(a != b);
+}
+
+}  // namespace gantry

@@ -16,6 +16,14 @@ namespace gantry {
 // negative values, garbage, and values that overflow int64 milli-units.
 Result<int64_t> ParseQuantityMilli(std::string_view text);
 Result<int64_t> ParseQuantityMilli(const nlohmann::json& value);
+// Text overloads: a std::string or string literal converts to both
+// string_view and json, so without these such calls would be ambiguous.
+inline Result<int64_t> ParseQuantityMilli(const std::string& text) {
+  return ParseQuantityMilli(std::string_view(text));
+}
+inline Result<int64_t> ParseQuantityMilli(const char* text) {
+  return ParseQuantityMilli(std::string_view(text));
+}
 
 // Canonical text of a milli-unit amount: "250m", "4", and for values that are
 // exact multiples of 2^30 / 2^20 bytes with memory-like use, callers format

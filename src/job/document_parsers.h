@@ -1,0 +1,25 @@
+// The two document forms, each read into a JobSpec with every problem added
+// to errors. The caller has checked that doc is an object with a supported
+// apiVersion and kind. Internal to gantry_job.
+#pragma once
+
+#include <optional>
+#include <string_view>
+
+#include "json_fields.h"
+
+namespace gantry::job_internal {
+
+// apiVersion gantry.dev/v1, kind Job: {apiVersion, kind, metadata, spec};
+// unknown fields are refused at every level gantry defines.
+JobSpec ReadGantryDocument(const json& doc, std::optional<std::string_view> path_namespace,
+                           FieldErrors& errors);
+
+// A plain batch/v1 Job or jobset.x-k8s.io/v1alpha2 JobSet manifest: the whole
+// object becomes the template; the queue comes from its
+// kueue.x-k8s.io/queue-name label, the rest from gantry.dev/* annotations
+// (listed in manifest.cc).
+JobSpec ReadManifest(const json& doc, std::optional<std::string_view> path_namespace,
+                     FieldErrors& errors);
+
+}  // namespace gantry::job_internal

@@ -1,0 +1,52 @@
+#include "document_parsers.h"
+#include "pod_sets.h"
+#include "spec_fields.h"
+
+namespace gantry::job_internal {
+namespace {
+
+void ReadMetadata(const json& meta, std::optional<std::string_view> path_namespace, JobSpec& spec,
+                  FieldErrors& errors) {
+  CheckKnownFields(meta, "metadata", {"name", "namespace", "labels", "annotations"}, errors);
+  std::optional<std::string> name = ReadString(meta, "name", "metadata", errors);
+  if (name || Member(meta, "name") == nullptr) CheckJobName(name, "metadata.name", errors);
+  if (name) spec.name = *name;
+  std::optional<std::string> ns = ReadString(meta, "namespace", "metadata", errors);
+  spec.ns = ResolveNamespace(ns, path_namespace, "metadata.namespace", errors);
+  spec.labels = ReadLabels(meta, "labels", "metadata", errors);
+  // Accepted for kubectl-style tooling, checked, and not kept: JobSpec has no
+  // annotations, and they carry no meaning for gantry.
+  std::map<std::string, std::string> annotations =
+      ReadStringMap(meta, "annotations", "metadata", errors);
+  (void)annotations;
+}
+
+void ReadSpec(const json& s, JobSpec& spec, FieldErrors& errors) {
+  CheckKnownFields(
+      s, "spec",
+      {"queue", "priority", "placement", "dispatch", "onClusterLoss", "template", "podSets"},
+      errors);
+  ReadSpecFields(s, "spec", spec, errors);
+  const json* tmpl = RequireObject(s, "template", "spec", errors);
+  if (tmpl == nullptr || !CheckTemplateHeader(*tmpl, "spec.template", errors)) return;
+  spec.template_object = NormalizeTemplate(*tmpl);
+  spec.pod_sets = DerivePodSets(spec.template_object, "spec.template", Member(s, "podSets"),
+                                "spec.podSets", errors);
+}
+
+}  // namespace
+
+JobSpec ReadGantryDocument(const json& doc, std::optional<std::string_view> path_namespace,
+                           FieldErrors& errors) {
+  JobSpec spec;
+  CheckKnownFields(doc, "", {"apiVersion", "kind", "metadata", "spec"}, errors);
+  if (const json* meta = RequireObject(doc, "metadata", "", errors)) {
+    ReadMetadata(*meta, path_namespace, spec, errors);
+  } else {
+    spec.ns = ResolveNamespace(std::nullopt, path_namespace, "metadata.namespace", errors);
+  }
+  if (const json* s = RequireObject(doc, "spec", "", errors)) ReadSpec(*s, spec, errors);
+  return spec;
+}
+
+}  // namespace gantry::job_internal

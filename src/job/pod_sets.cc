@@ -1,0 +1,210 @@
+#include "pod_sets.h"
+
+#include <fmt/format.h>
+
+#include "gantry/common/names.h"
+#include "pod_template.h"
+
+namespace gantry::job_internal {
+namespace {
+
+enum class TemplateKind { kBatchJob, kJobSet, kOther };
+
+// obj[key] when it is a string, else "" (json::value() would throw).
+std::string StringOr(const json& obj, std::string_view key) {
+  const json* v = Member(obj, key);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : "";
+}
+
+TemplateKind Classify(const json& object) {
+  const std::string api = StringOr(object, "apiVersion");
+  const std::string kind = StringOr(object, "kind");
+  if (api == "batch/v1" && kind == "Job") return TemplateKind::kBatchJob;
+  if (api.starts_with("jobset.x-k8s.io/") && kind == "JobSet") return TemplateKind::kJobSet;
+  return TemplateKind::kOther;
+}
+
+// The pod count of one batch/v1 JobSpec at path (parallelism, capped by completions).
+int64_t JobPodCount(const json& job_spec, std::string_view path, FieldErrors& errors) {
+  int64_t parallelism = ReadInt(job_spec, "parallelism", path, 1, kMaxPodCount, errors).value_or(1);
+  std::optional<int64_t> completions =
+      ReadInt(job_spec, "completions", path, 1, std::numeric_limits<int32_t>::max(), errors);
+  return completions ? std::min(parallelism, *completions) : parallelism;
+}
+
+// A batch/v1 JobSpec's pod set at path (the JobSpec's own path).
+PodSet JobPodSet(std::string name, const json& job_spec, std::string_view path, int64_t replicas,
+                 FieldErrors& errors) {
+  PodSet set;
+  set.name = std::move(name);
+  set.count = static_cast<int32_t>(replicas * JobPodCount(job_spec, path, errors));
+  const json* pod_template = RequireObject(job_spec, "template", path, errors);
+  if (pod_template != nullptr) {
+    set.requests_milli = CheckPodTemplate(*pod_template, Child(path, "template"), errors);
+    set.pod_template = *pod_template;
+  }
+  return set;
+}
+
+// Reads a list of 1..kMaxPodSets entries at obj[key]; nullptr when wrong.
+const json* ReadPodSetList(const json& obj, std::string_view key, std::string_view path,
+                           FieldErrors& errors) {
+  const json* list = ReadArray(obj, key, path, errors);
+  if (list == nullptr && Member(obj, key) == nullptr) {
+    errors.Add(Child(path, key), "Required value");
+  } else if (list != nullptr && (list->empty() || list->size() > kMaxPodSets)) {
+    errors.Add(Child(path, key), fmt::format("must have between 1 and {} entries", kMaxPodSets));
+    return nullptr;
+  }
+  return list;
+}
+
+// The name of list entry at path: required DNS-1123 label, unique in names.
+std::string ReadPodSetName(const json& entry, std::string_view path, FieldErrors& errors) {
+  std::optional<std::string> name = ReadString(entry, "name", path, errors);
+  std::string field = Child(path, "name");
+  if (!name) {
+    if (Member(entry, "name") == nullptr) errors.Add(field, "Required value");
+    return "";
+  }
+  if (std::string e = CheckDns1123Label(*name); !e.empty()) {
+    errors.Add(field, fmt::format("Invalid value: \"{}\": {}", *name, e));
+    return "";
+  }
+  return *name;
+}
+
+std::vector<PodSet> JobSetPodSets(const json& spec, std::string_view spath, FieldErrors& errors) {
+  std::vector<PodSet> out;
+  const json* jobs = ReadPodSetList(spec, "replicatedJobs", spath, errors);
+  if (jobs == nullptr) return out;
+  std::string field = Child(spath, "replicatedJobs");
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < jobs->size(); ++i) {
+    const json& rj = (*jobs)[i];
+    std::string rpath = Index(field, i);
+    if (!rj.is_object()) {
+      errors.Add(rpath, fmt::format("must be an object, got {}", TypeName(rj)));
+      names.emplace_back();
+      continue;
+    }
+    names.push_back(ReadPodSetName(rj, rpath, errors));
+    int64_t replicas = ReadInt(rj, "replicas", rpath, 1, kMaxPodCount, errors).value_or(1);
+    const json* job_template = RequireObject(rj, "template", rpath, errors);
+    if (job_template == nullptr) continue;
+    std::string tpath = Child(rpath, "template");
+    const json* job_spec = RequireObject(*job_template, "spec", tpath, errors);
+    if (job_spec == nullptr) continue;
+    out.push_back(JobPodSet(names.back(), *job_spec, Child(tpath, "spec"), replicas, errors));
+  }
+  CheckDistinct(names, field, ".name", errors);
+  return out;
+}
+
+std::vector<PodSet> ExplicitPodSets(const json& list, std::string_view path, FieldErrors& errors) {
+  std::vector<PodSet> out;
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const json& entry = list[i];
+    std::string ppath = Index(path, i);
+    if (!entry.is_object()) {
+      errors.Add(ppath, fmt::format("must be an object, got {}", TypeName(entry)));
+      names.emplace_back();
+      continue;
+    }
+    CheckKnownFields(entry, ppath, {"name", "count", "template"}, errors);
+    PodSet set;
+    set.name = ReadPodSetName(entry, ppath, errors);
+    names.push_back(set.name);
+    set.count =
+        static_cast<int32_t>(ReadInt(entry, "count", ppath, 1, kMaxPodCount, errors).value_or(1));
+    if (const json* pod_template = RequireObject(entry, "template", ppath, errors)) {
+      set.requests_milli = CheckPodTemplate(*pod_template, Child(ppath, "template"), errors);
+      set.pod_template = *pod_template;
+    }
+    out.push_back(std::move(set));
+  }
+  CheckDistinct(names, path, ".name", errors);
+  return out;
+}
+
+void EraseIfEmpty(json& obj, std::string_view key) {
+  if (auto it = obj.find(key); it != obj.end() && (it->is_null() || it->empty())) obj.erase(it);
+}
+
+}  // namespace
+
+json NormalizeTemplate(const json& object) {
+  json out = object;
+  out.erase("status");
+  auto meta = out.find("metadata");
+  if (meta == out.end() || !meta->is_object()) return out;
+  for (const char* key :
+       {"namespace", "uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
+        "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences"}) {
+    meta->erase(key);
+  }
+  if (auto ann = meta->find("annotations"); ann != meta->end() && ann->is_object()) {
+    for (auto it = ann->begin(); it != ann->end();) {
+      it = it.key().starts_with("gantry.dev/") ? ann->erase(it) : std::next(it);
+    }
+  }
+  EraseIfEmpty(*meta, "annotations");
+  EraseIfEmpty(*meta, "labels");
+  EraseIfEmpty(out, "metadata");
+  return out;
+}
+
+bool CheckTemplateHeader(const json& object, std::string_view path, FieldErrors& errors) {
+  if (!object.is_object()) {
+    errors.Add(std::string(path), fmt::format("must be an object, got {}", TypeName(object)));
+    return false;
+  }
+  bool ok = true;
+  for (const char* key : {"apiVersion", "kind"}) {
+    std::optional<std::string> v = ReadString(object, key, path, errors);
+    if (v && v->empty()) errors.Add(Child(path, key), "must not be empty");
+    if (!v && Member(object, key) == nullptr) errors.Add(Child(path, key), "Required value");
+    ok = ok && v && !v->empty();
+  }
+  return ok;
+}
+
+std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_path,
+                                  const json* explicit_pod_sets, std::string_view pod_sets_path,
+                                  FieldErrors& errors) {
+  TemplateKind kind = Classify(object);
+  std::string kind_name = StringOr(object, "kind");
+  std::string spath = Child(template_path, "spec");
+  if (kind != TemplateKind::kOther) {
+    if (explicit_pod_sets != nullptr) {
+      errors.Add(std::string(pod_sets_path),
+                 fmt::format("must not be set for kind {}; derived from the template", kind_name));
+      return {};
+    }
+    const json* spec = RequireObject(object, "spec", template_path, errors);
+    if (spec == nullptr) return {};
+    if (kind == TemplateKind::kJobSet) return JobSetPodSets(*spec, spath, errors);
+    return {JobPodSet("main", *spec, spath, 1, errors)};
+  }
+  if (explicit_pod_sets == nullptr) {
+    errors.Add(
+        std::string(pod_sets_path),
+        fmt::format("Required value: required for kind {} ({}): gantry has no adapter for it",
+                    kind_name, StringOr(object, "apiVersion")));
+    return {};
+  }
+  if (!explicit_pod_sets->is_array()) {
+    errors.Add(std::string(pod_sets_path),
+               fmt::format("must be a list, got {}", TypeName(*explicit_pod_sets)));
+    return {};
+  }
+  if (explicit_pod_sets->empty() || explicit_pod_sets->size() > kMaxPodSets) {
+    errors.Add(std::string(pod_sets_path),
+               fmt::format("must have between 1 and {} entries", kMaxPodSets));
+    return {};
+  }
+  return ExplicitPodSets(*explicit_pod_sets, pod_sets_path, errors);
+}
+
+}  // namespace gantry::job_internal

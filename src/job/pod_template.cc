@@ -1,0 +1,158 @@
+#include "pod_template.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <set>
+
+#include "gantry/job/quantity.h"
+
+namespace gantry::job_internal {
+namespace {
+
+using Resources = std::map<std::string, int64_t>;
+
+bool IsExtendedResource(std::string_view name) {
+  return name.find('/') != std::string_view::npos && !name.starts_with("kubernetes.io/") &&
+         name.find(".kubernetes.io/") == std::string_view::npos;
+}
+
+// Adds b into a; false on overflow.
+bool AddInto(Resources& a, const Resources& b) {
+  for (const auto& [name, milli] : b) {
+    int64_t& sum = a[name];
+    if (milli > std::numeric_limits<int64_t>::max() - sum) return false;
+    sum += milli;
+  }
+  return true;
+}
+
+void MaxInto(Resources& a, const Resources& b) {
+  for (const auto& [name, milli] : b) a[name] = std::max(a[name], milli);
+}
+
+// A map of resource name -> quantity at obj[key]. Names whose quantity is
+// invalid land in bad (reported already), so they do not count as missing.
+Resources ReadResourceMap(const json& obj, std::string_view key, std::string_view path,
+                          std::set<std::string>& bad, FieldErrors& errors) {
+  Resources out;
+  const json* map = ReadObject(obj, key, path, errors);
+  if (map == nullptr) return out;
+  std::string field = Child(path, key);
+  for (const auto& [name, value] : map->items()) {
+    Result<int64_t> milli = ParseQuantityMilli(value);
+    if (!milli.ok()) {
+      errors.Add(Child(field, name), milli.status().message());
+      bad.insert(name);
+    } else if (IsExtendedResource(name) && *milli % 1000 != 0) {
+      errors.Add(Child(field, name), "extended resources must be whole numbers");
+      bad.insert(name);
+    } else {
+      out[name] = *milli;
+    }
+  }
+  return out;
+}
+
+// The effective requests of one container (limits fill missing requests).
+Resources ContainerRequests(const json& container, std::string_view path, bool require_cpu_memory,
+                            FieldErrors& errors) {
+  std::string rpath = Child(path, "resources");
+  const json* resources = ReadObject(container, "resources", path, errors);
+  static const json kEmpty = json::object();
+  if (resources == nullptr) resources = &kEmpty;
+  std::set<std::string> bad;
+  Resources requests = ReadResourceMap(*resources, "requests", rpath, bad, errors);
+  Resources limits = ReadResourceMap(*resources, "limits", rpath, bad, errors);
+  std::string req_path = Child(rpath, "requests");
+  for (const auto& [name, limit] : limits) {
+    auto it = requests.find(name);
+    if (it == requests.end()) {
+      if (!bad.contains(name)) requests[name] = limit;
+    } else if (IsExtendedResource(name) && it->second != limit) {
+      errors.Add(Child(req_path, name), "must equal the limit for an extended resource");
+    } else if (it->second > limit) {
+      errors.Add(Child(req_path, name),
+                 fmt::format("must be less than or equal to the {} limit", name));
+    }
+  }
+  if (require_cpu_memory) {
+    std::string missing;
+    for (const char* name : {"cpu", "memory"}) {
+      if (requests.contains(name) || bad.contains(name)) continue;
+      missing += missing.empty() ? name : fmt::format(", {}", name);
+    }
+    if (!missing.empty()) {
+      errors.Add(req_path,
+                 fmt::format("cpu and memory requests are required (missing: {})", missing));
+    }
+  }
+  return requests;
+}
+
+// The containers at spec[key]; returns one request map per container.
+std::vector<Resources> ReadContainers(const json& spec, std::string_view key, std::string_view path,
+                                      bool regular, std::map<std::string, std::string>& names,
+                                      FieldErrors& errors) {
+  std::vector<Resources> out;
+  std::string field = Child(path, key);
+  const json* list = ReadArray(spec, key, path, errors);
+  if (regular && (list == nullptr || list->empty())) {
+    if (list != nullptr || Member(spec, key) == nullptr) {
+      errors.Add(field, "Required value: at least one container");
+    }
+    return out;
+  }
+  if (list == nullptr) return out;
+  for (std::size_t i = 0; i < list->size(); ++i) {
+    const json& c = (*list)[i];
+    std::string cpath = Index(field, i);
+    if (!c.is_object()) {
+      errors.Add(cpath, fmt::format("must be an object, got {}", TypeName(c)));
+      continue;
+    }
+    std::optional<std::string> name = ReadString(c, "name", cpath, errors);
+    if (!name && Member(c, "name") == nullptr) errors.Add(Child(cpath, "name"), "Required value");
+    if (name && name->empty()) errors.Add(Child(cpath, "name"), "must not be empty");
+    if (name && !name->empty()) {
+      auto [it, inserted] = names.emplace(*name, cpath);
+      if (!inserted) {
+        errors.Add(Child(cpath, "name"),
+                   fmt::format("Duplicate value: \"{}\" (same as {})", *name, it->second));
+      }
+    }
+    out.push_back(ContainerRequests(c, cpath, regular, errors));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::string_view path,
+                                                FieldErrors& errors) {
+  if (!pod_template.is_object()) {
+    errors.Add(std::string(path), fmt::format("must be an object (a PodTemplateSpec), got {}",
+                                              TypeName(pod_template)));
+    return {};
+  }
+  const json* spec = RequireObject(pod_template, "spec", path, errors);
+  if (spec == nullptr) return {};
+  std::string spath = Child(path, "spec");
+  std::map<std::string, std::string> names;
+  Resources sum;
+  bool overflow = false;
+  for (const Resources& r : ReadContainers(*spec, "containers", spath, true, names, errors)) {
+    overflow = overflow || !AddInto(sum, r);
+  }
+  Resources init_max;
+  for (const Resources& r : ReadContainers(*spec, "initContainers", spath, false, names, errors)) {
+    MaxInto(init_max, r);
+  }
+  MaxInto(sum, init_max);
+  std::set<std::string> bad;
+  overflow = overflow || !AddInto(sum, ReadResourceMap(*spec, "overhead", spath, bad, errors));
+  if (overflow) errors.Add(Child(spath, "containers"), "the summed requests overflow");
+  return sum;
+}
+
+}  // namespace gantry::job_internal

@@ -1,0 +1,158 @@
+// The canonical JSON of a JobSpec and its inverse.
+//
+// Layout (every key always present unless marked optional):
+//   {queue, priority,
+//    placement: {clusters, regions, complianceZones, datasets: [..],
+//                clusterSelector: {matchLabels: {..}},
+//                accelerator (optional): {model?, minMemoryGiB?, interconnect?},
+//                maxPricePerGPUHour (optional)},
+//    dispatch: {mode, stepSize, roundSeconds, timeoutSeconds (optional)},
+//    onClusterLoss, template,
+//    podSets: [{name, count, requests: {resource: "canonical quantity"}, template}]}
+// nlohmann::json objects are ordered maps, so dump() is deterministic.
+#include <fmt/format.h>
+
+#include "gantry/job/job_document.h"
+#include "gantry/job/quantity.h"
+#include "json_fields.h"
+#include "spec_fields.h"
+
+namespace gantry {
+namespace {
+
+using job_internal::Child;
+using job_internal::FieldErrors;
+using job_internal::Index;
+using nlohmann::json;
+
+json PlacementToJson(const PlacementConstraints& p) {
+  json out = {{"clusters", p.clusters},
+              {"regions", p.regions},
+              {"complianceZones", p.compliance_zones},
+              {"datasets", p.datasets},
+              {"clusterSelector", {{"matchLabels", p.cluster_match_labels}}}};
+  if (p.accelerator) {
+    json accel = json::object();
+    if (!p.accelerator->model.empty()) accel["model"] = p.accelerator->model;
+    if (p.accelerator->min_memory_gib) accel["minMemoryGiB"] = *p.accelerator->min_memory_gib;
+    if (!p.accelerator->interconnect.empty()) accel["interconnect"] = p.accelerator->interconnect;
+    out["accelerator"] = std::move(accel);
+  }
+  if (p.max_price_per_gpu_hour) out["maxPricePerGPUHour"] = *p.max_price_per_gpu_hour;
+  return out;
+}
+
+json PodSetToJson(const PodSet& set) {
+  json requests = json::object();
+  for (const auto& [name, milli] : set.requests_milli) requests[name] = FormatQuantityMilli(milli);
+  return {{"name", set.name},
+          {"count", set.count},
+          {"requests", std::move(requests)},
+          {"template", set.pod_template}};
+}
+
+// A stored pod set; the template was checked when the job was submitted.
+std::optional<PodSet> PodSetFromJson(const json& entry, const std::string& path,
+                                     FieldErrors& errors) {
+  if (!entry.is_object()) {
+    errors.Add(path, "must be an object");
+    return std::nullopt;
+  }
+  PodSet set;
+  std::optional<std::string> name = job_internal::ReadString(entry, "name", path, errors);
+  std::optional<int64_t> count =
+      job_internal::ReadInt(entry, "count", path, 0, std::numeric_limits<int32_t>::max(), errors);
+  const json* requests = job_internal::ReadObject(entry, "requests", path, errors);
+  const json* pod_template = job_internal::ReadObject(entry, "template", path, errors);
+  if (!name || !count || requests == nullptr || pod_template == nullptr) {
+    errors.Add(path, "name, count, requests and template are required");
+    return std::nullopt;
+  }
+  set.name = *name;
+  set.count = static_cast<int32_t>(*count);
+  set.pod_template = *pod_template;
+  for (const auto& [resource, quantity] : requests->items()) {
+    Result<int64_t> milli = ParseQuantityMilli(quantity);
+    if (!milli.ok()) {
+      errors.Add(Child(Child(path, "requests"), resource), milli.status().message());
+      continue;
+    }
+    set.requests_milli[resource] = *milli;
+  }
+  return set;
+}
+
+}  // namespace
+
+std::string_view DispatchModeName(DispatchMode mode) {
+  switch (mode) {
+    case DispatchMode::kAllAtOnce:
+      return "AllAtOnce";
+    case DispatchMode::kIncremental:
+      return "Incremental";
+  }
+  return "AllAtOnce";
+}
+
+std::string_view OnClusterLossName(OnClusterLoss policy) {
+  switch (policy) {
+    case OnClusterLoss::kRequeue:
+      return "Requeue";
+    case OnClusterLoss::kFail:
+      return "Fail";
+    case OnClusterLoss::kWait:
+      return "Wait";
+  }
+  return "Requeue";
+}
+
+nlohmann::json SpecToJson(const JobSpec& spec) {
+  json dispatch = {{"mode", DispatchModeName(spec.dispatch.mode)},
+                   {"stepSize", spec.dispatch.step_size},
+                   {"roundSeconds", spec.dispatch.round_seconds}};
+  if (spec.dispatch.timeout_seconds) dispatch["timeoutSeconds"] = *spec.dispatch.timeout_seconds;
+  json pod_sets = json::array();
+  for (const PodSet& set : spec.pod_sets) pod_sets.push_back(PodSetToJson(set));
+  return {{"queue", spec.queue},
+          {"priority", spec.priority},
+          {"placement", PlacementToJson(spec.placement)},
+          {"dispatch", std::move(dispatch)},
+          {"onClusterLoss", OnClusterLossName(spec.on_cluster_loss)},
+          {"template", spec.template_object},
+          {"podSets", std::move(pod_sets)}};
+}
+
+std::variant<JobSpec, DocumentError> SpecFromJson(
+    const nlohmann::json& spec_json, const std::string& name, const std::string& ns,
+    const std::map<std::string, std::string>& labels) {
+  if (!spec_json.is_object()) return DocumentError{422, "stored job spec is not an object", {}};
+  JobSpec spec;
+  spec.name = name;
+  spec.ns = ns;
+  spec.labels = labels;
+  FieldErrors errors;
+  job_internal::CheckKnownFields(
+      spec_json, "spec",
+      {"queue", "priority", "placement", "dispatch", "onClusterLoss", "template", "podSets"},
+      errors);
+  job_internal::ReadSpecFields(spec_json, "spec", spec, errors);
+  if (const json* t = job_internal::RequireObject(spec_json, "template", "spec", errors)) {
+    spec.template_object = *t;
+  }
+  if (const json* sets = job_internal::ReadArray(spec_json, "podSets", "spec", errors)) {
+    for (std::size_t i = 0; i < sets->size(); ++i) {
+      if (auto set = PodSetFromJson((*sets)[i], Index("spec.podSets", i), errors)) {
+        spec.pod_sets.push_back(*std::move(set));
+      }
+    }
+  }
+  if (!errors.empty()) {
+    const FieldError& first = errors.causes().front();
+    return DocumentError{
+        422, fmt::format("stored job spec is invalid: {}: {}", first.field, first.message),
+        errors.causes()};
+  }
+  return spec;
+}
+
+}  // namespace gantry

@@ -1,0 +1,270 @@
+#include <catch2/catch.hpp>
+#include <functional>
+
+#include "gantry/job/job_document.h"
+#include "job_fixtures.h"
+
+namespace gantry {
+namespace {
+
+using nlohmann::json;
+using Mutation = std::function<void(json&)>;
+
+Mutation Set(std::string pointer, json value) {
+  return [=](json& doc) { doc[json::json_pointer(pointer)] = value; };
+}
+Mutation Erase(std::string pointer, std::string key) {
+  return [=](json& doc) { doc[json::json_pointer(pointer)].erase(key); };
+}
+
+json Base(const char* yaml) { return std::get<json>(YamlToJson(yaml)); }
+
+const std::string kC0 = "/spec/template/spec/template/spec/containers/0";
+const std::string kC0Path = "spec.template.spec.template.spec.containers[0]";
+const std::string kC1Path = "spec.template.spec.template.spec.containers[1]";
+
+struct BadCase {
+  const char* name;
+  const char* base;  // YAML of the document before the mutation
+  Mutation mutate;
+  std::string want_field;
+  const char* want_message_part = "";
+  std::optional<std::string_view> path_namespace = std::nullopt;
+};
+
+TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job][errors]") {
+  const char* g = testing::kGantryJobYaml;
+  const char* m = testing::kBatchManifestYaml;
+  const char* js = testing::kJobSetYaml;
+  const char* pt = testing::kPyTorchJobYaml;
+  const std::string long_name(kMaxJobNameLength + 1, 'a');
+  const BadCase cases[] = {
+      {"no apiVersion", g, Erase("", "apiVersion"), "apiVersion", "Required value"},
+      {"unknown apiVersion", g, Set("/apiVersion", "v1"), "apiVersion", "Unsupported value"},
+      {"wrong kind", g, Set("/kind", "Pod"), "kind", "Unsupported value"},
+      {"unknown top-level field", g, Set("/status", json::object()), "status", "unknown field"},
+      {"metadata not an object", g, Set("/metadata", "x"), "metadata", "must be an object"},
+      {"no name", g, Erase("/metadata", "name"), "metadata.name", "Required value"},
+      {"name too long", g, Set("/metadata/name", long_name), "metadata.name", "at most 54"},
+      {"name not DNS-1123", g, Set("/metadata/name", "Llama_FT"), "metadata.name"},
+      {"unknown metadata field", g, Set("/metadata/generateName", "x-"), "metadata.generateName",
+       "unknown field"},
+      {"bad namespace", g, Set("/metadata/namespace", "Team_A"), "metadata.namespace"},
+      {"namespace differs from URL", g, [](json&) {}, "metadata.namespace", "URL", "team-b"},
+      {"bad label value", g, Set("/metadata/labels/team", "n l p"), "metadata.labels[team]"},
+      {"bad label key", g, Set("/metadata/labels/-x", "v"), "metadata.labels[-x]"},
+      {"no spec", g, Erase("", "spec"), "spec", "Required value"},
+      {"no queue", g, Erase("/spec", "queue"), "spec.queue", "Required value"},
+      {"queue not DNS-1123", g, Set("/spec/queue", "Team A"), "spec.queue"},
+      {"queue not a string", g, Set("/spec/queue", 5), "spec.queue", "must be a string"},
+      {"priority a string", g, Set("/spec/priority", "high"), "spec.priority",
+       "must be an integer"},
+      {"priority a float", g, Set("/spec/priority", 1.5), "spec.priority", "must be an integer"},
+      {"priority beyond int32", g, Set("/spec/priority", 3000000000u), "spec.priority"},
+      {"unknown spec field", g, Set("/spec/placment", json::object()), "spec.placment",
+       "unknown field"},
+      {"unknown placement field", g, Set("/spec/placement/zones", json::array()),
+       "spec.placement.zones", "unknown field"},
+      {"bad interconnect", g, Set("/spec/placement/accelerator/interconnect", "infiniband"),
+       "spec.placement.accelerator.interconnect", "Unsupported value"},
+      {"minMemoryGiB 0", g, Set("/spec/placement/accelerator/minMemoryGiB", 0),
+       "spec.placement.accelerator.minMemoryGiB", "between 1 and 4096"},
+      {"unknown accelerator field", g, Set("/spec/placement/accelerator/count", 8),
+       "spec.placement.accelerator.count", "unknown field"},
+      {"price 0", g, Set("/spec/placement/maxPricePerGPUHour", 0),
+       "spec.placement.maxPricePerGPUHour", "positive"},
+      {"price a string", g, Set("/spec/placement/maxPricePerGPUHour", "4.5"),
+       "spec.placement.maxPricePerGPUHour", "must be a number"},
+      {"duplicate region", g, Set("/spec/placement/regions", {"eu", "us", "eu"}),
+       "spec.placement.regions[2]", "Duplicate value: \"eu\" (same as index 0)"},
+      {"empty cluster name", g, Set("/spec/placement/clusters", {""}), "spec.placement.clusters[0]",
+       "must not be empty"},
+      {"clusters not a list", g, Set("/spec/placement/clusters", "a,b"), "spec.placement.clusters",
+       "must be a list"},
+      {"bad selector label", g, Set("/spec/placement/clusterSelector/matchLabels/tier", "a b"),
+       "spec.placement.clusterSelector.matchLabels[tier]"},
+      {"bad dispatch mode", g, Set("/spec/dispatch/mode", "Sometimes"), "spec.dispatch.mode",
+       "supported values: \"AllAtOnce\", \"Incremental\""},
+      {"stepSize 0", g, Set("/spec/dispatch/stepSize", 0), "spec.dispatch.stepSize"},
+      {"roundSeconds too long", g, Set("/spec/dispatch/roundSeconds", 86401),
+       "spec.dispatch.roundSeconds"},
+      {"timeoutSeconds 0", g, Set("/spec/dispatch/timeoutSeconds", 0),
+       "spec.dispatch.timeoutSeconds"},
+      {"unknown dispatch field", g, Set("/spec/dispatch/rounds", 2), "spec.dispatch.rounds",
+       "unknown field"},
+      {"bad onClusterLoss", g, Set("/spec/onClusterLoss", "Retry"), "spec.onClusterLoss"},
+      {"no template", g, Erase("/spec", "template"), "spec.template", "Required value"},
+      {"template not an object", g, Set("/spec/template", "job.yaml"), "spec.template",
+       "must be an object"},
+      {"template without kind", g, Erase("/spec/template", "kind"), "spec.template.kind",
+       "Required value"},
+      {"container without resources", g, Erase(kC0, "resources"), kC0Path + ".resources.requests",
+       "cpu and memory requests are required (missing: cpu, memory)"},
+      {"container without memory", g, Erase(kC0 + "/resources/requests", "memory"),
+       kC0Path + ".resources.requests", "(missing: memory)"},
+      {"bad memory quantity", g,
+       Set("/spec/template/spec/template/spec/containers/1/resources/requests/memory", "lots"),
+       kC1Path + ".resources.requests.memory", "invalid quantity"},
+      {"negative cpu", g, Set(kC0 + "/resources/requests/cpu", "-1"),
+       kC0Path + ".resources.requests.cpu", "negative"},
+      {"fractional GPU", g, Set(kC0 + "/resources/limits/nvidia.com~1gpu", "0.5"),
+       kC0Path + ".resources.limits.nvidia.com/gpu", "whole numbers"},
+      {"GPU request differs from limit", g, Set(kC0 + "/resources/limits/nvidia.com~1gpu", 4),
+       kC0Path + ".resources.requests.nvidia.com/gpu", "must equal the limit"},
+      {"cpu request above limit", g, Set(kC0 + "/resources/limits/cpu", "1"),
+       kC0Path + ".resources.requests.cpu", "less than or equal"},
+      {"no containers", g, Set("/spec/template/spec/template/spec/containers", json::array()),
+       "spec.template.spec.template.spec.containers", "at least one container"},
+      {"container without name", g, Erase(kC0, "name"), kC0Path + ".name", "Required value"},
+      {"duplicate container names", g,
+       Set("/spec/template/spec/template/spec/containers/1/name", "trainer"), kC1Path + ".name",
+       "Duplicate value"},
+      {"parallelism 0", g, Set("/spec/template/spec/parallelism", 0),
+       "spec.template.spec.parallelism", "between 1 and 10000"},
+      {"parallelism too large", g, Set("/spec/template/spec/parallelism", 10001),
+       "spec.template.spec.parallelism"},
+      {"Job without pod template", g, Erase("/spec/template/spec", "template"),
+       "spec.template.spec.template", "Required value"},
+      {"podSets for kind Job", g, Set("/spec/podSets", json::array()), "spec.podSets",
+       "must not be set for kind Job; derived from the template"},
+      {"custom kind without podSets", pt, Erase("/spec", "podSets"), "spec.podSets",
+       "required for kind PyTorchJob"},
+      {"19 podSets", pt,
+       [](json& d) {
+         d["spec"]["podSets"] = json::array();
+         for (int i = 0; i < 19; ++i) d["spec"]["podSets"].push_back(d["spec"]["podSets"].size());
+       },
+       "spec.podSets", "between 1 and 18"},
+      {"duplicate podSet names", pt, Set("/spec/podSets/1/name", "master"), "spec.podSets[1].name",
+       "Duplicate value"},
+      {"podSet count 0", pt, Set("/spec/podSets/0/count", 0), "spec.podSets[0].count"},
+      {"podSet minCount", pt, Set("/spec/podSets/0/minCount", 1), "spec.podSets[0].minCount",
+       "unknown field"},
+      {"podSet template without cpu", pt,
+       Erase("/spec/podSets/1/template/spec/containers/0/resources/requests", "cpu"),
+       "spec.podSets[1].template.spec.containers[0].resources.requests", "(missing: cpu)"},
+      {"JobSet without replicatedJobs", js, Erase("/spec/template/spec", "replicatedJobs"),
+       "spec.template.spec.replicatedJobs", "Required value"},
+      {"JobSet bad replicatedJob name", js,
+       Set("/spec/template/spec/replicatedJobs/0/name", "Driver"),
+       "spec.template.spec.replicatedJobs[0].name"},
+      {"JobSet duplicate names", js, Set("/spec/template/spec/replicatedJobs/1/name", "driver"),
+       "spec.template.spec.replicatedJobs[1].name", "Duplicate value"},
+      {"JobSet container without memory", js,
+       Erase("/spec/template/spec/replicatedJobs/1/template/spec/template/spec/containers/0/"
+             "resources/requests",
+             "memory"),
+       "spec.template.spec.replicatedJobs[1].template.spec.template.spec.containers[0].resources."
+       "requests"},
+      {"manifest without queue label", m, Set("/metadata/labels", json::object()),
+       "metadata.labels[kueue.x-k8s.io/queue-name]", "Required value"},
+      {"manifest bad priority", m, Set("/metadata/annotations/gantry.dev~1priority", "high"),
+       "metadata.annotations[gantry.dev/priority]", "32-bit integer"},
+      {"manifest unknown gantry annotation", m, Set("/metadata/annotations/gantry.dev~1prio", "1"),
+       "metadata.annotations[gantry.dev/prio]", "unknown gantry annotation"},
+      {"manifest empty region", m, Set("/metadata/annotations/gantry.dev~1regions", "eu,,us"),
+       "metadata.annotations[gantry.dev/regions]", "non-empty"},
+      {"manifest bad dispatch mode", m, Set("/metadata/annotations/gantry.dev~1dispatch-mode", "x"),
+       "metadata.annotations[gantry.dev/dispatch-mode]", "Unsupported value"},
+      {"manifest container without cpu", m,
+       Erase("/spec/template/spec/containers/0/resources/requests", "cpu"),
+       "spec.template.spec.containers[0].resources.requests", "(missing: cpu)"},
+      {"manifest unknown top-level field", m, Set("/extra", 1), "extra", "unknown field"},
+      {"manifest namespace differs from URL", m, [](json&) {}, "metadata.namespace", "URL",
+       "team-a"},
+      {"JobSet manifest v1alpha1", m,
+       [](json& d) {
+         d["apiVersion"] = "jobset.x-k8s.io/v1alpha1";
+         d["kind"] = "JobSet";
+       },
+       "apiVersion", "Unsupported value"},
+  };
+  STATIC_REQUIRE(sizeof(cases) / sizeof(cases[0]) >= 30);
+  for (const BadCase& c : cases) {
+    INFO(c.name);
+    json doc = Base(c.base);
+    c.mutate(doc);
+    auto parsed = ParseJobJson(doc, c.path_namespace);
+    REQUIRE(std::holds_alternative<DocumentError>(parsed));
+    const DocumentError& e = std::get<DocumentError>(parsed);
+    CHECK(e.code == 422);
+    REQUIRE_FALSE(e.causes.empty());
+    INFO(e.message);
+    bool found = false;
+    for (const FieldError& cause : e.causes) {
+      if (cause.field == c.want_field &&
+          cause.message.find(c.want_message_part) != std::string::npos) {
+        found = true;
+      }
+    }
+    CHECK(found);
+    CHECK(e.causes.front().field == c.want_field);  // the expected cause is the first one
+  }
+}
+
+TEST_CASE("ParseJobDocument refuses unparseable bodies (400)", "[job][errors]") {
+  struct RawCase {
+    const char* name;
+    const char* body;
+    DocumentFormat format;
+    const char* want_message_part;
+  };
+  const RawCase cases[] = {
+      {"JSON syntax error", "{\"apiVersion\": }", DocumentFormat::kJson, "line 1, column 16"},
+      {"JSON top-level array", "[1, 2]", DocumentFormat::kJson, "must be an object, got list"},
+      {"JSON string", "\"job\"", DocumentFormat::kJson, "must be an object, got string"},
+      {"JSON duplicate key", R"({"kind": "Job", "kind": "Job"})", DocumentFormat::kJson,
+       "duplicate key \"kind\""},
+      {"empty JSON body", "", DocumentFormat::kJson, "invalid JSON"},
+      {"YAML syntax error", "apiVersion: gantry.dev/v1\nkind: Job\nspec: [a, b\n",
+       DocumentFormat::kYaml, "line 4"},
+      {"YAML bad indentation", "metadata:\n  name: a\n name: b\n", DocumentFormat::kYaml, "line 3"},
+      {"multi-document YAML", "kind: Job\n---\nkind: Job\n", DocumentFormat::kYaml,
+       "exactly one YAML document, got 2"},
+      {"YAML top-level list", "- a\n- b\n", DocumentFormat::kYaml, "got list"},
+      {"YAML scalar", "hello\n", DocumentFormat::kYaml, "got string"},
+      {"empty YAML body", "", DocumentFormat::kYaml, "no document"},
+      {"YAML duplicate key", "kind: Job\nkind: JobSet\n", DocumentFormat::kYaml,
+       "line 2, column 1: duplicate key"},
+      {"YAML NaN", "spec:\n  priority: .nan\n", DocumentFormat::kYaml, "line 2, column 13"},
+  };
+  const std::string deep_json = std::string(100000, '[') + std::string(100000, ']');
+  const std::string deep_yaml = std::string(100000, '[') + std::string(100000, ']');
+  for (const RawCase& c :
+       {RawCase{"deep JSON", deep_json.c_str(), DocumentFormat::kJson, "deep"},
+        RawCase{"deep YAML", deep_yaml.c_str(), DocumentFormat::kYaml, "deep"}}) {
+    INFO(c.name);
+    auto parsed = ParseJobDocument(c.body, c.format, std::nullopt);
+    REQUIRE(std::holds_alternative<DocumentError>(parsed));
+    CHECK(std::get<DocumentError>(parsed).code == 400);
+  }
+  for (const RawCase& c : cases) {
+    INFO(c.name);
+    auto parsed = ParseJobDocument(c.body, c.format, std::nullopt);
+    REQUIRE(std::holds_alternative<DocumentError>(parsed));
+    const DocumentError& e = std::get<DocumentError>(parsed);
+    CHECK(e.code == 400);
+    CHECK_THAT(e.message, Catch::Contains(c.want_message_part));
+  }
+}
+
+TEST_CASE("Every cause is reported, and the message summarizes them", "[job][errors]") {
+  json doc = testing::GantryJobJson();
+  doc["metadata"].erase("name");
+  doc["spec"]["queue"] = "Q";
+  doc["spec"]["priority"] = "x";
+  doc["spec"]["dispatch"]["stepSize"] = 0;
+  auto parsed = ParseJobJson(doc, std::nullopt);
+  REQUIRE(std::holds_alternative<DocumentError>(parsed));
+  const DocumentError& e = std::get<DocumentError>(parsed);
+  REQUIRE(e.causes.size() == 4);
+  CHECK(e.causes[0].field == "metadata.name");
+  CHECK(e.causes[1].field == "spec.queue");
+  CHECK(e.causes[2].field == "spec.priority");
+  CHECK(e.causes[3].field == "spec.dispatch.stepSize");
+  CHECK_THAT(e.message,
+             Catch::StartsWith("job document is invalid: metadata.name: Required value"));
+}
+
+}  // namespace
+}  // namespace gantry

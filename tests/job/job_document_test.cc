@@ -1,0 +1,176 @@
+#include "gantry/job/job_document.h"
+
+#include <catch2/catch.hpp>
+
+#include "job_fixtures.h"
+
+namespace gantry {
+namespace {
+
+using nlohmann::json;
+using testing::MustParse;
+
+constexpr int64_t kGiMilli = (int64_t{1} << 30) * 1000;
+
+struct WantPodSet {
+  std::string name;
+  int32_t count;
+  std::map<std::string, int64_t> requests_milli;
+};
+
+struct GoodCase {
+  const char* name;
+  std::string body;
+  DocumentFormat format;
+  std::optional<std::string_view> path_namespace;
+  std::string want_ns;
+  std::string want_queue;
+  int32_t want_priority;
+  std::vector<WantPodSet> want_pod_sets;
+};
+
+const char* const kGpuLimitsOnlyJson = R"({
+  "apiVersion": "gantry.dev/v1", "kind": "Job",
+  "metadata": {"name": "gpu-limits"},
+  "spec": {"queue": "q", "template": {"apiVersion": "batch/v1", "kind": "Job", "spec": {
+    "template": {"spec": {"containers": [{"name": "c", "resources": {
+      "requests": {"cpu": "2", "memory": "4Gi"},
+      "limits": {"nvidia.com/gpu": 2, "cpu": "4", "memory": "4Gi"}}}]}}}}}
+})";
+
+TEST_CASE("ParseJobDocument reads good documents", "[job][document]") {
+  const GoodCase cases[] = {
+      {"gantry Job",
+       testing::kGantryJobYaml,
+       DocumentFormat::kYaml,
+       std::nullopt,
+       "team-a",
+       "team-a",
+       100,
+       {{"main", 4, {{"cpu", 8500}, {"memory", 65 * kGiMilli}, {"nvidia.com/gpu", 8000}}}}},
+      {"gantry Job, URL namespace agrees",
+       testing::kGantryJobYaml,
+       DocumentFormat::kYaml,
+       "team-a",
+       "team-a",
+       "team-a",
+       100,
+       {{"main", 4, {{"cpu", 8500}, {"memory", 65 * kGiMilli}, {"nvidia.com/gpu", 8000}}}}},
+      // count = min(parallelism 3, completions 2); cpu = max(sum 1, init 4).
+      {"batch/v1 manifest",
+       testing::kBatchManifestYaml,
+       DocumentFormat::kYaml,
+       std::nullopt,
+       "team-b",
+       "team-b",
+       -5,
+       {{"main", 2, {{"cpu", 4000}, {"memory", 2 * kGiMilli}}}}},
+      {"JobSet",
+       testing::kJobSetYaml,
+       DocumentFormat::kYaml,
+       "lab",
+       "lab",
+       "research",
+       0,
+       {{"driver", 1, {{"cpu", 1000}, {"memory", kGiMilli}}},
+        {"workers", 8, {{"cpu", 2000}, {"memory", 8 * kGiMilli}, {"nvidia.com/gpu", 1000}}}}},
+      {"PyTorchJob with podSets",
+       testing::kPyTorchJobYaml,
+       DocumentFormat::kYaml,
+       std::nullopt,
+       "default",
+       "research",
+       0,
+       {{"master", 1, {{"cpu", 1000}, {"memory", 4 * kGiMilli}}},
+        {"worker", 3, {{"cpu", 4000}, {"memory", 16 * kGiMilli}, {"nvidia.com/gpu", 2000}}}}},
+      {"GPUs only in limits (JSON)",
+       kGpuLimitsOnlyJson,
+       DocumentFormat::kJson,
+       std::nullopt,
+       "default",
+       "q",
+       0,
+       {{"main", 1, {{"cpu", 2000}, {"memory", 4 * kGiMilli}, {"nvidia.com/gpu", 2000}}}}},
+  };
+  for (const GoodCase& c : cases) {
+    INFO(c.name);
+    JobSpec spec = MustParse(c.body, c.format, c.path_namespace);
+    CHECK(spec.ns == c.want_ns);
+    CHECK(spec.queue == c.want_queue);
+    CHECK(spec.priority == c.want_priority);
+    REQUIRE(spec.pod_sets.size() == c.want_pod_sets.size());
+    for (std::size_t i = 0; i < spec.pod_sets.size(); ++i) {
+      CHECK(spec.pod_sets[i].name == c.want_pod_sets[i].name);
+      CHECK(spec.pod_sets[i].count == c.want_pod_sets[i].count);
+      CHECK(spec.pod_sets[i].requests_milli == c.want_pod_sets[i].requests_milli);
+      CHECK(spec.pod_sets[i].pod_template.contains("spec"));
+    }
+  }
+}
+
+TEST_CASE("A gantry Job keeps every spec field", "[job][document]") {
+  JobSpec spec = MustParse(testing::kGantryJobYaml);
+  CHECK(spec.name == "llama-ft");
+  CHECK(spec.labels == std::map<std::string, std::string>{{"team", "nlp"}});
+  const PlacementConstraints& p = spec.placement;
+  CHECK(p.clusters == std::vector<std::string>{"gpu-eu-1"});
+  CHECK(p.regions == std::vector<std::string>{"eu-central-1"});
+  CHECK(p.compliance_zones == std::vector<std::string>{"eu"});
+  CHECK(p.datasets == std::vector<std::string>{"s3://corpus/v3"});
+  CHECK(p.cluster_match_labels == std::map<std::string, std::string>{{"tier", "prod"}});
+  REQUIRE(p.accelerator);
+  CHECK(p.accelerator->model == "H100-80GB");
+  CHECK(p.accelerator->min_memory_gib == 80);
+  CHECK(p.accelerator->interconnect == "nvlink");
+  CHECK(p.max_price_per_gpu_hour == 4.5);
+  CHECK(spec.dispatch.mode == DispatchMode::kIncremental);
+  CHECK(spec.dispatch.step_size == 3);
+  CHECK(spec.dispatch.round_seconds == 60);
+  CHECK(spec.dispatch.timeout_seconds == 600);
+  CHECK(spec.on_cluster_loss == OnClusterLoss::kFail);
+  CHECK(spec.template_object.at("kind") == "Job");
+  CHECK(spec.template_object.at("metadata").at("labels").at("app") == "llama");
+}
+
+TEST_CASE("A plain manifest becomes the template, cleaned of server fields", "[job][document]") {
+  JobSpec spec = MustParse(testing::kBatchManifestYaml);
+  CHECK(spec.name == "sweep-7");
+  CHECK(spec.placement.regions == std::vector<std::string>{"eu-central-1", "eu-west-1"});
+  CHECK(spec.on_cluster_loss == OnClusterLoss::kWait);
+  CHECK(spec.dispatch.mode == DispatchMode::kAllAtOnce);
+  const json& t = spec.template_object;
+  CHECK(t.at("apiVersion") == "batch/v1");
+  CHECK_FALSE(t.contains("status"));
+  const json& meta = t.at("metadata");
+  CHECK(meta.at("name") == "sweep-7");
+  CHECK_FALSE(meta.contains("namespace"));
+  CHECK_FALSE(meta.contains("uid"));
+  CHECK_FALSE(meta.contains("resourceVersion"));
+  CHECK(meta.at("labels").at("kueue.x-k8s.io/queue-name") == "team-b");
+  // gantry.dev/* annotations were consumed into the spec; others stay.
+  CHECK(meta.at("annotations") == json{{"note", "keep-me"}});
+}
+
+TEST_CASE("Defaults are filled in", "[job][document]") {
+  JobSpec spec = MustParse(testing::kJobSetYaml);
+  CHECK(spec.ns == "default");
+  CHECK(spec.priority == 0);
+  CHECK(spec.dispatch.mode == DispatchMode::kAllAtOnce);
+  CHECK(spec.dispatch.step_size == 3);
+  CHECK(spec.dispatch.round_seconds == 60);
+  CHECK_FALSE(spec.dispatch.timeout_seconds);
+  CHECK(spec.on_cluster_loss == OnClusterLoss::kRequeue);
+  CHECK_FALSE(spec.placement.accelerator);
+  CHECK_FALSE(spec.placement.max_price_per_gpu_hour);
+}
+
+TEST_CASE("Enum names", "[job][document]") {
+  CHECK(DispatchModeName(DispatchMode::kIncremental) == "Incremental");
+  CHECK(DispatchModeName(DispatchMode::kAllAtOnce) == "AllAtOnce");
+  CHECK(OnClusterLossName(OnClusterLoss::kRequeue) == "Requeue");
+  CHECK(OnClusterLossName(OnClusterLoss::kFail) == "Fail");
+  CHECK(OnClusterLossName(OnClusterLoss::kWait) == "Wait");
+}
+
+}  // namespace
+}  // namespace gantry

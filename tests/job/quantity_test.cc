@@ -1,0 +1,98 @@
+#include "gantry/job/quantity.h"
+
+#include <catch2/catch.hpp>
+
+namespace gantry {
+namespace {
+
+constexpr int64_t kGi = int64_t{1} << 30;
+
+TEST_CASE("ParseQuantityMilli accepts the Kubernetes quantity grammar", "[job][quantity]") {
+  struct Case {
+    const char* text;
+    int64_t milli;
+  };
+  const Case cases[] = {
+      {"0", 0},
+      {"-0", 0},
+      {"1", 1000},
+      {"+2", 2000},
+      {"500m", 500},
+      {"1.5", 1500},
+      {"0.1", 100},
+      {".5", 500},
+      {"1.", 1000},
+      {"007", 7000},
+      {"1k", 1000000},
+      {"1M", 1000000000},
+      {"2G", 2000000000000},
+      {"1T", 1000000000000000},
+      {"9P", 9000000000000000000},
+      {"1Ki", 1024000},
+      {"4Gi", 4 * kGi * 1000},
+      {"0.5Gi", kGi / 2 * 1000},
+      {"1.5Mi", 1572864000},
+      {"1e3", 1000000},
+      {"1E3", 1000000},
+      {"1.5e-3", 2},  // 1.5m rounds up to 2m
+      {"2e+2", 200000},
+      {"1u", 1},  // below milli precision rounds up to 1m
+      {"1n", 1},
+      {"1500n", 1},
+      {"1000001n", 2},
+      {"0.0001", 1},
+      {"1e-100", 1},
+      {"250.000m", 250},
+      {"0.000000000000000000000000000000000000001Ki", 1},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    Result<int64_t> r = ParseQuantityMilli(std::string_view(c.text));
+    REQUIRE(r.ok());
+    CHECK(*r == c.milli);
+  }
+}
+
+TEST_CASE("ParseQuantityMilli refuses bad quantities", "[job][quantity]") {
+  const char* const cases[] = {
+      "",     "abc",  "1K",   "1.2.3", "-1",   "-500m", "1 Gi", " 1",   "1Gib",
+      "e3",   "1e",   "Gi",   "1e+",   "1ee3", "10P",   "8E",   "16Ei", "99999999999999999999",
+      "1e20", "0x10", "1.5.", "+",     ".",    "1m1",   "--1",
+  };
+  for (const char* text : cases) {
+    INFO(text);
+    Result<int64_t> r = ParseQuantityMilli(std::string_view(text));
+    CHECK_FALSE(r.ok());
+  }
+}
+
+TEST_CASE("ParseQuantityMilli reads JSON numbers and strings", "[job][quantity]") {
+  using nlohmann::json;
+  CHECK(*ParseQuantityMilli(json(2)) == 2000);
+  CHECK(*ParseQuantityMilli(json(0.5)) == 500);
+  CHECK(*ParseQuantityMilli(json(1e3)) == 1000000);
+  CHECK(*ParseQuantityMilli(json("64Gi")) == 64 * kGi * 1000);
+  CHECK(*ParseQuantityMilli(json(int64_t{0})) == 0);
+  CHECK_FALSE(ParseQuantityMilli(json(-1)).ok());
+  CHECK_FALSE(ParseQuantityMilli(json(-0.5)).ok());
+  CHECK_FALSE(ParseQuantityMilli(json(true)).ok());
+  CHECK_FALSE(ParseQuantityMilli(json(nullptr)).ok());
+  CHECK_FALSE(ParseQuantityMilli(json::array()).ok());
+  CHECK_FALSE(ParseQuantityMilli(json(uint64_t{1} << 62)).ok());
+}
+
+TEST_CASE("FormatQuantityMilli is canonical and reads back", "[job][quantity]") {
+  struct Case {
+    int64_t milli;
+    const char* text;
+  };
+  const Case cases[] = {
+      {0, "0"}, {1, "1m"}, {1000, "1"}, {1500, "1500m"}, {4 * kGi * 1000, "4294967296"}};
+  for (const Case& c : cases) {
+    CHECK(FormatQuantityMilli(c.milli) == c.text);
+    CHECK(*ParseQuantityMilli(std::string_view(c.text)) == c.milli);
+  }
+}
+
+}  // namespace
+}  // namespace gantry

@@ -1,0 +1,109 @@
+#include <catch2/catch.hpp>
+
+#include "gantry/job/job_document.h"
+
+namespace gantry {
+namespace {
+
+using nlohmann::json;
+
+TEST_CASE("YamlToJson types plain scalars by the YAML 1.2 core schema", "[job][yaml]") {
+  struct Case {
+    const char* yaml;  // the value of key v
+    json want;
+  };
+  const Case cases[] = {
+      {"v: 1", json(uint64_t{1})},
+      {"v: -1", json(int64_t{-1})},
+      {"v: +3", json(uint64_t{3})},
+      {"v: 08", json(uint64_t{8})},
+      {"v: 0x1F", json(uint64_t{31})},
+      {"v: 0o17", json(uint64_t{15})},
+      {"v: 1.5", json(1.5)},
+      {"v: .5", json(0.5)},
+      {"v: 1e3", json(1000.0)},
+      {"v: -2.5E-1", json(-0.25)},
+      {"v: 18446744073709551616", json(18446744073709551616.0)},
+      {"v: true", json(true)},
+      {"v: False", json(false)},
+      {"v: TRUE", json(true)},
+      {"v: yes", json("yes")},
+      {"v: on", json("on")},
+      {"v: null", json(nullptr)},
+      {"v: ~", json(nullptr)},
+      {"v:", json(nullptr)},
+      {"v: '1'", json("1")},
+      {"v: \"true\"", json("true")},
+      {"v: !!str 1", json("1")},
+      {"v: 1_000", json("1_000")},
+      {"v: 12:30", json("12:30")},
+      {"v: 64Gi", json("64Gi")},
+      {"v: 0x", json("0x")},
+      {"v: |\n  text\n", json("text\n")},
+      {"v: [1, a, {b: null}]", json::parse(R"([1, "a", {"b": null}])")},
+  };
+  for (const Case& c : cases) {
+    INFO(c.yaml);
+    auto got = YamlToJson(c.yaml);
+    REQUIRE(std::holds_alternative<json>(got));
+    const json& v = std::get<json>(got).at("v");
+    CHECK(v == c.want);
+    CHECK(v.type() == c.want.type());
+  }
+}
+
+TEST_CASE("YamlToJson keys, anchors and document separators", "[job][yaml]") {
+  auto got = YamlToJson("1: a\ntrue: b\nbase: &x {k: 1}\ncopy: *x\n");
+  REQUIRE(std::holds_alternative<json>(got));
+  const json& doc = std::get<json>(got);
+  CHECK(doc.at("1") == "a");
+  CHECK(doc.at("true") == "b");
+  CHECK(doc.at("copy") == doc.at("base"));
+
+  auto trailing = YamlToJson("---\na: 1\n---\n");
+  REQUIRE(std::holds_alternative<json>(trailing));
+  CHECK(std::get<json>(trailing) == json{{"a", 1}});
+}
+
+TEST_CASE("YamlToJson refuses what JSON cannot hold, with the position", "[job][yaml]") {
+  struct Case {
+    const char* yaml;
+    const char* message_part;
+  };
+  const Case cases[] = {
+      {"v: .inf", "line 1, column 4"},
+      {"v: -.Inf", "no JSON representation"},
+      {"v: .nan", "no JSON representation"},
+      {"a: 1\nb: 2\na: 3\n", "line 3, column 1: duplicate key \"a\""},
+      {"a: [1, 2\n", "line 2"},
+      {"a: 1\n  b: 2\n", "line 2"},
+      {"? [a]\n: 1\n", "map keys must be scalars"},
+      {"a: 1\n---\nb: 2\n", "exactly one YAML document, got 2"},
+      {"", "no document"},
+      {"v: 0x1FFFFFFFFFFFFFFFFF", "out of range"},
+      {"v: 1e999", "out of range"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.yaml);
+    auto got = YamlToJson(c.yaml);
+    REQUIRE(std::holds_alternative<DocumentError>(got));
+    const DocumentError& e = std::get<DocumentError>(got);
+    CHECK(e.code == 400);
+    CHECK_THAT(e.message, Catch::Contains(c.message_part));
+  }
+}
+
+TEST_CASE("YamlToJson stops alias expansion bombs", "[job][yaml]") {
+  std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int j = 0; j < 10; ++j) yaml += (j ? ", *a" : "*a") + std::to_string(i - 1);
+    yaml += "]\n";
+  }
+  auto got = YamlToJson(yaml);
+  REQUIRE(std::holds_alternative<DocumentError>(got));
+  CHECK(std::get<DocumentError>(got).code == 400);
+}
+
+}  // namespace
+}  // namespace gantry

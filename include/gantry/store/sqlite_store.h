@@ -14,10 +14,13 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "gantry/common/clock.h"
+#include "gantry/store/group_commit.h"
 #include "gantry/store/job_store.h"
+#include "gantry/store/sqlite_connection.h"
 
 namespace gantry {
 
@@ -41,5 +44,59 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
 
 // Highest schema version compiled into this binary.
 int LatestSchemaVersion();
+
+// Writes go through one GroupCommitter (its writer thread runs every callback);
+// reads use a separate query_only connection behind a mutex, which WAL lets
+// run alongside the writer. Write callbacks see their own and earlier writes
+// in subsequent reads (read-your-writes: the callback runs after COMMIT).
+class SqliteStore final : public JobStore {
+ public:
+  ~SqliteStore() override;  // Shutdown(), then closes the connections
+
+  // Submit's record: created_ms = 0 is replaced by the clock's now and
+  // updated_ms = 0 by created_ms; seq is assigned. A re-submission of the same
+  // uid (an API retry) returns the stored record as kExisting.
+  void Submit(JobRecord job, StoreCallback<SubmitResult> done) override;
+  // A job already Cancelling is returned unchanged, without a second event.
+  void RequestCancel(std::string ns, std::string name, StoreCallback<JobRecord> done) override;
+  void Purge(std::string ns, std::string name, StoreCallback<bool> done) override;
+  // The event's job_uid is set to uid; time_ms = 0 is replaced by now.
+  void Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase, std::string message,
+                  std::optional<JobEvent> event, StoreCallback<JobRecord> done) override;
+
+  Result<JobRecord> Get(const std::string& ns, const std::string& name) override;
+  Result<JobRecord> GetByUid(const std::string& uid) override;
+  // limit is clamped to 1..kMaxListLimit.
+  Result<JobPage> List(const ListQuery& query) override;
+  // Oldest first; an unknown uid has no events (empty, not NotFound).
+  Result<std::vector<JobEvent>> Events(const std::string& uid) override;
+  Result<std::map<JobPhase, int64_t>> CountByPhase() override;
+  // limit is clamped to 1..kMaxListLimit.
+  Result<std::vector<std::string>> UidsInPhase(JobPhase phase, int limit) override;
+
+  // Stops accepting writes (they fail with kUnavailable) and waits until the
+  // queued ones are committed and their callbacks have run. Idempotent.
+  // REQUIRES: not called from a write callback.
+  void Shutdown();
+
+  // The writer, for components that add their own tables (migrations 002+)
+  // and need their writes in the same group commit. See group_commit.h.
+  GroupCommitter& writer() { return *writer_; }
+
+  static constexpr int kMaxListLimit = 5000;
+
+ private:
+  friend Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& options);
+  SqliteStore(std::unique_ptr<SqliteConnection> reader, std::unique_ptr<GroupCommitter> writer,
+              const Clock* clock);
+
+  int64_t Now() const { return clock_->NowMillis(); }
+
+  SystemClock system_clock_;
+  const Clock* clock_;  // options.clock or &system_clock_
+  std::mutex read_mu_;  // serializes use of reader_ (a connection is single-threaded)
+  std::unique_ptr<SqliteConnection> reader_;
+  std::unique_ptr<GroupCommitter> writer_;
+};
 
 }  // namespace gantry

@@ -1,0 +1,112 @@
+// GroupCommitter: many durable writes, one transaction and one fsync.
+//
+// Owns a writer connection and one writer thread. Callers Enqueue an op (a
+// function that writes through the connection) and a completion. The thread
+// takes every queued op (up to max_batch) and runs:
+//
+//   BEGIN IMMEDIATE
+//     SAVEPOINT op; op1; RELEASE op     (or ROLLBACK TO op when op1 fails)
+//     SAVEPOINT op; op2; RELEASE op
+//     ...
+//   COMMIT                              (synchronous=FULL: fsync'd when it returns)
+//
+// then calls every completion with its op's Status, outside the queue lock.
+// A failing op rolls back only its own changes and gets its own error; the
+// others commit. If BEGIN or COMMIT fails (or SQLite aborts the transaction
+// under an op, e.g. disk full), every op of the batch gets that error: none
+// of its writes is durable.
+//
+// While a batch commits, new ops queue up and form the next batch, so the
+// batch size adapts to the load: one op alone commits at once, a burst
+// shares one fsync.
+//
+// Completions run on the writer thread: they must be quick and must not wait
+// for another write. Ops run inside the transaction: they must not BEGIN,
+// COMMIT or hold a Statement beyond their return.
+//
+// Shutdown (the destructor, or Shutdown()): ops already queued are committed
+// and completed; an op enqueued after shutdown began completes at once, on
+// the caller's thread, with Code::kUnavailable.
+//
+// Thread-safety: Enqueue, Shutdown and the counters are safe from any thread.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "gantry/common/status.h"
+#include "gantry/store/sqlite_connection.h"
+
+namespace gantry {
+
+struct GroupCommitOptions {
+  // Most ops folded into one transaction. Larger batches mean fewer fsyncs but
+  // a longer wait for the first op of a batch. Values < 1 mean 1.
+  int max_batch = 1024;
+  // Called on the writer thread after every successful commit with the time
+  // from BEGIN to the end of COMMIT, in seconds, and the number of ops it
+  // carried (failed ops included). Optional.
+  std::function<void(double seconds, int writes)> on_commit;
+};
+
+class GroupCommitter {
+ public:
+  // An op writes through the connection (cached statements) or the raw handle.
+  using Op = std::function<Status(SqliteConnection& conn)>;
+  using RawOp = std::function<Status(sqlite3* db)>;
+  using Done = std::function<void(Status)>;
+
+  // REQUIRES: conn is a writer connection (not query_only) no one else uses.
+  GroupCommitter(std::unique_ptr<SqliteConnection> conn, GroupCommitOptions options);
+  ~GroupCommitter();
+  GroupCommitter(const GroupCommitter&) = delete;
+  GroupCommitter& operator=(const GroupCommitter&) = delete;
+
+  // Queues op; done(status) runs once the op's outcome is durable (or failed).
+  void Enqueue(Op op, Done done);
+  void Enqueue(RawOp op, Done done);
+
+  // Stops accepting ops, commits what is queued, joins the writer thread.
+  // Idempotent and safe to call concurrently. REQUIRES: not called from a completion (the writer
+  // thread).
+  void Shutdown();
+
+  // Totals since start: committed transactions, and ops they carried.
+  int64_t commits() const { return commits_.load(); }
+  int64_t writes() const { return writes_.load(); }
+
+ private:
+  struct Pending {
+    Op op;
+    Done done;
+  };
+
+  void Run();
+  void CommitBatch(std::deque<Pending>& batch);
+  // Runs one op inside its savepoint. Returns the op's status; sets *aborted
+  // when SQLite rolled back the whole transaction.
+  Status RunOp(const Op& op, bool* aborted);
+
+  std::unique_ptr<SqliteConnection> conn_;
+  GroupCommitOptions options_;
+  std::atomic<int64_t> commits_{0};
+  std::atomic<int64_t> writes_{0};
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> queue_;  // guarded by mu_
+  bool stopping_ = false;      // guarded by mu_
+  std::mutex join_mu_;         // serializes joining thread_
+
+  std::thread thread_;  // last: starts after every other member exists
+};
+
+}  // namespace gantry

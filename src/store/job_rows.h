@@ -1,0 +1,33 @@
+// Mapping between the jobs/job_events tables and JobRecord/JobEvent, shared by
+// the store's read and write paths. Private to the store.
+//
+// Reading never trusts stored data: an unknown phase is Code::kCorruption
+// naming the job, and NULLs read as empty values.
+#pragma once
+
+#include <string>
+
+#include "gantry/common/status.h"
+#include "gantry/store/job_store.h"
+#include "gantry/store/sqlite_connection.h"
+
+namespace gantry {
+
+// The job columns every job SELECT returns, in the order ReadJob expects.
+inline constexpr const char kJobColumns[] =
+    "seq, uid, namespace, name, queue, priority, spec_json, labels_json, phase, cluster, epoch, "
+    "conditions_json, message, created_ms, updated_ms";
+
+// Reads the current row of a statement that selected kJobColumns first.
+Result<JobRecord> ReadJob(const Statement& stmt);
+Result<JobEvent> ReadEvent(const Statement& stmt);
+
+// Single-row lookups. NotFound names the job.
+Result<JobRecord> SelectJobByName(SqliteConnection& conn, const std::string& ns,
+                                  const std::string& name);
+Result<JobRecord> SelectJobByUid(SqliteConnection& conn, const std::string& uid);
+
+Status InsertJob(SqliteConnection& conn, const JobRecord& job, int64_t* seq);
+Status InsertEvent(SqliteConnection& conn, const JobEvent& event);
+
+}  // namespace gantry

@@ -1,0 +1,174 @@
+// SqliteStore: opening and the read path. Writes are in sqlite_store_writes.cc.
+#include "gantry/store/sqlite_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "job_rows.h"
+#include "migrator.h"
+#include "schema_migrations.h"
+
+namespace gantry {
+namespace {
+
+// Bounds the IN (...) list a List query builds; far below SQLite's limit on
+// bound parameters, and far above any real tenant's namespace count.
+constexpr size_t kMaxAllowedNamespaces = 1000;
+
+}  // namespace
+
+int LatestSchemaVersion() {
+  std::span<const Migration> all = EmbeddedMigrations();
+  return all.empty() ? 0 : all.back().version;
+}
+
+Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& options) {
+  if (options.path.empty()) return Status::Invalid("store: database path is empty");
+  SystemClock system_clock;
+  const Clock* clock = options.clock != nullptr ? options.clock : &system_clock;
+
+  Result<std::unique_ptr<SqliteConnection>> writer = SqliteConnection::Open(options.path, {});
+  if (!writer.ok()) return writer.status();
+  Result<int> migrated = MigrateSchema(**writer, EmbeddedMigrations(), clock->NowMillis());
+  if (!migrated.ok()) return migrated.status();
+
+  SqliteConnectionOptions read_options;
+  read_options.create = false;
+  read_options.query_only = true;
+  Result<std::unique_ptr<SqliteConnection>> reader =
+      SqliteConnection::Open(options.path, read_options);
+  if (!reader.ok()) return reader.status();
+  // The migrations' writes created -wal and -shm by now.
+  GANTRY_RETURN_IF_ERROR((*writer)->SecureCompanionFiles());
+
+  GroupCommitOptions commit_options;
+  commit_options.max_batch = options.max_batch;
+  commit_options.on_commit = options.on_commit;
+  auto committer = std::make_unique<GroupCommitter>(std::move(*writer), std::move(commit_options));
+  return std::unique_ptr<SqliteStore>(
+      new SqliteStore(std::move(*reader), std::move(committer), options.clock));
+}
+
+SqliteStore::SqliteStore(std::unique_ptr<SqliteConnection> reader,
+                         std::unique_ptr<GroupCommitter> writer, const Clock* clock)
+    : clock_(clock != nullptr ? clock : &system_clock_),
+      reader_(std::move(reader)),
+      writer_(std::move(writer)) {}
+
+SqliteStore::~SqliteStore() { Shutdown(); }
+
+void SqliteStore::Shutdown() { writer_->Shutdown(); }
+
+Result<JobRecord> SqliteStore::Get(const std::string& ns, const std::string& name) {
+  std::lock_guard lock(read_mu_);
+  return SelectJobByName(*reader_, ns, name);
+}
+
+Result<JobRecord> SqliteStore::GetByUid(const std::string& uid) {
+  std::lock_guard lock(read_mu_);
+  return SelectJobByUid(*reader_, uid);
+}
+
+Result<JobPage> SqliteStore::List(const ListQuery& query) {
+  if (query.allowed_namespaces.size() > kMaxAllowedNamespaces) {
+    return Status::Invalid(fmt::format("too many allowed namespaces ({} > {})",
+                                       query.allowed_namespaces.size(), kMaxAllowedNamespaces));
+  }
+  const int limit = std::clamp(query.limit, 1, kMaxListLimit);
+  // ?1 and ?2 are fixed; text filters take ?3 onwards. The SQL text depends
+  // only on which filters are set (and the IN list length), so it caches well.
+  std::string sql = fmt::format("SELECT {} FROM jobs WHERE seq > ?1", kJobColumns);
+  std::vector<std::string> params;
+  auto param = [&](std::string value) {
+    params.push_back(std::move(value));
+    return fmt::format("?{}", params.size() + 2);
+  };
+  if (query.ns) sql += " AND namespace = " + param(*query.ns);
+  if (!query.allowed_namespaces.empty()) {
+    sql += " AND namespace IN (";
+    for (size_t i = 0; i < query.allowed_namespaces.size(); ++i) {
+      sql += (i == 0 ? "" : ", ") + param(query.allowed_namespaces[i]);
+    }
+    sql += ")";
+  }
+  if (query.queue) sql += " AND queue = " + param(*query.queue);
+  if (query.phase) sql += " AND phase = " + param(std::string(JobPhaseName(*query.phase)));
+  sql += " ORDER BY seq LIMIT ?2";
+
+  std::lock_guard lock(read_mu_);
+  Result<Statement> stmt = reader_->Prepare(sql);
+  if (!stmt.ok()) return stmt.status();
+  // One row beyond the page tells whether another page follows.
+  stmt->Bind(1, query.after_seq).Bind(2, int64_t{limit} + 1);
+  for (size_t i = 0; i < params.size(); ++i) stmt->Bind(static_cast<int>(i) + 3, params[i]);
+  JobPage page;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    if (page.jobs.size() == static_cast<size_t>(limit)) {
+      page.next_after_seq = page.jobs.back().seq;
+      break;
+    }
+    Result<JobRecord> job = ReadJob(*stmt);
+    if (!job.ok()) return job.status();
+    page.jobs.push_back(std::move(*job));
+  }
+  return page;
+}
+
+Result<std::vector<JobEvent>> SqliteStore::Events(const std::string& uid) {
+  std::lock_guard lock(read_mu_);
+  Result<Statement> stmt = reader_->Prepare(
+      "SELECT id, job_uid, time_ms, type, reason, message, cluster FROM job_events "
+      "WHERE job_uid = ?1 ORDER BY id");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, uid);
+  std::vector<JobEvent> events;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return events;
+    Result<JobEvent> event = ReadEvent(*stmt);
+    if (!event.ok()) return event.status();
+    events.push_back(std::move(*event));
+  }
+}
+
+Result<std::map<JobPhase, int64_t>> SqliteStore::CountByPhase() {
+  std::map<JobPhase, int64_t> counts;
+  for (JobPhase p : kAllJobPhases) counts[p] = 0;
+  std::lock_guard lock(read_mu_);
+  Result<Statement> stmt = reader_->Prepare("SELECT phase, COUNT(*) FROM jobs GROUP BY phase");
+  if (!stmt.ok()) return stmt.status();
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return counts;
+    std::string name = stmt->Text(0);
+    std::optional<JobPhase> phase = ParseJobPhase(name);
+    if (!phase) {
+      return Status::Corruption(fmt::format("{} jobs in {} have unknown phase '{}'", stmt->Int(1),
+                                            reader_->path(), name));
+    }
+    counts[*phase] = stmt->Int(1);
+  }
+}
+
+Result<std::vector<std::string>> SqliteStore::UidsInPhase(JobPhase phase, int limit) {
+  std::lock_guard lock(read_mu_);
+  Result<Statement> stmt =
+      reader_->Prepare("SELECT uid FROM jobs WHERE phase = ?1 ORDER BY seq LIMIT ?2");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, JobPhaseName(phase)).Bind(2, int64_t{std::clamp(limit, 1, kMaxListLimit)});
+  std::vector<std::string> uids;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return uids;
+    uids.push_back(stmt->Text(0));
+  }
+}
+
+}  // namespace gantry

@@ -1,0 +1,173 @@
+// SqliteStore: the write path. Every write is an op run by the GroupCommitter
+// inside its own savepoint (see group_commit.h); an op that returns an error
+// leaves no trace, and its callback gets that error.
+#include <fmt/format.h>
+
+#include <memory>
+#include <optional>
+
+#include "gantry/store/sqlite_store.h"
+#include "job_rows.h"
+
+namespace gantry {
+namespace {
+
+// Runs fn as a group-commit op and hands its value to done once the batch is
+// durable. The value travels from the op to the completion in a shared slot;
+// both run on the writer thread, one after the other.
+template <typename T, typename Fn>
+void EnqueueWrite(GroupCommitter& writer, Fn fn, StoreCallback<T> done) {
+  auto slot = std::make_shared<std::optional<T>>();
+  writer.Enqueue(
+      GroupCommitter::Op([fn = std::move(fn), slot](SqliteConnection& conn) mutable -> Status {
+        Result<T> result = fn(conn);
+        if (!result.ok()) return result.status();
+        *slot = std::move(*result);
+        return Status::Ok();
+      }),
+      [slot, done = std::move(done)](Status status) {
+        if (!done) return;
+        if (!status.ok()) return done(std::move(status));
+        done(std::move(**slot));
+      });
+}
+
+std::string JobName(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+// Runs an "UPDATE jobs ... RETURNING kJobColumns" and reads the updated row
+// back (nullopt when no row matched). Takes the statement by value so it is
+// reset before the caller's next statement runs.
+Result<std::optional<JobRecord>> UpdateReturning(Statement stmt) {
+  Result<bool> row = stmt.Step();
+  if (!row.ok()) return row.status();
+  if (!*row) return std::optional<JobRecord>();
+  Result<JobRecord> job = ReadJob(stmt);
+  if (!job.ok()) return job.status();
+  return std::optional<JobRecord>(std::move(*job));
+}
+
+}  // namespace
+
+void SqliteStore::Submit(JobRecord job, StoreCallback<SubmitResult> done) {
+  auto op = [this, job = std::move(job)](SqliteConnection& conn) mutable -> Result<SubmitResult> {
+    if (job.uid.empty() || job.ns.empty() || job.name.empty()) {
+      return Status::Invalid("job uid, namespace and name must be set");
+    }
+    Result<JobRecord> existing = SelectJobByName(conn, job.ns, job.name);
+    if (existing.ok()) {
+      if (existing->spec_json != job.spec_json) {
+        return Status::Conflict(
+            fmt::format("job {} already exists with a different spec", JobName(job.ns, job.name)));
+      }
+      return SubmitResult{SubmitOutcome::kExisting, std::move(*existing)};
+    }
+    if (existing.status().code() != Code::kNotFound) return existing.status();
+    // The API assigns the uid before Submit, so a retried request carries the
+    // same uid: answer it with what the first attempt stored.
+    Result<JobRecord> same_uid = SelectJobByUid(conn, job.uid);
+    if (same_uid.ok()) return SubmitResult{SubmitOutcome::kExisting, std::move(*same_uid)};
+    if (same_uid.status().code() != Code::kNotFound) return same_uid.status();
+
+    const int64_t now = Now();
+    if (job.created_ms == 0) job.created_ms = now;
+    if (job.updated_ms == 0) job.updated_ms = job.created_ms;
+    GANTRY_RETURN_IF_ERROR(InsertJob(conn, job, &job.seq));
+    JobEvent event;
+    event.job_uid = job.uid;
+    event.time_ms = now;
+    event.reason = "Submitted";
+    event.message = fmt::format("job submitted to queue {}", job.queue);
+    GANTRY_RETURN_IF_ERROR(InsertEvent(conn, event));
+    return SubmitResult{SubmitOutcome::kCreated, std::move(job)};
+  };
+  EnqueueWrite<SubmitResult>(*writer_, std::move(op), std::move(done));
+}
+
+void SqliteStore::RequestCancel(std::string ns, std::string name, StoreCallback<JobRecord> done) {
+  auto op = [this, ns = std::move(ns),
+             name = std::move(name)](SqliteConnection& conn) -> Result<JobRecord> {
+    Result<JobRecord> job = SelectJobByName(conn, ns, name);
+    if (!job.ok()) return job;
+    // Final: nothing to cancel. Cancelling: already requested; a second
+    // request is idempotent and adds no event.
+    if (IsFinal(job->phase) || job->phase == JobPhase::kCancelling) return job;
+    const int64_t now = Now();
+    static const std::string kSql = fmt::format(
+        "UPDATE jobs SET phase = ?1, message = ?2, updated_ms = ?3 WHERE seq = ?4 RETURNING {}",
+        kJobColumns);
+    Result<Statement> stmt = conn.Prepare(kSql);
+    if (!stmt.ok()) return stmt.status();
+    stmt->Bind(1, JobPhaseName(JobPhase::kCancelling))
+        .Bind(2, "cancellation requested")
+        .Bind(3, now)
+        .Bind(4, job->seq);
+    Result<std::optional<JobRecord>> updated = UpdateReturning(std::move(*stmt));
+    if (!updated.ok()) return updated.status();
+    if (!*updated) return Status::Internal("cancelled job vanished inside its transaction");
+    JobEvent event;
+    event.job_uid = job->uid;
+    event.time_ms = now;
+    event.reason = "CancelRequested";
+    event.message = fmt::format("cancellation requested in phase {}", JobPhaseName(job->phase));
+    GANTRY_RETURN_IF_ERROR(InsertEvent(conn, event));
+    return std::move(**updated);
+  };
+  EnqueueWrite<JobRecord>(*writer_, std::move(op), std::move(done));
+}
+
+void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<bool> done) {
+  auto op = [ns = std::move(ns), name = std::move(name)](SqliteConnection& conn) -> Result<bool> {
+    Result<JobRecord> job = SelectJobByName(conn, ns, name);
+    if (!job.ok()) return job.status();
+    if (!IsFinal(job->phase)) {
+      return Status::Conflict(fmt::format("job {} is {}; only finished jobs can be purged",
+                                          JobName(ns, name), JobPhaseName(job->phase)));
+    }
+    Result<Statement> events = conn.Prepare("DELETE FROM job_events WHERE job_uid = ?1");
+    if (!events.ok()) return events.status();
+    GANTRY_RETURN_IF_ERROR(events->Bind(1, job->uid).Run());
+    Result<Statement> jobs = conn.Prepare("DELETE FROM jobs WHERE seq = ?1");
+    if (!jobs.ok()) return jobs.status();
+    GANTRY_RETURN_IF_ERROR(jobs->Bind(1, job->seq).Run());
+    return true;
+  };
+  EnqueueWrite<bool>(*writer_, std::move(op), std::move(done));
+}
+
+void SqliteStore::Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase,
+                             std::string message, std::optional<JobEvent> event,
+                             StoreCallback<JobRecord> done) {
+  auto op = [this, uid = std::move(uid), expected_phase, new_phase, message = std::move(message),
+             event = std::move(event)](SqliteConnection& conn) mutable -> Result<JobRecord> {
+    const int64_t now = Now();
+    static const std::string kSql = fmt::format(
+        "UPDATE jobs SET phase = ?1, message = ?2, updated_ms = ?3 WHERE uid = ?4 AND phase = ?5 "
+        "RETURNING {}",
+        kJobColumns);
+    Result<Statement> stmt = conn.Prepare(kSql);
+    if (!stmt.ok()) return stmt.status();
+    stmt->Bind(1, JobPhaseName(new_phase))
+        .Bind(2, message)
+        .Bind(3, now)
+        .Bind(4, uid)
+        .Bind(5, JobPhaseName(expected_phase));
+    Result<std::optional<JobRecord>> updated = UpdateReturning(std::move(*stmt));
+    if (!updated.ok()) return updated.status();
+    if (!*updated) {
+      Result<JobRecord> current = SelectJobByUid(conn, uid);
+      if (!current.ok()) return current.status();
+      return Status::Conflict(
+          fmt::format("job {} is {}, not {}", JobName(current->ns, current->name),
+                      JobPhaseName(current->phase), JobPhaseName(expected_phase)));
+    }
+    if (event) {
+      event->job_uid = uid;
+      if (event->time_ms == 0) event->time_ms = now;
+      GANTRY_RETURN_IF_ERROR(InsertEvent(conn, *event));
+    }
+    return std::move(**updated);
+  };
+  EnqueueWrite<JobRecord>(*writer_, std::move(op), std::move(done));
+}
+
+}  // namespace gantry

@@ -1,0 +1,152 @@
+// Schema migrations, the open-time checks and file modes.
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+
+#include "gantry/common/clock.h"
+#include "gantry/store/sqlite_connection.h"
+#include "gantry/store/sqlite_store.h"
+#include "store_test_util.h"
+#include "test_support.h"
+
+namespace gantry::testing {
+namespace {
+
+// Direct access to the file, bypassing the store, as an operator (or a newer
+// binary) would have it.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    REQUIRE(sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
+  }
+  ~RawDb() { sqlite3_close_v2(db_); }
+  void Exec(const std::string& sql) {
+    REQUIRE(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  }
+  int64_t Int(const std::string& sql) {
+    sqlite3_stmt* stmt = nullptr;
+    REQUIRE(sqlite3_prepare_v2(db_, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
+    REQUIRE(sqlite3_step(stmt) == SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(stmt, 0);
+    sqlite3_finalize(stmt);
+    return v;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+mode_t ModeOf(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mode & 0777;
+}
+
+}  // namespace
+
+TEST_CASE("migrations apply once, in order, and are recorded", "[store][migration]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  REQUIRE(LatestSchemaVersion() >= 1);
+  FakeClock clock(1'000);
+  OpenStore(path, &clock).reset();
+  {
+    RawDb raw(path);
+    CHECK(raw.Int("SELECT COUNT(*) FROM schema_version") == LatestSchemaVersion());
+    CHECK(raw.Int("SELECT MAX(version) FROM schema_version") == LatestSchemaVersion());
+    CHECK(raw.Int("SELECT name = 'init' FROM schema_version WHERE version = 1") == 1);
+    CHECK(raw.Int("SELECT applied_at_ms FROM schema_version WHERE version = 1") == 1'000);
+    CHECK(raw.Int("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                  "('jobs', 'job_events')") == 2);
+    CHECK(raw.Int("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name IN "
+                  "('jobs_by_namespace', 'jobs_by_queue', 'jobs_by_phase', "
+                  "'job_events_by_job')") == 4);
+  }
+  // Reopening applies nothing: same rows, original timestamps, data intact.
+  clock.Set(2'000);
+  {
+    auto store = OpenStore(path, &clock);
+    REQUIRE(SubmitSync(*store, MakeJob("ns", "kept")).ok());
+  }
+  OpenStore(path, &clock).reset();
+  RawDb raw(path);
+  CHECK(raw.Int("SELECT COUNT(*) FROM schema_version") == LatestSchemaVersion());
+  CHECK(raw.Int("SELECT MAX(applied_at_ms) FROM schema_version") == 1'000);
+  CHECK(raw.Int("SELECT COUNT(*) FROM jobs") == 1);
+}
+
+TEST_CASE("a database from a newer binary is refused", "[store][migration]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  OpenStore(path).reset();
+  {
+    RawDb raw(path);
+    raw.Exec("INSERT INTO schema_version (version, name, applied_at_ms) VALUES (" +
+             std::to_string(LatestSchemaVersion() + 1) + ", 'future', 0)");
+  }
+  SqliteStoreOptions options;
+  options.path = path;
+  Result<std::unique_ptr<SqliteStore>> store = OpenSqliteStore(options);
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().message().find(path) != std::string::npos);
+  CHECK(store.status().message().find("downgrade") != std::string::npos);
+  CHECK(store.status().message().find(std::to_string(LatestSchemaVersion() + 1)) !=
+        std::string::npos);
+}
+
+TEST_CASE("database, -wal and -shm files are 0600 whatever the umask", "[store][open]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  // The test process is single-threaded here; restore the umask before REQUIREs.
+  mode_t old_umask = ::umask(0);
+  std::unique_ptr<SqliteStore> store;
+  {
+    SqliteStoreOptions options;
+    options.path = path;
+    Result<std::unique_ptr<SqliteStore>> opened = OpenSqliteStore(options);
+    ::umask(old_umask);
+    REQUIRE(opened.ok());
+    store = std::move(*opened);
+  }
+  REQUIRE(SubmitSync(*store, MakeJob("ns", "a")).ok());
+  CHECK(ModeOf(path) == 0600);
+  CHECK(ModeOf(path + "-wal") == 0600);
+  CHECK(ModeOf(path + "-shm") == 0600);
+}
+
+TEST_CASE("connections run WAL, synchronous=FULL and foreign keys", "[store][open]") {
+  TempDir dir;
+  Result<std::unique_ptr<SqliteConnection>> conn = SqliteConnection::Open(dir.File("db"), {});
+  REQUIRE(conn.ok());
+  auto pragma = [&](const char* sql) {
+    Result<Statement> stmt = (*conn)->Prepare(sql);
+    REQUIRE(stmt.ok());
+    REQUIRE(*stmt->Step());
+    return stmt->Text(0);
+  };
+  CHECK(pragma("PRAGMA journal_mode") == "wal");
+  CHECK(pragma("PRAGMA synchronous") == "2");  // FULL
+  CHECK(pragma("PRAGMA foreign_keys") == "1");
+  CHECK(pragma("PRAGMA busy_timeout") == "5000");
+}
+
+TEST_CASE("open errors name the path", "[store][open]") {
+  TempDir dir;
+  const std::string path = dir.File("missing-dir/gantry.db");
+  SqliteStoreOptions options;
+  options.path = path;
+  Result<std::unique_ptr<SqliteStore>> store = OpenSqliteStore(options);
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().message().find(path) != std::string::npos);
+
+  // A file that is not a database.
+  const std::string junk = dir.File("junk.db");
+  WriteFile(junk, std::string(4096, 'x'));
+  options.path = junk;
+  store = OpenSqliteStore(options);
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().message().find(junk) != std::string::npos);
+}
+
+}  // namespace gantry::testing

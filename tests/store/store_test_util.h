@@ -1,0 +1,31 @@
+// Helpers for the store tests: job records, and blocking wrappers around the
+// asynchronous write methods (each waits for its callback with a deadline).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "gantry/common/clock.h"
+#include "gantry/store/sqlite_store.h"
+
+namespace gantry::testing {
+
+JobRecord MakeJob(const std::string& ns, const std::string& name, const std::string& spec = "{}",
+                  const std::string& queue = "default");
+
+// Opens a store on dir/name with a fake clock; REQUIREs success.
+std::unique_ptr<SqliteStore> OpenStore(const std::string& path, const Clock* clock = nullptr);
+
+// Each runs one write and waits (at most 10 s) for its callback. A callback
+// that never arrives is reported as Code::kDeadlineExceeded.
+Result<SubmitResult> SubmitSync(SqliteStore& store, JobRecord job);
+Result<JobRecord> CancelSync(SqliteStore& store, const std::string& ns, const std::string& name);
+Result<bool> PurgeSync(SqliteStore& store, const std::string& ns, const std::string& name);
+Result<JobRecord> TransitionSync(SqliteStore& store, const std::string& uid, JobPhase from,
+                                 JobPhase to, std::optional<JobEvent> event = std::nullopt);
+
+// Moves a job to phase via Transition from its current phase; REQUIREs success.
+void ForcePhase(SqliteStore& store, const std::string& uid, JobPhase phase);
+
+}  // namespace gantry::testing

@@ -1,0 +1,203 @@
+#include "filters.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "quantity_format.h"
+
+namespace gantry::placement {
+namespace {
+
+constexpr int64_t kMilli = 1000;
+
+using Check = std::optional<Exclusion>;
+
+bool Contains(const std::vector<std::string>& list, const std::string& name) {
+  return std::find(list.begin(), list.end(), name) != list.end();
+}
+
+Check Exclude(Filter filter, std::string message) {
+  return Exclusion{filter, std::move(message), IsPermanentFilter(filter)};
+}
+
+Check CheckAllowlist(const PlacementConstraints& c, const ClusterSnapshot& cluster) {
+  if (c.clusters.empty() || Contains(c.clusters, cluster.name)) return std::nullopt;
+  return Exclude(Filter::kAllowlist, fmt::format("cluster {} not in allowlist {}", cluster.name,
+                                                 FormatList(c.clusters)));
+}
+
+Check CheckRegion(const PlacementConstraints& c, const ClusterSnapshot& cluster) {
+  if (c.regions.empty() || Contains(c.regions, cluster.region)) return std::nullopt;
+  return Exclude(Filter::kRegion,
+                 fmt::format("region {} not in {}", cluster.region, FormatList(c.regions)));
+}
+
+Check CheckComplianceZone(const PlacementConstraints& c, const ClusterSnapshot& cluster) {
+  if (c.compliance_zones.empty()) return std::nullopt;
+  for (const std::string& zone : cluster.compliance_zones) {
+    if (Contains(c.compliance_zones, zone)) return std::nullopt;
+  }
+  return Exclude(Filter::kComplianceZone,
+                 fmt::format("compliance zones {} not in {}", FormatList(cluster.compliance_zones),
+                             FormatList(c.compliance_zones)));
+}
+
+Check CheckLabels(const PlacementConstraints& c, const ClusterSnapshot& cluster) {
+  for (const auto& [key, value] : c.cluster_match_labels) {
+    auto it = cluster.labels.find(key);
+    if (it == cluster.labels.end()) {
+      return Exclude(Filter::kClusterLabels,
+                     fmt::format("label {}={} required; cluster has no label {}", key, value, key));
+    }
+    if (it->second != value) {
+      return Exclude(Filter::kClusterLabels, fmt::format("label {}={} required; cluster has {}={}",
+                                                         key, value, key, it->second));
+    }
+  }
+  return std::nullopt;
+}
+
+// "[A100 80 GiB nvlink, L4 24 GiB pcie]", written into one buffer: this runs
+// for every excluded cluster, so it avoids a string per pool.
+std::string DescribePools(const std::vector<Accelerator>& pools) {
+  std::string out = "[";
+  for (size_t i = 0; i < pools.size(); ++i) {
+    fmt::format_to(std::back_inserter(out), "{}{} {} GiB {}", i == 0 ? "" : ", ", pools[i].model,
+                   pools[i].memory_gib, InterconnectName(pools[i].interconnect));
+  }
+  out += "]";
+  return out;
+}
+
+Check CheckAccelerator(const JobDemand& job, const GangDemand& demand,
+                       const ClusterSnapshot& cluster, const PlacementOptions& options) {
+  const auto& req = job.constraints.accelerator;
+  if (req) {
+    for (const Accelerator& a : cluster.accelerators) {
+      if (AcceleratorMatches(a, *req)) return std::nullopt;
+    }
+    return Exclude(Filter::kAccelerator,
+                   fmt::format("no accelerator matches {}; cluster has {}", demand.accelerator_text,
+                               DescribePools(cluster.accelerators)));
+  }
+  if (demand.needs_gpu() && cluster.accelerators.empty()) {
+    return Exclude(Filter::kAccelerator,
+                   fmt::format("needs {} {}; cluster has no accelerators",
+                               FormatQuantity(options.gpu_resource, demand.gpu_total_milli),
+                               options.gpu_resource));
+  }
+  return std::nullopt;
+}
+
+Check CheckDatasets(const PlacementConstraints& c, const ClusterSnapshot& cluster) {
+  std::vector<std::string> missing;
+  for (const std::string& dataset : c.datasets) {
+    if (!Contains(cluster.datasets, dataset)) missing.push_back(dataset);
+  }
+  if (missing.empty()) return std::nullopt;
+  return Exclude(Filter::kDatasets, fmt::format("missing datasets {}", FormatList(missing)));
+}
+
+Check CheckPrice(const PlacementConstraints& c, const GangDemand& demand,
+                 const ClusterSnapshot& cluster) {
+  if (!c.max_price_per_gpu_hour || !demand.needs_gpu()) return std::nullopt;
+  const double ceiling = *c.max_price_per_gpu_hour;
+  const std::optional<double> price = KnownPrice(cluster);
+  if (!price) {
+    return Exclude(Filter::kPrice,
+                   fmt::format("price per GPU hour unknown; ceiling {:.2f}", ceiling));
+  }
+  if (*price <= ceiling) return std::nullopt;
+  return Exclude(Filter::kPrice,
+                 fmt::format("price {:.2f} per GPU hour above ceiling {:.2f}", *price, ceiling));
+}
+
+Check NodeFitFailure(const PodMax& pod, std::string_view resource, int64_t node_milli) {
+  if (node_milli <= 0 || pod.milli <= node_milli) return std::nullopt;
+  return Exclude(Filter::kNodeFit, fmt::format("pod set '{}' needs {} {} per pod; nodes have {}",
+                                               pod.pod_set, FormatQuantity(resource, pod.milli),
+                                               resource, FormatQuantity(resource, node_milli)));
+}
+
+Check CheckNodeFit(const JobDemand& job, const GangDemand& demand, const ClusterSnapshot& cluster,
+                   const PlacementOptions& options) {
+  if (demand.max_gpu.milli > 0) {
+    const int64_t gpus = GpusPerNodeFor(job, cluster);
+    if (auto fail = NodeFitFailure(demand.max_gpu, options.gpu_resource, gpus * kMilli))
+      return fail;
+  }
+  if (auto fail = NodeFitFailure(demand.max_cpu, "cpu", cluster.node.cpu_milli)) return fail;
+  return NodeFitFailure(demand.max_memory, "memory", cluster.node.memory_milli);
+}
+
+Check CheckQuota(const GangDemand& demand, const ClusterSnapshot& cluster) {
+  const auto& quota = cluster.capacity.quota;
+  for (const ResourceTotal& total : demand.totals) {
+    auto it = quota.find(total.resource);
+    const int64_t nominal = it == quota.end() ? 0 : std::max<int64_t>(0, it->second.nominal_milli);
+    if (total.milli <= nominal) continue;
+    std::string message =
+        it == quota.end() ? fmt::format("needs {} {} in one ClusterQueue; no quota for {}",
+                                        FormatQuantity(total.resource, total.milli), total.resource,
+                                        total.resource)
+                          : fmt::format("needs {} {} in one ClusterQueue; nominal quota {}",
+                                        FormatQuantity(total.resource, total.milli), total.resource,
+                                        FormatQuantity(total.resource, nominal));
+    // A stale reading may predate a quota increase: not proof of "never".
+    return Exclusion{Filter::kQuota, std::move(message), !cluster.capacity.stale};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool AcceleratorMatches(const Accelerator& a, const AcceleratorRequirement& req) {
+  if (!req.model.empty() && a.model != req.model) return false;
+  if (req.min_memory_gib && a.memory_gib < *req.min_memory_gib) return false;
+  return req.interconnect == Interconnect::kAny || a.interconnect == req.interconnect;
+}
+
+std::optional<double> KnownPrice(const ClusterSnapshot& cluster) {
+  const auto& price = cluster.price_per_gpu_hour;
+  if (!price || !std::isfinite(*price) || *price < 0) return std::nullopt;
+  return price;
+}
+
+int64_t GpusPerNodeFor(const JobDemand& job, const ClusterSnapshot& cluster) {
+  int64_t best = 0;
+  for (const Accelerator& a : cluster.accelerators) {
+    if (job.constraints.accelerator && !AcceleratorMatches(a, *job.constraints.accelerator)) {
+      continue;
+    }
+    best =
+        std::max<int64_t>(best, a.gpus_per_node > 0 ? a.gpus_per_node : cluster.node.gpus_per_node);
+  }
+  return best;
+}
+
+std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& demand,
+                                      const ClusterSnapshot& cluster,
+                                      const PlacementOptions& options) {
+  const PlacementConstraints& c = job.constraints;
+  if (auto x = CheckAllowlist(c, cluster)) return x;
+  if (auto x = CheckRegion(c, cluster)) return x;
+  if (auto x = CheckComplianceZone(c, cluster)) return x;
+  if (auto x = CheckLabels(c, cluster)) return x;
+  if (auto x = CheckAccelerator(job, demand, cluster, options)) return x;
+  if (auto x = CheckDatasets(c, cluster)) return x;
+  if (auto x = CheckPrice(c, demand, cluster)) return x;
+  if (auto x = CheckNodeFit(job, demand, cluster, options)) return x;
+  if (auto x = CheckQuota(demand, cluster)) return x;
+  if (cluster.cordoned) return Exclude(Filter::kCordoned, "cordoned by an operator");
+  if (cluster.health != ClusterHealth::kReady) {
+    return Exclude(Filter::kHealth,
+                   fmt::format("connection {}, not Ready", ClusterHealthName(cluster.health)));
+  }
+  return std::nullopt;
+}
+
+}  // namespace gantry::placement

@@ -1,0 +1,61 @@
+// Client: a small blocking HTTP/1.1 client (optionally TLS) with one
+// keep-alive connection, used by the CLI, the tests and the benchmarks.
+//
+// Every step has a deadline (connect, handshake, the whole exchange). TLS
+// verifies the peer against the given CA (or the system store when none is
+// given), sends SNI and checks the host name or IP address.
+//
+// Thread-safety: one Client per thread.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gantry/common/status.h"
+
+namespace gantry::http {
+
+struct ClientOptions {
+  std::chrono::milliseconds connect_timeout{5'000};
+  // Deadline for writing the request and reading the whole response.
+  std::chrono::milliseconds request_timeout{30'000};
+  // PEM text of the CA bundle to trust for https (takes precedence over ca_file).
+  std::string ca_pem;
+  std::string ca_file;
+  // Client certificate for mutual TLS (PEM), optional.
+  std::string client_cert_pem;
+  std::string client_key_pem;
+};
+
+struct ClientResponse {
+  int status = 0;
+  std::string body;
+  std::map<std::string, std::string> headers;  // lower-cased names
+};
+
+class Client {
+ public:
+  // base_url: "http://127.0.0.1:7070" or "https://host:port". Code::kInvalidArgument
+  // for a URL it cannot use.
+  static Result<std::unique_ptr<Client>> Create(const std::string& base_url, ClientOptions options = {});
+  ~Client();
+
+  // Sends one request on the kept-alive connection (reconnecting when the
+  // server closed it). Transport failures are kUnavailable (cannot connect)
+  // or kDeadlineExceeded; any HTTP status is a successful Result.
+  Result<ClientResponse> Do(const std::string& method, const std::string& target,
+                            const std::string& body = "",
+                            const std::vector<std::pair<std::string, std::string>>& headers = {});
+
+  class Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gantry::http

@@ -1,0 +1,223 @@
+#include "gantry/http/client.h"
+
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <future>
+#include <optional>
+
+#include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <fmt/format.h>
+
+namespace gantry::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
+class Client::Impl {
+ public:
+  Impl(bool tls, std::string host, std::string port, ClientOptions options)
+      : tls_(tls), host_(std::move(host)), port_(std::move(port)), options_(std::move(options)) {}
+
+  Status Init();
+  Result<ClientResponse> Do(const std::string& method, const std::string& target,
+                            const std::string& body,
+                            const std::vector<std::pair<std::string, std::string>>& headers);
+
+ private:
+  using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+  Status Connect();
+  template <typename Stream>
+  Result<ClientResponse> Exchange(Stream& stream, const bhttp::request<bhttp::string_body>& req);
+  void Reset() {
+    tls_stream_.reset();
+    tcp_stream_.reset();
+  }
+
+  bool tls_;
+  std::string host_, port_;
+  ClientOptions options_;
+  net::io_context ioc_;
+  std::optional<net::ssl::context> ssl_;
+  std::optional<beast::tcp_stream> tcp_stream_;
+  std::optional<TlsStream> tls_stream_;
+};
+
+Status Client::Impl::Init() {
+  if (!tls_) return Status::Ok();
+  ssl_.emplace(net::ssl::context::tls_client);
+  ssl_->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_tlsv1 |
+                    net::ssl::context::no_tlsv1_1);
+  ssl_->set_verify_mode(net::ssl::verify_peer);
+  error_code ec;
+  if (!options_.ca_pem.empty()) {
+    ssl_->add_certificate_authority(net::buffer(options_.ca_pem), ec);
+  } else if (!options_.ca_file.empty()) {
+    ssl_->load_verify_file(options_.ca_file, ec);
+  } else {
+    ssl_->set_default_verify_paths(ec);
+  }
+  if (ec) return Status::Invalid("TLS CA: " + ec.message());
+  if (!options_.client_cert_pem.empty()) {
+    ssl_->use_certificate_chain(net::buffer(options_.client_cert_pem), ec);
+    if (!ec) ssl_->use_private_key(net::buffer(options_.client_key_pem), net::ssl::context::pem, ec);
+    if (ec) return Status::Invalid("TLS client certificate: " + ec.message());
+  }
+  return Status::Ok();
+}
+
+Status Client::Impl::Connect() {
+  Reset();
+  tcp::resolver resolver(ioc_);
+  error_code ec;
+  auto endpoints = resolver.resolve(host_, port_, ec);
+  if (ec) return Status::Unavailable(fmt::format("resolve {}: {}", host_, ec.message()));
+  beast::tcp_stream stream(ioc_);
+  stream.expires_after(options_.connect_timeout);
+  std::promise<error_code> done;
+  stream.async_connect(endpoints, [&](error_code e, const tcp::endpoint&) { done.set_value(e); });
+  ioc_.restart();
+  ioc_.run();
+  ec = done.get_future().get();
+  if (ec) {
+    return Status::Unavailable(fmt::format("connect to {}:{}: {}", host_, port_, ec.message()));
+  }
+  stream.socket().set_option(tcp::no_delay(true), ec);
+  if (!tls_) {
+    tcp_stream_.emplace(std::move(stream));
+    return Status::Ok();
+  }
+  tls_stream_.emplace(std::move(stream), *ssl_);
+  SSL* ssl = tls_stream_->native_handle();
+  error_code addr_ec;
+  net::ip::make_address(host_, addr_ec);
+  if (addr_ec) {  // a DNS name: send SNI and check it
+    SSL_set_tlsext_host_name(ssl, host_.c_str());
+    SSL_set1_host(ssl, host_.c_str());
+  } else {        // an IP address: check it against the certificate's IP SANs
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host_.c_str());
+  }
+  beast::get_lowest_layer(*tls_stream_).expires_after(options_.connect_timeout);
+  std::promise<error_code> hs;
+  tls_stream_->async_handshake(net::ssl::stream_base::client, [&](error_code e) { hs.set_value(e); });
+  ioc_.restart();
+  ioc_.run();
+  ec = hs.get_future().get();
+  if (ec) {
+    Reset();
+    return Status::Unavailable(fmt::format("TLS handshake with {}:{}: {}", host_, port_, ec.message()));
+  }
+  return Status::Ok();
+}
+
+template <typename Stream>
+Result<ClientResponse> Client::Impl::Exchange(Stream& stream,
+                                              const bhttp::request<bhttp::string_body>& req) {
+  beast::get_lowest_layer(stream).expires_after(options_.request_timeout);
+  error_code wec, rec;
+  beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::string_body> parser;
+  parser.body_limit(256ull << 20);
+  bhttp::async_write(stream, req, [&](error_code e, std::size_t) {
+    wec = e;
+    if (e) return;
+    bhttp::async_read(stream, buffer, parser, [&](error_code e2, std::size_t) { rec = e2; });
+  });
+  ioc_.restart();
+  ioc_.run();
+  error_code ec = wec ? wec : rec;
+  if (ec) {
+    if (ec == beast::error::timeout) {
+      return Status::Deadline(fmt::format("{} {}: no answer from {}:{} within {} ms", req.method_string(),
+                                          req.target(), host_, port_, options_.request_timeout.count()));
+    }
+    return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
+  }
+  auto res = parser.release();
+  ClientResponse out;
+  out.status = static_cast<int>(res.result_int());
+  out.body = std::move(res.body());
+  for (const auto& f : res) {
+    std::string name(f.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.headers[name] = std::string(f.value());
+  }
+  if (!res.keep_alive()) Reset();
+  return out;
+}
+
+Result<ClientResponse> Client::Impl::Do(const std::string& method, const std::string& target,
+                                        const std::string& body,
+                                        const std::vector<std::pair<std::string, std::string>>& headers) {
+  bhttp::request<bhttp::string_body> req;
+  req.method_string(method);
+  req.target(target);
+  req.version(11);
+  req.set(bhttp::field::host, host_ + ":" + port_);
+  req.set(bhttp::field::user_agent, "gantry");
+  for (const auto& [k, v] : headers) req.set(k, v);
+  req.body() = body;
+  if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") req.prepare_payload();
+  req.keep_alive(true);
+  // A kept-alive connection may have been closed by the server meanwhile:
+  // one fresh connection is tried then. gantry's writes are idempotent
+  // (submission by name), so a repeat is safe.
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    bool reused = tcp_stream_.has_value() || tls_stream_.has_value();
+    if (!reused) GANTRY_RETURN_IF_ERROR(Connect());
+    Result<ClientResponse> r = tls_ ? Exchange(*tls_stream_, req) : Exchange(*tcp_stream_, req);
+    if (r.ok()) return r;
+    Reset();
+    if (!reused || r.status().code() == Code::kDeadlineExceeded) return r;
+  }
+  return Status::Unavailable("unreachable");
+}
+
+Result<std::unique_ptr<Client>> Client::Create(const std::string& base_url, ClientOptions options) {
+  std::string_view url = base_url;
+  bool tls;
+  if (url.starts_with("http://")) {
+    tls = false;
+    url.remove_prefix(7);
+  } else if (url.starts_with("https://")) {
+    tls = true;
+    url.remove_prefix(8);
+  } else {
+    return Status::Invalid(fmt::format("server URL '{}' must start with http:// or https://", base_url));
+  }
+  if (auto slash = url.find('/'); slash != std::string_view::npos) url = url.substr(0, slash);
+  std::string host, port = tls ? "443" : "80";
+  if (url.starts_with("[")) {
+    auto close = url.find(']');
+    if (close == std::string_view::npos) return Status::Invalid("bad IPv6 address in " + base_url);
+    host = std::string(url.substr(1, close - 1));
+    if (close + 1 < url.size() && url[close + 1] == ':') port = std::string(url.substr(close + 2));
+  } else if (auto colon = url.rfind(':'); colon != std::string_view::npos) {
+    host = std::string(url.substr(0, colon));
+    port = std::string(url.substr(colon + 1));
+  } else {
+    host = std::string(url);
+  }
+  if (host.empty() || port.empty()) return Status::Invalid("no host in server URL " + base_url);
+  auto impl = std::make_unique<Impl>(tls, host, port, std::move(options));
+  GANTRY_RETURN_IF_ERROR(impl->Init());
+  return std::unique_ptr<Client>(new Client(std::move(impl)));
+}
+
+Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Client::~Client() = default;
+
+Result<ClientResponse> Client::Do(const std::string& method, const std::string& target,
+                                  const std::string& body,
+                                  const std::vector<std::pair<std::string, std::string>>& headers) {
+  return impl_->Do(method, target, body, headers);
+}
+
+}  // namespace gantry::http

@@ -1,0 +1,40 @@
+// ApiMetrics: the daemon's Prometheus metrics and their text exposition.
+//
+//   gantry_http_requests_total{method,route,code}
+//   gantry_http_request_duration_seconds{method,route}      (histogram)
+//   gantry_jobs{phase}                                      (gauge, read from the store at scrape)
+//   gantry_store_commit_duration_seconds                     (histogram)
+//   gantry_store_commit_writes                               (histogram: writes per commit)
+//
+// route is the matched route pattern, never the raw path, so label
+// cardinality stays bounded.
+//
+// Thread-safety: all methods are safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "gantry/common/job_phase.h"
+
+namespace gantry::api {
+
+class ApiMetrics {
+ public:
+  ApiMetrics();
+  ~ApiMetrics();
+
+  void ObserveRequest(const std::string& method, const std::string& route, int code, double seconds);
+  void ObserveCommit(double seconds, int writes);
+  void SetJobsByPhase(const std::map<JobPhase, int64_t>& counts);
+  // Prometheus text format 0.0.4.
+  std::string Serialize() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gantry::api

@@ -1,0 +1,72 @@
+// ApiService: gantry's REST API (/api/v1, /healthz, /readyz, /metrics).
+//
+// It validates input, writes intent to the store and wakes the reconciler; it
+// never talks to clusters. Every route authenticates the caller (except the
+// health and metrics endpoints) and checks namespace access. Every response
+// is counted in ApiMetrics by method, route pattern and code.
+//
+// Thread-safety: the handler may be called from any server thread.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+
+#include "gantry/api/api_metrics.h"
+#include "gantry/api/token_auth.h"
+#include "gantry/common/clock.h"
+#include "gantry/common/job_waker.h"
+#include "gantry/http/message.h"
+#include "gantry/http/router.h"
+#include "gantry/store/job_store.h"
+
+namespace gantry::api {
+
+struct ApiOptions {
+  // Page size for GET /api/v1/jobs without ?limit.
+  int default_list_limit = 500;
+  // Largest ?limit accepted (bigger pages would hold the read connection too long).
+  int max_list_limit = 5000;
+};
+
+class ApiService {
+ public:
+  // store, auth, metrics and clock must outlive the service. waker may be null.
+  ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, JobWaker* waker,
+             const Clock& clock, ApiOptions options = {});
+
+  // The handler to give the HTTP server.
+  http::Handler Handler();
+  // /readyz answers 200 only while ready (set after start-up, cleared at shutdown).
+  void SetReady(bool ready) { ready_ = ready; }
+
+ private:
+  using Respond = http::Responder;
+  void Dispatch(http::Request req, Respond respond);
+  // Authenticates and checks the namespace; answers the error itself and
+  // returns nullopt when the caller may not proceed.
+  std::optional<Principal> Authorize(const http::Request& req, const std::string* ns,
+                                     const Respond& respond);
+
+  void Submit(http::Request req, Respond respond);
+  void GetJob(http::Request req, Respond respond);
+  void ListJobs(http::Request req, Respond respond);
+  void CancelJob(http::Request req, Respond respond);
+  void JobEvents(http::Request req, Respond respond);
+  void ListClusters(http::Request req, Respond respond);
+  void Healthz(http::Request req, Respond respond);
+  void Readyz(http::Request req, Respond respond);
+  void Metrics(http::Request req, Respond respond);
+
+  JobStore& store_;
+  TokenAuth& auth_;
+  ApiMetrics& metrics_;
+  JobWaker* waker_;
+  const Clock& clock_;
+  ApiOptions options_;
+  http::Router router_;
+  std::atomic<bool> ready_{false};
+};
+
+}  // namespace gantry::api

@@ -1,0 +1,25 @@
+// How stored jobs look over the API: a Kubernetes-style resource
+// {apiVersion: gantry.dev/v1, kind: Job, metadata, spec, status}, lists with
+// metadata.continue, and event lists.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/store/job_store.h"
+
+namespace gantry::api {
+
+nlohmann::json JobToJson(const JobRecord& job);
+nlohmann::json JobListToJson(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq);
+nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
+
+// The opaque continue token for a list page, and its inverse (nullopt for a
+// token that was not produced here).
+std::string EncodeContinue(int64_t after_seq);
+std::optional<int64_t> DecodeContinue(const std::string& token);
+
+}  // namespace gantry::api

@@ -1,0 +1,30 @@
+// Errors as Kubernetes Status objects, the shape kubectl users know:
+// {"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Invalid",
+//  "code":422,"message":"...","details":{"causes":[{"field":...,"message":...}]}}
+// Messages never carry internals (paths, SQL, stack traces).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gantry/common/status.h"
+#include "gantry/http/message.h"
+
+namespace gantry::api {
+
+struct Cause {
+  std::string field;
+  std::string message;
+};
+
+http::Response K8sStatus(int code, std::string reason, std::string message,
+                         const std::vector<Cause>& causes = {});
+// Maps a store/internal Status to its HTTP code and reason. kInternal,
+// kIo and kCorruption become 500 with a generic message (logged by caller).
+http::Response K8sStatusFrom(const Status& status);
+// {"kind":"Status","status":"Success",...} for deletes that succeed.
+http::Response K8sSuccess(int code, std::string message);
+// The reason word Kubernetes uses for an HTTP code ("NotFound", "Invalid", ...).
+std::string ReasonForCode(int code);
+
+}  // namespace gantry::api

@@ -1,0 +1,52 @@
+// DaemonConfig: the settings of `gantry serve`, read from a YAML file
+// (config/gantry.example.yaml documents every field at its default) and
+// overridden by command-line flags.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "gantry/common/status.h"
+
+namespace gantry {
+
+struct DaemonConfig {
+  // ADDR:PORT to listen on. Loopback by default: exposing the API is a choice.
+  std::string listen = "127.0.0.1:7070";
+  // Where gantry.db lives. "" = $STATE_DIRECTORY (systemd) or /var/lib/gantry.
+  std::string data_dir;
+  // Bearer tokens and their namespaces. "" = loopback clients only.
+  std::string tokens_file;
+  // Serve the API over TLS when both are set (PEM files).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Largest request body accepted (413 beyond).
+  std::size_t max_body_bytes = 1 << 20;
+  // Deadline for a whole request once its first byte arrived.
+  int read_timeout_seconds = 10;
+  // How long an idle keep-alive connection is kept.
+  int idle_timeout_seconds = 60;
+  // On SIGTERM, how long in-flight requests may take to finish.
+  int shutdown_grace_seconds = 10;
+  // Threads serving HTTP.
+  int http_threads = 1;
+  // trace | debug | info | warn | error
+  std::string log_level = "info";
+  // text | json
+  std::string log_format = "text";
+  // Cluster inventory directory (clusters.d); used once the inventory lands.
+  std::string clusters_dir;
+  // Value of the kueue.x-k8s.io/multikueue-origin label on remote objects.
+  std::string origin = "gantry";
+};
+
+// Reads path. Unknown fields, wrong types and bad values are errors naming
+// the file, line and field.
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
+// Checks values that flags may also have set.
+Status ValidateDaemonConfig(const DaemonConfig& config);
+// Splits "127.0.0.1:7070" / "[::1]:7070" into address and port.
+Status ParseListen(const std::string& listen, std::string* address, uint16_t* port);
+
+}  // namespace gantry

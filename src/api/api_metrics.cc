@@ -1,0 +1,81 @@
+#include "gantry/api/api_metrics.h"
+
+#include <mutex>
+#include <sstream>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace gantry::api {
+
+struct ApiMetrics::Impl {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  prometheus::Family<prometheus::Counter>& requests =
+      prometheus::BuildCounter().Name("gantry_http_requests_total")
+          .Help("HTTP requests by method, route pattern and status code").Register(*registry);
+  prometheus::Family<prometheus::Histogram>& latency =
+      prometheus::BuildHistogram().Name("gantry_http_request_duration_seconds")
+          .Help("HTTP request latency by method and route pattern").Register(*registry);
+  prometheus::Family<prometheus::Gauge>& jobs =
+      prometheus::BuildGauge().Name("gantry_jobs").Help("Jobs by phase").Register(*registry);
+  prometheus::Family<prometheus::Histogram>& commit_family =
+      prometheus::BuildHistogram().Name("gantry_store_commit_duration_seconds")
+          .Help("Store transaction commit latency, fsync included").Register(*registry);
+  prometheus::Family<prometheus::Histogram>& writes_family =
+      prometheus::BuildHistogram().Name("gantry_store_commit_writes")
+          .Help("Writes carried by one store commit (group commit batch size)").Register(*registry);
+  // Buckets from 0.5 ms (a cached read) to 10 s (a stalled disk).
+  const prometheus::Histogram::BucketBoundaries latency_buckets{
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
+  prometheus::Histogram& commit = commit_family.Add({}, latency_buckets);
+  prometheus::Histogram& writes =
+      writes_family.Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000});
+  std::mutex mu;  // guards Family::Add's lookup-or-create with our own cache
+  std::map<std::tuple<std::string, std::string, int>, prometheus::Counter*> counter_cache;
+  std::map<std::pair<std::string, std::string>, prometheus::Histogram*> hist_cache;
+};
+
+ApiMetrics::ApiMetrics() : impl_(std::make_unique<Impl>()) {
+  for (JobPhase p : kAllJobPhases) impl_->jobs.Add({{"phase", std::string(JobPhaseName(p))}}).Set(0);
+}
+ApiMetrics::~ApiMetrics() = default;
+
+void ApiMetrics::ObserveRequest(const std::string& method, const std::string& route, int code,
+                                double seconds) {
+  prometheus::Counter* counter;
+  prometheus::Histogram* hist;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto& c = impl_->counter_cache[{method, route, code}];
+    if (!c) c = &impl_->requests.Add({{"method", method}, {"route", route}, {"code", std::to_string(code)}});
+    auto& h = impl_->hist_cache[{method, route}];
+    if (!h) h = &impl_->latency.Add({{"method", method}, {"route", route}}, impl_->latency_buckets);
+    counter = c;
+    hist = h;
+  }
+  counter->Increment();
+  hist->Observe(seconds);
+}
+
+void ApiMetrics::ObserveCommit(double seconds, int writes) {
+  impl_->commit.Observe(seconds);
+  impl_->writes.Observe(writes);
+}
+
+void ApiMetrics::SetJobsByPhase(const std::map<JobPhase, int64_t>& counts) {
+  for (const auto& [phase, n] : counts) {
+    impl_->jobs.Add({{"phase", std::string(JobPhaseName(phase))}}).Set(static_cast<double>(n));
+  }
+}
+
+std::string ApiMetrics::Serialize() const {
+  prometheus::TextSerializer serializer;
+  std::ostringstream out;
+  serializer.Serialize(out, impl_->registry->Collect());
+  return out.str();
+}
+
+}  // namespace gantry::api

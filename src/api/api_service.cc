@@ -1,0 +1,105 @@
+#include "gantry/api/api_service.h"
+
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
+#include "gantry/api/k8s_status.h"
+
+namespace gantry::api {
+
+ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, JobWaker* waker,
+                       const Clock& clock, ApiOptions options)
+    : store_(store), auth_(auth), metrics_(metrics), waker_(waker), clock_(clock), options_(options) {
+  auto bind = [this](void (ApiService::*fn)(http::Request, Respond)) {
+    return [this, fn](http::Request req, Respond respond) { (this->*fn)(std::move(req), std::move(respond)); };
+  };
+  router_.Add("POST", "/api/v1/namespaces/{ns}/jobs", bind(&ApiService::Submit));
+  router_.Add("GET", "/api/v1/namespaces/{ns}/jobs", bind(&ApiService::ListJobs));
+  router_.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}", bind(&ApiService::GetJob));
+  router_.Add("DELETE", "/api/v1/namespaces/{ns}/jobs/{name}", bind(&ApiService::CancelJob));
+  router_.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}/events", bind(&ApiService::JobEvents));
+  router_.Add("GET", "/api/v1/jobs", bind(&ApiService::ListJobs));
+  router_.Add("GET", "/api/v1/clusters", bind(&ApiService::ListClusters));
+  router_.Add("GET", "/healthz", bind(&ApiService::Healthz));
+  router_.Add("GET", "/readyz", bind(&ApiService::Readyz));
+  router_.Add("GET", "/metrics", bind(&ApiService::Metrics));
+}
+
+http::Handler ApiService::Handler() {
+  return [this](http::Request req, Respond respond) { Dispatch(std::move(req), std::move(respond)); };
+}
+
+void ApiService::Dispatch(http::Request req, Respond respond) {
+  auto match = router_.Find(req.method, req.path);
+  std::string route = match.status == 200 ? match.pattern : "unmatched";
+  auto start = std::chrono::steady_clock::now();
+  // Wrap the responder so every answer is counted and (at debug) logged once.
+  Respond counted = [this, respond = std::move(respond), route, method = req.method, path = req.path,
+                     remote = req.remote_address, start](http::Response res) {
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    metrics_.ObserveRequest(method, route, res.status, seconds);
+    spdlog::debug("{} {} {} {:.2f}ms from {}", method, path, res.status, seconds * 1000, remote);
+    respond(std::move(res));
+  };
+  if (match.status == 404) {
+    counted(K8sStatus(404, "NotFound", "no route for " + req.path));
+    return;
+  }
+  if (match.status == 405) {
+    auto res = K8sStatus(405, "MethodNotAllowed", req.method + " is not allowed on " + req.path);
+    res.headers.emplace_back("Allow", match.allow);
+    counted(std::move(res));
+    return;
+  }
+  req.path_params = std::move(match.params);
+  try {
+    (*match.handler)(std::move(req), std::move(counted));
+  } catch (const std::exception& e) {
+    // Handlers report expected failures as values; this is a bug.
+    spdlog::error("handler for {} threw: {}", route, e.what());
+  }
+}
+
+std::optional<Principal> ApiService::Authorize(const http::Request& req, const std::string* ns,
+                                               const Respond& respond) {
+  auto principal = auth_.Authenticate(req);
+  if (!principal.ok()) {
+    respond(K8sStatusFrom(principal.status()));
+    return std::nullopt;
+  }
+  if (ns && !principal->MayUse(*ns)) {
+    respond(K8sStatus(403, "Forbidden",
+                      "subject " + principal->subject + " may not use namespace " + *ns));
+    return std::nullopt;
+  }
+  return std::move(principal.value());
+}
+
+void ApiService::ListClusters(http::Request req, Respond respond) {
+  if (!Authorize(req, nullptr, respond)) return;
+  // The cluster inventory is not wired in yet: the list is empty.
+  http::Response res;
+  res.body = R"({"apiVersion":"gantry.dev/v1","kind":"ClusterList","metadata":{},"items":[]})";
+  respond(std::move(res));
+}
+
+void ApiService::Healthz(http::Request, Respond respond) {
+  respond(http::TextResponse(200, "ok\n"));
+}
+
+void ApiService::Readyz(http::Request, Respond respond) {
+  if (!ready_) {
+    respond(http::TextResponse(503, "not ready\n"));
+    return;
+  }
+  respond(http::TextResponse(200, "ok\n"));
+}
+
+void ApiService::Metrics(http::Request, Respond respond) {
+  auto counts = store_.CountByPhase();
+  if (counts.ok()) metrics_.SetJobsByPhase(*counts);
+  respond(http::TextResponse(200, metrics_.Serialize(), "text/plain; version=0.0.4"));
+}
+
+}  // namespace gantry::api

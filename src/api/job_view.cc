@@ -1,0 +1,69 @@
+#include "gantry/api/job_view.h"
+
+#include "gantry/common/clock.h"
+
+namespace gantry::api {
+namespace {
+
+nlohmann::json ParseOr(const std::string& text, nlohmann::json fallback) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  return j.is_discarded() ? fallback : j;
+}
+
+}  // namespace
+
+nlohmann::json JobToJson(const JobRecord& job) {
+  nlohmann::json metadata = {{"name", job.name},
+                             {"namespace", job.ns},
+                             {"uid", job.uid},
+                             {"creationTimestamp", FormatRfc3339(job.created_ms)}};
+  nlohmann::json labels = ParseOr(job.labels_json, nlohmann::json::object());
+  if (!labels.empty()) metadata["labels"] = std::move(labels);
+  nlohmann::json status = {{"phase", JobPhaseName(job.phase)},
+                           {"epoch", job.epoch},
+                           {"conditions", ParseOr(job.conditions_json, nlohmann::json::array())},
+                           {"updateTime", FormatRfc3339(job.updated_ms)}};
+  if (!job.cluster.empty()) status["cluster"] = job.cluster;
+  if (!job.message.empty()) status["message"] = job.message;
+  return {{"apiVersion", "gantry.dev/v1"},
+          {"kind", "Job"},
+          {"metadata", std::move(metadata)},
+          {"spec", ParseOr(job.spec_json, nlohmann::json::object())},
+          {"status", std::move(status)}};
+}
+
+nlohmann::json JobListToJson(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const JobRecord& j : jobs) items.push_back(JobToJson(j));
+  nlohmann::json metadata = nlohmann::json::object();
+  if (next_after_seq) metadata["continue"] = EncodeContinue(*next_after_seq);
+  return {{"apiVersion", "gantry.dev/v1"}, {"kind", "JobList"}, {"metadata", metadata}, {"items", items}};
+}
+
+nlohmann::json EventsToJson(const std::vector<JobEvent>& events) {
+  nlohmann::json items = nlohmann::json::array();
+  for (const JobEvent& e : events) {
+    nlohmann::json item = {{"time", FormatRfc3339(e.time_ms)},
+                           {"type", e.type},
+                           {"reason", e.reason},
+                           {"message", e.message}};
+    if (!e.cluster.empty()) item["cluster"] = e.cluster;
+    items.push_back(std::move(item));
+  }
+  return {{"apiVersion", "gantry.dev/v1"}, {"kind", "EventList"}, {"items", items}};
+}
+
+// "v1:" marks the token format so a later format can be told apart.
+std::string EncodeContinue(int64_t after_seq) { return "v1:" + std::to_string(after_seq); }
+
+std::optional<int64_t> DecodeContinue(const std::string& token) {
+  if (token.size() < 4 || token.rfind("v1:", 0) != 0 || token.size() > 23) return std::nullopt;
+  int64_t value = 0;
+  for (std::size_t i = 3; i < token.size(); ++i) {
+    if (token[i] < '0' || token[i] > '9') return std::nullopt;
+    value = value * 10 + (token[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace gantry::api

@@ -1,0 +1,204 @@
+// The job routes of ApiService: submit, get, list, cancel/purge, events.
+#include <spdlog/spdlog.h>
+
+#include "gantry/api/api_service.h"
+#include "gantry/api/job_view.h"
+#include "gantry/api/k8s_status.h"
+#include "gantry/common/names.h"
+#include "gantry/job/job_document.h"
+
+namespace gantry::api {
+namespace {
+
+http::Response JsonResponse(int status, const nlohmann::json& body) {
+  http::Response r;
+  r.status = status;
+  r.body = body.dump();
+  return r;
+}
+
+// Which parser a body needs, from its Content-Type; nullopt = unsupported.
+std::optional<DocumentFormat> FormatOf(const http::Request& req) {
+  std::string ct = req.Header("content-type");
+  if (auto semi = ct.find(';'); semi != std::string::npos) ct.resize(semi);
+  while (!ct.empty() && ct.back() == ' ') ct.pop_back();
+  for (char& c : ct) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (ct == "application/json") return DocumentFormat::kJson;
+  if (ct == "application/yaml" || ct == "application/x-yaml" || ct == "text/yaml") {
+    return DocumentFormat::kYaml;
+  }
+  if (ct.empty()) {  // curl -d without -H: guess from the first character
+    auto first = req.body.find_first_not_of(" \t\r\n");
+    bool json = first != std::string::npos && req.body[first] == '{';
+    return json ? DocumentFormat::kJson : DocumentFormat::kYaml;
+  }
+  return std::nullopt;
+}
+
+http::Response InvalidName(const std::string& what, const std::string& field, const std::string& error) {
+  return K8sStatus(422, "Invalid", what + " " + error, {{field, error}});
+}
+
+}  // namespace
+
+void ApiService::Submit(http::Request req, Respond respond) {
+  const std::string& ns = req.path_params["ns"];
+  if (std::string e = CheckDns1123Label(ns); !e.empty()) {
+    respond(InvalidName("namespace", "metadata.namespace", e));
+    return;
+  }
+  if (!Authorize(req, &ns, respond)) return;
+  auto format = FormatOf(req);
+  if (!format) {
+    respond(K8sStatus(415, "UnsupportedMediaType",
+                      "Content-Type must be application/json or application/yaml"));
+    return;
+  }
+  auto parsed = ParseJobDocument(req.body, *format, ns);
+  if (auto* err = std::get_if<DocumentError>(&parsed)) {
+    std::vector<Cause> causes;
+    for (const FieldError& f : err->causes) causes.push_back({f.field, f.message});
+    respond(K8sStatus(err->code, err->code == 400 ? "BadRequest" : "Invalid", err->message, causes));
+    return;
+  }
+  const JobSpec& spec = std::get<JobSpec>(parsed);
+  JobRecord record;
+  record.uid = NewUid();
+  record.ns = spec.ns;
+  record.name = spec.name;
+  record.queue = spec.queue;
+  record.priority = spec.priority;
+  record.spec_json = SpecToJson(spec).dump();
+  record.labels_json = nlohmann::json(spec.labels).dump();
+  record.created_ms = record.updated_ms = clock_.NowMillis();
+  store_.Submit(std::move(record), [this, respond](Result<SubmitResult> result) {
+    if (!result.ok()) {
+      if (result.status().code() == Code::kConflict) {
+        respond(K8sStatus(409, "AlreadyExists", result.status().message()));
+        return;
+      }
+      spdlog::error("submit failed: {}", result.status().ToString());
+      respond(K8sStatusFrom(result.status()));
+      return;
+    }
+    const JobRecord& job = result->job;
+    bool created = result->outcome == SubmitOutcome::kCreated;
+    if (created) {
+      spdlog::info("job {}/{} submitted uid={} queue={} priority={}", job.ns, job.name, job.uid,
+                   job.queue, job.priority);
+      if (waker_) waker_->Wake(job.uid);
+    }
+    respond(JsonResponse(created ? 201 : 200, JobToJson(job)));
+  });
+}
+
+void ApiService::GetJob(http::Request req, Respond respond) {
+  const std::string& ns = req.path_params["ns"];
+  if (!Authorize(req, &ns, respond)) return;
+  auto job = store_.Get(ns, req.path_params["name"]);
+  if (!job.ok()) {
+    respond(K8sStatusFrom(job.status()));
+    return;
+  }
+  respond(JsonResponse(200, JobToJson(*job)));
+}
+
+void ApiService::ListJobs(http::Request req, Respond respond) {
+  ListQuery query;
+  std::optional<std::string> ns = req.path_params.count("ns") ? std::optional(req.path_params["ns"])
+                                                              : req.Query("namespace");
+  if (ns && ns->empty()) ns.reset();
+  auto principal = Authorize(req, ns ? &*ns : nullptr, respond);
+  if (!principal) return;
+  query.ns = ns;
+  if (!principal->admin && !ns) {
+    query.allowed_namespaces.assign(principal->namespaces.begin(), principal->namespaces.end());
+  }
+  if (auto queue = req.Query("queue"); queue && !queue->empty()) query.queue = *queue;
+  if (auto phase = req.Query("phase"); phase && !phase->empty()) {
+    query.phase = ParseJobPhase(*phase);
+    if (!query.phase) {
+      respond(K8sStatus(400, "BadRequest", "unknown phase '" + *phase + "'", {{"phase", "unknown phase"}}));
+      return;
+    }
+  }
+  query.limit = options_.default_list_limit;
+  if (auto limit = req.Query("limit"); limit && !limit->empty()) {
+    char* end = nullptr;
+    long v = std::strtol(limit->c_str(), &end, 10);
+    if (*end != '\0' || v < 1 || v > options_.max_list_limit) {
+      respond(K8sStatus(400, "BadRequest",
+                        "limit must be an integer from 1 to " + std::to_string(options_.max_list_limit),
+                        {{"limit", "out of range"}}));
+      return;
+    }
+    query.limit = static_cast<int>(v);
+  }
+  if (auto token = req.Query("continue"); token && !token->empty()) {
+    auto after = DecodeContinue(*token);
+    if (!after) {
+      respond(K8sStatus(400, "BadRequest", "the continue token is not valid", {{"continue", "invalid"}}));
+      return;
+    }
+    query.after_seq = *after;
+  }
+  auto page = store_.List(query);
+  if (!page.ok()) {
+    spdlog::error("list failed: {}", page.status().ToString());
+    respond(K8sStatusFrom(page.status()));
+    return;
+  }
+  respond(JsonResponse(200, JobListToJson(page->jobs, page->next_after_seq)));
+}
+
+void ApiService::CancelJob(http::Request req, Respond respond) {
+  std::string ns = req.path_params["ns"];
+  std::string name = req.path_params["name"];
+  if (!Authorize(req, &ns, respond)) return;
+  auto purge = req.Query("purge");
+  if (purge && *purge != "true" && *purge != "false") {
+    respond(K8sStatus(400, "BadRequest", "purge must be true or false", {{"purge", "not a boolean"}}));
+    return;
+  }
+  if (purge && *purge == "true") {
+    store_.Purge(ns, name, [respond, ns, name](Result<bool> result) {
+      if (!result.ok()) {
+        respond(K8sStatusFrom(result.status()));
+        return;
+      }
+      spdlog::info("job {}/{} purged", ns, name);
+      respond(K8sSuccess(200, "job " + ns + "/" + name + " purged"));
+    });
+    return;
+  }
+  store_.RequestCancel(ns, name, [this, respond](Result<JobRecord> result) {
+    if (!result.ok()) {
+      respond(K8sStatusFrom(result.status()));
+      return;
+    }
+    const JobRecord& job = *result;
+    if (job.phase == JobPhase::kCancelling) {
+      spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
+      if (waker_) waker_->Wake(job.uid);
+    }
+    respond(JsonResponse(202, JobToJson(job)));
+  });
+}
+
+void ApiService::JobEvents(http::Request req, Respond respond) {
+  const std::string& ns = req.path_params["ns"];
+  if (!Authorize(req, &ns, respond)) return;
+  auto job = store_.Get(ns, req.path_params["name"]);
+  if (!job.ok()) {
+    respond(K8sStatusFrom(job.status()));
+    return;
+  }
+  auto events = store_.Events(job->uid);
+  if (!events.ok()) {
+    respond(K8sStatusFrom(events.status()));
+    return;
+  }
+  respond(JsonResponse(200, EventsToJson(*events)));
+}
+
+}  // namespace gantry::api

@@ -1,0 +1,135 @@
+#include "gantry/api/token_auth.h"
+
+#include <openssl/evp.h>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "gantry/common/names.h"
+
+namespace gantry::api {
+
+std::string TokenAuth::Sha256Hex(const std::string& token) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  EVP_Digest(token.data(), token.size(), digest, &len, EVP_sha256(), nullptr);
+  std::string hex;
+  hex.reserve(len * 2);
+  for (unsigned int i = 0; i < len; ++i) hex += fmt::format("{:02x}", digest[i]);
+  return hex;
+}
+
+Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::string& path) {
+  auto table = std::make_shared<Table>();
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return Status::Io(fmt::format("tokens file {}: cannot be read", path));
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid(fmt::format("tokens file {}: line {}: {}", path, e.mark.line + 1, e.msg));
+  }
+  if (!root || !root["tokens"] || !root["tokens"].IsSequence()) {
+    return Status::Invalid(fmt::format("tokens file {}: needs a 'tokens' list", path));
+  }
+  std::size_t i = 0;
+  for (const auto& entry : root["tokens"]) {
+    auto where = [&](const char* field) {
+      return fmt::format("tokens file {}: line {}: tokens[{}].{}", path, entry.Mark().line + 1, i, field);
+    };
+    try {
+      if (!entry.IsMap()) return Status::Invalid(where("") + " must be a mapping");
+      for (const auto& kv : entry) {
+        std::string key = kv.first.as<std::string>();
+        if (key != "subject" && key != "token" && key != "tokenSha256" && key != "namespaces") {
+          return Status::Invalid(where(key.c_str()) + ": unknown field");
+        }
+      }
+      Principal p;
+      p.subject = entry["subject"] ? entry["subject"].as<std::string>() : "";
+      if (p.subject.empty()) return Status::Invalid(where("subject") + ": required");
+      std::string hash;
+      if (entry["tokenSha256"]) {
+        hash = entry["tokenSha256"].as<std::string>();
+        for (char& c : hash) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        if (hash.size() != 64 || hash.find_first_not_of("0123456789abcdef") != std::string::npos) {
+          return Status::Invalid(where("tokenSha256") + ": must be 64 hex digits");
+        }
+      } else if (entry["token"]) {
+        std::string token = entry["token"].as<std::string>();
+        if (token.size() < 16) return Status::Invalid(where("token") + ": must be at least 16 characters");
+        hash = Sha256Hex(token);
+      } else {
+        return Status::Invalid(where("tokenSha256") + ": one of tokenSha256 or token is required");
+      }
+      if (!entry["namespaces"] || !entry["namespaces"].IsSequence() || entry["namespaces"].size() == 0) {
+        return Status::Invalid(where("namespaces") + ": a non-empty list is required (\"*\" for admin)");
+      }
+      for (const auto& ns : entry["namespaces"]) {
+        std::string name = ns.as<std::string>();
+        if (name == "*") {
+          p.admin = true;
+        } else if (std::string e = CheckDns1123Label(name); !e.empty()) {
+          return Status::Invalid(where("namespaces") + ": '" + name + "' " + e);
+        } else {
+          p.namespaces.insert(name);
+        }
+      }
+      if (!table->emplace(hash, std::move(p)).second) {
+        return Status::Invalid(where("token") + ": the same token appears twice");
+      }
+    } catch (const YAML::Exception& e) {
+      return Status::Invalid(where("") + ": " + e.msg);
+    }
+    ++i;
+  }
+  return std::shared_ptr<const Table>(std::move(table));
+}
+
+Result<std::unique_ptr<TokenAuth>> TokenAuth::Load(const std::string& path) {
+  auto auth = std::unique_ptr<TokenAuth>(new TokenAuth());
+  auth->path_ = path;
+  auth->table_ = std::make_shared<const Table>();
+  if (!path.empty()) GANTRY_RETURN_IF_ERROR(auth->Reload());
+  return auth;
+}
+
+Status TokenAuth::Reload() {
+  if (path_.empty()) return Status::Ok();
+  auto table = ReadFile(path_);
+  if (!table.ok()) return table.status();
+  std::lock_guard lock(mu_);
+  table_ = std::move(table.value());
+  return Status::Ok();
+}
+
+std::size_t TokenAuth::size() const {
+  std::lock_guard lock(mu_);
+  return table_->size();
+}
+
+Result<Principal> TokenAuth::Authenticate(const http::Request& request) const {
+  if (path_.empty()) {
+    if (!request.remote_loopback) {
+      return Status(Code::kPermissionDenied,
+                    "no tokens file is configured: only loopback clients are accepted");
+    }
+    return Principal{"anonymous-loopback", true, {}};
+  }
+  std::string auth = request.Header("authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth.size() <= kBearer.size() || !std::string_view(auth).starts_with(kBearer)) {
+    return Status(Code::kUnauthenticated, "a bearer token is required (Authorization: Bearer ...)");
+  }
+  std::string hash = Sha256Hex(auth.substr(kBearer.size()));
+  std::shared_ptr<const Table> table;
+  {
+    std::lock_guard lock(mu_);
+    table = table_;
+  }
+  auto it = table->find(hash);
+  if (it == table->end()) return Status(Code::kUnauthenticated, "the bearer token is not valid");
+  return it->second;
+}
+
+}  // namespace gantry::api

@@ -1,0 +1,63 @@
+#include "api_client.h"
+
+#include <fmt/format.h>
+
+namespace gantry::cli {
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<ApiClient> ApiClient::Create(const ConnectionFlags& flags, std::string* error) {
+  http::ClientOptions options;
+  options.ca_file = flags.ca_file;
+  options.request_timeout = std::chrono::seconds(flags.timeout_seconds);
+  auto client = http::Client::Create(flags.server, options);
+  if (!client.ok()) {
+    *error = client.status().message();
+    return nullptr;
+  }
+  return std::unique_ptr<ApiClient>(new ApiClient(std::move(client.value()), flags.token, flags.server));
+}
+
+ApiResult ApiClient::Call(const std::string& method, const std::string& target, const std::string& body,
+                          const std::string& content_type) {
+  std::vector<std::pair<std::string, std::string>> headers = {{"Accept", "application/json"}};
+  if (!token_.empty()) headers.emplace_back("Authorization", "Bearer " + token_);
+  if (!body.empty()) headers.emplace_back("Content-Type", content_type);
+  ApiResult result;
+  auto res = client_->Do(method, target, body, headers);
+  if (!res.ok()) {
+    result.exit_code = kExitUnreachable;
+    result.error = fmt::format("cannot reach gantry at {}: {}", server_, res.status().message());
+    return result;
+  }
+  result.http_status = res->status;
+  result.body = nlohmann::json::parse(res->body, nullptr, false);
+  if (result.body.is_discarded()) result.body = nullptr;
+  if (res->status >= 200 && res->status < 300) return result;
+  result.exit_code = kExitRefused;
+  std::string message = res->body;
+  if (result.body.is_object() && result.body.contains("message")) {
+    message = result.body["message"].get<std::string>();
+    if (auto causes = result.body.value("/details/causes"_json_pointer, nlohmann::json());
+        causes.is_array()) {
+      for (const auto& c : causes) {
+        message += fmt::format("\n  {}: {}", c.value("field", ""), c.value("message", ""));
+      }
+    }
+  }
+  while (!message.empty() && message.back() == '\n') message.pop_back();
+  result.error = fmt::format("Error from server ({}): {}", res->status, message);
+  return result;
+}
+
+}  // namespace gantry::cli

@@ -1,0 +1,101 @@
+#include <cstdlib>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "gantry/cli/cli.h"
+#include "gantry/daemon/serve.h"
+
+namespace gantry {
+namespace {
+
+std::string Env(const char* name, const std::string& fallback = "") {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+void AddConnectionFlags(CLI::App& app, cli::CommonFlags& f) {
+  app.add_option("--server", f.connection.server, "gantry API URL (env GANTRY_SERVER)");
+  app.add_option("--token", f.connection.token, "bearer token (env GANTRY_TOKEN)");
+  app.add_option("--ca-file", f.connection.ca_file, "CA bundle for an https server (env GANTRY_CA_FILE)");
+  app.add_option("--request-timeout", f.connection.timeout_seconds, "seconds to wait for the server")
+      ->check(CLI::Range(1, 3600));
+  app.add_option("-o,--output", f.output, "output format: table, json or yaml")
+      ->check(CLI::IsMember({"table", "json", "yaml"}));
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{"gantry: a global job dispatcher for fleets of Kubernetes clusters running Kueue"};
+  app.require_subcommand(1);
+  app.fallthrough();  // global flags (-o, --server, ...) may follow the subcommand
+  cli::CommonFlags flags;
+  flags.connection.server = Env("GANTRY_SERVER", "http://127.0.0.1:7070");
+  flags.connection.token = Env("GANTRY_TOKEN");
+  flags.connection.ca_file = Env("GANTRY_CA_FILE");
+  AddConnectionFlags(app, flags);
+
+  ServeFlags serve;
+  auto* serve_cmd = app.add_subcommand("serve", "run the gantry daemon");
+  serve_cmd->add_option("--config", serve.config_path, "config file (default /etc/gantry/gantry.yaml if present)");
+  serve_cmd->add_option("--data-dir", serve.data_dir, "directory of the SQLite database");
+  serve_cmd->add_option("--listen", serve.listen, "ADDR:PORT to listen on (default 127.0.0.1:7070)");
+  serve_cmd->add_option("--log-format", serve.log_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn or error");
+  serve_cmd->add_option("--ready-file", serve.ready_file, "write ADDR:PORT here once serving");
+
+  std::string file;
+  cli::WaitFlags wait;
+  auto* submit = app.add_subcommand("submit", "submit a job (gantry Job, or a batch/v1 Job or JobSet manifest)");
+  submit->add_option("-f,--filename", file, "job file (YAML or JSON; - for stdin)")->required();
+  submit->add_option("-n,--namespace", flags.ns, "namespace (default: the document's, else default)");
+  submit->add_flag("--wait", wait.wait, "wait until the job finishes; exit 0 only if it succeeded");
+  submit->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds");
+
+  std::string name;
+  bool watch = false;
+  auto* status = app.add_subcommand("status", "show a job: phase, cluster, epoch, pod sets, last events");
+  status->add_option("name", name, "job name")->required();
+  status->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
+  status->add_flag("-w,--watch", watch, "follow phase changes until the job finishes");
+
+  bool all = false;
+  std::string phase, queue;
+  auto* list = app.add_subcommand("list", "list jobs");
+  list->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
+  list->add_flag("-A,--all-namespaces", all, "jobs of every namespace you may see");
+  list->add_option("--phase", phase, "only jobs in this phase");
+  list->add_option("--queue", queue, "only jobs of this queue");
+
+  bool purge = false;
+  auto* cancel = app.add_subcommand("cancel", "cancel a job (or remove a finished one with --purge)");
+  cancel->add_option("name", name, "job name")->required();
+  cancel->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
+  cancel->add_flag("--wait", wait.wait, "wait until the job is Cancelled");
+  cancel->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds");
+  cancel->add_flag("--purge", purge, "remove the record of a finished job");
+
+  auto* clusters = app.add_subcommand("clusters", "list worker clusters and their health");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return cli::kExitUsage;
+  }
+  if (serve_cmd->parsed()) return RunServe(serve);
+  if (submit->parsed()) return cli::Submit(flags, file, wait, std::cout, std::cerr);
+  if (status->parsed()) return cli::Status(flags, name, watch, std::cout, std::cerr);
+  if (list->parsed()) return cli::List(flags, all, phase, queue, std::cout, std::cerr);
+  if (cancel->parsed()) return cli::Cancel(flags, name, purge, wait, std::cout, std::cerr);
+  if (clusters->parsed()) return cli::Clusters(flags, std::cout, std::cerr);
+  return cli::kExitUsage;
+}
+
+}  // namespace gantry

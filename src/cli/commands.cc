@@ -1,0 +1,302 @@
+#include "commands.h"
+
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "gantry/common/job_phase.h"
+#include "gantry/job/job_document.h"
+
+namespace gantry::cli {
+namespace {
+
+std::string Str(const nlohmann::json& j, const char* pointer, const std::string& fallback = "") {
+  auto v = j.value(nlohmann::json::json_pointer(pointer), nlohmann::json());
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number()) return v.dump();
+  return fallback;
+}
+
+std::string NamespaceOf(const CommonFlags& flags) { return flags.ns.empty() ? "default" : flags.ns; }
+
+std::unique_ptr<ApiClient> Connect(const CommonFlags& flags, std::ostream& err, int* code) {
+  std::string error;
+  auto client = ApiClient::Create(flags.connection, &error);
+  if (!client) {
+    err << "error: " << error << "\n";
+    *code = kExitUsage;
+  }
+  return client;
+}
+
+bool IsFinalPhase(const std::string& phase) {
+  auto p = ParseJobPhase(phase);
+  return p && (IsFinal(*p) || *p == JobPhase::kUnschedulable);
+}
+
+std::string JobPath(const std::string& ns, const std::string& name) {
+  return "/api/v1/namespaces/" + UrlEncode(ns) + "/jobs/" + UrlEncode(name);
+}
+
+// Polls the job until it reaches a final phase (or the deadline). Prints each
+// phase change. Exit 0 for Succeeded/Cancelled as wanted, 1 otherwise.
+int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name, const WaitFlags& wait,
+                 const std::string& wanted, std::ostream& out, std::ostream& err) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait.timeout_seconds);
+  std::string last;
+  while (true) {
+    ApiResult r = api.Call("GET", JobPath(ns, name));
+    if (r.exit_code != kExitOk) {
+      err << r.error << "\n";
+      return r.exit_code;
+    }
+    std::string phase = Str(r.body, "/status/phase");
+    if (phase != last) {
+      std::string cluster = Str(r.body, "/status/cluster");
+      out << fmt::format("job.gantry.dev/{} {}{}", name, phase, cluster.empty() ? "" : " on " + cluster) << "\n";
+      out.flush();
+      last = phase;
+    }
+    if (IsFinalPhase(phase)) {
+      if (phase == wanted) return kExitOk;
+      std::string message = Str(r.body, "/status/message");
+      if (!message.empty()) err << "job " << name << " is " << phase << ": " << message << "\n";
+      return kExitRefused;
+    }
+    if (wait.timeout_seconds > 0 && std::chrono::steady_clock::now() >= deadline) {
+      err << fmt::format("error: timed out after {}s waiting for job {} (phase {})\n", wait.timeout_seconds,
+                         name, phase);
+      return kExitRefused;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(wait.poll_ms));
+  }
+}
+
+// Byte quantities stored canonically ("68719476736") read better as "64Gi".
+std::string HumanBytes(const std::string& resource, const std::string& value) {
+  if (resource != "memory" && resource != "ephemeral-storage") return value;
+  if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos || value.size() > 19) {
+    return value;
+  }
+  uint64_t bytes = std::stoull(value);
+  static const char* kSuffix[] = {"Ei", "Pi", "Ti", "Gi", "Mi", "Ki"};
+  for (int i = 0; i < 6; ++i) {
+    uint64_t unit = 1ull << (10 * (6 - i));
+    if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + kSuffix[i];
+  }
+  return value;
+}
+
+std::string RequestsText(const nlohmann::json& pod_set) {
+  std::string text;
+  if (auto req = pod_set.find("requests"); req != pod_set.end() && req->is_object()) {
+    for (auto it = req->begin(); it != req->end(); ++it) {
+      if (!text.empty()) text += ", ";
+      std::string value = it.value().is_string() ? it.value().get<std::string>() : it.value().dump();
+      text += it.key() + "=" + HumanBytes(it.key(), value);
+    }
+  }
+  return text;
+}
+
+}  // namespace
+
+int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& wait, std::ostream& out,
+           std::ostream& err) {
+  std::stringstream ss;
+  if (file == "-") {
+    ss << std::cin.rdbuf();
+  } else {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) {
+      err << "error: cannot read " << file << "\n";
+      return kExitUsage;
+    }
+    ss << in.rdbuf();
+  }
+  auto parsed = YamlToJson(ss.str());
+  if (auto* e = std::get_if<DocumentError>(&parsed)) {
+    err << "error: " << file << ": " << e->message << "\n";
+    return kExitUsage;
+  }
+  const nlohmann::json& doc = std::get<nlohmann::json>(parsed);
+  std::string ns = flags.ns.empty() ? Str(doc, "/metadata/namespace", "default") : flags.ns;
+  std::string name = Str(doc, "/metadata/name");
+  int code = kExitOk;
+  auto api = Connect(flags, err, &code);
+  if (!api) return code;
+  ApiResult r = api->Call("POST", "/api/v1/namespaces/" + UrlEncode(ns) + "/jobs", doc.dump());
+  if (r.exit_code != kExitOk) {
+    err << r.error << "\n";
+    return r.exit_code;
+  }
+  name = Str(r.body, "/metadata/name", name);
+  OutputFormat format;
+  ParseOutputFormat(flags.output, &format);
+  if (format == OutputFormat::kTable) {
+    out << "job.gantry.dev/" << name << (r.http_status == 201 ? " created" : " unchanged") << "\n";
+  } else {
+    PrintObject(out, r.body, format);
+  }
+  if (!wait.wait) return kExitOk;
+  return WaitForFinal(*api, ns, name, wait, "Succeeded", out, err);
+}
+
+int Status(const CommonFlags& flags, const std::string& name, bool watch, std::ostream& out, std::ostream& err) {
+  int code = kExitOk;
+  auto api = Connect(flags, err, &code);
+  if (!api) return code;
+  std::string ns = NamespaceOf(flags);
+  if (watch) {
+    WaitFlags wait{true, 0, 1000};
+    int rc = WaitForFinal(*api, ns, name, wait, "", out, err);
+    return rc == kExitRefused ? kExitOk : rc;  // reaching any final phase ends a watch normally
+  }
+  ApiResult r = api->Call("GET", JobPath(ns, name));
+  if (r.exit_code != kExitOk) {
+    err << r.error << "\n";
+    return r.exit_code;
+  }
+  OutputFormat format;
+  ParseOutputFormat(flags.output, &format);
+  if (format != OutputFormat::kTable) {
+    PrintObject(out, r.body, format);
+    return kExitOk;
+  }
+  const nlohmann::json& j = r.body;
+  auto field = [&](const char* label, const std::string& value) {
+    out << fmt::format("{:<11} {}\n", label, value.empty() ? "<none>" : value);
+  };
+  field("Name:", Str(j, "/metadata/name"));
+  field("Namespace:", Str(j, "/metadata/namespace"));
+  field("UID:", Str(j, "/metadata/uid"));
+  field("Queue:", Str(j, "/spec/queue"));
+  field("Priority:", Str(j, "/spec/priority", "0"));
+  field("Phase:", Str(j, "/status/phase"));
+  field("Cluster:", Str(j, "/status/cluster"));
+  field("Epoch:", Str(j, "/status/epoch", "0"));
+  field("Age:", AgeOf(Str(j, "/metadata/creationTimestamp")));
+  if (auto m = Str(j, "/status/message"); !m.empty()) field("Message:", m);
+  out << "Pod sets:\n";
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& ps : j.value(nlohmann::json::json_pointer("/spec/podSets"), nlohmann::json::array())) {
+    rows.push_back({"  " + ps.value("name", ""), ps.contains("count") ? ps["count"].dump() : "?", RequestsText(ps)});
+  }
+  PrintTable(out, {"  NAME", "COUNT", "REQUESTS PER POD"}, rows);
+  ApiResult ev = api->Call("GET", JobPath(ns, name) + "/events");
+  if (ev.exit_code == kExitOk) {
+    out << "Events:\n";
+    rows.clear();
+    const auto& items = ev.body.value("items", nlohmann::json::array());
+    std::size_t start = items.size() > 10 ? items.size() - 10 : 0;  // the last ten
+    for (std::size_t i = start; i < items.size(); ++i) {
+      const auto& e = items[i];
+      rows.push_back({"  " + AgeOf(e.value("time", "")), e.value("type", ""), e.value("reason", ""),
+                      e.value("cluster", ""), e.value("message", "")});
+    }
+    PrintTable(out, {"  AGE", "TYPE", "REASON", "CLUSTER", "MESSAGE"}, rows);
+  }
+  return kExitOk;
+}
+
+int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase, const std::string& queue,
+         std::ostream& out, std::ostream& err) {
+  int code = kExitOk;
+  auto api = Connect(flags, err, &code);
+  if (!api) return code;
+  std::string base = all_namespaces ? "/api/v1/jobs?" : "/api/v1/namespaces/" + UrlEncode(NamespaceOf(flags)) + "/jobs?";
+  if (!phase.empty()) base += "phase=" + UrlEncode(phase) + "&";
+  if (!queue.empty()) base += "queue=" + UrlEncode(queue) + "&";
+  nlohmann::json items = nlohmann::json::array();
+  std::string cont;
+  do {  // follow continue tokens until the last page
+    ApiResult r = api->Call("GET", base + "limit=500" + (cont.empty() ? "" : "&continue=" + UrlEncode(cont)));
+    if (r.exit_code != kExitOk) {
+      err << r.error << "\n";
+      return r.exit_code;
+    }
+    for (auto& item : r.body.value("items", nlohmann::json::array())) items.push_back(std::move(item));
+    cont = Str(r.body, "/metadata/continue");
+  } while (!cont.empty());
+  OutputFormat format;
+  ParseOutputFormat(flags.output, &format);
+  if (format != OutputFormat::kTable) {
+    PrintObject(out, {{"apiVersion", "gantry.dev/v1"}, {"kind", "JobList"}, {"items", items}}, format);
+    return kExitOk;
+  }
+  if (items.empty()) {
+    err << "No jobs found.\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& j : items) {
+    std::vector<std::string> row;
+    if (all_namespaces) row.push_back(Str(j, "/metadata/namespace"));
+    for (std::string v : {Str(j, "/metadata/name"), Str(j, "/spec/queue"), Str(j, "/status/phase"),
+                          Str(j, "/status/cluster", "<none>"), Str(j, "/status/epoch", "0"),
+                          AgeOf(Str(j, "/metadata/creationTimestamp"))}) {
+      row.push_back(v);
+    }
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> headers = {"NAME", "QUEUE", "PHASE", "CLUSTER", "EPOCH", "AGE"};
+  if (all_namespaces) headers.insert(headers.begin(), "NAMESPACE");
+  PrintTable(out, headers, rows);
+  return kExitOk;
+}
+
+int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const WaitFlags& wait,
+           std::ostream& out, std::ostream& err) {
+  int code = kExitOk;
+  auto api = Connect(flags, err, &code);
+  if (!api) return code;
+  std::string ns = NamespaceOf(flags);
+  ApiResult r = api->Call("DELETE", JobPath(ns, name) + (purge ? "?purge=true" : ""));
+  if (r.exit_code != kExitOk) {
+    err << r.error << "\n";
+    return r.exit_code;
+  }
+  if (purge) {
+    out << "job.gantry.dev/" << name << " purged\n";
+    return kExitOk;
+  }
+  std::string phase = Str(r.body, "/status/phase");
+  out << "job.gantry.dev/" << name << (phase == "Cancelling" ? " cancelling" : " is " + phase) << "\n";
+  if (!wait.wait || phase != "Cancelling") return kExitOk;
+  return WaitForFinal(*api, ns, name, wait, "Cancelled", out, err);
+}
+
+int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
+  int code = kExitOk;
+  auto api = Connect(flags, err, &code);
+  if (!api) return code;
+  ApiResult r = api->Call("GET", "/api/v1/clusters");
+  if (r.exit_code != kExitOk) {
+    err << r.error << "\n";
+    return r.exit_code;
+  }
+  OutputFormat format;
+  ParseOutputFormat(flags.output, &format);
+  if (format != OutputFormat::kTable) {
+    PrintObject(out, r.body, format);
+    return kExitOk;
+  }
+  const auto& items = r.body.value("items", nlohmann::json::array());
+  if (items.empty()) {
+    err << "No clusters configured.\n";
+    return kExitOk;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : items) {
+    rows.push_back({Str(c, "/metadata/name"), Str(c, "/status/health"), Str(c, "/spec/region"),
+                    AgeOf(Str(c, "/status/since"))});
+  }
+  PrintTable(out, {"NAME", "HEALTH", "REGION", "SINCE"}, rows);
+  return kExitOk;
+}
+
+}  // namespace gantry::cli

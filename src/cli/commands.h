@@ -1,0 +1,35 @@
+// The client commands. Each returns the process exit code and writes to
+// out/err; none of them reads the environment (cli_app.cc does).
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include "api_client.h"
+#include "output.h"
+
+namespace gantry::cli {
+
+struct CommonFlags {
+  ConnectionFlags connection;
+  std::string output = "table";
+  std::string ns;  // -n; "" = the document's or "default"
+};
+
+struct WaitFlags {
+  bool wait = false;
+  int timeout_seconds = 0;  // 0 = no limit
+  int poll_ms = 1000;
+};
+
+int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& wait,
+           std::ostream& out, std::ostream& err);
+int Status(const CommonFlags& flags, const std::string& name, bool watch, std::ostream& out,
+           std::ostream& err);
+int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase, const std::string& queue,
+         std::ostream& out, std::ostream& err);
+int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const WaitFlags& wait,
+           std::ostream& out, std::ostream& err);
+int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err);
+
+}  // namespace gantry::cli

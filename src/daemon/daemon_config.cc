@@ -1,0 +1,117 @@
+#include "gantry/daemon/daemon_config.h"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <functional>
+#include <map>
+
+namespace gantry {
+
+Status ParseListen(const std::string& listen, std::string* address, uint16_t* port) {
+  std::string host, port_text;
+  if (!listen.empty() && listen.front() == '[') {
+    auto close = listen.find(']');
+    if (close == std::string::npos || close + 1 >= listen.size() || listen[close + 1] != ':') {
+      return Status::Invalid("listen '" + listen + "' must look like [::1]:7070");
+    }
+    host = listen.substr(1, close - 1);
+    port_text = listen.substr(close + 2);
+  } else {
+    auto colon = listen.rfind(':');
+    if (colon == std::string::npos) return Status::Invalid("listen '" + listen + "' must be ADDR:PORT");
+    host = listen.substr(0, colon);
+    port_text = listen.substr(colon + 1);
+  }
+  if (host.empty() || port_text.empty() || port_text.size() > 5 ||
+      port_text.find_first_not_of("0123456789") != std::string::npos || std::stoi(port_text) > 65535) {
+    return Status::Invalid("listen '" + listen + "' must be ADDR:PORT with a port from 0 to 65535");
+  }
+  *address = host;
+  *port = static_cast<uint16_t>(std::stoi(port_text));
+  return Status::Ok();
+}
+
+Status ValidateDaemonConfig(const DaemonConfig& c) {
+  std::string address;
+  uint16_t port;
+  GANTRY_RETURN_IF_ERROR(ParseListen(c.listen, &address, &port));
+  if (c.tls_cert_file.empty() != c.tls_key_file.empty()) {
+    return Status::Invalid("tls.certFile and tls.keyFile must be set together");
+  }
+  if (c.max_body_bytes < 1024 || c.max_body_bytes > (64u << 20)) {
+    return Status::Invalid("maxBodyBytes must be from 1024 to 67108864");
+  }
+  auto in = [](int v, int lo, int hi) { return v >= lo && v <= hi; };
+  if (!in(c.read_timeout_seconds, 1, 3600)) return Status::Invalid("readTimeoutSeconds must be 1..3600");
+  if (!in(c.idle_timeout_seconds, 1, 3600)) return Status::Invalid("idleTimeoutSeconds must be 1..3600");
+  if (!in(c.shutdown_grace_seconds, 0, 600)) return Status::Invalid("shutdownGraceSeconds must be 0..600");
+  // Several HTTP threads need a strand per connection, and that path is not
+  // yet memory-safe on this toolchain (see http/server.cc): one thread only.
+  if (c.http_threads != 1) return Status::Invalid("httpThreads must be 1 (more are not supported yet)");
+  if (c.log_format != "text" && c.log_format != "json") return Status::Invalid("logFormat must be text or json");
+  static const char* kLevels[] = {"trace", "debug", "info", "warn", "error"};
+  bool level_ok = false;
+  for (const char* l : kLevels) level_ok |= c.log_level == l;
+  if (!level_ok) return Status::Invalid("logLevel must be trace, debug, info, warn or error");
+  return Status::Ok();
+}
+
+Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
+  DaemonConfig c;
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::BadFile&) {
+    return Status::Io(fmt::format("config {}: cannot be read", path));
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid(fmt::format("config {}: line {}: {}", path, e.mark.line + 1, e.msg));
+  }
+  if (root.IsNull()) return c;
+  if (!root.IsMap()) return Status::Invalid(fmt::format("config {}: must be a mapping", path));
+  using Setter = std::function<void(const YAML::Node&)>;
+  auto str = [](std::string* out) -> Setter { return [out](const YAML::Node& n) { *out = n.as<std::string>(); }; };
+  auto num = [](int* out) -> Setter { return [out](const YAML::Node& n) { *out = n.as<int>(); }; };
+  std::map<std::string, Setter> fields = {
+      {"listen", str(&c.listen)},
+      {"dataDir", str(&c.data_dir)},
+      {"tokensFile", str(&c.tokens_file)},
+      {"maxBodyBytes", [&c](const YAML::Node& n) { c.max_body_bytes = n.as<std::size_t>(); }},
+      {"readTimeoutSeconds", num(&c.read_timeout_seconds)},
+      {"idleTimeoutSeconds", num(&c.idle_timeout_seconds)},
+      {"shutdownGraceSeconds", num(&c.shutdown_grace_seconds)},
+      {"httpThreads", num(&c.http_threads)},
+      {"logLevel", str(&c.log_level)},
+      {"logFormat", str(&c.log_format)},
+      {"clustersDir", str(&c.clusters_dir)},
+      {"origin", str(&c.origin)},
+  };
+  for (const auto& kv : root) {
+    std::string key = kv.first.as<std::string>();
+    int line = kv.first.Mark().line + 1;
+    try {
+      if (key == "tls") {
+        if (kv.second.IsNull()) continue;
+        for (const auto& t : kv.second) {
+          std::string tk = t.first.as<std::string>();
+          if (tk == "certFile") c.tls_cert_file = t.second.as<std::string>();
+          else if (tk == "keyFile") c.tls_key_file = t.second.as<std::string>();
+          else return Status::Invalid(fmt::format("config {}: line {}: tls.{}: unknown field", path, t.first.Mark().line + 1, tk));
+        }
+        continue;
+      }
+      auto it = fields.find(key);
+      if (it == fields.end()) {
+        return Status::Invalid(fmt::format("config {}: line {}: {}: unknown field", path, line, key));
+      }
+      it->second(kv.second);
+    } catch (const YAML::Exception& e) {
+      return Status::Invalid(fmt::format("config {}: line {}: {}: wrong type ({})", path, line, key, e.msg));
+    }
+  }
+  Status valid = ValidateDaemonConfig(c);
+  if (!valid.ok()) return Status::Invalid(fmt::format("config {}: {}", path, valid.message()));
+  return c;
+}
+
+}  // namespace gantry

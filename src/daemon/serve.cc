@@ -1,0 +1,207 @@
+#include "gantry/daemon/serve.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <spdlog/spdlog.h>
+
+#include "gantry/api/api_metrics.h"
+#include "gantry/api/api_service.h"
+#include "gantry/api/k8s_status.h"
+#include "gantry/api/token_auth.h"
+#include "gantry/daemon/daemon_config.h"
+#include "gantry/daemon/logging.h"
+#include "gantry/dispatch/reconciler.h"
+#include "gantry/http/server.h"
+#include "gantry/store/sqlite_store.h"
+
+namespace gantry {
+namespace {
+
+constexpr const char* kDefaultConfigPath = "/etc/gantry/gantry.yaml";
+constexpr const char* kDefaultDataDir = "/var/lib/gantry";
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Io("cannot read " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Result<DaemonConfig> ResolveConfig(const ServeFlags& flags) {
+  DaemonConfig config;
+  std::string path = flags.config_path;
+  if (path.empty()) {
+    if (const char* dir = std::getenv("CONFIGURATION_DIRECTORY"); dir && *dir) {
+      path = std::string(dir) + "/gantry.yaml";
+    } else {
+      path = kDefaultConfigPath;
+    }
+    if (!std::filesystem::exists(path)) path.clear();  // no file: defaults
+  }
+  if (!path.empty()) {
+    auto loaded = LoadDaemonConfig(path);
+    if (!loaded.ok()) return loaded.status();
+    config = std::move(loaded.value());
+  }
+  if (!flags.data_dir.empty()) config.data_dir = flags.data_dir;
+  if (!flags.listen.empty()) config.listen = flags.listen;
+  if (!flags.log_format.empty()) config.log_format = flags.log_format;
+  if (!flags.log_level.empty()) config.log_level = flags.log_level;
+  if (config.data_dir.empty()) {
+    const char* state = std::getenv("STATE_DIRECTORY");
+    config.data_dir = state && *state ? state : kDefaultDataDir;
+  }
+  GANTRY_RETURN_IF_ERROR(ValidateDaemonConfig(config));
+  return config;
+}
+
+// Blocks the signals the main thread handles, before any thread starts, so
+// every thread inherits the mask and only sigtimedwait sees them.
+sigset_t BlockControlSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+}  // namespace
+
+int RunServe(const ServeFlags& flags) {
+  sigset_t signals = BlockControlSignals();
+  auto config_or = ResolveConfig(flags);
+  if (!config_or.ok()) {
+    fprintf(stderr, "gantry serve: %s\n", config_or.status().message().c_str());
+    return 2;
+  }
+  const DaemonConfig& config = *config_or;
+  SetUpLogging(config.log_format, config.log_level);
+
+  std::error_code ec;
+  std::filesystem::create_directories(config.data_dir, ec);
+  if (ec) {
+    spdlog::critical("data directory {}: {}", config.data_dir, ec.message());
+    return 1;
+  }
+  ::chmod(config.data_dir.c_str(), 0700);
+
+  SystemClock clock;
+  api::ApiMetrics metrics;
+  SqliteStoreOptions store_options;
+  store_options.path = config.data_dir + "/gantry.db";
+  store_options.clock = &clock;
+  store_options.on_commit = [&metrics](double seconds, int writes) { metrics.ObserveCommit(seconds, writes); };
+  auto store = OpenSqliteStore(store_options);
+  if (!store.ok()) {
+    spdlog::critical("store: {}", store.status().ToString());
+    return 1;
+  }
+  spdlog::info("store {} open at schema version {}", store_options.path, LatestSchemaVersion());
+
+  auto auth = api::TokenAuth::Load(config.tokens_file);
+  if (!auth.ok()) {
+    spdlog::critical("{}", auth.status().message());
+    return 1;
+  }
+  if ((*auth)->open_mode()) {
+    spdlog::warn("no tokensFile configured: only loopback clients are accepted, as an anonymous admin");
+  } else {
+    spdlog::info("{} API token(s) loaded from {}", (*auth)->size(), config.tokens_file);
+  }
+
+  JobStore& job_store = *store.value();
+  Reconciler reconciler(job_store, clock);
+  if (Status s = reconciler.Start(); !s.ok()) {
+    spdlog::critical("reconciler: {}", s.ToString());
+    return 1;
+  }
+
+  api::ApiService service(job_store, **auth, metrics, &reconciler, clock);
+  http::ServerOptions server_options;
+  // Already validated by ResolveConfig.
+  (void)ParseListen(config.listen, &server_options.address, &server_options.port);
+  server_options.body_limit = config.max_body_bytes;
+  server_options.read_timeout = std::chrono::seconds(config.read_timeout_seconds);
+  server_options.idle_timeout = std::chrono::seconds(config.idle_timeout_seconds);
+  server_options.threads = config.http_threads;
+  server_options.error_response = [](int code, std::string message) {
+    return api::K8sStatus(code, api::ReasonForCode(code), std::move(message));
+  };
+  if (!config.tls_cert_file.empty()) {
+    auto cert = ReadWholeFile(config.tls_cert_file);
+    auto key = ReadWholeFile(config.tls_key_file);
+    if (!cert.ok() || !key.ok()) {
+      spdlog::critical("TLS: {}", (cert.ok() ? key.status() : cert.status()).message());
+      return 1;
+    }
+    server_options.tls = http::TlsServerOptions{*cert, *key};
+  }
+  http::Server server(server_options, service.Handler());
+  if (Status s = server.Start(); !s.ok()) {
+    spdlog::critical("{}", s.ToString());
+    return 1;
+  }
+  std::string bound = fmt::format("{}:{}", server_options.address.find(':') == std::string::npos
+                                               ? server_options.address
+                                               : "[" + server_options.address + "]",
+                                  server.port());
+  service.SetReady(true);
+  spdlog::info("gantry serving on {}://{} (data {})", server_options.tls ? "https" : "http", bound,
+               config.data_dir);
+  if (!flags.ready_file.empty()) {
+    std::string tmp = flags.ready_file + ".tmp";
+    std::ofstream(tmp) << bound << "\n";
+    std::filesystem::rename(tmp, flags.ready_file, ec);
+  }
+  sd_notifyf(0, "READY=1\nSTATUS=serving on %s", bound.c_str());
+
+  uint64_t watchdog_usec = 0;
+  bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+  // Ping at half the watchdog interval; otherwise wake once a second.
+  timespec wait{1, 0};
+  if (watchdog) {
+    uint64_t half = watchdog_usec / 2;
+    wait = {static_cast<time_t>(half / 1'000'000), static_cast<long>((half % 1'000'000) * 1000)};
+  }
+  while (true) {
+    siginfo_t info;
+    int sig = sigtimedwait(&signals, &info, &wait);
+    if (watchdog) sd_notify(0, "WATCHDOG=1");
+    if (sig < 0) continue;  // timeout or EINTR
+    if (sig == SIGHUP) {
+      sd_notify(0, "RELOADING=1");
+      Status s = (*auth)->Reload();
+      if (s.ok()) {
+        spdlog::info("SIGHUP: {} API token(s) reloaded", (*auth)->size());
+      } else {
+        spdlog::error("SIGHUP: tokens not reloaded, keeping the old ones: {}", s.message());
+      }
+      sd_notify(0, "READY=1");
+      continue;
+    }
+    spdlog::info("{} received: shutting down (grace {}s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                 config.shutdown_grace_seconds);
+    break;
+  }
+  sd_notify(0, "STOPPING=1");
+  service.SetReady(false);
+  server.Stop(std::chrono::seconds(config.shutdown_grace_seconds));
+  reconciler.Stop();
+  store.value().reset();  // drains the commit queue and closes the database
+  spdlog::info("gantry stopped");
+  return 0;
+}
+
+}  // namespace gantry

@@ -1,0 +1,74 @@
+#include "api_fixture.h"
+
+#include <catch2/catch.hpp>
+
+#include "gantry/api/k8s_status.h"
+
+namespace gantry::testing {
+
+ApiFixture::ApiFixture(ApiFixtureOptions options) {
+  SqliteStoreOptions so;
+  so.path = dir_.File("gantry.db");
+  so.on_commit = [this](double s, int w) { metrics_.ObserveCommit(s, w); };
+  auto store = OpenSqliteStore(so);
+  REQUIRE(store.ok());
+  store_ = std::move(store.value());
+  std::string tokens_path;
+  if (options.with_tokens) {
+    tokens_path = dir_.File("tokens.yaml");
+    WriteFile(tokens_path, std::string("tokens:\n") +
+                               "- subject: admin\n  token: " + kAdminToken + "\n  namespaces: ['*']\n" +
+                               "- subject: alice\n  tokenSha256: " + api::TokenAuth::Sha256Hex(kTeamAToken) +
+                               "\n  namespaces: [team-a]\n");
+  }
+  auto auth = api::TokenAuth::Load(tokens_path);
+  REQUIRE(auth.ok());
+  auth_ = std::move(auth.value());
+  reconciler_ = std::make_unique<Reconciler>(*store_, clock_);
+  REQUIRE(reconciler_->Start().ok());
+  service_ = std::make_unique<api::ApiService>(*store_, *auth_, metrics_, reconciler_.get(), clock_);
+  service_->SetReady(true);
+  http::ServerOptions so2;
+  so2.port = 0;
+  so2.body_limit = options.body_limit;
+  so2.read_timeout = options.read_timeout;
+  so2.error_response = [](int code, std::string message) {
+    return api::K8sStatus(code, api::ReasonForCode(code), std::move(message));
+  };
+  server_ = std::make_unique<http::Server>(so2, service_->Handler());
+  REQUIRE(server_->Start().ok());
+  auto client = http::Client::Create("http://127.0.0.1:" + std::to_string(server_->port()));
+  REQUIRE(client.ok());
+  client_ = std::move(client.value());
+}
+
+ApiFixture::~ApiFixture() {
+  server_->Stop(std::chrono::seconds(2));
+  reconciler_->Stop();
+}
+
+http::ClientResponse ApiFixture::Call(const std::string& method, const std::string& target,
+                                      const std::string& body, const std::string& token,
+                                      const std::string& content_type) {
+  std::vector<std::pair<std::string, std::string>> headers;
+  if (!token.empty()) headers.emplace_back("Authorization", std::string("Bearer ") + token);
+  if (!body.empty()) headers.emplace_back("Content-Type", content_type);
+  auto r = client_->Do(method, target, body, headers);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+std::string JobDoc(const std::string& name, const std::string& ns, int priority, int gpus) {
+  nlohmann::json container = nlohmann::json::parse(R"({"name": "main", "image": "trainer:1",
+      "resources": {"requests": {"cpu": "4", "memory": "16Gi"}}})");
+  container["resources"]["requests"]["nvidia.com/gpu"] = gpus;
+  nlohmann::json job_template = {{"apiVersion", "batch/v1"}, {"kind", "Job"}};
+  job_template["spec"]["parallelism"] = 2;
+  job_template["spec"]["template"]["spec"]["containers"] = nlohmann::json::array({container});
+  nlohmann::json doc = {{"apiVersion", "gantry.dev/v1"}, {"kind", "Job"}};
+  doc["metadata"] = {{"name", name}, {"namespace", ns}};
+  doc["spec"] = {{"queue", "team-a"}, {"priority", priority}, {"template", job_template}};
+  return doc.dump();
+}
+
+}  // namespace gantry::testing

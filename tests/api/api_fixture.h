@@ -1,0 +1,59 @@
+// A real API server on a loopback port: SQLite store in a temp dir, tokens
+// file, reconciler, http::Server. Tests talk to it with http::Client.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/api/api_metrics.h"
+#include "gantry/api/api_service.h"
+#include "gantry/api/token_auth.h"
+#include "gantry/dispatch/reconciler.h"
+#include "gantry/http/client.h"
+#include "gantry/http/server.h"
+#include "gantry/store/sqlite_store.h"
+#include "test_support.h"
+
+namespace gantry::testing {
+
+inline constexpr const char* kAdminToken = "admin-token-0123456789";
+inline constexpr const char* kTeamAToken = "team-a-token-0123456789";
+
+struct ApiFixtureOptions {
+  bool with_tokens = true;
+  std::size_t body_limit = 1 << 20;
+  std::chrono::milliseconds read_timeout{10'000};
+};
+
+class ApiFixture {
+ public:
+  explicit ApiFixture(ApiFixtureOptions options = {});
+  ~ApiFixture();
+
+  // One request; the token "" sends no Authorization header.
+  http::ClientResponse Call(const std::string& method, const std::string& target,
+                            const std::string& body = "", const std::string& token = kAdminToken,
+                            const std::string& content_type = "application/json");
+  nlohmann::json Json(const http::ClientResponse& r) { return nlohmann::json::parse(r.body); }
+  uint16_t port() const { return server_->port(); }
+  JobStore& store() { return *store_; }
+
+ private:
+  TempDir dir_;
+  SystemClock clock_;
+  api::ApiMetrics metrics_;
+  std::unique_ptr<SqliteStore> store_;
+  std::unique_ptr<api::TokenAuth> auth_;
+  std::unique_ptr<Reconciler> reconciler_;
+  std::unique_ptr<api::ApiService> service_;
+  std::unique_ptr<http::Server> server_;
+  std::unique_ptr<http::Client> client_;
+};
+
+// A valid gantry.dev/v1 Job document (JSON) named name in namespace ns.
+std::string JobDoc(const std::string& name, const std::string& ns = "team-a", int priority = 0,
+                   int gpus = 8);
+
+}  // namespace gantry::testing

@@ -1,0 +1,167 @@
+// The job routes over real loopback HTTP: every route, every error code.
+#include <catch2/catch.hpp>
+
+#include "api_fixture.h"
+
+namespace gantry::testing {
+
+TEST_CASE("submit, idempotent resubmit, conflicting resubmit", "[api]") {
+  ApiFixture api;
+  auto created = api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("train-1"));
+  REQUIRE(created.status == 201);
+  auto job = api.Json(created);
+  CHECK(job["metadata"]["uid"].get<std::string>().size() == 36);
+  CHECK(job["status"]["phase"] == "Queued");
+  CHECK(job["spec"]["podSets"][0]["count"] == 2);
+
+  auto again = api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("train-1"));
+  CHECK(again.status == 200);
+  CHECK(api.Json(again)["metadata"]["uid"] == job["metadata"]["uid"]);
+
+  auto conflict = api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("train-1", "team-a", 5));
+  CHECK(conflict.status == 409);
+  CHECK(api.Json(conflict)["reason"] == "AlreadyExists");
+
+  auto got = api.Call("GET", "/api/v1/namespaces/team-a/jobs/train-1");
+  CHECK(got.status == 200);
+  CHECK(api.Json(got)["metadata"]["uid"] == job["metadata"]["uid"]);
+}
+
+TEST_CASE("YAML bodies are accepted", "[api]") {
+  ApiFixture api;
+  std::string yaml = R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  name: plain
+  labels: {kueue.x-k8s.io/queue-name: team-a}
+spec:
+  template:
+    spec:
+      containers:
+      - name: c
+        image: x
+        resources: {requests: {cpu: 1, memory: 1Gi}}
+)";
+  auto r = api.Call("POST", "/api/v1/namespaces/team-a/jobs", yaml, kAdminToken, "application/yaml");
+  CHECK(r.status == 201);
+  CHECK(api.Json(r)["spec"]["queue"] == "team-a");
+}
+
+TEST_CASE("error codes are Kubernetes Status objects", "[api]") {
+  ApiFixture api({.with_tokens = true, .body_limit = 4096});
+  struct Row {
+    const char* what;
+    std::string method, target, body, content_type;
+    int code;
+    std::string reason;
+    std::string field;  // expected first cause field, "" = any
+  };
+  const Row rows[] = {
+      {"malformed JSON", "POST", "/api/v1/namespaces/team-a/jobs", "{\"apiVersion\":", "application/json", 400,
+       "BadRequest", ""},
+      {"missing queue", "POST", "/api/v1/namespaces/team-a/jobs",
+       R"({"apiVersion":"gantry.dev/v1","kind":"Job","metadata":{"name":"x"},"spec":{}})", "application/json",
+       422, "Invalid", "spec.queue"},
+      {"unknown top-level field", "POST", "/api/v1/namespaces/team-a/jobs",
+       JobDoc("x").substr(0, JobDoc("x").size() - 1) + ",\"extra\":1}", "application/json", 422, "Invalid",
+       "extra"},
+      {"bad name", "POST", "/api/v1/namespaces/team-a/jobs", JobDoc("Bad_Name"), "application/json", 422,
+       "Invalid", "metadata.name"},
+      {"namespace mismatch", "POST", "/api/v1/namespaces/team-b/jobs", JobDoc("x", "team-a"),
+       "application/json", 422, "Invalid", "metadata.namespace"},
+      {"body over the limit", "POST", "/api/v1/namespaces/team-a/jobs", std::string(5000, ' '),
+       "application/json", 413, "RequestEntityTooLarge", ""},
+      {"unsupported media type", "POST", "/api/v1/namespaces/team-a/jobs", JobDoc("x"), "text/csv", 415,
+       "UnsupportedMediaType", ""},
+      {"unknown job", "GET", "/api/v1/namespaces/team-a/jobs/nope", "", "", 404, "NotFound", ""},
+      {"unknown route", "GET", "/api/v2/things", "", "", 404, "NotFound", ""},
+      {"method not allowed", "PUT", "/api/v1/namespaces/team-a/jobs/x", "{}", "application/json", 405,
+       "MethodNotAllowed", ""},
+      {"bad limit", "GET", "/api/v1/jobs?limit=0", "", "", 400, "BadRequest", "limit"},
+      {"bad continue", "GET", "/api/v1/jobs?continue=garbage", "", "", 400, "BadRequest", "continue"},
+      {"bad phase", "GET", "/api/v1/jobs?phase=Sleeping", "", "", 400, "BadRequest", "phase"},
+      {"bad purge", "DELETE", "/api/v1/namespaces/team-a/jobs/x?purge=maybe", "", "", 400, "BadRequest", "purge"},
+      {"cancel unknown job", "DELETE", "/api/v1/namespaces/team-a/jobs/nope", "", "", 404, "NotFound", ""},
+      {"events of unknown job", "GET", "/api/v1/namespaces/team-a/jobs/nope/events", "", "", 404, "NotFound", ""},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    auto r = api.Call(row.method, row.target, row.body, kAdminToken, row.content_type);
+    CHECK(r.status == row.code);
+    auto body = nlohmann::json::parse(r.body, nullptr, false);
+    REQUIRE(body.is_object());
+    CHECK(body["kind"] == "Status");
+    CHECK(body["status"] == "Failure");
+    CHECK(body["code"] == row.code);
+    CHECK(body["reason"] == row.reason);
+    if (!row.field.empty()) {
+      REQUIRE(body.contains("details"));
+      CHECK(body["details"]["causes"][0]["field"] == row.field);
+    }
+  }
+}
+
+TEST_CASE("405 names the allowed methods", "[api]") {
+  ApiFixture api;
+  auto r = api.Call("PATCH", "/api/v1/namespaces/team-a/jobs/x", "{}");
+  CHECK(r.status == 405);
+  CHECK(r.headers["allow"].find("GET") != std::string::npos);
+  CHECK(r.headers["allow"].find("DELETE") != std::string::npos);
+}
+
+TEST_CASE("list filters and paginates in a stable order", "[api]") {
+  ApiFixture api;
+  for (int i = 0; i < 7; ++i) {
+    REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("a" + std::to_string(i))).status == 201);
+  }
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(api.Call("POST", "/api/v1/namespaces/team-b/jobs", JobDoc("b" + std::to_string(i), "team-b")).status ==
+            201);
+  }
+  std::vector<std::string> names;
+  std::string target = "/api/v1/jobs?limit=3";
+  int pages = 0;
+  while (true) {
+    auto page = api.Json(api.Call("GET", target));
+    ++pages;
+    for (auto& item : page["items"]) names.push_back(item["metadata"]["name"]);
+    if (!page["metadata"].contains("continue")) break;
+    target = "/api/v1/jobs?limit=3&continue=" + page["metadata"]["continue"].get<std::string>();
+  }
+  CHECK(pages == 4);
+  CHECK(names == std::vector<std::string>{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "b0", "b1", "b2"});
+  CHECK(api.Json(api.Call("GET", "/api/v1/namespaces/team-b/jobs"))["items"].size() == 3);
+  CHECK(api.Json(api.Call("GET", "/api/v1/jobs?namespace=team-a&phase=Queued"))["items"].size() == 7);
+  CHECK(api.Json(api.Call("GET", "/api/v1/jobs?phase=Running"))["items"].empty());
+  CHECK(api.Json(api.Call("GET", "/api/v1/jobs?queue=other"))["items"].empty());
+}
+
+TEST_CASE("cancel, events and purge", "[api]") {
+  ApiFixture api;
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("c1")).status == 201);
+  auto purge_early = api.Call("DELETE", "/api/v1/namespaces/team-a/jobs/c1?purge=true");
+  CHECK(purge_early.status == 409);  // not finished yet
+  auto cancel = api.Call("DELETE", "/api/v1/namespaces/team-a/jobs/c1");
+  CHECK(cancel.status == 202);
+  CHECK(api.Json(cancel)["status"]["phase"] == "Cancelling");
+  // The reconciler finishes the cancellation: nothing remote to withdraw.
+  CHECK(WaitFor([&] {
+    return api.Json(api.Call("GET", "/api/v1/namespaces/team-a/jobs/c1"))["status"]["phase"] == "Cancelled";
+  }));
+  auto events = api.Json(api.Call("GET", "/api/v1/namespaces/team-a/jobs/c1/events"))["items"];
+  std::vector<std::string> reasons;
+  for (auto& e : events) reasons.push_back(e["reason"]);
+  CHECK(reasons == std::vector<std::string>{"Submitted", "CancelRequested", "Cancelled"});
+  // Cancelling a finished job again is harmless and says so.
+  auto again = api.Call("DELETE", "/api/v1/namespaces/team-a/jobs/c1");
+  CHECK(again.status == 202);
+  CHECK(api.Json(again)["status"]["phase"] == "Cancelled");
+  auto purged = api.Call("DELETE", "/api/v1/namespaces/team-a/jobs/c1?purge=true");
+  CHECK(purged.status == 200);
+  CHECK(api.Json(purged)["status"] == "Success");
+  CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/c1").status == 404);
+  // The name is free again.
+  CHECK(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("c1")).status == 201);
+}
+
+}  // namespace gantry::testing

@@ -1,0 +1,143 @@
+// Health, metrics, auth and tenant isolation, and connection-level limits.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include "api_fixture.h"
+
+namespace gantry::testing {
+
+TEST_CASE("health, readiness and metrics", "[api]") {
+  ApiFixture api;
+  CHECK(api.Call("GET", "/healthz", "", "").status == 200);
+  CHECK(api.Call("GET", "/readyz", "", "").status == 200);
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("m1")).status == 201);
+  auto metrics = api.Call("GET", "/metrics", "", "");
+  CHECK(metrics.status == 200);
+  CHECK(metrics.headers["content-type"].find("text/plain") == 0);
+  CHECK(metrics.body.find("gantry_jobs{phase=\"Queued\"} 1") != std::string::npos);
+  CHECK(metrics.body.find("gantry_http_requests_total{code=\"201\",method=\"POST\",route=\"/api/v1/namespaces/{ns}/jobs\"} 1") !=
+        std::string::npos);
+  CHECK(metrics.body.find("gantry_http_request_duration_seconds_bucket") != std::string::npos);
+  CHECK(metrics.body.find("gantry_store_commit_duration_seconds_count") != std::string::npos);
+  auto clusters = api.Call("GET", "/api/v1/clusters");
+  CHECK(clusters.status == 200);
+  CHECK(api.Json(clusters)["items"].empty());
+}
+
+TEST_CASE("authentication and tenant isolation", "[api][auth]") {
+  ApiFixture api;
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-b/jobs", JobDoc("secret", "team-b")).status == 201);
+  struct Row {
+    const char* what;
+    std::string method, target, body, token;
+    int code;
+  };
+  const Row rows[] = {
+      {"no token", "GET", "/api/v1/jobs", "", "", 401},
+      {"wrong token", "GET", "/api/v1/jobs", "", "not-a-valid-token-at-all", 401},
+      {"no token on submit", "POST", "/api/v1/namespaces/team-a/jobs", JobDoc("x"), "", 401},
+      {"other namespace read", "GET", "/api/v1/namespaces/team-b/jobs/secret", "", kTeamAToken, 403},
+      {"other namespace events", "GET", "/api/v1/namespaces/team-b/jobs/secret/events", "", kTeamAToken, 403},
+      {"other namespace list", "GET", "/api/v1/jobs?namespace=team-b", "", kTeamAToken, 403},
+      {"other namespace submit", "POST", "/api/v1/namespaces/team-b/jobs", JobDoc("x", "team-b"), kTeamAToken, 403},
+      {"other namespace cancel", "DELETE", "/api/v1/namespaces/team-b/jobs/secret", "", kTeamAToken, 403},
+      {"own namespace submit", "POST", "/api/v1/namespaces/team-a/jobs", JobDoc("mine"), kTeamAToken, 201},
+      {"own namespace read", "GET", "/api/v1/namespaces/team-a/jobs/mine", "", kTeamAToken, 200},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    auto r = api.Call(row.method, row.target, row.body, row.token);
+    CHECK(r.status == row.code);
+  }
+  // Listing every namespace shows a tenant only its own jobs.
+  auto mine = api.Json(api.Call("GET", "/api/v1/jobs", "", kTeamAToken));
+  REQUIRE(mine["items"].size() == 1);
+  CHECK(mine["items"][0]["metadata"]["name"] == "mine");
+  CHECK(api.Json(api.Call("GET", "/api/v1/jobs"))["items"].size() == 2);  // admin
+  // The job in team-b was not cancelled by the forbidden request.
+  CHECK(api.Json(api.Call("GET", "/api/v1/namespaces/team-b/jobs/secret"))["status"]["phase"] == "Queued");
+}
+
+TEST_CASE("without a tokens file loopback clients are admins", "[api][auth]") {
+  ApiFixture api({.with_tokens = false});
+  CHECK(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("open"), "").status == 201);
+  CHECK(api.Call("GET", "/api/v1/jobs", "", "").status == 200);
+}
+
+namespace {
+
+// A raw TCP connection for misbehaving-client tests.
+int ConnectRaw(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  REQUIRE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  return fd;
+}
+
+// Waits up to deadline_ms for the server to close the connection; returns
+// true if it did (read returns 0 or an error after any pending response).
+bool ServerCloses(int fd, int deadline_ms) {
+  char buf[4096];
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(deadline_ms);
+  while (std::chrono::steady_clock::now() < end) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a slow client is closed by the read deadline", "[api][limits]") {
+  ApiFixture api({.with_tokens = true, .body_limit = 1 << 20, .read_timeout = std::chrono::milliseconds(300)});
+  int fd = ConnectRaw(api.port());
+  std::string partial = "POST /api/v1/namespaces/team-a/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n";
+  REQUIRE(write(fd, partial.data(), partial.size()) == static_cast<ssize_t>(partial.size()));
+  // The headers never finish: the server must hang up well within 5 s.
+  CHECK(ServerCloses(fd, 5000));
+  close(fd);
+  // The server still serves others.
+  CHECK(api.Call("GET", "/healthz", "", "").status == 200);
+}
+
+TEST_CASE("a declared body over the limit is refused before it is read", "[api][limits]") {
+  ApiFixture api({.with_tokens = true, .body_limit = 4096});
+  int fd = ConnectRaw(api.port());
+  std::string head = "POST /api/v1/namespaces/team-a/jobs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     "Content-Length: 100000000\r\n\r\n";
+  REQUIRE(write(fd, head.data(), head.size()) == static_cast<ssize_t>(head.size()));
+  std::string got;
+  char buf[4096];
+  WaitFor([&] {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 20) > 0) {
+      ssize_t n = read(fd, buf, sizeof(buf));
+      if (n > 0) got.append(buf, n);
+    }
+    return got.find("\r\n\r\n") != std::string::npos;
+  });
+  CHECK(got.rfind("HTTP/1.1 413", 0) == 0);
+  close(fd);
+}
+
+TEST_CASE("garbage instead of HTTP gets 400 and the server stays up", "[api][limits]") {
+  ApiFixture api;
+  int fd = ConnectRaw(api.port());
+  std::string junk = "\x16\x03\x01 this is not http\r\n\r\n";
+  REQUIRE(write(fd, junk.data(), junk.size()) == static_cast<ssize_t>(junk.size()));
+  CHECK(ServerCloses(fd, 5000));
+  close(fd);
+  CHECK(api.Call("GET", "/healthz", "", "").status == 200);
+}
+
+}  // namespace gantry::testing

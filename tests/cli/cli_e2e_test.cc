@@ -1,0 +1,135 @@
+// The CLI end to end against a real daemon process.
+#include <signal.h>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "daemon_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+const char* kJobYaml = R"(apiVersion: gantry.dev/v1
+kind: Job
+metadata:
+  name: e2e-train
+  namespace: team-a
+spec:
+  queue: team-a
+  priority: 7
+  template:
+    apiVersion: batch/v1
+    kind: Job
+    spec:
+      parallelism: 3
+      template:
+        spec:
+          containers:
+          - name: main
+            image: trainer:1
+            resources:
+              requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: 8}
+)";
+
+}  // namespace
+
+TEST_CASE("CLI commands against a real daemon", "[cli][e2e]") {
+  TempDir dir;
+  Daemon daemon(dir.File("data"), dir.path());
+  REQUIRE(daemon.ready());
+  std::string job = dir.File("job.yaml");
+  WriteFile(job, kJobYaml);
+
+  auto submit = Cli(daemon.url(), {"submit", "-f", job});
+  CHECK(submit.code == 0);
+  CHECK(submit.out == "job.gantry.dev/e2e-train created\n");
+  auto again = Cli(daemon.url(), {"submit", "-f", job});
+  CHECK(again.code == 0);
+  CHECK(again.out == "job.gantry.dev/e2e-train unchanged\n");
+
+  auto list = Cli(daemon.url(), {"list", "-A"});
+  CHECK(list.code == 0);
+  CHECK(list.out.rfind("NAMESPACE   NAME", 0) == 0);
+  CHECK(list.out.find("e2e-train") != std::string::npos);
+  CHECK(list.out.find("Queued") != std::string::npos);
+  auto list_b = Cli(daemon.url(), {"list", "-n", "team-b"});
+  CHECK(list_b.code == 0);
+  CHECK(list_b.out.empty());
+  CHECK(list_b.err == "No jobs found.\n");
+
+  auto status = Cli(daemon.url(), {"status", "e2e-train", "-n", "team-a"});
+  CHECK(status.code == 0);
+  CHECK(status.out.find("Phase:      Queued") != std::string::npos);
+  CHECK(status.out.find("main   3       cpu=4, memory=16Gi, nvidia.com/gpu=8") != std::string::npos);
+  CHECK(status.out.find("Submitted") != std::string::npos);
+
+  auto as_json = Cli(daemon.url(), {"status", "e2e-train", "-n", "team-a", "-o", "json"});
+  REQUIRE(as_json.code == 0);
+  auto parsed = nlohmann::json::parse(as_json.out);
+  CHECK(parsed["spec"]["priority"] == 7);
+  auto as_yaml = Cli(daemon.url(), {"status", "e2e-train", "-n", "team-a", "-o", "yaml"});
+  CHECK(as_yaml.code == 0);
+  CHECK(as_yaml.out.find("kind: Job") != std::string::npos);
+
+  auto cancel = Cli(daemon.url(), {"cancel", "e2e-train", "-n", "team-a", "--wait", "--timeout", "30"});
+  CHECK(cancel.code == 0);
+  CHECK(cancel.out.find("Cancelled") != std::string::npos);
+  auto purge = Cli(daemon.url(), {"cancel", "e2e-train", "-n", "team-a", "--purge"});
+  CHECK(purge.code == 0);
+  CHECK(purge.out == "job.gantry.dev/e2e-train purged\n");
+}
+
+TEST_CASE("CLI exit codes", "[cli][e2e]") {
+  TempDir dir;
+  Daemon daemon(dir.File("data"), dir.path());
+  REQUIRE(daemon.ready());
+  // 1: the server said no, and its message is shown with the offending field.
+  auto missing = Cli(daemon.url(), {"status", "nope", "-n", "team-a"});
+  CHECK(missing.code == 1);
+  CHECK(missing.err.find("(404)") != std::string::npos);
+  std::string bad = dir.File("bad.yaml");
+  WriteFile(bad, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: x}\nspec: {priority: 1}\n");
+  auto invalid = Cli(daemon.url(), {"submit", "-f", bad});
+  CHECK(invalid.code == 1);
+  CHECK(invalid.err.find("spec.queue") != std::string::npos);
+  // 2: usage errors, and files that are not YAML at all.
+  CHECK(Cli(daemon.url(), {"submit"}).code == 2);
+  CHECK(Cli(daemon.url(), {"frobnicate"}).code == 2);
+  CHECK(Cli(daemon.url(), {"submit", "-f", dir.File("absent.yaml")}).code == 2);
+  CHECK(Cli(daemon.url(), {"list", "-o", "xml"}).code == 2);
+  // 3: nobody listens there.
+  auto unreachable = Cli("http://127.0.0.1:1", {"list"});
+  CHECK(unreachable.code == 3);
+  CHECK(unreachable.err.find("cannot reach gantry") != std::string::npos);
+}
+
+TEST_CASE("tokens: 401 without, SIGHUP reloads the file", "[cli][e2e][auth]") {
+  TempDir dir;
+  std::string tokens = dir.File("tokens.yaml");
+  WriteFile(tokens, "tokens:\n- {subject: a, token: first-token-0123456789, namespaces: [team-a]}\n");
+  std::string config = dir.File("gantry.yaml");
+  WriteFile(config, "tokensFile: " + tokens + "\n");
+  Daemon daemon(dir.File("data"), dir.path(), {"--config", config});
+  REQUIRE(daemon.ready());
+  auto anonymous = Cli(daemon.url(), {"list"});
+  CHECK(anonymous.code == 1);
+  CHECK(anonymous.err.find("(401)") != std::string::npos);
+  CHECK(Cli(daemon.url(), {"list", "-n", "team-a"}, {{"GANTRY_TOKEN", "first-token-0123456789"}}).code == 0);
+  auto forbidden = Cli(daemon.url(), {"list", "-n", "team-b"}, {{"GANTRY_TOKEN", "first-token-0123456789"}});
+  CHECK(forbidden.code == 1);
+  CHECK(forbidden.err.find("(403)") != std::string::npos);
+
+  WriteFile(tokens, "tokens:\n- {subject: b, token: second-token-0123456789, namespaces: ['*']}\n");
+  daemon.process().Signal(SIGHUP);
+  CHECK(WaitFor([&] {
+    return Cli(daemon.url(), {"list", "-A"}, {{"GANTRY_TOKEN", "second-token-0123456789"}}).code == 0;
+  }));
+  CHECK(Cli(daemon.url(), {"list", "-n", "team-a"}, {{"GANTRY_TOKEN", "first-token-0123456789"}}).code == 1);
+  // The tokens never reach the log.
+  daemon.process().Signal(SIGTERM);
+  CHECK(daemon.process().Wait() == 0);
+  std::string log = daemon.process().Stderr();
+  CHECK(log.find("first-token") == std::string::npos);
+  CHECK(log.find("second-token") == std::string::npos);
+}
+}  // namespace gantry::testing

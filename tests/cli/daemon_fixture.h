@@ -1,0 +1,36 @@
+// A real `gantry serve` process on a free loopback port with its own data
+// directory, for end-to-end tests of the daemon and the CLI.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "process.h"
+#include "test_support.h"
+
+namespace gantry::testing {
+
+class Daemon {
+ public:
+  // Starts gantry serve with data in data_dir (created if needed) and waits
+  // until it is serving. extra_args go after "serve".
+  Daemon(const std::string& data_dir, const std::string& log_dir, std::vector<std::string> extra_args = {});
+  ~Daemon();
+
+  const std::string& url() const { return url_; }
+  Process& process() { return *process_; }
+  bool ready() const { return !url_.empty(); }
+
+ private:
+  std::unique_ptr<Process> process_;
+  std::string url_;
+};
+
+inline std::string GantryBin() { return std::string(GANTRY_BIN_DIR) + "/gantry"; }
+
+// Runs the gantry CLI against url with args.
+RunResult Cli(const std::string& url, std::vector<std::string> args,
+              std::map<std::string, std::string> env = {});
+
+}  // namespace gantry::testing

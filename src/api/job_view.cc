@@ -13,6 +13,10 @@ nlohmann::json ParseOr(const std::string& text, nlohmann::json fallback) {
 }  // namespace
 
 nlohmann::json JobToJson(const JobRecord& job) {
+  return JobToJson(job, ParseOr(job.spec_json, nlohmann::json::object()));
+}
+
+nlohmann::json JobToJson(const JobRecord& job, nlohmann::json spec) {
   nlohmann::json metadata = {{"name", job.name},
                              {"namespace", job.ns},
                              {"uid", job.uid},
@@ -28,7 +32,7 @@ nlohmann::json JobToJson(const JobRecord& job) {
   return {{"apiVersion", "gantry.dev/v1"},
           {"kind", "Job"},
           {"metadata", std::move(metadata)},
-          {"spec", ParseOr(job.spec_json, nlohmann::json::object())},
+          {"spec", std::move(spec)},
           {"status", std::move(status)}};
 }
 

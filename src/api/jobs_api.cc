@@ -68,10 +68,16 @@ void ApiService::Submit(http::Request req, Respond respond) {
   record.name = spec.name;
   record.queue = spec.queue;
   record.priority = spec.priority;
-  record.spec_json = SpecToJson(spec).dump();
+  nlohmann::json spec_json = SpecToJson(spec);
+  record.spec_json = spec_json.dump();
   record.labels_json = nlohmann::json(spec.labels).dump();
   record.created_ms = record.updated_ms = clock_.NowMillis();
-  store_.Submit(std::move(record), [this, respond](Result<SubmitResult> result) {
+  // The answer for a new job is built here, on the connection's thread: the
+  // store's callback runs on its writer thread, whose time is every
+  // submitter's commit latency.
+  std::string created_body = JobToJson(record, std::move(spec_json)).dump();
+  store_.Submit(std::move(record), [this, respond, created_body = std::move(created_body)](
+                                       Result<SubmitResult> result) mutable {
     if (!result.ok()) {
       if (result.status().code() == Code::kConflict) {
         respond(K8sStatus(409, "AlreadyExists", result.status().message()));
@@ -82,13 +88,17 @@ void ApiService::Submit(http::Request req, Respond respond) {
       return;
     }
     const JobRecord& job = result->job;
-    bool created = result->outcome == SubmitOutcome::kCreated;
-    if (created) {
-      spdlog::info("job {}/{} submitted uid={} queue={} priority={}", job.ns, job.name, job.uid,
-                   job.queue, job.priority);
-      if (waker_) waker_->Wake(job.uid);
+    if (result->outcome == SubmitOutcome::kExisting) {
+      respond(JsonResponse(200, JobToJson(job)));
+      return;
     }
-    respond(JsonResponse(created ? 201 : 200, JobToJson(job)));
+    spdlog::info("job {}/{} submitted uid={} queue={} priority={}", job.ns, job.name, job.uid, job.queue,
+                 job.priority);
+    if (waker_) waker_->Wake(job.uid);
+    http::Response res;
+    res.status = 201;
+    res.body = std::move(created_body);
+    respond(std::move(res));
   });
 }
 

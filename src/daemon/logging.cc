@@ -36,7 +36,9 @@ void SetUpLogging(const std::string& format, const std::string& level) {
     logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
   }
   logger->set_level(spdlog::level::from_str(level));
-  logger->flush_on(spdlog::level::info);
+  // Warnings and errors reach the journal at once; the rest within a second.
+  logger->flush_on(spdlog::level::warn);
+  spdlog::flush_every(std::chrono::seconds(1));
 }
 
 }  // namespace gantry

@@ -42,12 +42,16 @@ void Reconciler::Stop() {
 }
 
 void Reconciler::Wake(const std::string& job_uid) {
+  bool was_idle;
   {
     std::lock_guard lock(mu_);
     if (stopping_ || !queued_.insert(job_uid).second) return;
+    was_idle = ready_.empty();
     ready_.push_back(job_uid);
   }
-  cv_.notify_one();
+  // A worker with work queued is not waiting: waking it again would cost a
+  // futex call per submission under load.
+  if (was_idle) cv_.notify_one();
 }
 
 void Reconciler::WakeAfter(const std::string& job_uid, int64_t delay_ms) {

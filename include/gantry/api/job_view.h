@@ -14,6 +14,8 @@
 namespace gantry::api {
 
 nlohmann::json JobToJson(const JobRecord& job);
+// Same, with the spec already parsed (saves re-parsing job.spec_json).
+nlohmann::json JobToJson(const JobRecord& job, nlohmann::json spec);
 nlohmann::json JobListToJson(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq);
 nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
 

@@ -1,0 +1,115 @@
+// The HTTP server with the project's client over loopback: streaming
+// responses, late answers from other threads, dropped responders, drain.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <thread>
+
+#include "gantry/http/client.h"
+#include "gantry/http/server.h"
+#include "test_support.h"
+
+namespace gantry::http {
+namespace {
+
+std::unique_ptr<Client> ClientFor(const Server& server) {
+  auto c = Client::Create("http://127.0.0.1:" + std::to_string(server.port()));
+  REQUIRE(c.ok());
+  return std::move(c.value());
+}
+
+}  // namespace
+
+TEST_CASE("a streamed response arrives as chunks and ends with Finish", "[http]") {
+  std::shared_ptr<ResponseStream> stream;
+  std::atomic<bool> closed{false};
+  std::thread producer;
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [&](Request, Responder respond) {
+    Response r;
+    r.stream = std::make_shared<ResponseStream>();
+    r.stream->SetOnClose([&] { closed = true; });
+    stream = r.stream;
+    respond(std::move(r));
+    producer = std::thread([s = stream] {
+      for (int i = 0; i < 3; ++i) s->Write("{\"n\":" + std::to_string(i) + "}\n");
+      s->Finish();
+    });
+  });
+  REQUIRE(server.Start().ok());
+  auto res = ClientFor(server)->Do("GET", "/watch");
+  REQUIRE(res.ok());
+  CHECK(res->status == 200);
+  CHECK(res->headers["transfer-encoding"] == "chunked");
+  CHECK(res->body == "{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n");
+  producer.join();
+  CHECK(testing::WaitFor([&] { return closed.load(); }));
+  CHECK_FALSE(stream->Write("late"));
+}
+
+TEST_CASE("a handler may answer later from another thread", "[http]") {
+  std::vector<std::thread> threads;
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [&](Request req, Responder respond) {
+    threads.emplace_back([req = std::move(req), respond] {
+      respond(TextResponse(200, "late:" + req.body));
+    });
+  });
+  REQUIRE(server.Start().ok());
+  auto client = ClientFor(server);
+  for (int i = 0; i < 5; ++i) {
+    auto res = client->Do("POST", "/x", std::to_string(i));
+    REQUIRE(res.ok());
+    CHECK(res->body == "late:" + std::to_string(i));
+  }
+  for (auto& t : threads) t.join();
+}
+
+TEST_CASE("a dropped responder gets 500 instead of a hang", "[http]") {
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [](Request, Responder) { /* forgets to answer */ });
+  REQUIRE(server.Start().ok());
+  auto res = ClientFor(server)->Do("GET", "/");
+  REQUIRE(res.ok());
+  CHECK(res->status == 500);
+}
+
+TEST_CASE("Stop lets an in-flight request finish within the drain time", "[http]") {
+  std::atomic<bool> release{false};
+  std::thread worker;
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [&](Request, Responder respond) {
+    worker = std::thread([&release, respond] {
+      testing::WaitFor([&] { return release.load(); });
+      respond(TextResponse(200, "done"));
+    });
+  });
+  REQUIRE(server.Start().ok());
+  std::atomic<int> status{0};
+  std::thread caller([&] {
+    auto res = ClientFor(server)->Do("GET", "/slow");
+    status = res.ok() ? res->status : -1;
+  });
+  REQUIRE(testing::WaitFor([&] { return server.in_flight() == 1; }));
+  std::thread stopper([&] { server.Stop(std::chrono::seconds(10)); });
+  release = true;
+  caller.join();
+  stopper.join();
+  worker.join();
+  CHECK(status == 200);
+}
+
+TEST_CASE("listening on a bad address is an error value", "[http]") {
+  ServerOptions options;
+  options.address = "not-an-address";
+  Server server(options, [](Request, Responder) {});
+  auto s = server.Start();
+  CHECK_FALSE(s.ok());
+  CHECK(s.message().find("not-an-address") != std::string::npos);
+}
+
+}  // namespace gantry::http

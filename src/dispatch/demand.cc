@@ -1,0 +1,33 @@
+#include "gantry/dispatch/demand.h"
+
+namespace gantry {
+
+placement::JobDemand DemandFromSpec(const JobSpec& spec) {
+  placement::JobDemand demand;
+  for (const PodSet& ps : spec.pod_sets) {
+    demand.pod_sets.push_back({ps.name, ps.count, ps.requests_milli});
+  }
+  const PlacementConstraints& in = spec.placement;
+  placement::PlacementConstraints& out = demand.constraints;
+  out.clusters = in.clusters;
+  out.regions = in.regions;
+  out.compliance_zones = in.compliance_zones;
+  out.cluster_match_labels = in.cluster_match_labels;
+  out.datasets = in.datasets;
+  out.max_price_per_gpu_hour = in.max_price_per_gpu_hour;
+  if (in.accelerator) {
+    placement::AcceleratorRequirement acc;
+    acc.model = in.accelerator->model;
+    acc.min_memory_gib = in.accelerator->min_memory_gib;
+    if (in.accelerator->interconnect == "nvlink") acc.interconnect = placement::Interconnect::kNvlink;
+    if (in.accelerator->interconnect == "pcie") acc.interconnect = placement::Interconnect::kPcie;
+    out.accelerator = acc;
+  }
+  demand.dispatch.mode = spec.dispatch.mode == DispatchMode::kIncremental ? placement::DispatchMode::kIncremental
+                                                                          : placement::DispatchMode::kAllAtOnce;
+  demand.dispatch.step_size = spec.dispatch.step_size;
+  demand.dispatch.round_seconds = spec.dispatch.round_seconds;
+  return demand;
+}
+
+}  // namespace gantry

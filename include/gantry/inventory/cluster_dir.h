@@ -1,0 +1,40 @@
+// LoadClusterDir: reads every `*.yaml` in a clusters.d directory into the set
+// of configured clusters, on start and on every reload (SIGHUP, admin API).
+//
+// A broken file never takes the other clusters down with it:
+//   - a file that fails to parse is reported in `errors`; if `previous` holds an
+//     entry loaded from the same file, that last good entry is kept (flagged in
+//     the error) so a typo during a reload does not drop a running cluster;
+//   - two files naming the same cluster: the file that sorts later (by file
+//     name) is reported and skipped; the earlier one wins;
+//   - a file that is gone removes its cluster.
+// Hidden files (".foo.yaml", editor swap files) and non-regular files are ignored.
+// Output is sorted by cluster name, so two loads of the same files are equal.
+//
+// Thread-safety: a pure function of the directory contents and `previous`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gantry/inventory/cluster_config.h"
+
+namespace gantry::inventory {
+
+struct ClusterFileError {
+  std::string file;     // path of the file that failed
+  Status status;        // the message names file, line and field
+  bool kept_last_good;  // the cluster from this file's previous load is still served
+};
+
+struct ClusterDirLoad {
+  std::vector<ClusterConfig> clusters;   // sorted by name, names unique
+  std::vector<ClusterFileError> errors;  // sorted by file name
+  // The directory itself could not be listed; `clusters` is then `previous`
+  // unchanged (a transient mount problem must not empty the fleet).
+  Status dir_status;
+};
+
+ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterConfig>& previous);
+
+}  // namespace gantry::inventory

@@ -1,0 +1,57 @@
+// ClusterHealth: the connection state of one worker cluster as a pure state
+// machine. The caller probes (watches open, /readyz answers) and reports the
+// outcome with the time; this type does no I/O and reads no clock.
+//
+// States and transitions:
+//   Unknown  --ok-->   Ready      (since = now)
+//   Unknown  --fail--> NotReady   (since = now)
+//   Ready    --fail--> NotReady   (since = now)
+//   NotReady --ok-->   Ready      (since = now)
+//   same state again: `since` is unchanged.
+// first_lost_ms is the start of the current outage: set by the first failure
+// when unset, cleared by a success. It is what `clusterLostTimeout` is measured
+// from, so it is persisted by the caller and handed back via RestoreFirstLost()
+// after a daemon restart (the health then starts Unknown with the old
+// outage start; a failing probe keeps it, a succeeding one clears it).
+// A cluster that fails from its very first probe gets first_lost_ms at that
+// probe: there is no earlier time at which it was known to be lost.
+// last_error is the most recent failure, kept after recovery for display.
+//
+// Thread-safety: a plain value; the owner serialises access.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+
+#include "gantry/inventory/backoff.h"
+
+namespace gantry::inventory {
+
+enum class HealthState { kUnknown, kReady, kNotReady };
+std::string_view HealthStateName(HealthState state);  // "Unknown" | "Ready" | "NotReady"
+
+struct ClusterHealth {
+  HealthState state = HealthState::kUnknown;
+  int64_t since_ms = 0;  // when `state` was entered; 0 while Unknown and never probed
+  std::optional<int64_t> first_lost_ms;
+  std::string last_error;  // REQUIRES: free of secrets (callers pass Status messages)
+  int consecutive_failures = 0;
+
+  void OnProbeOk(int64_t now_ms);
+  void OnProbeFailed(int64_t now_ms, std::string error);
+
+  // After a restart: the outage start the store kept (unset = none).
+  void RestoreFirstLost(std::optional<int64_t> persisted_ms) { first_lost_ms = persisted_ms; }
+
+  // How long the current outage has lasted at now_ms; 0 when not in one.
+  int64_t LostForMs(int64_t now_ms) const;
+
+  // Delay before the next reconnect attempt: BackoffDelayMs over
+  // consecutive_failures (see backoff.h for the formula and the jitter).
+  int64_t NextRetryDelayMs(std::mt19937& rng, const BackoffPolicy& policy = {}) const;
+};
+
+}  // namespace gantry::inventory

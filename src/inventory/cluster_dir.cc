@@ -1,0 +1,79 @@
+#include "gantry/inventory/cluster_dir.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <set>
+
+namespace gantry::inventory {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsClusterFile(const fs::directory_entry& entry) {
+  const std::string name = entry.path().filename().string();
+  std::error_code ec;
+  return !name.starts_with(".") && entry.path().extension() == ".yaml" && entry.is_regular_file(ec);
+}
+
+// Sorted list of cluster files, or an error when the directory cannot be read.
+Result<std::vector<std::string>> ListClusterFiles(const std::string& dir) {
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  if (ec) return Status::Io(fmt::format("clusters dir {}: {}", dir, ec.message()));
+  std::vector<std::string> files;
+  for (; it != fs::directory_iterator(); it.increment(ec)) {
+    if (IsClusterFile(*it)) files.push_back(it->path().string());
+  }
+  if (ec) return Status::Io(fmt::format("clusters dir {}: {}", dir, ec.message()));
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterConfig>& previous) {
+  ClusterDirLoad out;
+  Result<std::vector<std::string>> files = ListClusterFiles(dir);
+  if (!files.ok()) {
+    out.dir_status = files.status();
+    out.clusters = previous;
+    return out;
+  }
+  std::map<std::string, const ClusterConfig*> previous_by_file;
+  for (const ClusterConfig& c : previous) previous_by_file[c.source_file] = &c;
+
+  std::map<std::string, ClusterConfig> by_name;
+  std::map<std::string, std::string> file_of_name;  // name -> file that defined it
+  auto add = [&](const std::string& file, ClusterConfig config) -> Status {
+    auto [it, inserted] = file_of_name.emplace(config.name, file);
+    if (!inserted) {
+      return Status::Conflict(fmt::format("{}: cluster name '{}' is already defined by {}",
+                                          fs::path(file).filename().string(), config.name,
+                                          fs::path(it->second).filename().string()));
+    }
+    by_name.emplace(config.name, std::move(config));
+    return Status::Ok();
+  };
+
+  for (const std::string& file : *files) {
+    Result<ClusterConfig> config = LoadClusterFile(file);
+    if (config.ok()) {
+      Status added = add(file, std::move(config).value());
+      if (!added.ok()) out.errors.push_back({file, added, false});
+      continue;
+    }
+    auto prev = previous_by_file.find(file);
+    // The last good entry is kept only if its name is still free: another
+    // file may have claimed it since (then that file's entry is the truth).
+    bool kept = prev != previous_by_file.end() && add(file, *prev->second).ok();
+    out.errors.push_back({file, config.status(), kept});
+  }
+  out.clusters.reserve(by_name.size());
+  for (auto& [name, config] : by_name) out.clusters.push_back(std::move(config));
+  return out;
+}
+
+}  // namespace gantry::inventory

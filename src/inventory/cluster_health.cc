@@ -1,0 +1,47 @@
+#include "gantry/inventory/cluster_health.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace gantry::inventory {
+
+std::string_view HealthStateName(HealthState state) {
+  switch (state) {
+    case HealthState::kReady:
+      return "Ready";
+    case HealthState::kNotReady:
+      return "NotReady";
+    case HealthState::kUnknown:
+      break;
+  }
+  return "Unknown";
+}
+
+void ClusterHealth::OnProbeOk(int64_t now_ms) {
+  if (state != HealthState::kReady) {
+    state = HealthState::kReady;
+    since_ms = now_ms;
+  }
+  first_lost_ms.reset();
+  consecutive_failures = 0;
+}
+
+void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error) {
+  if (state != HealthState::kNotReady) {
+    state = HealthState::kNotReady;
+    since_ms = now_ms;
+  }
+  if (!first_lost_ms) first_lost_ms = now_ms;
+  last_error = std::move(error);
+  if (consecutive_failures < std::numeric_limits<int>::max()) ++consecutive_failures;
+}
+
+int64_t ClusterHealth::LostForMs(int64_t now_ms) const {
+  return first_lost_ms ? std::max<int64_t>(0, now_ms - *first_lost_ms) : 0;
+}
+
+int64_t ClusterHealth::NextRetryDelayMs(std::mt19937& rng, const BackoffPolicy& policy) const {
+  return BackoffDelayMs(consecutive_failures, policy, rng);
+}
+
+}  // namespace gantry::inventory

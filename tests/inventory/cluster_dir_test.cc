@@ -1,0 +1,131 @@
+#include "gantry/inventory/cluster_dir.h"
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "test_support.h"
+
+namespace gantry::inventory {
+namespace {
+
+using gantry::testing::TempDir;
+using gantry::testing::WriteFile;
+
+std::string ClusterYaml(const std::string& name, const std::string& region = "eu") {
+  return "name: " + name + "\nkubeconfig: kube.yaml\nregion: " + region + "\n";
+}
+
+std::vector<std::string> Names(const ClusterDirLoad& load) {
+  std::vector<std::string> names;
+  for (const ClusterConfig& c : load.clusters) names.push_back(c.name);
+  return names;
+}
+
+struct ClustersDir {
+  TempDir tmp;
+  std::string dir = tmp.File("clusters.d");
+  ClustersDir() { std::filesystem::create_directories(dir); }
+  std::string Put(const std::string& file, const std::string& yaml) const {
+    WriteFile(dir + "/" + file, yaml);
+    return dir + "/" + file;
+  }
+};
+
+TEST_CASE("One bad file is reported and the other clusters load", "[inventory][dir]") {
+  ClustersDir d;
+  d.Put("a.yaml", ClusterYaml("alpha"));
+  const std::string bad = d.Put("b.yaml", ClusterYaml("beta") + "cordoned: perhaps\n");
+  d.Put("c.yaml", ClusterYaml("gamma"));
+  d.Put(".hidden.yaml", "garbage: [");
+  d.Put("notes.txt", "not a cluster");
+  const ClusterDirLoad load = LoadClusterDir(d.dir, {});
+  CHECK(load.dir_status.ok());
+  CHECK(Names(load) == std::vector<std::string>{"alpha", "gamma"});
+  REQUIRE(load.errors.size() == 1);
+  CHECK(load.errors[0].file == bad);
+  CHECK_FALSE(load.errors[0].kept_last_good);
+  CHECK(load.errors[0].status.message() ==
+        "clusters.d/b.yaml: line 4: cordoned: must be true or false");
+}
+
+TEST_CASE("Clusters are ordered by name, not by file", "[inventory][dir]") {
+  ClustersDir d;
+  d.Put("1.yaml", ClusterYaml("zulu"));
+  d.Put("2.yaml", ClusterYaml("alpha"));
+  d.Put("3.yaml", ClusterYaml("mike"));
+  const ClusterDirLoad first = LoadClusterDir(d.dir, {});
+  CHECK(Names(first) == std::vector<std::string>{"alpha", "mike", "zulu"});
+  CHECK(LoadClusterDir(d.dir, first.clusters).clusters == first.clusters);  // deterministic
+}
+
+TEST_CASE("A reload that breaks a file keeps that cluster's last good entry", "[inventory][dir]") {
+  ClustersDir d;
+  const std::string file = d.Put("a.yaml", ClusterYaml("alpha", "eu"));
+  d.Put("b.yaml", ClusterYaml("beta"));
+  const ClusterDirLoad first = LoadClusterDir(d.dir, {});
+  REQUIRE(first.errors.empty());
+
+  d.Put("a.yaml", ClusterYaml("alpha", "us") + "accelerators: [\n");  // broken edit
+  d.Put("b.yaml", ClusterYaml("beta", "ap"));                         // good edit
+  const ClusterDirLoad second = LoadClusterDir(d.dir, first.clusters);
+  REQUIRE(second.clusters.size() == 2);
+  CHECK(second.clusters[0].name == "alpha");
+  CHECK(second.clusters[0].region == "eu");  // the last good entry
+  CHECK(second.clusters[1].region == "ap");  // the new good entry
+  REQUIRE(second.errors.size() == 1);
+  CHECK(second.errors[0].file == file);
+  CHECK(second.errors[0].kept_last_good);
+
+  // Still broken on the next reload: still served from the last good entry.
+  const ClusterDirLoad third = LoadClusterDir(d.dir, second.clusters);
+  CHECK(third.clusters == second.clusters);
+}
+
+TEST_CASE("A broken new file has no last good entry", "[inventory][dir]") {
+  ClustersDir d;
+  d.Put("a.yaml", ClusterYaml("alpha"));
+  const ClusterDirLoad first = LoadClusterDir(d.dir, {});
+  d.Put("b.yaml", "name: beta\n");
+  const ClusterDirLoad second = LoadClusterDir(d.dir, first.clusters);
+  CHECK(Names(second) == std::vector<std::string>{"alpha"});
+  REQUIRE(second.errors.size() == 1);
+  CHECK_FALSE(second.errors[0].kept_last_good);
+}
+
+TEST_CASE("Duplicate cluster names: the later file is refused", "[inventory][dir]") {
+  ClustersDir d;
+  d.Put("a.yaml", ClusterYaml("alpha", "eu"));
+  const std::string later = d.Put("b.yaml", ClusterYaml("alpha", "us"));
+  const ClusterDirLoad load = LoadClusterDir(d.dir, {});
+  REQUIRE(load.clusters.size() == 1);
+  CHECK(load.clusters[0].region == "eu");
+  REQUIRE(load.errors.size() == 1);
+  CHECK(load.errors[0].file == later);
+  CHECK(load.errors[0].status.code() == Code::kConflict);
+  CHECK(load.errors[0].status.message() ==
+        "b.yaml: cluster name 'alpha' is already defined by a.yaml");
+}
+
+TEST_CASE("A removed file removes its cluster", "[inventory][dir]") {
+  ClustersDir d;
+  d.Put("a.yaml", ClusterYaml("alpha"));
+  const std::string b = d.Put("b.yaml", ClusterYaml("beta"));
+  const ClusterDirLoad first = LoadClusterDir(d.dir, {});
+  REQUIRE(first.clusters.size() == 2);
+  std::filesystem::remove(b);
+  const ClusterDirLoad second = LoadClusterDir(d.dir, first.clusters);
+  CHECK(Names(second) == std::vector<std::string>{"alpha"});
+  CHECK(second.errors.empty());
+}
+
+TEST_CASE("An unreadable directory keeps the previous clusters", "[inventory][dir]") {
+  ClustersDir d;
+  d.Put("a.yaml", ClusterYaml("alpha"));
+  const ClusterDirLoad first = LoadClusterDir(d.dir, {});
+  const ClusterDirLoad second = LoadClusterDir(d.dir + "/missing", first.clusters);
+  CHECK(second.dir_status.code() == Code::kIo);
+  CHECK(second.clusters == first.clusters);
+}
+
+}  // namespace
+}  // namespace gantry::inventory

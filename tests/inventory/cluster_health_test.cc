@@ -1,0 +1,102 @@
+#include "gantry/inventory/cluster_health.h"
+
+#include <catch2/catch.hpp>
+
+namespace gantry::inventory {
+namespace {
+
+constexpr int64_t kT0 = 1'700'000'000'000;
+
+struct Step {
+  bool ok;
+  int64_t at;  // ms after kT0
+  HealthState state;
+  int64_t since;                      // ms after kT0
+  std::optional<int64_t> first_lost;  // ms after kT0
+  int failures;
+};
+
+TEST_CASE("Health transitions follow the documented table", "[inventory][health]") {
+  const Step steps[] = {
+      {true, 0, HealthState::kReady, 0, std::nullopt, 0},
+      {true, 1000, HealthState::kReady, 0, std::nullopt, 0},  // since unchanged
+      {false, 2000, HealthState::kNotReady, 2000, 2000, 1},   // outage starts
+      {false, 7000, HealthState::kNotReady, 2000, 2000, 2},   // same outage
+      {false, 17000, HealthState::kNotReady, 2000, 2000, 3},
+      {true, 20000, HealthState::kReady, 20000, std::nullopt, 0},  // recovered
+      {false, 30000, HealthState::kNotReady, 30000, 30000, 1},     // a new outage
+  };
+  ClusterHealth h;
+  CHECK(h.state == HealthState::kUnknown);
+  for (const Step& s : steps) {
+    INFO("at +" << s.at);
+    if (s.ok) {
+      h.OnProbeOk(kT0 + s.at);
+    } else {
+      h.OnProbeFailed(kT0 + s.at, "connection refused");
+    }
+    CHECK(h.state == s.state);
+    CHECK(h.since_ms == kT0 + s.since);
+    CHECK(h.first_lost_ms ==
+          (s.first_lost ? std::optional<int64_t>(kT0 + *s.first_lost) : std::nullopt));
+    CHECK(h.consecutive_failures == s.failures);
+  }
+  CHECK(h.last_error == "connection refused");
+  CHECK(h.LostForMs(kT0 + 45000) == 15000);
+  CHECK(HealthStateName(h.state) == "NotReady");
+}
+
+TEST_CASE("A cluster failing from its first probe is lost from that probe", "[inventory][health]") {
+  ClusterHealth h;
+  h.OnProbeFailed(kT0, "tls: certificate signed by unknown authority");
+  CHECK(h.state == HealthState::kNotReady);
+  CHECK(h.first_lost_ms == kT0);
+  CHECK(h.last_error == "tls: certificate signed by unknown authority");
+}
+
+TEST_CASE("first_lost_ms survives a restart via RestoreFirstLost", "[inventory][health]") {
+  const int64_t persisted = kT0 - 600'000;  // outage began 10 min before the restart
+  ClusterHealth failing;
+  failing.RestoreFirstLost(persisted);
+  CHECK(failing.state == HealthState::kUnknown);
+  failing.OnProbeFailed(kT0, "timeout");
+  CHECK(failing.first_lost_ms == persisted);  // not reset by the restart
+  CHECK(failing.LostForMs(kT0) == 600'000);
+
+  ClusterHealth recovering;
+  recovering.RestoreFirstLost(persisted);
+  recovering.OnProbeOk(kT0);
+  CHECK_FALSE(recovering.first_lost_ms.has_value());
+  CHECK(recovering.LostForMs(kT0) == 0);
+
+  ClusterHealth none;
+  none.RestoreFirstLost(std::nullopt);
+  none.OnProbeFailed(kT0, "timeout");
+  CHECK(none.first_lost_ms == kT0);
+}
+
+TEST_CASE("Recovery keeps the last error for display", "[inventory][health]") {
+  ClusterHealth h;
+  h.OnProbeFailed(kT0, "503");
+  h.OnProbeOk(kT0 + 1);
+  CHECK(h.state == HealthState::kReady);
+  CHECK(h.last_error == "503");
+  CHECK(h.consecutive_failures == 0);
+}
+
+TEST_CASE("NextRetryDelayMs grows with consecutive failures", "[inventory][health]") {
+  std::mt19937 rng(7);
+  ClusterHealth h;
+  const BackoffPolicy none{5'000, 300'000, Jitter::kNone};
+  CHECK(h.NextRetryDelayMs(rng, none) == 5'000);
+  for (int i = 0; i < 3; ++i) h.OnProbeFailed(kT0 + i, "x");
+  CHECK(h.NextRetryDelayMs(rng, none) == 20'000);
+  for (int i = 0; i < 20; ++i) h.OnProbeFailed(kT0 + i, "x");
+  CHECK(h.NextRetryDelayMs(rng, none) == 300'000);
+  const int64_t jittered = h.NextRetryDelayMs(rng);  // default: equal jitter
+  CHECK(jittered >= 150'000);
+  CHECK(jittered <= 300'000);
+}
+
+}  // namespace
+}  // namespace gantry::inventory

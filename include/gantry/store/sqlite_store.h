@@ -19,6 +19,7 @@
 
 #include "gantry/common/clock.h"
 #include "gantry/store/group_commit.h"
+#include "gantry/store/cluster_state_store.h"
 #include "gantry/store/job_store.h"
 #include "gantry/store/sqlite_connection.h"
 
@@ -49,7 +50,7 @@ int LatestSchemaVersion();
 // reads use a separate query_only connection behind a mutex, which WAL lets
 // run alongside the writer. Write callbacks see their own and earlier writes
 // in subsequent reads (read-your-writes: the callback runs after COMMIT).
-class SqliteStore final : public JobStore {
+class SqliteStore final : public JobStore, public ClusterStateStore {
  public:
   ~SqliteStore() override;  // Shutdown(), then closes the connections
 
@@ -73,6 +74,10 @@ class SqliteStore final : public JobStore {
   Result<std::map<JobPhase, int64_t>> CountByPhase() override;
   // limit is clamped to 1..kMaxListLimit.
   Result<std::vector<std::string>> UidsInPhase(JobPhase phase, int limit) override;
+
+  Result<std::map<std::string, int64_t>> LoadOutages() override;
+  void SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms, std::string last_error,
+                  StoreCallback<bool> done) override;
 
   // Stops accepting writes (they fail with kUnavailable) and waits until the
   // queued ones are committed and their callbacks have run. Idempotent.

@@ -1,0 +1,28 @@
+// ClusterStateStore: what the store keeps about worker clusters, as opposed
+// to jobs. Today: when each cluster's current outage began (first_lost), so
+// the cluster-lost timeout survives a daemon restart.
+//
+// Thread-safety: as JobStore (writes are group-committed; callbacks run on
+// the writer thread).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "gantry/store/job_store.h"
+
+namespace gantry {
+
+class ClusterStateStore {
+ public:
+  virtual ~ClusterStateStore() = default;
+  // cluster -> first_lost_ms for every cluster in an outage.
+  virtual Result<std::map<std::string, int64_t>> LoadOutages() = 0;
+  // Records (first_lost_ms set) or clears (nullopt) a cluster's outage.
+  virtual void SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms,
+                          std::string last_error, StoreCallback<bool> done) = 0;
+};
+
+}  // namespace gantry

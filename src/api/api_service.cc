@@ -9,8 +9,14 @@
 namespace gantry::api {
 
 ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, JobWaker* waker,
-                       const Clock& clock, ApiOptions options)
-    : store_(store), auth_(auth), metrics_(metrics), waker_(waker), clock_(clock), options_(options) {
+                       const Clock& clock, ApiOptions options, inventory::Fleet* fleet)
+    : store_(store),
+      auth_(auth),
+      metrics_(metrics),
+      waker_(waker),
+      clock_(clock),
+      options_(options),
+      fleet_(fleet) {
   auto bind = [this](void (ApiService::*fn)(http::Request, Respond)) {
     return [this, fn](http::Request req, Respond respond) { (this->*fn)(std::move(req), std::move(respond)); };
   };
@@ -20,7 +26,10 @@ ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, Jo
   router_.Add("DELETE", "/api/v1/namespaces/{ns}/jobs/{name}", bind(&ApiService::CancelJob));
   router_.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}/events", bind(&ApiService::JobEvents));
   router_.Add("GET", "/api/v1/jobs", bind(&ApiService::ListJobs));
+  router_.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}/placement", bind(&ApiService::JobPlacement));
   router_.Add("GET", "/api/v1/clusters", bind(&ApiService::ListClusters));
+  router_.Add("GET", "/api/v1/clusters/{name}", bind(&ApiService::GetCluster));
+  router_.Add("POST", "/api/v1/clusters:reload", bind(&ApiService::ReloadClusters));
   router_.Add("GET", "/healthz", bind(&ApiService::Healthz));
   router_.Add("GET", "/readyz", bind(&ApiService::Readyz));
   router_.Add("GET", "/metrics", bind(&ApiService::Metrics));
@@ -74,14 +83,6 @@ std::optional<Principal> ApiService::Authorize(const http::Request& req, const s
     return std::nullopt;
   }
   return std::move(principal.value());
-}
-
-void ApiService::ListClusters(http::Request req, Respond respond) {
-  if (!Authorize(req, nullptr, respond)) return;
-  // The cluster inventory is not wired in yet: the list is empty.
-  http::Response res;
-  res.body = R"({"apiVersion":"gantry.dev/v1","kind":"ClusterList","metadata":{},"items":[]})";
-  respond(std::move(res));
 }
 
 void ApiService::Healthz(http::Request, Respond respond) {

@@ -44,6 +44,7 @@ int RunCli(int argc, char** argv) {
   serve_cmd->add_option("--listen", serve.listen, "ADDR:PORT to listen on (default 127.0.0.1:7070)");
   serve_cmd->add_option("--log-format", serve.log_format, "text or json")->check(CLI::IsMember({"text", "json"}));
   serve_cmd->add_option("--log-level", serve.log_level, "trace, debug, info, warn or error");
+  serve_cmd->add_option("--clusters-dir", serve.clusters_dir, "cluster inventory: one YAML file per worker cluster");
   serve_cmd->add_option("--ready-file", serve.ready_file, "write ADDR:PORT here once serving");
 
   std::string file;
@@ -77,7 +78,10 @@ int RunCli(int argc, char** argv) {
   cancel->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds");
   cancel->add_flag("--purge", purge, "remove the record of a finished job");
 
-  auto* clusters = app.add_subcommand("clusters", "list worker clusters and their health");
+  auto* clusters = app.add_subcommand("clusters", "list worker clusters, their health and capacity");
+  auto* explain = app.add_subcommand("explain", "show where a job could run and why each cluster is or is not a candidate");
+  explain->add_option("name", name, "job name")->required();
+  explain->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
 
   try {
     app.parse(argc, argv);
@@ -95,6 +99,7 @@ int RunCli(int argc, char** argv) {
   if (list->parsed()) return cli::List(flags, all, phase, queue, std::cout, std::cerr);
   if (cancel->parsed()) return cli::Cancel(flags, name, purge, wait, std::cout, std::cerr);
   if (clusters->parsed()) return cli::Clusters(flags, std::cout, std::cerr);
+  if (explain->parsed()) return cli::Explain(flags, name, std::cout, std::cerr);
   return cli::kExitUsage;
 }
 

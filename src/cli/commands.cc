@@ -292,11 +292,60 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : items) {
-    rows.push_back({Str(c, "/metadata/name"), Str(c, "/status/health"), Str(c, "/spec/region"),
-                    AgeOf(Str(c, "/status/since"))});
+    std::string gpus = "<unknown>", pending = "", age = "<never>";
+    if (auto cap = c.value(nlohmann::json::json_pointer("/status/capacity"), nlohmann::json()); cap.is_object()) {
+      auto g = cap.value(nlohmann::json::json_pointer("/resources/nvidia.com~1gpu"), nlohmann::json());
+      gpus = g.is_object() ? g.value("reserved", "0") + "/" + g.value("nominal", "0") : "0/0";
+      pending = std::to_string(cap.value("pendingWorkloads", 0));
+      age = cap.value("age", "") + (cap.value("stale", false) ? " (stale)" : "");
+    }
+    std::string since = Str(c, "/status/since");
+    rows.push_back({Str(c, "/metadata/name"), Str(c, "/status/health") + (c.value(nlohmann::json::json_pointer("/spec/cordoned"), false) ? ",Cordoned" : ""),
+                    since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), gpus, pending, age,
+                    Str(c, "/status/lastError")});
   }
-  PrintTable(out, {"NAME", "HEALTH", "REGION", "SINCE"}, rows);
+  PrintTable(out, {"NAME", "HEALTH", "SINCE", "REGION", "GPUS(RESERVED/QUOTA)", "PENDING", "CAPACITY-AGE", "LAST-ERROR"},
+             rows);
   return kExitOk;
 }
+
+int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err) {
+  int code = kExitOk;
+  auto api = Connect(flags, err, &code);
+  if (!api) return code;
+  ApiResult r = api->Call("GET", JobPath(NamespaceOf(flags), name) + "/placement");
+  if (r.exit_code != kExitOk) {
+    err << r.error << "\n";
+    return r.exit_code;
+  }
+  OutputFormat format;
+  ParseOutputFormat(flags.output, &format);
+  if (format != OutputFormat::kTable) {
+    PrintObject(out, r.body, format);
+    return kExitOk;
+  }
+  std::string candidates;
+  for (const auto& c : r.body.value("candidates", nlohmann::json::array())) {
+    candidates += (candidates.empty() ? "" : ", ") + c.get<std::string>();
+  }
+  out << "Candidates:    " << (candidates.empty() ? "<none>" : candidates) << "\n";
+  if (r.body.value("unschedulable", false)) {
+    out << "Unschedulable: no configured cluster can ever run this job as a whole\n";
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& c : r.body.value("clusters", nlohmann::json::array())) {
+    if (c.value("feasible", false)) {
+      rows.push_back({c.value("name", ""), c.value("selected", false) ? "candidate" : "feasible",
+                      fmt::format("rank {} score {:.1f}", c.value("rank", 0), c.value("score", 0.0))});
+    } else {
+      rows.push_back({c.value("name", ""), "excluded",
+                      c.value("filter", "") + ": " + c.value("message", "") +
+                          (c.value("permanent", false) ? "" : " (may change)")});
+    }
+  }
+  PrintTable(out, {"CLUSTER", "VERDICT", "WHY"}, rows);
+  return kExitOk;
+}
+
 
 }  // namespace gantry::cli

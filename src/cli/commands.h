@@ -31,5 +31,6 @@ int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase
 int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const WaitFlags& wait,
            std::ostream& out, std::ostream& err);
 int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err);
+int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err);
 
 }  // namespace gantry::cli

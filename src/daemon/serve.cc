@@ -21,6 +21,8 @@
 #include "gantry/daemon/logging.h"
 #include "gantry/dispatch/reconciler.h"
 #include "gantry/http/server.h"
+#include "gantry/inventory/fleet.h"
+#include "gantry/kube/kube_prober.h"
 #include "gantry/store/sqlite_store.h"
 
 namespace gantry {
@@ -57,6 +59,12 @@ Result<DaemonConfig> ResolveConfig(const ServeFlags& flags) {
   if (!flags.listen.empty()) config.listen = flags.listen;
   if (!flags.log_format.empty()) config.log_format = flags.log_format;
   if (!flags.log_level.empty()) config.log_level = flags.log_level;
+  if (!flags.clusters_dir.empty()) config.clusters_dir = flags.clusters_dir;
+  if (config.clusters_dir.empty()) {
+    const char* dir = std::getenv("CONFIGURATION_DIRECTORY");
+    std::string candidate = std::string(dir && *dir ? dir : "/etc/gantry") + "/clusters.d";
+    if (std::filesystem::is_directory(candidate)) config.clusters_dir = candidate;
+  }
   if (config.data_dir.empty()) {
     const char* state = std::getenv("STATE_DIRECTORY");
     config.data_dir = state && *state ? state : kDefaultDataDir;
@@ -128,7 +136,21 @@ int RunServe(const ServeFlags& flags) {
     return 1;
   }
 
-  api::ApiService service(job_store, **auth, metrics, &reconciler, clock);
+  kube::KubeProber prober;
+  inventory::FleetOptions fleet_options;
+  fleet_options.clusters_dir = config.clusters_dir;
+  inventory::Fleet fleet(prober, *store.value(), clock, fleet_options);
+  auto file_errors = fleet.Start();
+  if (config.clusters_dir.empty()) {
+    spdlog::warn("no clustersDir: no worker clusters are configured");
+  } else {
+    spdlog::info("inventory: {} cluster(s) from {} ({} file(s) refused)", fleet.Clusters().size(),
+                 config.clusters_dir, file_errors.size());
+  }
+
+  api::ApiOptions api_options;
+  api_options.stale_after_ms = fleet_options.stale_after_ms;
+  api::ApiService service(job_store, **auth, metrics, &reconciler, clock, api_options, &fleet);
   http::ServerOptions server_options;
   // Already validated by ResolveConfig.
   (void)ParseListen(config.listen, &server_options.address, &server_options.port);
@@ -182,6 +204,9 @@ int RunServe(const ServeFlags& flags) {
     if (sig < 0) continue;  // timeout or EINTR
     if (sig == SIGHUP) {
       sd_notify(0, "RELOADING=1");
+      auto refused = fleet.Reload();
+      spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused", fleet.Clusters().size(),
+                   refused.size());
       Status s = (*auth)->Reload();
       if (s.ok()) {
         spdlog::info("SIGHUP: {} API token(s) reloaded", (*auth)->size());
@@ -199,6 +224,7 @@ int RunServe(const ServeFlags& flags) {
   service.SetReady(false);
   server.Stop(std::chrono::seconds(config.shutdown_grace_seconds));
   reconciler.Stop();
+  fleet.Stop();
   store.value().reset();  // drains the commit queue and closes the database
   spdlog::info("gantry stopped");
   return 0;

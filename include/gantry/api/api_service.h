@@ -19,6 +19,7 @@
 #include "gantry/common/job_waker.h"
 #include "gantry/http/message.h"
 #include "gantry/http/router.h"
+#include "gantry/inventory/fleet.h"
 #include "gantry/store/job_store.h"
 
 namespace gantry::api {
@@ -28,13 +29,16 @@ struct ApiOptions {
   int default_list_limit = 500;
   // Largest ?limit accepted (bigger pages would hold the read connection too long).
   int max_list_limit = 5000;
+  // Capacity readings older than this are shown as stale (as the Fleet treats them).
+  int64_t stale_after_ms = 30'000;
 };
 
 class ApiService {
  public:
-  // store, auth, metrics and clock must outlive the service. waker may be null.
+  // store, auth, metrics and clock must outlive the service. waker and fleet
+  // may be null (no reconciler / no inventory).
   ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, JobWaker* waker,
-             const Clock& clock, ApiOptions options = {});
+             const Clock& clock, ApiOptions options = {}, inventory::Fleet* fleet = nullptr);
 
   // The handler to give the HTTP server.
   http::Handler Handler();
@@ -55,6 +59,9 @@ class ApiService {
   void CancelJob(http::Request req, Respond respond);
   void JobEvents(http::Request req, Respond respond);
   void ListClusters(http::Request req, Respond respond);
+  void GetCluster(http::Request req, Respond respond);
+  void ReloadClusters(http::Request req, Respond respond);
+  void JobPlacement(http::Request req, Respond respond);
   void Healthz(http::Request req, Respond respond);
   void Readyz(http::Request req, Respond respond);
   void Metrics(http::Request req, Respond respond);
@@ -65,6 +72,7 @@ class ApiService {
   JobWaker* waker_;
   const Clock& clock_;
   ApiOptions options_;
+  inventory::Fleet* fleet_;
   http::Router router_;
   std::atomic<bool> ready_{false};
 };

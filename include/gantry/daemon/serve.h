@@ -12,6 +12,7 @@ struct ServeFlags {
   std::string listen;        // overrides the config
   std::string log_format;    // overrides the config
   std::string log_level;     // overrides the config
+  std::string clusters_dir;  // overrides the config
   std::string ready_file;    // written with "ADDR:PORT" once serving (tests, scripts)
 };
 

@@ -1,0 +1,112 @@
+// Fleet: the live cluster registry. It loads clusters.d, keeps each cluster's
+// credentials, health and capacity reading, and probes every cluster on its
+// own thread: a probe (readiness plus the ClusterQueue's quota and usage)
+// every probe_interval while it answers, with capped exponential backoff
+// while it does not (see backoff.h).
+//
+// The start of a cluster's current outage (first_lost) is written to the
+// store when the outage begins and cleared when it ends, and restored at
+// Start, so the cluster-lost timeout survives a daemon restart.
+//
+// Capacity is a hint for nomination, never a promise: a reading older than
+// stale_after counts as unknown (placement then ignores usage).
+//
+// Thread-safety: every public method is safe from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gantry/common/clock.h"
+#include "gantry/inventory/cluster_config.h"
+#include "gantry/inventory/cluster_dir.h"
+#include "gantry/inventory/cluster_health.h"
+#include "gantry/inventory/kubeconfig.h"
+#include "gantry/placement/cluster_snapshot.h"
+#include "gantry/store/cluster_state_store.h"
+
+namespace gantry::inventory {
+
+// What one probe of a cluster learned.
+struct CapacityReading {
+  std::map<std::string, placement::ResourceQuota> quota;  // summed over flavors
+  int32_t pending_workloads = 0;
+  std::vector<std::string> cluster_queues;
+};
+
+// The seam to the clusters: the real one speaks HTTPS (kube/), tests fake it.
+class ClusterProber {
+ public:
+  virtual ~ClusterProber() = default;
+  // Blocking, with its own deadline. Errors are free of secrets.
+  virtual Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials& creds) = 0;
+};
+
+struct FleetOptions {
+  std::string clusters_dir;                // "" = no clusters
+  int64_t probe_interval_ms = 5'000;       // between probes of a healthy cluster
+  int64_t stale_after_ms = 30'000;         // a capacity reading older than this is unknown
+  int64_t lost_timeout_ms = 15 * 60'000;   // NotReady this long = Lost (clusterLostTimeout)
+  BackoffPolicy backoff;                   // while a cluster does not answer
+};
+
+struct ClusterView {
+  ClusterConfig config;
+  ClusterHealth health;
+  std::optional<CapacityReading> capacity;
+  int64_t capacity_at_ms = 0;   // when capacity was read
+  std::string credentials_error;  // kubeconfig problems (the cluster is not probed)
+};
+
+class Fleet {
+ public:
+  Fleet(ClusterProber& prober, ClusterStateStore& store, const Clock& clock, FleetOptions options);
+  ~Fleet();  // Stop()s
+
+  // Loads the directory, restores persisted outages, starts probing.
+  // Returns the per-file errors (the other clusters work).
+  std::vector<ClusterFileError> Start();
+  void Stop();
+  // Re-reads the directory (SIGHUP, POST /api/v1/clusters:reload). A file
+  // that breaks keeps its cluster's last good entry.
+  std::vector<ClusterFileError> Reload();
+
+  std::vector<ClusterView> Clusters() const;  // by name
+  std::optional<ClusterView> Cluster(const std::string& name) const;
+  // The placement view of every cluster at now_ms.
+  std::vector<placement::ClusterSnapshot> Snapshot(int64_t now_ms) const;
+
+  // Probes every cluster once, now, on the calling thread (tests).
+  void ProbeAllNow();
+
+ private:
+  struct Entry {
+    ClusterView view;
+    std::optional<ClusterCredentials> creds;
+    int64_t next_probe_ms = 0;
+  };
+  std::vector<ClusterFileError> Load();
+  void Run();
+  void ProbeOne(const std::string& name);
+
+  ClusterProber& prober_;
+  ClusterStateStore& store_;
+  const Clock& clock_;
+  FleetOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, Entry> entries_;
+  std::map<std::string, int64_t> restored_outages_;
+  std::mt19937 rng_{std::random_device{}()};
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace gantry::inventory

@@ -1,0 +1,55 @@
+#include "gantry/api/cluster_view.h"
+
+#include "gantry/common/clock.h"
+#include "gantry/job/quantity.h"
+
+namespace gantry::api {
+
+nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms, int64_t stale_after_ms) {
+  const inventory::ClusterConfig& c = view.config;
+  nlohmann::json accelerators = nlohmann::json::array();
+  for (const auto& a : c.accelerators) {
+    accelerators.push_back({{"model", a.model},
+                            {"memoryGiB", a.memory_gib},
+                            {"gpusPerNode", a.gpus_per_node},
+                            {"interconnect", a.interconnect == inventory::AcceleratorInterconnect::kNvlink ? "nvlink" : "pcie"},
+                            {"rdma", a.rdma}});
+  }
+  nlohmann::json spec = {{"region", c.region},
+                         {"zone", c.zone},
+                         {"provider", c.provider},
+                         {"complianceZones", c.compliance_zones},
+                         {"labels", c.labels},
+                         {"accelerators", accelerators},
+                         {"datasets", c.datasets},
+                         {"cordoned", c.cordoned},
+                         {"kueueAPIVersion", inventory::KueueApiVersionName(c.kueue_api_version)}};
+  if (c.price_per_gpu_hour.on_demand) spec["pricePerGPUHour"] = *c.price_per_gpu_hour.on_demand;
+  const inventory::ClusterHealth& h = view.health;
+  nlohmann::json status = {{"health", inventory::HealthStateName(h.state)}};
+  if (h.since_ms) status["since"] = FormatRfc3339(h.since_ms);
+  if (h.first_lost_ms) status["firstLostAt"] = FormatRfc3339(*h.first_lost_ms);
+  if (!h.last_error.empty()) status["lastError"] = h.last_error;
+  if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;
+  if (view.capacity) {
+    nlohmann::json resources = nlohmann::json::object();
+    for (const auto& [name, q] : view.capacity->quota) {
+      resources[name] = {{"nominal", FormatQuantityMilli(q.nominal_milli)},
+                         {"reserved", FormatQuantityMilli(q.reserved_milli)}};
+    }
+    int64_t age = now_ms - view.capacity_at_ms;
+    status["capacity"] = {{"resources", resources},
+                          {"pendingWorkloads", view.capacity->pending_workloads},
+                          {"clusterQueues", view.capacity->cluster_queues},
+                          {"observedAt", FormatRfc3339(view.capacity_at_ms)},
+                          {"age", FormatAge(age)},
+                          {"stale", age > stale_after_ms}};
+  }
+  return {{"apiVersion", "gantry.dev/v1"},
+          {"kind", "Cluster"},
+          {"metadata", {{"name", c.name}}},
+          {"spec", std::move(spec)},
+          {"status", std::move(status)}};
+}
+
+}  // namespace gantry::api

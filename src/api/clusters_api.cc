@@ -1,0 +1,96 @@
+// The cluster routes of ApiService: list, get, reload, and a job's placement.
+#include <spdlog/spdlog.h>
+
+#include "gantry/api/api_service.h"
+#include "gantry/api/cluster_view.h"
+#include "gantry/api/k8s_status.h"
+#include "gantry/dispatch/demand.h"
+#include "gantry/job/job_document.h"
+#include "gantry/placement/explain.h"
+#include "gantry/placement/place.h"
+
+namespace gantry::api {
+namespace {
+
+http::Response JsonOk(const nlohmann::json& body) {
+  http::Response r;
+  r.body = body.dump();
+  return r;
+}
+
+}  // namespace
+
+void ApiService::ListClusters(http::Request req, Respond respond) {
+  if (!Authorize(req, nullptr, respond)) return;
+  nlohmann::json items = nlohmann::json::array();
+  if (fleet_) {
+    int64_t now = clock_.NowMillis();
+    for (const auto& view : fleet_->Clusters()) items.push_back(ClusterToJson(view, now, options_.stale_after_ms));
+  }
+  respond(JsonOk({{"apiVersion", "gantry.dev/v1"}, {"kind", "ClusterList"}, {"metadata", nlohmann::json::object()},
+                  {"items", items}}));
+}
+
+void ApiService::GetCluster(http::Request req, Respond respond) {
+  if (!Authorize(req, nullptr, respond)) return;
+  const std::string& name = req.path_params["name"];
+  auto view = fleet_ ? fleet_->Cluster(name) : std::nullopt;
+  if (!view) {
+    respond(K8sStatus(404, "NotFound", "cluster " + name + " not found"));
+    return;
+  }
+  respond(JsonOk(ClusterToJson(*view, clock_.NowMillis(), options_.stale_after_ms)));
+}
+
+void ApiService::ReloadClusters(http::Request req, Respond respond) {
+  auto principal = Authorize(req, nullptr, respond);
+  if (!principal) return;
+  if (!principal->admin) {
+    respond(K8sStatus(403, "Forbidden", "reloading the inventory needs an admin token"));
+    return;
+  }
+  if (!fleet_) {
+    respond(K8sStatus(503, "ServiceUnavailable", "no cluster inventory is configured"));
+    return;
+  }
+  auto errors = fleet_->Reload();
+  std::vector<Cause> causes;
+  for (const auto& e : errors) causes.push_back({e.file, e.status.message()});
+  if (!errors.empty()) {
+    respond(K8sStatus(422, "Invalid", "some cluster files were refused; the others are in use", causes));
+    return;
+  }
+  respond(K8sSuccess(200, "inventory reloaded"));
+}
+
+void ApiService::JobPlacement(http::Request req, Respond respond) {
+  const std::string& ns = req.path_params["ns"];
+  if (!Authorize(req, &ns, respond)) return;
+  auto job = store_.Get(ns, req.path_params["name"]);
+  if (!job.ok()) {
+    respond(K8sStatusFrom(job.status()));
+    return;
+  }
+  auto spec_json = nlohmann::json::parse(job->spec_json, nullptr, false);
+  auto labels = nlohmann::json::parse(job->labels_json, nullptr, false);
+  std::map<std::string, std::string> label_map;
+  if (labels.is_object()) label_map = labels.get<std::map<std::string, std::string>>();
+  auto spec = SpecFromJson(spec_json, job->name, job->ns, label_map);
+  if (auto* err = std::get_if<DocumentError>(&spec)) {
+    spdlog::error("job {}/{}: stored spec unreadable: {}", ns, job->name, err->message);
+    respond(K8sStatus(500, "InternalError", "the stored job cannot be read; see the gantry log"));
+    return;
+  }
+  int64_t now = clock_.NowMillis();
+  std::vector<placement::ClusterSnapshot> fleet;
+  if (fleet_) fleet = fleet_->Snapshot(now);
+  placement::Decision decision = placement::Place(DemandFromSpec(std::get<JobSpec>(spec)), fleet);
+  nlohmann::json body = placement::DecisionToJson(decision);
+  body["apiVersion"] = "gantry.dev/v1";
+  body["kind"] = "PlacementDecision";
+  body["job"] = ns + "/" + job->name;
+  body["decidedAt"] = FormatRfc3339(now);
+  respond(JsonOk(body));
+}
+
+}  // namespace gantry::api

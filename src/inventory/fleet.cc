@@ -1,0 +1,208 @@
+#include "gantry/inventory/fleet.h"
+
+#include <spdlog/spdlog.h>
+
+#include "gantry/inventory/snapshot.h"
+
+namespace gantry::inventory {
+
+Fleet::Fleet(ClusterProber& prober, ClusterStateStore& store, const Clock& clock, FleetOptions options)
+    : prober_(prober), store_(store), clock_(clock), options_(std::move(options)) {}
+
+Fleet::~Fleet() { Stop(); }
+
+std::vector<ClusterFileError> Fleet::Start() {
+  auto outages = store_.LoadOutages();
+  if (outages.ok()) {
+    restored_outages_ = *outages;
+  } else {
+    spdlog::error("inventory: reading persisted outages: {}", outages.status().ToString());
+  }
+  auto errors = Load();
+  worker_ = std::thread([this] { Run(); });
+  return errors;
+}
+
+void Fleet::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+}
+
+std::vector<ClusterFileError> Fleet::Reload() {
+  auto errors = Load();
+  cv_.notify_all();
+  return errors;
+}
+
+std::vector<ClusterFileError> Fleet::Load() {
+  if (options_.clusters_dir.empty()) return {};
+  std::vector<ClusterConfig> previous;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, e] : entries_) previous.push_back(e.view.config);
+  }
+  ClusterDirLoad load = LoadClusterDir(options_.clusters_dir, previous);
+  for (const auto& err : load.errors) {
+    spdlog::error("inventory: {}{}", err.status.message(), err.kept_last_good ? " (keeping its last good entry)" : "");
+  }
+  if (!load.dir_status.ok()) spdlog::error("inventory: {}", load.dir_status.message());
+  std::map<std::string, Entry> next;
+  for (ClusterConfig& config : load.clusters) {
+    Entry entry;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = entries_.find(config.name); it != entries_.end()) entry = it->second;  // keep health
+    }
+    if (entry.view.config.name.empty()) {  // new cluster
+      if (auto it = restored_outages_.find(config.name); it != restored_outages_.end()) {
+        entry.view.health.RestoreFirstLost(it->second);
+      }
+    }
+    auto creds = LoadCredentials(config);
+    if (creds.ok()) {
+      entry.creds = std::move(*creds);
+      entry.view.credentials_error.clear();
+      if (entry.creds->insecure) {
+        spdlog::warn("inventory: cluster {}: TLS verification is OFF (allowInsecure)", config.name);
+      }
+    } else {
+      entry.creds.reset();
+      entry.view.credentials_error = creds.status().message();
+      spdlog::error("inventory: {}", creds.status().message());
+    }
+    entry.view.config = std::move(config);
+    entry.next_probe_ms = 0;  // probe a (re)loaded cluster at once
+    std::string name = entry.view.config.name;
+    next.emplace(std::move(name), std::move(entry));
+  }
+  std::lock_guard lock(mu_);
+  for (const auto& [name, e] : entries_) {
+    if (!next.count(name)) spdlog::info("inventory: cluster {} removed", name);
+  }
+  for (const auto& [name, e] : next) {
+    if (!entries_.count(name)) spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
+  }
+  entries_ = std::move(next);
+  return load.errors;
+}
+
+void Fleet::ProbeOne(const std::string& name) {
+  ClusterConfig config;
+  std::optional<ClusterCredentials> creds;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return;
+    config = it->second.view.config;
+    creds = it->second.creds;
+  }
+  Result<CapacityReading> reading =
+      creds ? prober_.Probe(config, *creds) : Result<CapacityReading>(Status::Invalid("no usable kubeconfig"));
+  int64_t now = clock_.NowMillis();
+  std::optional<std::optional<int64_t>> persist;  // set when first_lost changed
+  std::string error;
+  {
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return;
+    Entry& e = it->second;
+    auto before = e.view.health.first_lost_ms;
+    HealthState old_state = e.view.health.state;
+    if (reading.ok()) {
+      e.view.health.OnProbeOk(now);
+      e.view.capacity = std::move(*reading);
+      e.view.capacity_at_ms = now;
+      e.next_probe_ms = now + options_.probe_interval_ms;
+    } else {
+      error = reading.status().message();
+      e.view.health.OnProbeFailed(now, error);
+      e.next_probe_ms = now + e.view.health.NextRetryDelayMs(rng_, options_.backoff);
+    }
+    if (e.view.health.first_lost_ms != before) persist = e.view.health.first_lost_ms;
+    if (old_state != e.view.health.state) {
+      if (reading.ok()) {
+        spdlog::info("cluster {} is Ready", name);
+      } else {
+        spdlog::warn("cluster {} is NotReady: {}", name, error);
+      }
+    }
+  }
+  if (persist) {
+    store_.SaveOutage(name, *persist, error, [name](Result<bool> r) {
+      if (!r.ok()) spdlog::error("inventory: saving outage of {}: {}", name, r.status().ToString());
+    });
+  }
+}
+
+void Fleet::ProbeAllNow() {
+  std::vector<std::string> names;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, e] : entries_) names.push_back(name);
+  }
+  for (const auto& name : names) ProbeOne(name);
+}
+
+void Fleet::Run() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    int64_t now = clock_.NowMillis();
+    std::string due;
+    int64_t next = now + options_.probe_interval_ms;
+    for (const auto& [name, e] : entries_) {
+      if (e.next_probe_ms <= now) {
+        due = name;
+        break;
+      }
+      next = std::min(next, e.next_probe_ms);
+    }
+    if (due.empty()) {
+      // Bounded so a clock jump (or a fake clock in tests) is noticed soon.
+      cv_.wait_for(lock, std::chrono::milliseconds(std::clamp<int64_t>(next - now, 1, 500)));
+      continue;
+    }
+    lock.unlock();
+    ProbeOne(due);
+    lock.lock();
+  }
+}
+
+std::vector<ClusterView> Fleet::Clusters() const {
+  std::lock_guard lock(mu_);
+  std::vector<ClusterView> out;
+  for (const auto& [name, e] : entries_) out.push_back(e.view);
+  return out;
+}
+
+std::optional<ClusterView> Fleet::Cluster(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.view;
+}
+
+std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
+  std::lock_guard lock(mu_);
+  std::vector<placement::ClusterSnapshot> out;
+  for (const auto& [name, e] : entries_) {
+    placement::ClusterSnapshot s = ToClusterSnapshot(e.view.config);
+    s.health = ToPlacementHealth(e.view.health, now_ms, options_.lost_timeout_ms);
+    if (e.view.capacity) {
+      s.capacity.quota = e.view.capacity->quota;
+      s.capacity.pending_workloads = e.view.capacity->pending_workloads;
+      s.capacity.age_ms = now_ms - e.view.capacity_at_ms;
+      s.capacity.stale = s.capacity.age_ms > options_.stale_after_ms;
+    } else {
+      s.capacity.stale = true;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace gantry::inventory

@@ -1,0 +1,126 @@
+// Fleet with a fake prober, a fake clock and the real SQLite store.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "gantry/inventory/fleet.h"
+#include "gantry/store/sqlite_store.h"
+#include "test_support.h"
+
+namespace gantry::inventory {
+namespace {
+
+class FakeProber final : public ClusterProber {
+ public:
+  std::map<std::string, bool> up;  // cluster -> answers
+  Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
+    if (!up[config.name]) return Status::Unavailable("connect: connection refused");
+    CapacityReading r;
+    r.quota["nvidia.com/gpu"] = {32'000, 8'000};
+    r.pending_workloads = 2;
+    return r;
+  }
+};
+
+void WriteCluster(const std::string& dir, const std::string& name) {
+  std::ofstream(dir + "/" + name + ".kubeconfig") << R"(apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+users: [{name: u, user: {token: not-a-real-token-123}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+)";
+  std::ofstream(dir + "/clusters.d/" + name + ".yaml")
+      << "name: " << name << "\nkubeconfig: ../" << name << ".kubeconfig\nregion: eu-central-1\n";
+}
+
+}  // namespace
+
+TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fleet]") {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.File("clusters.d"));
+  WriteCluster(dir.path(), "c1");
+  WriteCluster(dir.path(), "c2");
+  SqliteStoreOptions so;
+  so.path = dir.File("gantry.db");
+  auto store = OpenSqliteStore(so);
+  REQUIRE(store.ok());
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", false}};
+  FleetOptions options;
+  options.clusters_dir = dir.File("clusters.d");
+  {
+    Fleet fleet(prober, **store, clock, options);
+    CHECK(fleet.Start().empty());
+    fleet.ProbeAllNow();
+    auto c1 = fleet.Cluster("c1");
+    REQUIRE(c1);
+    CHECK(c1->health.state == HealthState::kReady);
+    REQUIRE(c1->capacity);
+    CHECK(c1->capacity->quota.at("nvidia.com/gpu").nominal_milli == 32'000);
+    auto c2 = fleet.Cluster("c2");
+    CHECK(c2->health.state == HealthState::kNotReady);
+    CHECK(c2->health.first_lost_ms == 1'000'000);
+    CHECK(c2->health.last_error.find("refused") != std::string::npos);
+    // The placement view: c1 Ready with fresh capacity, c2 not Ready.
+    auto snap = fleet.Snapshot(clock.NowMillis());
+    REQUIRE(snap.size() == 2);
+    CHECK(snap[0].health == placement::ClusterHealth::kReady);
+    CHECK_FALSE(snap[0].capacity.stale);
+    CHECK(snap[1].health == placement::ClusterHealth::kNotReady);
+    // Capacity goes stale when nobody refreshes it.
+    CHECK(fleet.Snapshot(clock.NowMillis() + options.stale_after_ms + 1)[0].capacity.stale);
+    // Lost once NotReady longer than the timeout.
+    CHECK(fleet.Snapshot(1'000'000 + options.lost_timeout_ms + 1)[1].health == placement::ClusterHealth::kLost);
+    fleet.Stop();
+  }
+  // A restart keeps c2's outage start: the lost timeout is not reset.
+  REQUIRE(testing::WaitFor([&] { return (*store)->LoadOutages()->count("c2") == 1; }));
+  clock.Advance(60'000);
+  {
+    Fleet fleet(prober, **store, clock, options);
+    fleet.Start();
+    CHECK(fleet.Cluster("c2")->health.first_lost_ms == 1'000'000);
+    fleet.ProbeAllNow();
+    CHECK(fleet.Cluster("c2")->health.first_lost_ms == 1'000'000);
+    // Recovery clears the persisted outage.
+    prober.up["c2"] = true;
+    fleet.ProbeAllNow();
+    CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);
+    CHECK_FALSE(fleet.Cluster("c2")->health.first_lost_ms.has_value());
+    fleet.Stop();
+  }
+  CHECK(testing::WaitFor([&] { return (*store)->LoadOutages()->empty(); }));
+}
+
+TEST_CASE("fleet reload adds, keeps and removes clusters", "[inventory][fleet]") {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.File("clusters.d"));
+  WriteCluster(dir.path(), "c1");
+  SqliteStoreOptions so;
+  so.path = dir.File("gantry.db");
+  auto store = OpenSqliteStore(so);
+  REQUIRE(store.ok());
+  FakeClock clock;
+  FakeProber prober;
+  FleetOptions options;
+  options.clusters_dir = dir.File("clusters.d");
+  Fleet fleet(prober, **store, clock, options);
+  fleet.Start();
+  CHECK(fleet.Clusters().size() == 1);
+  WriteCluster(dir.path(), "c2");
+  testing::WriteFile(dir.File("clusters.d/c1.yaml"), "name: c1\nkubeconfig: ../c1.kubeconfig\nregion: [broken\n");
+  auto errors = fleet.Reload();
+  REQUIRE(errors.size() == 1);
+  CHECK(errors[0].kept_last_good);
+  auto clusters = fleet.Clusters();
+  REQUIRE(clusters.size() == 2);
+  CHECK(clusters[0].config.region == "eu-central-1");  // c1's last good entry
+  std::filesystem::remove(dir.File("clusters.d/c1.yaml"));
+  fleet.Reload();
+  CHECK(fleet.Clusters().size() == 1);
+  CHECK(fleet.Clusters()[0].config.name == "c2");
+}
+
+}  // namespace gantry::inventory

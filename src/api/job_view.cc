@@ -12,11 +12,10 @@ nlohmann::json ParseOr(const std::string& text, nlohmann::json fallback) {
 
 }  // namespace
 
-nlohmann::json JobToJson(const JobRecord& job) {
-  return JobToJson(job, ParseOr(job.spec_json, nlohmann::json::object()));
-}
+namespace {
 
-nlohmann::json JobToJson(const JobRecord& job, nlohmann::json spec) {
+// Everything but the spec, which the callers add.
+nlohmann::json JobWithoutSpec(const JobRecord& job) {
   nlohmann::json metadata = {{"name", job.name},
                              {"namespace", job.ns},
                              {"uid", job.uid},
@@ -29,19 +28,40 @@ nlohmann::json JobToJson(const JobRecord& job, nlohmann::json spec) {
                            {"updateTime", FormatRfc3339(job.updated_ms)}};
   if (!job.cluster.empty()) status["cluster"] = job.cluster;
   if (!job.message.empty()) status["message"] = job.message;
-  return {{"apiVersion", "gantry.dev/v1"},
-          {"kind", "Job"},
-          {"metadata", std::move(metadata)},
-          {"spec", std::move(spec)},
+  return {{"apiVersion", "gantry.dev/v1"}, {"kind", "Job"}, {"metadata", std::move(metadata)},
           {"status", std::move(status)}};
 }
 
-nlohmann::json JobListToJson(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq) {
-  nlohmann::json items = nlohmann::json::array();
-  for (const JobRecord& j : jobs) items.push_back(JobToJson(j));
+}  // namespace
+
+nlohmann::json JobToJson(const JobRecord& job) {
+  nlohmann::json j = JobWithoutSpec(job);
+  j["spec"] = ParseOr(job.spec_json, nlohmann::json::object());
+  return j;
+}
+
+std::string JobJsonText(const JobRecord& job) {
+  std::string text = JobWithoutSpec(job).dump();
+  // Reopen the object and append "spec" (key order carries no meaning).
+  text.pop_back();
+  text += ",\"spec\":";
+  bool valid = !job.spec_json.empty() && job.spec_json.front() == '{';
+  text += valid ? job.spec_json : "{}";
+  text += "}";
+  return text;
+}
+
+std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq) {
   nlohmann::json metadata = nlohmann::json::object();
   if (next_after_seq) metadata["continue"] = EncodeContinue(*next_after_seq);
-  return {{"apiVersion", "gantry.dev/v1"}, {"kind", "JobList"}, {"metadata", metadata}, {"items", items}};
+  std::string text = R"({"apiVersion":"gantry.dev/v1","kind":"JobList","metadata":)" + metadata.dump() +
+                     R"(,"items":[)";
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    if (i) text += ",";
+    text += JobJsonText(jobs[i]);
+  }
+  text += "]}";
+  return text;
 }
 
 nlohmann::json EventsToJson(const std::vector<JobEvent>& events) {

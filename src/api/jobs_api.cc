@@ -17,6 +17,13 @@ http::Response JsonResponse(int status, const nlohmann::json& body) {
   return r;
 }
 
+http::Response TextJson(int status, std::string body) {
+  http::Response r;
+  r.status = status;
+  r.body = std::move(body);
+  return r;
+}
+
 // Which parser a body needs, from its Content-Type; nullopt = unsupported.
 std::optional<DocumentFormat> FormatOf(const http::Request& req) {
   std::string ct = req.Header("content-type");
@@ -68,14 +75,13 @@ void ApiService::Submit(http::Request req, Respond respond) {
   record.name = spec.name;
   record.queue = spec.queue;
   record.priority = spec.priority;
-  nlohmann::json spec_json = SpecToJson(spec);
-  record.spec_json = spec_json.dump();
+  record.spec_json = SpecToJson(spec).dump();
   record.labels_json = nlohmann::json(spec.labels).dump();
   record.created_ms = record.updated_ms = clock_.NowMillis();
   // The answer for a new job is built here, on the connection's thread: the
   // store's callback runs on its writer thread, whose time is every
   // submitter's commit latency.
-  std::string created_body = JobToJson(record, std::move(spec_json)).dump();
+  std::string created_body = JobJsonText(record);
   store_.Submit(std::move(record), [this, respond, created_body = std::move(created_body)](
                                        Result<SubmitResult> result) mutable {
     if (!result.ok()) {
@@ -89,7 +95,7 @@ void ApiService::Submit(http::Request req, Respond respond) {
     }
     const JobRecord& job = result->job;
     if (result->outcome == SubmitOutcome::kExisting) {
-      respond(JsonResponse(200, JobToJson(job)));
+      respond(TextJson(200, JobJsonText(job)));
       return;
     }
     spdlog::info("job {}/{} submitted uid={} queue={} priority={}", job.ns, job.name, job.uid, job.queue,
@@ -110,7 +116,7 @@ void ApiService::GetJob(http::Request req, Respond respond) {
     respond(K8sStatusFrom(job.status()));
     return;
   }
-  respond(JsonResponse(200, JobToJson(*job)));
+  respond(TextJson(200, JobJsonText(*job)));
 }
 
 void ApiService::ListJobs(http::Request req, Respond respond) {
@@ -158,7 +164,7 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
     respond(K8sStatusFrom(page.status()));
     return;
   }
-  respond(JsonResponse(200, JobListToJson(page->jobs, page->next_after_seq)));
+  respond(TextJson(200, JobListJsonText(page->jobs, page->next_after_seq)));
 }
 
 void ApiService::CancelJob(http::Request req, Respond respond) {
@@ -191,7 +197,7 @@ void ApiService::CancelJob(http::Request req, Respond respond) {
       spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
       if (waker_) waker_->Wake(job.uid);
     }
-    respond(JsonResponse(202, JobToJson(job)));
+    respond(TextJson(202, JobJsonText(job)));
   });
 }
 

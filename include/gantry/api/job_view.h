@@ -14,9 +14,11 @@
 namespace gantry::api {
 
 nlohmann::json JobToJson(const JobRecord& job);
-// Same, with the spec already parsed (saves re-parsing job.spec_json).
-nlohmann::json JobToJson(const JobRecord& job, nlohmann::json spec);
-nlohmann::json JobListToJson(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq);
+// The same as JSON text. The stored spec is already canonical JSON text, so
+// it is spliced in as is rather than parsed and printed again: the API's hot
+// paths (submit, get, list) use these.
+std::string JobJsonText(const JobRecord& job);
+std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq);
 nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
 
 // The opaque continue token for a list page, and its inverse (nullopt for a

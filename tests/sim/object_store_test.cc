@@ -1,0 +1,154 @@
+// The apiserver semantics of ObjectStore + WatchHub: resourceVersions,
+// pagination, watch resume, 410 Gone, and selector transitions.
+#include <catch2/catch.hpp>
+
+#include "cluster_state.h"
+#include "sim_test_util.h"
+
+namespace gantry::sim {
+namespace {
+
+using nlohmann::json;
+
+std::vector<json> Events(const std::shared_ptr<http::ResponseStream>& s) {
+  bool finished = false;
+  std::vector<json> out;
+  for (const std::string& line : s->Take(&finished)) out.push_back(json::parse(line));
+  return out;
+}
+
+json Obj(const std::string& name, const std::string& env) {
+  return {{"metadata", {{"name", name}, {"namespace", "ns"}, {"labels", {{"env", env}}}}}, {"spec", {{"x", 1}, {"suspend", true}}}};
+}
+
+TEST_CASE("ObjectStore: resourceVersion, generation, conflicts, pages", "[sim][store]") {
+  ObjectStore store(100, nullptr);
+  auto a = store.Create("jobs", Obj("a", "prod"), 0);
+  REQUIRE(a.ok());
+  CHECK(store.Create("jobs", Obj("a", "prod"), 0).status().code() == Code::kAlreadyExists);
+  json changed = *a;
+  changed["metadata"]["labels"]["env"] = "dev";
+  auto b = store.Update("jobs", changed);
+  REQUIRE(b.ok());
+  CHECK(std::stoll((*b)["metadata"]["resourceVersion"].get<std::string>()) >
+        std::stoll((*a)["metadata"]["resourceVersion"].get<std::string>()));
+  CHECK((*b)["metadata"]["generation"] == 1);  // labels only
+  changed["spec"]["x"] = 2;
+  CHECK((*store.Update("jobs", changed))["metadata"]["generation"] == 2);
+  CHECK(store.Delete("jobs", "ns", "zzz").status().code() == Code::kNotFound);
+
+  for (const char* n : {"b", "c", "d", "e"}) REQUIRE(store.Create("jobs", Obj(n, "prod"), 0).ok());
+  LabelSelector all;
+  std::vector<std::string> names;
+  std::string token;
+  do {
+    auto page = store.List("jobs", "ns", all, 2, token);
+    REQUIRE(page.ok());
+    for (const json& o : page->items) names.push_back(NameOf(o));
+    token = page->continue_token;
+  } while (!token.empty());
+  CHECK(names == std::vector<std::string>{"a", "b", "c", "d", "e"});
+}
+
+TEST_CASE("watch resumes from a resourceVersion and answers 410 when too old", "[sim][watch]") {
+  FakeClock clock;
+  Journal journal;
+  ClusterConfig cfg = testing::SmallCluster();
+  cfg.history_limit = 5;
+  ClusterState state(cfg, &journal, &clock);
+  const ResourceInfo& jobs = ResourceByPlural("jobs");
+  auto first = state.Create(jobs, "ns", Obj("a", "prod"));
+  REQUIRE(first.ok());
+  std::string rv = (*first)["metadata"]["resourceVersion"];
+  REQUIRE(state.Create(jobs, "ns", Obj("b", "prod")).ok());
+
+  WatchRequest w;
+  w.resource = &jobs;
+  w.api_version = "batch/v1";
+  w.resource_version = rv;
+  w.timeout_ms = 1000;
+  w.stream = std::make_shared<http::ResponseStream>();
+  auto stream = w.stream;
+  state.Watch(w);
+  auto ev = Events(stream);
+  REQUIRE(ev.size() == 1);  // only what came after rv
+  CHECK(ev[0]["type"] == "ADDED");
+  CHECK(ev[0]["object"]["metadata"]["name"] == "b");
+  REQUIRE(state.Delete(jobs, "ns", "a", "").ok());
+  ev = Events(stream);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0]["type"] == "DELETED");
+  clock.Advance(1000);
+  state.Tick();
+  CHECK(stream->closed());  // the server ends watches at their timeout
+
+  for (int i = 0; i < 10; ++i) REQUIRE(state.Create(jobs, "ns", Obj("x" + std::to_string(i), "prod")).ok());
+  WatchRequest old = w;
+  old.stream = std::make_shared<http::ResponseStream>();
+  state.Watch(old);
+  ev = Events(old.stream);
+  REQUIRE(ev.size() == 1);
+  CHECK(ev[0]["type"] == "ERROR");
+  CHECK(ev[0]["object"]["code"] == 410);
+  CHECK(old.stream->closed());
+}
+
+TEST_CASE("watch with a selector sees objects enter and leave it", "[sim][watch]") {
+  FakeClock clock;
+  Journal journal;
+  ClusterState state(testing::SmallCluster(), &journal, &clock);
+  const ResourceInfo& wl = ResourceByPlural("workloads");
+  WatchRequest w;
+  w.resource = &wl;
+  w.api_version = "kueue.x-k8s.io/v1beta1";
+  w.selector = *LabelSelector::Parse("env=prod");
+  w.stream = std::make_shared<http::ResponseStream>();
+  auto stream = w.stream;
+  state.Watch(w);
+  auto wl_a = testing::MakeWorkload("a", 1, 1);
+  wl_a["metadata"]["labels"]["env"] = "prod";
+  REQUIRE(state.Create(wl, "team-a", wl_a).ok());
+  REQUIRE(state.Create(wl, "team-a", testing::MakeWorkload("other", 1, 1)).ok());
+  REQUIRE(state.Patch(wl, "team-a", "a", "merge", {{"metadata", {{"labels", {{"env", "dev"}}}}}}, false).ok());
+  auto ev = Events(stream);
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0]["type"] == "ADDED");
+  CHECK(ev[0]["object"]["apiVersion"] == "kueue.x-k8s.io/v1beta1");
+  CHECK(ev[1]["type"] == "DELETED");
+}
+
+TEST_CASE("Workload validation answers Invalid", "[sim][validation]") {
+  FakeClock clock;
+  Journal journal;
+  ClusterState state(testing::SmallCluster(), &journal, &clock);
+  const ResourceInfo& wl = ResourceByPlural("workloads");
+  auto bad = [&](json w) { return state.Create(wl, "team-a", std::move(w)).status().code() == Code::kInvalidArgument; };
+  auto w = testing::MakeWorkload("ok", 1, 1);
+  CHECK(bad(testing::MakeWorkload("Not_DNS", 1, 1)));
+  json no_queue = w;
+  no_queue["spec"].erase("queueName");
+  CHECK(bad(no_queue));
+  json negative = w;
+  negative["spec"]["podSets"][0]["count"] = -1;
+  CHECK(bad(negative));
+  json no_sets = w;
+  no_sets["spec"]["podSets"] = json::array();
+  CHECK(bad(no_sets));
+  json too_many = w;
+  for (int i = 0; i < 18; ++i) {
+    json ps = w["spec"]["podSets"][0];
+    ps["name"] = "p" + std::to_string(i);
+    too_many["spec"]["podSets"].push_back(ps);
+  }
+  CHECK(bad(too_many));
+  json bad_ps_name = w;
+  bad_ps_name["spec"]["podSets"][0]["name"] = "Main";
+  CHECK(bad(bad_ps_name));
+  REQUIRE(state.Create(wl, "team-a", w).ok());
+  REQUIRE(state.Patch(wl, "team-a", "ok", "merge", {{"status", {{"clusterName", "c1"}}}}, true).ok());
+  auto changed = state.Patch(wl, "team-a", "ok", "merge", {{"status", {{"clusterName", "c2"}}}}, true);
+  CHECK(changed.status().code() == Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gantry::sim

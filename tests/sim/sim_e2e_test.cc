@@ -1,0 +1,121 @@
+// End to end: the real gantry-sim process, spoken to over HTTPS with the CA
+// and token from its kubeconfig, exactly as the daemon will.
+#include <catch2/catch.hpp>
+
+#include <yaml-cpp/yaml.h>
+
+#include "kueue_controller.h"
+#include "gantry/http/client.h"
+#include "process.h"
+#include "sim_e2e_util.h"
+#include "sim_test_util.h"
+#include "test_support.h"
+
+namespace gantry::sim {
+namespace {
+
+using nlohmann::json;
+
+const std::string kWorkloads = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads";
+const std::string kJobs = "/apis/batch/v1/namespaces/team-a/jobs";
+
+// Two clusters; a short watch history so a resume can be too old.
+const char* const kConfig = R"(clusters:
+- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 4, historyLimit: 50}
+- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 4, historyLimit: 50}
+)";
+
+bool HasCond(const json& o, const std::string& type) { return HasCondition(o, type); }
+
+TEST_CASE("gantry-sim end to end over HTTPS", "[sim][e2e]") {
+  SimProcess sim(2, kConfig);
+  auto c1 = sim.Connect("c1");
+  auto Do = [&](const std::string& method, const std::string& target, const json& body = nullptr) {
+    auto r = c1.client->Do(method, target, body.is_null() ? "" : body.dump(),
+                           {{"Authorization", "Bearer " + c1.token}, {"Content-Type", "application/json"}});
+    REQUIRE(r.ok());
+    return *r;
+  };
+
+  SECTION("401 without the token") {
+    auto r = c1.client->Do("GET", kWorkloads);
+    REQUIRE(r.ok());
+    CHECK(r->status == 401);
+    CHECK(json::parse(r->body)["kind"] == "Status");
+  }
+
+  SECTION("admission by quota, a prebuilt job runs and finishes, quota returns") {
+    // c1: 4 nodes x 8 H100 = 32 GPUs.
+    CHECK(Do("POST", kWorkloads, testing::MakeWorkload("fits", 3, 8)).status == 201);
+    CHECK(Do("POST", kWorkloads, testing::MakeWorkload("too-big", 2, 8)).status == 201);
+    auto get = [&](const std::string& path) { return json::parse(Do("GET", path).body); };
+    REQUIRE(gantry::testing::WaitFor([&] { return HasCond(get(kWorkloads + "/fits"), "Admitted"); }));
+    json big = get(kWorkloads + "/too-big");
+    CHECK_FALSE(HasCond(big, "QuotaReserved"));
+    CHECK(big["status"]["conditions"][0]["reason"] == "Pending");
+    json cq = get("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/cluster-queue");
+    CHECK(cq["status"]["admittedWorkloads"] == 1);
+    CHECK(cq["status"]["pendingWorkloads"] == 1);
+
+    CHECK(Do("POST", kJobs, testing::MakeJob("fits", "fits", "uid-1", "200ms")).status == 201);
+    REQUIRE(gantry::testing::WaitFor([&] { return HasCond(get(kJobs + "/fits"), "Complete"); }));
+    CHECK(HasCond(get(kWorkloads + "/fits"), "Finished"));
+    REQUIRE(gantry::testing::WaitFor([&] { return HasCond(get(kWorkloads + "/too-big"), "Admitted"); }));
+  }
+
+  SECTION("404, 409, 422 as Status objects") {
+    CHECK(Do("GET", kWorkloads + "/nope").status == 404);
+    CHECK(Do("GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/nothings").status == 404);
+    CHECK(Do("POST", kWorkloads, testing::MakeWorkload("dup", 1, 1)).status == 201);
+    auto again = Do("POST", kWorkloads, testing::MakeWorkload("dup", 1, 1));
+    CHECK(again.status == 409);
+    CHECK(json::parse(again.body)["reason"] == "AlreadyExists");
+    auto invalid = Do("POST", kWorkloads, testing::MakeWorkload("Bad_Name", 1, 1));
+    CHECK(invalid.status == 422);
+    CHECK(json::parse(invalid.body)["reason"] == "Invalid");
+    CHECK(Do("DELETE", kWorkloads + "/dup?propagationPolicy=Background").status == 200);
+    CHECK(Do("DELETE", kWorkloads + "/dup").status == 404);
+    CHECK(Do("PUT", kWorkloads + "/dup").status == 405);
+  }
+
+  SECTION("watch sees ADDED and MODIFIED; an old resourceVersion gets 410") {
+    json list = json::parse(Do("GET", kWorkloads + "?labelSelector=kueue.x-k8s.io%2Fmultikueue-origin%3Dgantry").body);
+    std::string rv = list["metadata"]["resourceVersion"];
+    CHECK(Do("POST", kWorkloads, testing::MakeWorkload("watched", 1, 1)).status == 201);
+    // The server ends the stream after timeoutSeconds; the client reads it whole.
+    auto w = Do("GET", kWorkloads + "?watch=true&allowWatchBookmarks=true&timeoutSeconds=1&resourceVersion=" + rv +
+                           "&labelSelector=kueue.x-k8s.io%2Fmultikueue-origin%3Dgantry");
+    CHECK(w.status == 200);
+    CHECK(w.body.find("{\"type\":\"ADDED\"") != std::string::npos);
+    CHECK(w.body.find("{\"type\":\"MODIFIED\"") != std::string::npos);
+    // Far more changes than the history keeps, then resume from the start.
+    for (int i = 0; i < 60; ++i) Do("POST", kWorkloads, testing::MakeWorkload("w" + std::to_string(i), 0, 0));
+    SimProcess::Admin(sim.dir(), "POST", "/clusters/c1/kill-watches");
+    auto old = Do("GET", kWorkloads + "?watch=1&resourceVersion=1&timeoutSeconds=1");
+    CHECK(old.body.find("\"type\":\"ERROR\"") != std::string::npos);
+    CHECK(old.body.find("\"code\":410") != std::string::npos);
+  }
+
+  SECTION("ctl check catches a double run across clusters") {
+    auto c2 = sim.Connect("c2");
+    auto post2 = [&](const std::string& path, const json& body) {
+      return c2.client->Do("POST", path, body.dump(), {{"Authorization", "Bearer " + c2.token}})->status;
+    };
+    CHECK(Do("POST", kWorkloads, testing::MakeWorkload("twice", 1, 1)).status == 201);
+    CHECK(post2(kWorkloads, testing::MakeWorkload("twice", 1, 1)) == 201);
+    CHECK(gantry::testing::Run({GANTRY_BIN_DIR "/gantry-sim", "ctl", "--out-dir", sim.dir(), "check"}).code == 0);
+    REQUIRE(gantry::testing::WaitFor([&] { return HasCond(json::parse(Do("GET", kWorkloads + "/twice").body), "Admitted"); }));
+    CHECK(Do("POST", kJobs, testing::MakeJob("twice", "twice", "uid-double", "30s")).status == 201);
+    REQUIRE(gantry::testing::WaitFor([&] {
+      return post2(kJobs, testing::MakeJob("twice", "twice", "uid-double", "30s")) == 201 &&
+             gantry::testing::Run({GANTRY_BIN_DIR "/gantry-sim", "ctl", "--out-dir", sim.dir(), "journal"}).out.find("\"c2\"") !=
+                 std::string::npos;
+    }));
+    auto check = gantry::testing::Run({GANTRY_BIN_DIR "/gantry-sim", "ctl", "--out-dir", sim.dir(), "check"});
+    CHECK(check.code != 0);
+    CHECK(check.out.find("uid-double") != std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace gantry::sim

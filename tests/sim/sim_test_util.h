@@ -1,0 +1,22 @@
+// Builders shared by the simulator's tests: Workload and Job objects in the
+// shapes gantry's dispatcher writes.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim_config.h"
+
+namespace gantry::sim::testing {
+
+// A Workload with one pod set of `count` pods, each asking `gpus` GPUs and 1 cpu.
+nlohmann::json MakeWorkload(const std::string& name, int count, int gpus, const std::string& queue = "team-a",
+                            int priority = 0);
+// A suspended Job that names its prebuilt Workload.
+nlohmann::json MakeJob(const std::string& name, const std::string& workload, const std::string& job_uid,
+                       const std::string& duration = "1s");
+// One H100 cluster: nodes x 8 GPUs, no admission delay, 10 s jobs.
+ClusterConfig SmallCluster(const std::string& name = "c1", int nodes = 2);
+
+}  // namespace gantry::sim::testing

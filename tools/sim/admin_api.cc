@@ -1,0 +1,121 @@
+#include "admin_api.h"
+
+#include <fmt/format.h>
+
+#include "kube_errors.h"
+
+namespace gantry::sim {
+
+using nlohmann::json;
+
+namespace {
+
+http::Response FromStatus(const Status& s) {
+  if (s.ok()) return JsonResponse(200, {{"ok", true}});
+  return KubeErrorFrom(s.code() == Code::kInternal ? Status::Invalid(s.message()) : s);
+}
+
+std::vector<int> ParseCodes(const std::string& text) {
+  std::vector<int> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    try {
+      out.push_back(std::stoi(text.substr(start, end - start)));
+    } catch (const std::exception&) {
+      out.push_back(0);  // rejected by SetErrors
+    }
+    start = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
+    : journal_(journal), clusters_(std::move(clusters)) {
+  router_.Add("GET", "/journal", [this](http::Request, http::Responder respond) {
+    std::string body;
+    for (const Run& r : journal_->Snapshot()) body += RunToJson(r).dump() + "\n";
+    respond(http::TextResponse(200, std::move(body), "application/x-ndjson"));
+  });
+  router_.Add("GET", "/check", [this](http::Request, http::Responder respond) {
+    json violations = json::array();
+    for (const Violation& v : CheckRuns(journal_->Snapshot())) {
+      violations.push_back({{"jobUid", v.job_uid}, {"message", v.message}});
+    }
+    respond(JsonResponse(200, {{"ok", violations.empty()}, {"violations", violations}}));
+  });
+  router_.Add("GET", "/clusters", [this](http::Request, http::Responder respond) {
+    json out = json::array();
+    for (SimCluster* c : clusters_) {
+      json s = c->state().Summary();
+      FaultSettings f = c->faults();
+      s["server"] = c->server_url();
+      s["faults"] = {{"latencyMs", f.latency_ms}, {"errorFraction", f.error_fraction},
+                     {"errorCodes", f.error_codes}, {"partitionMode", f.partition_mode},
+                     {"apiserverStopped", f.apiserver_stopped}};
+      out.push_back(std::move(s));
+    }
+    respond(JsonResponse(200, out));
+  });
+  router_.Add("POST", "/clusters/{cluster}/{action}", [this](http::Request req, http::Responder respond) {
+    respond(ClusterAction(req));
+  });
+}
+
+void AdminApi::Handle(http::Request req, http::Responder respond) const {
+  auto match = router_.Find(req.method, req.path);
+  if (match.status != 200) {
+    respond(KubeError(match.status, match.status == 404 ? "NotFound" : "MethodNotAllowed", "no such admin route"));
+    return;
+  }
+  req.path_params = std::move(match.params);
+  (*match.handler)(std::move(req), std::move(respond));
+}
+
+SimCluster* AdminApi::Find(const std::string& name) const {
+  for (SimCluster* c : clusters_) {
+    if (c->name() == name) return c;
+  }
+  return nullptr;
+}
+
+http::Response AdminApi::ClusterAction(const http::Request& req) const {
+  SimCluster* c = Find(req.path_params.at("cluster"));
+  if (!c) return KubeError(404, "NotFound", fmt::format("no cluster {}", req.path_params.at("cluster")));
+  const std::string& action = req.path_params.at("action");
+  try {
+    if (action == "evict") {
+      return FromStatus(c->state().Evict(req.Query("namespace").value_or("default"), req.Query("name").value_or("")));
+    }
+    if (action == "partition") return FromStatus(c->Partition(std::stoi(req.Query("mode").value_or("1"))));
+    if (action == "heal") return FromStatus(c->Heal());
+    if (action == "stop") return FromStatus(c->StopApiserver());
+    if (action == "start") return FromStatus(c->StartApiserver());
+    if (action == "latency") {
+      c->SetLatency(std::stoll(req.Query("ms").value_or("0")));
+      return FromStatus(Status::Ok());
+    }
+    if (action == "errors") {
+      return FromStatus(c->SetErrors(std::stod(req.Query("fraction").value_or("0")),
+                                     ParseCodes(req.Query("codes").value_or(""))));
+    }
+    if (action == "kill-watches") {
+      c->state().KillWatches();
+      return FromStatus(Status::Ok());
+    }
+    if (action == "quota") {
+      auto quota = ParseResourceList(json::parse(req.body, nullptr, false));
+      if (!quota.ok()) return FromStatus(quota.status());
+      c->state().SetQuota(*quota);
+      return FromStatus(Status::Ok());
+    }
+  } catch (const std::exception&) {
+    return KubeError(400, "BadRequest", "a query parameter is not a number");
+  }
+  return KubeError(404, "NotFound", fmt::format("no admin action {}", action));
+}
+
+}  // namespace gantry::sim

@@ -1,0 +1,26 @@
+// Per-cluster TLS material made at start with OpenSSL 3: a self-signed CA
+// and a serving certificate it signs for 127.0.0.1 and localhost, both on
+// EC P-256 keys (fast to generate). Also a random bearer token.
+//
+// Thread-safety: pure functions (OpenSSL 3 is thread-safe).
+#pragma once
+
+#include <string>
+
+#include "gantry/common/status.h"
+
+namespace gantry::sim {
+
+struct ClusterCerts {
+  std::string ca_pem;
+  std::string cert_pem;  // serving certificate (leaf)
+  std::string key_pem;   // its private key (PKCS#8)
+};
+
+// common_name names the CA ("gantry-sim c1 CA").
+Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name);
+// 32 random bytes, hex.
+std::string MakeToken();
+std::string Base64(const std::string& data);
+
+}  // namespace gantry::sim

@@ -1,0 +1,228 @@
+#include "cluster_state.h"
+
+#include <fmt/format.h>
+
+#include "gantry/common/names.h"
+#include "kube_errors.h"
+#include "validation.h"
+
+namespace gantry::sim {
+
+using nlohmann::json;
+
+namespace {
+
+std::string StorageApiVersion(const ResourceInfo& res) {
+  return res.group.empty() ? res.versions.front() : res.group + "/" + res.versions.front();
+}
+
+std::string RandomSuffix(std::mt19937_64& rng) {
+  static const char kChars[] = "bcdfghjklmnpqrstvwxz2456789";
+  std::string s;
+  for (int i = 0; i < 5; ++i) s += kChars[rng() % (sizeof kChars - 1)];
+  return s;
+}
+
+}  // namespace
+
+ClusterState::ClusterState(ClusterConfig config, Journal* journal, const Clock* clock)
+    : config_(std::move(config)),
+      journal_(journal),
+      clock_(clock),
+      store_(config_.history_limit, [this](const WatchEvent& ev) { hub_.Dispatch(ev); }),
+      kueue_(config_, &store_, journal_),
+      rng_(std::random_device{}()) {
+  kueue_.Bootstrap(clock_->NowMillis());
+}
+
+Result<json> ClusterState::Create(const ResourceInfo& res, const std::string& ns, json object) {
+  if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("create is not supported on {}", res.plural));
+  if (!object.is_object()) return Status::Invalid("the body must be a JSON object");
+  json& md = object["metadata"];
+  if (!md.is_object()) md = json::object();
+  std::lock_guard lock(mu_);
+  if (res.namespaced) {
+    std::string body_ns = md.value("namespace", "");
+    if (!body_ns.empty() && body_ns != ns) {
+      return Status::Invalid("the namespace of the provided object does not match the namespace sent on the request");
+    }
+    md["namespace"] = ns;
+  }
+  if (md.value("name", "").empty() && !md.value("generateName", "").empty()) {
+    md["name"] = md["generateName"].get<std::string>() + RandomSuffix(rng_);
+  }
+  object["kind"] = res.kind;
+  object["apiVersion"] = StorageApiVersion(res);
+  GANTRY_RETURN_IF_ERROR(ValidateMetadata(res, object));
+  if (res.plural == "workloads") {
+    GANTRY_RETURN_IF_ERROR(ValidateWorkload(object));
+    object.erase("status");
+  }
+  if (!object.contains("spec")) object["spec"] = json::object();
+  int64_t now = clock_->NowMillis();
+  auto created = store_.Create(res.plural, std::move(object), now);
+  if (!created.ok()) return created.status();
+  if (res.plural == "workloads") kueue_.OnWorkloadCreated(*created, now);
+  if (res.plural == "jobs" || res.plural == "jobsets") {
+    kueue_.OnJobCreated(res.plural, *created, now);
+    if (const json* cur = store_.Get(res.plural, ns, NameOf(*created))) return *cur;
+  }
+  return created;
+}
+
+Result<json> ClusterState::Get(const ResourceInfo& res, const std::string& ns, const std::string& name) {
+  std::lock_guard lock(mu_);
+  const json* o = store_.Get(res.plural, res.namespaced ? ns : "", name);
+  if (!o) return Status::NotFound(fmt::format("{}.{} \"{}\" not found", res.plural, res.group, name));
+  return *o;
+}
+
+Result<json> ClusterState::List(const ResourceInfo& res, const std::string& api_version, const std::string& ns,
+                                const LabelSelector& selector, std::size_t limit, const std::string& continue_token) {
+  std::lock_guard lock(mu_);
+  auto page = store_.List(res.plural, ns, selector, limit, continue_token);
+  if (!page.ok()) return page.status();
+  json items = json::array();
+  for (json& item : page->items) {
+    item["apiVersion"] = api_version;
+    items.push_back(std::move(item));
+  }
+  json md = {{"resourceVersion", std::to_string(store_.resource_version())}};
+  if (!page->continue_token.empty()) {
+    md["continue"] = page->continue_token;
+    md["remainingItemCount"] = page->remaining;
+  }
+  return json{{"kind", res.kind + "List"}, {"apiVersion", api_version}, {"metadata", md}, {"items", items}};
+}
+
+Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
+                                 const std::string& patch_type, const json& patch, bool status) {
+  if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("patch is not supported on {}", res.plural));
+  std::lock_guard lock(mu_);
+  const json* cur = store_.Get(res.plural, res.namespaced ? ns : "", name);
+  if (!cur) return Status::NotFound(fmt::format("{}.{} \"{}\" not found", res.plural, res.group, name));
+  json updated = *cur;
+  try {
+    if (patch_type == "json") {
+      updated = updated.patch(patch);
+    } else {
+      updated.merge_patch(patch);
+    }
+  } catch (const json::exception& e) {
+    return Status::Invalid(fmt::format("the patch could not be applied: {}", e.what()));
+  }
+  // Identity and the other half of the object are not the patch's to change.
+  for (const char* k : {"name", "namespace", "uid", "creationTimestamp"}) {
+    if (cur->at("metadata").contains(k)) updated["metadata"][k] = (*cur)["metadata"][k];
+  }
+  updated["kind"] = res.kind;
+  updated["apiVersion"] = StorageApiVersion(res);
+  if (status) {
+    json keep_status = updated.value("status", json::object());
+    updated = *cur;
+    updated["status"] = keep_status;
+  } else if (cur->contains("status")) {
+    updated["status"] = (*cur)["status"];
+  }
+  if (res.plural == "workloads") {
+    GANTRY_RETURN_IF_ERROR(ValidateWorkload(updated));
+    GANTRY_RETURN_IF_ERROR(ValidateWorkloadUpdate(*cur, updated));
+  }
+  auto result = store_.Update(res.plural, std::move(updated));
+  if (result.ok() && res.plural == "workloads") kueue_.MarkDirty();
+  return result;
+}
+
+Result<json> ClusterState::Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
+                                  const std::string& propagation_policy) {
+  if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("delete is not supported on {}", res.plural));
+  if (!propagation_policy.empty() && propagation_policy != "Background" && propagation_policy != "Foreground" &&
+      propagation_policy != "Orphan") {
+    return Status::Invalid(fmt::format("propagationPolicy: Unsupported value: \"{}\"", propagation_policy));
+  }
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMillis();
+  auto deleted = store_.Delete(res.plural, res.namespaced ? ns : "", name);
+  if (!deleted.ok()) {
+    return Status::NotFound(fmt::format("{}.{} \"{}\" not found", res.plural, res.group, name));
+  }
+  if (res.plural == "workloads") kueue_.OnWorkloadDeleted(*deleted, now);
+  if (res.plural == "jobs" || res.plural == "jobsets") kueue_.OnJobDeleted(res.plural, *deleted, now);
+  return deleted;
+}
+
+int64_t ClusterState::WatchTimeout(int64_t requested_ms) {
+  if (requested_ms > 0) return requested_ms;
+  int64_t lo = config_.watch_timeout_min_ms, hi = config_.watch_timeout_max_ms;
+  return hi > lo ? lo + static_cast<int64_t>(rng_() % static_cast<uint64_t>(hi - lo)) : lo;
+}
+
+void ClusterState::Watch(WatchRequest req) {
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMillis();
+  Watcher w{req.resource->plural, req.ns, std::move(req.selector), req.api_version, req.resource->kind,
+            req.bookmarks, now + WatchTimeout(req.timeout_ms), now + config_.bookmark_interval_ms, req.stream};
+  if (req.resource_version.empty() || req.resource_version == "0") {
+    for (const json* o : store_.All(w.resource)) {
+      WatchEvent ev{"ADDED", w.resource, 0, *o, nullptr};
+      if (!WatchHub::Deliver(w, ev)) return;
+    }
+  } else {
+    int64_t rv = 0;
+    try {
+      rv = std::stoll(req.resource_version);
+    } catch (const std::exception&) {
+      rv = -1;
+    }
+    auto events = rv < 0 ? Result<std::vector<const WatchEvent*>>(Status::Conflict("invalid resource version"))
+                         : store_.EventsSince(w.resource, rv);
+    if (!events.ok()) {
+      w.stream->Write(WatchHub::Encode("ERROR", KubeStatusJson(410, "Expired", events.status().message())));
+      w.stream->Finish();
+      return;
+    }
+    for (const WatchEvent* ev : *events) {
+      if (!WatchHub::Deliver(w, *ev)) return;
+    }
+  }
+  hub_.Add(std::move(w));
+}
+
+void ClusterState::Tick() {
+  std::lock_guard lock(mu_);
+  int64_t now = clock_->NowMillis();
+  kueue_.Tick(now);
+  hub_.Tick(now, store_.resource_version(), config_.bookmark_interval_ms);
+}
+
+Status ClusterState::Evict(const std::string& ns, const std::string& name) {
+  std::lock_guard lock(mu_);
+  return kueue_.Evict(ns, name, clock_->NowMillis());
+}
+
+void ClusterState::SetQuota(const ResourceList& quota) {
+  std::lock_guard lock(mu_);
+  kueue_.SetQuota(quota, clock_->NowMillis());
+}
+
+void ClusterState::KillWatches() {
+  std::lock_guard lock(mu_);
+  hub_.CloseAll();
+}
+
+ResourceList ClusterState::Reserved() {
+  std::lock_guard lock(mu_);
+  return kueue_.Reserved();
+}
+
+json ClusterState::Summary() {
+  std::lock_guard lock(mu_);
+  return {{"name", config_.name},
+          {"resourceVersion", store_.resource_version()},
+          {"quota", ToJson(kueue_.quota())},
+          {"reserved", ToJson(kueue_.Reserved())},
+          {"runningJobs", kueue_.running_jobs()},
+          {"watches", hub_.size()}};
+}
+
+}  // namespace gantry::sim

@@ -1,0 +1,84 @@
+// ClusterState: everything one simulated cluster knows, behind one mutex:
+// the object store, the watch hub and the simulated Kueue. The HTTP layer
+// (KubeApi) and the admin API call it; a ticker calls Tick() to let time
+// pass (admission delay, job run time, watch deadlines, bookmarks).
+//
+// Thread-safety: every public method is safe from any thread.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/common/clock.h"
+#include "gantry/common/status.h"
+#include "gantry/http/message.h"
+#include "journal.h"
+#include "kueue_controller.h"
+#include "label_selector.h"
+#include "object_store.h"
+#include "resources.h"
+#include "sim_config.h"
+#include "watch_hub.h"
+
+namespace gantry::sim {
+
+struct WatchRequest {
+  const ResourceInfo* resource = nullptr;
+  std::string api_version;  // "kueue.x-k8s.io/v1beta1"
+  std::string ns;           // "" = all namespaces
+  LabelSelector selector;
+  std::string resource_version;  // "" or "0": current state first, then changes
+  bool bookmarks = false;
+  int64_t timeout_ms = 0;        // 0 = the cluster's randomized default
+  std::shared_ptr<http::ResponseStream> stream;
+};
+
+class ClusterState {
+ public:
+  // journal and clock must outlive this.
+  ClusterState(ClusterConfig config, Journal* journal, const Clock* clock);
+
+  const ClusterConfig& config() const { return config_; }
+
+  Result<nlohmann::json> Create(const ResourceInfo& res, const std::string& ns, nlohmann::json object);
+  Result<nlohmann::json> Get(const ResourceInfo& res, const std::string& ns, const std::string& name);
+  // Returns a List object ({"kind":"WorkloadList","metadata":{resourceVersion,continue},...}).
+  Result<nlohmann::json> List(const ResourceInfo& res, const std::string& api_version, const std::string& ns,
+                              const LabelSelector& selector, std::size_t limit, const std::string& continue_token);
+  // patch_type: "merge" (merge-patch and strategic-merge-patch) or "json"
+  // (RFC 6902). status=true patches only .status (the /status subresource).
+  Result<nlohmann::json> Patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
+                               const std::string& patch_type, const nlohmann::json& patch, bool status);
+  Result<nlohmann::json> Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
+                                const std::string& propagation_policy);
+  // Writes the initial events (or a 410 ERROR event) and registers the stream.
+  void Watch(WatchRequest request);
+
+  void Tick();
+
+  // Admin operations.
+  Status Evict(const std::string& ns, const std::string& name);
+  void SetQuota(const ResourceList& quota);
+  void KillWatches();
+  nlohmann::json Summary();
+  // For tests: quota reserved now.
+  ResourceList Reserved();
+
+ private:
+  int64_t WatchTimeout(int64_t requested_ms);
+
+  const ClusterConfig config_;
+  Journal* journal_;
+  const Clock* clock_;
+  std::mutex mu_;
+  WatchHub hub_;
+  ObjectStore store_;
+  KueueController kueue_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace gantry::sim

@@ -1,0 +1,114 @@
+#include "ctl.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "gantry/http/client.h"
+
+namespace gantry::sim {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kExitUsage = 2;
+
+Result<http::ClientResponse> Call(const std::string& out_dir, const std::string& method, const std::string& target,
+                            const std::string& body = "") {
+  std::ifstream f(out_dir + "/admin");
+  int port = 0;
+  if (!(f >> port) || port <= 0) return Status::NotFound(fmt::format("{}/admin: no admin port (is gantry-sim running?)", out_dir));
+  auto client = http::Client::Create(fmt::format("http://127.0.0.1:{}", port));
+  if (!client.ok()) return client.status();
+  return (*client)->Do(method, target, body, {{"Content-Type", "application/json"}});
+}
+
+}  // namespace
+}  // namespace gantry::sim
+
+namespace gantry::sim {
+
+int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|partition|heal|stop|start|latency|errors|kill-watches|quota ...\n");
+    return kExitUsage;
+  }
+  const std::string& cmd = args[0];
+  auto need = [&](std::size_t n) {
+    if (args.size() >= n + 1) return true;
+    std::fprintf(stderr, "gantry-sim ctl %s: needs %zu argument(s)\n", cmd.c_str(), n);
+    return false;
+  };
+  std::string method = "POST", target, body;
+  if (cmd == "journal" || cmd == "check" || cmd == "clusters") {
+    method = "GET";
+    target = "/" + cmd;
+  } else if (cmd == "evict") {
+    if (!need(2)) return kExitUsage;
+    auto slash = args[2].find('/');
+    std::string ns = slash == std::string::npos ? "default" : args[2].substr(0, slash);
+    std::string name = slash == std::string::npos ? args[2] : args[2].substr(slash + 1);
+    target = fmt::format("/clusters/{}/evict?namespace={}&name={}", args[1], ns, name);
+  } else if (cmd == "partition") {
+    if (!need(1)) return kExitUsage;
+    target = fmt::format("/clusters/{}/partition?mode={}", args[1], args.size() > 2 ? args[2] : "1");
+  } else if (cmd == "heal" || cmd == "stop" || cmd == "start" || cmd == "kill-watches") {
+    if (!need(1)) return kExitUsage;
+    target = fmt::format("/clusters/{}/{}", args[1], cmd);
+  } else if (cmd == "latency") {
+    if (!need(2)) return kExitUsage;
+    target = fmt::format("/clusters/{}/latency?ms={}", args[1], args[2]);
+  } else if (cmd == "errors") {
+    if (!need(2)) return kExitUsage;
+    target = fmt::format("/clusters/{}/errors?fraction={}&codes={}", args[1], args[2], args.size() > 3 ? args[3] : "");
+  } else if (cmd == "quota") {
+    if (!need(2)) return kExitUsage;
+    json q = json::object();
+    for (std::size_t i = 2; i < args.size(); ++i) {
+      auto eq = args[i].find('=');
+      if (eq == std::string::npos) {
+        std::fprintf(stderr, "gantry-sim ctl quota: want RESOURCE=QUANTITY, got %s\n", args[i].c_str());
+        return kExitUsage;
+      }
+      q[args[i].substr(0, eq)] = args[i].substr(eq + 1);
+    }
+    target = fmt::format("/clusters/{}/quota", args[1]);
+    body = q.dump();
+  } else {
+    std::fprintf(stderr, "gantry-sim ctl: unknown command %s\n", cmd.c_str());
+    return kExitUsage;
+  }
+  auto resp = Call(out_dir, method, target, body);
+  if (!resp.ok()) {
+    std::fprintf(stderr, "gantry-sim ctl: %s\n", resp.status().ToString().c_str());
+    return 1;
+  }
+  if (resp->status != 200) {
+    json err = json::parse(resp->body, nullptr, false);
+    std::string msg = err.is_object() ? err.value("message", resp->body) : resp->body;
+    std::fprintf(stderr, "gantry-sim ctl %s: %d %s\n", cmd.c_str(), resp->status, msg.c_str());
+    return 1;
+  }
+  if (cmd == "check") {
+    json r = json::parse(resp->body, nullptr, false);
+    if (r.is_object() && r.value("ok", false)) {
+      std::printf("ok: no job ran twice\n");
+      return 0;
+    }
+    for (const json& v : r.value("violations", json::array())) {
+      std::printf("VIOLATION %s: %s\n", v.value("jobUid", "").c_str(), v.value("message", "").c_str());
+    }
+    return 1;
+  }
+  if (cmd == "clusters") {
+    std::printf("%s\n", json::parse(resp->body, nullptr, false).dump(2).c_str());
+  } else {
+    std::fputs(resp->body.c_str(), stdout);
+    if (cmd != "journal") std::fputs("\n", stdout);
+  }
+  return 0;
+}
+
+}  // namespace gantry::sim

@@ -1,0 +1,20 @@
+// `gantry-sim ctl --out-dir DIR <command> [args]`: the operator's client of
+// the admin API, which it finds through DIR/admin.
+//
+//   journal | check | clusters
+//   evict C NS/NAME | partition C [1|2] | heal C | stop C | start C
+//   latency C MS | errors C FRACTION [CODES] | kill-watches C
+//   quota C RESOURCE=QTY...
+//
+// `check` exits 1 and names the job when the journal shows a double run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gantry::sim {
+
+// Returns the process exit code; prints results to stdout, errors to stderr.
+int RunCtl(const std::string& out_dir, const std::vector<std::string>& args);
+
+}  // namespace gantry::sim

@@ -1,0 +1,78 @@
+#include "journal.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "gantry/common/clock.h"
+
+namespace gantry::sim {
+
+nlohmann::json RunToJson(const Run& run) {
+  nlohmann::json j = {{"cluster", run.cluster}, {"kind", run.kind},       {"namespace", run.ns},
+                      {"name", run.name},       {"jobUid", run.job_uid},  {"epoch", run.epoch},
+                      {"atMostOnce", run.at_most_once}, {"startMs", run.start_ms},
+                      {"start", FormatRfc3339(run.start_ms)}};
+  if (run.end_ms != 0) {
+    j["endMs"] = run.end_ms;
+    j["end"] = FormatRfc3339(run.end_ms);
+    j["endReason"] = run.end_reason;
+  }
+  return j;
+}
+
+std::vector<Violation> CheckRuns(const std::vector<Run>& runs) {
+  constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();
+  std::map<std::string, std::vector<const Run*>> by_uid;
+  for (const Run& r : runs) {
+    if (!r.job_uid.empty()) by_uid[r.job_uid].push_back(&r);
+  }
+  std::vector<Violation> out;
+  for (auto& [uid, list] : by_uid) {
+    std::sort(list.begin(), list.end(), [](const Run* a, const Run* b) { return a->start_ms < b->start_ms; });
+    bool at_most_once = std::any_of(list.begin(), list.end(), [](const Run* r) { return r->at_most_once; });
+    if (at_most_once && list.size() > 1) {
+      out.push_back({uid, fmt::format("job {} is at-most-once but ran {} times (first in {} epoch {}, then in {} epoch {})",
+                                      uid, list.size(), list[0]->cluster, list[0]->epoch, list[1]->cluster,
+                                      list[1]->epoch)});
+      continue;
+    }
+    // Sorted by start: an overlap exists iff some run starts before the
+    // latest end seen so far.
+    const Run* longest = nullptr;
+    int64_t latest_end = std::numeric_limits<int64_t>::min();
+    for (const Run* r : list) {
+      if (longest && r->start_ms < latest_end) {
+        out.push_back({uid, fmt::format("job {} ran twice at once: in {} ({}/{}, epoch {}) and in {} ({}/{}, epoch {})",
+                                        uid, longest->cluster, longest->ns, longest->name, longest->epoch,
+                                        r->cluster, r->ns, r->name, r->epoch)});
+        break;
+      }
+      int64_t end = r->end_ms == 0 ? kOpen : r->end_ms;
+      if (end > latest_end) latest_end = end, longest = r;
+    }
+  }
+  return out;
+}
+
+std::size_t Journal::Start(Run run) {
+  std::lock_guard lock(mu_);
+  runs_.push_back(std::move(run));
+  return runs_.size() - 1;
+}
+
+void Journal::Stop(std::size_t id, int64_t end_ms, std::string reason) {
+  std::lock_guard lock(mu_);
+  if (id >= runs_.size() || runs_[id].end_ms != 0) return;
+  runs_[id].end_ms = std::max(end_ms, runs_[id].start_ms);
+  runs_[id].end_reason = std::move(reason);
+}
+
+std::vector<Run> Journal::Snapshot() const {
+  std::lock_guard lock(mu_);
+  return runs_;
+}
+
+}  // namespace gantry::sim

@@ -1,0 +1,106 @@
+// KueueController: the simulated Kueue and job controllers of one cluster.
+// It owns the quota accounting (reserved usage per admitted Workload) and
+// the running jobs, and writes what real controllers write: Workload
+// conditions and status.admission, ClusterQueue/LocalQueue status, job
+// suspend/active/succeeded, and the run journal.
+//
+// The admission decision itself is the pure DecideAdmissions (admission.h);
+// this class gathers its inputs from the store and applies its verdicts.
+// Time is passed in (now_ms) so tests drive it with a fake clock.
+//
+// Thread-safety: none; the owning ClusterState serializes all calls.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/common/status.h"
+#include "demand.h"
+#include "journal.h"
+#include "object_store.h"
+#include "quota.h"
+#include "sim_config.h"
+
+namespace gantry::sim {
+
+inline constexpr const char* kPrebuiltWorkloadKey = "kueue.x-k8s.io/prebuilt-workload-name";
+inline constexpr const char* kDurationAnnotation = "sim.gantry.dev/duration";
+inline constexpr const char* kOutcomeAnnotation = "sim.gantry.dev/outcome";
+
+class KueueController {
+ public:
+  KueueController(const ClusterConfig& config, ObjectStore* store, Journal* journal);
+
+  // Creates the ResourceFlavor, ClusterQueue and LocalQueues.
+  void Bootstrap(int64_t now_ms);
+  // Admission, adoption of waiting jobs, finishing due runs, queue status.
+  void Tick(int64_t now_ms);
+  // Marks that admission must be reconsidered on the next Tick.
+  void MarkDirty() { dirty_ = true; }
+
+  // Hooks called by ClusterState after the store changed.
+  void OnWorkloadCreated(const nlohmann::json& wl, int64_t now_ms);
+  void OnWorkloadDeleted(const nlohmann::json& wl, int64_t now_ms);
+  // A new job: suspended until adopted; adopted at once when its prebuilt
+  // Workload is admitted; run unmanaged when it has none and is not suspended.
+  void OnJobCreated(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
+  void OnJobDeleted(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
+
+  // Preempts an admitted Workload: Evicted=True (Preempted), quota released,
+  // its job suspended. NotFound / InvalidArgument (not admitted).
+  Status Evict(const std::string& ns, const std::string& name, int64_t now_ms);
+  void SetQuota(const ResourceList& quota, int64_t now_ms);
+
+  const ResourceList& quota() const { return quota_; }
+  ResourceList Reserved() const;
+  std::size_t running_jobs() const { return running_.size(); }
+
+ private:
+  struct Arrival {
+    int64_t created_ms = 0;
+    int64_t seq = 0;
+  };
+  struct RunningJob {
+    std::string resource, ns, name;
+    std::string workload_key;  // "" for an unmanaged job
+    int64_t finish_ms = 0;
+    bool fail = false;
+    std::size_t journal_id = 0;
+  };
+
+  void Admit(const nlohmann::json& wl, const WorkloadDemand& demand, int64_t now_ms);
+  void RunAdmission(int64_t now_ms);
+  void AdoptWaitingJobs(int64_t now_ms);
+  bool TryAdopt(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
+  void StartRun(const std::string& resource, nlohmann::json job, const std::string& wl_key, int64_t now_ms);
+  void FinishRun(const std::string& run_key, int64_t now_ms);
+  // Stops a running job: journal stop, job suspended (unless deleted).
+  void StopRun(const std::string& run_key, const std::string& reason, bool suspend_job, int64_t now_ms);
+  void Release(const std::string& wl_key);
+  void UpdateQueueStatus(int64_t now_ms);
+  void UpdateClusterQueueSpec();
+  std::string RunKeyForWorkload(const std::string& wl_key) const;
+
+  const ClusterConfig& config_;
+  ObjectStore* store_;
+  Journal* journal_;
+  ResourceList quota_;
+  bool dirty_ = true;
+  int64_t next_wake_ms_ = 0;
+  int64_t next_seq_ = 0;
+  std::map<std::string, Arrival> arrivals_;        // workload key -> arrival
+  std::map<std::string, ResourceList> reserved_;   // workload key -> usage
+  std::map<std::string, RunningJob> running_;      // resource/ns/name -> run
+};
+
+// Sets condition `type` on obj's status; lastTransitionTime changes only when
+// the status flips. Returns true when anything changed.
+bool SetCondition(nlohmann::json* obj, const std::string& type, bool status, const std::string& reason,
+                  const std::string& message, int64_t now_ms);
+// True when obj has condition type with status "True".
+bool HasCondition(const nlohmann::json& obj, const std::string& type);
+
+}  // namespace gantry::sim

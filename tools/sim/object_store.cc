@@ -1,0 +1,142 @@
+#include "object_store.h"
+
+#include <fmt/format.h>
+
+#include "gantry/common/clock.h"
+#include "gantry/common/names.h"
+
+namespace gantry::sim {
+
+using nlohmann::json;
+
+std::string NamespaceOf(const json& o) { return o["metadata"].value("namespace", ""); }
+std::string NameOf(const json& o) { return o["metadata"].value("name", ""); }
+
+static std::string MetaMapValue(const json& o, const char* map, const std::string& key) {
+  auto md = o.find("metadata");
+  if (md == o.end() || !md->contains(map) || !(*md)[map].is_object()) return "";
+  const json& m = (*md)[map];
+  auto it = m.find(key);
+  return it != m.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string Annotation(const json& o, const std::string& key) { return MetaMapValue(o, "annotations", key); }
+std::string Label(const json& o, const std::string& key) { return MetaMapValue(o, "labels", key); }
+std::string LabelOrAnnotation(const json& o, const std::string& key) {
+  std::string a = Annotation(o, key);
+  return a.empty() ? Label(o, key) : a;
+}
+
+ObjectStore::ObjectStore(std::size_t history_limit, EventSink sink)
+    : history_limit_(history_limit), sink_(std::move(sink)) {}
+
+std::string ObjectStore::Key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+void ObjectStore::Record(WatchEvent ev) {
+  history_.push_back(std::move(ev));
+  while (history_.size() > history_limit_) {
+    compacted_rv_ = history_.front().rv;
+    history_.pop_front();
+  }
+  if (sink_) sink_(history_.back());
+}
+
+Result<json> ObjectStore::Create(const std::string& resource, json object, int64_t now_ms) {
+  json& md = object["metadata"];
+  std::string ns = md.value("namespace", "");
+  std::string name = md.value("name", "");
+  auto& bucket = objects_[resource];
+  if (bucket.count(Key(ns, name))) {
+    return Status::AlreadyExists(fmt::format("{} \"{}\" already exists", resource, name));
+  }
+  md["uid"] = NewUid();
+  md["creationTimestamp"] = FormatRfc3339(now_ms);
+  md["generation"] = 1;
+  md["resourceVersion"] = std::to_string(++rv_);
+  md.erase("deletionTimestamp");
+  bucket[Key(ns, name)] = object;
+  Record({"ADDED", resource, rv_, object, nullptr});
+  return object;
+}
+
+const json* ObjectStore::Get(const std::string& resource, const std::string& ns, const std::string& name) const {
+  auto b = objects_.find(resource);
+  if (b == objects_.end()) return nullptr;
+  auto it = b->second.find(Key(ns, name));
+  return it == b->second.end() ? nullptr : &it->second;
+}
+
+Result<json> ObjectStore::Update(const std::string& resource, json object) {
+  std::string ns = NamespaceOf(object), name = NameOf(object);
+  auto& bucket = objects_[resource];
+  auto it = bucket.find(Key(ns, name));
+  if (it == bucket.end()) return Status::NotFound(fmt::format("{} \"{}\" not found", resource, name));
+  json& old = it->second;
+  json& md = object["metadata"];
+  for (const char* k : {"uid", "creationTimestamp", "generation"}) md[k] = old["metadata"][k];
+  if (object.value("spec", json()) != old.value("spec", json())) {
+    md["generation"] = old["metadata"].value("generation", 1) + 1;
+  }
+  md["resourceVersion"] = std::to_string(++rv_);
+  json old_labels = old["metadata"].value("labels", json::object());
+  old = object;
+  Record({"MODIFIED", resource, rv_, object, std::move(old_labels)});
+  return object;
+}
+
+Result<json> ObjectStore::Delete(const std::string& resource, const std::string& ns, const std::string& name) {
+  auto& bucket = objects_[resource];
+  auto it = bucket.find(Key(ns, name));
+  if (it == bucket.end()) return Status::NotFound(fmt::format("{} \"{}\" not found", resource, name));
+  json object = std::move(it->second);
+  bucket.erase(it);
+  object["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  Record({"DELETED", resource, rv_, object, nullptr});
+  return object;
+}
+
+Result<ListPage> ObjectStore::List(const std::string& resource, const std::string& ns, const LabelSelector& selector,
+                                   std::size_t limit, const std::string& continue_token) const {
+  ListPage page;
+  auto b = objects_.find(resource);
+  if (b == objects_.end()) return page;
+  auto it = b->second.begin();
+  if (!continue_token.empty()) {
+    if (continue_token.find('/') == std::string::npos) return Status::Invalid("invalid continue token");
+    it = b->second.upper_bound(continue_token);
+  }
+  std::string last_key;
+  for (; it != b->second.end(); ++it) {
+    if (!ns.empty() && NamespaceOf(it->second) != ns) continue;
+    if (!selector.MatchesObject(it->second)) continue;
+    if (limit != 0 && page.items.size() == limit) {
+      page.continue_token = last_key;
+      ++page.remaining;
+      continue;
+    }
+    page.items.push_back(it->second);
+    last_key = it->first;
+  }
+  return page;
+}
+
+std::vector<const json*> ObjectStore::All(const std::string& resource) const {
+  std::vector<const json*> out;
+  auto b = objects_.find(resource);
+  if (b == objects_.end()) return out;
+  for (const auto& [key, obj] : b->second) out.push_back(&obj);
+  return out;
+}
+
+Result<std::vector<const WatchEvent*>> ObjectStore::EventsSince(const std::string& resource, int64_t rv) const {
+  if (rv < compacted_rv_) {
+    return Status::Conflict(fmt::format("too old resource version: {} ({})", rv, compacted_rv_ + 1));
+  }
+  std::vector<const WatchEvent*> out;
+  for (const WatchEvent& ev : history_) {
+    if (ev.rv > rv && ev.resource == resource) out.push_back(&ev);
+  }
+  return out;
+}
+
+}  // namespace gantry::sim

@@ -1,0 +1,188 @@
+#include "sim_cluster.h"
+
+#include <fmt/format.h>
+
+#include "kube_errors.h"
+
+namespace gantry::sim {
+
+SimCluster::SimCluster(ClusterConfig config, Journal* journal, const Clock* clock)
+    : state_(std::move(config), journal, clock), api_(&state_), clock_(clock), rng_(std::random_device{}()) {
+  faults_.latency_ms = state_.config().api_latency_ms;
+  port_ = state_.config().port;
+}
+
+SimCluster::~SimCluster() { Shutdown(); }
+
+std::string SimCluster::server_url() const { return fmt::format("https://127.0.0.1:{}", port_); }
+
+Status SimCluster::Start() {
+  auto certs = MakeClusterCerts(name());
+  if (!certs.ok()) return certs.status();
+  certs_ = std::move(*certs);
+  token_ = MakeToken();
+  std::lock_guard lock(server_mu_);
+  return StartServerLocked();
+}
+
+Status SimCluster::StartServerLocked() {
+  if (server_) return Status::Ok();
+  http::ServerOptions opts;
+  opts.address = "127.0.0.1";
+  opts.port = port_;
+  opts.tls = http::TlsServerOptions{certs_.cert_pem, certs_.key_pem};
+  opts.threads = 1;  // multi-threaded serving is disabled (strand lifetime bug)
+  opts.server_name = "gantry-sim";
+  opts.idle_timeout = std::chrono::minutes(5);
+  opts.error_response = [](int status, std::string message) {
+    return KubeError(status, status >= 500 ? "InternalError" : "BadRequest", message);
+  };
+  auto server = std::make_unique<http::Server>(
+      std::move(opts), [this](http::Request req, http::Responder respond) { Handle(std::move(req), std::move(respond)); });
+  GANTRY_RETURN_IF_ERROR(server->Start());
+  port_ = server->port();
+  server_ = std::move(server);
+  return Status::Ok();
+}
+
+void SimCluster::StopServerLocked() {
+  if (!server_) return;
+  // Responders post to the server's io_context: answer them all before it goes.
+  std::vector<http::Responder> stalled;
+  std::deque<Deferred> deferred;
+  {
+    std::lock_guard lock(fault_mu_);
+    stalled.swap(stalled_);
+    deferred.swap(deferred_);
+  }
+  for (auto& r : stalled) r(KubeError(503, "ServiceUnavailable", "the apiserver is stopping"));
+  for (auto& d : deferred) d.respond(std::move(d.response));
+  server_->Stop(std::chrono::milliseconds(0));
+  server_.reset();
+}
+
+void SimCluster::Shutdown() {
+  state_.KillWatches();
+  std::lock_guard lock(server_mu_);
+  StopServerLocked();
+}
+
+void SimCluster::Handle(http::Request req, http::Responder respond) {
+  if (req.Header("authorization") != "Bearer " + token_) {
+    respond(KubeError(401, "Unauthorized", "Unauthorized"));
+    return;
+  }
+  int64_t delay = 0;
+  {
+    std::lock_guard lock(fault_mu_);
+    if (faults_.partition_mode == 2) {
+      stalled_.push_back(std::move(respond));
+      return;
+    }
+    if (faults_.error_fraction > 0 && !faults_.error_codes.empty() &&
+        std::uniform_real_distribution<double>(0, 1)(rng_) < faults_.error_fraction) {
+      int code = faults_.error_codes[rng_() % faults_.error_codes.size()];
+      http::Response r = KubeError(code, code == 429 ? "TooManyRequests" : code == 503 ? "ServiceUnavailable" : "InternalError",
+                                   "injected fault (gantry-sim)");
+      if (code == 429 || code == 503) r.headers.emplace_back("Retry-After", "1");
+      respond(std::move(r));
+      return;
+    }
+    delay = faults_.latency_ms;
+  }
+  http::Response resp = api_.Handle(req);
+  if (delay > 0 && !resp.stream) {
+    std::lock_guard lock(fault_mu_);
+    deferred_.push_back({clock_->NowMillis() + delay, std::move(respond), std::move(resp)});
+    return;
+  }
+  respond(std::move(resp));
+}
+
+void SimCluster::Tick() {
+  state_.Tick();
+  std::vector<Deferred> due;
+  {
+    std::lock_guard lock(fault_mu_);
+    int64_t now = clock_->NowMillis();
+    // Latency is constant per cluster, so deferred_ is ordered by due time.
+    while (!deferred_.empty() && deferred_.front().due_ms <= now) {
+      due.push_back(std::move(deferred_.front()));
+      deferred_.pop_front();
+    }
+  }
+  for (Deferred& d : due) d.respond(std::move(d.response));
+}
+
+Status SimCluster::StopApiserver() {
+  {
+    std::lock_guard lock(fault_mu_);
+    faults_.apiserver_stopped = true;
+  }
+  state_.KillWatches();
+  std::lock_guard lock(server_mu_);
+  StopServerLocked();
+  return Status::Ok();
+}
+
+Status SimCluster::StartApiserver() {
+  {
+    std::lock_guard lock(fault_mu_);
+    faults_.apiserver_stopped = false;
+    if (faults_.partition_mode == 1) return Status::Ok();  // stays down until heal
+  }
+  std::lock_guard lock(server_mu_);
+  return StartServerLocked();
+}
+
+Status SimCluster::Partition(int mode) {
+  if (mode != 1 && mode != 2) return Status::Invalid("partition mode must be 1 (down) or 2 (daemon cut off)");
+  {
+    std::lock_guard lock(fault_mu_);
+    faults_.partition_mode = mode;
+  }
+  state_.KillWatches();
+  if (mode == 1) {
+    std::lock_guard lock(server_mu_);
+    StopServerLocked();
+  }
+  return Status::Ok();
+}
+
+Status SimCluster::Heal() {
+  std::vector<http::Responder> stalled;
+  bool start = false;
+  {
+    std::lock_guard lock(fault_mu_);
+    start = !faults_.apiserver_stopped;
+    faults_.partition_mode = 0;
+    stalled.swap(stalled_);
+  }
+  for (auto& r : stalled) r(KubeError(503, "ServiceUnavailable", "the cluster was unreachable (partition healed)"));
+  if (!start) return Status::Ok();
+  std::lock_guard lock(server_mu_);
+  return StartServerLocked();
+}
+
+void SimCluster::SetLatency(int64_t ms) {
+  std::lock_guard lock(fault_mu_);
+  faults_.latency_ms = std::max<int64_t>(0, ms);
+}
+
+Status SimCluster::SetErrors(double fraction, std::vector<int> codes) {
+  if (fraction < 0 || fraction > 1) return Status::Invalid("error fraction must be within [0, 1]");
+  for (int c : codes) {
+    if (c < 400 || c > 599) return Status::Invalid(fmt::format("error code {} is not an HTTP error", c));
+  }
+  std::lock_guard lock(fault_mu_);
+  faults_.error_fraction = fraction;
+  if (!codes.empty()) faults_.error_codes = std::move(codes);
+  return Status::Ok();
+}
+
+FaultSettings SimCluster::faults() {
+  std::lock_guard lock(fault_mu_);
+  return faults_;
+}
+
+}  // namespace gantry::sim

@@ -1,0 +1,95 @@
+// SimCluster: one simulated worker cluster on the network: its TLS
+// apiserver (the project's http::Server) on a loopback port, its CA and
+// bearer token, and the faults an operator can inject between the daemon
+// and it (latency, error fraction, partition, apiserver stop/start).
+//
+// Partition modes: 1 = the apiserver is down (new connections refused, open
+// ones closed); 2 = the apiserver stays up but stalls every request until
+// heal (then 503) and ends watches, as when only the daemon's network path
+// is cut.
+//
+// Thread-safety: Handle runs on the server's thread; the admin methods and
+// Tick from other threads; all state is under mutexes.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "certs.h"
+#include "cluster_state.h"
+#include "gantry/http/server.h"
+#include "kube_api.h"
+
+namespace gantry::sim {
+
+struct FaultSettings {
+  int64_t latency_ms = 0;
+  double error_fraction = 0;
+  std::vector<int> error_codes = {500, 503, 429};
+  int partition_mode = 0;  // 0 none, 1 apiserver down, 2 stalls requests
+  bool apiserver_stopped = false;
+};
+
+class SimCluster {
+ public:
+  // journal and clock must outlive this.
+  SimCluster(ClusterConfig config, Journal* journal, const Clock* clock);
+  ~SimCluster();
+
+  // Makes the certificates and starts the apiserver.
+  Status Start();
+  void Shutdown();
+
+  const std::string& name() const { return state_.config().name; }
+  const ClusterConfig& config() const { return state_.config(); }
+  uint16_t port() const { return port_; }
+  const std::string& token() const { return token_; }
+  const ClusterCerts& certs() const { return certs_; }
+  std::string server_url() const;
+  ClusterState& state() { return state_; }
+
+  // Time passes: the Kueue model, watch deadlines, delayed responses.
+  void Tick();
+
+  // Faults (admin API).
+  Status StopApiserver();
+  Status StartApiserver();
+  Status Partition(int mode);
+  Status Heal();
+  void SetLatency(int64_t ms);
+  Status SetErrors(double fraction, std::vector<int> codes);
+  FaultSettings faults();
+
+ private:
+  struct Deferred {
+    int64_t due_ms;
+    http::Responder respond;
+    http::Response response;
+  };
+  void Handle(http::Request req, http::Responder respond);
+  Status StartServerLocked();
+  void StopServerLocked();
+
+  ClusterState state_;
+  KubeApi api_;
+  const Clock* clock_;
+  ClusterCerts certs_;
+  std::string token_;
+  uint16_t port_ = 0;
+
+  std::mutex server_mu_;  // guards server_ (start/stop from admin threads)
+  std::unique_ptr<http::Server> server_;
+
+  std::mutex fault_mu_;   // guards the rest
+  FaultSettings faults_;
+  std::mt19937_64 rng_;
+  std::deque<Deferred> deferred_;
+  std::vector<http::Responder> stalled_;
+};
+
+}  // namespace gantry::sim

@@ -1,0 +1,112 @@
+#include "validation.h"
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gantry/common/names.h"
+
+namespace gantry::sim {
+namespace {
+
+using nlohmann::json;
+
+struct Errors {
+  std::vector<std::string> list;
+  void Add(std::string field, std::string msg) { list.push_back(field + ": " + msg); }
+  Status ToStatus(const std::string& kind, const std::string& name) const {
+    if (list.empty()) return Status::Ok();
+    std::string joined;
+    for (const std::string& e : list) joined += (joined.empty() ? "" : ", ") + e;
+    if (list.size() > 1) joined = "[" + joined + "]";
+    return Status::Invalid(fmt::format("{} \"{}\" is invalid: {}", kind, name, joined));
+  }
+};
+
+std::string KindOf(const json& o) {
+  std::string kind = o.value("kind", "Workload");
+  return kind == "Workload" ? "Workload.kueue.x-k8s.io" : kind;
+}
+
+}  // namespace
+
+Status ValidateMetadata(const ResourceInfo& res, const json& object) {
+  Errors e;
+  if (!object.is_object()) return Status::Invalid("the body must be a JSON object");
+  const json& md = object.value("metadata", json::object());
+  std::string name = md.is_object() ? md.value("name", "") : "";
+  if (name.empty()) {
+    e.Add("metadata.name", "Required value: name or generateName is required");
+  } else if (std::string err = CheckDns1123Subdomain(name); !err.empty()) {
+    e.Add("metadata.name", fmt::format("Invalid value: \"{}\": {}", name, err));
+  }
+  std::string ns = md.is_object() ? md.value("namespace", "") : "";
+  if (res.namespaced && !ns.empty()) {
+    if (std::string err = CheckDns1123Label(ns); !err.empty()) {
+      e.Add("metadata.namespace", fmt::format("Invalid value: \"{}\": {}", ns, err));
+    }
+  }
+  return e.ToStatus(res.kind, name);
+}
+
+Status ValidateWorkload(const json& wl) {
+  Errors e;
+  std::string name = wl["metadata"].value("name", "");
+  const json& spec = wl.value("spec", json::object());
+  if (!spec.is_object()) return Status::Invalid(fmt::format("Workload.kueue.x-k8s.io \"{}\" is invalid: spec: must be an object", name));
+  if (!spec.contains("queueName") || !spec["queueName"].is_string() || spec["queueName"].get<std::string>().empty()) {
+    e.Add("spec.queueName", "Required value");
+  } else if (std::string err = CheckDns1123Subdomain(spec["queueName"].get<std::string>()); !err.empty()) {
+    e.Add("spec.queueName", "Invalid value: " + err);
+  }
+  const json& sets = spec.value("podSets", json(nullptr));
+  if (!sets.is_array() || sets.empty()) {
+    e.Add("spec.podSets", "Required value: must have at least 1 item");
+  } else if (sets.size() > kMaxPodSets) {
+    e.Add("spec.podSets", fmt::format("Too many: {}: must have at most {} items", sets.size(), kMaxPodSets));
+  } else {
+    std::set<std::string> seen;
+    for (std::size_t i = 0; i < sets.size(); ++i) {
+      std::string path = fmt::format("spec.podSets[{}]", i);
+      const json& ps = sets[i];
+      if (!ps.is_object()) {
+        e.Add(path, "Invalid value: must be an object");
+        continue;
+      }
+      std::string ps_name = ps.value("name", "main");
+      if (!ps.contains("name") || !ps["name"].is_string()) {
+        e.Add(path + ".name", "Required value");
+      } else if (std::string err = CheckDns1123Label(ps_name, 63); !err.empty()) {
+        e.Add(path + ".name", fmt::format("Invalid value: \"{}\": {}", ps_name, err));
+      } else if (!seen.insert(ps_name).second) {
+        e.Add(path + ".name", fmt::format("Duplicate value: \"{}\"", ps_name));
+      }
+      if (!ps.contains("count") || !ps["count"].is_number_integer()) {
+        e.Add(path + ".count", "Required value: an integer");
+      } else if (ps["count"].get<int64_t>() < 0) {
+        e.Add(path + ".count", fmt::format("Invalid value: {}: should be greater than or equal to 0",
+                                           ps["count"].get<int64_t>()));
+      }
+      if (!ps.contains("template") || !ps["template"].is_object()) e.Add(path + ".template", "Required value");
+    }
+  }
+  if (spec.contains("priority") && !spec["priority"].is_number_integer()) {
+    e.Add("spec.priority", "Invalid value: must be an integer");
+  }
+  return e.ToStatus(KindOf(wl), name);
+}
+
+Status ValidateWorkloadUpdate(const json& old, const json& updated) {
+  Errors e;
+  auto cluster = [](const json& o) -> std::string {
+    const json& st = o.value("status", json::object());
+    return st.is_object() ? st.value("clusterName", "") : "";
+  };
+  std::string before = cluster(old), after = cluster(updated);
+  if (!before.empty() && !after.empty() && before != after) e.Add("status.clusterName", "Invalid value: clusterName is immutable once set");
+  return e.ToStatus(KindOf(updated), updated["metadata"].value("name", ""));
+}
+
+}  // namespace gantry::sim

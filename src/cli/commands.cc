@@ -302,7 +302,7 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
     std::string since = Str(c, "/status/since");
     rows.push_back({Str(c, "/metadata/name"), Str(c, "/status/health") + (c.value(nlohmann::json::json_pointer("/spec/cordoned"), false) ? ",Cordoned" : ""),
                     since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), gpus, pending, age,
-                    Str(c, "/status/lastError")});
+                    Str(c, "/status/health") == "Ready" ? "" : Str(c, "/status/lastError")});
   }
   PrintTable(out, {"NAME", "HEALTH", "SINCE", "REGION", "GPUS(RESERVED/QUOTA)", "PENDING", "CAPACITY-AGE", "LAST-ERROR"},
              rows);

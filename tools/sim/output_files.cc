@@ -47,14 +47,19 @@ std::string ClusterEntryYaml(const ClusterConfig& c, const std::string& kubeconf
     out << YAML::BeginMap << YAML::Key << "model" << YAML::Value << c.accelerator.model << YAML::Key << "memoryGiB"
         << YAML::Value << c.accelerator.memory_gib << YAML::Key << "gpusPerNode" << YAML::Value
         << c.accelerator.gpus_per_node << YAML::Key << "interconnect" << YAML::Value << c.accelerator.interconnect
-        << YAML::Key << "nodes" << YAML::Value << c.nodes << YAML::EndMap;
+        << YAML::EndMap;
   }
   out << YAML::EndSeq;
+  // The node shape, in the inventory's format (Kubernetes quantities).
+  out << YAML::Key << "nodes" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "cpu" << YAML::Value << (std::to_string(c.cpu_per_node_milli) + "m");
+  out << YAML::Key << "memory" << YAML::Value << std::to_string(c.memory_per_node_milli / 1000);
+  out << YAML::Key << "count" << YAML::Value << c.nodes;
+  out << YAML::EndMap;
   out << YAML::Key << "pricePerGPUHour" << YAML::Value << c.price_per_gpu_hour;
   out << YAML::Key << "datasets" << YAML::Value << YAML::Flow << c.datasets;
   out << YAML::Key << "complianceZones" << YAML::Value << YAML::Flow << c.compliance_zones;
   out << YAML::Key << "kueueAPIVersion" << YAML::Value << c.kueue_api_version;
-  out << YAML::Key << "clusterQueue" << YAML::Value << c.cluster_queue;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -1,0 +1,90 @@
+// The daemon with a real inventory: gantry-sim clusters over HTTPS feed
+// clusters.d; `gantry clusters` and `gantry explain` show what they report.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "daemon_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+nlohmann::json ClustersJson(const std::string& url) {
+  auto r = Cli(url, {"clusters", "-o", "json"});
+  if (r.code != 0) return nlohmann::json::object();
+  return nlohmann::json::parse(r.out, nullptr, false);
+}
+
+std::map<std::string, nlohmann::json> ByName(const nlohmann::json& list) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto& item : list.value("items", nlohmann::json::array())) out[item["metadata"]["name"]] = item;
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outage", "[cli][e2e][fleet]") {
+  if (ReadFile(std::string(GANTRY_BIN_DIR) + "/gantry-sim").empty()) {
+    WARN("gantry-sim was not built (GANTRY_BUILD_TOOLS=OFF): skipping");
+    return;
+  }
+  TempDir dir;
+  std::string sim_dir = dir.File("sim");
+  Process sim({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "--clusters", "3", "--out-dir", sim_dir}, dir.path());
+  REQUIRE(WaitFor([&] { return !ReadFile(sim_dir + "/ready").empty(); }, std::chrono::seconds(20)));
+  std::string data = dir.File("data");
+  std::vector<std::string> args = {"--clusters-dir", sim_dir + "/clusters.d"};
+  std::string first_lost;
+  {
+    Daemon daemon(data, dir.path(), args);
+    REQUIRE(daemon.ready());
+    // Every cluster becomes Ready with the simulator's quota.
+    REQUIRE(WaitFor([&] {
+      auto clusters = ByName(ClustersJson(daemon.url()));
+      if (clusters.size() != 3) return false;
+      for (auto& [name, c] : clusters) {
+        if (c["status"]["health"] != "Ready" || !c["status"].contains("capacity")) return false;
+      }
+      return true;
+    }, std::chrono::seconds(20)));
+    auto c1 = ByName(ClustersJson(daemon.url()))["c1"];
+    CHECK(c1["status"]["capacity"]["resources"]["nvidia.com/gpu"]["nominal"] == "32");
+    CHECK(c1["status"]["capacity"]["stale"] == false);
+
+    // Placement over the live inventory: the H100 job fits c1 only (c2 has
+    // A100s, c3 is in another region); the JobSet fits all three.
+    REQUIRE(Cli(daemon.url(), {"submit", "-f", std::string(GANTRY_SOURCE_DIR) + "/config/examples/llama-ft.yaml"}).code == 0);
+    REQUIRE(Cli(daemon.url(), {"submit", "-f", std::string(GANTRY_SOURCE_DIR) + "/config/examples/sweep-trial.yaml"}).code == 0);
+    auto llama = Cli(daemon.url(), {"explain", "llama-ft", "-n", "team-a", "-o", "json"});
+    REQUIRE(llama.code == 0);
+    auto decision = nlohmann::json::parse(llama.out);
+    CHECK(decision["candidates"] == nlohmann::json::array({"c1"}));
+    CHECK(decision["unschedulable"] == false);
+    std::map<std::string, std::string> filters;
+    for (auto& c : decision["clusters"]) filters[c["name"]] = c.value("filter", "");
+    CHECK(filters["c1"].empty());
+    CHECK(filters["c2"] == "Accelerator");
+    CHECK(filters["c3"] == "Region");
+    auto sweep = nlohmann::json::parse(Cli(daemon.url(), {"explain", "sweep-trial-7", "-n", "team-a", "-o", "json"}).out);
+    CHECK(sweep["candidates"].size() == 3);
+    auto table = Cli(daemon.url(), {"explain", "llama-ft", "-n", "team-a"});
+    CHECK(table.out.find("Candidates:    c1\n") == 0);
+
+    // Stop c1's apiserver: NotReady, with the start of the outage recorded.
+    REQUIRE(Run({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "ctl", "--out-dir", sim_dir, "stop", "c1"}).code == 0);
+    REQUIRE(WaitFor([&] { return ByName(ClustersJson(daemon.url()))["c1"]["status"]["health"] == "NotReady"; },
+                    std::chrono::seconds(20)));
+    first_lost = ByName(ClustersJson(daemon.url()))["c1"]["status"]["firstLostAt"];
+    CHECK_FALSE(first_lost.empty());
+  }
+  // A restarted daemon keeps the outage's start.
+  Daemon daemon(data, dir.path(), args);
+  REQUIRE(daemon.ready());
+  CHECK(ByName(ClustersJson(daemon.url()))["c1"]["status"]["firstLostAt"] == first_lost);
+  // The cluster comes back: Ready, and the outage is over.
+  REQUIRE(Run({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "ctl", "--out-dir", sim_dir, "start", "c1"}).code == 0);
+  CHECK(WaitFor([&] { return ByName(ClustersJson(daemon.url()))["c1"]["status"]["health"] == "Ready"; },
+                std::chrono::seconds(30)));
+  CHECK_FALSE(ByName(ClustersJson(daemon.url()))["c1"]["status"].contains("firstLostAt"));
+}
+
+}  // namespace gantry::testing

@@ -64,13 +64,9 @@ void ApiService::ReloadClusters(http::Request req, Respond respond) {
 }
 
 void ApiService::JobPlacement(http::Request req, Respond respond) {
-  const std::string& ns = req.path_params["ns"];
-  if (!Authorize(req, &ns, respond)) return;
-  auto job = store_.Get(ns, req.path_params["name"]);
-  if (!job.ok()) {
-    respond(K8sStatusFrom(job.status()));
-    return;
-  }
+  auto job = AuthorizedJob(req, respond);
+  if (!job) return;
+  const std::string& ns = job->ns;
   auto spec_json = nlohmann::json::parse(job->spec_json, nullptr, false);
   auto labels = nlohmann::json::parse(job->labels_json, nullptr, false);
   std::map<std::string, std::string> label_map;

@@ -108,14 +108,20 @@ void ApiService::Submit(http::Request req, Respond respond) {
   });
 }
 
-void ApiService::GetJob(http::Request req, Respond respond) {
+std::optional<JobRecord> ApiService::AuthorizedJob(http::Request& req, const Respond& respond) {
   const std::string& ns = req.path_params["ns"];
-  if (!Authorize(req, &ns, respond)) return;
+  if (!Authorize(req, &ns, respond)) return std::nullopt;
   auto job = store_.Get(ns, req.path_params["name"]);
   if (!job.ok()) {
     respond(K8sStatusFrom(job.status()));
-    return;
+    return std::nullopt;
   }
+  return std::move(job.value());
+}
+
+void ApiService::GetJob(http::Request req, Respond respond) {
+  auto job = AuthorizedJob(req, respond);
+  if (!job) return;
   respond(TextJson(200, JobJsonText(*job)));
 }
 
@@ -202,13 +208,8 @@ void ApiService::CancelJob(http::Request req, Respond respond) {
 }
 
 void ApiService::JobEvents(http::Request req, Respond respond) {
-  const std::string& ns = req.path_params["ns"];
-  if (!Authorize(req, &ns, respond)) return;
-  auto job = store_.Get(ns, req.path_params["name"]);
-  if (!job.ok()) {
-    respond(K8sStatusFrom(job.status()));
-    return;
-  }
+  auto job = AuthorizedJob(req, respond);
+  if (!job) return;
   auto events = store_.Events(job->uid);
   if (!events.ok()) {
     respond(K8sStatusFrom(events.status()));

@@ -91,6 +91,27 @@ std::string HumanBytes(const std::string& resource, const std::string& value) {
   return value;
 }
 
+// GETs path; on failure prints the error and sets *code. Returns the
+// result's body only on success.
+std::optional<nlohmann::json> Fetch(ApiClient& api, const std::string& path, std::ostream& err, int* code) {
+  ApiResult r = api.Call("GET", path);
+  if (r.exit_code != kExitOk) {
+    err << r.error << "\n";
+    *code = r.exit_code;
+    return std::nullopt;
+  }
+  return std::move(r.body);
+}
+
+// Prints body as JSON or YAML when -o asks for it; false for table output.
+bool PrintStructured(const CommonFlags& flags, const nlohmann::json& body, std::ostream& out) {
+  OutputFormat format;
+  ParseOutputFormat(flags.output, &format);
+  if (format == OutputFormat::kTable) return false;
+  PrintObject(out, body, format);
+  return true;
+}
+
 std::string RequestsText(const nlohmann::json& pod_set) {
   std::string text;
   if (auto req = pod_set.find("requests"); req != pod_set.end() && req->is_object()) {
@@ -156,18 +177,10 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, std::o
     int rc = WaitForFinal(*api, ns, name, wait, "", out, err);
     return rc == kExitRefused ? kExitOk : rc;  // reaching any final phase ends a watch normally
   }
-  ApiResult r = api->Call("GET", JobPath(ns, name));
-  if (r.exit_code != kExitOk) {
-    err << r.error << "\n";
-    return r.exit_code;
-  }
-  OutputFormat format;
-  ParseOutputFormat(flags.output, &format);
-  if (format != OutputFormat::kTable) {
-    PrintObject(out, r.body, format);
-    return kExitOk;
-  }
-  const nlohmann::json& j = r.body;
+  auto body = Fetch(*api, JobPath(ns, name), err, &code);
+  if (!body) return code;
+  if (PrintStructured(flags, *body, out)) return kExitOk;
+  const nlohmann::json& j = *body;
   auto field = [&](const char* label, const std::string& value) {
     out << fmt::format("{:<11} {}\n", label, value.empty() ? "<none>" : value);
   };
@@ -274,18 +287,10 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   int code = kExitOk;
   auto api = Connect(flags, err, &code);
   if (!api) return code;
-  ApiResult r = api->Call("GET", "/api/v1/clusters");
-  if (r.exit_code != kExitOk) {
-    err << r.error << "\n";
-    return r.exit_code;
-  }
-  OutputFormat format;
-  ParseOutputFormat(flags.output, &format);
-  if (format != OutputFormat::kTable) {
-    PrintObject(out, r.body, format);
-    return kExitOk;
-  }
-  const auto& items = r.body.value("items", nlohmann::json::array());
+  auto body = Fetch(*api, "/api/v1/clusters", err, &code);
+  if (!body) return code;
+  if (PrintStructured(flags, *body, out)) return kExitOk;
+  const auto& items = body->value("items", nlohmann::json::array());
   if (items.empty()) {
     err << "No clusters configured.\n";
     return kExitOk;
@@ -313,27 +318,20 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
   int code = kExitOk;
   auto api = Connect(flags, err, &code);
   if (!api) return code;
-  ApiResult r = api->Call("GET", JobPath(NamespaceOf(flags), name) + "/placement");
-  if (r.exit_code != kExitOk) {
-    err << r.error << "\n";
-    return r.exit_code;
-  }
-  OutputFormat format;
-  ParseOutputFormat(flags.output, &format);
-  if (format != OutputFormat::kTable) {
-    PrintObject(out, r.body, format);
-    return kExitOk;
-  }
+  auto body = Fetch(*api, JobPath(NamespaceOf(flags), name) + "/placement", err, &code);
+  if (!body) return code;
+  if (PrintStructured(flags, *body, out)) return kExitOk;
+  const nlohmann::json& decision = *body;
   std::string candidates;
-  for (const auto& c : r.body.value("candidates", nlohmann::json::array())) {
+  for (const auto& c : decision.value("candidates", nlohmann::json::array())) {
     candidates += (candidates.empty() ? "" : ", ") + c.get<std::string>();
   }
   out << "Candidates:    " << (candidates.empty() ? "<none>" : candidates) << "\n";
-  if (r.body.value("unschedulable", false)) {
+  if (decision.value("unschedulable", false)) {
     out << "Unschedulable: no configured cluster can ever run this job as a whole\n";
   }
   std::vector<std::vector<std::string>> rows;
-  for (const auto& c : r.body.value("clusters", nlohmann::json::array())) {
+  for (const auto& c : decision.value("clusters", nlohmann::json::array())) {
     if (c.value("feasible", false)) {
       rows.push_back({c.value("name", ""), c.value("selected", false) ? "candidate" : "feasible",
                       fmt::format("rank {} score {:.1f}", c.value("rank", 0), c.value("score", 0.0))});

@@ -63,6 +63,23 @@ TEST_CASE("authentication and tenant isolation", "[api][auth]") {
   CHECK(api.Json(api.Call("GET", "/api/v1/namespaces/team-b/jobs/secret"))["status"]["phase"] == "Queued");
 }
 
+TEST_CASE("cluster routes and placement without an inventory", "[api]") {
+  ApiFixture api;
+  CHECK(api.Call("GET", "/api/v1/clusters/nope").status == 404);
+  CHECK(api.Call("POST", "/api/v1/clusters:reload", "", kTeamAToken).status == 403);
+  CHECK(api.Call("POST", "/api/v1/clusters:reload").status == 503);
+  CHECK(api.Call("GET", "/api/v1/clusters:reload").status == 405);
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("p1")).status == 201);
+  auto placement = api.Call("GET", "/api/v1/namespaces/team-a/jobs/p1/placement");
+  REQUIRE(placement.status == 200);
+  auto decision = api.Json(placement);
+  CHECK(decision["kind"] == "PlacementDecision");
+  CHECK(decision["candidates"].empty());
+  CHECK(decision["unschedulable"] == false);  // no clusters yet is not "never"
+  CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/p1/placement", "", kTeamAToken).status == 200);
+  CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/nope/placement").status == 404);
+}
+
 TEST_CASE("without a tokens file loopback clients are admins", "[api][auth]") {
   ApiFixture api({.with_tokens = false});
   CHECK(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("open"), "").status == 201);

@@ -53,6 +53,10 @@ class ApiService {
   std::optional<Principal> Authorize(const http::Request& req, const std::string* ns,
                                      const Respond& respond);
 
+  // Authorizes the caller for {ns} and reads job {ns}/{name}; answers the
+  // error itself and returns nullopt when there is no job to work on.
+  std::optional<JobRecord> AuthorizedJob(http::Request& req, const Respond& respond);
+
   void Submit(http::Request req, Respond respond);
   void GetJob(http::Request req, Respond respond);
   void ListJobs(http::Request req, Respond respond);

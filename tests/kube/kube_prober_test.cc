@@ -1,0 +1,77 @@
+// KubeProber against real gantry-sim clusters over HTTPS: quota read back,
+// a certificate from another CA refused, a bad token refused, a stalled
+// server cut off by the deadline.
+#include <catch2/catch.hpp>
+
+#include "gantry/inventory/kubeconfig.h"
+#include "gantry/kube/kube_prober.h"
+#include "process.h"
+#include "test_support.h"
+
+namespace gantry::testing {
+namespace {
+
+std::string Sim() { return std::string(GANTRY_BIN_DIR) + "/gantry-sim"; }
+
+inventory::ClusterConfig ConfigFor(const std::string& dir, const std::string& name) {
+  inventory::ClusterConfig c;
+  c.name = name;
+  c.kubeconfig = dir + "/" + name + ".kubeconfig";
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
+  if (ReadFile(Sim()).empty()) {
+    WARN("gantry-sim was not built: skipping");
+    return;
+  }
+  TempDir dir;
+  std::string sim_dir = dir.File("sim");
+  Process sim({Sim(), "--clusters", "2", "--out-dir", sim_dir}, dir.path());
+  REQUIRE(WaitFor([&] { return !ReadFile(sim_dir + "/ready").empty(); }, std::chrono::seconds(20)));
+  auto c1 = inventory::LoadCredentials(ConfigFor(sim_dir, "c1"));
+  auto c2 = inventory::LoadCredentials(ConfigFor(sim_dir, "c2"));
+  REQUIRE(c1.ok());
+  REQUIRE(c2.ok());
+
+  SECTION("reads the ClusterQueue's quota") {
+    kube::KubeProber prober;
+    auto reading = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+    REQUIRE(reading.ok());
+    CHECK(reading->quota.at("nvidia.com/gpu").nominal_milli == 32'000);
+    CHECK(reading->quota.at("nvidia.com/gpu").reserved_milli == 0);
+    CHECK(reading->cluster_queues == std::vector<std::string>{"cluster-queue"});
+  }
+  SECTION("a certificate signed by another CA is refused") {
+    inventory::ClusterCredentials wrong = *c1;
+    wrong.ca_pem = c2->ca_pem;
+    kube::KubeProber prober;
+    auto reading = prober.Probe(ConfigFor(sim_dir, "c1"), wrong);
+    REQUIRE_FALSE(reading.ok());
+    CHECK(reading.status().message().find("handshake") != std::string::npos);
+  }
+  SECTION("a wrong token is refused, and the token is not in the error") {
+    inventory::ClusterCredentials wrong = *c1;
+    wrong.token_source = inventory::TokenSource::Static("wrong-token-0123456789");
+    kube::KubeProber prober;
+    auto reading = prober.Probe(ConfigFor(sim_dir, "c1"), wrong);
+    REQUIRE_FALSE(reading.ok());
+    CHECK(reading.status().message().find("401") != std::string::npos);
+    CHECK(reading.status().message().find("wrong-token") == std::string::npos);
+  }
+  SECTION("a stalled apiserver hits the deadline") {
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "partition", "c1", "2"}).code == 0);
+    kube::KubeProber prober(std::chrono::milliseconds(500));
+    auto start = std::chrono::steady_clock::now();
+    auto reading = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+    auto took = std::chrono::steady_clock::now() - start;
+    REQUIRE_FALSE(reading.ok());
+    CHECK(reading.status().code() == Code::kDeadlineExceeded);
+    CHECK(took < std::chrono::seconds(5));
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "heal", "c1"}).code == 0);
+  }
+}
+
+}  // namespace gantry::testing

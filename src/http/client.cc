@@ -30,12 +30,23 @@ class Client::Impl {
   Result<ClientResponse> Do(const std::string& method, const std::string& target,
                             const std::string& body,
                             const std::vector<std::pair<std::string, std::string>>& headers);
+  Result<ClientResponse> OpenStream(const std::string& method, const std::string& target,
+                                    const std::vector<std::pair<std::string, std::string>>& headers,
+                                    std::chrono::milliseconds idle_timeout,
+                                    const std::function<bool(std::string_view)>& on_data);
 
  private:
+  bhttp::request<bhttp::string_body> MakeRequest(const std::string& method, const std::string& target,
+                                                 const std::string& body,
+                                                 const std::vector<std::pair<std::string, std::string>>& headers);
+  template <typename AsyncStream>
+  Result<ClientResponse> StreamOn(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req,
+                                  std::chrono::milliseconds idle_timeout,
+                                  const std::function<bool(std::string_view)>& on_data);
   using TlsStream = beast::ssl_stream<beast::tcp_stream>;
   Status Connect();
-  template <typename Stream>
-  Result<ClientResponse> Exchange(Stream& stream, const bhttp::request<bhttp::string_body>& req);
+  template <typename AsyncStream>
+  Result<ClientResponse> Exchange(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req);
   void Reset() {
     tls_stream_.reset();
     tcp_stream_.reset();
@@ -117,8 +128,8 @@ Status Client::Impl::Connect() {
   return Status::Ok();
 }
 
-template <typename Stream>
-Result<ClientResponse> Client::Impl::Exchange(Stream& stream,
+template <typename AsyncStream>
+Result<ClientResponse> Client::Impl::Exchange(AsyncStream& stream,
                                               const bhttp::request<bhttp::string_body>& req) {
   beast::get_lowest_layer(stream).expires_after(options_.request_timeout);
   error_code wec, rec;
@@ -153,9 +164,9 @@ Result<ClientResponse> Client::Impl::Exchange(Stream& stream,
   return out;
 }
 
-Result<ClientResponse> Client::Impl::Do(const std::string& method, const std::string& target,
-                                        const std::string& body,
-                                        const std::vector<std::pair<std::string, std::string>>& headers) {
+bhttp::request<bhttp::string_body> Client::Impl::MakeRequest(
+    const std::string& method, const std::string& target, const std::string& body,
+    const std::vector<std::pair<std::string, std::string>>& headers) {
   bhttp::request<bhttp::string_body> req;
   req.method_string(method);
   req.target(target);
@@ -166,6 +177,13 @@ Result<ClientResponse> Client::Impl::Do(const std::string& method, const std::st
   req.body() = body;
   if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") req.prepare_payload();
   req.keep_alive(true);
+  return req;
+}
+
+Result<ClientResponse> Client::Impl::Do(const std::string& method, const std::string& target,
+                                        const std::string& body,
+                                        const std::vector<std::pair<std::string, std::string>>& headers) {
+  bhttp::request<bhttp::string_body> req = MakeRequest(method, target, body, headers);
   // A kept-alive connection may have been closed by the server meanwhile:
   // one fresh connection is tried then. gantry's writes are idempotent
   // (submission by name), so a repeat is safe.
@@ -178,6 +196,76 @@ Result<ClientResponse> Client::Impl::Do(const std::string& method, const std::st
     if (!reused || r.status().code() == Code::kDeadlineExceeded) return r;
   }
   return Status::Unavailable("unreachable");
+}
+
+template <typename AsyncStream>
+Result<ClientResponse> Client::Impl::StreamOn(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req,
+                                              std::chrono::milliseconds idle_timeout,
+                                              const std::function<bool(std::string_view)>& on_data) {
+  auto& lowest = beast::get_lowest_layer(stream);
+  lowest.expires_after(options_.request_timeout);
+  error_code ec;
+  bhttp::async_write(stream, req, [&](error_code e, std::size_t) { ec = e; });
+  ioc_.restart();
+  ioc_.run();
+  if (ec) return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
+  beast::flat_buffer buffer;
+  bhttp::response_parser<bhttp::buffer_body> parser;
+  parser.body_limit(boost::none);  // a watch has no end by design
+  lowest.expires_after(options_.request_timeout);
+  bhttp::async_read_header(stream, buffer, parser, [&](error_code e, std::size_t) { ec = e; });
+  ioc_.restart();
+  ioc_.run();
+  if (ec) return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
+  ClientResponse out;
+  out.status = static_cast<int>(parser.get().result_int());
+  for (const auto& f : parser.get()) {
+    std::string name(f.name_string());
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out.headers[name] = std::string(f.value());
+  }
+  bool success = out.status >= 200 && out.status < 300;
+  char chunk[16 * 1024];
+  while (!parser.is_done()) {
+    parser.get().body().data = chunk;
+    parser.get().body().size = sizeof(chunk);
+    lowest.expires_after(idle_timeout);
+    bhttp::async_read_some(stream, buffer, parser, [&](error_code e, std::size_t) { ec = e; });
+    ioc_.restart();
+    ioc_.run();
+    if (ec == bhttp::error::need_buffer) ec = {};
+    if (ec) {
+      Reset();
+      if (ec == beast::error::timeout) {
+        return Status::Deadline(fmt::format("{}: no data for {} ms", req.target(), idle_timeout.count()));
+      }
+      return Status::Unavailable(fmt::format("{}: {}", req.target(), ec.message()));
+    }
+    std::size_t got = sizeof(chunk) - parser.get().body().size;
+    if (got == 0) continue;
+    if (!success) {
+      out.body.append(chunk, got);
+      continue;
+    }
+    if (!on_data(std::string_view(chunk, got))) {
+      Reset();  // the rest of the stream is abandoned with the connection
+      return out;
+    }
+  }
+  if (!parser.keep_alive()) Reset();
+  return out;
+}
+
+Result<ClientResponse> Client::Impl::OpenStream(const std::string& method, const std::string& target,
+                                            const std::vector<std::pair<std::string, std::string>>& headers,
+                                            std::chrono::milliseconds idle_timeout,
+                                            const std::function<bool(std::string_view)>& on_data) {
+  // A stream gets a connection of its own, so nothing half-read is reused.
+  Reset();
+  GANTRY_RETURN_IF_ERROR(Connect());
+  bhttp::request<bhttp::string_body> req = MakeRequest(method, target, "", headers);
+  return tls_ ? StreamOn(*tls_stream_, req, idle_timeout, on_data)
+              : StreamOn(*tcp_stream_, req, idle_timeout, on_data);
 }
 
 Result<std::unique_ptr<Client>> Client::Create(const std::string& base_url, ClientOptions options) {
@@ -212,6 +300,13 @@ Result<std::unique_ptr<Client>> Client::Create(const std::string& base_url, Clie
 }
 
 Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<ClientResponse> Client::Stream(const std::string& method, const std::string& target,
+                                      const std::vector<std::pair<std::string, std::string>>& headers,
+                                      std::chrono::milliseconds idle_timeout,
+                                      const std::function<bool(std::string_view)>& on_data) {
+  return impl_->OpenStream(method, target, headers, idle_timeout, on_data);
+}
 Client::~Client() = default;
 
 Result<ClientResponse> Client::Do(const std::string& method, const std::string& target,

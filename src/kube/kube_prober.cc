@@ -7,17 +7,6 @@
 
 namespace gantry::kube {
 
-namespace {
-
-// "message" of a Kubernetes Status body, else the start of the body.
-std::string Describe(const http::ClientResponse& r) {
-  auto j = nlohmann::json::parse(r.body, nullptr, false);
-  if (j.is_object() && j.contains("message") && j["message"].is_string()) return j["message"];
-  return r.body.substr(0, 200);
-}
-
-}  // namespace
-
 Result<inventory::CapacityReading> ParseClusterQueues(const std::string& body) {
   auto list = nlohmann::json::parse(body, nullptr, false);
   if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
@@ -52,45 +41,34 @@ Result<inventory::CapacityReading> ParseClusterQueues(const std::string& body) {
 
 Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterConfig& config,
                                                       const inventory::ClusterCredentials& creds) {
-  if (creds.insecure) return Status::Invalid("insecure clusters are not probed yet");
   std::string key = creds.server + "\n" + creds.ca_pem + "\n" + creds.client_cert_pem;
   Conn& conn = conns_[config.name];
   if (!conn.client || conn.key != key) {
-    http::ClientOptions options;
-    options.connect_timeout = timeout_;
-    options.request_timeout = timeout_;
-    options.ca_pem = creds.ca_pem;
-    options.client_cert_pem = creds.client_cert_pem;
-    options.client_key_pem = creds.client_key_pem;
-    std::string host = creds.host.find(':') != std::string::npos ? "[" + creds.host + "]" : creds.host;
-    auto client = http::Client::Create(fmt::format("https://{}:{}", host, creds.port), options);
+    KubeClientOptions options;
+    options.timeout = timeout_;
+    options.max_attempts = 1;
+    auto client = KubeClient::Create(creds, options);
     if (!client.ok()) return client.status();
     conn.client = std::move(client.value());
     conn.key = key;
   }
-  std::vector<std::pair<std::string, std::string>> headers = {{"Accept", "application/json"}};
-  if (creds.token_source) {
-    auto token = creds.token_source->Token();
-    if (!token.ok()) return token.status();
-    headers.emplace_back("Authorization", "Bearer " + *token);
-  }
-  auto ready = conn.client->Do("GET", creds.base_path + "/readyz", "", headers);
+  auto ready = conn.client->Get("/readyz");
   if (!ready.ok()) {
     conn.client.reset();
     return ready.status();
   }
   if (ready->status != 200) return Status::Unavailable(fmt::format("/readyz answered {}", ready->status));
   std::string version = std::string(inventory::KueueApiVersionName(config.kueue_api_version));
-  auto cqs = conn.client->Do("GET", creds.base_path + "/apis/kueue.x-k8s.io/" + version + "/clusterqueues", "",
-                             headers);
+  auto cqs = conn.client->Get("/apis/kueue.x-k8s.io/" + version + "/clusterqueues");
   if (!cqs.ok()) {
     conn.client.reset();
     return cqs.status();
   }
-  if (cqs->status != 200) {
-    return Status::Unavailable(fmt::format("listing ClusterQueues answered {}: {}", cqs->status, Describe(*cqs)));
+  if (!cqs->ok()) {
+    return Status::Unavailable(
+        fmt::format("listing ClusterQueues answered {}: {}", cqs->status, cqs->error ? cqs->error->message : ""));
   }
-  return ParseClusterQueues(cqs->body);
+  return ParseClusterQueues(cqs->body.dump());
 }
 
 }  // namespace gantry::kube

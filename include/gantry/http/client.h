@@ -9,6 +9,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <string_view>
 #include <map>
 #include <memory>
 #include <string>
@@ -50,6 +52,16 @@ class Client {
   Result<ClientResponse> Do(const std::string& method, const std::string& target,
                             const std::string& body = "",
                             const std::vector<std::pair<std::string, std::string>>& headers = {});
+
+  // Sends a request and hands the response body to on_data piece by piece as
+  // it arrives (a watch). Returns when the body ends, on_data returns false,
+  // or no byte arrived for idle_timeout (kDeadlineExceeded). The status and
+  // headers are in the result; its body is empty. A non-2xx answer's body is
+  // read whole into the result instead of being streamed.
+  Result<ClientResponse> Stream(const std::string& method, const std::string& target,
+                                const std::vector<std::pair<std::string, std::string>>& headers,
+                                std::chrono::milliseconds idle_timeout,
+                                const std::function<bool(std::string_view)>& on_data);
 
   class Impl;
 

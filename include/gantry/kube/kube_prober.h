@@ -3,8 +3,8 @@
 // workloads. Trusts the cluster's CA only, sends the bearer token, and has a
 // deadline on every step.
 //
-// This is the first piece of kube/; the full client (pool, watch, retries,
-// typed Status errors) is still to come.
+// It does not retry: a failed probe is itself the signal, and the Fleet backs
+// off between probes.
 //
 // Thread-safety: one prober per thread (the Fleet calls it from its worker).
 #pragma once
@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "gantry/http/client.h"
+#include "gantry/kube/kube_client.h"
 #include "gantry/inventory/fleet.h"
 
 namespace gantry::kube {
@@ -27,8 +27,8 @@ class KubeProber final : public inventory::ClusterProber {
 
  private:
   struct Conn {
-    std::string key;  // server + CA: a change makes a new connection
-    std::unique_ptr<http::Client> client;
+    std::string key;  // server + CA + client cert: a change makes a new client
+    std::unique_ptr<KubeClient> client;
   };
   std::chrono::milliseconds timeout_;
   std::map<std::string, Conn> conns_;

@@ -1,0 +1,120 @@
+// KubeClient: a small, careful Kubernetes REST client for one cluster, over
+// HTTPS with the cluster's CA and bearer token (or client certificate).
+//
+// Results are typed: a transport failure is a Status (kUnavailable,
+// kDeadlineExceeded); any HTTP answer is a KubeReply whose `error` decodes
+// the Kubernetes Status body (reason, code, message, Retry-After), so 404,
+// 409 AlreadyExists vs Conflict, 410 Expired, 422, 429 and 5xx are told apart
+// without string matching.
+//
+// Retries: 429, 5xx and transport errors are retried with capped exponential
+// backoff (honouring Retry-After), up to max_attempts, for every verb. That is
+// safe for gantry because every object it creates has a deterministic name: a
+// repeated create answers 409 AlreadyExists, which the caller checks against
+// its own labels.
+//
+// Thread-safety: one KubeClient per thread. Watch opens a connection of its own.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/http/client.h"
+#include "gantry/inventory/kubeconfig.h"
+
+namespace gantry::kube {
+
+struct KubeClientOptions {
+  std::chrono::milliseconds timeout{10'000};     // connect, and each request
+  int max_attempts = 3;                          // 1 = no retries
+  std::chrono::milliseconds first_backoff{200};  // doubled per attempt
+  std::chrono::milliseconds max_backoff{5'000};  // cap, Retry-After included
+};
+
+// A Kubernetes Status decoded from an error answer.
+struct KubeError {
+  int code = 0;             // HTTP status
+  std::string reason;       // "NotFound", "AlreadyExists", "Conflict", "Expired", "Invalid", ...
+  std::string message;
+  int retry_after_seconds = 0;
+};
+
+struct KubeReply {
+  int status = 0;
+  nlohmann::json body;               // the object or list (null when not JSON)
+  std::optional<KubeError> error;    // set for non-2xx answers
+  bool ok() const { return status >= 200 && status < 300; }
+  int attempts = 1;                  // how many tries it took
+};
+
+struct ListOptions {
+  std::string label_selector;
+  int limit = 0;                 // 0 = server default
+  std::string continue_token;
+};
+
+struct DeleteOptions {
+  std::string propagation_policy;  // "", "Background", "Foreground", "Orphan"
+  std::string precondition_uid;    // delete only this incarnation
+};
+
+struct WatchOptions {
+  std::string label_selector;
+  std::string resource_version;     // resume point ("" = from now)
+  bool bookmarks = true;
+  int timeout_seconds = 0;          // server-side end of the watch (0 = server default)
+  std::chrono::milliseconds idle_timeout{120'000};  // no byte for this long = dead stream
+};
+
+struct WatchEvent {
+  std::string type;  // ADDED | MODIFIED | DELETED | BOOKMARK | ERROR
+  nlohmann::json object;
+};
+
+struct WatchEnd {
+  std::string last_resource_version;  // resume from here
+  bool expired = false;               // 410: the resume point is gone; relist
+  bool stopped = false;               // the handler asked to stop
+};
+
+class KubeClient {
+ public:
+  static Result<std::unique_ptr<KubeClient>> Create(const inventory::ClusterCredentials& creds,
+                                                    KubeClientOptions options = {});
+
+  Result<KubeReply> Get(const std::string& path);
+  Result<KubeReply> List(const std::string& path, const ListOptions& options = {});
+  Result<KubeReply> Create(const std::string& path, const nlohmann::json& object);
+  Result<KubeReply> Delete(const std::string& path, const DeleteOptions& options = {});
+  Result<KubeReply> MergePatch(const std::string& path, const nlohmann::json& patch);
+
+  // Streams watch events to handler (return false to stop) until the server
+  // ends the stream, the resume point expires (410), or the stream goes idle
+  // (kDeadlineExceeded). Call again from WatchEnd::last_resource_version to
+  // resume; on `expired`, relist first.
+  Result<WatchEnd> Watch(const std::string& path, const WatchOptions& options,
+                         const std::function<bool(const WatchEvent&)>& handler);
+
+ private:
+  KubeClient(inventory::ClusterCredentials creds, KubeClientOptions options,
+             std::unique_ptr<http::Client> client)
+      : creds_(std::move(creds)), options_(options), client_(std::move(client)) {}
+  Result<KubeReply> Call(const std::string& method, const std::string& target, const std::string& body,
+                         const std::string& content_type);
+  Result<std::vector<std::pair<std::string, std::string>>> Headers(const std::string& content_type);
+  Result<std::unique_ptr<http::Client>> NewConnection() const;
+
+  inventory::ClusterCredentials creds_;
+  KubeClientOptions options_;
+  std::unique_ptr<http::Client> client_;
+};
+
+// Decodes a Kubernetes Status body (exposed for tests).
+KubeError DecodeError(int http_status, const std::string& body, const std::string& retry_after);
+
+}  // namespace gantry::kube

@@ -1,0 +1,186 @@
+#include "gantry/kube/kube_client.h"
+
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace gantry::kube {
+namespace {
+
+std::string Encode(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+bool Retryable(int status) { return status == 429 || status >= 500; }
+
+}  // namespace
+
+KubeError DecodeError(int http_status, const std::string& body, const std::string& retry_after) {
+  KubeError e;
+  e.code = http_status;
+  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (j.is_object() && j.value("kind", "") == "Status") {
+    e.reason = j.value("reason", "");
+    e.message = j.value("message", "");
+    if (j.contains("code") && j["code"].is_number_integer()) e.code = j["code"].get<int>();
+  } else {
+    e.message = body.substr(0, 200);
+  }
+  if (!retry_after.empty() && retry_after.find_first_not_of("0123456789") == std::string::npos &&
+      retry_after.size() < 6) {
+    e.retry_after_seconds = std::stoi(retry_after);
+  }
+  return e;
+}
+
+Result<std::unique_ptr<http::Client>> KubeClient::NewConnection() const {
+  if (creds_.insecure) return Status::Invalid("insecure clusters are not supported by the client yet");
+  http::ClientOptions options;
+  options.connect_timeout = options_.timeout;
+  options.request_timeout = options_.timeout;
+  options.ca_pem = creds_.ca_pem;
+  options.client_cert_pem = creds_.client_cert_pem;
+  options.client_key_pem = creds_.client_key_pem;
+  std::string host = creds_.host.find(':') != std::string::npos ? "[" + creds_.host + "]" : creds_.host;
+  return http::Client::Create(fmt::format("https://{}:{}", host, creds_.port), options);
+}
+
+Result<std::unique_ptr<KubeClient>> KubeClient::Create(const inventory::ClusterCredentials& creds,
+                                                       KubeClientOptions options) {
+  auto client = std::unique_ptr<KubeClient>(new KubeClient(creds, options, nullptr));
+  auto conn = client->NewConnection();
+  if (!conn.ok()) return conn.status();
+  client->client_ = std::move(conn.value());
+  return client;
+}
+
+Result<std::vector<std::pair<std::string, std::string>>> KubeClient::Headers(const std::string& content_type) {
+  std::vector<std::pair<std::string, std::string>> headers = {{"Accept", "application/json"}};
+  if (!content_type.empty()) headers.emplace_back("Content-Type", content_type);
+  if (creds_.token_source) {
+    auto token = creds_.token_source->Token();  // re-read when the file rotates
+    if (!token.ok()) return token.status();
+    headers.emplace_back("Authorization", "Bearer " + *token);
+  }
+  return headers;
+}
+
+Result<KubeReply> KubeClient::Call(const std::string& method, const std::string& target, const std::string& body,
+                                   const std::string& content_type) {
+  auto headers = Headers(content_type);
+  if (!headers.ok()) return headers.status();
+  std::chrono::milliseconds backoff = options_.first_backoff;
+  Status last = Status::Unavailable("no attempt made");
+  for (int attempt = 1; attempt <= std::max(1, options_.max_attempts); ++attempt) {
+    auto res = client_->Do(method, creds_.base_path + target, body, *headers);
+    std::chrono::milliseconds wait = backoff;
+    if (res.ok()) {
+      KubeReply reply;
+      reply.status = res->status;
+      reply.attempts = attempt;
+      reply.body = nlohmann::json::parse(res->body, nullptr, false);
+      if (reply.body.is_discarded()) reply.body = nullptr;
+      if (reply.ok()) return reply;
+      reply.error = DecodeError(res->status, res->body, res->headers["retry-after"]);
+      if (!Retryable(res->status) || attempt == options_.max_attempts) return reply;
+      if (reply.error->retry_after_seconds > 0) wait = std::chrono::seconds(reply.error->retry_after_seconds);
+    } else {
+      last = res.status();
+      if (attempt == options_.max_attempts) return last;
+    }
+    std::this_thread::sleep_for(std::min(wait, options_.max_backoff));  // backoff between attempts
+    backoff = std::min(backoff * 2, options_.max_backoff);
+  }
+  return last;
+}
+
+Result<KubeReply> KubeClient::Get(const std::string& path) { return Call("GET", path, "", ""); }
+
+Result<KubeReply> KubeClient::List(const std::string& path, const ListOptions& options) {
+  std::string query;
+  auto add = [&](const std::string& k, const std::string& v) { query += (query.empty() ? "?" : "&") + k + "=" + Encode(v); };
+  if (!options.label_selector.empty()) add("labelSelector", options.label_selector);
+  if (options.limit > 0) add("limit", std::to_string(options.limit));
+  if (!options.continue_token.empty()) add("continue", options.continue_token);
+  return Call("GET", path + query, "", "");
+}
+
+Result<KubeReply> KubeClient::Create(const std::string& path, const nlohmann::json& object) {
+  return Call("POST", path, object.dump(), "application/json");
+}
+
+Result<KubeReply> KubeClient::Delete(const std::string& path, const DeleteOptions& options) {
+  nlohmann::json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+  if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
+  if (!options.precondition_uid.empty()) body["preconditions"] = {{"uid", options.precondition_uid}};
+  return Call("DELETE", path, body.dump(), "application/json");
+}
+
+Result<KubeReply> KubeClient::MergePatch(const std::string& path, const nlohmann::json& patch) {
+  return Call("PATCH", path, patch.dump(), "application/merge-patch+json");
+}
+
+Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& options,
+                                   const std::function<bool(const WatchEvent&)>& handler) {
+  std::string query = "?watch=true";
+  if (!options.label_selector.empty()) query += "&labelSelector=" + Encode(options.label_selector);
+  if (!options.resource_version.empty()) query += "&resourceVersion=" + Encode(options.resource_version);
+  if (options.bookmarks) query += "&allowWatchBookmarks=true";
+  if (options.timeout_seconds > 0) query += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
+  auto headers = Headers("");
+  if (!headers.ok()) return headers.status();
+  auto conn = NewConnection();
+  if (!conn.ok()) return conn.status();
+  WatchEnd end;
+  end.last_resource_version = options.resource_version;
+  std::string pending;  // a partial line between chunks
+  auto on_data = [&](std::string_view data) {
+    pending.append(data);
+    std::size_t start = 0;
+    while (true) {
+      std::size_t nl = pending.find('\n', start);
+      if (nl == std::string::npos) break;
+      auto line = nlohmann::json::parse(pending.begin() + static_cast<long>(start),
+                                        pending.begin() + static_cast<long>(nl), nullptr, false);
+      start = nl + 1;
+      if (!line.is_object()) continue;
+      WatchEvent event{line.value("type", ""), line.value("object", nlohmann::json::object())};
+      if (event.type == "ERROR") {
+        if (event.object.value("code", 0) == 410) end.expired = true;
+        pending.clear();
+        return false;
+      }
+      std::string rv = event.object.value("/metadata/resourceVersion"_json_pointer, "");
+      if (!rv.empty()) end.last_resource_version = rv;
+      if (event.type == "BOOKMARK") continue;
+      if (!handler(event)) {
+        end.stopped = true;
+        pending.clear();
+        return false;
+      }
+    }
+    pending.erase(0, start);
+    return true;
+  };
+  auto res = (*conn)->Stream("GET", creds_.base_path + path + query, *headers, options.idle_timeout, on_data);
+  if (!res.ok()) return res.status();
+  if (res->status == 410) {
+    end.expired = true;
+    return end;
+  }
+  if (res->status < 200 || res->status >= 300) {
+    KubeError e = DecodeError(res->status, res->body, "");
+    return Status::Unavailable(fmt::format("watch {} answered {} {}: {}", path, e.code, e.reason, e.message));
+  }
+  return end;
+}
+
+}  // namespace gantry::kube

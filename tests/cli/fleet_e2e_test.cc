@@ -29,7 +29,7 @@ TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outa
   }
   TempDir dir;
   std::string sim_dir = dir.File("sim");
-  Process sim({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "--clusters", "3", "--out-dir", sim_dir}, dir.path());
+  Process sim({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "--clusters", "5", "--out-dir", sim_dir}, dir.path());
   REQUIRE(WaitFor([&] { return !ReadFile(sim_dir + "/ready").empty(); }, std::chrono::seconds(20)));
   std::string data = dir.File("data");
   std::vector<std::string> args = {"--clusters-dir", sim_dir + "/clusters.d"};
@@ -40,7 +40,7 @@ TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outa
     // Every cluster becomes Ready with the simulator's quota.
     REQUIRE(WaitFor([&] {
       auto clusters = ByName(ClustersJson(daemon.url()));
-      if (clusters.size() != 3) return false;
+      if (clusters.size() != 5) return false;  // every file the simulator wrote is accepted
       for (auto& [name, c] : clusters) {
         if (c["status"]["health"] != "Ready" || !c["status"].contains("capacity")) return false;
       }
@@ -51,7 +51,8 @@ TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outa
     CHECK(c1["status"]["capacity"]["stale"] == false);
 
     // Placement over the live inventory: the H100 job fits c1 only (c2 has
-    // A100s, c3 is in another region); the JobSet fits all three.
+    // A100s, c3 to c5 are in other regions); the JobSet fits all but c5,
+    // whose 1-GPU nodes cannot hold a 2-GPU pod.
     REQUIRE(Cli(daemon.url(), {"submit", "-f", std::string(GANTRY_SOURCE_DIR) + "/config/examples/llama-ft.yaml"}).code == 0);
     REQUIRE(Cli(daemon.url(), {"submit", "-f", std::string(GANTRY_SOURCE_DIR) + "/config/examples/sweep-trial.yaml"}).code == 0);
     auto llama = Cli(daemon.url(), {"explain", "llama-ft", "-n", "team-a", "-o", "json"});
@@ -65,7 +66,11 @@ TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outa
     CHECK(filters["c2"] == "Accelerator");
     CHECK(filters["c3"] == "Region");
     auto sweep = nlohmann::json::parse(Cli(daemon.url(), {"explain", "sweep-trial-7", "-n", "team-a", "-o", "json"}).out);
-    CHECK(sweep["candidates"].size() == 3);
+    CHECK(sweep["candidates"].size() == 4);
+    for (auto& c : sweep["clusters"]) {
+      // c5's nodes have 1 GPU each: the 2-GPU worker pods cannot fit one.
+      if (c["name"] == "c5") CHECK(c["filter"] == "NodeFit");
+    }
     auto table = Cli(daemon.url(), {"explain", "llama-ft", "-n", "team-a"});
     CHECK(table.out.find("Candidates:    c1\n") == 0);
 

@@ -34,6 +34,7 @@ std::string KubeconfigYaml(const std::string& name, const std::string& server_ur
 
 std::string ClusterEntryYaml(const ClusterConfig& c, const std::string& kubeconfig_path) {
   YAML::Emitter out;
+  out.SetDoublePrecision(6);  // 3.8, not 3.7999999999999998
   out << YAML::BeginMap;
   out << YAML::Key << "name" << YAML::Value << c.name;
   out << YAML::Key << "kubeconfig" << YAML::Value << kubeconfig_path;

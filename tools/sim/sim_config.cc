@@ -178,7 +178,7 @@ SimConfig MakeVariedClusters(int n) {
       {"us-east-1", "us-east-1a", "H100-80GB", 80, 8, "nvlink", 4, 4.0, "us", "h100"},
       {"eu-central-1", "eu-central-1b", "A100-80GB", 80, 8, "nvlink", 4, 2.5, "eu", "a100"},
       {"us-west-2", "us-west-2c", "L40S", 48, 4, "pcie", 8, 1.2, "us", "l40s"},
-      {"eu-west-1", "eu-west-1a", "H100-80GB", 80, 8, "infiniband", 2, 3.8, "eu", "h100"},
+      {"eu-west-1", "eu-west-1a", "H100-80GB", 80, 8, "pcie", 2, 3.8, "eu", "h100"},
       {"ap-northeast-1", "ap-northeast-1a", "A10G", 24, 1, "pcie", 16, 0.9, "apac", "a10g"},
   };
   SimConfig cfg;

@@ -2,6 +2,8 @@
 // retries with Retry-After, and watch with resume and 410.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include "gantry/inventory/kubeconfig.h"
 #include "gantry/kube/kube_client.h"
 #include "process.h"
@@ -91,17 +93,45 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
   }
 
   SECTION("503 and 429 are retried, honouring Retry-After, then reported") {
-    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "errors", "c1", "1.0", "503"}).code == 0);
-    auto r = kc.Get(kWorkloads);
-    REQUIRE(r.ok());
-    CHECK(r->status == 503);
-    CHECK(r->attempts == 3);
-    CHECK(r->error->retry_after_seconds == 1);
+    for (int code : {503, 429}) {
+      INFO(code);
+      REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "errors", "c1", "1.0", std::to_string(code)}).code == 0);
+      auto r = kc.Get(kWorkloads);
+      REQUIRE(r.ok());
+      CHECK(r->status == code);
+      CHECK(r->attempts == 3);
+      CHECK(r->error->retry_after_seconds == 1);
+    }
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "errors", "c1", "0"}).code == 0);
     auto ok = kc.Get(kWorkloads);
     REQUIRE(ok.ok());
     CHECK(ok->status == 200);
     CHECK(ok->attempts == 1);
+  }
+
+  SECTION("a rotated token file is picked up on the next request") {
+    // The same cluster through a kubeconfig whose token lives in a file.
+    std::string token = creds->token_source->Token().value();
+    std::string token_file = dir.File("token");
+    WriteFile(token_file, "stale-token-0123456789\n");
+    std::string kubeconfig = ReadFile(sim_dir + "/c1.kubeconfig");
+    auto at = kubeconfig.find("token: ");
+    REQUIRE(at != std::string::npos);
+    kubeconfig.replace(at, kubeconfig.find('\n', at) - at, "tokenFile: " + token_file);
+    WriteFile(dir.File("file.kubeconfig"), kubeconfig);
+    auto file_creds = inventory::LoadKubeconfig(dir.File("file.kubeconfig"), "", false);
+    REQUIRE(file_creds.ok());
+    auto rotating = kube::KubeClient::Create(*file_creds, options);
+    REQUIRE(rotating.ok());
+    auto before = (*rotating)->Get(kWorkloads);
+    REQUIRE(before.ok());
+    CHECK(before->status == 401);
+    // Rotate: a new file moved into place, as the kubelet does (new inode, new mtime).
+    WriteFile(token_file + ".new", token + "\n");
+    std::filesystem::rename(token_file + ".new", token_file);
+    auto after = (*rotating)->Get(kWorkloads);
+    REQUIRE(after.ok());
+    CHECK(after->status == 200);
   }
 
   SECTION("watch: events, resume from the last resourceVersion, 410 when too old") {

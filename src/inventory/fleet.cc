@@ -19,7 +19,7 @@ std::vector<ClusterFileError> Fleet::Start() {
     spdlog::error("inventory: reading persisted outages: {}", outages.status().ToString());
   }
   auto errors = Load();
-  worker_ = std::thread([this] { Run(); });
+  for (int i = 0; i < std::max(1, options_.probe_workers); ++i) workers_.emplace_back([this] { Run(); });
   return errors;
 }
 
@@ -30,7 +30,8 @@ void Fleet::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  for (auto& w : workers_) w.join();
+  workers_.clear();
 }
 
 std::vector<ClusterFileError> Fleet::Reload() {
@@ -77,6 +78,7 @@ std::vector<ClusterFileError> Fleet::Load() {
     }
     entry.view.config = std::move(config);
     entry.next_probe_ms = 0;  // probe a (re)loaded cluster at once
+    entry.probing = false;    // (a probe in flight at worst overlaps one new probe)
     std::string name = entry.view.config.name;
     next.emplace(std::move(name), std::move(entry));
   }
@@ -154,9 +156,11 @@ void Fleet::Run() {
     int64_t now = clock_.NowMillis();
     std::string due;
     int64_t next = now + options_.probe_interval_ms;
-    for (const auto& [name, e] : entries_) {
+    for (auto& [name, e] : entries_) {
+      if (e.probing) continue;
       if (e.next_probe_ms <= now) {
         due = name;
+        e.probing = true;
         break;
       }
       next = std::min(next, e.next_probe_ms);
@@ -169,6 +173,7 @@ void Fleet::Run() {
     lock.unlock();
     ProbeOne(due);
     lock.lock();
+    if (auto it = entries_.find(due); it != entries_.end()) it->second.probing = false;
   }
 }
 

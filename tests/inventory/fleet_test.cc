@@ -124,3 +124,45 @@ TEST_CASE("fleet reload adds, keeps and removes clusters", "[inventory][fleet]")
 }
 
 }  // namespace gantry::inventory
+
+namespace gantry::inventory {
+
+TEST_CASE("a stalled cluster does not hold up the probes of the others", "[inventory][fleet]") {
+  class StallingProber final : public ClusterProber {
+   public:
+    std::mutex mu;
+    std::condition_variable cv;
+    bool release = false;
+    Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
+      if (config.name == "c1") {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return release; });
+      }
+      return CapacityReading{};
+    }
+  } prober;
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.File("clusters.d"));
+  WriteCluster(dir.path(), "c1");
+  WriteCluster(dir.path(), "c2");
+  SqliteStoreOptions so;
+  so.path = dir.File("gantry.db");
+  auto store = OpenSqliteStore(so);
+  REQUIRE(store.ok());
+  SystemClock clock;
+  FleetOptions options;
+  options.clusters_dir = dir.File("clusters.d");
+  Fleet fleet(prober, **store, clock, options);
+  fleet.Start();
+  CHECK(testing::WaitFor([&] { return fleet.Cluster("c2")->health.state == HealthState::kReady; }));
+  CHECK(fleet.Cluster("c1")->health.state == HealthState::kUnknown);  // still in its probe
+  {
+    std::lock_guard lock(prober.mu);
+    prober.release = true;
+  }
+  prober.cv.notify_all();
+  CHECK(testing::WaitFor([&] { return fleet.Cluster("c1")->health.state == HealthState::kReady; }));
+  fleet.Stop();
+}
+
+}  // namespace gantry::inventory

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "gantry/inventory/kubeconfig.h"
+#include "gantry/kube/client_pool.h"
 #include "gantry/kube/kube_client.h"
 #include "process.h"
 #include "test_support.h"
@@ -177,6 +178,35 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     REQUIRE(expired.ok());
     CHECK(expired->expired);
   }
+}
+
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("the client pool bounds concurrent requests per cluster", "[kube]") {
+  // No server is needed: leases are handed out before any connection is made.
+  inventory::ClusterCredentials creds;
+  creds.server = "https://127.0.0.1:1";
+  creds.host = "127.0.0.1";
+  creds.port = 1;
+  kube::ClientPoolOptions options;
+  options.size = 2;
+  options.acquire_timeout = std::chrono::milliseconds(50);
+  kube::ClientPool pool(creds, options);
+  {
+    auto a = pool.Acquire();
+    auto b = pool.Acquire();
+    REQUIRE(a.ok());
+    REQUIRE(b.ok());
+    CHECK(pool.in_use() == 2);
+    auto c = pool.Acquire();  // the third caller is refused, not queued forever
+    REQUIRE_FALSE(c.ok());
+    CHECK(c.status().code() == Code::kUnavailable);
+  }
+  CHECK(pool.in_use() == 0);
+  auto again = pool.Acquire();  // connections are reused
+  CHECK(again.ok());
 }
 
 }  // namespace gantry::testing

@@ -1,6 +1,6 @@
 // Fleet: the live cluster registry. It loads clusters.d, keeps each cluster's
-// credentials, health and capacity reading, and probes every cluster on its
-// own thread: a probe (readiness plus the ClusterQueue's quota and usage)
+// credentials, health and capacity reading, and probes every cluster from a
+// few worker threads: a probe (readiness plus the ClusterQueue's quota and usage)
 // every probe_interval while it answers, with capped exponential backoff
 // while it does not (see backoff.h).
 //
@@ -55,6 +55,9 @@ struct FleetOptions {
   int64_t stale_after_ms = 30'000;         // a capacity reading older than this is unknown
   int64_t lost_timeout_ms = 15 * 60'000;   // NotReady this long = Lost (clusterLostTimeout)
   BackoffPolicy backoff;                   // while a cluster does not answer
+  // Threads probing in parallel, so a cluster that stalls until its probe's
+  // deadline does not hold up the probes of the others.
+  int probe_workers = 4;
 };
 
 struct ClusterView {
@@ -91,6 +94,7 @@ class Fleet {
     ClusterView view;
     std::optional<ClusterCredentials> creds;
     int64_t next_probe_ms = 0;
+    bool probing = false;  // a worker has it in hand
   };
   std::vector<ClusterFileError> Load();
   void Run();
@@ -106,7 +110,7 @@ class Fleet {
   std::map<std::string, int64_t> restored_outages_;
   std::mt19937 rng_{std::random_device{}()};
   bool stopping_ = false;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace gantry::inventory

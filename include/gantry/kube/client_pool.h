@@ -1,0 +1,61 @@
+// ClientPool: a bounded set of KubeClients (keep-alive connections) for one
+// cluster. At most `size` requests run against the cluster at once; a caller
+// that finds every connection busy waits up to `acquire_timeout`, then gets
+// kUnavailable instead of queueing without bound. That is what keeps one
+// slow cluster from tying up every thread that talks to clusters.
+//
+// Thread-safety: Acquire from any thread; a Lease is used by one thread and
+// returns its client to the pool when destroyed.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "gantry/kube/kube_client.h"
+
+namespace gantry::kube {
+
+struct ClientPoolOptions {
+  int size = 8;  // connections (and concurrent requests) per cluster
+  std::chrono::milliseconds acquire_timeout{2'000};
+  KubeClientOptions client;
+};
+
+class ClientPool {
+ public:
+  class Lease {
+   public:
+    Lease(ClientPool* pool, std::unique_ptr<KubeClient> client) : pool_(pool), client_(std::move(client)) {}
+    Lease(Lease&&) = default;
+    Lease& operator=(Lease&&) = delete;
+    ~Lease();
+    KubeClient& operator*() { return *client_; }
+    KubeClient* operator->() { return client_.get(); }
+
+   private:
+    ClientPool* pool_;
+    std::unique_ptr<KubeClient> client_;
+  };
+
+  ClientPool(inventory::ClusterCredentials creds, ClientPoolOptions options)
+      : creds_(std::move(creds)), options_(options) {}
+
+  // A client for one caller. kUnavailable when all are busy past the timeout.
+  Result<Lease> Acquire();
+  int in_use() const;
+
+ private:
+  void Return(std::unique_ptr<KubeClient> client);
+
+  inventory::ClusterCredentials creds_;
+  ClientPoolOptions options_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::unique_ptr<KubeClient>> idle_;
+  int in_use_ = 0;
+};
+
+}  // namespace gantry::kube

@@ -2,11 +2,16 @@
 // retries with Retry-After, and watch with resume and 410.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
 
 #include "gantry/inventory/kubeconfig.h"
 #include "gantry/kube/client_pool.h"
 #include "gantry/kube/kube_client.h"
+#include "gantry/kube/list_watch.h"
 #include "process.h"
 #include "test_support.h"
 
@@ -133,6 +138,46 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     auto after = (*rotating)->Get(kWorkloads);
     REQUIRE(after.ok());
     CHECK(after->status == 200);
+  }
+
+  SECTION("list-watch resumes after the server drops its watches, without relisting") {
+    REQUIRE(kc.Create(kWorkloads, Workload("lw1"))->status == 201);
+    std::mutex mu;
+    std::set<std::string> listed, added;
+    std::atomic<bool> stop{false};
+    kube::ListWatchStats stats;
+    std::thread informer([&] {
+      auto own = kube::KubeClient::Create(*creds, options);  // one client per thread
+      if (!own.ok()) return;
+      kube::ListWatchOptions lw;
+      lw.watch_timeout_seconds = 1;  // bounds how long stop waits on a quiet stream
+      stats = kube::ListWatch(
+          **own, kWorkloads, lw,
+          [&](const std::vector<nlohmann::json>& items) {
+            std::lock_guard lock(mu);
+            for (const auto& i : items) listed.insert(i["metadata"]["name"].get<std::string>());
+          },
+          [&](const kube::WatchEvent& e) {
+            std::lock_guard lock(mu);
+            if (e.type == "ADDED") added.insert(e.object["metadata"]["name"].get<std::string>());
+          },
+          [&] { return stop.load(); });
+    });
+    auto has = [&](std::set<std::string>& set, const std::string& name) {
+      std::lock_guard lock(mu);
+      return set.count(name) > 0;
+    };
+    REQUIRE(WaitFor([&] { return has(listed, "lw1"); }));
+    REQUIRE(kc.Create(kWorkloads, Workload("lw2"))->status == 201);
+    CHECK(WaitFor([&] { return has(added, "lw2"); }));
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "kill-watches", "c1"}).code == 0);
+    REQUIRE(kc.Create(kWorkloads, Workload("lw3"))->status == 201);
+    CHECK(WaitFor([&] { return has(added, "lw3"); }));
+    stop = true;
+    informer.join();
+    CHECK(stats.lists == 1);
+    CHECK(stats.watches >= 2);
+    CHECK_FALSE(has(added, "lw1"));  // listed, not replayed as an event
   }
 
   SECTION("watch: events, resume from the last resourceVersion, 410 when too old") {

@@ -1,0 +1,42 @@
+// ListWatch: keeps a caller's view of one resource in step with a cluster,
+// the way Kubernetes informers do: list (all pages), then watch from the
+// list's resourceVersion; when the server ends the stream, watch again from
+// the last resourceVersion seen; when that is too old (410) or the watch
+// fails, list again (after a capped backoff on failures).
+//
+// Runs on the calling thread until stop() returns true. stop() is checked
+// between steps and at every event or bookmark; a watch is also ended by the
+// server after watch_timeout_seconds, which bounds how long a quiet stream
+// can keep stop() unchecked.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/kube/kube_client.h"
+
+namespace gantry::kube {
+
+struct ListWatchOptions {
+  std::string label_selector;
+  int page_size = 500;
+  int watch_timeout_seconds = 60;
+  std::chrono::milliseconds idle_timeout{120'000};
+  std::chrono::milliseconds max_backoff{30'000};
+};
+
+struct ListWatchStats {
+  int lists = 0;    // full relists (the first one included)
+  int watches = 0;  // watch streams opened
+};
+
+// on_list gets every item of a (re)list; on_event every watch event after it.
+ListWatchStats ListWatch(KubeClient& client, const std::string& path, const ListWatchOptions& options,
+                         const std::function<void(const std::vector<nlohmann::json>&)>& on_list,
+                         const std::function<void(const WatchEvent&)>& on_event,
+                         const std::function<bool()>& stop);
+
+}  // namespace gantry::kube

@@ -1,0 +1,76 @@
+#include "gantry/kube/list_watch.h"
+
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+namespace gantry::kube {
+namespace {
+
+// Lists every page. Returns the list's resourceVersion, or "" on failure.
+std::string ListAll(KubeClient& client, const std::string& path, const ListWatchOptions& options,
+                    std::vector<nlohmann::json>* items) {
+  ListOptions page;
+  page.label_selector = options.label_selector;
+  page.limit = options.page_size;
+  while (true) {
+    auto r = client.List(path, page);
+    if (!r.ok() || !r->ok()) {
+      spdlog::warn("list {}: {}", path, r.ok() ? r->error->message : r.status().message());
+      return "";
+    }
+    for (auto& item : r->body.value("items", nlohmann::json::array())) items->push_back(std::move(item));
+    page.continue_token = r->body.value("/metadata/continue"_json_pointer, "");
+    if (page.continue_token.empty()) return r->body.value("/metadata/resourceVersion"_json_pointer, "");
+  }
+}
+
+}  // namespace
+
+ListWatchStats ListWatch(KubeClient& client, const std::string& path, const ListWatchOptions& options,
+                         const std::function<void(const std::vector<nlohmann::json>&)>& on_list,
+                         const std::function<void(const WatchEvent&)>& on_event,
+                         const std::function<bool()>& stop) {
+  ListWatchStats stats;
+  std::string rv;  // "" = a (re)list is needed
+  auto backoff = std::chrono::milliseconds(200);
+  while (!stop()) {
+    if (rv.empty()) {
+      std::vector<nlohmann::json> items;
+      rv = ListAll(client, path, options, &items);
+      if (rv.empty()) {
+        std::this_thread::sleep_for(backoff);  // the cluster is failing: back off
+        backoff = std::min(backoff * 2, options.max_backoff);
+        continue;
+      }
+      ++stats.lists;
+      on_list(items);
+    }
+    WatchOptions w;
+    w.label_selector = options.label_selector;
+    w.resource_version = rv;
+    w.timeout_seconds = options.watch_timeout_seconds;
+    w.idle_timeout = options.idle_timeout;
+    ++stats.watches;
+    auto end = client.Watch(path, w, [&](const WatchEvent& e) {
+      on_event(e);
+      return !stop();
+    });
+    if (!end.ok()) {
+      spdlog::warn("watch {}: {}", path, end.status().message());
+      rv.clear();  // start over from a list
+      std::this_thread::sleep_for(backoff);
+      backoff = std::min(backoff * 2, options.max_backoff);
+      continue;
+    }
+    backoff = std::chrono::milliseconds(200);
+    if (end->expired) {
+      rv.clear();  // 410: the resume point is gone
+    } else {
+      rv = end->last_resource_version;  // a clean end: resume
+    }
+  }
+  return stats;
+}
+
+}  // namespace gantry::kube

@@ -76,11 +76,13 @@ std::string NewUid() {
   }
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(36);
   for (std::size_t i = 0; i < b.size(); ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) hex.push_back('-');
-    hex += fmt::format("{:02x}", b[i]);
+    hex.push_back(kHex[b[i] >> 4]);
+    hex.push_back(kHex[b[i] & 0x0f]);
   }
   return hex;
 }

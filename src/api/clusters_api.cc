@@ -10,15 +10,6 @@
 #include "gantry/placement/place.h"
 
 namespace gantry::api {
-namespace {
-
-http::Response JsonOk(const nlohmann::json& body) {
-  http::Response r;
-  r.body = body.dump();
-  return r;
-}
-
-}  // namespace
 
 void ApiService::ListClusters(http::Request req, Respond respond) {
   if (!Authorize(req, nullptr, respond)) return;
@@ -27,8 +18,9 @@ void ApiService::ListClusters(http::Request req, Respond respond) {
     int64_t now = clock_.NowMillis();
     for (const auto& view : fleet_->Clusters()) items.push_back(ClusterToJson(view, now, options_.stale_after_ms));
   }
-  respond(JsonOk({{"apiVersion", "gantry.dev/v1"}, {"kind", "ClusterList"}, {"metadata", nlohmann::json::object()},
-                  {"items", items}}));
+  nlohmann::json list = {{"apiVersion", "gantry.dev/v1"}, {"kind", "ClusterList"}, {"metadata", nlohmann::json::object()},
+                        {"items", items}};
+  respond(http::JsonResponse(200, list.dump()));
 }
 
 void ApiService::GetCluster(http::Request req, Respond respond) {
@@ -39,7 +31,7 @@ void ApiService::GetCluster(http::Request req, Respond respond) {
     respond(K8sStatus(404, "NotFound", "cluster " + name + " not found"));
     return;
   }
-  respond(JsonOk(ClusterToJson(*view, clock_.NowMillis(), options_.stale_after_ms)));
+  respond(http::JsonResponse(200, ClusterToJson(*view, clock_.NowMillis(), options_.stale_after_ms).dump()));
 }
 
 void ApiService::ReloadClusters(http::Request req, Respond respond) {
@@ -86,7 +78,7 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   body["kind"] = "PlacementDecision";
   body["job"] = ns + "/" + job->name;
   body["decidedAt"] = FormatRfc3339(now);
-  respond(JsonOk(body));
+  respond(http::JsonResponse(200, body.dump()));
 }
 
 }  // namespace gantry::api

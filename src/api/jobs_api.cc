@@ -10,26 +10,11 @@
 namespace gantry::api {
 namespace {
 
-http::Response JsonResponse(int status, const nlohmann::json& body) {
-  http::Response r;
-  r.status = status;
-  r.body = body.dump();
-  return r;
-}
-
-http::Response TextJson(int status, std::string body) {
-  http::Response r;
-  r.status = status;
-  r.body = std::move(body);
-  return r;
-}
-
 // Which parser a body needs, from its Content-Type; nullopt = unsupported.
 std::optional<DocumentFormat> FormatOf(const http::Request& req) {
-  std::string ct = req.Header("content-type");
+  std::string ct = http::ToLowerAscii(req.Header("content-type"));
   if (auto semi = ct.find(';'); semi != std::string::npos) ct.resize(semi);
   while (!ct.empty() && ct.back() == ' ') ct.pop_back();
-  for (char& c : ct) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (ct == "application/json") return DocumentFormat::kJson;
   if (ct == "application/yaml" || ct == "application/x-yaml" || ct == "text/yaml") {
     return DocumentFormat::kYaml;
@@ -95,7 +80,7 @@ void ApiService::Submit(http::Request req, Respond respond) {
     }
     const JobRecord& job = result->job;
     if (result->outcome == SubmitOutcome::kExisting) {
-      respond(TextJson(200, JobJsonText(job)));
+      respond(http::JsonResponse(200, JobJsonText(job)));
       return;
     }
     spdlog::info("job {}/{} submitted uid={} queue={} priority={}", job.ns, job.name, job.uid, job.queue,
@@ -122,7 +107,7 @@ std::optional<JobRecord> ApiService::AuthorizedJob(http::Request& req, const Res
 void ApiService::GetJob(http::Request req, Respond respond) {
   auto job = AuthorizedJob(req, respond);
   if (!job) return;
-  respond(TextJson(200, JobJsonText(*job)));
+  respond(http::JsonResponse(200, JobJsonText(*job)));
 }
 
 void ApiService::ListJobs(http::Request req, Respond respond) {
@@ -170,7 +155,7 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
     respond(K8sStatusFrom(page.status()));
     return;
   }
-  respond(TextJson(200, JobListJsonText(page->jobs, page->next_after_seq)));
+  respond(http::JsonResponse(200, JobListJsonText(page->jobs, page->next_after_seq)));
 }
 
 void ApiService::CancelJob(http::Request req, Respond respond) {
@@ -203,7 +188,7 @@ void ApiService::CancelJob(http::Request req, Respond respond) {
       spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
       if (waker_) waker_->Wake(job.uid);
     }
-    respond(TextJson(202, JobJsonText(job)));
+    respond(http::JsonResponse(202, JobJsonText(job)));
   });
 }
 
@@ -215,7 +200,7 @@ void ApiService::JobEvents(http::Request req, Respond respond) {
     respond(K8sStatusFrom(events.status()));
     return;
   }
-  respond(JsonResponse(200, EventsToJson(*events)));
+  respond(http::JsonResponse(200, EventsToJson(*events).dump()));
 }
 
 }  // namespace gantry::api

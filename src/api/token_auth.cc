@@ -50,8 +50,7 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
       if (p.subject.empty()) return Status::Invalid(where("subject") + ": required");
       std::string hash;
       if (entry["tokenSha256"]) {
-        hash = entry["tokenSha256"].as<std::string>();
-        for (char& c : hash) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        hash = http::ToLowerAscii(entry["tokenSha256"].as<std::string>());
         if (hash.size() != 64 || hash.find_first_not_of("0123456789abcdef") != std::string::npos) {
           return Status::Invalid(where("tokenSha256") + ": must be 64 hex digits");
         }

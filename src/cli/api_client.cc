@@ -4,18 +4,6 @@
 
 namespace gantry::cli {
 
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
-
 std::unique_ptr<ApiClient> ApiClient::Create(const ConnectionFlags& flags, std::string* error) {
   http::ClientOptions options;
   options.ca_file = flags.ca_file;

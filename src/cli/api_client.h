@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/http/client.h"
+#include "gantry/http/message.h"
 
 namespace gantry::cli {
 
@@ -47,6 +48,6 @@ class ApiClient {
 };
 
 // Percent-encodes a path segment or query value.
-std::string UrlEncode(const std::string& s);
+inline std::string UrlEncode(const std::string& s) { return http::PercentEncode(s); }
 
 }  // namespace gantry::cli

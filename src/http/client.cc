@@ -1,4 +1,5 @@
 #include "gantry/http/client.h"
+#include "gantry/http/message.h"
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -156,9 +157,7 @@ Result<ClientResponse> Client::Impl::Exchange(AsyncStream& stream,
   out.status = static_cast<int>(res.result_int());
   out.body = std::move(res.body());
   for (const auto& f : res) {
-    std::string name(f.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.headers[name] = std::string(f.value());
+    out.headers[ToLowerAscii(f.name_string())] = std::string(f.value());
   }
   if (!res.keep_alive()) Reset();
   return out;
@@ -220,9 +219,7 @@ Result<ClientResponse> Client::Impl::StreamOn(AsyncStream& stream, const bhttp::
   ClientResponse out;
   out.status = static_cast<int>(parser.get().result_int());
   for (const auto& f : parser.get()) {
-    std::string name(f.name_string());
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    out.headers[name] = std::string(f.value());
+    out.headers[ToLowerAscii(f.name_string())] = std::string(f.value());
   }
   bool success = out.status >= 200 && out.status < 300;
   char chunk[16 * 1024];

@@ -5,9 +5,7 @@
 namespace gantry::http {
 
 std::string Request::Header(std::string_view name) const {
-  std::string key(name);
-  for (char& c : key) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  auto it = headers.find(key);
+  auto it = headers.find(ToLowerAscii(name));
   return it == headers.end() ? std::string() : it->second;
 }
 
@@ -83,6 +81,32 @@ Response TextResponse(int status, std::string body, std::string content_type) {
   r.body = std::move(body);
   r.content_type = std::move(content_type);
   return r;
+}
+
+Response JsonResponse(int status, std::string body) {
+  return TextResponse(status, std::move(body), "application/json");
+}
+
+std::string PercentEncode(std::string_view s) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(s.size());
+  for (unsigned char c : s) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0x0f]);
+    }
+  }
+  return out;
+}
+
+std::string ToLowerAscii(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
 }
 
 std::string PercentDecode(std::string_view s, bool plus_is_space) {

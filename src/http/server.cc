@@ -299,9 +299,7 @@ net::awaitable<void> Server::Impl::Session(Stream& stream, std::string remote, b
     req.path = PercentDecode(target.substr(0, q), false);
     if (q != std::string_view::npos) req.query = ParseQuery(target.substr(q + 1));
     for (const auto& field : msg) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      req.headers[name] = std::string(field.value());
+      req.headers[ToLowerAscii(field.name_string())] = std::string(field.value());
     }
     req.body = std::move(msg.body());
     req.remote_address = remote;

@@ -4,20 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "gantry/http/message.h"
+
 namespace gantry::kube {
 namespace {
-
-std::string Encode(const std::string& s) {
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out += fmt::format("%{:02X}", c);
-    }
-  }
-  return out;
-}
 
 bool Retryable(int status) { return status == 429 || status >= 500; }
 
@@ -106,7 +96,7 @@ Result<KubeReply> KubeClient::Get(const std::string& path) { return Call("GET", 
 
 Result<KubeReply> KubeClient::List(const std::string& path, const ListOptions& options) {
   std::string query;
-  auto add = [&](const std::string& k, const std::string& v) { query += (query.empty() ? "?" : "&") + k + "=" + Encode(v); };
+  auto add = [&](const std::string& k, const std::string& v) { query += (query.empty() ? "?" : "&") + k + "=" + http::PercentEncode(v); };
   if (!options.label_selector.empty()) add("labelSelector", options.label_selector);
   if (options.limit > 0) add("limit", std::to_string(options.limit));
   if (!options.continue_token.empty()) add("continue", options.continue_token);
@@ -131,8 +121,8 @@ Result<KubeReply> KubeClient::MergePatch(const std::string& path, const nlohmann
 Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& options,
                                    const std::function<bool(const WatchEvent&)>& handler) {
   std::string query = "?watch=true";
-  if (!options.label_selector.empty()) query += "&labelSelector=" + Encode(options.label_selector);
-  if (!options.resource_version.empty()) query += "&resourceVersion=" + Encode(options.resource_version);
+  if (!options.label_selector.empty()) query += "&labelSelector=" + http::PercentEncode(options.label_selector);
+  if (!options.resource_version.empty()) query += "&resourceVersion=" + http::PercentEncode(options.resource_version);
   if (options.bookmarks) query += "&allowWatchBookmarks=true";
   if (options.timeout_seconds > 0) query += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
   auto headers = Headers("");

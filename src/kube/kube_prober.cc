@@ -7,8 +7,7 @@
 
 namespace gantry::kube {
 
-Result<inventory::CapacityReading> ParseClusterQueues(const std::string& body) {
-  auto list = nlohmann::json::parse(body, nullptr, false);
+Result<inventory::CapacityReading> ParseClusterQueues(const nlohmann::json& list) {
   if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
     return Status::Invalid("ClusterQueue list is not a Kubernetes list");
   }
@@ -68,7 +67,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     return Status::Unavailable(
         fmt::format("listing ClusterQueues answered {}: {}", cqs->status, cqs->error ? cqs->error->message : ""));
   }
-  return ParseClusterQueues(cqs->body.dump());
+  return ParseClusterQueues(cqs->body);
 }
 
 }  // namespace gantry::kube

@@ -34,6 +34,15 @@ current-context: x
       << "name: " << name << "\nkubeconfig: ../" << name << ".kubeconfig\nregion: eu-central-1\n";
 }
 
+// The real store in dir (fails the test when it cannot be opened).
+std::unique_ptr<SqliteStore> OpenStore(const testing::TempDir& dir) {
+  SqliteStoreOptions options;
+  options.path = dir.File("gantry.db");
+  auto store = OpenSqliteStore(options);
+  REQUIRE(store.ok());
+  return std::move(store.value());
+}
+
 }  // namespace
 
 TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fleet]") {
@@ -41,17 +50,14 @@ TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fl
   std::filesystem::create_directories(dir.File("clusters.d"));
   WriteCluster(dir.path(), "c1");
   WriteCluster(dir.path(), "c2");
-  SqliteStoreOptions so;
-  so.path = dir.File("gantry.db");
-  auto store = OpenSqliteStore(so);
-  REQUIRE(store.ok());
+  auto store = OpenStore(dir);
   FakeClock clock(1'000'000);
   FakeProber prober;
   prober.up = {{"c1", true}, {"c2", false}};
   FleetOptions options;
   options.clusters_dir = dir.File("clusters.d");
   {
-    Fleet fleet(prober, **store, clock, options);
+    Fleet fleet(prober, *store, clock, options);
     CHECK(fleet.Start().empty());
     fleet.ProbeAllNow();
     auto c1 = fleet.Cluster("c1");
@@ -76,10 +82,10 @@ TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fl
     fleet.Stop();
   }
   // A restart keeps c2's outage start: the lost timeout is not reset.
-  REQUIRE(testing::WaitFor([&] { return (*store)->LoadOutages()->count("c2") == 1; }));
+  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c2") == 1; }));
   clock.Advance(60'000);
   {
-    Fleet fleet(prober, **store, clock, options);
+    Fleet fleet(prober, *store, clock, options);
     fleet.Start();
     CHECK(fleet.Cluster("c2")->health.first_lost_ms == 1'000'000);
     fleet.ProbeAllNow();
@@ -91,22 +97,19 @@ TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fl
     CHECK_FALSE(fleet.Cluster("c2")->health.first_lost_ms.has_value());
     fleet.Stop();
   }
-  CHECK(testing::WaitFor([&] { return (*store)->LoadOutages()->empty(); }));
+  CHECK(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
 }
 
 TEST_CASE("fleet reload adds, keeps and removes clusters", "[inventory][fleet]") {
   testing::TempDir dir;
   std::filesystem::create_directories(dir.File("clusters.d"));
   WriteCluster(dir.path(), "c1");
-  SqliteStoreOptions so;
-  so.path = dir.File("gantry.db");
-  auto store = OpenSqliteStore(so);
-  REQUIRE(store.ok());
+  auto store = OpenStore(dir);
   FakeClock clock;
   FakeProber prober;
   FleetOptions options;
   options.clusters_dir = dir.File("clusters.d");
-  Fleet fleet(prober, **store, clock, options);
+  Fleet fleet(prober, *store, clock, options);
   fleet.Start();
   CHECK(fleet.Clusters().size() == 1);
   WriteCluster(dir.path(), "c2");
@@ -145,14 +148,11 @@ TEST_CASE("a stalled cluster does not hold up the probes of the others", "[inven
   std::filesystem::create_directories(dir.File("clusters.d"));
   WriteCluster(dir.path(), "c1");
   WriteCluster(dir.path(), "c2");
-  SqliteStoreOptions so;
-  so.path = dir.File("gantry.db");
-  auto store = OpenSqliteStore(so);
-  REQUIRE(store.ok());
+  auto store = OpenStore(dir);
   SystemClock clock;
   FleetOptions options;
   options.clusters_dir = dir.File("clusters.d");
-  Fleet fleet(prober, **store, clock, options);
+  Fleet fleet(prober, *store, clock, options);
   fleet.Start();
   CHECK(testing::WaitFor([&] { return fleet.Cluster("c2")->health.state == HealthState::kReady; }));
   CHECK(fleet.Cluster("c1")->health.state == HealthState::kUnknown);  // still in its probe

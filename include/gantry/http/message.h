@@ -88,7 +88,14 @@ using Handler = std::function<void(Request, Responder)>;
 
 // Helpers for handlers.
 Response TextResponse(int status, std::string body, std::string content_type = "text/plain");
+// body is JSON text already.
+Response JsonResponse(int status, std::string body);
 std::string PercentDecode(std::string_view s, bool plus_is_space);
+// Percent-encodes everything but RFC 3986 unreserved characters (for a path
+// segment or a query value).
+std::string PercentEncode(std::string_view s);
+// ASCII lower case (header names, media types).
+std::string ToLowerAscii(std::string_view s);
 std::multimap<std::string, std::string> ParseQuery(std::string_view query);
 std::string_view ReasonPhrase(int status);
 

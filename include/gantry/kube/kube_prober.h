@@ -35,6 +35,6 @@ class KubeProber final : public inventory::ClusterProber {
 };
 
 // Sums a ClusterQueueList's quota and usage (exposed for tests).
-Result<inventory::CapacityReading> ParseClusterQueues(const std::string& body);
+Result<inventory::CapacityReading> ParseClusterQueues(const nlohmann::json& list);
 
 }  // namespace gantry::kube

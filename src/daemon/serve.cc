@@ -157,7 +157,6 @@ int RunServe(const ServeFlags& flags) {
   server_options.body_limit = config.max_body_bytes;
   server_options.read_timeout = std::chrono::seconds(config.read_timeout_seconds);
   server_options.idle_timeout = std::chrono::seconds(config.idle_timeout_seconds);
-  server_options.threads = config.http_threads;
   server_options.error_response = [](int code, std::string message) {
     return api::K8sStatus(code, api::ReasonForCode(code), std::move(message));
   };

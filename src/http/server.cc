@@ -89,8 +89,8 @@ class Server::Impl {
  private:
   // A live connection: how to close it, and whether it is mid-request.
   struct ConnState {
-    std::function<void()> close;  // must run on strand
-    net::any_io_executor strand;
+    std::function<void()> close;  // must run on the connection's executor
+    net::any_io_executor executor;
     bool busy = false;
   };
 
@@ -112,7 +112,7 @@ class Server::Impl {
     ~AliveGuard() { *flag = false; }
   };
   // Records how to close connection id: close_stream runs on the
-  // connection's strand, and only while the stream is still alive.
+  // connection's executor, and only while the stream is still alive.
   void Register(uint64_t id, std::shared_ptr<bool> alive, std::function<void()> close_stream);
 
   ServerOptions options_;
@@ -156,19 +156,17 @@ Status Server::Impl::Start() {
   }
   port_ = acceptor_.local_endpoint().port();
   net::co_spawn(ioc_, Accept(), [](std::exception_ptr) {});
-  int n = std::max(1, options_.threads);
-  for (int i = 0; i < n; ++i) threads_.emplace_back([this] { ioc_.run(); });
+  threads_.emplace_back([this] { ioc_.run(); });
   started_ = true;
   return Status::Ok();
 }
 
 net::awaitable<void> Server::Impl::Accept() {
   while (!stopping_) {
-    // The socket is a named local, not a structured binding of the
-    // accept's result: g++ 12 destroys non-trivial structured bindings in a
-    // coroutine twice, which over-released the strand here.
-    // One thread needs no strand; several serialize each connection on one.
-    tcp::socket socket = options_.threads > 1 ? tcp::socket(net::make_strand(ioc_)) : tcp::socket(ioc_);
+    // The socket is a named local, not a structured binding of the accept's
+    // result: g++ 12 destroys non-trivial structured bindings in a coroutine
+    // twice.
+    tcp::socket socket(ioc_);
     auto [ec] = co_await acceptor_.async_accept(socket, net::as_tuple(net::use_awaitable));
     if (ec) {
       if (ec == net::error::operation_aborted || stopping_) co_return;
@@ -194,7 +192,7 @@ net::awaitable<void> Server::Impl::RunConnection(tcp::socket socket, uint64_t id
   error_code ec;
   {
     std::lock_guard lock(mu_);
-    conns_[id].strand = socket.get_executor();
+    conns_[id].executor = socket.get_executor();
   }
   auto remote_ep = socket.remote_endpoint(ec);
   std::string remote = ec ? "unknown" : remote_ep.address().to_string();
@@ -396,7 +394,7 @@ void Server::Impl::Stop(std::chrono::milliseconds drain) {
     std::lock_guard lock(mu_);
     for (auto& [id, c] : conns_) {
       if (only_idle && c.busy) continue;
-      if (c.close) net::post(c.strand, c.close);
+      if (c.close) net::post(c.executor, c.close);
     }
   };
   close_where(true);

@@ -31,7 +31,6 @@ Status SimCluster::StartServerLocked() {
   opts.address = "127.0.0.1";
   opts.port = port_;
   opts.tls = http::TlsServerOptions{certs_.cert_pem, certs_.key_pem};
-  opts.threads = 1;  // multi-threaded serving is disabled (strand lifetime bug)
   opts.server_name = "gantry-sim";
   opts.idle_timeout = std::chrono::minutes(5);
   opts.error_response = [](int status, std::string message) {

@@ -37,7 +37,6 @@ Status Simulator::Start() {
   admin_api_ = std::make_unique<AdminApi>(&journal_, raw);
   http::ServerOptions opts;
   opts.port = options_.admin_port;
-  opts.threads = 1;
   opts.server_name = "gantry-sim-admin";
   admin_server_ = std::make_unique<http::Server>(
       opts, [this](http::Request req, http::Responder respond) { admin_api_->Handle(std::move(req), std::move(respond)); });

@@ -28,7 +28,7 @@
 namespace gantry {
 namespace {
 
-constexpr const char* kDefaultConfigPath = "/etc/gantry/gantry.yaml";
+constexpr const char* kDefaultConfigDir = "/etc/gantry";
 constexpr const char* kDefaultDataDir = "/var/lib/gantry";
 
 Result<std::string> ReadWholeFile(const std::string& path) {
@@ -39,15 +39,18 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return ss.str();
 }
 
+// $name when set (systemd's ConfigurationDirectory= / StateDirectory=), else fallback.
+std::string EnvOr(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value && *value ? value : fallback;
+}
+
 Result<DaemonConfig> ResolveConfig(const ServeFlags& flags) {
   DaemonConfig config;
+  const std::string config_dir = EnvOr("CONFIGURATION_DIRECTORY", kDefaultConfigDir);
   std::string path = flags.config_path;
   if (path.empty()) {
-    if (const char* dir = std::getenv("CONFIGURATION_DIRECTORY"); dir && *dir) {
-      path = std::string(dir) + "/gantry.yaml";
-    } else {
-      path = kDefaultConfigPath;
-    }
+    path = config_dir + "/gantry.yaml";
     if (!std::filesystem::exists(path)) path.clear();  // no file: defaults
   }
   if (!path.empty()) {
@@ -60,15 +63,10 @@ Result<DaemonConfig> ResolveConfig(const ServeFlags& flags) {
   if (!flags.log_format.empty()) config.log_format = flags.log_format;
   if (!flags.log_level.empty()) config.log_level = flags.log_level;
   if (!flags.clusters_dir.empty()) config.clusters_dir = flags.clusters_dir;
-  if (config.clusters_dir.empty()) {
-    const char* dir = std::getenv("CONFIGURATION_DIRECTORY");
-    std::string candidate = std::string(dir && *dir ? dir : "/etc/gantry") + "/clusters.d";
-    if (std::filesystem::is_directory(candidate)) config.clusters_dir = candidate;
+  if (config.clusters_dir.empty() && std::filesystem::is_directory(config_dir + "/clusters.d")) {
+    config.clusters_dir = config_dir + "/clusters.d";
   }
-  if (config.data_dir.empty()) {
-    const char* state = std::getenv("STATE_DIRECTORY");
-    config.data_dir = state && *state ? state : kDefaultDataDir;
-  }
+  if (config.data_dir.empty()) config.data_dir = EnvOr("STATE_DIRECTORY", kDefaultDataDir);
   GANTRY_RETURN_IF_ERROR(ValidateDaemonConfig(config));
   return config;
 }

@@ -361,7 +361,8 @@ net::awaitable<void> Server::Impl::WriteStream(Stream& stream, std::shared_ptr<R
   if (hec) co_return;
   while (!stopping_) {
     bool finished = false;
-    for (std::string& piece : body->Take(&finished)) {
+    std::vector<std::string> pieces = body->Take(&finished);
+    for (std::string& piece : pieces) {
       lowest.expires_after(options_.write_timeout);
       auto chunk = bhttp::make_chunk(net::buffer(piece));
       auto [ec, n] = co_await net::async_write(stream, chunk, net::as_tuple(net::use_awaitable));
@@ -373,8 +374,13 @@ net::awaitable<void> Server::Impl::WriteStream(Stream& stream, std::shared_ptr<R
       co_await net::async_write(stream, last, net::as_tuple(net::use_awaitable));
       co_return;
     }
+    // Wakes posted while the chunks above were being written found no
+    // waiter and are gone: look at the queue again before sleeping.
+    if (!pieces.empty()) continue;
     // No deadline while waiting for the producer: a watch may be quiet for
-    // minutes. The producer's Finish, a Write or Stop() wakes us.
+    // minutes. The producer's Finish, a Write or Stop() wakes us. A wake that
+    // is posted between the Take above and this wait still finds the waiter,
+    // because both run on this connection's one thread.
     lowest.expires_never();
     wake->expires_at(net::steady_timer::time_point::max());
     co_await wake->async_wait(net::as_tuple(net::use_awaitable));

@@ -24,6 +24,10 @@ TEST_CASE("a streamed response arrives as chunks and ends with Finish", "[http]"
   std::shared_ptr<ResponseStream> stream;
   std::atomic<bool> closed{false};
   std::thread producer;
+  struct JoinAtExit {  // after the server stops, so a failed check cannot abort
+    std::thread& t;
+    ~JoinAtExit() { if (t.joinable()) t.join(); }
+  } join_at_exit{producer};
   ServerOptions options;
   options.port = 0;
   Server server(options, [&](Request, Responder respond) {
@@ -32,8 +36,10 @@ TEST_CASE("a streamed response arrives as chunks and ends with Finish", "[http]"
     r.stream->SetOnClose([&] { closed = true; });
     stream = r.stream;
     respond(std::move(r));
+    // Many pieces, so that some arrive while the server is writing earlier
+    // ones: their wake-ups find no waiter and must not be lost.
     producer = std::thread([s = stream] {
-      for (int i = 0; i < 3; ++i) s->Write("{\"n\":" + std::to_string(i) + "}\n");
+      for (int i = 0; i < 500; ++i) s->Write("{\"n\":" + std::to_string(i) + "}\n");
       s->Finish();
     });
   });
@@ -42,7 +48,9 @@ TEST_CASE("a streamed response arrives as chunks and ends with Finish", "[http]"
   REQUIRE(res.ok());
   CHECK(res->status == 200);
   CHECK(res->headers["transfer-encoding"] == "chunked");
-  CHECK(res->body == "{\"n\":0}\n{\"n\":1}\n{\"n\":2}\n");
+  std::string expected;
+  for (int i = 0; i < 500; ++i) expected += "{\"n\":" + std::to_string(i) + "}\n";
+  CHECK(res->body == expected);
   producer.join();
   CHECK(testing::WaitFor([&] { return closed.load(); }));
   CHECK_FALSE(stream->Write("late"));

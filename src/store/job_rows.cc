@@ -37,6 +37,9 @@ Result<JobRecord> ReadJob(const Statement& stmt) {
   job.message = stmt.Text(12);
   job.created_ms = stmt.Int(13);
   job.updated_ms = stmt.Int(14);
+  job.nominated_ms = stmt.Int(15);
+  job.lease_ms = stmt.Int(16);
+  job.remote_status = stmt.Text(17);
   return job;
 }
 

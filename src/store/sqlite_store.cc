@@ -161,7 +161,47 @@ Result<std::vector<std::string>> SqliteStore::UidsInPhase(JobPhase phase, int li
   Result<Statement> stmt =
       reader_->Prepare("SELECT uid FROM jobs WHERE phase = ?1 ORDER BY seq LIMIT ?2");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, JobPhaseName(phase)).Bind(2, int64_t{std::clamp(limit, 1, kMaxListLimit)});
+  stmt->Bind(1, JobPhaseName(phase)).Bind(2, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
+  std::vector<std::string> uids;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return uids;
+    uids.push_back(stmt->Text(0));
+  }
+}
+
+Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
+  std::lock_guard lock(read_mu_);
+  Result<Statement> stmt = reader_->Prepare(
+      "SELECT job_uid, cluster, kind, namespace, name, epoch, present, updated_ms "
+      "FROM remote_intents WHERE job_uid = ?1 ORDER BY cluster, kind");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, uid);
+  std::vector<RemoteIntent> out;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return out;
+    RemoteIntent i;
+    i.job_uid = stmt->Text(0);
+    i.cluster = stmt->Text(1);
+    i.kind = stmt->Text(2);
+    i.ns = stmt->Text(3);
+    i.name = stmt->Text(4);
+    i.epoch = stmt->Int(5);
+    i.present = stmt->Int(6) != 0;
+    i.updated_ms = stmt->Int(7);
+    out.push_back(std::move(i));
+  }
+}
+
+Result<std::vector<std::string>> SqliteStore::UidsWithIntents(int limit) {
+  std::lock_guard lock(read_mu_);
+  Result<Statement> stmt =
+      reader_->Prepare("SELECT DISTINCT job_uid FROM remote_intents LIMIT ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
   std::vector<std::string> uids;
   while (true) {
     Result<bool> row = stmt->Step();

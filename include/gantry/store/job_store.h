@@ -46,6 +46,9 @@ struct JobRecord {
   int64_t created_ms = 0;  // set by the caller (API) before Submit
   int64_t updated_ms = 0;
   int64_t seq = 0;         // insertion order, assigned by the store; stable sort key
+  int64_t nominated_ms = 0;   // when the current epoch's nomination began
+  int64_t lease_ms = 0;       // when the owner's lease was taken; 0 = no lease
+  std::string remote_status;  // the owner's view of the running job (for display)
 };
 
 struct JobEvent {
@@ -56,6 +59,40 @@ struct JobEvent {
   std::string reason;           // CamelCase: Submitted, CancelRequested, Cancelled, ...
   std::string message;
   std::string cluster;          // "" when not about one cluster
+};
+
+// The desired state of one object gantry keeps in a worker cluster, recorded
+// before the object is created or deleted there (DESIGN.md, "Crash anywhere").
+struct RemoteIntent {
+  std::string job_uid;
+  std::string cluster;
+  std::string kind;     // "Workload" | "Job"
+  std::string ns;
+  std::string name;
+  int64_t epoch = 0;
+  bool present = true;  // true: should exist at `epoch`; false: should be deleted
+  int64_t updated_ms = 0;
+};
+
+// One guarded change to a job and its intents, applied in one transaction
+// only if the job still has the expected phase, epoch and owner (a
+// compare-and-set: the lease is one of these).
+struct DispatchUpdate {
+  std::string uid;
+  JobPhase expected_phase = JobPhase::kQueued;
+  int64_t expected_epoch = 0;
+  std::string expected_cluster;
+  std::optional<JobPhase> phase;            // unset = unchanged
+  std::optional<int64_t> epoch;
+  std::optional<std::string> cluster;
+  std::optional<std::string> message;
+  std::optional<std::string> conditions_json;
+  std::optional<int64_t> nominated_ms;
+  std::optional<int64_t> lease_ms;
+  std::optional<std::string> remote_status;
+  std::vector<RemoteIntent> upsert_intents;  // keyed by (job_uid = uid, cluster, kind)
+  std::vector<std::pair<std::string, std::string>> drop_intents;  // (cluster, kind)
+  std::vector<JobEvent> events;              // job_uid set to uid; time_ms 0 = now
 };
 
 enum class SubmitOutcome {
@@ -108,6 +145,15 @@ class JobStore {
   virtual void Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase,
                           std::string message, std::optional<JobEvent> event,
                           StoreCallback<JobRecord> done) = 0;
+
+  // Applies update if the job is still at (expected_phase, expected_epoch,
+  // expected_cluster); kConflict (naming what moved) otherwise, with nothing
+  // written. kNotFound when absent.
+  virtual void ApplyDispatch(DispatchUpdate update, StoreCallback<JobRecord> done) = 0;
+  // The job's intents, by cluster then kind.
+  virtual Result<std::vector<RemoteIntent>> Intents(const std::string& uid) = 0;
+  // Jobs that still have intents (start-up scan: finished jobs with cleanup left).
+  virtual Result<std::vector<std::string>> UidsWithIntents(int limit) = 0;
 
   virtual Result<JobRecord> Get(const std::string& ns, const std::string& name) = 0;
   virtual Result<JobRecord> GetByUid(const std::string& uid) = 0;

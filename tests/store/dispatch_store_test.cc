@@ -1,0 +1,134 @@
+// ApplyDispatch: the guarded write the engine's lease and every intent go
+// through.
+#include <catch2/catch.hpp>
+
+#include <future>
+
+#include "gantry/store/sqlite_store.h"
+#include "store_test_util.h"
+#include "test_support.h"
+
+namespace gantry::testing {
+namespace {
+
+Result<JobRecord> ApplySync(SqliteStore& store, DispatchUpdate u) {
+  std::promise<Result<JobRecord>> done;
+  store.ApplyDispatch(std::move(u), [&](Result<JobRecord> r) { done.set_value(std::move(r)); });
+  auto f = done.get_future();
+  if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
+    return Status::Deadline("ApplyDispatch callback did not arrive");
+  }
+  return f.get();
+}
+
+RemoteIntent Intent(const std::string& cluster, const std::string& kind, int64_t epoch, bool present) {
+  RemoteIntent i;
+  i.cluster = cluster;
+  i.kind = kind;
+  i.ns = "team-a";
+  i.name = "train-0123abcd";
+  i.epoch = epoch;
+  i.present = present;
+  return i;
+}
+
+}  // namespace
+
+TEST_CASE("ApplyDispatch nominates, leases once, and keeps intents with the job", "[store][dispatch]") {
+  TempDir dir;
+  auto store = OpenStore(dir.File("db"));
+  JobRecord job = MakeJob("team-a", "train");
+  REQUIRE(SubmitSync(*store, job).ok());
+
+  DispatchUpdate nominate;
+  nominate.uid = job.uid;
+  nominate.expected_phase = JobPhase::kQueued;
+  nominate.phase = JobPhase::kNominating;
+  nominate.epoch = 1;
+  nominate.nominated_ms = 5;
+  nominate.upsert_intents = {Intent("c1", "Workload", 1, true), Intent("c2", "Workload", 1, true)};
+  JobEvent nominated;
+  nominated.reason = "Nominated";
+  nominate.events = {nominated};
+  auto r = ApplySync(*store, nominate);
+  REQUIRE(r.ok());
+  CHECK(r->phase == JobPhase::kNominating);
+  CHECK(r->epoch == 1);
+  CHECK(r->nominated_ms == 5);
+  auto intents = store->Intents(job.uid);
+  REQUIRE(intents.ok());
+  REQUIRE(intents->size() == 2);
+  CHECK(intents->at(0).cluster == "c1");
+  CHECK(intents->at(1).present);
+
+  // The lease: two clusters race; only the first compare-and-set wins.
+  auto lease = [&](const std::string& cluster) {
+    DispatchUpdate u;
+    u.uid = job.uid;
+    u.expected_phase = JobPhase::kNominating;
+    u.expected_epoch = 1;
+    u.expected_cluster = "";
+    u.phase = JobPhase::kAdmitted;
+    u.cluster = cluster;
+    u.lease_ms = 9;
+    u.upsert_intents = {Intent(cluster == "c1" ? "c2" : "c1", "Workload", 1, false),
+                        Intent(cluster, "Job", 1, true)};
+    return ApplySync(*store, u);
+  };
+  auto first = lease("c2");
+  REQUIRE(first.ok());
+  CHECK(first->cluster == "c2");
+  auto second = lease("c1");
+  REQUIRE_FALSE(second.ok());
+  CHECK(second.status().code() == Code::kConflict);
+  CHECK_THAT(second.status().message(), Catch::Contains("owned by 'c2'"));
+
+  // The loser's write left nothing behind.
+  intents = store->Intents(job.uid);
+  REQUIRE(intents->size() == 3);
+  int jobs = 0;
+  for (const RemoteIntent& i : *intents) {
+    if (i.kind == "Job") {
+      ++jobs;
+      CHECK(i.cluster == "c2");
+    }
+    if (i.cluster == "c1") CHECK_FALSE(i.present);
+  }
+  CHECK(jobs == 1);
+  auto events = store->Events(job.uid);
+  REQUIRE(events.ok());
+  CHECK(events->back().reason == "Nominated");
+
+  // Dropping rows; the job lists among those with intents until none are left.
+  CHECK(store->UidsWithIntents(10)->size() == 1);
+  DispatchUpdate drop;
+  drop.uid = job.uid;
+  drop.expected_phase = JobPhase::kAdmitted;
+  drop.expected_epoch = 1;
+  drop.expected_cluster = "c2";
+  drop.drop_intents = {{"c1", "Workload"}, {"c2", "Workload"}, {"c2", "Job"}};
+  drop.phase = JobPhase::kSucceeded;
+  REQUIRE(ApplySync(*store, drop).ok());
+  CHECK(store->Intents(job.uid)->empty());
+  CHECK(store->UidsWithIntents(10)->empty());
+}
+
+TEST_CASE("ApplyDispatch on a missing job is NotFound; purge removes intents", "[store][dispatch]") {
+  TempDir dir;
+  auto store = OpenStore(dir.File("db"));
+  DispatchUpdate u;
+  u.uid = "no-such-uid";
+  CHECK(ApplySync(*store, u).status().code() == Code::kNotFound);
+
+  JobRecord job = MakeJob("team-a", "done");
+  REQUIRE(SubmitSync(*store, job).ok());
+  DispatchUpdate fail;
+  fail.uid = job.uid;
+  fail.phase = JobPhase::kFailed;
+  fail.upsert_intents = {Intent("c1", "Workload", 1, false)};
+  REQUIRE(ApplySync(*store, fail).ok());
+  REQUIRE(PurgeSync(*store, "team-a", "done").ok());
+  CHECK(store->Intents(job.uid)->empty());
+}
+
+}  // namespace gantry::testing

@@ -1,0 +1,85 @@
+// Remote objects: what gantry writes to a worker cluster for one job, and
+// where. Pure functions (no I/O): the engine decides when, these decide what.
+//
+// Names are deterministic: <job-name>-<first 8 hex of the job uid>, the same
+// in every cluster and every epoch, so a repeated create answers 409
+// AlreadyExists instead of making a second copy. Every object carries the
+// origin label (the garbage collector and the watches select on it), the
+// job-uid label and the epoch annotation (fencing).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/common/status.h"
+#include "gantry/inventory/cluster_config.h"
+#include "gantry/job/job_document.h"
+
+namespace gantry::dispatch {
+
+inline constexpr const char* kOriginLabel = "kueue.x-k8s.io/multikueue-origin";
+inline constexpr const char* kJobUidLabel = "gantry.dev/job-uid";
+inline constexpr const char* kEpochAnnotation = "gantry.dev/epoch";
+inline constexpr const char* kAtMostOnceAnnotation = "gantry.dev/at-most-once";
+inline constexpr const char* kPrebuiltWorkloadAnnotation = "kueue.x-k8s.io/prebuilt-workload-name";
+inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
+inline constexpr const char* kEpochEnv = "GANTRY_EPOCH";
+
+// <job-name>-<first 8 hex of uid without dashes>; at most 63 characters.
+std::string RemoteName(const std::string& job_name, const std::string& job_uid);
+
+// "v1beta2" | "v1beta1".
+std::string KueueVersionString(inventory::KueueApiVersion version);
+
+// /apis/kueue.x-k8s.io/<v>/namespaces/<ns>/workloads[/<name>]; name "" = the collection.
+std::string WorkloadPath(inventory::KueueApiVersion version, const std::string& ns,
+                         const std::string& name = "");
+// All namespaces, for the watches: /apis/kueue.x-k8s.io/<v>/workloads
+std::string AllWorkloadsPath(inventory::KueueApiVersion version);
+
+// The REST path of the template's kind in ns: batch/v1 Job -> /apis/batch/v1/namespaces/ns/jobs[/name],
+// jobset.x-k8s.io/<v> JobSet -> .../jobsets, any other group/version kind K -> lowercase(K)+"s"
+// under /apis/<group>/<version> (core "v1" -> /api/v1). InvalidArgument when apiVersion/kind are missing.
+Result<std::string> JobPath(const nlohmann::json& template_object, const std::string& ns,
+                            const std::string& name = "");
+
+struct WorkloadParams {
+  const JobSpec* spec = nullptr;  // the stored job spec (pod sets, priority, queue, namespace)
+  std::string job_uid;
+  int64_t epoch = 1;
+  std::string origin = "gantry";  // value of the origin label
+  std::string local_queue;        // the cluster's LocalQueue for the job's queue (LocalQueueFor)
+  inventory::KueueApiVersion version = inventory::KueueApiVersion::kV1beta2;
+};
+
+// The Kueue Workload copy for one candidate cluster: metadata {name, namespace,
+// labels {origin, job-uid}, annotations {epoch}}, spec {queueName, priority,
+// podSets [{name, count, template}]}. Valid against the Workload CRD schema of
+// the chosen version (reference/kueue-crds/).
+nlohmann::json BuildWorkload(const WorkloadParams& params);
+
+struct RemoteJobParams {
+  const JobSpec* spec = nullptr;
+  std::string job_uid;
+  int64_t epoch = 1;
+  std::string origin = "gantry";
+  std::string local_queue;
+  std::string workload_name;  // = RemoteName(...): the prebuilt Workload to adopt
+};
+
+// The real job for the lease owner, from spec->template_object: name
+// RemoteName, namespace spec->ns, spec.suspend true; labels: the template's,
+// origin, job-uid, kueue.x-k8s.io/queue-name; annotations: the template's,
+// epoch, prebuilt-workload-name, and at-most-once "true" when
+// spec->on_cluster_loss is Fail or Wait; env GANTRY_EPOCH=<epoch> in every
+// container and initContainer of every pod template (Job: spec.template;
+// JobSet: every replicatedJobs[].template.spec.template; other kinds: the
+// pod templates of spec->pod_sets are not reachable, so only labels,
+// annotations and suspend are set). resourceVersion/uid/status dropped.
+nlohmann::json BuildRemoteJob(const RemoteJobParams& params);
+
+}  // namespace gantry::dispatch

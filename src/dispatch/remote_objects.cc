@@ -1,0 +1,303 @@
+// What gantry writes to a worker cluster; see remote_objects.h for the
+// naming and labelling contract.
+#include "gantry/dispatch/remote_objects.h"
+
+#include <cassert>
+#include <cctype>
+#include <initializer_list>
+
+#include "gantry/common/names.h"
+
+namespace gantry::dispatch {
+namespace {
+
+using nlohmann::json;
+
+// A Job's name becomes the value of the job-name label on its pods, so it
+// must fit a label value (63), not only an object name (253).
+constexpr std::size_t kMaxRemoteNameLength = 63;
+constexpr std::size_t kUidHexChars = 8;
+constexpr const char* kKueueGroup = "kueue.x-k8s.io";
+
+// Metadata the API server sets. A create carrying resourceVersion is refused;
+// ownerReferences would name objects of the management cluster, which the
+// worker's garbage collector would find missing and delete the job for.
+constexpr const char* kServerSetMetadata[] = {
+    "uid",           "resourceVersion",   "creationTimestamp",          "generation",
+    "managedFields", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences",
+    "selfLink",      "generateName"};
+
+// The only pod template metadata fields the Workload CRD schema knows
+// (podSets[].template.metadata); anything else would be pruned, or refused
+// under strict field validation.
+constexpr const char* kWorkloadTemplateMetadata[] = {"labels", "annotations", "finalizers", "name",
+                                                     "namespace"};
+
+enum class TemplateKind { kJob, kJobSet, kOther };
+
+std::string StringAt(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+// Same classification as the job document's pod set derivation (pod_sets.cc).
+TemplateKind Classify(const json& object) {
+  const std::string api = StringAt(object, "apiVersion");
+  const std::string kind = StringAt(object, "kind");
+  if (api == "batch/v1" && kind == "Job") return TemplateKind::kJob;
+  if (api.starts_with("jobset.x-k8s.io/") && kind == "JobSet") return TemplateKind::kJobSet;
+  return TemplateKind::kOther;
+}
+
+// obj[key], made an object if it is missing or anything else.
+json& ObjectAt(json& obj, const char* key) {
+  json& child = obj[key];
+  if (!child.is_object()) child = json::object();
+  return child;
+}
+
+// The object at path under obj, or nullptr; never creates anything.
+json* Find(json& obj, std::initializer_list<const char*> path) {
+  json* at = &obj;
+  for (const char* key : path) {
+    if (!at->is_object()) return nullptr;
+    auto it = at->find(key);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at->is_object() ? at : nullptr;
+}
+
+// One entry named name in the container's env: an existing one is replaced
+// (a stale epoch copied from a previous run must not win), duplicates dropped.
+void SetEnv(json& container, const std::string& name, const std::string& value) {
+  json& env = container["env"];
+  if (!env.is_array()) env = json::array();
+  json entry = json::object();
+  entry["name"] = name;
+  entry["value"] = value;
+  bool set = false;
+  for (auto it = env.begin(); it != env.end();) {
+    if (StringAt(*it, "name") != name) {
+      ++it;
+    } else if (set) {
+      it = env.erase(it);
+    } else {
+      *it = entry;
+      set = true;
+      ++it;
+    }
+  }
+  if (!set) env.push_back(std::move(entry));
+}
+
+void SetEpochEnv(json& pod_template, const std::string& epoch) {
+  json* pod_spec = Find(pod_template, {"spec"});
+  if (pod_spec == nullptr) return;
+  for (const char* list : {"containers", "initContainers"}) {
+    auto it = pod_spec->find(list);
+    if (it == pod_spec->end() || !it->is_array()) continue;
+    for (json& container : *it) {
+      if (container.is_object()) SetEnv(container, kEpochEnv, epoch);
+    }
+  }
+}
+
+// Every pod template of a Job or JobSet object; nothing for other kinds.
+void SetEpochEnvInObject(json& object, TemplateKind kind, const std::string& epoch) {
+  if (kind == TemplateKind::kJob) {
+    if (json* pod_template = Find(object, {"spec", "template"})) SetEpochEnv(*pod_template, epoch);
+  } else if (kind == TemplateKind::kJobSet) {
+    json* spec = Find(object, {"spec"});
+    if (spec == nullptr) return;
+    auto jobs = spec->find("replicatedJobs");
+    if (jobs == spec->end() || !jobs->is_array()) return;
+    for (json& job : *jobs) {
+      if (json* pod_template = Find(job, {"template", "spec", "template"})) {
+        SetEpochEnv(*pod_template, epoch);
+      }
+    }
+  }
+}
+
+// As MultiKueue does for the worker's copy: spec.managedBy would hand the job
+// to a controller the worker does not run, and a Job read back from a cluster
+// carries a selector and controller-uid pod labels naming that old job, which
+// the API server refuses on create unless the selector is manual.
+void ClearCopiedJobFields(json& job, TemplateKind kind) {
+  json* spec = Find(job, {"spec"});
+  if (spec == nullptr || kind == TemplateKind::kOther) return;
+  spec->erase("managedBy");
+  if (kind != TemplateKind::kJob) return;
+  auto manual = spec->find("manualSelector");
+  if (manual != spec->end() && manual->is_boolean() && manual->get<bool>()) return;
+  spec->erase("selector");
+  if (json* labels = Find(*spec, {"template", "metadata", "labels"})) {
+    labels->erase("controller-uid");
+    labels->erase("batch.kubernetes.io/controller-uid");
+  }
+}
+
+json WorkloadPodTemplate(const json& pod_template) {
+  json out = pod_template.is_object() ? pod_template : json::object();
+  if (json* meta = Find(out, {"metadata"})) {
+    json kept = json::object();
+    for (const char* key : kWorkloadTemplateMetadata) {
+      if (auto it = meta->find(key); it != meta->end()) kept[key] = *it;
+    }
+    *meta = std::move(kept);
+  }
+  return out;
+}
+
+// LocalQueueFor() when the caller resolved it; the gantry queue name is what
+// LocalQueueFor answers without a mapping.
+const std::string& QueueName(const std::string& local_queue, const JobSpec& spec) {
+  return local_queue.empty() ? spec.queue : local_queue;
+}
+
+// Kubernetes' own guess from a kind to its resource (UnsafeGuessKindToResource).
+std::string ResourceForKind(const std::string& kind) {
+  std::string lower;
+  for (char c : kind) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower.ends_with('s')) return lower + "es";
+  if (lower.ends_with('y')) return lower.substr(0, lower.size() - 1) + "ies";
+  return lower + "s";
+}
+
+bool IsAlnumKind(const std::string& kind) {
+  for (char c : kind) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string RemoteName(const std::string& job_name, const std::string& job_uid) {
+  std::string hex;
+  for (char c : job_uid) {
+    if (hex.size() == kUidHexChars) break;
+    if (c != '-') hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  // Job names are at most kMaxJobNameLength; cutting here only guards the 63.
+  std::size_t keep = kMaxRemoteNameLength - 1 - hex.size();
+  return job_name.substr(0, keep) + "-" + hex;
+}
+
+std::string KueueVersionString(inventory::KueueApiVersion version) {
+  return std::string(inventory::KueueApiVersionName(version));
+}
+
+std::string WorkloadPath(inventory::KueueApiVersion version, const std::string& ns,
+                         const std::string& name) {
+  std::string path = "/apis/" + std::string(kKueueGroup) + "/" + KueueVersionString(version) +
+                     "/namespaces/" + ns + "/workloads";
+  return name.empty() ? path : path + "/" + name;
+}
+
+std::string AllWorkloadsPath(inventory::KueueApiVersion version) {
+  return "/apis/" + std::string(kKueueGroup) + "/" + KueueVersionString(version) + "/workloads";
+}
+
+Result<std::string> JobPath(const nlohmann::json& template_object, const std::string& ns,
+                            const std::string& name) {
+  const std::string api = StringAt(template_object, "apiVersion");
+  const std::string kind = StringAt(template_object, "kind");
+  if (api.empty() || kind.empty()) {
+    return Status::Invalid("the template needs a non-empty apiVersion and kind");
+  }
+  if (ns.empty()) return Status::Invalid("a job path needs a namespace");
+  // The template of an adapter-less kind is user input that ends up in a URL.
+  std::size_t slash = api.find('/');
+  std::string group = slash == std::string::npos ? "" : api.substr(0, slash);
+  std::string version = slash == std::string::npos ? api : api.substr(slash + 1);
+  if ((slash != std::string::npos && !CheckDns1123Subdomain(group).empty()) ||
+      !CheckDns1123Label(version).empty() || !IsAlnumKind(kind)) {
+    return Status::Invalid("the template's apiVersion \"" + api + "\" or kind \"" + kind +
+                           "\" cannot name a resource");
+  }
+  std::string path = (group.empty() ? "/api/" + version : "/apis/" + group + "/" + version) +
+                     "/namespaces/" + ns + "/" + ResourceForKind(kind);
+  return name.empty() ? path : path + "/" + name;
+}
+
+json BuildWorkload(const WorkloadParams& params) {
+  assert(params.spec != nullptr);
+  const JobSpec& spec = *params.spec;
+  const std::string epoch = std::to_string(params.epoch);
+  // Kueue marks a prebuilt Workload OutOfSync (Finished) when its pod sets
+  // differ from its job's; older releases compare whole containers, so the
+  // templates carry the same GANTRY_EPOCH env as BuildRemoteJob writes.
+  const TemplateKind kind = Classify(spec.template_object);
+
+  json pod_sets = json::array();
+  for (const PodSet& set : spec.pod_sets) {
+    json entry = json::object();
+    entry["name"] = set.name;
+    entry["count"] = set.count;
+    entry["template"] = WorkloadPodTemplate(set.pod_template);
+    if (kind != TemplateKind::kOther) SetEpochEnv(entry["template"], epoch);
+    pod_sets.push_back(std::move(entry));
+  }
+
+  json wl = json::object();
+  wl["apiVersion"] = std::string(kKueueGroup) + "/" + KueueVersionString(params.version);
+  wl["kind"] = "Workload";
+  json& meta = wl["metadata"];
+  meta["name"] = RemoteName(spec.name, params.job_uid);
+  meta["namespace"] = spec.ns;
+  meta["labels"][kOriginLabel] = params.origin;
+  meta["labels"][kJobUidLabel] = params.job_uid;
+  meta["annotations"][kEpochAnnotation] = epoch;
+  json& wl_spec = wl["spec"];
+  wl_spec["queueName"] = QueueName(params.local_queue, spec);
+  wl_spec["priority"] = spec.priority;
+  wl_spec["podSets"] = std::move(pod_sets);
+  return wl;
+}
+
+json BuildRemoteJob(const RemoteJobParams& params) {
+  assert(params.spec != nullptr);
+  const JobSpec& spec = *params.spec;
+  const std::string epoch = std::to_string(params.epoch);
+  const std::string workload =
+      params.workload_name.empty() ? RemoteName(spec.name, params.job_uid) : params.workload_name;
+
+  json job = spec.template_object.is_object() ? spec.template_object : json::object();
+  job.erase("status");
+  json& meta = ObjectAt(job, "metadata");
+  for (const char* key : kServerSetMetadata) meta.erase(key);
+  meta["name"] = RemoteName(spec.name, params.job_uid);
+  meta["namespace"] = spec.ns;
+
+  json& labels = ObjectAt(meta, "labels");
+  labels[kOriginLabel] = params.origin;
+  labels[kJobUidLabel] = params.job_uid;
+  labels[kQueueNameLabel] = QueueName(params.local_queue, spec);
+  // Kueue reads the prebuilt Workload's name from this label; the annotation
+  // only behind the WorkloadIdentifierAnnotations gate of newer releases. The
+  // name is a valid label value, so both are set and every release agrees.
+  labels[kPrebuiltWorkloadAnnotation] = workload;
+
+  json& annotations = ObjectAt(meta, "annotations");
+  annotations[kEpochAnnotation] = epoch;
+  annotations[kPrebuiltWorkloadAnnotation] = workload;
+  if (spec.on_cluster_loss == OnClusterLoss::kFail ||
+      spec.on_cluster_loss == OnClusterLoss::kWait) {
+    annotations[kAtMostOnceAnnotation] = "true";
+  } else {
+    annotations.erase(kAtMostOnceAnnotation);
+  }
+
+  // Kueue unsuspends the job once its Workload is admitted; created running,
+  // it would start before admission.
+  ObjectAt(job, "spec")["suspend"] = true;
+  const TemplateKind kind = Classify(job);
+  ClearCopiedJobFields(job, kind);
+  SetEpochEnvInObject(job, kind, epoch);
+  return job;
+}
+
+}  // namespace gantry::dispatch

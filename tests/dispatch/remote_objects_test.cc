@@ -1,0 +1,766 @@
+#include "gantry/dispatch/remote_objects.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "gantry/common/names.h"
+
+namespace gantry::dispatch {
+namespace {
+
+using inventory::KueueApiVersion;
+using nlohmann::json;
+
+// A gantry Job with what a real template carries: an init container, a
+// GANTRY_EPOCH left from an earlier run, and pod template metadata the
+// Workload CRD does not know (creationTimestamp).
+constexpr const char* kJobDoc = R"(
+apiVersion: gantry.dev/v1
+kind: Job
+metadata: {name: llama-ft, namespace: team-a}
+spec:
+  queue: team-a
+  priority: 100
+  onClusterLoss: Fail
+  template:
+    apiVersion: batch/v1
+    kind: Job
+    metadata:
+      labels: {app: llama}
+      annotations: {note: keep-me}
+    spec:
+      parallelism: 4
+      completions: 4
+      suspend: false
+      template:
+        metadata:
+          labels: {role: trainer}
+          creationTimestamp: null
+        spec:
+          restartPolicy: Never
+          initContainers:
+          - name: fetch
+            image: fetch:1
+            resources: {requests: {cpu: "1", memory: 1Gi}}
+          containers:
+          - name: trainer
+            image: trainer:1
+            env:
+            - {name: GANTRY_EPOCH, value: "0"}
+            - {name: OTHER, value: x}
+            ports: [{containerPort: 8080, protocol: TCP}]
+            resources:
+              requests: {cpu: 8, memory: 64Gi, nvidia.com/gpu: 8}
+              limits: {nvidia.com/gpu: 8}
+          - name: sidecar
+            image: logs:1
+            resources: {requests: {cpu: 500m, memory: 1Gi}}
+)";
+
+constexpr const char* kJobSetDoc = R"(
+apiVersion: gantry.dev/v1
+kind: Job
+metadata: {name: ddp}
+spec:
+  queue: research
+  onClusterLoss: Wait
+  template:
+    apiVersion: jobset.x-k8s.io/v1alpha2
+    kind: JobSet
+    spec:
+      replicatedJobs:
+      - name: driver
+        template:
+          spec:
+            template:
+              spec:
+                containers:
+                - name: d
+                  resources: {requests: {cpu: 1, memory: 1Gi}}
+      - name: workers
+        replicas: 2
+        template:
+          spec:
+            parallelism: 4
+            template:
+              spec:
+                initContainers:
+                - {name: warm, resources: {requests: {cpu: 1, memory: 1Gi}}}
+                containers:
+                - name: w
+                  resources:
+                    requests: {cpu: 2, memory: 8Gi}
+                    limits: {nvidia.com/gpu: 1}
+)";
+
+constexpr const char* kTorchDoc = R"(
+apiVersion: gantry.dev/v1
+kind: Job
+metadata: {name: torch}
+spec:
+  queue: research
+  template:
+    apiVersion: kubeflow.org/v1
+    kind: PyTorchJob
+    spec: {pytorchReplicaSpecs: {Master: {replicas: 1}}}
+  podSets:
+  - name: master
+    template:
+      spec:
+        containers:
+        - {name: m, resources: {requests: {cpu: 1, memory: 4Gi}}}
+  - name: worker
+    count: 3
+    template:
+      spec:
+        containers:
+        - {name: w, resources: {requests: {cpu: 4, memory: 16Gi, nvidia.com/gpu: 2}}}
+)";
+
+constexpr const char* kUid = "0B9D2A4E-1111-2222-3333-444455556666";
+
+JobSpec MustParse(const char* yaml) {
+  auto parsed = ParseJobDocument(yaml, DocumentFormat::kYaml, std::nullopt);
+  if (auto* e = std::get_if<DocumentError>(&parsed)) FAIL("unexpected error: " << e->message);
+  return std::get<JobSpec>(parsed);
+}
+
+json Workload(const JobSpec& spec, KueueApiVersion version = KueueApiVersion::kV1beta2) {
+  WorkloadParams p;
+  p.spec = &spec;
+  p.job_uid = kUid;
+  p.epoch = 7;
+  p.origin = "gantry-test";
+  p.local_queue = "lq-a";
+  p.version = version;
+  return BuildWorkload(p);
+}
+
+json RemoteJob(const JobSpec& spec) {
+  RemoteJobParams p;
+  p.spec = &spec;
+  p.job_uid = kUid;
+  p.epoch = 7;
+  p.origin = "gantry-test";
+  p.local_queue = "lq-a";
+  p.workload_name = RemoteName(spec.name, kUid);
+  return BuildRemoteJob(p);
+}
+
+// Every container and init container of a pod template.
+std::vector<json> Containers(const json& pod_template) {
+  std::vector<json> out;
+  for (const char* list : {"containers", "initContainers"}) {
+    for (const json& c : pod_template["spec"].value(list, json::array())) out.push_back(c);
+  }
+  return out;
+}
+
+// The values of env entries named name in one container.
+std::vector<json> EnvValues(const json& container, const std::string& name) {
+  std::vector<json> out;
+  for (const json& e : container.value("env", json::array())) {
+    if (e.value("name", "") == name) out.push_back(e.value("value", json()));
+  }
+  return out;
+}
+
+TEST_CASE("RemoteName is <name>-<8 hex of the uid>, a DNS-1123 label of at most 63") {
+  struct Row {
+    std::string name, uid, want;
+  };
+  const std::string long54(54, 'a');
+  auto row = GENERATE_COPY(values<Row>({
+      {"llama-ft", "0b9d2a4e-1111-2222-3333-444455556666", "llama-ft-0b9d2a4e"},
+      {"llama-ft", "0B9D2A4E-1111-2222-3333-444455556666", "llama-ft-0b9d2a4e"},
+      {"x", "12-34-56-78-9a", "x-12345678"},  // dashes anywhere are skipped
+      {long54, "abcdef01-2345", long54 + "-abcdef01"},
+      {std::string(80, 'b'), "abcdef01-2345", std::string(54, 'b') + "-abcdef01"},
+  }));
+  CAPTURE(row.name, row.uid);
+  std::string got = RemoteName(row.name, row.uid);
+  CHECK(got == row.want);
+  CHECK(got.size() <= 63);
+  CHECK(CheckDns1123Label(got) == "");
+  CHECK(RemoteName(row.name, row.uid) == got);
+}
+
+TEST_CASE("RemoteName differs by uid") {
+  CHECK(RemoteName("a", "11111111-0") != RemoteName("a", "22222222-0"));
+}
+
+TEST_CASE("Workload paths for both Kueue versions") {
+  CHECK(KueueVersionString(KueueApiVersion::kV1beta2) == "v1beta2");
+  CHECK(KueueVersionString(KueueApiVersion::kV1beta1) == "v1beta1");
+  CHECK(WorkloadPath(KueueApiVersion::kV1beta2, "team-a") ==
+        "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads");
+  CHECK(WorkloadPath(KueueApiVersion::kV1beta1, "team-a", "x-1") ==
+        "/apis/kueue.x-k8s.io/v1beta1/namespaces/team-a/workloads/x-1");
+  CHECK(AllWorkloadsPath(KueueApiVersion::kV1beta2) == "/apis/kueue.x-k8s.io/v1beta2/workloads");
+  CHECK(AllWorkloadsPath(KueueApiVersion::kV1beta1) == "/apis/kueue.x-k8s.io/v1beta1/workloads");
+}
+
+TEST_CASE("JobPath maps a template's kind to its REST path") {
+  struct Row {
+    std::string api, kind, name, want;
+  };
+  auto row = GENERATE(values<Row>({
+      {"batch/v1", "Job", "", "/apis/batch/v1/namespaces/ns/jobs"},
+      {"batch/v1", "Job", "j-1", "/apis/batch/v1/namespaces/ns/jobs/j-1"},
+      {"jobset.x-k8s.io/v1alpha2", "JobSet", "",
+       "/apis/jobset.x-k8s.io/v1alpha2/namespaces/ns/jobsets"},
+      {"kubeflow.org/v1", "PyTorchJob", "t", "/apis/kubeflow.org/v1/namespaces/ns/pytorchjobs/t"},
+      {"v1", "Pod", "p", "/api/v1/namespaces/ns/pods/p"},
+      {"example.com/v1", "Policy", "", "/apis/example.com/v1/namespaces/ns/policies"},
+  }));
+  auto path = JobPath({{"apiVersion", row.api}, {"kind", row.kind}}, "ns", row.name);
+  REQUIRE(path.ok());
+  CHECK(*path == row.want);
+}
+
+TEST_CASE("JobPath refuses a template that cannot name a resource") {
+  auto object = GENERATE(values<json>({
+      json::object(),
+      {{"kind", "Job"}},
+      {{"apiVersion", "batch/v1"}},
+      {{"apiVersion", "batch/v1"}, {"kind", 5}},
+      {{"apiVersion", "../v1"}, {"kind", "Job"}},
+      {{"apiVersion", "a/b/c"}, {"kind", "Job"}},
+      {{"apiVersion", "batch/v1"}, {"kind", "Jobs/x"}},
+  }));
+  CAPTURE(object.dump());
+  auto path = JobPath(object, "ns");
+  REQUIRE_FALSE(path.ok());
+  CHECK(path.status().code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("BuildWorkload: metadata, queue, priority and pod sets of a Job") {
+  JobSpec spec = MustParse(kJobDoc);
+  auto version = GENERATE(KueueApiVersion::kV1beta1, KueueApiVersion::kV1beta2);
+  json wl = Workload(spec, version);
+  CHECK(wl["apiVersion"] == "kueue.x-k8s.io/" + KueueVersionString(version));
+  CHECK(wl["kind"] == "Workload");
+  CHECK(wl["metadata"]["name"] == "llama-ft-0b9d2a4e");
+  CHECK(wl["metadata"]["namespace"] == "team-a");
+  CHECK(wl["metadata"]["labels"] == json({{kOriginLabel, "gantry-test"}, {kJobUidLabel, kUid}}));
+  CHECK(wl["metadata"]["annotations"] == json({{kEpochAnnotation, "7"}}));
+  CHECK(wl["spec"]["queueName"] == "lq-a");
+  CHECK(wl["spec"]["priority"] == 100);
+  REQUIRE(wl["spec"]["podSets"].size() == 1);
+  const json& ps = wl["spec"]["podSets"][0];
+  CHECK(ps["name"] == "main");
+  CHECK(ps["count"] == 4);
+  // The pod spec is the job's, plus the epoch env the job's pods get too.
+  CHECK(ps["template"]["metadata"] == json({{"labels", {{"role", "trainer"}}}}));
+  const json& want = spec.pod_sets[0].pod_template;
+  std::vector<json> got_containers = Containers(ps["template"]);
+  std::vector<json> want_containers = Containers(want);
+  REQUIRE(got_containers.size() == 3);
+  REQUIRE(got_containers.size() == want_containers.size());
+  for (std::size_t i = 0; i < got_containers.size(); ++i) {
+    CHECK(got_containers[i]["resources"] == want_containers[i]["resources"]);
+    CHECK(EnvValues(got_containers[i], kEpochEnv) == std::vector<json>{"7"});
+  }
+  CHECK(ps["template"]["spec"]["restartPolicy"] == "Never");
+}
+
+TEST_CASE("BuildWorkload: pod sets of a JobSet and of explicit podSets") {
+  JobSpec jobset = MustParse(kJobSetDoc);
+  json wl = Workload(jobset);
+  REQUIRE(wl["spec"]["podSets"].size() == 2);
+  CHECK(wl["spec"]["podSets"][0]["name"] == "driver");
+  CHECK(wl["spec"]["podSets"][0]["count"] == 1);
+  CHECK(wl["spec"]["podSets"][1]["name"] == "workers");
+  CHECK(wl["spec"]["podSets"][1]["count"] == 8);
+  CHECK(wl["spec"]["priority"] == 0);
+
+  // No adapter reaches the real job's pods, so the templates stay as given.
+  JobSpec torch = MustParse(kTorchDoc);
+  wl = Workload(torch);
+  REQUIRE(wl["spec"]["podSets"].size() == 2);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(wl["spec"]["podSets"][i]["name"] == torch.pod_sets[i].name);
+    CHECK(wl["spec"]["podSets"][i]["count"] == torch.pod_sets[i].count);
+    CHECK(wl["spec"]["podSets"][i]["template"] == torch.pod_sets[i].pod_template);
+  }
+  CHECK(wl["spec"]["podSets"][1]["count"] == 3);
+}
+
+TEST_CASE("BuildWorkload falls back to the gantry queue without a LocalQueue") {
+  JobSpec spec = MustParse(kJobSetDoc);
+  WorkloadParams p;
+  p.spec = &spec;
+  p.job_uid = kUid;
+  CHECK(BuildWorkload(p)["spec"]["queueName"] == "research");
+  CHECK(BuildWorkload(p)["metadata"]["labels"][kOriginLabel] == "gantry");
+  CHECK(BuildWorkload(p)["metadata"]["annotations"][kEpochAnnotation] == "1");
+}
+
+TEST_CASE("BuildRemoteJob: a suspended Job with gantry's labels, annotations and epoch env") {
+  JobSpec spec = MustParse(kJobDoc);
+  json job = RemoteJob(spec);
+  CHECK(job["apiVersion"] == "batch/v1");
+  CHECK(job["kind"] == "Job");
+  CHECK(job["metadata"]["name"] == "llama-ft-0b9d2a4e");
+  CHECK(job["metadata"]["namespace"] == "team-a");
+  CHECK(job["spec"]["suspend"] == true);
+  CHECK(job["spec"]["parallelism"] == 4);
+  CHECK(job["metadata"]["labels"] == json({{"app", "llama"},
+                                           {kOriginLabel, "gantry-test"},
+                                           {kJobUidLabel, kUid},
+                                           {kQueueNameLabel, "lq-a"},
+                                           {kPrebuiltWorkloadAnnotation, "llama-ft-0b9d2a4e"}}));
+  CHECK(job["metadata"]["annotations"] == json({{"note", "keep-me"},
+                                                {kEpochAnnotation, "7"},
+                                                {kPrebuiltWorkloadAnnotation, "llama-ft-0b9d2a4e"},
+                                                {kAtMostOnceAnnotation, "true"}}));
+  const json& pod_template = job["spec"]["template"];
+  CHECK(pod_template["metadata"]["labels"] == json({{"role", "trainer"}}));
+  std::vector<json> containers = Containers(pod_template);
+  REQUIRE(containers.size() == 3);
+  for (const json& c : containers) {
+    INFO(c["name"].dump());
+    CHECK(EnvValues(c, kEpochEnv) == std::vector<json>{"7"});
+  }
+  // The stale entry is replaced in place; the other variables are kept.
+  CHECK(containers[0]["env"] == json::parse(R"([{"name":"GANTRY_EPOCH","value":"7"},
+                                                {"name":"OTHER","value":"x"}])"));
+}
+
+TEST_CASE("BuildRemoteJob: at-most-once only for onClusterLoss Fail and Wait") {
+  JobSpec spec = MustParse(kJobDoc);
+  auto [policy, want] = GENERATE(table<OnClusterLoss, bool>({{OnClusterLoss::kRequeue, false},
+                                                             {OnClusterLoss::kFail, true},
+                                                             {OnClusterLoss::kWait, true}}));
+  spec.on_cluster_loss = policy;
+  // A copy of the marker in the template must not survive a Requeue job.
+  spec.template_object["metadata"]["annotations"][kAtMostOnceAnnotation] = "true";
+  json annotations = RemoteJob(spec)["metadata"]["annotations"];
+  CHECK(annotations.contains(kAtMostOnceAnnotation) == want);
+  if (want) CHECK(annotations[kAtMostOnceAnnotation] == "true");
+}
+
+TEST_CASE("BuildRemoteJob: GANTRY_EPOCH in every container of every JobSet pod template") {
+  JobSpec spec = MustParse(kJobSetDoc);
+  json job = RemoteJob(spec);
+  CHECK(job["spec"]["suspend"] == true);
+  CHECK(job["metadata"]["annotations"][kAtMostOnceAnnotation] == "true");
+  const json& jobs = job["spec"]["replicatedJobs"];
+  REQUIRE(jobs.size() == 2);
+  std::size_t seen = 0;
+  for (const json& rj : jobs) {
+    for (const json& c : Containers(rj["template"]["spec"]["template"])) {
+      INFO(rj["name"].dump() + " " + c["name"].dump());
+      CHECK(EnvValues(c, kEpochEnv) == std::vector<json>{"7"});
+      ++seen;
+    }
+  }
+  CHECK(seen == 3);
+}
+
+TEST_CASE("BuildRemoteJob: other kinds get labels, annotations and suspend only") {
+  JobSpec spec = MustParse(kTorchDoc);
+  json job = RemoteJob(spec);
+  CHECK(job["kind"] == "PyTorchJob");
+  CHECK(job["spec"]["suspend"] == true);
+  CHECK(job["spec"]["pytorchReplicaSpecs"] == spec.template_object["spec"]["pytorchReplicaSpecs"]);
+  CHECK(job["metadata"]["labels"][kJobUidLabel] == kUid);
+  CHECK(job["metadata"]["annotations"][kEpochAnnotation] == "7");
+  CHECK_FALSE(job["metadata"]["annotations"].contains(kAtMostOnceAnnotation));
+  CHECK(job.dump().find(kEpochEnv) == std::string::npos);
+}
+
+TEST_CASE("BuildRemoteJob drops what the API server set on a template read back from a cluster") {
+  JobSpec spec = MustParse(kJobDoc);
+  json& t = spec.template_object;
+  t["status"] = {{"active", 1}};
+  t["metadata"]["uid"] = "old-uid";
+  t["metadata"]["resourceVersion"] = "123";
+  t["metadata"]["ownerReferences"] = json::array({{{"uid", "x"}}});
+  t["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue";
+  t["spec"]["selector"] = {{"matchLabels", {{"batch.kubernetes.io/controller-uid", "old-uid"}}}};
+  t["spec"]["template"]["metadata"]["labels"]["batch.kubernetes.io/controller-uid"] = "old-uid";
+  t["spec"]["template"]["metadata"]["labels"]["controller-uid"] = "old-uid";
+  json job = RemoteJob(spec);
+  CHECK_FALSE(job.contains("status"));
+  for (const char* key : {"uid", "resourceVersion", "ownerReferences"}) {
+    CAPTURE(key);
+    CHECK_FALSE(job["metadata"].contains(key));
+  }
+  CHECK_FALSE(job["spec"].contains("managedBy"));
+  CHECK_FALSE(job["spec"].contains("selector"));
+  CHECK(job["spec"]["template"]["metadata"]["labels"] == json({{"role", "trainer"}}));
+
+  t["spec"]["manualSelector"] = true;  // the user's own selector is theirs to keep
+  CHECK(RemoteJob(spec)["spec"].contains("selector"));
+}
+
+// ---------------------------------------------------------------------------
+// Validation against the Workload CRD's openAPIV3Schema.
+
+// The structural part of the API server's validation of a custom resource:
+// type, nullable, int-or-string, anyOf, enum, required, unknown fields
+// (unless additionalProperties or x-kubernetes-preserve-unknown-fields),
+// min/maxItems, list-type map/set uniqueness, min/maxLength, pattern (when
+// std::regex compiles it), minimum/maximum and the int32 range. Stricter
+// than the API server in one way on purpose: defaults are not applied, so a
+// required field must be written even when the schema has a default. CEL
+// rules (x-kubernetes-validations) and string formats are not checked.
+class SchemaValidator {
+ public:
+  // Every violation as "path: message"; empty when the value is valid.
+  std::vector<std::string> Validate(const json& value, const json& schema) {
+    errors_.clear();
+    Check(value, schema, "");
+    return errors_;
+  }
+  const std::set<std::string>& skipped_patterns() const { return skipped_patterns_; }
+
+ private:
+  static bool Flag(const json& s, const char* key) {
+    auto it = s.find(key);
+    return it != s.end() && it->is_boolean() && it->get<bool>();
+  }
+  static const json* Member(const json& s, const char* key) {
+    auto it = s.find(key);
+    return it == s.end() ? nullptr : &*it;
+  }
+  static std::string Child(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  static bool HasType(const json& v, const std::string& type) {
+    if (type == "object") return v.is_object();
+    if (type == "array") return v.is_array();
+    if (type == "string") return v.is_string();
+    if (type == "integer") return v.is_number_integer();
+    if (type == "number") return v.is_number();
+    if (type == "boolean") return v.is_boolean();
+    return false;
+  }
+
+  void Error(const std::string& path, const std::string& message) {
+    errors_.push_back((path.empty() ? "<root>" : path) + ": " + message);
+  }
+
+  void Check(const json& v, const json& s, const std::string& path) {
+    if (v.is_null()) {
+      if (!Flag(s, "nullable")) Error(path, "must not be null");
+      return;
+    }
+    if (Flag(s, "x-kubernetes-int-or-string") && !v.is_number_integer() && !v.is_string()) {
+      return Error(path, "must be an integer or a string");
+    }
+    if (const json* any = Member(s, "anyOf"); any != nullptr && !AnyMatches(v, *any, path)) {
+      return Error(path, "matches no schema of anyOf");
+    }
+    if (const json* type = Member(s, "type");
+        type != nullptr && !HasType(v, type->get<std::string>())) {
+      return Error(path, "must be of type " + type->get<std::string>() + ", got " + v.type_name());
+    }
+    if (const json* e = Member(s, "enum");
+        e != nullptr && std::find(e->begin(), e->end(), v) == e->end()) {
+      Error(path, "Unsupported value: " + v.dump());
+    }
+    if (v.is_object()) CheckObject(v, s, path);
+    if (v.is_array()) CheckArray(v, s, path);
+    if (v.is_string()) CheckString(v.get<std::string>(), s, path);
+    if (v.is_number()) CheckNumber(v, s, path);
+  }
+
+  bool AnyMatches(const json& v, const json& alternatives, const std::string& path) {
+    for (const json& alt : alternatives) {
+      std::size_t before = errors_.size();
+      Check(v, alt, path);
+      bool ok = errors_.size() == before;
+      errors_.resize(before);
+      if (ok) return true;
+    }
+    return false;
+  }
+
+  void CheckObject(const json& v, const json& s, const std::string& path) {
+    if (const json* required = Member(s, "required")) {
+      for (const json& key : *required) {
+        const std::string name = key.get<std::string>();
+        if (!v.contains(name)) Error(Child(path, name), "Required value");
+      }
+    }
+    const json* properties = Member(s, "properties");
+    const json* additional = Member(s, "additionalProperties");
+    bool open = Flag(s, "x-kubernetes-preserve-unknown-fields") ||
+                (additional != nullptr && additional->is_boolean() && additional->get<bool>());
+    for (const auto& [key, item] : v.items()) {
+      if (properties != nullptr && properties->contains(key)) {
+        Check(item, (*properties)[key], Child(path, key));
+      } else if (additional != nullptr && additional->is_object()) {
+        Check(item, *additional, Child(path, key));
+      } else if (!open) {
+        Error(Child(path, key), "unknown field");
+      }
+    }
+  }
+
+  void CheckArray(const json& v, const json& s, const std::string& path) {
+    if (const json* n = Member(s, "maxItems"); n != nullptr && v.size() > n->get<std::size_t>()) {
+      Error(path, "Too many: " + std::to_string(v.size()) + ": must have at most " + n->dump());
+    }
+    if (const json* n = Member(s, "minItems"); n != nullptr && v.size() < n->get<std::size_t>()) {
+      Error(path, "must have at least " + n->dump() + " items");
+    }
+    const json* items = Member(s, "items");
+    const json* list_type = Member(s, "x-kubernetes-list-type");
+    const json* map_keys = Member(s, "x-kubernetes-list-map-keys");
+    std::set<json> seen;
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      std::string at = path + "[" + std::to_string(i) + "]";
+      if (items != nullptr) Check(v[i], *items, at);
+      json identity = v[i];
+      if (list_type != nullptr && *list_type == "map" && map_keys != nullptr && v[i].is_object()) {
+        identity = json::array();
+        for (const json& key : *map_keys) {
+          identity.push_back(v[i].value(key.get<std::string>(), json()));
+        }
+      }
+      if (list_type != nullptr && *list_type != "atomic" && !seen.insert(identity).second) {
+        Error(at, "Duplicate value: " + identity.dump());
+      }
+    }
+  }
+
+  void CheckString(const std::string& v, const json& s, const std::string& path) {
+    // Lengths count characters (runes), not bytes.
+    std::size_t runes =
+        std::count_if(v.begin(), v.end(), [](char c) { return (c & 0xC0) != 0x80; });
+    if (const json* n = Member(s, "maxLength"); n != nullptr && runes > n->get<std::size_t>()) {
+      Error(path, "Too long: may not be more than " + n->dump() + " bytes");
+    }
+    if (const json* n = Member(s, "minLength"); n != nullptr && runes < n->get<std::size_t>()) {
+      Error(path, "should be at least " + n->dump() + " chars long");
+    }
+    const json* pattern = Member(s, "pattern");
+    if (pattern == nullptr) return;
+    const std::optional<std::regex>& re = Regex(pattern->get<std::string>());
+    if (re && !std::regex_search(v, *re)) {
+      Error(path,
+            "Invalid value: \"" + v + "\": should match '" + pattern->get<std::string>() + "'");
+    }
+  }
+
+  void CheckNumber(const json& v, const json& s, const std::string& path) {
+    double d = v.get<double>();
+    if (const json* n = Member(s, "minimum"); n != nullptr && d < n->get<double>()) {
+      Error(path, "should be greater than or equal to " + n->dump());
+    }
+    if (const json* n = Member(s, "maximum"); n != nullptr && d > n->get<double>()) {
+      Error(path, "should be less than or equal to " + n->dump());
+    }
+    if (const json* f = Member(s, "format");
+        f != nullptr && *f == "int32" && (d < -2147483648.0 || d > 2147483647.0)) {
+      Error(path, "out of the int32 range");
+    }
+  }
+
+  // Go's RE2 and ECMAScript agree on the patterns Kubernetes uses; one that
+  // does not compile here is skipped (and listed) rather than guessed at.
+  const std::optional<std::regex>& Regex(const std::string& pattern) {
+    auto it = regexes_.find(pattern);
+    if (it != regexes_.end()) return it->second;
+    std::optional<std::regex> re;
+    try {
+      re.emplace(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error&) {
+      skipped_patterns_.insert(pattern);
+    }
+    return regexes_.emplace(pattern, std::move(re)).first->second;
+  }
+
+  std::vector<std::string> errors_;
+  std::map<std::string, std::optional<std::regex>> regexes_;
+  std::set<std::string> skipped_patterns_;
+};
+
+// The upstream Workload CRD, vendored as test data (testdata/kueue-crds);
+// GANTRY_KUEUE_CRDS=<dir> checks against another Kueue release's.
+std::string CrdFile() {
+  std::vector<std::string> dirs;
+  if (const char* env = std::getenv("GANTRY_KUEUE_CRDS")) dirs.emplace_back(env);
+  dirs.emplace_back(GANTRY_SOURCE_DIR "/tests/dispatch/testdata/kueue-crds");
+  for (const std::string& dir : dirs) {
+    std::string file = dir + "/kueue.x-k8s.io_workloads.yaml";
+    if (std::filesystem::exists(file)) return file;
+  }
+  FAIL("kueue.x-k8s.io_workloads.yaml not found; set GANTRY_KUEUE_CRDS to its directory");
+  return "";
+}
+
+// The API server checks ObjectMeta itself (the CRD only says "type: object");
+// these are its rules for the fields gantry writes.
+json ObjectMetaSchema() {
+  return json::parse(R"json({"type": "object", "properties": {
+    "name": {"type": "string", "maxLength": 253,
+             "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},
+    "namespace": {"type": "string", "maxLength": 63, "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},
+    "labels": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 63,
+               "pattern": "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"}},
+    "annotations": {"type": "object", "additionalProperties": {"type": "string"}}}})json");
+}
+
+// The openAPIV3Schema of the Workload CRD's version, ObjectMeta filled in.
+const json& WorkloadSchema(KueueApiVersion version) {
+  static const std::map<std::string, json> schemas = [] {
+    std::ifstream in(CrdFile());
+    std::stringstream text;
+    text << in.rdbuf();
+    auto crd = YamlToJson(text.str());
+    if (auto* e = std::get_if<DocumentError>(&crd)) FAIL("CRD: " << e->message);
+    std::map<std::string, json> out;
+    for (const json& v : std::get<json>(crd)["spec"]["versions"]) {
+      json schema = v["schema"]["openAPIV3Schema"];
+      schema["properties"]["metadata"] = ObjectMetaSchema();
+      out[v["name"].get<std::string>()] = std::move(schema);
+    }
+    return out;
+  }();
+  auto it = schemas.find(KueueVersionString(version));
+  if (it == schemas.end()) FAIL("the CRD has no version " << KueueVersionString(version));
+  return it->second;
+}
+
+std::string Joined(const std::vector<std::string>& errors) {
+  std::string out;
+  for (const std::string& e : errors) out += e + "\n";
+  return out;
+}
+
+TEST_CASE("BuildWorkload writes Workloads the CRD schema accepts") {
+  auto version = GENERATE(KueueApiVersion::kV1beta1, KueueApiVersion::kV1beta2);
+  auto doc = GENERATE(kJobDoc, kJobSetDoc, kTorchDoc);
+  JobSpec spec = MustParse(doc);
+  CAPTURE(KueueVersionString(version), spec.name);
+  SchemaValidator validator;
+  std::vector<std::string> errors =
+      validator.Validate(Workload(spec, version), WorkloadSchema(version));
+  CHECK(Joined(errors) == "");
+  CHECK(validator.skipped_patterns().empty());
+}
+
+json& FirstContainer(json& wl) {
+  return wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0];
+}
+
+TEST_CASE("the schema validator refuses what the API server would") {
+  const std::string c0 = "spec.podSets[0].template.spec.containers[0].";
+  struct Row {
+    std::string what;
+    std::function<void(json&)> mutate;
+    std::string want;                     // the start of one error ("path: message"); "" = valid
+    std::optional<KueueApiVersion> only;  // the one version that refuses it
+  };
+  auto row = GENERATE_COPY(values<Row>({
+      {"unchanged", [](json&) {}, "", {}},
+      // count has a default, but only v1beta1 lists it as required.
+      {"no count", [](json& w) { w["spec"]["podSets"][0].erase("count"); },
+       "spec.podSets[0].count: Required value", KueueApiVersion::kV1beta1},
+      {"string priority",
+       [](json& w) { w["spec"]["priority"] = "100"; },
+       "spec.priority: must be of type integer",
+       {}},
+      {"no template",
+       [](json& w) { w["spec"]["podSets"][0].erase("template"); },
+       "spec.podSets[0].template: Required value",
+       {}},
+      {"unknown pod set field",
+       [](json& w) { w["spec"]["podSets"][0]["size"] = 1; },
+       "spec.podSets[0].size: unknown field",
+       {}},
+      {"v1beta1-only field", [](json& w) { w["spec"]["priorityClassSource"] = ""; },
+       "spec.priorityClassSource: unknown field", KueueApiVersion::kV1beta2},
+      {"v1beta2-only field", [](json& w) { w["spec"]["preemptionGates"] = json::array(); },
+       "spec.preemptionGates: unknown field", KueueApiVersion::kV1beta1},
+      {"upper-case pod set name",
+       [](json& w) { w["spec"]["podSets"][0]["name"] = "Main"; },
+       "spec.podSets[0].name: Invalid value",
+       {}},
+      {"negative count",
+       [](json& w) { w["spec"]["podSets"][0]["count"] = -1; },
+       "spec.podSets[0].count: should be greater",
+       {}},
+      {"count beyond int32",
+       [](json& w) { w["spec"]["podSets"][0]["count"] = 1LL << 31; },
+       "spec.podSets[0].count: out of the int32 range",
+       {}},
+      {"19 pod sets",
+       [](json& w) {
+         json& sets = w["spec"]["podSets"];
+         for (int i = 1; i < 19; ++i) {
+           sets.push_back(sets[0]);
+           sets.back()["name"] = "p" + std::to_string(i);
+         }
+       },
+       "spec.podSets: Too many: 19",
+       {}},
+      {"duplicate pod set",
+       [](json& w) { w["spec"]["podSets"].push_back(w["spec"]["podSets"][0]); },
+       "spec.podSets[1]: Duplicate value",
+       {}},
+      {"container without a name",
+       [](json& w) { FirstContainer(w).erase("name"); },
+       c0 + "name: Required value",
+       {}},
+      {"bad quantity",
+       [](json& w) { FirstContainer(w)["resources"]["requests"]["cpu"] = "8x"; },
+       c0 + "resources.requests.cpu: Invalid value",
+       {}},
+      {"boolean quantity",
+       [](json& w) { FirstContainer(w)["resources"]["requests"]["cpu"] = true; },
+       c0 + "resources.requests.cpu: must be an integer or a string",
+       {}},
+      {"string container port",
+       [](json& w) { FirstContainer(w)["ports"][0]["containerPort"] = "80"; },
+       c0 + "ports[0].containerPort: must be of type integer",
+       {}},
+      {"duplicate env",
+       [](json& w) { FirstContainer(w)["env"].push_back(FirstContainer(w)["env"][0]); },
+       c0 + "env[2]: Duplicate value",
+       {}},
+      // Why BuildWorkload keeps only the template metadata the CRD knows.
+      {"pod template creationTimestamp",
+       [](json& w) { w["spec"]["podSets"][0]["template"]["metadata"]["creationTimestamp"] = "x"; },
+       "spec.podSets[0].template.metadata.creationTimestamp: unknown field",
+       {}},
+      {"null queue name",
+       [](json& w) { w["spec"]["queueName"] = nullptr; },
+       "spec.queueName: must not be null",
+       {}},
+      {"name too long",
+       [](json& w) { w["metadata"]["name"] = std::string(254, 'a'); },
+       "metadata.name: Too long",
+       {}},
+  }));
+  auto version = GENERATE(KueueApiVersion::kV1beta1, KueueApiVersion::kV1beta2);
+  CAPTURE(row.what, KueueVersionString(version));
+  JobSpec spec = MustParse(kJobDoc);
+  json wl = Workload(spec, version);
+  row.mutate(wl);
+  SchemaValidator validator;
+  std::vector<std::string> errors = validator.Validate(wl, WorkloadSchema(version));
+  CAPTURE(Joined(errors));
+  if (row.want.empty() || (row.only && *row.only != version)) {
+    CHECK(errors.empty());
+  } else {
+    CHECK(std::any_of(errors.begin(), errors.end(),
+                      [&](const std::string& e) { return e.starts_with(row.want); }));
+  }
+}
+
+}  // namespace
+}  // namespace gantry::dispatch

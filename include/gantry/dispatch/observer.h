@@ -1,0 +1,119 @@
+// ClusterObserver: what every worker cluster shows of gantry's objects, kept
+// current by one list+watch per cluster and resource (kube::ListWatch),
+// selected by the origin label. The engine reads it per job; every change to
+// an object (and every relist) calls on_change with the object's job uid
+// (label gantry.dev/job-uid), so the job is reconciled again.
+//
+// A cluster's view counts only once it is synced: its watches have completed
+// a list since they (re)started. Until then (and after a watch fails, until
+// the next successful list) the engine must not conclude that an object is
+// absent there.
+//
+// Watched resources per cluster: Kueue Workloads (the cluster's configured
+// version), batch/v1 Jobs and jobset.x-k8s.io/v1alpha2 JobSets, all
+// namespaces. Each resource runs ListWatch on its own thread.
+//
+// Thread-safety: every public method is safe from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/inventory/cluster_config.h"
+#include "gantry/inventory/kubeconfig.h"
+
+namespace gantry::dispatch {
+
+// A Kueue Workload copy as observed.
+struct ObservedWorkload {
+  std::string ns;
+  std::string name;
+  std::string k8s_uid;        // metadata.uid (for delete preconditions)
+  std::string job_uid;        // label gantry.dev/job-uid
+  int64_t epoch = 0;          // annotation gantry.dev/epoch (0 when missing/unparsable)
+  bool quota_reserved = false;  // condition QuotaReserved=True
+  bool admitted = false;        // condition Admitted=True
+  bool evicted = false;         // condition Evicted=True
+  bool finished = false;        // condition Finished=True
+  std::string reason;         // reason of Evicted (if evicted) or Finished (if finished), else of QuotaReserved
+  std::string message;        // message of the same condition
+};
+
+enum class RemoteJobState { kSuspended, kRunning, kSucceeded, kFailed };
+
+// A real job (batch/v1 Job or JobSet) as observed.
+struct ObservedJob {
+  std::string kind;           // "Job" | "JobSet"
+  std::string ns;
+  std::string name;
+  std::string k8s_uid;
+  std::string job_uid;
+  int64_t epoch = 0;
+  RemoteJobState state = RemoteJobState::kSuspended;
+  // Complete/Completed=True -> kSucceeded, Failed=True -> kFailed, else
+  // spec.suspend false -> kRunning, else kSuspended.
+  std::string reason;         // the deciding condition's reason, if any
+  std::string message;
+  std::string summary;        // e.g. "active 2, succeeded 0, failed 0" (Job status counts)
+};
+
+// Everything one cluster shows for one job uid.
+struct ClusterObservation {
+  bool synced = false;                  // see the header comment
+  std::vector<ObservedWorkload> workloads;
+  std::vector<ObservedJob> jobs;
+};
+
+struct ObservedCluster {
+  std::string name;
+  inventory::KueueApiVersion kueue_version = inventory::KueueApiVersion::kV1beta2;
+  inventory::ClusterCredentials credentials;
+};
+
+struct ObserverOptions {
+  std::string origin = "gantry";  // label selector: kueue.x-k8s.io/multikueue-origin=<origin>
+  int watch_timeout_seconds = 10;  // also bounds how long Stop() waits for a quiet watch
+  std::chrono::milliseconds request_timeout{10'000};
+  std::chrono::milliseconds max_backoff{10'000};
+};
+
+class ClusterObserver {
+ public:
+  using OnChange = std::function<void(const std::string& job_uid)>;
+
+  ClusterObserver(ObserverOptions options, OnChange on_change);
+  ~ClusterObserver();  // Stop()s
+
+  // Makes the watched set equal `clusters`: starts watches for new names,
+  // stops and forgets removed ones, restarts those whose credentials or
+  // Kueue version changed. Call at start and after every inventory reload.
+  void SetClusters(const std::vector<ObservedCluster>& clusters);
+  void Stop();
+
+  // What each watched cluster shows for job_uid; every watched cluster is
+  // present in the map (with empty lists when it shows nothing).
+  std::map<std::string, ClusterObservation> ForJob(const std::string& job_uid) const;
+  bool Synced(const std::string& cluster) const;
+  // Every job uid with at least one object in some cluster (start-up garbage collection).
+  std::vector<std::string> AllJobUids() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Exposed for tests: decode one object.
+std::optional<ObservedWorkload> ParseWorkload(const nlohmann::json& object);
+std::optional<ObservedJob> ParseJob(const std::string& kind, const nlohmann::json& object);
+
+}  // namespace gantry::dispatch

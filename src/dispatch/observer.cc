@@ -1,0 +1,500 @@
+// ClusterObserver (see the header). How it is built:
+//
+// Threads. Each watched cluster is a Cluster record with three threads
+// (Workloads, Jobs, JobSets), each with its own KubeClient running
+// kube::ListWatch until the record's `stopping` flag is set. SetClusters never
+// waits: a removed or replaced record is retired at once (hidden from readers,
+// on_change muted) and joined by a later SetClusters once its threads have
+// ended, or by Stop().
+//
+// Stop latency. ListWatch reads the stop flag only between steps and at watch
+// events and bookmarks, and cannot be interrupted while it blocks. Stop()
+// signals every thread before joining any, and returns within about
+//   max(watch_timeout_seconds, max_backoff, request_timeout) + one request:
+// a quiet watch is ended by the server; ListWatch's backoff sleep; one list
+// page or connect (clients do not retry; ListWatch does). Our own waits
+// (client creation retries, the JobSet recheck) wake at once.
+//
+// Synced. A resource counts as listed from its first successful list since its
+// thread started. ListWatch reports no failures, so a failed watch does not
+// unsync it: the view may be stale until ListWatch's relist replaces it (as
+// with client-go's HasSynced). A JobSet path answering 404 (CRD not installed)
+// counts as listed and empty, and is asked again every kUnservedRecheck. A 404
+// for Workloads or Jobs keeps the cluster unsynced: Kueue missing or the wrong
+// version is a configuration error, not evidence of absence.
+#include "gantry/dispatch/observer.h"
+
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <condition_variable>
+#include <iterator>
+#include <set>
+#include <variant>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gantry/dispatch/remote_objects.h"
+#include "gantry/kube/list_watch.h"
+
+namespace gantry::dispatch {
+namespace {
+
+using nlohmann::json;
+
+enum Resource { kWorkloads = 0, kJobs = 1, kJobSets = 2, kResourceCount = 3 };
+constexpr std::array<const char*, kResourceCount> kResourceNames = {"workloads", "jobs", "jobsets"};
+
+// How often a JobSet path that answered 404 is asked again: the CRD may be installed later.
+constexpr auto kUnservedRecheck = std::chrono::seconds(60);
+// First wait after a failure of our own (client creation, an exception); doubled up to max_backoff.
+constexpr auto kFirstBackoff = std::chrono::milliseconds(200);
+// A watch stream is declared dead when silent this much longer than the server's own timeout.
+constexpr auto kIdleMargin = std::chrono::seconds(30);
+
+std::string PathOf(Resource r, inventory::KueueApiVersion version) {
+  if (r == kWorkloads) return AllWorkloadsPath(version);
+  return r == kJobs ? "/apis/batch/v1/jobs" : "/apis/jobset.x-k8s.io/v1alpha2/jobsets";
+}
+
+// The value at path inside nested objects, or null when any step is missing.
+const json* Find(const json& o, std::initializer_list<const char*> path) {
+  const json* cur = &o;
+  for (const char* key : path) {
+    if (!cur->is_object()) return nullptr;
+    auto it = cur->find(key);
+    if (it == cur->end()) return nullptr;
+    cur = &*it;
+  }
+  return cur;
+}
+
+std::string Str(const json& o, std::initializer_list<const char*> path) {
+  const json* v = Find(o, path);
+  return v && v->is_string() ? v->get<std::string>() : "";
+}
+
+int64_t Int(const json& o, std::initializer_list<const char*> path) {
+  const json* v = Find(o, path);
+  return v && v->is_number_integer() ? v->get<int64_t>() : 0;
+}
+
+// The status condition of that type, or null.
+const json* Condition(const json& o, std::string_view type) {
+  const json* conditions = Find(o, {"status", "conditions"});
+  if (!conditions || !conditions->is_array()) return nullptr;
+  for (const json& c : *conditions) {
+    if (Str(c, {"type"}) == type) return &c;
+  }
+  return nullptr;
+}
+
+const json* TrueCondition(const json& o, std::string_view type) {
+  const json* c = Condition(o, type);
+  return c && Str(*c, {"status"}) == "True" ? c : nullptr;
+}
+
+// Epochs start at 1; anything else reads as 0 ("unknown").
+int64_t ParseEpoch(const std::string& text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc() && end == text.data() + text.size() && v > 0 ? v : 0;
+}
+
+// Fills the fields ObservedWorkload and ObservedJob share; false when the
+// object has no name or no job-uid label (not gantry's to track).
+template <class Observed>
+bool ParseMeta(const json& o, Observed* out) {
+  out->name = Str(o, {"metadata", "name"});
+  out->ns = Str(o, {"metadata", "namespace"});
+  out->k8s_uid = Str(o, {"metadata", "uid"});
+  out->job_uid = Str(o, {"metadata", "labels", kJobUidLabel});
+  out->epoch = ParseEpoch(Str(o, {"metadata", "annotations", kEpochAnnotation}));
+  return !out->name.empty() && !out->job_uid.empty();
+}
+
+void CopyReason(const json* condition, std::string* reason, std::string* message) {
+  if (!condition) return;
+  *reason = Str(*condition, {"reason"});
+  *message = Str(*condition, {"message"});
+}
+
+struct Entry {
+  std::string job_uid;
+  std::string resource_version;  // tells a relisted, unchanged object from a changed one
+  std::variant<ObservedWorkload, ObservedJob> object;
+};
+
+std::string KeyOf(const json& o) {
+  return Str(o, {"metadata", "namespace"}) + "/" + Str(o, {"metadata", "name"});
+}
+
+std::optional<Entry> ToEntry(Resource r, const json& o) {
+  std::string rv = Str(o, {"metadata", "resourceVersion"});
+  if (r == kWorkloads) {
+    auto w = ParseWorkload(o);
+    if (!w) return std::nullopt;
+    return Entry{w->job_uid, std::move(rv), std::move(*w)};
+  }
+  auto j = ParseJob(r == kJobs ? "Job" : "JobSet", o);
+  if (!j) return std::nullopt;
+  return Entry{j->job_uid, std::move(rv), std::move(*j)};
+}
+
+// One resource's objects in one cluster, by job uid and by ns/name. Every
+// mutation adds the job uids it touched to *changed.
+class ResourceCache {
+ public:
+  bool listed = false;
+
+  void Put(const std::string& key, Entry e, std::set<std::string>* changed) {
+    auto it = uid_of_.find(key);
+    if (it != uid_of_.end()) {
+      auto old = by_uid_.find({it->second, key});
+      if (it->second == e.job_uid && old->second.resource_version == e.resource_version) return;
+      changed->insert(it->second);
+      by_uid_.erase(old);
+    }
+    changed->insert(e.job_uid);
+    uid_of_[key] = e.job_uid;
+    by_uid_[{e.job_uid, key}] = std::move(e);
+  }
+
+  void Erase(const std::string& key, std::set<std::string>* changed) {
+    auto it = uid_of_.find(key);
+    if (it == uid_of_.end()) return;
+    changed->insert(it->second);
+    by_uid_.erase({it->second, key});
+    uid_of_.erase(it);
+  }
+
+  void Replace(std::map<std::string, Entry> fresh, std::set<std::string>* changed) {
+    std::vector<std::string> gone;
+    for (const auto& [key, uid] : uid_of_) {
+      if (!fresh.count(key)) gone.push_back(key);
+    }
+    for (const std::string& key : gone) Erase(key, changed);
+    for (auto& [key, e] : fresh) Put(key, std::move(e), changed);
+  }
+
+  template <class Fn>
+  void ForJob(const std::string& job_uid, Fn&& fn) const {
+    for (auto it = by_uid_.lower_bound({job_uid, ""});
+         it != by_uid_.end() && it->first.first == job_uid; ++it) {
+      fn(it->second);
+    }
+  }
+
+  void AddUids(std::set<std::string>* out) const {
+    for (const auto& [key, e] : by_uid_) out->insert(key.first);
+  }
+
+ private:
+  std::map<std::pair<std::string, std::string>, Entry> by_uid_;  // (job uid, ns/name)
+  std::map<std::string, std::string> uid_of_;                    // ns/name -> job uid
+};
+
+bool SameToken(const std::shared_ptr<inventory::TokenSource>& a,
+               const std::shared_ptr<inventory::TokenSource>& b) {
+  if (a == b) return true;
+  if (!a || !b || a->path() != b->path()) return false;
+  if (!a->path().empty()) return true;  // the same file: the running client re-reads it on rotation
+  auto ta = a->Token(), tb = b->Token();
+  return ta.ok() && tb.ok() && *ta == *tb;
+}
+
+// Whether a running watch of `a` also serves `b` (else it is restarted).
+bool SameWatch(const ObservedCluster& a, const ObservedCluster& b) {
+  const auto &x = a.credentials, &y = b.credentials;
+  return a.kueue_version == b.kueue_version && x.server == y.server && x.host == y.host &&
+         x.port == y.port && x.base_path == y.base_path && x.tls_server_name == y.tls_server_name &&
+         x.ca_pem == y.ca_pem && x.client_cert_pem == y.client_cert_pem &&
+         x.client_key_pem == y.client_key_pem && x.insecure == y.insecure &&
+         SameToken(x.token_source, y.token_source);
+}
+
+}  // namespace
+
+struct ClusterObserver::Impl {
+  // One watched cluster: its configuration, its views and its threads.
+  struct Cluster {
+    explicit Cluster(ObservedCluster c) : config(std::move(c)) {}
+    const ObservedCluster config;
+    std::array<ResourceCache, kResourceCount> caches;  // guarded by Impl::mu
+    std::atomic<bool> stopping{false};
+    std::atomic<int> running{0};  // threads not yet ended
+    std::mutex wait_mu;
+    std::condition_variable wait_cv;
+    std::vector<std::thread> threads;
+
+    bool Synced() const {  // REQUIRES: Impl::mu held
+      return std::all_of(caches.begin(), caches.end(), [](const auto& c) { return c.listed; });
+    }
+    void SignalStop() {
+      std::lock_guard lock(wait_mu);
+      stopping = true;
+      wait_cv.notify_all();
+    }
+    // Waits for d unless stopped first; false when stopping.
+    bool Wait(std::chrono::milliseconds d) {
+      std::unique_lock lock(wait_mu);
+      return !wait_cv.wait_for(lock, d, [&] { return stopping.load(); });
+    }
+    void Join() {
+      for (std::thread& t : threads) t.join();
+    }
+  };
+
+  Impl(ObserverOptions o, OnChange cb) : options(std::move(o)), on_change(std::move(cb)) {}
+
+  std::unique_ptr<Cluster> Start(const ObservedCluster& config) {
+    auto c = std::make_unique<Cluster>(config);
+    c->running = kResourceCount;
+    for (int r = 0; r < kResourceCount; ++r) {
+      c->threads.emplace_back([this, p = c.get(), r] {
+        Run(p, static_cast<Resource>(r));
+        --p->running;
+      });
+    }
+    return c;
+  }
+
+  void Run(Cluster* c, Resource r) {
+    kube::KubeClientOptions client_options;
+    client_options.timeout = options.request_timeout;
+    client_options.max_attempts = 1;  // ListWatch retries; one try keeps a request within the bound
+    const std::string path = PathOf(r, c->config.kueue_version);
+    kube::ListWatchOptions lw;
+    lw.label_selector = Selector();
+    lw.watch_timeout_seconds = options.watch_timeout_seconds;
+    auto watch_length = std::chrono::seconds(options.watch_timeout_seconds);
+    lw.idle_timeout =
+        std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
+    lw.max_backoff = options.max_backoff;
+    auto backoff = std::chrono::milliseconds(kFirstBackoff);
+    while (!c->stopping) {
+      try {
+        auto client = kube::KubeClient::Create(c->config.credentials, client_options);
+        if (!client.ok()) {
+          spdlog::warn("observer: cluster {}: {}", c->config.name, client.status().message());
+        } else if (r != kJobSets || WaitUntilServed(c, **client, r, path)) {
+          kube::ListWatch(
+              **client, path, lw, [&](const std::vector<json>& items) { ApplyList(c, r, items); },
+              [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },
+              [c] { return c->stopping.load(); });
+        }
+      } catch (const std::exception& e) {
+        // A malformed answer (or a throwing on_change): the view may be incomplete until relisted.
+        spdlog::error("observer: cluster {} {}: {}", c->config.name, kResourceNames[r], e.what());
+        std::lock_guard lock(mu);
+        c->caches[r].listed = false;
+      }
+      if (!c->Wait(backoff)) return;
+      backoff = std::min(backoff * 2, options.max_backoff);
+    }
+  }
+
+  // While the path answers 404, the resource counts as listed and empty. True
+  // once it answers anything else (ListWatch handles failures), false when stopping.
+  bool WaitUntilServed(Cluster* c, kube::KubeClient& client, Resource r, const std::string& path) {
+    kube::ListOptions probe;
+    probe.label_selector = Selector();
+    probe.limit = 1;
+    for (bool logged = false; !c->stopping; logged = true) {
+      auto reply = client.List(path, probe);
+      if (!reply.ok() || reply->status != 404) return true;
+      if (!logged) {
+        spdlog::info("observer: cluster {} does not serve {} (404): empty, asked again every {}s",
+                     c->config.name, kResourceNames[r], kUnservedRecheck.count());
+      }
+      ApplyList(c, r, {});
+      if (!c->Wait(kUnservedRecheck)) return false;
+    }
+    return false;
+  }
+
+  void ApplyList(Cluster* c, Resource r, const std::vector<json>& items) {
+    std::map<std::string, Entry> fresh;
+    for (const json& o : items) {
+      if (auto e = ToEntry(r, o)) fresh.emplace(KeyOf(o), std::move(*e));
+    }
+    std::set<std::string> changed;
+    {
+      std::lock_guard lock(mu);
+      c->caches[r].Replace(std::move(fresh), &changed);
+      c->caches[r].listed = true;
+    }
+    Notify(c, changed);
+  }
+
+  void ApplyEvent(Cluster* c, Resource r, const kube::WatchEvent& e) {
+    // BOOKMARK and ERROR change nothing. An object that lost its job-uid label is
+    // no longer tracked: erased like a deleted one.
+    if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED") return;
+    std::optional<Entry> entry = e.type == "DELETED" ? std::nullopt : ToEntry(r, e.object);
+    std::set<std::string> changed;
+    {
+      std::lock_guard lock(mu);
+      if (entry) {
+        c->caches[r].Put(KeyOf(e.object), std::move(*entry), &changed);
+      } else {
+        c->caches[r].Erase(KeyOf(e.object), &changed);
+      }
+    }
+    Notify(c, changed);
+  }
+
+  void Notify(Cluster* c, const std::set<std::string>& job_uids) {
+    for (const std::string& uid : job_uids) {
+      if (c->stopping) return;  // retired: its view is gone, and Stop() may be waiting
+      on_change(uid);
+    }
+  }
+
+  std::string Selector() const { return std::string(kOriginLabel) + "=" + options.origin; }
+
+  const ObserverOptions options;
+  const OnChange on_change;
+  mutable std::mutex mu;
+  bool stopped = false;                                      // guarded by mu
+  std::map<std::string, std::unique_ptr<Cluster>> clusters;  // guarded by mu
+  std::vector<std::unique_ptr<Cluster>> retired;  // stopping, not yet joined; guarded by mu
+};
+
+ClusterObserver::ClusterObserver(ObserverOptions options, OnChange on_change)
+    : impl_(std::make_unique<Impl>(std::move(options), std::move(on_change))) {}
+
+ClusterObserver::~ClusterObserver() { Stop(); }
+
+void ClusterObserver::SetClusters(const std::vector<ObservedCluster>& clusters) {
+  std::vector<std::unique_ptr<Impl::Cluster>> ended;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopped) return;
+    std::map<std::string, const ObservedCluster*> wanted;
+    for (const ObservedCluster& c : clusters) wanted[c.name] = &c;
+    auto& live = impl_->clusters;
+    for (auto it = live.begin(); it != live.end();) {
+      auto w = wanted.find(it->first);
+      if (w != wanted.end() && SameWatch(it->second->config, *w->second)) {
+        ++it;
+        continue;
+      }
+      it->second->SignalStop();
+      impl_->retired.push_back(std::move(it->second));
+      it = live.erase(it);
+    }
+    for (const auto& [name, config] : wanted) {
+      if (!live.count(name)) live[name] = impl_->Start(*config);
+    }
+    auto& retired = impl_->retired;
+    auto ended_at = std::stable_partition(retired.begin(), retired.end(),
+                                          [](const auto& c) { return c->running > 0; });
+    std::move(ended_at, retired.end(), std::back_inserter(ended));
+    retired.erase(ended_at, retired.end());
+  }
+  for (auto& c : ended) c->Join();  // their threads have ended: no wait
+}
+
+void ClusterObserver::Stop() {
+  std::vector<std::unique_ptr<Impl::Cluster>> all;
+  {
+    std::lock_guard lock(impl_->mu);
+    impl_->stopped = true;
+    all.swap(impl_->retired);
+    for (auto& [name, c] : impl_->clusters) all.push_back(std::move(c));
+    impl_->clusters.clear();
+  }
+  for (auto& c : all) c->SignalStop();  // all first: the waits overlap
+  for (auto& c : all) c->Join();
+}
+
+std::map<std::string, ClusterObservation> ClusterObserver::ForJob(
+    const std::string& job_uid) const {
+  std::map<std::string, ClusterObservation> out;
+  std::lock_guard lock(impl_->mu);
+  for (const auto& [name, c] : impl_->clusters) {
+    ClusterObservation& o = out[name];
+    o.synced = c->Synced();
+    for (const ResourceCache& cache : c->caches) {
+      cache.ForJob(job_uid, [&](const Entry& e) {
+        if (const auto* w = std::get_if<ObservedWorkload>(&e.object)) {
+          o.workloads.push_back(*w);
+        } else {
+          o.jobs.push_back(std::get<ObservedJob>(e.object));
+        }
+      });
+    }
+  }
+  return out;
+}
+
+bool ClusterObserver::Synced(const std::string& cluster) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  return it != impl_->clusters.end() && it->second->Synced();
+}
+
+std::vector<std::string> ClusterObserver::AllJobUids() const {
+  std::set<std::string> uids;
+  std::lock_guard lock(impl_->mu);
+  for (const auto& [name, c] : impl_->clusters) {
+    for (const ResourceCache& cache : c->caches) cache.AddUids(&uids);
+  }
+  return {uids.begin(), uids.end()};
+}
+
+std::optional<ObservedWorkload> ParseWorkload(const json& object) {
+  ObservedWorkload w;
+  if (!ParseMeta(object, &w)) return std::nullopt;
+  const json* quota = Condition(object, "QuotaReserved");
+  const json* evicted = TrueCondition(object, "Evicted");
+  const json* finished = TrueCondition(object, "Finished");
+  w.quota_reserved = quota && Str(*quota, {"status"}) == "True";
+  w.admitted = TrueCondition(object, "Admitted") != nullptr;
+  w.evicted = evicted != nullptr;
+  w.finished = finished != nullptr;
+  CopyReason(evicted ? evicted : finished ? finished : quota, &w.reason, &w.message);
+  return w;
+}
+
+std::optional<ObservedJob> ParseJob(const std::string& kind, const json& object) {
+  ObservedJob j;
+  j.kind = kind;
+  if (!ParseMeta(object, &j)) return std::nullopt;
+  const json* complete = TrueCondition(object, "Complete");
+  if (!complete) complete = TrueCondition(object, "Completed");
+  const json* failed = TrueCondition(object, "Failed");
+  const json* suspend = Find(object, {"spec", "suspend"});
+  if (complete) {
+    j.state = RemoteJobState::kSucceeded;
+    CopyReason(complete, &j.reason, &j.message);
+  } else if (failed) {
+    j.state = RemoteJobState::kFailed;
+    CopyReason(failed, &j.reason, &j.message);
+  } else if (!suspend || !suspend->is_boolean() || !suspend->get<bool>()) {
+    j.state = RemoteJobState::kRunning;
+  } else {
+    j.state = RemoteJobState::kSuspended;
+    CopyReason(TrueCondition(object, "Suspended"), &j.reason, &j.message);
+  }
+  if (kind != "JobSet") {
+    j.summary =
+        fmt::format("active {}, succeeded {}, failed {}", Int(object, {"status", "active"}),
+                    Int(object, {"status", "succeeded"}), Int(object, {"status", "failed"}));
+    return j;
+  }
+  int64_t active = 0, succeeded = 0, failed_jobs = 0;  // child Jobs, summed over replicatedJobs
+  const json* replicated = Find(object, {"status", "replicatedJobsStatus"});
+  for (const json& r : replicated && replicated->is_array() ? *replicated : json::array()) {
+    active += Int(r, {"active"});
+    succeeded += Int(r, {"succeeded"});
+    failed_jobs += Int(r, {"failed"});
+  }
+  j.summary = fmt::format("active {}, succeeded {}, failed {}, restarts {}", active, succeeded,
+                          failed_jobs, Int(object, {"status", "restarts"}));
+  return j;
+}
+
+}  // namespace gantry::dispatch

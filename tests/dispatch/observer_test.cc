@@ -1,0 +1,359 @@
+// ClusterObserver: decoding of Workloads, Jobs and JobSets (table-driven), and
+// the observer end to end against two gantry-sim clusters.
+#include "gantry/dispatch/observer.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <mutex>
+#include <set>
+
+#include "gantry/dispatch/remote_objects.h"
+#include "gantry/kube/kube_client.h"
+#include "process.h"
+#include "test_support.h"
+
+namespace gantry::dispatch {
+namespace {
+
+using nlohmann::json;
+
+json Condition(const std::string& type, const std::string& status, const std::string& reason = "") {
+  return {{"type", type}, {"status", status}, {"reason", reason}, {"message", reason + " message"}};
+}
+
+// metadata for gantry's objects; "" leaves a label or annotation out.
+json Meta(const std::string& job_uid, const std::string& epoch = "3") {
+  json m = {{"name", "train-0123abcd"},
+            {"namespace", "team-a"},
+            {"uid", "k8s-1"},
+            {"resourceVersion", "7"}};
+  m["labels"][kOriginLabel] = "gantry";
+  if (!job_uid.empty()) m["labels"][kJobUidLabel] = job_uid;
+  if (!epoch.empty()) m["annotations"][kEpochAnnotation] = epoch;
+  return m;
+}
+
+json WithConditions(json o, std::vector<json> conditions) {
+  o["status"]["conditions"] = conditions;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("ParseWorkload reads identity, epoch and conditions", "[observer]") {
+  auto w = ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}},
+                                        {Condition("QuotaReserved", "True", "QuotaReserved"),
+                                         Condition("Admitted", "True", "Admitted")}));
+  REQUIRE(w);
+  CHECK(w->ns == "team-a");
+  CHECK(w->name == "train-0123abcd");
+  CHECK(w->k8s_uid == "k8s-1");
+  CHECK(w->job_uid == "uid-1");
+  CHECK(w->epoch == 3);
+  CHECK(w->quota_reserved);
+  CHECK(w->admitted);
+  CHECK_FALSE(w->evicted);
+  CHECK_FALSE(w->finished);
+  CHECK(w->reason == "QuotaReserved");
+  CHECK(w->message == "QuotaReserved message");
+}
+
+TEST_CASE("ParseWorkload: which condition gives the reason", "[observer]") {
+  struct Case {
+    const char* name;
+    std::vector<json> conditions;
+    std::string flags;  // the booleans expected true, by name
+    std::string reason;
+  };
+  std::vector<Case> cases = {
+      {"no status", {}, "", ""},
+      {"pending", {Condition("QuotaReserved", "False", "Pending")}, "", "Pending"},
+      {"evicted wins over quota",
+       {Condition("QuotaReserved", "False", "Preempted"), Condition("Evicted", "True", "Evicted")},
+       "evicted",
+       "Evicted"},
+      {"finished",
+       {Condition("QuotaReserved", "True", "Q"), Condition("Finished", "True", "Succeeded")},
+       "quota_reserved finished",
+       "Succeeded"},
+      {"evicted and finished: evicted's reason",
+       {Condition("Finished", "True", "F"), Condition("Evicted", "True", "E")},
+       "evicted finished",
+       "E"},
+      {"False and Unknown count for nothing",
+       {Condition("Admitted", "False", "A"), Condition("Evicted", "False", "E"),
+        Condition("Finished", "Unknown")},
+       "",
+       ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    auto w = ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}}, c.conditions));
+    REQUIRE(w);
+    auto want = [&](const char* flag) { return c.flags.find(flag) != std::string::npos; };
+    CHECK(w->quota_reserved == want("quota_reserved"));
+    CHECK(w->admitted == want("admitted"));
+    CHECK(w->evicted == want("evicted"));
+    CHECK(w->finished == want("finished"));
+    CHECK(w->reason == c.reason);
+  }
+}
+
+TEST_CASE("ParseWorkload: epoch annotation and missing identity", "[observer]") {
+  const std::vector<std::pair<std::string, int64_t>> epochs = {
+      {"7", 7}, {"", 0}, {"abc", 0}, {"-2", 0}, {"0", 0}, {"5x", 0}, {"99999999999999999999", 0}};
+  for (const auto& [text, epoch] : epochs) {
+    INFO(text);
+    auto w = ParseWorkload({{"metadata", Meta("uid-1", text)}});
+    REQUIRE(w);
+    CHECK(w->epoch == epoch);
+  }
+  // Without a job-uid label (or a name) an object is not gantry's to track.
+  CHECK_FALSE(ParseWorkload({{"metadata", Meta("")}}));
+  json nameless = {{"metadata", Meta("uid-1")}};
+  nameless["metadata"].erase("name");
+  CHECK_FALSE(ParseWorkload(nameless));
+  CHECK_FALSE(ParseWorkload(json::array()));
+  CHECK_FALSE(ParseWorkload({{"metadata", "not an object"}}));
+  CHECK_FALSE(ParseJob("Job", {{"metadata", Meta("")}}));
+}
+
+TEST_CASE("ParseJob: state, reason and summary of Jobs and JobSets", "[observer]") {
+  using enum RemoteJobState;
+  struct Case {
+    const char* name;
+    json suspend;  // spec.suspend; null = absent
+    RemoteJobState state;
+    std::string reason;
+    std::vector<json> conditions;
+  };
+  std::vector<Case> cases = {
+      {"suspended", true, kSuspended, "Stopped", {Condition("Suspended", "True", "Stopped")}},
+      {"running", false, kRunning, "", {Condition("Suspended", "False", "JobResumed")}},
+      {"suspend absent: running", nullptr, kRunning, "", {}},
+      {"complete", false, kSucceeded, "Done", {Condition("Complete", "True", "Done")}},
+      {"failed", false, kFailed, "Backoff", {Condition("Failed", "True", "Backoff")}},
+      {"failed while suspended: failed", true, kFailed, "F", {Condition("Failed", "True", "F")}},
+      {"False terminal conditions",
+       true,
+       kSuspended,
+       "",
+       {Condition("Complete", "False"), Condition("Failed", "False")}},
+  };
+  for (const std::string kind : {"Job", "JobSet"}) {
+    for (const Case& c : cases) {
+      INFO(kind << ": " << c.name);
+      json o = WithConditions({{"metadata", Meta("uid-9")}}, c.conditions);
+      if (!c.suspend.is_null()) o["spec"]["suspend"] = c.suspend;
+      if (kind == "JobSet") {  // JobSet says Completed where Job says Complete
+        for (json& cond : o["status"]["conditions"]) {
+          if (cond["type"] == "Complete") cond["type"] = "Completed";
+        }
+      }
+      auto j = ParseJob(kind, o);
+      REQUIRE(j);
+      CHECK(j->kind == kind);
+      CHECK(j->job_uid == "uid-9");
+      CHECK(j->epoch == 3);
+      CHECK(j->state == c.state);
+      CHECK(j->reason == c.reason);
+    }
+  }
+
+  json job = {{"metadata", Meta("uid-9")}, {"status", {{"active", 2}, {"failed", 1}}}};
+  CHECK(ParseJob("Job", job)->summary == "active 2, succeeded 0, failed 1");
+  json jobset = {{"metadata", Meta("uid-9")}};
+  jobset["status"]["replicatedJobsStatus"] = {{{"name", "a"}, {"active", 1}, {"succeeded", 2}},
+                                              {{"name", "b"}, {"active", 3}, {"failed", 1}}};
+  jobset["status"]["restarts"] = 1;
+  CHECK(ParseJob("JobSet", jobset)->summary == "active 4, succeeded 2, failed 1, restarts 1");
+}
+
+}  // namespace gantry::dispatch
+
+namespace gantry::testing {
+namespace {
+
+using dispatch::ClusterObserver;
+using dispatch::ObservedCluster;
+using nlohmann::json;
+
+const std::string kWorkloadsPath = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads";
+const std::string kJobsPath = "/apis/batch/v1/namespaces/team-a/jobs";
+
+json Metadata(const std::string& name, const std::string& job_uid, bool origin) {
+  json m = {{"name", name}, {"namespace", "team-a"}};
+  m["labels"][dispatch::kJobUidLabel] = job_uid;
+  if (origin) m["labels"][dispatch::kOriginLabel] = "gantry";
+  m["annotations"][dispatch::kEpochAnnotation] = "2";
+  return m;
+}
+
+json PodTemplate() {
+  json container = {{"name", "c"}, {"image", "i"}};
+  container["resources"]["requests"] = {{"cpu", "1"}, {"memory", "1Gi"}};
+  return {{"spec", {{"containers", {container}}, {"restartPolicy", "Never"}}}};
+}
+
+json Workload(const std::string& name, const std::string& job_uid, bool origin = true) {
+  json w = {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "Workload"}};
+  w["metadata"] = Metadata(name, job_uid, origin);
+  w["spec"]["queueName"] = "team-a";
+  w["spec"]["podSets"] = {{{"name", "main"}, {"count", 1}, {"template", PodTemplate()}}};
+  return w;
+}
+
+// A suspended Job that the sim's Kueue adopts into the prebuilt Workload and runs.
+json Job(const std::string& name, const std::string& job_uid, const std::string& workload) {
+  json j = {{"apiVersion", "batch/v1"}, {"kind", "Job"}};
+  j["metadata"] = Metadata(name, job_uid, true);
+  j["metadata"]["annotations"][dispatch::kPrebuiltWorkloadAnnotation] = workload;
+  j["spec"] = {{"suspend", true}, {"parallelism", 1}, {"template", PodTemplate()}};
+  return j;
+}
+
+// The job uids on_change was called with.
+class ChangeLog {
+ public:
+  void Add(const std::string& uid) {
+    std::lock_guard lock(mu_);
+    uids_.insert(uid);
+  }
+  bool Has(const std::string& uid) const {
+    std::lock_guard lock(mu_);
+    return uids_.count(uid) > 0;
+  }
+  void Clear() {
+    std::lock_guard lock(mu_);
+    uids_.clear();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::set<std::string> uids_;
+};
+
+template <class Fn>
+std::chrono::milliseconds Timed(Fn&& fn) {
+  auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() -
+                                                               start);
+}
+
+}  // namespace
+
+TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") {
+  const std::string sim_bin = std::string(GANTRY_BIN_DIR) + "/gantry-sim";
+  if (ReadFile(sim_bin).empty()) {
+    WARN("gantry-sim was not built: skipping");
+    return;
+  }
+  TempDir dir;
+  std::string sim_dir = dir.File("sim");
+  WriteFile(dir.File("sim.yaml"),
+            "clusters:\n"
+            "- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 4}\n"
+            "- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 4}\n");
+  Process sim({sim_bin, "--config", dir.File("sim.yaml"), "--out-dir", sim_dir}, dir.path());
+  REQUIRE(WaitFor([&] { return !ReadFile(sim_dir + "/ready").empty(); }, std::chrono::seconds(20)));
+  auto cluster = [&](const std::string& name) {
+    auto creds = inventory::LoadKubeconfig(sim_dir + "/" + name + ".kubeconfig", "", false);
+    REQUIRE(creds.ok());
+    return ObservedCluster{name, inventory::KueueApiVersion::kV1beta2, *creds};
+  };
+  const ObservedCluster c1 = cluster("c1"), c2 = cluster("c2");
+  auto client = [](const ObservedCluster& c) {
+    auto kc = kube::KubeClient::Create(c.credentials);
+    REQUIRE(kc.ok());
+    return std::move(*kc);
+  };
+  auto kc1 = client(c1), kc2 = client(c2);
+
+  dispatch::ObserverOptions options;
+  options.watch_timeout_seconds = 1;  // bounds Stop(); see observer.cc
+  options.request_timeout = std::chrono::seconds(2);
+  options.max_backoff = std::chrono::milliseconds(200);
+  ChangeLog changes;
+  ClusterObserver observer(options, [&](const std::string& uid) { changes.Add(uid); });
+  observer.SetClusters({c1, c2});
+  REQUIRE(WaitFor([&] { return observer.Synced("c1") && observer.Synced("c2"); },
+                  std::chrono::seconds(20)));
+  CHECK_FALSE(observer.Synced("c3"));
+  auto in = [&](const std::string& cluster_name, const std::string& uid) {
+    return observer.ForJob(uid)[cluster_name];
+  };
+
+  SECTION("objects appear, change and disappear; objects without the origin label are never seen") {
+    // The stray goes first: had its event been let through, it would precede w1's on the same
+    // stream.
+    REQUIRE(kc1->Create(kWorkloadsPath, Workload("stray", "uid-stray", false))->status == 201);
+    auto created = kc1->Create(kWorkloadsPath, Workload("w1", "uid-1"));
+    REQUIRE(created->status == 201);
+    REQUIRE(kc1->Create(kJobsPath, Job("j1", "uid-1", "w1"))->status == 201);
+    REQUIRE(WaitFor([&] {
+      auto o = in("c1", "uid-1");
+      return o.workloads.size() == 1 && o.jobs.size() == 1 && changes.Has("uid-1");
+    }));
+    auto all = observer.ForJob("uid-1");
+    REQUIRE(all.size() == 2);
+    CHECK(all["c1"].synced);
+    CHECK(all["c2"].synced);
+    CHECK(all["c2"].workloads.empty());
+    CHECK(all["c2"].jobs.empty());
+    const auto& w = all["c1"].workloads[0];
+    CHECK(w.name == "w1");
+    CHECK(w.ns == "team-a");
+    CHECK(w.k8s_uid == created->body["metadata"]["uid"]);
+    CHECK(w.epoch == 2);
+    CHECK(all["c1"].jobs[0].kind == "Job");
+    CHECK(all["c1"].jobs[0].name == "j1");
+    CHECK_FALSE(changes.Has("uid-stray"));
+    CHECK(in("c1", "uid-stray").workloads.empty());
+    CHECK(observer.AllJobUids() == std::vector<std::string>{"uid-1"});
+
+    // The sim's Kueue admits w1 and starts j1: MODIFIED events.
+    CHECK(WaitFor([&] {
+      auto o = in("c1", "uid-1");
+      return o.workloads.size() == 1 && o.workloads[0].admitted && o.jobs.size() == 1 &&
+             o.jobs[0].state != dispatch::RemoteJobState::kSuspended;
+    }));
+
+    changes.Clear();
+    REQUIRE(kc1->Delete(kWorkloadsPath + "/w1")->ok());
+    CHECK(WaitFor([&] { return in("c1", "uid-1").workloads.empty() && changes.Has("uid-1"); }));
+  }
+
+  SECTION("SetClusters forgets, restarts and re-adds clusters; Stop is prompt") {
+    REQUIRE(kc2->Create(kWorkloadsPath, Workload("w2", "uid-2"))->status == 201);
+    REQUIRE(WaitFor([&] { return in("c2", "uid-2").workloads.size() == 1; }));
+
+    CHECK(Timed([&] { observer.SetClusters({c1}); }) <
+          std::chrono::seconds(1));  // never waits on a thread
+    CHECK(observer.ForJob("uid-2").count("c2") == 0);
+    CHECK_FALSE(observer.Synced("c2"));
+    CHECK(observer.AllJobUids().empty());
+
+    ObservedCluster c1_v1beta1 = c1;  // a changed Kueue version restarts c1's watches
+    c1_v1beta1.kueue_version = inventory::KueueApiVersion::kV1beta1;
+    observer.SetClusters({c1_v1beta1});
+    CHECK(WaitFor([&] { return observer.Synced("c1"); }));
+
+    // c2 comes back answering 404 to everything: unsynced until it answers again.
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "errors", "c2", "1.0", "404"}).code == 0);
+    observer.SetClusters({c1_v1beta1, c2});
+    CHECK_FALSE(observer.Synced("c2"));
+    CHECK(in("c2", "uid-2").workloads.empty());
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "errors", "c2", "0"}).code == 0);
+    CHECK(
+        WaitFor([&] { return observer.Synced("c2") && in("c2", "uid-2").workloads.size() == 1; }));
+
+    // Bound: watch_timeout_seconds (1 s) + one request; see observer.cc.
+    CHECK(Timed([&] { observer.Stop(); }) < std::chrono::seconds(4));
+    CHECK(observer.ForJob("uid-2").empty());
+    observer.SetClusters({c1});  // ignored after Stop
+    CHECK_FALSE(observer.Synced("c1"));
+  }
+}
+
+}  // namespace gantry::testing

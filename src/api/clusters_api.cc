@@ -46,6 +46,7 @@ void ApiService::ReloadClusters(http::Request req, Respond respond) {
     return;
   }
   auto errors = fleet_->Reload();
+  if (options_.after_reload) options_.after_reload();
   std::vector<Cause> causes;
   for (const auto& e : errors) causes.push_back({e.file, e.status.message()});
   if (!errors.empty()) {

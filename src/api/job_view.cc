@@ -28,6 +28,8 @@ nlohmann::json JobWithoutSpec(const JobRecord& job) {
                            {"updateTime", FormatRfc3339(job.updated_ms)}};
   if (!job.cluster.empty()) status["cluster"] = job.cluster;
   if (!job.message.empty()) status["message"] = job.message;
+  if (job.lease_ms > 0) status["leaseTime"] = FormatRfc3339(job.lease_ms);
+  if (!job.remote_status.empty()) status["remote"] = job.remote_status;
   return {{"apiVersion", "gantry.dev/v1"}, {"kind", "Job"}, {"metadata", std::move(metadata)},
           {"status", std::move(status)}};
 }

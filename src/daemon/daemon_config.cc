@@ -54,6 +54,15 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   bool level_ok = false;
   for (const char* l : kLevels) level_ok |= c.log_level == l;
   if (!level_ok) return Status::Invalid("logLevel must be trace, debug, info, warn or error");
+  if (!in(c.cluster_lost_timeout_seconds, 1, 7 * 86400)) {
+    return Status::Invalid("clusterLostTimeoutSeconds must be 1..604800");
+  }
+  if (c.lease_on != "Admitted" && c.lease_on != "QuotaReserved") {
+    return Status::Invalid("leaseOn must be Admitted or QuotaReserved");
+  }
+  if (!in(c.dispatch_workers, 1, 256)) return Status::Invalid("dispatchWorkers must be 1..256");
+  if (!in(c.probe_interval_seconds, 1, 3600)) return Status::Invalid("probeIntervalSeconds must be 1..3600");
+  if (c.origin.empty() || c.origin.size() > 63) return Status::Invalid("origin must be a label value of 1..63 characters");
   return Status::Ok();
 }
 
@@ -85,6 +94,10 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"logFormat", str(&c.log_format)},
       {"clustersDir", str(&c.clusters_dir)},
       {"origin", str(&c.origin)},
+      {"clusterLostTimeoutSeconds", num(&c.cluster_lost_timeout_seconds)},
+      {"leaseOn", str(&c.lease_on)},
+      {"dispatchWorkers", num(&c.dispatch_workers)},
+      {"probeIntervalSeconds", num(&c.probe_interval_seconds)},
   };
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();

@@ -19,7 +19,7 @@
 #include "gantry/api/token_auth.h"
 #include "gantry/daemon/daemon_config.h"
 #include "gantry/daemon/logging.h"
-#include "gantry/dispatch/reconciler.h"
+#include "gantry/dispatch/engine.h"
 #include "gantry/http/server.h"
 #include "gantry/inventory/fleet.h"
 #include "gantry/kube/kube_prober.h"
@@ -128,15 +128,11 @@ int RunServe(const ServeFlags& flags) {
   }
 
   JobStore& job_store = *store.value();
-  Reconciler reconciler(job_store, clock);
-  if (Status s = reconciler.Start(); !s.ok()) {
-    spdlog::critical("reconciler: {}", s.ToString());
-    return 1;
-  }
-
   kube::KubeProber prober;
   inventory::FleetOptions fleet_options;
   fleet_options.clusters_dir = config.clusters_dir;
+  fleet_options.probe_interval_ms = int64_t{config.probe_interval_seconds} * 1000;
+  fleet_options.lost_timeout_ms = int64_t{config.cluster_lost_timeout_seconds} * 1000;
   inventory::Fleet fleet(prober, *store.value(), clock, fleet_options);
   auto file_errors = fleet.Start();
   if (config.clusters_dir.empty()) {
@@ -146,9 +142,21 @@ int RunServe(const ServeFlags& flags) {
                  config.clusters_dir, file_errors.size());
   }
 
+  dispatch::EngineOptions engine_options;
+  engine_options.decide.origin = config.origin;
+  engine_options.decide.cluster_lost_timeout_ms = fleet_options.lost_timeout_ms;
+  engine_options.decide.lease_on_quota_reserved = config.lease_on == "QuotaReserved";
+  engine_options.workers = config.dispatch_workers;
+  dispatch::Engine engine(job_store, fleet, clock, engine_options);
+  if (Status s = engine.Start(); !s.ok()) {
+    spdlog::critical("dispatch engine: {}", s.ToString());
+    return 1;
+  }
+
   api::ApiOptions api_options;
   api_options.stale_after_ms = fleet_options.stale_after_ms;
-  api::ApiService service(job_store, **auth, metrics, &reconciler, clock, api_options, &fleet);
+  api_options.after_reload = [&engine] { engine.InventoryChanged(); };
+  api::ApiService service(job_store, **auth, metrics, &engine.waker(), clock, api_options, &fleet);
   http::ServerOptions server_options;
   // Already validated by ResolveConfig.
   (void)ParseListen(config.listen, &server_options.address, &server_options.port);
@@ -202,6 +210,7 @@ int RunServe(const ServeFlags& flags) {
     if (sig == SIGHUP) {
       sd_notify(0, "RELOADING=1");
       auto refused = fleet.Reload();
+      engine.InventoryChanged();
       spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused", fleet.Clusters().size(),
                    refused.size());
       Status s = (*auth)->Reload();
@@ -220,7 +229,7 @@ int RunServe(const ServeFlags& flags) {
   sd_notify(0, "STOPPING=1");
   service.SetReady(false);
   server.Stop(std::chrono::seconds(config.shutdown_grace_seconds));
-  reconciler.Stop();
+  engine.Stop();
   fleet.Stop();
   store.value().reset();  // drains the commit queue and closes the database
   spdlog::info("gantry stopped");

@@ -1,5 +1,6 @@
 #include "gantry/dispatch/reconciler.h"
 
+#include <algorithm>
 #include <future>
 
 #include <spdlog/spdlog.h>
@@ -16,18 +17,28 @@ constexpr auto kIdlePoll = std::chrono::milliseconds(500);
 
 }  // namespace
 
-Reconciler::Reconciler(JobStore& store, const Clock& clock) : store_(store), clock_(clock) {}
+Reconciler::Reconciler(JobStore& store, const Clock& clock, PassFn pass, int workers)
+    : store_(store), clock_(clock), pass_(std::move(pass)), worker_count_(std::max(1, workers)) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
 Status Reconciler::Start() {
-  auto cancelling = store_.UidsInPhase(JobPhase::kCancelling, kStartupScanLimit);
-  if (!cancelling.ok()) return cancelling.status();
-  for (const std::string& uid : *cancelling) Wake(uid);
-  if (!cancelling->empty()) {
-    spdlog::info("reconciler: {} cancellation(s) to finish from before the restart", cancelling->size());
+  size_t found = 0;
+  for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning,
+                         JobPhase::kNominating, JobPhase::kQueued}) {
+    auto uids = store_.UidsInPhase(phase, kStartupScanLimit);
+    if (!uids.ok()) return uids.status();
+    for (const std::string& uid : *uids) Wake(uid);
+    found += uids->size();
   }
-  worker_ = std::thread([this] { Run(); });
+  auto with_intents = store_.UidsWithIntents(kStartupScanLimit);
+  if (!with_intents.ok()) return with_intents.status();
+  for (const std::string& uid : *with_intents) Wake(uid);
+  if (found + with_intents->size() > 0) {
+    spdlog::info("reconciler: {} unfinished job(s) and {} with remote objects to converge from before the restart",
+                 found, with_intents->size());
+  }
+  for (int i = 0; i < worker_count_; ++i) workers_.emplace_back([this] { Run(); });
   return Status::Ok();
 }
 
@@ -38,14 +49,20 @@ void Reconciler::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (worker_.joinable()) worker_.join();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
 }
 
 void Reconciler::Wake(const std::string& job_uid) {
   bool was_idle;
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || !queued_.insert(job_uid).second) return;
+    if (stopping_) return;
+    if (active_.count(job_uid)) {
+      dirty_.insert(job_uid);
+      return;
+    }
+    if (!queued_.insert(job_uid).second) return;
     was_idle = ready_.empty();
     ready_.push_back(job_uid);
   }
@@ -58,9 +75,25 @@ void Reconciler::WakeAfter(const std::string& job_uid, int64_t delay_ms) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
-    delayed_.emplace(clock_.NowMillis() + delay_ms, job_uid);
+    ScheduleLocked(job_uid, clock_.NowMillis() + delay_ms);
   }
   cv_.notify_one();
+}
+
+void Reconciler::ScheduleLocked(const std::string& uid, int64_t due_ms) {
+  auto it = due_.find(uid);
+  if (it != due_.end()) {
+    if (it->second <= due_ms) return;
+    auto range = delayed_.equal_range(it->second);
+    for (auto d = range.first; d != range.second; ++d) {
+      if (d->second == uid) {
+        delayed_.erase(d);
+        break;
+      }
+    }
+  }
+  delayed_.emplace(due_ms, uid);
+  due_[uid] = due_ms;
 }
 
 int64_t Reconciler::reconciled() const {
@@ -75,20 +108,42 @@ void Reconciler::Run() {
     while (!delayed_.empty() && delayed_.begin()->first <= now) {
       std::string key = delayed_.begin()->second;
       delayed_.erase(delayed_.begin());
-      if (queued_.insert(key).second) ready_.push_back(std::move(key));
+      due_.erase(key);
+      if (active_.count(key)) {
+        dirty_.insert(key);
+      } else if (queued_.insert(key).second) {
+        ready_.push_back(std::move(key));
+      }
     }
     if (ready_.empty()) {
-      cv_.wait_for(lock, kIdlePoll);
+      auto wait = kIdlePoll;
+      if (!delayed_.empty()) {
+        wait = std::min(wait, std::chrono::milliseconds(std::max<int64_t>(1, delayed_.begin()->first - now)));
+      }
+      cv_.wait_for(lock, wait);
       continue;
     }
     std::string uid = std::move(ready_.front());
     ready_.pop_front();
     queued_.erase(uid);
+    active_.insert(uid);
     lock.unlock();
-    int64_t requeue = Reconcile(uid);
-    if (requeue >= 0) WakeAfter(uid, requeue);
+    int64_t requeue = -1;
+    try {
+      requeue = pass_ ? pass_(uid) : Reconcile(uid);
+    } catch (const std::exception& e) {
+      spdlog::error("reconciler: job {}: {}", uid, e.what());
+      requeue = 5'000;
+    }
     lock.lock();
     ++reconciled_;
+    active_.erase(uid);
+    if (dirty_.erase(uid) || requeue == 0) {
+      if (queued_.insert(uid).second) ready_.push_back(uid);
+      cv_.notify_one();
+    } else if (requeue > 0) {
+      ScheduleLocked(uid, clock_.NowMillis() + requeue);
+    }
   }
 }
 

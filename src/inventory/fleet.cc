@@ -191,6 +191,13 @@ std::optional<ClusterView> Fleet::Cluster(const std::string& name) const {
   return it->second.view;
 }
 
+std::optional<ClusterCredentials> Fleet::Credentials(const std::string& name) const {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return std::nullopt;
+  return it->second.creds;
+}
+
 std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
   std::lock_guard lock(mu_);
   std::vector<placement::ClusterSnapshot> out;

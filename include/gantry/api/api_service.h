@@ -31,6 +31,9 @@ struct ApiOptions {
   int max_list_limit = 5000;
   // Capacity readings older than this are shown as stale (as the Fleet treats them).
   int64_t stale_after_ms = 30'000;
+  // Called after POST /api/v1/clusters:reload re-read the inventory (the
+  // dispatch engine re-aims its watches). Optional.
+  std::function<void()> after_reload;
 };
 
 class ApiService {

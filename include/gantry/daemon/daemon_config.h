@@ -39,6 +39,15 @@ struct DaemonConfig {
   std::string clusters_dir;
   // Value of the kueue.x-k8s.io/multikueue-origin label on remote objects.
   std::string origin = "gantry";
+  // How long an owner cluster may be unreachable before its jobs' onClusterLoss
+  // policy applies (measured from the first failed probe, kept across restarts).
+  int cluster_lost_timeout_seconds = 900;
+  // Admitted | QuotaReserved: the worker condition that wins the lease.
+  std::string lease_on = "Admitted";
+  // Reconciler threads (a pass waits on cluster calls).
+  int dispatch_workers = 8;
+  // Probe interval of a healthy cluster (readiness and quota).
+  int probe_interval_seconds = 5;
 };
 
 // Reads path. Unknown fields, wrong types and bad values are errors naming

@@ -3,16 +3,18 @@
 // woken ten times before it is processed is processed once) and supports
 // delayed requeues.
 //
-// Today it completes cancellation of jobs that have nothing remote to clean
-// up (Cancelling -> Cancelled). The dispatch engine extends Reconcile() with
-// the protocol in DESIGN.md; the queue, the wake-up path and the start-up
-// scan are the parts it builds on.
+// The pass itself is a function given at construction: the dispatch engine's
+// (engine.h). Without one, the built-in pass only completes cancellations
+// (nothing remote exists without an engine); the API tests use that.
 //
 // Correctness never depends on memory: at Start the reconciler scans the
-// store for jobs in non-final phases, so work that a crash interrupted is
-// picked up again.
+// store for jobs in non-final phases and jobs with remote intents left, so
+// work that a crash interrupted is picked up again.
 //
-// Thread-safety: Wake from any thread; one worker thread runs Reconcile.
+// Several workers run passes in parallel, never two on the same job: a key
+// woken while its pass runs is run again right after.
+//
+// Thread-safety: Wake from any thread.
 #pragma once
 
 #include <condition_variable>
@@ -22,7 +24,9 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "gantry/common/clock.h"
 #include "gantry/common/job_waker.h"
@@ -32,7 +36,10 @@ namespace gantry {
 
 class Reconciler final : public JobWaker {
  public:
-  Reconciler(JobStore& store, const Clock& clock);
+  // One pass over one job: a requeue delay in ms, or -1 for "only when woken".
+  using PassFn = std::function<int64_t(const std::string& job_uid)>;
+
+  Reconciler(JobStore& store, const Clock& clock, PassFn pass = nullptr, int workers = 1);
   ~Reconciler() override;  // Stop()s
 
   // Scans the store for unfinished work, then starts the worker thread.
@@ -50,20 +57,27 @@ class Reconciler final : public JobWaker {
 
  private:
   void Run();
+  // REQUIRES: mu_ held. Keeps only the earliest due time per key.
+  void ScheduleLocked(const std::string& uid, int64_t due_ms);
   // One level-triggered pass over one job. Returns a requeue delay in ms, or
   // -1 when the job needs nothing more until something changes.
   int64_t Reconcile(const std::string& uid);
 
   JobStore& store_;
   const Clock& clock_;
+  PassFn pass_;
+  int worker_count_;
+  std::set<std::string> active_;  // keys being reconciled now
+  std::set<std::string> dirty_;   // woken while active: run again after
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> ready_;
   std::set<std::string> queued_;                  // keys in ready_ (de-duplication)
   std::multimap<int64_t, std::string> delayed_;   // due time (clock ms) -> key
+  std::map<std::string, int64_t> due_;            // key -> its one entry in delayed_
   bool stopping_ = false;
   int64_t reconciled_ = 0;
-  std::thread worker_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace gantry

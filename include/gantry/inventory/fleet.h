@@ -83,6 +83,9 @@ class Fleet {
 
   std::vector<ClusterView> Clusters() const;  // by name
   std::optional<ClusterView> Cluster(const std::string& name) const;
+  // The cluster's credentials; nullopt when unknown or its kubeconfig failed.
+  // Tokens are shared (TokenSource), so rotation reaches every copy.
+  std::optional<ClusterCredentials> Credentials(const std::string& name) const;
   // The placement view of every cluster at now_ms.
   std::vector<placement::ClusterSnapshot> Snapshot(int64_t now_ms) const;
 

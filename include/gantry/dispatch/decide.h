@@ -1,0 +1,101 @@
+// Decide(): the dispatch protocol (DESIGN.md) as a pure function. Given one
+// job as stored, its recorded intents, what every cluster shows of it and
+// the state of the fleet, it returns a Plan: at most one guarded store write,
+// then the remote actions that write allows, then when to look again.
+//
+// The engine applies the write first and runs the actions only once it is
+// durable, so every create is preceded by its recorded intent. Deletes of
+// stale objects (an older epoch, a job outside the lease owner, anything of
+// a finished job) need no new intent: they are re-derived from the same
+// state after a crash, and a repeated delete is harmless.
+//
+// The ladder (each step returns early; the step's name is in Plan::step):
+//   1 fence      objects of an older epoch, or a job outside the owner: delete
+//   2 finished   final phase: withdraw everything, drop confirmed intents
+//   3 cancel     Cancelling: withdraw everything, then Cancelled
+//   4 nominate   Queued: place, then Nominating at epoch+1 with a Workload
+//                intent per candidate (or Unschedulable, or wait)
+//   5 lease      Nominating and a copy admitted at this epoch: take the lease
+//   6 timeout    Nominating past dispatch.timeoutSeconds: Failed
+//   7 widen      Incremental: add the next round's candidates
+//   8 copies     Nominating: create missing copies
+//   9 owner-lost owner unreachable: wait, then apply onClusterLoss
+//  10 evicted    the owner's Workload was evicted (or vanished): requeue
+//  11 finish     the owner's job finished: Succeeded/Failed
+//  12 run        create the real job if missing; Admitted -> Running
+//
+// Thread-safety: pure.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/dispatch/observer.h"
+#include "gantry/inventory/cluster_config.h"
+#include "gantry/job/job_document.h"
+#include "gantry/placement/decision.h"
+#include "gantry/store/job_store.h"
+
+namespace gantry::dispatch {
+
+// What the engine knows of one cluster of the inventory.
+struct ClusterFacts {
+  bool ready = false;           // health Ready and the observer has synced it
+  int64_t lost_for_ms = 0;      // length of the current outage (0 = none)
+  inventory::ClusterConfig config;
+};
+
+struct DecideOptions {
+  std::string origin = "gantry";
+  int64_t cluster_lost_timeout_ms = 15 * 60'000;
+  bool lease_on_quota_reserved = false;  // take the lease at QuotaReserved instead of Admitted
+  int64_t resync_ms = 30'000;            // look again this often while nothing happens
+  int64_t retry_ms = 2'000;              // after an unreachable cluster or a failed action
+};
+
+struct DecideInput {
+  const JobRecord* job = nullptr;
+  const JobSpec* spec = nullptr;
+  std::vector<RemoteIntent> intents;
+  std::map<std::string, ClusterObservation> observed;  // watched clusters
+  std::map<std::string, ClusterFacts> clusters;        // the inventory
+  // Only for Queued and Nominating jobs (the engine calls Place() then).
+  std::optional<placement::Decision> placement;
+  int64_t now_ms = 0;
+  DecideOptions options;
+};
+
+enum class Verb { kCreate, kDelete };
+
+struct Action {
+  Verb verb = Verb::kCreate;
+  std::string cluster;
+  std::string kind;        // "Workload" | "Job"
+  std::string ns;
+  std::string name;
+  int64_t epoch = 0;
+  std::string path;        // collection path for create, object path for delete
+  nlohmann::json body;     // the object, for create
+  std::string precondition_uid;  // delete only this incarnation ("" = any)
+};
+
+struct Plan {
+  std::string step;                       // the ladder step that decided
+  std::optional<DispatchUpdate> write;    // applied first; actions run only if it commits
+  std::vector<Action> actions;
+  int64_t requeue_ms = -1;                // -1 = only when something changes
+};
+
+Plan Decide(const DecideInput& in);
+
+// The job's Workload copy or real job as an action, for the engine's
+// "already exists" check and for tests.
+Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, int64_t epoch);
+Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_t epoch);
+
+}  // namespace gantry::dispatch

@@ -1,0 +1,115 @@
+// Engine: the dispatch protocol running against real clusters. It wires the
+// pure Decide() to the store (guarded writes), the fleet (health, capacity,
+// credentials), the observer (what each cluster shows) and one bounded pool
+// of Kubernetes clients per cluster, and runs it from the reconciler's
+// workers. One pass over a job:
+//
+//   read job + intents + observations + fleet  ->  Decide()
+//   -> apply the plan's write (durable, guarded) -> run its actions -> requeue
+//
+// A create answered 409 AlreadyExists is checked: an object with our origin
+// label and job uid is ours (success; an older epoch is fenced next pass);
+// anything else means the name is taken by someone else's object, and the
+// job fails with that message rather than adopting it.
+//
+// A garbage collector runs every gc_interval: objects with our origin label
+// whose job uid the store does not know (purged jobs, or a store that was
+// replaced) are deleted.
+//
+// Thread-safety: Start/Stop/InventoryChanged from one thread; passes run on
+// the reconciler's workers.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "gantry/common/clock.h"
+#include "gantry/dispatch/decide.h"
+#include "gantry/dispatch/observer.h"
+#include "gantry/dispatch/reconciler.h"
+#include "gantry/inventory/fleet.h"
+#include "gantry/kube/client_pool.h"
+#include "gantry/placement/placement_options.h"
+#include "gantry/store/job_store.h"
+
+namespace gantry::dispatch {
+
+struct EngineOptions {
+  DecideOptions decide;
+  int workers = 4;                 // reconciler threads (passes block on cluster calls)
+  kube::ClientPoolOptions pool;    // per cluster
+  ObserverOptions observer;
+  placement::PlacementOptions placement;
+  int64_t fleet_refresh_ms = 200;  // how stale the cached fleet view may be
+  int64_t gc_interval_ms = 60'000;
+};
+
+// Counters since start, for /metrics and the benchmark.
+struct EngineStats {
+  int64_t passes = 0;
+  int64_t nominations = 0;
+  int64_t leases = 0;
+  int64_t lease_conflicts = 0;   // a guarded write lost to a concurrent change
+  int64_t requeues = 0;
+  int64_t remote_creates = 0;
+  int64_t remote_deletes = 0;
+  int64_t remote_errors = 0;
+  int64_t orphans_deleted = 0;
+};
+
+class Engine {
+ public:
+  Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options);
+  ~Engine();  // Stop()s
+
+  // Starts watching every cluster, then the reconciler (its start-up scan
+  // wakes every unfinished job) and the garbage collector.
+  Status Start();
+  void Stop();
+  // After the fleet reloaded its inventory: re-aim the watches and pools,
+  // and look at every unfinished job again.
+  void InventoryChanged();
+
+  JobWaker& waker() { return *reconciler_; }
+  EngineStats stats() const;
+
+ private:
+  struct Counters;
+  int64_t Pass(const std::string& uid);
+  // Runs one action; false when it failed and the job should be looked at again soon.
+  bool Execute(const JobRecord& job, const Action& action, std::string* taken_message);
+  std::shared_ptr<kube::ClientPool> PoolFor(const std::string& cluster);
+  std::map<std::string, ClusterFacts> Facts(int64_t now_ms);
+  std::vector<placement::ClusterSnapshot> Snapshots(int64_t now_ms);
+  void RefreshFleetLocked(int64_t now_ms);
+  void SetObservedClusters();
+  void RunGc();
+
+  JobStore& store_;
+  inventory::Fleet& fleet_;
+  const Clock& clock_;
+  EngineOptions options_;
+  std::unique_ptr<Counters> counters_;
+  std::unique_ptr<ClusterObserver> observer_;
+  std::unique_ptr<Reconciler> reconciler_;
+
+  std::mutex fleet_mu_;
+  int64_t fleet_read_ms_ = -1;
+  std::map<std::string, ClusterFacts> facts_;
+  std::vector<placement::ClusterSnapshot> snapshots_;
+
+  std::mutex pools_mu_;
+  std::map<std::string, std::shared_ptr<kube::ClientPool>> pools_;
+
+  std::mutex gc_mu_;
+  std::condition_variable gc_cv_;
+  bool stopping_ = false;
+  std::thread gc_thread_;
+};
+
+}  // namespace gantry::dispatch

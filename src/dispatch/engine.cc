@@ -1,0 +1,362 @@
+#include "gantry/dispatch/engine.h"
+
+#include <future>
+#include <variant>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gantry/dispatch/demand.h"
+#include "gantry/dispatch/remote_objects.h"
+#include "gantry/placement/place.h"
+
+namespace gantry::dispatch {
+namespace {
+
+using nlohmann::json;
+
+Result<JobRecord> ApplySync(JobStore& store, DispatchUpdate update) {
+  std::promise<Result<JobRecord>> done;
+  store.ApplyDispatch(std::move(update), [&done](Result<JobRecord> r) { done.set_value(std::move(r)); });
+  return done.get_future().get();
+}
+
+Result<JobSpec> ReadSpec(const JobRecord& job) {
+  json spec_json = json::parse(job.spec_json, nullptr, false);
+  json labels = json::parse(job.labels_json, nullptr, false);
+  std::map<std::string, std::string> label_map;
+  if (labels.is_object()) {
+    for (const auto& [k, v] : labels.items()) {
+      if (v.is_string()) label_map[k] = v.get<std::string>();
+    }
+  }
+  auto spec = SpecFromJson(spec_json, job.name, job.ns, label_map);
+  if (auto* err = std::get_if<DocumentError>(&spec)) return Status::Corruption(err->message);
+  return std::move(std::get<JobSpec>(spec));
+}
+
+std::string Label(const json& object, const char* key) {
+  const json* labels = nullptr;
+  if (object.contains("metadata") && object["metadata"].contains("labels")) labels = &object["metadata"]["labels"];
+  if (!labels || !labels->is_object() || !labels->contains(key) || !(*labels)[key].is_string()) return "";
+  return (*labels)[key].get<std::string>();
+}
+
+}  // namespace
+
+struct Engine::Counters {
+  std::atomic<int64_t> passes{0}, nominations{0}, leases{0}, lease_conflicts{0}, requeues{0},
+      remote_creates{0}, remote_deletes{0}, remote_errors{0}, orphans_deleted{0};
+};
+
+Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options)
+    : store_(store), fleet_(fleet), clock_(clock), options_(std::move(options)),
+      counters_(std::make_unique<Counters>()) {
+  options_.observer.origin = options_.decide.origin;
+  observer_ = std::make_unique<ClusterObserver>(options_.observer, [this](const std::string& uid) {
+    if (reconciler_) reconciler_->Wake(uid);
+  });
+  reconciler_ = std::make_unique<Reconciler>(
+      store_, clock_, [this](const std::string& uid) { return Pass(uid); }, options_.workers);
+}
+
+Engine::~Engine() { Stop(); }
+
+Status Engine::Start() {
+  SetObservedClusters();
+  GANTRY_RETURN_IF_ERROR(reconciler_->Start());
+  gc_thread_ = std::thread([this] { RunGc(); });
+  return Status::Ok();
+}
+
+void Engine::Stop() {
+  {
+    std::lock_guard lock(gc_mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  gc_cv_.notify_all();
+  if (gc_thread_.joinable()) gc_thread_.join();
+  reconciler_->Stop();
+  observer_->Stop();
+}
+
+void Engine::InventoryChanged() {
+  SetObservedClusters();
+  {
+    std::lock_guard lock(pools_mu_);
+    pools_.clear();  // leases in flight keep their pool alive
+  }
+  {
+    std::lock_guard lock(fleet_mu_);
+    fleet_read_ms_ = -1;
+  }
+  for (JobPhase phase : {JobPhase::kQueued, JobPhase::kNominating, JobPhase::kAdmitted, JobPhase::kRunning,
+                         JobPhase::kCancelling}) {
+    auto uids = store_.UidsInPhase(phase, 1'000'000);
+    if (uids.ok()) {
+      for (const std::string& uid : *uids) reconciler_->Wake(uid);
+    }
+  }
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s;
+  s.passes = counters_->passes;
+  s.nominations = counters_->nominations;
+  s.leases = counters_->leases;
+  s.lease_conflicts = counters_->lease_conflicts;
+  s.requeues = counters_->requeues;
+  s.remote_creates = counters_->remote_creates;
+  s.remote_deletes = counters_->remote_deletes;
+  s.remote_errors = counters_->remote_errors;
+  s.orphans_deleted = counters_->orphans_deleted;
+  return s;
+}
+
+void Engine::SetObservedClusters() {
+  std::vector<ObservedCluster> clusters;
+  for (const inventory::ClusterView& view : fleet_.Clusters()) {
+    auto creds = fleet_.Credentials(view.config.name);
+    if (!creds) continue;
+    clusters.push_back({view.config.name, view.config.kueue_api_version, std::move(*creds)});
+  }
+  observer_->SetClusters(clusters);
+}
+
+void Engine::RefreshFleetLocked(int64_t now_ms) {
+  if (fleet_read_ms_ >= 0 && now_ms - fleet_read_ms_ < options_.fleet_refresh_ms && now_ms >= fleet_read_ms_) return;
+  facts_.clear();
+  for (const inventory::ClusterView& view : fleet_.Clusters()) {
+    ClusterFacts f;
+    f.ready = view.health.state == inventory::HealthState::kReady && view.credentials_error.empty();
+    f.lost_for_ms = view.health.LostForMs(now_ms);
+    f.config = view.config;
+    facts_.emplace(view.config.name, std::move(f));
+  }
+  snapshots_ = fleet_.Snapshot(now_ms);
+  fleet_read_ms_ = now_ms;
+}
+
+std::map<std::string, ClusterFacts> Engine::Facts(int64_t now_ms) {
+  std::lock_guard lock(fleet_mu_);
+  RefreshFleetLocked(now_ms);
+  return facts_;
+}
+
+std::vector<placement::ClusterSnapshot> Engine::Snapshots(int64_t now_ms) {
+  std::lock_guard lock(fleet_mu_);
+  RefreshFleetLocked(now_ms);
+  return snapshots_;
+}
+
+std::shared_ptr<kube::ClientPool> Engine::PoolFor(const std::string& cluster) {
+  std::lock_guard lock(pools_mu_);
+  auto it = pools_.find(cluster);
+  if (it != pools_.end()) return it->second;
+  auto creds = fleet_.Credentials(cluster);
+  if (!creds) return nullptr;
+  auto pool = std::make_shared<kube::ClientPool>(std::move(*creds), options_.pool);
+  pools_.emplace(cluster, pool);
+  return pool;
+}
+
+int64_t Engine::Pass(const std::string& uid) {
+  ++counters_->passes;
+  auto job = store_.GetByUid(uid);
+  if (!job.ok()) {
+    if (job.status().code() == Code::kNotFound) return -1;  // purged; the collector takes what is left
+    spdlog::warn("dispatch: reading job {}: {}", uid, job.status().ToString());
+    return options_.decide.retry_ms;
+  }
+  auto spec = ReadSpec(*job);
+  if (!spec.ok()) {
+    spdlog::error("dispatch: job {}/{} uid={}: stored spec unreadable: {}", job->ns, job->name, uid,
+                  spec.status().ToString());
+    return -1;
+  }
+  auto intents = store_.Intents(uid);
+  if (!intents.ok()) {
+    spdlog::warn("dispatch: reading intents of {}: {}", uid, intents.status().ToString());
+    return options_.decide.retry_ms;
+  }
+  const int64_t now = clock_.NowMillis();
+  DecideInput in;
+  in.job = &*job;
+  in.spec = &*spec;
+  in.intents = std::move(*intents);
+  in.observed = observer_->ForJob(uid);
+  in.clusters = Facts(now);
+  in.now_ms = now;
+  in.options = options_.decide;
+  if (job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating) {
+    placement::JobDemand demand = DemandFromSpec(*spec);
+    if (job->phase == JobPhase::kNominating && spec->dispatch.round_seconds > 0) {
+      demand.rounds_elapsed =
+          static_cast<int32_t>((now - job->nominated_ms) / (int64_t{spec->dispatch.round_seconds} * 1000));
+    }
+    std::vector<placement::ClusterSnapshot> snapshots = Snapshots(now);
+    in.placement = placement::Place(demand, snapshots, options_.placement);
+  }
+  Plan plan = Decide(in);
+
+  if (plan.write) {
+    std::optional<JobPhase> to = plan.write->phase;
+    auto written = ApplySync(store_, std::move(*plan.write));
+    if (!written.ok()) {
+      if (written.status().code() == Code::kConflict) {
+        ++counters_->lease_conflicts;
+        return 0;  // the job moved meanwhile: decide again from what is stored now
+      }
+      if (written.status().code() == Code::kNotFound) return -1;
+      spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name, written.status().ToString());
+      return options_.decide.retry_ms;
+    }
+    if (to && *to != job->phase) {
+      if (*to == JobPhase::kNominating) ++counters_->nominations;
+      if (*to == JobPhase::kAdmitted) ++counters_->leases;
+      if (*to == JobPhase::kQueued) ++counters_->requeues;
+      spdlog::info("job {}/{} {} -> {} epoch={} cluster={} ({}): {}", job->ns, job->name, JobPhaseName(job->phase),
+                   JobPhaseName(*to), written->epoch, written->cluster.empty() ? "-" : written->cluster, plan.step,
+                   written->message);
+    }
+  }
+  bool all_ok = true;
+  for (const Action& action : plan.actions) {
+    std::string taken;
+    if (!Execute(*job, action, &taken)) all_ok = false;
+    if (!taken.empty()) {
+      // Someone else's object holds our name: fail the job instead of adopting it.
+      auto current = store_.GetByUid(uid);
+      if (current.ok() && !IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
+        DispatchUpdate u;
+        u.uid = uid;
+        u.expected_phase = current->phase;
+        u.expected_epoch = current->epoch;
+        u.expected_cluster = current->cluster;
+        u.phase = JobPhase::kFailed;
+        u.message = taken;
+        JobEvent e;
+        e.reason = "NameTaken";
+        e.type = "Warning";
+        e.message = taken;
+        e.cluster = action.cluster;
+        u.events.push_back(e);
+        for (RemoteIntent i : in.intents) {
+          if (!i.present) continue;
+          i.present = false;
+          u.upsert_intents.push_back(std::move(i));
+        }
+        (void)ApplySync(store_, std::move(u));
+        spdlog::warn("job {}/{}: {}", job->ns, job->name, taken);
+      }
+      return 0;
+    }
+  }
+  if (!all_ok && (plan.requeue_ms < 0 || plan.requeue_ms > options_.decide.retry_ms)) {
+    return options_.decide.retry_ms;
+  }
+  return plan.requeue_ms;
+}
+
+bool Engine::Execute(const JobRecord& job, const Action& action, std::string* taken_message) {
+  auto pool = PoolFor(action.cluster);
+  if (!pool) return false;
+  auto lease = pool->Acquire();
+  if (!lease.ok()) {
+    ++counters_->remote_errors;
+    return false;
+  }
+  kube::KubeClient& client = **lease;
+  if (action.verb == Verb::kDelete) {
+    ++counters_->remote_deletes;
+    kube::DeleteOptions opts;
+    opts.propagation_policy = "Background";
+    opts.precondition_uid = action.precondition_uid;
+    auto reply = client.Delete(action.path, opts);
+    if (!reply.ok()) {
+      ++counters_->remote_errors;
+      spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, reply.status().ToString());
+      return false;
+    }
+    // Gone already, or a newer incarnation (precondition failed): fine either way.
+    if (reply->ok() || reply->status == 404 || reply->status == 409) return true;
+    ++counters_->remote_errors;
+    spdlog::warn("dispatch: delete {} in {}: HTTP {} {}", action.path, action.cluster, reply->status,
+                 reply->error ? reply->error->message : "");
+    return false;
+  }
+  ++counters_->remote_creates;
+  if (action.path.empty()) {
+    *taken_message = fmt::format("cannot create the job in {}: the template's kind has no REST path", action.cluster);
+    return false;
+  }
+  auto reply = client.Create(action.path, action.body);
+  if (!reply.ok()) {
+    ++counters_->remote_errors;
+    spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,
+                  reply.status().ToString());
+    return false;
+  }
+  if (reply->ok()) return true;
+  if (reply->status == 409 && reply->error && reply->error->reason == "AlreadyExists") {
+    auto existing = client.Get(action.path + "/" + action.name);
+    if (!existing.ok() || !existing->ok()) return false;  // gone meanwhile, or unreachable: next pass
+    if (Label(existing->body, kOriginLabel) == options_.decide.origin &&
+        Label(existing->body, kJobUidLabel) == job.uid) {
+      return true;  // ours: an earlier attempt, or an older epoch the next pass fences
+    }
+    *taken_message = fmt::format("{} {}/{} already exists in cluster {} and was not created by gantry for this job; "
+                                 "it is left alone",
+                                 action.kind, action.ns, action.name, action.cluster);
+    return false;
+  }
+  ++counters_->remote_errors;
+  spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
+               reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
+  if (reply->status == 422 || reply->status == 400 || reply->status == 404) {
+    // The cluster refuses the object itself (a missing CRD or namespace, or a
+    // schema it rejects): retrying will not help, and the user must know.
+    *taken_message = fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind, action.ns,
+                                 action.name, reply->status, reply->error ? reply->error->message : "");
+  }
+  return false;
+}
+
+void Engine::RunGc() {
+  std::unique_lock lock(gc_mu_);
+  while (!stopping_) {
+    gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.gc_interval_ms));
+    if (stopping_) return;
+    lock.unlock();
+    for (const std::string& uid : observer_->AllJobUids()) {
+      auto job = store_.GetByUid(uid);
+      if (job.ok() || job.status().code() != Code::kNotFound) continue;
+      for (const auto& [cluster, o] : observer_->ForJob(uid)) {
+        if (!o.synced) continue;
+        JobRecord ghost;
+        ghost.uid = uid;
+        for (const ObservedWorkload& w : o.workloads) {
+          Action a{Verb::kDelete, cluster, "Workload", w.ns, w.name, w.epoch, "", {}, w.k8s_uid};
+          auto facts = Facts(clock_.NowMillis());
+          auto f = facts.find(cluster);
+          a.path = WorkloadPath(f == facts.end() ? inventory::KueueApiVersion::kV1beta2 : f->second.config.kueue_api_version,
+                                w.ns, w.name);
+          std::string ignored;
+          if (Execute(ghost, a, &ignored)) ++counters_->orphans_deleted;
+        }
+        for (const ObservedJob& j : o.jobs) {
+          Action a{Verb::kDelete, cluster, "Job", j.ns, j.name, j.epoch, "", {}, j.k8s_uid};
+          a.path = j.kind == "JobSet" ? fmt::format("/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets/{}", j.ns, j.name)
+                                      : fmt::format("/apis/batch/v1/namespaces/{}/jobs/{}", j.ns, j.name);
+          std::string ignored;
+          if (Execute(ghost, a, &ignored)) ++counters_->orphans_deleted;
+        }
+        spdlog::info("dispatch: deleted objects of unknown job uid {} in {}", uid, cluster);
+      }
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace gantry::dispatch

@@ -1,0 +1,392 @@
+// The dispatch ladder, step by step, as a pure function: each case builds
+// the stored job, its intents and what the clusters show, and checks the
+// plan's write and actions.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <variant>
+
+#include "gantry/dispatch/decide.h"
+#include "gantry/dispatch/remote_objects.h"
+
+namespace gantry::dispatch {
+namespace {
+
+const char* kDoc = R"(apiVersion: gantry.dev/v1
+kind: Job
+metadata: {name: train, namespace: team-a}
+spec:
+  queue: gpu
+  onClusterLoss: %POLICY%
+  template:
+    apiVersion: batch/v1
+    kind: Job
+    spec:
+      parallelism: 2
+      template:
+        spec:
+          containers:
+          - {name: c, image: i, resources: {requests: {cpu: "1", memory: 1Gi}}}
+)";
+
+JobSpec Spec(const std::string& policy = "Requeue") {
+  std::string doc = kDoc;
+  doc.replace(doc.find("%POLICY%"), 8, policy);
+  auto parsed = ParseJobDocument(doc, DocumentFormat::kYaml, std::nullopt);
+  REQUIRE(std::holds_alternative<JobSpec>(parsed));
+  return std::get<JobSpec>(parsed);
+}
+
+struct World {
+  JobRecord job;
+  JobSpec spec = Spec();
+  DecideInput in;
+
+  World() {
+    job.uid = "0123abcd-0000-4000-8000-000000000001";
+    job.ns = "team-a";
+    job.name = "train";
+    job.queue = "gpu";
+    for (const char* c : {"c1", "c2", "c3"}) {
+      ClusterFacts f;
+      f.ready = true;
+      f.config.name = c;
+      in.clusters[c] = f;
+      in.observed[c].synced = true;
+    }
+    in.now_ms = 1'000'000;
+  }
+  DecideInput& Input() {
+    in.job = &job;
+    in.spec = &spec;
+    return in;
+  }
+  void Intent(const std::string& cluster, const std::string& kind, int64_t epoch, bool present = true) {
+    RemoteIntent i;
+    i.job_uid = job.uid;
+    i.cluster = cluster;
+    i.kind = kind;
+    i.ns = job.ns;
+    i.name = RemoteName(job.name, job.uid);
+    i.epoch = epoch;
+    i.present = present;
+    in.intents.push_back(i);
+  }
+  ObservedWorkload& Workload(const std::string& cluster, int64_t epoch) {
+    ObservedWorkload w;
+    w.ns = job.ns;
+    w.name = RemoteName(job.name, job.uid);
+    w.job_uid = job.uid;
+    w.epoch = epoch;
+    w.k8s_uid = "wl-" + cluster;
+    in.observed[cluster].workloads.push_back(w);
+    return in.observed[cluster].workloads.back();
+  }
+  ObservedJob& RemoteJob(const std::string& cluster, int64_t epoch, RemoteJobState state) {
+    ObservedJob j;
+    j.kind = "Job";
+    j.ns = job.ns;
+    j.name = RemoteName(job.name, job.uid);
+    j.job_uid = job.uid;
+    j.epoch = epoch;
+    j.state = state;
+    in.observed[cluster].jobs.push_back(j);
+    return in.observed[cluster].jobs.back();
+  }
+};
+
+int Count(const Plan& p, Verb verb, const std::string& kind, const std::string& cluster = "") {
+  return static_cast<int>(std::count_if(p.actions.begin(), p.actions.end(), [&](const Action& a) {
+    return a.verb == verb && a.kind == kind && (cluster.empty() || a.cluster == cluster);
+  }));
+}
+
+const RemoteIntent* FindIntent(const DispatchUpdate& u, const std::string& cluster, const std::string& kind) {
+  for (const RemoteIntent& i : u.upsert_intents) {
+    if (i.cluster == cluster && i.kind == kind) return &i;
+  }
+  return nullptr;
+}
+
+placement::Decision Candidates(std::vector<std::string> names) {
+  placement::Decision d;
+  d.candidates = std::move(names);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("step 4: a queued job is nominated at epoch+1 with one intent per candidate", "[dispatch][decide]") {
+  World w;
+  w.in.placement = Candidates({"c1", "c3"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "nominate");
+  REQUIRE(p.write);
+  CHECK(p.write->expected_phase == JobPhase::kQueued);
+  CHECK(*p.write->phase == JobPhase::kNominating);
+  CHECK(*p.write->epoch == 1);
+  CHECK(*p.write->nominated_ms == w.in.now_ms);
+  REQUIRE(p.write->upsert_intents.size() == 2);
+  CHECK(FindIntent(*p.write, "c1", "Workload")->present);
+  CHECK(FindIntent(*p.write, "c3", "Workload")->epoch == 1);
+  CHECK(Count(p, Verb::kCreate, "Workload") == 2);
+  const Action& a = p.actions[0];
+  CHECK(a.body["metadata"]["annotations"][kEpochAnnotation] == "1");
+  CHECK(a.body["metadata"]["labels"][kJobUidLabel] == w.job.uid);
+}
+
+TEST_CASE("step 4: unschedulable everywhere fails at once; no candidates now waits", "[dispatch][decide]") {
+  World w;
+  placement::Decision d;
+  d.unschedulable = true;
+  d.excluded.push_back({"c1", {placement::Filter::kQuota, "needs 64 GPUs, nominal quota is 16", true}});
+  w.in.placement = d;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  CHECK(*p.write->phase == JobPhase::kUnschedulable);
+  CHECK_THAT(*p.write->message, Catch::Contains("c1: needs 64 GPUs"));
+
+  World wait;
+  placement::Decision none;
+  none.excluded.push_back({"c1", {placement::Filter::kHealth, "not Ready", false}});
+  wait.in.placement = none;
+  Plan q = Decide(wait.Input());
+  CHECK(q.actions.empty());
+  CHECK(q.requeue_ms > 0);
+  REQUIRE(q.write);
+  CHECK_FALSE(q.write->phase);
+}
+
+TEST_CASE("step 5: the first admitted copy at the current epoch takes the lease", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 2;
+  for (const char* c : {"c1", "c2", "c3"}) w.Intent(c, "Workload", 2);
+  w.Workload("c1", 2);
+  w.Workload("c2", 2).admitted = true;
+  w.Workload("c3", 1).admitted = true;  // an older epoch never wins
+  w.in.placement = Candidates({"c1", "c2", "c3"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "lease");
+  REQUIRE(p.write);
+  CHECK(p.write->expected_epoch == 2);
+  CHECK(p.write->expected_cluster.empty());
+  CHECK(*p.write->phase == JobPhase::kAdmitted);
+  CHECK(*p.write->cluster == "c2");
+  CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
+  CHECK_FALSE(FindIntent(*p.write, "c3", "Workload")->present);
+  CHECK(FindIntent(*p.write, "c2", "Workload") == nullptr);  // the winner's copy stays
+  CHECK(FindIntent(*p.write, "c2", "Job")->present);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c3") == 1);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c2") == 0);
+  REQUIRE(Count(p, Verb::kCreate, "Job") == 1);
+  const Action& create = p.actions.back();  // after every withdrawal
+  CHECK(create.cluster == "c2");
+  CHECK(create.body["spec"]["suspend"] == true);
+  CHECK(create.body["metadata"]["annotations"][kPrebuiltWorkloadAnnotation] == RemoteName("train", w.job.uid));
+  CHECK(create.body["metadata"]["annotations"][kEpochAnnotation] == "2");
+}
+
+TEST_CASE("step 5: an admitted copy in an unreachable cluster does not win", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1);
+  w.Workload("c1", 1).admitted = true;
+  w.in.clusters["c1"].ready = false;
+  w.in.placement = Candidates({"c1"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "copies");
+  CHECK_FALSE(p.write);
+}
+
+TEST_CASE("step 6: dispatch.timeoutSeconds fails the job with per-cluster reasons", "[dispatch][decide]") {
+  World w;
+  w.spec.dispatch.timeout_seconds = 60;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.job.nominated_ms = w.in.now_ms - 61'000;
+  w.Intent("c1", "Workload", 1);
+  w.Workload("c1", 1).message = "insufficient quota for nvidia.com/gpu";
+  w.in.placement = Candidates({"c1"});
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  CHECK(*p.write->phase == JobPhase::kFailed);
+  CHECK_THAT(*p.write->message, Catch::Contains("c1: insufficient quota"));
+  CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
+}
+
+TEST_CASE("step 7: Incremental adds the next round's candidates", "[dispatch][decide]") {
+  World w;
+  w.spec.dispatch.mode = DispatchMode::kIncremental;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1);
+  w.Workload("c1", 1);
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "widen");
+  REQUIRE(p.write);
+  CHECK(FindIntent(*p.write, "c2", "Workload")->present);
+  CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+}
+
+TEST_CASE("step 8: a missing copy is created again; nothing happens while one is pending", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1);
+  w.Intent("c2", "Workload", 1);
+  w.Workload("c1", 1);
+  w.in.observed["c2"].synced = false;  // cannot conclude absence there
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.actions.empty());
+  w.in.observed["c2"].synced = true;
+  Plan q = Decide(w.Input());
+  CHECK(Count(q, Verb::kCreate, "Workload", "c2") == 1);
+  CHECK_FALSE(q.write);
+}
+
+TEST_CASE("step 1: fencing deletes older epochs and jobs outside the owner", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kRunning;
+  w.job.epoch = 3;
+  w.job.cluster = "c2";
+  w.Intent("c2", "Workload", 3);
+  w.Intent("c2", "Job", 3);
+  w.Workload("c2", 3).admitted = true;
+  w.RemoteJob("c2", 3, RemoteJobState::kRunning);
+  w.RemoteJob("c1", 2, RemoteJobState::kRunning);  // a zombie from epoch 2
+  w.Workload("c1", 2).admitted = true;
+  w.RemoteJob("c3", 3, RemoteJobState::kSuspended);  // cannot be: never outside the owner
+  Plan p = Decide(w.Input());
+  CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
+  CHECK(Count(p, Verb::kDelete, "Job", "c3") == 1);
+  CHECK(Count(p, Verb::kDelete, "Job", "c2") == 0);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c2") == 0);
+  CHECK(p.actions.front().verb == Verb::kDelete);
+}
+
+TEST_CASE("step 9: an unreachable owner is waited for, then onClusterLoss applies", "[dispatch][decide]") {
+  for (const char* policy : {"Requeue", "Fail", "Wait"}) {
+    World w;
+    w.spec = Spec(policy);
+    w.in.options.cluster_lost_timeout_ms = 60'000;
+    w.job.phase = JobPhase::kRunning;
+    w.job.epoch = 1;
+    w.job.cluster = "c1";
+    w.Intent("c1", "Workload", 1);
+    w.Intent("c1", "Job", 1);
+    w.in.clusters["c1"].ready = false;
+    w.in.clusters["c1"].lost_for_ms = 30'000;
+    Plan before = Decide(w.Input());
+    CHECK_FALSE(before.write);
+    CHECK(before.requeue_ms > 0);
+    w.in.clusters["c1"].lost_for_ms = 60'000;
+    Plan after = Decide(w.Input());
+    INFO(policy);
+    REQUIRE(after.write);
+    CHECK(after.actions.empty());  // nothing can reach the lost cluster
+    if (std::string(policy) == "Requeue") {
+      CHECK(*after.write->phase == JobPhase::kQueued);
+      CHECK(*after.write->cluster == "");
+      CHECK_FALSE(FindIntent(*after.write, "c1", "Job")->present);
+    } else if (std::string(policy) == "Fail") {
+      CHECK(*after.write->phase == JobPhase::kFailed);
+    } else {
+      CHECK_FALSE(after.write->phase);
+      CHECK_THAT(*after.write->conditions_json, Catch::Contains("OwnerLost"));
+    }
+  }
+}
+
+TEST_CASE("steps 10-12: eviction requeues, the real job is created, runs and finishes", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kAdmitted;
+  w.job.epoch = 1;
+  w.job.cluster = "c1";
+  w.Intent("c1", "Workload", 1);
+  w.Intent("c1", "Job", 1);
+  ObservedWorkload& wl = w.Workload("c1", 1);
+  wl.admitted = true;
+  Plan create = Decide(w.Input());
+  CHECK(create.step == "run");
+  CHECK(Count(create, Verb::kCreate, "Job", "c1") == 1);
+
+  ObservedJob& j = w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  j.summary = "active 2";
+  Plan run = Decide(w.Input());
+  REQUIRE(run.write);
+  CHECK(*run.write->phase == JobPhase::kRunning);
+  CHECK(*run.write->remote_status == "active 2");
+
+  w.in.observed["c1"].workloads[0].evicted = true;
+  Plan evicted = Decide(w.Input());
+  REQUIRE(evicted.write);
+  CHECK(*evicted.write->phase == JobPhase::kQueued);
+  CHECK(evicted.write->events.at(0).reason == "Evicted");
+
+  w.in.observed["c1"].workloads[0].evicted = false;
+  w.in.observed["c1"].jobs[0].state = RemoteJobState::kFailed;
+  w.in.observed["c1"].jobs[0].reason = "BackoffLimitExceeded";
+  Plan failed = Decide(w.Input());
+  REQUIRE(failed.write);
+  CHECK(*failed.write->phase == JobPhase::kFailed);
+  CHECK_THAT(*failed.write->message, Catch::Contains("BackoffLimitExceeded"));
+  CHECK_FALSE(FindIntent(*failed.write, "c1", "Job")->present);
+}
+
+TEST_CASE("steps 2-3: cancel withdraws everywhere and completes only when every cluster confirmed",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kCancelling;
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1);
+  w.Intent("c2", "Workload", 1);
+  w.Workload("c1", 1);
+  w.in.clusters["c2"].ready = false;  // partitioned
+  Plan p = Decide(w.Input());
+  CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
+  REQUIRE(p.write);
+  CHECK_FALSE(p.write->phase);
+  CHECK_THAT(*p.write->message, Catch::Contains("c2"));
+  CHECK(p.requeue_ms > 0);
+
+  // Both marked absent, c1 shows nothing now, c2 is back and shows nothing.
+  World done;
+  done.job.phase = JobPhase::kCancelling;
+  done.job.epoch = 1;
+  done.Intent("c1", "Workload", 1, false);
+  done.Intent("c2", "Workload", 1, false);
+  Plan q = Decide(done.Input());
+  REQUIRE(q.write);
+  CHECK(*q.write->phase == JobPhase::kCancelled);
+  CHECK(q.write->drop_intents.size() == 2);
+
+  World never;  // cancelled before any dispatch
+  never.job.phase = JobPhase::kCancelling;
+  Plan r = Decide(never.Input());
+  REQUIRE(r.write);
+  CHECK(*r.write->phase == JobPhase::kCancelled);
+}
+
+TEST_CASE("step 2: a finished job's rows are dropped once its cluster shows nothing", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kSucceeded;
+  w.job.epoch = 1;
+  w.job.cluster = "c1";
+  w.Intent("c1", "Job", 1, false);
+  w.Intent("c1", "Workload", 1, false);
+  w.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
+  Plan p = Decide(w.Input());
+  CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);
+  REQUIRE(p.write);
+  REQUIRE(p.write->drop_intents.size() == 1);
+  CHECK(p.write->drop_intents[0].second == "Workload");
+  CHECK(p.requeue_ms > 0);
+}
+
+}  // namespace gantry::dispatch

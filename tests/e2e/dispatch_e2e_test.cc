@@ -1,0 +1,67 @@
+// The dispatch protocol end to end: jobs submitted to a real daemon run in
+// simulated Kueue clusters, whole and exactly once.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+// Runs per job uid, from the simulator's journal.
+std::map<std::string, std::vector<nlohmann::json>> RunsByJob(DispatchFleet& fleet) {
+  std::map<std::string, std::vector<nlohmann::json>> out;
+  for (auto& run : fleet.Journal()) out[run.value("jobUid", "")].push_back(run);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("30 jobs of mixed shapes all succeed, each once, on a cluster that fits it", "[e2e][dispatch]") {
+  DispatchFleet fleet;
+  REQUIRE(fleet.ok());
+  // c1: us-east-1 H100, c2: eu-central-1 A100, c3: us-west-2 L40S.
+  std::map<std::string, std::set<std::string>> allowed;
+  for (int i = 0; i < 30; ++i) {
+    std::string name = fmt::format("job-{}", i);
+    std::string extra;
+    int gpus = 0;
+    if (i % 3 == 1) {
+      extra = "  placement: {regions: [eu-central-1]}";
+      allowed[name] = {"c2"};
+    } else if (i % 3 == 2) {
+      extra = "  placement: {accelerator: {model: L40S}}";
+      gpus = 2;
+      allowed[name] = {"c3"};
+    } else {
+      allowed[name] = {"c1", "c2", "c3"};
+    }
+    REQUIRE(fleet.Submit("team-a", SimJobYaml(name, "team-a", 1 + i % 2, gpus, "500ms", extra)) == 201);
+  }
+  for (auto& [name, clusters] : allowed) {
+    INFO(name);
+    REQUIRE(fleet.WaitPhase("team-a", name, {"Succeeded", "Failed", "Unschedulable"}, std::chrono::seconds(120)));
+    auto job = fleet.Job("team-a", name);
+    CHECK(job["status"]["phase"] == "Succeeded");
+    CHECK(clusters.count(job["status"].value("cluster", "")) == 1);
+    CHECK(job["status"]["epoch"] == 1);
+  }
+  auto check = fleet.Ctl({"check"});
+  CHECK(check.code == 0);
+  INFO(check.out);
+  auto runs = RunsByJob(fleet);
+  CHECK(runs.size() == 30);
+  for (auto& [uid, list] : runs) {
+    INFO(uid);
+    CHECK(list.size() == 1);
+  }
+  // The history tells the story.
+  std::vector<std::string> reasons;
+  for (auto& e : fleet.Events("team-a", "job-0")) reasons.push_back(e.value("reason", ""));
+  CHECK(reasons == std::vector<std::string>{"Submitted", "Nominated", "LeaseTaken", "Started", "Succeeded"});
+}
+
+}  // namespace gantry::testing

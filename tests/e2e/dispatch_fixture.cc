@@ -1,0 +1,161 @@
+#include "dispatch_fixture.h"
+
+#include <signal.h>
+
+#include <fmt/format.h>
+
+#include "gantry/http/client.h"
+
+namespace gantry::testing {
+namespace {
+
+std::string SimBin() { return std::string(GANTRY_BIN_DIR) + "/gantry-sim"; }
+
+std::unique_ptr<http::Client> ClientFor(const std::string& url) {
+  auto c = http::Client::Create(url);
+  if (!c.ok()) return nullptr;
+  return std::move(c.value());
+}
+
+}  // namespace
+
+DispatchFleet::DispatchFleet(DispatchFleetOptions options) : options_(std::move(options)) {
+  sim_dir_ = dir_.File("sim");
+  std::vector<std::string> argv = {SimBin(), "--out-dir", sim_dir_};
+  if (options_.sim_config_yaml.empty()) {
+    argv.push_back("--clusters");
+    argv.push_back(std::to_string(options_.clusters));
+  } else {
+    WriteFile(dir_.File("sim.yaml"), options_.sim_config_yaml);
+    argv.push_back("--config");
+    argv.push_back(dir_.File("sim.yaml"));
+  }
+  sim_ = std::make_unique<Process>(argv, dir_.path());
+  if (!WaitFor([&] { return !ReadFile(sim_dir_ + "/ready").empty() || !sim_->Running(); },
+               std::chrono::seconds(20)) ||
+      !sim_->Running()) {
+    return;
+  }
+  config_path_ = dir_.File("gantry.yaml");
+  WriteFile(config_path_, fmt::format("clustersDir: {}/clusters.d\nprobeIntervalSeconds: 1\n{}\n", sim_dir_,
+                                      options_.daemon_config_yaml));
+  RestartDaemon(false);
+}
+
+DispatchFleet::~DispatchFleet() {
+  daemon_.reset();
+  if (sim_ && sim_->Running()) {
+    sim_->Signal(SIGTERM);
+    sim_->Wait(std::chrono::seconds(10));
+  }
+}
+
+void DispatchFleet::RestartDaemon(bool kill) {
+  if (daemon_ && kill && daemon_->process().Running()) {
+    daemon_->process().Signal(SIGKILL);
+    daemon_->process().Wait(std::chrono::seconds(10));
+  }
+  daemon_.reset();
+  daemon_ = std::make_unique<Daemon>(dir_.File("data"), dir_.path(),
+                                     std::vector<std::string>{"--config", config_path_, "--log-level", "debug"});
+}
+
+int DispatchFleet::Submit(const std::string& ns, const std::string& yaml) {
+  auto client = ClientFor(url());
+  if (!client) return -1;
+  auto r = client->Do("POST", fmt::format("/api/v1/namespaces/{}/jobs", ns), yaml,
+                      {{"Content-Type", "application/yaml"}});
+  return r.ok() ? r->status : -1;
+}
+
+nlohmann::json DispatchFleet::Job(const std::string& ns, const std::string& name) {
+  auto client = ClientFor(url());
+  if (!client) return nullptr;
+  auto r = client->Do("GET", fmt::format("/api/v1/namespaces/{}/jobs/{}", ns, name));
+  if (!r.ok() || r->status != 200) return nullptr;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+std::string DispatchFleet::Phase(const std::string& ns, const std::string& name) {
+  nlohmann::json j = Job(ns, name);
+  if (!j.is_object()) return "";
+  return j["status"].value("phase", "");
+}
+
+bool DispatchFleet::WaitPhase(const std::string& ns, const std::string& name, std::vector<std::string> phases,
+                              std::chrono::milliseconds deadline) {
+  return WaitFor([&] {
+    std::string p = Phase(ns, name);
+    return std::find(phases.begin(), phases.end(), p) != phases.end();
+  }, deadline);
+}
+
+nlohmann::json DispatchFleet::List(const std::string& ns) {
+  auto client = ClientFor(url());
+  if (!client) return nullptr;
+  auto r = client->Do("GET", fmt::format("/api/v1/jobs?namespace={}&limit=5000", ns));
+  if (!r.ok() || r->status != 200) return nullptr;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
+std::vector<nlohmann::json> DispatchFleet::Events(const std::string& ns, const std::string& name) {
+  auto client = ClientFor(url());
+  if (!client) return {};
+  auto r = client->Do("GET", fmt::format("/api/v1/namespaces/{}/jobs/{}/events", ns, name));
+  if (!r.ok() || r->status != 200) return {};
+  auto body = nlohmann::json::parse(r->body, nullptr, false);
+  std::vector<nlohmann::json> out;
+  for (auto& e : body.value("items", nlohmann::json::array())) out.push_back(e);
+  return out;
+}
+
+RunResult DispatchFleet::Ctl(std::vector<std::string> args) {
+  std::vector<std::string> argv = {SimBin(), "ctl", "--out-dir", sim_dir_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return Run(argv);
+}
+
+std::vector<nlohmann::json> DispatchFleet::Journal() {
+  RunResult r = Ctl({"journal"});
+  std::vector<nlohmann::json> out;
+  size_t start = 0;
+  while (start < r.out.size()) {
+    size_t end = r.out.find('\n', start);
+    if (end == std::string::npos) end = r.out.size();
+    auto line = nlohmann::json::parse(r.out.substr(start, end - start), nullptr, false);
+    if (line.is_object()) out.push_back(line);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string SimJobYaml(const std::string& name, const std::string& ns, int pods, int gpus,
+                       const std::string& duration, const std::string& extra_spec, bool fail) {
+  std::string gpu = gpus > 0 ? fmt::format(", nvidia.com/gpu: {}", gpus) : "";
+  return fmt::format(R"(apiVersion: gantry.dev/v1
+kind: Job
+metadata: {{name: {0}, namespace: {1}}}
+spec:
+  queue: {1}
+{5}
+  template:
+    apiVersion: batch/v1
+    kind: Job
+    metadata:
+      annotations: {{sim.gantry.dev/duration: "{4}"{6}}}
+    spec:
+      parallelism: {2}
+      completions: {2}
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: main
+            image: registry.example.com/train:1
+            resources:
+              requests: {{cpu: "1", memory: 1Gi{3}}}
+)",
+                     name, ns, pods, gpu, duration, extra_spec, fail ? ", sim.gantry.dev/outcome: Failed" : "");
+}
+
+}  // namespace gantry::testing

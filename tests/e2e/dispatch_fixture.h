@@ -1,0 +1,72 @@
+// End-to-end dispatch fixture: a gantry-sim process with N simulated Kueue
+// clusters and a real `gantry serve` pointed at them, with helpers to submit
+// jobs, read them back and operate the simulator (faults, journal check).
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "daemon_fixture.h"
+#include "process.h"
+#include "test_support.h"
+
+namespace gantry::testing {
+
+struct DispatchFleetOptions {
+  int clusters = 3;
+  std::string sim_config_yaml;          // "" = --clusters N (varied shapes)
+  std::string daemon_config_yaml;       // extra lines for gantry.yaml
+};
+
+class DispatchFleet {
+ public:
+  explicit DispatchFleet(DispatchFleetOptions options = {});
+  ~DispatchFleet();
+
+  bool ok() const { return daemon_ && daemon_->ready(); }
+  const std::string& url() const { return daemon_->url(); }
+  const std::string& sim_dir() const { return sim_dir_; }
+  TempDir& dir() { return dir_; }
+
+  // Stops the daemon (SIGKILL when kill) and starts it again on the same data.
+  void RestartDaemon(bool kill);
+  Daemon& daemon() { return *daemon_; }
+
+  // POST a YAML job document; returns the HTTP status.
+  int Submit(const std::string& ns, const std::string& yaml);
+  // GET the job (null when absent or unreachable).
+  nlohmann::json Job(const std::string& ns, const std::string& name);
+  std::string Phase(const std::string& ns, const std::string& name);
+  // Waits until the job's phase is one of `phases`.
+  bool WaitPhase(const std::string& ns, const std::string& name, std::vector<std::string> phases,
+                 std::chrono::milliseconds deadline = std::chrono::seconds(60));
+  // GET a whole page of jobs in a namespace.
+  nlohmann::json List(const std::string& ns);
+  std::vector<nlohmann::json> Events(const std::string& ns, const std::string& name);
+
+  // gantry-sim ctl ARGS...
+  RunResult Ctl(std::vector<std::string> args);
+  // Every run the simulator recorded (journal lines parsed).
+  std::vector<nlohmann::json> Journal();
+
+ private:
+  DispatchFleetOptions options_;
+  TempDir dir_;
+  std::string sim_dir_;
+  std::string config_path_;
+  std::unique_ptr<Process> sim_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+// A batch/v1 Job document for the simulator: `pods` pods of cpu/memory/gpus,
+// running `duration` (sim.gantry.dev/duration) then succeeding or failing.
+std::string SimJobYaml(const std::string& name, const std::string& ns, int pods, int gpus,
+                       const std::string& duration = "1s", const std::string& extra_spec = "",
+                       bool fail = false);
+
+}  // namespace gantry::testing

@@ -1,1 +1,160 @@
+// Dispatch scenarios end to end: whole gangs, Unschedulable, two clusters
+// admitting at once, and cancel in every phase.
 #include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "dispatch_fixture.h"
+#include "gantry/inventory/kubeconfig.h"
+#include "gantry/kube/kube_client.h"
+
+namespace gantry::testing {
+namespace {
+
+// Two clusters of 2 nodes x 8 H100 (16 GPUs of nominal quota each).
+const char* kTwoClusters = R"(clusters:
+- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
+- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
+)";
+
+// What one simulated cluster holds of gantry's objects.
+struct RemoteCounts {
+  int workloads = 0;
+  int jobs = 0;
+};
+
+RemoteCounts Remote(DispatchFleet& fleet, const std::string& cluster) {
+  RemoteCounts out{-1, -1};
+  auto creds = inventory::LoadKubeconfig(fleet.sim_dir() + "/" + cluster + ".kubeconfig", "", false);
+  if (!creds.ok()) return out;
+  auto client = kube::KubeClient::Create(*creds);
+  if (!client.ok()) return out;
+  kube::ListOptions opts;
+  opts.label_selector = "kueue.x-k8s.io/multikueue-origin=gantry";
+  auto w = (*client)->List("/apis/kueue.x-k8s.io/v1beta2/workloads", opts);
+  auto j = (*client)->List("/apis/batch/v1/jobs", opts);
+  if (!w.ok() || !j.ok() || !w->ok() || !j->ok()) return out;
+  out.workloads = static_cast<int>(w->body["items"].size());
+  out.jobs = static_cast<int>(j->body["items"].size());
+  return out;
+}
+
+bool RemoteEmpty(DispatchFleet& fleet, std::initializer_list<const char*> clusters) {
+  for (const char* c : clusters) {
+    RemoteCounts r = Remote(fleet, c);
+    if (r.workloads != 0 || r.jobs != 0) return false;
+  }
+  return true;
+}
+
+std::string GpuJob(const std::string& name, int pods, int gpus, const std::string& duration,
+                   const std::string& extra = "") {
+  return SimJobYaml(name, "team-a", pods, gpus, duration, extra);
+}
+
+int Runs(DispatchFleet& fleet, const std::string& uid) {
+  int n = 0;
+  for (auto& run : fleet.Journal()) n += run.value("jobUid", "") == uid;
+  return n;
+}
+
+int Cancel(DispatchFleet& fleet, const std::string& name) {
+  return Cli(fleet.url(), {"cancel", name, "-n", "team-a"}).code;
+}
+
+}  // namespace
+
+TEST_CASE("a gang waits whole for one cluster, never split; too big for any is Unschedulable at once",
+          "[e2e][dispatch][gang]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  // 12 of 16 GPUs busy in each cluster: 8 free in total, 4 in each.
+  REQUIRE(fleet.Submit("team-a", GpuJob("block-1", 2, 6, "4s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.Submit("team-a", GpuJob("block-2", 2, 6, "4s", "  placement: {clusters: [c2]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "block-1", {"Running"}));
+  REQUIRE(fleet.WaitPhase("team-a", "block-2", {"Running"}));
+  // 2 pods x 4 GPUs: fits the free sum, not any one cluster.
+  REQUIRE(fleet.Submit("team-a", GpuJob("gang", 2, 4, "500ms")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "gang", {"Nominating"}));
+  // 40 GPUs: more than either cluster's nominal quota.
+  REQUIRE(fleet.Submit("team-a", GpuJob("huge", 5, 8, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "huge", {"Unschedulable"}, std::chrono::seconds(15)));
+  auto huge = fleet.Job("team-a", "huge");
+  CHECK_THAT(huge["status"].value("message", ""), Catch::Contains("c1:") && Catch::Contains("c2:"));
+  // While the blockers run, the gang has copies in both clusters and no lease.
+  CHECK(fleet.Phase("team-a", "gang") == "Nominating");
+  CHECK(fleet.Job("team-a", "gang")["status"].value("cluster", "") == "");
+  REQUIRE(fleet.WaitPhase("team-a", "gang", {"Succeeded"}, std::chrono::seconds(60)));
+  std::string uid = fleet.Job("team-a", "gang")["metadata"]["uid"];
+  CHECK(Runs(fleet, uid) == 1);  // one run, in one cluster: the whole gang
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+TEST_CASE("two clusters admitting the same job at once: one lease, one run, the other copy gone",
+          "[e2e][dispatch][lease]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  for (int i = 0; i < 10; ++i) {
+    REQUIRE(fleet.Submit("team-a", GpuJob(fmt::format("race-{}", i), 1, 1, "300ms")) == 201);
+  }
+  for (int i = 0; i < 10; ++i) {
+    std::string name = fmt::format("race-{}", i);
+    REQUIRE(fleet.WaitPhase("team-a", name, {"Succeeded"}, std::chrono::seconds(60)));
+    auto job = fleet.Job("team-a", name);
+    CHECK(Runs(fleet, job["metadata"]["uid"]) == 1);
+    int leases = 0;
+    for (auto& e : fleet.Events("team-a", name)) leases += e.value("reason", "") == "LeaseTaken";
+    CHECK(leases == 1);
+  }
+  CHECK(fleet.Ctl({"check"}).code == 0);
+  // Finished jobs leave nothing behind in either cluster.
+  CHECK(WaitFor([&] { return RemoteEmpty(fleet, {"c1", "c2"}); }, std::chrono::seconds(20)));
+}
+
+TEST_CASE("cancel while nominating, while running, and while the owner is partitioned", "[e2e][dispatch][cancel]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+
+  // Nominating: every GPU is taken, so the copies wait in both clusters.
+  REQUIRE(fleet.Submit("team-a", GpuJob("hog-1", 2, 8, "60s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.Submit("team-a", GpuJob("hog-2", 2, 8, "60s", "  placement: {clusters: [c2]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "hog-1", {"Running"}));
+  REQUIRE(fleet.WaitPhase("team-a", "hog-2", {"Running"}));
+  REQUIRE(fleet.Submit("team-a", GpuJob("waiting", 1, 8, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "waiting", {"Nominating"}));
+  REQUIRE(Cancel(fleet, "waiting") == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "waiting", {"Cancelled"}, std::chrono::seconds(20)));
+
+  // Running: the remote job is deleted and its run ends.
+  REQUIRE(Cancel(fleet, "hog-2") == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "hog-2", {"Cancelled"}, std::chrono::seconds(20)));
+  std::string hog2 = fleet.Job("team-a", "hog-2")["metadata"]["uid"];
+  CHECK(WaitFor([&] {
+    for (auto& run : fleet.Journal()) {
+      if (run.value("jobUid", "") == hog2) return run.contains("endMs");
+    }
+    return false;
+  }, std::chrono::seconds(10)));
+  CHECK(WaitFor([&] { return RemoteEmpty(fleet, {"c2"}); }, std::chrono::seconds(20)));
+
+  // Owner partitioned: Cancelling until the cluster answers again.
+  REQUIRE(fleet.Ctl({"partition", "c1"}).code == 0);
+  REQUIRE(Cancel(fleet, "hog-1") == 0);
+  REQUIRE(WaitFor([&] {
+    auto j = fleet.Job("team-a", "hog-1");
+    return j.is_object() && j["status"]["phase"] == "Cancelling" &&
+           j["status"].value("message", "").find("c1") != std::string::npos;
+  }, std::chrono::seconds(30)));
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "hog-1", {"Cancelled"}, std::chrono::seconds(30)));
+  CHECK(WaitFor([&] { return RemoteEmpty(fleet, {"c1", "c2"}); }, std::chrono::seconds(20)));
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+}  // namespace gantry::testing

@@ -47,8 +47,11 @@ std::string ClusterEntryYaml(const ClusterConfig& c, const std::string& kubeconf
   if (!c.accelerator.model.empty()) {
     out << YAML::BeginMap << YAML::Key << "model" << YAML::Value << c.accelerator.model << YAML::Key << "memoryGiB"
         << YAML::Value << c.accelerator.memory_gib << YAML::Key << "gpusPerNode" << YAML::Value
-        << c.accelerator.gpus_per_node << YAML::Key << "interconnect" << YAML::Value << c.accelerator.interconnect
-        << YAML::EndMap;
+        << c.accelerator.gpus_per_node;
+    if (!c.accelerator.interconnect.empty()) {
+      out << YAML::Key << "interconnect" << YAML::Value << c.accelerator.interconnect;
+    }
+    out << YAML::EndMap;
   }
   out << YAML::EndSeq;
   // The node shape, in the inventory's format (Kubernetes quantities).

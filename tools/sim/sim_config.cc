@@ -115,6 +115,9 @@ Result<int64_t> ParseDurationMs(const std::string& text) {
 }
 
 void FinishClusterConfig(ClusterConfig* c) {
+  // gantry's inventory requires an accelerator's memory: a model given
+  // without one gets a plausible figure rather than a refused clusters.d file.
+  if (!c->accelerator.model.empty() && c->accelerator.memory_gib <= 0) c->accelerator.memory_gib = 80;
   if (c->quota.empty()) {
     c->quota["cpu"] = c->nodes * c->cpu_per_node_milli;
     c->quota["memory"] = c->nodes * c->memory_per_node_milli;

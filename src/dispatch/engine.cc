@@ -66,6 +66,7 @@ Status Engine::Start() {
   SetObservedClusters();
   GANTRY_RETURN_IF_ERROR(reconciler_->Start());
   gc_thread_ = std::thread([this] { RunGc(); });
+  health_thread_ = std::thread([this] { RunHealthWatch(); });
   return Status::Ok();
 }
 
@@ -77,6 +78,7 @@ void Engine::Stop() {
   }
   gc_cv_.notify_all();
   if (gc_thread_.joinable()) gc_thread_.join();
+  if (health_thread_.joinable()) health_thread_.join();
   reconciler_->Stop();
   observer_->Stop();
 }

@@ -211,4 +211,19 @@ Result<std::vector<std::string>> SqliteStore::UidsWithIntents(int limit) {
   }
 }
 
+Result<std::vector<std::string>> SqliteStore::UidsWithIntentsIn(const std::string& cluster, int limit) {
+  std::lock_guard lock(read_mu_);
+  Result<Statement> stmt = reader_->Prepare(
+      "SELECT DISTINCT job_uid FROM remote_intents WHERE cluster = ?1 LIMIT ?2");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, cluster).Bind(2, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
+  std::vector<std::string> uids;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return uids;
+    uids.push_back(stmt->Text(0));
+  }
+}
+
 }  // namespace gantry

@@ -101,6 +101,8 @@ TEST_CASE("ApplyDispatch nominates, leases once, and keeps intents with the job"
 
   // Dropping rows; the job lists among those with intents until none are left.
   CHECK(store->UidsWithIntents(10)->size() == 1);
+  CHECK(store->UidsWithIntentsIn("c1", 10)->size() == 1);
+  CHECK(store->UidsWithIntentsIn("c9", 10)->empty());
   DispatchUpdate drop;
   drop.uid = job.uid;
   drop.expected_phase = JobPhase::kAdmitted;

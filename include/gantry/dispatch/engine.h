@@ -47,6 +47,7 @@ struct EngineOptions {
   placement::PlacementOptions placement;
   int64_t fleet_refresh_ms = 200;  // how stale the cached fleet view may be
   int64_t gc_interval_ms = 60'000;
+  int64_t health_poll_ms = 500;
 };
 
 // Counters since start, for /metrics and the benchmark.
@@ -89,6 +90,9 @@ class Engine {
   void RefreshFleetLocked(int64_t now_ms);
   void SetObservedClusters();
   void RunGc();
+  // Every health_poll: wakes the jobs with intents in a cluster whose
+  // readiness changed (a partition or a recovery needs no watch event).
+  void RunHealthWatch();
 
   JobStore& store_;
   inventory::Fleet& fleet_;
@@ -110,6 +114,7 @@ class Engine {
   std::condition_variable gc_cv_;
   bool stopping_ = false;
   std::thread gc_thread_;
+  std::thread health_thread_;
 };
 
 }  // namespace gantry::dispatch

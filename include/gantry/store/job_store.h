@@ -154,6 +154,8 @@ class JobStore {
   virtual Result<std::vector<RemoteIntent>> Intents(const std::string& uid) = 0;
   // Jobs that still have intents (start-up scan: finished jobs with cleanup left).
   virtual Result<std::vector<std::string>> UidsWithIntents(int limit) = 0;
+  // Jobs with an intent in one cluster (its health changed: look at them now).
+  virtual Result<std::vector<std::string>> UidsWithIntentsIn(const std::string& cluster, int limit) = 0;
 
   virtual Result<JobRecord> Get(const std::string& ns, const std::string& name) = 0;
   virtual Result<JobRecord> GetByUid(const std::string& uid) = 0;

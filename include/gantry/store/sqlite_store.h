@@ -78,6 +78,7 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
   Result<std::vector<RemoteIntent>> Intents(const std::string& uid) override;
   // limit is clamped to 1..kMaxScanLimit.
   Result<std::vector<std::string>> UidsWithIntents(int limit) override;
+  Result<std::vector<std::string>> UidsWithIntentsIn(const std::string& cluster, int limit) override;
 
   Result<std::map<std::string, int64_t>> LoadOutages() override;
   void SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms, std::string last_error,

@@ -1,0 +1,42 @@
+// Engine::RunHealthWatch: turns changes of cluster readiness into wake-ups.
+// Watches report object changes, but a partition changes no object: without
+// this, a job whose owner went away would wait for its next resync before
+// its cluster-lost clock was looked at.
+#include <spdlog/spdlog.h>
+
+#include "gantry/dispatch/engine.h"
+
+namespace gantry::dispatch {
+
+void Engine::RunHealthWatch() {
+  std::map<std::string, bool> last;  // cluster -> ready at the previous look
+  std::unique_lock lock(gc_mu_);
+  while (!stopping_) {
+    gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
+    if (stopping_) return;
+    lock.unlock();
+    std::map<std::string, bool> now;
+    for (const inventory::ClusterView& view : fleet_.Clusters()) {
+      now[view.config.name] = view.health.state == inventory::HealthState::kReady && observer_->Synced(view.config.name);
+    }
+    for (const auto& [cluster, ready] : now) {
+      auto before = last.find(cluster);
+      if (before != last.end() && before->second == ready) continue;
+      if (before == last.end() && !ready) continue;  // never seen ready: nothing of ours depends on it yet
+      auto uids = store_.UidsWithIntentsIn(cluster, 1'000'000);
+      if (!uids.ok()) {
+        spdlog::warn("dispatch: jobs in {}: {}", cluster, uids.status().ToString());
+        continue;
+      }
+      if (!uids->empty()) {
+        spdlog::info("dispatch: cluster {} is {}: looking again at {} job(s) with objects there", cluster,
+                     ready ? "reachable" : "unreachable", uids->size());
+      }
+      for (const std::string& uid : *uids) reconciler_->Wake(uid);
+    }
+    last = std::move(now);
+    lock.lock();
+  }
+}
+
+}  // namespace gantry::dispatch

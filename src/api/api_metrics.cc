@@ -33,7 +33,26 @@ struct ApiMetrics::Impl {
   prometheus::Histogram& commit = commit_family.Add({}, latency_buckets);
   prometheus::Histogram& writes =
       writes_family.Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000});
+  prometheus::Family<prometheus::Counter>& remote_calls =
+      prometheus::BuildCounter().Name("gantry_dispatch_remote_calls_total")
+          .Help("Kubernetes API calls to worker clusters by cluster, verb and HTTP code (0: no answer)")
+          .Register(*registry);
+  prometheus::Family<prometheus::Counter>& transitions =
+      prometheus::BuildCounter().Name("gantry_dispatch_transitions_total")
+          .Help("Job phase changes made by the dispatch engine, by ladder step").Register(*registry);
+  prometheus::Family<prometheus::Histogram>& admission_family =
+      prometheus::BuildHistogram().Name("gantry_dispatch_admission_seconds")
+          .Help("Submission to lease (the first worker admitting the whole job)").Register(*registry);
+  prometheus::Histogram& admission = admission_family.Add(
+      {}, prometheus::Histogram::BucketBoundaries{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300,
+                                                  900, 3600});
+  prometheus::Counter& conflicts =
+      prometheus::BuildCounter().Name("gantry_dispatch_write_conflicts_total")
+          .Help("Guarded dispatch writes that found the job changed (lost lease races included)")
+          .Register(*registry).Add({});
   std::mutex mu;  // guards Family::Add's lookup-or-create with our own cache
+  std::map<std::tuple<std::string, std::string, int>, prometheus::Counter*> remote_cache;
+  std::map<std::tuple<JobPhase, JobPhase, std::string>, prometheus::Counter*> transition_cache;
   std::map<std::tuple<std::string, std::string, int>, prometheus::Counter*> counter_cache;
   std::map<std::pair<std::string, std::string>, prometheus::Histogram*> hist_cache;
 };
@@ -77,5 +96,37 @@ std::string ApiMetrics::Serialize() const {
   serializer.Serialize(out, impl_->registry->Collect());
   return out.str();
 }
+
+void ApiMetrics::RemoteCall(const std::string& cluster, const char* verb, int code) {
+  prometheus::Counter* c;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto& slot = impl_->remote_cache[{cluster, verb, code}];
+    if (!slot) {
+      slot = &impl_->remote_calls.Add({{"cluster", cluster}, {"verb", verb}, {"code", std::to_string(code)}});
+    }
+    c = slot;
+  }
+  c->Increment();
+}
+
+void ApiMetrics::Transition(JobPhase from, JobPhase to, const std::string& step) {
+  prometheus::Counter* c;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto& slot = impl_->transition_cache[{from, to, step}];
+    if (!slot) {
+      slot = &impl_->transitions.Add({{"from", std::string(JobPhaseName(from))},
+                                      {"to", std::string(JobPhaseName(to))},
+                                      {"step", step}});
+    }
+    c = slot;
+  }
+  c->Increment();
+}
+
+void ApiMetrics::Admitted(double seconds) { impl_->admission.Observe(seconds); }
+
+void ApiMetrics::WriteConflict() { impl_->conflicts.Increment(); }
 
 }  // namespace gantry::api

@@ -147,7 +147,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.cluster_lost_timeout_ms = fleet_options.lost_timeout_ms;
   engine_options.decide.lease_on_quota_reserved = config.lease_on == "QuotaReserved";
   engine_options.workers = config.dispatch_workers;
-  dispatch::Engine engine(job_store, fleet, clock, engine_options);
+  dispatch::Engine engine(job_store, fleet, clock, engine_options, &metrics);
   if (Status s = engine.Start(); !s.ok()) {
     spdlog::critical("dispatch engine: {}", s.ToString());
     return 1;

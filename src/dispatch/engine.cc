@@ -49,8 +49,9 @@ struct Engine::Counters {
       remote_creates{0}, remote_deletes{0}, remote_errors{0}, orphans_deleted{0};
 };
 
-Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options)
-    : store_(store), fleet_(fleet), clock_(clock), options_(std::move(options)),
+Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options,
+               EngineMetrics* metrics)
+    : store_(store), fleet_(fleet), clock_(clock), options_(std::move(options)), metrics_(metrics),
       counters_(std::make_unique<Counters>()) {
   options_.observer.origin = options_.decide.origin;
   observer_ = std::make_unique<ClusterObserver>(options_.observer, [this](const std::string& uid) {
@@ -208,6 +209,7 @@ int64_t Engine::Pass(const std::string& uid) {
     if (!written.ok()) {
       if (written.status().code() == Code::kConflict) {
         ++counters_->lease_conflicts;
+        if (metrics_) metrics_->WriteConflict();
         return 0;  // the job moved meanwhile: decide again from what is stored now
       }
       if (written.status().code() == Code::kNotFound) return -1;
@@ -218,6 +220,10 @@ int64_t Engine::Pass(const std::string& uid) {
       if (*to == JobPhase::kNominating) ++counters_->nominations;
       if (*to == JobPhase::kAdmitted) ++counters_->leases;
       if (*to == JobPhase::kQueued) ++counters_->requeues;
+      if (metrics_) {
+        metrics_->Transition(job->phase, *to, plan.step);
+        if (*to == JobPhase::kAdmitted) metrics_->Admitted(static_cast<double>(now - job->created_ms) / 1000.0);
+      }
       spdlog::info("job {}/{} {} -> {} epoch={} cluster={} ({}): {}", job->ns, job->name, JobPhaseName(job->phase),
                    JobPhaseName(*to), written->epoch, written->cluster.empty() ? "-" : written->cluster, plan.step,
                    written->message);
@@ -276,6 +282,7 @@ bool Engine::Execute(const JobRecord& job, const Action& action, std::string* ta
     opts.propagation_policy = "Background";
     opts.precondition_uid = action.precondition_uid;
     auto reply = client.Delete(action.path, opts);
+    if (metrics_) metrics_->RemoteCall(action.cluster, "delete", reply.ok() ? reply->status : 0);
     if (!reply.ok()) {
       ++counters_->remote_errors;
       spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, reply.status().ToString());
@@ -294,6 +301,7 @@ bool Engine::Execute(const JobRecord& job, const Action& action, std::string* ta
     return false;
   }
   auto reply = client.Create(action.path, action.body);
+  if (metrics_) metrics_->RemoteCall(action.cluster, "create", reply.ok() ? reply->status : 0);
   if (!reply.ok()) {
     ++counters_->remote_errors;
     spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,
@@ -303,6 +311,7 @@ bool Engine::Execute(const JobRecord& job, const Action& action, std::string* ta
   if (reply->ok()) return true;
   if (reply->status == 409 && reply->error && reply->error->reason == "AlreadyExists") {
     auto existing = client.Get(action.path + "/" + action.name);
+    if (metrics_) metrics_->RemoteCall(action.cluster, "get", existing.ok() ? existing->status : 0);
     if (!existing.ok() || !existing->ok()) return false;  // gone meanwhile, or unreachable: next pass
     if (Label(existing->body, kOriginLabel) == options_.decide.origin &&
         Label(existing->body, kJobUidLabel) == job.uid) {

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "dispatch_fixture.h"
+#include "gantry/http/client.h"
 
 namespace gantry::testing {
 namespace {
@@ -58,6 +59,17 @@ TEST_CASE("30 jobs of mixed shapes all succeed, each once, on a cluster that fit
     INFO(uid);
     CHECK(list.size() == 1);
   }
+  // Dispatch metrics: 30 nominations, 30 leases, an admission latency for each.
+  auto client = http::Client::Create(fleet.url());
+  REQUIRE(client.ok());
+  auto metrics = (*client)->Do("GET", "/metrics");
+  REQUIRE(metrics.ok());
+  CHECK_THAT(metrics->body, Catch::Contains(
+      R"(gantry_dispatch_transitions_total{from="Queued",step="nominate",to="Nominating"} 30)"));
+  CHECK_THAT(metrics->body, Catch::Contains(
+      R"(gantry_dispatch_transitions_total{from="Nominating",step="lease",to="Admitted"} 30)"));
+  CHECK_THAT(metrics->body, Catch::Contains("gantry_dispatch_admission_seconds_count 30"));
+  CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_dispatch_remote_calls_total{cluster="c1",code="201",verb="create"})"));
   // The history tells the story.
   std::vector<std::string> reasons;
   for (auto& e : fleet.Events("team-a", "job-0")) reasons.push_back(e.value("reason", ""));

@@ -5,12 +5,19 @@
 //   gantry_jobs{phase}                                      (gauge, read from the store at scrape)
 //   gantry_store_commit_duration_seconds                     (histogram)
 //   gantry_store_commit_writes                               (histogram: writes per commit)
+//   gantry_dispatch_remote_calls_total{cluster,verb,code}    (code 0: no answer)
+//   gantry_dispatch_transitions_total{from,to,step}          (dispatches: to=Nominating;
+//                                                              leases: to=Admitted; requeues: to=Queued)
+//   gantry_dispatch_admission_seconds                        (histogram: submit -> lease)
+//   gantry_dispatch_write_conflicts_total                    (guarded writes that lost a race)
 //
 // route is the matched route pattern, never the raw path, so label
 // cardinality stays bounded.
 //
 // Thread-safety: all methods are safe from any thread.
 #pragma once
+
+#include "gantry/dispatch/engine_metrics.h"
 
 #include <cstdint>
 #include <map>
@@ -21,10 +28,15 @@
 
 namespace gantry::api {
 
-class ApiMetrics {
+class ApiMetrics final : public dispatch::EngineMetrics {
  public:
   ApiMetrics();
-  ~ApiMetrics();
+  ~ApiMetrics() override;
+
+  void RemoteCall(const std::string& cluster, const char* verb, int code) override;
+  void Transition(JobPhase from, JobPhase to, const std::string& step) override;
+  void Admitted(double seconds) override;
+  void WriteConflict() override;
 
   void ObserveRequest(const std::string& method, const std::string& route, int code, double seconds);
   void ObserveCommit(double seconds, int writes);

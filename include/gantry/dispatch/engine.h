@@ -30,6 +30,7 @@
 
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
+#include "gantry/dispatch/engine_metrics.h"
 #include "gantry/dispatch/observer.h"
 #include "gantry/dispatch/reconciler.h"
 #include "gantry/inventory/fleet.h"
@@ -65,7 +66,9 @@ struct EngineStats {
 
 class Engine {
  public:
-  Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options);
+  // metrics may be null.
+  Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options,
+         EngineMetrics* metrics = nullptr);
   ~Engine();  // Stop()s
 
   // Starts watching every cluster, then the reconciler (its start-up scan
@@ -98,6 +101,7 @@ class Engine {
   inventory::Fleet& fleet_;
   const Clock& clock_;
   EngineOptions options_;
+  EngineMetrics* metrics_;
   std::unique_ptr<Counters> counters_;
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;

@@ -55,7 +55,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       counters_(std::make_unique<Counters>()) {
   options_.observer.origin = options_.decide.origin;
   observer_ = std::make_unique<ClusterObserver>(options_.observer, [this](const std::string& uid) {
-    if (reconciler_) reconciler_->Wake(uid);
+    if (reconciler_) reconciler_->WakeUrgent(uid);
   });
   reconciler_ = std::make_unique<Reconciler>(
       store_, clock_, [this](const std::string& uid) { return Pass(uid); }, options_.workers);

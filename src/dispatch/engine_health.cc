@@ -32,7 +32,7 @@ void Engine::RunHealthWatch() {
         spdlog::info("dispatch: cluster {} is {}: looking again at {} job(s) with objects there", cluster,
                      ready ? "reachable" : "unreachable", uids->size());
       }
-      for (const std::string& uid : *uids) reconciler_->Wake(uid);
+      for (const std::string& uid : *uids) reconciler_->WakeUrgent(uid);
     }
     last = std::move(now);
     lock.lock();

@@ -53,7 +53,7 @@ void Reconciler::Stop() {
   workers_.clear();
 }
 
-void Reconciler::Wake(const std::string& job_uid) {
+void Reconciler::Enqueue(const std::string& job_uid, bool urgent) {
   bool was_idle;
   {
     std::lock_guard lock(mu_);
@@ -62,9 +62,17 @@ void Reconciler::Wake(const std::string& job_uid) {
       dirty_.insert(job_uid);
       return;
     }
-    if (!queued_.insert(job_uid).second) return;
-    was_idle = ready_.empty();
-    ready_.push_back(job_uid);
+    was_idle = ready_.empty() && urgent_.empty();
+    bool fresh = queued_.insert(job_uid).second;
+    if (urgent) {
+      // A key waiting in ready_ also goes to urgent_; the entry left behind
+      // in ready_ is skipped when reached (its key is no longer queued).
+      if (!in_urgent_.insert(job_uid).second) return;
+      urgent_.push_back(job_uid);
+    } else {
+      if (!fresh) return;
+      ready_.push_back(job_uid);
+    }
   }
   // A worker with work queued is not waiting: waking it again would cost a
   // futex call per submission under load.
@@ -115,7 +123,7 @@ void Reconciler::Run() {
         ready_.push_back(std::move(key));
       }
     }
-    if (ready_.empty()) {
+    if (ready_.empty() && urgent_.empty()) {
       auto wait = kIdlePoll;
       if (!delayed_.empty()) {
         wait = std::min(wait, std::chrono::milliseconds(std::max<int64_t>(1, delayed_.begin()->first - now)));
@@ -123,9 +131,11 @@ void Reconciler::Run() {
       cv_.wait_for(lock, wait);
       continue;
     }
-    std::string uid = std::move(ready_.front());
-    ready_.pop_front();
-    queued_.erase(uid);
+    std::deque<std::string>& from = urgent_.empty() ? ready_ : urgent_;
+    std::string uid = std::move(from.front());
+    from.pop_front();
+    if (&from == &urgent_) in_urgent_.erase(uid);
+    if (!queued_.erase(uid)) continue;  // served from the other queue already
     active_.insert(uid);
     lock.unlock();
     int64_t requeue = -1;
@@ -139,7 +149,9 @@ void Reconciler::Run() {
     ++reconciled_;
     active_.erase(uid);
     if (dirty_.erase(uid) || requeue == 0) {
-      if (queued_.insert(uid).second) ready_.push_back(uid);
+      // Woken while in hand, or asked to look again at once: it is in flight.
+      queued_.insert(uid);
+      if (in_urgent_.insert(uid).second) urgent_.push_back(uid);
       cv_.notify_one();
     } else if (requeue > 0) {
       ScheduleLocked(uid, clock_.NowMillis() + requeue);

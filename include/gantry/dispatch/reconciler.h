@@ -48,7 +48,11 @@ class Reconciler final : public JobWaker {
   // found again by the next start's scan).
   void Stop();
 
-  void Wake(const std::string& job_uid) override;
+  void Wake(const std::string& job_uid) override { Enqueue(job_uid, false); }
+  // Ahead of every plain Wake: for jobs already in flight (a watch event, a
+  // cluster that went away), so that leases, starts and finishes are not
+  // stuck behind a burst of new submissions.
+  void WakeUrgent(const std::string& job_uid) { Enqueue(job_uid, true); }
   // Processes job_uid no earlier than delay_ms from now.
   void WakeAfter(const std::string& job_uid, int64_t delay_ms);
 
@@ -57,6 +61,7 @@ class Reconciler final : public JobWaker {
 
  private:
   void Run();
+  void Enqueue(const std::string& job_uid, bool urgent);
   // REQUIRES: mu_ held. Keeps only the earliest due time per key.
   void ScheduleLocked(const std::string& uid, int64_t due_ms);
   // One level-triggered pass over one job. Returns a requeue delay in ms, or
@@ -72,7 +77,9 @@ class Reconciler final : public JobWaker {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> ready_;
-  std::set<std::string> queued_;                  // keys in ready_ (de-duplication)
+  std::deque<std::string> urgent_;                // served before ready_
+  std::set<std::string> queued_;                  // keys waiting in either (de-duplication)
+  std::set<std::string> in_urgent_;               // keys waiting in urgent_
   std::multimap<int64_t, std::string> delayed_;   // due time (clock ms) -> key
   std::map<std::string, int64_t> due_;            // key -> its one entry in delayed_
   bool stopping_ = false;

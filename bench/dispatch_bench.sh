@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The dispatch benchmark, end to end through real processes: gantry-sim runs
+# 10 simulated Kueue clusters over HTTPS, `gantry serve` dispatches to them,
+# and dispatch_loadgen submits short jobs (one 100m/128Mi pod, 200 ms) and
+# waits until every one is Succeeded. Three runs, each on a fresh simulator
+# and a fresh daemon:
+#
+#   AllAtOnce    JOBS jobs as fast as CONNS connections post them
+#   Incremental  the same, dispatch {mode: Incremental, stepSize: 3, roundSeconds: 60}
+#   paced        RATE jobs/s for PACED_SECONDS s (PACED_MODE): latency at that rate
+#
+# Each run prints submitted and dispatched jobs/s, latency from the post to
+# LeaseTaken and to the job running on its owner, the time until all are
+# Succeeded, remote API calls per job, the CPU seconds each process used, and
+# `gantry-sim ctl check` (no job ran twice). Then the issue's targets.
+#
+#   bench/dispatch_bench.sh [BUILD_DIR] [JOBS] [RATE]
+#   env: CONNS (16), PACED_SECONDS (5), PACED_MODE (AllAtOnce), BENCH_DIR (where the temp dir goes),
+#        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+JOBS=${2:-2000}
+RATE=${3:-500}
+CONNS=${CONNS:-16}
+# Short: above the sustainable rate the backlog, not the length, sets the p99,
+# and every extra second of posts costs several seconds of draining.
+PACED_SECONDS=${PACED_SECONDS:-5}
+PACED_MODE=${PACED_MODE:-AllAtOnce}
+CLUSTERS=10
+# The issue's targets.
+TARGET_DISPATCH_PER_S=1000
+TARGET_P99_MS=250
+BIN=$BUILD/bin
+for b in gantry gantry-sim dispatch_loadgen; do
+  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: ninja -C $BUILD gantry gantry-sim dispatch_loadgen"; exit 2; }
+done
+work=$(mktemp -d -p "${BENCH_DIR:-$PWD}" .bench-XXXXXX)
+pids=()
+stop() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+cleanup() { for p in "${pids[@]}"; do stop "$p"; done; rm -rf "$work"; }
+trap cleanup EXIT
+
+wait_ready() { for _ in $(seq 600); do [ -s "$1" ] && return 0; sleep 0.05; done; echo "not ready: $1"; exit 1; }
+# CPU seconds (user + system, all threads) a live process has used.
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+field() { sed -n "s/^result.* $1=\([-0-9.]*\).*/\1/p"; }
+
+# scenario NAME MODE JOBS [RATE]: prints the figures; the loadgen's result line goes to $work/NAME.result.
+scenario() {
+  local name=$1 mode=$2 jobs=$3 rate=${4:-}
+  local d=$work/$name
+  mkdir -p "$d"
+  "$BIN/gantry-sim" --clusters "$CLUSTERS" --out-dir "$d/sim" >"$d/sim.log" 2>&1 & local sim=$!
+  pids+=("$sim")
+  wait_ready "$d/sim/ready"
+  cat >"$d/gantry.yaml" <<EOF
+clustersDir: $d/sim/clusters.d
+probeIntervalSeconds: 1
+logLevel: warn
+EOF
+  "$BIN/gantry" serve --config "$d/gantry.yaml" --data-dir "$d/data" --listen 127.0.0.1:0 \
+    --ready-file "$d/gantry.ready" 2>"$d/gantry.log" & local daemon=$!
+  pids+=("$daemon")
+  wait_ready "$d/gantry.ready"
+  local t0 rc=0 perf_pids=()
+  if [ -n "${PROFILE:-}" ]; then
+    mkdir -p "$PROFILE"
+    perf record -q -e cpu-clock -F 499 -g -p "$daemon" -o "$PROFILE/$name.gantry.data" >/dev/null 2>&1 &
+    perf_pids+=($!)
+    perf record -q -e cpu-clock -F 499 -g -p "$sim" -o "$PROFILE/$name.sim.data" >/dev/null 2>&1 &
+    perf_pids+=($!)
+    pids+=("${perf_pids[@]}")
+  fi
+  t0=$(date +%s.%N)
+  "$BIN/dispatch_loadgen" "$(cat "$d/gantry.ready")" "$d/sim" "$d/data/gantry.db" "$jobs" "$CONNS" "$mode" $rate \
+    >"$d/out" 2>&1 || rc=$?
+  for p in "${perf_pids[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
+  local wall
+  wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  grep -v '^result' "$d/out" || true
+  grep '^result' "$d/out" >"$work/$name.result" || echo "result" >"$work/$name.result"
+  echo "  cpu         gantry $(cpu_s "$daemon") s, gantry-sim $(cpu_s "$sim") s in $wall s of wall time (2 cores: $(awk -v w="$wall" 'BEGIN { printf "%.1f", 2 * w }') s)"
+  echo "  check       $("$BIN/gantry-sim" ctl --out-dir "$d/sim" check 2>&1 | head -5 | tr '\n' ' ')"
+  # Without a tokensFile the daemon warns once at start; that one is expected.
+  grep -E ' (warning|error|critical) ' "$d/gantry.log" | grep -v 'no tokensFile' >"$d/warnings" || true
+  echo "  gantry log  $(wc -l <"$d/warnings") warning(s) or error(s)"
+  sed 's/^/    /' "$d/warnings" | head -3
+  [ "$rc" = 0 ] || echo "  (dispatch_loadgen exited $rc)"
+  stop "$daemon"
+  stop "$sim"
+  pids=()
+}
+
+echo "AllAtOnce: $JOBS jobs, closed loop over $CONNS connections, $CLUSTERS clusters:"
+scenario allatonce AllAtOnce "$JOBS"
+echo "Incremental (stepSize 3): $JOBS jobs, closed loop over $CONNS connections, $CLUSTERS clusters:"
+scenario incremental Incremental "$JOBS"
+echo "$PACED_MODE paced at $RATE jobs/s for $PACED_SECONDS s (latency from the scheduled post time):"
+scenario paced "$PACED_MODE" "$((RATE * PACED_SECONDS))" "$RATE"
+
+echo "targets:"
+for name in allatonce incremental; do
+  r=$(field dispatched_per_s <"$work/$name.result")
+  s=$(field steady_per_s <"$work/$name.result")
+  verdict=$(awk -v r="${r:-0}" -v t=$TARGET_DISPATCH_PER_S 'BEGIN { print (r >= t ? "met" : "MISSED") }')
+  echo "  >= $TARGET_DISPATCH_PER_S jobs/s dispatched, $name: ${r:-?} jobs/s (${s:-?} steady): $verdict"
+done
+p99=$(field lease_p99_ms <"$work/paced.result")
+verdict=$(awk -v p="${p99:-1e9}" -v t=$TARGET_P99_MS 'BEGIN { print (p < t ? "met" : "MISSED") }')
+echo "  p99 admission latency < $TARGET_P99_MS ms at $RATE jobs/s ($PACED_MODE): ${p99:-?} ms (post -> LeaseTaken): $verdict"

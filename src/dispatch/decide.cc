@@ -160,6 +160,7 @@ class Ladder {
   std::optional<Plan> Widen() const;
   Plan Copies() const;
   Plan Owned() const;
+  void OwnerReturned(Plan& plan) const;
   Plan Requeue(const std::string& step, const std::string& reason, const std::string& message) const;
   Plan Finish(const std::string& step, JobPhase phase, const std::string& reason, const std::string& message) const;
 
@@ -253,6 +254,7 @@ Plan Ladder::Run() {
     }
     default:
       plan = Owned();
+      OwnerReturned(plan);
       break;
   }
   Sweep(plan, fence);
@@ -348,7 +350,10 @@ Plan Ladder::Nominate() const {
       u.message = msg;
       plan.write = std::move(u);
     }
-    plan.requeue_ms = 5'000;
+    // Candidates appear when a cluster becomes Ready, is uncordoned or is
+    // added, and each of those wakes every queued job: a slow resync is
+    // only a backstop.
+    plan.requeue_ms = opt_.resync_ms;
     return plan;
   }
   const int64_t epoch = job_.epoch + 1;
@@ -449,9 +454,19 @@ std::optional<Plan> Ladder::Widen() const {
   for (const RemoteIntent& i : in_.intents) {
     if (i.present && i.kind == kWorkload && i.epoch == job_.epoch) have.insert(i.cluster);
   }
+  // Placement's candidates are the best step x (rounds + 1); their ranking
+  // moves with capacity, so only the count tells whether a round is due:
+  // top up to it with the best clusters that have no copy yet.
+  const size_t target = in_.placement->candidates.size();
+  if (have.size() >= target) return std::nullopt;
   std::vector<std::string> add;
   for (const std::string& c : in_.placement->candidates) {
+    if (have.size() + add.size() >= target) break;
     if (!have.count(c)) add.push_back(c);
+  }
+  for (const placement::RankedCluster& r : in_.placement->feasible) {
+    if (have.size() + add.size() >= target) break;
+    if (!have.count(r.cluster) && std::find(add.begin(), add.end(), r.cluster) == add.end()) add.push_back(r.cluster);
   }
   if (add.empty()) return std::nullopt;
   Plan plan;
@@ -567,14 +582,25 @@ Plan Ladder::Owned() const {
   const ObservedWorkload* w = WorkloadIn(owner);
   const ObservedJob* j = JobIn(owner);
   const bool job_done = j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed);
-  // Step 10.
+  // Step 10. An at-most-once job (onClusterLoss Fail or Wait; its real job
+  // carries gantry.dev/at-most-once) is never dispatched again once leased:
+  // its job may have started at any moment since, and nothing a worker shows
+  // after an eviction proves that it did not. It fails instead.
   if (!job_done) {
+    const bool at_most_once = in_.spec->on_cluster_loss != OnClusterLoss::kRequeue;
+    std::string reason, message;
     if (w && w->evicted) {
-      return Requeue("evicted", "Evicted",
-                     fmt::format("{} evicted the job's Workload ({}: {})", owner, w->reason, w->message));
+      reason = "Evicted";
+      message = fmt::format("{} evicted the job's Workload ({}: {})", owner, w->reason, w->message);
+    } else if (!w && !j) {
+      reason = "WorkloadGone";
+      message = fmt::format("the admitted Workload vanished from {}", owner);
     }
-    if (!w && !j) {
-      return Requeue("evicted", "WorkloadGone", fmt::format("the admitted Workload vanished from {}", owner));
+    if (!reason.empty()) {
+      if (!at_most_once) return Requeue("evicted", reason, message);
+      return Finish("evicted", JobPhase::kFailed, reason,
+                    fmt::format("{}; onClusterLoss is {}: an at-most-once job is not dispatched again once leased",
+                                message, OnClusterLossName(in_.spec->on_cluster_loss)));
     }
   }
   // Step 11.
@@ -613,6 +639,23 @@ Plan Ladder::Owned() const {
   }
   plan.requeue_ms = opt_.resync_ms;
   return plan;
+}
+
+// Step 9's Wait flag (condition OwnerUnreachable, reason OwnerLost) is
+// lifted once the owner answers again, whichever step decided meanwhile: the
+// job runs on there, or has finished or been evicted while out of reach.
+void Ladder::OwnerReturned(Plan& plan) const {
+  const std::string& owner = job_.cluster;
+  if (!Reachable(owner) || job_.conditions_json.find("OwnerLost") == std::string::npos) return;
+  if (!plan.write) plan.write = Guarded(job_);
+  DispatchUpdate& u = *plan.write;
+  if (!u.conditions_json) u.conditions_json = "[]";
+  if (!u.message) {
+    u.message = job_.phase == JobPhase::kRunning ? fmt::format("running in {}", owner)
+                                                 : fmt::format("admitted by {} at epoch {}", owner, job_.epoch);
+  }
+  u.events.insert(u.events.begin(),
+                  Event("ClusterReturned", fmt::format("owner cluster {} answers again", owner), owner));
 }
 
 }  // namespace

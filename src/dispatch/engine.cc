@@ -1,6 +1,7 @@
 #include "gantry/dispatch/engine.h"
 
 #include <future>
+#include <set>
 #include <variant>
 
 #include <fmt/format.h>
@@ -230,9 +231,19 @@ int64_t Engine::Pass(const std::string& uid) {
     }
   }
   bool all_ok = true;
+  std::set<std::string> delete_failed;  // clusters where an older object may still hold our name
   for (const Action& action : plan.actions) {
+    // Deletes come first in a plan; a create after a failed delete in the
+    // same cluster could have the old epoch's job adopt the new Workload.
+    if (action.verb == Verb::kCreate && delete_failed.count(action.cluster)) {
+      all_ok = false;
+      continue;
+    }
     std::string taken;
-    if (!Execute(*job, action, &taken)) all_ok = false;
+    if (!Execute(*job, action, &taken)) {
+      all_ok = false;
+      if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
+    }
     if (!taken.empty()) {
       // Someone else's object holds our name: fail the job instead of adopting it.
       auto current = store_.GetByUid(uid);

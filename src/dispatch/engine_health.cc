@@ -34,6 +34,19 @@ void Engine::RunHealthWatch() {
       }
       for (const std::string& uid : *uids) reconciler_->WakeUrgent(uid);
     }
+    // A cluster that became Ready may be the first candidate of a job that
+    // had none: queued jobs are looked at again (behind the jobs in flight).
+    bool became_ready = false;
+    for (const auto& [cluster, ready] : now) {
+      auto before = last.find(cluster);
+      became_ready |= ready && (before == last.end() || !before->second);
+    }
+    if (became_ready) {
+      auto queued = store_.UidsInPhase(JobPhase::kQueued, 1'000'000);
+      if (queued.ok()) {
+        for (const std::string& uid : *queued) reconciler_->Wake(uid);
+      }
+    }
     last = std::move(now);
     lock.lock();
   }

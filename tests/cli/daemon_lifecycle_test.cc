@@ -89,7 +89,7 @@ TEST_CASE("every acknowledged submission survives SIGKILL", "[daemon][e2e][crash
   CHECK(lost == 0);
 }
 
-TEST_CASE("SIGTERM drains and exits 0; files are private", "[daemon][e2e]") {
+TEST_CASE("SIGTERM drains and exits 0, files are private", "[daemon][e2e]") {
   TempDir dir;
   Daemon daemon(dir.File("data"), dir.path());
   REQUIRE(daemon.ready());

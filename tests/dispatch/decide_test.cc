@@ -135,7 +135,7 @@ TEST_CASE("step 4: a queued job is nominated at epoch+1 with one intent per cand
   CHECK(a.body["metadata"]["labels"][kJobUidLabel] == w.job.uid);
 }
 
-TEST_CASE("step 4: unschedulable everywhere fails at once; no candidates now waits", "[dispatch][decide]") {
+TEST_CASE("step 4: unschedulable everywhere fails at once, no candidates now waits", "[dispatch][decide]") {
   World w;
   placement::Decision d;
   d.unschedulable = true;
@@ -230,9 +230,21 @@ TEST_CASE("step 7: Incremental adds the next round's candidates", "[dispatch][de
   REQUIRE(p.write);
   CHECK(FindIntent(*p.write, "c2", "Workload")->present);
   CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+
+  // The ranking moved (c3 now before c1) but no round is due: no new copy.
+  World moved;
+  moved.spec.dispatch.mode = DispatchMode::kIncremental;
+  moved.job.phase = JobPhase::kNominating;
+  moved.job.epoch = 1;
+  moved.Intent("c1", "Workload", 1);
+  moved.Workload("c1", 1);
+  moved.in.placement = Candidates({"c3"});
+  Plan q = Decide(moved.Input());
+  CHECK(q.step == "copies");
+  CHECK(Count(q, Verb::kCreate, "Workload") == 0);
 }
 
-TEST_CASE("step 8: a missing copy is created again; nothing happens while one is pending", "[dispatch][decide]") {
+TEST_CASE("step 8: a missing copy is created again, nothing happens while one is pending", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kNominating;
   w.job.epoch = 1;
@@ -303,6 +315,55 @@ TEST_CASE("step 9: an unreachable owner is waited for, then onClusterLoss applie
   }
 }
 
+TEST_CASE("step 9: a Wait job's OwnerLost condition is lifted when its owner answers again (stale condition)",
+          "[dispatch][decide]") {
+  World w;
+  w.spec = Spec("Wait");
+  w.in.options.cluster_lost_timeout_ms = 60'000;
+  w.job.phase = JobPhase::kRunning;
+  w.job.epoch = 1;
+  w.job.cluster = "c1";
+  w.Intent("c1", "Workload", 1);
+  w.Intent("c1", "Job", 1);
+  w.Workload("c1", 1).admitted = true;
+  ObservedJob& j = w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  w.job.remote_status = j.summary;
+  w.in.clusters["c1"].ready = false;
+  w.in.clusters["c1"].lost_for_ms = 60'000;
+  Plan lost = Decide(w.Input());
+  REQUIRE(lost.write);
+  REQUIRE(lost.write->conditions_json);
+  w.job.conditions_json = *lost.write->conditions_json;
+  w.job.message = *lost.write->message;
+  CHECK_FALSE(Decide(w.Input()).write);  // flagged once
+
+  // Back, still running: the flag goes, the job runs on at the same epoch.
+  w.in.clusters["c1"].ready = true;
+  w.in.clusters["c1"].lost_for_ms = 0;
+  Plan back = Decide(w.Input());
+  REQUIRE(back.write);
+  CHECK(*back.write->conditions_json == "[]");
+  CHECK(*back.write->message == "running in c1");
+  CHECK_FALSE(back.write->phase);
+  CHECK_FALSE(back.write->epoch);
+  REQUIRE(back.write->events.size() == 1);
+  CHECK(back.write->events[0].reason == "ClusterReturned");
+  CHECK(back.actions.empty());
+
+  // Back, and it finished meanwhile: Succeeded, without the flag.
+  w.in.observed["c1"].jobs[0].state = RemoteJobState::kSucceeded;
+  Plan done = Decide(w.Input());
+  REQUIRE(done.write);
+  CHECK(*done.write->phase == JobPhase::kSucceeded);
+  CHECK(*done.write->conditions_json == "[]");
+  CHECK_THAT(*done.write->message, Catch::Contains("succeeded in c1"));
+
+  // Never flagged: no extra write.
+  w.job.conditions_json = "[]";
+  w.in.observed["c1"].jobs[0].state = RemoteJobState::kRunning;
+  CHECK_FALSE(Decide(w.Input()).write);
+}
+
 TEST_CASE("steps 10-12: eviction requeues, the real job is created, runs and finishes", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kAdmitted;
@@ -337,6 +398,41 @@ TEST_CASE("steps 10-12: eviction requeues, the real job is created, runs and fin
   CHECK(*failed.write->phase == JobPhase::kFailed);
   CHECK_THAT(*failed.write->message, Catch::Contains("BackoffLimitExceeded"));
   CHECK_FALSE(FindIntent(*failed.write, "c1", "Job")->present);
+}
+
+TEST_CASE("step 10: an evicted at-most-once job fails instead of running twice (evicted at-most-once requeued)",
+          "[dispatch][decide]") {
+  for (const char* policy : {"Fail", "Wait"}) {
+    INFO(policy);
+    World w;
+    w.spec = Spec(policy);
+    w.job.phase = JobPhase::kRunning;
+    w.job.epoch = 1;
+    w.job.cluster = "c1";
+    w.Intent("c1", "Workload", 1);
+    w.Intent("c1", "Job", 1);
+    ObservedWorkload& wl = w.Workload("c1", 1);
+    wl.evicted = true;
+    wl.reason = "Preempted";
+    w.RemoteJob("c1", 1, RemoteJobState::kSuspended);
+    Plan evicted = Decide(w.Input());
+    CHECK(evicted.step == "evicted");
+    REQUIRE(evicted.write);
+    CHECK(*evicted.write->phase == JobPhase::kFailed);
+    CHECK_FALSE(evicted.write->epoch);
+    CHECK_THAT(*evicted.write->message, Catch::Contains("Preempted") && Catch::Contains("at-most-once"));
+    CHECK(evicted.write->events.at(0).reason == "Evicted");
+    CHECK_FALSE(FindIntent(*evicted.write, "c1", "Job")->present);
+
+    // Admitted, the Workload gone and no job seen: it may still have run.
+    w.job.phase = JobPhase::kAdmitted;
+    w.in.observed["c1"] = ClusterObservation{};
+    w.in.observed["c1"].synced = true;
+    Plan gone = Decide(w.Input());
+    REQUIRE(gone.write);
+    CHECK(*gone.write->phase == JobPhase::kFailed);
+    CHECK(gone.write->events.at(0).reason == "WorkloadGone");
+  }
 }
 
 TEST_CASE("steps 2-3: cancel withdraws everywhere and completes only when every cluster confirmed",

@@ -24,6 +24,7 @@ std::map<std::string, std::vector<nlohmann::json>> RunsByJob(DispatchFleet& flee
 TEST_CASE("30 jobs of mixed shapes all succeed, each once, on a cluster that fits it", "[e2e][dispatch]") {
   DispatchFleet fleet;
   REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
   // c1: us-east-1 H100, c2: eu-central-1 A100, c3: us-west-2 L40S.
   std::map<std::string, std::set<std::string>> allowed;
   for (int i = 0; i < 30; ++i) {
@@ -69,7 +70,7 @@ TEST_CASE("30 jobs of mixed shapes all succeed, each once, on a cluster that fit
   CHECK_THAT(metrics->body, Catch::Contains(
       R"(gantry_dispatch_transitions_total{from="Nominating",step="lease",to="Admitted"} 30)"));
   CHECK_THAT(metrics->body, Catch::Contains("gantry_dispatch_admission_seconds_count 30"));
-  CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_dispatch_remote_calls_total{cluster="c1",code="201",verb="create"})"));
+  CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_dispatch_remote_calls_total{cluster="c2",code="201",verb="create"})"));
   // The history tells the story.
   // (A short run may finish before a pass sees it running: Started is optional.)
   std::vector<std::string> reasons;

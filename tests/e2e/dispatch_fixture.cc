@@ -2,9 +2,16 @@
 
 #include <signal.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "gantry/http/client.h"
+#include "gantry/inventory/kubeconfig.h"
+#include "gantry/kube/kube_client.h"
 
 namespace gantry::testing {
 namespace {
@@ -48,6 +55,13 @@ DispatchFleet::~DispatchFleet() {
     sim_->Signal(SIGTERM);
     sim_->Wait(std::chrono::seconds(10));
   }
+  // GANTRY_E2E_KEEP=DIR keeps every fleet's logs, data and sim output (debugging).
+  if (const char* keep = std::getenv("GANTRY_E2E_KEEP"); keep && *keep) {
+    std::error_code ec;
+    std::filesystem::path to = std::filesystem::path(keep) / std::filesystem::path(dir_.path()).filename();
+    std::filesystem::create_directories(to, ec);
+    std::filesystem::copy(dir_.path(), to, std::filesystem::copy_options::recursive, ec);
+  }
 }
 
 void DispatchFleet::RestartDaemon(bool kill) {
@@ -90,6 +104,25 @@ bool DispatchFleet::WaitPhase(const std::string& ns, const std::string& name, st
   }, deadline);
 }
 
+bool DispatchFleet::WaitClustersReady(std::chrono::milliseconds deadline) {
+  return WaitFor([&] {
+    auto client = ClientFor(url());
+    if (!client) return false;
+    auto r = client->Do("GET", "/api/v1/clusters");
+    if (!r.ok() || r->status != 200) return false;
+    auto body = nlohmann::json::parse(r->body, nullptr, false);
+    if (!body.is_object()) return false;
+    int ready = 0, all = 0;
+    for (auto& c : body.value("items", nlohmann::json::array())) {
+      ++all;
+      ready += c["status"].value("health", "") == "Ready";
+    }
+    int want = options_.clusters;
+    if (!options_.sim_config_yaml.empty()) want = all;  // the sim config names them
+    return all > 0 && all >= want && ready == all;
+  }, deadline);
+}
+
 nlohmann::json DispatchFleet::List(const std::string& ns) {
   auto client = ClientFor(url());
   if (!client) return nullptr;
@@ -127,6 +160,58 @@ std::vector<nlohmann::json> DispatchFleet::Journal() {
     start = end + 1;
   }
   return out;
+}
+
+std::vector<nlohmann::json> DispatchFleet::Runs(const std::string& job_uid) {
+  std::vector<nlohmann::json> out;
+  for (auto& run : Journal()) {
+    if (run.value("jobUid", "") == job_uid) out.push_back(std::move(run));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    return a.value("startMs", int64_t{0}) < b.value("startMs", int64_t{0});
+  });
+  return out;
+}
+
+std::string DispatchFleet::Uid(const std::string& ns, const std::string& name) {
+  nlohmann::json j = Job(ns, name);
+  if (!j.is_object()) return "";
+  return j["metadata"].value("uid", "");
+}
+
+DispatchFleet::RemoteReply DispatchFleet::RemoteGet(const std::string& cluster, const std::string& path) {
+  RemoteReply out;
+  auto creds = inventory::LoadKubeconfig(sim_dir_ + "/" + cluster + ".kubeconfig", "", false);
+  if (!creds.ok()) return out;
+  kube::KubeClientOptions options;
+  options.timeout = std::chrono::seconds(5);
+  options.max_attempts = 1;
+  auto client = kube::KubeClient::Create(*creds, options);
+  if (!client.ok()) return out;
+  auto reply = (*client)->Get(path);
+  if (!reply.ok()) return out;
+  out.status = reply->status;
+  out.body = reply->body;
+  return out;
+}
+
+std::string RemoteName(const std::string& job_name, const std::string& job_uid) {
+  std::string hex;
+  for (char c : job_uid) {
+    if (hex.size() == 8) break;
+    if (c != '-') hex += c;
+  }
+  return job_name + "-" + hex;
+}
+
+bool PollFor(const std::function<bool()>& cond, std::chrono::milliseconds deadline,
+             std::chrono::milliseconds interval) {
+  auto end = std::chrono::steady_clock::now() + deadline;
+  while (true) {
+    if (cond()) return true;
+    if (std::chrono::steady_clock::now() >= end) return cond();
+    std::this_thread::sleep_for(interval);
+  }
 }
 
 std::string SimJobYaml(const std::string& name, const std::string& ns, int pods, int gpus,

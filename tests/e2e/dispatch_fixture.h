@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -45,6 +46,9 @@ class DispatchFleet {
   // Waits until the job's phase is one of `phases`.
   bool WaitPhase(const std::string& ns, const std::string& name, std::vector<std::string> phases,
                  std::chrono::milliseconds deadline = std::chrono::seconds(60));
+  // Waits until the daemon reports every cluster of the simulator Ready, so
+  // a job submitted next is placed at once and may go to any of them.
+  bool WaitClustersReady(std::chrono::milliseconds deadline = std::chrono::seconds(20));
   // GET a whole page of jobs in a namespace.
   nlohmann::json List(const std::string& ns);
   std::vector<nlohmann::json> Events(const std::string& ns, const std::string& name);
@@ -53,6 +57,18 @@ class DispatchFleet {
   RunResult Ctl(std::vector<std::string> args);
   // Every run the simulator recorded (journal lines parsed).
   std::vector<nlohmann::json> Journal();
+  // The journal's runs of one job uid, in start order.
+  std::vector<nlohmann::json> Runs(const std::string& job_uid);
+  // The job's uid ("" when absent).
+  std::string Uid(const std::string& ns, const std::string& name);
+
+  // GET path from simulated cluster `cluster`, as gantry would (its
+  // kubeconfig in sim_dir()): the HTTP status (-1 when unreachable) and body.
+  struct RemoteReply {
+    int status = -1;
+    nlohmann::json body;
+  };
+  RemoteReply RemoteGet(const std::string& cluster, const std::string& path);
 
  private:
   DispatchFleetOptions options_;
@@ -68,5 +84,14 @@ class DispatchFleet {
 std::string SimJobYaml(const std::string& name, const std::string& ns, int pods, int gpus,
                        const std::string& duration = "1s", const std::string& extra_spec = "",
                        bool fail = false);
+
+// The name of a job's Workload and real job in the workers (DESIGN.md,
+// "Remote objects"): <job-name>-<first 8 hex of the uid without dashes>.
+std::string RemoteName(const std::string& job_name, const std::string& job_uid);
+
+// WaitFor with a gentler poll interval, for conditions that cost a process
+// or several requests per look (the journal, remote GETs).
+bool PollFor(const std::function<bool()>& cond, std::chrono::milliseconds deadline,
+             std::chrono::milliseconds interval = std::chrono::milliseconds(100));
 
 }  // namespace gantry::testing

@@ -1,1 +1,437 @@
+// Recovery end to end: an owner cluster partitioned away (onClusterLoss
+// Requeue, Fail and Wait), a daemon SIGKILLed again and again while jobs
+// flow, and a worker evicting a running job. The simulator's journal is the
+// oracle: a job never runs twice at once, an at-most-once job (Fail, Wait)
+// runs at most once, and nothing the API acknowledged is lost.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "dispatch_fixture.h"
+#include "gantry/http/client.h"
+
+namespace gantry::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Two CPU clusters. c1 admits at once and runs a job without a duration
+// annotation for a minute: a zombie that outlives any partition here. c2
+// admits after 2 s, so a job free to go anywhere is leased by c1 first, and
+// runs it in 3 s.
+const char* kSlowThenFast = R"(clusters:
+- {name: c1, jobDuration: 60s}
+- {name: c2, jobDuration: 3s, admissionDelay: 2s}
+)";
+
+const char* kTwoClusters = R"(clusters:
+- {name: c1}
+- {name: c2}
+)";
+
+// Short enough for a test, long enough that one slow probe is not a loss.
+const char* kFastLoss = "clusterLostTimeoutSeconds: 3";
+constexpr seconds kLostTimeout{3};
+
+std::string RemoteJobPath(const std::string& ns, const std::string& remote) {
+  return fmt::format("/apis/batch/v1/namespaces/{}/jobs/{}", ns, remote);
+}
+
+std::string RemoteWorkloadPath(const std::string& ns, const std::string& remote) {
+  return fmt::format("/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads/{}", ns, remote);
+}
+
+// Neither the Workload nor the job of `remote` exists in `cluster` (both answered 404).
+bool RemoteGone(DispatchFleet& fleet, const std::string& cluster, const std::string& ns, const std::string& remote) {
+  return fleet.RemoteGet(cluster, RemoteJobPath(ns, remote)).status == 404 &&
+         fleet.RemoteGet(cluster, RemoteWorkloadPath(ns, remote)).status == 404;
+}
+
+std::vector<std::string> Reasons(DispatchFleet& fleet, const std::string& ns, const std::string& name) {
+  std::vector<std::string> out;
+  for (auto& e : fleet.Events(ns, name)) out.push_back(e.value("reason", ""));
+  return out;
+}
+
+int Count(const std::vector<std::string>& v, const std::string& x) {
+  return static_cast<int>(std::count(v.begin(), v.end(), x));
+}
+
+bool HasCondition(const json& job, const std::string& type) {
+  if (!job.is_object()) return false;
+  for (const json& c : job["status"].value("conditions", json::array())) {
+    if (c.value("type", "") == type) return true;
+  }
+  return false;
+}
+
+// The run was ended by gantry deleting its objects (the Workload goes
+// first, which stops the run; the job's delete then finds it stopped).
+bool StoppedByDelete(const json& run) {
+  std::string reason = run.value("endReason", "");
+  return reason == "WorkloadDeleted" || reason == "Deleted";
+}
+
+std::string Describe(const std::vector<json>& runs) {
+  std::string out;
+  for (const json& r : runs) out += r.dump() + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("owner partitioned: a Requeue job runs again elsewhere at epoch 2, its zombie is deleted on heal",
+          "[e2e][recovery][partition]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kSlowThenFast;
+  o.daemon_config_yaml = kFastLoss;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("mover", "team-a", 1, 0, "", "  onClusterLoss: Requeue")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Running"}, seconds(30)));
+  json job = fleet.Job("team-a", "mover");
+  REQUIRE(job["status"].value("cluster", "") == "c1");
+  REQUIRE(job["status"]["epoch"] == 1);
+  const std::string uid = job["metadata"]["uid"];
+  const std::string remote = RemoteName("mover", uid);
+
+  // Mode 1: c1's apiserver is down; its job keeps running (workers are autonomous).
+  const auto partitioned = std::chrono::steady_clock::now();
+  REQUIRE(fleet.Ctl({"partition", "c1", "1"}).code == 0);
+  REQUIRE(PollFor([&] {
+    json j = fleet.Job("team-a", "mover");
+    return j.is_object() && j["status"]["epoch"] == 2 && j["status"].value("cluster", "") == "c2" &&
+           (j["status"]["phase"] == "Running" || j["status"]["phase"] == "Succeeded");
+  }, seconds(45)));
+  CHECK(std::chrono::steady_clock::now() - partitioned >= kLostTimeout);  // not before the timeout
+  std::vector<std::string> reasons = Reasons(fleet, "team-a", "mover");
+  CHECK(Count(reasons, "ClusterLost") == 1);
+  CHECK(Count(reasons, "LeaseTaken") == 2);
+  // The zombie: the epoch-1 run in c1 has not ended, nobody could tell it to.
+  std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  REQUIRE(!runs.empty());
+  REQUIRE(runs[0].value("cluster", "") == "c1");
+  REQUIRE(runs[0].value("epoch", "") == "1");
+  REQUIRE(!runs[0].contains("endMs"));
+
+  // Healed: the fenced epoch-1 objects are deleted as soon as c1 answers.
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  CHECK(PollFor([&] {
+    auto r = fleet.Runs(uid);
+    return !r.empty() && StoppedByDelete(r[0]);
+  }, seconds(60), milliseconds(250)));
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", remote); }, seconds(20), milliseconds(250)));
+
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Succeeded", "Failed"}, seconds(30)));
+  job = fleet.Job("team-a", "mover");
+  CHECK(job["status"]["phase"] == "Succeeded");
+  CHECK(job["status"]["epoch"] == 2);
+  CHECK(job["status"].value("cluster", "") == "c2");
+  runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  REQUIRE(runs.size() == 2);
+  CHECK(StoppedByDelete(runs[0]));
+  CHECK(runs[1].value("cluster", "") == "c2");
+  CHECK(runs[1].value("epoch", "") == "2");
+  CHECK(runs[1].value("endReason", "") == "Succeeded");
+  CHECK(!runs[1].value("atMostOnce", true));
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c2", "team-a", remote); }, seconds(20), milliseconds(250)));
+}
+
+TEST_CASE("owner partitioned: a Fail job fails after the timeout, a Wait job waits and finishes, neither runs twice",
+          "[e2e][recovery][partition]") {
+  // 1: c1's apiserver is down. 2: it is up but every request from the daemon
+  // stalls until heal (only the daemon's network path is cut).
+  const int mode = GENERATE(1, 2);
+  INFO("partition mode " << mode);
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  o.daemon_config_yaml = kFastLoss;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  const std::string pin = "  placement: {clusters: [c1]}\n";
+  // The waiter outlives the partition by a little: it is still running when c1 returns.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("waiter", "team-a", 1, 0, "20s", pin + "  onClusterLoss: Wait")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("failer", "team-a", 1, 0, "90s", pin + "  onClusterLoss: Fail")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Running"}, seconds(30)));
+  REQUIRE(fleet.WaitPhase("team-a", "failer", {"Running"}, seconds(30)));
+  const std::string waiter = fleet.Uid("team-a", "waiter");
+  const std::string failer = fleet.Uid("team-a", "failer");
+
+  const auto partitioned = std::chrono::steady_clock::now();
+  REQUIRE(fleet.Ctl({"partition", "c1", std::to_string(mode)}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "failer", {"Failed", "Succeeded"}, seconds(30)));
+  CHECK(std::chrono::steady_clock::now() - partitioned >= kLostTimeout);  // not before the timeout
+  json failed = fleet.Job("team-a", "failer");
+  CHECK(failed["status"]["phase"] == "Failed");
+  CHECK_THAT(failed["status"].value("message", ""), Catch::Contains("onClusterLoss is Fail"));
+  CHECK(Count(Reasons(fleet, "team-a", "failer"), "ClusterLost") == 1);
+  // The waiter stays with its owner, flagged.
+  REQUIRE(PollFor([&] { return HasCondition(fleet.Job("team-a", "waiter"), "OwnerUnreachable"); }, seconds(15)));
+  json waiting = fleet.Job("team-a", "waiter");
+  CHECK(waiting["status"]["phase"] == "Running");
+  CHECK(waiting["status"]["epoch"] == 1);
+  CHECK(waiting["status"].value("cluster", "") == "c1");
+  CHECK(Count(Reasons(fleet, "team-a", "waiter"), "ClusterLost") == 1);
+  // Both keep running in c1 meanwhile: the worker does not need gantry.
+  for (const std::string& uid : {waiter, failer}) {
+    auto runs = fleet.Runs(uid);
+    INFO(Describe(runs));
+    REQUIRE(runs.size() == 1);
+    CHECK(!runs[0].contains("endMs"));
+    CHECK(runs[0].value("atMostOnce", false));
+  }
+
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  // The failed job's run is stopped (its objects deleted) once c1 answers ...
+  CHECK(PollFor([&] {
+    auto r = fleet.Runs(failer);
+    return r.size() == 1 && StoppedByDelete(r[0]);
+  }, seconds(60), milliseconds(250)));
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", RemoteName("failer", failer)); }, seconds(20),
+                milliseconds(250)));
+  // ... and the waiter carries on where it was, unflagged, and finishes, once.
+  CHECK(PollFor([&] {
+    json j = fleet.Job("team-a", "waiter");
+    return j.is_object() && !HasCondition(j, "OwnerUnreachable");
+  }, seconds(40)));
+  CHECK(Count(Reasons(fleet, "team-a", "waiter"), "ClusterReturned") == 1);
+  REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Succeeded", "Failed"}, seconds(60)));
+  json done = fleet.Job("team-a", "waiter");
+  CHECK(done["status"]["phase"] == "Succeeded");
+  CHECK(done["status"]["epoch"] == 1);
+  CHECK(done["status"].value("cluster", "") == "c1");
+  CHECK(!HasCondition(done, "OwnerUnreachable"));
+  CHECK(Count(Reasons(fleet, "team-a", "waiter"), "LeaseTaken") == 1);
+  CHECK(Count(Reasons(fleet, "team-a", "failer"), "LeaseTaken") == 1);
+  auto runs = fleet.Runs(waiter);
+  INFO(Describe(runs));
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].value("endReason", "") == "Succeeded");
+  CHECK(fleet.Runs(failer).size() == 1);
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out);
+  CHECK(check.code == 0);
+}
+
+namespace {
+
+// Submits `jobs` jobs while SIGKILLing the daemon `kills` times at random
+// moments, then checks that every acknowledged job finished Succeeded, once.
+void CrashCampaign(int jobs, int kills, milliseconds max_gap, seconds converge) {
+  DispatchFleet fleet;
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  std::mutex mu;  // guards url (RestartDaemon replaces the daemon) and what the submitter records
+  std::string url = fleet.url();
+  std::map<std::string, std::string> acked;  // job name -> uid from the 201/200 answer
+  std::vector<std::string> submit_errors;
+  std::atomic<int> kills_done{0};
+  const int per_wave = (jobs + kills - 1) / kills;
+
+  // Submits wave k after kill k-1, so submissions, passes and kills overlap.
+  // A submission whose answer was lost is sent again: the same document is
+  // answered 200 with the job already stored, or 201 if the first never landed.
+  std::thread submitter([&] {
+    for (int i = 0; i < jobs; ++i) {
+      WaitFor([&] { return kills_done >= i / per_wave; }, seconds(120));
+      std::string name = fmt::format("crash-{}", i);
+      std::string extra = i % 2 ? "  onClusterLoss: Fail" : "";
+      std::string yaml = SimJobYaml(name, "team-a", 1, 0, fmt::format("{}ms", 200 + (i * 37) % 800), extra);
+      int last_status = -1;
+      bool ok = PollFor([&] {
+        std::string target;
+        {
+          std::lock_guard lock(mu);
+          target = url;
+        }
+        http::ClientOptions opts;
+        opts.connect_timeout = seconds(2);
+        opts.request_timeout = seconds(5);
+        auto client = http::Client::Create(target, opts);
+        if (!client.ok()) return false;
+        auto r = (*client)->Do("POST", "/api/v1/namespaces/team-a/jobs", yaml, {{"Content-Type", "application/yaml"}});
+        if (!r.ok()) return false;  // the daemon is down or died mid-request: again
+        last_status = r->status;
+        if (r->status != 201 && r->status != 200) return false;
+        json body = json::parse(r->body, nullptr, false);
+        std::lock_guard lock(mu);
+        acked[name] = body.is_object() ? body["metadata"].value("uid", "") : "";
+        return true;
+      }, seconds(60), milliseconds(20));
+      if (!ok) {
+        std::lock_guard lock(mu);
+        submit_errors.push_back(fmt::format("{}: not acknowledged, last HTTP status {}", name, last_status));
+      }
+    }
+  });
+
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<int> gap(0, static_cast<int>(max_gap.count()));
+  bool restarted = true;
+  for (int k = 0; k < kills && restarted; ++k) {
+    // The chaos driver: a random moment, not a wait for a condition.
+    std::this_thread::sleep_for(milliseconds(gap(rng)));
+    std::lock_guard lock(mu);
+    fleet.RestartDaemon(true);
+    restarted = fleet.ok();
+    if (restarted) url = fleet.url();
+    ++kills_done;
+  }
+  if (!restarted) kills_done = kills;  // release the submitter
+  submitter.join();
+  REQUIRE(restarted);
+  INFO(fmt::format("{} submissions not acknowledged", submit_errors.size()));
+  for (const auto& e : submit_errors) UNSCOPED_INFO(e);
+  REQUIRE(submit_errors.empty());
+  REQUIRE(static_cast<int>(acked.size()) == jobs);
+
+  std::map<std::string, int> phases;
+  bool all_done = PollFor([&] {
+    json list = fleet.List("team-a");
+    if (!list.is_object()) return false;
+    phases.clear();
+    for (const json& j : list.value("items", json::array())) ++phases[j["status"].value("phase", "")];
+    return phases["Succeeded"] == jobs;
+  }, converge, milliseconds(500));
+  std::string histogram;
+  for (const auto& [p, n] : phases) histogram += fmt::format("{}={} ", p, n);
+  INFO("phases: " << histogram);
+  CHECK(all_done);
+
+  // Nothing acknowledged was lost: every job is there with the uid it was answered with.
+  json list = fleet.List("team-a");
+  REQUIRE(list.is_object());
+  std::map<std::string, json> stored;
+  for (const json& j : list.value("items", json::array())) stored[j["metadata"].value("name", "")] = j;
+  for (const auto& [name, uid] : acked) {
+    INFO(name);
+    REQUIRE(stored.count(name) == 1);
+    CHECK(stored[name]["metadata"].value("uid", "") == uid);
+    CHECK(stored[name]["status"].value("phase", "") == "Succeeded");
+  }
+  // None ran twice: one run per uid, and it succeeded.
+  std::map<std::string, std::vector<json>> runs;
+  for (auto& r : fleet.Journal()) runs[r.value("jobUid", "")].push_back(r);
+  for (const auto& [name, uid] : acked) {
+    INFO(name << " uid " << uid << "\n" << Describe(runs[uid]));
+    CHECK(runs[uid].size() == 1);
+    if (runs[uid].size() == 1) CHECK(runs[uid][0].value("endReason", "") == "Succeeded");
+  }
+  CHECK(runs.size() == acked.size());
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out);
+  CHECK(check.code == 0);
+}
+
+}  // namespace
+
+TEST_CASE("daemon SIGKILLed 20 times during 200 jobs: all succeed, none runs twice, nothing acknowledged is lost",
+          "[e2e][recovery][crash]") {
+  CrashCampaign(200, 20, milliseconds(1500), seconds(90));
+}
+
+TEST_CASE("long crash campaign (GANTRY_LONG_CAMPAIGN=1): 1000 jobs, 100 kills", "[e2e][recovery][crash][long]") {
+  if (std::getenv("GANTRY_LONG_CAMPAIGN") == nullptr) {
+    WARN("skipped: set GANTRY_LONG_CAMPAIGN=1 to run");
+    return;
+  }
+  CrashCampaign(1000, 100, milliseconds(2000), seconds(300));
+}
+
+TEST_CASE("a worker evicts running jobs: one runs again at epoch 2 after its first run stopped, "
+          "an at-most-once one fails",
+          "[e2e][recovery][evict]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("evictee", "team-a", 1, 0, "8s")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("once", "team-a", 1, 0, "60s", "  onClusterLoss: Fail")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "once", {"Running"}, seconds(30)));
+  REQUIRE(fleet.WaitPhase("team-a", "evictee", {"Running"}, seconds(30)));
+
+  json job = fleet.Job("team-a", "evictee");
+  const std::string uid = job["metadata"]["uid"];
+  const std::string first = job["status"].value("cluster", "");
+  REQUIRE(job["status"]["epoch"] == 1);
+  const std::string remote = RemoteName("evictee", uid);
+
+  REQUIRE(fleet.Ctl({"evict", first, "team-a/" + remote}).code == 0);
+
+  // At most once: evicted after its lease, it may have run, so it is not dispatched again.
+  const std::string once_uid = fleet.Uid("team-a", "once");
+  {
+    json once = fleet.Job("team-a", "once");
+    REQUIRE(fleet.Ctl({"evict", once["status"].value("cluster", ""), "team-a/" + RemoteName("once", once_uid)}).code ==
+            0);
+    REQUIRE(fleet.WaitPhase("team-a", "once", {"Failed", "Succeeded", "Queued", "Nominating"}, seconds(20)));
+    once = fleet.Job("team-a", "once");
+    CHECK(once["status"]["phase"] == "Failed");
+    CHECK(once["status"]["epoch"] == 1);
+    CHECK_THAT(once["status"].value("message", ""), Catch::Contains("at-most-once"));
+    std::vector<json> once_runs = fleet.Runs(once_uid);
+    INFO(Describe(once_runs));
+    REQUIRE(once_runs.size() == 1);
+    CHECK(once_runs[0].value("endReason", "") == "Evicted");
+  }
+
+  REQUIRE(PollFor([&] {
+    json j = fleet.Job("team-a", "evictee");
+    return j.is_object() && j["status"]["epoch"] == 2;
+  }, seconds(20)));
+  REQUIRE(fleet.WaitPhase("team-a", "evictee", {"Succeeded", "Failed"}, seconds(40)));
+  job = fleet.Job("team-a", "evictee");
+  CHECK(job["status"]["phase"] == "Succeeded");
+  CHECK(job["status"]["epoch"] == 2);
+
+  std::vector<std::string> reasons = Reasons(fleet, "team-a", "evictee");
+  INFO(fmt::format("events: {}", fmt::join(reasons, ", ")));
+  auto evicted = std::find(reasons.begin(), reasons.end(), "Evicted");
+  REQUIRE(evicted != reasons.end());
+  // Requeued, then dispatched again: a second nomination and lease after the eviction.
+  CHECK(Count({evicted, reasons.end()}, "Nominated") == 1);
+  CHECK(Count({evicted, reasons.end()}, "LeaseTaken") == 1);
+  CHECK(Count(reasons, "Started") == 2);
+  CHECK(reasons.back() == "Succeeded");
+
+  std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].value("cluster", "") == first);
+  CHECK(runs[0].value("epoch", "") == "1");
+  CHECK(runs[0].value("endReason", "") == "Evicted");
+  CHECK(runs[1].value("epoch", "") == "2");
+  CHECK(runs[1].value("endReason", "") == "Succeeded");
+  CHECK(runs[1].value("startMs", int64_t{0}) >= runs[0].value("endMs", int64_t{1} << 62));
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out);
+  CHECK(check.code == 0);
+  CHECK(fleet.Runs(once_uid).size() == 1);
+  // Finished: nothing of either is left in either cluster.
+  const std::string once_remote = RemoteName("once", once_uid);
+  CHECK(PollFor([&] {
+    for (const char* c : {"c1", "c2"}) {
+      if (!RemoteGone(fleet, c, "team-a", remote) || !RemoteGone(fleet, c, "team-a", once_remote)) return false;
+    }
+    return true;
+  }, seconds(20), milliseconds(250)));
+}
+
+}  // namespace gantry::testing
+

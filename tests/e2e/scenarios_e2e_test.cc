@@ -64,12 +64,13 @@ int Cancel(DispatchFleet& fleet, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("a gang waits whole for one cluster, never split; too big for any is Unschedulable at once",
+TEST_CASE("a gang waits whole for one cluster, never split, too big for any is Unschedulable at once",
           "[e2e][dispatch][gang]") {
   DispatchFleetOptions o;
   o.sim_config_yaml = kTwoClusters;
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
   // 12 of 16 GPUs busy in each cluster: 8 free in total, 4 in each.
   REQUIRE(fleet.Submit("team-a", GpuJob("block-1", 2, 6, "4s", "  placement: {clusters: [c1]}")) == 201);
   REQUIRE(fleet.Submit("team-a", GpuJob("block-2", 2, 6, "4s", "  placement: {clusters: [c2]}")) == 201);
@@ -98,6 +99,7 @@ TEST_CASE("two clusters admitting the same job at once: one lease, one run, the 
   o.sim_config_yaml = kTwoClusters;
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
   for (int i = 0; i < 10; ++i) {
     REQUIRE(fleet.Submit("team-a", GpuJob(fmt::format("race-{}", i), 1, 1, "300ms")) == 201);
   }
@@ -120,6 +122,7 @@ TEST_CASE("cancel while nominating, while running, and while the owner is partit
   o.sim_config_yaml = kTwoClusters;
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
 
   // Nominating: every GPU is taken, so the copies wait in both clusters.
   REQUIRE(fleet.Submit("team-a", GpuJob("hog-1", 2, 8, "60s", "  placement: {clusters: [c1]}")) == 201);

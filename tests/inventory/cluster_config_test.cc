@@ -89,7 +89,7 @@ TEST_CASE("A minimal cluster file takes the documented defaults", "[inventory][c
   CHECK_FALSE(r->allow_insecure);
 }
 
-TEST_CASE("A bare price is the on-demand price; node quantities take suffixes",
+TEST_CASE("A bare price is the on-demand price, node quantities take suffixes",
           "[inventory][config]") {
   Result<ClusterConfig> r = ParseClusterConfig(
       "name: c1\nkubeconfig: k\npricePerGPUHour: 3\nnodes: {cpu: 500m, memory: 512Gi}\n",

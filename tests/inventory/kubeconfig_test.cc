@@ -119,7 +119,7 @@ TEST_CASE("Kubeconfig: inline client certificate for mTLS without a token",
   CHECK(r->ca_pem.empty());  // no CA: the system trust store
 }
 
-TEST_CASE("Kubeconfig: a named context wins over current-context; insecure needs allowInsecure",
+TEST_CASE("Kubeconfig: a named context wins over current-context, insecure needs allowInsecure",
           "[inventory][kubeconfig]") {
   Kube k;
   Result<ClusterCredentials> refused = Parse(k, "other", false);

@@ -17,7 +17,7 @@ bool Save(SqliteStore& store, const std::string& cluster, std::optional<int64_t>
 
 }  // namespace
 
-TEST_CASE("cluster outages survive a reopen; the first loss is kept", "[store]") {
+TEST_CASE("cluster outages survive a reopen, the first loss is kept", "[store]") {
   testing::TempDir dir;
   SqliteStoreOptions options;
   options.path = dir.File("gantry.db");

@@ -115,7 +115,7 @@ TEST_CASE("ApplyDispatch nominates, leases once, and keeps intents with the job"
   CHECK(store->UidsWithIntents(10)->empty());
 }
 
-TEST_CASE("ApplyDispatch on a missing job is NotFound; purge removes intents", "[store][dispatch]") {
+TEST_CASE("ApplyDispatch on a missing job is NotFound, purge removes intents", "[store][dispatch]") {
   TempDir dir;
   auto store = OpenStore(dir.File("db"));
   DispatchUpdate u;

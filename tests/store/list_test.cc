@@ -133,7 +133,7 @@ TEST_CASE("List pages return every row exactly once, in seq order", "[store][lis
   CHECK(second->jobs.front().seq > first->jobs.back().seq);
 }
 
-TEST_CASE("CountByPhase lists every phase; UidsInPhase is oldest first", "[store][list]") {
+TEST_CASE("CountByPhase lists every phase, UidsInPhase is oldest first", "[store][list]") {
   TempDir dir;
   auto store = OpenStore(dir.File("db"));
   Result<std::map<JobPhase, int64_t>> empty = store->CountByPhase();

@@ -20,7 +20,8 @@
 //   7 widen      Incremental: add the next round's candidates
 //   8 copies     Nominating: create missing copies
 //   9 owner-lost owner unreachable: wait, then apply onClusterLoss
-//  10 evicted    the owner's Workload was evicted (or vanished): requeue
+//  10 evicted    the owner's Workload was evicted (or vanished): requeue, or
+//                Failed for an at-most-once job (onClusterLoss Fail or Wait)
 //  11 finish     the owner's job finished: Succeeded/Failed
 //  12 run        create the real job if missing; Admitted -> Running
 //

@@ -2,9 +2,12 @@
 // admitting at once, and cancel in every phase.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include "dispatch_fixture.h"
+#include "gantry/http/client.h"
 #include "gantry/inventory/kubeconfig.h"
 #include "gantry/kube/kube_client.h"
 
@@ -158,6 +161,37 @@ TEST_CASE("cancel while nominating, while running, and while the owner is partit
   REQUIRE(fleet.WaitPhase("team-a", "hog-1", {"Cancelled"}, std::chrono::seconds(30)));
   CHECK(WaitFor([&] { return RemoteEmpty(fleet, {"c1", "c2"}); }, std::chrono::seconds(20)));
   CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+TEST_CASE("a cluster removed from the inventory counts as lost: its Requeue job moves at once",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", GpuJob("mover", 1, 1, "3s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Running"}));
+  std::string owner = fleet.Job("team-a", "mover")["status"]["cluster"];
+  std::string other = owner == "c1" ? "c2" : "c1";
+  // The operator deletes the owner's file and reloads the inventory.
+  REQUIRE(std::remove((fleet.sim_dir() + "/clusters.d/" + owner + ".yaml").c_str()) == 0);
+  auto client = http::Client::Create(fleet.url());
+  REQUIRE(client.ok());
+  auto reload = (*client)->Do("POST", "/api/v1/clusters:reload");
+  REQUIRE(reload.ok());
+  CHECK(reload->status == 200);
+  REQUIRE(WaitFor([&] {
+    auto j = fleet.Job("team-a", "mover");
+    return j.is_object() && j["status"]["epoch"] == 2 && j["status"].value("cluster", "") == other;
+  }, std::chrono::seconds(20)));
+  bool lost_event = false;
+  for (auto& e : fleet.Events("team-a", "mover")) {
+    lost_event |= e.value("reason", "") == "ClusterLost" &&
+                  e.value("message", "").find("removed from the inventory") != std::string::npos;
+  }
+  CHECK(lost_event);
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Succeeded"}, std::chrono::seconds(30)));
 }
 
 }  // namespace gantry::testing

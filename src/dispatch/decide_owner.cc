@@ -1,0 +1,156 @@
+// Decide() steps 9-12: a job with a lease (Admitted or Running in its owner).
+#include <fmt/format.h>
+
+#include "ladder.h"
+
+namespace gantry::dispatch::ladder {
+
+Plan Ladder::Requeue(const std::string& step, const std::string& reason, const std::string& message) const {
+  Plan plan;
+  plan.step = step;
+  DispatchUpdate u = Guarded(job_);
+  u.phase = JobPhase::kQueued;
+  u.cluster = "";
+  u.lease_ms = 0;
+  u.remote_status = "";
+  u.message = message;
+  MarkAllAbsent(u);
+  u.events.push_back(Event(reason, message + "; requeued, the next dispatch uses epoch " + std::to_string(job_.epoch + 1),
+                           job_.cluster, "Warning"));
+  plan.write = std::move(u);
+  plan.requeue_ms = 0;
+  return plan;
+}
+
+Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& reason,
+                    const std::string& message) const {
+  Plan plan;
+  plan.step = step;
+  DispatchUpdate u = Guarded(job_);
+  u.phase = phase;
+  u.message = message;
+  MarkAllAbsent(u);
+  u.events.push_back(Event(reason, message, job_.cluster, phase == JobPhase::kSucceeded ? "Normal" : "Warning"));
+  plan.write = std::move(u);
+  plan.requeue_ms = 0;  // cleanup follows at once
+  return plan;
+}
+
+// Steps 9-12: Admitted or Running with owner C at epoch E.
+Plan Ladder::Owned() const {
+  const std::string& owner = job_.cluster;
+  auto facts = in_.clusters.find(owner);
+  // Step 9.
+  if (facts == in_.clusters.end() || !Reachable(owner)) {
+    const bool removed = facts == in_.clusters.end();
+    int64_t lost = removed ? opt_.cluster_lost_timeout_ms : facts->second.lost_for_ms;
+    if (lost >= opt_.cluster_lost_timeout_ms) {
+      std::string why = removed ? fmt::format("owner cluster {} was removed from the inventory", owner)
+                                : fmt::format("owner cluster {} unreachable for {} s", owner, lost / 1000);
+      switch (in_.spec->on_cluster_loss) {
+        case OnClusterLoss::kRequeue:
+          return Requeue("owner-lost", "ClusterLost", why);
+        case OnClusterLoss::kFail:
+          return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + "; onClusterLoss is Fail");
+        case OnClusterLoss::kWait: {
+          Plan plan;
+          plan.step = "owner-lost";
+          std::string msg = why + "; onClusterLoss is Wait: waiting for it to return";
+          if (job_.conditions_json.find("OwnerLost") == std::string::npos) {
+            DispatchUpdate u = Guarded(job_);
+            u.message = msg;
+            u.conditions_json = Conditions("OwnerUnreachable", "OwnerLost", msg, in_.now_ms);
+            u.events.push_back(Event("ClusterLost", msg, owner, "Warning"));
+            plan.write = std::move(u);
+          }
+          plan.requeue_ms = opt_.retry_ms;
+          return plan;
+        }
+      }
+    }
+    Plan plan;
+    plan.step = "owner-lost";
+    plan.requeue_ms = std::clamp<int64_t>(opt_.cluster_lost_timeout_ms - lost, 200, opt_.retry_ms);
+    return plan;
+  }
+  Plan plan;
+  const ObservedWorkload* w = WorkloadIn(owner);
+  const ObservedJob* j = JobIn(owner);
+  const bool job_done = j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed);
+  // Step 10. An at-most-once job (onClusterLoss Fail or Wait; its real job
+  // carries gantry.dev/at-most-once) is never dispatched again once leased:
+  // its job may have started at any moment since, and nothing a worker shows
+  // after an eviction proves that it did not. It fails instead.
+  if (!job_done) {
+    const bool at_most_once = in_.spec->on_cluster_loss != OnClusterLoss::kRequeue;
+    std::string reason, message;
+    if (w && w->evicted) {
+      reason = "Evicted";
+      message = fmt::format("{} evicted the job's Workload ({}: {})", owner, w->reason, w->message);
+    } else if (!w && !j) {
+      reason = "WorkloadGone";
+      message = fmt::format("the admitted Workload vanished from {}", owner);
+    }
+    if (!reason.empty()) {
+      if (!at_most_once) return Requeue("evicted", reason, message);
+      return Finish("evicted", JobPhase::kFailed, reason,
+                    fmt::format("{}; onClusterLoss is {}: an at-most-once job is not dispatched again once leased",
+                                message, OnClusterLossName(in_.spec->on_cluster_loss)));
+    }
+  }
+  // Step 11.
+  if (job_done) {
+    bool ok = j->state == RemoteJobState::kSucceeded;
+    std::string msg = fmt::format("{} in {}: {}{}", ok ? "succeeded" : "failed", owner,
+                                  j->reason.empty() ? (ok ? "Complete" : "Failed") : j->reason,
+                                  j->message.empty() ? "" : " (" + j->message + ")");
+    Plan p = Finish("finish", ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed", msg);
+    p.write->remote_status = j->summary;
+    return p;
+  }
+  if (!j && w && w->finished) {  // kinds without a job watch: the Workload tells
+    bool ok = w->reason != "Failed";
+    return Finish("finish", ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed",
+                  fmt::format("finished in {}: {} {}", owner, w->reason, w->message));
+  }
+  // Step 12.
+  plan.step = "run";
+  if (!j) {
+    plan.actions.push_back(CreateJobAction(in_, owner, job_.epoch));
+    plan.requeue_ms = opt_.retry_ms;
+    return plan;
+  }
+  if (j->state == RemoteJobState::kRunning && job_.phase == JobPhase::kAdmitted) {
+    DispatchUpdate u = Guarded(job_);
+    u.phase = JobPhase::kRunning;
+    u.message = fmt::format("running in {}", owner);
+    u.remote_status = j->summary;
+    u.events.push_back(Event("Started", fmt::format("the job runs in {} at epoch {}", owner, job_.epoch), owner));
+    plan.write = std::move(u);
+  } else if (j->summary != job_.remote_status) {
+    DispatchUpdate u = Guarded(job_);
+    u.remote_status = j->summary;
+    plan.write = std::move(u);
+  }
+  plan.requeue_ms = opt_.resync_ms;
+  return plan;
+}
+
+// Step 9's Wait flag (condition OwnerUnreachable, reason OwnerLost) is
+// lifted once the owner answers again, whichever step decided meanwhile: the
+// job runs on there, or has finished or been evicted while out of reach.
+void Ladder::OwnerReturned(Plan& plan) const {
+  const std::string& owner = job_.cluster;
+  if (!Reachable(owner) || job_.conditions_json.find("OwnerLost") == std::string::npos) return;
+  if (!plan.write) plan.write = Guarded(job_);
+  DispatchUpdate& u = *plan.write;
+  if (!u.conditions_json) u.conditions_json = "[]";
+  if (!u.message) {
+    u.message = job_.phase == JobPhase::kRunning ? fmt::format("running in {}", owner)
+                                                 : fmt::format("admitted by {} at epoch {}", owner, job_.epoch);
+  }
+  u.events.insert(u.events.begin(),
+                  Event("ClusterReturned", fmt::format("owner cluster {} answers again", owner), owner));
+}
+
+}  // namespace gantry::dispatch::ladder

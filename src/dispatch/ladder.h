@@ -1,0 +1,176 @@
+// The Decide() ladder's internals, shared by decide.cc (steps 1-8) and
+// decide_owner.cc (steps 9-12). Private to src/dispatch.
+#pragma once
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "gantry/common/clock.h"
+#include "gantry/dispatch/decide.h"
+#include "gantry/dispatch/remote_objects.h"
+
+namespace gantry::dispatch::ladder {
+
+using nlohmann::json;
+
+inline constexpr const char* kWorkload = "Workload";
+inline constexpr const char* kJob = "Job";
+
+inline JobEvent Event(std::string reason, std::string message, std::string cluster = "",
+               std::string type = "Normal") {
+  JobEvent e;
+  e.reason = std::move(reason);
+  e.message = std::move(message);
+  e.cluster = std::move(cluster);
+  e.type = std::move(type);
+  return e;
+}
+
+// A write guarded by the job's current phase, epoch and owner.
+inline DispatchUpdate Guarded(const JobRecord& job) {
+  DispatchUpdate u;
+  u.uid = job.uid;
+  u.expected_phase = job.phase;
+  u.expected_epoch = job.epoch;
+  u.expected_cluster = job.cluster;
+  return u;
+}
+
+inline std::string Conditions(const std::string& type, const std::string& reason, const std::string& message,
+                       int64_t now_ms) {
+  json c = {{"type", type}, {"status", "True"}, {"reason", reason}, {"message", message},
+            {"lastTransitionTime", FormatRfc3339(now_ms)}};
+  return json::array({c}).dump();
+}
+
+class Ladder {
+ public:
+  explicit Ladder(const DecideInput& in) : in_(in), job_(*in.job), opt_(in.options) {}
+
+  Plan Run();
+
+ private:
+  bool Reachable(const std::string& cluster) const {
+    auto f = in_.clusters.find(cluster);
+    auto o = in_.observed.find(cluster);
+    return f != in_.clusters.end() && f->second.ready && o != in_.observed.end() && o->second.synced;
+  }
+  const ClusterObservation* Observed(const std::string& cluster) const {
+    auto o = in_.observed.find(cluster);
+    return o == in_.observed.end() ? nullptr : &o->second;
+  }
+  inventory::KueueApiVersion VersionOf(const std::string& cluster) const {
+    auto f = in_.clusters.find(cluster);
+    return f == in_.clusters.end() ? inventory::KueueApiVersion::kV1beta2 : f->second.config.kueue_api_version;
+  }
+  const ObservedWorkload* WorkloadIn(const std::string& cluster) const {
+    const ClusterObservation* o = Observed(cluster);
+    if (!o) return nullptr;
+    for (const ObservedWorkload& w : o->workloads) {
+      if (w.epoch == job_.epoch) return &w;
+    }
+    return nullptr;
+  }
+  const ObservedJob* JobIn(const std::string& cluster) const {
+    const ClusterObservation* o = Observed(cluster);
+    if (!o) return nullptr;
+    for (const ObservedJob& j : o->jobs) {
+      if (j.epoch == job_.epoch) return &j;
+    }
+    return nullptr;
+  }
+  Action DeleteWorkload(const std::string& cluster, const ObservedWorkload& w) const {
+    Action a;
+    a.verb = Verb::kDelete;
+    a.cluster = cluster;
+    a.kind = kWorkload;
+    a.ns = w.ns;
+    a.name = w.name;
+    a.epoch = w.epoch;
+    a.path = WorkloadPath(VersionOf(cluster), w.ns, w.name);
+    a.precondition_uid = w.k8s_uid;
+    return a;
+  }
+  Action DeleteJob(const std::string& cluster, const ObservedJob& j) const {
+    Action a;
+    a.verb = Verb::kDelete;
+    a.cluster = cluster;
+    a.kind = kJob;
+    a.ns = j.ns;
+    a.name = j.name;
+    a.epoch = j.epoch;
+    a.path = j.kind == "JobSet" ? fmt::format("/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets/{}", j.ns, j.name)
+                                : fmt::format("/apis/batch/v1/namespaces/{}/jobs/{}", j.ns, j.name);
+    a.precondition_uid = j.k8s_uid;
+    return a;
+  }
+  // Deletes everything the job has in every reachable cluster.
+  void WithdrawObserved(Plan& plan) const {
+    for (const auto& [cluster, o] : in_.observed) {
+      if (!Reachable(cluster)) continue;
+      for (const ObservedWorkload& w : o.workloads) plan.actions.push_back(DeleteWorkload(cluster, w));
+      for (const ObservedJob& j : o.jobs) plan.actions.push_back(DeleteJob(cluster, j));
+    }
+  }
+  // Marks every present intent absent (in u), except those kept.
+  void MarkAllAbsent(DispatchUpdate& u, const std::set<std::pair<std::string, std::string>>& keep = {}) const {
+    for (RemoteIntent i : in_.intents) {
+      if (!i.present || keep.count({i.cluster, i.kind})) continue;
+      i.present = false;
+      u.upsert_intents.push_back(std::move(i));
+    }
+  }
+  // Intents to drop: absent ones whose cluster confirms the object gone, and
+  // any in a cluster no longer in the inventory (nothing can reach it).
+  std::vector<std::pair<std::string, std::string>> ConfirmedGone() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const RemoteIntent& i : in_.intents) {
+      if (i.present) continue;
+      if (!in_.clusters.count(i.cluster)) {
+        out.emplace_back(i.cluster, i.kind);
+        continue;
+      }
+      if (!Reachable(i.cluster)) continue;
+      const ClusterObservation* o = Observed(i.cluster);
+      bool seen = i.kind == kWorkload ? !o->workloads.empty() : !o->jobs.empty();
+      if (!seen) out.emplace_back(i.cluster, i.kind);
+    }
+    return out;
+  }
+  std::vector<std::string> UnreachableWithIntents() const {
+    std::vector<std::string> out;
+    for (const RemoteIntent& i : in_.intents) {
+      if (in_.clusters.count(i.cluster) && !Reachable(i.cluster) &&
+          std::find(out.begin(), out.end(), i.cluster) == out.end()) {
+        out.push_back(i.cluster);
+      }
+    }
+    return out;
+  }
+
+  bool Fence(Plan& plan) const;
+  void Sweep(Plan& plan, Plan& deletes) const;
+  Plan Cleanup(const char* step) const;
+  Plan Cancel() const;
+  Plan Nominate() const;
+  std::optional<Plan> Lease() const;
+  std::optional<Plan> Timeout() const;
+  std::optional<Plan> Widen() const;
+  Plan Copies() const;
+  Plan Owned() const;
+  void OwnerReturned(Plan& plan) const;
+  Plan Requeue(const std::string& step, const std::string& reason, const std::string& message) const;
+  Plan Finish(const std::string& step, JobPhase phase, const std::string& reason, const std::string& message) const;
+
+  const DecideInput& in_;
+  const JobRecord& job_;
+  const DecideOptions& opt_;
+};
+
+}  // namespace gantry::dispatch::ladder

@@ -142,8 +142,24 @@ std::optional<Entry> ToEntry(Resource r, const json& o) {
   return Entry{j->job_uid, std::move(rv), std::move(*j)};
 }
 
+// Whether a new version of an object changes anything Decide() acts on.
+// Status churn that does not (a condition's message, a counter the worker
+// bumps) updates the cache without waking the job: under load most watch
+// events are such, and each wake-up is a whole pass.
+bool SameForDecisions(const Entry& a, const Entry& b) {
+  if (a.job_uid != b.job_uid || a.object.index() != b.object.index()) return false;
+  if (const auto* wa = std::get_if<ObservedWorkload>(&a.object)) {
+    const auto& wb = std::get<ObservedWorkload>(b.object);
+    return wa->k8s_uid == wb.k8s_uid && wa->epoch == wb.epoch && wa->admitted == wb.admitted &&
+           wa->quota_reserved == wb.quota_reserved && wa->evicted == wb.evicted && wa->finished == wb.finished;
+  }
+  const auto& ja = std::get<ObservedJob>(a.object);
+  const auto& jb = std::get<ObservedJob>(b.object);
+  return ja.k8s_uid == jb.k8s_uid && ja.epoch == jb.epoch && ja.state == jb.state && ja.summary == jb.summary;
+}
+
 // One resource's objects in one cluster, by job uid and by ns/name. Every
-// mutation adds the job uids it touched to *changed.
+// mutation that matters to a decision adds the job uids it touched to *changed.
 class ResourceCache {
  public:
   bool listed = false;
@@ -153,6 +169,10 @@ class ResourceCache {
     if (it != uid_of_.end()) {
       auto old = by_uid_.find({it->second, key});
       if (it->second == e.job_uid && old->second.resource_version == e.resource_version) return;
+      if (SameForDecisions(old->second, e)) {
+        old->second = std::move(e);  // newer message or reason, same decision
+        return;
+      }
       changed->insert(it->second);
       by_uid_.erase(old);
     }

@@ -60,20 +60,16 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   auto job = AuthorizedJob(req, respond);
   if (!job) return;
   const std::string& ns = job->ns;
-  auto spec_json = nlohmann::json::parse(job->spec_json, nullptr, false);
-  auto labels = nlohmann::json::parse(job->labels_json, nullptr, false);
-  std::map<std::string, std::string> label_map;
-  if (labels.is_object()) label_map = labels.get<std::map<std::string, std::string>>();
-  auto spec = SpecFromJson(spec_json, job->name, job->ns, label_map);
-  if (auto* err = std::get_if<DocumentError>(&spec)) {
-    spdlog::error("job {}/{}: stored spec unreadable: {}", ns, job->name, err->message);
+  auto spec = SpecOfRecord(*job);
+  if (!spec.ok()) {
+    spdlog::error("job {}/{}: stored spec unreadable: {}", ns, job->name, spec.status().message());
     respond(K8sStatus(500, "InternalError", "the stored job cannot be read; see the gantry log"));
     return;
   }
   int64_t now = clock_.NowMillis();
   std::vector<placement::ClusterSnapshot> fleet;
   if (fleet_) fleet = fleet_->Snapshot(now);
-  placement::Decision decision = placement::Place(DemandFromSpec(std::get<JobSpec>(spec)), fleet);
+  placement::Decision decision = placement::Place(DemandFromSpec(*spec), fleet);
   nlohmann::json body = placement::DecisionToJson(decision);
   body["apiVersion"] = "gantry.dev/v1";
   body["kind"] = "PlacementDecision";

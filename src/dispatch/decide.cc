@@ -13,7 +13,6 @@
 namespace gantry::dispatch {
 namespace ladder {
 
-
 // Step 1: an object of an older epoch, a job while nobody holds the lease,
 // or a job outside the owner is deleted on sight. Never the owner's current one.
 bool Ladder::Fence(Plan& plan) const {
@@ -44,36 +43,18 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
     return std::any_of(plan.write->upsert_intents.begin(), plan.write->upsert_intents.end(),
                        [&](const RemoteIntent& i) { return i.cluster == cluster && i.kind == kind; });
   };
-  auto queued = [&](const Action& a) {
-    return std::any_of(deletes.actions.begin(), deletes.actions.end(), [&](const Action& d) {
-      return d.cluster == a.cluster && d.kind == a.kind && d.name == a.name;
-    });
-  };
-  std::vector<std::pair<std::string, std::string>> drops;
+  // Duplicates of the fencing deletes are removed by Run().
   for (const RemoteIntent& i : in_.intents) {
-    if (i.present || touched(i.cluster, i.kind)) continue;
-    if (!in_.clusters.count(i.cluster)) {
-      drops.emplace_back(i.cluster, i.kind);
-      continue;
-    }
-    if (!Reachable(i.cluster)) continue;
+    if (i.present || touched(i.cluster, i.kind) || !Reachable(i.cluster)) continue;
     const ClusterObservation* o = Observed(i.cluster);
-    bool seen = false;
     if (i.kind == kWorkload) {
-      for (const ObservedWorkload& w : o->workloads) {
-        seen = true;
-        Action a = DeleteWorkload(i.cluster, w);
-        if (!queued(a)) deletes.actions.push_back(std::move(a));
-      }
+      for (const ObservedWorkload& w : o->workloads) deletes.actions.push_back(DeleteWorkload(i.cluster, w));
     } else {
-      for (const ObservedJob& j : o->jobs) {
-        seen = true;
-        Action a = DeleteJob(i.cluster, j);
-        if (!queued(a)) deletes.actions.push_back(std::move(a));
-      }
+      for (const ObservedJob& j : o->jobs) deletes.actions.push_back(DeleteJob(i.cluster, j));
     }
-    if (!seen) drops.emplace_back(i.cluster, i.kind);
   }
+  std::vector<std::pair<std::string, std::string>> drops = ConfirmedGone();
+  std::erase_if(drops, [&](const auto& d) { return touched(d.first, d.second); });
   if (drops.empty()) return;
   if (!plan.write) plan.write = Guarded(job_);
   for (auto& d : drops) plan.write->drop_intents.push_back(std::move(d));
@@ -123,26 +104,23 @@ Plan Ladder::Cleanup(const char* step) const {
   WithdrawObserved(plan);
   DispatchUpdate u = Guarded(job_);
   MarkAllAbsent(u);
+  // Only rows already absent can be confirmed gone, so none of these is
+  // among the rows this write marks absent.
   u.drop_intents = ConfirmedGone();
-  // A row marked absent in this write is confirmed only by a later look.
-  for (auto it = u.drop_intents.begin(); it != u.drop_intents.end();) {
-    bool remarked = std::any_of(u.upsert_intents.begin(), u.upsert_intents.end(), [&](const RemoteIntent& i) {
-      return i.cluster == it->first && i.kind == it->second;
-    });
-    it = remarked ? u.drop_intents.erase(it) : it + 1;
-  }
   if (!u.upsert_intents.empty() || !u.drop_intents.empty()) plan.write = std::move(u);
-  size_t remaining = in_.intents.size() - (plan.write ? plan.write->drop_intents.size() : 0);
-  if (remaining > 0 || !plan.actions.empty()) plan.requeue_ms = opt_.retry_ms;
+  if (RemoteLeft(plan)) plan.requeue_ms = opt_.retry_ms;
   return plan;
+}
+
+bool Ladder::RemoteLeft(const Plan& cleanup) const {
+  size_t dropped = cleanup.write ? cleanup.write->drop_intents.size() : 0;
+  return in_.intents.size() > dropped || !cleanup.actions.empty();
 }
 
 // Step 3.
 Plan Ladder::Cancel() const {
   Plan plan = Cleanup("cancel");
-  size_t remaining = in_.intents.size() - (plan.write ? plan.write->drop_intents.size() : 0);
-  bool remote_left = remaining > 0 || !plan.actions.empty();
-  if (remote_left) {
+  if (RemoteLeft(plan)) {
     std::vector<std::string> waiting = UnreachableWithIntents();
     if (!waiting.empty()) {
       std::string msg = fmt::format("waiting for cluster(s) {} to confirm deletion", fmt::join(waiting, ", "));
@@ -211,16 +189,9 @@ Plan Ladder::Nominate() const {
   MarkAllAbsent(u);
   for (const std::string& c : d.candidates) {
     Action a = CreateWorkloadAction(in_, c, epoch);
-    RemoteIntent i;
-    i.cluster = c;
-    i.kind = kWorkload;
-    i.ns = a.ns;
-    i.name = a.name;
-    i.epoch = epoch;
-    i.present = true;
     // Replaces an absent row of an older epoch for the same cluster.
     std::erase_if(u.upsert_intents, [&](const RemoteIntent& r) { return r.cluster == c && r.kind == kWorkload; });
-    u.upsert_intents.push_back(std::move(i));
+    u.upsert_intents.push_back(IntentFor(a));
     plan.actions.push_back(std::move(a));
   }
   u.events.push_back(Event("Nominated", fmt::format("epoch {}: Workload copies to {}", epoch,
@@ -252,13 +223,7 @@ std::optional<Plan> Ladder::Lease() const {
   u.message = fmt::format("admitted by {} at epoch {}", winner, job_.epoch);
   MarkAllAbsent(u, {{winner, kWorkload}});
   Action create = CreateJobAction(in_, winner, job_.epoch);
-  RemoteIntent ji;
-  ji.cluster = winner;
-  ji.kind = kJob;
-  ji.ns = create.ns;
-  ji.name = create.name;
-  ji.epoch = job_.epoch;
-  u.upsert_intents.push_back(ji);
+  u.upsert_intents.push_back(IntentFor(create));
   u.events.push_back(Event("LeaseTaken", fmt::format("{} admitted the whole job first; epoch {}", winner, job_.epoch),
                            winner));
   // Withdraw the other copies first, then create the real job.
@@ -319,13 +284,7 @@ std::optional<Plan> Ladder::Widen() const {
   DispatchUpdate u = Guarded(job_);
   for (const std::string& c : add) {
     Action a = CreateWorkloadAction(in_, c, job_.epoch);
-    RemoteIntent i;
-    i.cluster = c;
-    i.kind = kWorkload;
-    i.ns = a.ns;
-    i.name = a.name;
-    i.epoch = job_.epoch;
-    u.upsert_intents.push_back(std::move(i));
+    u.upsert_intents.push_back(IntentFor(a));
     plan.actions.push_back(std::move(a));
   }
   u.events.push_back(Event("Widened", fmt::format("Incremental round: Workload copies added to {}", fmt::join(add, ", "))));
@@ -405,6 +364,36 @@ Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_
   auto path = JobPath(in.spec->template_object, a.ns);
   a.path = path.ok() ? *path : "";
   a.body = BuildRemoteJob(p);
+  return a;
+}
+
+Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersion version,
+                            const ObservedWorkload& w) {
+  Action a;
+  a.verb = Verb::kDelete;
+  a.cluster = cluster;
+  a.kind = kWorkload;
+  a.ns = w.ns;
+  a.name = w.name;
+  a.epoch = w.epoch;
+  a.path = WorkloadPath(version, w.ns, w.name);
+  a.precondition_uid = w.k8s_uid;
+  return a;
+}
+
+Action DeleteJobAction(const std::string& cluster, const ObservedJob& j) {
+  Action a;
+  a.verb = Verb::kDelete;
+  a.cluster = cluster;
+  a.kind = kJob;
+  a.ns = j.ns;
+  a.name = j.name;
+  a.epoch = j.epoch;
+  // The observer watches these two kinds; their paths come from the same place as the creates'.
+  nlohmann::json kind = {{"apiVersion", j.kind == "JobSet" ? "jobset.x-k8s.io/v1alpha2" : "batch/v1"}, {"kind", j.kind}};
+  auto path = JobPath(kind, j.ns, j.name);
+  a.path = path.ok() ? *path : "";
+  a.precondition_uid = j.k8s_uid;
   return a;
 }
 

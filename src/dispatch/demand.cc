@@ -1,6 +1,22 @@
 #include "gantry/dispatch/demand.h"
 
+#include <variant>
+
 namespace gantry {
+
+Result<JobSpec> SpecOfRecord(const JobRecord& job) {
+  nlohmann::json spec_json = nlohmann::json::parse(job.spec_json, nullptr, false);
+  nlohmann::json labels = nlohmann::json::parse(job.labels_json, nullptr, false);
+  std::map<std::string, std::string> label_map;
+  if (labels.is_object()) {
+    for (const auto& [k, v] : labels.items()) {
+      if (v.is_string()) label_map[k] = v.get<std::string>();
+    }
+  }
+  auto spec = SpecFromJson(spec_json, job.name, job.ns, label_map);
+  if (auto* err = std::get_if<DocumentError>(&spec)) return Status::Corruption(err->message);
+  return std::move(std::get<JobSpec>(spec));
+}
 
 placement::JobDemand DemandFromSpec(const JobSpec& spec) {
   placement::JobDemand demand;

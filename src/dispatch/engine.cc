@@ -2,7 +2,6 @@
 
 #include <future>
 #include <set>
-#include <variant>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -22,20 +21,6 @@ Result<JobRecord> ApplySync(JobStore& store, DispatchUpdate update) {
   return done.get_future().get();
 }
 
-Result<JobSpec> ReadSpec(const JobRecord& job) {
-  json spec_json = json::parse(job.spec_json, nullptr, false);
-  json labels = json::parse(job.labels_json, nullptr, false);
-  std::map<std::string, std::string> label_map;
-  if (labels.is_object()) {
-    for (const auto& [k, v] : labels.items()) {
-      if (v.is_string()) label_map[k] = v.get<std::string>();
-    }
-  }
-  auto spec = SpecFromJson(spec_json, job.name, job.ns, label_map);
-  if (auto* err = std::get_if<DocumentError>(&spec)) return Status::Corruption(err->message);
-  return std::move(std::get<JobSpec>(spec));
-}
-
 std::string Label(const json& object, const char* key) {
   const json* labels = nullptr;
   if (object.contains("metadata") && object["metadata"].contains("labels")) labels = &object["metadata"]["labels"];
@@ -45,15 +30,9 @@ std::string Label(const json& object, const char* key) {
 
 }  // namespace
 
-struct Engine::Counters {
-  std::atomic<int64_t> passes{0}, nominations{0}, leases{0}, lease_conflicts{0}, requeues{0},
-      remote_creates{0}, remote_deletes{0}, remote_errors{0}, orphans_deleted{0};
-};
-
 Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options,
                EngineMetrics* metrics)
-    : store_(store), fleet_(fleet), clock_(clock), options_(std::move(options)), metrics_(metrics),
-      counters_(std::make_unique<Counters>()) {
+    : store_(store), fleet_(fleet), clock_(clock), options_(std::move(options)), metrics_(metrics) {
   options_.observer.origin = options_.decide.origin;
   observer_ = std::make_unique<ClusterObserver>(options_.observer, [this](const std::string& uid) {
     if (reconciler_) reconciler_->WakeUrgent(uid);
@@ -95,27 +74,9 @@ void Engine::InventoryChanged() {
     std::lock_guard lock(fleet_mu_);
     fleet_read_ms_ = -1;
   }
-  for (JobPhase phase : {JobPhase::kQueued, JobPhase::kNominating, JobPhase::kAdmitted, JobPhase::kRunning,
-                         JobPhase::kCancelling}) {
-    auto uids = store_.UidsInPhase(phase, 1'000'000);
-    if (uids.ok()) {
-      for (const std::string& uid : *uids) reconciler_->Wake(uid);
-    }
+  if (auto woken = reconciler_->WakeUnfinished(); !woken.ok()) {
+    spdlog::warn("dispatch: after the inventory reload: {}", woken.status().ToString());
   }
-}
-
-EngineStats Engine::stats() const {
-  EngineStats s;
-  s.passes = counters_->passes;
-  s.nominations = counters_->nominations;
-  s.leases = counters_->leases;
-  s.lease_conflicts = counters_->lease_conflicts;
-  s.requeues = counters_->requeues;
-  s.remote_creates = counters_->remote_creates;
-  s.remote_deletes = counters_->remote_deletes;
-  s.remote_errors = counters_->remote_errors;
-  s.orphans_deleted = counters_->orphans_deleted;
-  return s;
 }
 
 void Engine::SetObservedClusters() {
@@ -166,14 +127,13 @@ std::shared_ptr<kube::ClientPool> Engine::PoolFor(const std::string& cluster) {
 }
 
 int64_t Engine::Pass(const std::string& uid) {
-  ++counters_->passes;
   auto job = store_.GetByUid(uid);
   if (!job.ok()) {
     if (job.status().code() == Code::kNotFound) return -1;  // purged; the collector takes what is left
     spdlog::warn("dispatch: reading job {}: {}", uid, job.status().ToString());
     return options_.decide.retry_ms;
   }
-  auto spec = ReadSpec(*job);
+  auto spec = SpecOfRecord(*job);
   if (!spec.ok()) {
     spdlog::error("dispatch: job {}/{} uid={}: stored spec unreadable: {}", job->ns, job->name, uid,
                   spec.status().ToString());
@@ -209,7 +169,6 @@ int64_t Engine::Pass(const std::string& uid) {
     auto written = ApplySync(store_, std::move(*plan.write));
     if (!written.ok()) {
       if (written.status().code() == Code::kConflict) {
-        ++counters_->lease_conflicts;
         if (metrics_) metrics_->WriteConflict();
         return 0;  // the job moved meanwhile: decide again from what is stored now
       }
@@ -218,9 +177,6 @@ int64_t Engine::Pass(const std::string& uid) {
       return options_.decide.retry_ms;
     }
     if (to && *to != job->phase) {
-      if (*to == JobPhase::kNominating) ++counters_->nominations;
-      if (*to == JobPhase::kAdmitted) ++counters_->leases;
-      if (*to == JobPhase::kQueued) ++counters_->requeues;
       if (metrics_) {
         metrics_->Transition(job->phase, *to, plan.step);
         if (*to == JobPhase::kAdmitted) metrics_->Admitted(static_cast<double>(now - job->created_ms) / 1000.0);
@@ -283,30 +239,25 @@ bool Engine::Execute(const JobRecord& job, const Action& action, std::string* ta
   if (!pool) return false;
   auto lease = pool->Acquire();
   if (!lease.ok()) {
-    ++counters_->remote_errors;
     return false;
   }
   kube::KubeClient& client = **lease;
   if (action.verb == Verb::kDelete) {
-    ++counters_->remote_deletes;
     kube::DeleteOptions opts;
     opts.propagation_policy = "Background";
     opts.precondition_uid = action.precondition_uid;
     auto reply = client.Delete(action.path, opts);
     if (metrics_) metrics_->RemoteCall(action.cluster, "delete", reply.ok() ? reply->status : 0);
     if (!reply.ok()) {
-      ++counters_->remote_errors;
       spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, reply.status().ToString());
       return false;
     }
     // Gone already, or a newer incarnation (precondition failed): fine either way.
     if (reply->ok() || reply->status == 404 || reply->status == 409) return true;
-    ++counters_->remote_errors;
     spdlog::warn("dispatch: delete {} in {}: HTTP {} {}", action.path, action.cluster, reply->status,
                  reply->error ? reply->error->message : "");
     return false;
   }
-  ++counters_->remote_creates;
   if (action.path.empty()) {
     *taken_message = fmt::format("cannot create the job in {}: the template's kind has no REST path", action.cluster);
     return false;
@@ -314,7 +265,6 @@ bool Engine::Execute(const JobRecord& job, const Action& action, std::string* ta
   auto reply = client.Create(action.path, action.body);
   if (metrics_) metrics_->RemoteCall(action.cluster, "create", reply.ok() ? reply->status : 0);
   if (!reply.ok()) {
-    ++counters_->remote_errors;
     spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,
                   reply.status().ToString());
     return false;
@@ -333,7 +283,6 @@ bool Engine::Execute(const JobRecord& job, const Action& action, std::string* ta
                                  action.kind, action.ns, action.name, action.cluster);
     return false;
   }
-  ++counters_->remote_errors;
   spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
                reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
   if (reply->status == 422 || reply->status == 400 || reply->status == 404) {
@@ -351,6 +300,11 @@ void Engine::RunGc() {
     gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.gc_interval_ms));
     if (stopping_) return;
     lock.unlock();
+    const std::map<std::string, ClusterFacts> facts = Facts(clock_.NowMillis());
+    auto version = [&facts](const std::string& cluster) {
+      auto f = facts.find(cluster);
+      return f == facts.end() ? inventory::KueueApiVersion::kV1beta2 : f->second.config.kueue_api_version;
+    };
     for (const std::string& uid : observer_->AllJobUids()) {
       auto job = store_.GetByUid(uid);
       if (job.ok() || job.status().code() != Code::kNotFound) continue;
@@ -358,23 +312,15 @@ void Engine::RunGc() {
         if (!o.synced) continue;
         JobRecord ghost;
         ghost.uid = uid;
-        for (const ObservedWorkload& w : o.workloads) {
-          Action a{Verb::kDelete, cluster, "Workload", w.ns, w.name, w.epoch, "", {}, w.k8s_uid};
-          auto facts = Facts(clock_.NowMillis());
-          auto f = facts.find(cluster);
-          a.path = WorkloadPath(f == facts.end() ? inventory::KueueApiVersion::kV1beta2 : f->second.config.kueue_api_version,
-                                w.ns, w.name);
+        std::vector<Action> deletes;
+        for (const ObservedWorkload& w : o.workloads) deletes.push_back(DeleteWorkloadAction(cluster, version(cluster), w));
+        for (const ObservedJob& j : o.jobs) deletes.push_back(DeleteJobAction(cluster, j));
+        int deleted = 0;
+        for (const Action& a : deletes) {
           std::string ignored;
-          if (Execute(ghost, a, &ignored)) ++counters_->orphans_deleted;
+          deleted += Execute(ghost, a, &ignored);
         }
-        for (const ObservedJob& j : o.jobs) {
-          Action a{Verb::kDelete, cluster, "Job", j.ns, j.name, j.epoch, "", {}, j.k8s_uid};
-          a.path = j.kind == "JobSet" ? fmt::format("/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets/{}", j.ns, j.name)
-                                      : fmt::format("/apis/batch/v1/namespaces/{}/jobs/{}", j.ns, j.name);
-          std::string ignored;
-          if (Execute(ghost, a, &ignored)) ++counters_->orphans_deleted;
-        }
-        spdlog::info("dispatch: deleted objects of unknown job uid {} in {}", uid, cluster);
+        if (deleted > 0) spdlog::info("dispatch: deleted {} object(s) of unknown job uid {} in {}", deleted, uid, cluster);
       }
     }
     lock.lock();

@@ -42,6 +42,18 @@ inline DispatchUpdate Guarded(const JobRecord& job) {
   return u;
 }
 
+// The recorded intent for a create action: present at the action's epoch.
+inline RemoteIntent IntentFor(const Action& create) {
+  RemoteIntent i;
+  i.cluster = create.cluster;
+  i.kind = create.kind;
+  i.ns = create.ns;
+  i.name = create.name;
+  i.epoch = create.epoch;
+  i.present = true;
+  return i;
+}
+
 inline std::string Conditions(const std::string& type, const std::string& reason, const std::string& message,
                        int64_t now_ms) {
   json c = {{"type", type}, {"status", "True"}, {"reason", reason}, {"message", message},
@@ -86,30 +98,9 @@ class Ladder {
     return nullptr;
   }
   Action DeleteWorkload(const std::string& cluster, const ObservedWorkload& w) const {
-    Action a;
-    a.verb = Verb::kDelete;
-    a.cluster = cluster;
-    a.kind = kWorkload;
-    a.ns = w.ns;
-    a.name = w.name;
-    a.epoch = w.epoch;
-    a.path = WorkloadPath(VersionOf(cluster), w.ns, w.name);
-    a.precondition_uid = w.k8s_uid;
-    return a;
+    return DeleteWorkloadAction(cluster, VersionOf(cluster), w);
   }
-  Action DeleteJob(const std::string& cluster, const ObservedJob& j) const {
-    Action a;
-    a.verb = Verb::kDelete;
-    a.cluster = cluster;
-    a.kind = kJob;
-    a.ns = j.ns;
-    a.name = j.name;
-    a.epoch = j.epoch;
-    a.path = j.kind == "JobSet" ? fmt::format("/apis/jobset.x-k8s.io/v1alpha2/namespaces/{}/jobsets/{}", j.ns, j.name)
-                                : fmt::format("/apis/batch/v1/namespaces/{}/jobs/{}", j.ns, j.name);
-    a.precondition_uid = j.k8s_uid;
-    return a;
-  }
+  Action DeleteJob(const std::string& cluster, const ObservedJob& j) const { return DeleteJobAction(cluster, j); }
   // Deletes everything the job has in every reachable cluster.
   void WithdrawObserved(Plan& plan) const {
     for (const auto& [cluster, o] : in_.observed) {
@@ -153,6 +144,10 @@ class Ladder {
     }
     return out;
   }
+
+  // Whether a Cleanup() plan leaves anything remote: rows it does not drop,
+  // or deletes still to run.
+  bool RemoteLeft(const Plan& cleanup) const;
 
   bool Fence(Plan& plan) const;
   void Sweep(Plan& plan, Plan& deletes) const;

@@ -8,9 +8,9 @@
 namespace gantry {
 namespace {
 
-// Jobs read per phase at start-up. A larger backlog is still found: each
-// reconciled job that stays unfinished is requeued by its own pass.
-constexpr int kStartupScanLimit = 100'000;
+// Jobs read per phase at start-up and on WakeUnfinished (the store's own
+// scan limit; uids only, about 40 MB at the most).
+constexpr int kStartupScanLimit = 1'000'000;
 // How long the worker sleeps at most when nothing is due: bounds the delay
 // of a WakeAfter whose due time the fake clock jumped over.
 constexpr auto kIdlePoll = std::chrono::milliseconds(500);
@@ -22,7 +22,7 @@ Reconciler::Reconciler(JobStore& store, const Clock& clock, PassFn pass, int wor
 
 Reconciler::~Reconciler() { Stop(); }
 
-Status Reconciler::Start() {
+Result<size_t> Reconciler::WakeUnfinished() {
   size_t found = 0;
   for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning,
                          JobPhase::kNominating, JobPhase::kQueued}) {
@@ -31,12 +31,18 @@ Status Reconciler::Start() {
     for (const std::string& uid : *uids) Wake(uid);
     found += uids->size();
   }
+  return found;
+}
+
+Status Reconciler::Start() {
+  auto found = WakeUnfinished();
+  if (!found.ok()) return found.status();
   auto with_intents = store_.UidsWithIntents(kStartupScanLimit);
   if (!with_intents.ok()) return with_intents.status();
   for (const std::string& uid : *with_intents) Wake(uid);
-  if (found + with_intents->size() > 0) {
+  if (*found + with_intents->size() > 0) {
     spdlog::info("reconciler: {} unfinished job(s) and {} with remote objects to converge from before the restart",
-                 found, with_intents->size());
+                 *found, with_intents->size());
   }
   for (int i = 0; i < worker_count_; ++i) workers_.emplace_back([this] { Run(); });
   return Status::Ok();

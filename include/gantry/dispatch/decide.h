@@ -46,7 +46,7 @@ namespace gantry::dispatch {
 
 // What the engine knows of one cluster of the inventory.
 struct ClusterFacts {
-  bool ready = false;           // health Ready and the observer has synced it
+  bool ready = false;           // health Ready (Decide also requires the observer to have synced it)
   int64_t lost_for_ms = 0;      // length of the current outage (0 = none)
   inventory::ClusterConfig config;
 };
@@ -98,5 +98,10 @@ Plan Decide(const DecideInput& in);
 // "already exists" check and for tests.
 Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, int64_t epoch);
 Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_t epoch);
+// Deleting an observed object (this incarnation only); also the garbage
+// collector's actions.
+Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersion version,
+                            const ObservedWorkload& w);
+Action DeleteJobAction(const std::string& cluster, const ObservedJob& j);
 
 }  // namespace gantry::dispatch

@@ -51,19 +51,6 @@ struct EngineOptions {
   int64_t health_poll_ms = 500;
 };
 
-// Counters since start, for /metrics and the benchmark.
-struct EngineStats {
-  int64_t passes = 0;
-  int64_t nominations = 0;
-  int64_t leases = 0;
-  int64_t lease_conflicts = 0;   // a guarded write lost to a concurrent change
-  int64_t requeues = 0;
-  int64_t remote_creates = 0;
-  int64_t remote_deletes = 0;
-  int64_t remote_errors = 0;
-  int64_t orphans_deleted = 0;
-};
-
 class Engine {
  public:
   // metrics may be null.
@@ -80,10 +67,8 @@ class Engine {
   void InventoryChanged();
 
   JobWaker& waker() { return *reconciler_; }
-  EngineStats stats() const;
 
  private:
-  struct Counters;
   int64_t Pass(const std::string& uid);
   // Runs one action; false when it failed and the job should be looked at again soon.
   bool Execute(const JobRecord& job, const Action& action, std::string* taken_message);
@@ -102,7 +87,6 @@ class Engine {
   const Clock& clock_;
   EngineOptions options_;
   EngineMetrics* metrics_;
-  std::unique_ptr<Counters> counters_;
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;
 

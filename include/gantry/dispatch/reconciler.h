@@ -47,6 +47,9 @@ class Reconciler final : public JobWaker {
   // Finishes the job in hand, then stops; queued keys are dropped (they are
   // found again by the next start's scan).
   void Stop();
+  // Wakes every job in a non-final phase (start-up, inventory reload).
+  // Returns how many.
+  Result<size_t> WakeUnfinished();
 
   void Wake(const std::string& job_uid) override { Enqueue(job_uid, false); }
   // Ahead of every plain Wake: for jobs already in flight (a watch event, a

@@ -156,19 +156,28 @@ Result<std::map<JobPhase, int64_t>> SqliteStore::CountByPhase() {
   }
 }
 
+namespace {
+
+// The first column of every row: the uid scans.
+Result<std::vector<std::string>> ReadUids(Statement& stmt) {
+  std::vector<std::string> uids;
+  while (true) {
+    Result<bool> row = stmt.Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return uids;
+    uids.push_back(stmt.Text(0));
+  }
+}
+
+}  // namespace
+
 Result<std::vector<std::string>> SqliteStore::UidsInPhase(JobPhase phase, int limit) {
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt =
       reader_->Prepare("SELECT uid FROM jobs WHERE phase = ?1 ORDER BY seq LIMIT ?2");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, JobPhaseName(phase)).Bind(2, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
-  std::vector<std::string> uids;
-  while (true) {
-    Result<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return uids;
-    uids.push_back(stmt->Text(0));
-  }
+  return ReadUids(*stmt);
 }
 
 Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
@@ -202,13 +211,7 @@ Result<std::vector<std::string>> SqliteStore::UidsWithIntents(int limit) {
       reader_->Prepare("SELECT DISTINCT job_uid FROM remote_intents LIMIT ?1");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
-  std::vector<std::string> uids;
-  while (true) {
-    Result<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return uids;
-    uids.push_back(stmt->Text(0));
-  }
+  return ReadUids(*stmt);
 }
 
 Result<std::vector<std::string>> SqliteStore::UidsWithIntentsIn(const std::string& cluster, int limit) {
@@ -217,13 +220,7 @@ Result<std::vector<std::string>> SqliteStore::UidsWithIntentsIn(const std::strin
       "SELECT DISTINCT job_uid FROM remote_intents WHERE cluster = ?1 LIMIT ?2");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, cluster).Bind(2, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
-  std::vector<std::string> uids;
-  while (true) {
-    Result<bool> row = stmt->Step();
-    if (!row.ok()) return row.status();
-    if (!*row) return uids;
-    uids.push_back(stmt->Text(0));
-  }
+  return ReadUids(*stmt);
 }
 
 }  // namespace gantry

@@ -2,24 +2,12 @@
 // through.
 #include <catch2/catch.hpp>
 
-#include <future>
-
 #include "gantry/store/sqlite_store.h"
 #include "store_test_util.h"
 #include "test_support.h"
 
 namespace gantry::testing {
 namespace {
-
-Result<JobRecord> ApplySync(SqliteStore& store, DispatchUpdate u) {
-  std::promise<Result<JobRecord>> done;
-  store.ApplyDispatch(std::move(u), [&](Result<JobRecord> r) { done.set_value(std::move(r)); });
-  auto f = done.get_future();
-  if (f.wait_for(std::chrono::seconds(10)) != std::future_status::ready) {
-    return Status::Deadline("ApplyDispatch callback did not arrive");
-  }
-  return f.get();
-}
 
 RemoteIntent Intent(const std::string& cluster, const std::string& kind, int64_t epoch, bool present) {
   RemoteIntent i;

@@ -72,6 +72,10 @@ Result<JobRecord> TransitionSync(SqliteStore& store, const std::string& uid, Job
   });
 }
 
+Result<JobRecord> ApplySync(SqliteStore& store, DispatchUpdate update) {
+  return Await<JobRecord>([&](StoreCallback<JobRecord> cb) { store.ApplyDispatch(std::move(update), cb); });
+}
+
 void ForcePhase(SqliteStore& store, const std::string& uid, JobPhase phase) {
   Result<JobRecord> job = store.GetByUid(uid);
   REQUIRE(job.ok());

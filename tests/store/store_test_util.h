@@ -25,6 +25,8 @@ Result<bool> PurgeSync(SqliteStore& store, const std::string& ns, const std::str
 Result<JobRecord> TransitionSync(SqliteStore& store, const std::string& uid, JobPhase from,
                                  JobPhase to, std::optional<JobEvent> event = std::nullopt);
 
+Result<JobRecord> ApplySync(SqliteStore& store, DispatchUpdate update);
+
 // Moves a job to phase via Transition from its current phase; REQUIREs success.
 void ForcePhase(SqliteStore& store, const std::string& uid, JobPhase phase);
 

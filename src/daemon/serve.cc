@@ -158,6 +158,7 @@ int RunServe(const ServeFlags& flags) {
   api_options.after_reload = [&engine] { engine.InventoryChanged(); };
   api::ApiService service(job_store, **auth, metrics, &engine.waker(), clock, api_options, &fleet);
   http::ServerOptions server_options;
+  server_options.thread_name = "api-http";
   // Already validated by ResolveConfig.
   (void)ParseListen(config.listen, &server_options.address, &server_options.port);
   server_options.body_limit = config.max_body_bytes;

@@ -23,6 +23,7 @@
 // for Workloads or Jobs keeps the cluster unsynced: Kueue missing or the wrong
 // version is a configuration error, not evidence of absence.
 #include "gantry/dispatch/observer.h"
+#include "gantry/common/thread_name.h"
 
 #include <algorithm>
 #include <array>
@@ -273,6 +274,7 @@ struct ClusterObserver::Impl {
     c->running = kResourceCount;
     for (int r = 0; r < kResourceCount; ++r) {
       c->threads.emplace_back([this, p = c.get(), r] {
+        SetThreadName("watch-" + p->config.name);
         Run(p, static_cast<Resource>(r));
         --p->running;
       });

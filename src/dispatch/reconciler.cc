@@ -1,4 +1,5 @@
 #include "gantry/dispatch/reconciler.h"
+#include "gantry/common/thread_name.h"
 
 #include <algorithm>
 #include <future>
@@ -44,7 +45,12 @@ Status Reconciler::Start() {
     spdlog::info("reconciler: {} unfinished job(s) and {} with remote objects to converge from before the restart",
                  *found, with_intents->size());
   }
-  for (int i = 0; i < worker_count_; ++i) workers_.emplace_back([this] { Run(); });
+  for (int i = 0; i < worker_count_; ++i) {
+    workers_.emplace_back([this] {
+      SetThreadName("dispatch");
+      Run();
+    });
+  }
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // The only translation unit (with client.cc) that includes Beast: see
 // message.h for why.
 #include "gantry/http/server.h"
+#include "gantry/common/thread_name.h"
 
 #include <atomic>
 #include <map>
@@ -156,7 +157,10 @@ Status Server::Impl::Start() {
   }
   port_ = acceptor_.local_endpoint().port();
   net::co_spawn(ioc_, Accept(), [](std::exception_ptr) {});
-  threads_.emplace_back([this] { ioc_.run(); });
+  threads_.emplace_back([this] {
+    SetThreadName(options_.thread_name);
+    ioc_.run();
+  });
   started_ = true;
   return Status::Ok();
 }

@@ -1,4 +1,5 @@
 #include "gantry/inventory/fleet.h"
+#include "gantry/common/thread_name.h"
 
 #include <spdlog/spdlog.h>
 
@@ -19,7 +20,10 @@ std::vector<ClusterFileError> Fleet::Start() {
     spdlog::error("inventory: reading persisted outages: {}", outages.status().ToString());
   }
   auto errors = Load();
-  for (int i = 0; i < std::max(1, options_.probe_workers); ++i) workers_.emplace_back([this] { Run(); });
+  for (int i = 0; i < std::max(1, options_.probe_workers); ++i) workers_.emplace_back([this] {
+    SetThreadName("probe");
+    Run();
+  });
   return errors;
 }
 

@@ -1,4 +1,5 @@
 #include "gantry/store/group_commit.h"
+#include "gantry/common/thread_name.h"
 
 #include <spdlog/spdlog.h>
 
@@ -35,7 +36,10 @@ Status RunCached(SqliteConnection& conn, const char* sql) {
 GroupCommitter::GroupCommitter(std::unique_ptr<SqliteConnection> conn, GroupCommitOptions options)
     : conn_(std::move(conn)), options_(std::move(options)) {
   if (options_.max_batch < 1) options_.max_batch = 1;
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    SetThreadName("store-writer");
+    Run();
+  });
 }
 
 GroupCommitter::~GroupCommitter() { Shutdown(); }

@@ -61,6 +61,8 @@ struct ServerOptions {
   std::size_t max_connections = 10'000;
   // Sent as the Server header.
   std::string server_name = "gantry";
+  // The io thread's name, as `top -H` shows it (at most 15 characters).
+  std::string thread_name = "http";
   // Builds the body of errors the server answers by itself (400, 408, 413,
   // 500). Default: a plain-text body.
   std::function<Response(int status, std::string message)> error_response;

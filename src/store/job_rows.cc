@@ -100,8 +100,8 @@ Status InsertJob(SqliteConnection& conn, const JobRecord& job, int64_t* seq) {
 
 Status InsertEvent(SqliteConnection& conn, const JobEvent& event) {
   Result<Statement> stmt = conn.Prepare(
-      "INSERT INTO job_events (job_uid, time_ms, type, reason, message, cluster) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6)");
+      "INSERT INTO job_events (job_seq, job_uid, time_ms, type, reason, message, cluster) "
+      "VALUES ((SELECT seq FROM jobs WHERE uid = ?1), ?1, ?2, ?3, ?4, ?5, ?6)");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, event.job_uid)
       .Bind(2, event.time_ms)

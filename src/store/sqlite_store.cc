@@ -122,7 +122,7 @@ Result<std::vector<JobEvent>> SqliteStore::Events(const std::string& uid) {
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt = reader_->Prepare(
       "SELECT id, job_uid, time_ms, type, reason, message, cluster FROM job_events "
-      "WHERE job_uid = ?1 ORDER BY id");
+      "WHERE job_seq = (SELECT seq FROM jobs WHERE uid = ?1) ORDER BY id");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, uid);
   std::vector<JobEvent> events;

@@ -123,9 +123,9 @@ void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<bool> do
       return Status::Conflict(fmt::format("job {} is {}; only finished jobs can be purged",
                                           JobName(ns, name), JobPhaseName(job->phase)));
     }
-    Result<Statement> events = conn.Prepare("DELETE FROM job_events WHERE job_uid = ?1");
+    Result<Statement> events = conn.Prepare("DELETE FROM job_events WHERE job_seq = ?1");
     if (!events.ok()) return events.status();
-    GANTRY_RETURN_IF_ERROR(events->Bind(1, job->uid).Run());
+    GANTRY_RETURN_IF_ERROR(events->Bind(1, job->seq).Run());
     Result<Statement> jobs = conn.Prepare("DELETE FROM jobs WHERE seq = ?1");
     if (!jobs.ok()) return jobs.status();
     GANTRY_RETURN_IF_ERROR(jobs->Bind(1, job->seq).Run());

@@ -7,6 +7,7 @@
 #include "gantry/common/clock.h"
 #include "gantry/store/sqlite_connection.h"
 #include "gantry/store/sqlite_store.h"
+#include "migrator.h"
 #include "store_test_util.h"
 #include "test_support.h"
 
@@ -76,6 +77,45 @@ TEST_CASE("migrations apply once, in order, and are recorded", "[store][migratio
   CHECK(raw.Int("SELECT COUNT(*) FROM jobs") == 1);
 }
 
+TEST_CASE("migration 004 keeps every event, its id and order, keyed by the job's seq",
+          "[store][migration]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  {  // A database as a version-3 binary left it, with history.
+    Result<std::unique_ptr<SqliteConnection>> conn = SqliteConnection::Open(path, {});
+    REQUIRE(conn.ok());
+    REQUIRE(MigrateSchema(**conn, EmbeddedMigrations().first(3), 1'000).ok());
+    REQUIRE((*conn)->Exec(
+        "INSERT INTO jobs (uid, namespace, name, queue, spec_json, phase, created_ms, updated_ms) "
+        "VALUES ('u-old', 'ns', 'old', 'q', '{}', 'Succeeded', 1, 1), "
+        "       ('u-run', 'ns', 'run', 'q', '{}', 'Running', 2, 2);"
+        "INSERT INTO job_events (job_uid, time_ms, reason) VALUES "
+        "  ('u-old', 10, 'Submitted'), ('u-run', 11, 'Submitted'), ('u-old', 12, 'Succeeded');").ok());
+  }
+  auto store = OpenStore(path);
+  Result<std::vector<JobEvent>> old_events = store->Events("u-old");
+  REQUIRE(old_events.ok());
+  REQUIRE(old_events->size() == 2);
+  CHECK((*old_events)[0].reason == "Submitted");
+  CHECK((*old_events)[1].reason == "Succeeded");
+  CHECK((*old_events)[1].time_ms == 12);
+  Result<std::vector<JobEvent>> run_events = store->Events("u-run");
+  REQUIRE(run_events.ok());
+  CHECK(run_events->size() == 1);
+
+  // New events continue after the old ids (AUTOINCREMENT survived the copy),
+  // and a purge still takes the job's events with it.
+  REQUIRE(SubmitSync(*store, MakeJob("ns", "new")).ok());
+  REQUIRE(PurgeSync(*store, "ns", "old").ok());
+  store.reset();
+  RawDb raw(path);
+  CHECK(raw.Int("SELECT MIN(id) FROM job_events WHERE job_uid NOT IN ('u-old', 'u-run')") == 4);
+  CHECK(raw.Int("SELECT COUNT(*) FROM job_events WHERE job_uid = 'u-old'") == 0);
+  CHECK(raw.Int("SELECT COUNT(*) FROM job_events WHERE job_uid = 'u-run'") == 1);
+  CHECK(raw.Int("SELECT COUNT(*) FROM job_events AS e JOIN jobs AS j ON j.seq = e.job_seq "
+                "AND j.uid = e.job_uid") == 2);
+}
+
 TEST_CASE("a database from a newer binary is refused", "[store][migration]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");
@@ -129,6 +169,7 @@ TEST_CASE("connections run WAL, synchronous=FULL and foreign keys", "[store][ope
   CHECK(pragma("PRAGMA synchronous") == "2");  // FULL
   CHECK(pragma("PRAGMA foreign_keys") == "1");
   CHECK(pragma("PRAGMA busy_timeout") == "5000");
+  CHECK(pragma("PRAGMA page_size") == "2048");  // a new database
 }
 
 TEST_CASE("open errors name the path", "[store][open]") {

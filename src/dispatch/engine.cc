@@ -1,4 +1,5 @@
 #include "gantry/dispatch/engine.h"
+#include "gantry/common/thread_name.h"
 
 #include <future>
 #include <set>
@@ -32,7 +33,12 @@ std::string Label(const json& object, const char* key) {
 
 Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options,
                EngineMetrics* metrics)
-    : store_(store), fleet_(fleet), clock_(clock), options_(std::move(options)), metrics_(metrics) {
+    : store_(store),
+      fleet_(fleet),
+      clock_(clock),
+      options_(std::move(options)),
+      metrics_(metrics),
+      specs_(options_.spec_cache_entries) {
   options_.observer.origin = options_.decide.origin;
   observer_ = std::make_unique<ClusterObserver>(options_.observer, [this](const std::string& uid) {
     if (reconciler_) reconciler_->WakeUrgent(uid);
@@ -46,8 +52,14 @@ Engine::~Engine() { Stop(); }
 Status Engine::Start() {
   SetObservedClusters();
   GANTRY_RETURN_IF_ERROR(reconciler_->Start());
-  gc_thread_ = std::thread([this] { RunGc(); });
-  health_thread_ = std::thread([this] { RunHealthWatch(); });
+  gc_thread_ = std::thread([this] {
+    SetThreadName("dispatch-gc");
+    RunGc();
+  });
+  health_thread_ = std::thread([this] {
+    SetThreadName("dispatch-health");
+    RunHealthWatch();
+  });
   return Status::Ok();
 }
 
@@ -133,12 +145,13 @@ int64_t Engine::Pass(const std::string& uid) {
     spdlog::warn("dispatch: reading job {}: {}", uid, job.status().ToString());
     return options_.decide.retry_ms;
   }
-  auto spec = SpecOfRecord(*job);
-  if (!spec.ok()) {
+  auto parsed = specs_.Get(*job);
+  if (!parsed.ok()) {
     spdlog::error("dispatch: job {}/{} uid={}: stored spec unreadable: {}", job->ns, job->name, uid,
-                  spec.status().ToString());
+                  parsed.status().ToString());
     return -1;
   }
+  const JobSpec* spec = &(*parsed)->spec;
   auto intents = store_.Intents(uid);
   if (!intents.ok()) {
     spdlog::warn("dispatch: reading intents of {}: {}", uid, intents.status().ToString());
@@ -147,14 +160,14 @@ int64_t Engine::Pass(const std::string& uid) {
   const int64_t now = clock_.NowMillis();
   DecideInput in;
   in.job = &*job;
-  in.spec = &*spec;
+  in.spec = spec;
   in.intents = std::move(*intents);
   in.observed = observer_->ForJob(uid);
   in.clusters = Facts(now);
   in.now_ms = now;
   in.options = options_.decide;
   if (job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating) {
-    placement::JobDemand demand = DemandFromSpec(*spec);
+    placement::JobDemand demand = (*parsed)->demand;
     if (job->phase == JobPhase::kNominating && spec->dispatch.round_seconds > 0) {
       demand.rounds_elapsed =
           static_cast<int32_t>((now - job->nominated_ms) / (int64_t{spec->dispatch.round_seconds} * 1000));
@@ -231,6 +244,7 @@ int64_t Engine::Pass(const std::string& uid) {
   if (!all_ok && (plan.requeue_ms < 0 || plan.requeue_ms > options_.decide.retry_ms)) {
     return options_.decide.retry_ms;
   }
+  if (plan.requeue_ms < 0) specs_.Forget(uid);  // nothing left to do for this job
   return plan.requeue_ms;
 }
 

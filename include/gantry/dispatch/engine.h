@@ -33,6 +33,7 @@
 #include "gantry/dispatch/engine_metrics.h"
 #include "gantry/dispatch/observer.h"
 #include "gantry/dispatch/reconciler.h"
+#include "gantry/dispatch/spec_cache.h"
 #include "gantry/inventory/fleet.h"
 #include "gantry/kube/client_pool.h"
 #include "gantry/placement/placement_options.h"
@@ -49,6 +50,7 @@ struct EngineOptions {
   int64_t fleet_refresh_ms = 200;  // how stale the cached fleet view may be
   int64_t gc_interval_ms = 60'000;
   int64_t health_poll_ms = 500;
+  size_t spec_cache_entries = 8192;  // parsed specs kept for the jobs in flight
 };
 
 class Engine {
@@ -87,6 +89,7 @@ class Engine {
   const Clock& clock_;
   EngineOptions options_;
   EngineMetrics* metrics_;
+  SpecCache specs_;
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;
 

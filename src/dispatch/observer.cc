@@ -294,6 +294,9 @@ struct ClusterObserver::Impl {
     lw.idle_timeout =
         std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
     lw.max_backoff = options.max_backoff;
+    // ToEntry reads metadata, status and spec.suspend: the pod templates in
+    // the rest of each spec need not be parsed on every event.
+    lw.spec_fields = std::set<std::string>{"suspend"};
     auto backoff = std::chrono::milliseconds(kFirstBackoff);
     while (!c->stopping) {
       try {

@@ -11,6 +11,28 @@ namespace {
 
 bool Retryable(int status) { return status == 429 || status >= 500; }
 
+// One watch line, {"type": ..., "object": {...}}; a discarded value when it is
+// not JSON. With spec_fields, members of object.spec not in it are skipped
+// while parsing, so their subtrees are never built.
+nlohmann::json ParseWatchLine(std::string_view line, const std::optional<std::set<std::string>>& spec_fields) {
+  if (!spec_fields) return nlohmann::json::parse(line, nullptr, false);
+  // The callback's depth counts the containers open around the event: a key
+  // of the line is at 1, of the object at 2, of the object's spec at 3.
+  std::string keys[3];
+  auto keep = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    if (event != nlohmann::json::parse_event_t::key || depth < 1) return true;
+    if (depth < 3) {
+      keys[depth] = parsed.get<std::string>();
+      return true;
+    }
+    if (depth == 3 && keys[1] == "object" && keys[2] == "spec") {
+      return spec_fields->count(parsed.get<std::string>()) > 0;
+    }
+    return true;
+  };
+  return nlohmann::json::parse(line, keep, false);
+}
+
 }  // namespace
 
 KubeError DecodeError(int http_status, const std::string& body, const std::string& retry_after) {
@@ -138,11 +160,13 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
     while (true) {
       std::size_t nl = pending.find('\n', start);
       if (nl == std::string::npos) break;
-      auto line = nlohmann::json::parse(pending.begin() + static_cast<long>(start),
-                                        pending.begin() + static_cast<long>(nl), nullptr, false);
+      auto line = ParseWatchLine(std::string_view(pending).substr(start, nl - start), options.spec_fields);
       start = nl + 1;
       if (!line.is_object()) continue;
-      WatchEvent event{line.value("type", ""), line.value("object", nlohmann::json::object())};
+      WatchEvent event;
+      if (auto t = line.find("type"); t != line.end() && t->is_string()) event.type = t->get<std::string>();
+      auto o = line.find("object");
+      event.object = o != line.end() ? std::move(*o) : nlohmann::json::object();
       if (event.type == "ERROR") {
         if (event.object.value("code", 0) == 410) end.expired = true;
         pending.clear();

@@ -200,6 +200,21 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     CHECK(end->stopped);
     REQUIRE_FALSE(seen.empty());
     CHECK(seen[0] == "ADDED a");
+    // A watcher that names the spec fields it reads gets those, and the
+    // metadata and status, but no pod sets.
+    kube::WatchOptions pruned = from(rv);
+    pruned.spec_fields = std::set<std::string>{"queueName"};
+    nlohmann::json first;
+    auto pruned_end = kc.Watch(kWorkloads, pruned, [&](const kube::WatchEvent& e) {
+      first = e.object;
+      return false;
+    });
+    REQUIRE(pruned_end.ok());
+    CHECK(first["metadata"]["name"] == "a");
+    CHECK(first["metadata"].contains("labels"));
+    REQUIRE(first["spec"].is_object());
+    CHECK(first["spec"].contains("queueName"));
+    CHECK_FALSE(first["spec"].contains("podSets"));
     // Resume from where that stopped: the next change arrives, not the first again.
     REQUIRE(kc.Create(kWorkloads, Workload("b"))->status == 201);
     seen.clear();

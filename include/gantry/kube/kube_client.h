@@ -20,6 +20,8 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <optional>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -69,6 +71,10 @@ struct WatchOptions {
   bool bookmarks = true;
   int timeout_seconds = 0;          // server-side end of the watch (0 = server default)
   std::chrono::milliseconds idle_timeout{120'000};  // no byte for this long = dead stream
+  // When set, only these members of each object's spec are parsed; the rest
+  // of the spec (pod templates, the bulk of a Workload or a Job) is skipped,
+  // for a watcher that reads only metadata and status.
+  std::optional<std::set<std::string>> spec_fields;
 };
 
 struct WatchEvent {

@@ -260,7 +260,7 @@ bool Engine::Execute(const JobRecord& job, const Action& action, std::string* ta
     kube::DeleteOptions opts;
     opts.propagation_policy = "Background";
     opts.precondition_uid = action.precondition_uid;
-    auto reply = client.Delete(action.path, opts);
+    auto reply = client.Delete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
     if (metrics_) metrics_->RemoteCall(action.cluster, "delete", reply.ok() ? reply->status : 0);
     if (!reply.ok()) {
       spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, reply.status().ToString());
@@ -276,7 +276,7 @@ bool Engine::Execute(const JobRecord& job, const Action& action, std::string* ta
     *taken_message = fmt::format("cannot create the job in {}: the template's kind has no REST path", action.cluster);
     return false;
   }
-  auto reply = client.Create(action.path, action.body);
+  auto reply = client.Create(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
   if (metrics_) metrics_->RemoteCall(action.cluster, "create", reply.ok() ? reply->status : 0);
   if (!reply.ok()) {
     spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,

@@ -86,7 +86,7 @@ Result<std::vector<std::pair<std::string, std::string>>> KubeClient::Headers(con
 }
 
 Result<KubeReply> KubeClient::Call(const std::string& method, const std::string& target, const std::string& body,
-                                   const std::string& content_type) {
+                                   const std::string& content_type, Body reply_body) {
   auto headers = Headers(content_type);
   if (!headers.ok()) return headers.status();
   std::chrono::milliseconds backoff = options_.first_backoff;
@@ -98,6 +98,7 @@ Result<KubeReply> KubeClient::Call(const std::string& method, const std::string&
       KubeReply reply;
       reply.status = res->status;
       reply.attempts = attempt;
+      if (reply_body == Body::kOnlyOnError && reply.ok()) return reply;
       reply.body = nlohmann::json::parse(res->body, nullptr, false);
       if (reply.body.is_discarded()) reply.body = nullptr;
       if (reply.ok()) return reply;
@@ -125,15 +126,15 @@ Result<KubeReply> KubeClient::List(const std::string& path, const ListOptions& o
   return Call("GET", path + query, "", "");
 }
 
-Result<KubeReply> KubeClient::Create(const std::string& path, const nlohmann::json& object) {
-  return Call("POST", path, object.dump(), "application/json");
+Result<KubeReply> KubeClient::Create(const std::string& path, const nlohmann::json& object, Body body) {
+  return Call("POST", path, object.dump(), "application/json", body);
 }
 
-Result<KubeReply> KubeClient::Delete(const std::string& path, const DeleteOptions& options) {
+Result<KubeReply> KubeClient::Delete(const std::string& path, const DeleteOptions& options, Body reply_body) {
   nlohmann::json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
   if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
   if (!options.precondition_uid.empty()) body["preconditions"] = {{"uid", options.precondition_uid}};
-  return Call("DELETE", path, body.dump(), "application/json");
+  return Call("DELETE", path, body.dump(), "application/json", reply_body);
 }
 
 Result<KubeReply> KubeClient::MergePatch(const std::string& path, const nlohmann::json& patch) {

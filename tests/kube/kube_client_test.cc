@@ -60,11 +60,18 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     CHECK(created->status == 201);
     std::string uid = created->body["metadata"]["uid"];
 
-    auto again = kc.Create(kWorkloads, Workload("w1"));
+    auto again = kc.Create(kWorkloads, Workload("w1"), kube::KubeClient::Body::kOnlyOnError);
     REQUIRE(again.ok());
     CHECK(again->status == 409);
     REQUIRE(again->error);
     CHECK(again->error->reason == "AlreadyExists");
+    CHECK(again->body.is_object());  // an error's body is always read
+
+    // A caller that needs only the status code gets no parsed body.
+    auto quiet = kc.Create(kWorkloads, Workload("w-quiet"), kube::KubeClient::Body::kOnlyOnError);
+    REQUIRE(quiet.ok());
+    CHECK(quiet->status == 201);
+    CHECK(quiet->body.is_null());
 
     auto bad = Workload("w2");
     bad["spec"].erase("queueName");

@@ -93,10 +93,15 @@ class KubeClient {
   static Result<std::unique_ptr<KubeClient>> Create(const inventory::ClusterCredentials& creds,
                                                     KubeClientOptions options = {});
 
+  // Whether a successful reply's body is parsed into KubeReply::body. A
+  // caller that only needs the status code saves parsing the object the
+  // server echoes back; error bodies are always decoded.
+  enum class Body { kParse, kOnlyOnError };
+
   Result<KubeReply> Get(const std::string& path);
   Result<KubeReply> List(const std::string& path, const ListOptions& options = {});
-  Result<KubeReply> Create(const std::string& path, const nlohmann::json& object);
-  Result<KubeReply> Delete(const std::string& path, const DeleteOptions& options = {});
+  Result<KubeReply> Create(const std::string& path, const nlohmann::json& object, Body body = Body::kParse);
+  Result<KubeReply> Delete(const std::string& path, const DeleteOptions& options = {}, Body body = Body::kParse);
   Result<KubeReply> MergePatch(const std::string& path, const nlohmann::json& patch);
 
   // Streams watch events to handler (return false to stop) until the server
@@ -111,7 +116,7 @@ class KubeClient {
              std::unique_ptr<http::Client> client)
       : creds_(std::move(creds)), options_(options), client_(std::move(client)) {}
   Result<KubeReply> Call(const std::string& method, const std::string& target, const std::string& body,
-                         const std::string& content_type);
+                         const std::string& content_type, Body reply_body = Body::kParse);
   Result<std::vector<std::pair<std::string, std::string>>> Headers(const std::string& content_type);
   Result<std::unique_ptr<http::Client>> NewConnection() const;
 

@@ -16,7 +16,8 @@
 #
 #   bench/dispatch_bench.sh [BUILD_DIR] [JOBS] [RATE]
 #   env: CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all), PACED_SECONDS (5), PACED_MODE (AllAtOnce), BENCH_DIR (where the temp dir goes),
-#        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data)
+#        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data),
+#        PROFILE_CALLGRAPH (perf record call-graph option, default -g; e.g. "--call-graph dwarf,8192")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -67,9 +68,9 @@ EOF
   local t0 rc=0 perf_pids=()
   if [ -n "${PROFILE:-}" ]; then
     mkdir -p "$PROFILE"
-    perf record -q -e cpu-clock -F 499 -g -p "$daemon" -o "$PROFILE/$name.gantry.data" >/dev/null 2>&1 &
+    perf record -q -e cpu-clock -F 499 ${PROFILE_CALLGRAPH:--g} -p "$daemon" -o "$PROFILE/$name.gantry.data" >/dev/null 2>&1 &
     perf_pids+=($!)
-    perf record -q -e cpu-clock -F 499 -g -p "$sim" -o "$PROFILE/$name.sim.data" >/dev/null 2>&1 &
+    perf record -q -e cpu-clock -F 499 ${PROFILE_CALLGRAPH:--g} -p "$sim" -o "$PROFILE/$name.sim.data" >/dev/null 2>&1 &
     perf_pids+=($!)
     pids+=("${perf_pids[@]}")
   fi

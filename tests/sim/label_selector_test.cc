@@ -37,7 +37,17 @@ TEST_CASE("LabelSelector parses and matches", "[sim][selector]") {
     auto s = LabelSelector::Parse(c.selector);
     REQUIRE(s.ok());
     CHECK(s->Matches(labels) == c.matches);
+    CHECK(s->MatchesLabels(nlohmann::json(labels)) == c.matches);
   }
+}
+
+TEST_CASE("LabelSelector on a labels object ignores values that are not strings", "[sim][selector]") {
+  const nlohmann::json labels = {{"env", "prod"}, {"count", 3}};
+  CHECK(LabelSelector::Parse("env=prod")->MatchesLabels(labels));
+  CHECK_FALSE(LabelSelector::Parse("count")->MatchesLabels(labels));
+  CHECK(LabelSelector::Parse("!count")->MatchesLabels(labels));
+  CHECK(LabelSelector::Parse("!env")->MatchesLabels(nullptr));
+  CHECK_FALSE(LabelSelector::Parse("env")->MatchesObject({{"metadata", {{"name", "x"}}}}));
 }
 
 TEST_CASE("LabelSelector rejects malformed selectors", "[sim][selector]") {

@@ -26,15 +26,15 @@ TEST_CASE("ObjectStore: resourceVersion, generation, conflicts, pages", "[sim][s
   auto a = store.Create("jobs", Obj("a", "prod"), 0);
   REQUIRE(a.ok());
   CHECK(store.Create("jobs", Obj("a", "prod"), 0).status().code() == Code::kAlreadyExists);
-  json changed = *a;
+  json changed = **a;  // a copy: *a is the stored object, which the update changes
   changed["metadata"]["labels"]["env"] = "dev";
   auto b = store.Update("jobs", changed);
   REQUIRE(b.ok());
-  CHECK(std::stoll((*b)["metadata"]["resourceVersion"].get<std::string>()) >
-        std::stoll((*a)["metadata"]["resourceVersion"].get<std::string>()));
-  CHECK((*b)["metadata"]["generation"] == 1);  // labels only
+  CHECK(std::stoll((**b)["metadata"]["resourceVersion"].get<std::string>()) >
+        std::stoll(changed["metadata"]["resourceVersion"].get<std::string>()));
+  CHECK((**b)["metadata"]["generation"] == 1);  // labels only
   changed["spec"]["x"] = 2;
-  CHECK((*store.Update("jobs", changed))["metadata"]["generation"] == 2);
+  CHECK((**store.Update("jobs", changed))["metadata"]["generation"] == 2);
   CHECK(store.Delete("jobs", "ns", "zzz").status().code() == Code::kNotFound);
 
   for (const char* n : {"b", "c", "d", "e"}) REQUIRE(store.Create("jobs", Obj(n, "prod"), 0).ok());

@@ -29,7 +29,11 @@ ClusterState::ClusterState(ClusterConfig config, Journal* journal, const Clock* 
     : config_(std::move(config)),
       journal_(journal),
       clock_(clock),
-      store_(config_.history_limit, [this](const WatchEvent& ev) { hub_.Dispatch(ev); }),
+      store_(config_.history_limit,
+             [this](const WatchEvent& ev, const json& object) {
+               if (ev.resource == "workloads") kueue_.OnWorkloadEvent(ev.type, object);
+               hub_.Dispatch(ev);
+             }),
       kueue_(config_, &store_, journal_),
       rng_(std::random_device{}()) {
   kueue_.Bootstrap(clock_->NowMillis());
@@ -62,12 +66,13 @@ Result<json> ClusterState::Create(const ResourceInfo& res, const std::string& ns
   int64_t now = clock_->NowMillis();
   auto created = store_.Create(res.plural, std::move(object), now);
   if (!created.ok()) return created.status();
-  if (res.plural == "workloads") kueue_.OnWorkloadCreated(*created, now);
+  const json& stored = **created;
+  if (res.plural == "workloads") kueue_.OnWorkloadCreated(stored, now);
   if (res.plural == "jobs" || res.plural == "jobsets") {
-    kueue_.OnJobCreated(res.plural, *created, now);
-    if (const json* cur = store_.Get(res.plural, ns, NameOf(*created))) return *cur;
+    kueue_.OnJobCreated(res.plural, stored, now);
+    if (const json* cur = store_.Get(res.plural, ns, NameOf(stored))) return *cur;
   }
-  return created;
+  return stored;
 }
 
 Result<json> ClusterState::Get(const ResourceInfo& res, const std::string& ns, const std::string& name) {
@@ -129,8 +134,10 @@ Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns,
     GANTRY_RETURN_IF_ERROR(ValidateWorkloadUpdate(*cur, updated));
   }
   auto result = store_.Update(res.plural, std::move(updated));
-  if (result.ok() && res.plural == "workloads") kueue_.MarkDirty();
-  return result;
+  if (!result.ok()) return result.status();
+  if (res.plural == "workloads") kueue_.MarkDirty();
+  if (res.plural == "jobs" || res.plural == "jobsets") kueue_.OnJobUpdated(res.plural, **result);
+  return **result;
 }
 
 Result<json> ClusterState::Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
@@ -146,8 +153,9 @@ Result<json> ClusterState::Delete(const ResourceInfo& res, const std::string& ns
   if (!deleted.ok()) {
     return Status::NotFound(fmt::format("{}.{} \"{}\" not found", res.plural, res.group, name));
   }
-  if (res.plural == "workloads") kueue_.OnWorkloadDeleted(*deleted, now);
-  if (res.plural == "jobs" || res.plural == "jobsets") kueue_.OnJobDeleted(res.plural, *deleted, now);
+  const json& object = *deleted;
+  if (res.plural == "workloads") kueue_.OnWorkloadDeleted(object, now);
+  if (res.plural == "jobs" || res.plural == "jobsets") kueue_.OnJobDeleted(res.plural, object, now);
   return deleted;
 }
 
@@ -164,7 +172,7 @@ void ClusterState::Watch(WatchRequest req) {
             req.bookmarks, now + WatchTimeout(req.timeout_ms), now + config_.bookmark_interval_ms, req.stream};
   if (req.resource_version.empty() || req.resource_version == "0") {
     for (const json* o : store_.All(w.resource)) {
-      WatchEvent ev{"ADDED", w.resource, 0, *o, nullptr};
+      WatchEvent ev = WatchEvent::Of("ADDED", w.resource, 0, *o);
       if (!WatchHub::Deliver(w, ev)) return;
     }
   } else {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "object_store.h"
+
 namespace gantry::sim {
 namespace {
 
@@ -10,9 +12,10 @@ using nlohmann::json;
 Result<ResourceList> ContainerRequests(const json& c) {
   const json* res = c.contains("resources") ? &c["resources"] : nullptr;
   if (!res || !res->is_object()) return ResourceList{};
-  auto limits = ParseResourceList(res->value("limits", json(nullptr)));
+  static const json kNone;
+  auto limits = ParseResourceList(MemberOr(*res, "limits", kNone));
   if (!limits.ok()) return limits.status();
-  auto requests = ParseResourceList(res->value("requests", json(nullptr)));
+  auto requests = ParseResourceList(MemberOr(*res, "requests", kNone));
   if (!requests.ok()) return requests.status();
   ResourceList out = *limits;
   for (const auto& [k, v] : *requests) out[k] = v;
@@ -42,14 +45,14 @@ Result<ResourceList> PodRequests(const json& pod_spec) {
 
 Result<WorkloadDemand> ComputeDemand(const json& workload, const NodeShape& shape) {
   WorkloadDemand out;
-  const json& spec = workload.value("spec", json::object());
-  const json& sets = spec.value("podSets", json::array());
+  const json& spec = MemberOr(workload, "spec", EmptyObject());
+  const json& sets = MemberOr(spec, "podSets", EmptyArray());
   if (!sets.is_array()) return Status::Invalid("spec.podSets must be a list");
   for (const json& ps : sets) {
     PodSetDemand d;
     d.name = ps.value("name", "main");
     d.count = ps.value("count", int64_t{1});
-    const json& pod_spec = ps.value("template", json::object()).value("spec", json::object());
+    const json& pod_spec = MemberOr(MemberOr(ps, "template", EmptyObject()), "spec", EmptyObject());
     auto req = PodRequests(pod_spec);
     if (!req.ok()) return Status::Invalid(fmt::format("pod set {}: {}", d.name, req.status().message()));
     d.per_pod = std::move(*req);
@@ -57,7 +60,7 @@ Result<WorkloadDemand> ComputeDemand(const json& workload, const NodeShape& shap
     AddTo(&out.total, d.total);
     if (out.never_fits.empty()) {
       int64_t gpus = d.per_pod.count(kGpuResource) ? d.per_pod.at(kGpuResource) / 1000 : 0;
-      const json& sel = pod_spec.value("nodeSelector", json::object());
+      const json& sel = MemberOr(pod_spec, "nodeSelector", EmptyObject());
       std::string want;
       for (const char* key : {kGpuProductLabel, kGantryModelLabel}) {
         if (sel.is_object() && sel.contains(key) && sel[key].is_string()) want = sel[key].get<std::string>();

@@ -1,6 +1,8 @@
 // The job side of KueueController: adopting jobs into their prebuilt
 // Workloads, running them for their duration, finishing them, and stopping
 // them on eviction or deletion. Every start and stop goes to the journal.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "gantry/common/clock.h"
@@ -36,10 +38,17 @@ std::string RunKey(const std::string& resource, const std::string& ns, const std
 }  // namespace
 
 std::string KueueController::RunKeyForWorkload(const std::string& wl_key) const {
-  for (const auto& [key, run] : running_) {
-    if (run.workload_key == wl_key) return key;
-  }
-  return "";
+  auto it = run_of_workload_.find(wl_key);
+  return it == run_of_workload_.end() ? "" : it->second;
+}
+
+KueueController::RunningJob KueueController::EraseRun(std::map<std::string, RunningJob>::iterator it) {
+  RunningJob run = std::move(it->second);
+  deadlines_.erase({run.finish_ms, it->first});
+  auto owner = run_of_workload_.find(run.workload_key);
+  if (owner != run_of_workload_.end() && owner->second == it->first) run_of_workload_.erase(owner);
+  running_.erase(it);
+  return run;
 }
 
 bool KueueController::TryAdopt(const std::string& resource, const json& job, int64_t now_ms) {
@@ -56,11 +65,11 @@ bool KueueController::TryAdopt(const std::string& resource, const json& job, int
   }
   std::string wl_key = ns + "/" + prebuilt;
   if (!RunKeyForWorkload(wl_key).empty()) return false;
-  json owned = *wl;
-  owned["metadata"]["ownerReferences"] = json::array(
-      {{{"apiVersion", job.value("apiVersion", "")}, {"kind", KindFor(resource)}, {"name", NameOf(job)},
-        {"uid", job_uid}, {"controller", true}, {"blockOwnerDeletion", true}}});
-  (void)store_->Update("workloads", owned);
+  json owner = json::array({{{"apiVersion", job.value("apiVersion", "")}, {"kind", KindFor(resource)},
+                              {"name", NameOf(job)}, {"uid", job_uid}, {"controller", true},
+                              {"blockOwnerDeletion", true}}});
+  (void)store_->Mutate("workloads", ns, prebuilt,
+                       [&](json& owned) { owned["metadata"]["ownerReferences"] = std::move(owner); });
   StartRun(resource, job, wl_key, now_ms);
   return true;
 }
@@ -85,17 +94,30 @@ void KueueController::StartRun(const std::string& resource, json job, const std:
     job["status"]["replicatedJobsStatus"] = json::array({{{"name", "all"}, {"active", pods}, {"ready", pods}}});
   }
   SetCondition(&job, "Suspended", false, "JobResumed", "Job resumed", now_ms);
-  (void)store_->Update(resource, job);
-  running_[RunKey(resource, run.ns, run.name)] = std::move(run);
+  (void)store_->Update(resource, std::move(job));
+  std::string key = RunKey(resource, run.ns, run.name);
+  if (auto old = running_.find(key); old != running_.end()) EraseRun(old);
+  deadlines_.emplace(run.finish_ms, key);
+  if (!wl_key.empty()) run_of_workload_[wl_key] = key;
+  running_.emplace(key, std::move(run));
+}
+
+void KueueController::FinishDueRuns(int64_t now_ms) {
+  if (deadlines_.empty() || deadlines_.begin()->first > now_ms) return;
+  std::vector<std::string> due;
+  for (auto it = deadlines_.begin(); it != deadlines_.end() && it->first <= now_ms; ++it) due.push_back(it->second);
+  // Run key order, the order in which a walk over running_ finishes them.
+  std::sort(due.begin(), due.end());
+  for (const std::string& key : due) FinishRun(key, now_ms);
 }
 
 void KueueController::FinishRun(const std::string& run_key, int64_t now_ms) {
-  RunningJob run = running_.at(run_key);
-  running_.erase(run_key);
+  auto it = running_.find(run_key);
+  if (it == running_.end()) return;
+  RunningJob run = EraseRun(it);
   std::string reason = run.fail ? "Failed" : "Succeeded";
   journal_->Stop(run.journal_id, now_ms, reason);
-  if (const json* cur = store_->Get(run.resource, run.ns, run.name)) {
-    json job = *cur;
+  auto finish_job = [&](json& job) {
     int64_t pods = PodCount(run.resource, job);
     if (run.resource == "jobs") {
       job["status"]["active"] = 0;
@@ -112,16 +134,15 @@ void KueueController::FinishRun(const std::string& run_key, int64_t now_ms) {
       SetCondition(&job, run.fail ? "Failed" : "Completed", true, run.fail ? "FailedJobs" : "AllJobsCompleted",
                    run.fail ? "jobset failed" : "jobset completed successfully", now_ms);
     }
-    (void)store_->Update(run.resource, job);
-  }
+  };
+  // Status only: edited in place (NotFound when the job is gone: nothing to do).
+  (void)store_->Mutate(run.resource, run.ns, run.name, finish_job);
   if (!run.workload_key.empty()) {
     auto slash = run.workload_key.find('/');
-    if (const json* wl = store_->Get("workloads", run.ns, run.workload_key.substr(slash + 1))) {
-      json updated = *wl;
-      SetCondition(&updated, "Finished", true, reason,
+    (void)store_->Mutate("workloads", run.ns, run.workload_key.substr(slash + 1), [&](json& wl) {
+      SetCondition(&wl, "Finished", true, reason,
                    run.fail ? "Job failed (simulated)" : "Job finished successfully (simulated)", now_ms);
-      (void)store_->Update("workloads", updated);
-    }
+    });
     Release(run.workload_key);
   }
 }
@@ -130,10 +151,12 @@ void KueueController::StopRun(const std::string& run_key, const std::string& rea
                               int64_t now_ms) {
   auto it = running_.find(run_key);
   if (it == running_.end()) return;
-  RunningJob run = it->second;
-  running_.erase(it);
+  RunningJob run = EraseRun(it);
   journal_->Stop(run.journal_id, now_ms, reason);
+  // The Workload is free again: a job waiting on it may adopt it now.
+  if (!run.workload_key.empty()) touched_.insert(run.workload_key);
   if (!suspend_job) return;
+  if (!run.workload_key.empty()) AddWaitingJob(run.resource, run.ns, run.name, run.workload_key);
   if (const json* cur = store_->Get(run.resource, run.ns, run.name)) {
     json job = *cur;
     job["spec"]["suspend"] = true;
@@ -145,19 +168,20 @@ void KueueController::StopRun(const std::string& run_key, const std::string& rea
       job["status"]["replicatedJobsStatus"] = json::array({{{"name", "all"}, {"active", 0}, {"suspended", 1}}});
     }
     SetCondition(&job, "Suspended", true, "JobSuspended", "Job suspended: " + reason, now_ms);
-    (void)store_->Update(run.resource, job);
+    (void)store_->Update(run.resource, std::move(job));
   }
 }
 
 void KueueController::OnJobCreated(const std::string& resource, const json& job, int64_t now_ms) {
   if (TryAdopt(resource, job, now_ms)) return;
   bool suspended = job["spec"].value("suspend", false);
-  if (!LabelOrAnnotation(job, kPrebuiltWorkloadKey).empty()) {
+  if (std::string prebuilt = LabelOrAnnotation(job, kPrebuiltWorkloadKey); !prebuilt.empty()) {
     if (!suspended) {  // Kueue suspends a queued job until its Workload is admitted
       json updated = job;
       updated["spec"]["suspend"] = true;
-      (void)store_->Update(resource, updated);
+      (void)store_->Update(resource, std::move(updated));
     }
+    AddWaitingJob(resource, NamespaceOf(job), NameOf(job), NamespaceOf(job) + "/" + prebuilt);
     return;
   }
   if (!suspended) StartRun(resource, job, "", now_ms);  // not Kueue-managed: runs at once
@@ -165,6 +189,7 @@ void KueueController::OnJobCreated(const std::string& resource, const json& job,
 
 void KueueController::OnJobDeleted(const std::string& resource, const json& job, int64_t now_ms) {
   std::string ns = NamespaceOf(job);
+  RemoveWaitingJob(RunKey(resource, ns, NameOf(job)));
   StopRun(RunKey(resource, ns, NameOf(job)), "Deleted", false, now_ms);
   std::string prebuilt = LabelOrAnnotation(job, kPrebuiltWorkloadKey);
   if (prebuilt.empty()) return;
@@ -180,13 +205,62 @@ void KueueController::OnJobDeleted(const std::string& resource, const json& job,
   }
 }
 
+void KueueController::OnJobUpdated(const std::string& resource, const json& job) {
+  std::string prebuilt = LabelOrAnnotation(job, kPrebuiltWorkloadKey);
+  if (prebuilt.empty()) return;
+  std::string wl_key = NamespaceOf(job) + "/" + prebuilt;
+  AddWaitingJob(resource, NamespaceOf(job), NameOf(job), wl_key);
+  touched_.insert(wl_key);
+}
+
+void KueueController::AddWaitingJob(const std::string& resource, const std::string& ns, const std::string& name,
+                                    const std::string& workload_key) {
+  std::string run_key = RunKey(resource, ns, name);
+  RemoveWaitingJob(run_key);
+  waiting_jobs_[run_key] = {resource, ns, name, workload_key};
+  jobs_waiting_on_[workload_key].insert(run_key);
+}
+
+void KueueController::RemoveWaitingJob(const std::string& run_key) {
+  auto it = waiting_jobs_.find(run_key);
+  if (it == waiting_jobs_.end()) return;
+  auto on = jobs_waiting_on_.find(it->second.workload_key);
+  if (on != jobs_waiting_on_.end() && on->second.erase(run_key) && on->second.empty()) jobs_waiting_on_.erase(on);
+  waiting_jobs_.erase(it);
+}
+
+// Retries the jobs waiting on Workloads that changed since the last pass.
+// A job leaves the waiting set when adopted, gone, finished, running or no
+// longer suspended; whatever could make it adoptable again (a stop, an API
+// patch) files it again.
 void KueueController::AdoptWaitingJobs(int64_t now_ms) {
-  for (const char* resource : {"jobs", "jobsets"}) {
-    for (const json* job : store_->All(resource)) {
-      if (!(*job)["spec"].value("suspend", false) || JobFinished(*job)) continue;
-      if (running_.count(RunKey(resource, NamespaceOf(*job), NameOf(*job)))) continue;
-      json copy = *job;
-      TryAdopt(resource, copy, now_ms);
+  // Run keys sort jobs before jobsets, then by namespace/name: the order a
+  // walk over the stored jobs and then jobsets tries them in.
+  std::set<std::string> candidates;
+  for (const std::string& wl_key : touched_) {
+    auto on = jobs_waiting_on_.find(wl_key);
+    if (on != jobs_waiting_on_.end()) candidates.insert(on->second.begin(), on->second.end());
+  }
+  touched_.clear();
+  for (const std::string& run_key : candidates) {
+    auto w = waiting_jobs_.find(run_key);
+    if (w == waiting_jobs_.end()) continue;
+    const WaitingJob waiting = w->second;
+    const json* job = store_->Get(waiting.resource, waiting.ns, waiting.name);
+    if (!job || !(*job)["spec"].value("suspend", false) || JobFinished(*job) || running_.count(run_key)) {
+      RemoveWaitingJob(run_key);
+      continue;
+    }
+    std::string prebuilt = LabelOrAnnotation(*job, kPrebuiltWorkloadKey);
+    if (prebuilt.empty()) {
+      RemoveWaitingJob(run_key);
+      continue;
+    }
+    json copy = *job;  // the store's object changes under TryAdopt
+    if (TryAdopt(waiting.resource, copy, now_ms)) {
+      RemoveWaitingJob(run_key);
+    } else if (waiting.workload_key != waiting.ns + "/" + prebuilt) {
+      AddWaitingJob(waiting.resource, waiting.ns, waiting.name, waiting.ns + "/" + prebuilt);
     }
   }
 }

@@ -28,7 +28,11 @@ json FlavorUsage(const std::string& flavor, const ResourceList& r, const Resourc
 }  // namespace
 
 KueueController::KueueController(const ClusterConfig& config, ObjectStore* store, Journal* journal)
-    : config_(config), store_(store), journal_(journal), quota_(config.quota) {}
+    : config_(config),
+      store_(store),
+      journal_(journal),
+      quota_(config.quota),
+      index_(NodeShape{config.accelerator.model, config.accelerator.gpus_per_node}) {}
 
 void KueueController::Bootstrap(int64_t now_ms) {
   json rf = {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "ResourceFlavor"},
@@ -78,6 +82,12 @@ ResourceList KueueController::Reserved() const {
   return total;
 }
 
+void KueueController::OnWorkloadEvent(const std::string& type, const json& wl) {
+  index_.OnEvent(type, wl);
+  std::string key = KeyOf(wl);
+  if (jobs_waiting_on_.count(key)) touched_.insert(key);
+}
+
 void KueueController::OnWorkloadCreated(const json& wl, int64_t now_ms) {
   arrivals_[KeyOf(wl)] = {now_ms, next_seq_++};
   dirty_ = true;
@@ -94,15 +104,15 @@ void KueueController::OnWorkloadDeleted(const json& wl, int64_t now_ms) {
 }
 
 void KueueController::Release(const std::string& wl_key) {
-  if (reserved_.erase(wl_key)) dirty_ = true;
+  auto it = reserved_.find(wl_key);
+  if (it == reserved_.end()) return;
+  SubtractFrom(&reserved_total_, it->second);
+  reserved_.erase(it);
+  dirty_ = true;
 }
 
 void KueueController::Tick(int64_t now_ms) {
-  for (auto it = running_.begin(); it != running_.end();) {
-    auto next = std::next(it);
-    if (it->second.finish_ms <= now_ms) FinishRun(it->first, now_ms);
-    it = next;
-  }
+  FinishDueRuns(now_ms);
   if (!dirty_ && now_ms < next_wake_ms_) return;
   dirty_ = false;
   next_wake_ms_ = INT64_MAX;
@@ -113,21 +123,22 @@ void KueueController::Tick(int64_t now_ms) {
 
 void KueueController::RunAdmission(int64_t now_ms) {
   std::vector<AdmissionCandidate> candidates;
-  std::map<std::string, WorkloadDemand> demands;
-  NodeShape shape{config_.accelerator.model, config_.accelerator.gpus_per_node};
-  for (const json* wl_ptr : store_->All("workloads")) {
-    const json& wl = *wl_ptr;
-    std::string key = KeyOf(wl);
-    if (IsReserved(wl) || IsDone(wl) || !wl["spec"].value("active", true)) continue;
-    Arrival arrival = arrivals_.count(key) ? arrivals_[key] : Arrival{0, 0};
+  // A copy: the condition writes below change the index as they go.
+  const std::vector<std::string> waiting(index_.waiting().begin(), index_.waiting().end());
+  for (const std::string& key : waiting) {
+    auto slash = key.find('/');
+    const json* wl = store_->Get("workloads", key.substr(0, slash), key.substr(slash + 1));
+    if (!wl) continue;
+    auto a = arrivals_.find(key);
+    Arrival arrival = a != arrivals_.end() ? a->second : Arrival{0, 0};
     if (now_ms < arrival.created_ms + config_.admission_delay_ms) {
       next_wake_ms_ = std::min(next_wake_ms_, arrival.created_ms + config_.admission_delay_ms);
       continue;
     }
-    std::string queue = wl["spec"].value("queueName", "");
+    std::string queue = (*wl)["spec"].value("queueName", "");
     std::string why;
-    auto demand = ComputeDemand(wl, shape);
-    if (!store_->Get("localqueues", NamespaceOf(wl), queue)) {
+    const Result<WorkloadDemand>& demand = index_.Demand(key, *wl);
+    if (!store_->Get("localqueues", NamespaceOf(*wl), queue)) {
       why = fmt::format("LocalQueue {} doesn't exist", queue);
     } else if (!demand.ok()) {
       why = demand.status().message();
@@ -135,34 +146,37 @@ void KueueController::RunAdmission(int64_t now_ms) {
       why = demand->never_fits;
     }
     if (!why.empty()) {
-      json updated = wl;
-      if (SetCondition(&updated, "QuotaReserved", false, "Inadmissible", why, now_ms)) {
-        (void)store_->Update("workloads", updated);
-      }
+      SetWorkloadCondition(*wl, "QuotaReserved", false, "Inadmissible", why, now_ms);
       continue;
     }
-    int32_t priority = wl["spec"].value("priority", 0);
+    int32_t priority = (*wl)["spec"].value("priority", 0);
     candidates.push_back({key, priority, arrival.created_ms, arrival.seq, demand->total});
-    demands.emplace(key, std::move(*demand));
   }
-  auto verdicts = DecideAdmissions(quota_, Reserved(), std::move(candidates), config_.flavor);
+  auto verdicts = DecideAdmissions(quota_, reserved_total_, std::move(candidates), config_.flavor);
   for (const AdmissionVerdict& v : verdicts) {
     auto slash = v.key.find('/');
     const json* wl = store_->Get("workloads", v.key.substr(0, slash), v.key.substr(slash + 1));
     if (!wl) continue;
     if (v.admitted) {
-      Admit(*wl, demands.at(v.key), now_ms);
+      // A copy: Admit's writes re-index the Workload.
+      WorkloadDemand demand = *index_.Demand(v.key, *wl);
+      Admit(*wl, demand, now_ms);
     } else {
-      json updated = *wl;
-      if (SetCondition(&updated, "QuotaReserved", false, "Pending", v.message, now_ms)) {
-        (void)store_->Update("workloads", updated);
-      }
+      SetWorkloadCondition(*wl, "QuotaReserved", false, "Pending", v.message, now_ms);
     }
   }
 }
 
+void KueueController::SetWorkloadCondition(const json& wl, const std::string& type, bool status,
+                                           const std::string& reason, const std::string& message, int64_t now_ms) {
+  // Checked first so that a Workload that stays pending costs no write.
+  if (ConditionIs(wl, type, status, reason, message)) return;
+  (void)store_->Mutate("workloads", NamespaceOf(wl), NameOf(wl),
+                       [&](json& o) { SetCondition(&o, type, status, reason, message, now_ms); });
+}
+
 void KueueController::Admit(const json& wl, const WorkloadDemand& demand, int64_t now_ms) {
-  json updated = wl;
+  const std::string ns = NamespaceOf(wl), name = NameOf(wl), key = ns + "/" + name;
   json assignments = json::array();
   for (const PodSetDemand& ps : demand.pod_sets) {
     json flavors = json::object();
@@ -170,15 +184,19 @@ void KueueController::Admit(const json& wl, const WorkloadDemand& demand, int64_
     assignments.push_back({{"name", ps.name}, {"flavors", flavors}, {"resourceUsage", ToJson(ps.total)},
                            {"count", ps.count}});
   }
-  updated["status"]["admission"] = {{"clusterQueue", config_.cluster_queue}, {"podSetAssignments", assignments}};
-  SetCondition(&updated, "QuotaReserved", true, "QuotaReserved",
-               fmt::format("Quota reserved in ClusterQueue {}", config_.cluster_queue), now_ms);
-  auto first = store_->Update("workloads", updated);
+  auto first = store_->Mutate("workloads", ns, name, [&](json& o) {
+    o["status"]["admission"] = {{"clusterQueue", config_.cluster_queue}, {"podSetAssignments", std::move(assignments)}};
+    SetCondition(&o, "QuotaReserved", true, "QuotaReserved",
+                 fmt::format("Quota reserved in ClusterQueue {}", config_.cluster_queue), now_ms);
+  });
   if (!first.ok()) return;
-  reserved_[KeyOf(wl)] = demand.total;
-  updated = *first;
-  SetCondition(&updated, "Admitted", true, "Admitted", "The workload is admitted", now_ms);
-  (void)store_->Update("workloads", updated);
+  ResourceList& reserved = reserved_[key];
+  SubtractFrom(&reserved_total_, reserved);  // re-admitted after a status patch: counted once
+  reserved = demand.total;
+  AddTo(&reserved_total_, reserved);
+  (void)store_->Mutate("workloads", ns, name, [&](json& o) {
+    SetCondition(&o, "Admitted", true, "Admitted", "The workload is admitted", now_ms);
+  });
 }
 
 Status KueueController::Evict(const std::string& ns, const std::string& name, int64_t now_ms) {
@@ -188,51 +206,60 @@ Status KueueController::Evict(const std::string& ns, const std::string& name, in
   std::string key = ns + "/" + name;
   std::string run = RunKeyForWorkload(key);
   if (!run.empty()) StopRun(run, "Evicted", true, now_ms);
-  json updated = *wl;
-  SetCondition(&updated, "Evicted", true, "Preempted", "Preempted to accommodate a workload (simulated)", now_ms);
-  SetCondition(&updated, "QuotaReserved", false, "Preempted", "Preempted to accommodate a workload (simulated)", now_ms);
-  SetCondition(&updated, "Admitted", false, "Preempted", "Preempted to accommodate a workload (simulated)", now_ms);
-  updated["status"].erase("admission");
-  (void)store_->Update("workloads", updated);
+  (void)store_->Mutate("workloads", ns, name, [&](json& o) {
+    const char* why = "Preempted to accommodate a workload (simulated)";
+    SetCondition(&o, "Evicted", true, "Preempted", why, now_ms);
+    SetCondition(&o, "QuotaReserved", false, "Preempted", why, now_ms);
+    SetCondition(&o, "Admitted", false, "Preempted", why, now_ms);
+    o["status"].erase("admission");
+  });
   Release(key);
   UpdateQueueStatus(now_ms);
   return Status::Ok();
 }
 
+// Sets each of fields' members in obj's status, in place, unless all are
+// already so (then nothing is written).
+void KueueController::WriteStatus(const std::string& resource, const std::string& ns, const std::string& name,
+                                  const json& fields) {
+  const json* cur = store_->Get(resource, ns, name);
+  if (!cur) return;
+  auto st = cur->find("status");
+  bool same = st != cur->end() && st->is_object();
+  for (auto f = fields.begin(); same && f != fields.end(); ++f) {
+    auto have = st->find(f.key());
+    same = have != st->end() && *have == f.value();
+  }
+  if (same) return;
+  (void)store_->Mutate(resource, ns, name, [&](json& o) {
+    for (auto f = fields.begin(); f != fields.end(); ++f) o["status"][f.key()] = f.value();
+  });
+}
+
 void KueueController::UpdateQueueStatus(int64_t now_ms) {
   (void)now_ms;
-  int64_t pending = 0, reserving = 0, admitted = 0;
-  std::map<std::string, std::array<int64_t, 3>> per_lq;  // ns/queue -> pending, reserving, admitted
-  for (const json* wl : store_->All("workloads")) {
-    if (HasCondition(*wl, "Finished")) continue;
-    auto& lq = per_lq[NamespaceOf(*wl) + "/" + (*wl)["spec"].value("queueName", "")];
-    if (IsReserved(*wl)) {
-      ++reserving, ++lq[1];
-      if (HasCondition(*wl, "Admitted")) ++admitted, ++lq[2];
-    } else {
-      ++pending, ++lq[0];
-    }
+  QueueStatusInputs in{reserved_total_, quota_, index_.total(), {}};
+  for (const auto& [ns, name] : config_.local_queues) in.local_queues.push_back(index_.ForQueue(ns + "/" + name));
+  // The queues' status is a function of these inputs alone (neither queue
+  // is writable through the API), so equal inputs mean nothing to write.
+  if (last_queue_status_ == in) return;
+  json usage = FlavorUsage(config_.flavor, in.used, quota_);
+  WriteStatus("clusterqueues", "", config_.cluster_queue,
+              {{"flavorsReservation", usage},
+               {"flavorsUsage", usage},
+               {"pendingWorkloads", in.total.pending},
+               {"reservingWorkloads", in.total.reserving},
+               {"admittedWorkloads", in.total.admitted}});
+  for (std::size_t i = 0; i < config_.local_queues.size(); ++i) {
+    const auto& [ns, name] = config_.local_queues[i];
+    const QueueCounts& counts = in.local_queues[i];
+    if (last_queue_status_ && last_queue_status_->local_queues[i] == counts) continue;
+    WriteStatus("localqueues", ns, name,
+                {{"pendingWorkloads", counts.pending},
+                 {"reservingWorkloads", counts.reserving},
+                 {"admittedWorkloads", counts.admitted}});
   }
-  ResourceList used = Reserved();
-  if (const json* cur = store_->Get("clusterqueues", "", config_.cluster_queue)) {
-    json cq = *cur;
-    cq["status"]["flavorsReservation"] = FlavorUsage(config_.flavor, used, quota_);
-    cq["status"]["flavorsUsage"] = FlavorUsage(config_.flavor, used, quota_);
-    cq["status"]["pendingWorkloads"] = pending;
-    cq["status"]["reservingWorkloads"] = reserving;
-    cq["status"]["admittedWorkloads"] = admitted;
-    if (cq != *cur) (void)store_->Update("clusterqueues", cq);
-  }
-  for (const auto& [ns, name] : config_.local_queues) {
-    const json* cur = store_->Get("localqueues", ns, name);
-    if (!cur) continue;
-    auto counts = per_lq[ns + "/" + name];
-    json lq = *cur;
-    lq["status"]["pendingWorkloads"] = counts[0];
-    lq["status"]["reservingWorkloads"] = counts[1];
-    lq["status"]["admittedWorkloads"] = counts[2];
-    if (lq != *cur) (void)store_->Update("localqueues", lq);
-  }
+  last_queue_status_ = std::move(in);
 }
 
 }  // namespace gantry::sim

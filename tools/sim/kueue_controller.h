@@ -8,12 +8,23 @@
 // this class gathers its inputs from the store and applies its verdicts.
 // Time is passed in (now_ms) so tests drive it with a fake clock.
 //
+// Cost: a tick is meant to run every 10 ms in each of many clusters, so it
+// never walks the store. The WorkloadIndex (fed every Workload event) knows
+// which Workloads wait and the queue counts; jobs waiting for their prebuilt
+// Workload are filed under it and retried only when that Workload changed;
+// running jobs' deadlines are kept in order. A tick with nothing due and
+// nothing changed (dirty_ false) does nothing.
+//
 // Thread-safety: none; the owning ClusterState serializes all calls.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +34,7 @@
 #include "object_store.h"
 #include "quota.h"
 #include "sim_config.h"
+#include "workload_index.h"
 
 namespace gantry::sim {
 
@@ -42,12 +54,17 @@ class KueueController {
   void MarkDirty() { dirty_ = true; }
 
   // Hooks called by ClusterState after the store changed.
+  // Every Workload event, whoever caused it (the store's event sink).
+  void OnWorkloadEvent(const std::string& type, const nlohmann::json& wl);
   void OnWorkloadCreated(const nlohmann::json& wl, int64_t now_ms);
   void OnWorkloadDeleted(const nlohmann::json& wl, int64_t now_ms);
   // A new job: suspended until adopted; adopted at once when its prebuilt
   // Workload is admitted; run unmanaged when it has none and is not suspended.
   void OnJobCreated(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
   void OnJobDeleted(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
+  // A job changed through the API: if it names a prebuilt Workload, it is
+  // retried for adoption on the next admission pass.
+  void OnJobUpdated(const std::string& resource, const nlohmann::json& job);
 
   // Preempts an admitted Workload: Evicted=True (Preempted), quota released,
   // its job suspended. NotFound / InvalidArgument (not admitted).
@@ -70,17 +87,40 @@ class KueueController {
     bool fail = false;
     std::size_t journal_id = 0;
   };
+  // A suspended job that names a prebuilt Workload not yet adoptable.
+  struct WaitingJob {
+    std::string resource, ns, name;
+    std::string workload_key;  // the Workload it waits for
+  };
+  // What the ClusterQueue and LocalQueue status were last written from.
+  struct QueueStatusInputs {
+    ResourceList used, quota;
+    QueueCounts total;
+    std::vector<QueueCounts> local_queues;  // in config_.local_queues order
+    bool operator==(const QueueStatusInputs&) const = default;
+  };
 
   void Admit(const nlohmann::json& wl, const WorkloadDemand& demand, int64_t now_ms);
   void RunAdmission(int64_t now_ms);
+  // Writes condition `type` unless the Workload already has it as given.
+  void SetWorkloadCondition(const nlohmann::json& wl, const std::string& type, bool status,
+                            const std::string& reason, const std::string& message, int64_t now_ms);
   void AdoptWaitingJobs(int64_t now_ms);
   bool TryAdopt(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
+  void AddWaitingJob(const std::string& resource, const std::string& ns, const std::string& name,
+                     const std::string& workload_key);
+  void RemoveWaitingJob(const std::string& run_key);
   void StartRun(const std::string& resource, nlohmann::json job, const std::string& wl_key, int64_t now_ms);
+  void FinishDueRuns(int64_t now_ms);
   void FinishRun(const std::string& run_key, int64_t now_ms);
   // Stops a running job: journal stop, job suspended (unless deleted).
   void StopRun(const std::string& run_key, const std::string& reason, bool suspend_job, int64_t now_ms);
+  // Removes a run from running_ and its indexes; returns it.
+  RunningJob EraseRun(std::map<std::string, RunningJob>::iterator it);
   void Release(const std::string& wl_key);
   void UpdateQueueStatus(int64_t now_ms);
+  void WriteStatus(const std::string& resource, const std::string& ns, const std::string& name,
+                   const nlohmann::json& fields);
   void UpdateClusterQueueSpec();
   std::string RunKeyForWorkload(const std::string& wl_key) const;
 
@@ -91,9 +131,18 @@ class KueueController {
   bool dirty_ = true;
   int64_t next_wake_ms_ = 0;
   int64_t next_seq_ = 0;
+  WorkloadIndex index_;
   std::map<std::string, Arrival> arrivals_;        // workload key -> arrival
   std::map<std::string, ResourceList> reserved_;   // workload key -> usage
+  ResourceList reserved_total_;                    // the sum of reserved_
   std::map<std::string, RunningJob> running_;      // resource/ns/name -> run
+  std::map<std::string, std::string> run_of_workload_;   // workload key -> run key
+  std::set<std::pair<int64_t, std::string>> deadlines_;  // (finish_ms, run key) of running_
+  std::map<std::string, WaitingJob> waiting_jobs_;        // run key -> job
+  std::map<std::string, std::set<std::string>> jobs_waiting_on_;  // workload key -> run keys
+  // Workloads that changed since the last pass and have jobs waiting on them.
+  std::set<std::string> touched_;
+  std::optional<QueueStatusInputs> last_queue_status_;
 };
 
 // Sets condition `type` on obj's status; lastTransitionTime changes only when
@@ -102,5 +151,8 @@ bool SetCondition(nlohmann::json* obj, const std::string& type, bool status, con
                   const std::string& message, int64_t now_ms);
 // True when obj has condition type with status "True".
 bool HasCondition(const nlohmann::json& obj, const std::string& type);
+// True when SetCondition with these arguments would change nothing.
+bool ConditionIs(const nlohmann::json& obj, const std::string& type, bool status, const std::string& reason,
+                 const std::string& message);
 
 }  // namespace gantry::sim

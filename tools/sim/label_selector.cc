@@ -115,11 +115,11 @@ Result<LabelSelector> LabelSelector::Parse(std::string_view text) {
   return sel;
 }
 
-bool LabelSelector::Matches(const std::map<std::string, std::string>& labels) const {
+bool LabelSelector::MatchesValues(const std::function<const std::string*(const std::string&)>& value_of) const {
   for (const Requirement& r : reqs_) {
-    auto it = labels.find(r.key);
-    bool has = it != labels.end();
-    bool in = has && std::find(r.values.begin(), r.values.end(), it->second) != r.values.end();
+    const std::string* value = value_of(r.key);
+    bool has = value != nullptr;
+    bool in = has && std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
     switch (r.op) {
       case Op::kEquals:
       case Op::kIn:
@@ -140,16 +140,31 @@ bool LabelSelector::Matches(const std::map<std::string, std::string>& labels) co
   return true;
 }
 
+bool LabelSelector::Matches(const std::map<std::string, std::string>& labels) const {
+  return MatchesValues([&](const std::string& key) -> const std::string* {
+    auto it = labels.find(key);
+    return it == labels.end() ? nullptr : &it->second;
+  });
+}
+
+bool LabelSelector::MatchesLabels(const nlohmann::json& labels) const {
+  if (reqs_.empty()) return true;
+  // Looked up in place: building a map of every label per call showed in
+  // profiles (each watch event and listed object is matched).
+  return MatchesValues([&](const std::string& key) -> const std::string* {
+    if (!labels.is_object()) return nullptr;
+    auto it = labels.find(key);
+    return it == labels.end() ? nullptr : it->get_ptr<const std::string*>();  // non-strings: absent
+  });
+}
+
 bool LabelSelector::MatchesObject(const nlohmann::json& object) const {
   if (reqs_.empty()) return true;
-  std::map<std::string, std::string> labels;
+  static const nlohmann::json kNoLabels;
   auto md = object.find("metadata");
-  if (md != object.end() && md->contains("labels") && (*md)["labels"].is_object()) {
-    for (const auto& [k, v] : (*md)["labels"].items()) {
-      if (v.is_string()) labels[k] = v.get<std::string>();
-    }
-  }
-  return Matches(labels);
+  if (md == object.end() || !md->is_object()) return MatchesLabels(kNoLabels);
+  auto labels = md->find("labels");
+  return MatchesLabels(labels == md->end() ? kNoLabels : *labels);
 }
 
 }  // namespace gantry::sim

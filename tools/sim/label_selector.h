@@ -5,6 +5,7 @@
 // Thread-safety: immutable after Parse.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -30,10 +31,15 @@ class LabelSelector {
   bool Matches(const std::map<std::string, std::string>& labels) const;
   // Matches an object's metadata.labels.
   bool MatchesObject(const nlohmann::json& object) const;
+  // Matches a labels object ({"k": "v"}); non-string values count as absent.
+  bool MatchesLabels(const nlohmann::json& labels) const;
   bool empty() const { return reqs_.empty(); }
   const std::vector<Requirement>& requirements() const { return reqs_; }
 
  private:
+  // value_of(key): the label's value, or nullptr when absent.
+  bool MatchesValues(const std::function<const std::string*(const std::string&)>& value_of) const;
+
   std::vector<Requirement> reqs_;
 };
 

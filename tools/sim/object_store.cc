@@ -27,26 +27,60 @@ std::string LabelOrAnnotation(const json& o, const std::string& key) {
   return a.empty() ? Label(o, key) : a;
 }
 
+const json& MemberOr(const json& o, const char* key, const json& otherwise) {
+  if (!o.is_object()) return otherwise;
+  auto it = o.find(key);
+  return it == o.end() ? otherwise : *it;
+}
+
+const json& EmptyObject() {
+  static const json kEmpty = json::object();
+  return kEmpty;
+}
+
+const json& EmptyArray() {
+  static const json kEmpty = json::array();
+  return kEmpty;
+}
+
+namespace {
+
+const json& Member(const json& o, const char* key) {
+  static const json kNull;
+  return MemberOr(o, key, kNull);
+}
+
+}  // namespace
+
+WatchEvent WatchEvent::Of(std::string type, std::string resource, int64_t rv, const json& object, json old_labels) {
+  const json& md = Member(object, "metadata");
+  std::string ns = md.is_object() ? md.value("namespace", "") : "";
+  json labels = md.is_object() ? Member(md, "labels") : json();
+  return {std::move(type), std::move(resource), rv, std::move(ns), std::move(labels), std::move(old_labels),
+          object.dump()};
+}
+
 ObjectStore::ObjectStore(std::size_t history_limit, EventSink sink)
     : history_limit_(history_limit), sink_(std::move(sink)) {}
 
 std::string ObjectStore::Key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
-void ObjectStore::Record(WatchEvent ev) {
-  history_.push_back(std::move(ev));
+void ObjectStore::Record(const char* type, const std::string& resource, const json& object, json old_labels) {
+  history_.push_back(WatchEvent::Of(type, resource, rv_, object, std::move(old_labels)));
   while (history_.size() > history_limit_) {
     compacted_rv_ = history_.front().rv;
     history_.pop_front();
   }
-  if (sink_) sink_(history_.back());
+  if (sink_) sink_(history_.back(), object);
 }
 
-Result<json> ObjectStore::Create(const std::string& resource, json object, int64_t now_ms) {
+Result<const json*> ObjectStore::Create(const std::string& resource, json object, int64_t now_ms) {
   json& md = object["metadata"];
   std::string ns = md.value("namespace", "");
   std::string name = md.value("name", "");
   auto& bucket = objects_[resource];
-  if (bucket.count(Key(ns, name))) {
+  std::string key = Key(ns, name);
+  if (bucket.count(key)) {
     return Status::AlreadyExists(fmt::format("{} \"{}\" already exists", resource, name));
   }
   md["uid"] = NewUid();
@@ -54,9 +88,9 @@ Result<json> ObjectStore::Create(const std::string& resource, json object, int64
   md["generation"] = 1;
   md["resourceVersion"] = std::to_string(++rv_);
   md.erase("deletionTimestamp");
-  bucket[Key(ns, name)] = object;
-  Record({"ADDED", resource, rv_, object, nullptr});
-  return object;
+  const json& stored = bucket.emplace(std::move(key), std::move(object)).first->second;
+  Record("ADDED", resource, stored, nullptr);
+  return &stored;
 }
 
 const json* ObjectStore::Get(const std::string& resource, const std::string& ns, const std::string& name) const {
@@ -66,22 +100,36 @@ const json* ObjectStore::Get(const std::string& resource, const std::string& ns,
   return it == b->second.end() ? nullptr : &it->second;
 }
 
-Result<json> ObjectStore::Update(const std::string& resource, json object) {
+Result<const json*> ObjectStore::Update(const std::string& resource, json object) {
   std::string ns = NamespaceOf(object), name = NameOf(object);
   auto& bucket = objects_[resource];
   auto it = bucket.find(Key(ns, name));
   if (it == bucket.end()) return Status::NotFound(fmt::format("{} \"{}\" not found", resource, name));
   json& old = it->second;
+  const json& old_md = old["metadata"];
   json& md = object["metadata"];
-  for (const char* k : {"uid", "creationTimestamp", "generation"}) md[k] = old["metadata"][k];
-  if (object.value("spec", json()) != old.value("spec", json())) {
-    md["generation"] = old["metadata"].value("generation", 1) + 1;
+  for (const char* k : {"uid", "creationTimestamp", "generation"}) md[k] = old_md[k];
+  if (Member(object, "spec") != Member(old, "spec")) {
+    md["generation"] = old_md.value("generation", 1) + 1;
   }
   md["resourceVersion"] = std::to_string(++rv_);
-  json old_labels = old["metadata"].value("labels", json::object());
-  old = object;
-  Record({"MODIFIED", resource, rv_, object, std::move(old_labels)});
-  return object;
+  json old_labels = old_md.value("labels", json::object());
+  old = std::move(object);
+  Record("MODIFIED", resource, old, std::move(old_labels));
+  return &old;
+}
+
+Result<const json*> ObjectStore::Mutate(const std::string& resource, const std::string& ns, const std::string& name,
+                                        const std::function<void(json&)>& edit) {
+  auto& bucket = objects_[resource];
+  auto it = bucket.find(Key(ns, name));
+  if (it == bucket.end()) return Status::NotFound(fmt::format("{} \"{}\" not found", resource, name));
+  json& object = it->second;
+  json old_labels = object["metadata"].value("labels", json::object());
+  edit(object);
+  object["metadata"]["resourceVersion"] = std::to_string(++rv_);
+  Record("MODIFIED", resource, object, std::move(old_labels));
+  return &object;
 }
 
 Result<json> ObjectStore::Delete(const std::string& resource, const std::string& ns, const std::string& name) {
@@ -91,7 +139,7 @@ Result<json> ObjectStore::Delete(const std::string& resource, const std::string&
   json object = std::move(it->second);
   bucket.erase(it);
   object["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  Record({"DELETED", resource, rv_, object, nullptr});
+  Record("DELETED", resource, object, nullptr);
   return object;
 }
 
@@ -107,14 +155,15 @@ Result<ListPage> ObjectStore::List(const std::string& resource, const std::strin
   }
   std::string last_key;
   for (; it != b->second.end(); ++it) {
-    if (!ns.empty() && NamespaceOf(it->second) != ns) continue;
-    if (!selector.MatchesObject(it->second)) continue;
+    const json& object = it->second;
+    if (!ns.empty() && NamespaceOf(object) != ns) continue;
+    if (!selector.MatchesObject(object)) continue;
     if (limit != 0 && page.items.size() == limit) {
       page.continue_token = last_key;
       ++page.remaining;
       continue;
     }
-    page.items.push_back(it->second);
+    page.items.push_back(object);
     last_key = it->first;
   }
   return page;

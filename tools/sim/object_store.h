@@ -4,7 +4,13 @@
 // a bounded history of change events for watch resume.
 //
 // Every change is recorded in the history and handed to the EventSink (the
-// WatchHub). A watch from a resourceVersion older than the history gets 410.
+// WatchHub and the simulated Kueue). A watch from a resourceVersion older
+// than the history gets 410.
+//
+// Cost: the history keeps each version as JSON text (what a watch sends
+// anyway), not as a tree, so the stored object is owned by the store alone
+// and the controllers' status writes (Mutate) edit it in place: a write
+// costs one serialization, no copy and no destruction of the object.
 //
 // Thread-safety: none; the owning ClusterState serializes all calls.
 #pragma once
@@ -23,12 +29,19 @@
 
 namespace gantry::sim {
 
+// One change of one object, as watches need it.
 struct WatchEvent {
   std::string type;      // ADDED, MODIFIED, DELETED
   std::string resource;  // plural
   int64_t rv = 0;
-  nlohmann::json object;
+  std::string ns;
+  nlohmann::json labels;      // the object's metadata.labels (null when none)
   nlohmann::json old_labels;  // MODIFIED: labels before, for selector transitions
+  std::string body;           // the object serialized (keys sorted: apiVersion first)
+
+  // The event of `object` (serializes it).
+  static WatchEvent Of(std::string type, std::string resource, int64_t rv, const nlohmann::json& object,
+                       nlohmann::json old_labels = nullptr);
 };
 
 struct ListPage {
@@ -39,26 +52,36 @@ struct ListPage {
 
 class ObjectStore {
  public:
-  using EventSink = std::function<void(const WatchEvent&)>;
+  // ev and the object as it is now (as deleted, for DELETED).
+  using EventSink = std::function<void(const WatchEvent& ev, const nlohmann::json& object)>;
 
   // history_limit: events kept for watch resume.
   ObjectStore(std::size_t history_limit, EventSink sink);
 
+  // Stored pointers returned below stay valid until the object's next
+  // change through this store.
+
   // Assigns uid, creationTimestamp, generation 1 and a resourceVersion.
   // AlreadyExists when the name is taken.
-  Result<nlohmann::json> Create(const std::string& resource, nlohmann::json object, int64_t now_ms);
+  Result<const nlohmann::json*> Create(const std::string& resource, nlohmann::json object, int64_t now_ms);
   // nullptr when absent.
   const nlohmann::json* Get(const std::string& resource, const std::string& ns, const std::string& name) const;
   // Replaces the stored object (keeps uid/creationTimestamp), bumps the
   // resourceVersion, and generation when spec changed. NotFound when absent.
-  Result<nlohmann::json> Update(const std::string& resource, nlohmann::json object);
+  Result<const nlohmann::json*> Update(const std::string& resource, nlohmann::json object);
+  // Edits the stored object in place with edit(), then bumps the
+  // resourceVersion. For the controllers' status and metadata writes.
+  // REQUIRES: edit changes neither spec nor identity (generation is kept).
+  Result<const nlohmann::json*> Mutate(const std::string& resource, const std::string& ns, const std::string& name,
+                                       const std::function<void(nlohmann::json&)>& edit);
+  // Returns the object as deleted (with the deletion's resourceVersion).
   Result<nlohmann::json> Delete(const std::string& resource, const std::string& ns, const std::string& name);
 
   // ns "" = all namespaces. limit 0 = no limit; continue_token from a
   // previous page. InvalidArgument for a token this store did not make.
   Result<ListPage> List(const std::string& resource, const std::string& ns, const LabelSelector& selector,
                         std::size_t limit, const std::string& continue_token) const;
-  // Every object of a resource (for controllers), in key order.
+  // Every object of a resource, in key order.
   std::vector<const nlohmann::json*> All(const std::string& resource) const;
 
   // Events of resource after rv, in order. Gone (kConflict with "Gone") when
@@ -68,7 +91,9 @@ class ObjectStore {
 
  private:
   static std::string Key(const std::string& ns, const std::string& name);
-  void Record(WatchEvent ev);
+  // Records the event of `object` and hands it to the sink.
+  void Record(const char* type, const std::string& resource, const nlohmann::json& object,
+              nlohmann::json old_labels);
 
   std::size_t history_limit_;
   EventSink sink_;
@@ -77,6 +102,13 @@ class ObjectStore {
   std::map<std::string, std::map<std::string, nlohmann::json>> objects_;
   std::deque<WatchEvent> history_;
 };
+
+// o[key] when o is an object holding key, else `otherwise`. Unlike
+// json::value() it never copies: objects are read on every write.
+const nlohmann::json& MemberOr(const nlohmann::json& o, const char* key, const nlohmann::json& otherwise);
+// Shared defaults for MemberOr.
+const nlohmann::json& EmptyObject();
+const nlohmann::json& EmptyArray();
 
 // Metadata helpers for stored objects.
 std::string NamespaceOf(const nlohmann::json& o);

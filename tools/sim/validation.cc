@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "gantry/common/names.h"
+#include "object_store.h"
 
 namespace gantry::sim {
 namespace {
@@ -35,7 +36,7 @@ std::string KindOf(const json& o) {
 Status ValidateMetadata(const ResourceInfo& res, const json& object) {
   Errors e;
   if (!object.is_object()) return Status::Invalid("the body must be a JSON object");
-  const json& md = object.value("metadata", json::object());
+  const json& md = MemberOr(object, "metadata", EmptyObject());
   std::string name = md.is_object() ? md.value("name", "") : "";
   if (name.empty()) {
     e.Add("metadata.name", "Required value: name or generateName is required");
@@ -54,14 +55,15 @@ Status ValidateMetadata(const ResourceInfo& res, const json& object) {
 Status ValidateWorkload(const json& wl) {
   Errors e;
   std::string name = wl["metadata"].value("name", "");
-  const json& spec = wl.value("spec", json::object());
+  const json& spec = MemberOr(wl, "spec", EmptyObject());
   if (!spec.is_object()) return Status::Invalid(fmt::format("Workload.kueue.x-k8s.io \"{}\" is invalid: spec: must be an object", name));
   if (!spec.contains("queueName") || !spec["queueName"].is_string() || spec["queueName"].get<std::string>().empty()) {
     e.Add("spec.queueName", "Required value");
   } else if (std::string err = CheckDns1123Subdomain(spec["queueName"].get<std::string>()); !err.empty()) {
     e.Add("spec.queueName", "Invalid value: " + err);
   }
-  const json& sets = spec.value("podSets", json(nullptr));
+  static const json kNone;
+  const json& sets = MemberOr(spec, "podSets", kNone);
   if (!sets.is_array() || sets.empty()) {
     e.Add("spec.podSets", "Required value: must have at least 1 item");
   } else if (sets.size() > kMaxPodSets) {

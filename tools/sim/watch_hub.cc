@@ -1,12 +1,16 @@
 #include "watch_hub.h"
 
+#include <string_view>
+
 namespace gantry::sim {
 
 using nlohmann::json;
 
-std::string WatchHub::Encode(const std::string& type, const json& object) {
+std::string WatchHub::Encode(const std::string& type, const json& object) { return Line(type, object.dump()); }
+
+std::string WatchHub::Line(const std::string& type, const std::string& object_text) {
   // "type" first, as the apiserver writes it (nlohmann would sort the keys).
-  return "{\"type\":" + json(type).dump() + ",\"object\":" + object.dump() + "}\n";
+  return "{\"type\":" + json(type).dump() + ",\"object\":" + object_text + "}\n";
 }
 
 uint64_t WatchHub::Add(Watcher w) {
@@ -15,28 +19,60 @@ uint64_t WatchHub::Add(Watcher w) {
   return id;
 }
 
-bool WatchHub::Deliver(Watcher& w, const WatchEvent& ev) {
+bool WatchHub::Deliver(Watcher& w, const WatchEvent& ev) { return Deliver(w, ev, nullptr); }
+
+namespace {
+
+// body (an object serialized with sorted keys) with apiVersion set to
+// api_version. The stored version is spliced out of the text when it leads,
+// as it does for every object the API stores; anything else is re-parsed.
+std::string WithApiVersion(const std::string& body, const std::string& api_version) {
+  static const std::string kLead = "{\"apiVersion\":\"";
+  if (body.compare(0, kLead.size(), kLead) == 0) {
+    std::size_t end = body.find('"', kLead.size());
+    if (end != std::string::npos &&
+        std::string_view(body).substr(kLead.size(), end - kLead.size()).find('\\') == std::string_view::npos) {
+      if (body.compare(kLead.size(), end - kLead.size(), api_version) == 0) return body;
+      return "{\"apiVersion\":" + json(api_version).dump() + body.substr(end + 1);
+    }
+  }
+  json object = json::parse(body);
+  object["apiVersion"] = api_version;
+  return object.dump();
+}
+
+}  // namespace
+
+bool WatchHub::Deliver(Watcher& w, const WatchEvent& ev, std::vector<EncodedEvent>* cache) {
   if (ev.resource != w.resource) return true;
-  if (!w.ns.empty() && NamespaceOf(ev.object) != w.ns) return true;
-  std::string type = ev.type;
-  bool now_matches = w.selector.MatchesObject(ev.object);
+  if (!w.ns.empty() && ev.ns != w.ns) return true;
+  const char* type = ev.type.c_str();
+  bool now_matches = w.selector.MatchesLabels(ev.labels);
   if (ev.type == "MODIFIED" && !w.selector.empty()) {
-    json old = {{"metadata", {{"labels", ev.old_labels}}}};
-    bool was_matching = w.selector.MatchesObject(old);
+    bool was_matching = w.selector.MatchesLabels(ev.old_labels);
     if (!now_matches && !was_matching) return true;
     if (now_matches && !was_matching) type = "ADDED";
     if (!now_matches && was_matching) type = "DELETED";
   } else if (!now_matches) {
     return true;
   }
-  json object = ev.object;
-  object["apiVersion"] = w.api_version;
-  return w.stream->Write(Encode(type, object));
+  if (cache) {
+    for (const EncodedEvent& e : *cache) {
+      if (e.type == type && e.api_version == w.api_version) return w.stream->Write(e.line);
+    }
+  }
+  // Built once per (type, apiVersion) and event, however many watchers see
+  // it, from the text the store serialized once.
+  std::string line = Line(type, WithApiVersion(ev.body, w.api_version));
+  if (cache) cache->push_back({type, w.api_version, line});
+  return w.stream->Write(std::move(line));
 }
 
 void WatchHub::Dispatch(const WatchEvent& ev) {
+  std::vector<EncodedEvent> cache;
+  std::vector<EncodedEvent>* shared = watchers_.size() > 1 ? &cache : nullptr;  // one watcher: nothing to share
   for (auto it = watchers_.begin(); it != watchers_.end();) {
-    if (!Deliver(it->second, ev)) {
+    if (!Deliver(it->second, ev, shared)) {
       it = watchers_.erase(it);
     } else {
       ++it;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,6 +40,8 @@ class WatchHub {
  public:
   // One event line: {"type":...,"object":...}\n
   static std::string Encode(const std::string& type, const nlohmann::json& object);
+  // The same from the object already serialized.
+  static std::string Line(const std::string& type, const std::string& object_text);
 
   uint64_t Add(Watcher w);
   // Sends ev to one watcher if it matches; false when its stream is gone.
@@ -51,6 +54,14 @@ class WatchHub {
   std::size_t size() const { return watchers_.size(); }
 
  private:
+  // One event as a watch line, for the watchers that see it the same way.
+  struct EncodedEvent {
+    std::string type, api_version, line;
+  };
+  // As Deliver, reusing and adding to the lines already encoded for ev
+  // (cache nullptr: encodes without keeping the line).
+  static bool Deliver(Watcher& w, const WatchEvent& ev, std::vector<EncodedEvent>* cache);
+
   uint64_t next_id_ = 1;
   std::map<uint64_t, Watcher> watchers_;
 };

@@ -7,13 +7,12 @@
 // on_change muted) and joined by a later SetClusters once its threads have
 // ended, or by Stop().
 //
-// Stop latency. ListWatch reads the stop flag only between steps and at watch
-// events and bookmarks, and cannot be interrupted while it blocks. Stop()
-// signals every thread before joining any, and returns within about
-//   max(watch_timeout_seconds, max_backoff, request_timeout) + one request:
-// a quiet watch is ended by the server; ListWatch's backoff sleep; one list
-// page or connect (clients do not retry; ListWatch does). Our own waits
-// (client creation retries, the JobSet recheck) wake at once.
+// Stop latency. ListWatch hands the stop flag to the watch stream, which asks
+// it every 100 ms while quiet, and its backoff sleeps check it as often.
+// Stop() signals every thread before joining any, and returns within about
+// one request (a list page or a connect; clients do not retry, ListWatch
+// does) plus 100 ms. Our own waits (client creation retries, the JobSet
+// recheck) wake at once.
 //
 // Synced. A resource counts as listed from its first successful list since its
 // thread started. ListWatch reports no failures, so a failed watch does not

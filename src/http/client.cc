@@ -22,6 +22,9 @@ namespace bhttp = boost::beast::http;
 using tcp = net::ip::tcp;
 using boost::system::error_code;
 
+// How often a quiet stream asks whether its owner wants it stopped.
+constexpr std::chrono::milliseconds kStopPoll{100};
+
 class Client::Impl {
  public:
   Impl(bool tls, std::string host, std::string port, ClientOptions options)
@@ -34,7 +37,8 @@ class Client::Impl {
   Result<ClientResponse> OpenStream(const std::string& method, const std::string& target,
                                     const std::vector<std::pair<std::string, std::string>>& headers,
                                     std::chrono::milliseconds idle_timeout,
-                                    const std::function<bool(std::string_view)>& on_data);
+                                    const std::function<bool(std::string_view)>& on_data,
+                                    const std::function<bool()>& stop_requested);
 
  private:
   bhttp::request<bhttp::string_body> MakeRequest(const std::string& method, const std::string& target,
@@ -43,7 +47,8 @@ class Client::Impl {
   template <typename AsyncStream>
   Result<ClientResponse> StreamOn(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req,
                                   std::chrono::milliseconds idle_timeout,
-                                  const std::function<bool(std::string_view)>& on_data);
+                                  const std::function<bool(std::string_view)>& on_data,
+                                  const std::function<bool()>& stop_requested);
   using TlsStream = beast::ssl_stream<beast::tcp_stream>;
   Status Connect();
   template <typename AsyncStream>
@@ -200,7 +205,8 @@ Result<ClientResponse> Client::Impl::Do(const std::string& method, const std::st
 template <typename AsyncStream>
 Result<ClientResponse> Client::Impl::StreamOn(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req,
                                               std::chrono::milliseconds idle_timeout,
-                                              const std::function<bool(std::string_view)>& on_data) {
+                                              const std::function<bool(std::string_view)>& on_data,
+                                              const std::function<bool()>& stop_requested) {
   auto& lowest = beast::get_lowest_layer(stream);
   lowest.expires_after(options_.request_timeout);
   error_code ec;
@@ -228,8 +234,25 @@ Result<ClientResponse> Client::Impl::StreamOn(AsyncStream& stream, const bhttp::
     parser.get().body().size = sizeof(chunk);
     lowest.expires_after(idle_timeout);
     bhttp::async_read_some(stream, buffer, parser, [&](error_code e, std::size_t) { ec = e; });
+    bool stopping = false;
     ioc_.restart();
-    ioc_.run();
+    if (!stop_requested) {
+      ioc_.run();
+    } else {
+      // Wait in slices; on a stop request, cancel the read and let its
+      // handler run (with operation_aborted) before the connection goes.
+      while (!ioc_.stopped()) {
+        ioc_.run_for(kStopPoll);
+        if (!ioc_.stopped() && !stopping && stop_requested()) {
+          stopping = true;
+          lowest.cancel();
+        }
+      }
+    }
+    if (stopping) {
+      Reset();
+      return out;
+    }
     if (ec == bhttp::error::need_buffer) ec = {};
     if (ec) {
       Reset();
@@ -256,13 +279,14 @@ Result<ClientResponse> Client::Impl::StreamOn(AsyncStream& stream, const bhttp::
 Result<ClientResponse> Client::Impl::OpenStream(const std::string& method, const std::string& target,
                                             const std::vector<std::pair<std::string, std::string>>& headers,
                                             std::chrono::milliseconds idle_timeout,
-                                            const std::function<bool(std::string_view)>& on_data) {
+                                            const std::function<bool(std::string_view)>& on_data,
+                                            const std::function<bool()>& stop_requested) {
   // A stream gets a connection of its own, so nothing half-read is reused.
   Reset();
   GANTRY_RETURN_IF_ERROR(Connect());
   bhttp::request<bhttp::string_body> req = MakeRequest(method, target, "", headers);
-  return tls_ ? StreamOn(*tls_stream_, req, idle_timeout, on_data)
-              : StreamOn(*tcp_stream_, req, idle_timeout, on_data);
+  return tls_ ? StreamOn(*tls_stream_, req, idle_timeout, on_data, stop_requested)
+              : StreamOn(*tcp_stream_, req, idle_timeout, on_data, stop_requested);
 }
 
 Result<std::unique_ptr<Client>> Client::Create(const std::string& base_url, ClientOptions options) {
@@ -301,8 +325,9 @@ Client::Client(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Result<ClientResponse> Client::Stream(const std::string& method, const std::string& target,
                                       const std::vector<std::pair<std::string, std::string>>& headers,
                                       std::chrono::milliseconds idle_timeout,
-                                      const std::function<bool(std::string_view)>& on_data) {
-  return impl_->OpenStream(method, target, headers, idle_timeout, on_data);
+                                      const std::function<bool(std::string_view)>& on_data,
+                                      const std::function<bool()>& stop_requested) {
+  return impl_->OpenStream(method, target, headers, idle_timeout, on_data, stop_requested);
 }
 Client::~Client() = default;
 

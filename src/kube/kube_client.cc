@@ -185,8 +185,15 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
     pending.erase(0, start);
     return true;
   };
-  auto res = (*conn)->Stream("GET", creds_.base_path + path + query, *headers, options.idle_timeout, on_data);
+  bool stop_seen = false;
+  std::function<bool()> stop_requested;
+  if (options.stop_requested) {
+    stop_requested = [&] { return stop_seen = options.stop_requested(); };
+  }
+  auto res = (*conn)->Stream("GET", creds_.base_path + path + query, *headers, options.idle_timeout, on_data,
+                             stop_requested);
   if (!res.ok()) return res.status();
+  if (stop_seen) end.stopped = true;
   if (res->status == 410) {
     end.expired = true;
     return end;

@@ -27,6 +27,20 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
 
 }  // namespace
 
+namespace {
+
+// A backoff wait that a stop request cuts short (checked every 100 ms).
+void SleepUnlessStopped(std::chrono::milliseconds d, const std::function<bool()>& stop) {
+  const auto end = std::chrono::steady_clock::now() + d;
+  while (!stop()) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (left <= std::chrono::milliseconds::zero()) return;
+    std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(100)));
+  }
+}
+
+}  // namespace
+
 ListWatchStats ListWatch(KubeClient& client, const std::string& path, const ListWatchOptions& options,
                          const std::function<void(const std::vector<nlohmann::json>&)>& on_list,
                          const std::function<void(const WatchEvent&)>& on_event,
@@ -39,7 +53,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       std::vector<nlohmann::json> items;
       rv = ListAll(client, path, options, &items);
       if (rv.empty()) {
-        std::this_thread::sleep_for(backoff);  // the cluster is failing: back off
+        SleepUnlessStopped(backoff, stop);  // the cluster is failing: back off
         backoff = std::min(backoff * 2, options.max_backoff);
         continue;
       }
@@ -52,6 +66,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
     w.timeout_seconds = options.watch_timeout_seconds;
     w.idle_timeout = options.idle_timeout;
     w.spec_fields = options.spec_fields;
+    w.stop_requested = stop;
     ++stats.watches;
     auto end = client.Watch(path, w, [&](const WatchEvent& e) {
       on_event(e);
@@ -60,7 +75,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
     if (!end.ok()) {
       spdlog::warn("watch {}: {}", path, end.status().message());
       rv.clear();  // start over from a list
-      std::this_thread::sleep_for(backoff);
+      SleepUnlessStopped(backoff, stop);
       backoff = std::min(backoff * 2, options.max_backoff);
       continue;
     }

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -188,6 +189,9 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
   }
 
   SECTION("watch: events, resume from the last resourceVersion, 410 when too old") {
+    auto second = kube::KubeClient::Create(*creds, options);  // one client per thread
+    REQUIRE(second.ok());
+    kube::KubeClient& kc2 = **second;
     auto list = kc.List(kWorkloads);
     REQUIRE(list.ok());
     std::string rv = list->body["metadata"]["resourceVersion"];
@@ -222,6 +226,20 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     REQUIRE(first["spec"].is_object());
     CHECK(first["spec"].contains("queueName"));
     CHECK_FALSE(first["spec"].contains("podSets"));
+    // A quiet watch ends soon after its owner asks it to stop, not when the
+    // server's timeout (an hour here) ends it.
+    std::atomic<bool> stop{false};
+    kube::WatchOptions quiet = from(end->last_resource_version);
+    quiet.timeout_seconds = 3600;
+    quiet.stop_requested = [&] { return stop.load(); };
+    auto waiting = std::async(std::launch::async, [&] {
+      return kc2.Watch(kWorkloads, quiet, [](const kube::WatchEvent&) { return true; });
+    });
+    stop = true;
+    REQUIRE(waiting.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+    auto stopped = waiting.get();
+    REQUIRE(stopped.ok());
+    CHECK(stopped->stopped);
     // Resume from where that stopped: the next change arrives, not the first again.
     REQUIRE(kc.Create(kWorkloads, Workload("b"))->status == 201);
     seen.clear();

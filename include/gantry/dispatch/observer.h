@@ -82,7 +82,7 @@ struct ObservedCluster {
 
 struct ObserverOptions {
   std::string origin = "gantry";  // label selector: kueue.x-k8s.io/multikueue-origin=<origin>
-  int watch_timeout_seconds = 10;  // also bounds how long Stop() waits for a quiet watch
+  int watch_timeout_seconds = 10;  // server-side end of each watch, then resumed
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds max_backoff{10'000};
 };

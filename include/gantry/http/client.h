@@ -57,11 +57,15 @@ class Client {
   // it arrives (a watch). Returns when the body ends, on_data returns false,
   // or no byte arrived for idle_timeout (kDeadlineExceeded). The status and
   // headers are in the result; its body is empty. A non-2xx answer's body is
-  // read whole into the result instead of being streamed.
+  // read whole into the result instead of being streamed. stop_requested,
+  // when given, is asked about every 100 ms while waiting for data: true
+  // abandons the stream (and its connection) as if on_data had said false,
+  // so a quiet stream does not hold up its owner's shutdown.
   Result<ClientResponse> Stream(const std::string& method, const std::string& target,
                                 const std::vector<std::pair<std::string, std::string>>& headers,
                                 std::chrono::milliseconds idle_timeout,
-                                const std::function<bool(std::string_view)>& on_data);
+                                const std::function<bool(std::string_view)>& on_data,
+                                const std::function<bool()>& stop_requested = {});
 
   class Impl;
 

@@ -75,6 +75,9 @@ struct WatchOptions {
   // of the spec (pod templates, the bulk of a Workload or a Job) is skipped,
   // for a watcher that reads only metadata and status.
   std::optional<std::set<std::string>> spec_fields;
+  // Asked about every 100 ms while the stream is quiet: true ends the watch
+  // (WatchEnd::stopped), so a shutdown need not wait for the next event.
+  std::function<bool()> stop_requested;
 };
 
 struct WatchEvent {

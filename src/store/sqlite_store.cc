@@ -174,7 +174,7 @@ Result<std::vector<std::string>> ReadUids(Statement& stmt) {
 Result<std::vector<std::string>> SqliteStore::UidsInPhase(JobPhase phase, int limit) {
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt =
-      reader_->Prepare("SELECT uid FROM jobs WHERE phase = ?1 ORDER BY seq LIMIT ?2");
+      reader_->Prepare("SELECT uid FROM jobs WHERE phase = ?1 ORDER BY priority DESC, seq LIMIT ?2");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, JobPhaseName(phase)).Bind(2, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
   return ReadUids(*stmt);

@@ -162,4 +162,29 @@ TEST_CASE("CountByPhase lists every phase, UidsInPhase is oldest first", "[store
   CHECK(store->UidsInPhase(JobPhase::kLost, 5)->empty());
 }
 
+TEST_CASE("UidsInPhase hands out higher priorities first, then the oldest", "[store][list]") {
+  TempDir dir;
+  auto store = OpenStore(dir.File("db"));
+  std::vector<std::pair<std::string, int32_t>> submitted = {
+      {"low-old", 0}, {"high-old", 100}, {"mid", 50}, {"high-new", 100}, {"low-new", 0}, {"negative", -5}};
+  std::map<std::string, std::string> name_of;
+  for (const auto& [name, priority] : submitted) {
+    JobRecord job = MakeJob("ns", name);
+    job.priority = priority;
+    auto stored = SubmitSync(*store, job);
+    REQUIRE(stored.ok());
+    name_of[stored->job.uid] = name;
+  }
+  auto queued = store->UidsInPhase(JobPhase::kQueued, 100);
+  REQUIRE(queued.ok());
+  std::vector<std::string> order;
+  for (const std::string& uid : *queued) order.push_back(name_of[uid]);
+  CHECK(order == std::vector<std::string>{"high-old", "high-new", "mid", "low-old", "low-new", "negative"});
+  // The limit keeps the front of that order.
+  auto top = store->UidsInPhase(JobPhase::kQueued, 2);
+  REQUIRE(top.ok());
+  REQUIRE(top->size() == 2);
+  CHECK(name_of[(*top)[1]] == "high-new");
+}
+
 }  // namespace gantry::testing

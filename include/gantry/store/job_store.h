@@ -163,7 +163,9 @@ class JobStore {
   virtual Result<std::vector<JobEvent>> Events(const std::string& uid) = 0;
   // Every phase with its count (phases with no job are 0).
   virtual Result<std::map<JobPhase, int64_t>> CountByPhase() = 0;
-  // Uids of jobs in a phase, oldest first (for the reconciler's start-up scan).
+  // Uids of jobs in a phase, highest priority first, then oldest first: the
+  // order in which the reconciler's scans (start-up, a cluster back, an
+  // inventory reload) hand Queued jobs to nomination.
   virtual Result<std::vector<std::string>> UidsInPhase(JobPhase phase, int limit) = 0;
 };
 

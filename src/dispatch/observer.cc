@@ -130,6 +130,12 @@ std::string KeyOf(const json& o) {
   return Str(o, {"metadata", "namespace"}) + "/" + Str(o, {"metadata", "name"});
 }
 
+// The status members ParseWorkload and ParseJob read (keep in step with them).
+std::set<std::string> StatusFieldsRead(Resource r) {
+  if (r == kWorkloads) return {"conditions"};
+  return {"conditions", "active", "succeeded", "failed", "replicatedJobsStatus", "restarts"};
+}
+
 std::optional<Entry> ToEntry(Resource r, const json& o) {
   std::string rv = Str(o, {"metadata", "resourceVersion"});
   if (r == kWorkloads) {
@@ -293,9 +299,9 @@ struct ClusterObserver::Impl {
     lw.idle_timeout =
         std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
     lw.max_backoff = options.max_backoff;
-    // ToEntry reads metadata, status and spec.suspend: the pod templates in
-    // the rest of each spec need not be parsed on every event.
-    lw.spec_fields = std::set<std::string>{"suspend"};
+    // ToEntry reads metadata and a few spec and status fields: the pod
+    // templates and admission details need not be parsed on every event.
+    lw.only_fields = {{"spec", {"suspend"}}, {"status", StatusFieldsRead(r)}};
     auto backoff = std::chrono::milliseconds(kFirstBackoff);
     while (!c->stopping) {
       try {

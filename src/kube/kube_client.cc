@@ -12,12 +12,13 @@ namespace {
 bool Retryable(int status) { return status == 429 || status >= 500; }
 
 // One watch line, {"type": ..., "object": {...}}; a discarded value when it is
-// not JSON. With spec_fields, members of object.spec not in it are skipped
-// while parsing, so their subtrees are never built.
-nlohmann::json ParseWatchLine(std::string_view line, const std::optional<std::set<std::string>>& spec_fields) {
-  if (!spec_fields) return nlohmann::json::parse(line, nullptr, false);
+// not JSON. Sub-members that only_fields leaves out are skipped while
+// parsing, so their subtrees are never built.
+nlohmann::json ParseWatchLine(std::string_view line,
+                              const std::map<std::string, std::set<std::string>>& only_fields) {
+  if (only_fields.empty()) return nlohmann::json::parse(line, nullptr, false);
   // The callback's depth counts the containers open around the event: a key
-  // of the line is at 1, of the object at 2, of the object's spec at 3.
+  // of the line is at 1, of the object at 2, of a member of the object at 3.
   std::string keys[3];
   auto keep = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
     if (event != nlohmann::json::parse_event_t::key || depth < 1) return true;
@@ -25,8 +26,9 @@ nlohmann::json ParseWatchLine(std::string_view line, const std::optional<std::se
       keys[depth] = parsed.get<std::string>();
       return true;
     }
-    if (depth == 3 && keys[1] == "object" && keys[2] == "spec") {
-      return spec_fields->count(parsed.get<std::string>()) > 0;
+    if (depth == 3 && keys[1] == "object") {
+      auto only = only_fields.find(keys[2]);
+      return only == only_fields.end() || only->second.count(parsed.get<std::string>()) > 0;
     }
     return true;
   };
@@ -161,7 +163,7 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
     while (true) {
       std::size_t nl = pending.find('\n', start);
       if (nl == std::string::npos) break;
-      auto line = ParseWatchLine(std::string_view(pending).substr(start, nl - start), options.spec_fields);
+      auto line = ParseWatchLine(std::string_view(pending).substr(start, nl - start), options.only_fields);
       start = nl + 1;
       if (!line.is_object()) continue;
       WatchEvent event;

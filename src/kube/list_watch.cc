@@ -65,7 +65,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
     w.resource_version = rv;
     w.timeout_seconds = options.watch_timeout_seconds;
     w.idle_timeout = options.idle_timeout;
-    w.spec_fields = options.spec_fields;
+    w.only_fields = options.only_fields;
     w.stop_requested = stop;
     ++stats.watches;
     auto end = client.Watch(path, w, [&](const WatchEvent& e) {

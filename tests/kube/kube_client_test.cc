@@ -214,7 +214,7 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     // A watcher that names the spec fields it reads gets those, and the
     // metadata and status, but no pod sets.
     kube::WatchOptions pruned = from(rv);
-    pruned.spec_fields = std::set<std::string>{"queueName"};
+    pruned.only_fields = {{"spec", {"queueName"}}};
     nlohmann::json first;
     auto pruned_end = kc.Watch(kWorkloads, pruned, [&](const kube::WatchEvent& e) {
       first = e.object;

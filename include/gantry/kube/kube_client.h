@@ -19,6 +19,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <map>
 #include <optional>
 #include <optional>
 #include <set>
@@ -71,10 +72,11 @@ struct WatchOptions {
   bool bookmarks = true;
   int timeout_seconds = 0;          // server-side end of the watch (0 = server default)
   std::chrono::milliseconds idle_timeout{120'000};  // no byte for this long = dead stream
-  // When set, only these members of each object's spec are parsed; the rest
-  // of the spec (pod templates, the bulk of a Workload or a Job) is skipped,
-  // for a watcher that reads only metadata and status.
-  std::optional<std::set<std::string>> spec_fields;
+  // For a watcher that reads a few fields: for each top-level member of the
+  // object named here (e.g. "spec"), only the listed sub-members are parsed;
+  // the rest (pod templates, admission details: most of a Workload's bytes)
+  // is skipped. Members not named here are parsed whole.
+  std::map<std::string, std::set<std::string>> only_fields;
   // Asked about every 100 ms while the stream is quiet: true ends the watch
   // (WatchEnd::stopped), so a shutdown need not wait for the next event.
   std::function<bool()> stop_requested;

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,7 +29,7 @@ struct ListWatchOptions {
   int watch_timeout_seconds = 60;
   std::chrono::milliseconds idle_timeout{120'000};
   std::chrono::milliseconds max_backoff{30'000};
-  std::optional<std::set<std::string>> spec_fields;  // for watch events: see WatchOptions
+  std::map<std::string, std::set<std::string>> only_fields;  // for watch events: see WatchOptions
 };
 
 struct ListWatchStats {

@@ -15,12 +15,7 @@ using testing::MakeWorkload;
 
 constexpr int64_t kGpu = 1000;
 
-struct Fixture {
-  FakeClock clock;
-  Journal journal;
-  ClusterState state{testing::SmallCluster("c1", 2), &journal, &clock};  // 16 GPUs
-  const ResourceInfo& wl = ResourceByPlural("workloads");
-  const ResourceInfo& jobs = ResourceByPlural("jobs");
+struct Fixture : testing::ClusterFixture {
   const ResourceInfo& cqs = ResourceByPlural("clusterqueues");
   const ResourceInfo& lqs = ResourceByPlural("localqueues");
 

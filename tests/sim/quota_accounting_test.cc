@@ -14,13 +14,7 @@ using testing::MakeWorkload;
 
 constexpr int64_t kGpu = 1000;
 
-struct Fixture {
-  FakeClock clock;
-  Journal journal;
-  ClusterState state{testing::SmallCluster("c1", 2), &journal, &clock};  // 16 GPUs
-  const ResourceInfo& wl = ResourceByPlural("workloads");
-  const ResourceInfo& jobs = ResourceByPlural("jobs");
-
+struct Fixture : testing::ClusterFixture {
   int64_t ReservedGpus() {
     auto r = state.Reserved();
     return r.count(kGpuResource) ? r.at(kGpuResource) / kGpu : 0;

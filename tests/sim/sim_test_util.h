@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cluster_state.h"
 #include "sim_config.h"
 
 namespace gantry::sim::testing {
@@ -18,5 +19,15 @@ nlohmann::json MakeJob(const std::string& name, const std::string& workload, con
                        const std::string& duration = "1s");
 // One H100 cluster: nodes x 8 GPUs, no admission delay, 10 s jobs.
 ClusterConfig SmallCluster(const std::string& name = "c1", int nodes = 2);
+
+// One small cluster's whole state (no HTTP) on a fake clock, with the
+// resources most tests touch. Tests derive their fixtures from it.
+struct ClusterFixture {
+  FakeClock clock;
+  Journal journal;
+  ClusterState state{SmallCluster("c1", 2), &journal, &clock};  // 16 GPUs
+  const ResourceInfo& wl = ResourceByPlural("workloads");
+  const ResourceInfo& jobs = ResourceByPlural("jobs");
+};
 
 }  // namespace gantry::sim::testing

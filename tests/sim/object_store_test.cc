@@ -10,12 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<json> Events(const std::shared_ptr<http::ResponseStream>& s) {
-  bool finished = false;
-  std::vector<json> out;
-  for (const std::string& line : s->Take(&finished)) out.push_back(json::parse(line));
-  return out;
-}
+std::vector<json> Events(const std::shared_ptr<http::ResponseStream>& s) { return testing::StreamEvents(s); }
 
 json Obj(const std::string& name, const std::string& env) {
   return {{"metadata", {{"name", name}, {"namespace", "ns"}, {"labels", {{"env", env}}}}}, {"spec", {{"x", 1}, {"suspend", true}}}};

@@ -50,4 +50,11 @@ ClusterConfig SmallCluster(const std::string& name, int nodes) {
   return c;
 }
 
+std::vector<nlohmann::json> StreamEvents(const std::shared_ptr<http::ResponseStream>& stream) {
+  bool finished = false;
+  std::vector<nlohmann::json> out;
+  for (const std::string& line : stream->Take(&finished)) out.push_back(nlohmann::json::parse(line));
+  return out;
+}
+
 }  // namespace gantry::sim::testing

@@ -2,11 +2,14 @@
 // shapes gantry's dispatcher writes.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cluster_state.h"
+#include "gantry/http/message.h"
 #include "sim_config.h"
 
 namespace gantry::sim::testing {
@@ -19,6 +22,9 @@ nlohmann::json MakeJob(const std::string& name, const std::string& workload, con
                        const std::string& duration = "1s");
 // One H100 cluster: nodes x 8 GPUs, no admission delay, 10 s jobs.
 ClusterConfig SmallCluster(const std::string& name = "c1", int nodes = 2);
+
+// The watch events queued on a stream so far, parsed.
+std::vector<nlohmann::json> StreamEvents(const std::shared_ptr<http::ResponseStream>& stream);
 
 // One small cluster's whole state (no HTTP) on a fake clock, with the
 // resources most tests touch. Tests derive their fixtures from it.

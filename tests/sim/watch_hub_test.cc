@@ -10,12 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<json> Events(const std::shared_ptr<http::ResponseStream>& s) {
-  bool finished = false;
-  std::vector<json> out;
-  for (const std::string& line : s->Take(&finished)) out.push_back(json::parse(line));
-  return out;
-}
+std::vector<json> Events(const std::shared_ptr<http::ResponseStream>& s) { return testing::StreamEvents(s); }
 
 TEST_CASE("watchers of one event get their own apiVersion and type", "[sim][watch]") {
   FakeClock clock;

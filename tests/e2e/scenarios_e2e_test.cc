@@ -1,5 +1,5 @@
 // Dispatch scenarios end to end: whole gangs, Unschedulable, two clusters
-// admitting at once, and cancel in every phase.
+// admitting at once, cancel in every phase, and a removed or cordoned cluster.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
@@ -192,6 +192,64 @@ TEST_CASE("a cluster removed from the inventory counts as lost: its Requeue job 
   }
   CHECK(lost_event);
   REQUIRE(fleet.WaitPhase("team-a", "mover", {"Succeeded"}, std::chrono::seconds(30)));
+}
+
+TEST_CASE("a cordoned cluster takes no new job, keeps its running one, and takes work again when uncordoned",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
+  const std::string c1_config = ReadFile(c1_file);
+  REQUIRE(!c1_config.empty());
+  auto client = http::Client::Create(fleet.url());
+  REQUIRE(client.ok());
+  auto reload = [&] {
+    auto r = (*client)->Do("POST", "/api/v1/clusters:reload");
+    return r.ok() ? r->status : 0;
+  };
+
+  REQUIRE(fleet.Submit("team-a", GpuJob("runner", 1, 1, "4s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "runner", {"Running"}));
+
+  // The operator cordons c1 (a flag in its inventory entry) and reloads.
+  WriteFile(c1_file, c1_config + "cordoned: true\n");
+  REQUIRE(reload() == 200);
+  REQUIRE(WaitFor([&] {
+    auto clusters = Cli(fleet.url(), {"clusters"});
+    return clusters.out.find("Cordoned") != std::string::npos;
+  }, std::chrono::seconds(10)));
+
+  // A job only c1 may run waits, with a reason, and nothing is sent to c1.
+  REQUIRE(fleet.Submit("team-a", GpuJob("waiter", 1, 1, "1s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(WaitFor([&] {
+    auto j = fleet.Job("team-a", "waiter");
+    return j.is_object() && !j["status"].value("message", "").empty();
+  }, std::chrono::seconds(10)));
+  auto waiting = fleet.Job("team-a", "waiter");
+  CHECK(waiting["status"]["phase"] == "Queued");
+  CHECK(waiting["status"].value("message", "").find("waiting") != std::string::npos);
+  // A job that may run anywhere goes to c2.
+  REQUIRE(fleet.Submit("team-a", GpuJob("free", 1, 1, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "free", {"Succeeded"}, std::chrono::seconds(30)));
+  CHECK(fleet.Job("team-a", "free")["status"]["cluster"] == "c2");
+
+  // Cordoning does not drain: the running job finishes where it is, once.
+  REQUIRE(fleet.WaitPhase("team-a", "runner", {"Succeeded"}, std::chrono::seconds(30)));
+  auto runner = fleet.Job("team-a", "runner");
+  CHECK(runner["status"]["cluster"] == "c1");
+  CHECK(runner["status"]["epoch"] == 1);
+  CHECK(fleet.Job("team-a", "waiter")["status"]["phase"] == "Queued");
+
+  // Uncordoned: the waiting job is dispatched to c1 and runs.
+  WriteFile(c1_file, c1_config);
+  REQUIRE(reload() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Succeeded"}, std::chrono::seconds(30)));
+  CHECK(fleet.Job("team-a", "waiter")["status"]["cluster"] == "c1");
+  CHECK(Runs(fleet, fleet.Uid("team-a", "waiter")) == 1);
+  CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
 }
 
 }  // namespace gantry::testing

@@ -367,34 +367,42 @@ Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_
   return a;
 }
 
-Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersion version,
-                            const ObservedWorkload& w) {
+namespace {
+
+// Deleting one observed incarnation of an object (its k8s uid is the
+// precondition), at path.
+template <class Observed>
+Action DeleteAction(const std::string& cluster, const char* kind, const Observed& o, std::string path) {
   Action a;
   a.verb = Verb::kDelete;
   a.cluster = cluster;
-  a.kind = kWorkload;
-  a.ns = w.ns;
-  a.name = w.name;
-  a.epoch = w.epoch;
-  a.path = WorkloadPath(version, w.ns, w.name);
-  a.precondition_uid = w.k8s_uid;
+  a.kind = kind;
+  a.ns = o.ns;
+  a.name = o.name;
+  a.epoch = o.epoch;
+  a.path = std::move(path);
+  a.precondition_uid = o.k8s_uid;
   return a;
 }
 
+}  // namespace
+
+Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersion version,
+                            const ObservedWorkload& w) {
+  return DeleteAction(cluster, kWorkload, w, WorkloadPath(version, w.ns, w.name));
+}
+
 Action DeleteJobAction(const std::string& cluster, const ObservedJob& j) {
-  Action a;
-  a.verb = Verb::kDelete;
-  a.cluster = cluster;
-  a.kind = kJob;
-  a.ns = j.ns;
-  a.name = j.name;
-  a.epoch = j.epoch;
   // The observer watches these two kinds; their paths come from the same place as the creates'.
   nlohmann::json kind = {{"apiVersion", j.kind == "JobSet" ? "jobset.x-k8s.io/v1alpha2" : "batch/v1"}, {"kind", j.kind}};
   auto path = JobPath(kind, j.ns, j.name);
-  a.path = path.ok() ? *path : "";
-  a.precondition_uid = j.k8s_uid;
-  return a;
+  return DeleteAction(cluster, kJob, j, path.ok() ? *path : "");
+}
+
+inventory::KueueApiVersion KueueVersionOf(const std::map<std::string, ClusterFacts>& clusters,
+                                          const std::string& cluster) {
+  auto f = clusters.find(cluster);
+  return f == clusters.end() ? inventory::KueueApiVersion::kV1beta2 : f->second.config.kueue_api_version;
 }
 
 Plan Decide(const DecideInput& in) { return ladder::Ladder(in).Run(); }

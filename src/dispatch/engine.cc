@@ -315,10 +315,6 @@ void Engine::RunGc() {
     if (stopping_) return;
     lock.unlock();
     const std::map<std::string, ClusterFacts> facts = Facts(clock_.NowMillis());
-    auto version = [&facts](const std::string& cluster) {
-      auto f = facts.find(cluster);
-      return f == facts.end() ? inventory::KueueApiVersion::kV1beta2 : f->second.config.kueue_api_version;
-    };
     for (const std::string& uid : observer_->AllJobUids()) {
       auto job = store_.GetByUid(uid);
       if (job.ok() || job.status().code() != Code::kNotFound) continue;
@@ -327,7 +323,7 @@ void Engine::RunGc() {
         JobRecord ghost;
         ghost.uid = uid;
         std::vector<Action> deletes;
-        for (const ObservedWorkload& w : o.workloads) deletes.push_back(DeleteWorkloadAction(cluster, version(cluster), w));
+        for (const ObservedWorkload& w : o.workloads) deletes.push_back(DeleteWorkloadAction(cluster, KueueVersionOf(facts, cluster), w));
         for (const ObservedJob& j : o.jobs) deletes.push_back(DeleteJobAction(cluster, j));
         int deleted = 0;
         for (const Action& a : deletes) {

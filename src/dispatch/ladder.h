@@ -77,28 +77,22 @@ class Ladder {
     auto o = in_.observed.find(cluster);
     return o == in_.observed.end() ? nullptr : &o->second;
   }
-  inventory::KueueApiVersion VersionOf(const std::string& cluster) const {
-    auto f = in_.clusters.find(cluster);
-    return f == in_.clusters.end() ? inventory::KueueApiVersion::kV1beta2 : f->second.config.kueue_api_version;
-  }
+  // The job's Workload copy or real job in cluster at the current epoch.
   const ObservedWorkload* WorkloadIn(const std::string& cluster) const {
     const ClusterObservation* o = Observed(cluster);
-    if (!o) return nullptr;
-    for (const ObservedWorkload& w : o->workloads) {
-      if (w.epoch == job_.epoch) return &w;
-    }
-    return nullptr;
+    return o ? AtCurrentEpoch(o->workloads) : nullptr;
   }
   const ObservedJob* JobIn(const std::string& cluster) const {
     const ClusterObservation* o = Observed(cluster);
-    if (!o) return nullptr;
-    for (const ObservedJob& j : o->jobs) {
-      if (j.epoch == job_.epoch) return &j;
-    }
-    return nullptr;
+    return o ? AtCurrentEpoch(o->jobs) : nullptr;
+  }
+  template <class Observed>
+  const Observed* AtCurrentEpoch(const std::vector<Observed>& objects) const {
+    auto it = std::find_if(objects.begin(), objects.end(), [&](const Observed& x) { return x.epoch == job_.epoch; });
+    return it == objects.end() ? nullptr : &*it;
   }
   Action DeleteWorkload(const std::string& cluster, const ObservedWorkload& w) const {
-    return DeleteWorkloadAction(cluster, VersionOf(cluster), w);
+    return DeleteWorkloadAction(cluster, KueueVersionOf(in_.clusters, cluster), w);
   }
   Action DeleteJob(const std::string& cluster, const ObservedJob& j) const { return DeleteJobAction(cluster, j); }
   // Deletes everything the job has in every reachable cluster.

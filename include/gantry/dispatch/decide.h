@@ -103,5 +103,9 @@ Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_
 Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersion version,
                             const ObservedWorkload& w);
 Action DeleteJobAction(const std::string& cluster, const ObservedJob& j);
+// The Kueue API version the inventory names for cluster; v1beta2 when the
+// cluster is not (or no longer) in it.
+inventory::KueueApiVersion KueueVersionOf(const std::map<std::string, ClusterFacts>& clusters,
+                                          const std::string& cluster);
 
 }  // namespace gantry::dispatch

@@ -19,10 +19,12 @@ void Engine::RunHealthWatch() {
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       now[view.config.name] = view.health.state == inventory::HealthState::kReady && observer_->Synced(view.config.name);
     }
+    bool became_ready = false;
     for (const auto& [cluster, ready] : now) {
       auto before = last.find(cluster);
       if (before != last.end() && before->second == ready) continue;
       if (before == last.end() && !ready) continue;  // never seen ready: nothing of ours depends on it yet
+      became_ready |= ready;
       auto uids = store_.UidsWithIntentsIn(cluster, 1'000'000);
       if (!uids.ok()) {
         spdlog::warn("dispatch: jobs in {}: {}", cluster, uids.status().ToString());
@@ -36,11 +38,6 @@ void Engine::RunHealthWatch() {
     }
     // A cluster that became Ready may be the first candidate of a job that
     // had none: queued jobs are looked at again (behind the jobs in flight).
-    bool became_ready = false;
-    for (const auto& [cluster, ready] : now) {
-      auto before = last.find(cluster);
-      became_ready |= ready && (before == last.end() || !before->second);
-    }
     if (became_ready) {
       auto queued = store_.UidsInPhase(JobPhase::kQueued, 1'000'000);
       if (queued.ok()) {

@@ -25,10 +25,6 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
   }
 }
 
-}  // namespace
-
-namespace {
-
 // A backoff wait that a stop request cuts short (checked every 100 ms).
 void SleepUnlessStopped(std::chrono::milliseconds d, const std::function<bool()>& stop) {
   const auto end = std::chrono::steady_clock::now() + d;

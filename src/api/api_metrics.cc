@@ -55,6 +55,15 @@ struct ApiMetrics::Impl {
   std::map<std::tuple<JobPhase, JobPhase, std::string>, prometheus::Counter*> transition_cache;
   std::map<std::tuple<std::string, std::string, int>, prometheus::Counter*> counter_cache;
   std::map<std::pair<std::string, std::string>, prometheus::Histogram*> hist_cache;
+
+  // The labelled child in cache[key], made by make() on first use.
+  // REQUIRES: mu held.
+  template <class Key, class Metric, class Make>
+  static Metric* Cached(std::map<Key, Metric*>& cache, const Key& key, Make make) {
+    Metric*& slot = cache[key];
+    if (!slot) slot = &make();
+    return slot;
+  }
 };
 
 ApiMetrics::ApiMetrics() : impl_(std::make_unique<Impl>()) {
@@ -68,12 +77,12 @@ void ApiMetrics::ObserveRequest(const std::string& method, const std::string& ro
   prometheus::Histogram* hist;
   {
     std::lock_guard lock(impl_->mu);
-    auto& c = impl_->counter_cache[{method, route, code}];
-    if (!c) c = &impl_->requests.Add({{"method", method}, {"route", route}, {"code", std::to_string(code)}});
-    auto& h = impl_->hist_cache[{method, route}];
-    if (!h) h = &impl_->latency.Add({{"method", method}, {"route", route}}, impl_->latency_buckets);
-    counter = c;
-    hist = h;
+    counter = Impl::Cached(impl_->counter_cache, {method, route, code}, [&]() -> prometheus::Counter& {
+      return impl_->requests.Add({{"method", method}, {"route", route}, {"code", std::to_string(code)}});
+    });
+    hist = Impl::Cached(impl_->hist_cache, {method, route}, [&]() -> prometheus::Histogram& {
+      return impl_->latency.Add({{"method", method}, {"route", route}}, impl_->latency_buckets);
+    });
   }
   counter->Increment();
   hist->Observe(seconds);
@@ -101,11 +110,9 @@ void ApiMetrics::RemoteCall(const std::string& cluster, const char* verb, int co
   prometheus::Counter* c;
   {
     std::lock_guard lock(impl_->mu);
-    auto& slot = impl_->remote_cache[{cluster, verb, code}];
-    if (!slot) {
-      slot = &impl_->remote_calls.Add({{"cluster", cluster}, {"verb", verb}, {"code", std::to_string(code)}});
-    }
-    c = slot;
+    c = Impl::Cached(impl_->remote_cache, {cluster, verb, code}, [&]() -> prometheus::Counter& {
+      return impl_->remote_calls.Add({{"cluster", cluster}, {"verb", verb}, {"code", std::to_string(code)}});
+    });
   }
   c->Increment();
 }
@@ -114,13 +121,10 @@ void ApiMetrics::Transition(JobPhase from, JobPhase to, const std::string& step)
   prometheus::Counter* c;
   {
     std::lock_guard lock(impl_->mu);
-    auto& slot = impl_->transition_cache[{from, to, step}];
-    if (!slot) {
-      slot = &impl_->transitions.Add({{"from", std::string(JobPhaseName(from))},
-                                      {"to", std::string(JobPhaseName(to))},
-                                      {"step", step}});
-    }
-    c = slot;
+    c = Impl::Cached(impl_->transition_cache, {from, to, step}, [&]() -> prometheus::Counter& {
+      return impl_->transitions.Add(
+          {{"from", std::string(JobPhaseName(from))}, {"to", std::string(JobPhaseName(to))}, {"step", step}});
+    });
   }
   c->Increment();
 }

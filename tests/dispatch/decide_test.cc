@@ -61,6 +61,15 @@ struct World {
     in.spec = &spec;
     return in;
   }
+  // The lease is held: phase, owner and epoch set, and the owner's Workload
+  // copy and real job recorded as present.
+  void OwnedBy(JobPhase phase, const std::string& cluster, int64_t epoch) {
+    job.phase = phase;
+    job.epoch = epoch;
+    job.cluster = cluster;
+    Intent(cluster, "Workload", epoch);
+    Intent(cluster, "Job", epoch);
+  }
   void Intent(const std::string& cluster, const std::string& kind, int64_t epoch, bool present = true) {
     RemoteIntent i;
     i.job_uid = job.uid;
@@ -287,11 +296,7 @@ TEST_CASE("step 9: an unreachable owner is waited for, then onClusterLoss applie
     World w;
     w.spec = Spec(policy);
     w.in.options.cluster_lost_timeout_ms = 60'000;
-    w.job.phase = JobPhase::kRunning;
-    w.job.epoch = 1;
-    w.job.cluster = "c1";
-    w.Intent("c1", "Workload", 1);
-    w.Intent("c1", "Job", 1);
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
     w.in.clusters["c1"].ready = false;
     w.in.clusters["c1"].lost_for_ms = 30'000;
     Plan before = Decide(w.Input());
@@ -320,11 +325,7 @@ TEST_CASE("step 9: a Wait job's OwnerLost condition is lifted when its owner ans
   World w;
   w.spec = Spec("Wait");
   w.in.options.cluster_lost_timeout_ms = 60'000;
-  w.job.phase = JobPhase::kRunning;
-  w.job.epoch = 1;
-  w.job.cluster = "c1";
-  w.Intent("c1", "Workload", 1);
-  w.Intent("c1", "Job", 1);
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
   w.Workload("c1", 1).admitted = true;
   ObservedJob& j = w.RemoteJob("c1", 1, RemoteJobState::kRunning);
   w.job.remote_status = j.summary;
@@ -366,11 +367,7 @@ TEST_CASE("step 9: a Wait job's OwnerLost condition is lifted when its owner ans
 
 TEST_CASE("steps 10-12: eviction requeues, the real job is created, runs and finishes", "[dispatch][decide]") {
   World w;
-  w.job.phase = JobPhase::kAdmitted;
-  w.job.epoch = 1;
-  w.job.cluster = "c1";
-  w.Intent("c1", "Workload", 1);
-  w.Intent("c1", "Job", 1);
+  w.OwnedBy(JobPhase::kAdmitted, "c1", 1);
   ObservedWorkload& wl = w.Workload("c1", 1);
   wl.admitted = true;
   Plan create = Decide(w.Input());
@@ -406,11 +403,7 @@ TEST_CASE("step 10: an evicted at-most-once job fails instead of running twice (
     INFO(policy);
     World w;
     w.spec = Spec(policy);
-    w.job.phase = JobPhase::kRunning;
-    w.job.epoch = 1;
-    w.job.cluster = "c1";
-    w.Intent("c1", "Workload", 1);
-    w.Intent("c1", "Job", 1);
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
     ObservedWorkload& wl = w.Workload("c1", 1);
     wl.evicted = true;
     wl.reason = "Preempted";

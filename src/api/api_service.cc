@@ -8,12 +8,12 @@
 
 namespace gantry::api {
 
-ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, JobWaker* waker,
+ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, dispatch::JobIntake* intake,
                        const Clock& clock, ApiOptions options, inventory::Fleet* fleet)
     : store_(store),
       auth_(auth),
       metrics_(metrics),
-      waker_(waker),
+      intake_(intake),
       clock_(clock),
       options_(options),
       fleet_(fleet) {

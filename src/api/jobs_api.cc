@@ -5,6 +5,7 @@
 #include "gantry/api/job_view.h"
 #include "gantry/api/k8s_status.h"
 #include "gantry/common/names.h"
+#include "gantry/dispatch/demand.h"
 #include "gantry/job/job_document.h"
 
 namespace gantry::api {
@@ -53,22 +54,15 @@ void ApiService::Submit(http::Request req, Respond respond) {
     respond(K8sStatus(err->code, err->code == 400 ? "BadRequest" : "Invalid", err->message, causes));
     return;
   }
-  const JobSpec& spec = std::get<JobSpec>(parsed);
-  JobRecord record;
-  record.uid = NewUid();
-  record.ns = spec.ns;
-  record.name = spec.name;
-  record.queue = spec.queue;
-  record.priority = spec.priority;
-  record.spec_json = SpecToJson(spec).dump();
-  record.labels_json = nlohmann::json(spec.labels).dump();
-  record.created_ms = record.updated_ms = clock_.NowMillis();
+  JobRecord record = RecordOfSpec(std::get<JobSpec>(parsed), NewUid(), clock_.NowMillis());
   // The answer for a new job is built here, on the connection's thread: the
   // store's callback runs on its writer thread, whose time is every
   // submitter's commit latency.
   std::string created_body = JobJsonText(record);
-  store_.Submit(std::move(record), [this, respond, created_body = std::move(created_body)](
-                                       Result<SubmitResult> result) mutable {
+  // The engine's first pass starts from this spec (job_intake.h).
+  auto handed = std::make_shared<JobSpec>(std::move(std::get<JobSpec>(parsed)));
+  store_.Submit(std::move(record), [this, respond, created_body = std::move(created_body),
+                                    handed = std::move(handed)](Result<SubmitResult> result) mutable {
     if (!result.ok()) {
       if (result.status().code() == Code::kConflict) {
         respond(K8sStatus(409, "AlreadyExists", result.status().message()));
@@ -85,7 +79,7 @@ void ApiService::Submit(http::Request req, Respond respond) {
     }
     spdlog::info("job {}/{} submitted uid={} queue={} priority={}", job.ns, job.name, job.uid, job.queue,
                  job.priority);
-    if (waker_) waker_->Wake(job.uid);
+    if (intake_) intake_->Created(std::move(result->job), std::move(handed));
     http::Response res;
     res.status = 201;
     res.body = std::move(created_body);
@@ -186,7 +180,7 @@ void ApiService::CancelJob(http::Request req, Respond respond) {
     const JobRecord& job = *result;
     if (job.phase == JobPhase::kCancelling) {
       spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
-      if (waker_) waker_->Wake(job.uid);
+      if (intake_) intake_->Wake(job.uid);
     }
     respond(http::JsonResponse(202, JobJsonText(job)));
   });

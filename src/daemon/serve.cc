@@ -156,7 +156,7 @@ int RunServe(const ServeFlags& flags) {
   api::ApiOptions api_options;
   api_options.stale_after_ms = fleet_options.stale_after_ms;
   api_options.after_reload = [&engine] { engine.InventoryChanged(); };
-  api::ApiService service(job_store, **auth, metrics, &engine.waker(), clock, api_options, &fleet);
+  api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";
   // Already validated by ResolveConfig.

@@ -4,6 +4,19 @@
 
 namespace gantry {
 
+JobRecord RecordOfSpec(const JobSpec& spec, std::string uid, int64_t now_ms) {
+  JobRecord record;
+  record.uid = std::move(uid);
+  record.ns = spec.ns;
+  record.name = spec.name;
+  record.queue = spec.queue;
+  record.priority = spec.priority;
+  record.spec_json = SpecToJson(spec).dump();
+  record.labels_json = nlohmann::json(spec.labels).dump();
+  record.created_ms = record.updated_ms = now_ms;
+  return record;
+}
+
 Result<JobSpec> SpecOfRecord(const JobRecord& job) {
   nlohmann::json spec_json = nlohmann::json::parse(job.spec_json, nullptr, false);
   nlohmann::json labels = nlohmann::json::parse(job.labels_json, nullptr, false);

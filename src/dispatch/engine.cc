@@ -38,7 +38,8 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       clock_(clock),
       options_(std::move(options)),
       metrics_(metrics),
-      specs_(options_.spec_cache_entries) {
+      specs_(options_.spec_cache_entries),
+      fresh_(options_.fresh_jobs_entries) {
   options_.observer.origin = options_.decide.origin;
   observer_ = std::make_unique<ClusterObserver>(options_.observer, [this](const std::string& uid) {
     if (reconciler_) reconciler_->WakeUrgent(uid);
@@ -74,6 +75,17 @@ void Engine::Stop() {
   if (health_thread_.joinable()) health_thread_.join();
   reconciler_->Stop();
   observer_->Stop();
+}
+
+void Engine::Wake(const std::string& job_uid) {
+  fresh_.Drop(job_uid);
+  reconciler_->Wake(job_uid);
+}
+
+void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
+  std::string uid = record.uid;
+  fresh_.Put(std::move(record), std::move(spec));
+  reconciler_->Wake(uid);
 }
 
 void Engine::InventoryChanged() {
@@ -139,20 +151,24 @@ std::shared_ptr<kube::ClientPool> Engine::PoolFor(const std::string& cluster) {
 }
 
 int64_t Engine::Pass(const std::string& uid) {
-  auto job = store_.GetByUid(uid);
+  // A job created a moment ago comes as the API parsed and the store
+  // committed it (see fresh_jobs.h); it has no remote intents yet.
+  std::optional<FreshJobs::Entry> fresh = fresh_.Take(uid);
+  Result<JobRecord> job = fresh ? Result<JobRecord>(std::move(fresh->record)) : store_.GetByUid(uid);
   if (!job.ok()) {
     if (job.status().code() == Code::kNotFound) return -1;  // purged; the collector takes what is left
     spdlog::warn("dispatch: reading job {}: {}", uid, job.status().ToString());
     return options_.decide.retry_ms;
   }
-  auto parsed = specs_.Get(*job);
+  auto parsed = fresh ? Result<std::shared_ptr<const ParsedSpec>>(specs_.Put(uid, std::move(*fresh->spec)))
+                      : specs_.Get(*job);
   if (!parsed.ok()) {
     spdlog::error("dispatch: job {}/{} uid={}: stored spec unreadable: {}", job->ns, job->name, uid,
                   parsed.status().ToString());
     return -1;
   }
   const JobSpec* spec = &(*parsed)->spec;
-  auto intents = store_.Intents(uid);
+  auto intents = fresh ? Result<std::vector<RemoteIntent>>(std::vector<RemoteIntent>{}) : store_.Intents(uid);
   if (!intents.ok()) {
     spdlog::warn("dispatch: reading intents of {}: {}", uid, intents.status().ToString());
     return options_.decide.retry_ms;

@@ -22,14 +22,27 @@ Result<std::shared_ptr<const ParsedSpec>> SpecCache::Get(const JobRecord& job) {
   parsed->demand = DemandFromSpec(*spec);
   parsed->spec = std::move(*spec);
   std::lock_guard lock(mu_);
-  if (auto it = entries_.find(job.uid); it != entries_.end()) return it->second.parsed;
-  order_.push_front(job.uid);
-  entries_.emplace(job.uid, Entry{parsed, order_.begin()});
+  return InsertLocked(job.uid, std::move(parsed));
+}
+
+std::shared_ptr<const ParsedSpec> SpecCache::Put(const std::string& uid, JobSpec spec) {
+  auto parsed = std::make_shared<ParsedSpec>();
+  parsed->demand = DemandFromSpec(spec);
+  parsed->spec = std::move(spec);
+  std::lock_guard lock(mu_);
+  return InsertLocked(uid, std::move(parsed));
+}
+
+std::shared_ptr<const ParsedSpec> SpecCache::InsertLocked(const std::string& uid,
+                                                          std::shared_ptr<const ParsedSpec> parsed) {
+  if (auto it = entries_.find(uid); it != entries_.end()) return it->second.parsed;
+  order_.push_front(uid);
+  entries_.emplace(uid, Entry{parsed, order_.begin()});
   while (entries_.size() > capacity_) {
     entries_.erase(order_.back());
     order_.pop_back();
   }
-  return std::shared_ptr<const ParsedSpec>(std::move(parsed));
+  return parsed;
 }
 
 void SpecCache::Forget(const std::string& uid) {

@@ -16,7 +16,7 @@
 #include "gantry/api/api_metrics.h"
 #include "gantry/api/token_auth.h"
 #include "gantry/common/clock.h"
-#include "gantry/common/job_waker.h"
+#include "gantry/dispatch/job_intake.h"
 #include "gantry/http/message.h"
 #include "gantry/http/router.h"
 #include "gantry/inventory/fleet.h"
@@ -38,9 +38,9 @@ struct ApiOptions {
 
 class ApiService {
  public:
-  // store, auth, metrics and clock must outlive the service. waker and fleet
-  // may be null (no reconciler / no inventory).
-  ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, JobWaker* waker,
+  // store, auth, metrics and clock must outlive the service. intake and
+  // fleet may be null (no reconciler / no inventory).
+  ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, dispatch::JobIntake* intake,
              const Clock& clock, ApiOptions options = {}, inventory::Fleet* fleet = nullptr);
 
   // The handler to give the HTTP server.
@@ -76,7 +76,7 @@ class ApiService {
   JobStore& store_;
   TokenAuth& auth_;
   ApiMetrics& metrics_;
-  JobWaker* waker_;
+  dispatch::JobIntake* intake_;
   const Clock& clock_;
   ApiOptions options_;
   inventory::Fleet* fleet_;

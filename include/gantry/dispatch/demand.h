@@ -1,5 +1,6 @@
-// From a stored job to its spec, and from a spec to what placement needs:
-// the gang's pod sets and the job's hard constraints. Pure.
+// From a spec to the record that stores it and back, and from a spec to
+// what placement needs: the gang's pod sets and the job's hard
+// constraints. Pure.
 #pragma once
 
 #include "gantry/common/status.h"
@@ -8,6 +9,10 @@
 #include "gantry/store/job_store.h"
 
 namespace gantry {
+
+// The record a new job is stored as (phase Queued, epoch 0), stamped now_ms.
+// SpecOfRecord gives the same spec back.
+JobRecord RecordOfSpec(const JobSpec& spec, std::string uid, int64_t now_ms);
 
 // The stored record's spec (spec_json, name, namespace, labels) read back.
 // kCorruption with the document error when it no longer parses.

@@ -31,6 +31,8 @@
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
 #include "gantry/dispatch/engine_metrics.h"
+#include "gantry/dispatch/fresh_jobs.h"
+#include "gantry/dispatch/job_intake.h"
 #include "gantry/dispatch/observer.h"
 #include "gantry/dispatch/reconciler.h"
 #include "gantry/dispatch/spec_cache.h"
@@ -51,14 +53,15 @@ struct EngineOptions {
   int64_t gc_interval_ms = 60'000;
   int64_t health_poll_ms = 500;
   size_t spec_cache_entries = 8192;  // parsed specs kept for the jobs in flight
+  size_t fresh_jobs_entries = 4096;  // new jobs held for their first pass (fresh_jobs.h)
 };
 
-class Engine {
+class Engine final : public JobIntake {
  public:
   // metrics may be null.
   Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options,
          EngineMetrics* metrics = nullptr);
-  ~Engine();  // Stop()s
+  ~Engine() override;  // Stop()s
 
   // Starts watching every cluster, then the reconciler (its start-up scan
   // wakes every unfinished job) and the garbage collector.
@@ -68,7 +71,10 @@ class Engine {
   // and look at every unfinished job again.
   void InventoryChanged();
 
-  JobWaker& waker() { return *reconciler_; }
+  // JobIntake, for the API. Wake drops a held new job before it queues the
+  // job: whatever woke it may have changed it in the store.
+  void Wake(const std::string& job_uid) override;
+  void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
 
  private:
   int64_t Pass(const std::string& uid);
@@ -90,6 +96,7 @@ class Engine {
   EngineOptions options_;
   EngineMetrics* metrics_;
   SpecCache specs_;
+  FreshJobs fresh_;
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;
 

@@ -29,12 +29,12 @@
 #include <vector>
 
 #include "gantry/common/clock.h"
-#include "gantry/common/job_waker.h"
+#include "gantry/dispatch/job_intake.h"
 #include "gantry/store/job_store.h"
 
 namespace gantry {
 
-class Reconciler final : public JobWaker {
+class Reconciler final : public dispatch::JobIntake {
  public:
   // One pass over one job: a requeue delay in ms, or -1 for "only when woken".
   using PassFn = std::function<int64_t(const std::string& job_uid)>;

@@ -1,0 +1,28 @@
+// JobIntake: how the API tells the dispatch engine about jobs. Wake (from
+// JobWaker) is the level-triggered hint "look at this job again"; Created
+// also hands over a job the store has just created, so that the engine's
+// first pass over it reads nothing back and parses nothing again.
+#pragma once
+
+#include <memory>
+
+#include "gantry/common/job_waker.h"
+#include "gantry/job/job_document.h"
+#include "gantry/store/job_store.h"
+
+namespace gantry::dispatch {
+
+class JobIntake : public JobWaker {
+ public:
+  // Called once per new job, right after the store committed it, on the
+  // store's writer thread: it must be cheap and must not block. record is
+  // the job as stored; spec is the parsed document it was stored from
+  // (record.spec_json == SpecToJson(*spec).dump()); the callee may move
+  // from *spec. The default only wakes the job.
+  virtual void Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
+    (void)spec;
+    Wake(record.uid);
+  }
+};
+
+}  // namespace gantry::dispatch

@@ -42,15 +42,89 @@ nlohmann::json JobToJson(const JobRecord& job) {
   return j;
 }
 
+namespace {
+
+// JSON string literal of s. Bytes of 0x80 and up pass through: stored text
+// came from parsed JSON or from gantry itself, so it is UTF-8 already.
+void AppendString(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (u < 0x20) {
+          out += "\\u00";
+          out.push_back(kHex[u >> 4]);
+          out.push_back(kHex[u & 0x0f]);
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+void AppendMember(std::string& out, std::string_view key, std::string_view value) {
+  AppendString(out, key);
+  out.push_back(':');
+  AppendString(out, value);
+  out.push_back(',');
+}
+
+// Stored JSON text written by gantry, spliced as is when it is the expected
+// kind of value ('{' or '['); anything else stands in as empty.
+std::string_view StoredJson(const std::string& text, char open, char close, std::string_view empty) {
+  bool ok = text.size() >= 2 && text.front() == open && text.back() == close;
+  return ok ? std::string_view(text) : empty;
+}
+
+}  // namespace
+
+// The same value as JobToJson, written directly: metadata and status keys
+// in the order dump() would give them, the stored spec last.
 std::string JobJsonText(const JobRecord& job) {
-  std::string text = JobWithoutSpec(job).dump();
-  // Reopen the object and append "spec" (key order carries no meaning).
-  text.pop_back();
-  text += ",\"spec\":";
-  bool valid = !job.spec_json.empty() && job.spec_json.front() == '{';
-  text += valid ? job.spec_json : "{}";
-  text += "}";
-  return text;
+  std::string out;
+  out.reserve(job.spec_json.size() + job.labels_json.size() + job.conditions_json.size() + job.message.size() +
+              job.remote_status.size() + 400);
+  out += R"({"apiVersion":"gantry.dev/v1","kind":"Job","metadata":{)";
+  AppendMember(out, "creationTimestamp", FormatRfc3339(job.created_ms));
+  std::string_view labels = StoredJson(job.labels_json, '{', '}', "{}");
+  if (labels != "{}") {
+    out += R"("labels":)";
+    out += labels;
+    out.push_back(',');
+  }
+  AppendMember(out, "name", job.name);
+  AppendMember(out, "namespace", job.ns);
+  AppendString(out, "uid");
+  out.push_back(':');
+  AppendString(out, job.uid);
+  out += R"(},"status":{)";
+  if (!job.cluster.empty()) AppendMember(out, "cluster", job.cluster);
+  out += R"("conditions":)";
+  out += StoredJson(job.conditions_json, '[', ']', "[]");
+  out += R"(,"epoch":)";
+  out += std::to_string(job.epoch);
+  out.push_back(',');
+  if (job.lease_ms > 0) AppendMember(out, "leaseTime", FormatRfc3339(job.lease_ms));
+  if (!job.message.empty()) AppendMember(out, "message", job.message);
+  AppendMember(out, "phase", JobPhaseName(job.phase));
+  if (!job.remote_status.empty()) AppendMember(out, "remote", job.remote_status);
+  AppendString(out, "updateTime");
+  out.push_back(':');
+  AppendString(out, FormatRfc3339(job.updated_ms));
+  out += R"(},"spec":)";
+  out += StoredJson(job.spec_json, '{', '}', "{}");
+  out.push_back('}');
+  return out;
 }
 
 std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq) {

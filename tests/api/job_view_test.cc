@@ -1,0 +1,59 @@
+// JobJsonText writes a job's JSON by hand (the submit, get and list hot
+// paths); it must say exactly what JobToJson says.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/api/job_view.h"
+
+namespace gantry::api {
+namespace {
+
+JobRecord Job() {
+  JobRecord job;
+  job.uid = "0b7e3c1a-4f9e-4c55-9d8e-2f1a6b7c8d9e";
+  job.ns = "team-a";
+  job.name = "llama-ft";
+  job.spec_json = R"({"queue":"team-a","priority":3,"template":{"kind":"Job"}})";
+  job.created_ms = 1'764'000'000'123;
+  job.updated_ms = 1'764'000'100'456;
+  return job;
+}
+
+}  // namespace
+
+TEST_CASE("a job's JSON text says what its JSON value says", "[api]") {
+  std::vector<JobRecord> jobs;
+  jobs.push_back(Job());  // fresh: no labels, no cluster, no message
+
+  JobRecord full = Job();
+  full.labels_json = R"({"run":"a\"b","team":"nlp"})";
+  full.phase = JobPhase::kRunning;
+  full.cluster = "gpu-eu-1";
+  full.epoch = 2;
+  full.lease_ms = 1'764'000'050'000;
+  full.conditions_json = R"([{"type":"ClusterLost","status":"True","message":"x"}])";
+  full.message = "quote \" backslash \\ newline \n tab \t bell \x07 unicode é ✓";
+  full.remote_status = "1/4 pods active";
+  jobs.push_back(full);
+
+  JobRecord odd = Job();  // stored text that is not the expected kind stands in as empty
+  odd.labels_json = "[]";
+  odd.conditions_json = "";
+  odd.spec_json = "oops";
+  jobs.push_back(odd);
+
+  for (const JobRecord& job : jobs) {
+    INFO(job.message);
+    std::string text = JobJsonText(job);
+    nlohmann::json parsed = nlohmann::json::parse(text);
+    CHECK(parsed == JobToJson(job));
+    CHECK(parsed["metadata"]["uid"] == job.uid);
+  }
+  nlohmann::json parsed = nlohmann::json::parse(JobJsonText(full));
+  CHECK(parsed["status"]["message"] == full.message);
+  CHECK(parsed["metadata"]["labels"]["run"] == "a\"b");
+  CHECK(parsed["status"]["leaseTime"] == "2025-11-24T16:00:50Z");
+}
+
+}  // namespace gantry::api

@@ -1,5 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <set>
+#include <thread>
+#include <vector>
+
 #include "gantry/common/names.h"
 
 namespace gantry {
@@ -33,6 +37,22 @@ TEST_CASE("uids are random v4 uuids", "[names]") {
   CHECK(a.size() == 36);
   CHECK(a[14] == '4');
   CHECK(a != b);
+}
+
+TEST_CASE("uids stay distinct across refills of the random pool and across threads", "[names]") {
+  std::vector<std::string> mine, theirs;
+  std::thread other([&theirs] {
+    for (int i = 0; i < 1000; ++i) theirs.push_back(NewUid());
+  });
+  for (int i = 0; i < 1000; ++i) mine.push_back(NewUid());  // about 31 refills
+  other.join();
+  std::set<std::string> all(mine.begin(), mine.end());
+  all.insert(theirs.begin(), theirs.end());
+  CHECK(all.size() == 2000);
+  for (const std::string& uid : all) {
+    CHECK(uid[14] == '4');
+    CHECK(std::string("89ab").find(uid[19]) != std::string::npos);
+  }
 }
 
 }  // namespace gantry

@@ -36,13 +36,20 @@ Status DropIntent(SqliteConnection& conn, const std::string& uid, const std::str
   return stmt->Run();
 }
 
-Status UpdateJobRow(SqliteConnection& conn, const JobRecord& job) {
+// phase is the only indexed column a dispatch write changes. An UPDATE that
+// names it rewrites the job's entry in jobs_by_phase even when the value is
+// the same, so a write that keeps the phase (a message, conditions, the
+// remote status) leaves it out.
+Status UpdateJobRow(SqliteConnection& conn, const JobRecord& job, bool phase_changed) {
   Result<Statement> stmt = conn.Prepare(
-      "UPDATE jobs SET phase = ?1, epoch = ?2, cluster = ?3, message = ?4, conditions_json = ?5, "
-      "nominated_ms = ?6, lease_ms = ?7, remote_status = ?8, updated_ms = ?9 WHERE seq = ?10");
+      phase_changed
+          ? "UPDATE jobs SET phase = ?1, epoch = ?2, cluster = ?3, message = ?4, conditions_json = ?5, "
+            "nominated_ms = ?6, lease_ms = ?7, remote_status = ?8, updated_ms = ?9 WHERE seq = ?10"
+          : "UPDATE jobs SET epoch = ?2, cluster = ?3, message = ?4, conditions_json = ?5, "
+            "nominated_ms = ?6, lease_ms = ?7, remote_status = ?8, updated_ms = ?9 WHERE seq = ?10");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, JobPhaseName(job.phase))
-      .Bind(2, job.epoch)
+  if (phase_changed) stmt->Bind(1, JobPhaseName(job.phase));
+  stmt->Bind(2, job.epoch)
       .Bind(3, job.cluster)
       .Bind(4, job.message)
       .Bind(5, job.conditions_json)
@@ -70,6 +77,7 @@ void SqliteStore::ApplyDispatch(DispatchUpdate u, StoreCallback<JobRecord> done)
           u.expected_epoch, u.expected_cluster));
     }
     const int64_t now = Now();
+    const bool phase_changed = u.phase && *u.phase != job.phase;
     if (u.phase) job.phase = *u.phase;
     if (u.epoch) job.epoch = *u.epoch;
     if (u.cluster) job.cluster = *u.cluster;
@@ -79,7 +87,7 @@ void SqliteStore::ApplyDispatch(DispatchUpdate u, StoreCallback<JobRecord> done)
     if (u.lease_ms) job.lease_ms = *u.lease_ms;
     if (u.remote_status) job.remote_status = *u.remote_status;
     job.updated_ms = now;
-    GANTRY_RETURN_IF_ERROR(UpdateJobRow(conn, job));
+    GANTRY_RETURN_IF_ERROR(UpdateJobRow(conn, job, phase_changed));
     for (RemoteIntent& intent : u.upsert_intents) {
       intent.job_uid = u.uid;
       GANTRY_RETURN_IF_ERROR(UpsertIntent(conn, intent, now));
@@ -90,7 +98,7 @@ void SqliteStore::ApplyDispatch(DispatchUpdate u, StoreCallback<JobRecord> done)
     for (JobEvent& event : u.events) {
       event.job_uid = u.uid;
       if (event.time_ms == 0) event.time_ms = now;
-      GANTRY_RETURN_IF_ERROR(InsertEvent(conn, event));
+      GANTRY_RETURN_IF_ERROR(InsertEvent(conn, event, job.seq));
     }
     *slot = std::move(job);
     return Status::Ok();

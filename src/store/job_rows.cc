@@ -98,17 +98,18 @@ Status InsertJob(SqliteConnection& conn, const JobRecord& job, int64_t* seq) {
   return Status::Ok();
 }
 
-Status InsertEvent(SqliteConnection& conn, const JobEvent& event) {
+Status InsertEvent(SqliteConnection& conn, const JobEvent& event, int64_t job_seq) {
   Result<Statement> stmt = conn.Prepare(
       "INSERT INTO job_events (job_seq, job_uid, time_ms, type, reason, message, cluster) "
-      "VALUES ((SELECT seq FROM jobs WHERE uid = ?1), ?1, ?2, ?3, ?4, ?5, ?6)");
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, event.job_uid)
-      .Bind(2, event.time_ms)
-      .Bind(3, event.type)
-      .Bind(4, event.reason)
-      .Bind(5, event.message)
-      .Bind(6, event.cluster);
+  stmt->Bind(1, job_seq)
+      .Bind(2, event.job_uid)
+      .Bind(3, event.time_ms)
+      .Bind(4, event.type)
+      .Bind(5, event.reason)
+      .Bind(6, event.message)
+      .Bind(7, event.cluster);
   return stmt->Run();
 }
 

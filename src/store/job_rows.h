@@ -28,6 +28,7 @@ Result<JobRecord> SelectJobByName(SqliteConnection& conn, const std::string& ns,
 Result<JobRecord> SelectJobByUid(SqliteConnection& conn, const std::string& uid);
 
 Status InsertJob(SqliteConnection& conn, const JobRecord& job, int64_t* seq);
-Status InsertEvent(SqliteConnection& conn, const JobEvent& event);
+// job_seq is the job's jobs.seq (callers hold the row already).
+Status InsertEvent(SqliteConnection& conn, const JobEvent& event, int64_t job_seq);
 
 }  // namespace gantry

@@ -62,22 +62,25 @@ void SqliteStore::Submit(JobRecord job, StoreCallback<SubmitResult> done) {
       return SubmitResult{SubmitOutcome::kExisting, std::move(*existing)};
     }
     if (existing.status().code() != Code::kNotFound) return existing.status();
-    // The API assigns the uid before Submit, so a retried request carries the
-    // same uid: answer it with what the first attempt stored.
-    Result<JobRecord> same_uid = SelectJobByUid(conn, job.uid);
-    if (same_uid.ok()) return SubmitResult{SubmitOutcome::kExisting, std::move(*same_uid)};
-    if (same_uid.status().code() != Code::kNotFound) return same_uid.status();
 
     const int64_t now = Now();
     if (job.created_ms == 0) job.created_ms = now;
     if (job.updated_ms == 0) job.updated_ms = job.created_ms;
-    GANTRY_RETURN_IF_ERROR(InsertJob(conn, job, &job.seq));
+    if (Status inserted = InsertJob(conn, job, &job.seq); !inserted.ok()) {
+      // Uids are random and new per request, so only a second Submit of one
+      // record (a caller's retry) finds its uid taken: answer it with what
+      // the first stored. Looked up only then, not before every insert.
+      if (inserted.code() != Code::kConflict) return inserted;
+      Result<JobRecord> same_uid = SelectJobByUid(conn, job.uid);
+      if (same_uid.ok()) return SubmitResult{SubmitOutcome::kExisting, std::move(*same_uid)};
+      return inserted;
+    }
     JobEvent event;
     event.job_uid = job.uid;
     event.time_ms = now;
     event.reason = "Submitted";
     event.message = fmt::format("job submitted to queue {}", job.queue);
-    GANTRY_RETURN_IF_ERROR(InsertEvent(conn, event));
+    GANTRY_RETURN_IF_ERROR(InsertEvent(conn, event, job.seq));
     return SubmitResult{SubmitOutcome::kCreated, std::move(job)};
   };
   EnqueueWrite<SubmitResult>(*writer_, std::move(op), std::move(done));
@@ -109,7 +112,7 @@ void SqliteStore::RequestCancel(std::string ns, std::string name, StoreCallback<
     event.time_ms = now;
     event.reason = "CancelRequested";
     event.message = fmt::format("cancellation requested in phase {}", JobPhaseName(job->phase));
-    GANTRY_RETURN_IF_ERROR(InsertEvent(conn, event));
+    GANTRY_RETURN_IF_ERROR(InsertEvent(conn, event, job->seq));
     return std::move(**updated);
   };
   EnqueueWrite<JobRecord>(*writer_, std::move(op), std::move(done));
@@ -163,7 +166,7 @@ void SqliteStore::Transition(std::string uid, JobPhase expected_phase, JobPhase 
     if (event) {
       event->job_uid = uid;
       if (event->time_ms == 0) event->time_ms = now;
-      GANTRY_RETURN_IF_ERROR(InsertEvent(conn, *event));
+      GANTRY_RETURN_IF_ERROR(InsertEvent(conn, *event, (*updated)->seq));
     }
     return std::move(**updated);
   };

@@ -299,7 +299,9 @@ Plan Ladder::Copies() const {
   plan.step = "copies";
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
-    if (!WorkloadIn(i.cluster)) plan.actions.push_back(CreateWorkloadAction(in_, i.cluster, job_.epoch));
+    if (!WorkloadIn(i.cluster) && !Expected(i.cluster, kWorkload)) {
+      plan.actions.push_back(CreateWorkloadAction(in_, i.cluster, job_.epoch));
+    }
   }
   plan.requeue_ms = plan.actions.empty() ? opt_.resync_ms : opt_.retry_ms;
   if (in_.spec->dispatch.mode == DispatchMode::kIncremental) {

@@ -116,6 +116,10 @@ Plan Ladder::Owned() const {
   // Step 12.
   plan.step = "run";
   if (!j) {
+    if (Expected(owner, kJob)) {
+      plan.requeue_ms = opt_.resync_ms;  // its watch event wakes the job
+      return plan;
+    }
     plan.actions.push_back(CreateJobAction(in_, owner, job_.epoch));
     plan.requeue_ms = opt_.retry_ms;
     return plan;

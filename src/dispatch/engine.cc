@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gantry/dispatch/demand.h"
+#include "ladder.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/placement/place.h"
 
@@ -29,6 +30,21 @@ std::string Label(const json& object, const char* key) {
   return (*labels)[key].get<std::string>();
 }
 
+// The (cluster, kind) of every object of the job observed at epoch.
+std::set<Expectations::Key> SeenAtEpoch(const std::map<std::string, ClusterObservation>& observed,
+                                              int64_t epoch) {
+  std::set<Expectations::Key> seen;
+  for (const auto& [cluster, o] : observed) {
+    for (const ObservedWorkload& w : o.workloads) {
+      if (w.epoch == epoch) seen.emplace(cluster, ladder::kWorkload);
+    }
+    for (const ObservedJob& j : o.jobs) {
+      if (j.epoch == epoch) seen.emplace(cluster, ladder::kJob);
+    }
+  }
+  return seen;
+}
+
 }  // namespace
 
 Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options,
@@ -39,7 +55,8 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       options_(std::move(options)),
       metrics_(metrics),
       specs_(options_.spec_cache_entries),
-      fresh_(options_.fresh_jobs_entries) {
+      fresh_(options_.fresh_jobs_entries),
+      expected_(options_.expectation_ttl_ms) {
   options_.observer.origin = options_.decide.origin;
   observer_ = std::make_unique<ClusterObserver>(options_.observer, [this](const std::string& uid) {
     if (reconciler_) reconciler_->WakeUrgent(uid);
@@ -179,6 +196,7 @@ int64_t Engine::Pass(const std::string& uid) {
   in.spec = spec;
   in.intents = std::move(*intents);
   in.observed = observer_->ForJob(uid);
+  in.expected = expected_.Pending(uid, job->epoch, SeenAtEpoch(in.observed, job->epoch), now);
   in.clusters = Facts(now);
   in.now_ms = now;
   in.options = options_.decide;
@@ -224,10 +242,17 @@ int64_t Engine::Pass(const std::string& uid) {
       all_ok = false;
       continue;
     }
+    if (action.verb == Verb::kDelete && expected_.RecentlyDeleted(action.precondition_uid, clock_.NowMillis())) {
+      continue;  // answered already; a second delete would get 404, which counts as done
+    }
     std::string taken;
     if (!Execute(*job, action, &taken)) {
       all_ok = false;
       if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
+    } else if (action.verb == Verb::kCreate) {
+      expected_.Created(uid, action.cluster, action.kind, action.epoch, clock_.NowMillis());
+    } else {
+      expected_.Deleted(action.precondition_uid, clock_.NowMillis());
     }
     if (!taken.empty()) {
       // Someone else's object holds our name: fail the job instead of adopting it.
@@ -260,7 +285,10 @@ int64_t Engine::Pass(const std::string& uid) {
   if (!all_ok && (plan.requeue_ms < 0 || plan.requeue_ms > options_.decide.retry_ms)) {
     return options_.decide.retry_ms;
   }
-  if (plan.requeue_ms < 0) specs_.Forget(uid);  // nothing left to do for this job
+  if (plan.requeue_ms < 0) {  // nothing left to do for this job
+    specs_.Forget(uid);
+    expected_.Forget(uid);
+  }
   return plan.requeue_ms;
 }
 

@@ -82,6 +82,10 @@ class Ladder {
     const ClusterObservation* o = Observed(cluster);
     return o ? AtCurrentEpoch(o->workloads) : nullptr;
   }
+  // Created by this engine at the current epoch, its watch event not in yet.
+  bool Expected(const std::string& cluster, const char* kind) const {
+    return in_.expected.count({cluster, kind}) > 0;
+  }
   const ObservedJob* JobIn(const std::string& cluster) const {
     const ClusterObservation* o = Observed(cluster);
     return o ? AtCurrentEpoch(o->jobs) : nullptr;

@@ -270,6 +270,30 @@ TEST_CASE("step 8: a missing copy is created again, nothing happens while one is
   CHECK_FALSE(q.write);
 }
 
+TEST_CASE("steps 8 and 12: an object created but not yet seen is not created again", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1);
+  w.Intent("c2", "Workload", 1);
+  w.in.placement = Candidates({"c1", "c2"});
+  w.in.expected = {{"c1", "Workload"}};  // created a moment ago; its watch event is not in
+  Plan copies = Decide(w.Input());
+  CHECK(Count(copies, Verb::kCreate, "Workload", "c1") == 0);
+  CHECK(Count(copies, Verb::kCreate, "Workload", "c2") == 1);
+
+  World o;
+  o.OwnedBy(JobPhase::kAdmitted, "c1", 1);
+  o.Workload("c1", 1).admitted = true;
+  o.in.expected = {{"c1", "Job"}};
+  Plan run = Decide(o.Input());
+  CHECK(run.step == "run");
+  CHECK(run.actions.empty());
+  CHECK(run.requeue_ms > 0);
+  o.in.expected.clear();  // lapsed: created again
+  CHECK(Count(Decide(o.Input()), Verb::kCreate, "Job", "c1") == 1);
+}
+
 TEST_CASE("step 1: fencing deletes older epochs and jobs outside the owner", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kRunning;

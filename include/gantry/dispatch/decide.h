@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,9 @@ struct DecideInput {
   std::map<std::string, ClusterFacts> clusters;        // the inventory
   // Only for Queued and Nominating jobs (the engine calls Place() then).
   std::optional<placement::Decision> placement;
+  // (cluster, kind) objects of the current epoch this engine created and has
+  // not seen yet (expectations.h): not created again.
+  std::set<std::pair<std::string, std::string>> expected;
   int64_t now_ms = 0;
   DecideOptions options;
 };

@@ -30,6 +30,7 @@
 
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
+#include "gantry/dispatch/expectations.h"
 #include "gantry/dispatch/engine_metrics.h"
 #include "gantry/dispatch/fresh_jobs.h"
 #include "gantry/dispatch/job_intake.h"
@@ -54,6 +55,7 @@ struct EngineOptions {
   int64_t health_poll_ms = 500;
   size_t spec_cache_entries = 8192;  // parsed specs kept for the jobs in flight
   size_t fresh_jobs_entries = 4096;  // new jobs held for their first pass (fresh_jobs.h)
+  int64_t expectation_ttl_ms = 10'000;  // how long a call waits for its watch event (expectations.h)
 };
 
 class Engine final : public JobIntake {
@@ -97,6 +99,7 @@ class Engine final : public JobIntake {
   EngineMetrics* metrics_;
   SpecCache specs_;
   FreshJobs fresh_;
+  Expectations expected_;
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;
 

@@ -1,0 +1,63 @@
+// Expectations: what this engine has done to a cluster and not yet seen
+// come back through its watches (the "expectations" of Kubernetes
+// controllers). A pass that runs between a call's answer and its watch
+// event would otherwise act again on what it sees:
+//   - a create whose object is not seen yet would be sent again, a 409
+//     AlreadyExists and a GET to check the object is ours: Decide() skips
+//     the create of an expected object (DecideInput::expected);
+//   - a delete whose object is still seen would be sent again and answered
+//     404, which the engine takes as success anyway: the engine skips a
+//     delete of an incarnation (k8s uid) it deleted a moment ago.
+// An expectation lapses after ttl_ms, so an object that vanished, or stayed,
+// without the watch telling is acted on again.
+//
+// Memory only: after a restart nothing is expected, and the worst case is
+// the wasted calls.
+//
+// Thread-safety: all methods are safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace gantry::dispatch {
+
+class Expectations {
+ public:
+  using Key = std::pair<std::string, std::string>;  // cluster, kind
+
+  explicit Expectations(int64_t ttl_ms) : ttl_ms_(ttl_ms) {}
+
+  // job_uid's object of kind in cluster at epoch was created at now_ms.
+  void Created(const std::string& job_uid, const std::string& cluster, const std::string& kind, int64_t epoch,
+               int64_t now_ms);
+  // What is still expected for job_uid at epoch: not yet observed (observed
+  // lists the keys seen at that epoch, which stop being expected) and younger
+  // than ttl. Entries of other epochs and lapsed ones are dropped.
+  std::set<Key> Pending(const std::string& job_uid, int64_t epoch, const std::set<Key>& observed, int64_t now_ms);
+  void Forget(const std::string& job_uid);
+  size_t jobs() const;
+
+  // The object incarnation k8s_uid was deleted (the cluster answered) at now_ms.
+  void Deleted(const std::string& k8s_uid, int64_t now_ms);
+  // Whether k8s_uid was deleted less than ttl ago.
+  bool RecentlyDeleted(const std::string& k8s_uid, int64_t now_ms) const;
+
+ private:
+  struct Entry {
+    Key key;
+    int64_t epoch = 0;
+    int64_t at_ms = 0;
+  };
+  const int64_t ttl_ms_;
+  mutable std::mutex mu_;
+  std::map<std::string, std::vector<Entry>> by_job_;
+  std::map<std::string, int64_t> deleted_;  // k8s uid -> when; lapsed ones pruned on Deleted
+};
+
+}  // namespace gantry::dispatch

@@ -1,0 +1,60 @@
+#include "gantry/dispatch/expectations.h"
+
+#include <algorithm>
+
+namespace gantry::dispatch {
+
+void Expectations::Created(const std::string& job_uid, const std::string& cluster, const std::string& kind,
+                                 int64_t epoch, int64_t now_ms) {
+  std::lock_guard lock(mu_);
+  std::vector<Entry>& entries = by_job_[job_uid];
+  Key key{cluster, kind};
+  auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.key == key; });
+  if (it == entries.end()) {
+    entries.push_back(Entry{std::move(key), epoch, now_ms});
+  } else {
+    it->epoch = epoch;
+    it->at_ms = now_ms;
+  }
+}
+
+std::set<Expectations::Key> Expectations::Pending(const std::string& job_uid, int64_t epoch,
+                                                              const std::set<Key>& observed, int64_t now_ms) {
+  std::set<Key> out;
+  std::lock_guard lock(mu_);
+  auto it = by_job_.find(job_uid);
+  if (it == by_job_.end()) return out;
+  std::vector<Entry>& entries = it->second;
+  std::erase_if(entries, [&](const Entry& e) {
+    return e.epoch != epoch || now_ms - e.at_ms >= ttl_ms_ || now_ms < e.at_ms || observed.count(e.key) > 0;
+  });
+  for (const Entry& e : entries) out.insert(e.key);
+  if (entries.empty()) by_job_.erase(it);
+  return out;
+}
+
+void Expectations::Forget(const std::string& job_uid) {
+  std::lock_guard lock(mu_);
+  by_job_.erase(job_uid);
+}
+
+void Expectations::Deleted(const std::string& k8s_uid, int64_t now_ms) {
+  if (k8s_uid.empty()) return;
+  std::lock_guard lock(mu_);
+  std::erase_if(deleted_, [&](const auto& d) { return now_ms - d.second >= ttl_ms_ || now_ms < d.second; });
+  deleted_[k8s_uid] = now_ms;
+}
+
+bool Expectations::RecentlyDeleted(const std::string& k8s_uid, int64_t now_ms) const {
+  if (k8s_uid.empty()) return false;
+  std::lock_guard lock(mu_);
+  auto it = deleted_.find(k8s_uid);
+  return it != deleted_.end() && now_ms - it->second < ttl_ms_ && now_ms >= it->second;
+}
+
+size_t Expectations::jobs() const {
+  std::lock_guard lock(mu_);
+  return by_job_.size();
+}
+
+}  // namespace gantry::dispatch

@@ -1,0 +1,47 @@
+// Expectations: a create is expected until it is observed, its epoch moves
+// on, or it lapses; a delete is remembered by incarnation until it lapses.
+#include <catch2/catch.hpp>
+
+#include "gantry/dispatch/expectations.h"
+
+namespace gantry::dispatch {
+
+TEST_CASE("a created object is expected until seen, superseded or lapsed", "[dispatch]") {
+  Expectations e(10'000);
+  using Key = Expectations::Key;
+  e.Created("j1", "c1", "Workload", 1, 1'000);
+  e.Created("j1", "c2", "Workload", 1, 1'000);
+  e.Created("j2", "c1", "Job", 3, 1'000);
+
+  CHECK(e.Pending("j1", 1, {}, 2'000) == std::set<Key>{{"c1", "Workload"}, {"c2", "Workload"}});
+  // Seen in c1: no longer expected there, even if the object goes away later.
+  CHECK(e.Pending("j1", 1, {{"c1", "Workload"}}, 2'000) == std::set<Key>{{"c2", "Workload"}});
+  CHECK(e.Pending("j1", 1, {}, 2'000) == std::set<Key>{{"c2", "Workload"}});
+  // Lapsed: created again by the next pass.
+  CHECK(e.Pending("j1", 1, {}, 11'000).empty());
+  CHECK(e.jobs() == 1);
+
+  // Another epoch: what was created for the old one is not expected.
+  CHECK(e.Pending("j2", 4, {}, 2'000).empty());
+  CHECK(e.jobs() == 0);
+
+  // A create again at a new epoch replaces the old entry.
+  e.Created("j3", "c1", "Workload", 1, 1'000);
+  e.Created("j3", "c1", "Workload", 2, 5'000);
+  CHECK(e.Pending("j3", 2, {}, 14'000) == std::set<Key>{{"c1", "Workload"}});
+  e.Forget("j3");
+  CHECK(e.Pending("j3", 2, {}, 14'000).empty());
+}
+
+TEST_CASE("a deleted incarnation is skipped until its delete lapses", "[dispatch]") {
+  Expectations e(10'000);
+  e.Deleted("k8s-a", 1'000);
+  CHECK(e.RecentlyDeleted("k8s-a", 5'000));
+  CHECK_FALSE(e.RecentlyDeleted("k8s-b", 5'000));  // another incarnation of the same name
+  CHECK_FALSE(e.RecentlyDeleted("k8s-a", 11'000));
+  CHECK_FALSE(e.RecentlyDeleted("", 5'000));
+  e.Deleted("", 1'000);  // a delete without a precondition names no incarnation
+  CHECK_FALSE(e.RecentlyDeleted("", 1'000));
+}
+
+}  // namespace gantry::dispatch

@@ -227,6 +227,15 @@ std::map<std::string, double> RemoteCalls(const std::vector<MetricLine>& metrics
   return out;
 }
 
+// gantry_dispatch_passes_total by ladder step.
+std::map<std::string, double> Passes(const std::vector<MetricLine>& metrics) {
+  std::map<std::string, double> out;
+  for (const MetricLine& m : metrics) {
+    if (m.name == "gantry_dispatch_passes_total") out[LabelOf(m.labels, "step")] += m.value;
+  }
+  return out;
+}
+
 double Total(const std::map<std::string, double>& by_key) {
   double n = 0;
   for (const auto& [k, v] : by_key) n += v;
@@ -394,6 +403,7 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, double> calls =
       done_ms > 0 ? SettledRemoteCalls(*poller) : RemoteCalls(Scrape(*poller));
+  std::map<std::string, double> passes = Passes(Scrape(*poller));
 
   std::map<std::string, double> first_start;
   std::map<std::string, int> runs;
@@ -461,6 +471,11 @@ int main(int argc, char** argv) {
         "daemon exports "
         "no gantry_dispatch_remote_calls_total)\n",
         2 * creates_per_job, creates_per_job);
+  }
+  if (!passes.empty() && accepted > 0) {
+    std::string by;
+    for (const auto& [step, n] : passes) by += fmt::format(", {} {:.0f}", step, n);
+    std::printf("  passes      %.1f per job (%.0f in all%s)\n", Total(passes) / accepted, Total(passes), by.c_str());
   }
   std::printf("  journal     %zu of our jobs ran, %d of them more than once\n", run_at.size(),
               twice);

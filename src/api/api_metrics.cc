@@ -50,11 +50,15 @@ struct ApiMetrics::Impl {
       prometheus::BuildCounter().Name("gantry_dispatch_write_conflicts_total")
           .Help("Guarded dispatch writes that found the job changed (lost lease races included)")
           .Register(*registry).Add({});
+  prometheus::Family<prometheus::Counter>& passes =
+      prometheus::BuildCounter().Name("gantry_dispatch_passes_total")
+          .Help("Reconciler passes over jobs, by the ladder step that decided each").Register(*registry);
   std::mutex mu;  // guards Family::Add's lookup-or-create with our own cache
   std::map<std::tuple<std::string, std::string, int>, prometheus::Counter*> remote_cache;
   std::map<std::tuple<JobPhase, JobPhase, std::string>, prometheus::Counter*> transition_cache;
   std::map<std::tuple<std::string, std::string, int>, prometheus::Counter*> counter_cache;
   std::map<std::pair<std::string, std::string>, prometheus::Histogram*> hist_cache;
+  std::map<std::string, prometheus::Counter*> pass_cache;
 
   // The labelled child in cache[key], made by make() on first use.
   // REQUIRES: mu held.
@@ -132,5 +136,16 @@ void ApiMetrics::Transition(JobPhase from, JobPhase to, const std::string& step)
 void ApiMetrics::Admitted(double seconds) { impl_->admission.Observe(seconds); }
 
 void ApiMetrics::WriteConflict() { impl_->conflicts.Increment(); }
+
+void ApiMetrics::Pass(const std::string& step) {
+  prometheus::Counter* c;
+  {
+    std::lock_guard lock(impl_->mu);
+    c = Impl::Cached(impl_->pass_cache, step, [&]() -> prometheus::Counter& {
+      return impl_->passes.Add({{"step", step.empty() ? "none" : step}});
+    });
+  }
+  c->Increment();
+}
 
 }  // namespace gantry::api

@@ -58,9 +58,8 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       fresh_(options_.fresh_jobs_entries),
       expected_(options_.expectation_ttl_ms) {
   options_.observer.origin = options_.decide.origin;
-  observer_ = std::make_unique<ClusterObserver>(options_.observer, [this](const std::string& uid) {
-    if (reconciler_) reconciler_->WakeUrgent(uid);
-  });
+  observer_ = std::make_unique<ClusterObserver>(
+      options_.observer, [this](const std::string& uid, ClusterObserver::Change change) { Observed(uid, change); });
   reconciler_ = std::make_unique<Reconciler>(
       store_, clock_, [this](const std::string& uid) { return Pass(uid); }, options_.workers);
 }
@@ -103,6 +102,26 @@ void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
   std::string uid = record.uid;
   fresh_.Put(std::move(record), std::move(spec));
   reconciler_->Wake(uid);
+}
+
+void Engine::Observed(const std::string& uid, ClusterObserver::Change change) {
+  if (!reconciler_) return;
+  // What moves a job on is a change: an admission, an eviction, a run, a
+  // finish. An object appearing is mostly the echo of our own create, an
+  // object leaving the confirmation of our own delete, and anything about a
+  // finished job is cleanup: bookkeeping that can wait a moment, so that the
+  // copies created or withdrawn together (ten at a nomination, nine after a
+  // lease, two after a finish) are looked at in one pass.
+  bool bookkeeping = change != ClusterObserver::Change::kChanged;
+  if (!bookkeeping) {
+    std::lock_guard lock(settling_mu_);
+    bookkeeping = settling_.count(uid) > 0;
+  }
+  if (bookkeeping) {
+    reconciler_->WakeAfter(uid, options_.bookkeeping_delay_ms);
+  } else {
+    reconciler_->WakeUrgent(uid);
+  }
 }
 
 void Engine::InventoryChanged() {
@@ -210,7 +229,9 @@ int64_t Engine::Pass(const std::string& uid) {
     in.placement = placement::Place(demand, snapshots, options_.placement);
   }
   Plan plan = Decide(in);
+  if (metrics_) metrics_->Pass(plan.step);
 
+  JobPhase phase_after = job->phase;
   if (plan.write) {
     std::optional<JobPhase> to = plan.write->phase;
     auto written = ApplySync(store_, std::move(*plan.write));
@@ -223,6 +244,7 @@ int64_t Engine::Pass(const std::string& uid) {
       spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name, written.status().ToString());
       return options_.decide.retry_ms;
     }
+    if (to) phase_after = *to;
     if (to && *to != job->phase) {
       if (metrics_) {
         metrics_->Transition(job->phase, *to, plan.step);
@@ -288,6 +310,14 @@ int64_t Engine::Pass(const std::string& uid) {
   if (plan.requeue_ms < 0) {  // nothing left to do for this job
     specs_.Forget(uid);
     expected_.Forget(uid);
+  }
+  {
+    std::lock_guard lock(settling_mu_);
+    if (IsFinal(phase_after) && plan.requeue_ms >= 0) {
+      settling_.insert(uid);
+    } else {
+      settling_.erase(uid);
+    }
   }
   return plan.requeue_ms;
 }

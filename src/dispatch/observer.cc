@@ -355,7 +355,7 @@ struct ClusterObserver::Impl {
       c->caches[r].Replace(std::move(fresh), &changed);
       c->caches[r].listed = true;
     }
-    Notify(c, changed);
+    Notify(c, changed, Change::kChanged);
   }
 
   void ApplyEvent(Cluster* c, Resource r, const kube::WatchEvent& e) {
@@ -372,13 +372,13 @@ struct ClusterObserver::Impl {
         c->caches[r].Erase(KeyOf(e.object), &changed);
       }
     }
-    Notify(c, changed);
+    Notify(c, changed, !entry ? Change::kGone : e.type == "ADDED" ? Change::kAppeared : Change::kChanged);
   }
 
-  void Notify(Cluster* c, const std::set<std::string>& job_uids) {
+  void Notify(Cluster* c, const std::set<std::string>& job_uids, Change change) {
     for (const std::string& uid : job_uids) {
       if (c->stopping) return;  // retired: its view is gone, and Stop() may be waiting
-      on_change(uid);
+      on_change(uid, change);
     }
   }
 

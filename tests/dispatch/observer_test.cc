@@ -212,25 +212,32 @@ json Job(const std::string& name, const std::string& job_uid, const std::string&
   return j;
 }
 
-// The job uids on_change was called with.
+// The job uids on_change was called with, and those it called "gone" for.
 class ChangeLog {
  public:
-  void Add(const std::string& uid) {
+  void Add(const std::string& uid, bool gone) {
     std::lock_guard lock(mu_);
     uids_.insert(uid);
+    if (gone) gone_.insert(uid);
   }
   bool Has(const std::string& uid) const {
     std::lock_guard lock(mu_);
     return uids_.count(uid) > 0;
   }
+  bool HasGone(const std::string& uid) const {
+    std::lock_guard lock(mu_);
+    return gone_.count(uid) > 0;
+  }
   void Clear() {
     std::lock_guard lock(mu_);
     uids_.clear();
+    gone_.clear();
   }
 
  private:
   mutable std::mutex mu_;
   std::set<std::string> uids_;
+  std::set<std::string> gone_;
 };
 
 template <class Fn>
@@ -275,7 +282,9 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
   options.request_timeout = std::chrono::seconds(2);
   options.max_backoff = std::chrono::milliseconds(200);
   ChangeLog changes;
-  ClusterObserver observer(options, [&](const std::string& uid) { changes.Add(uid); });
+  ClusterObserver observer(options, [&](const std::string& uid, ClusterObserver::Change change) {
+    changes.Add(uid, change == ClusterObserver::Change::kGone);
+  });
   observer.SetClusters({c1, c2});
   REQUIRE(WaitFor([&] { return observer.Synced("c1") && observer.Synced("c2"); },
                   std::chrono::seconds(20)));
@@ -319,9 +328,10 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
              o.jobs[0].state != dispatch::RemoteJobState::kSuspended;
     }));
 
+    CHECK_FALSE(changes.HasGone("uid-1"));  // appearing and changing is not going
     changes.Clear();
     REQUIRE(kc1->Delete(kWorkloadsPath + "/w1")->ok());
-    CHECK(WaitFor([&] { return in("c1", "uid-1").workloads.empty() && changes.Has("uid-1"); }));
+    CHECK(WaitFor([&] { return in("c1", "uid-1").workloads.empty() && changes.HasGone("uid-1"); }));
   }
 
   SECTION("SetClusters forgets, restarts and re-adds clusters; Stop is prompt") {

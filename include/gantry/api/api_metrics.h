@@ -10,6 +10,7 @@
 //                                                              leases: to=Admitted; requeues: to=Queued)
 //   gantry_dispatch_admission_seconds                        (histogram: submit -> lease)
 //   gantry_dispatch_write_conflicts_total                    (guarded writes that lost a race)
+//   gantry_dispatch_passes_total{step}                       (reconciler passes by deciding ladder step)
 //
 // route is the matched route pattern, never the raw path, so label
 // cardinality stays bounded.
@@ -37,6 +38,7 @@ class ApiMetrics final : public dispatch::EngineMetrics {
   void Transition(JobPhase from, JobPhase to, const std::string& step) override;
   void Admitted(double seconds) override;
   void WriteConflict() override;
+  void Pass(const std::string& step) override;
 
   void ObserveRequest(const std::string& method, const std::string& route, int code, double seconds);
   void ObserveCommit(double seconds, int writes);

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -55,6 +56,7 @@ struct EngineOptions {
   int64_t health_poll_ms = 500;
   size_t spec_cache_entries = 8192;  // parsed specs kept for the jobs in flight
   size_t fresh_jobs_entries = 4096;  // new jobs held for their first pass (fresh_jobs.h)
+  int64_t bookkeeping_delay_ms = 200;  // see Engine::Observed
   int64_t expectation_ttl_ms = 10'000;  // how long a call waits for its watch event (expectations.h)
 };
 
@@ -80,6 +82,9 @@ class Engine final : public JobIntake {
 
  private:
   int64_t Pass(const std::string& uid);
+  // The observer's call: wakes the job at once, or a moment later for
+  // bookkeeping.
+  void Observed(const std::string& uid, ClusterObserver::Change change);
   // Runs one action; false when it failed and the job should be looked at again soon.
   bool Execute(const JobRecord& job, const Action& action, std::string* taken_message);
   std::shared_ptr<kube::ClientPool> PoolFor(const std::string& cluster);
@@ -100,6 +105,8 @@ class Engine final : public JobIntake {
   SpecCache specs_;
   FreshJobs fresh_;
   Expectations expected_;
+  std::mutex settling_mu_;
+  std::set<std::string> settling_;  // finished jobs with remote objects left to withdraw
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;
 

@@ -24,6 +24,9 @@ class EngineMetrics {
   // A guarded write that found the job changed (a lost lease race, or a
   // cancel that arrived meanwhile).
   virtual void WriteConflict() = 0;
+  // One reconciler pass over a job that reached Decide, by the ladder step
+  // that decided it.
+  virtual void Pass(const std::string& step) = 0;
 };
 
 }  // namespace gantry::dispatch

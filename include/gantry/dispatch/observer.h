@@ -89,7 +89,11 @@ struct ObserverOptions {
 
 class ClusterObserver {
  public:
-  using OnChange = std::function<void(const std::string& job_uid)>;
+  // What happened to the job's object: it appeared (an ADDED event), it
+  // changed (MODIFIED, or anything a relist found), or it left the view (a
+  // DELETED event, or the labels that select it were removed).
+  enum class Change { kAppeared, kChanged, kGone };
+  using OnChange = std::function<void(const std::string& job_uid, Change change)>;
 
   ClusterObserver(ObserverOptions options, OnChange on_change);
   ~ClusterObserver();  // Stop()s

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_job_document.h"
+
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -26,20 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// A 4-pod, 8-GPU-per-pod fine-tuning job, about 1.3 KB like the examples.
-std::string JobDocument(const std::string& name) {
-  return R"({"apiVersion":"gantry.dev/v1","kind":"Job","metadata":{"name":")" + name +
-         R"(","namespace":"bench","labels":{"team":"nlp","run":"bench"}},"spec":{"queue":"team-a","priority":100,)"
-         R"("placement":{"regions":["eu-central-1","eu-west-1"],"complianceZones":["eu"],)"
-         R"("accelerator":{"model":"H100-80GB","minMemoryGiB":80,"interconnect":"nvlink"},)"
-         R"("datasets":["s3://corpus/v3"],"maxPricePerGPUHour":4.5},)"
-         R"("dispatch":{"mode":"Incremental","stepSize":3,"roundSeconds":60},"onClusterLoss":"Requeue",)"
-         R"("template":{"apiVersion":"batch/v1","kind":"Job","spec":{"parallelism":4,"completions":4,)"
-         R"("completionMode":"Indexed","template":{"metadata":{"labels":{"app":"trainer"}},"spec":{)"
-         R"("restartPolicy":"Never","containers":[{"name":"trainer","image":"registry.example.com/llama-trainer:3.1",)"
-         R"("args":["--config","/etc/ft/llama.yaml","--epochs","3"],"env":[{"name":"NCCL_DEBUG","value":"WARN"}],)"
-         R"("resources":{"requests":{"cpu":"32","memory":"400Gi","nvidia.com/gpu":8},"limits":{"nvidia.com/gpu":8}}}]}}}}}})";
-}
 
 struct Shared {
   std::string host, port;
@@ -76,7 +64,7 @@ net::awaitable<void> Connection(Shared& shared, int index, int connections) {
     bhttp::request<bhttp::string_body> req{bhttp::verb::post, "/api/v1/namespaces/bench/jobs", 11};
     req.set(bhttp::field::host, shared.host);
     req.set(bhttp::field::content_type, "application/json");
-    req.body() = JobDocument("bench-" + std::to_string(n));
+    req.body() = gantry::bench::JobDocument("bench-" + std::to_string(n));
     req.prepare_payload();
     co_await bhttp::async_write(stream, req, net::use_awaitable);
     bhttp::response<bhttp::string_body> res;

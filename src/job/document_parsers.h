@@ -1,6 +1,12 @@
 // The two document forms, each read into a JobSpec with every problem added
 // to errors. The caller has checked that doc is an object with a supported
 // apiVersion and kind. Internal to gantry_job.
+//
+// template_object is left empty: when there are no errors the caller sets it
+// to NormalizeTemplate of the template (spec.template of a gantry.dev/v1 Job,
+// the whole manifest), moving it out of a document it owns instead of copying.
+// Pod sets are derived from the template as given: normalization removes
+// nothing they are read from (apiVersion, kind, spec).
 #pragma once
 
 #include <optional>

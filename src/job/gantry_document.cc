@@ -29,9 +29,8 @@ void ReadSpec(const json& s, JobSpec& spec, FieldErrors& errors) {
   ReadSpecFields(s, "spec", spec, errors);
   const json* tmpl = RequireObject(s, "template", "spec", errors);
   if (tmpl == nullptr || !CheckTemplateHeader(*tmpl, "spec.template", errors)) return;
-  spec.template_object = NormalizeTemplate(*tmpl);
-  spec.pod_sets = DerivePodSets(spec.template_object, "spec.template", Member(s, "podSets"),
-                                "spec.podSets", errors);
+  spec.pod_sets =
+      DerivePodSets(*tmpl, "spec.template", Member(s, "podSets"), "spec.podSets", errors);
 }
 
 }  // namespace

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include <set>
-
 #include "document_parsers.h"
+#include "json_body.h"
+#include "pod_sets.h"
 #include "spec_fields.h"
 
 namespace gantry {
@@ -18,48 +18,6 @@ using nlohmann::json;
 
 // Causes listed in the message; the rest are counted (all are in causes).
 constexpr std::size_t kCausesInMessage = 5;
-// Deeper than any Kubernetes object; copying or destroying a json value
-// recurses, so a hostile body must not nest without bound (same as YAML).
-constexpr int kMaxJsonDepth = 128;
-
-// nlohmann keeps the last of duplicate keys silently; Kubernetes' strict
-// decoding refuses them, and so do we (the same rule as for YAML).
-std::variant<json, DocumentError> ParseJsonBody(std::string_view body) {
-  std::vector<std::set<std::string>> keys;
-  std::string duplicate;
-  bool too_deep = false;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    // Once too deep, nothing more is kept or tracked: the body is refused.
-    if (too_deep) return false;
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth) {
-      too_deep = true;
-      return false;
-    }
-    if (event == json::parse_event_t::object_start) {
-      keys.emplace_back();
-    } else if (event == json::parse_event_t::object_end) {
-      keys.pop_back();
-    } else if (event == json::parse_event_t::key && !keys.empty() &&
-               !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty()) {
-      duplicate = parsed.get<std::string>();
-    }
-    return true;
-  };
-  try {
-    json doc = json::parse(body.begin(), body.end(), callback);
-    if (too_deep) return DocumentError{400, "invalid JSON: document is nested too deeply", {}};
-    if (!duplicate.empty()) {
-      return DocumentError{400, fmt::format("invalid JSON: duplicate key \"{}\"", duplicate), {}};
-    }
-    return doc;
-  } catch (const json::exception& e) {
-    // what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
-    std::string_view what = e.what();
-    if (auto pos = what.find("] "); pos != std::string_view::npos) what.remove_prefix(pos + 2);
-    return DocumentError{400, fmt::format("invalid JSON: {}", what), {}};
-  }
-}
 
 DocumentError Invalid(std::vector<FieldError> causes) {
   std::string message = fmt::format("job document is invalid: ");
@@ -102,18 +60,19 @@ Form Classify(const json& doc, FieldErrors& errors) {
   return *api == "gantry.dev/v1" ? Form::kGantry : Form::kManifest;
 }
 
-}  // namespace
-
-std::variant<JobSpec, DocumentError> ParseJobDocument(
-    std::string_view body, DocumentFormat format, std::optional<std::string_view> path_namespace) {
-  std::variant<json, DocumentError> doc =
-      format == DocumentFormat::kJson ? ParseJsonBody(body) : YamlToJson(body);
-  if (auto* error = std::get_if<DocumentError>(&doc)) return std::move(*error);
-  return ParseJobJson(std::get<json>(doc), path_namespace);
+// The template of a document that was read without errors: spec.template
+// of a gantry.dev/v1 Job (present and an object, or there would have been an
+// error), the whole object of a manifest. Json is json or const json.
+template <typename Json>
+Json& TemplateOf(Json& doc, Form form) {
+  return form == Form::kGantry ? doc.at("spec").at("template") : doc;
 }
 
-std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
-                                                  std::optional<std::string_view> path_namespace) {
+// Everything but spec.template_object, which the caller fills from
+// TemplateOf(doc, form): moved when it owns doc, else copied.
+std::variant<JobSpec, DocumentError> ReadDocument(const json& doc,
+                                                  std::optional<std::string_view> path_namespace,
+                                                  Form& form) {
   if (!doc.is_object()) {
     return DocumentError{
         400,
@@ -121,13 +80,39 @@ std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
         {}};
   }
   FieldErrors errors;
-  Form form = Classify(doc, errors);
+  form = Classify(doc, errors);
   if (form == Form::kUnsupported) return Invalid(errors.causes());
   JobSpec spec = form == Form::kGantry
                      ? job_internal::ReadGantryDocument(doc, path_namespace, errors)
                      : job_internal::ReadManifest(doc, path_namespace, errors);
   if (!errors.empty()) return Invalid(errors.causes());
   return spec;
+}
+
+}  // namespace
+
+std::variant<JobSpec, DocumentError> ParseJobDocument(
+    std::string_view body, DocumentFormat format, std::optional<std::string_view> path_namespace) {
+  std::variant<json, DocumentError> doc =
+      format == DocumentFormat::kJson ? job_internal::ParseJsonBody(body) : YamlToJson(body);
+  if (auto* error = std::get_if<DocumentError>(&doc)) return std::move(*error);
+  json& owned = std::get<json>(doc);
+  Form form = Form::kUnsupported;
+  std::variant<JobSpec, DocumentError> result = ReadDocument(owned, path_namespace, form);
+  if (auto* spec = std::get_if<JobSpec>(&result)) {
+    spec->template_object = job_internal::NormalizeTemplate(std::move(TemplateOf(owned, form)));
+  }
+  return result;
+}
+
+std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
+                                                  std::optional<std::string_view> path_namespace) {
+  Form form = Form::kUnsupported;
+  std::variant<JobSpec, DocumentError> result = ReadDocument(doc, path_namespace, form);
+  if (auto* spec = std::get_if<JobSpec>(&result)) {
+    spec->template_object = job_internal::NormalizeTemplate(TemplateOf(doc, form));
+  }
+  return result;
 }
 
 }  // namespace gantry

@@ -135,8 +135,7 @@ JobSpec ReadManifest(const json& doc, std::optional<std::string_view> path_names
     ApplyAnnotation(std::string_view(key).substr(kAnnotationPrefix.size()), value,
                     Key("metadata.annotations", key), spec, errors);
   }
-  spec.template_object = NormalizeTemplate(doc);
-  spec.pod_sets = DerivePodSets(spec.template_object, "", nullptr, "", errors);
+  spec.pod_sets = DerivePodSets(doc, "", nullptr, "", errors);
   return spec;
 }
 

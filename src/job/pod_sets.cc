@@ -134,11 +134,10 @@ void EraseIfEmpty(json& obj, std::string_view key) {
 
 }  // namespace
 
-json NormalizeTemplate(const json& object) {
-  json out = object;
-  out.erase("status");
-  auto meta = out.find("metadata");
-  if (meta == out.end() || !meta->is_object()) return out;
+json NormalizeTemplate(json object) {
+  object.erase("status");
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return object;
   for (const char* key :
        {"namespace", "uid", "resourceVersion", "creationTimestamp", "generation", "managedFields",
         "selfLink", "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences"}) {
@@ -151,8 +150,8 @@ json NormalizeTemplate(const json& object) {
   }
   EraseIfEmpty(*meta, "annotations");
   EraseIfEmpty(*meta, "labels");
-  EraseIfEmpty(out, "metadata");
-  return out;
+  EraseIfEmpty(object, "metadata");
+  return object;
 }
 
 bool CheckTemplateHeader(const json& object, std::string_view path, FieldErrors& errors) {
@@ -185,7 +184,9 @@ std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_
     const json* spec = RequireObject(object, "spec", template_path, errors);
     if (spec == nullptr) return {};
     if (kind == TemplateKind::kJobSet) return JobSetPodSets(*spec, spath, errors);
-    return {JobPodSet("main", *spec, spath, 1, errors)};
+    std::vector<PodSet> sets;  // not {JobPodSet(...)}: an initializer list copies
+    sets.push_back(JobPodSet("main", *spec, spath, 1, errors));
+    return sets;
   }
   if (explicit_pod_sets == nullptr) {
     errors.Add(

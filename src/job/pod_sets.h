@@ -22,12 +22,13 @@ inline constexpr std::size_t kMaxPodSets = 18;
 // Bounds on parallelism, replicas and explicit pod set counts.
 inline constexpr int64_t kMaxPodCount = 10000;
 
-// The template as stored: a copy without metadata.namespace, status, the
+// The template as stored: object minus metadata.namespace, status, the
 // server-set metadata (uid, resourceVersion, creationTimestamp, generation,
 // managedFields, selfLink, deletion*, ownerReferences) and gantry's own
 // gantry.dev/* annotations; metadata (or its labels/annotations) is dropped
 // when that leaves it empty, so equal templates compare equal.
-json NormalizeTemplate(const json& object);
+// Pass a copy, or move a template the caller no longer needs.
+json NormalizeTemplate(json object);
 
 // Reports a template that is not an object with string apiVersion and kind.
 // Returns false then.

@@ -127,12 +127,11 @@ std::string ResolveNamespace(const std::optional<std::string>& doc_namespace,
 std::map<std::string, std::string> ReadLabels(const json& obj, std::string_view key,
                                               std::string_view path, FieldErrors& errors) {
   std::map<std::string, std::string> labels = ReadStringMap(obj, key, path, errors);
-  std::string field = Child(path, key);
   for (const auto& [k, v] : labels) {
     if (std::string e = CheckLabelKey(k); !e.empty()) {
-      errors.Add(Key(field, k), fmt::format("Invalid label key: {}", e));
+      errors.Add(Key(Child(path, key), k), fmt::format("Invalid label key: {}", e));
     } else if (std::string ve = CheckLabelValue(v); !ve.empty()) {
-      errors.Add(Key(field, k), fmt::format("Invalid value: \"{}\": {}", v, ve));
+      errors.Add(Key(Child(path, key), k), fmt::format("Invalid value: \"{}\": {}", v, ve));
     }
   }
   return labels;

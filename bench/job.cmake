@@ -1,0 +1,6 @@
+# Included from bench/CMakeLists.txt: CPU microseconds per submitted job
+# document (ParseJobDocument, and ParseJobDocument + SpecToJson().dump()).
+# Linked with jemalloc, as the daemon is: the path is allocation-heavy, so the
+# allocator changes the figures.
+add_executable(job_parse_bench ${CMAKE_CURRENT_LIST_DIR}/job_parse_bench.cc)
+target_link_libraries(job_parse_bench PRIVATE gantry_job PkgConfig::JEMALLOC)

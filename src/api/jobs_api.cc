@@ -59,8 +59,10 @@ void ApiService::Submit(http::Request req, Respond respond) {
   // store's callback runs on its writer thread, whose time is every
   // submitter's commit latency.
   std::string created_body = JobJsonText(record);
-  // The engine's first pass starts from this spec (job_intake.h).
-  auto handed = std::make_shared<JobSpec>(std::move(std::get<JobSpec>(parsed)));
+  // The engine's first pass starts from this spec, if it has room for it
+  // (job_intake.h); else it is freed here with the request.
+  std::shared_ptr<JobSpec> handed;
+  if (intake_ && intake_->WantsSpec()) handed = std::make_shared<JobSpec>(std::move(std::get<JobSpec>(parsed)));
   store_.Submit(std::move(record), [this, respond, created_body = std::move(created_body),
                                     handed = std::move(handed)](Result<SubmitResult> result) mutable {
     if (!result.ok()) {

@@ -100,7 +100,7 @@ void Engine::Wake(const std::string& job_uid) {
 
 void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
   std::string uid = record.uid;
-  fresh_.Put(std::move(record), std::move(spec));
+  if (spec) fresh_.Put(std::move(record), std::move(spec));
   reconciler_->Wake(uid);
 }
 

@@ -5,7 +5,7 @@ namespace gantry::dispatch {
 bool FreshJobs::Put(JobRecord record, std::shared_ptr<JobSpec> spec) {
   if (!spec) return false;
   std::lock_guard lock(mu_);
-  if (entries_.size() >= capacity_) return false;
+  if (entries_.size() >= 2 * capacity_) return false;
   std::string uid = record.uid;
   entries_.insert_or_assign(std::move(uid), Entry{std::move(record), std::move(spec)});
   return true;
@@ -23,6 +23,11 @@ std::optional<FreshJobs::Entry> FreshJobs::Take(const std::string& uid) {
 void FreshJobs::Drop(const std::string& uid) {
   std::lock_guard lock(mu_);
   entries_.erase(uid);
+}
+
+bool FreshJobs::full() const {
+  std::lock_guard lock(mu_);
+  return entries_.size() >= capacity_;
 }
 
 size_t FreshJobs::size() const {

@@ -126,22 +126,29 @@ TEST_CASE("fresh jobs are taken once, dropped on a wake and bounded", "[dispatch
     return s;
   };
   CHECK(fresh.Put(job("a"), spec("a")));
+  CHECK_FALSE(fresh.full());
   CHECK(fresh.Put(job("b"), spec("b")));
-  CHECK_FALSE(fresh.Put(job("c"), spec("c")));  // full: c's first pass reads the store
+  CHECK(fresh.full());  // the API keeps (and frees) the next spec itself
+  CHECK(fresh.Put(job("c"), spec("c")));  // already on its way: kept, up to twice the capacity
+  CHECK(fresh.Put(job("e"), spec("e")));
+  CHECK_FALSE(fresh.Put(job("f"), spec("f")));  // f's first pass reads the store
   CHECK_FALSE(fresh.Put(job("d"), nullptr));
-  CHECK(fresh.size() == 2);
+  CHECK(fresh.size() == 4);
+  fresh.Drop("c");
+  fresh.Drop("e");
 
   auto a = fresh.Take("a");
   REQUIRE(a.has_value());
   CHECK(a->record.name == "n-a");
   CHECK(a->spec->name == "a");
   CHECK_FALSE(fresh.Take("a").has_value());  // once only: later passes read the store
-  CHECK_FALSE(fresh.Take("c").has_value());
+  CHECK_FALSE(fresh.full());
+  CHECK_FALSE(fresh.Take("f").has_value());
 
   fresh.Drop("b");  // woken (e.g. cancelled) before its first pass
   CHECK_FALSE(fresh.Take("b").has_value());
   CHECK(fresh.size() == 0);
-  CHECK(fresh.Put(job("c"), spec("c")));  // room again
+  CHECK(fresh.Put(job("g"), spec("g")));  // room again
 }
 
 TEST_CASE("the spec cache keeps a spec put from outside and parses nothing", "[dispatch]") {

@@ -79,6 +79,7 @@ class Engine final : public JobIntake {
   // job: whatever woke it may have changed it in the store.
   void Wake(const std::string& job_uid) override;
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
+  bool WantsSpec() const override { return !fresh_.full(); }
 
  private:
   int64_t Pass(const std::string& uid);

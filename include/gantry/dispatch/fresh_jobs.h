@@ -11,8 +11,11 @@
 // wake before it queues the job, so the pass reads the store instead. (A
 // pass's own write is a compare-and-set on phase and epoch as well.)
 //
-// Bounded: once capacity entries are held, new ones are not kept, and their
-// first pass reads the store like any other.
+// Bounded: once capacity entries are held the map is full() and the API
+// stops handing specs over (their first pass reads the store like any
+// other). Specs already on their way when it filled are still kept, up to
+// twice the capacity: refused, each would be freed on the store's writer
+// thread.
 //
 // Thread-safety: all methods are safe from any thread.
 #pragma once
@@ -38,12 +41,14 @@ class FreshJobs {
 
   explicit FreshJobs(size_t capacity) : capacity_(capacity) {}
 
-  // Keeps the job until Take or Drop; false when full (nothing kept).
+  // Keeps the job until Take or Drop; false (nothing kept) beyond twice the
+  // capacity.
   bool Put(JobRecord record, std::shared_ptr<JobSpec> spec);
   // The job's entry, removed; nullopt when none is held.
   std::optional<Entry> Take(const std::string& uid);
   void Drop(const std::string& uid);
   size_t size() const;
+  bool full() const;
 
  private:
   const size_t capacity_;

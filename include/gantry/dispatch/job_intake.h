@@ -19,10 +19,15 @@ class JobIntake : public JobWaker {
   // the job as stored; spec is the parsed document it was stored from
   // (record.spec_json == SpecToJson(*spec).dump()); the callee may move
   // from *spec. The default only wakes the job.
+  // spec may be null (see WantsSpec).
   virtual void Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
     (void)spec;
     Wake(record.uid);
   }
+  // Whether Created would keep a spec now. When not, the caller keeps it and
+  // destroys it on its own thread: a spec destroyed in Created is freed on
+  // the store's writer thread, whose time is every submitter's latency.
+  virtual bool WantsSpec() const { return false; }
 };
 
 }  // namespace gantry::dispatch

@@ -26,6 +26,7 @@
 #include <string>
 #include <functional>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "gantry/common/clock.h"
@@ -75,14 +76,14 @@ class Reconciler final : public dispatch::JobIntake {
   const Clock& clock_;
   PassFn pass_;
   int worker_count_;
-  std::set<std::string> active_;  // keys being reconciled now
-  std::set<std::string> dirty_;   // woken while active: run again after
+  std::unordered_set<std::string> active_;  // keys being reconciled now
+  std::unordered_set<std::string> dirty_;   // woken while active: run again after
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::string> ready_;
   std::deque<std::string> urgent_;                // served before ready_
-  std::set<std::string> queued_;                  // keys waiting in either (de-duplication)
-  std::set<std::string> in_urgent_;               // keys waiting in urgent_
+  std::unordered_set<std::string> queued_;        // keys waiting in either (de-duplication)
+  std::unordered_set<std::string> in_urgent_;     // keys waiting in urgent_
   std::multimap<int64_t, std::string> delayed_;   // due time (clock ms) -> key
   std::map<std::string, int64_t> due_;            // key -> its one entry in delayed_
   bool stopping_ = false;

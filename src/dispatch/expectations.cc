@@ -41,8 +41,14 @@ void Expectations::Forget(const std::string& job_uid) {
 void Expectations::Deleted(const std::string& k8s_uid, int64_t now_ms) {
   if (k8s_uid.empty()) return;
   std::lock_guard lock(mu_);
-  std::erase_if(deleted_, [&](const auto& d) { return now_ms - d.second >= ttl_ms_ || now_ms < d.second; });
+  // Lapsed entries go from the front, so each is looked at once.
+  while (!deleted_order_.empty() && now_ms - deleted_order_.front().first >= ttl_ms_) {
+    auto it = deleted_.find(deleted_order_.front().second);
+    if (it != deleted_.end() && it->second == deleted_order_.front().first) deleted_.erase(it);
+    deleted_order_.pop_front();
+  }
   deleted_[k8s_uid] = now_ms;
+  deleted_order_.emplace_back(now_ms, k8s_uid);
 }
 
 bool Expectations::RecentlyDeleted(const std::string& k8s_uid, int64_t now_ms) const {
@@ -50,6 +56,11 @@ bool Expectations::RecentlyDeleted(const std::string& k8s_uid, int64_t now_ms) c
   std::lock_guard lock(mu_);
   auto it = deleted_.find(k8s_uid);
   return it != deleted_.end() && now_ms - it->second < ttl_ms_ && now_ms >= it->second;
+}
+
+size_t Expectations::deletes() const {
+  std::lock_guard lock(mu_);
+  return deleted_.size();
 }
 
 size_t Expectations::jobs() const {

@@ -42,6 +42,15 @@ TEST_CASE("a deleted incarnation is skipped until its delete lapses", "[dispatch
   CHECK_FALSE(e.RecentlyDeleted("", 5'000));
   e.Deleted("", 1'000);  // a delete without a precondition names no incarnation
   CHECK_FALSE(e.RecentlyDeleted("", 1'000));
+
+  // Deleted again later: the first entry lapsing does not take the second.
+  e.Deleted("k8s-c", 2'000);
+  e.Deleted("k8s-c", 9'000);
+  e.Deleted("k8s-d", 12'500);  // prunes k8s-a and the first k8s-c
+  CHECK(e.RecentlyDeleted("k8s-c", 12'500));
+  CHECK(e.deletes() == 2);
+  e.Deleted("k8s-e", 30'000);  // everything before has lapsed
+  CHECK(e.deletes() == 1);
 }
 
 }  // namespace gantry::dispatch

@@ -18,10 +18,12 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -47,6 +49,8 @@ class Expectations {
   void Deleted(const std::string& k8s_uid, int64_t now_ms);
   // Whether k8s_uid was deleted less than ttl ago.
   bool RecentlyDeleted(const std::string& k8s_uid, int64_t now_ms) const;
+  // Deletes remembered (lapsed ones go as new deletes come).
+  size_t deletes() const;
 
  private:
   struct Entry {
@@ -57,7 +61,8 @@ class Expectations {
   const int64_t ttl_ms_;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Entry>> by_job_;
-  std::map<std::string, int64_t> deleted_;  // k8s uid -> when; lapsed ones pruned on Deleted
+  std::unordered_map<std::string, int64_t> deleted_;  // k8s uid -> when
+  std::deque<std::pair<int64_t, std::string>> deleted_order_;  // the same, oldest first: pruned from the front
 };
 
 }  // namespace gantry::dispatch

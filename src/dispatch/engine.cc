@@ -100,8 +100,10 @@ void Engine::Wake(const std::string& job_uid) {
 
 void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
   std::string uid = record.uid;
+  const int32_t priority = record.priority;
+  const int64_t seq = record.seq;
   if (spec) fresh_.Put(std::move(record), std::move(spec));
-  reconciler_->Wake(uid);
+  reconciler_->WakeNew(uid, priority, seq);
 }
 
 void Engine::Observed(const std::string& uid, ClusterObserver::Change change) {

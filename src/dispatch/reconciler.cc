@@ -65,7 +65,16 @@ void Reconciler::Stop() {
   workers_.clear();
 }
 
-void Reconciler::Enqueue(const std::string& job_uid, bool urgent) {
+void Reconciler::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
+  (void)spec;
+  WakeNew(record.uid, record.priority, record.seq);
+}
+
+void Reconciler::WakeNew(const std::string& job_uid, int32_t priority, int64_t seq) {
+  Enqueue(job_uid, Lane::kNew, priority, seq);
+}
+
+void Reconciler::Enqueue(const std::string& job_uid, Lane lane, int32_t priority, int64_t seq) {
   bool was_idle;
   {
     std::lock_guard lock(mu_);
@@ -74,15 +83,18 @@ void Reconciler::Enqueue(const std::string& job_uid, bool urgent) {
       dirty_.insert(job_uid);
       return;
     }
-    was_idle = ready_.empty() && urgent_.empty();
+    was_idle = ready_.empty() && urgent_.empty() && new_.empty();
     bool fresh = queued_.insert(job_uid).second;
-    if (urgent) {
-      // A key waiting in ready_ also goes to urgent_; the entry left behind
-      // in ready_ is skipped when reached (its key is no longer queued).
+    if (lane == Lane::kUrgent) {
+      // A key waiting in ready_ or new_ also goes to urgent_; the entry left
+      // behind is skipped when reached (its key is no longer queued).
       if (!in_urgent_.insert(job_uid).second) return;
       urgent_.push_back(job_uid);
+    } else if (!fresh) {
+      return;
+    } else if (lane == Lane::kNew) {
+      new_.emplace(-int64_t{priority}, seq, job_uid);
     } else {
-      if (!fresh) return;
       ready_.push_back(job_uid);
     }
   }
@@ -135,7 +147,7 @@ void Reconciler::Run() {
         ready_.push_back(std::move(key));
       }
     }
-    if (ready_.empty() && urgent_.empty()) {
+    if (ready_.empty() && urgent_.empty() && new_.empty()) {
       auto wait = kIdlePoll;
       if (!delayed_.empty()) {
         wait = std::min(wait, std::chrono::milliseconds(std::max<int64_t>(1, delayed_.begin()->first - now)));
@@ -143,11 +155,19 @@ void Reconciler::Run() {
       cv_.wait_for(lock, wait);
       continue;
     }
-    std::deque<std::string>& from = urgent_.empty() ? ready_ : urgent_;
-    std::string uid = std::move(from.front());
-    from.pop_front();
-    if (&from == &urgent_) in_urgent_.erase(uid);
-    if (!queued_.erase(uid)) continue;  // served from the other queue already
+    std::string uid;
+    if (!urgent_.empty()) {
+      uid = std::move(urgent_.front());
+      urgent_.pop_front();
+      in_urgent_.erase(uid);
+    } else if (!ready_.empty()) {
+      uid = std::move(ready_.front());
+      ready_.pop_front();
+    } else {
+      uid = std::get<2>(*new_.begin());
+      new_.erase(new_.begin());
+    }
+    if (!queued_.erase(uid)) continue;  // served from another queue already
     active_.insert(uid);
     lock.unlock();
     int64_t requeue = -1;

@@ -14,6 +14,10 @@
 // Several workers run passes in parallel, never two on the same job: a key
 // woken while its pass runs is run again right after.
 //
+// Order of service: urgent wakes (jobs in flight), then plain wakes and due
+// timers, then new jobs by priority (highest first), then submission order,
+// so that a backlog of new submissions is nominated in that order.
+//
 // Thread-safety: Wake from any thread.
 #pragma once
 
@@ -26,6 +30,7 @@
 #include <string>
 #include <functional>
 #include <thread>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -52,11 +57,14 @@ class Reconciler final : public dispatch::JobIntake {
   // Returns how many.
   Result<size_t> WakeUnfinished();
 
-  void Wake(const std::string& job_uid) override { Enqueue(job_uid, false); }
+  void Wake(const std::string& job_uid) override { Enqueue(job_uid, Lane::kPlain); }
+  // A new job: served after the other wakes, by priority, then seq.
+  void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
+  void WakeNew(const std::string& job_uid, int32_t priority, int64_t seq);
   // Ahead of every plain Wake: for jobs already in flight (a watch event, a
   // cluster that went away), so that leases, starts and finishes are not
   // stuck behind a burst of new submissions.
-  void WakeUrgent(const std::string& job_uid) { Enqueue(job_uid, true); }
+  void WakeUrgent(const std::string& job_uid) { Enqueue(job_uid, Lane::kUrgent); }
   // Processes job_uid no earlier than delay_ms from now.
   void WakeAfter(const std::string& job_uid, int64_t delay_ms);
 
@@ -65,7 +73,8 @@ class Reconciler final : public dispatch::JobIntake {
 
  private:
   void Run();
-  void Enqueue(const std::string& job_uid, bool urgent);
+  enum class Lane { kUrgent, kPlain, kNew };
+  void Enqueue(const std::string& job_uid, Lane lane, int32_t priority = 0, int64_t seq = 0);
   // REQUIRES: mu_ held. Keeps only the earliest due time per key.
   void ScheduleLocked(const std::string& uid, int64_t due_ms);
   // One level-triggered pass over one job. Returns a requeue delay in ms, or
@@ -82,6 +91,8 @@ class Reconciler final : public dispatch::JobIntake {
   std::condition_variable cv_;
   std::deque<std::string> ready_;
   std::deque<std::string> urgent_;                // served before ready_
+  // New jobs, served after ready_: (-priority, seq) orders them.
+  std::set<std::tuple<int64_t, int64_t, std::string>> new_;
   std::unordered_set<std::string> queued_;        // keys waiting in either (de-duplication)
   std::unordered_set<std::string> in_urgent_;     // keys waiting in urgent_
   std::multimap<int64_t, std::string> delayed_;   // due time (clock ms) -> key

@@ -59,7 +59,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       expected_(options_.expectation_ttl_ms) {
   options_.observer.origin = options_.decide.origin;
   observer_ = std::make_unique<ClusterObserver>(
-      options_.observer, [this](const std::string& uid, ClusterObserver::Change change) { Observed(uid, change); });
+      options_.observer, [this](const ClusterObserver::Observed& what) { Observed(what); });
   reconciler_ = std::make_unique<Reconciler>(
       store_, clock_, [this](const std::string& uid) { return Pass(uid); }, options_.workers);
 }
@@ -106,8 +106,17 @@ void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
   reconciler_->WakeNew(uid, priority, seq);
 }
 
-void Engine::Observed(const std::string& uid, ClusterObserver::Change change) {
+void Engine::Observed(const ClusterObserver::Observed& what) {
   if (!reconciler_) return;
+  const std::string& uid = what.job_uid;
+  const ClusterObserver::Change change = what.change;
+  // The echo of our own create, as created: it tells nothing the create's
+  // answer did not, and the expectation it fulfils is dropped by the next
+  // pass, whatever wakes it.
+  if (change == ClusterObserver::Change::kAppeared && what.as_created &&
+      expected_.Expects(uid, what.cluster, what.kind, what.epoch, clock_.NowMillis())) {
+    return;
+  }
   // What moves a job on is a change: an admission, an eviction, a run, a
   // finish. An object appearing is mostly the echo of our own create, an
   // object leaving the confirmation of our own delete, and anything about a

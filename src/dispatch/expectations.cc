@@ -33,6 +33,17 @@ std::set<Expectations::Key> Expectations::Pending(const std::string& job_uid, in
   return out;
 }
 
+bool Expectations::Expects(const std::string& job_uid, const std::string& cluster, const std::string& kind,
+                           int64_t epoch, int64_t now_ms) const {
+  std::lock_guard lock(mu_);
+  auto it = by_job_.find(job_uid);
+  if (it == by_job_.end()) return false;
+  return std::any_of(it->second.begin(), it->second.end(), [&](const Entry& e) {
+    return e.key.first == cluster && e.key.second == kind && e.epoch == epoch && now_ms >= e.at_ms &&
+           now_ms - e.at_ms < ttl_ms_;
+  });
+}
+
 void Expectations::Forget(const std::string& job_uid) {
   std::lock_guard lock(mu_);
   by_job_.erase(job_uid);

@@ -355,7 +355,7 @@ struct ClusterObserver::Impl {
       c->caches[r].Replace(std::move(fresh), &changed);
       c->caches[r].listed = true;
     }
-    Notify(c, changed, Change::kChanged);
+    Notify(c, r, changed, ClusterObserver::Observed{});
   }
 
   void ApplyEvent(Cluster* c, Resource r, const kube::WatchEvent& e) {
@@ -363,6 +363,18 @@ struct ClusterObserver::Impl {
     // no longer tracked: erased like a deleted one.
     if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED") return;
     std::optional<Entry> entry = e.type == "DELETED" ? std::nullopt : ToEntry(r, e.object);
+    ClusterObserver::Observed what;
+    what.change = !entry ? Change::kGone : e.type == "ADDED" ? Change::kAppeared : Change::kChanged;
+    if (entry && what.change == Change::kAppeared) {
+      if (const auto* w = std::get_if<ObservedWorkload>(&entry->object)) {
+        what.epoch = w->epoch;
+        what.as_created = !w->quota_reserved && !w->admitted && !w->evicted && !w->finished;
+      } else {
+        const auto& j = std::get<ObservedJob>(entry->object);
+        what.epoch = j.epoch;
+        what.as_created = j.state == RemoteJobState::kSuspended;
+      }
+    }
     std::set<std::string> changed;
     {
       std::lock_guard lock(mu);
@@ -372,13 +384,16 @@ struct ClusterObserver::Impl {
         c->caches[r].Erase(KeyOf(e.object), &changed);
       }
     }
-    Notify(c, changed, !entry ? Change::kGone : e.type == "ADDED" ? Change::kAppeared : Change::kChanged);
+    Notify(c, r, changed, what);
   }
 
-  void Notify(Cluster* c, const std::set<std::string>& job_uids, Change change) {
+  void Notify(Cluster* c, Resource r, const std::set<std::string>& job_uids, ClusterObserver::Observed what) {
+    what.cluster = c->config.name;
+    what.kind = r == kWorkloads ? "Workload" : "Job";
     for (const std::string& uid : job_uids) {
       if (c->stopping) return;  // retired: its view is gone, and Stop() may be waiting
-      on_change(uid, change);
+      what.job_uid = uid;
+      on_change(what);
     }
   }
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 #include <set>
+#include <vector>
 
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/kube/kube_client.h"
@@ -215,10 +216,22 @@ json Job(const std::string& name, const std::string& job_uid, const std::string&
 // The job uids on_change was called with, and those it called "gone" for.
 class ChangeLog {
  public:
-  void Add(const std::string& uid, bool gone) {
+  void Add(const ClusterObserver::Observed& what) {
     std::lock_guard lock(mu_);
-    uids_.insert(uid);
-    if (gone) gone_.insert(uid);
+    uids_.insert(what.job_uid);
+    if (what.change == ClusterObserver::Change::kGone) gone_.insert(what.job_uid);
+    if (what.change == ClusterObserver::Change::kAppeared) {
+      appeared_.push_back(what.cluster + " " + what.kind + " " + std::to_string(what.epoch) +
+                          (what.as_created ? " as created" : " changed"));
+    }
+  }
+  std::vector<std::string> Appeared(const std::string& prefix) const {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (const std::string& a : appeared_) {
+      if (a.rfind(prefix, 0) == 0) out.push_back(a);
+    }
+    return out;
   }
   bool Has(const std::string& uid) const {
     std::lock_guard lock(mu_);
@@ -238,6 +251,7 @@ class ChangeLog {
   mutable std::mutex mu_;
   std::set<std::string> uids_;
   std::set<std::string> gone_;
+  std::vector<std::string> appeared_;  // "cluster kind epoch as created|changed"
 };
 
 template <class Fn>
@@ -282,8 +296,8 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
   options.request_timeout = std::chrono::seconds(2);
   options.max_backoff = std::chrono::milliseconds(200);
   ChangeLog changes;
-  ClusterObserver observer(options, [&](const std::string& uid, ClusterObserver::Change change) {
-    changes.Add(uid, change == ClusterObserver::Change::kGone);
+  ClusterObserver observer(options, [&](const ClusterObserver::Observed& what) {
+    changes.Add(what);
   });
   observer.SetClusters({c1, c2});
   REQUIRE(WaitFor([&] { return observer.Synced("c1") && observer.Synced("c2"); },
@@ -304,6 +318,9 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
       auto o = in("c1", "uid-1");
       return o.workloads.size() == 1 && o.jobs.size() == 1 && changes.Has("uid-1");
     }));
+    // Both appeared as created, at the epoch of their annotation.
+    CHECK(changes.Appeared("c1 Workload") == std::vector<std::string>{"c1 Workload 2 as created"});
+    CHECK(changes.Appeared("c1 Job") == std::vector<std::string>{"c1 Job 2 as created"});
     auto all = observer.ForJob("uid-1");
     REQUIRE(all.size() == 2);
     CHECK(all["c1"].synced);

@@ -85,7 +85,7 @@ class Engine final : public JobIntake {
   int64_t Pass(const std::string& uid);
   // The observer's call: wakes the job at once, or a moment later for
   // bookkeeping.
-  void Observed(const std::string& uid, ClusterObserver::Change change);
+  void Observed(const ClusterObserver::Observed& what);
   // Runs one action; false when it failed and the job should be looked at again soon.
   bool Execute(const JobRecord& job, const Action& action, std::string* taken_message);
   std::shared_ptr<kube::ClientPool> PoolFor(const std::string& cluster);

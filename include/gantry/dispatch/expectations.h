@@ -4,7 +4,8 @@
 // event would otherwise act again on what it sees:
 //   - a create whose object is not seen yet would be sent again, a 409
 //     AlreadyExists and a GET to check the object is ours: Decide() skips
-//     the create of an expected object (DecideInput::expected);
+//     the create of an expected object (DecideInput::expected), and the
+//     watch event of its appearing wakes nobody (Engine::Observed);
 //   - a delete whose object is still seen would be sent again and answered
 //     404, which the engine takes as success anyway: the engine skips a
 //     delete of an incarnation (k8s uid) it deleted a moment ago.
@@ -42,6 +43,10 @@ class Expectations {
   // lists the keys seen at that epoch, which stop being expected) and younger
   // than ttl. Entries of other epochs and lapsed ones are dropped.
   std::set<Key> Pending(const std::string& job_uid, int64_t epoch, const std::set<Key>& observed, int64_t now_ms);
+  // Whether job_uid's object of kind in cluster at epoch is expected (created
+  // less than ttl ago and not seen since).
+  bool Expects(const std::string& job_uid, const std::string& cluster, const std::string& kind, int64_t epoch,
+               int64_t now_ms) const;
   void Forget(const std::string& job_uid);
   size_t jobs() const;
 

@@ -93,7 +93,18 @@ class ClusterObserver {
   // changed (MODIFIED, or anything a relist found), or it left the view (a
   // DELETED event, or the labels that select it were removed).
   enum class Change { kAppeared, kChanged, kGone };
-  using OnChange = std::function<void(const std::string& job_uid, Change change)>;
+  struct Observed {
+    std::string job_uid;
+    std::string cluster;
+    const char* kind = "";  // "Workload", or "Job" for the real job (Job or JobSet)
+    Change change = Change::kChanged;
+    // kAppeared only: the object's epoch, and whether it appeared as created
+    // (a Workload with no condition set, a suspended job), so that seeing it
+    // tells nothing a create's answer did not.
+    int64_t epoch = 0;
+    bool as_created = false;
+  };
+  using OnChange = std::function<void(const Observed& what)>;
 
   ClusterObserver(ObserverOptions options, OnChange on_change);
   ~ClusterObserver();  // Stop()s

@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include "gantry/dispatch/demand.h"
-#include "ladder.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/placement/place.h"
 
@@ -36,10 +35,10 @@ std::set<Expectations::Key> SeenAtEpoch(const std::map<std::string, ClusterObser
   std::set<Expectations::Key> seen;
   for (const auto& [cluster, o] : observed) {
     for (const ObservedWorkload& w : o.workloads) {
-      if (w.epoch == epoch) seen.emplace(cluster, ladder::kWorkload);
+      if (w.epoch == epoch) seen.emplace(cluster, kWorkload);
     }
     for (const ObservedJob& j : o.jobs) {
-      if (j.epoch == epoch) seen.emplace(cluster, ladder::kJob);
+      if (j.epoch == epoch) seen.emplace(cluster, kJob);
     }
   }
   return seen;
@@ -203,7 +202,10 @@ int64_t Engine::Pass(const std::string& uid) {
   std::optional<FreshJobs::Entry> fresh = fresh_.Take(uid);
   Result<JobRecord> job = fresh ? Result<JobRecord>(std::move(fresh->record)) : store_.GetByUid(uid);
   if (!job.ok()) {
-    if (job.status().code() == Code::kNotFound) return -1;  // purged; the collector takes what is left
+    if (job.status().code() == Code::kNotFound) {  // purged; the collector takes what is left
+      ForgetJob(uid);
+      return -1;
+    }
     spdlog::warn("dispatch: reading job {}: {}", uid, job.status().ToString());
     return options_.decide.retry_ms;
   }
@@ -318,19 +320,20 @@ int64_t Engine::Pass(const std::string& uid) {
   if (!all_ok && (plan.requeue_ms < 0 || plan.requeue_ms > options_.decide.retry_ms)) {
     return options_.decide.retry_ms;
   }
-  if (plan.requeue_ms < 0) {  // nothing left to do for this job
-    specs_.Forget(uid);
-    expected_.Forget(uid);
-  }
-  {
+  if (plan.requeue_ms < 0) {
+    ForgetJob(uid);  // nothing left to do for this job
+  } else if (IsFinal(phase_after)) {
     std::lock_guard lock(settling_mu_);
-    if (IsFinal(phase_after) && plan.requeue_ms >= 0) {
-      settling_.insert(uid);
-    } else {
-      settling_.erase(uid);
-    }
+    settling_.insert(uid);
   }
   return plan.requeue_ms;
+}
+
+void Engine::ForgetJob(const std::string& uid) {
+  specs_.Forget(uid);
+  expected_.Forget(uid);
+  std::lock_guard lock(settling_mu_);
+  settling_.erase(uid);
 }
 
 bool Engine::Execute(const JobRecord& job, const Action& action, std::string* taken_message) {

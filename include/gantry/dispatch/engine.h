@@ -86,6 +86,9 @@ class Engine final : public JobIntake {
   // The observer's call: wakes the job at once, or a moment later for
   // bookkeeping.
   void Observed(const ClusterObserver::Observed& what);
+  // Drops what the engine holds in memory for a job that needs nothing more
+  // (finished and withdrawn, or purged).
+  void ForgetJob(const std::string& uid);
   // Runs one action; false when it failed and the job should be looked at again soon.
   bool Execute(const JobRecord& job, const Action& action, std::string* taken_message);
   std::shared_ptr<kube::ClientPool> PoolFor(const std::string& cluster);

@@ -318,9 +318,6 @@ Plan Ladder::Copies() const {
 
 }  // namespace ladder
 
-using ladder::kJob;
-using ladder::kWorkload;
-
 Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, int64_t epoch) {
   auto f = in.clusters.find(cluster);
   WorkloadParams p;

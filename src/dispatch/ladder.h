@@ -19,9 +19,6 @@ namespace gantry::dispatch::ladder {
 
 using nlohmann::json;
 
-inline constexpr const char* kWorkload = "Workload";
-inline constexpr const char* kJob = "Job";
-
 inline JobEvent Event(std::string reason, std::string message, std::string cluster = "",
                std::string type = "Normal") {
   JobEvent e;

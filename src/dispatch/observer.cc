@@ -389,7 +389,7 @@ struct ClusterObserver::Impl {
 
   void Notify(Cluster* c, Resource r, const std::set<std::string>& job_uids, ClusterObserver::Observed what) {
     what.cluster = c->config.name;
-    what.kind = r == kWorkloads ? "Workload" : "Job";
+    what.kind = r == kWorkloads ? kWorkload : kJob;
     for (const std::string& uid : job_uids) {
       if (c->stopping) return;  // retired: its view is gone, and Stop() may be waiting
       what.job_uid = uid;

@@ -96,7 +96,7 @@ class ClusterObserver {
   struct Observed {
     std::string job_uid;
     std::string cluster;
-    const char* kind = "";  // "Workload", or "Job" for the real job (Job or JobSet)
+    const char* kind = "";  // kWorkload, or kJob for the real job (Job or JobSet): remote_objects.h
     Change change = Change::kChanged;
     // kAppeared only: the object's epoch, and whether it appeared as created
     // (a Workload with no condition set, a suspended job), so that seeing it

@@ -28,6 +28,10 @@ inline constexpr const char* kAtMostOnceAnnotation = "gantry.dev/at-most-once";
 inline constexpr const char* kPrebuiltWorkloadAnnotation = "kueue.x-k8s.io/prebuilt-workload-name";
 inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
 inline constexpr const char* kEpochEnv = "GANTRY_EPOCH";
+// The kinds of remote object a job has, as intents, actions and observations
+// name them: its Workload copies, and its real job (a Job or a JobSet).
+inline constexpr const char* kWorkload = "Workload";
+inline constexpr const char* kJob = "Job";
 
 // <job-name>-<first 8 hex of uid without dashes>; at most 63 characters.
 std::string RemoteName(const std::string& job_name, const std::string& job_uid);

@@ -2,7 +2,6 @@
 
 #include <openssl/rand.h>
 
-#include <algorithm>
 #include <array>
 #include <fmt/format.h>
 
@@ -73,7 +72,7 @@ std::string NewUid() {
   // Drawn from the CSPRNG 32 uids at a time: one RAND_bytes call costs about
   // as much as the rest of a small request's validation. The pool is per
   // thread, so no two threads ever hand out the same bytes.
-  constexpr std::size_t kPooled = 32 * 16;
+  constexpr std::size_t kPooled = 32 * 16;  // 32 uids of 16 bytes
   thread_local std::array<unsigned char, kPooled> pool{};
   thread_local std::size_t used = kPooled;
   if (used == kPooled) {
@@ -83,16 +82,15 @@ std::string NewUid() {
     }
     used = 0;
   }
-  std::array<unsigned char, 16> b{};
-  std::copy_n(pool.begin() + static_cast<std::ptrdiff_t>(used), b.size(), b.begin());
-  std::fill_n(pool.begin() + static_cast<std::ptrdiff_t>(used), b.size(), 0);  // handed out once only
-  used += b.size();
+  constexpr std::size_t kUidBytes = 16;
+  unsigned char* b = pool.data() + used;  // handed out once: used moves past it
+  used += kUidBytes;
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
   b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(36);
-  for (std::size_t i = 0; i < b.size(); ++i) {
+  for (std::size_t i = 0; i < kUidBytes; ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) hex.push_back('-');
     hex.push_back(kHex[b[i] >> 4]);
     hex.push_back(kHex[b[i] & 0x0f]);

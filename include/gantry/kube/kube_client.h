@@ -21,7 +21,6 @@
 #include <memory>
 #include <map>
 #include <optional>
-#include <optional>
 #include <set>
 #include <string>
 

@@ -211,6 +211,9 @@ void KueueController::OnJobUpdated(const std::string& resource, const json& job)
   std::string wl_key = NamespaceOf(job) + "/" + prebuilt;
   AddWaitingJob(resource, NamespaceOf(job), NameOf(job), wl_key);
   touched_.insert(wl_key);
+  // A suspended job may be adoptable now (patched to name an admitted
+  // Workload): the next tick must run its pass to retry it.
+  if (job.value("/spec/suspend"_json_pointer, false)) dirty_ = true;
 }
 
 void KueueController::AddWaitingJob(const std::string& resource, const std::string& ns, const std::string& name,

@@ -76,12 +76,6 @@ void KueueController::SetQuota(const ResourceList& quota, int64_t now_ms) {
   UpdateQueueStatus(now_ms);
 }
 
-ResourceList KueueController::Reserved() const {
-  ResourceList total;
-  for (const auto& [key, usage] : reserved_) AddTo(&total, usage);
-  return total;
-}
-
 void KueueController::OnWorkloadEvent(const std::string& type, const json& wl) {
   index_.OnEvent(type, wl);
   std::string key = KeyOf(wl);

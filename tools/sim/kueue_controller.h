@@ -72,7 +72,9 @@ class KueueController {
   void SetQuota(const ResourceList& quota, int64_t now_ms);
 
   const ResourceList& quota() const { return quota_; }
-  ResourceList Reserved() const;
+  // What admitted Workloads hold: the total admission decides with, so the
+  // tests and the status page see the same figure.
+  const ResourceList& Reserved() const { return reserved_total_; }
   std::size_t running_jobs() const { return running_.size(); }
 
  private:

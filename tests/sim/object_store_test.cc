@@ -45,6 +45,22 @@ TEST_CASE("ObjectStore: resourceVersion, generation, conflicts, pages", "[sim][s
   CHECK(names == std::vector<std::string>{"a", "b", "c", "d", "e"});
 }
 
+TEST_CASE("ObjectStore: an edit that changes nothing writes nothing", "[sim][store]") {
+  ObjectStore store(100, nullptr);
+  REQUIRE(store.Create("jobs", Obj("a", "prod"), 0).ok());
+  auto rv = [&] { return (*store.Get("jobs", "ns", "a"))["metadata"]["resourceVersion"].get<std::string>(); };
+  const std::string before = rv();
+  REQUIRE(store.MutateIf("jobs", "ns", "a", [](json&) { return false; }).ok());
+  CHECK(rv() == before);
+  REQUIRE(store.MutateIf("jobs", "ns", "a", [](json& o) {
+                 o["status"]["active"] = 1;
+                 return true;
+               }).ok());
+  CHECK(rv() != before);
+  CHECK((*store.Get("jobs", "ns", "a"))["status"]["active"] == 1);
+  CHECK(store.MutateIf("jobs", "ns", "zzz", [](json&) { return true; }).status().code() == Code::kNotFound);
+}
+
 TEST_CASE("watch resumes from a resourceVersion and answers 410 when too old", "[sim][watch]") {
   FakeClock clock;
   Journal journal;

@@ -43,19 +43,4 @@ bool HasCondition(const json& obj, const std::string& type) {
   return false;
 }
 
-bool ConditionIs(const json& obj, const std::string& type, bool status, const std::string& reason,
-                 const std::string& message) {
-  auto st = obj.find("status");
-  if (st == obj.end() || !st->is_object()) return false;
-  auto conds = st->find("conditions");
-  if (conds == st->end() || !conds->is_array()) return false;
-  // The first condition of the type decides, as in SetCondition.
-  for (const json& c : *conds) {
-    if (c.value("type", "") != type) continue;
-    return c.value("status", "") == (status ? "True" : "False") && c.value("reason", "") == reason &&
-           c.value("message", "") == message;
-  }
-  return false;
-}
-
 }  // namespace gantry::sim

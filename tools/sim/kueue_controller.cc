@@ -163,10 +163,9 @@ void KueueController::RunAdmission(int64_t now_ms) {
 
 void KueueController::SetWorkloadCondition(const json& wl, const std::string& type, bool status,
                                            const std::string& reason, const std::string& message, int64_t now_ms) {
-  // Checked first so that a Workload that stays pending costs no write.
-  if (ConditionIs(wl, type, status, reason, message)) return;
-  (void)store_->Mutate("workloads", NamespaceOf(wl), NameOf(wl),
-                       [&](json& o) { SetCondition(&o, type, status, reason, message, now_ms); });
+  // A Workload that stays pending costs no write.
+  (void)store_->MutateIf("workloads", NamespaceOf(wl), NameOf(wl),
+                         [&](json& o) { return SetCondition(&o, type, status, reason, message, now_ms); });
 }
 
 void KueueController::Admit(const json& wl, const WorkloadDemand& demand, int64_t now_ms) {
@@ -216,17 +215,16 @@ Status KueueController::Evict(const std::string& ns, const std::string& name, in
 // already so (then nothing is written).
 void KueueController::WriteStatus(const std::string& resource, const std::string& ns, const std::string& name,
                                   const json& fields) {
-  const json* cur = store_->Get(resource, ns, name);
-  if (!cur) return;
-  auto st = cur->find("status");
-  bool same = st != cur->end() && st->is_object();
-  for (auto f = fields.begin(); same && f != fields.end(); ++f) {
-    auto have = st->find(f.key());
-    same = have != st->end() && *have == f.value();
-  }
-  if (same) return;
-  (void)store_->Mutate(resource, ns, name, [&](json& o) {
-    for (auto f = fields.begin(); f != fields.end(); ++f) o["status"][f.key()] = f.value();
+  (void)store_->MutateIf(resource, ns, name, [&](json& o) {
+    bool changed = false;
+    for (auto f = fields.begin(); f != fields.end(); ++f) {
+      json& st = o["status"];  // created only on the way to a field it lacks: a change
+      auto have = st.find(f.key());
+      if (have != st.end() && *have == f.value()) continue;
+      st[f.key()] = f.value();
+      changed = true;
+    }
+    return changed;
   });
 }
 

@@ -153,8 +153,5 @@ bool SetCondition(nlohmann::json* obj, const std::string& type, bool status, con
                   const std::string& message, int64_t now_ms);
 // True when obj has condition type with status "True".
 bool HasCondition(const nlohmann::json& obj, const std::string& type);
-// True when SetCondition with these arguments would change nothing.
-bool ConditionIs(const nlohmann::json& obj, const std::string& type, bool status, const std::string& reason,
-                 const std::string& message);
 
 }  // namespace gantry::sim

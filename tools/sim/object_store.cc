@@ -121,12 +121,20 @@ Result<const json*> ObjectStore::Update(const std::string& resource, json object
 
 Result<const json*> ObjectStore::Mutate(const std::string& resource, const std::string& ns, const std::string& name,
                                         const std::function<void(json&)>& edit) {
+  return MutateIf(resource, ns, name, [&edit](json& o) {
+    edit(o);
+    return true;
+  });
+}
+
+Result<const json*> ObjectStore::MutateIf(const std::string& resource, const std::string& ns, const std::string& name,
+                                          const std::function<bool(json&)>& edit) {
   auto& bucket = objects_[resource];
   auto it = bucket.find(Key(ns, name));
   if (it == bucket.end()) return Status::NotFound(fmt::format("{} \"{}\" not found", resource, name));
   json& object = it->second;
   json old_labels = object["metadata"].value("labels", json::object());
-  edit(object);
+  if (!edit(object)) return &object;
   object["metadata"]["resourceVersion"] = std::to_string(++rv_);
   Record("MODIFIED", resource, object, std::move(old_labels));
   return &object;

@@ -74,6 +74,11 @@ class ObjectStore {
   // REQUIRES: edit changes neither spec nor identity (generation is kept).
   Result<const nlohmann::json*> Mutate(const std::string& resource, const std::string& ns, const std::string& name,
                                        const std::function<void(nlohmann::json&)>& edit);
+  // Mutate for an edit that may find nothing to do: edit returns whether it
+  // changed the object (when not, it must have left it as it was), and an
+  // unchanged object is not written: no resourceVersion, no watch event.
+  Result<const nlohmann::json*> MutateIf(const std::string& resource, const std::string& ns, const std::string& name,
+                                         const std::function<bool(nlohmann::json&)>& edit);
   // Returns the object as deleted (with the deletion's resourceVersion).
   Result<nlohmann::json> Delete(const std::string& resource, const std::string& ns, const std::string& name);
 

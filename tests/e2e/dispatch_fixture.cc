@@ -82,6 +82,13 @@ int DispatchFleet::Submit(const std::string& ns, const std::string& yaml) {
   return r.ok() ? r->status : -1;
 }
 
+int DispatchFleet::ReloadClusters() {
+  auto client = ClientFor(url());
+  if (!client) return -1;
+  auto r = client->Do("POST", "/api/v1/clusters:reload");
+  return r.ok() ? r->status : -1;
+}
+
 nlohmann::json DispatchFleet::Job(const std::string& ns, const std::string& name) {
   auto client = ClientFor(url());
   if (!client) return nullptr;

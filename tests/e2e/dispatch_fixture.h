@@ -40,6 +40,9 @@ class DispatchFleet {
 
   // POST a YAML job document; returns the HTTP status.
   int Submit(const std::string& ns, const std::string& yaml);
+  // POST /api/v1/clusters:reload (the daemon re-reads its inventory): the
+  // HTTP status, -1 when unreachable.
+  int ReloadClusters();
   // GET the job (null when absent or unreachable).
   nlohmann::json Job(const std::string& ns, const std::string& name);
   std::string Phase(const std::string& ns, const std::string& name);

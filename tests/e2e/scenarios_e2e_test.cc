@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include "dispatch_fixture.h"
-#include "gantry/http/client.h"
 #include "gantry/inventory/kubeconfig.h"
 #include "gantry/kube/kube_client.h"
 
@@ -176,11 +175,7 @@ TEST_CASE("a cluster removed from the inventory counts as lost: its Requeue job 
   std::string other = owner == "c1" ? "c2" : "c1";
   // The operator deletes the owner's file and reloads the inventory.
   REQUIRE(std::remove((fleet.sim_dir() + "/clusters.d/" + owner + ".yaml").c_str()) == 0);
-  auto client = http::Client::Create(fleet.url());
-  REQUIRE(client.ok());
-  auto reload = (*client)->Do("POST", "/api/v1/clusters:reload");
-  REQUIRE(reload.ok());
-  CHECK(reload->status == 200);
+  CHECK(fleet.ReloadClusters() == 200);
   REQUIRE(WaitFor([&] {
     auto j = fleet.Job("team-a", "mover");
     return j.is_object() && j["status"]["epoch"] == 2 && j["status"].value("cluster", "") == other;
@@ -204,19 +199,13 @@ TEST_CASE("a cordoned cluster takes no new job, keeps its running one, and takes
   const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
   const std::string c1_config = ReadFile(c1_file);
   REQUIRE(!c1_config.empty());
-  auto client = http::Client::Create(fleet.url());
-  REQUIRE(client.ok());
-  auto reload = [&] {
-    auto r = (*client)->Do("POST", "/api/v1/clusters:reload");
-    return r.ok() ? r->status : 0;
-  };
 
   REQUIRE(fleet.Submit("team-a", GpuJob("runner", 1, 1, "4s", "  placement: {clusters: [c1]}")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "runner", {"Running"}));
 
   // The operator cordons c1 (a flag in its inventory entry) and reloads.
   WriteFile(c1_file, c1_config + "cordoned: true\n");
-  REQUIRE(reload() == 200);
+  REQUIRE(fleet.ReloadClusters() == 200);
   REQUIRE(WaitFor([&] {
     auto clusters = Cli(fleet.url(), {"clusters"});
     return clusters.out.find("Cordoned") != std::string::npos;
@@ -245,7 +234,7 @@ TEST_CASE("a cordoned cluster takes no new job, keeps its running one, and takes
 
   // Uncordoned: the waiting job is dispatched to c1 and runs.
   WriteFile(c1_file, c1_config);
-  REQUIRE(reload() == 200);
+  REQUIRE(fleet.ReloadClusters() == 200);
   REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Succeeded"}, std::chrono::seconds(30)));
   CHECK(fleet.Job("team-a", "waiter")["status"]["cluster"] == "c1");
   CHECK(Runs(fleet, fleet.Uid("team-a", "waiter")) == 1);

@@ -8,7 +8,7 @@
 namespace gantry::sim {
 namespace {
 
-constexpr int64_t kGpu = 1000;  // one GPU in milli-units
+using testing::kGpu;
 
 ResourceList Gpus(int64_t n) { return {{kGpuResource, n * kGpu}}; }
 

@@ -13,20 +13,13 @@ using nlohmann::json;
 using testing::MakeJob;
 using testing::MakeWorkload;
 
-constexpr int64_t kGpu = 1000;
+using testing::kGpu;
 
 struct Fixture : testing::ClusterFixture {
   const ResourceInfo& cqs = ResourceByPlural("clusterqueues");
   const ResourceInfo& lqs = ResourceByPlural("localqueues");
 
-  json Get(const ResourceInfo& res, const std::string& name, const std::string& ns = "team-a") {
-    return *state.Get(res, ns, name);
-  }
   int64_t Rv() { return state.Summary()["resourceVersion"].get<int64_t>(); }
-  void TickAfter(int64_t ms) {
-    clock.Advance(ms);
-    state.Tick();
-  }
 };
 
 struct Counts {

@@ -10,7 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<json> Events(const std::shared_ptr<http::ResponseStream>& s) { return testing::StreamEvents(s); }
+using testing::StreamEvents;
 
 json Obj(const std::string& name, const std::string& env) {
   return {{"metadata", {{"name", name}, {"namespace", "ns"}, {"labels", {{"env", env}}}}}, {"spec", {{"x", 1}, {"suspend", true}}}};
@@ -81,12 +81,12 @@ TEST_CASE("watch resumes from a resourceVersion and answers 410 when too old", "
   w.stream = std::make_shared<http::ResponseStream>();
   auto stream = w.stream;
   state.Watch(w);
-  auto ev = Events(stream);
+  auto ev = StreamEvents(stream);
   REQUIRE(ev.size() == 1);  // only what came after rv
   CHECK(ev[0]["type"] == "ADDED");
   CHECK(ev[0]["object"]["metadata"]["name"] == "b");
   REQUIRE(state.Delete(jobs, "ns", "a", "").ok());
-  ev = Events(stream);
+  ev = StreamEvents(stream);
   REQUIRE(ev.size() == 1);
   CHECK(ev[0]["type"] == "DELETED");
   clock.Advance(1000);
@@ -97,7 +97,7 @@ TEST_CASE("watch resumes from a resourceVersion and answers 410 when too old", "
   WatchRequest old = w;
   old.stream = std::make_shared<http::ResponseStream>();
   state.Watch(old);
-  ev = Events(old.stream);
+  ev = StreamEvents(old.stream);
   REQUIRE(ev.size() == 1);
   CHECK(ev[0]["type"] == "ERROR");
   CHECK(ev[0]["object"]["code"] == 410);
@@ -121,7 +121,7 @@ TEST_CASE("watch with a selector sees objects enter and leave it", "[sim][watch]
   REQUIRE(state.Create(wl, "team-a", wl_a).ok());
   REQUIRE(state.Create(wl, "team-a", testing::MakeWorkload("other", 1, 1)).ok());
   REQUIRE(state.Patch(wl, "team-a", "a", "merge", {{"metadata", {{"labels", {{"env", "dev"}}}}}}, false).ok());
-  auto ev = Events(stream);
+  auto ev = StreamEvents(stream);
   REQUIRE(ev.size() == 2);
   CHECK(ev[0]["type"] == "ADDED");
   CHECK(ev[0]["object"]["apiVersion"] == "kueue.x-k8s.io/v1beta1");

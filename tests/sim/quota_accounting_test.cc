@@ -12,14 +12,9 @@ using nlohmann::json;
 using testing::MakeJob;
 using testing::MakeWorkload;
 
-constexpr int64_t kGpu = 1000;
+using testing::kGpu;
 
 struct Fixture : testing::ClusterFixture {
-  int64_t ReservedGpus() {
-    auto r = state.Reserved();
-    return r.count(kGpuResource) ? r.at(kGpuResource) / kGpu : 0;
-  }
-  json Get(const ResourceInfo& res, const std::string& name) { return *state.Get(res, "team-a", name); }
   bool Cond(const std::string& name, const std::string& type) { return HasCondition(Get(wl, name), type); }
 };
 

@@ -57,4 +57,13 @@ std::vector<nlohmann::json> StreamEvents(const std::shared_ptr<http::ResponseStr
   return out;
 }
 
+nlohmann::json ClusterFixture::Get(const ResourceInfo& res, const std::string& name, const std::string& ns) {
+  return *state.Get(res, ns, name);
+}
+
+int64_t ClusterFixture::ReservedGpus() {
+  const ResourceList& r = state.Reserved();
+  return r.count(kGpuResource) ? r.at(kGpuResource) / kGpu : 0;
+}
+
 }  // namespace gantry::sim::testing

@@ -2,6 +2,7 @@
 // shapes gantry's dispatcher writes.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ ClusterConfig SmallCluster(const std::string& name = "c1", int nodes = 2);
 // The watch events queued on a stream so far, parsed.
 std::vector<nlohmann::json> StreamEvents(const std::shared_ptr<http::ResponseStream>& stream);
 
+// One GPU in milli-units (ResourceList values).
+inline constexpr int64_t kGpu = 1000;
+
 // One small cluster's whole state (no HTTP) on a fake clock, with the
 // resources most tests touch. Tests derive their fixtures from it.
 struct ClusterFixture {
@@ -34,6 +38,15 @@ struct ClusterFixture {
   ClusterState state{SmallCluster("c1", 2), &journal, &clock};  // 16 GPUs
   const ResourceInfo& wl = ResourceByPlural("workloads");
   const ResourceInfo& jobs = ResourceByPlural("jobs");
+
+  // The stored object, which must exist.
+  nlohmann::json Get(const ResourceInfo& res, const std::string& name, const std::string& ns = "team-a");
+  // GPUs that admitted Workloads hold.
+  int64_t ReservedGpus();
+  void TickAfter(int64_t ms) {
+    clock.Advance(ms);
+    state.Tick();
+  }
 };
 
 }  // namespace gantry::sim::testing

@@ -10,13 +10,10 @@ namespace {
 
 using nlohmann::json;
 
-std::vector<json> Events(const std::shared_ptr<http::ResponseStream>& s) { return testing::StreamEvents(s); }
-
 TEST_CASE("watchers of one event get their own apiVersion and type", "[sim][watch]") {
-  FakeClock clock;
-  Journal journal;
-  ClusterState state(testing::SmallCluster(), &journal, &clock);
-  const ResourceInfo& wl = ResourceByPlural("workloads");
+  testing::ClusterFixture f;
+  ClusterState& state = f.state;
+  const ResourceInfo& wl = f.wl;
   struct Watch {
     const char* api_version;
     const char* selector;
@@ -40,7 +37,7 @@ TEST_CASE("watchers of one event get their own apiVersion and type", "[sim][watc
   REQUIRE(state.Patch(wl, "team-a", "a", "merge", {{"metadata", {{"labels", {{"env", "dev"}}}}}}, false).ok());
   for (const Watch& w : watches) {
     INFO(w.api_version << " " << w.selector);
-    auto ev = Events(w.stream);
+    auto ev = testing::StreamEvents(w.stream);
     REQUIRE(ev.size() == 2);
     CHECK(ev[0]["type"] == "ADDED");
     // Leaving the selector reads as a delete to the selecting watcher only.

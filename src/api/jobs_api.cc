@@ -55,6 +55,7 @@ void ApiService::Submit(http::Request req, Respond respond) {
     return;
   }
   JobRecord record = RecordOfSpec(std::get<JobSpec>(parsed), NewUid(), clock_.NowMillis());
+  if (intake_) record.message = intake_->FirstMessage();
   // The answer for a new job is built here, on the connection's thread: the
   // store's callback runs on its writer thread, whose time is every
   // submitter's commit latency.

@@ -166,7 +166,7 @@ Plan Ladder::Nominate() const {
   // Copies of an older epoch still being withdrawn are fine: the new copy in
   // the same cluster is created once the old name is free.
   if (d.candidates.empty()) {
-    std::string msg = d.excluded.empty() ? "no clusters known yet"
+    std::string msg = d.excluded.empty() ? std::string(kNoClustersMessage)
                                          : "no cluster can take it now; waiting (see gantry explain)";
     if (job_.message != msg) {
       DispatchUpdate u = Guarded(job_);

@@ -97,7 +97,17 @@ void Engine::Wake(const std::string& job_uid) {
   reconciler_->Wake(job_uid);
 }
 
+std::string Engine::FirstMessage() const {
+  return no_clusters_.load() ? std::string(kNoClustersMessage) : std::string();
+}
+
 void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
+  // Stored with the message its first pass would write, while there is still
+  // no cluster: the scan after the change that adds one (InventoryChanged, or
+  // the health watch's first Ready) reads the committed job and wakes it.
+  // The flag is cleared before that scan, so a job seen here as "no
+  // clusters" was committed before the scan began.
+  if (record.message == kNoClustersMessage && no_clusters_.load()) return;
   std::string uid = record.uid;
   const int32_t priority = record.priority;
   const int64_t seq = record.seq;
@@ -151,7 +161,9 @@ void Engine::InventoryChanged() {
 
 void Engine::SetObservedClusters() {
   std::vector<ObservedCluster> clusters;
-  for (const inventory::ClusterView& view : fleet_.Clusters()) {
+  const std::vector<inventory::ClusterView> views = fleet_.Clusters();
+  no_clusters_.store(views.empty());
+  for (const inventory::ClusterView& view : views) {
     auto creds = fleet_.Credentials(view.config.name);
     if (!creds) continue;
     clusters.push_back({view.config.name, view.config.kueue_api_version, std::move(*creds)});

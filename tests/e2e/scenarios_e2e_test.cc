@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -239,6 +240,45 @@ TEST_CASE("a cordoned cluster takes no new job, keeps its running one, and takes
   CHECK(fleet.Job("team-a", "waiter")["status"]["cluster"] == "c1");
   CHECK(Runs(fleet, fleet.Uid("team-a", "waiter")) == 1);
   CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
+}
+
+TEST_CASE("jobs submitted while no cluster is configured wait with a reason and run once clusters are added",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // The operator empties the inventory and reloads.
+  const std::string dir = fleet.sim_dir() + "/clusters.d/";
+  std::map<std::string, std::string> files;
+  for (const char* c : {"c1", "c2"}) {
+    files[c] = ReadFile(dir + c + ".yaml");
+    REQUIRE(!files[c].empty());
+    REQUIRE(std::remove((dir + c + ".yaml").c_str()) == 0);
+  }
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(WaitFor([&] { return Cli(fleet.url(), {"clusters"}).out.find("c1") == std::string::npos; },
+                  std::chrono::seconds(10)));
+
+  // Accepted, stored and told why nothing happens.
+  for (const char* name : {"early-1", "early-2", "early-3"}) {
+    REQUIRE(fleet.Submit("team-a", GpuJob(name, 1, 1, "1s")) == 201);
+  }
+  for (const char* name : {"early-1", "early-2", "early-3"}) {
+    auto j = fleet.Job("team-a", name);
+    REQUIRE(j.is_object());
+    CHECK(j["status"]["phase"] == "Queued");
+    CHECK(j["status"].value("message", "") == "no clusters known yet");
+  }
+
+  // The clusters come back: every waiting job runs, once, without a resync.
+  for (const auto& [c, text] : files) WriteFile(dir + c + ".yaml", text);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  for (const char* name : {"early-1", "early-2", "early-3"}) {
+    REQUIRE(fleet.WaitPhase("team-a", name, {"Succeeded"}, std::chrono::seconds(20)));
+    CHECK(Runs(fleet, fleet.Uid("team-a", name)) == 1);
+  }
 }
 
 }  // namespace gantry::testing

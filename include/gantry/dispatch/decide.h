@@ -33,6 +33,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,9 @@
 #include "gantry/store/job_store.h"
 
 namespace gantry::dispatch {
+
+// A queued job's message while the inventory holds no cluster at all.
+inline constexpr std::string_view kNoClustersMessage = "no clusters known yet";
 
 // What the engine knows of one cluster of the inventory.
 struct ClusterFacts {

@@ -79,7 +79,11 @@ class Engine final : public JobIntake {
   // job: whatever woke it may have changed it in the store.
   void Wake(const std::string& job_uid) override;
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
-  bool WantsSpec() const override { return !fresh_.full(); }
+  bool WantsSpec() const override { return !fresh_.full() && !no_clusters_.load(); }
+  // kNoClustersMessage while the inventory is empty: a job submitted then
+  // needs no pass until a cluster appears, and the inventory reload or the
+  // cluster's first Ready that makes one appear looks at every queued job.
+  std::string FirstMessage() const override;
 
  private:
   int64_t Pass(const std::string& uid);
@@ -114,6 +118,8 @@ class Engine final : public JobIntake {
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;
 
+  // Set by SetObservedClusters, before the scan that follows every reload.
+  std::atomic<bool> no_clusters_{false};
   std::mutex fleet_mu_;
   int64_t fleet_read_ms_ = -1;
   std::map<std::string, ClusterFacts> facts_;

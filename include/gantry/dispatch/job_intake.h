@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "gantry/common/job_waker.h"
 #include "gantry/job/job_document.h"
@@ -28,6 +29,11 @@ class JobIntake : public JobWaker {
   // destroys it on its own thread: a spec destroyed in Created is freed on
   // the store's writer thread, whose time is every submitter's latency.
   virtual bool WantsSpec() const { return false; }
+  // The status message a job submitted now starts with, when the engine
+  // already knows what its first pass would say (no cluster is configured):
+  // the caller stores it with the job, and Created then has no pass to run.
+  // Empty when the job needs its first pass.
+  virtual std::string FirstMessage() const { return {}; }
 };
 
 }  // namespace gantry::dispatch

@@ -42,23 +42,32 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
   // The migrations' writes created -wal and -shm by now.
   GANTRY_RETURN_IF_ERROR((*writer)->SecureCompanionFiles());
 
+  // The WAL is copied back on a thread of its own (checkpointer.h).
+  auto checkpointer = Checkpointer::Start(options.path, {});
+  if (!checkpointer.ok()) return checkpointer.status();
+  (*checkpointer)->Attach((*writer)->db());
+
   GroupCommitOptions commit_options;
   commit_options.max_batch = options.max_batch;
   commit_options.on_commit = options.on_commit;
   auto committer = std::make_unique<GroupCommitter>(std::move(*writer), std::move(commit_options));
   return std::unique_ptr<SqliteStore>(
-      new SqliteStore(std::move(*reader), std::move(committer), options.clock));
+      new SqliteStore(std::move(*reader), std::move(*checkpointer), std::move(committer), options.clock));
 }
 
-SqliteStore::SqliteStore(std::unique_ptr<SqliteConnection> reader,
+SqliteStore::SqliteStore(std::unique_ptr<SqliteConnection> reader, std::unique_ptr<Checkpointer> checkpointer,
                          std::unique_ptr<GroupCommitter> writer, const Clock* clock)
     : clock_(clock != nullptr ? clock : &system_clock_),
       reader_(std::move(reader)),
+      checkpointer_(std::move(checkpointer)),
       writer_(std::move(writer)) {}
 
 SqliteStore::~SqliteStore() { Shutdown(); }
 
-void SqliteStore::Shutdown() { writer_->Shutdown(); }
+void SqliteStore::Shutdown() {
+  writer_->Shutdown();
+  checkpointer_->Stop();
+}
 
 Result<JobRecord> SqliteStore::Get(const std::string& ns, const std::string& name) {
   std::lock_guard lock(read_mu_);

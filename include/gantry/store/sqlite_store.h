@@ -18,6 +18,7 @@
 #include <string>
 
 #include "gantry/common/clock.h"
+#include "gantry/store/checkpointer.h"
 #include "gantry/store/group_commit.h"
 #include "gantry/store/cluster_state_store.h"
 #include "gantry/store/job_store.h"
@@ -98,8 +99,8 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
 
  private:
   friend Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& options);
-  SqliteStore(std::unique_ptr<SqliteConnection> reader, std::unique_ptr<GroupCommitter> writer,
-              const Clock* clock);
+  SqliteStore(std::unique_ptr<SqliteConnection> reader, std::unique_ptr<Checkpointer> checkpointer,
+              std::unique_ptr<GroupCommitter> writer, const Clock* clock);
 
   int64_t Now() const { return clock_->NowMillis(); }
 
@@ -107,6 +108,8 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
   const Clock* clock_;  // options.clock or &system_clock_
   std::mutex read_mu_;  // serializes use of reader_ (a connection is single-threaded)
   std::unique_ptr<SqliteConnection> reader_;
+  // Before writer_: the writer's WAL hook calls it until the writer is gone.
+  std::unique_ptr<Checkpointer> checkpointer_;
   std::unique_ptr<GroupCommitter> writer_;
 };
 

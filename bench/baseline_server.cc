@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "gantry/http/server.h"
+#include "gantry/store/checkpointer.h"
 #include "gantry/store/group_commit.h"
 #include "gantry/store/statement.h"
 
@@ -40,6 +41,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", s.ToString().c_str());
     return 1;
   }
+  // The store's own checkpoint thread (checkpointer.h), as gantry serve has.
+  auto checkpointer = gantry::Checkpointer::Start(argv[1], {});
+  if (!checkpointer.ok()) {
+    std::fprintf(stderr, "%s\n", checkpointer.status().ToString().c_str());
+    return 1;
+  }
+  (*checkpointer)->Attach((*conn)->db());
   gantry::GroupCommitter committer(std::move(conn.value()), {});
   gantry::http::ServerOptions options;
   options.port = 0;

@@ -1,6 +1,7 @@
 #include "gantry/api/job_view.h"
 
 #include "gantry/common/clock.h"
+#include "gantry/job/json_text.h"
 
 namespace gantry::api {
 namespace {
@@ -44,38 +45,10 @@ nlohmann::json JobToJson(const JobRecord& job) {
 
 namespace {
 
-// JSON string literal of s. Bytes of 0x80 and up pass through: stored text
-// came from parsed JSON or from gantry itself, so it is UTF-8 already.
-void AppendString(std::string& out, std::string_view s) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out.push_back('"');
-  for (char c : s) {
-    auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      default:
-        if (u < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[u >> 4]);
-          out.push_back(kHex[u & 0x0f]);
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-}
-
 void AppendMember(std::string& out, std::string_view key, std::string_view value) {
-  AppendString(out, key);
+  AppendJsonString(out, key);
   out.push_back(':');
-  AppendString(out, value);
+  AppendJsonString(out, value);
   out.push_back(',');
 }
 
@@ -104,9 +77,9 @@ std::string JobJsonText(const JobRecord& job) {
   }
   AppendMember(out, "name", job.name);
   AppendMember(out, "namespace", job.ns);
-  AppendString(out, "uid");
+  AppendJsonString(out, "uid");
   out.push_back(':');
-  AppendString(out, job.uid);
+  AppendJsonString(out, job.uid);
   out += R"(},"status":{)";
   if (!job.cluster.empty()) AppendMember(out, "cluster", job.cluster);
   out += R"("conditions":)";
@@ -118,9 +91,9 @@ std::string JobJsonText(const JobRecord& job) {
   if (!job.message.empty()) AppendMember(out, "message", job.message);
   AppendMember(out, "phase", JobPhaseName(job.phase));
   if (!job.remote_status.empty()) AppendMember(out, "remote", job.remote_status);
-  AppendString(out, "updateTime");
+  AppendJsonString(out, "updateTime");
   out.push_back(':');
-  AppendString(out, FormatRfc3339(job.updated_ms));
+  AppendJsonString(out, FormatRfc3339(job.updated_ms));
   out += R"(},"spec":)";
   out += StoredJson(job.spec_json, '{', '}', "{}");
   out.push_back('}');

@@ -2,6 +2,8 @@
 
 #include <variant>
 
+#include "gantry/job/json_text.h"
+
 namespace gantry {
 
 JobRecord RecordOfSpec(const JobSpec& spec, std::string uid, int64_t now_ms) {
@@ -11,8 +13,9 @@ JobRecord RecordOfSpec(const JobSpec& spec, std::string uid, int64_t now_ms) {
   record.name = spec.name;
   record.queue = spec.queue;
   record.priority = spec.priority;
-  record.spec_json = SpecToJson(spec).dump();
-  record.labels_json = nlohmann::json(spec.labels).dump();
+  record.spec_json = SpecToJsonText(spec);
+  record.labels_json.clear();
+  AppendJsonObject(record.labels_json, spec.labels);
   record.created_ms = record.updated_ms = now_ms;
   return record;
 }

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "gantry/job/job_document.h"
+#include "gantry/job/json_text.h"
 #include "gantry/job/quantity.h"
 #include "json_fields.h"
 #include "spec_fields.h"
@@ -146,6 +147,121 @@ nlohmann::json SpecToJson(const JobSpec& spec) {
   o.emplace("onClusterLoss", OnClusterLossName(spec.on_cluster_loss));
   o.emplace("template", spec.template_object);
   o.emplace("podSets", std::move(pod_sets));
+  return out;
+}
+
+namespace {
+
+void AppendStrings(std::string& out, const std::vector<std::string>& items) {
+  out.push_back('[');
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendJsonString(out, items[i]);
+  }
+  out.push_back(']');
+}
+
+// Keys in the order of nlohmann's sorted objects (byte order).
+void AppendPlacement(std::string& out, const PlacementConstraints& p) {
+  out.push_back('{');
+  if (p.accelerator) {
+    const AcceleratorConstraint& a = *p.accelerator;
+    out += "\"accelerator\":{";
+    bool first = true;
+    auto sep = [&] {
+      if (!first) out.push_back(',');
+      first = false;
+    };
+    if (!a.interconnect.empty()) {
+      sep();
+      out += "\"interconnect\":";
+      AppendJsonString(out, a.interconnect);
+    }
+    if (a.min_memory_gib) {
+      sep();
+      out += "\"minMemoryGiB\":";
+      AppendJson(out, *a.min_memory_gib);
+    }
+    if (!a.model.empty()) {
+      sep();
+      out += "\"model\":";
+      AppendJsonString(out, a.model);
+    }
+    out += "},";
+  }
+  out += "\"clusterSelector\":{\"matchLabels\":";
+  AppendJsonObject(out, p.cluster_match_labels);
+  out += "},\"clusters\":";
+  AppendStrings(out, p.clusters);
+  out += ",\"complianceZones\":";
+  AppendStrings(out, p.compliance_zones);
+  out += ",\"datasets\":";
+  AppendStrings(out, p.datasets);
+  if (p.max_price_per_gpu_hour) {
+    out += ",\"maxPricePerGPUHour\":";
+    AppendJson(out, *p.max_price_per_gpu_hour);
+  }
+  out += ",\"regions\":";
+  AppendStrings(out, p.regions);
+  out.push_back('}');
+}
+
+void AppendDispatch(std::string& out, const DispatchOptions& d) {
+  out += "{\"mode\":";
+  AppendJsonString(out, DispatchModeName(d.mode));
+  out += ",\"roundSeconds\":";
+  AppendJson(out, d.round_seconds);
+  out += ",\"stepSize\":";
+  AppendJson(out, d.step_size);
+  if (d.timeout_seconds) {
+    out += ",\"timeoutSeconds\":";
+    AppendJson(out, *d.timeout_seconds);
+  }
+  out.push_back('}');
+}
+
+void AppendPodSet(std::string& out, const PodSet& set) {
+  out += "{\"count\":";
+  AppendJson(out, set.count);
+  out += ",\"name\":";
+  AppendJsonString(out, set.name);
+  out += ",\"requests\":{";
+  bool first = true;
+  for (const auto& [name, milli] : set.requests_milli) {
+    if (!first) out.push_back(',');
+    first = false;
+    AppendJsonString(out, name);
+    out.push_back(':');
+    AppendJsonString(out, FormatQuantityMilli(milli));
+  }
+  out += "},\"template\":";
+  AppendJson(out, set.pod_template);
+  out.push_back('}');
+}
+
+}  // namespace
+
+std::string SpecToJsonText(const JobSpec& spec) {
+  std::string out;
+  out.reserve(2048);
+  out += "{\"dispatch\":";
+  AppendDispatch(out, spec.dispatch);
+  out += ",\"onClusterLoss\":";
+  AppendJsonString(out, OnClusterLossName(spec.on_cluster_loss));
+  out += ",\"placement\":";
+  AppendPlacement(out, spec.placement);
+  out += ",\"podSets\":[";
+  for (size_t i = 0; i < spec.pod_sets.size(); ++i) {
+    if (i > 0) out.push_back(',');
+    AppendPodSet(out, spec.pod_sets[i]);
+  }
+  out += "],\"priority\":";
+  AppendJson(out, spec.priority);
+  out += ",\"queue\":";
+  AppendJsonString(out, spec.queue);
+  out += ",\"template\":";
+  AppendJson(out, spec.template_object);
+  out.push_back('}');
   return out;
 }
 

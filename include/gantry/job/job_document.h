@@ -109,6 +109,8 @@ std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml);
 // a fixed order. Two documents that mean the same job give the same dump();
 // this is what the store compares for idempotent submission.
 nlohmann::json SpecToJson(const JobSpec& spec);
+// == SpecToJson(spec).dump(), written without building the tree.
+std::string SpecToJsonText(const JobSpec& spec);
 
 // Inverse of SpecToJson for records read back from the store.
 std::variant<JobSpec, DocumentError> SpecFromJson(const nlohmann::json& spec_json,

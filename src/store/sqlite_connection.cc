@@ -1,5 +1,7 @@
 #include "gantry/store/sqlite_connection.h"
 
+#include "wal_write_vfs.h"
+
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -65,7 +67,9 @@ Result<std::unique_ptr<SqliteConnection>> SqliteConnection::Open(
   // No SQLITE_OPEN_CREATE: the file was created above with the right mode, or
   // must already exist.
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  // WAL appends gathered into one write per commit (wal_write_vfs.h); this
+  // relies on the synchronous=FULL set below.
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, store_internal::WalWriteVfsName());
   if (rc != SQLITE_OK) {
     std::string detail = raw != nullptr ? sqlite3_errmsg(raw) : sqlite3_errstr(rc);
     sqlite3_close_v2(raw);

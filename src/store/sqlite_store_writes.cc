@@ -53,24 +53,24 @@ void SqliteStore::Submit(JobRecord job, StoreCallback<SubmitResult> done) {
     if (job.uid.empty() || job.ns.empty() || job.name.empty()) {
       return Status::Invalid("job uid, namespace and name must be set");
     }
-    Result<JobRecord> existing = SelectJobByName(conn, job.ns, job.name);
-    if (existing.ok()) {
-      if (existing->spec_json != job.spec_json) {
-        return Status::Conflict(
-            fmt::format("job {} already exists with a different spec", JobName(job.ns, job.name)));
-      }
-      return SubmitResult{SubmitOutcome::kExisting, std::move(*existing)};
-    }
-    if (existing.status().code() != Code::kNotFound) return existing.status();
-
     const int64_t now = Now();
     if (job.created_ms == 0) job.created_ms = now;
     if (job.updated_ms == 0) job.updated_ms = job.created_ms;
+    // Insert first: a new name and a new uid are the rule, and the UNIQUE
+    // indexes check both anyway. Only a refused insert looks for what holds
+    // the name (a re-submission, or a different job) or the uid (a retry of
+    // this very record).
     if (Status inserted = InsertJob(conn, job, &job.seq); !inserted.ok()) {
-      // Uids are random and new per request, so only a second Submit of one
-      // record (a caller's retry) finds its uid taken: answer it with what
-      // the first stored. Looked up only then, not before every insert.
       if (inserted.code() != Code::kConflict) return inserted;
+      Result<JobRecord> existing = SelectJobByName(conn, job.ns, job.name);
+      if (existing.ok()) {
+        if (existing->spec_json != job.spec_json) {
+          return Status::Conflict(
+              fmt::format("job {} already exists with a different spec", JobName(job.ns, job.name)));
+        }
+        return SubmitResult{SubmitOutcome::kExisting, std::move(*existing)};
+      }
+      if (existing.status().code() != Code::kNotFound) return existing.status();
       Result<JobRecord> same_uid = SelectJobByUid(conn, job.uid);
       if (same_uid.ok()) return SubmitResult{SubmitOutcome::kExisting, std::move(*same_uid)};
       return inserted;

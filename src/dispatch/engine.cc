@@ -55,6 +55,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       metrics_(metrics),
       specs_(options_.spec_cache_entries),
       fresh_(options_.fresh_jobs_entries),
+      known_(options_.known_jobs_entries),
       expected_(options_.expectation_ttl_ms) {
   options_.observer.origin = options_.decide.origin;
   observer_ = std::make_unique<ClusterObserver>(
@@ -94,6 +95,7 @@ void Engine::Stop() {
 
 void Engine::Wake(const std::string& job_uid) {
   fresh_.Drop(job_uid);
+  known_.Drop(job_uid);
   reconciler_->Wake(job_uid);
 }
 
@@ -212,7 +214,11 @@ int64_t Engine::Pass(const std::string& uid) {
   // A job created a moment ago comes as the API parsed and the store
   // committed it (see fresh_jobs.h); it has no remote intents yet.
   std::optional<FreshJobs::Entry> fresh = fresh_.Take(uid);
-  Result<JobRecord> job = fresh ? Result<JobRecord>(std::move(fresh->record)) : store_.GetByUid(uid);
+  // Any other job the engine wrote last comes as it wrote it (known_jobs.h).
+  std::optional<KnownJobs::Entry> known = fresh ? std::nullopt : known_.Take(uid);
+  Result<JobRecord> job = fresh   ? Result<JobRecord>(std::move(fresh->record))
+                          : known ? Result<JobRecord>(std::move(known->record))
+                                  : store_.GetByUid(uid);
   if (!job.ok()) {
     if (job.status().code() == Code::kNotFound) {  // purged; the collector takes what is left
       ForgetJob(uid);
@@ -229,7 +235,9 @@ int64_t Engine::Pass(const std::string& uid) {
     return -1;
   }
   const JobSpec* spec = &(*parsed)->spec;
-  auto intents = fresh ? Result<std::vector<RemoteIntent>>(std::vector<RemoteIntent>{}) : store_.Intents(uid);
+  auto intents = fresh   ? Result<std::vector<RemoteIntent>>(std::vector<RemoteIntent>{})
+                 : known ? Result<std::vector<RemoteIntent>>(std::move(known->intents))
+                         : store_.Intents(uid);
   if (!intents.ok()) {
     spdlog::warn("dispatch: reading intents of {}: {}", uid, intents.status().ToString());
     return options_.decide.retry_ms;
@@ -259,6 +267,10 @@ int64_t Engine::Pass(const std::string& uid) {
   JobPhase phase_after = job->phase;
   if (plan.write) {
     std::optional<JobPhase> to = plan.write->phase;
+    DispatchUpdate intent_changes;  // what the write does to the intents, for known_
+    intent_changes.uid = uid;
+    intent_changes.upsert_intents = plan.write->upsert_intents;
+    intent_changes.drop_intents = plan.write->drop_intents;
     auto written = ApplySync(store_, std::move(*plan.write));
     if (!written.ok()) {
       if (written.status().code() == Code::kConflict) {
@@ -269,6 +281,7 @@ int64_t Engine::Pass(const std::string& uid) {
       spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name, written.status().ToString());
       return options_.decide.retry_ms;
     }
+    known_.Put({*written, IntentsAfter(in.intents, intent_changes, written->updated_ms)});
     if (to) phase_after = *to;
     if (to && *to != job->phase) {
       if (metrics_) {
@@ -279,6 +292,8 @@ int64_t Engine::Pass(const std::string& uid) {
                    JobPhaseName(*to), written->epoch, written->cluster.empty() ? "-" : written->cluster, plan.step,
                    written->message);
     }
+  } else {
+    known_.Put({*job, in.intents});
   }
   bool all_ok = true;
   std::set<std::string> delete_failed;  // clusters where an older object may still hold our name
@@ -303,6 +318,7 @@ int64_t Engine::Pass(const std::string& uid) {
     }
     if (!taken.empty()) {
       // Someone else's object holds our name: fail the job instead of adopting it.
+      known_.Drop(uid);  // written below, outside the entry's bookkeeping
       auto current = store_.GetByUid(uid);
       if (current.ok() && !IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
         DispatchUpdate u;
@@ -342,6 +358,7 @@ int64_t Engine::Pass(const std::string& uid) {
 }
 
 void Engine::ForgetJob(const std::string& uid) {
+  known_.Drop(uid);
   specs_.Forget(uid);
   expected_.Forget(uid);
   std::lock_guard lock(settling_mu_);

@@ -35,6 +35,7 @@
 #include "gantry/dispatch/engine_metrics.h"
 #include "gantry/dispatch/fresh_jobs.h"
 #include "gantry/dispatch/job_intake.h"
+#include "gantry/dispatch/known_jobs.h"
 #include "gantry/dispatch/observer.h"
 #include "gantry/dispatch/reconciler.h"
 #include "gantry/dispatch/spec_cache.h"
@@ -56,6 +57,7 @@ struct EngineOptions {
   int64_t health_poll_ms = 500;
   size_t spec_cache_entries = 8192;  // parsed specs kept for the jobs in flight
   size_t fresh_jobs_entries = 4096;  // new jobs held for their first pass (fresh_jobs.h)
+  size_t known_jobs_entries = 8192;  // jobs in flight as the engine last wrote them (known_jobs.h)
   int64_t bookkeeping_delay_ms = 200;  // see Engine::Observed
   int64_t expectation_ttl_ms = 10'000;  // how long a call waits for its watch event (expectations.h)
 };
@@ -75,8 +77,9 @@ class Engine final : public JobIntake {
   // and look at every unfinished job again.
   void InventoryChanged();
 
-  // JobIntake, for the API. Wake drops a held new job before it queues the
-  // job: whatever woke it may have changed it in the store.
+  // JobIntake, for the API. Wake drops what is held of the job (a new job,
+  // or the engine's last write of it) before it queues the job: whatever
+  // woke it may have changed it in the store.
   void Wake(const std::string& job_uid) override;
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
   bool WantsSpec() const override { return !fresh_.full() && !no_clusters_.load(); }
@@ -112,6 +115,7 @@ class Engine final : public JobIntake {
   EngineMetrics* metrics_;
   SpecCache specs_;
   FreshJobs fresh_;
+  KnownJobs known_;
   Expectations expected_;
   std::mutex settling_mu_;
   std::set<std::string> settling_;  // finished jobs with remote objects left to withdraw

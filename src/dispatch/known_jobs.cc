@@ -5,38 +5,6 @@
 
 namespace gantry::dispatch {
 
-bool KnownJobs::Put(Entry entry) {
-  std::lock_guard lock(mu_);
-  auto it = entries_.find(entry.record.uid);
-  if (it != entries_.end()) {
-    it->second = std::move(entry);
-    return true;
-  }
-  if (entries_.size() >= capacity_) return false;
-  std::string uid = entry.record.uid;
-  entries_.emplace(std::move(uid), std::move(entry));
-  return true;
-}
-
-std::optional<KnownJobs::Entry> KnownJobs::Take(const std::string& uid) {
-  std::lock_guard lock(mu_);
-  auto it = entries_.find(uid);
-  if (it == entries_.end()) return std::nullopt;
-  std::optional<Entry> entry(std::move(it->second));
-  entries_.erase(it);
-  return entry;
-}
-
-void KnownJobs::Drop(const std::string& uid) {
-  std::lock_guard lock(mu_);
-  entries_.erase(uid);
-}
-
-size_t KnownJobs::size() const {
-  std::lock_guard lock(mu_);
-  return entries_.size();
-}
-
 std::vector<RemoteIntent> IntentsAfter(std::vector<RemoteIntent> before, const DispatchUpdate& u,
                                        int64_t updated_ms) {
   auto same_key = [](const RemoteIntent& a, const std::string& cluster, const std::string& kind) {

@@ -22,10 +22,10 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
+
+#include "gantry/dispatch/held_entries.h"
 
 #include "gantry/job/job_document.h"
 #include "gantry/store/job_store.h"
@@ -45,15 +45,14 @@ class FreshJobs {
   // capacity.
   bool Put(JobRecord record, std::shared_ptr<JobSpec> spec);
   // The job's entry, removed; nullopt when none is held.
-  std::optional<Entry> Take(const std::string& uid);
-  void Drop(const std::string& uid);
-  size_t size() const;
-  bool full() const;
+  std::optional<Entry> Take(const std::string& uid) { return held_.Take(uid); }
+  void Drop(const std::string& uid) { held_.Drop(uid); }
+  size_t size() const { return held_.size(); }
+  bool full() const { return held_.size() >= capacity_; }
 
  private:
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  HeldEntries<Entry> held_;
 };
 
 }  // namespace gantry::dispatch

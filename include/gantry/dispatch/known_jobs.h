@@ -19,11 +19,11 @@
 #pragma once
 
 #include <cstddef>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
+
+#include "gantry/dispatch/held_entries.h"
 
 #include "gantry/store/job_store.h"
 
@@ -39,16 +39,18 @@ class KnownJobs {
   explicit KnownJobs(size_t capacity) : capacity_(capacity) {}
 
   // Keeps (or replaces) the job's entry; false (nothing kept) when full.
-  bool Put(Entry entry);
+  bool Put(Entry entry) {
+    std::string uid = entry.record.uid;
+    return held_.Put(uid, std::move(entry), capacity_);
+  }
   // The job's entry, removed; nullopt when none is held.
-  std::optional<Entry> Take(const std::string& uid);
-  void Drop(const std::string& uid);
-  size_t size() const;
+  std::optional<Entry> Take(const std::string& uid) { return held_.Take(uid); }
+  void Drop(const std::string& uid) { held_.Drop(uid); }
+  size_t size() const { return held_.size(); }
 
  private:
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  HeldEntries<Entry> held_;
 };
 
 // The intents a successful ApplyDispatch of u leaves, given the intents

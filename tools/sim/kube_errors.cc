@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gantry/job/json_text.h"
+
 namespace gantry::sim {
 
 nlohmann::json KubeStatusJson(int code, const std::string& reason, const std::string& message) {
@@ -29,7 +31,7 @@ http::Response KubeErrorFrom(const Status& status) {
 http::Response JsonResponse(int code, const nlohmann::json& body) {
   http::Response r;
   r.status = code;
-  r.body = body.dump();
+  AppendJson(r.body, body);  // what dump() writes, faster (json_text.h)
   return r;
 }
 

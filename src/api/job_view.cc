@@ -1,7 +1,7 @@
 #include "gantry/api/job_view.h"
 
 #include "gantry/common/clock.h"
-#include "gantry/job/json_text.h"
+#include "gantry/common/json_text.h"
 
 namespace gantry::api {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <variant>
 
-#include "gantry/job/json_text.h"
+#include "gantry/common/json_text.h"
 
 namespace gantry {
 

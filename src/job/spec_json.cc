@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "gantry/job/job_document.h"
-#include "gantry/job/json_text.h"
+#include "gantry/common/json_text.h"
 #include "gantry/job/quantity.h"
 #include "json_fields.h"
 #include "spec_fields.h"

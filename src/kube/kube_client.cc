@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/json_text.h"
 #include "gantry/http/message.h"
 
 namespace gantry::kube {
@@ -129,7 +130,9 @@ Result<KubeReply> KubeClient::List(const std::string& path, const ListOptions& o
 }
 
 Result<KubeReply> KubeClient::Create(const std::string& path, const nlohmann::json& object, Body body) {
-  return Call("POST", path, object.dump(), "application/json", body);
+  std::string text;
+  AppendJson(text, object);
+  return Call("POST", path, text, "application/json", body);
 }
 
 Result<KubeReply> KubeClient::Delete(const std::string& path, const DeleteOptions& options, Body reply_body) {

@@ -4,7 +4,7 @@
 
 #include "gantry/common/clock.h"
 #include "gantry/common/names.h"
-#include "gantry/job/json_text.h"
+#include "gantry/common/json_text.h"
 
 namespace gantry::sim {
 

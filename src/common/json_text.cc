@@ -1,4 +1,4 @@
-#include "gantry/job/json_text.h"
+#include "gantry/common/json_text.h"
 
 #include <charconv>
 

@@ -45,6 +45,8 @@ trap cleanup EXIT
 wait_ready() { for _ in $(seq 600); do [ -s "$1" ] && return 0; sleep 0.05; done; echo "not ready: $1"; exit 1; }
 # CPU seconds (user + system, all threads) a live process has used.
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# Peak resident memory of a live process, in MiB.
+peak_mib() { awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 field() { sed -n "s/^result.* $1=\([-0-9.]*\).*/\1/p"; }
 
 # scenario NAME MODE JOBS [RATE]: prints the figures; the loadgen's result line goes to $work/NAME.result.
@@ -83,6 +85,7 @@ EOF
   grep -v '^result' "$d/out" || true
   grep '^result' "$d/out" >"$work/$name.result" || echo "result" >"$work/$name.result"
   echo "  cpu         gantry $(cpu_s "$daemon") s, gantry-sim $(cpu_s "$sim") s in $wall s of wall time (2 cores: $(awk -v w="$wall" 'BEGIN { printf "%.1f", 2 * w }') s)"
+  echo "  memory      peak resident: gantry $(peak_mib "$daemon") MiB, gantry-sim $(peak_mib "$sim") MiB"
   echo "  check       $("$BIN/gantry-sim" ctl --out-dir "$d/sim" check 2>&1 | head -5 | tr '\n' ' ')"
   # Without a tokensFile the daemon warns once at start; that one is expected.
   grep -E ' (warning|error|critical) ' "$d/gantry.log" | grep -v 'no tokensFile' >"$d/warnings" || true

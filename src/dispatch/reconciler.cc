@@ -112,20 +112,39 @@ void Reconciler::WakeAfter(const std::string& job_uid, int64_t delay_ms) {
   cv_.notify_one();
 }
 
-void Reconciler::ScheduleLocked(const std::string& uid, int64_t due_ms) {
-  auto it = due_.find(uid);
-  if (it != due_.end()) {
-    if (it->second <= due_ms) return;
-    auto range = delayed_.equal_range(it->second);
-    for (auto d = range.first; d != range.second; ++d) {
-      if (d->second == uid) {
-        delayed_.erase(d);
-        break;
-      }
+namespace {
+
+void EraseEntry(std::multimap<int64_t, std::string>& delayed, int64_t due_ms, const std::string& uid) {
+  auto range = delayed.equal_range(due_ms);
+  for (auto d = range.first; d != range.second; ++d) {
+    if (d->second == uid) {
+      delayed.erase(d);
+      return;
     }
   }
+}
+
+}  // namespace
+
+void Reconciler::ScheduleLocked(const std::string& uid, int64_t due_ms) {
+  const int64_t now = clock_.NowMillis();
+  auto it = due_.find(uid);
+  if (it != due_.end()) {
+    if (it->second.due_ms <= due_ms) {
+      it->second.set_ms = now;  // the earlier timer now stands for this request too
+      return;
+    }
+    EraseEntry(delayed_, it->second.due_ms, uid);
+  }
   delayed_.emplace(due_ms, uid);
-  due_[uid] = due_ms;
+  due_[uid] = Timer{due_ms, now};
+}
+
+void Reconciler::DropTimerLocked(const std::string& uid, int64_t since_ms) {
+  auto it = due_.find(uid);
+  if (it == due_.end() || it->second.set_ms >= since_ms) return;
+  EraseEntry(delayed_, it->second.due_ms, uid);
+  due_.erase(it);
 }
 
 int64_t Reconciler::reconciled() const {
@@ -169,6 +188,7 @@ void Reconciler::Run() {
     }
     if (!queued_.erase(uid)) continue;  // served from another queue already
     active_.insert(uid);
+    const int64_t started = clock_.NowMillis();
     lock.unlock();
     int64_t requeue = -1;
     try {
@@ -180,6 +200,9 @@ void Reconciler::Run() {
     lock.lock();
     ++reconciled_;
     active_.erase(uid);
+    // A timer asked for before this pass began (a resync, a bookkeeping
+    // delay, a retry) is answered by it; one asked for meanwhile is kept.
+    DropTimerLocked(uid, started);
     if (dirty_.erase(uid) || requeue == 0) {
       // Woken while in hand, or asked to look again at once: it is in flight.
       queued_.insert(uid);

@@ -1,6 +1,8 @@
 // Reconciler: the order in which woken jobs are served.
 #include <catch2/catch.hpp>
 
+#include <condition_variable>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -43,6 +45,69 @@ TEST_CASE("urgent wakes first, then plain ones, then new jobs by priority and su
   reconciler.Stop();
   CHECK(served == std::vector<std::string>{"urgent", "mid-seq4", "plain", "high-seq2", "high-seq3", "low-seq1",
                                            "negative-seq5"});
+}
+
+TEST_CASE("a pass answers the timers asked for before it began, not those asked for while it ran", "[dispatch]") {
+  testing::TempDir dir;
+  SqliteStoreOptions options;
+  options.path = dir.File("gantry.db");
+  auto store = OpenSqliteStore(options);
+  REQUIRE(store.ok());
+  SystemClock clock;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<std::string, int> passes;
+  bool hold_in_pass = false;  // the next pass over "held" waits for release
+  bool in_pass = false;
+  Reconciler reconciler(**store, clock, [&](const std::string& uid) {
+    std::unique_lock lock(mu);
+    ++passes[uid];
+    if (uid == "held" && hold_in_pass) {
+      in_pass = true;
+      cv.notify_all();
+      cv.wait(lock, [&] { return !hold_in_pass; });
+    }
+    return int64_t{-1};
+  });
+  REQUIRE(reconciler.Start().ok());
+  auto count = [&](const std::string& uid) {
+    std::lock_guard lock(mu);
+    return passes[uid];
+  };
+
+  // A timer set, then a pass that finds nothing left to do: the timer is
+  // answered. The marker's later timer shows that it would have fired.
+  reconciler.WakeAfter("answered", 300);
+  // Timers are stamped in clock milliseconds, and one stamped in the
+  // millisecond a pass begins is kept (it may be newer than what it read).
+  const int64_t set_ms = clock.NowMillis();
+  REQUIRE(testing::WaitFor([&] { return clock.NowMillis() > set_ms; }));
+  reconciler.WakeUrgent("answered");
+  REQUIRE(testing::WaitFor([&] { return count("answered") == 1; }));
+  reconciler.WakeAfter("marker", 600);
+  REQUIRE(testing::WaitFor([&] { return count("marker") == 1; }));
+  CHECK(count("answered") == 1);
+
+  // A timer asked for while the pass runs (an event it may not have seen)
+  // is kept, even when it merges into an earlier one set before the pass.
+  {
+    std::lock_guard lock(mu);
+    hold_in_pass = true;
+  }
+  reconciler.WakeAfter("held", 100);
+  reconciler.WakeUrgent("held");
+  {
+    std::unique_lock lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return in_pass; }));
+  }
+  reconciler.WakeAfter("held", 200);  // merges into the earlier timer
+  {
+    std::lock_guard lock(mu);
+    hold_in_pass = false;
+  }
+  cv.notify_all();
+  REQUIRE(testing::WaitFor([&] { return count("held") == 2; }));
+  reconciler.Stop();
 }
 
 }  // namespace gantry

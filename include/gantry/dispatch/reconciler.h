@@ -75,8 +75,13 @@ class Reconciler final : public dispatch::JobIntake {
   void Run();
   enum class Lane { kUrgent, kPlain, kNew };
   void Enqueue(const std::string& job_uid, Lane lane, int32_t priority = 0, int64_t seq = 0);
-  // REQUIRES: mu_ held. Keeps only the earliest due time per key.
+  // REQUIRES: mu_ held. Keeps only the earliest due time per key, stamped
+  // with the time of the latest request it stands for.
   void ScheduleLocked(const std::string& uid, int64_t due_ms);
+  // REQUIRES: mu_ held. Drops uid's timer if nothing asked for it since
+  // since_ms: a pass that began then has seen what it was for, and its own
+  // result says when to look again.
+  void DropTimerLocked(const std::string& uid, int64_t since_ms);
   // One level-triggered pass over one job. Returns a requeue delay in ms, or
   // -1 when the job needs nothing more until something changes.
   int64_t Reconcile(const std::string& uid);
@@ -96,7 +101,11 @@ class Reconciler final : public dispatch::JobIntake {
   std::unordered_set<std::string> queued_;        // keys waiting in either (de-duplication)
   std::unordered_set<std::string> in_urgent_;     // keys waiting in urgent_
   std::multimap<int64_t, std::string> delayed_;   // due time (clock ms) -> key
-  std::map<std::string, int64_t> due_;            // key -> its one entry in delayed_
+  struct Timer {
+    int64_t due_ms = 0;  // its entry in delayed_
+    int64_t set_ms = 0;  // when it was last asked for
+  };
+  std::map<std::string, Timer> due_;              // key -> its one entry in delayed_
   bool stopping_ = false;
   int64_t reconciled_ = 0;
   std::vector<std::thread> workers_;

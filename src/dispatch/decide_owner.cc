@@ -32,7 +32,11 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
   MarkAllAbsent(u);
   u.events.push_back(Event(reason, message, job_.cluster, phase == JobPhase::kSucceeded ? "Normal" : "Warning"));
   plan.write = std::move(u);
-  plan.requeue_ms = 0;  // cleanup follows at once
+  // Withdrawn in this pass: the write above (intents absent) is durable
+  // before any action runs. The clusters' confirmations wake the job for
+  // step 2; the retry is the backstop.
+  WithdrawObserved(plan);
+  plan.requeue_ms = opt_.retry_ms;
   return plan;
 }
 

@@ -419,6 +419,11 @@ TEST_CASE("steps 10-12: eviction requeues, the real job is created, runs and fin
   CHECK(*failed.write->phase == JobPhase::kFailed);
   CHECK_THAT(*failed.write->message, Catch::Contains("BackoffLimitExceeded"));
   CHECK_FALSE(FindIntent(*failed.write, "c1", "Job")->present);
+  // The same pass withdraws the job and its Workload (after the write that
+  // marks them absent), and looks again if no confirmation wakes it.
+  CHECK(Count(failed, Verb::kDelete, "Job", "c1") == 1);
+  CHECK(Count(failed, Verb::kDelete, "Workload", "c1") == 1);
+  CHECK(failed.requeue_ms > 0);
 }
 
 TEST_CASE("step 10: an evicted at-most-once job fails instead of running twice (evicted at-most-once requeued)",

@@ -89,8 +89,7 @@ TEST_CASE("queue status follows every kind of Workload change", "[sim][tick]") {
   f.TickAfter(10);
   CheckQueueStatus(f);
   CHECK_FALSE(HasCondition(f.Get(f.wl, "idle"), "QuotaReserved"));
-  auto reserved = f.state.Reserved();
-  CHECK((reserved.count(kGpuResource) ? reserved.at(kGpuResource) : 0) == 0);
+  CHECK(f.ReservedGpus() == 0);
 }
 
 TEST_CASE("a tick with nothing due and nothing changed writes nothing", "[sim][tick]") {
@@ -175,7 +174,7 @@ TEST_CASE("a Workload admitted again after a status patch is counted once", "[si
     return std::string("?");
   };
   CHECK(reserved_in_status() == "8");
-  CHECK(f.state.Reserved().at(kGpuResource) == 8 * kGpu);
+  CHECK(f.ReservedGpus() == 8);
   REQUIRE(f.state.Delete(f.wl, "team-a", "a", "").ok());
   f.TickAfter(10);
   CHECK(reserved_in_status() == "0");
@@ -190,7 +189,7 @@ TEST_CASE("a Workload whose pod sets shrink is admitted with its new demand", "[
   REQUIRE(f.state.Patch(f.wl, "team-a", "big", "merge", smaller, false).ok());
   f.TickAfter(10);
   CHECK(HasCondition(f.Get(f.wl, "big"), "Admitted"));
-  CHECK(f.state.Reserved().at(kGpuResource) == 16 * kGpu);
+  CHECK(f.ReservedGpus() == 16);
 }
 
 }  // namespace

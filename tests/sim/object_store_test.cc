@@ -105,10 +105,9 @@ TEST_CASE("watch resumes from a resourceVersion and answers 410 when too old", "
 }
 
 TEST_CASE("watch with a selector sees objects enter and leave it", "[sim][watch]") {
-  FakeClock clock;
-  Journal journal;
-  ClusterState state(testing::SmallCluster(), &journal, &clock);
-  const ResourceInfo& wl = ResourceByPlural("workloads");
+  testing::ClusterFixture f;
+  ClusterState& state = f.state;
+  const ResourceInfo& wl = f.wl;
   WatchRequest w;
   w.resource = &wl;
   w.api_version = "kueue.x-k8s.io/v1beta1";
@@ -129,10 +128,9 @@ TEST_CASE("watch with a selector sees objects enter and leave it", "[sim][watch]
 }
 
 TEST_CASE("Workload validation answers Invalid", "[sim][validation]") {
-  FakeClock clock;
-  Journal journal;
-  ClusterState state(testing::SmallCluster(), &journal, &clock);
-  const ResourceInfo& wl = ResourceByPlural("workloads");
+  testing::ClusterFixture f;
+  ClusterState& state = f.state;
+  const ResourceInfo& wl = f.wl;
   auto bad = [&](json w) { return state.Create(wl, "team-a", std::move(w)).status().code() == Code::kInvalidArgument; };
   auto w = testing::MakeWorkload("ok", 1, 1);
   CHECK(bad(testing::MakeWorkload("Not_DNS", 1, 1)));

@@ -11,8 +11,9 @@
 #
 # Each run prints submitted and dispatched jobs/s, latency from the post to
 # LeaseTaken and to the job running on its owner, the time until all are
-# Succeeded, remote API calls per job, the CPU seconds each process used, and
-# `gantry-sim ctl check` (no job ran twice). Then the issue's targets.
+# Succeeded, remote API calls and reconciler passes per job, the CPU seconds
+# and peak resident memory of each process, and `gantry-sim ctl check` (no
+# job ran twice). Then the targets.
 #
 #   bench/dispatch_bench.sh [BUILD_DIR] [JOBS] [RATE]
 #   env: CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all), PACED_SECONDS (5), PACED_MODE (AllAtOnce), BENCH_DIR (where the temp dir goes),

@@ -18,6 +18,8 @@
 //              rounds event times to seconds, so the store is read directly;
 //   run        the first start of the job in the simulator's run journal:
 //              the real job exists on the owner and its Workload is admitted.
+// Reconciler passes: gantry_dispatch_passes_total by ladder step, read after
+// the remote calls.
 // Remote API calls: the simulator counts no requests, so the figure is the
 // daemon's gantry_dispatch_remote_calls_total (every create, delete and 409
 // look-up the engine made; not the prober's 2 GETs per cluster per probe, nor
@@ -216,24 +218,25 @@ std::map<std::string, int> JobsByPhase(const std::vector<MetricLine>& metrics) {
   return out;
 }
 
-// gantry_dispatch_remote_calls_total by "verb code" ("" when the daemon does not export it).
-std::map<std::string, double> RemoteCalls(const std::vector<MetricLine>& metrics) {
+// The samples of metric `name`, summed by key(labels).
+template <typename KeyFn>
+std::map<std::string, double> SumBy(const std::vector<MetricLine>& metrics, const std::string& name, KeyFn key) {
   std::map<std::string, double> out;
   for (const MetricLine& m : metrics) {
-    if (m.name == "gantry_dispatch_remote_calls_total") {
-      out[LabelOf(m.labels, "verb") + " " + LabelOf(m.labels, "code")] += m.value;
-    }
+    if (m.name == name) out[key(m.labels)] += m.value;
   }
   return out;
 }
 
+// gantry_dispatch_remote_calls_total by "verb code" ("" when the daemon does not export it).
+std::map<std::string, double> RemoteCalls(const std::vector<MetricLine>& metrics) {
+  return SumBy(metrics, "gantry_dispatch_remote_calls_total",
+               [](const std::string& l) { return LabelOf(l, "verb") + " " + LabelOf(l, "code"); });
+}
+
 // gantry_dispatch_passes_total by ladder step.
 std::map<std::string, double> Passes(const std::vector<MetricLine>& metrics) {
-  std::map<std::string, double> out;
-  for (const MetricLine& m : metrics) {
-    if (m.name == "gantry_dispatch_passes_total") out[LabelOf(m.labels, "step")] += m.value;
-  }
-  return out;
+  return SumBy(metrics, "gantry_dispatch_passes_total", [](const std::string& l) { return LabelOf(l, "step"); });
 }
 
 double Total(const std::map<std::string, double>& by_key) {

@@ -1,5 +1,5 @@
 # Included from bench/CMakeLists.txt: CPU microseconds per submitted job
-# document (ParseJobDocument, and ParseJobDocument + SpecToJson().dump()).
+# document (ParseJobDocument, and ParseJobDocument + SpecToJsonText()).
 # Linked with jemalloc, as the daemon is: the path is allocation-heavy, so the
 # allocator changes the figures.
 add_executable(job_parse_bench ${CMAKE_CURRENT_LIST_DIR}/job_parse_bench.cc)

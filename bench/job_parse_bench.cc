@@ -33,7 +33,7 @@ double ThreadCpuMicros() {
 std::size_t g_sink = 0;
 
 // One round: CPU microseconds per document.
-double Round(const std::vector<std::string>& docs, bool dump) {
+double Round(const std::vector<std::string>& docs, bool text) {
   double start = ThreadCpuMicros();
   for (const std::string& body : docs) {
     auto parsed = gantry::ParseJobDocument(body, gantry::DocumentFormat::kJson, "bench");
@@ -43,7 +43,7 @@ double Round(const std::vector<std::string>& docs, bool dump) {
                    std::get<gantry::DocumentError>(parsed).message.c_str());
       std::exit(1);
     }
-    g_sink += dump ? gantry::SpecToJsonText(*spec).size() : spec->pod_sets.size();
+    g_sink += text ? gantry::SpecToJsonText(*spec).size() : spec->pod_sets.size();
   }
   return (ThreadCpuMicros() - start) / static_cast<double>(docs.size());
 }

@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "bench_job_document.h"
-
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include "bench_job_document.h"
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -27,7 +27,6 @@ namespace bhttp = boost::beast::http;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
 
 struct Shared {
   std::string host, port;

@@ -15,7 +15,7 @@ nlohmann::json ParseOr(const std::string& text, nlohmann::json fallback) {
 
 namespace {
 
-// Everything but the spec, which the callers add.
+// Everything but the spec, which JobToJson adds.
 nlohmann::json JobWithoutSpec(const JobRecord& job) {
   nlohmann::json metadata = {{"name", job.name},
                              {"namespace", job.ns},

@@ -72,7 +72,8 @@ std::string NewUid() {
   // Drawn from the CSPRNG 32 uids at a time: one RAND_bytes call costs about
   // as much as the rest of a small request's validation. The pool is per
   // thread, so no two threads ever hand out the same bytes.
-  constexpr std::size_t kPooled = 32 * 16;  // 32 uids of 16 bytes
+  constexpr std::size_t kUidBytes = 16;
+  constexpr std::size_t kPooled = 32 * kUidBytes;
   thread_local std::array<unsigned char, kPooled> pool{};
   thread_local std::size_t used = kPooled;
   if (used == kPooled) {
@@ -82,7 +83,6 @@ std::string NewUid() {
     }
     used = 0;
   }
-  constexpr std::size_t kUidBytes = 16;
   unsigned char* b = pool.data() + used;  // handed out once: used moves past it
   used += kUidBytes;
   b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4

@@ -14,7 +14,7 @@ JobRecord RecordOfSpec(const JobSpec& spec, std::string uid, int64_t now_ms) {
   record.queue = spec.queue;
   record.priority = spec.priority;
   record.spec_json = SpecToJsonText(spec);
-  record.labels_json.clear();
+  record.labels_json.clear();  // its default is "{}"
   AppendJsonObject(record.labels_json, spec.labels);
   record.created_ms = record.updated_ms = now_ms;
   return record;

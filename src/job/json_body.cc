@@ -1,8 +1,6 @@
 // nlohmann's parser with a SAX handler that builds the DOM as its
 // json_sax_dom_parser does and checks each key against the object being
-// filled (a std::map: one lookup, which also gives the insertion hint). That handler replaced a parse callback that kept a
-// std::set<std::string> per object, copied every key three times and went
-// through a std::function per event.
+// filled (a std::map: one lookup, which also gives the insertion hint).
 #include "json_body.h"
 
 #include <fmt/format.h>

@@ -21,10 +21,7 @@ std::string Child(std::string_view path, std::string_view name) {
 std::string Index(std::string_view path, std::size_t i) {
   char digits[std::numeric_limits<std::size_t>::digits10 + 1];
   auto end = std::to_chars(std::begin(digits), std::end(digits), i).ptr;
-  std::string out;
-  out.reserve(path.size() + 2 + static_cast<std::size_t>(end - digits));
-  out.append(path).append(1, '[').append(digits, end).append(1, ']');
-  return out;
+  return Key(path, std::string_view(digits, static_cast<std::size_t>(end - digits)));
 }
 
 std::string Key(std::string_view path, std::string_view key) {

@@ -9,7 +9,8 @@
 //    dispatch: {mode, stepSize, roundSeconds, timeoutSeconds (optional)},
 //    onClusterLoss, template,
 //    podSets: [{name, count, requests: {resource: "canonical quantity"}, template}]}
-// nlohmann::json objects are ordered maps, so dump() is deterministic.
+// Keys are written in byte order, as nlohmann's ordered maps dump them, so
+// SpecToJson(spec).dump() == SpecToJsonText(spec).
 #include <fmt/format.h>
 
 #include "gantry/job/job_document.h"
@@ -26,57 +27,30 @@ using job_internal::FieldErrors;
 using job_internal::Index;
 using nlohmann::json;
 
-// Members are emplaced into the object's map: a braced {{"key", value}, ...}
-// list builds a two-element array per member and copies every value again.
-json::object_t& Members(json& object) { return *object.get_ptr<json::object_t*>(); }
-
 json PlacementToJson(const PlacementConstraints& p) {
-  json out(json::value_t::object);
-  json::object_t& o = Members(out);
-  o.emplace("clusters", p.clusters);
-  o.emplace("regions", p.regions);
-  o.emplace("complianceZones", p.compliance_zones);
-  o.emplace("datasets", p.datasets);
-  json selector(json::value_t::object);
-  Members(selector).emplace("matchLabels", p.cluster_match_labels);
-  o.emplace("clusterSelector", std::move(selector));
+  json out = {{"clusters", p.clusters},
+              {"regions", p.regions},
+              {"complianceZones", p.compliance_zones},
+              {"datasets", p.datasets},
+              {"clusterSelector", {{"matchLabels", p.cluster_match_labels}}}};
   if (p.accelerator) {
-    json accel(json::value_t::object);
-    json::object_t& a = Members(accel);
-    if (!p.accelerator->model.empty()) a.emplace("model", p.accelerator->model);
-    if (p.accelerator->min_memory_gib) a.emplace("minMemoryGiB", *p.accelerator->min_memory_gib);
-    if (!p.accelerator->interconnect.empty()) {
-      a.emplace("interconnect", p.accelerator->interconnect);
-    }
-    o.emplace("accelerator", std::move(accel));
+    json accel = json::object();
+    if (!p.accelerator->model.empty()) accel["model"] = p.accelerator->model;
+    if (p.accelerator->min_memory_gib) accel["minMemoryGiB"] = *p.accelerator->min_memory_gib;
+    if (!p.accelerator->interconnect.empty()) accel["interconnect"] = p.accelerator->interconnect;
+    out["accelerator"] = std::move(accel);
   }
-  if (p.max_price_per_gpu_hour) o.emplace("maxPricePerGPUHour", *p.max_price_per_gpu_hour);
-  return out;
-}
-
-json DispatchToJson(const DispatchOptions& d) {
-  json out(json::value_t::object);
-  json::object_t& o = Members(out);
-  o.emplace("mode", DispatchModeName(d.mode));
-  o.emplace("stepSize", d.step_size);
-  o.emplace("roundSeconds", d.round_seconds);
-  if (d.timeout_seconds) o.emplace("timeoutSeconds", *d.timeout_seconds);
+  if (p.max_price_per_gpu_hour) out["maxPricePerGPUHour"] = *p.max_price_per_gpu_hour;
   return out;
 }
 
 json PodSetToJson(const PodSet& set) {
-  json requests(json::value_t::object);
-  json::object_t& r = Members(requests);
-  for (const auto& [name, milli] : set.requests_milli) {
-    r.emplace_hint(r.end(), name, FormatQuantityMilli(milli));  // both maps are sorted
-  }
-  json out(json::value_t::object);
-  json::object_t& o = Members(out);
-  o.emplace("name", set.name);
-  o.emplace("count", set.count);
-  o.emplace("requests", std::move(requests));
-  o.emplace("template", set.pod_template);
-  return out;
+  json requests = json::object();
+  for (const auto& [name, milli] : set.requests_milli) requests[name] = FormatQuantityMilli(milli);
+  return {{"name", set.name},
+          {"count", set.count},
+          {"requests", std::move(requests)},
+          {"template", set.pod_template}};
 }
 
 // A stored pod set; the template was checked when the job was submitted.
@@ -135,19 +109,19 @@ std::string_view OnClusterLossName(OnClusterLoss policy) {
 }
 
 nlohmann::json SpecToJson(const JobSpec& spec) {
-  json pod_sets(json::value_t::array);
-  pod_sets.get_ptr<json::array_t*>()->reserve(spec.pod_sets.size());
+  json dispatch = {{"mode", DispatchModeName(spec.dispatch.mode)},
+                   {"stepSize", spec.dispatch.step_size},
+                   {"roundSeconds", spec.dispatch.round_seconds}};
+  if (spec.dispatch.timeout_seconds) dispatch["timeoutSeconds"] = *spec.dispatch.timeout_seconds;
+  json pod_sets = json::array();
   for (const PodSet& set : spec.pod_sets) pod_sets.push_back(PodSetToJson(set));
-  json out(json::value_t::object);
-  json::object_t& o = Members(out);
-  o.emplace("queue", spec.queue);
-  o.emplace("priority", spec.priority);
-  o.emplace("placement", PlacementToJson(spec.placement));
-  o.emplace("dispatch", DispatchToJson(spec.dispatch));
-  o.emplace("onClusterLoss", OnClusterLossName(spec.on_cluster_loss));
-  o.emplace("template", spec.template_object);
-  o.emplace("podSets", std::move(pod_sets));
-  return out;
+  return {{"queue", spec.queue},
+          {"priority", spec.priority},
+          {"placement", PlacementToJson(spec.placement)},
+          {"dispatch", std::move(dispatch)},
+          {"onClusterLoss", OnClusterLossName(spec.on_cluster_loss)},
+          {"template", spec.template_object},
+          {"podSets", std::move(pod_sets)}};
 }
 
 namespace {

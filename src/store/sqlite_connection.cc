@@ -1,7 +1,5 @@
 #include "gantry/store/sqlite_connection.h"
 
-#include "wal_write_vfs.h"
-
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -9,6 +7,8 @@
 
 #include <cerrno>
 #include <cstring>
+
+#include "wal_write_vfs.h"
 
 namespace gantry {
 namespace {

@@ -19,7 +19,7 @@ std::string Text(const json& value) {
   return out;
 }
 
-TEST_CASE("AppendJson writes what dump() writes", "[job][json]") {
+TEST_CASE("AppendJson writes what dump() writes", "[common][json]") {
   std::string every_control;
   for (int c = 0; c < 0x20; ++c) every_control.push_back(static_cast<char>(c));
   const json values[] = {
@@ -57,7 +57,7 @@ TEST_CASE("AppendJson writes what dump() writes", "[job][json]") {
   CHECK(Text(parsed) == parsed.dump());
 }
 
-TEST_CASE("AppendJsonObject writes a string map as dump() does", "[job][json]") {
+TEST_CASE("AppendJsonObject writes a string map as dump() does", "[common][json]") {
   for (const std::map<std::string, std::string>& m :
        {std::map<std::string, std::string>{}, {{"team", "nlp"}}, {{"b", "\"x\""}, {"a", ""}, {"A", "\x01"}}}) {
     std::string out;

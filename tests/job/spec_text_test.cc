@@ -59,7 +59,7 @@ spec:
     spec:
       template:
         spec:
-          containers: [{name: c, image: "i\\u0001", args: ["\"", "\\", "tab\there", "\u00e9t\u00e9"], resources: {requests: {cpu: 250m, memory: 1.5Gi}}}]
+          containers: [{name: c, image: "i\u0001", args: ["\"", "\\", "tab\there", "\u00e9t\u00e9"], resources: {requests: {cpu: 250m, memory: 1.5Gi}}}]
 )");
   for (const std::string& body : bodies) {
     INFO(body);

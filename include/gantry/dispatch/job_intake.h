@@ -18,7 +18,7 @@ class JobIntake : public JobWaker {
   // Called once per new job, right after the store committed it, on the
   // store's writer thread: it must be cheap and must not block. record is
   // the job as stored; spec is the parsed document it was stored from
-  // (record.spec_json == SpecToJson(*spec).dump()); the callee may move
+  // (record.spec_json == SpecToJsonText(*spec)); the callee may move
   // from *spec. The default only wakes the job.
   // spec may be null (see WantsSpec).
   virtual void Created(JobRecord record, std::shared_ptr<JobSpec> spec) {

@@ -96,7 +96,7 @@ inline constexpr std::size_t kMaxJobNameLength = 54;
 std::variant<JobSpec, DocumentError> ParseJobDocument(std::string_view body, DocumentFormat format,
                                                       std::optional<std::string_view> path_namespace);
 
-// Same, from an already parsed JSON value (the CLI and tests use it).
+// Same, from an already parsed JSON value (tests use it).
 std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
                                                   std::optional<std::string_view> path_namespace);
 
@@ -105,12 +105,13 @@ std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
 // DocumentError (code 400) with the line and column of a syntax error.
 std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml);
 
-// The normalized spec as JSON: defaults filled in, pod sets included, keys in
-// a fixed order. Two documents that mean the same job give the same dump();
-// this is what the store compares for idempotent submission.
-nlohmann::json SpecToJson(const JobSpec& spec);
-// == SpecToJson(spec).dump(), written without building the tree.
+// The normalized spec as JSON text: defaults filled in, pod sets included,
+// keys in a fixed order. Two documents that mean the same job give the same
+// text; this is what the store keeps and compares for idempotent submission.
 std::string SpecToJsonText(const JobSpec& spec);
+// The same as a tree: SpecToJson(spec).dump() == SpecToJsonText(spec) (the
+// tests hold the text to it).
+nlohmann::json SpecToJson(const JobSpec& spec);
 
 // Inverse of SpecToJson for records read back from the store.
 std::variant<JobSpec, DocumentError> SpecFromJson(const nlohmann::json& spec_json,

@@ -95,7 +95,7 @@ void Engine::Stop() {
 
 void Engine::Wake(const std::string& job_uid) {
   fresh_.Drop(job_uid);
-  known_.Drop(job_uid);
+  known_.Invalidate(job_uid);
   reconciler_->Wake(job_uid);
 }
 
@@ -105,10 +105,11 @@ std::string Engine::FirstMessage() const {
 
 void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
   // Stored with the message its first pass would write, while there is still
-  // no cluster: the scan after the change that adds one (InventoryChanged, or
-  // the health watch's first Ready) reads the committed job and wakes it.
-  // The flag is cleared before that scan, so a job seen here as "no
-  // clusters" was committed before the scan began.
+  // no cluster. Clusters come only with an inventory reload, and its scan
+  // (InventoryChanged) reads the committed job and wakes it; the flag is
+  // cleared before that scan, so a job seen here as "no clusters" was
+  // committed before the scan began. (The new cluster's first Ready scans
+  // the queued jobs again.)
   if (record.message == kNoClustersMessage && no_clusters_.load()) return;
   std::string uid = record.uid;
   const int32_t priority = record.priority;
@@ -277,7 +278,10 @@ int64_t Engine::Pass(const std::string& uid) {
         if (metrics_) metrics_->WriteConflict();
         return 0;  // the job moved meanwhile: decide again from what is stored now
       }
-      if (written.status().code() == Code::kNotFound) return -1;
+      if (written.status().code() == Code::kNotFound) {  // purged
+        ForgetJob(uid);
+        return -1;
+      }
       spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name, written.status().ToString());
       return options_.decide.retry_ms;
     }
@@ -294,6 +298,11 @@ int64_t Engine::Pass(const std::string& uid) {
     }
   } else {
     known_.Put({*job, in.intents});
+  }
+  if (IsFinal(phase_after)) {
+    // Before this pass's deletes run: what they cause is bookkeeping.
+    std::lock_guard lock(settling_mu_);
+    settling_.insert(uid);
   }
   bool all_ok = true;
   std::set<std::string> delete_failed;  // clusters where an older object may still hold our name
@@ -348,12 +357,7 @@ int64_t Engine::Pass(const std::string& uid) {
   if (!all_ok && (plan.requeue_ms < 0 || plan.requeue_ms > options_.decide.retry_ms)) {
     return options_.decide.retry_ms;
   }
-  if (plan.requeue_ms < 0) {
-    ForgetJob(uid);  // nothing left to do for this job
-  } else if (IsFinal(phase_after)) {
-    std::lock_guard lock(settling_mu_);
-    settling_.insert(uid);
-  }
+  if (plan.requeue_ms < 0) ForgetJob(uid);  // nothing left to do for this job
   return plan.requeue_ms;
 }
 

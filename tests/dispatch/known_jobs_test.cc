@@ -120,5 +120,30 @@ TEST_CASE("KnownJobs hands an entry over once and keeps no more than its capacit
   CHECK(known.size() == 0);
 }
 
+TEST_CASE("KnownJobs refuses what a pass in hand puts back after the job was invalidated", "[dispatch]") {
+  KnownJobs known(8);
+  auto entry = [](const std::string& message) {
+    KnownJobs::Entry e;
+    e.record.uid = "a";
+    e.record.message = message;
+    return e;
+  };
+  REQUIRE(known.Put(entry("before")));
+  auto in_hand = known.Take("a");  // a pass begins
+  REQUIRE(in_hand);
+  known.Invalidate("a");           // a cancel changes the job in the store
+  CHECK_FALSE(known.Put(entry("before")));  // the pass ends: refused
+  CHECK_FALSE(known.Take("a"));    // the next pass reads the store...
+  CHECK(known.Put(entry("after")));          // ...and puts back what it read
+  auto next = known.Take("a");
+  REQUIRE(next);
+  CHECK(next->record.message == "after");
+  // Drop forgets an Invalidate too.
+  known.Invalidate("a");
+  known.Drop("a");
+  CHECK(known.Put(entry("again")));
+  CHECK(known.size() == 1);
+}
+
 }  // namespace
 }  // namespace gantry::dispatch

@@ -77,15 +77,15 @@ class Engine final : public JobIntake {
   // and look at every unfinished job again.
   void InventoryChanged();
 
-  // JobIntake, for the API. Wake drops what is held of the job (a new job,
-  // or the engine's last write of it) before it queues the job: whatever
-  // woke it may have changed it in the store.
+  // JobIntake, for the API. Wake drops a held new job and invalidates the
+  // engine's last write of it (known_jobs.h) before it queues the job:
+  // whatever woke it may have changed it in the store.
   void Wake(const std::string& job_uid) override;
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
   bool WantsSpec() const override { return !fresh_.full() && !no_clusters_.load(); }
   // kNoClustersMessage while the inventory is empty: a job submitted then
-  // needs no pass until a cluster appears, and the inventory reload or the
-  // cluster's first Ready that makes one appear looks at every queued job.
+  // needs no pass until a cluster appears, and the inventory reload that
+  // adds one looks at every queued job.
   std::string FirstMessage() const override;
 
  private:

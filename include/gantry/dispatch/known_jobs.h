@@ -5,12 +5,14 @@
 //
 // Why a held entry cannot mislead a pass: the job's row and intents change
 // only through engine passes (one at a time per job, and each pass takes
-// the entry and puts back what it wrote), except for a cancel or a purge
-// through the API. A cancel wakes the job, and the engine Drop()s the entry
-// on every such wake before it queues the job. A purged job's next write
-// finds no row and its entry is not put back. Every write is a
-// compare-and-set on phase, epoch and owner as well, and a refused one
-// leaves no entry: the next pass reads the store.
+// the entry and puts back what it left), except for a cancel or a purge
+// through the API. A cancel wakes the job, and the engine Invalidate()s the
+// entry on every such wake before it queues the job: a pass already in hand
+// cannot put back the record it read before the cancel, and the next pass
+// reads the store. A purged job's next write finds no row and the engine
+// forgets it (a pass without a write may put it back once more, harmlessly:
+// a purged job is finished). Every write is a compare-and-set on phase,
+// epoch and owner as well, and a refused one leaves no entry.
 //
 // Bounded: beyond capacity, Put keeps nothing and those jobs are read from
 // the store.
@@ -46,6 +48,8 @@ class KnownJobs {
   // The job's entry, removed; nullopt when none is held.
   std::optional<Entry> Take(const std::string& uid) { return held_.Take(uid); }
   void Drop(const std::string& uid) { held_.Drop(uid); }
+  // The job changed outside the passes (see HeldEntries::Invalidate).
+  void Invalidate(const std::string& uid) { held_.Invalidate(uid); }
   size_t size() const { return held_.size(); }
 
  private:

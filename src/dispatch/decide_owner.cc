@@ -121,7 +121,9 @@ Plan Ladder::Owned() const {
   plan.step = "run";
   if (!j) {
     if (Expected(owner, kJob)) {
-      plan.requeue_ms = opt_.resync_ms;  // its watch event wakes the job
+      // The echo of the create is not a wake (Engine::Observed); the job's
+      // next change (it starts running) is.
+      plan.requeue_ms = opt_.resync_ms;
       return plan;
     }
     plan.actions.push_back(CreateJobAction(in_, owner, job_.epoch));

@@ -26,7 +26,7 @@ std::set<Expectations::Key> Expectations::Pending(const std::string& job_uid, in
   if (it == by_job_.end()) return out;
   std::vector<Entry>& entries = it->second;
   std::erase_if(entries, [&](const Entry& e) {
-    return e.epoch != epoch || now_ms - e.at_ms >= ttl_ms_ || now_ms < e.at_ms || observed.count(e.key) > 0;
+    return e.epoch != epoch || !Live(e.at_ms, now_ms) || observed.count(e.key) > 0;
   });
   for (const Entry& e : entries) out.insert(e.key);
   if (entries.empty()) by_job_.erase(it);
@@ -39,8 +39,7 @@ bool Expectations::Expects(const std::string& job_uid, const std::string& cluste
   auto it = by_job_.find(job_uid);
   if (it == by_job_.end()) return false;
   return std::any_of(it->second.begin(), it->second.end(), [&](const Entry& e) {
-    return e.key.first == cluster && e.key.second == kind && e.epoch == epoch && now_ms >= e.at_ms &&
-           now_ms - e.at_ms < ttl_ms_;
+    return e.key.first == cluster && e.key.second == kind && e.epoch == epoch && Live(e.at_ms, now_ms);
   });
 }
 
@@ -66,7 +65,7 @@ bool Expectations::RecentlyDeleted(const std::string& k8s_uid, int64_t now_ms) c
   if (k8s_uid.empty()) return false;
   std::lock_guard lock(mu_);
   auto it = deleted_.find(k8s_uid);
-  return it != deleted_.end() && now_ms - it->second < ttl_ms_ && now_ms >= it->second;
+  return it != deleted_.end() && Live(it->second, now_ms);
 }
 
 size_t Expectations::deletes() const {

@@ -74,7 +74,7 @@ class Ladder {
     auto o = in_.observed.find(cluster);
     return o == in_.observed.end() ? nullptr : &o->second;
   }
-  // The job's Workload copy or real job in cluster at the current epoch.
+  // The job's Workload copy in cluster at the current epoch.
   const ObservedWorkload* WorkloadIn(const std::string& cluster) const {
     const ClusterObservation* o = Observed(cluster);
     return o ? AtCurrentEpoch(o->workloads) : nullptr;
@@ -83,6 +83,7 @@ class Ladder {
   bool Expected(const std::string& cluster, const char* kind) const {
     return in_.expected.count({cluster, kind}) > 0;
   }
+  // The job's real job in cluster at the current epoch.
   const ObservedJob* JobIn(const std::string& cluster) const {
     const ClusterObservation* o = Observed(cluster);
     return o ? AtCurrentEpoch(o->jobs) : nullptr;

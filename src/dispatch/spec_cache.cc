@@ -18,11 +18,7 @@ Result<std::shared_ptr<const ParsedSpec>> SpecCache::Get(const JobRecord& job) {
   // each other's parsing (two of one job never run at once).
   Result<JobSpec> spec = SpecOfRecord(job);
   if (!spec.ok()) return spec.status();
-  auto parsed = std::make_shared<ParsedSpec>();
-  parsed->demand = DemandFromSpec(*spec);
-  parsed->spec = std::move(*spec);
-  std::lock_guard lock(mu_);
-  return InsertLocked(job.uid, std::move(parsed));
+  return Put(job.uid, std::move(*spec));
 }
 
 std::shared_ptr<const ParsedSpec> SpecCache::Put(const std::string& uid, JobSpec spec) {
@@ -30,11 +26,6 @@ std::shared_ptr<const ParsedSpec> SpecCache::Put(const std::string& uid, JobSpec
   parsed->demand = DemandFromSpec(spec);
   parsed->spec = std::move(spec);
   std::lock_guard lock(mu_);
-  return InsertLocked(uid, std::move(parsed));
-}
-
-std::shared_ptr<const ParsedSpec> SpecCache::InsertLocked(const std::string& uid,
-                                                          std::shared_ptr<const ParsedSpec> parsed) {
   if (auto it = entries_.find(uid); it != entries_.end()) return it->second.parsed;
   order_.push_front(uid);
   entries_.emplace(uid, Entry{parsed, order_.begin()});

@@ -44,7 +44,7 @@ class Expectations {
   // than ttl. Entries of other epochs and lapsed ones are dropped.
   std::set<Key> Pending(const std::string& job_uid, int64_t epoch, const std::set<Key>& observed, int64_t now_ms);
   // Whether job_uid's object of kind in cluster at epoch is expected (created
-  // less than ttl ago and not seen since).
+  // less than ttl ago; Pending drops the entries a pass saw fulfilled).
   bool Expects(const std::string& job_uid, const std::string& cluster, const std::string& kind, int64_t epoch,
                int64_t now_ms) const;
   void Forget(const std::string& job_uid);
@@ -63,6 +63,9 @@ class Expectations {
     int64_t epoch = 0;
     int64_t at_ms = 0;
   };
+  // Whether something noted at at_ms still counts at now_ms (a clock that
+  // stepped back makes it lapse).
+  bool Live(int64_t at_ms, int64_t now_ms) const { return now_ms >= at_ms && now_ms - at_ms < ttl_ms_; }
   const int64_t ttl_ms_;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Entry>> by_job_;

@@ -98,7 +98,7 @@ class Reconciler final : public dispatch::JobIntake {
   std::deque<std::string> urgent_;                // served before ready_
   // New jobs, served after ready_: (-priority, seq) orders them.
   std::set<std::tuple<int64_t, int64_t, std::string>> new_;
-  std::unordered_set<std::string> queued_;        // keys waiting in either (de-duplication)
+  std::unordered_set<std::string> queued_;        // keys waiting in any of the three (de-duplication)
   std::unordered_set<std::string> in_urgent_;     // keys waiting in urgent_
   std::multimap<int64_t, std::string> delayed_;   // due time (clock ms) -> key
   struct Timer {

@@ -35,7 +35,8 @@ class SpecCache {
   // Errors: those of SpecOfRecord, not cached.
   Result<std::shared_ptr<const ParsedSpec>> Get(const JobRecord& job);
   // Keeps a spec parsed elsewhere (a new job's, as the API parsed it; it
-  // must be what SpecOfRecord gives for the stored record) and returns it.
+  // must be what SpecOfRecord gives for the stored record) and returns it,
+  // or the one already kept for uid.
   std::shared_ptr<const ParsedSpec> Put(const std::string& uid, JobSpec spec);
   void Forget(const std::string& uid);
 
@@ -45,8 +46,6 @@ class SpecCache {
 
  private:
   using Order = std::list<std::string>;  // most recent first
-  // REQUIRES: mu_ held. Inserts unless present; returns what is cached.
-  std::shared_ptr<const ParsedSpec> InsertLocked(const std::string& uid, std::shared_ptr<const ParsedSpec> parsed);
   struct Entry {
     std::shared_ptr<const ParsedSpec> parsed;
     Order::iterator at;

@@ -54,7 +54,8 @@ void ApiService::Submit(http::Request req, Respond respond) {
     respond(K8sStatus(err->code, err->code == 400 ? "BadRequest" : "Invalid", err->message, causes));
     return;
   }
-  JobRecord record = RecordOfSpec(std::get<JobSpec>(parsed), NewUid(), clock_.NowMillis());
+  const int64_t now_ms = clock_.NowMillis();
+  JobRecord record = RecordOfSpec(std::get<JobSpec>(parsed), NewUid(now_ms), now_ms);
   if (intake_) record.message = intake_->FirstMessage();
   // The answer for a new job is built here, on the connection's thread: the
   // store's callback runs on its writer thread, whose time is every

@@ -68,7 +68,7 @@ std::string CheckLabelKey(std::string_view key) {
   return "";
 }
 
-std::string NewUid() {
+std::string NewUid(int64_t unix_ms) {
   // Drawn from the CSPRNG 32 uids at a time: one RAND_bytes call costs about
   // as much as the rest of a small request's validation. The pool is per
   // thread, so no two threads ever hand out the same bytes.
@@ -85,8 +85,12 @@ std::string NewUid() {
   }
   unsigned char* b = pool.data() + used;  // handed out once: used moves past it
   used += kUidBytes;
-  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x40);  // version 4
-  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 4122 variant
+  // RFC 9562 version 7: the time in milliseconds, big-endian, in the first
+  // 48 bits; the version and variant bits; 74 random bits in the rest.
+  const uint64_t ms = unix_ms < 0 ? 0 : static_cast<uint64_t>(unix_ms);
+  for (std::size_t i = 0; i < 6; ++i) b[i] = static_cast<unsigned char>(ms >> (8 * (5 - i)));
+  b[6] = static_cast<unsigned char>((b[6] & 0x0f) | 0x70);  // version 7
+  b[8] = static_cast<unsigned char>((b[8] & 0x3f) | 0x80);  // RFC 9562 variant
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
   hex.reserve(36);

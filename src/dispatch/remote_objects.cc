@@ -176,10 +176,21 @@ bool IsAlnumKind(const std::string& kind) {
 }  // namespace
 
 std::string RemoteName(const std::string& job_name, const std::string& job_uid) {
+  // A version-7 uid (its 15th character is '7') begins with its time, which
+  // two jobs made a minute apart share: its last 8 hex digits are random.
+  // Any other uid, and every uid gantry made before version 7, gives its
+  // first 8, as it always did, so a running job's remote names never change.
+  const bool time_first = job_uid.size() == 36 && job_uid[14] == '7';
   std::string hex;
-  for (char c : job_uid) {
-    if (hex.size() == kUidHexChars) break;
-    if (c != '-') hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (time_first) {
+    for (char c : std::string_view(job_uid).substr(36 - kUidHexChars)) {
+      hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  } else {
+    for (char c : job_uid) {
+      if (hex.size() == kUidHexChars) break;
+      if (c != '-') hex += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
   }
   // Job names are at most kMaxJobNameLength; cutting here only guards the 63.
   std::size_t keep = kMaxRemoteNameLength - 1 - hex.size();

@@ -32,25 +32,32 @@ TEST_CASE("label keys and values", "[names]") {
   CHECK_FALSE(CheckLabelValue("-x").empty());
 }
 
-TEST_CASE("uids are random v4 uuids", "[names]") {
-  std::string a = NewUid(), b = NewUid();
+TEST_CASE("uids are version-7 uuids that carry their time and sort by it", "[names]") {
+  const int64_t t = 1'764'000'000'123;  // 0x019ab697e87b ms since the epoch
+  std::string a = NewUid(t), b = NewUid(t);
   CHECK(a.size() == 36);
-  CHECK(a[14] == '4');
+  CHECK(a.substr(0, 13) == "019ab697-e87b");
+  CHECK(a[14] == '7');
   CHECK(a != b);
+  CHECK(a.substr(0, 13) == b.substr(0, 13));
+  // Later uids sort later, text against text: the store's index appends.
+  CHECK(NewUid(t) < NewUid(t + 1));
+  CHECK(NewUid(0x0000'ffff'ffff) < NewUid(0x0001'0000'0000));
 }
 
 TEST_CASE("uids stay distinct across refills of the random pool and across threads", "[names]") {
+  const int64_t t = 1'764'000'000'000;  // one millisecond for all: only the random bits differ
   std::vector<std::string> mine, theirs;
-  std::thread other([&theirs] {
-    for (int i = 0; i < 1000; ++i) theirs.push_back(NewUid());
+  std::thread other([&theirs, t] {
+    for (int i = 0; i < 1000; ++i) theirs.push_back(NewUid(t));
   });
-  for (int i = 0; i < 1000; ++i) mine.push_back(NewUid());  // about 31 refills
+  for (int i = 0; i < 1000; ++i) mine.push_back(NewUid(t));  // about 31 refills
   other.join();
   std::set<std::string> all(mine.begin(), mine.end());
   all.insert(theirs.begin(), theirs.end());
   CHECK(all.size() == 2000);
   for (const std::string& uid : all) {
-    CHECK(uid[14] == '4');
+    CHECK(uid[14] == '7');
     CHECK(std::string("89ab").find(uid[19]) != std::string::npos);
   }
 }

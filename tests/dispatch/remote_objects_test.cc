@@ -185,6 +185,9 @@ TEST_CASE("RemoteName is <name>-<8 hex of the uid>, a DNS-1123 label of at most 
       {"x", "12-34-56-78-9a", "x-12345678"},  // dashes anywhere are skipped
       {long54, "abcdef01-2345", long54 + "-abcdef01"},
       {std::string(80, 'b'), "abcdef01-2345", std::string(54, 'b') + "-abcdef01"},
+      // Version 7: the time comes first, so the random last 8 hex are used.
+      {"llama-ft", "0193a5b2-7c4d-7e1f-8a2b-3c4d5e6f7a8b", "llama-ft-5e6f7a8b"},
+      {"llama-ft", "0193A5B2-7C4D-7E1F-8A2B-3C4D5E6F7A8B", "llama-ft-5e6f7a8b"},
   }));
   CAPTURE(row.name, row.uid);
   std::string got = RemoteName(row.name, row.uid);
@@ -196,6 +199,13 @@ TEST_CASE("RemoteName is <name>-<8 hex of the uid>, a DNS-1123 label of at most 
 
 TEST_CASE("RemoteName differs by uid") {
   CHECK(RemoteName("a", "11111111-0") != RemoteName("a", "22222222-0"));
+}
+
+TEST_CASE("RemoteName differs for same-named jobs made in the same millisecond") {
+  // Their uids share the first 12 hex digits (the time); the names must not.
+  std::set<std::string> names;
+  for (int i = 0; i < 1000; ++i) names.insert(RemoteName("train", NewUid(1'764'000'000'000)));
+  CHECK(names.size() == 1000);
 }
 
 TEST_CASE("Workload paths for both Kueue versions") {

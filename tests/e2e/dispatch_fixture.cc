@@ -203,6 +203,7 @@ DispatchFleet::RemoteReply DispatchFleet::RemoteGet(const std::string& cluster, 
 }
 
 std::string RemoteName(const std::string& job_name, const std::string& job_uid) {
+  if (job_uid.size() == 36 && job_uid[14] == '7') return job_name + "-" + job_uid.substr(28);
   std::string hex;
   for (char c : job_uid) {
     if (hex.size() == 8) break;

@@ -89,7 +89,8 @@ std::string SimJobYaml(const std::string& name, const std::string& ns, int pods,
                        bool fail = false);
 
 // The name of a job's Workload and real job in the workers (DESIGN.md,
-// "Remote objects"): <job-name>-<first 8 hex of the uid without dashes>.
+// "Remote objects"): <job-name>-<8 hex of the uid>: the last 8 of a version-7
+// uid, else the first 8 without dashes.
 std::string RemoteName(const std::string& job_name, const std::string& job_uid);
 
 // WaitFor with a gentler poll interval, for conditions that cost a process

@@ -86,7 +86,7 @@ Result<const json*> ObjectStore::Create(const std::string& resource, json object
   if (bucket.count(key)) {
     return Status::AlreadyExists(fmt::format("{} \"{}\" already exists", resource, name));
   }
-  md["uid"] = NewUid();
+  md["uid"] = NewUid(now_ms);
   md["creationTimestamp"] = FormatRfc3339(now_ms);
   md["generation"] = 1;
   md["resourceVersion"] = std::to_string(++rv_);

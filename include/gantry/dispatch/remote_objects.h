@@ -33,7 +33,8 @@ inline constexpr const char* kEpochEnv = "GANTRY_EPOCH";
 inline constexpr const char* kWorkload = "Workload";
 inline constexpr const char* kJob = "Job";
 
-// <job-name>-<first 8 hex of uid without dashes>; at most 63 characters.
+// <job-name>-<8 hex of the uid>; at most 63 characters. The 8 hex are the
+// last 8 of a version-7 uid (its random end), else the first 8 without dashes.
 std::string RemoteName(const std::string& job_name, const std::string& job_uid);
 
 // "v1beta2" | "v1beta1".

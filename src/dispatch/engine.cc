@@ -22,13 +22,6 @@ Result<JobRecord> ApplySync(JobStore& store, DispatchUpdate update) {
   return done.get_future().get();
 }
 
-std::string Label(const json& object, const char* key) {
-  const json* labels = nullptr;
-  if (object.contains("metadata") && object["metadata"].contains("labels")) labels = &object["metadata"]["labels"];
-  if (!labels || !labels->is_object() || !labels->contains(key) || !(*labels)[key].is_string()) return "";
-  return (*labels)[key].get<std::string>();
-}
-
 // The (cluster, kind) of every object of the job observed at epoch.
 std::set<Expectations::Key> SeenAtEpoch(const std::map<std::string, ClusterObservation>& observed,
                                               int64_t epoch) {
@@ -304,56 +297,38 @@ int64_t Engine::Pass(const std::string& uid) {
     std::lock_guard lock(settling_mu_);
     settling_.insert(uid);
   }
-  bool all_ok = true;
-  std::set<std::string> delete_failed;  // clusters where an older object may still hold our name
-  for (const Action& action : plan.actions) {
-    // Deletes come first in a plan; a create after a failed delete in the
-    // same cluster could have the old epoch's job adopt the new Workload.
-    if (action.verb == Verb::kCreate && delete_failed.count(action.cluster)) {
-      all_ok = false;
-      continue;
-    }
-    if (action.verb == Verb::kDelete && expected_.RecentlyDeleted(action.precondition_uid, clock_.NowMillis())) {
-      continue;  // answered already; a second delete would get 404, which counts as done
-    }
-    std::string taken;
-    if (!Execute(*job, action, &taken)) {
-      all_ok = false;
-      if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
-    } else if (action.verb == Verb::kCreate) {
-      expected_.Created(uid, action.cluster, action.kind, action.epoch, clock_.NowMillis());
-    } else {
-      expected_.Deleted(action.precondition_uid, clock_.NowMillis());
-    }
-    if (!taken.empty()) {
-      // Someone else's object holds our name: fail the job instead of adopting it.
-      known_.Drop(uid);  // written below, outside the entry's bookkeeping
-      auto current = store_.GetByUid(uid);
-      if (current.ok() && !IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
-        DispatchUpdate u;
-        u.uid = uid;
-        u.expected_phase = current->phase;
-        u.expected_epoch = current->epoch;
-        u.expected_cluster = current->cluster;
-        u.phase = JobPhase::kFailed;
-        u.message = taken;
-        JobEvent e;
-        e.reason = "NameTaken";
-        e.type = "Warning";
-        e.message = taken;
-        e.cluster = action.cluster;
-        u.events.push_back(e);
-        for (RemoteIntent i : in.intents) {
-          if (!i.present) continue;
-          i.present = false;
-          u.upsert_intents.push_back(std::move(i));
-        }
-        (void)ApplySync(store_, std::move(u));
-        spdlog::warn("job {}/{}: {}", job->ns, job->name, taken);
+  ActionsOutcome acted = RunActions(*job, plan.actions);
+  if (!acted.taken_message.empty()) {
+    // Someone else's object holds our name, or the cluster refuses ours:
+    // fail the job instead of adopting or retrying.
+    const std::string& taken = acted.taken_message;
+    known_.Drop(uid);  // written below, outside the entry's bookkeeping
+    auto current = store_.GetByUid(uid);
+    if (current.ok() && !IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
+      DispatchUpdate u;
+      u.uid = uid;
+      u.expected_phase = current->phase;
+      u.expected_epoch = current->epoch;
+      u.expected_cluster = current->cluster;
+      u.phase = JobPhase::kFailed;
+      u.message = taken;
+      JobEvent e;
+      e.reason = "NameTaken";
+      e.type = "Warning";
+      e.message = taken;
+      e.cluster = acted.taken_cluster;
+      u.events.push_back(e);
+      for (RemoteIntent i : in.intents) {
+        if (!i.present) continue;
+        i.present = false;
+        u.upsert_intents.push_back(std::move(i));
       }
-      return 0;
+      (void)ApplySync(store_, std::move(u));
+      spdlog::warn("job {}/{}: {}", job->ns, job->name, taken);
     }
+    return 0;
   }
+  const bool all_ok = acted.all_ok;
   if (!all_ok && (plan.requeue_ms < 0 || plan.requeue_ms > options_.decide.retry_ms)) {
     return options_.decide.retry_ms;
   }
@@ -367,66 +342,6 @@ void Engine::ForgetJob(const std::string& uid) {
   expected_.Forget(uid);
   std::lock_guard lock(settling_mu_);
   settling_.erase(uid);
-}
-
-bool Engine::Execute(const JobRecord& job, const Action& action, std::string* taken_message) {
-  auto pool = PoolFor(action.cluster);
-  if (!pool) return false;
-  auto lease = pool->Acquire();
-  if (!lease.ok()) {
-    return false;
-  }
-  kube::KubeClient& client = **lease;
-  if (action.verb == Verb::kDelete) {
-    kube::DeleteOptions opts;
-    opts.propagation_policy = "Background";
-    opts.precondition_uid = action.precondition_uid;
-    auto reply = client.Delete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
-    if (metrics_) metrics_->RemoteCall(action.cluster, "delete", reply.ok() ? reply->status : 0);
-    if (!reply.ok()) {
-      spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, reply.status().ToString());
-      return false;
-    }
-    // Gone already, or a newer incarnation (precondition failed): fine either way.
-    if (reply->ok() || reply->status == 404 || reply->status == 409) return true;
-    spdlog::warn("dispatch: delete {} in {}: HTTP {} {}", action.path, action.cluster, reply->status,
-                 reply->error ? reply->error->message : "");
-    return false;
-  }
-  if (action.path.empty()) {
-    *taken_message = fmt::format("cannot create the job in {}: the template's kind has no REST path", action.cluster);
-    return false;
-  }
-  auto reply = client.Create(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
-  if (metrics_) metrics_->RemoteCall(action.cluster, "create", reply.ok() ? reply->status : 0);
-  if (!reply.ok()) {
-    spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,
-                  reply.status().ToString());
-    return false;
-  }
-  if (reply->ok()) return true;
-  if (reply->status == 409 && reply->error && reply->error->reason == "AlreadyExists") {
-    auto existing = client.Get(action.path + "/" + action.name);
-    if (metrics_) metrics_->RemoteCall(action.cluster, "get", existing.ok() ? existing->status : 0);
-    if (!existing.ok() || !existing->ok()) return false;  // gone meanwhile, or unreachable: next pass
-    if (Label(existing->body, kOriginLabel) == options_.decide.origin &&
-        Label(existing->body, kJobUidLabel) == job.uid) {
-      return true;  // ours: an earlier attempt, or an older epoch the next pass fences
-    }
-    *taken_message = fmt::format("{} {}/{} already exists in cluster {} and was not created by gantry for this job; "
-                                 "it is left alone",
-                                 action.kind, action.ns, action.name, action.cluster);
-    return false;
-  }
-  spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
-               reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
-  if (reply->status == 422 || reply->status == 400 || reply->status == 404) {
-    // The cluster refuses the object itself (a missing CRD or namespace, or a
-    // schema it rejects): retrying will not help, and the user must know.
-    *taken_message = fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind, action.ns,
-                                 action.name, reply->status, reply->error ? reply->error->message : "");
-  }
-  return false;
 }
 
 void Engine::RunGc() {

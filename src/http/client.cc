@@ -34,6 +34,9 @@ class Client::Impl {
   Result<ClientResponse> Do(const std::string& method, const std::string& target,
                             const std::string& body,
                             const std::vector<std::pair<std::string, std::string>>& headers);
+  Status Begin(const std::string& method, const std::string& target, const std::string& body,
+               const std::vector<std::pair<std::string, std::string>>& headers);
+  Result<ClientResponse> Finish();
   Result<ClientResponse> OpenStream(const std::string& method, const std::string& target,
                                     const std::vector<std::pair<std::string, std::string>>& headers,
                                     std::chrono::milliseconds idle_timeout,
@@ -53,6 +56,12 @@ class Client::Impl {
   Status Connect();
   template <typename AsyncStream>
   Result<ClientResponse> Exchange(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req);
+  template <typename AsyncStream>
+  Status Write(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req);
+  template <typename AsyncStream>
+  Result<ClientResponse> Read(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req);
+  Status TransportError(error_code ec, const bhttp::request<bhttp::string_body>& req) const;
+  bool connected() const { return tcp_stream_.has_value() || tls_stream_.has_value(); }
   void Reset() {
     tls_stream_.reset();
     tcp_stream_.reset();
@@ -65,6 +74,10 @@ class Client::Impl {
   std::optional<net::ssl::context> ssl_;
   std::optional<beast::tcp_stream> tcp_stream_;
   std::optional<TlsStream> tls_stream_;
+  // The request Begin sent and Finish has not answered yet, and whether it
+  // went out on a kept-alive connection (one the server may have closed).
+  std::optional<bhttp::request<bhttp::string_body>> pending_;
+  bool pending_reused_ = false;
 };
 
 Status Client::Impl::Init() {
@@ -134,29 +147,36 @@ Status Client::Impl::Connect() {
   return Status::Ok();
 }
 
+Status Client::Impl::TransportError(error_code ec, const bhttp::request<bhttp::string_body>& req) const {
+  if (ec == beast::error::timeout) {
+    return Status::Deadline(fmt::format("{} {}: no answer from {}:{} within {} ms", req.method_string(),
+                                        req.target(), host_, port_, options_.request_timeout.count()));
+  }
+  return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
+}
+
+// Writes the request under a fresh request deadline; Read, later, answers
+// under the same deadline.
 template <typename AsyncStream>
-Result<ClientResponse> Client::Impl::Exchange(AsyncStream& stream,
-                                              const bhttp::request<bhttp::string_body>& req) {
+Status Client::Impl::Write(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req) {
   beast::get_lowest_layer(stream).expires_after(options_.request_timeout);
-  error_code wec, rec;
+  error_code ec;
+  bhttp::async_write(stream, req, [&](error_code e, std::size_t) { ec = e; });
+  ioc_.restart();
+  ioc_.run();
+  return ec ? TransportError(ec, req) : Status::Ok();
+}
+
+template <typename AsyncStream>
+Result<ClientResponse> Client::Impl::Read(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req) {
+  error_code ec;
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::string_body> parser;
   parser.body_limit(256ull << 20);
-  bhttp::async_write(stream, req, [&](error_code e, std::size_t) {
-    wec = e;
-    if (e) return;
-    bhttp::async_read(stream, buffer, parser, [&](error_code e2, std::size_t) { rec = e2; });
-  });
+  bhttp::async_read(stream, buffer, parser, [&](error_code e, std::size_t) { ec = e; });
   ioc_.restart();
   ioc_.run();
-  error_code ec = wec ? wec : rec;
-  if (ec) {
-    if (ec == beast::error::timeout) {
-      return Status::Deadline(fmt::format("{} {}: no answer from {}:{} within {} ms", req.method_string(),
-                                          req.target(), host_, port_, options_.request_timeout.count()));
-    }
-    return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
-  }
+  if (ec) return TransportError(ec, req);
   auto res = parser.release();
   ClientResponse out;
   out.status = static_cast<int>(res.result_int());
@@ -166,6 +186,13 @@ Result<ClientResponse> Client::Impl::Exchange(AsyncStream& stream,
   }
   if (!res.keep_alive()) Reset();
   return out;
+}
+
+template <typename AsyncStream>
+Result<ClientResponse> Client::Impl::Exchange(AsyncStream& stream,
+                                              const bhttp::request<bhttp::string_body>& req) {
+  GANTRY_RETURN_IF_ERROR(Write(stream, req));
+  return Read(stream, req);
 }
 
 bhttp::request<bhttp::string_body> Client::Impl::MakeRequest(
@@ -187,19 +214,50 @@ bhttp::request<bhttp::string_body> Client::Impl::MakeRequest(
 Result<ClientResponse> Client::Impl::Do(const std::string& method, const std::string& target,
                                         const std::string& body,
                                         const std::vector<std::pair<std::string, std::string>>& headers) {
-  bhttp::request<bhttp::string_body> req = MakeRequest(method, target, body, headers);
+  GANTRY_RETURN_IF_ERROR(Begin(method, target, body, headers));
+  return Finish();
+}
+
+Status Client::Impl::Begin(const std::string& method, const std::string& target, const std::string& body,
+                           const std::vector<std::pair<std::string, std::string>>& headers) {
+  pending_ = MakeRequest(method, target, body, headers);
   // A kept-alive connection may have been closed by the server meanwhile:
-  // one fresh connection is tried then. gantry's writes are idempotent
-  // (submission by name), so a repeat is safe.
+  // one fresh connection is tried then (here if the write fails, in Finish
+  // if the read does). gantry's writes are idempotent (submission by name,
+  // remote objects by deterministic name), so a repeat is safe.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    bool reused = tcp_stream_.has_value() || tls_stream_.has_value();
-    if (!reused) GANTRY_RETURN_IF_ERROR(Connect());
-    Result<ClientResponse> r = tls_ ? Exchange(*tls_stream_, req) : Exchange(*tcp_stream_, req);
-    if (r.ok()) return r;
+    pending_reused_ = connected();
+    if (!pending_reused_) {
+      if (Status st = Connect(); !st.ok()) {
+        pending_.reset();
+        return st;
+      }
+    }
+    Status st = tls_ ? Write(*tls_stream_, *pending_) : Write(*tcp_stream_, *pending_);
+    if (st.ok()) return st;
     Reset();
-    if (!reused || r.status().code() == Code::kDeadlineExceeded) return r;
+    if (!pending_reused_ || st.code() == Code::kDeadlineExceeded) {
+      pending_.reset();
+      return st;
+    }
   }
+  pending_.reset();
   return Status::Unavailable("unreachable");
+}
+
+Result<ClientResponse> Client::Impl::Finish() {
+  if (!pending_) return Status::Internal("http client: Finish without a request begun");
+  bhttp::request<bhttp::string_body> req = std::move(*pending_);
+  pending_.reset();
+  Result<ClientResponse> r = tls_ ? Read(*tls_stream_, req) : Read(*tcp_stream_, req);
+  if (r.ok()) return r;
+  Reset();
+  if (!pending_reused_ || r.status().code() == Code::kDeadlineExceeded) return r;
+  // The server closed the kept-alive connection before answering.
+  GANTRY_RETURN_IF_ERROR(Connect());
+  r = tls_ ? Exchange(*tls_stream_, req) : Exchange(*tcp_stream_, req);
+  if (!r.ok()) Reset();
+  return r;
 }
 
 template <typename AsyncStream>
@@ -336,5 +394,12 @@ Result<ClientResponse> Client::Do(const std::string& method, const std::string& 
                                   const std::vector<std::pair<std::string, std::string>>& headers) {
   return impl_->Do(method, target, body, headers);
 }
+
+Status Client::Begin(const std::string& method, const std::string& target, const std::string& body,
+                     const std::vector<std::pair<std::string, std::string>>& headers) {
+  return impl_->Begin(method, target, body, headers);
+}
+
+Result<ClientResponse> Client::Finish() { return impl_->Finish(); }
 
 }  // namespace gantry::http

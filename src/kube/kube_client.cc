@@ -90,18 +90,39 @@ Result<std::vector<std::pair<std::string, std::string>>> KubeClient::Headers(con
 
 Result<KubeReply> KubeClient::Call(const std::string& method, const std::string& target, const std::string& body,
                                    const std::string& content_type, Body reply_body) {
-  auto headers = Headers(content_type);
-  if (!headers.ok()) return headers.status();
+  Start(method, target, body, content_type, reply_body);
+  return Finish();
+}
+
+void KubeClient::Start(const std::string& method, const std::string& target, std::string body,
+                       const std::string& content_type, Body reply_body) {
+  Pending& p = pending_.emplace();
+  p.method = method;
+  p.target = creds_.base_path + target;
+  p.body = std::move(body);
+  p.reply_body = reply_body;
+  p.headers = Headers(content_type);
+  if (p.headers.ok()) p.sent = client_->Begin(p.method, p.target, p.body, *p.headers);
+}
+
+Result<KubeReply> KubeClient::Finish() {
+  if (!pending_) return Status::Internal("kube client: Finish without a call started");
+  Pending p = std::move(*pending_);
+  pending_.reset();
+  if (!p.headers.ok()) return p.headers.status();
   std::chrono::milliseconds backoff = options_.first_backoff;
   Status last = Status::Unavailable("no attempt made");
   for (int attempt = 1; attempt <= std::max(1, options_.max_attempts); ++attempt) {
-    auto res = client_->Do(method, creds_.base_path + target, body, *headers);
+    // The first try was sent by Start; a retry is a whole exchange.
+    Result<http::ClientResponse> res =
+        attempt > 1 ? client_->Do(p.method, p.target, p.body, *p.headers)
+                    : (p.sent.ok() ? client_->Finish() : Result<http::ClientResponse>(p.sent));
     std::chrono::milliseconds wait = backoff;
     if (res.ok()) {
       KubeReply reply;
       reply.status = res->status;
       reply.attempts = attempt;
-      if (reply_body == Body::kOnlyOnError && reply.ok()) return reply;
+      if (p.reply_body == Body::kOnlyOnError && reply.ok()) return reply;
       reply.body = nlohmann::json::parse(res->body, nullptr, false);
       if (reply.body.is_discarded()) reply.body = nullptr;
       if (reply.ok()) return reply;
@@ -130,16 +151,26 @@ Result<KubeReply> KubeClient::List(const std::string& path, const ListOptions& o
 }
 
 Result<KubeReply> KubeClient::Create(const std::string& path, const nlohmann::json& object, Body body) {
+  StartCreate(path, object, body);
+  return Finish();
+}
+
+void KubeClient::StartCreate(const std::string& path, const nlohmann::json& object, Body body) {
   std::string text;
   AppendJson(text, object);
-  return Call("POST", path, text, "application/json", body);
+  Start("POST", path, std::move(text), "application/json", body);
 }
 
 Result<KubeReply> KubeClient::Delete(const std::string& path, const DeleteOptions& options, Body reply_body) {
+  StartDelete(path, options, reply_body);
+  return Finish();
+}
+
+void KubeClient::StartDelete(const std::string& path, const DeleteOptions& options, Body reply_body) {
   nlohmann::json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
   if (!options.propagation_policy.empty()) body["propagationPolicy"] = options.propagation_policy;
   if (!options.precondition_uid.empty()) body["preconditions"] = {{"uid", options.precondition_uid}};
-  return Call("DELETE", path, body.dump(), "application/json", reply_body);
+  Start("DELETE", path, body.dump(), "application/json", reply_body);
 }
 
 Result<KubeReply> KubeClient::MergePatch(const std::string& path, const nlohmann::json& patch) {

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -98,6 +99,22 @@ class Engine final : public JobIntake {
   void ForgetJob(const std::string& uid);
   // Runs one action; false when it failed and the job should be looked at again soon.
   bool Execute(const JobRecord& job, const Action& action, std::string* taken_message);
+  // Execute in two halves (engine_actions.cc): the request goes out on a
+  // leased connection (none when the cluster cannot be reached now), then
+  // its answer is read and judged.
+  std::optional<kube::ClientPool::Lease> StartAction(const Action& action);
+  bool FinishAction(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease,
+                    std::string* taken_message);
+  // Runs a plan's actions in waves of at most one per cluster (see
+  // engine_actions.cc). all_ok is false when any failed or was held back;
+  // taken_message is set when an object gantry did not make holds a name
+  // the job needs, or a cluster refuses the object: the job must fail.
+  struct ActionsOutcome {
+    bool all_ok = true;
+    std::string taken_message;
+    std::string taken_cluster;
+  };
+  ActionsOutcome RunActions(const JobRecord& job, const std::vector<Action>& actions);
   std::shared_ptr<kube::ClientPool> PoolFor(const std::string& cluster);
   std::map<std::string, ClusterFacts> Facts(int64_t now_ms);
   std::vector<placement::ClusterSnapshot> Snapshots(int64_t now_ms);

@@ -53,6 +53,16 @@ class Client {
                             const std::string& body = "",
                             const std::vector<std::pair<std::string, std::string>>& headers = {});
 
+  // Do in two halves: Begin sends the request (connecting first if needed),
+  // Finish reads its answer, under the same request deadline. Between them
+  // the caller may begin requests on other clients, so that their round
+  // trips overlap instead of following one another. Finish must follow
+  // every successful Begin before the next request on this client; a failed
+  // Begin leaves nothing to finish. Errors are those of Do, with the same
+  // one retry on a fresh connection when a kept-alive one was closed.
+  Status Begin(const std::string& method, const std::string& target, const std::string& body = "",
+               const std::vector<std::pair<std::string, std::string>>& headers = {});
+  Result<ClientResponse> Finish();
   // Sends a request and hands the response body to on_data piece by piece as
   // it arrives (a watch). Returns when the body ends, on_data returns false,
   // or no byte arrived for idle_timeout (kDeadlineExceeded). The status and

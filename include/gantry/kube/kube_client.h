@@ -108,6 +108,15 @@ class KubeClient {
   Result<KubeReply> Delete(const std::string& path, const DeleteOptions& options = {}, Body body = Body::kParse);
   Result<KubeReply> MergePatch(const std::string& path, const nlohmann::json& patch);
 
+  // Create and Delete in two halves (see http::Client::Begin): Start sends
+  // the request, Finish waits for its answer and makes the retries Call
+  // makes. A caller with requests for several clusters starts them all, then
+  // finishes each, so their round trips overlap. Every Start is followed by
+  // its Finish before this client is used again.
+  void StartCreate(const std::string& path, const nlohmann::json& object, Body body = Body::kParse);
+  void StartDelete(const std::string& path, const DeleteOptions& options = {}, Body body = Body::kParse);
+  Result<KubeReply> Finish();
+
   // Streams watch events to handler (return false to stop) until the server
   // ends the stream, the resume point expires (410), or the stream goes idle
   // (kDeadlineExceeded). Call again from WatchEnd::last_resource_version to
@@ -121,12 +130,22 @@ class KubeClient {
       : creds_(std::move(creds)), options_(options), client_(std::move(client)) {}
   Result<KubeReply> Call(const std::string& method, const std::string& target, const std::string& body,
                          const std::string& content_type, Body reply_body = Body::kParse);
+  void Start(const std::string& method, const std::string& target, std::string body,
+             const std::string& content_type, Body reply_body);
+  // A started request: what a retry sends again, and how the first try went.
+  struct Pending {
+    std::string method, target, body;
+    Body reply_body = Body::kParse;
+    Result<std::vector<std::pair<std::string, std::string>>> headers = Status::Unavailable("not started");
+    Status sent;
+  };
   Result<std::vector<std::pair<std::string, std::string>>> Headers(const std::string& content_type);
   Result<std::unique_ptr<http::Client>> NewConnection() const;
 
   inventory::ClusterCredentials creds_;
   KubeClientOptions options_;
   std::unique_ptr<http::Client> client_;
+  std::optional<Pending> pending_;
 };
 
 // Decodes a Kubernetes Status body (exposed for tests).

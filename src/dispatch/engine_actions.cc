@@ -1,0 +1,156 @@
+// Engine: running a plan's remote actions. The actions of one pass go out in
+// waves: a wave holds at most one action per cluster, and every request of a
+// wave is sent before any answer is read, so a nomination's creates in eight
+// clusters take one round trip instead of eight, and the thread sleeps once
+// per wave instead of once per call. Within a cluster the plan's order is
+// kept: a later action for the same cluster goes in a later wave, which
+// starts only after the earlier one's answer (a create waits for the delete
+// before it, see below).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <optional>
+#include <set>
+
+#include "gantry/dispatch/engine.h"
+#include "gantry/dispatch/remote_objects.h"
+
+namespace gantry::dispatch {
+namespace {
+
+std::string Label(const nlohmann::json& object, const char* key) {
+  const nlohmann::json* labels = nullptr;
+  if (object.contains("metadata") && object["metadata"].contains("labels")) labels = &object["metadata"]["labels"];
+  if (!labels || !labels->is_object() || !labels->contains(key) || !(*labels)[key].is_string()) return "";
+  return (*labels)[key].get<std::string>();
+}
+
+}  // namespace
+
+std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action) {
+  if (action.verb == Verb::kCreate && action.path.empty()) return std::nullopt;  // FinishAction says why
+  auto pool = PoolFor(action.cluster);
+  if (!pool) return std::nullopt;
+  auto lease = pool->Acquire();
+  if (!lease.ok()) return std::nullopt;
+  if (action.verb == Verb::kDelete) {
+    kube::DeleteOptions opts;
+    opts.propagation_policy = "Background";
+    opts.precondition_uid = action.precondition_uid;
+    (*lease)->StartDelete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
+  } else {
+    (*lease)->StartCreate(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
+  }
+  return std::move(*lease);
+}
+
+bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease,
+                          std::string* taken_message) {
+  if (action.verb == Verb::kCreate && action.path.empty()) {
+    *taken_message = fmt::format("cannot create the job in {}: the template's kind has no REST path", action.cluster);
+    return false;
+  }
+  if (!lease) return false;  // no connection to the cluster now
+  kube::KubeClient& client = **lease;
+  if (action.verb == Verb::kDelete) {
+    auto reply = client.Finish();
+    if (metrics_) metrics_->RemoteCall(action.cluster, "delete", reply.ok() ? reply->status : 0);
+    if (!reply.ok()) {
+      spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, reply.status().ToString());
+      return false;
+    }
+    // Gone already, or a newer incarnation (precondition failed): fine either way.
+    if (reply->ok() || reply->status == 404 || reply->status == 409) return true;
+    spdlog::warn("dispatch: delete {} in {}: HTTP {} {}", action.path, action.cluster, reply->status,
+                 reply->error ? reply->error->message : "");
+    return false;
+  }
+  auto reply = client.Finish();
+  if (metrics_) metrics_->RemoteCall(action.cluster, "create", reply.ok() ? reply->status : 0);
+  if (!reply.ok()) {
+    spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,
+                  reply.status().ToString());
+    return false;
+  }
+  if (reply->ok()) return true;
+  if (reply->status == 409 && reply->error && reply->error->reason == "AlreadyExists") {
+    auto existing = client.Get(action.path + "/" + action.name);
+    if (metrics_) metrics_->RemoteCall(action.cluster, "get", existing.ok() ? existing->status : 0);
+    if (!existing.ok() || !existing->ok()) return false;  // gone meanwhile, or unreachable: next pass
+    if (Label(existing->body, kOriginLabel) == options_.decide.origin &&
+        Label(existing->body, kJobUidLabel) == job.uid) {
+      return true;  // ours: an earlier attempt, or an older epoch the next pass fences
+    }
+    *taken_message = fmt::format("{} {}/{} already exists in cluster {} and was not created by gantry for this job; "
+                                 "it is left alone",
+                                 action.kind, action.ns, action.name, action.cluster);
+    return false;
+  }
+  spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
+               reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
+  if (reply->status == 422 || reply->status == 400 || reply->status == 404) {
+    // The cluster refuses the object itself (a missing CRD or namespace, or a
+    // schema it rejects): retrying will not help, and the user must know.
+    *taken_message = fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind, action.ns,
+                                 action.name, reply->status, reply->error ? reply->error->message : "");
+  }
+  return false;
+}
+
+bool Engine::Execute(const JobRecord& job, const Action& action, std::string* taken_message) {
+  std::optional<kube::ClientPool::Lease> lease = StartAction(action);
+  return FinishAction(job, action, lease, taken_message);
+}
+
+Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vector<Action>& actions) {
+  ActionsOutcome out;
+  std::set<std::string> delete_failed;  // clusters where an older object may still hold our name
+  std::size_t next = 0;
+  while (next < actions.size()) {
+    std::vector<const Action*> wave;
+    std::set<std::string> in_wave;
+    while (next < actions.size() && in_wave.insert(actions[next].cluster).second) wave.push_back(&actions[next++]);
+
+    std::vector<std::optional<kube::ClientPool::Lease>> leases(wave.size());
+    std::vector<bool> run(wave.size(), false);
+    for (std::size_t i = 0; i < wave.size(); ++i) {
+      const Action& action = *wave[i];
+      // Deletes come first in a plan; a create after a failed delete in the
+      // same cluster could have the old epoch's job adopt the new Workload.
+      if (action.verb == Verb::kCreate && delete_failed.count(action.cluster)) {
+        out.all_ok = false;
+        continue;
+      }
+      if (action.verb == Verb::kDelete &&
+          expected_.RecentlyDeleted(action.precondition_uid, clock_.NowMillis())) {
+        continue;  // answered already; a second delete would get 404, which counts as done
+      }
+      run[i] = true;
+      if (auto lease = StartAction(action)) leases[i].emplace(std::move(*lease));
+    }
+    for (std::size_t i = 0; i < wave.size(); ++i) {
+      if (!run[i]) continue;
+      const Action& action = *wave[i];
+      std::string taken;
+      if (!FinishAction(job, action, leases[i], &taken)) {
+        out.all_ok = false;
+        if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
+      } else if (action.verb == Verb::kCreate) {
+        expected_.Created(job.uid, action.cluster, action.kind, action.epoch, clock_.NowMillis());
+      } else {
+        expected_.Deleted(action.precondition_uid, clock_.NowMillis());
+      }
+      leases[i].reset();  // the connection goes back to its pool
+      if (!taken.empty() && out.taken_message.empty()) {
+        out.taken_message = std::move(taken);
+        out.taken_cluster = action.cluster;
+      }
+    }
+    // Someone else's object holds our name: the caller fails the job, and
+    // nothing more of this plan is sent.
+    if (!out.taken_message.empty()) return out;
+  }
+  return out;
+}
+
+}  // namespace gantry::dispatch

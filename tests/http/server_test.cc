@@ -56,6 +56,47 @@ TEST_CASE("a streamed response arrives as chunks and ends with Finish", "[http]"
   CHECK_FALSE(stream->Write("late"));
 }
 
+TEST_CASE("requests begun on several clients are all answered, in any order", "[http]") {
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [](Request req, Responder respond) {
+    respond(TextResponse(200, req.method + " " + req.path + " " + req.body));
+  });
+  REQUIRE(server.Start().ok());
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 3; ++i) clients.push_back(ClientFor(server));
+  for (int round = 0; round < 2; ++round) {  // the second round reuses the connections
+    for (int i = 0; i < 3; ++i) {
+      REQUIRE(clients[i]->Begin("POST", "/c" + std::to_string(i), "body" + std::to_string(round)).ok());
+    }
+    for (int i = 2; i >= 0; --i) {
+      auto res = clients[i]->Finish();
+      REQUIRE(res.ok());
+      CHECK(res->status == 200);
+      CHECK(res->body == "POST /c" + std::to_string(i) + " body" + std::to_string(round));
+    }
+  }
+  auto nothing = clients[0]->Finish();
+  REQUIRE_FALSE(nothing.ok());
+  CHECK(nothing.status().code() == Code::kInternal);
+}
+
+TEST_CASE("a Begin that cannot connect leaves nothing to finish", "[http]") {
+  std::string url;
+  {
+    ServerOptions options;
+    options.port = 0;
+    Server server(options, [](Request, Responder respond) { respond(TextResponse(200, "")); });
+    REQUIRE(server.Start().ok());
+    url = "http://127.0.0.1:" + std::to_string(server.port());
+  }  // the listener is closed: nothing listens on that port now
+  auto gone = Client::Create(url);
+  REQUIRE(gone.ok());
+  Status refused = (*gone)->Begin("GET", "/x");
+  CHECK(refused.code() == Code::kUnavailable);
+  CHECK((*gone)->Finish().status().code() == Code::kInternal);
+}
+
 TEST_CASE("a handler may answer later from another thread", "[http]") {
   std::vector<std::thread> threads;
   ServerOptions options;

@@ -123,6 +123,56 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     CHECK(ok->attempts == 1);
   }
 
+  SECTION("calls started on several clients overlap, and each gets its own answer") {
+    REQUIRE(kc.Create(kWorkloads, Workload("taken")).ok());
+    std::vector<std::unique_ptr<kube::KubeClient>> clients;
+    for (int i = 0; i < 3; ++i) {
+      auto c = kube::KubeClient::Create(*creds, options);
+      REQUIRE(c.ok());
+      clients.push_back(std::move(c.value()));
+    }
+    clients[0]->StartCreate(kWorkloads, Workload("p0"));
+    clients[1]->StartCreate(kWorkloads, Workload("taken"), kube::KubeClient::Body::kOnlyOnError);
+    clients[2]->StartDelete(kWorkloads + "/taken");
+    // Answers are read in any order; each matches its own request.
+    auto deleted = clients[2]->Finish();
+    auto refused = clients[1]->Finish();
+    auto created = clients[0]->Finish();
+    REQUIRE(created.ok());
+    CHECK(created->status == 201);
+    CHECK(created->body["metadata"]["name"] == "p0");
+    REQUIRE(refused.ok());
+    CHECK(refused->status == 409);
+    REQUIRE(refused->error);
+    CHECK(refused->error->reason == "AlreadyExists");
+    REQUIRE(deleted.ok());
+    CHECK(deleted->status == 200);
+    // The same connections serve the next calls.
+    clients[1]->StartCreate(kWorkloads, Workload("p1"));
+    auto next = clients[1]->Finish();
+    REQUIRE(next.ok());
+    CHECK(next->status == 201);
+    // A Finish with nothing started is a programming error, said as such.
+    auto nothing = clients[0]->Finish();
+    REQUIRE_FALSE(nothing.ok());
+    CHECK(nothing.status().code() == Code::kInternal);
+  }
+
+  SECTION("a started call that gets 503 is retried by Finish") {
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "errors", "c1", "1.0", "503"}).code == 0);
+    kc.StartCreate(kWorkloads, Workload("retried"));
+    auto r = kc.Finish();
+    REQUIRE(r.ok());
+    CHECK(r->status == 503);
+    CHECK(r->attempts == 3);
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "errors", "c1", "0"}).code == 0);
+    kc.StartCreate(kWorkloads, Workload("retried"));
+    auto ok = kc.Finish();
+    REQUIRE(ok.ok());
+    CHECK(ok->status == 201);
+    CHECK(ok->attempts == 1);
+  }
+
   SECTION("a rotated token file is picked up on the next request") {
     // The same cluster through a kubeconfig whose token lives in a file.
     std::string token = creds->token_source->Token().value();

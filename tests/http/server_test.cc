@@ -81,6 +81,30 @@ TEST_CASE("requests begun on several clients are all answered, in any order", "[
   CHECK(nothing.status().code() == Code::kInternal);
 }
 
+TEST_CASE("answers of every size arrive whole, with their headers", "[http]") {
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [](Request req, Responder respond) {
+    Response r = TextResponse(200, std::string(std::stoul(req.path.substr(1)), 'x'));
+    r.headers.emplace_back("X-Size", req.path.substr(1));
+    r.headers.emplace_back("X-Bad", "a\r\nInjected: yes");  // a line break: left out
+    respond(std::move(r));
+  });
+  REQUIRE(server.Start().ok());
+  auto client = ClientFor(server);
+  for (std::size_t size : {std::size_t{0}, std::size_t{1}, std::size_t{16 << 10}, std::size_t{3 << 20}}) {
+    INFO(size);
+    auto res = client->Do("GET", "/" + std::to_string(size));
+    REQUIRE(res.ok());
+    CHECK(res->status == 200);
+    CHECK(res->body == std::string(size, 'x'));
+    CHECK(res->headers["x-size"] == std::to_string(size));
+    CHECK(res->headers["content-type"] == "text/plain");
+    CHECK(res->headers.count("x-bad") == 0);
+    CHECK(res->headers.count("injected") == 0);
+  }
+}
+
 TEST_CASE("a Begin that cannot connect leaves nothing to finish", "[http]") {
   std::string url;
   {

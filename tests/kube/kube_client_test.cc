@@ -123,6 +123,15 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     CHECK(ok->attempts == 1);
   }
 
+  SECTION("a list larger than a TLS record arrives whole") {
+    for (int i = 0; i < 40; ++i) REQUIRE(kc.Create(kWorkloads, Workload("big-" + std::to_string(i))).ok());
+    auto listed = kc.List(kWorkloads);
+    REQUIRE(listed.ok());
+    REQUIRE(listed->status == 200);
+    CHECK(listed->body["items"].size() >= 40);
+    CHECK(listed->body.dump().size() > 16 * 1024);  // more than one 16 KiB TLS record
+  }
+
   SECTION("calls started on several clients overlap, and each gets its own answer") {
     REQUIRE(kc.Create(kWorkloads, Workload("taken")).ok());
     std::vector<std::unique_ptr<kube::KubeClient>> clients;

@@ -381,9 +381,13 @@ net::awaitable<void> Server::Impl::WriteStream(Stream& stream, std::shared_ptr<R
   while (!stopping_) {
     bool finished = false;
     std::vector<std::string> pieces = body->Take(&finished);
-    for (std::string& piece : pieces) {
+    if (!pieces.empty()) {
+      // Everything queued goes out as one chunk: one write and one wake-up
+      // of the reader for a burst of watch events, not one per event.
+      std::string joined = std::move(pieces[0]);
+      for (std::size_t i = 1; i < pieces.size(); ++i) joined += pieces[i];
       lowest.expires_after(options_.write_timeout);
-      auto chunk = bhttp::make_chunk(net::buffer(piece));
+      auto chunk = bhttp::make_chunk(net::buffer(joined));
       auto [ec, n] = co_await net::async_write(stream, chunk, net::as_tuple(net::use_awaitable));
       if (ec) co_return;
     }

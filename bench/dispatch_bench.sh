@@ -16,7 +16,7 @@
 # job ran twice). Then the issue's targets.
 #
 #   bench/dispatch_bench.sh [BUILD_DIR] [JOBS] [RATE]
-#   env: CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all), PACED_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), BENCH_DIR (where the temp dir goes),
+#   env: CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all), PACED_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), KEEP_ON_FAILURE (keep the work directory when a run fails), BENCH_DIR (where the temp dir goes),
 #        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data),
 #        PROFILE_CALLGRAPH (perf record call-graph option, default -g; e.g. "--call-graph dwarf,8192")
 set -euo pipefail
@@ -40,7 +40,11 @@ done
 work=$(mktemp -d -p "${BENCH_DIR:-$PWD}" .bench-XXXXXX)
 pids=()
 stop() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
-cleanup() { for p in "${pids[@]}"; do stop "$p"; done; rm -rf "$work"; }
+failed=0  # a scenario's load generator failed: KEEP_ON_FAILURE=1 keeps $work (logs, store, sim) to look at
+cleanup() {
+  for p in "${pids[@]}"; do stop "$p"; done
+  if [ "$failed" = 1 ] && [ -n "${KEEP_ON_FAILURE:-}" ]; then echo "kept for inspection: $work"; else rm -rf "$work"; fi
+}
 trap cleanup EXIT
 
 wait_ready() { for _ in $(seq 600); do [ -s "$1" ] && return 0; sleep 0.05; done; echo "not ready: $1"; exit 1; }
@@ -92,7 +96,7 @@ EOF
   grep -E ' (warning|error|critical) ' "$d/gantry.log" | grep -v 'no tokensFile' >"$d/warnings" || true
   echo "  gantry log  $(wc -l <"$d/warnings") warning(s) or error(s)"
   sed 's/^/    /' "$d/warnings" | head -3
-  [ "$rc" = 0 ] || echo "  (dispatch_loadgen exited $rc)"
+  [ "$rc" = 0 ] || { echo "  (dispatch_loadgen exited $rc)"; failed=1; }
   stop "$daemon"
   stop "$sim"
   pids=()

@@ -6,35 +6,12 @@
 
 #include "gantry/common/json_text.h"
 #include "gantry/http/message.h"
+#include "gantry/kube/watch_line.h"
 
 namespace gantry::kube {
 namespace {
 
 bool Retryable(int status) { return status == 429 || status >= 500; }
-
-// One watch line, {"type": ..., "object": {...}}; a discarded value when it is
-// not JSON. Sub-members that only_fields leaves out are skipped while
-// parsing, so their subtrees are never built.
-nlohmann::json ParseWatchLine(std::string_view line,
-                              const std::map<std::string, std::set<std::string>>& only_fields) {
-  if (only_fields.empty()) return nlohmann::json::parse(line, nullptr, false);
-  // The callback's depth counts the containers open around the event: a key
-  // of the line is at 1, of the object at 2, of a member of the object at 3.
-  std::string keys[3];
-  auto keep = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    if (event != nlohmann::json::parse_event_t::key || depth < 1) return true;
-    if (depth < 3) {
-      keys[depth] = parsed.get<std::string>();
-      return true;
-    }
-    if (depth == 3 && keys[1] == "object") {
-      auto only = only_fields.find(keys[2]);
-      return only == only_fields.end() || only->second.count(parsed.get<std::string>()) > 0;
-    }
-    return true;
-  };
-  return nlohmann::json::parse(line, keep, false);
-}
 
 }  // namespace
 

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/http/client.h"
+#include "gantry/kube/watch_line.h"
 #include "gantry/inventory/kubeconfig.h"
 
 namespace gantry::kube {
@@ -71,11 +72,9 @@ struct WatchOptions {
   bool bookmarks = true;
   int timeout_seconds = 0;          // server-side end of the watch (0 = server default)
   std::chrono::milliseconds idle_timeout{120'000};  // no byte for this long = dead stream
-  // For a watcher that reads a few fields: for each top-level member of the
-  // object named here (e.g. "spec"), only the listed sub-members are parsed;
-  // the rest (pod templates, admission details: most of a Workload's bytes)
-  // is skipped. Members not named here are parsed whole.
-  std::map<std::string, std::set<std::string>> only_fields;
+  // For a watcher that reads a few fields: the sub-members of the object to
+  // build, by top-level member (see watch_line.h); the rest is skipped.
+  OnlyFields only_fields;
   // Asked about every 100 ms while the stream is quiet: true ends the watch
   // (WatchEnd::stopped), so a shutdown need not wait for the next event.
   std::function<bool()> stop_requested;

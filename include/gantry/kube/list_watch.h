@@ -28,7 +28,7 @@ struct ListWatchOptions {
   int watch_timeout_seconds = 60;
   std::chrono::milliseconds idle_timeout{120'000};
   std::chrono::milliseconds max_backoff{30'000};
-  std::map<std::string, std::set<std::string>> only_fields;  // for watch events: see WatchOptions
+  OnlyFields only_fields;  // for watch events: see WatchOptions
 };
 
 struct ListWatchStats {

@@ -220,6 +220,8 @@ Result<ClientResponse> Client::Impl::Do(const std::string& method, const std::st
 
 Status Client::Impl::Begin(const std::string& method, const std::string& target, const std::string& body,
                            const std::vector<std::pair<std::string, std::string>>& headers) {
+  // An answer still unread would be taken for this request's: read it first.
+  if (pending_) (void)Finish();
   pending_ = MakeRequest(method, target, body, headers);
   // A kept-alive connection may have been closed by the server meanwhile:
   // one fresh connection is tried then (here if the write fails, in Finish
@@ -339,8 +341,10 @@ Result<ClientResponse> Client::Impl::OpenStream(const std::string& method, const
                                             std::chrono::milliseconds idle_timeout,
                                             const std::function<bool(std::string_view)>& on_data,
                                             const std::function<bool()>& stop_requested) {
-  // A stream gets a connection of its own, so nothing half-read is reused.
+  // A stream gets a connection of its own, so nothing half-read is reused
+  // (an unread answer goes with the old connection).
   Reset();
+  pending_.reset();
   GANTRY_RETURN_IF_ERROR(Connect());
   bhttp::request<bhttp::string_body> req = MakeRequest(method, target, "", headers);
   return tls_ ? StreamOn(*tls_stream_, req, idle_timeout, on_data, stop_requested)

@@ -73,6 +73,7 @@ Result<KubeReply> KubeClient::Call(const std::string& method, const std::string&
 
 void KubeClient::Start(const std::string& method, const std::string& target, std::string body,
                        const std::string& content_type, Body reply_body) {
+  if (pending_) (void)Finish();  // a call started and never finished: its answer is read first
   Pending& p = pending_.emplace();
   p.method = method;
   p.target = creds_.base_path + target;

@@ -79,6 +79,13 @@ TEST_CASE("requests begun on several clients are all answered, in any order", "[
   auto nothing = clients[0]->Finish();
   REQUIRE_FALSE(nothing.ok());
   CHECK(nothing.status().code() == Code::kInternal);
+  // A second Begin before the first's Finish: each Finish still gets the
+  // answer of the request it follows.
+  REQUIRE(clients[0]->Begin("POST", "/first", "a").ok());
+  REQUIRE(clients[0]->Begin("POST", "/second", "b").ok());
+  auto second = clients[0]->Finish();
+  REQUIRE(second.ok());
+  CHECK(second->body == "POST /second b");
 }
 
 TEST_CASE("answers of every size arrive whole, with their headers", "[http]") {

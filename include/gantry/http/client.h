@@ -56,9 +56,9 @@ class Client {
   // Do in two halves: Begin sends the request (connecting first if needed),
   // Finish reads its answer, under the same request deadline. Between them
   // the caller may begin requests on other clients, so that their round
-  // trips overlap instead of following one another. Finish must follow
-  // every successful Begin before the next request on this client; a failed
-  // Begin leaves nothing to finish. Errors are those of Do, with the same
+  // trips overlap instead of following one another. Each successful Begin
+  // wants its Finish (a Begin or Do before it reads and drops the unread
+  // answer first); a failed Begin leaves nothing to finish. Errors are those of Do, with the same
   // one retry on a fresh connection when a kept-alive one was closed.
   Status Begin(const std::string& method, const std::string& target, const std::string& body = "",
                const std::vector<std::pair<std::string, std::string>>& headers = {});

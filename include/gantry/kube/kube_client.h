@@ -110,8 +110,9 @@ class KubeClient {
   // Create and Delete in two halves (see http::Client::Begin): Start sends
   // the request, Finish waits for its answer and makes the retries Call
   // makes. A caller with requests for several clusters starts them all, then
-  // finishes each, so their round trips overlap. Every Start is followed by
-  // its Finish before this client is used again.
+  // finishes each, so their round trips overlap. Every Start wants its
+  // Finish before this client is used again (a Start or call before it
+  // reads and drops the unread answer first).
   void StartCreate(const std::string& path, const nlohmann::json& object, Body body = Body::kParse);
   void StartDelete(const std::string& path, const DeleteOptions& options = {}, Body body = Body::kParse);
   Result<KubeReply> Finish();

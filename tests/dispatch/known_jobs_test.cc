@@ -4,31 +4,18 @@
 
 #include <catch2/catch.hpp>
 
-#include <future>
 #include <string>
 #include <vector>
 
 #include "gantry/store/sqlite_store.h"
+#include "store_test_util.h"
 #include "test_support.h"
 
 namespace gantry::dispatch {
 namespace {
 
 RemoteIntent Intent(const std::string& cluster, const std::string& kind, int64_t epoch, bool present) {
-  RemoteIntent i;
-  i.cluster = cluster;
-  i.kind = kind;
-  i.ns = "team-a";
-  i.name = "job-" + cluster;
-  i.epoch = epoch;
-  i.present = present;
-  return i;
-}
-
-Result<JobRecord> Apply(JobStore& store, DispatchUpdate u) {
-  std::promise<Result<JobRecord>> done;
-  store.ApplyDispatch(std::move(u), [&done](Result<JobRecord> r) { done.set_value(std::move(r)); });
-  return done.get_future().get();
+  return testing::MakeIntent(cluster, kind, epoch, present, "job-" + cluster);
 }
 
 void CheckSame(const std::vector<RemoteIntent>& a, const std::vector<RemoteIntent>& b) {
@@ -48,20 +35,15 @@ void CheckSame(const std::vector<RemoteIntent>& a, const std::vector<RemoteInten
 
 TEST_CASE("IntentsAfter gives the intents the store holds after the same write", "[dispatch]") {
   testing::TempDir dir;
-  SqliteStoreOptions options;
-  options.path = dir.File("gantry.db");
-  auto opened = OpenSqliteStore(options);
-  REQUIRE(opened.ok());
-  SqliteStore& store = **opened;
+  std::unique_ptr<SqliteStore> opened = testing::OpenStore(dir.File("gantry.db"));
+  SqliteStore& store = *opened;
   JobRecord record;
   record.uid = "uid-1";
   record.ns = "team-a";
   record.name = "job";
   record.queue = "q";
   record.spec_json = "{}";
-  std::promise<Result<SubmitResult>> submitted;
-  store.Submit(record, [&](Result<SubmitResult> r) { submitted.set_value(std::move(r)); });
-  auto sub = submitted.get_future().get();
+  auto sub = testing::SubmitSync(store, record);
   REQUIRE(sub.ok());
   JobRecord job = sub->job;
 
@@ -86,7 +68,7 @@ TEST_CASE("IntentsAfter gives the intents the store holds after the same write",
     u.expected_cluster = job.cluster;
     u.message = "step";
     DispatchUpdate copy = u;
-    auto written = Apply(store, std::move(u));
+    auto written = testing::ApplySync(store, std::move(u));
     REQUIRE(written.ok());
     job = *written;
     auto stored = store.Intents(job.uid);

@@ -9,20 +9,18 @@
 
 #include "gantry/dispatch/reconciler.h"
 #include "gantry/store/sqlite_store.h"
+#include "store_test_util.h"
 #include "test_support.h"
 
 namespace gantry {
 
 TEST_CASE("urgent wakes first, then plain ones, then new jobs by priority and submission order", "[dispatch]") {
   testing::TempDir dir;
-  SqliteStoreOptions options;
-  options.path = dir.File("gantry.db");
-  auto store = OpenSqliteStore(options);
-  REQUIRE(store.ok());
+  std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));
   SystemClock clock;
   std::mutex mu;
   std::vector<std::string> served;
-  Reconciler reconciler(**store, clock, [&](const std::string& uid) {
+  Reconciler reconciler(*store, clock, [&](const std::string& uid) {
     std::lock_guard lock(mu);
     served.push_back(uid);
     return int64_t{-1};
@@ -49,17 +47,14 @@ TEST_CASE("urgent wakes first, then plain ones, then new jobs by priority and su
 
 TEST_CASE("a pass answers the timers asked for before it began, not those asked for while it ran", "[dispatch]") {
   testing::TempDir dir;
-  SqliteStoreOptions options;
-  options.path = dir.File("gantry.db");
-  auto store = OpenSqliteStore(options);
-  REQUIRE(store.ok());
+  std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));
   SystemClock clock;
   std::mutex mu;
   std::condition_variable cv;
   std::map<std::string, int> passes;
   bool hold_in_pass = false;  // the next pass over "held" waits for release
   bool in_pass = false;
-  Reconciler reconciler(**store, clock, [&](const std::string& uid) {
+  Reconciler reconciler(*store, clock, [&](const std::string& uid) {
     std::unique_lock lock(mu);
     ++passes[uid];
     if (uid == "held" && hold_in_pass) {

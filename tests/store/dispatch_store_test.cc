@@ -10,14 +10,7 @@ namespace gantry::testing {
 namespace {
 
 RemoteIntent Intent(const std::string& cluster, const std::string& kind, int64_t epoch, bool present) {
-  RemoteIntent i;
-  i.cluster = cluster;
-  i.kind = kind;
-  i.ns = "team-a";
-  i.name = "train-0123abcd";
-  i.epoch = epoch;
-  i.present = present;
-  return i;
+  return MakeIntent(cluster, kind, epoch, present);
 }
 
 }  // namespace

@@ -83,4 +83,16 @@ void ForcePhase(SqliteStore& store, const std::string& uid, JobPhase phase) {
   REQUIRE(moved.status().ToString() == Status::Ok().ToString());
 }
 
+RemoteIntent MakeIntent(const std::string& cluster, const std::string& kind, int64_t epoch, bool present,
+                        const std::string& name) {
+  RemoteIntent i;
+  i.cluster = cluster;
+  i.kind = kind;
+  i.ns = "team-a";
+  i.name = name;
+  i.epoch = epoch;
+  i.present = present;
+  return i;
+}
+
 }  // namespace gantry::testing

@@ -27,6 +27,10 @@ Result<JobRecord> TransitionSync(SqliteStore& store, const std::string& uid, Job
 
 Result<JobRecord> ApplySync(SqliteStore& store, DispatchUpdate update);
 
+// A remote intent in namespace team-a.
+RemoteIntent MakeIntent(const std::string& cluster, const std::string& kind, int64_t epoch, bool present,
+                        const std::string& name = "train-0123abcd");
+
 // Moves a job to phase via Transition from its current phase; REQUIREs success.
 void ForcePhase(SqliteStore& store, const std::string& uid, JobPhase phase);
 

@@ -202,16 +202,6 @@ DispatchFleet::RemoteReply DispatchFleet::RemoteGet(const std::string& cluster, 
   return out;
 }
 
-std::string RemoteName(const std::string& job_name, const std::string& job_uid) {
-  if (job_uid.size() == 36 && job_uid[14] == '7') return job_name + "-" + job_uid.substr(28);
-  std::string hex;
-  for (char c : job_uid) {
-    if (hex.size() == 8) break;
-    if (c != '-') hex += c;
-  }
-  return job_name + "-" + hex;
-}
-
 bool PollFor(const std::function<bool()>& cond, std::chrono::milliseconds deadline,
              std::chrono::milliseconds interval) {
   auto end = std::chrono::steady_clock::now() + deadline;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon_fixture.h"
+#include "gantry/dispatch/remote_objects.h"
 #include "process.h"
 #include "test_support.h"
 
@@ -88,10 +89,9 @@ std::string SimJobYaml(const std::string& name, const std::string& ns, int pods,
                        const std::string& duration = "1s", const std::string& extra_spec = "",
                        bool fail = false);
 
-// The name of a job's Workload and real job in the workers (DESIGN.md,
-// "Remote objects"): <job-name>-<8 hex of the uid>: the last 8 of a version-7
-// uid, else the first 8 without dashes.
-std::string RemoteName(const std::string& job_name, const std::string& job_uid);
+// The name of a job's Workload and real job in the workers: the engine's own
+// RemoteName (its rows are pinned in remote_objects_test).
+using dispatch::RemoteName;
 
 // WaitFor with a gentler poll interval, for conditions that cost a process
 // or several requests per look (the journal, remote GETs).

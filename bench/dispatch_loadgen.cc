@@ -59,6 +59,8 @@ constexpr const char* kNamespaces[] = {"default", "team-a", "team-b", "team-c"};
 constexpr std::chrono::milliseconds kPollInterval{50};
 constexpr std::chrono::seconds kReadyTimeout{30};
 constexpr std::chrono::seconds kFinishTimeout{600};
+// No job changed phase for this long: the wait gives up early (a stall).
+constexpr std::chrono::seconds kStallTimeout{60};
 constexpr int kSettlePolls = 50;  // x 2 x kPollInterval = 5 s
 
 double NowMs() {
@@ -317,18 +319,29 @@ StoreFacts ReadStore(const std::string& path) {
 }
 
 // Polls /metrics until every accepted job is in a final phase; the time then
-// (0 on timeout) and the last counts by phase.
+// (0 on timeout, or when no job changed phase for kStallTimeout) and the last
+// counts by phase.
 double WaitFinished(gantry::http::Client& client, int accepted,
                     std::map<std::string, int>* phases) {
-  auto deadline = std::chrono::steady_clock::now() + kFinishTimeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    *phases = JobsByPhase(Scrape(client));
+  const auto start = std::chrono::steady_clock::now();
+  auto moved = start;
+  while (std::chrono::steady_clock::now() < start + kFinishTimeout) {
+    auto now = JobsByPhase(Scrape(client));
+    if (now != *phases) moved = std::chrono::steady_clock::now();
+    *phases = std::move(now);
     auto& p = *phases;
     if (p["Succeeded"] + p["Failed"] + p["Unschedulable"] + p["Cancelled"] >= accepted) {
       return NowMs();
     }
+    if (std::chrono::steady_clock::now() - moved > kStallTimeout) {
+      std::printf("  STALLED     no job changed phase for %lld s\n",
+                  static_cast<long long>(kStallTimeout.count()));
+      return 0;
+    }
     std::this_thread::sleep_for(kPollInterval);
   }
+  std::printf("  TIMEOUT     after %lld s waiting for every job to finish\n",
+              static_cast<long long>(kFinishTimeout.count()));
   return 0;
 }
 
@@ -400,10 +413,6 @@ int main(int argc, char** argv) {
 
   std::map<std::string, int> phases;
   const double done_ms = WaitFinished(*poller, accepted, &phases);
-  if (done_ms == 0) {
-    std::printf("  TIMEOUT     after %lld s waiting for every job to finish\n",
-                static_cast<long long>(kFinishTimeout.count()));
-  }
   std::map<std::string, double> calls =
       done_ms > 0 ? SettledRemoteCalls(*poller) : RemoteCalls(Scrape(*poller));
   std::map<std::string, double> passes = Passes(Scrape(*poller));
@@ -455,6 +464,8 @@ int main(int argc, char** argv) {
   if (done_ms > 0) {
     std::printf("  finished    all %d jobs %.2f s after the first post:%s\n", accepted,
                 (done_ms - first_sent) / 1000, phase_text.c_str());
+  } else {
+    std::printf("  unfinished  jobs by phase:%s\n", phase_text.c_str());
   }
   std::string reason_text;
   for (const auto& [r, n] : store.reasons) reason_text += fmt::format(" {} {}", r, n);

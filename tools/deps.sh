@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake ninja-build pkg-config
-  libboost1.81-dev libssl-dev libsqlite3-dev sqlite3 nlohmann-json3-dev
+  libboost1.81-dev libssl-dev libsqlite3-dev sqlite3 nlohmann-json3-dev libsimdjson-dev
   libfmt-dev libspdlog-dev libcli11-dev catch2 libyaml-cpp-dev
   prometheus-cpp-dev libsystemd-dev libjemalloc-dev curl
 )

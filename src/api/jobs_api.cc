@@ -184,7 +184,7 @@ void ApiService::CancelJob(http::Request req, Respond respond) {
     const JobRecord& job = *result;
     if (job.phase == JobPhase::kCancelling) {
       spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
-      if (intake_) intake_->Wake(job.uid);
+      if (intake_) intake_->CancelRequested(job.uid);
     }
     respond(http::JsonResponse(202, JobJsonText(job)));
   });

@@ -92,6 +92,12 @@ void Engine::Wake(const std::string& job_uid) {
   reconciler_->Wake(job_uid);
 }
 
+void Engine::CancelRequested(const std::string& job_uid) {
+  fresh_.Drop(job_uid);
+  known_.Invalidate(job_uid);
+  reconciler_->WakeUrgent(job_uid);
+}
+
 std::string Engine::FirstMessage() const {
   return no_clusters_.load() ? std::string(kNoClustersMessage) : std::string();
 }

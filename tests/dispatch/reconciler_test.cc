@@ -45,6 +45,35 @@ TEST_CASE("urgent wakes first, then plain ones, then new jobs by priority and su
                                            "negative-seq5"});
 }
 
+TEST_CASE("a cancel of a job still waiting for its first pass is served before the other new jobs", "[dispatch]") {
+  testing::TempDir dir;
+  std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));
+  SystemClock clock;
+  std::mutex mu;
+  std::vector<std::string> served;
+  Reconciler reconciler(*store, clock, [&](const std::string& uid) {
+    std::lock_guard lock(mu);
+    served.push_back(uid);
+    return int64_t{-1};
+  });
+  // A backlog of new jobs, the cancelled one last in line.
+  for (int i = 0; i < 100; ++i) reconciler.WakeNew("new-" + std::to_string(i), 0, i);
+  reconciler.Wake("plain");
+  dispatch::JobIntake& intake = reconciler;  // as the API calls it
+  intake.CancelRequested("new-99");
+  REQUIRE(reconciler.Start().ok());
+  REQUIRE(testing::WaitFor([&] {
+    std::lock_guard lock(mu);
+    return served.size() >= 101;
+  }));
+  reconciler.Stop();
+  REQUIRE(served.size() == 101);  // served once: its new-job entry is skipped
+  CHECK(served[0] == "new-99");
+  CHECK(served[1] == "plain");
+  CHECK(served[2] == "new-0");
+  CHECK(served.back() == "new-98");
+}
+
 TEST_CASE("a pass answers the timers asked for before it began, not those asked for while it ran", "[dispatch]") {
   testing::TempDir dir;
   std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));

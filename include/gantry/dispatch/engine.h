@@ -82,6 +82,8 @@ class Engine final : public JobIntake {
   // engine's last write of it (known_jobs.h) before it queues the job:
   // whatever woke it may have changed it in the store.
   void Wake(const std::string& job_uid) override;
+  // The same, served ahead of new jobs (job_intake.h).
+  void CancelRequested(const std::string& job_uid) override;
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
   bool WantsSpec() const override { return !fresh_.full() && !no_clusters_.load(); }
   // kNoClustersMessage while the inventory is empty: a job submitted then

@@ -29,6 +29,10 @@ class JobIntake : public JobWaker {
   // destroys it on its own thread: a spec destroyed in Created is freed on
   // the store's writer thread, whose time is every submitter's latency.
   virtual bool WantsSpec() const { return false; }
+  // A cancel was recorded for the job: a Wake that goes ahead of the jobs
+  // waiting for their first pass, so that a cancel is not served after a
+  // burst of submissions. The default is a plain Wake.
+  virtual void CancelRequested(const std::string& job_uid) { Wake(job_uid); }
   // The status message a job submitted now starts with, when the engine
   // already knows what its first pass would say (no cluster is configured):
   // the caller stores it with the job, and Created then has no pass to run.

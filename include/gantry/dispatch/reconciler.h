@@ -58,6 +58,7 @@ class Reconciler final : public dispatch::JobIntake {
   Result<size_t> WakeUnfinished();
 
   void Wake(const std::string& job_uid) override { Enqueue(job_uid, Lane::kPlain); }
+  void CancelRequested(const std::string& job_uid) override { WakeUrgent(job_uid); }
   // A new job: served after the other wakes, by priority, then seq.
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
   void WakeNew(const std::string& job_uid, int32_t priority, int64_t seq);

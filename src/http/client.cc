@@ -1,25 +1,20 @@
 #include "gantry/http/client.h"
 #include "gantry/http/message.h"
 
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
-
-#include <future>
 #include <optional>
 
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
+
+#include "connection.h"
 
 namespace gantry::http {
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
-using tcp = net::ip::tcp;
 using boost::system::error_code;
 
 // How often a quiet stream asks whether its owner wants it stopped.
@@ -44,39 +39,28 @@ class Client::Impl {
                                     const std::function<bool()>& stop_requested);
 
  private:
-  bhttp::request<bhttp::string_body> MakeRequest(const std::string& method, const std::string& target,
-                                                 const std::string& body,
-                                                 const std::vector<std::pair<std::string, std::string>>& headers);
-  template <typename AsyncStream>
-  Result<ClientResponse> StreamOn(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req,
-                                  std::chrono::milliseconds idle_timeout,
+  using Request = bhttp::request<bhttp::string_body>;
+  Request MakeRequest(const std::string& method, const std::string& target, const std::string& body,
+                      const std::vector<std::pair<std::string, std::string>>& headers);
+  Result<ClientResponse> StreamOn(const Request& req, std::chrono::milliseconds idle_timeout,
                                   const std::function<bool(std::string_view)>& on_data,
                                   const std::function<bool()>& stop_requested);
-  using TlsStream = beast::ssl_stream<beast::tcp_stream>;
   Status Connect();
-  template <typename AsyncStream>
-  Result<ClientResponse> Exchange(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req);
-  template <typename AsyncStream>
-  Status Write(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req);
-  template <typename AsyncStream>
-  Result<ClientResponse> Read(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req);
-  Status TransportError(error_code ec, const bhttp::request<bhttp::string_body>& req) const;
-  bool connected() const { return tcp_stream_.has_value() || tls_stream_.has_value(); }
-  void Reset() {
-    tls_stream_.reset();
-    tcp_stream_.reset();
-  }
+  Result<ClientResponse> Exchange(const Request& req);
+  Status Write(const Request& req);
+  Result<ClientResponse> Read(const Request& req);
+  Status TransportError(error_code ec, const Request& req) const;
+  bool connected() const { return conn_ != nullptr; }
+  void Reset() { conn_.reset(); }
 
   bool tls_;
   std::string host_, port_;
   ClientOptions options_;
-  net::io_context ioc_;
-  std::optional<net::ssl::context> ssl_;
-  std::optional<beast::tcp_stream> tcp_stream_;
-  std::optional<TlsStream> tls_stream_;
+  std::optional<net::ssl::context> ssl_;  // configured once; each connection's SSL comes from it
+  std::unique_ptr<Connection> conn_;
   // The request Begin sent and Finish has not answered yet, and whether it
   // went out on a kept-alive connection (one the server may have closed).
-  std::optional<bhttp::request<bhttp::string_body>> pending_;
+  std::optional<Request> pending_;
   bool pending_reused_ = false;
 };
 
@@ -105,49 +89,14 @@ Status Client::Impl::Init() {
 
 Status Client::Impl::Connect() {
   Reset();
-  tcp::resolver resolver(ioc_);
-  error_code ec;
-  auto endpoints = resolver.resolve(host_, port_, ec);
-  if (ec) return Status::Unavailable(fmt::format("resolve {}: {}", host_, ec.message()));
-  beast::tcp_stream stream(ioc_);
-  stream.expires_after(options_.connect_timeout);
-  std::promise<error_code> done;
-  stream.async_connect(endpoints, [&](error_code e, const tcp::endpoint&) { done.set_value(e); });
-  ioc_.restart();
-  ioc_.run();
-  ec = done.get_future().get();
-  if (ec) {
-    return Status::Unavailable(fmt::format("connect to {}:{}: {}", host_, port_, ec.message()));
-  }
-  stream.socket().set_option(tcp::no_delay(true), ec);
-  if (!tls_) {
-    tcp_stream_.emplace(std::move(stream));
-    return Status::Ok();
-  }
-  tls_stream_.emplace(std::move(stream), *ssl_);
-  SSL* ssl = tls_stream_->native_handle();
-  error_code addr_ec;
-  net::ip::make_address(host_, addr_ec);
-  if (addr_ec) {  // a DNS name: send SNI and check it
-    SSL_set_tlsext_host_name(ssl, host_.c_str());
-    SSL_set1_host(ssl, host_.c_str());
-  } else {        // an IP address: check it against the certificate's IP SANs
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host_.c_str());
-  }
-  beast::get_lowest_layer(*tls_stream_).expires_after(options_.connect_timeout);
-  std::promise<error_code> hs;
-  tls_stream_->async_handshake(net::ssl::stream_base::client, [&](error_code e) { hs.set_value(e); });
-  ioc_.restart();
-  ioc_.run();
-  ec = hs.get_future().get();
-  if (ec) {
-    Reset();
-    return Status::Unavailable(fmt::format("TLS handshake with {}:{}: {}", host_, port_, ec.message()));
-  }
+  auto conn = Connection::Open(host_, port_, tls_ ? ssl_->native_handle() : nullptr,
+                               Connection::Clock::now() + options_.connect_timeout);
+  if (!conn.ok()) return conn.status();
+  conn_ = std::move(*conn);
   return Status::Ok();
 }
 
-Status Client::Impl::TransportError(error_code ec, const bhttp::request<bhttp::string_body>& req) const {
+Status Client::Impl::TransportError(error_code ec, const Request& req) const {
   if (ec == beast::error::timeout) {
     return Status::Deadline(fmt::format("{} {}: no answer from {}:{} within {} ms", req.method_string(),
                                         req.target(), host_, port_, options_.request_timeout.count()));
@@ -157,25 +106,20 @@ Status Client::Impl::TransportError(error_code ec, const bhttp::request<bhttp::s
 
 // Writes the request under a fresh request deadline; Read, later, answers
 // under the same deadline.
-template <typename AsyncStream>
-Status Client::Impl::Write(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req) {
-  beast::get_lowest_layer(stream).expires_after(options_.request_timeout);
+Status Client::Impl::Write(const Request& req) {
+  conn_->set_deadline(Connection::Clock::now() + options_.request_timeout);
+  conn_->set_stop(nullptr, kStopPoll);
   error_code ec;
-  bhttp::async_write(stream, req, [&](error_code e, std::size_t) { ec = e; });
-  ioc_.restart();
-  ioc_.run();
+  bhttp::write(*conn_, req, ec);
   return ec ? TransportError(ec, req) : Status::Ok();
 }
 
-template <typename AsyncStream>
-Result<ClientResponse> Client::Impl::Read(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req) {
+Result<ClientResponse> Client::Impl::Read(const Request& req) {
   error_code ec;
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::string_body> parser;
   parser.body_limit(256ull << 20);
-  bhttp::async_read(stream, buffer, parser, [&](error_code e, std::size_t) { ec = e; });
-  ioc_.restart();
-  ioc_.run();
+  bhttp::read(*conn_, buffer, parser, ec);
   if (ec) return TransportError(ec, req);
   auto res = parser.release();
   ClientResponse out;
@@ -188,17 +132,15 @@ Result<ClientResponse> Client::Impl::Read(AsyncStream& stream, const bhttp::requ
   return out;
 }
 
-template <typename AsyncStream>
-Result<ClientResponse> Client::Impl::Exchange(AsyncStream& stream,
-                                              const bhttp::request<bhttp::string_body>& req) {
-  GANTRY_RETURN_IF_ERROR(Write(stream, req));
-  return Read(stream, req);
+Result<ClientResponse> Client::Impl::Exchange(const Request& req) {
+  GANTRY_RETURN_IF_ERROR(Write(req));
+  return Read(req);
 }
 
-bhttp::request<bhttp::string_body> Client::Impl::MakeRequest(
-    const std::string& method, const std::string& target, const std::string& body,
-    const std::vector<std::pair<std::string, std::string>>& headers) {
-  bhttp::request<bhttp::string_body> req;
+Client::Impl::Request Client::Impl::MakeRequest(const std::string& method, const std::string& target,
+                                                const std::string& body,
+                                                const std::vector<std::pair<std::string, std::string>>& headers) {
+  Request req;
   req.method_string(method);
   req.target(target);
   req.version(11);
@@ -235,7 +177,7 @@ Status Client::Impl::Begin(const std::string& method, const std::string& target,
         return st;
       }
     }
-    Status st = tls_ ? Write(*tls_stream_, *pending_) : Write(*tcp_stream_, *pending_);
+    Status st = Write(*pending_);
     if (st.ok()) return st;
     Reset();
     if (!pending_reused_ || st.code() == Code::kDeadlineExceeded) {
@@ -249,38 +191,30 @@ Status Client::Impl::Begin(const std::string& method, const std::string& target,
 
 Result<ClientResponse> Client::Impl::Finish() {
   if (!pending_) return Status::Internal("http client: Finish without a request begun");
-  bhttp::request<bhttp::string_body> req = std::move(*pending_);
+  Request req = std::move(*pending_);
   pending_.reset();
-  Result<ClientResponse> r = tls_ ? Read(*tls_stream_, req) : Read(*tcp_stream_, req);
+  Result<ClientResponse> r = Read(req);
   if (r.ok()) return r;
   Reset();
   if (!pending_reused_ || r.status().code() == Code::kDeadlineExceeded) return r;
   // The server closed the kept-alive connection before answering.
   GANTRY_RETURN_IF_ERROR(Connect());
-  r = tls_ ? Exchange(*tls_stream_, req) : Exchange(*tcp_stream_, req);
+  r = Exchange(req);
   if (!r.ok()) Reset();
   return r;
 }
 
-template <typename AsyncStream>
-Result<ClientResponse> Client::Impl::StreamOn(AsyncStream& stream, const bhttp::request<bhttp::string_body>& req,
-                                              std::chrono::milliseconds idle_timeout,
+Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::milliseconds idle_timeout,
                                               const std::function<bool(std::string_view)>& on_data,
                                               const std::function<bool()>& stop_requested) {
-  auto& lowest = beast::get_lowest_layer(stream);
-  lowest.expires_after(options_.request_timeout);
   error_code ec;
-  bhttp::async_write(stream, req, [&](error_code e, std::size_t) { ec = e; });
-  ioc_.restart();
-  ioc_.run();
+  conn_->set_deadline(Connection::Clock::now() + options_.request_timeout);
+  bhttp::write(*conn_, req, ec);
   if (ec) return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::buffer_body> parser;
   parser.body_limit(boost::none);  // a watch has no end by design
-  lowest.expires_after(options_.request_timeout);
-  bhttp::async_read_header(stream, buffer, parser, [&](error_code e, std::size_t) { ec = e; });
-  ioc_.restart();
-  ioc_.run();
+  bhttp::read_header(*conn_, buffer, parser, ec);
   if (ec) return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
   ClientResponse out;
   out.status = static_cast<int>(parser.get().result_int());
@@ -288,28 +222,16 @@ Result<ClientResponse> Client::Impl::StreamOn(AsyncStream& stream, const bhttp::
     out.headers[ToLowerAscii(f.name_string())] = std::string(f.value());
   }
   bool success = out.status >= 200 && out.status < 300;
+  // Waits for data are cut into kStopPoll slices, each followed by a look
+  // at stop_requested: a stop abandons the stream and its connection.
+  conn_->set_stop(stop_requested, kStopPoll);
   char chunk[16 * 1024];
   while (!parser.is_done()) {
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof(chunk);
-    lowest.expires_after(idle_timeout);
-    bhttp::async_read_some(stream, buffer, parser, [&](error_code e, std::size_t) { ec = e; });
-    bool stopping = false;
-    ioc_.restart();
-    if (!stop_requested) {
-      ioc_.run();
-    } else {
-      // Wait in slices; on a stop request, cancel the read and let its
-      // handler run (with operation_aborted) before the connection goes.
-      while (!ioc_.stopped()) {
-        ioc_.run_for(kStopPoll);
-        if (!ioc_.stopped() && !stopping && stop_requested()) {
-          stopping = true;
-          lowest.cancel();
-        }
-      }
-    }
-    if (stopping) {
+    conn_->set_deadline(Connection::Clock::now() + idle_timeout);
+    bhttp::read_some(*conn_, buffer, parser, ec);
+    if (ec == net::error::operation_aborted) {
       Reset();
       return out;
     }
@@ -332,6 +254,7 @@ Result<ClientResponse> Client::Impl::StreamOn(AsyncStream& stream, const bhttp::
       return out;
     }
   }
+  conn_->set_stop(nullptr, kStopPoll);
   if (!parser.keep_alive()) Reset();
   return out;
 }
@@ -346,9 +269,7 @@ Result<ClientResponse> Client::Impl::OpenStream(const std::string& method, const
   Reset();
   pending_.reset();
   GANTRY_RETURN_IF_ERROR(Connect());
-  bhttp::request<bhttp::string_body> req = MakeRequest(method, target, "", headers);
-  return tls_ ? StreamOn(*tls_stream_, req, idle_timeout, on_data, stop_requested)
-              : StreamOn(*tcp_stream_, req, idle_timeout, on_data, stop_requested);
+  return StreamOn(MakeRequest(method, target, "", headers), idle_timeout, on_data, stop_requested);
 }
 
 Result<std::unique_ptr<Client>> Client::Create(const std::string& base_url, ClientOptions options) {

@@ -1,0 +1,253 @@
+#include "connection.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <mutex>
+
+#include <boost/asio/error.hpp>
+#include <boost/asio/ssl/error.hpp>
+#include <boost/beast/core/error.hpp>
+#include <fmt/format.h>
+
+namespace gantry::http {
+namespace {
+
+using boost::system::error_code;
+
+error_code Errno(int e) { return error_code(e, boost::system::system_category()); }
+
+// OpenSSL's socket BIO writes with write(2): a peer that closed the
+// connection would raise SIGPIPE. This one sends with MSG_NOSIGNAL.
+int SocketOf(BIO* b) { return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b))); }
+
+int BioWrite(BIO* b, const char* data, int size) {
+  BIO_clear_retry_flags(b);
+  ssize_t n = ::send(SocketOf(b), data, static_cast<size_t>(size), MSG_NOSIGNAL);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
+  return static_cast<int>(n);
+}
+
+int BioRead(BIO* b, char* data, int size) {
+  BIO_clear_retry_flags(b);
+  ssize_t n = ::recv(SocketOf(b), data, static_cast<size_t>(size), 0);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+  return static_cast<int>(n);
+}
+
+long BioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
+
+int BioCreate(BIO* b) {
+  BIO_set_init(b, 1);
+  return 1;
+}
+
+BIO_METHOD* SocketMethod() {
+  static BIO_METHOD* method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "gantry socket");
+    BIO_meth_set_write(m, BioWrite);
+    BIO_meth_set_read(m, BioRead);
+    BIO_meth_set_ctrl(m, BioCtrl);
+    BIO_meth_set_create(m, BioCreate);
+    return m;
+  }();
+  return method;
+}
+
+int MillisLeft(Connection::Clock::time_point deadline) {
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Connection::Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, INT_MAX));
+}
+
+// Connects fd to addr before deadline.
+error_code ConnectOne(int fd, const addrinfo& addr, Connection::Clock::time_point deadline) {
+  if (::connect(fd, addr.ai_addr, addr.ai_addrlen) == 0) return {};
+  if (errno != EINPROGRESS) return Errno(errno);
+  while (true) {
+    pollfd p{fd, POLLOUT, 0};
+    int left = MillisLeft(deadline);
+    if (left == 0) return boost::beast::error::timeout;
+    int r = ::poll(&p, 1, left);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return Errno(errno);
+    if (r == 0) continue;  // the deadline is checked above
+    int err = 0;
+    socklen_t len = sizeof err;
+    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    return err ? Errno(err) : error_code();
+  }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, const std::string& port, SSL_CTX* tls,
+                                                     Clock::time_point deadline) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    return Status::Unavailable(fmt::format("resolve {}: {}", host, gai_strerror(rc)));
+  }
+  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs(found, freeaddrinfo);
+  error_code ec = boost::asio::error::host_not_found;
+  for (const addrinfo* a = addrs.get(); a; a = a->ai_next) {
+    int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      ec = Errno(errno);
+      continue;
+    }
+    std::unique_ptr<Connection> conn(new Connection(fd));
+    ec = ConnectOne(fd, *a, deadline);
+    if (ec) continue;
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (tls) {
+      conn->deadline_ = deadline;
+      GANTRY_RETURN_IF_ERROR(conn->Handshake(tls, host, port));
+    }
+    conn->deadline_ = Clock::time_point::max();
+    return conn;
+  }
+  return Status::Unavailable(fmt::format("connect to {}:{}: {}", host, port, ec.message()));
+}
+
+Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::string& port) {
+  ssl_ = SSL_new(tls);
+  BIO* bio = ssl_ ? BIO_new(SocketMethod()) : nullptr;
+  if (!bio) return Status::Unavailable(fmt::format("TLS with {}:{}: out of memory", host, port));
+  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd_)));
+  SSL_set_bio(ssl_, bio, bio);
+  SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  unsigned char addr[sizeof(in6_addr)];
+  if (inet_pton(AF_INET, host.c_str(), addr) == 1 || inet_pton(AF_INET6, host.c_str(), addr) == 1) {
+    // An IP address: checked against the certificate's IP SANs.
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), host.c_str());
+  } else {  // a DNS name: sent as SNI and checked
+    SSL_set_tlsext_host_name(ssl_, host.c_str());
+    SSL_set1_host(ssl_, host.c_str());
+  }
+  SSL_set_connect_state(ssl_);
+  error_code ec;
+  while (true) {
+    ERR_clear_error();
+    int r = SSL_connect(ssl_);
+    if (r == 1) return Status::Ok();
+    if (!Retry(r, ec)) break;
+  }
+  return Status::Unavailable(fmt::format("TLS handshake with {}:{}: {}", host, port, ec.message()));
+}
+
+Connection::~Connection() {
+  if (ssl_) SSL_free(ssl_);  // frees the BIO too
+  if (fd_ >= 0) ::close(fd_);
+}
+
+bool Connection::Wait(short events, error_code& ec) {
+  while (true) {
+    int left = MillisLeft(deadline_);
+    if (left == 0) {
+      ec = boost::beast::error::timeout;
+      return false;
+    }
+    int slice = stop_ ? std::min<int>(left, static_cast<int>(stop_poll_.count())) : left;
+    pollfd p{fd_, events, 0};
+    int r = ::poll(&p, 1, slice);
+    if (r < 0 && errno != EINTR) {
+      ec = Errno(errno);
+      return false;
+    }
+    if (r > 0) return true;  // ready, or an error the next call reports
+    if (stop_ && stop_()) {
+      ec = boost::asio::error::operation_aborted;
+      return false;
+    }
+  }
+}
+
+bool Connection::Retry(int result, error_code& ec) {
+  const int saved_errno = errno;
+  switch (SSL_get_error(ssl_, result)) {
+    case SSL_ERROR_WANT_READ: return Wait(POLLIN, ec);
+    case SSL_ERROR_WANT_WRITE: return Wait(POLLOUT, ec);
+    case SSL_ERROR_ZERO_RETURN:
+      ec = boost::asio::error::eof;
+      return false;
+    case SSL_ERROR_SYSCALL:
+      ec = saved_errno ? Errno(saved_errno) : error_code(boost::asio::error::eof);
+      if (unsigned long e = ERR_get_error()) ec = error_code(static_cast<int>(e), boost::asio::error::get_ssl_category());
+      return false;
+    default: {
+      unsigned long e = ERR_get_error();
+      if (ERR_GET_REASON(e) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
+        ec = boost::asio::error::eof;  // the peer closed without close_notify
+      } else {
+        ec = error_code(static_cast<int>(e), boost::asio::error::get_ssl_category());
+      }
+      return false;
+    }
+  }
+}
+
+std::size_t Connection::Read(void* data, std::size_t size, error_code& ec) {
+  ec = {};
+  const int want = static_cast<int>(std::min<std::size_t>(size, INT_MAX));
+  while (true) {
+    if (ssl_) {
+      ERR_clear_error();
+      int n = SSL_read(ssl_, data, want);
+      if (n > 0) return static_cast<std::size_t>(n);
+      if (!Retry(n, ec)) return 0;
+      continue;
+    }
+    ssize_t n = ::recv(fd_, data, static_cast<size_t>(want), 0);
+    if (n > 0) return static_cast<std::size_t>(n);
+    if (n == 0) {
+      ec = boost::asio::error::eof;
+      return 0;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      ec = Errno(errno);
+      return 0;
+    }
+    if (!Wait(POLLIN, ec)) return 0;
+  }
+}
+
+std::size_t Connection::Write(const void* data, std::size_t size, error_code& ec) {
+  ec = {};
+  if (size == 0) return 0;
+  const int want = static_cast<int>(std::min<std::size_t>(size, INT_MAX));
+  while (true) {
+    if (ssl_) {
+      ERR_clear_error();
+      int n = SSL_write(ssl_, data, want);
+      if (n > 0) return static_cast<std::size_t>(n);
+      if (!Retry(n, ec)) return 0;
+      continue;
+    }
+    ssize_t n = ::send(fd_, data, static_cast<size_t>(want), MSG_NOSIGNAL);
+    if (n >= 0) return static_cast<std::size_t>(n);
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) {
+      ec = Errno(errno);
+      return 0;
+    }
+    if (!Wait(POLLOUT, ec)) return 0;
+  }
+}
+
+}  // namespace gantry::http

@@ -1,0 +1,124 @@
+// Connection: one client connection, TCP or TLS over TCP, whose reads and
+// writes block until a deadline. It has the read_some/write_some members of
+// Beast's synchronous stream concepts, so http::Client reads and writes
+// HTTP with Beast's synchronous read and write.
+//
+// Why not an Asio stream run on a private io_context: each operation there
+// set a timer (a timerfd_settime call), ran the context (several epoll_wait
+// calls) and went through Asio's SSL engine and its memory BIO pair; that was
+// about ten system calls and as many copies per request and per watch read.
+// Here a read is one recv when data is waiting (a poll first when not), and
+// a write one send; OpenSSL reads and writes the socket itself.
+//
+// Thread-safety: none; one thread uses a connection at a time.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/system/error_code.hpp>
+#include <boost/system/system_error.hpp>
+
+#include "gantry/common/status.h"
+
+namespace gantry::http {
+
+class Connection {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Connects to host:port (every resolved address in turn) before deadline;
+  // with tls (an SSL_CTX that verifies peers), then shakes hands, checking
+  // the certificate against host (a DNS name, sent as SNI, or an IP address).
+  // Errors are kUnavailable, or kDeadlineExceeded when the deadline passed.
+  static Result<std::unique_ptr<Connection>> Open(const std::string& host, const std::string& port, SSL_CTX* tls,
+                                                  Clock::time_point deadline);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Reads and writes fail with beast::error::timeout once it passes.
+  void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  // Asked every poll_interval while a read or write waits; true fails it
+  // with operation_aborted. Empty: never asked.
+  void set_stop(std::function<bool()> stop, std::chrono::milliseconds poll_interval) {
+    stop_ = std::move(stop);
+    stop_poll_ = poll_interval;
+  }
+
+  // Beast's SyncReadStream and SyncWriteStream. A read fills the first
+  // non-empty buffer only; a write sends the buffers as one piece (one TLS
+  // record, one send).
+  template <typename MutableBuffers>
+  std::size_t read_some(const MutableBuffers& buffers, boost::system::error_code& ec) {
+    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers);
+         ++it) {
+      boost::asio::mutable_buffer b(*it);
+      if (b.size() > 0) return Read(b.data(), b.size(), ec);
+    }
+    ec = {};
+    return 0;
+  }
+  template <typename MutableBuffers>
+  std::size_t read_some(const MutableBuffers& buffers) {
+    boost::system::error_code ec;
+    return OrThrow(read_some(buffers, ec), ec);
+  }
+  template <typename ConstBuffers>
+  std::size_t write_some(const ConstBuffers& buffers, boost::system::error_code& ec) {
+    std::size_t pieces = 0, total = 0;
+    boost::asio::const_buffer first;
+    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers);
+         ++it) {
+      boost::asio::const_buffer b(*it);
+      if (b.size() == 0) continue;
+      if (pieces++ == 0) first = b;
+      total += b.size();
+    }
+    if (pieces <= 1) return Write(first.data(), first.size(), ec);
+    gather_.clear();
+    gather_.reserve(total);
+    for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers);
+         ++it) {
+      boost::asio::const_buffer b(*it);
+      gather_.append(static_cast<const char*>(b.data()), b.size());
+    }
+    return Write(gather_.data(), gather_.size(), ec);
+  }
+  template <typename ConstBuffers>
+  std::size_t write_some(const ConstBuffers& buffers) {
+    boost::system::error_code ec;
+    return OrThrow(write_some(buffers, ec), ec);
+  }
+
+ private:
+  static std::size_t OrThrow(std::size_t n, const boost::system::error_code& ec) {
+    if (ec) throw boost::system::system_error(ec);
+    return n;
+  }
+  explicit Connection(int fd) : fd_(fd) {}
+  Status Handshake(SSL_CTX* tls, const std::string& host, const std::string& port);
+  std::size_t Read(void* data, std::size_t size, boost::system::error_code& ec);
+  std::size_t Write(const void* data, std::size_t size, boost::system::error_code& ec);
+  // Waits until the socket is ready for events (POLLIN or POLLOUT), the
+  // deadline passes (timeout) or stop says so (operation_aborted).
+  bool Wait(short events, boost::system::error_code& ec);
+  // What an OpenSSL call's failure means: true when it should be retried
+  // after Wait (which it did), false with ec set otherwise.
+  bool Retry(int result, boost::system::error_code& ec);
+
+  int fd_ = -1;
+  SSL* ssl_ = nullptr;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  std::function<bool()> stop_;
+  std::chrono::milliseconds stop_poll_{100};
+  std::string gather_;  // a write of several buffers, as one
+};
+
+}  // namespace gantry::http

@@ -1,0 +1,142 @@
+// The client's connection (src/http/connection.cc) over HTTPS and plain
+// HTTP: certificate and name checks, a server that closes while the client
+// writes, and a stream's idle deadline and stop request.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "certs.h"
+#include "gantry/http/client.h"
+#include "gantry/http/server.h"
+
+namespace gantry::http {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+struct TlsServer {
+  sim::ClusterCerts certs;
+  std::unique_ptr<Server> server;
+  std::string Url(const std::string& host) const { return "https://" + host + ":" + std::to_string(server->port()); }
+};
+
+// An HTTPS server on address whose certificate names 127.0.0.1 and localhost.
+TlsServer StartTls(const std::string& address, std::size_t body_limit = 1 << 20) {
+  TlsServer s;
+  auto certs = sim::MakeClusterCerts("client-test");
+  REQUIRE(certs.ok());
+  s.certs = *certs;
+  ServerOptions options;
+  options.address = address;
+  options.port = 0;
+  options.body_limit = body_limit;
+  options.tls = TlsServerOptions{s.certs.cert_pem, s.certs.key_pem};
+  s.server = std::make_unique<Server>(options, [](Request req, Responder respond) {
+    respond(TextResponse(200, req.method + " " + req.path + " " + std::to_string(req.body.size())));
+  });
+  REQUIRE(s.server->Start().ok());
+  return s;
+}
+
+std::unique_ptr<Client> Connect(const std::string& url, const std::string& ca_pem) {
+  ClientOptions options;
+  options.ca_pem = ca_pem;
+  options.connect_timeout = milliseconds(5'000);
+  options.request_timeout = milliseconds(10'000);
+  auto c = Client::Create(url, options);
+  REQUIRE(c.ok());
+  return std::move(c.value());
+}
+
+}  // namespace
+
+TEST_CASE("over HTTPS the server's certificate and name are checked", "[http]") {
+  TlsServer s = StartTls("127.0.0.1");
+  SECTION("an IP address in the certificate, several requests on one connection") {
+    auto client = Connect(s.Url("127.0.0.1"), s.certs.ca_pem);
+    for (int i = 0; i < 3; ++i) {
+      auto res = client->Do("POST", "/x", std::string(100'000, 'b'));
+      REQUIRE(res.ok());
+      CHECK(res->status == 200);
+      CHECK(res->body == "POST /x 100000");
+    }
+  }
+  SECTION("a DNS name in the certificate") {
+    auto res = Connect(s.Url("localhost"), s.certs.ca_pem)->Do("GET", "/y");
+    REQUIRE(res.ok());
+    CHECK(res->body == "GET /y 0");
+  }
+  SECTION("a certificate from another CA is refused") {
+    auto other = sim::MakeClusterCerts("someone-else");
+    REQUIRE(other.ok());
+    auto res = Connect(s.Url("127.0.0.1"), other->ca_pem)->Do("GET", "/z");
+    REQUIRE_FALSE(res.ok());
+    CHECK(res.status().code() == Code::kUnavailable);
+    CHECK(res.status().message().find("TLS handshake") != std::string::npos);
+    CHECK(res.status().message().find("certificate verify failed") != std::string::npos);
+  }
+}
+
+TEST_CASE("over HTTPS a certificate that does not name the address is refused", "[http]") {
+  TlsServer s = StartTls("127.0.0.2");  // the certificate names 127.0.0.1 and localhost only
+  auto res = Connect(s.Url("127.0.0.2"), s.certs.ca_pem)->Do("GET", "/");
+  REQUIRE_FALSE(res.ok());
+  CHECK(res.status().message().find("certificate verify failed") != std::string::npos);
+}
+
+TEST_CASE("a server that closes while the client still writes is an error, not a signal", "[http]") {
+  // The server answers 413 after 1 KiB and closes; the client is still
+  // sending 32 MiB. Writing to the closed socket must not raise SIGPIPE
+  // (which would end this test process).
+  TlsServer s = StartTls("127.0.0.1", 1024);
+  auto client = Connect(s.Url("127.0.0.1"), s.certs.ca_pem);
+  for (int i = 0; i < 3; ++i) {
+    auto res = client->Do("POST", "/big", std::string(32 << 20, 'x'));
+    if (res.ok()) {
+      CHECK(res->status == 413);
+    } else {
+      CHECK(res.status().code() == Code::kUnavailable);
+    }
+  }
+  auto small = client->Do("POST", "/small", "ok");  // the client recovers
+  REQUIRE(small.ok());
+  CHECK(small->body == "POST /small 2");
+}
+
+TEST_CASE("a quiet stream ends at its idle deadline, or at once when its owner stops it", "[http]") {
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [](Request, Responder respond) {
+    Response r;
+    r.stream = std::make_shared<ResponseStream>();  // never written
+    respond(std::move(r));
+  });
+  REQUIRE(server.Start().ok());
+  auto client = Client::Create("http://127.0.0.1:" + std::to_string(server.port()));
+  REQUIRE(client.ok());
+  auto never = [](std::string_view) { return true; };
+
+  auto idle = (*client)->Stream("GET", "/watch", {}, milliseconds(300), never);
+  REQUIRE_FALSE(idle.ok());
+  CHECK(idle.status().code() == Code::kDeadlineExceeded);
+
+  std::atomic<bool> stop{false};
+  auto start = steady_clock::now();
+  auto stopped = (*client)->Stream("GET", "/watch", {}, milliseconds(60'000), never, [&] {
+    // Asked about every 100 ms while the stream waits: stop from the third look on.
+    static int looks = 0;
+    stop = ++looks >= 3;
+    return stop.load();
+  });
+  auto took = steady_clock::now() - start;
+  REQUIRE(stopped.ok());
+  CHECK(stop.load());
+  CHECK(stopped->status == 200);
+  CHECK(took < std::chrono::seconds(10));  // far from the 60 s idle deadline
+}
+
+}  // namespace gantry::http

@@ -1,9 +1,12 @@
-// nlohmann's parser with a SAX handler that builds the DOM as its
-// json_sax_dom_parser does and checks each key against the object being
-// filled (a std::map: one lookup, which also gives the insertion hint).
+// FastParseJson (simdjson) for a well-formed body; otherwise nlohmann's
+// parser with a SAX handler that builds the DOM as its json_sax_dom_parser
+// does and checks each key against the object being filled (a std::map: one
+// lookup, which also gives the insertion hint), and words the error.
 #include "json_body.h"
 
 #include <fmt/format.h>
+
+#include "gantry/common/json_fast.h"
 
 #include <string>
 #include <utility>
@@ -121,6 +124,12 @@ class StrictDomBuilder {
 }  // namespace
 
 std::variant<json, DocumentError> ParseJsonBody(std::string_view body) {
+  // Fast when the body is well formed; anything else is judged, and its
+  // error worded, by the strict builder below.
+  FastJsonOptions strict;
+  strict.refuse_duplicate_keys = true;
+  strict.max_depth = kMaxJsonDepth;
+  if (std::optional<json> doc = FastParseJson(body, strict)) return std::move(*doc);
   json doc;
   StrictDomBuilder builder(doc);
   try {

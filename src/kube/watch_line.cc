@@ -1,10 +1,8 @@
-// ParseWatchLine: simdjson reads the line (its stage 1 finds every token at
-// several GB/s; nlohmann's lexer, one byte at a time, was most of a watch
-// thread's work), then the kept parts are copied into an nlohmann tree, the
-// form the observer reads. A line simdjson refuses goes through nlohmann's
-// own parser instead (PrunedTree below), so what is refused, and the tree of
-// anything odd simdjson would read differently (a number beyond 64 bits),
-// is nlohmann's, as before.
+// ParseWatchLine: FastParseJson (simdjson) reads the line and builds the
+// kept parts; nlohmann's lexer, one byte at a time, was most of a watch
+// thread's work. A line it leaves to nlohmann goes through PrunedTree below,
+// so what is refused, and the tree of anything the two parsers could read
+// differently, is nlohmann's, as before.
 //
 // PrunedTree: a SAX handler that builds the tree as nlohmann's own DOM
 // parser does, except inside the sub-members only_fields leaves out. Those
@@ -12,82 +10,15 @@
 // built: no key strings, no values.
 #include "gantry/kube/watch_line.h"
 
-#include <cmath>
 #include <optional>
 #include <vector>
 
-#include <simdjson.h>
+#include "gantry/common/json_fast.h"
 
 namespace gantry::kube {
 namespace {
 
 using nlohmann::json;
-
-// The element as nlohmann's parser builds it: a non-negative integer is
-// unsigned, as nlohmann reads it. Members of a member of the line's
-// "object" named in only_fields are left out unless listed. depth: 0 for
-// the line, 1 for its members, 2 for the members of those.
-// *odd is set for a -0: a double to simdjson, but "-0" is an integer to
-// nlohmann (and "-0.0" a double): the text decides, and only nlohmann has it.
-json FromElement(simdjson::dom::element e, const OnlyFields& only, int depth, bool in_object,
-                 const std::set<std::string>* keep, bool* odd) {
-  using simdjson::dom::element_type;
-  switch (e.type()) {
-    case element_type::OBJECT: {
-      json out(json::value_t::object);
-      auto& members = out.get_ref<json::object_t&>();
-      for (simdjson::dom::key_value_pair kv : simdjson::dom::object(e)) {
-        if (keep && keep->count(std::string(kv.key)) == 0) continue;
-        const std::set<std::string>* keep_below = nullptr;
-        if (depth == 1 && in_object) {
-          auto it = only.find(std::string(kv.key));
-          if (it != only.end()) keep_below = &it->second;
-        }
-        const bool object_below = depth == 0 && kv.key == "object";
-        // Assigned, not emplaced: a repeated key keeps its last value, as nlohmann's does.
-        members[std::string(kv.key)] = FromElement(kv.value, only, depth + 1, object_below, keep_below, odd);
-      }
-      return out;
-    }
-    case element_type::ARRAY: {
-      json out(json::value_t::array);
-      auto& items = out.get_ref<json::array_t&>();
-      for (simdjson::dom::element item : simdjson::dom::array(e)) {
-        items.push_back(FromElement(item, only, depth + 1, false, nullptr, odd));
-      }
-      return out;
-    }
-    case element_type::STRING: return json(std::string(std::string_view(e)));
-    case element_type::INT64: {
-      int64_t v = int64_t(e);
-      return v >= 0 ? json(static_cast<json::number_unsigned_t>(v)) : json(v);
-    }
-    case element_type::UINT64: return json(uint64_t(e));
-    case element_type::DOUBLE: {
-      double v = double(e);
-      if (v == 0 && std::signbit(v)) *odd = true;
-      return json(v);
-    }
-    case element_type::BOOL: return json(bool(e));
-    case element_type::NULL_VALUE: return json(nullptr);
-  }
-  return json(json::value_t::discarded);
-}
-
-// simdjson's reading of line, pruned; nullopt when simdjson refuses it or
-// it holds a -0.
-std::optional<json> FastParse(std::string_view line, const OnlyFields& only) {
-  thread_local simdjson::dom::parser parser;
-  thread_local std::string padded;  // simdjson reads up to SIMDJSON_PADDING bytes past the end
-  if (padded.size() < line.size() + simdjson::SIMDJSON_PADDING) padded.resize(line.size() + simdjson::SIMDJSON_PADDING);
-  std::copy(line.begin(), line.end(), padded.begin());
-  simdjson::dom::element root;
-  if (parser.parse(padded.data(), line.size(), false).get(root) != simdjson::SUCCESS) return std::nullopt;
-  bool odd = false;
-  json out = FromElement(root, only, 0, false, nullptr, &odd);
-  if (odd) return std::nullopt;
-  return out;
-}
 
 class PrunedTree {
  public:
@@ -182,7 +113,9 @@ class PrunedTree {
 }  // namespace
 
 json ParseWatchLine(std::string_view line, const OnlyFields& only_fields) {
-  if (std::optional<json> fast = FastParse(line, only_fields)) return std::move(*fast);
+  FastJsonOptions fast;
+  if (!only_fields.empty()) fast.only_fields = &only_fields;
+  if (std::optional<json> tree = FastParseJson(line, fast)) return std::move(*tree);
   if (only_fields.empty()) return json::parse(line, nullptr, false);
   json root;
   PrunedTree tree(root, only_fields);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/json_fast.h"
 #include "kube_errors.h"
 
 namespace gantry::sim {
@@ -30,6 +31,12 @@ http::Response NotFound(const std::string& path) {
 
 http::Response MethodNotAllowed(const std::string& method) {
   return KubeError(405, "MethodNotAllowed", fmt::format("the server does not allow this method ({}) on the requested resource", method));
+}
+
+// A request body as a tree; discarded when it is not one JSON value.
+json ParseBody(const std::string& body) {
+  if (std::optional<json> fast = FastParseJson(body)) return std::move(*fast);
+  return json::parse(body, nullptr, false);
 }
 
 bool Truthy(const std::optional<std::string>& v) { return v && (*v == "true" || *v == "1"); }
@@ -101,7 +108,7 @@ http::Response KubeApi::Collection(const http::Request& req, const ResourceInfo&
                                    const std::string& ns) {
   if (req.method == "POST") {
     if (res.namespaced && ns.empty()) return NotFound(req.path);
-    json body = json::parse(req.body, nullptr, false);
+    json body = ParseBody(req.body);
     if (body.is_discarded()) return KubeError(400, "BadRequest", "the request body is not valid JSON");
     auto created = state_->Create(res, ns, std::move(body));
     if (created.ok()) (*created)["apiVersion"] = api_version;
@@ -155,7 +162,7 @@ http::Response KubeApi::Resource(const http::Request& req, const ResourceInfo& r
     if (type.empty()) {
       return KubeError(415, "UnsupportedMediaType", fmt::format("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json ({})", ct));
     }
-    json patch = json::parse(req.body, nullptr, false);
+    json patch = ParseBody(req.body);
     if (patch.is_discarded()) return KubeError(400, "BadRequest", "the patch is not valid JSON");
     out = state_->Patch(res, ns, name, type, patch, status);
   } else if (req.method == "DELETE" && !status) {

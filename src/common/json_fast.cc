@@ -1,0 +1,97 @@
+#include "gantry/common/json_fast.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <simdjson.h>
+
+namespace gantry {
+namespace {
+
+using nlohmann::json;
+
+class Converter {
+ public:
+  explicit Converter(const FastJsonOptions& options) : options_(options) {}
+
+  // e as nlohmann builds it. depth: the containers around e. in_object:
+  // e is the root's "object" member. keep: e is a member of that whose
+  // sub-members only_fields lists.
+  json Convert(simdjson::dom::element e, int depth, bool in_object, const std::set<std::string>* keep) {
+    using simdjson::dom::element_type;
+    switch (e.type()) {
+      case element_type::OBJECT: {
+        if (!Enter(depth)) return json();
+        json out(json::value_t::object);
+        auto& members = out.get_ref<json::object_t&>();
+        for (simdjson::dom::key_value_pair kv : simdjson::dom::object(e)) {
+          std::string key(kv.key);
+          if (keep && keep->count(key) == 0) continue;
+          const std::set<std::string>* keep_below = nullptr;
+          if (in_object && options_.only_fields) {
+            auto it = options_.only_fields->find(key);
+            if (it != options_.only_fields->end()) keep_below = &it->second;
+          }
+          const bool object_below = depth == 0 && key == "object";
+          auto [slot, added] = members.try_emplace(std::move(key));
+          if (!added && options_.refuse_duplicate_keys) refused_ = true;
+          // A repeated key keeps its last value, as nlohmann's parse does.
+          slot->second = Convert(kv.value, depth + 1, object_below, keep_below);
+        }
+        return out;
+      }
+      case element_type::ARRAY: {
+        if (!Enter(depth)) return json();
+        json out(json::value_t::array);
+        auto& items = out.get_ref<json::array_t&>();
+        for (simdjson::dom::element item : simdjson::dom::array(e)) items.push_back(Convert(item, depth + 1, false, nullptr));
+        return out;
+      }
+      case element_type::STRING: return json(std::string(std::string_view(e)));
+      case element_type::INT64: {
+        const int64_t v = int64_t(e);
+        return v >= 0 ? json(static_cast<json::number_unsigned_t>(v)) : json(v);
+      }
+      case element_type::UINT64: return json(uint64_t(e));
+      case element_type::DOUBLE: {
+        const double v = double(e);
+        if (v == 0 && std::signbit(v)) refused_ = true;
+        return json(v);
+      }
+      case element_type::BOOL: return json(bool(e));
+      case element_type::NULL_VALUE: return json(nullptr);
+    }
+    refused_ = true;
+    return json();
+  }
+
+  bool refused() const { return refused_; }
+
+ private:
+  bool Enter(int depth) {
+    if (depth >= options_.max_depth) refused_ = true;
+    return !refused_;
+  }
+
+  const FastJsonOptions& options_;
+  bool refused_ = false;
+};
+
+}  // namespace
+
+std::optional<nlohmann::json> FastParseJson(std::string_view text, const FastJsonOptions& options) {
+  thread_local simdjson::dom::parser parser;
+  thread_local std::string padded;  // simdjson reads up to SIMDJSON_PADDING bytes past the end
+  if (padded.size() < text.size() + simdjson::SIMDJSON_PADDING) {
+    padded.resize(text.size() + simdjson::SIMDJSON_PADDING);
+  }
+  std::copy(text.begin(), text.end(), padded.begin());
+  simdjson::dom::element root;
+  if (parser.parse(padded.data(), text.size(), false).get(root) != simdjson::SUCCESS) return std::nullopt;
+  Converter converter(options);
+  json out = converter.Convert(root, 0, false, nullptr);
+  if (converter.refused()) return std::nullopt;
+  return out;
+}
+
+}  // namespace gantry

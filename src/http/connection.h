@@ -36,7 +36,8 @@ class Connection {
   // Connects to host:port (every resolved address in turn) before deadline;
   // with tls (an SSL_CTX that verifies peers), then shakes hands, checking
   // the certificate against host (a DNS name, sent as SNI, or an IP address).
-  // Errors are kUnavailable, or kDeadlineExceeded when the deadline passed.
+  // Every error is kUnavailable, a passed deadline included, with the step
+  // (resolve, connect, TLS handshake) and the reason in its message.
   static Result<std::unique_ptr<Connection>> Open(const std::string& host, const std::string& port, SSL_CTX* tls,
                                                   Clock::time_point deadline);
   ~Connection();

@@ -24,15 +24,21 @@ struct TlsServer {
   std::string Url(const std::string& host) const { return "https://" + host + ":" + std::to_string(server->port()); }
 };
 
-// An HTTPS server on address whose certificate names 127.0.0.1 and localhost.
-TlsServer StartTls(const std::string& address, std::size_t body_limit = 1 << 20) {
+// An HTTPS server on address whose certificate names 127.0.0.1 and localhost
+// (on port, 0 for any free one; certs, when given, instead of new ones).
+TlsServer StartTls(const std::string& address, std::size_t body_limit = 1 << 20, uint16_t port = 0,
+                   const sim::ClusterCerts* certs_to_use = nullptr) {
   TlsServer s;
-  auto certs = sim::MakeClusterCerts("client-test");
-  REQUIRE(certs.ok());
-  s.certs = *certs;
+  if (certs_to_use) {
+    s.certs = *certs_to_use;
+  } else {
+    auto certs = sim::MakeClusterCerts("client-test");
+    REQUIRE(certs.ok());
+    s.certs = *certs;
+  }
   ServerOptions options;
   options.address = address;
-  options.port = 0;
+  options.port = port;
   options.body_limit = body_limit;
   options.tls = TlsServerOptions{s.certs.cert_pem, s.certs.key_pem};
   s.server = std::make_unique<Server>(options, [](Request req, Responder respond) {
@@ -105,6 +111,27 @@ TEST_CASE("a server that closes while the client still writes is an error, not a
   auto small = client->Do("POST", "/small", "ok");  // the client recovers
   REQUIRE(small.ok());
   CHECK(small->body == "POST /small 2");
+}
+
+TEST_CASE("a kept-alive connection the server dropped is replaced, and the request answered", "[http]") {
+  TlsServer first = StartTls("127.0.0.1");
+  const uint16_t port = first.server->port();
+  auto client = Connect(first.Url("127.0.0.1"), first.certs.ca_pem);
+  auto before = client->Do("GET", "/before");
+  REQUIRE(before.ok());
+  // The server goes away with the client's connection open, and another
+  // comes up on the same port: the next request finds the old connection
+  // closed (a reset or an end of stream, on the write or the read) and is
+  // sent again on a new one.
+  sim::ClusterCerts certs = first.certs;
+  first.server->Stop(milliseconds(0));
+  first.server.reset();
+  TlsServer second = StartTls("127.0.0.1", 1 << 20, port, &certs);
+  for (int i = 0; i < 2; ++i) {
+    auto after = client->Do("POST", "/after", "abc");
+    REQUIRE(after.ok());
+    CHECK(after->body == "POST /after 3");
+  }
 }
 
 TEST_CASE("a quiet stream ends at its idle deadline, or at once when its owner stops it", "[http]") {

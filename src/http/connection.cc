@@ -131,6 +131,10 @@ Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::s
   BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd_)));
   SSL_set_bio(ssl_, bio, bio);
   SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // Whatever the socket holds is read at once: without read-ahead OpenSSL
+  // reads each record's 5-byte header, then its body (two recv calls).
+  // SSL_read still answers WANT_READ only when no whole record is buffered.
+  SSL_set_read_ahead(ssl_, 1);
   unsigned char addr[sizeof(in6_addr)];
   if (inet_pton(AF_INET, host.c_str(), addr) == 1 || inet_pton(AF_INET6, host.c_str(), addr) == 1) {
     // An IP address: checked against the certificate's IP SANs.

@@ -80,8 +80,17 @@ class Converter {
 }  // namespace
 
 std::optional<nlohmann::json> FastParseJson(std::string_view text, const FastJsonOptions& options) {
-  thread_local simdjson::dom::parser parser;
-  thread_local std::string padded;  // simdjson reads up to SIMDJSON_PADDING bytes past the end
+  // A thread keeps its parser and padded copy for the next text, up to this
+  // size; a larger text gets its own, freed after it (so a thread that once
+  // read a huge watch event does not keep that memory).
+  constexpr std::size_t kKeptCapacity = 1 << 20;
+  thread_local simdjson::dom::parser kept_parser;
+  thread_local std::string kept_copy;
+  std::optional<simdjson::dom::parser> once_parser;
+  std::string once_copy;
+  const bool large = text.size() > kKeptCapacity;
+  simdjson::dom::parser& parser = large ? once_parser.emplace() : kept_parser;
+  std::string& padded = large ? once_copy : kept_copy;  // simdjson reads up to SIMDJSON_PADDING bytes past the end
   if (padded.size() < text.size() + simdjson::SIMDJSON_PADDING) {
     padded.resize(text.size() + simdjson::SIMDJSON_PADDING);
   }

@@ -53,6 +53,16 @@ TEST_CASE("FastParseJson leaves to nlohmann what it must not judge", "[common][j
   CHECK_FALSE(FastParseJson("[[[[1]]]]", strict).has_value());  // four
 }
 
+TEST_CASE("FastParseJson reads texts larger than the buffers a thread keeps", "[common][json]") {
+  // Over 1 MiB: read with a parser and copy of its own.
+  std::string big = "[\"" + std::string(3 << 20, 'x') + "\",1]";
+  auto tree = FastParseJson(big);
+  REQUIRE(tree.has_value());
+  CHECK((*tree)[0].get_ref<const std::string&>().size() == (3u << 20));
+  CHECK((*tree)[1] == 1);
+  CHECK(FastParseJson(R"({"small":true})").has_value());  // and the kept ones still work after
+}
+
 TEST_CASE("FastParseJson builds only the listed members under a watch line's object", "[common][json]") {
   const std::map<std::string, std::set<std::string>> only = {{"spec", {"suspend"}}};
   FastJsonOptions options;

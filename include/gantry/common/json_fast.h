@@ -9,6 +9,10 @@
 // Where the two parsers could differ, or an option refuses the text, the
 // result is nullopt and the caller parses with nlohmann, whose verdict and
 // error messages stand: so invalid text is always judged by nlohmann.
+//
+// Memory: each thread keeps a parser and a padded copy sized for the
+// largest text up to 1 MiB it has read; a larger text gets its own, freed
+// after it.
 #pragma once
 
 #include <climits>

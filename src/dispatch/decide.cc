@@ -60,6 +60,19 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
   for (auto& d : drops) plan.write->drop_intents.push_back(std::move(d));
 }
 
+}  // namespace ladder
+
+void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& intents,
+                       const std::set<std::pair<std::string, std::string>>& keep) {
+  for (RemoteIntent i : intents) {
+    if (!i.present || keep.count({i.cluster, i.kind})) continue;
+    i.present = false;
+    u.upsert_intents.push_back(std::move(i));
+  }
+}
+
+namespace ladder {
+
 Plan Ladder::Run() {
   // Final and cancelling jobs withdraw everything; no fencing step needed.
   if (IsFinal(job_.phase)) return Cleanup("finished");
@@ -297,13 +310,19 @@ std::optional<Plan> Ladder::Widen() const {
 Plan Ladder::Copies() const {
   Plan plan;
   plan.step = "copies";
+  bool awaited = false;  // a copy not seen yet, created a moment ago
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
-    if (!WorkloadIn(i.cluster) && !Expected(i.cluster, kWorkload)) {
+    if (WorkloadIn(i.cluster)) continue;
+    if (Expected(i.cluster, kWorkload)) {
+      awaited = true;
+    } else {
       plan.actions.push_back(CreateWorkloadAction(in_, i.cluster, job_.epoch));
     }
   }
-  plan.requeue_ms = plan.actions.empty() ? opt_.resync_ms : opt_.retry_ms;
+  // An awaited copy that never shows (it was deleted at once) is created
+  // again once its expectation lapses: look again soon, not at the resync.
+  plan.requeue_ms = plan.actions.empty() && !awaited ? opt_.resync_ms : opt_.retry_ms;
   if (in_.spec->dispatch.mode == DispatchMode::kIncremental) {
     int64_t round = int64_t{in_.spec->dispatch.round_seconds} * 1000;
     int64_t next = round - (in_.now_ms - job_.nominated_ms) % round;

@@ -122,10 +122,10 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
   const std::string& uid = what.job_uid;
   const ClusterObserver::Change change = what.change;
   // The echo of our own create, as created: it tells nothing the create's
-  // answer did not, and the expectation it fulfils is dropped by the next
-  // pass, whatever wakes it.
+  // answer did not. The expectation it fulfils is dropped now, so that a
+  // pass after the object vanished again creates it at once.
   if (change == ClusterObserver::Change::kAppeared && what.as_created &&
-      expected_.Expects(uid, what.cluster, what.kind, what.epoch, clock_.NowMillis())) {
+      expected_.Seen(uid, what.cluster, what.kind, what.epoch, clock_.NowMillis())) {
     return;
   }
   // What moves a job on is a change: an admission, an eviction, a run, a
@@ -324,11 +324,7 @@ int64_t Engine::Pass(const std::string& uid) {
       e.message = taken;
       e.cluster = acted.taken_cluster;
       u.events.push_back(e);
-      for (RemoteIntent i : in.intents) {
-        if (!i.present) continue;
-        i.present = false;
-        u.upsert_intents.push_back(std::move(i));
-      }
+      MarkIntentsAbsent(u, in.intents);
       (void)ApplySync(store_, std::move(u));
       spdlog::warn("job {}/{}: {}", job->ns, job->name, taken);
     }

@@ -33,14 +33,18 @@ std::set<Expectations::Key> Expectations::Pending(const std::string& job_uid, in
   return out;
 }
 
-bool Expectations::Expects(const std::string& job_uid, const std::string& cluster, const std::string& kind,
-                           int64_t epoch, int64_t now_ms) const {
+bool Expectations::Seen(const std::string& job_uid, const std::string& cluster, const std::string& kind,
+                        int64_t epoch, int64_t now_ms) {
   std::lock_guard lock(mu_);
   auto it = by_job_.find(job_uid);
   if (it == by_job_.end()) return false;
-  return std::any_of(it->second.begin(), it->second.end(), [&](const Entry& e) {
+  const size_t before = it->second.size();
+  std::erase_if(it->second, [&](const Entry& e) {
     return e.key.first == cluster && e.key.second == kind && e.epoch == epoch && Live(e.at_ms, now_ms);
   });
+  const bool was_expected = it->second.size() < before;
+  if (it->second.empty()) by_job_.erase(it);
+  return was_expected;
 }
 
 void Expectations::Forget(const std::string& job_uid) {

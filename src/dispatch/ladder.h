@@ -107,11 +107,7 @@ class Ladder {
   }
   // Marks every present intent absent (in u), except those kept.
   void MarkAllAbsent(DispatchUpdate& u, const std::set<std::pair<std::string, std::string>>& keep = {}) const {
-    for (RemoteIntent i : in_.intents) {
-      if (!i.present || keep.count({i.cluster, i.kind})) continue;
-      i.present = false;
-      u.upsert_intents.push_back(std::move(i));
-    }
+    MarkIntentsAbsent(u, in_.intents, keep);
   }
   // Intents to drop: absent ones whose cluster confirms the object gone, and
   // any in a cluster no longer in the inventory (nothing can reach it).

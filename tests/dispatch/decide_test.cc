@@ -281,6 +281,15 @@ TEST_CASE("steps 8 and 12: an object created but not yet seen is not created aga
   Plan copies = Decide(w.Input());
   CHECK(Count(copies, Verb::kCreate, "Workload", "c1") == 0);
   CHECK(Count(copies, Verb::kCreate, "Workload", "c2") == 1);
+  // Only the awaited copy missing: nothing to do now, but a look again soon
+  // (it is created again once the expectation lapses), not at the resync.
+  w.Workload("c2", 1);
+  Plan awaiting = Decide(w.Input());
+  CHECK(awaiting.actions.empty());
+  CHECK(awaiting.requeue_ms == DecideOptions{}.retry_ms);
+  w.in.expected.clear();
+  w.Workload("c1", 1);
+  CHECK(Decide(w.Input()).requeue_ms == DecideOptions{}.resync_ms);  // all seen: the resync
 
   World o;
   o.OwnedBy(JobPhase::kAdmitted, "c1", 1);

@@ -17,14 +17,20 @@ TEST_CASE("a created object is expected until seen, superseded or lapsed", "[dis
   // Seen in c1: no longer expected there, even if the object goes away later.
   CHECK(e.Pending("j1", 1, {{"c1", "Workload"}}, 2'000) == std::set<Key>{{"c2", "Workload"}});
   CHECK(e.Pending("j1", 1, {}, 2'000) == std::set<Key>{{"c2", "Workload"}});
-  CHECK(e.Expects("j1", "c2", "Workload", 1, 2'000));
-  CHECK_FALSE(e.Expects("j1", "c2", "Workload", 2, 2'000));  // another epoch's object
-  CHECK_FALSE(e.Expects("j1", "c2", "Job", 1, 2'000));
-  CHECK_FALSE(e.Expects("j1", "c2", "Workload", 1, 11'000));  // lapsed
-  CHECK_FALSE(e.Expects("j9", "c2", "Workload", 1, 2'000));
+  CHECK_FALSE(e.Seen("j1", "c2", "Workload", 2, 2'000));  // another epoch's object
+  CHECK_FALSE(e.Seen("j1", "c2", "Job", 1, 2'000));
+  CHECK_FALSE(e.Seen("j1", "c2", "Workload", 1, 11'000));  // lapsed
+  CHECK_FALSE(e.Seen("j9", "c2", "Workload", 1, 2'000));
+  CHECK(e.Pending("j1", 1, {}, 2'000) == std::set<Key>{{"c2", "Workload"}});  // none of those was it
   // Lapsed: created again by the next pass.
   CHECK(e.Pending("j1", 1, {}, 11'000).empty());
   CHECK(e.jobs() == 1);
+  // Seen by the watch: no longer expected, even if the object goes away
+  // before any pass looks.
+  e.Created("j5", "c1", "Workload", 1, 1'000);
+  CHECK(e.Seen("j5", "c1", "Workload", 1, 2'000));
+  CHECK_FALSE(e.Seen("j5", "c1", "Workload", 1, 2'000));  // once
+  CHECK(e.Pending("j5", 1, {}, 2'000).empty());
 
   // Another epoch: what was created for the old one is not expected.
   CHECK(e.Pending("j2", 4, {}, 2'000).empty());

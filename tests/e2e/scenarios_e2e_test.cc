@@ -163,6 +163,59 @@ TEST_CASE("cancel while nominating, while running, and while the owner is partit
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("a same-named object gantry did not create is never adopted: the job fails and names it",
+          "[e2e][dispatch][name]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // c1's GPUs are all taken: the victim's copy waits there, not admitted.
+  REQUIRE(fleet.Submit("team-a", GpuJob("hog", 2, 8, "60s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "hog", {"Running"}));
+  REQUIRE(fleet.Submit("team-a", GpuJob("victim", 1, 8, "1s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "victim", {"Nominating"}));
+  const std::string name = RemoteName("victim", fleet.Uid("team-a", "victim"));
+  const std::string path = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads/" + name;
+  REQUIRE(PollFor([&] { return fleet.RemoteGet("c1", path).status == 200; }, std::chrono::seconds(20)));
+
+  // Someone else's Workload takes the name: gantry's copy is deleted and a
+  // same-named one without gantry's labels is created in its place. (Should
+  // gantry re-create its copy in between, the create finds it: try again.)
+  auto creds = inventory::LoadKubeconfig(fleet.sim_dir() + "/c1.kubeconfig", "", false);
+  REQUIRE(creds.ok());
+  auto client = kube::KubeClient::Create(*creds);
+  REQUIRE(client.ok());
+  nlohmann::json foreign = fleet.RemoteGet("c1", path).body;
+  foreign.erase("status");
+  foreign["metadata"] = {{"name", name}, {"namespace", "team-a"}, {"labels", {{"owner", "someone-else"}}}};
+  bool replaced = false;
+  for (int attempt = 0; attempt < 10 && !replaced; ++attempt) {
+    (void)(*client)->Delete(path);
+    auto created = (*client)->Create("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads", foreign);
+    replaced = created.ok() && created->status == 201;
+  }
+  REQUIRE(replaced);
+
+  // gantry's next create of its copy meets the name taken by an object
+  // without its origin label: the job fails with a message naming it, and
+  // the other object is left as it is.
+  // (Within the expectation's 10 s lapse and a retry, when gantry had not
+  // yet read its create's answer as the copy went.)
+  REQUIRE(fleet.WaitPhase("team-a", "victim", {"Failed"}, std::chrono::seconds(40)));
+  auto job = fleet.Job("team-a", "victim");
+  const std::string message = job["status"].value("message", "");
+  CHECK(message.find(name) != std::string::npos);
+  CHECK(message.find("c1") != std::string::npos);
+  CHECK(message.find("not created by gantry") != std::string::npos);
+  int taken = 0;
+  for (auto& e : fleet.Events("team-a", "victim")) taken += e.value("reason", "") == "NameTaken";
+  CHECK(taken == 1);
+  auto still = fleet.RemoteGet("c1", path);
+  REQUIRE(still.status == 200);
+  CHECK(still.body["metadata"]["labels"].value("owner", "") == "someone-else");
+  CHECK_FALSE(still.body["metadata"]["labels"].contains("kueue.x-k8s.io/multikueue-origin"));
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 TEST_CASE("a cluster removed from the inventory counts as lost: its Requeue job moves at once",
           "[e2e][dispatch][inventory]") {
   DispatchFleet fleet(TwoClusters());

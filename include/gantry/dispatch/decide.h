@@ -102,6 +102,11 @@ struct Plan {
 
 Plan Decide(const DecideInput& in);
 
+// Adds to u every present intent, marked absent (the write withdraws the
+// objects), except those of the (cluster, kind) pairs in keep.
+void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& intents,
+                       const std::set<std::pair<std::string, std::string>>& keep = {});
+
 // The job's Workload copy or real job as an action, for the engine's
 // "already exists" check and for tests.
 Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, int64_t epoch);

@@ -43,10 +43,12 @@ class Expectations {
   // lists the keys seen at that epoch, which stop being expected) and younger
   // than ttl. Entries of other epochs and lapsed ones are dropped.
   std::set<Key> Pending(const std::string& job_uid, int64_t epoch, const std::set<Key>& observed, int64_t now_ms);
-  // Whether job_uid's object of kind in cluster at epoch is expected (created
-  // less than ttl ago; Pending drops the entries a pass saw fulfilled).
-  bool Expects(const std::string& job_uid, const std::string& cluster, const std::string& kind, int64_t epoch,
-               int64_t now_ms) const;
+  // The watch showed job_uid's object of kind in cluster at epoch: its
+  // expectation is fulfilled and dropped. True when there was one (created
+  // less than ttl ago). Dropped here, not at the next pass: should the object
+  // vanish before that pass, the pass creates it again at once.
+  bool Seen(const std::string& job_uid, const std::string& cluster, const std::string& kind, int64_t epoch,
+            int64_t now_ms);
   void Forget(const std::string& job_uid);
   size_t jobs() const;
 

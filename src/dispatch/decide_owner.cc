@@ -121,9 +121,11 @@ Plan Ladder::Owned() const {
   plan.step = "run";
   if (!j) {
     if (Expected(owner, kJob)) {
-      // The echo of the create is not a wake (Engine::Observed); the job's
-      // next change (it starts running) is.
-      plan.requeue_ms = opt_.resync_ms;
+      // Created a moment ago and not seen yet: its echo fulfils the
+      // expectation and its next change (it starts running) wakes the job.
+      // Should it vanish unseen, it is created again once the expectation
+      // lapses: look again soon, not at the resync.
+      plan.requeue_ms = opt_.retry_ms;
       return plan;
     }
     plan.actions.push_back(CreateJobAction(in_, owner, job_.epoch));

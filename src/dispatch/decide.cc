@@ -60,19 +60,6 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
   for (auto& d : drops) plan.write->drop_intents.push_back(std::move(d));
 }
 
-}  // namespace ladder
-
-void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& intents,
-                       const std::set<std::pair<std::string, std::string>>& keep) {
-  for (RemoteIntent i : intents) {
-    if (!i.present || keep.count({i.cluster, i.kind})) continue;
-    i.present = false;
-    u.upsert_intents.push_back(std::move(i));
-  }
-}
-
-namespace ladder {
-
 Plan Ladder::Run() {
   // Final and cancelling jobs withdraw everything; no fencing step needed.
   if (IsFinal(job_.phase)) return Cleanup("finished");
@@ -424,5 +411,14 @@ inventory::KueueApiVersion KueueVersionOf(const std::map<std::string, ClusterFac
 }
 
 Plan Decide(const DecideInput& in) { return ladder::Ladder(in).Run(); }
+
+void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& intents,
+                       const std::set<std::pair<std::string, std::string>>& keep) {
+  for (RemoteIntent i : intents) {
+    if (!i.present || keep.count({i.cluster, i.kind})) continue;
+    i.present = false;
+    u.upsert_intents.push_back(std::move(i));
+  }
+}
 
 }  // namespace gantry::dispatch

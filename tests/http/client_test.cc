@@ -152,10 +152,10 @@ TEST_CASE("a quiet stream ends at its idle deadline, or at once when its owner s
   CHECK(idle.status().code() == Code::kDeadlineExceeded);
 
   std::atomic<bool> stop{false};
+  int looks = 0;
   auto start = steady_clock::now();
   auto stopped = (*client)->Stream("GET", "/watch", {}, milliseconds(60'000), never, [&] {
     // Asked about every 100 ms while the stream waits: stop from the third look on.
-    static int looks = 0;
     stop = ++looks >= 3;
     return stop.load();
   });

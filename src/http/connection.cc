@@ -1,7 +1,6 @@
 #include "connection.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -15,7 +14,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
-#include <mutex>
 
 #include <boost/asio/error.hpp>
 #include <boost/asio/ssl/error.hpp>
@@ -71,25 +69,6 @@ int MillisLeft(Connection::Clock::time_point deadline) {
   return static_cast<int>(std::clamp<int64_t>(left, 0, INT_MAX));
 }
 
-// Connects fd to addr before deadline.
-error_code ConnectOne(int fd, const addrinfo& addr, Connection::Clock::time_point deadline) {
-  if (::connect(fd, addr.ai_addr, addr.ai_addrlen) == 0) return {};
-  if (errno != EINPROGRESS) return Errno(errno);
-  while (true) {
-    pollfd p{fd, POLLOUT, 0};
-    int left = MillisLeft(deadline);
-    if (left == 0) return boost::beast::error::timeout;
-    int r = ::poll(&p, 1, left);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) return Errno(errno);
-    if (r == 0) continue;  // the deadline is checked above
-    int err = 0;
-    socklen_t len = sizeof err;
-    ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
-    return err ? Errno(err) : error_code();
-  }
-}
-
 }  // namespace
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, const std::string& port, SSL_CTX* tls,
@@ -110,18 +89,27 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, co
       continue;
     }
     std::unique_ptr<Connection> conn(new Connection(fd));
-    ec = ConnectOne(fd, *a, deadline);
+    conn->deadline_ = deadline;
+    ec = conn->Connect(*a);
     if (ec) continue;
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (tls) {
-      conn->deadline_ = deadline;
-      GANTRY_RETURN_IF_ERROR(conn->Handshake(tls, host, port));
-    }
+    if (tls) GANTRY_RETURN_IF_ERROR(conn->Handshake(tls, host, port));
     conn->deadline_ = Clock::time_point::max();
     return conn;
   }
   return Status::Unavailable(fmt::format("connect to {}:{}: {}", host, port, ec.message()));
+}
+
+error_code Connection::Connect(const addrinfo& addr) {
+  if (::connect(fd_, addr.ai_addr, addr.ai_addrlen) == 0) return {};
+  if (errno != EINPROGRESS) return Errno(errno);
+  error_code ec;
+  if (!Wait(POLLOUT, ec)) return ec;
+  int err = 0;
+  socklen_t len = sizeof err;
+  ::getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len);
+  return err ? Errno(err) : error_code();
 }
 
 Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::string& port) {
@@ -205,20 +193,23 @@ bool Connection::Retry(int result, error_code& ec) {
   }
 }
 
-std::size_t Connection::Read(void* data, std::size_t size, error_code& ec) {
+std::size_t Connection::Transfer(Direction direction, void* data, std::size_t size, error_code& ec) {
   ec = {};
+  if (size == 0) return 0;
+  const bool reading = direction == Direction::kRead;
   const int want = static_cast<int>(std::min<std::size_t>(size, INT_MAX));
   while (true) {
     if (ssl_) {
       ERR_clear_error();
-      int n = SSL_read(ssl_, data, want);
+      int n = reading ? SSL_read(ssl_, data, want) : SSL_write(ssl_, data, want);
       if (n > 0) return static_cast<std::size_t>(n);
       if (!Retry(n, ec)) return 0;
       continue;
     }
-    ssize_t n = ::recv(fd_, data, static_cast<size_t>(want), 0);
+    ssize_t n = reading ? ::recv(fd_, data, static_cast<size_t>(want), 0)
+                        : ::send(fd_, data, static_cast<size_t>(want), MSG_NOSIGNAL);
     if (n > 0) return static_cast<std::size_t>(n);
-    if (n == 0) {
+    if (n == 0) {  // a read at the end of the stream (a write of size > 0 does not return 0)
       ec = boost::asio::error::eof;
       return 0;
     }
@@ -227,30 +218,7 @@ std::size_t Connection::Read(void* data, std::size_t size, error_code& ec) {
       ec = Errno(errno);
       return 0;
     }
-    if (!Wait(POLLIN, ec)) return 0;
-  }
-}
-
-std::size_t Connection::Write(const void* data, std::size_t size, error_code& ec) {
-  ec = {};
-  if (size == 0) return 0;
-  const int want = static_cast<int>(std::min<std::size_t>(size, INT_MAX));
-  while (true) {
-    if (ssl_) {
-      ERR_clear_error();
-      int n = SSL_write(ssl_, data, want);
-      if (n > 0) return static_cast<std::size_t>(n);
-      if (!Retry(n, ec)) return 0;
-      continue;
-    }
-    ssize_t n = ::send(fd_, data, static_cast<size_t>(want), MSG_NOSIGNAL);
-    if (n >= 0) return static_cast<std::size_t>(n);
-    if (errno == EINTR) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) {
-      ec = Errno(errno);
-      return 0;
-    }
-    if (!Wait(POLLOUT, ec)) return 0;
+    if (!Wait(reading ? POLLIN : POLLOUT, ec)) return 0;
   }
 }
 

@@ -13,6 +13,7 @@
 // Thread-safety: none; one thread uses a connection at a time.
 #pragma once
 
+#include <netdb.h>
 #include <openssl/ssl.h>
 
 #include <chrono>
@@ -61,7 +62,7 @@ class Connection {
     for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers);
          ++it) {
       boost::asio::mutable_buffer b(*it);
-      if (b.size() > 0) return Read(b.data(), b.size(), ec);
+      if (b.size() > 0) return Transfer(Direction::kRead, b.data(), b.size(), ec);
     }
     ec = {};
     return 0;
@@ -82,7 +83,7 @@ class Connection {
       if (pieces++ == 0) first = b;
       total += b.size();
     }
-    if (pieces <= 1) return Write(first.data(), first.size(), ec);
+    if (pieces <= 1) return Transfer(Direction::kWrite, const_cast<void*>(first.data()), first.size(), ec);
     gather_.clear();
     gather_.reserve(total);
     for (auto it = boost::asio::buffer_sequence_begin(buffers); it != boost::asio::buffer_sequence_end(buffers);
@@ -90,7 +91,7 @@ class Connection {
       boost::asio::const_buffer b(*it);
       gather_.append(static_cast<const char*>(b.data()), b.size());
     }
-    return Write(gather_.data(), gather_.size(), ec);
+    return Transfer(Direction::kWrite, gather_.data(), gather_.size(), ec);
   }
   template <typename ConstBuffers>
   std::size_t write_some(const ConstBuffers& buffers) {
@@ -104,9 +105,13 @@ class Connection {
     return n;
   }
   explicit Connection(int fd) : fd_(fd) {}
+  // Connects the socket to addr before the deadline.
+  boost::system::error_code Connect(const addrinfo& addr);
   Status Handshake(SSL_CTX* tls, const std::string& host, const std::string& port);
-  std::size_t Read(void* data, std::size_t size, boost::system::error_code& ec);
-  std::size_t Write(const void* data, std::size_t size, boost::system::error_code& ec);
+  enum class Direction { kRead, kWrite };
+  // One read into, or one write from, data (a write never changes it):
+  // waits until the socket is ready, then moves what it can.
+  std::size_t Transfer(Direction direction, void* data, std::size_t size, boost::system::error_code& ec);
   // Waits until the socket is ready for events (POLLIN or POLLOUT), the
   // deadline passes (timeout) or stop says so (operation_aborted).
   bool Wait(short events, boost::system::error_code& ec);

@@ -87,15 +87,18 @@ void Engine::Stop() {
 }
 
 void Engine::Wake(const std::string& job_uid) {
-  fresh_.Drop(job_uid);
-  known_.Invalidate(job_uid);
+  DropHeld(job_uid);
   reconciler_->Wake(job_uid);
 }
 
 void Engine::CancelRequested(const std::string& job_uid) {
+  DropHeld(job_uid);
+  reconciler_->WakeUrgent(job_uid);
+}
+
+void Engine::DropHeld(const std::string& job_uid) {
   fresh_.Drop(job_uid);
   known_.Invalidate(job_uid);
-  reconciler_->WakeUrgent(job_uid);
 }
 
 std::string Engine::FirstMessage() const {

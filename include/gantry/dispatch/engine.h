@@ -93,6 +93,9 @@ class Engine final : public JobIntake {
 
  private:
   int64_t Pass(const std::string& uid);
+  // The job changed outside the passes: its held new-job entry and the
+  // engine's last write of it no longer stand (fresh_jobs.h, known_jobs.h).
+  void DropHeld(const std::string& job_uid);
   // The observer's call: wakes the job at once, or a moment later for
   // bookkeeping.
   void Observed(const ClusterObserver::Observed& what);

@@ -14,17 +14,39 @@
 
 namespace gantry {
 
-TEST_CASE("urgent wakes first, then plain ones, then new jobs by priority and submission order", "[dispatch]") {
+namespace {
+
+// A reconciler whose pass only records the order in which jobs are served.
+struct ServedInOrder {
   testing::TempDir dir;
   std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));
   SystemClock clock;
   std::mutex mu;
   std::vector<std::string> served;
-  Reconciler reconciler(*store, clock, [&](const std::string& uid) {
-    std::lock_guard lock(mu);
-    served.push_back(uid);
-    return int64_t{-1};
-  });
+  Reconciler reconciler{*store, clock, [this](const std::string& uid) {
+                          std::lock_guard lock(mu);
+                          served.push_back(uid);
+                          return int64_t{-1};
+                        }};
+
+  // Starts the worker on what is queued, waits until n jobs were served,
+  // stops it, and returns the order.
+  std::vector<std::string> Serve(std::size_t n) {
+    REQUIRE(reconciler.Start().ok());
+    REQUIRE(testing::WaitFor([&] {
+      std::lock_guard lock(mu);
+      return served.size() >= n;
+    }));
+    reconciler.Stop();
+    return served;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("urgent wakes first, then plain ones, then new jobs by priority and submission order", "[dispatch]") {
+  ServedInOrder r;
+  Reconciler& reconciler = r.reconciler;
   // Queued before the worker starts, so the order is the queues' alone.
   reconciler.WakeNew("low-seq1", 0, 1);
   reconciler.WakeNew("high-seq3", 10, 3);
@@ -35,38 +57,18 @@ TEST_CASE("urgent wakes first, then plain ones, then new jobs by priority and su
   reconciler.WakeUrgent("urgent");
   reconciler.WakeNew("plain", 100, 6);         // already queued: served once, as a plain wake
   reconciler.WakeUrgent("mid-seq4");           // moves ahead; its new-job entry is skipped
-  REQUIRE(reconciler.Start().ok());
-  REQUIRE(testing::WaitFor([&] {
-    std::lock_guard lock(mu);
-    return served.size() >= 7;
-  }));
-  reconciler.Stop();
-  CHECK(served == std::vector<std::string>{"urgent", "mid-seq4", "plain", "high-seq2", "high-seq3", "low-seq1",
-                                           "negative-seq5"});
+  CHECK(r.Serve(7) == std::vector<std::string>{"urgent", "mid-seq4", "plain", "high-seq2", "high-seq3", "low-seq1",
+                                               "negative-seq5"});
 }
 
 TEST_CASE("a cancel of a job still waiting for its first pass is served before the other new jobs", "[dispatch]") {
-  testing::TempDir dir;
-  std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));
-  SystemClock clock;
-  std::mutex mu;
-  std::vector<std::string> served;
-  Reconciler reconciler(*store, clock, [&](const std::string& uid) {
-    std::lock_guard lock(mu);
-    served.push_back(uid);
-    return int64_t{-1};
-  });
+  ServedInOrder r;
   // A backlog of new jobs, the cancelled one last in line.
-  for (int i = 0; i < 100; ++i) reconciler.WakeNew("new-" + std::to_string(i), 0, i);
-  reconciler.Wake("plain");
-  dispatch::JobIntake& intake = reconciler;  // as the API calls it
+  for (int i = 0; i < 100; ++i) r.reconciler.WakeNew("new-" + std::to_string(i), 0, i);
+  r.reconciler.Wake("plain");
+  dispatch::JobIntake& intake = r.reconciler;  // as the API calls it
   intake.CancelRequested("new-99");
-  REQUIRE(reconciler.Start().ok());
-  REQUIRE(testing::WaitFor([&] {
-    std::lock_guard lock(mu);
-    return served.size() >= 101;
-  }));
-  reconciler.Stop();
+  std::vector<std::string> served = r.Serve(101);
   REQUIRE(served.size() == 101);  // served once: its new-job entry is skipped
   CHECK(served[0] == "new-99");
   CHECK(served[1] == "plain");

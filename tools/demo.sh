@@ -139,8 +139,9 @@ findings=$("$SIM" ctl --out-dir "$work/sim" check 2>&1) || true
 echo "$findings"
 cut_off_run="in $owner \\([^)]*, epoch 1\\)"
 other_run="in [a-z0-9-]* \\([^)]*, epoch 2\\)"
-allowed=$(printf '%s\n' "$findings" | grep '^VIOLATION' | grep -E "$cut_off_run and $other_run|$other_run and $cut_off_run" || true)
-unexpected=$(printf '%s\n' "$findings" | grep '^VIOLATION' | grep -v -E "$cut_off_run and $other_run|$other_run and $cut_off_run" || true)
+overlap="$cut_off_run and $other_run|$other_run and $cut_off_run"
+allowed=$(printf '%s\n' "$findings" | grep '^VIOLATION' | grep -E "$overlap" || true)
+unexpected=$(printf '%s\n' "$findings" | grep '^VIOLATION' | grep -v -E "$overlap" || true)
 if [ -n "$unexpected" ]; then
   echo "demo: FAILED: a job ran where or when its lease did not allow"
   exit 1

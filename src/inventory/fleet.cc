@@ -151,7 +151,24 @@ void Fleet::ProbeAllNow() {
     std::lock_guard lock(mu_);
     for (const auto& [name, e] : entries_) names.push_back(name);
   }
-  for (const auto& name : names) ProbeOne(name);
+  for (const auto& name : names) {
+    // Claimed like a worker claims it: a background probe still in flight
+    // would otherwise land after this one and overwrite its result.
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] {
+        auto it = entries_.find(name);
+        return stopping_ || it == entries_.end() || !it->second.probing;
+      });
+      auto it = entries_.find(name);
+      if (stopping_ || it == entries_.end()) continue;
+      it->second.probing = true;
+    }
+    ProbeOne(name);
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(name); it != entries_.end()) it->second.probing = false;
+    cv_.notify_all();
+  }
 }
 
 void Fleet::Run() {
@@ -178,6 +195,7 @@ void Fleet::Run() {
     ProbeOne(due);
     lock.lock();
     if (auto it = entries_.find(due); it != entries_.end()) it->second.probing = false;
+    cv_.notify_all();  // ProbeAllNow may wait for this cluster
   }
 }
 

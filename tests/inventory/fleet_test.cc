@@ -1,7 +1,11 @@
 // Fleet with a fake prober, a fake clock and the real SQLite store.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <condition_variable>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 #include "gantry/inventory/fleet.h"
 #include "gantry/store/sqlite_store.h"
@@ -98,6 +102,57 @@ TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fl
     fleet.Stop();
   }
   CHECK(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
+}
+
+// A prober whose first probe of "slow" reads its answer, then waits until
+// the test opens the gate: the background probe still in flight when the
+// cluster comes back.
+class GatedProber final : public ClusterProber {
+ public:
+  std::atomic<bool> up{false};
+  std::atomic<int> started{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  Result<CapacityReading> Probe(const ClusterConfig&, const ClusterCredentials&) override {
+    bool answer = up.load();
+    if (started.fetch_add(1) == 0) {
+      std::unique_lock lock(mu);
+      cv.wait(lock, [&] { return open; });
+    }
+    if (!answer) return Status::Unavailable("connect: connection refused");
+    return CapacityReading{};
+  }
+  void Open() {
+    {
+      std::lock_guard lock(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+
+TEST_CASE("a probe on demand is not overwritten by an older probe still in flight", "[inventory][fleet]") {
+  testing::TempDir dir;
+  std::filesystem::create_directories(dir.File("clusters.d"));
+  WriteCluster(dir.path(), "slow");
+  auto store = OpenStore(dir);
+  FakeClock clock(1'000'000);
+  GatedProber prober;
+  FleetOptions options;
+  options.clusters_dir = dir.File("clusters.d");
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  // The background probe has read "down" and is held.
+  REQUIRE(testing::WaitFor([&] { return prober.started.load() == 1; }));
+  prober.up = true;
+  std::thread on_demand([&] { fleet.ProbeAllNow(); });
+  prober.Open();
+  on_demand.join();
+  // The on-demand probe ran after the stale one, so its answer stands.
+  CHECK(prober.started.load() == 2);
+  CHECK(fleet.Cluster("slow")->health.state == HealthState::kReady);
+  fleet.Stop();
 }
 
 TEST_CASE("fleet reload adds, keeps and removes clusters", "[inventory][fleet]") {

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "gantry/http/client.h"
 #include "gantry/inventory/kubeconfig.h"
@@ -105,10 +107,20 @@ std::string DispatchFleet::Phase(const std::string& ns, const std::string& name)
 
 bool DispatchFleet::WaitPhase(const std::string& ns, const std::string& name, std::vector<std::string> phases,
                               std::chrono::milliseconds deadline) {
-  return WaitFor([&] {
+  bool reached = WaitFor([&] {
     std::string p = Phase(ns, name);
     return std::find(phases.begin(), phases.end(), p) != phases.end();
   }, deadline);
+  if (!reached) {  // what the job says of itself, for the failure's log
+    std::cerr << "job " << ns << "/" << name << " did not reach " << fmt::format("{}", fmt::join(phases, "|"))
+              << ":\n  " << Job(ns, name).dump() << "\n";
+    for (const nlohmann::json& e : Events(ns, name)) std::cerr << "  event " << e.dump() << "\n";
+    if (auto client = ClientFor(url())) {
+      auto r = client->Do("GET", fmt::format("/api/v1/namespaces/{}/jobs/{}/placement", ns, name));
+      if (r.ok()) std::cerr << "  placement now: " << r->body << "\n";
+    }
+  }
+  return reached;
 }
 
 bool DispatchFleet::WaitClustersReady(std::chrono::milliseconds deadline) {

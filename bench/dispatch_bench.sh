@@ -50,6 +50,9 @@ trap cleanup EXIT
 wait_ready() { for _ in $(seq 600); do [ -s "$1" ] && return 0; sleep 0.05; done; echo "not ready: $1"; exit 1; }
 # CPU seconds (user + system, all threads) a live process has used.
 cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+# KiB a live process wrote with write(2)/pwrite(2) (the store's WAL and
+# database, the log; not its sockets, which use send), per job.
+written_kib_per_job() { awk -v n="$2" '/^wchar:/ { printf "%.1f", $2 / 1024 / n }' "/proc/$1/io"; }
 # Peak resident memory of a live process, in MiB.
 peak_mib() { awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 field() { sed -n "s/^result.* $1=\([-0-9.]*\).*/\1/p"; }
@@ -90,6 +93,7 @@ EOF
   grep -v '^result' "$d/out" || true
   grep '^result' "$d/out" >"$work/$name.result" || echo "result" >"$work/$name.result"
   echo "  cpu         gantry $(cpu_s "$daemon") s, gantry-sim $(cpu_s "$sim") s in $wall s of wall time (2 cores: $(awk -v w="$wall" 'BEGIN { printf "%.1f", 2 * w }') s)"
+  echo "  store       gantry wrote $(written_kib_per_job "$daemon" "$jobs") KiB to files per job (its SQLite WAL, database and log)"
   echo "  memory      peak resident: gantry $(peak_mib "$daemon") MiB, gantry-sim $(peak_mib "$sim") MiB"
   echo "  check       $("$BIN/gantry-sim" ctl --out-dir "$d/sim" check 2>&1 | head -5 | tr '\n' ' ')"
   # Without a tokensFile the daemon warns once at start; that one is expected.

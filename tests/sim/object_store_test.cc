@@ -70,7 +70,7 @@ TEST_CASE("watch resumes from a resourceVersion and answers 410 when too old", "
   const ResourceInfo& jobs = ResourceByPlural("jobs");
   auto first = state.Create(jobs, "ns", Obj("a", "prod"));
   REQUIRE(first.ok());
-  std::string rv = (*first)["metadata"]["resourceVersion"];
+  std::string rv = json::parse(*first)["metadata"]["resourceVersion"];
   REQUIRE(state.Create(jobs, "ns", Obj("b", "prod")).ok());
 
   WatchRequest w;
@@ -125,6 +125,30 @@ TEST_CASE("watch with a selector sees objects enter and leave it", "[sim][watch]
   CHECK(ev[0]["type"] == "ADDED");
   CHECK(ev[0]["object"]["apiVersion"] == "kueue.x-k8s.io/v1beta1");
   CHECK(ev[1]["type"] == "DELETED");
+}
+
+TEST_CASE("create and delete answer with the object as stored, also when a controller wrote it at once",
+          "[sim][store]") {
+  testing::ClusterFixture f;
+  // A Workload: the answer is the stored object, as a GET reads it.
+  auto created = f.state.Create(f.wl, "team-a", testing::MakeWorkload("a", 1, 1));
+  REQUIRE(created.ok());
+  CHECK(json::parse(*created) == f.Get(f.wl, "a"));
+  f.TickAfter(10);  // admitted
+  // A job for the admitted Workload starts at once: the answer is the job
+  // as the controller left it (unsuspended), not as first stored.
+  auto job = f.state.Create(f.jobs, "team-a", testing::MakeJob("job-a", "a", "ua", "1s"));
+  REQUIRE(job.ok());
+  json answered = json::parse(*job);
+  CHECK(answered == f.Get(f.jobs, "job-a"));
+  CHECK(answered["spec"]["suspend"] == false);
+  // A delete answers with the object as deleted: a newer resourceVersion.
+  const std::string before = f.Get(f.wl, "a")["metadata"]["resourceVersion"];
+  auto deleted = f.state.Delete(f.wl, "team-a", "a", "Background");
+  REQUIRE(deleted.ok());
+  json gone = json::parse(*deleted);
+  CHECK(gone["metadata"]["name"] == "a");
+  CHECK(std::stoll(gone["metadata"]["resourceVersion"].get<std::string>()) > std::stoll(before));
 }
 
 TEST_CASE("Workload validation answers Invalid", "[sim][validation]") {

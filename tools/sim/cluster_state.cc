@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/json_text.h"
 #include "gantry/common/names.h"
 #include "kube_errors.h"
 #include "validation.h"
@@ -39,7 +40,22 @@ ClusterState::ClusterState(ClusterConfig config, Journal* journal, const Clock* 
   kueue_.Bootstrap(clock_->NowMillis());
 }
 
-Result<json> ClusterState::Create(const ResourceInfo& res, const std::string& ns, json object) {
+namespace {
+
+// The text of `object`, a stored object or one just deleted: the body of the
+// store's latest event when that event is of this very version (a
+// resourceVersion names one change of one object), else serialized anew.
+std::string TextOf(const ObjectStore& store, const json& object) {
+  const WatchEvent* latest = store.LatestEvent();
+  if (latest && std::to_string(latest->rv) == object["metadata"].value("resourceVersion", "")) return latest->body;
+  std::string text;
+  AppendJson(text, object);
+  return text;
+}
+
+}  // namespace
+
+Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::string& ns, json object) {
   if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("create is not supported on {}", res.plural));
   if (!object.is_object()) return Status::Invalid("the body must be a JSON object");
   json& md = object["metadata"];
@@ -67,12 +83,16 @@ Result<json> ClusterState::Create(const ResourceInfo& res, const std::string& ns
   auto created = store_.Create(res.plural, std::move(object), now);
   if (!created.ok()) return created.status();
   const json& stored = **created;
+  std::string text = TextOf(store_, stored);
   if (res.plural == "workloads") kueue_.OnWorkloadCreated(stored, now);
   if (res.plural == "jobs" || res.plural == "jobsets") {
+    // The job controller may have written the job again (its own labels).
+    const std::string rv = stored["metadata"].value("resourceVersion", "");
     kueue_.OnJobCreated(res.plural, stored, now);
-    if (const json* cur = store_.Get(res.plural, ns, NameOf(stored))) return *cur;
+    const json* cur = store_.Get(res.plural, ns, NameOf(stored));
+    if (cur && (*cur)["metadata"].value("resourceVersion", "") != rv) text = TextOf(store_, *cur);
   }
-  return stored;
+  return text;
 }
 
 Result<json> ClusterState::Get(const ResourceInfo& res, const std::string& ns, const std::string& name) {
@@ -140,8 +160,8 @@ Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns,
   return **result;
 }
 
-Result<json> ClusterState::Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                                  const std::string& propagation_policy) {
+Result<std::string> ClusterState::Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
+                                         const std::string& propagation_policy) {
   if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("delete is not supported on {}", res.plural));
   if (!propagation_policy.empty() && propagation_policy != "Background" && propagation_policy != "Foreground" &&
       propagation_policy != "Orphan") {
@@ -154,9 +174,10 @@ Result<json> ClusterState::Delete(const ResourceInfo& res, const std::string& ns
     return Status::NotFound(fmt::format("{}.{} \"{}\" not found", res.plural, res.group, name));
   }
   const json& object = *deleted;
+  std::string text = TextOf(store_, object);
   if (res.plural == "workloads") kueue_.OnWorkloadDeleted(object, now);
   if (res.plural == "jobs" || res.plural == "jobsets") kueue_.OnJobDeleted(res.plural, object, now);
-  return deleted;
+  return text;
 }
 
 int64_t ClusterState::WatchTimeout(int64_t requested_ms) {

@@ -44,7 +44,10 @@ class ClusterState {
 
   const ClusterConfig& config() const { return config_; }
 
-  Result<nlohmann::json> Create(const ResourceInfo& res, const std::string& ns, nlohmann::json object);
+  // Create and Delete answer with the object as stored (as deleted), as
+  // text: the text its watch event already serialized, with the storage
+  // apiVersion (WithApiVersion sets another).
+  Result<std::string> Create(const ResourceInfo& res, const std::string& ns, nlohmann::json object);
   Result<nlohmann::json> Get(const ResourceInfo& res, const std::string& ns, const std::string& name);
   // Returns a List object ({"kind":"WorkloadList","metadata":{resourceVersion,continue},...}).
   Result<nlohmann::json> List(const ResourceInfo& res, const std::string& api_version, const std::string& ns,
@@ -53,8 +56,8 @@ class ClusterState {
   // (RFC 6902). status=true patches only .status (the /status subresource).
   Result<nlohmann::json> Patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
                                const std::string& patch_type, const nlohmann::json& patch, bool status);
-  Result<nlohmann::json> Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                                const std::string& propagation_policy);
+  Result<std::string> Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
+                             const std::string& propagation_policy);
   // Writes the initial events (or a 410 ERROR event) and registers the stream.
   void Watch(WatchRequest request);
 

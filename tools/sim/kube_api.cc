@@ -41,6 +41,14 @@ json ParseBody(const std::string& body) {
 
 bool Truthy(const std::optional<std::string>& v) { return v && (*v == "true" || *v == "1"); }
 
+// A JSON text as the response body.
+http::Response TextJsonResponse(int code, std::string text) {
+  http::Response r;
+  r.status = code;
+  r.body = std::move(text);
+  return r;
+}
+
 // Result<json> -> response with code ok_code, or its Status body.
 http::Response FromResult(const Result<json>& r, int ok_code) {
   if (!r.ok()) return KubeErrorFrom(r.status());
@@ -111,8 +119,8 @@ http::Response KubeApi::Collection(const http::Request& req, const ResourceInfo&
     json body = ParseBody(req.body);
     if (body.is_discarded()) return KubeError(400, "BadRequest", "the request body is not valid JSON");
     auto created = state_->Create(res, ns, std::move(body));
-    if (created.ok()) (*created)["apiVersion"] = api_version;
-    return FromResult(created, 201);
+    if (!created.ok()) return KubeErrorFrom(created.status());
+    return TextJsonResponse(201, WithApiVersion(*created, api_version));
   }
   if (req.method != "GET") return MethodNotAllowed(req.method);
   auto selector = LabelSelector::Parse(req.Query("labelSelector").value_or(""));
@@ -171,7 +179,9 @@ http::Response KubeApi::Resource(const http::Request& req, const ResourceInfo& r
       json opts = json::parse(req.body, nullptr, false);
       if (opts.is_object()) policy = opts.value("propagationPolicy", "");
     }
-    out = state_->Delete(res, ns, name, policy);
+    auto deleted = state_->Delete(res, ns, name, policy);
+    if (!deleted.ok()) return KubeErrorFrom(deleted.status());
+    return TextJsonResponse(200, WithApiVersion(*deleted, api_version));
   } else {
     return MethodNotAllowed(req.method);
   }

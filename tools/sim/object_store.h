@@ -93,6 +93,8 @@ class ObjectStore {
   // events after rv were already dropped from the history.
   Result<std::vector<const WatchEvent*>> EventsSince(const std::string& resource, int64_t rv) const;
   int64_t resource_version() const { return rv_; }
+  // The latest event, or nullptr when the history keeps none.
+  const WatchEvent* LatestEvent() const { return history_.empty() ? nullptr : &history_.back(); }
 
  private:
   static std::string Key(const std::string& ns, const std::string& name);

@@ -21,11 +21,8 @@ uint64_t WatchHub::Add(Watcher w) {
 
 bool WatchHub::Deliver(Watcher& w, const WatchEvent& ev) { return Deliver(w, ev, nullptr); }
 
-namespace {
-
-// body (an object serialized with sorted keys) with apiVersion set to
-// api_version. The stored version is spliced out of the text when it leads,
-// as it does for every object the API stores; anything else is re-parsed.
+// The stored version is spliced out of the text when it leads, as it does
+// for every object the API stores; anything else is re-parsed.
 std::string WithApiVersion(const std::string& body, const std::string& api_version) {
   static const std::string kLead = "{\"apiVersion\":\"";
   if (body.compare(0, kLead.size(), kLead) == 0) {
@@ -40,8 +37,6 @@ std::string WithApiVersion(const std::string& body, const std::string& api_versi
   object["apiVersion"] = api_version;
   return object.dump();
 }
-
-}  // namespace
 
 bool WatchHub::Deliver(Watcher& w, const WatchEvent& ev, std::vector<EncodedEvent>* cache) {
   if (ev.resource != w.resource) return true;

@@ -24,6 +24,10 @@
 
 namespace gantry::sim {
 
+// body (an object serialized with sorted keys) with apiVersion set to
+// api_version.
+std::string WithApiVersion(const std::string& body, const std::string& api_version);
+
 struct Watcher {
   std::string resource;
   std::string ns;  // "" = all namespaces

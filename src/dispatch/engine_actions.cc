@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <optional>
 #include <set>
 
@@ -32,7 +33,11 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action)
   auto pool = PoolFor(action.cluster);
   if (!pool) return std::nullopt;
   auto lease = pool->Acquire();
-  if (!lease.ok()) return std::nullopt;
+  if (!lease.ok()) {  // the action is retried by the job's next pass
+    spdlog::warn("dispatch: {} {} in {} not sent: {}", action.verb == Verb::kDelete ? "delete" : "create", action.path,
+                 action.cluster, lease.status().message());
+    return std::nullopt;
+  }
   if (action.verb == Verb::kDelete) {
     kube::DeleteOptions opts;
     opts.propagation_policy = "Background";
@@ -110,6 +115,12 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
     std::vector<const Action*> wave;
     std::set<std::string> in_wave;
     while (next < actions.size() && in_wave.insert(actions[next].cluster).second) wave.push_back(&actions[next++]);
+    // A wave holds each connection it takes until its answers are read. Taken
+    // in cluster-name order by every worker, they cannot be held in a cycle
+    // (worker 1 holding c3's last and waiting for c5's, worker 2 the other
+    // way round) when the workers outnumber a cluster's connections. The
+    // actions of one wave go to different clusters: their order is free.
+    std::sort(wave.begin(), wave.end(), [](const Action* a, const Action* b) { return a->cluster < b->cluster; });
 
     std::vector<std::optional<kube::ClientPool::Lease>> leases(wave.size());
     std::vector<bool> run(wave.size(), false);

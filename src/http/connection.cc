@@ -1,4 +1,5 @@
 #include "connection.h"
+#include "socket_bio.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -26,43 +27,6 @@ namespace {
 using boost::system::error_code;
 
 error_code Errno(int e) { return error_code(e, boost::system::system_category()); }
-
-// OpenSSL's socket BIO writes with write(2): a peer that closed the
-// connection would raise SIGPIPE. This one sends with MSG_NOSIGNAL.
-int SocketOf(BIO* b) { return static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(b))); }
-
-int BioWrite(BIO* b, const char* data, int size) {
-  BIO_clear_retry_flags(b);
-  ssize_t n = ::send(SocketOf(b), data, static_cast<size_t>(size), MSG_NOSIGNAL);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_write(b);
-  return static_cast<int>(n);
-}
-
-int BioRead(BIO* b, char* data, int size) {
-  BIO_clear_retry_flags(b);
-  ssize_t n = ::recv(SocketOf(b), data, static_cast<size_t>(size), 0);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
-  return static_cast<int>(n);
-}
-
-long BioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
-
-int BioCreate(BIO* b) {
-  BIO_set_init(b, 1);
-  return 1;
-}
-
-BIO_METHOD* SocketMethod() {
-  static BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "gantry socket");
-    BIO_meth_set_write(m, BioWrite);
-    BIO_meth_set_read(m, BioRead);
-    BIO_meth_set_ctrl(m, BioCtrl);
-    BIO_meth_set_create(m, BioCreate);
-    return m;
-  }();
-  return method;
-}
 
 int MillisLeft(Connection::Clock::time_point deadline) {
   auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Connection::Clock::now()).count();
@@ -114,9 +78,8 @@ error_code Connection::Connect(const addrinfo& addr) {
 
 Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::string& port) {
   ssl_ = SSL_new(tls);
-  BIO* bio = ssl_ ? BIO_new(SocketMethod()) : nullptr;
+  BIO* bio = ssl_ ? NewSocketBio(fd_) : nullptr;
   if (!bio) return Status::Unavailable(fmt::format("TLS with {}:{}: out of memory", host, port));
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd_)));
   SSL_set_bio(ssl_, bio, bio);
   SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   // Whatever the socket holds is read at once: without read-ahead OpenSSL

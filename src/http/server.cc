@@ -1,86 +1,208 @@
-// The only translation unit (with client.cc) that includes Beast: see
-// message.h for why.
+// Server: one thread runs an edge-triggered epoll loop over the listener,
+// the connections (server_conn.h) and a mailbox through which handlers'
+// answers and streams' wake-ups arrive from any thread.
+//
+// Why not Asio (as before): every read and write there set a timer (a
+// timerfd_settime call), each wait went through the reactor's epoll_wait,
+// and TLS went through Asio's engine and its memory BIO pair. Here a read is
+// one recv (SSL_read with read-ahead) and an answer one send; a deadline is
+// a time in the connection, looked at when the earliest one is due.
 #include "gantry/http/server.h"
-#include "gantry/common/thread_name.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
-#include <iterator>
+#include <cerrno>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
 
-#include <boost/asio.hpp>
-#include <boost/asio/ssl.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gantry/common/thread_name.h"
+#include "server_conn.h"
+#include "socket_bio.h"
 
 namespace gantry::http {
 
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = boost::beast::http;
-using tcp = net::ip::tcp;
-using boost::system::error_code;
+using server_internal::Clock;
+using server_internal::ServerConn;
 
 namespace {
 
-// Bridges a Responder (callable once from any thread) to the coroutine that
-// waits for it. If the Responder is dropped uncalled, the request gets a 500
-// instead of hanging.
-template <typename CompletionHandler>
-class Once {
+constexpr uint64_t kListenerKey = 0;
+constexpr uint64_t kMailboxKey = 1;
+constexpr uint64_t kFirstConnKey = 2;
+
+// What other threads hand to the loop.
+struct Posted {
+  enum class Kind { kAnswer, kWake, kCloseIdle, kExit };
+  Kind kind;
+  uint64_t id = 0;
+  Response response;
+};
+
+// Shared with responders and stream notifiers, which may outlive the server:
+// a post after the loop ended is dropped with the mailbox.
+class Mailbox {
  public:
-  Once(CompletionHandler h, net::any_io_executor ex) : handler_(std::move(h)), ex_(std::move(ex)) {}
-  ~Once() {
-    if (handler_) Fire(TextResponse(500, "handler dropped the request\n"));
+  Mailbox() : fd_(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) {}
+  ~Mailbox() {
+    if (fd_ >= 0) ::close(fd_);
   }
-  void Fire(Response response) {
-    std::optional<CompletionHandler> h;
+  int fd() const { return fd_; }
+  void SetLoopThread() { loop_thread_ = std::this_thread::get_id(); }
+
+  void Post(Posted item) {
+    bool was_empty;
     {
       std::lock_guard lock(mu_);
-      if (!handler_) return;
-      h.emplace(std::move(*handler_));
-      handler_.reset();
+      was_empty = items_.empty();
+      items_.push_back(std::move(item));
     }
-    net::post(ex_, [h = std::move(*h), r = std::move(response)]() mutable { h(std::move(r)); });
+    // The loop drains the mailbox after every round of events, so a post
+    // from its own thread (an answer given inside the handler) needs no
+    // wake-up; nor does one behind an earlier post.
+    if (was_empty && std::this_thread::get_id() != loop_thread_.load()) {
+      uint64_t one = 1;
+      [[maybe_unused]] ssize_t n = ::write(fd_, &one, sizeof one);
+    }
+  }
+  std::vector<Posted> TakeAll() {
+    std::vector<Posted> out;
+    std::lock_guard lock(mu_);
+    out.swap(items_);
+    return out;
+  }
+  bool empty() const {
+    std::lock_guard lock(mu_);
+    return items_.empty();
   }
 
  private:
-  std::mutex mu_;
-  std::optional<CompletionHandler> handler_;
-  net::any_io_executor ex_;
+  const int fd_;
+  std::atomic<std::thread::id> loop_thread_;
+  mutable std::mutex mu_;
+  std::vector<Posted> items_;
 };
 
-net::awaitable<Response> CallHandler(const Handler& handler, Request request) {
-  auto ex = co_await net::this_coro::executor;
-  co_return co_await net::async_initiate<decltype(net::use_awaitable), void(Response)>(
-      [&handler, &request, ex](auto completion) {
-        using H = decltype(completion);
-        auto once = std::make_shared<Once<H>>(std::move(completion), ex);
-        handler(std::move(request), [once](Response r) { once->Fire(std::move(r)); });
-      },
-      net::use_awaitable);
+// A request's Responder: the first call answers; dropped uncalled, it
+// answers 500 so the request does not hang.
+class Once {
+ public:
+  Once(std::shared_ptr<Mailbox> box, uint64_t id) : box_(std::move(box)), id_(id) {}
+  ~Once() {
+    if (!fired_.exchange(true)) {
+      box_->Post({Posted::Kind::kAnswer, id_, TextResponse(500, "handler dropped the request\n")});
+    }
+  }
+  void Fire(Response r) {
+    if (!fired_.exchange(true)) box_->Post({Posted::Kind::kAnswer, id_, std::move(r)});
+  }
+
+ private:
+  std::shared_ptr<Mailbox> box_;
+  uint64_t id_;
+  std::atomic<bool> fired_{false};
+};
+
+bool IsLoopback(const sockaddr_storage& a) {
+  if (a.ss_family == AF_INET) {
+    return (ntohl(reinterpret_cast<const sockaddr_in&>(a).sin_addr.s_addr) >> 24) == 127;
+  }
+  if (a.ss_family != AF_INET6) return false;
+  const in6_addr& v6 = reinterpret_cast<const sockaddr_in6&>(a).sin6_addr;
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
 }
 
-bool IsLoopback(const net::ip::address& a) {
-  if (a.is_loopback()) return true;
-  return a.is_v6() && a.to_v6().is_v4_mapped() &&
-         net::ip::make_address_v4(net::ip::v4_mapped, a.to_v6()).is_loopback();
+std::string AddressText(const sockaddr_storage& a) {
+  char text[INET6_ADDRSTRLEN] = "unknown";
+  if (a.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(a).sin_addr, text, sizeof text);
+  } else if (a.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(a).sin6_addr, text, sizeof text);
+  }
+  return text;
+}
+
+std::string OpenSslError() {
+  unsigned long e = ERR_get_error();
+  ERR_clear_error();
+  if (e == 0) return "unknown error";
+  char text[256];
+  ERR_error_string_n(e, text, sizeof text);
+  return text;
+}
+
+// A TLS 1.2+ server context with the chain and key (PEM text).
+Result<SSL_CTX*> MakeTlsContext(const TlsServerOptions& tls) {
+  ERR_clear_error();
+  std::unique_ptr<SSL_CTX, decltype(&SSL_CTX_free)> ctx(SSL_CTX_new(TLS_server_method()), SSL_CTX_free);
+  if (!ctx) return Status::Internal("TLS: " + OpenSslError());
+  SSL_CTX_set_min_proto_version(ctx.get(), TLS1_2_VERSION);
+  SSL_CTX_set_mode(ctx.get(), SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // Whatever the socket holds is read at once (not each record's header,
+  // then its body).
+  SSL_CTX_set_read_ahead(ctx.get(), 1);
+  std::unique_ptr<BIO, decltype(&BIO_free)> chain(
+      BIO_new_mem_buf(tls.cert_chain_pem.data(), static_cast<int>(tls.cert_chain_pem.size())), BIO_free);
+  X509* leaf = chain ? PEM_read_bio_X509_AUX(chain.get(), nullptr, nullptr, nullptr) : nullptr;
+  if (!leaf) return Status::Invalid("TLS certificate: " + OpenSslError());
+  int used = SSL_CTX_use_certificate(ctx.get(), leaf);
+  X509_free(leaf);
+  if (used != 1) return Status::Invalid("TLS certificate: " + OpenSslError());
+  while (X509* ca = PEM_read_bio_X509(chain.get(), nullptr, nullptr, nullptr)) {
+    if (SSL_CTX_add0_chain_cert(ctx.get(), ca) != 1) {
+      X509_free(ca);
+      return Status::Invalid("TLS certificate chain: " + OpenSslError());
+    }
+  }
+  ERR_clear_error();  // the end of the chain reads as an error
+  std::unique_ptr<BIO, decltype(&BIO_free)> key_pem(
+      BIO_new_mem_buf(tls.private_key_pem.data(), static_cast<int>(tls.private_key_pem.size())), BIO_free);
+  EVP_PKEY* key = key_pem ? PEM_read_bio_PrivateKey(key_pem.get(), nullptr, nullptr, nullptr) : nullptr;
+  if (!key) return Status::Invalid("TLS private key: " + OpenSslError());
+  used = SSL_CTX_use_PrivateKey(ctx.get(), key);
+  EVP_PKEY_free(key);
+  if (used != 1 || SSL_CTX_check_private_key(ctx.get()) != 1) {
+    return Status::Invalid("TLS private key: " + OpenSslError());
+  }
+  return ctx.release();
 }
 
 }  // namespace
 
 class Server::Impl {
  public:
-  Impl(ServerOptions options, Handler handler)
-      : options_(std::move(options)), handler_(std::move(handler)), acceptor_(ioc_) {
+  Impl(ServerOptions options, Handler handler) : options_(std::move(options)), handler_(std::move(handler)) {
     if (!options_.error_response) {
-      options_.error_response = [](int status, std::string message) {
-        return TextResponse(status, message + "\n");
-      };
+      options_.error_response = [](int status, std::string message) { return TextResponse(status, message + "\n"); };
     }
+    env_.options = &options_;
+    env_.stopping = &stopping_;
+    env_.in_flight = &in_flight_;
+    env_.dispatch = [this](uint64_t id, Request request) { Dispatch(id, std::move(request)); };
+    env_.subscribe = [this](uint64_t id, const std::shared_ptr<ResponseStream>& stream) {
+      stream->SetNotifier([box = mailbox_, id] { box->Post({Posted::Kind::kWake, id, {}}); });
+    };
+  }
+  ~Impl() {
+    conns_.clear();
+    if (listener_ >= 0) ::close(listener_);
+    if (epoll_ >= 0) ::close(epoll_);
+    if (tls_) SSL_CTX_free(tls_);
   }
 
   Status Start();
@@ -89,353 +211,257 @@ class Server::Impl {
   int in_flight() const { return in_flight_.load(); }
 
  private:
-  // A live connection: how to close it, and whether it is mid-request.
-  struct ConnState {
-    std::function<void()> close;  // must run on the connection's executor
-    net::any_io_executor executor;
-    bool busy = false;
-  };
-
-  net::awaitable<void> Accept();
-  template <typename Stream>
-  net::awaitable<void> Session(Stream& stream, std::string remote, bool loopback, uint64_t id);
-  template <typename Stream>
-  net::awaitable<bool> WriteResponse(Stream& stream, Response response, bool keep_alive,
-                                     bool head_only);
-  template <typename Stream>
-  net::awaitable<void> WriteStream(Stream& stream, std::shared_ptr<ResponseStream> body);
-  net::awaitable<void> RunConnection(tcp::socket socket, uint64_t id);
-  void SetBusy(uint64_t id, bool busy);
-
-  // Marks a connection's stream as gone when its coroutine frame unwinds.
-  // Declared after the stream, so it runs first.
-  struct AliveGuard {
-    std::shared_ptr<bool> flag = std::make_shared<bool>(true);
-    ~AliveGuard() { *flag = false; }
-  };
-  // Records how to close connection id: close_stream runs on the
-  // connection's executor, and only while the stream is still alive.
-  void Register(uint64_t id, std::shared_ptr<bool> alive, std::function<void()> close_stream);
+  Status Listen();
+  void Run();
+  void AcceptAll();
+  void Dispatch(uint64_t id, Request request);
+  void DrainMailbox();
+  // Keeps the connection (noting its deadline) or ends it.
+  void Settle(std::map<uint64_t, std::unique_ptr<ServerConn>>::iterator it, bool keep);
+  void ExpireDeadlines();
+  int WaitMillis() const;
+  void CloseListener();
 
   ServerOptions options_;
   Handler handler_;
-  // ssl_ outlives ioc_: coroutine frames still queued in ioc_ when it is
-  // destroyed hold streams that refer to the context.
-  std::optional<net::ssl::context> ssl_;
-  net::io_context ioc_;
-  tcp::acceptor acceptor_;
-  std::vector<std::thread> threads_;
+  server_internal::ConnEnv env_;
+  std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
+  SSL_CTX* tls_ = nullptr;
+  int listener_ = -1;
+  int epoll_ = -1;
   uint16_t port_ = 0;
+  std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<int> in_flight_{0};
-  std::atomic<uint64_t> next_id_{1};
-  std::mutex mu_;
-  std::map<uint64_t, ConnState> conns_;
   bool started_ = false;
+  // The loop's own state.
+  std::map<uint64_t, std::unique_ptr<ServerConn>> conns_;
+  uint64_t next_id_ = kFirstConnKey;
+  Clock::time_point next_expiry_ = Clock::time_point::max();
+  bool exit_ = false;
 };
 
 Status Server::Impl::Start() {
-  error_code ec;
-  auto address = net::ip::make_address(options_.address, ec);
-  if (ec) return Status::Invalid(fmt::format("listen address '{}': {}", options_.address, ec.message()));
+  if (mailbox_->fd() < 0) return Status::Io(fmt::format("eventfd: {}", std::strerror(errno)));
   if (options_.tls) {
-    ssl_.emplace(net::ssl::context::tls_server);
-    ssl_->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
-                      net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
-                      net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
-    ssl_->use_certificate_chain(net::buffer(options_.tls->cert_chain_pem), ec);
-    if (ec) return Status::Invalid("TLS certificate: " + ec.message());
-    ssl_->use_private_key(net::buffer(options_.tls->private_key_pem), net::ssl::context::pem, ec);
-    if (ec) return Status::Invalid("TLS private key: " + ec.message());
+    auto ctx = MakeTlsContext(*options_.tls);
+    if (!ctx.ok()) return ctx.status();
+    tls_ = *ctx;
   }
-  tcp::endpoint endpoint(address, options_.port);
-  acceptor_.open(endpoint.protocol(), ec);
-  if (!ec) acceptor_.set_option(net::socket_base::reuse_address(true), ec);
-  if (!ec) acceptor_.bind(endpoint, ec);
-  if (!ec) acceptor_.listen(net::socket_base::max_listen_connections, ec);
-  if (ec) {
-    return Status::Io(fmt::format("listen on {}:{}: {}", options_.address, options_.port, ec.message()));
+  GANTRY_RETURN_IF_ERROR(Listen());
+  epoll_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_ < 0) return Status::Io(fmt::format("epoll: {}", std::strerror(errno)));
+  epoll_event listen_event{EPOLLIN, {.u64 = kListenerKey}};
+  epoll_event mailbox_event{EPOLLIN, {.u64 = kMailboxKey}};
+  if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, listener_, &listen_event) != 0 ||
+      ::epoll_ctl(epoll_, EPOLL_CTL_ADD, mailbox_->fd(), &mailbox_event) != 0) {
+    return Status::Io(fmt::format("epoll: {}", std::strerror(errno)));
   }
-  port_ = acceptor_.local_endpoint().port();
-  net::co_spawn(ioc_, Accept(), [](std::exception_ptr) {});
-  threads_.emplace_back([this] {
+  thread_ = std::thread([this] {
     SetThreadName(options_.thread_name);
-    ioc_.run();
+    mailbox_->SetLoopThread();
+    Run();
   });
   started_ = true;
   return Status::Ok();
 }
 
-net::awaitable<void> Server::Impl::Accept() {
-  while (!stopping_) {
-    // The socket is a named local, not a structured binding of the accept's
-    // result: g++ 12 destroys non-trivial structured bindings in a coroutine
-    // twice.
-    tcp::socket socket(ioc_);
-    auto [ec] = co_await acceptor_.async_accept(socket, net::as_tuple(net::use_awaitable));
-    if (ec) {
-      if (ec == net::error::operation_aborted || stopping_) co_return;
-      continue;  // e.g. EMFILE: keep serving the connections we have
-    }
-    std::size_t live;
-    {
-      std::lock_guard lock(mu_);
-      live = conns_.size();
-    }
-    if (live >= options_.max_connections) continue;  // socket closes on scope exit
-    socket.set_option(tcp::no_delay(true), ec);  // avoids a ~40 ms stall on small writes
-    uint64_t id = next_id_++;
-    auto ex = socket.get_executor();
-    net::co_spawn(ex, RunConnection(std::move(socket), id), [this, id](std::exception_ptr) {
-      std::lock_guard lock(mu_);
-      conns_.erase(id);
-    });
-  }
-}
-
-net::awaitable<void> Server::Impl::RunConnection(tcp::socket socket, uint64_t id) {
-  error_code ec;
-  {
-    std::lock_guard lock(mu_);
-    conns_[id].executor = socket.get_executor();
-  }
-  auto remote_ep = socket.remote_endpoint(ec);
-  std::string remote = ec ? "unknown" : remote_ep.address().to_string();
-  bool loopback = !ec && IsLoopback(remote_ep.address());
-  if (ssl_) {
-    beast::ssl_stream<beast::tcp_stream> stream(beast::tcp_stream(std::move(socket)), *ssl_);
-    AliveGuard alive;
-    Register(id, alive.flag, [&stream] { beast::get_lowest_layer(stream).close(); });
-    if (stopping_) co_return;
-    beast::get_lowest_layer(stream).expires_after(options_.handshake_timeout);
-    auto [hec] = co_await stream.async_handshake(net::ssl::stream_base::server,
-                                                 net::as_tuple(net::use_awaitable));
-    if (hec) co_return;
-    co_await Session(stream, remote, loopback, id);
-    beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(1));
-    co_await stream.async_shutdown(net::as_tuple(net::use_awaitable));
+Status Server::Impl::Listen() {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+  auto& v4 = reinterpret_cast<sockaddr_in&>(addr);
+  auto& v6 = reinterpret_cast<sockaddr_in6&>(addr);
+  if (inet_pton(AF_INET, options_.address.c_str(), &v4.sin_addr) == 1) {
+    v4.sin_family = AF_INET;
+    v4.sin_port = htons(options_.port);
+    len = sizeof v4;
+  } else if (inet_pton(AF_INET6, options_.address.c_str(), &v6.sin6_addr) == 1) {
+    v6.sin6_family = AF_INET6;
+    v6.sin6_port = htons(options_.port);
+    len = sizeof v6;
   } else {
-    beast::tcp_stream stream(std::move(socket));
-    AliveGuard alive;
-    Register(id, alive.flag, [&stream] { stream.close(); });
-    if (stopping_) co_return;
-    co_await Session(stream, remote, loopback, id);
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    return Status::Invalid(fmt::format("listen address '{}': not an IPv4 or IPv6 address", options_.address));
   }
-}
-
-void Server::Impl::Register(uint64_t id, std::shared_ptr<bool> alive,
-                            std::function<void()> close_stream) {
-  std::lock_guard lock(mu_);
-  conns_[id].close = [alive = std::move(alive), close_stream = std::move(close_stream)] {
-    if (*alive) close_stream();
+  auto failed = [&](const char* step) {
+    return Status::Io(
+        fmt::format("listen on {}:{}: {}: {}", options_.address, options_.port, step, std::strerror(errno)));
   };
+  listener_ = ::socket(addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (listener_ < 0) return failed("socket");
+  int one = 1;
+  ::setsockopt(listener_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) != 0) return failed("bind");
+  if (::listen(listener_, SOMAXCONN) != 0) return failed("listen");
+  sockaddr_storage bound{};
+  socklen_t bound_len = sizeof bound;
+  if (::getsockname(listener_, reinterpret_cast<sockaddr*>(&bound), &bound_len) != 0) return failed("getsockname");
+  port_ = ntohs(bound.ss_family == AF_INET ? reinterpret_cast<sockaddr_in&>(bound).sin_port
+                                           : reinterpret_cast<sockaddr_in6&>(bound).sin6_port);
+  return Status::Ok();
 }
 
-void Server::Impl::SetBusy(uint64_t id, bool busy) {
-  std::lock_guard lock(mu_);
-  conns_[id].busy = busy;
-  in_flight_ += busy ? 1 : -1;
+void Server::Impl::Run() {
+  epoll_event events[128];
+  while (!exit_) {
+    int n = ::epoll_wait(epoll_, events, 128, WaitMillis());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      spdlog::error("http server: epoll_wait: {}", std::strerror(errno));
+      break;
+    }
+    for (int i = 0; i < n; ++i) {
+      const uint64_t key = events[i].data.u64;
+      if (key == kListenerKey) {
+        AcceptAll();
+        continue;
+      }
+      if (key == kMailboxKey) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t r = ::read(mailbox_->fd(), &count, sizeof count);
+        continue;
+      }
+      auto it = conns_.find(key);
+      if (it == conns_.end()) continue;  // ended earlier in this round
+      const bool hung_up = events[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP);
+      // A stream's reader that hangs up is gone; anyone else's hang-up shows
+      // as the end of the stream to the next read.
+      Settle(it, !(hung_up && it->second->streaming()) && it->second->Advance());
+    }
+    DrainMailbox();
+    if (Clock::now() >= next_expiry_) ExpireDeadlines();
+  }
+  conns_.clear();
 }
 
-template <typename Stream>
-net::awaitable<void> Server::Impl::Session(Stream& stream, std::string remote, bool loopback,
-                                           uint64_t id) {
-  beast::flat_buffer buffer;
-  auto& lowest = beast::get_lowest_layer(stream);
-  while (!stopping_) {
-    // Wait for the first byte of the next request under the idle deadline,
-    // then give the whole request the read deadline.
-    if (buffer.size() == 0) {
-      lowest.expires_after(options_.idle_timeout);
-      auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096),
-                                                     net::as_tuple(net::use_awaitable));
-      if (ec) co_return;
-      buffer.commit(n);
-    }
-    lowest.expires_after(options_.read_timeout);
-    bhttp::request_parser<bhttp::string_body> parser;
-    parser.header_limit(static_cast<std::uint32_t>(options_.header_limit));
-    parser.body_limit(options_.body_limit);
-    auto [hec, hn] = co_await bhttp::async_read_header(stream, buffer, parser,
-                                                       net::as_tuple(net::use_awaitable));
-    // Requests refused before a handler sees them. The response is built as
-    // a named local and written after the if-chain: no temporaries inside a
-    // co_await expression (g++ 12 mishandles some of those).
-    std::optional<Response> refusal;
-    if (hec == bhttp::error::body_limit) {  // a declared Content-Length over the limit
-      refusal = options_.error_response(
-          413, fmt::format("request body is over the limit of {} bytes", options_.body_limit));
-    } else if (hec == beast::error::timeout || hec == net::error::operation_aborted ||
-               hec == bhttp::error::end_of_stream || hec == net::error::eof ||
-               hec == net::error::connection_reset) {
-      co_return;
-    } else if (hec) {
-      refusal = options_.error_response(400, "malformed request: " + hec.message());
-    }
-    if (refusal) {
-      Response r = std::move(*refusal);
-      co_await WriteResponse(stream, std::move(r), false, false);
-      co_return;
-    }
-    auto& header = parser.get();
-    if (beast::iequals(header[bhttp::field::expect], "100-continue")) {
-      bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, header.version()};
-      lowest.expires_after(options_.write_timeout);
-      auto [wec, wn] = co_await bhttp::async_write(stream, cont, net::as_tuple(net::use_awaitable));
-      if (wec) co_return;
-    }
-    auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, net::as_tuple(net::use_awaitable));
-    if (bec) {
-      if (bec != bhttp::error::body_limit) co_return;
-      Response r = options_.error_response(
-          413, fmt::format("request body is over the limit of {} bytes", options_.body_limit));
-      co_await WriteResponse(stream, std::move(r), false, false);
-      co_return;
-    }
-    auto msg = parser.release();
-    Request req;
-    req.method = std::string(msg.method_string());
-    req.target = std::string(msg.target());
-    std::string_view target = req.target;
-    std::size_t q = target.find('?');
-    req.path = PercentDecode(target.substr(0, q), false);
-    if (q != std::string_view::npos) req.query = ParseQuery(target.substr(q + 1));
-    for (const auto& field : msg) {
-      req.headers[ToLowerAscii(field.name_string())] = std::string(field.value());
-    }
-    req.body = std::move(msg.body());
-    req.remote_address = remote;
-    req.remote_loopback = loopback;
-    bool keep_alive = msg.keep_alive();
-    bool head_only = msg.method() == bhttp::verb::head;
+int Server::Impl::WaitMillis() const {
+  if (!mailbox_->empty()) return 0;
+  if (next_expiry_ == Clock::time_point::max()) return -1;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(next_expiry_ - Clock::now()).count();
+  return static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
+}
 
-    SetBusy(id, true);
-    Response response;
-    try {
-      response = co_await CallHandler(handler_, std::move(req));
-    } catch (const std::exception&) {
-      response = options_.error_response(500, "internal error");
+void Server::Impl::AcceptAll() {
+  while (listener_ >= 0) {
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    int fd = ::accept4(listener_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK) {  // e.g. EMFILE: keep serving the connections we have
+        spdlog::warn("http server {}: accept: {}", options_.thread_name, std::strerror(errno));
+      }
+      return;
     }
-    if (response.stream) {
-      SetBusy(id, false);
-      co_await WriteStream(stream, response.stream);
-      co_return;
+    if (conns_.size() >= options_.max_connections) {
+      ::close(fd);
+      continue;
     }
-    bool ok = co_await WriteResponse(stream, std::move(response), keep_alive && !stopping_, head_only);
-    SetBusy(id, false);
-    if (!ok || !keep_alive) co_return;
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // small answers go out at once
+    SSL* ssl = nullptr;
+    if (tls_) {
+      ssl = SSL_new(tls_);
+      BIO* bio = ssl ? NewSocketBio(fd) : nullptr;
+      if (!bio) {
+        if (ssl) SSL_free(ssl);
+        ::close(fd);
+        continue;
+      }
+      SSL_set_bio(ssl, bio, bio);
+      SSL_set_accept_state(ssl);
+    }
+    const uint64_t id = next_id_++;
+    auto [it, added] = conns_.emplace(
+        id, std::make_unique<ServerConn>(id, fd, ssl, AddressText(peer), IsLoopback(peer), env_));
+    epoll_event ev{EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, {.u64 = id}};
+    if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      conns_.erase(it);
+      continue;
+    }
+    Settle(it, it->second->Advance());  // the client may have written already
   }
 }
 
-template <typename Stream>
-net::awaitable<bool> Server::Impl::WriteResponse(Stream& stream, Response response, bool keep_alive,
-                                                 bool head_only) {
-  // The head is written as text and sent with the body in one gathered
-  // write: Beast's field container and serializer cost more than the
-  // answer's other steps together, for a handful of headers known here.
-  const std::string_view reason = bhttp::obsolete_reason(static_cast<bhttp::status>(response.status));
-  const std::size_t length = head_only ? 0 : response.body.size();
-  std::string head;
-  head.reserve(160 + length);
-  fmt::format_to(std::back_inserter(head), "HTTP/1.1 {} {}\r\nServer: {}\r\n", response.status, reason,
-                 options_.server_name);
-  // A line break in a handler's header would end the head early: such a
-  // header is left out rather than sent.
-  auto one_line = [](std::string_view text) { return text.find_first_of("\r\n") == std::string_view::npos; };
-  if (!response.content_type.empty() && one_line(response.content_type)) {
-    fmt::format_to(std::back_inserter(head), "Content-Type: {}\r\n", response.content_type);
+void Server::Impl::Dispatch(uint64_t id, Request request) {
+  auto once = std::make_shared<Once>(mailbox_, id);
+  Responder respond = [once](Response r) { once->Fire(std::move(r)); };
+  try {
+    handler_(std::move(request), respond);
+  } catch (const std::exception&) {
+    respond(options_.error_response(500, "internal error"));
   }
-  for (const auto& [k, v] : response.headers) {
-    if (one_line(k) && one_line(v)) fmt::format_to(std::back_inserter(head), "{}: {}\r\n", k, v);
-  }
-  if (!keep_alive) head += "Connection: close\r\n";
-  fmt::format_to(std::back_inserter(head), "Content-Length: {}\r\n\r\n", length);
-  head.append(response.body, 0, length);  // one buffer: one TLS record for a small answer
-  beast::get_lowest_layer(stream).expires_after(options_.write_timeout);
-  auto [ec, n] = co_await net::async_write(stream, net::buffer(head), net::as_tuple(net::use_awaitable));
-  co_return !ec;
 }
 
-template <typename Stream>
-net::awaitable<void> Server::Impl::WriteStream(Stream& stream, std::shared_ptr<ResponseStream> body) {
-  auto ex = co_await net::this_coro::executor;
-  auto wake = std::make_shared<net::steady_timer>(ex, net::steady_timer::time_point::max());
-  body->SetNotifier([wake, ex] { net::post(ex, [wake] { wake->cancel(); }); });
-  // Abandon on every exit path, so the producer stops and unsubscribes.
-  struct Guard {
-    std::shared_ptr<ResponseStream> s;
-    ~Guard() { s->Abandon(); }
-  } guard{body};
-
-  bhttp::response<bhttp::empty_body> res{bhttp::status::ok, 11};
-  res.set(bhttp::field::server, options_.server_name);
-  res.set(bhttp::field::content_type, "application/json");
-  res.chunked(true);
-  res.keep_alive(false);
-  bhttp::response_serializer<bhttp::empty_body> sr{res};
-  auto& lowest = beast::get_lowest_layer(stream);
-  lowest.expires_after(options_.write_timeout);
-  auto [hec, hn] = co_await bhttp::async_write_header(stream, sr, net::as_tuple(net::use_awaitable));
-  if (hec) co_return;
-  while (!stopping_) {
-    bool finished = false;
-    std::vector<std::string> pieces = body->Take(&finished);
-    if (!pieces.empty()) {
-      // Everything queued goes out as one chunk: one write and one wake-up
-      // of the reader for a burst of watch events, not one per event.
-      std::string joined = std::move(pieces[0]);
-      for (std::size_t i = 1; i < pieces.size(); ++i) joined += pieces[i];
-      lowest.expires_after(options_.write_timeout);
-      auto chunk = bhttp::make_chunk(net::buffer(joined));
-      auto [ec, n] = co_await net::async_write(stream, chunk, net::as_tuple(net::use_awaitable));
-      if (ec) co_return;
+void Server::Impl::DrainMailbox() {
+  // An answer can free a connection to read its next request, whose handler
+  // may answer at once: a few rounds, not forever.
+  for (int round = 0; round < 16; ++round) {
+    std::vector<Posted> items = mailbox_->TakeAll();
+    if (items.empty()) return;
+    for (Posted& p : items) {
+      switch (p.kind) {
+        case Posted::Kind::kAnswer:
+        case Posted::Kind::kWake: {
+          auto it = conns_.find(p.id);
+          if (it == conns_.end()) break;  // the connection ended meanwhile
+          bool keep = p.kind == Posted::Kind::kAnswer ? it->second->Answer(std::move(p.response))
+                                                      : it->second->Wake();
+          Settle(it, keep);
+          break;
+        }
+        case Posted::Kind::kCloseIdle:
+          CloseListener();
+          std::erase_if(conns_, [](const auto& entry) { return entry.second->closable_at_stop(); });
+          break;
+        case Posted::Kind::kExit:
+          exit_ = true;
+          break;
+      }
     }
-    if (finished) {
-      lowest.expires_after(options_.write_timeout);
-      auto last = bhttp::make_chunk_last();
-      co_await net::async_write(stream, last, net::as_tuple(net::use_awaitable));
-      co_return;
-    }
-    // Wakes posted while the chunks above were being written found no
-    // waiter and are gone: look at the queue again before sleeping.
-    if (!pieces.empty()) continue;
-    // No deadline while waiting for the producer: a watch may be quiet for
-    // minutes. The producer's Finish, a Write or Stop() wakes us. A wake that
-    // is posted between the Take above and this wait still finds the waiter,
-    // because both run on this connection's one thread.
-    lowest.expires_never();
-    wake->expires_at(net::steady_timer::time_point::max());
-    co_await wake->async_wait(net::as_tuple(net::use_awaitable));
   }
+}
+
+void Server::Impl::Settle(std::map<uint64_t, std::unique_ptr<ServerConn>>::iterator it, bool keep) {
+  if (!keep) {
+    conns_.erase(it);
+    return;
+  }
+  next_expiry_ = std::min(next_expiry_, it->second->deadline());
+}
+
+void Server::Impl::ExpireDeadlines() {
+  const Clock::time_point now = Clock::now();
+  next_expiry_ = Clock::time_point::max();
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    const Clock::time_point due = it->second->deadline();
+    if (due <= now) {  // a slow or silent client, or an idle keep-alive connection
+      it = conns_.erase(it);
+      continue;
+    }
+    next_expiry_ = std::min(next_expiry_, due);
+    ++it;
+  }
+}
+
+void Server::Impl::CloseListener() {
+  if (listener_ < 0) return;
+  ::close(listener_);  // leaves the epoll set with it
+  listener_ = -1;
 }
 
 void Server::Impl::Stop(std::chrono::milliseconds drain) {
   if (!started_) return;
   started_ = false;
   stopping_ = true;
-  net::post(acceptor_.get_executor(), [this] {
-    error_code ec;
-    acceptor_.close(ec);
-  });
-  // Close idle and streaming connections now; busy ones get the drain time.
-  auto close_where = [this](bool only_idle) {
-    std::lock_guard lock(mu_);
-    for (auto& [id, c] : conns_) {
-      if (only_idle && c.busy) continue;
-      if (c.close) net::post(c.executor, c.close);
-    }
-  };
-  close_where(true);
+  // Close the listener, idle keep-alive connections and streams now; busy
+  // ones get the drain time, and close after their answer (stopping_).
+  mailbox_->Post({Posted::Kind::kCloseIdle, 0, {}});
   auto deadline = std::chrono::steady_clock::now() + drain;
   while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    close_where(true);  // connections that finished their request meanwhile
   }
-  close_where(false);
-  ioc_.stop();
-  for (auto& t : threads_) t.join();
-  threads_.clear();
+  mailbox_->Post({Posted::Kind::kExit, 0, {}});
+  thread_.join();
 }
 
 Server::Server(ServerOptions options, Handler handler)

@@ -1,7 +1,7 @@
 // HTTP request/response values shared by the server, the router and every
 // handler (the gantry API and the worker-cluster simulator). Nothing here
-// includes Boost: only server.cc and client.cc see Beast and Asio, which keeps
-// the expensive headers in two translation units.
+// includes Boost: only the server's connection and the client see Beast,
+// which keeps the expensive headers in a few translation units.
 #pragma once
 
 #include <condition_variable>

@@ -1,22 +1,18 @@
 // Server: an HTTP/1.1 server (optionally TLS 1.2+) that hands every request
 // to one Handler. It is the server of the gantry API and of gantry-sim.
 //
-// Each connection is one coroutine on its own strand. Every read and write
-// has a deadline: idle_timeout while a keep-alive connection waits for the
-// next request, read_timeout for the rest of the request once its first byte
-// arrived (a slow client is closed), write_timeout per write. Bodies over
-// body_limit get 413 without being read. Handlers answer through a Responder,
-// possibly later and from another thread (e.g. after a group commit).
+// One thread runs an edge-triggered epoll loop over every connection (see
+// server.cc for why not Asio). Every read and write has a deadline:
+// idle_timeout while a keep-alive connection waits for the next request,
+// read_timeout for the rest of the request once its first byte arrived (a
+// slow client is closed), write_timeout per answer or stream chunk. Bodies
+// over body_limit get 413 without being read. Handlers answer through a
+// Responder, possibly later and from another thread (e.g. after a group
+// commit); a handler that answers at once costs no thread switch.
 //
 // Shutdown is a protocol: Stop() closes the listener, closes idle keep-alive
 // connections and streams, waits up to the drain deadline for in-flight
 // requests, then closes what is left and joins the thread.
-//
-// One thread runs the io_context, so connections need no strand. (A strand
-// per connection on several threads showed a use-after-free of the strand
-// under AddressSanitizer with g++ 12 and Boost 1.81; until that is
-// understood the server is single-threaded. On a 2-core host the other core
-// is the store's writer thread.)
 //
 // Thread-safety: Start and Stop from one controlling thread; port() any time.
 #pragma once

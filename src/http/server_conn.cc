@@ -1,0 +1,314 @@
+#include "server_conn.h"
+
+#include <openssl/err.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <iterator>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+#include <boost/beast/http/status.hpp>
+#include <fmt/format.h>
+
+namespace gantry::http::server_internal {
+
+namespace bhttp = boost::beast::http;
+
+namespace {
+
+// Unparsed input beyond this is compacted away.
+constexpr std::size_t kCompactAt = 64 << 10;
+
+}  // namespace
+
+ServerConn::ServerConn(uint64_t id, int fd, SSL* ssl, std::string remote, bool loopback, const ConnEnv& env)
+    : id_(id),
+      fd_(fd),
+      ssl_(ssl),
+      remote_(std::move(remote)),
+      loopback_(loopback),
+      env_(env),
+      state_(ssl ? State::kHandshake : State::kReading) {
+  deadline_ = Clock::now() + (ssl ? env.options->handshake_timeout : env.options->idle_timeout);
+  StartRequest();
+}
+
+ServerConn::~ServerConn() {
+  if (stream_) stream_->Abandon();
+  SetBusy(false);
+  if (ssl_) {
+    if (tls_ok_) SSL_shutdown(ssl_);  // our close_notify; the peer's is not awaited
+    SSL_free(ssl_);
+  }
+  ::close(fd_);
+}
+
+void ServerConn::SetBusy(bool busy) {
+  if (busy_ == busy) return;
+  busy_ = busy;
+  *env_.in_flight += busy ? 1 : -1;
+}
+
+void ServerConn::StartRequest() {
+  parser_.emplace();
+  parser_->header_limit(static_cast<std::uint32_t>(env_.options->header_limit));
+  parser_->body_limit(env_.options->body_limit);
+  parser_->eager(true);
+  request_started_ = false;
+  continue_sent_ = false;
+}
+
+bool ServerConn::Advance() {
+  switch (state_) {
+    case State::kHandshake: return Handshake();
+    case State::kReading: return Read();
+    case State::kHandling: return true;  // the handler has it
+    case State::kAnswering:
+    case State::kClosing: {
+      Io io = Flush();
+      if (io == Io::kFailed) return false;
+      return io == Io::kBlocked || AfterFlush();
+    }
+    case State::kStreaming: return Stream();
+  }
+  return false;
+}
+
+bool ServerConn::Handshake() {
+  ERR_clear_error();
+  int r = SSL_accept(ssl_);
+  if (r == 1) {
+    tls_ok_ = true;
+    state_ = State::kReading;
+    deadline_ = Clock::now() + env_.options->idle_timeout;
+    return Read();
+  }
+  int e = SSL_get_error(ssl_, r);
+  return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+}
+
+ServerConn::Io ServerConn::ReadSome() {
+  // Only the loop's thread reads: one buffer serves every connection.
+  static thread_local char buffer[64 << 10];
+  if (ssl_) {
+    ERR_clear_error();
+    int r = SSL_read(ssl_, buffer, sizeof buffer);
+    if (r > 0) {
+      in_.append(buffer, static_cast<std::size_t>(r));
+      return Io::kDone;
+    }
+    int e = SSL_get_error(ssl_, r);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) return Io::kBlocked;
+    if (e != SSL_ERROR_ZERO_RETURN) tls_ok_ = false;  // no close_notify after a broken session
+    return Io::kFailed;
+  }
+  while (true) {
+    ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+    if (n > 0) {
+      in_.append(buffer, static_cast<std::size_t>(n));
+      return Io::kDone;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Io::kBlocked;
+    return Io::kFailed;  // the end of the stream, or an error
+  }
+}
+
+ServerConn::Io ServerConn::Flush() {
+  while (out_sent_ < out_.size()) {
+    const std::size_t left = out_.size() - out_sent_;
+    if (ssl_) {
+      ERR_clear_error();
+      int r = SSL_write(ssl_, out_.data() + out_sent_, static_cast<int>(std::min<std::size_t>(left, INT_MAX)));
+      if (r > 0) {
+        out_sent_ += static_cast<std::size_t>(r);
+        continue;
+      }
+      int e = SSL_get_error(ssl_, r);
+      if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) return Io::kBlocked;
+      tls_ok_ = false;
+      return Io::kFailed;
+    }
+    ssize_t n = ::send(fd_, out_.data() + out_sent_, left, MSG_NOSIGNAL);
+    if (n > 0) {
+      out_sent_ += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Io::kBlocked;
+    return Io::kFailed;
+  }
+  out_.clear();
+  out_sent_ = 0;
+  return Io::kDone;
+}
+
+bool ServerConn::Read() {
+  while (true) {
+    // A "100 Continue" not yet sent whole goes out first.
+    if (out_sent_ < out_.size()) {
+      Io io = Flush();
+      if (io == Io::kFailed) return false;
+      if (io == Io::kBlocked) return true;
+    }
+    if (in_used_ < in_.size()) {
+      boost::system::error_code ec;
+      const std::size_t n = parser_->put(boost::asio::buffer(in_.data() + in_used_, in_.size() - in_used_), ec);
+      in_used_ += n;
+      if (in_used_ == in_.size()) {
+        in_.clear();
+        in_used_ = 0;
+      } else if (in_used_ >= kCompactAt) {
+        in_.erase(0, in_used_);
+        in_used_ = 0;
+      }
+      if (ec == bhttp::error::body_limit) {  // a declared Content-Length over the limit, or a body grown past it
+        return Refuse(413, fmt::format("request body is over the limit of {} bytes", env_.options->body_limit));
+      }
+      if (ec && ec != bhttp::error::need_more) return Refuse(400, "malformed request: " + ec.message());
+      if (parser_->is_done()) return Dispatch();
+      if (parser_->is_header_done() && !continue_sent_ &&
+          boost::beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
+        continue_sent_ = true;
+        out_ += "HTTP/1.1 100 Continue\r\n\r\n";
+        continue;
+      }
+      if (n > 0 && in_used_ < in_.size()) continue;  // more of what is buffered
+    }
+    Io io = ReadSome();
+    if (io == Io::kFailed) return false;  // the client went away (mid-request or between requests)
+    if (io == Io::kBlocked) return true;
+    if (!request_started_) {  // the first byte: the whole request gets the read deadline
+      request_started_ = true;
+      deadline_ = Clock::now() + env_.options->read_timeout;
+    }
+  }
+}
+
+bool ServerConn::Dispatch() {
+  auto msg = parser_->release();
+  Request req;
+  req.method = std::string(msg.method_string());
+  req.target = std::string(msg.target());
+  std::string_view target = req.target;
+  std::size_t q = target.find('?');
+  req.path = PercentDecode(target.substr(0, q), false);
+  if (q != std::string_view::npos) req.query = ParseQuery(target.substr(q + 1));
+  for (const auto& field : msg) req.headers[ToLowerAscii(field.name_string())] = std::string(field.value());
+  req.body = std::move(msg.body());
+  req.remote_address = remote_;
+  req.remote_loopback = loopback_;
+  keep_alive_ = msg.keep_alive();
+  head_only_ = msg.method() == bhttp::verb::head;
+  state_ = State::kHandling;
+  deadline_ = Clock::time_point::max();  // the handler takes the time it takes
+  SetBusy(true);
+  env_.dispatch(id_, std::move(req));
+  return true;
+}
+
+bool ServerConn::Answer(Response response) {
+  if (state_ != State::kHandling) return true;
+  if (response.stream) {
+    SetBusy(false);
+    stream_ = std::move(response.stream);
+    out_ = fmt::format(
+        "HTTP/1.1 200 OK\r\nServer: {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: close\r\n\r\n",
+        env_.options->server_name);
+    out_sent_ = 0;
+    state_ = State::kStreaming;
+    deadline_ = Clock::now() + env_.options->write_timeout;
+    env_.subscribe(id_, stream_);
+    return Stream();
+  }
+  keep_alive_ = keep_alive_ && !env_.stopping->load();
+  QueueAnswer(response, keep_alive_, head_only_);
+  state_ = State::kAnswering;
+  deadline_ = Clock::now() + env_.options->write_timeout;
+  return Advance();
+}
+
+bool ServerConn::Refuse(int status, const std::string& message) {
+  QueueAnswer(env_.options->error_response(status, message), false, false);
+  state_ = State::kClosing;
+  deadline_ = Clock::now() + env_.options->write_timeout;
+  return Advance();
+}
+
+void ServerConn::QueueAnswer(const Response& response, bool keep_alive, bool head_only) {
+  // The head is written as text and sent with the body in one write: one
+  // TLS record and one send for a small answer.
+  const std::string_view reason = bhttp::obsolete_reason(static_cast<bhttp::status>(response.status));
+  const std::size_t length = head_only ? 0 : response.body.size();
+  std::string& head = out_;
+  head.reserve(head.size() + 160 + length);
+  fmt::format_to(std::back_inserter(head), "HTTP/1.1 {} {}\r\nServer: {}\r\n", response.status, reason,
+                 env_.options->server_name);
+  // A line break in a handler's header would end the head early: such a
+  // header is left out rather than sent.
+  auto one_line = [](std::string_view text) { return text.find_first_of("\r\n") == std::string_view::npos; };
+  if (!response.content_type.empty() && one_line(response.content_type)) {
+    fmt::format_to(std::back_inserter(head), "Content-Type: {}\r\n", response.content_type);
+  }
+  for (const auto& [k, v] : response.headers) {
+    if (one_line(k) && one_line(v)) fmt::format_to(std::back_inserter(head), "{}: {}\r\n", k, v);
+  }
+  if (!keep_alive) head += "Connection: close\r\n";
+  fmt::format_to(std::back_inserter(head), "Content-Length: {}\r\n\r\n", length);
+  head.append(response.body, 0, length);
+}
+
+bool ServerConn::AfterFlush() {
+  if (state_ == State::kClosing) return false;
+  SetBusy(false);
+  if (!keep_alive_) return false;
+  state_ = State::kReading;
+  StartRequest();
+  deadline_ = Clock::now() + env_.options->idle_timeout;
+  if (in_used_ < in_.size()) {  // the next request is here already
+    request_started_ = true;
+    deadline_ = Clock::now() + env_.options->read_timeout;
+  }
+  return Read();
+}
+
+bool ServerConn::Stream() {
+  while (true) {
+    if (out_sent_ < out_.size()) {
+      Io io = Flush();
+      if (io == Io::kFailed) return false;
+      if (io == Io::kBlocked) return true;
+    }
+    if (stream_finished_ || env_.stopping->load()) return false;
+    bool finished = false;
+    std::vector<std::string> pieces = stream_->Take(&finished);
+    std::size_t total = 0;
+    for (const std::string& p : pieces) total += p.size();
+    if (total == 0 && !finished) {
+      // No deadline while waiting for the producer: a watch may be quiet
+      // for minutes. Its Write or Finish wakes this connection.
+      deadline_ = Clock::time_point::max();
+      return true;
+    }
+    // Everything queued goes out as one chunk: one write and one wake-up of
+    // the reader for a burst of watch events, not one per event.
+    if (total > 0) {
+      out_.reserve(total + 32);
+      fmt::format_to(std::back_inserter(out_), "{:x}\r\n", total);
+      for (const std::string& p : pieces) out_ += p;
+      out_ += "\r\n";
+    }
+    if (finished) {
+      out_ += "0\r\n\r\n";
+      stream_finished_ = true;
+    }
+    deadline_ = Clock::now() + env_.options->write_timeout;
+  }
+}
+
+}  // namespace gantry::http::server_internal

@@ -1,0 +1,121 @@
+// ServerConn: one connection of http::Server, as a state machine that the
+// server's event loop drives (server.cc). Internal to the http library.
+//
+// Each call to Advance() makes all the progress the socket allows: the TLS
+// handshake, reading and parsing a request, writing an answer or the chunks
+// of a stream. It returns when the socket would block or when the connection
+// waits for something else (the handler's answer, the stream's producer);
+// the loop calls it again on the next readiness event (edge-triggered epoll)
+// or when that something arrives.
+//
+// Thread-safety: none; only the loop's thread touches a connection.
+#pragma once
+
+#include <openssl/ssl.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "gantry/http/message.h"
+#include "gantry/http/server.h"
+
+namespace gantry::http::server_internal {
+
+using Clock = std::chrono::steady_clock;
+
+// What a connection needs from its server.
+struct ConnEnv {
+  const ServerOptions* options = nullptr;
+  const std::atomic<bool>* stopping = nullptr;
+  std::atomic<int>* in_flight = nullptr;
+  // Hands a whole request to the handler; its answer comes back through
+  // ServerConn::Answer (possibly before this returns).
+  std::function<void(uint64_t id, Request request)> dispatch;
+  // Makes the stream's producer wake this connection (ServerConn::Wake).
+  std::function<void(uint64_t id, const std::shared_ptr<ResponseStream>& stream)> subscribe;
+};
+
+class ServerConn {
+ public:
+  // Takes fd (and ssl, when TLS; nullptr for plain TCP); both are released
+  // by the destructor.
+  ServerConn(uint64_t id, int fd, SSL* ssl, std::string remote, bool loopback, const ConnEnv& env);
+  ~ServerConn();
+  ServerConn(const ServerConn&) = delete;
+  ServerConn& operator=(const ServerConn&) = delete;
+
+  // False: the connection is done (closed by the peer, an error, a deadline
+  // or its last answer sent); the server destroys it.
+  bool Advance();
+  // The handler's answer to the request in hand.
+  bool Answer(Response response);
+  // The stream being sent has something new (or finished).
+  bool Wake() { return Advance(); }
+
+  // Nothing is due before this (Clock::time_point::max() when nothing is).
+  Clock::time_point deadline() const { return deadline_; }
+  // Not handling a request (between requests, mid-handshake, mid-read,
+  // streaming): Stop closes it at once.
+  bool closable_at_stop() const { return !busy_; }
+  // Sending a stream: a hang-up of the peer ends it.
+  bool streaming() const { return state_ == State::kStreaming; }
+
+ private:
+  enum class State {
+    kHandshake,  // TLS handshake
+    kReading,    // waiting for, or reading, a request
+    kHandling,   // the handler has the request
+    kAnswering,  // writing the answer
+    kStreaming,  // sending a stream's chunks
+    kClosing,    // writing a last answer (refusal, stream end), then closing
+  };
+  enum class Io { kDone, kBlocked, kFailed };
+
+  bool Handshake();
+  // Parses what is buffered and reads more until a request is whole.
+  bool Read();
+  // Appends one read's worth to in_; kBlocked when the socket had nothing.
+  Io ReadSome();
+  // Writes out_ from out_sent_; kDone (and out_ emptied) when all is sent.
+  Io Flush();
+  void StartRequest();
+  // Hands the parsed request to the handler.
+  bool Dispatch();
+  bool Refuse(int status, const std::string& message);
+  void QueueAnswer(const Response& response, bool keep_alive, bool head_only);
+  bool AfterFlush();
+  bool Stream();
+  void SetBusy(bool busy);
+
+  const uint64_t id_;
+  const int fd_;
+  SSL* const ssl_;
+  const std::string remote_;
+  const bool loopback_;
+  const ConnEnv& env_;
+  State state_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  std::string in_;
+  std::size_t in_used_ = 0;  // bytes of in_ the parser consumed
+  bool request_started_ = false;
+  bool continue_sent_ = false;
+  bool tls_ok_ = false;  // handshake done, no fatal TLS error since
+  std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
+  bool keep_alive_ = false;
+  bool head_only_ = false;
+  bool busy_ = false;
+  std::string out_;
+  std::size_t out_sent_ = 0;
+  std::shared_ptr<ResponseStream> stream_;
+  bool stream_finished_ = false;
+};
+
+}  // namespace gantry::http::server_internal

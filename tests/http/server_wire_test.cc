@@ -1,0 +1,192 @@
+// The HTTP server as a raw socket sees it: pipelined requests, 100-continue,
+// HEAD, the idle deadline, a stream's reader hanging up, and Stop closing
+// idle connections and streams at once.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+
+#include "gantry/http/server.h"
+#include "test_support.h"
+
+namespace gantry::http {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A raw loopback connection to port.
+class Raw {
+ public:
+  explicit Raw(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  }
+  ~Raw() { ::close(fd_); }
+  void Send(const std::string& text) {
+    REQUIRE(::send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()));
+  }
+  // Reads until `done(all read so far)` or the peer closes or the deadline.
+  std::string ReadUntil(const std::function<bool(const std::string&)>& done,
+                        std::chrono::milliseconds deadline = 5s) {
+    auto end = std::chrono::steady_clock::now() + deadline;
+    while (!done(got_) && !closed_ && std::chrono::steady_clock::now() < end) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed_ = true;
+        break;
+      }
+      got_.append(buf, static_cast<size_t>(n));
+    }
+    return got_;
+  }
+  // True once the server closed the connection (within deadline).
+  bool Closed(std::chrono::milliseconds deadline = 5s) {
+    ReadUntil([](const std::string&) { return false; }, deadline);
+    return closed_;
+  }
+
+ private:
+  int fd_;
+  std::string got_;
+  bool closed_ = false;
+};
+
+std::size_t Count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+// Answers /watch with `stream`, anything else with "ok".
+Handler Streams(std::shared_ptr<ResponseStream> stream) {
+  return [stream](Request req, Responder respond) {
+    if (req.path != "/watch") return respond(TextResponse(200, "ok"));
+    Response r;
+    r.stream = stream;
+    respond(std::move(r));
+  };
+}
+
+// Answers with the request's method, path and body.
+Handler Echo() {
+  return [](Request req, Responder respond) {
+    respond(TextResponse(200, req.method + " " + req.path + " " + req.body));
+  };
+}
+
+}  // namespace
+
+TEST_CASE("pipelined requests on one connection are answered in order", "[http][wire]") {
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, Echo());
+  REQUIRE(server.Start().ok());
+  Raw raw(server.port());
+  raw.Send(
+      "POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
+      "GET /second HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string got = raw.ReadUntil([](const std::string& s) { return s.find("GET /second ") != std::string::npos; });
+  CHECK(Count(got, "HTTP/1.1 200 OK") == 2);
+  std::size_t first = got.find("POST /first one");
+  std::size_t second = got.find("GET /second ");
+  REQUIRE(first != std::string::npos);
+  REQUIRE(second != std::string::npos);
+  CHECK(first < second);
+}
+
+TEST_CASE("a client that expects 100-continue gets it, then the answer", "[http][wire]") {
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, Echo());
+  REQUIRE(server.Start().ok());
+  Raw raw(server.port());
+  raw.Send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
+  std::string got = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+  CHECK(got.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0) == 0);
+  raw.Send("hello");
+  got = raw.ReadUntil([](const std::string& s) { return s.find("POST /upload hello") != std::string::npos; });
+  CHECK(got.find("HTTP/1.1 200 OK") != std::string::npos);
+}
+
+TEST_CASE("HEAD gets the headers and the length, but no body", "[http][wire]") {
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [](Request, Responder respond) { respond(TextResponse(200, "0123456789")); });
+  REQUIRE(server.Start().ok());
+  Raw raw(server.port());
+  raw.Send("HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  std::string got = raw.ReadUntil([](const std::string& s) { return s.find("0123456789") != std::string::npos; });
+  // Two heads, one body: the HEAD answer has none (else the body would
+  // show twice or the second answer would be misread).
+  CHECK(Count(got, "HTTP/1.1 200 OK") == 2);
+  CHECK(Count(got, "Content-Length: 0\r\n") == 1);
+  CHECK(Count(got, "0123456789") == 1);
+}
+
+TEST_CASE("an idle keep-alive connection is closed at the idle deadline", "[http][wire]") {
+  ServerOptions options;
+  options.port = 0;
+  options.idle_timeout = 200ms;
+  Server server(options, Echo());
+  REQUIRE(server.Start().ok());
+  Raw raw(server.port());
+  raw.Send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(raw.ReadUntil([](const std::string& s) { return s.find("GET /a") != std::string::npos; }).size() > 0);
+  auto start = std::chrono::steady_clock::now();
+  CHECK(raw.Closed(5s));
+  CHECK(std::chrono::steady_clock::now() - start < 4s);
+}
+
+TEST_CASE("a stream whose reader hangs up is abandoned without waiting for its next piece", "[http][wire]") {
+  auto stream = std::make_shared<ResponseStream>();
+  std::atomic<bool> abandoned{false};
+  stream->SetOnClose([&] { abandoned = true; });
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, Streams(stream));
+  REQUIRE(server.Start().ok());
+  {
+    Raw raw(server.port());
+    raw.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n");
+    stream->Write("{\"n\":1}\n");
+    std::string got = raw.ReadUntil([](const std::string& s) { return s.find("{\"n\":1}") != std::string::npos; });
+    CHECK(got.find("Transfer-Encoding: chunked") != std::string::npos);
+  }  // the reader hangs up
+  CHECK(testing::WaitFor([&] { return abandoned.load(); }, 5s));
+  CHECK_FALSE(stream->Write("{\"n\":2}\n"));
+}
+
+TEST_CASE("Stop closes idle connections and streams at once", "[http][wire]") {
+  auto stream = std::make_shared<ResponseStream>();
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, Streams(stream));
+  REQUIRE(server.Start().ok());
+  Raw idle(server.port());
+  idle.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(idle.ReadUntil([](const std::string& s) { return s.find("ok") != std::string::npos; }).size() > 0);
+  Raw watcher(server.port());
+  watcher.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(watcher.ReadUntil([](const std::string& s) { return s.find("chunked\r\n") != std::string::npos; }).size() > 0);
+  auto start = std::chrono::steady_clock::now();
+  server.Stop(10s);  // nothing in flight: no drain wait
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  CHECK(idle.Closed(2s));
+  CHECK(watcher.Closed(2s));
+  CHECK(stream->closed());
+}
+
+}  // namespace gantry::http

@@ -223,6 +223,9 @@ Result<std::vector<std::string>> SqliteStore::UidsWithIntents(int limit) {
   return ReadUids(*stmt);
 }
 
+// Reads the table whole: there is no index by cluster (schema 005), because
+// every dispatch write would pay for it and this runs only when a cluster's
+// readiness changes. The table holds the intents of unfinished jobs only.
 Result<std::vector<std::string>> SqliteStore::UidsWithIntentsIn(const std::string& cluster, int limit) {
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt = reader_->Prepare(

@@ -116,6 +116,47 @@ TEST_CASE("migration 004 keeps every event, its id and order, keyed by the job's
                 "AND j.uid = e.job_uid") == 2);
 }
 
+TEST_CASE("migration 005 keeps every intent, keyed by job, cluster and kind, without the cluster index",
+          "[store][migration]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  {  // A database as a version-4 binary left it, with intents.
+    Result<std::unique_ptr<SqliteConnection>> conn = SqliteConnection::Open(path, {});
+    REQUIRE(conn.ok());
+    REQUIRE(MigrateSchema(**conn, EmbeddedMigrations().first(4), 1'000).ok());
+    REQUIRE((*conn)->Exec(
+        "INSERT INTO jobs (uid, namespace, name, queue, spec_json, phase, created_ms, updated_ms) "
+        "VALUES ('u-a', 'ns', 'a', 'q', '{}', 'Nominating', 1, 1), "
+        "       ('u-b', 'ns', 'b', 'q', '{}', 'Succeeded', 2, 2);"
+        "INSERT INTO remote_intents (job_uid, cluster, kind, namespace, name, epoch, present, updated_ms) VALUES "
+        "  ('u-a', 'c2', 'Workload', 'ns', 'a-1', 1, 1, 10), ('u-a', 'c1', 'Workload', 'ns', 'a-1', 1, 1, 11), "
+        "  ('u-b', 'c1', 'Job', 'ns', 'b-2', 2, 0, 12);").ok());
+  }
+  auto store = OpenStore(path);
+  Result<std::vector<RemoteIntent>> a = store->Intents("u-a");
+  REQUIRE(a.ok());
+  REQUIRE(a->size() == 2);
+  CHECK((*a)[0].cluster == "c1");  // by cluster, then kind
+  CHECK((*a)[1].cluster == "c2");
+  CHECK((*a)[1].updated_ms == 10);
+  Result<std::vector<RemoteIntent>> b = store->Intents("u-b");
+  REQUIRE(b.ok());
+  REQUIRE(b->size() == 1);
+  CHECK((*b)[0].kind == "Job");
+  CHECK((*b)[0].epoch == 2);
+  CHECK_FALSE((*b)[0].present);
+  Result<std::vector<std::string>> in_c1 = store->UidsWithIntentsIn("c1", 100);
+  REQUIRE(in_c1.ok());
+  CHECK(in_c1->size() == 2);
+  // A purge still takes the job's intents with it.
+  REQUIRE(PurgeSync(*store, "ns", "b").ok());
+  store.reset();
+  RawDb raw(path);
+  CHECK(raw.Int("SELECT COUNT(*) FROM remote_intents WHERE job_uid = 'u-b'") == 0);
+  CHECK(raw.Int("SELECT COUNT(*) FROM sqlite_master WHERE name = 'remote_intents_by_cluster'") == 0);
+  CHECK(raw.Int("SELECT COUNT(*) FROM sqlite_master WHERE name = 'remote_intents' AND sql LIKE '%WITHOUT ROWID%'") == 1);
+}
+
 TEST_CASE("a database from a newer binary is refused", "[store][migration]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");

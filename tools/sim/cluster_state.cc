@@ -86,7 +86,8 @@ Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::str
   std::string text = TextOf(store_, stored);
   if (res.plural == "workloads") kueue_.OnWorkloadCreated(stored, now);
   if (res.plural == "jobs" || res.plural == "jobsets") {
-    // The job controller may have written the job again (its own labels).
+    // A job whose Workload is admitted starts at once: the controller wrote
+    // it again (unsuspended, with its status).
     const std::string rv = stored["metadata"].value("resourceVersion", "");
     kueue_.OnJobCreated(res.plural, stored, now);
     const json* cur = store_.Get(res.plural, ns, NameOf(stored));

@@ -11,6 +11,7 @@
 #include "certs.h"
 #include "gantry/http/client.h"
 #include "gantry/http/server.h"
+#include "raw_socket.h"
 
 namespace gantry::http {
 namespace {
@@ -164,6 +165,43 @@ TEST_CASE("a quiet stream ends at its idle deadline, or at once when its owner s
   CHECK(stop.load());
   CHECK(stopped->status == 200);
   CHECK(took < std::chrono::seconds(10));  // far from the 60 s idle deadline
+}
+
+TEST_CASE("a TLS server closes a client that never shakes hands or speaks plain HTTP, and keeps serving",
+          "[http][tls]") {
+  auto certs = sim::MakeClusterCerts("client-test");
+  REQUIRE(certs.ok());
+  ServerOptions options;
+  options.port = 0;
+  options.handshake_timeout = milliseconds(200);
+  options.tls = TlsServerOptions{certs->cert_pem, certs->key_pem};
+  Server server(options, [](Request, Responder respond) { respond(TextResponse(200, "ok")); });
+  REQUIRE(server.Start().ok());
+  RawSocket silent(server.port());
+  RawSocket plain(server.port());
+  plain.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+  auto start = steady_clock::now();
+  CHECK(plain.Closed());   // not a TLS record: the handshake fails at once
+  CHECK(silent.Closed());  // the handshake deadline
+  CHECK(steady_clock::now() - start < milliseconds(4'000));
+  auto res = Connect("https://127.0.0.1:" + std::to_string(server.port()), certs->ca_pem)->Do("GET", "/");
+  REQUIRE(res.ok());
+  CHECK(res->status == 200);
+}
+
+TEST_CASE("a TLS server with a broken certificate or key does not start, and says which", "[http][tls]") {
+  auto certs = sim::MakeClusterCerts("client-test");
+  REQUIRE(certs.ok());
+  ServerOptions options;
+  options.port = 0;
+  options.tls = TlsServerOptions{"not a certificate", certs->key_pem};
+  Status bad_cert = Server(options, [](Request, Responder) {}).Start();
+  CHECK_FALSE(bad_cert.ok());
+  CHECK(bad_cert.message().find("TLS certificate") != std::string::npos);
+  options.tls = TlsServerOptions{certs->cert_pem, "not a key"};
+  Status bad_key = Server(options, [](Request, Responder) {}).Start();
+  CHECK_FALSE(bad_key.ok());
+  CHECK(bad_key.message().find("TLS private key") != std::string::npos);
 }
 
 }  // namespace gantry::http

@@ -3,66 +3,18 @@
 // idle connections and streams at once.
 #include <catch2/catch.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <chrono>
 #include <string>
 
 #include "gantry/http/server.h"
+#include "raw_socket.h"
 #include "test_support.h"
 
 namespace gantry::http {
 namespace {
 
 using namespace std::chrono_literals;
-
-// A raw loopback connection to port.
-class Raw {
- public:
-  explicit Raw(uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  }
-  ~Raw() { ::close(fd_); }
-  void Send(const std::string& text) {
-    REQUIRE(::send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()));
-  }
-  // Reads until `done(all read so far)` or the peer closes or the deadline.
-  std::string ReadUntil(const std::function<bool(const std::string&)>& done,
-                        std::chrono::milliseconds deadline = 5s) {
-    auto end = std::chrono::steady_clock::now() + deadline;
-    while (!done(got_) && !closed_ && std::chrono::steady_clock::now() < end) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 20) <= 0) continue;
-      char buf[4096];
-      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-      if (n <= 0) {
-        closed_ = true;
-        break;
-      }
-      got_.append(buf, static_cast<size_t>(n));
-    }
-    return got_;
-  }
-  // True once the server closed the connection (within deadline).
-  bool Closed(std::chrono::milliseconds deadline = 5s) {
-    ReadUntil([](const std::string&) { return false; }, deadline);
-    return closed_;
-  }
-
- private:
-  int fd_;
-  std::string got_;
-  bool closed_ = false;
-};
 
 std::size_t Count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
@@ -94,7 +46,7 @@ TEST_CASE("pipelined requests on one connection are answered in order", "[http][
   options.port = 0;
   Server server(options, Echo());
   REQUIRE(server.Start().ok());
-  Raw raw(server.port());
+  RawSocket raw(server.port());
   raw.Send(
       "POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
       "GET /second HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -112,7 +64,7 @@ TEST_CASE("a client that expects 100-continue gets it, then the answer", "[http]
   options.port = 0;
   Server server(options, Echo());
   REQUIRE(server.Start().ok());
-  Raw raw(server.port());
+  RawSocket raw(server.port());
   raw.Send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
   std::string got = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
   CHECK(got.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0) == 0);
@@ -126,7 +78,7 @@ TEST_CASE("HEAD gets the headers and the length, but no body", "[http][wire]") {
   options.port = 0;
   Server server(options, [](Request, Responder respond) { respond(TextResponse(200, "0123456789")); });
   REQUIRE(server.Start().ok());
-  Raw raw(server.port());
+  RawSocket raw(server.port());
   raw.Send("HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n");
   std::string got = raw.ReadUntil([](const std::string& s) { return s.find("0123456789") != std::string::npos; });
   // Two heads, one body: the HEAD answer has none (else the body would
@@ -142,7 +94,7 @@ TEST_CASE("an idle keep-alive connection is closed at the idle deadline", "[http
   options.idle_timeout = 200ms;
   Server server(options, Echo());
   REQUIRE(server.Start().ok());
-  Raw raw(server.port());
+  RawSocket raw(server.port());
   raw.Send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(raw.ReadUntil([](const std::string& s) { return s.find("GET /a") != std::string::npos; }).size() > 0);
   auto start = std::chrono::steady_clock::now();
@@ -159,7 +111,7 @@ TEST_CASE("a stream whose reader hangs up is abandoned without waiting for its n
   Server server(options, Streams(stream));
   REQUIRE(server.Start().ok());
   {
-    Raw raw(server.port());
+    RawSocket raw(server.port());
     raw.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n");
     stream->Write("{\"n\":1}\n");
     std::string got = raw.ReadUntil([](const std::string& s) { return s.find("{\"n\":1}") != std::string::npos; });
@@ -175,10 +127,10 @@ TEST_CASE("Stop closes idle connections and streams at once", "[http][wire]") {
   options.port = 0;
   Server server(options, Streams(stream));
   REQUIRE(server.Start().ok());
-  Raw idle(server.port());
+  RawSocket idle(server.port());
   idle.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(idle.ReadUntil([](const std::string& s) { return s.find("ok") != std::string::npos; }).size() > 0);
-  Raw watcher(server.port());
+  RawSocket watcher(server.port());
   watcher.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(watcher.ReadUntil([](const std::string& s) { return s.find("chunked\r\n") != std::string::npos; }).size() > 0);
   auto start = std::chrono::steady_clock::now();
@@ -187,6 +139,22 @@ TEST_CASE("Stop closes idle connections and streams at once", "[http][wire]") {
   CHECK(idle.Closed(2s));
   CHECK(watcher.Closed(2s));
   CHECK(stream->closed());
+}
+
+TEST_CASE("connections beyond max_connections are closed at accept; the others are served", "[http][wire]") {
+  ServerOptions options;
+  options.port = 0;
+  options.max_connections = 1;
+  Server server(options, Echo());
+  REQUIRE(server.Start().ok());
+  RawSocket first(server.port());
+  first.Send("GET /one HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(first.ReadUntil([](const std::string& s) { return s.find("GET /one") != std::string::npos; }).size() > 0);
+  RawSocket second(server.port());  // the kernel accepts it; the server closes it
+  CHECK(second.Closed());
+  first.Send("GET /two HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(first.ReadUntil([](const std::string& s) { return s.find("GET /two") != std::string::npos; }).find(
+            "GET /two") != std::string::npos);
 }
 
 }  // namespace gantry::http

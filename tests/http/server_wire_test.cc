@@ -141,7 +141,7 @@ TEST_CASE("Stop closes idle connections and streams at once", "[http][wire]") {
   CHECK(stream->closed());
 }
 
-TEST_CASE("connections beyond max_connections are closed at accept; the others are served", "[http][wire]") {
+TEST_CASE("connections beyond max_connections are closed at accept, and the others are served", "[http][wire]") {
   ServerOptions options;
   options.port = 0;
   options.max_connections = 1;

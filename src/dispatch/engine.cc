@@ -250,8 +250,19 @@ int64_t Engine::Pass(const std::string& uid) {
   in.job = &*job;
   in.spec = spec;
   in.intents = std::move(*intents);
+  // Expectations are read before the observation. A watch event updates the
+  // observer first and fulfils its expectation after (Engine::Observed), so
+  // every expectation gone from this read is in the observation below. Read
+  // the other way round, an event arriving between the two reads would leave
+  // its object in neither, and the pass would create it again (a 409 and a
+  // GET).
+  const std::set<Expectations::Key> expected_before = expected_.Pending(uid, job->epoch, {}, now);
   in.observed = observer_->ForJob(uid);
-  in.expected = expected_.Pending(uid, job->epoch, SeenAtEpoch(in.observed, job->epoch), now);
+  const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, job->epoch);
+  (void)expected_.Pending(uid, job->epoch, seen, now);  // drops what is seen now
+  for (const Expectations::Key& key : expected_before) {
+    if (!seen.count(key)) in.expected.insert(key);
+  }
   in.clusters = Facts(now);
   in.now_ms = now;
   in.options = options_.decide;

@@ -84,7 +84,10 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     if (!existing.ok() || !existing->ok()) return false;  // gone meanwhile, or unreachable: next pass
     if (Label(existing->body, kOriginLabel) == options_.decide.origin &&
         Label(existing->body, kJobUidLabel) == job.uid) {
-      return true;  // ours: an earlier attempt, or an older epoch the next pass fences
+      // ours: an earlier attempt, or an older epoch the next pass fences
+      spdlog::debug("dispatch: create {} {}/{} in {}: already there, and ours", action.kind, action.ns, action.name,
+                    action.cluster);
+      return true;
     }
     *taken_message = fmt::format("{} {}/{} already exists in cluster {} and was not created by gantry for this job; "
                                  "it is left alone",

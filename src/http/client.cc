@@ -7,6 +7,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "connection.h"
 
@@ -198,6 +199,8 @@ Result<ClientResponse> Client::Impl::Finish() {
   Reset();
   if (!pending_reused_ || r.status().code() == Code::kDeadlineExceeded) return r;
   // The server closed the kept-alive connection before answering.
+  spdlog::debug("http client: {} {} on {}:{}: {}; sending it again on a new connection", req.method_string(),
+                req.target(), host_, port_, r.status().message());
   GANTRY_RETURN_IF_ERROR(Connect());
   r = Exchange(req);
   if (!r.ok()) Reset();

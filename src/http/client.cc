@@ -244,6 +244,9 @@ Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::m
       if (ec == beast::error::timeout) {
         return Status::Deadline(fmt::format("{}: no data for {} ms", req.target(), idle_timeout.count()));
       }
+      if (ec == bhttp::error::partial_message || ec == net::error::eof) {
+        return Status::Unavailable(fmt::format("{}: the server closed the stream before its end", req.target()));
+      }
       return Status::Unavailable(fmt::format("{}: {}", req.target(), ec.message()));
     }
     std::size_t got = sizeof(chunk) - parser.get().body().size;

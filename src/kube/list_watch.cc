@@ -69,7 +69,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       return !stop();
     });
     if (!end.ok()) {
-      spdlog::warn("watch {}: {}", path, end.status().message());
+      spdlog::warn("watch {}: {}; listing again in {} ms", path, end.status().message(), backoff.count());
       rv.clear();  // start over from a list
       SleepUnlessStopped(backoff, stop);
       backoff = std::min(backoff * 2, options.max_backoff);

@@ -167,6 +167,31 @@ TEST_CASE("a quiet stream ends at its idle deadline, or at once when its owner s
   CHECK(took < std::chrono::seconds(10));  // far from the 60 s idle deadline
 }
 
+TEST_CASE("a stream the server cuts off before its end is an error that says so", "[http]") {
+  auto stream = std::make_shared<ResponseStream>();
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [stream](Request, Responder respond) {
+    stream->Write("{\"n\":1}\n");
+    Response r;
+    r.stream = stream;
+    respond(std::move(r));
+  });
+  REQUIRE(server.Start().ok());
+  auto client = Client::Create("http://127.0.0.1:" + std::to_string(server.port()));
+  REQUIRE(client.ok());
+  std::string got;
+  auto cut = (*client)->Stream("GET", "/watch", {}, milliseconds(10'000), [&](std::string_view data) {
+    got.append(data);
+    server.Stop(milliseconds(0));  // closes the stream without its last chunk
+    return true;
+  });
+  CHECK(got == "{\"n\":1}\n");
+  REQUIRE_FALSE(cut.ok());
+  CHECK(cut.status().code() == Code::kUnavailable);
+  CHECK(cut.status().message().find("closed the stream before its end") != std::string::npos);
+}
+
 TEST_CASE("a TLS server closes a client that never shakes hands or speaks plain HTTP, and keeps serving",
           "[http][tls]") {
   auto certs = sim::MakeClusterCerts("client-test");

@@ -83,17 +83,14 @@ Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::str
   auto created = store_.Create(res.plural, std::move(object), now);
   if (!created.ok()) return created.status();
   const json& stored = **created;
-  std::string text = TextOf(store_, stored);
+  const std::string stored_ns = NamespaceOf(stored), name = NameOf(stored);
   if (res.plural == "workloads") kueue_.OnWorkloadCreated(stored, now);
-  if (res.plural == "jobs" || res.plural == "jobsets") {
-    // A job whose Workload is admitted starts at once: the controller wrote
-    // it again (unsuspended, with its status).
-    const std::string rv = stored["metadata"].value("resourceVersion", "");
-    kueue_.OnJobCreated(res.plural, stored, now);
-    const json* cur = store_.Get(res.plural, ns, NameOf(stored));
-    if (cur && (*cur)["metadata"].value("resourceVersion", "") != rv) text = TextOf(store_, *cur);
-  }
-  return text;
+  if (res.plural == "jobs" || res.plural == "jobsets") kueue_.OnJobCreated(res.plural, stored, now);
+  // The answer is the object as the create left it: a job whose Workload is
+  // admitted was started at once (written again, unsuspended).
+  const json* current = store_.Get(res.plural, stored_ns, name);
+  if (!current) return Status::NotFound(fmt::format("{}.{} \"{}\" not found", res.plural, res.group, name));
+  return TextOf(store_, *current);
 }
 
 Result<json> ClusterState::Get(const ResourceInfo& res, const std::string& ns, const std::string& name) {

@@ -166,9 +166,13 @@ void Fleet::ProbeAllNow() {
     }
     ProbeOne(name);
     std::lock_guard lock(mu_);
-    if (auto it = entries_.find(name); it != entries_.end()) it->second.probing = false;
-    cv_.notify_all();
+    ReleaseLocked(name);
   }
+}
+
+void Fleet::ReleaseLocked(const std::string& name) {
+  if (auto it = entries_.find(name); it != entries_.end()) it->second.probing = false;
+  cv_.notify_all();  // ProbeAllNow may wait for this cluster, a worker for any
 }
 
 void Fleet::Run() {
@@ -194,8 +198,7 @@ void Fleet::Run() {
     lock.unlock();
     ProbeOne(due);
     lock.lock();
-    if (auto it = entries_.find(due); it != entries_.end()) it->second.probing = false;
-    cv_.notify_all();  // ProbeAllNow may wait for this cluster
+    ReleaseLocked(due);
   }
 }
 

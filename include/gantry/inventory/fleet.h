@@ -102,6 +102,8 @@ class Fleet {
   std::vector<ClusterFileError> Load();
   void Run();
   void ProbeOne(const std::string& name);
+  // Ends the claim (Entry::probing) on a cluster probed. REQUIRES: mu_ held.
+  void ReleaseLocked(const std::string& name);
 
   ClusterProber& prober_;
   ClusterStateStore& store_;

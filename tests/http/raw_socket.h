@@ -47,6 +47,11 @@ class RawSocket {
     }
     return got_;
   }
+  // Whether text arrived (within deadline).
+  bool Got(const std::string& text, std::chrono::milliseconds deadline = std::chrono::seconds(5)) {
+    return ReadUntil([&](const std::string& s) { return s.find(text) != std::string::npos; }, deadline).find(text) !=
+           std::string::npos;
+  }
   // True once the server closed the connection (within deadline).
   bool Closed(std::chrono::milliseconds deadline = std::chrono::seconds(5)) {
     ReadUntil([](const std::string&) { return false; }, deadline);

@@ -22,6 +22,14 @@ std::size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// A server with options on a free loopback port, started.
+std::unique_ptr<Server> Started(Handler handler, ServerOptions options = {}) {
+  options.port = 0;
+  auto server = std::make_unique<Server>(options, std::move(handler));
+  REQUIRE(server->Start().ok());
+  return server;
+}
+
 // Answers /watch with `stream`, anything else with "ok".
 Handler Streams(std::shared_ptr<ResponseStream> stream) {
   return [stream](Request req, Responder respond) {
@@ -42,11 +50,8 @@ Handler Echo() {
 }  // namespace
 
 TEST_CASE("pipelined requests on one connection are answered in order", "[http][wire]") {
-  ServerOptions options;
-  options.port = 0;
-  Server server(options, Echo());
-  REQUIRE(server.Start().ok());
-  RawSocket raw(server.port());
+  auto server = Started(Echo());
+  RawSocket raw(server->port());
   raw.Send(
       "POST /first HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\none"
       "GET /second HTTP/1.1\r\nHost: x\r\n\r\n");
@@ -60,11 +65,8 @@ TEST_CASE("pipelined requests on one connection are answered in order", "[http][
 }
 
 TEST_CASE("a client that expects 100-continue gets it, then the answer", "[http][wire]") {
-  ServerOptions options;
-  options.port = 0;
-  Server server(options, Echo());
-  REQUIRE(server.Start().ok());
-  RawSocket raw(server.port());
+  auto server = Started(Echo());
+  RawSocket raw(server->port());
   raw.Send("POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n");
   std::string got = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
   CHECK(got.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0) == 0);
@@ -74,11 +76,8 @@ TEST_CASE("a client that expects 100-continue gets it, then the answer", "[http]
 }
 
 TEST_CASE("HEAD gets the headers and the length, but no body", "[http][wire]") {
-  ServerOptions options;
-  options.port = 0;
-  Server server(options, [](Request, Responder respond) { respond(TextResponse(200, "0123456789")); });
-  REQUIRE(server.Start().ok());
-  RawSocket raw(server.port());
+  auto server = Started([](Request, Responder respond) { respond(TextResponse(200, "0123456789")); });
+  RawSocket raw(server->port());
   raw.Send("HEAD / HTTP/1.1\r\nHost: x\r\n\r\nGET / HTTP/1.1\r\nHost: x\r\n\r\n");
   std::string got = raw.ReadUntil([](const std::string& s) { return s.find("0123456789") != std::string::npos; });
   // Two heads, one body: the HEAD answer has none (else the body would
@@ -90,13 +89,11 @@ TEST_CASE("HEAD gets the headers and the length, but no body", "[http][wire]") {
 
 TEST_CASE("an idle keep-alive connection is closed at the idle deadline", "[http][wire]") {
   ServerOptions options;
-  options.port = 0;
   options.idle_timeout = 200ms;
-  Server server(options, Echo());
-  REQUIRE(server.Start().ok());
-  RawSocket raw(server.port());
+  auto server = Started(Echo(), options);
+  RawSocket raw(server->port());
   raw.Send("GET /a HTTP/1.1\r\nHost: x\r\n\r\n");
-  CHECK(raw.ReadUntil([](const std::string& s) { return s.find("GET /a") != std::string::npos; }).size() > 0);
+  CHECK(raw.Got("GET /a"));
   auto start = std::chrono::steady_clock::now();
   CHECK(raw.Closed(5s));
   CHECK(std::chrono::steady_clock::now() - start < 4s);
@@ -106,12 +103,9 @@ TEST_CASE("a stream whose reader hangs up is abandoned without waiting for its n
   auto stream = std::make_shared<ResponseStream>();
   std::atomic<bool> abandoned{false};
   stream->SetOnClose([&] { abandoned = true; });
-  ServerOptions options;
-  options.port = 0;
-  Server server(options, Streams(stream));
-  REQUIRE(server.Start().ok());
+  auto server = Started(Streams(stream));
   {
-    RawSocket raw(server.port());
+    RawSocket raw(server->port());
     raw.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n");
     stream->Write("{\"n\":1}\n");
     std::string got = raw.ReadUntil([](const std::string& s) { return s.find("{\"n\":1}") != std::string::npos; });
@@ -123,18 +117,15 @@ TEST_CASE("a stream whose reader hangs up is abandoned without waiting for its n
 
 TEST_CASE("Stop closes idle connections and streams at once", "[http][wire]") {
   auto stream = std::make_shared<ResponseStream>();
-  ServerOptions options;
-  options.port = 0;
-  Server server(options, Streams(stream));
-  REQUIRE(server.Start().ok());
-  RawSocket idle(server.port());
+  auto server = Started(Streams(stream));
+  RawSocket idle(server->port());
   idle.Send("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
-  CHECK(idle.ReadUntil([](const std::string& s) { return s.find("ok") != std::string::npos; }).size() > 0);
-  RawSocket watcher(server.port());
+  CHECK(idle.Got("ok"));
+  RawSocket watcher(server->port());
   watcher.Send("GET /watch HTTP/1.1\r\nHost: x\r\n\r\n");
-  CHECK(watcher.ReadUntil([](const std::string& s) { return s.find("chunked\r\n") != std::string::npos; }).size() > 0);
+  CHECK(watcher.Got("chunked\r\n"));
   auto start = std::chrono::steady_clock::now();
-  server.Stop(10s);  // nothing in flight: no drain wait
+  server->Stop(10s);  // nothing in flight: no drain wait
   CHECK(std::chrono::steady_clock::now() - start < 2s);
   CHECK(idle.Closed(2s));
   CHECK(watcher.Closed(2s));
@@ -143,18 +134,15 @@ TEST_CASE("Stop closes idle connections and streams at once", "[http][wire]") {
 
 TEST_CASE("connections beyond max_connections are closed at accept, and the others are served", "[http][wire]") {
   ServerOptions options;
-  options.port = 0;
   options.max_connections = 1;
-  Server server(options, Echo());
-  REQUIRE(server.Start().ok());
-  RawSocket first(server.port());
+  auto server = Started(Echo(), options);
+  RawSocket first(server->port());
   first.Send("GET /one HTTP/1.1\r\nHost: x\r\n\r\n");
-  CHECK(first.ReadUntil([](const std::string& s) { return s.find("GET /one") != std::string::npos; }).size() > 0);
-  RawSocket second(server.port());  // the kernel accepts it; the server closes it
+  CHECK(first.Got("GET /one"));
+  RawSocket second(server->port());  // the kernel accepts it; the server closes it
   CHECK(second.Closed());
   first.Send("GET /two HTTP/1.1\r\nHost: x\r\n\r\n");
-  CHECK(first.ReadUntil([](const std::string& s) { return s.find("GET /two") != std::string::npos; }).find(
-            "GET /two") != std::string::npos);
+  CHECK(first.Got("GET /two"));
 }
 
 }  // namespace gantry::http

@@ -47,19 +47,28 @@ std::unique_ptr<SqliteStore> OpenStore(const testing::TempDir& dir) {
   return std::move(store.value());
 }
 
+// A clusters.d with the named clusters, the real store beside it, and fleet
+// options that read that directory.
+struct FleetDir {
+  testing::TempDir dir;
+  std::unique_ptr<SqliteStore> store;
+  FleetOptions options;
+  explicit FleetDir(std::initializer_list<const char*> clusters) {
+    std::filesystem::create_directories(dir.File("clusters.d"));
+    for (const char* name : clusters) WriteCluster(dir.path(), name);
+    store = OpenStore(dir);
+    options.clusters_dir = dir.File("clusters.d");
+  }
+};
+
 }  // namespace
 
 TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fleet]") {
-  testing::TempDir dir;
-  std::filesystem::create_directories(dir.File("clusters.d"));
-  WriteCluster(dir.path(), "c1");
-  WriteCluster(dir.path(), "c2");
-  auto store = OpenStore(dir);
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
   FakeClock clock(1'000'000);
   FakeProber prober;
   prober.up = {{"c1", true}, {"c2", false}};
-  FleetOptions options;
-  options.clusters_dir = dir.File("clusters.d");
   {
     Fleet fleet(prober, *store, clock, options);
     CHECK(fleet.Start().empty());
@@ -133,14 +142,10 @@ class GatedProber final : public ClusterProber {
 };
 
 TEST_CASE("a probe on demand is not overwritten by an older probe still in flight", "[inventory][fleet]") {
-  testing::TempDir dir;
-  std::filesystem::create_directories(dir.File("clusters.d"));
-  WriteCluster(dir.path(), "slow");
-  auto store = OpenStore(dir);
+  FleetDir fleet_dir({"slow"});
+  auto& [dir, store, options] = fleet_dir;
   FakeClock clock(1'000'000);
   GatedProber prober;
-  FleetOptions options;
-  options.clusters_dir = dir.File("clusters.d");
   Fleet fleet(prober, *store, clock, options);
   fleet.Start();
   // The background probe has read "down" and is held.
@@ -156,14 +161,10 @@ TEST_CASE("a probe on demand is not overwritten by an older probe still in fligh
 }
 
 TEST_CASE("fleet reload adds, keeps and removes clusters", "[inventory][fleet]") {
-  testing::TempDir dir;
-  std::filesystem::create_directories(dir.File("clusters.d"));
-  WriteCluster(dir.path(), "c1");
-  auto store = OpenStore(dir);
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
   FakeClock clock;
   FakeProber prober;
-  FleetOptions options;
-  options.clusters_dir = dir.File("clusters.d");
   Fleet fleet(prober, *store, clock, options);
   fleet.Start();
   CHECK(fleet.Clusters().size() == 1);
@@ -199,14 +200,9 @@ TEST_CASE("a stalled cluster does not hold up the probes of the others", "[inven
       return CapacityReading{};
     }
   } prober;
-  testing::TempDir dir;
-  std::filesystem::create_directories(dir.File("clusters.d"));
-  WriteCluster(dir.path(), "c1");
-  WriteCluster(dir.path(), "c2");
-  auto store = OpenStore(dir);
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
   SystemClock clock;
-  FleetOptions options;
-  options.clusters_dir = dir.File("clusters.d");
   Fleet fleet(prober, *store, clock, options);
   fleet.Start();
   CHECK(testing::WaitFor([&] { return fleet.Cluster("c2")->health.state == HealthState::kReady; }));

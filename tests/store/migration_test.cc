@@ -38,6 +38,15 @@ class RawDb {
   sqlite3* db_ = nullptr;
 };
 
+// A database at path as a binary of schema `version` left it, holding the
+// rows `sql` inserts.
+void OlderDatabase(const std::string& path, int version, const std::string& sql) {
+  Result<std::unique_ptr<SqliteConnection>> conn = SqliteConnection::Open(path, {});
+  REQUIRE(conn.ok());
+  REQUIRE(MigrateSchema(**conn, EmbeddedMigrations().first(version), 1'000).ok());
+  REQUIRE((*conn)->Exec(sql).ok());
+}
+
 mode_t ModeOf(const std::string& path) {
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
@@ -81,17 +90,13 @@ TEST_CASE("migration 004 keeps every event, its id and order, keyed by the job's
           "[store][migration]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");
-  {  // A database as a version-3 binary left it, with history.
-    Result<std::unique_ptr<SqliteConnection>> conn = SqliteConnection::Open(path, {});
-    REQUIRE(conn.ok());
-    REQUIRE(MigrateSchema(**conn, EmbeddedMigrations().first(3), 1'000).ok());
-    REQUIRE((*conn)->Exec(
-        "INSERT INTO jobs (uid, namespace, name, queue, spec_json, phase, created_ms, updated_ms) "
-        "VALUES ('u-old', 'ns', 'old', 'q', '{}', 'Succeeded', 1, 1), "
-        "       ('u-run', 'ns', 'run', 'q', '{}', 'Running', 2, 2);"
-        "INSERT INTO job_events (job_uid, time_ms, reason) VALUES "
-        "  ('u-old', 10, 'Submitted'), ('u-run', 11, 'Submitted'), ('u-old', 12, 'Succeeded');").ok());
-  }
+  // A database as a version-3 binary left it, with history.
+  OlderDatabase(path, 3,
+                "INSERT INTO jobs (uid, namespace, name, queue, spec_json, phase, created_ms, updated_ms) "
+                "VALUES ('u-old', 'ns', 'old', 'q', '{}', 'Succeeded', 1, 1), "
+                "       ('u-run', 'ns', 'run', 'q', '{}', 'Running', 2, 2);"
+                "INSERT INTO job_events (job_uid, time_ms, reason) VALUES "
+                "  ('u-old', 10, 'Submitted'), ('u-run', 11, 'Submitted'), ('u-old', 12, 'Succeeded');");
   auto store = OpenStore(path);
   Result<std::vector<JobEvent>> old_events = store->Events("u-old");
   REQUIRE(old_events.ok());
@@ -120,18 +125,14 @@ TEST_CASE("migration 005 keeps every intent, keyed by job, cluster and kind, wit
           "[store][migration]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");
-  {  // A database as a version-4 binary left it, with intents.
-    Result<std::unique_ptr<SqliteConnection>> conn = SqliteConnection::Open(path, {});
-    REQUIRE(conn.ok());
-    REQUIRE(MigrateSchema(**conn, EmbeddedMigrations().first(4), 1'000).ok());
-    REQUIRE((*conn)->Exec(
-        "INSERT INTO jobs (uid, namespace, name, queue, spec_json, phase, created_ms, updated_ms) "
-        "VALUES ('u-a', 'ns', 'a', 'q', '{}', 'Nominating', 1, 1), "
-        "       ('u-b', 'ns', 'b', 'q', '{}', 'Succeeded', 2, 2);"
-        "INSERT INTO remote_intents (job_uid, cluster, kind, namespace, name, epoch, present, updated_ms) VALUES "
-        "  ('u-a', 'c2', 'Workload', 'ns', 'a-1', 1, 1, 10), ('u-a', 'c1', 'Workload', 'ns', 'a-1', 1, 1, 11), "
-        "  ('u-b', 'c1', 'Job', 'ns', 'b-2', 2, 0, 12);").ok());
-  }
+  // A database as a version-4 binary left it, with intents.
+  OlderDatabase(path, 4,
+                "INSERT INTO jobs (uid, namespace, name, queue, spec_json, phase, created_ms, updated_ms) "
+                "VALUES ('u-a', 'ns', 'a', 'q', '{}', 'Nominating', 1, 1), "
+                "       ('u-b', 'ns', 'b', 'q', '{}', 'Succeeded', 2, 2);"
+                "INSERT INTO remote_intents (job_uid, cluster, kind, namespace, name, epoch, present, updated_ms) "
+                "VALUES ('u-a', 'c2', 'Workload', 'ns', 'a-1', 1, 1, 10), "
+                "       ('u-a', 'c1', 'Workload', 'ns', 'a-1', 1, 1, 11), ('u-b', 'c1', 'Job', 'ns', 'b-2', 2, 0, 12);");
   auto store = OpenStore(path);
   Result<std::vector<RemoteIntent>> a = store->Intents("u-a");
   REQUIRE(a.ok());

@@ -53,6 +53,12 @@ cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "
 # KiB a live process wrote with write(2)/pwrite(2) (the store's WAL and
 # database, the log; not its sockets, which use send), per job.
 written_kib_per_job() { awk -v n="$2" '/^wchar:/ { printf "%.1f", $2 / 1024 / n }' "/proc/$1/io"; }
+# Context switches (voluntary and not) of a live process's threads, per job:
+# each is a trip through the scheduler, and on a virtual machine a costly one.
+switches_per_job() {
+  cat /proc/"$1"/task/*/status 2>/dev/null |
+    awk -v n="$2" '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { printf "%.1f", s / n }'
+}
 # Peak resident memory of a live process, in MiB.
 peak_mib() { awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 field() { sed -n "s/^result.* $1=\([-0-9.]*\).*/\1/p"; }
@@ -94,6 +100,7 @@ EOF
   grep '^result' "$d/out" >"$work/$name.result" || echo "result" >"$work/$name.result"
   echo "  cpu         gantry $(cpu_s "$daemon") s, gantry-sim $(cpu_s "$sim") s in $wall s of wall time (2 cores: $(awk -v w="$wall" 'BEGIN { printf "%.1f", 2 * w }') s)"
   echo "  store       gantry wrote $(written_kib_per_job "$daemon" "$jobs") KiB to files per job (its SQLite WAL, database and log)"
+  echo "  switches    gantry $(switches_per_job "$daemon" "$jobs"), gantry-sim $(switches_per_job "$sim" "$jobs") context switches per job (threads still alive)"
   echo "  memory      peak resident: gantry $(peak_mib "$daemon") MiB, gantry-sim $(peak_mib "$sim") MiB"
   echo "  check       $("$BIN/gantry-sim" ctl --out-dir "$d/sim" check 2>&1 | head -5 | tr '\n' ' ')"
   # Without a tokensFile the daemon warns once at start; that one is expected.

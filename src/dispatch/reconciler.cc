@@ -61,6 +61,7 @@ void Reconciler::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  timer_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
 }
@@ -75,41 +76,52 @@ void Reconciler::WakeNew(const std::string& job_uid, int32_t priority, int64_t s
 }
 
 void Reconciler::Enqueue(const std::string& job_uid, Lane lane, int32_t priority, int64_t seq) {
-  bool was_idle;
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_) return;
-    if (active_.count(job_uid)) {
-      dirty_.insert(job_uid);
-      return;
-    }
-    was_idle = ready_.empty() && urgent_.empty() && new_.empty();
-    bool fresh = queued_.insert(job_uid).second;
-    if (lane == Lane::kUrgent) {
-      // A key waiting in ready_ or new_ also goes to urgent_; the entry left
-      // behind is skipped when reached (its key is no longer queued).
-      if (!in_urgent_.insert(job_uid).second) return;
-      urgent_.push_back(job_uid);
-    } else if (!fresh) {
-      return;
-    } else if (lane == Lane::kNew) {
-      new_.emplace(-int64_t{priority}, seq, job_uid);
-    } else {
-      ready_.push_back(job_uid);
-    }
+  std::lock_guard lock(mu_);
+  if (stopping_) return;
+  if (active_.count(job_uid)) {
+    dirty_.insert(job_uid);
+    return;
   }
-  // A worker with work queued is not waiting: waking it again would cost a
-  // futex call per submission under load.
-  if (was_idle) cv_.notify_one();
+  const bool had_work = HasWorkLocked();
+  bool fresh = queued_.insert(job_uid).second;
+  if (lane == Lane::kUrgent) {
+    // A key waiting in ready_ or new_ also goes to urgent_; the entry left
+    // behind is skipped when reached (its key is no longer queued).
+    if (!in_urgent_.insert(job_uid).second) return;
+    urgent_.push_back(job_uid);
+  } else if (!fresh) {
+    return;
+  } else if (lane == Lane::kNew) {
+    new_.emplace(-int64_t{priority}, seq, job_uid);
+  } else {
+    ready_.push_back(job_uid);
+  }
+  // With work queued already, a worker was woken for it or none is idle;
+  // the worker that takes it wakes the next one (Run). Waking another here
+  // would cost a futex call per submission under load.
+  if (!had_work) WakeWorkerLocked();
+}
+
+void Reconciler::WakeWorkerLocked() {
+  if (sleeping_ > 0) {
+    cv_.notify_one();
+  } else if (timer_waiter_) {
+    timer_cv_.notify_one();
+  }
+}
+
+void Reconciler::TimerSetLocked() {
+  if (timer_waiter_ && !delayed_.empty() && delayed_.begin()->first < timer_due_ms_) {
+    timer_due_ms_ = delayed_.begin()->first;
+    timer_cv_.notify_one();
+  }
 }
 
 void Reconciler::WakeAfter(const std::string& job_uid, int64_t delay_ms) {
-  {
-    std::lock_guard lock(mu_);
-    if (stopping_) return;
-    ScheduleLocked(job_uid, clock_.NowMillis() + delay_ms);
-  }
-  cv_.notify_one();
+  std::lock_guard lock(mu_);
+  if (stopping_) return;
+  ScheduleLocked(job_uid, clock_.NowMillis() + delay_ms);
+  TimerSetLocked();
 }
 
 namespace {
@@ -152,6 +164,16 @@ int64_t Reconciler::reconciled() const {
   return reconciled_;
 }
 
+int Reconciler::idle_workers() const {
+  std::lock_guard lock(mu_);
+  return sleeping_ + (timer_waiter_ ? 1 : 0);
+}
+
+int64_t Reconciler::wakeups() const {
+  std::lock_guard lock(mu_);
+  return wakeups_;
+}
+
 void Reconciler::Run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
@@ -166,12 +188,23 @@ void Reconciler::Run() {
         ready_.push_back(std::move(key));
       }
     }
-    if (ready_.empty() && urgent_.empty() && new_.empty()) {
-      auto wait = kIdlePoll;
-      if (!delayed_.empty()) {
-        wait = std::min(wait, std::chrono::milliseconds(std::max<int64_t>(1, delayed_.begin()->first - now)));
+    if (!HasWorkLocked()) {
+      if (timer_waiter_) {
+        ++sleeping_;
+        cv_.wait(lock);
+        --sleeping_;
+      } else {
+        auto wait = kIdlePoll;
+        timer_due_ms_ = INT64_MAX;
+        if (!delayed_.empty()) {
+          timer_due_ms_ = delayed_.begin()->first;
+          wait = std::min(wait, std::chrono::milliseconds(std::max<int64_t>(1, timer_due_ms_ - now)));
+        }
+        timer_waiter_ = true;
+        timer_cv_.wait_for(lock, wait);
+        timer_waiter_ = false;
       }
-      cv_.wait_for(lock, wait);
+      ++wakeups_;
       continue;
     }
     std::string uid;
@@ -187,6 +220,13 @@ void Reconciler::Run() {
       new_.erase(new_.begin());
     }
     if (!queued_.erase(uid)) continue;  // served from another queue already
+    // While this worker is busy: another idle one takes the work still
+    // queued, and one watches the timers if this one was doing it.
+    if (HasWorkLocked()) {
+      WakeWorkerLocked();
+    } else if (!timer_waiter_ && sleeping_ > 0) {
+      cv_.notify_one();
+    }
     active_.insert(uid);
     const int64_t started = clock_.NowMillis();
     lock.unlock();
@@ -204,12 +244,13 @@ void Reconciler::Run() {
     // delay, a retry) is answered by it; one asked for meanwhile is kept.
     DropTimerLocked(uid, started);
     if (dirty_.erase(uid) || requeue == 0) {
-      // Woken while in hand, or asked to look again at once: it is in flight.
+      // Woken while in hand, or asked to look again at once: it is in
+      // flight. This worker takes it next.
       queued_.insert(uid);
       if (in_urgent_.insert(uid).second) urgent_.push_back(uid);
-      cv_.notify_one();
     } else if (requeue > 0) {
       ScheduleLocked(uid, clock_.NowMillis() + requeue);
+      TimerSetLocked();
     }
   }
 }

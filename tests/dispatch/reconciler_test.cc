@@ -136,4 +136,72 @@ TEST_CASE("a pass answers the timers asked for before it began, not those asked 
   reconciler.Stop();
 }
 
+TEST_CASE("idle workers: a timer wakes one of them, a later timer none, a burst all of them", "[dispatch]") {
+  testing::TempDir dir;
+  std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));
+  SystemClock clock;
+  constexpr int kWorkers = 8;
+  std::mutex mu;
+  std::condition_variable cv;
+  int in_pass = 0;
+  int most_in_pass = 0;
+  int passes = 0;
+  bool hold = false;  // passes wait until every worker is in one, or release
+  Reconciler reconciler(
+      *store, clock,
+      [&](const std::string&) {
+        std::unique_lock lock(mu);
+        ++passes;
+        most_in_pass = std::max(most_in_pass, ++in_pass);
+        cv.notify_all();
+        cv.wait_for(lock, std::chrono::seconds(20), [&] { return !hold || in_pass == kWorkers; });
+        --in_pass;
+        return int64_t{-1};
+      },
+      kWorkers);
+  REQUIRE(reconciler.Start().ok());
+  auto all_idle = [&] { return reconciler.idle_workers() == kWorkers; };
+  REQUIRE(testing::WaitFor(all_idle));
+  // The timer waiter also wakes every half second without a timer: allow
+  // for those polls in what is counted.
+  auto polls_since = [&](std::chrono::steady_clock::time_point t) {
+    return 1 + std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t).count() / 500;
+  };
+
+  SECTION("timers set later than the earliest wake no one") {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t w0 = reconciler.wakeups();
+    reconciler.WakeAfter("first", 60'000);  // the timer waiter sleeps until then now: one wake-up
+    for (int i = 0; i < 50; ++i) reconciler.WakeAfter("later-" + std::to_string(i), 61'000 + i);
+    REQUIRE(testing::WaitFor(all_idle));
+    CHECK(reconciler.wakeups() - w0 <= 1 + polls_since(t0));
+  }
+  SECTION("a timer coming due wakes the timer waiter and one more, not all of them") {
+    const auto t0 = std::chrono::steady_clock::now();
+    const int64_t w0 = reconciler.wakeups();
+    reconciler.WakeAfter("soon", 50);
+    REQUIRE(testing::WaitFor([&] {
+      std::lock_guard lock(mu);
+      return passes == 1;
+    }));
+    REQUIRE(testing::WaitFor(all_idle));
+    // Set (1), due (1), the next timer waiter (1): kWorkers + 1 before.
+    CHECK(reconciler.wakeups() - w0 <= 3 + polls_since(t0));
+  }
+  SECTION("a burst keeps every worker busy at once") {
+    {
+      std::lock_guard lock(mu);
+      hold = true;
+    }
+    for (int i = 0; i < kWorkers; ++i) reconciler.Wake("burst-" + std::to_string(i));
+    REQUIRE(testing::WaitFor([&] {
+      std::lock_guard lock(mu);
+      return passes == kWorkers;
+    }));
+    std::lock_guard lock(mu);
+    CHECK(most_in_pass == kWorkers);
+  }
+  reconciler.Stop();
+}
+
 }  // namespace gantry

@@ -416,6 +416,10 @@ int main(int argc, char** argv) {
   std::map<std::string, double> calls =
       done_ms > 0 ? SettledRemoteCalls(*poller) : RemoteCalls(Scrape(*poller));
   std::map<std::string, double> passes = Passes(Scrape(*poller));
+  // Store commits by whether they were fsync'd ("true"/"false"; empty when
+  // the daemon does not export gantry_store_commits_total).
+  std::map<std::string, double> commits = SumBy(Scrape(*poller), "gantry_store_commits_total",
+                                                [](const std::string& l) { return LabelOf(l, "fsync"); });
 
   std::map<std::string, double> first_start;
   std::map<std::string, int> runs;
@@ -490,6 +494,10 @@ int main(int argc, char** argv) {
     std::string by;
     for (const auto& [step, n] : passes) by += fmt::format(", {} {:.0f}", step, n);
     std::printf("  passes      %.1f per job (%.0f in all%s)\n", Total(passes) / accepted, Total(passes), by.c_str());
+  }
+  if (!commits.empty() && accepted > 0) {
+    std::printf("  commits     %.2f store commits per job, %.2f of them fsync'd (%.0f in all, %.0f without fsync)\n",
+                Total(commits) / accepted, commits["true"] / accepted, Total(commits), commits["false"]);
   }
   std::printf("  journal     %zu of our jobs ran, %d of them more than once\n", run_at.size(),
               twice);

@@ -31,6 +31,13 @@ struct ApiMetrics::Impl {
   const prometheus::Histogram::BucketBoundaries latency_buckets{
       0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
   prometheus::Histogram& commit = commit_family.Add({}, latency_buckets);
+  prometheus::Family<prometheus::Counter>& commits_family =
+      prometheus::BuildCounter().Name("gantry_store_commits_total")
+          .Help("Store commits, by whether they were fsync'd (fsync=\"false\": every write in them may be "
+                "lost in a power failure and is made again by the dispatch engine)")
+          .Register(*registry);
+  prometheus::Counter& commits_synced = commits_family.Add({{"fsync", "true"}});
+  prometheus::Counter& commits_unsynced = commits_family.Add({{"fsync", "false"}});
   prometheus::Histogram& writes =
       writes_family.Add({}, prometheus::Histogram::BucketBoundaries{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000});
   prometheus::Family<prometheus::Counter>& remote_calls =
@@ -92,9 +99,10 @@ void ApiMetrics::ObserveRequest(const std::string& method, const std::string& ro
   hist->Observe(seconds);
 }
 
-void ApiMetrics::ObserveCommit(double seconds, int writes) {
+void ApiMetrics::ObserveCommit(double seconds, int writes, bool synced) {
   impl_->commit.Observe(seconds);
   impl_->writes.Observe(writes);
+  (synced ? impl_->commits_synced : impl_->commits_unsynced).Increment();
 }
 
 void ApiMetrics::SetJobsByPhase(const std::map<JobPhase, int64_t>& counts) {

@@ -108,7 +108,9 @@ int RunServe(const ServeFlags& flags) {
   SqliteStoreOptions store_options;
   store_options.path = config.data_dir + "/gantry.db";
   store_options.clock = &clock;
-  store_options.on_commit = [&metrics](double seconds, int writes) { metrics.ObserveCommit(seconds, writes); };
+  store_options.on_commit = [&metrics](double seconds, int writes, bool synced) {
+    metrics.ObserveCommit(seconds, writes, synced);
+  };
   auto store = OpenSqliteStore(store_options);
   if (!store.ok()) {
     spdlog::critical("store: {}", store.status().ToString());

@@ -285,6 +285,7 @@ int64_t Engine::Pass(const std::string& uid) {
     intent_changes.uid = uid;
     intent_changes.upsert_intents = plan.write->upsert_intents;
     intent_changes.drop_intents = plan.write->drop_intents;
+    plan.write->durable = !MayBeLost(plan, in.intents);
     auto written = ApplySync(store_, std::move(*plan.write));
     if (!written.ok()) {
       if (written.status().code() == Code::kConflict) {

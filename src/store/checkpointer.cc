@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gantry/common/thread_name.h"
+#include "wal_write_vfs.h"
 
 namespace gantry {
 
@@ -63,7 +64,10 @@ void Checkpointer::Committed(sqlite3* db, const char* schema, int frames) {
   if (wake) cv_.notify_one();
   if (frames < options_.writer_frames) return;
   // SQLITE_BUSY: the background checkpoint holds the checkpoint lock right
-  // now; the next commit tries again.
+  // now; the next commit tries again. This runs inside the commit, which may
+  // be one whose sync is skipped: the checkpoint syncs the WAL before it
+  // copies frames into the database, always.
+  store_internal::WalSyncScope sync(true);
   int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
   if (rc == SQLITE_OK) {
     std::lock_guard lock(mu_);

@@ -65,6 +65,8 @@ Status UpdateJobRow(SqliteConnection& conn, const JobRecord& job, bool phase_cha
 
 void SqliteStore::ApplyDispatch(DispatchUpdate u, StoreCallback<JobRecord> done) {
   auto slot = std::make_shared<std::optional<JobRecord>>();
+  const auto durability =
+      u.durable ? GroupCommitter::Durability::kDurable : GroupCommitter::Durability::kMayBeLost;
   auto op = [this, u = std::move(u), slot](SqliteConnection& conn) mutable -> Status {
     Result<JobRecord> current = SelectJobByUid(conn, u.uid);
     if (!current.ok()) return current.status();
@@ -107,7 +109,7 @@ void SqliteStore::ApplyDispatch(DispatchUpdate u, StoreCallback<JobRecord> done)
     if (!done) return;
     if (!status.ok()) return done(std::move(status));
     done(std::move(**slot));
-  });
+  }, durability);
 }
 
 }  // namespace gantry

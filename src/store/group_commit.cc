@@ -1,5 +1,6 @@
 #include "gantry/store/group_commit.h"
 #include "gantry/common/thread_name.h"
+#include "wal_write_vfs.h"
 
 #include <spdlog/spdlog.h>
 
@@ -44,11 +45,11 @@ GroupCommitter::GroupCommitter(std::unique_ptr<SqliteConnection> conn, GroupComm
 
 GroupCommitter::~GroupCommitter() { Shutdown(); }
 
-void GroupCommitter::Enqueue(Op op, Done done) {
+void GroupCommitter::Enqueue(Op op, Done done, Durability durability) {
   {
     std::lock_guard lock(mu_);
     if (!stopping_) {
-      queue_.push_back(Pending{std::move(op), std::move(done)});
+      queue_.push_back(Pending{std::move(op), std::move(done), durability});
       cv_.notify_one();
       return;
     }
@@ -129,7 +130,12 @@ void GroupCommitter::CommitBatch(std::deque<Pending>& batch) {
     results[i] = RunOp(batch[i].op, &aborted);
     if (aborted) batch_error = results[i];
   }
-  if (batch_error.ok()) batch_error = RunCached(*conn_, "COMMIT");
+  const bool sync = std::any_of(batch.begin(), batch.end(),
+                                [](const Pending& p) { return p.durability == Durability::kDurable; });
+  if (batch_error.ok()) {
+    store_internal::WalSyncScope scope(sync);
+    batch_error = RunCached(*conn_, "COMMIT");
+  }
   if (!batch_error.ok()) {
     if (sqlite3_get_autocommit(conn_->db()) == 0) {
       Status st = RunCached(*conn_, "ROLLBACK");
@@ -141,10 +147,11 @@ void GroupCommitter::CommitBatch(std::deque<Pending>& batch) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   commits_.fetch_add(1);
+  if (!sync) unsynced_commits_.fetch_add(1);
   writes_.fetch_add(static_cast<int64_t>(batch.size()));
   if (options_.on_commit) {
     try {
-      options_.on_commit(seconds, static_cast<int>(batch.size()));
+      options_.on_commit(seconds, static_cast<int>(batch.size()), sync);
     } catch (...) {
       spdlog::error("store: on_commit threw");
     }

@@ -33,6 +33,9 @@ sqlite3_vfs* g_real = nullptr;
 sqlite3_vfs g_vfs;
 std::atomic<int64_t> g_writes_in{0};
 std::atomic<int64_t> g_writes_out{0};
+std::atomic<int64_t> g_syncs{0};
+std::atomic<int64_t> g_syncs_skipped{0};
+thread_local bool t_sync_wal = true;
 
 File* Self(sqlite3_file* f) { return reinterpret_cast<File*>(f); }
 sqlite3_file* Real(sqlite3_file* f) { return Self(f)->real; }
@@ -90,8 +93,16 @@ int Truncate(sqlite3_file* file, sqlite3_int64 size) {
   return Real(file)->pMethods->xTruncate(Real(file), size);
 }
 int Sync(sqlite3_file* file, int flags) {
-  if (int rc = Flush(Self(file)); rc != SQLITE_OK) return rc;
-  return Real(file)->pMethods->xSync(Real(file), flags);
+  File* f = Self(file);
+  if (int rc = Flush(f); rc != SQLITE_OK) return rc;
+  if (f->wal) {
+    if (!t_sync_wal) {
+      g_syncs_skipped.fetch_add(1, std::memory_order_relaxed);
+      return SQLITE_OK;
+    }
+    g_syncs.fetch_add(1, std::memory_order_relaxed);
+  }
+  return f->real->pMethods->xSync(f->real, flags);
 }
 int FileSize(sqlite3_file* file, sqlite3_int64* size) {
   if (int rc = Flush(Self(file)); rc != SQLITE_OK) return rc;
@@ -204,6 +215,11 @@ const char* Register() {
 }  // namespace
 
 WalWriteCounts WalWrites() { return {g_writes_in.load(), g_writes_out.load()}; }
+
+WalSyncScope::WalSyncScope(bool sync) : saved_(t_sync_wal) { t_sync_wal = sync; }
+WalSyncScope::~WalSyncScope() { t_sync_wal = saved_; }
+
+WalSyncCounts WalSyncs() { return {g_syncs.load(), g_syncs_skipped.load()}; }
 
 const char* WalWriteVfsName() {
   static const char* name = Register();

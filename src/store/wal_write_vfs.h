@@ -18,6 +18,17 @@
 // could read frames still held here.
 //
 // Files other than WAL files are passed through untouched.
+//
+// Commits that may be lost in a power failure: while a WalSyncScope(false)
+// is alive on a thread, a WAL sync made on that thread writes the buffer out
+// and skips the fsync. Such a commit is visible to every reader at once and
+// survives a crash of the process (its frames are in the kernel), but not
+// one of the machine until a later sync of the same WAL: the WAL is written
+// in order, so the fsync of the next durable commit makes the skipped ones
+// durable too. A power failure before that loses a suffix of skipped
+// commits, never a part of one (SQLite's frame checksums end the log at the
+// last whole commit). A checkpoint must never run inside such a scope: it
+// copies WAL frames into the database and needs them on disk first.
 #pragma once
 
 #include <cstdint>
@@ -35,5 +46,25 @@ struct WalWriteCounts {
   int64_t out = 0;
 };
 WalWriteCounts WalWrites();
+
+// See above. Scopes nest; each restores what it found.
+class WalSyncScope {
+ public:
+  explicit WalSyncScope(bool sync);
+  ~WalSyncScope();
+  WalSyncScope(const WalSyncScope&) = delete;
+  WalSyncScope& operator=(const WalSyncScope&) = delete;
+
+ private:
+  bool saved_;
+};
+
+// Since start, over every WAL file of the process: WAL syncs made, and those
+// skipped inside a WalSyncScope(false).
+struct WalSyncCounts {
+  int64_t synced = 0;
+  int64_t skipped = 0;
+};
+WalSyncCounts WalSyncs();
 
 }  // namespace gantry::store_internal

@@ -9,7 +9,7 @@ namespace gantry::testing {
 ApiFixture::ApiFixture(ApiFixtureOptions options) {
   SqliteStoreOptions so;
   so.path = dir_.File("gantry.db");
-  so.on_commit = [this](double s, int w) { metrics_.ObserveCommit(s, w); };
+  so.on_commit = [this](double s, int w, bool synced) { metrics_.ObserveCommit(s, w, synced); };
   auto store = OpenSqliteStore(so);
   REQUIRE(store.ok());
   store_ = std::move(store.value());

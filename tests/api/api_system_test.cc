@@ -24,6 +24,9 @@ TEST_CASE("health, readiness and metrics", "[api]") {
         std::string::npos);
   CHECK(metrics.body.find("gantry_http_request_duration_seconds_bucket") != std::string::npos);
   CHECK(metrics.body.find("gantry_store_commit_duration_seconds_count") != std::string::npos);
+  // The submission was fsync'd: no commit so far went without.
+  CHECK(metrics.body.find("gantry_store_commits_total{fsync=\"false\"} 0") != std::string::npos);
+  CHECK(metrics.body.find("gantry_store_commits_total{fsync=\"true\"} 0") == std::string::npos);
   auto clusters = api.Call("GET", "/api/v1/clusters");
   CHECK(clusters.status == 200);
   CHECK(api.Json(clusters)["items"].empty());

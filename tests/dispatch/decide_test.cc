@@ -516,4 +516,66 @@ TEST_CASE("step 2: a finished job's rows are dropped once its cluster shows noth
   CHECK(p.requeue_ms > 0);
 }
 
+TEST_CASE("which writes may be lost: only those a later pass makes again and no action depends on",
+          "[dispatch][decide]") {
+  World w;
+  w.OwnedBy(JobPhase::kAdmitted, "c1", 1);
+  w.Workload("c1", 1).admitted = true;
+  // Creating the real job: its intent is recorded before the create.
+  Plan create = Decide(w.Input());
+  REQUIRE(create.step == "run");
+  CHECK_FALSE(MayBeLost(create, w.in.intents));
+
+  // Admitted -> Running, nothing sent: observed again after a loss.
+  w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  Plan run = Decide(w.Input());
+  REQUIRE(run.write);
+  REQUIRE(run.actions.empty());
+  CHECK(MayBeLost(run, w.in.intents));
+
+  // The same write with anything more is durable.
+  auto changed = [&](auto change) {
+    Plan p = run;
+    change(p);
+    return MayBeLost(p, w.in.intents);
+  };
+  CHECK_FALSE(changed([&](Plan& p) { p.actions = create.actions; }));
+  CHECK_FALSE(changed([](Plan& p) { p.write->epoch = 2; }));
+  CHECK_FALSE(changed([](Plan& p) { p.write->cluster = "c2"; }));
+  CHECK_FALSE(changed([](Plan& p) { p.write->lease_ms = 5; }));
+  CHECK_FALSE(changed([](Plan& p) { p.write->nominated_ms = 5; }));
+  CHECK_FALSE(changed([](Plan& p) { p.write->phase = JobPhase::kSucceeded; }));
+  CHECK_FALSE(changed([](Plan& p) { p.write->phase = JobPhase::kQueued; }));
+  CHECK_FALSE(changed([&](Plan& p) { p.write->upsert_intents.push_back(w.in.intents[0]); }));
+  // Dropping a row whose object should exist is durable; one marked absent not.
+  CHECK_FALSE(changed([](Plan& p) { p.write->drop_intents.emplace_back("c1", "Job"); }));
+  CHECK(changed([](Plan& p) { p.write->drop_intents.emplace_back("c2", "Workload"); }));
+  CHECK(changed([](Plan& p) { p.write->phase.reset(); }));
+  Plan no_write = run;
+  no_write.write.reset();
+  CHECK_FALSE(MayBeLost(no_write, w.in.intents));
+
+  // A finished job's confirmed-absent rows, dropped with nothing sent.
+  World f;
+  f.job.phase = JobPhase::kSucceeded;
+  f.job.epoch = 1;
+  f.job.cluster = "c1";
+  f.Intent("c1", "Job", 1, false);
+  f.Intent("c1", "Workload", 1, false);
+  Plan drop = Decide(f.Input());
+  REQUIRE(drop.write);
+  REQUIRE(drop.write->drop_intents.size() == 2);
+  REQUIRE(drop.actions.empty());
+  CHECK(MayBeLost(drop, f.in.intents));
+  // The step that marks them absent and sends the deletes is durable.
+  World g;
+  g.OwnedBy(JobPhase::kRunning, "c1", 1);
+  g.Workload("c1", 1).admitted = true;
+  g.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
+  Plan finish = Decide(g.Input());
+  REQUIRE(finish.write);
+  REQUIRE(*finish.write->phase == JobPhase::kSucceeded);
+  CHECK_FALSE(MayBeLost(finish, g.in.intents));
+}
+
 }  // namespace gantry::dispatch

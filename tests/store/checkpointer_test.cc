@@ -10,6 +10,7 @@
 #include <string>
 
 #include "gantry/store/group_commit.h"
+#include "wal_write_vfs.h"
 #include "store_test_util.h"
 #include "test_support.h"
 
@@ -75,4 +76,29 @@ TEST_CASE("the checkpointer copies the WAL on its own thread and the WAL stays b
 }
 
 }  // namespace
+TEST_CASE("the writer's own checkpoint syncs the WAL even inside a commit that skips its fsync", "[store]") {
+  TempDir dir;
+  const std::string path = dir.File("ckpt.db");
+  auto writer = SqliteConnection::Open(path, {});
+  REQUIRE(writer.ok());
+  REQUIRE((*writer)->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+  CheckpointerOptions options;
+  options.wake_frames = 1'000'000;  // the background thread stays out of it
+  options.writer_frames = 1;        // every commit checkpoints in its hook
+  auto checkpointer = Checkpointer::Start(path, options);
+  REQUIRE(checkpointer.ok());
+  (*checkpointer)->Attach((*writer)->db());
+
+  const auto before = store_internal::WalSyncs();
+  {
+    store_internal::WalSyncScope lazy(false);
+    REQUIRE(InsertRow(**writer, 1).ok());
+  }
+  const auto after = store_internal::WalSyncs();
+  CHECK((*checkpointer)->writer_checkpoints() == 1);
+  CHECK(after.skipped - before.skipped == 1);  // the commit's own
+  // The checkpoint's: the WAL before it copies frames into the database.
+  CHECK(after.synced - before.synced >= 1);
+}
+
 }  // namespace gantry::testing

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "gantry/store/sqlite_store.h"
+#include "wal_write_vfs.h"
 #include "store_test_util.h"
 #include "test_support.h"
 
@@ -88,7 +89,7 @@ TEST_CASE("one failing op in a batch does not fail the others", "[store][group_c
   std::vector<int> batch_sizes;
   std::mutex mu;
   GroupCommitOptions options;
-  options.on_commit = [&](double seconds, int writes) {
+  options.on_commit = [&](double seconds, int writes, bool) {
     CHECK(seconds >= 0);
     std::lock_guard lock(mu);
     batch_sizes.push_back(writes);
@@ -126,6 +127,51 @@ TEST_CASE("one failing op in a batch does not fail the others", "[store][group_c
   REQUIRE(count.ok());
   REQUIRE(*count->Step());
   CHECK(count->Text(0) == "a,b,raw");
+}
+
+TEST_CASE("a batch of ops that may be lost commits without an fsync, one durable op brings it back", "[store][group_commit]") {
+  TempDir dir;
+  std::mutex mu;
+  std::vector<bool> synced;
+  GroupCommitOptions options;
+  options.on_commit = [&](double, int, bool s) {
+    std::lock_guard lock(mu);
+    synced.push_back(s);
+  };
+  auto committer = MakeCommitter(dir, options);
+  constexpr auto kLost = GroupCommitter::Durability::kMayBeLost;
+  Outcomes out;
+  const auto before = store_internal::WalSyncs();
+  {
+    Gate gate;
+    committer->Enqueue(gate.Op(), out.At(0), kLost);
+    gate.AwaitEntered();
+    committer->Enqueue(InsertKey("lazy-1"), out.At(1), kLost);
+    committer->Enqueue(InsertKey("lazy-2"), out.At(2), kLost);
+    gate.Open();
+    REQUIRE(WaitFor([&] { return out.AllDone(); }, kDeadline));
+  }
+  const auto lazy = store_internal::WalSyncs();
+  {
+    Gate gate;
+    committer->Enqueue(gate.Op(), out.At(3), kLost);
+    gate.AwaitEntered();
+    committer->Enqueue(InsertKey("lazy-3"), out.At(4), kLost);
+    committer->Enqueue(InsertKey("durable"), out.At(5));
+    gate.Open();
+    REQUIRE(WaitFor([&] { return out.AllDone(); }, kDeadline));
+  }
+  const auto mixed = store_internal::WalSyncs();
+  for (const Status& st : out.statuses) CHECK(st.ok());
+  CHECK(committer->commits() == 4);
+  CHECK(committer->unsynced_commits() == 3);
+  committer.reset();
+  CHECK(synced == std::vector<bool>{false, false, false, true});
+  // The gates' batches write nothing, so they reach no sync at all.
+  CHECK(lazy.skipped - before.skipped == 1);
+  CHECK(lazy.synced == before.synced);
+  CHECK(mixed.skipped == lazy.skipped);
+  CHECK(mixed.synced - lazy.synced == 1);
 }
 
 TEST_CASE("a failed COMMIT fails every op of the batch", "[store][group_commit]") {
@@ -201,7 +247,7 @@ TEST_CASE("concurrent submitters share commits", "[store][group_commit]") {
   std::atomic<int64_t> committed_writes{0};
   SqliteStoreOptions options;
   options.path = dir.File("db");
-  options.on_commit = [&](double, int writes) {
+  options.on_commit = [&](double, int writes, bool) {
     commits++;
     committed_writes += writes;
   };
@@ -258,7 +304,7 @@ TEST_CASE("closed-loop submit throughput", "[.][perf][store]") {
   std::atomic<int64_t> latency_us{0};
   SqliteStoreOptions options;
   options.path = dir.File("db");
-  options.on_commit = [&](double seconds, int) {
+  options.on_commit = [&](double seconds, int, bool) {
     commits++;
     latency_us += static_cast<int64_t>(seconds * 1e6);
   };

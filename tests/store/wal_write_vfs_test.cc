@@ -97,4 +97,42 @@ TEST_CASE("WAL writes are gathered and every commit is visible to another connec
 }
 
 }  // namespace
+TEST_CASE("a commit inside WalSyncScope(false) is seen at once without an fsync, and the next durable one syncs", "[store]") {
+  REQUIRE(store_internal::WalWriteVfsName() != nullptr);
+  TempDir dir;
+  const std::string path = dir.File("lazy.db");
+  auto writer = SqliteConnection::Open(path, {});
+  REQUIRE(writer.ok());
+  SqliteConnection& w = **writer;
+  REQUIRE(w.Exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+  SqliteConnectionOptions read_options;
+  read_options.create = false;
+  read_options.query_only = true;
+  auto reader = SqliteConnection::Open(path, read_options);
+  REQUIRE(reader.ok());
+
+  const auto before = store_internal::WalSyncs();
+  {
+    store_internal::WalSyncScope lazy(false);
+    for (int i = 0; i < 5; ++i) {
+      REQUIRE(w.Exec("INSERT INTO t (k, v) VALUES (" + std::to_string(i) + ", '" + std::string(900, 'v') + "')").ok());
+      // The frames left the buffer at the commit: another connection reads them.
+      CHECK(Scalar(**reader, "SELECT COUNT(*) FROM t") == i + 1);
+    }
+    {
+      store_internal::WalSyncScope nested(true);  // scopes nest
+      REQUIRE(w.Exec("INSERT INTO t (k, v) VALUES (100, 'durable inside')").ok());
+    }
+    REQUIRE(w.Exec("INSERT INTO t (k, v) VALUES (101, 'lazy again')").ok());
+  }
+  const auto lazy = store_internal::WalSyncs();
+  CHECK(lazy.skipped - before.skipped == 6);
+  CHECK(lazy.synced - before.synced == 1);
+  REQUIRE(w.Exec("INSERT INTO t (k, v) VALUES (102, 'durable')").ok());
+  const auto after = store_internal::WalSyncs();
+  CHECK(after.skipped == lazy.skipped);
+  CHECK(after.synced - lazy.synced == 1);
+  CHECK(Scalar(**reader, "SELECT COUNT(*) FROM t") == 8);
+}
+
 }  // namespace gantry::testing

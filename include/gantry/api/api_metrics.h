@@ -41,7 +41,7 @@ class ApiMetrics final : public dispatch::EngineMetrics {
   void Pass(const std::string& step) override;
 
   void ObserveRequest(const std::string& method, const std::string& route, int code, double seconds);
-  void ObserveCommit(double seconds, int writes);
+  void ObserveCommit(double seconds, int writes, bool synced);
   void SetJobsByPhase(const std::map<JobPhase, int64_t>& counts);
   // Prometheus text format 0.0.4.
   std::string Serialize() const;

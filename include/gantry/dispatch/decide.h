@@ -102,6 +102,16 @@ struct Plan {
 
 Plan Decide(const DecideInput& in);
 
+// Whether plan's write may be lost in a power failure (DispatchUpdate::
+// durable false: no fsync of its own). True only when nothing remote depends
+// on it and a pass after the loss writes it again from what it observes:
+// no action follows it, it moves no epoch, owner, lease or nomination, its
+// one phase change is Admitted -> Running (the running job is observed
+// again), it records no intent, and it drops only intents already marked
+// absent (their objects confirmed gone: after a loss they are looked for,
+// not found, and dropped again).
+bool MayBeLost(const Plan& plan, const std::vector<RemoteIntent>& intents);
+
 // Adds to u every present intent, marked absent (the write withdraws the
 // objects), except those of the (cluster, kind) pairs in keep.
 void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& intents,

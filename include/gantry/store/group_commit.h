@@ -16,6 +16,13 @@
 // under an op, e.g. disk full), every op of the batch gets that error: none
 // of its writes is durable.
 //
+// An op enqueued as kMayBeLost does not need its own fsync: a batch of only
+// such ops commits without one (wal_write_vfs.h, WalSyncScope). Its
+// completion still runs after the commit, which every reader then sees and
+// a crash of the process keeps; a power failure or an OS crash before the
+// next durable commit loses it. For writes that the caller can make again
+// from what it observes (the dispatch engine's, see DispatchUpdate::durable).
+//
 // While a batch commits, new ops queue up and form the next batch, so the
 // batch size adapts to the load: one op alone commits at once, a burst
 // shares one fsync.
@@ -53,8 +60,9 @@ struct GroupCommitOptions {
   int max_batch = 1024;
   // Called on the writer thread after every successful commit with the time
   // from BEGIN to the end of COMMIT, in seconds, and the number of ops it
-  // carried (failed ops included). Optional.
-  std::function<void(double seconds, int writes)> on_commit;
+  // carried (failed ops included), and whether it was fsync'd (false: all of
+  // its ops were kMayBeLost). Optional.
+  std::function<void(double seconds, int writes, bool synced)> on_commit;
 };
 
 class GroupCommitter {
@@ -71,7 +79,8 @@ class GroupCommitter {
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
   // Queues op; done(status) runs once the op's outcome is durable (or failed).
-  void Enqueue(Op op, Done done);
+  enum class Durability { kDurable, kMayBeLost };
+  void Enqueue(Op op, Done done, Durability durability = Durability::kDurable);
   void Enqueue(RawOp op, Done done);
 
   // Stops accepting ops, commits what is queued, joins the writer thread.
@@ -81,12 +90,15 @@ class GroupCommitter {
 
   // Totals since start: committed transactions, and ops they carried.
   int64_t commits() const { return commits_.load(); }
+  // Commits made without their own fsync (all of their ops kMayBeLost).
+  int64_t unsynced_commits() const { return unsynced_commits_.load(); }
   int64_t writes() const { return writes_.load(); }
 
  private:
   struct Pending {
     Op op;
     Done done;
+    Durability durability = Durability::kDurable;
   };
 
   void Run();
@@ -98,6 +110,7 @@ class GroupCommitter {
   std::unique_ptr<SqliteConnection> conn_;
   GroupCommitOptions options_;
   std::atomic<int64_t> commits_{0};
+  std::atomic<int64_t> unsynced_commits_{0};
   std::atomic<int64_t> writes_{0};
 
   std::mutex mu_;

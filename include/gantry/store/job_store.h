@@ -93,6 +93,12 @@ struct DispatchUpdate {
   std::vector<RemoteIntent> upsert_intents;  // keyed by (job_uid = uid, cluster, kind)
   std::vector<std::pair<std::string, std::string>> drop_intents;  // (cluster, kind)
   std::vector<JobEvent> events;              // job_uid set to uid; time_ms 0 = now
+  // false: the write needs no fsync of its own (group_commit.h). It is seen
+  // at once and survives a crash of the daemon, but a power failure or an
+  // OS crash before the next durable write may undo it. Only for writes that
+  // no remote action depends on and that the engine makes again from what
+  // it observes (Engine::MayBeLost).
+  bool durable = true;
 };
 
 enum class SubmitOutcome {

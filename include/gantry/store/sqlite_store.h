@@ -34,7 +34,7 @@ struct SqliteStoreOptions {
   int max_batch = 1024;
   // Called after every commit with its latency in seconds and the number of
   // writes it carried (for the store commit latency metric). Optional.
-  std::function<void(double seconds, int writes)> on_commit;
+  std::function<void(double seconds, int writes, bool synced)> on_commit;
   // Time source for event timestamps written by the store. Must outlive the store.
   const Clock* clock = nullptr;  // nullptr = system clock
 };

@@ -27,6 +27,13 @@ struct File {
   char* buffer = nullptr;
   sqlite3_int64 offset = 0;
   int length = 0;
+  // The WAL header (offset 0) was written since the last real sync. SQLite
+  // writes it when the log starts over and syncs it before the frames that
+  // overwrite the old ones, even under synchronous=NORMAL: without that, a
+  // power failure could leave the old header over new frames, and recovery
+  // would replay a prefix of old, already copied frames over newer pages.
+  // So that sync is never skipped.
+  bool header_unsynced = false;
 };
 
 sqlite3_vfs* g_real = nullptr;
@@ -67,6 +74,7 @@ int Read(sqlite3_file* file, void* out, int n, sqlite3_int64 offset) {
 int Write(sqlite3_file* file, const void* data, int n, sqlite3_int64 offset) {
   File* f = Self(file);
   if (!f->wal) return f->real->pMethods->xWrite(f->real, data, n, offset);
+  if (offset == 0) f->header_unsynced = true;
   g_writes_in.fetch_add(1, std::memory_order_relaxed);
   if (f->buffer == nullptr) {
     f->buffer = static_cast<char*>(std::malloc(kBufferBytes));
@@ -96,10 +104,11 @@ int Sync(sqlite3_file* file, int flags) {
   File* f = Self(file);
   if (int rc = Flush(f); rc != SQLITE_OK) return rc;
   if (f->wal) {
-    if (!t_sync_wal) {
+    if (!t_sync_wal && !f->header_unsynced) {
       g_syncs_skipped.fetch_add(1, std::memory_order_relaxed);
       return SQLITE_OK;
     }
+    f->header_unsynced = false;
     g_syncs.fetch_add(1, std::memory_order_relaxed);
   }
   return f->real->pMethods->xSync(f->real, flags);

@@ -27,8 +27,10 @@
 // in order, so the fsync of the next durable commit makes the skipped ones
 // durable too. A power failure before that loses a suffix of skipped
 // commits, never a part of one (SQLite's frame checksums end the log at the
-// last whole commit). A checkpoint must never run inside such a scope: it
-// copies WAL frames into the database and needs them on disk first.
+// last whole commit). This is what synchronous=NORMAL promises, and like it
+// the sync of a new WAL header (the log starting over) is never skipped. A
+// checkpoint must never run inside such a scope: it copies WAL frames into
+// the database and needs them on disk first.
 #pragma once
 
 #include <cstdint>

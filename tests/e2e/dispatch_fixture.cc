@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <filesystem>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -119,6 +121,20 @@ bool DispatchFleet::WaitPhase(const std::string& ns, const std::string& name, st
       auto r = client->Do("GET", fmt::format("/api/v1/namespaces/{}/jobs/{}/placement", ns, name));
       if (r.ok()) std::cerr << "  placement now: " << r->body << "\n";
     }
+    // A job that reads as null: is the daemon still there, and what did it say last?
+    const bool running = daemon_->process().Running();
+    std::cerr << "  daemon " << (running ? "running" : "exited")
+              << (running ? "" : fmt::format(" ({})", daemon_->process().Wait(std::chrono::milliseconds(0)))) << "\n";
+    std::istringstream log(daemon_->process().Stderr());
+    std::deque<std::string> tail;
+    for (std::string line; std::getline(log, line);) {
+      const bool notable = line.find(name) != std::string::npos || line.find("[warning]") != std::string::npos ||
+                           line.find("[error]") != std::string::npos || line.find("[critical]") != std::string::npos;
+      if (!notable) continue;
+      tail.push_back(std::move(line));
+      if (tail.size() > 40) tail.pop_front();
+    }
+    for (const std::string& line : tail) std::cerr << "  log " << line << "\n";
   }
   return reached;
 }

@@ -37,11 +37,15 @@
 namespace gantry {
 
 struct CheckpointerOptions {
-  // New WAL frames that wake the background checkpoint.
-  int wake_frames = 128;
-  // WAL size at which the writer itself finishes the copy (SQLite's
-  // wal_autocheckpoint default).
-  int writer_frames = 1000;
+  // New WAL frames that wake the background checkpoint. A checkpoint copies
+  // each page once, its newest frame, and every job rewrites the same few
+  // pages (the tails of the jobs, events and intents trees, their parents):
+  // copying every 1024 frames instead of every 128 wrote 12-20% fewer bytes
+  // per dispatched job (bench/dispatch_bench.sh), for a WAL of a few MiB.
+  int wake_frames = 1024;
+  // WAL size at which the writer itself finishes the copy (4 times SQLite's
+  // wal_autocheckpoint default, to stay well above wake_frames).
+  int writer_frames = 4000;
 };
 
 class Checkpointer {

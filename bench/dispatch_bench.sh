@@ -2,8 +2,9 @@
 # The dispatch benchmark, end to end through real processes: gantry-sim runs
 # 10 simulated Kueue clusters over HTTPS, `gantry serve` dispatches to them,
 # and dispatch_loadgen submits short jobs (one 100m/128Mi pod, 200 ms) and
-# waits until every one is Succeeded. Three runs, each on a fresh simulator
-# and a fresh daemon:
+# waits until every one is Succeeded. First a line of what a syscall, a
+# thread wake-up and an fdatasync cost on this machine (machine_probe), then
+# three runs, each on a fresh simulator and a fresh daemon:
 #
 #   AllAtOnce    JOBS jobs as fast as CONNS connections post them
 #   Incremental  the same, dispatch {mode: Incremental, stepSize: 3, roundSeconds: 60}
@@ -35,7 +36,7 @@ TARGET_DISPATCH_PER_S=1000
 TARGET_P99_MS=250
 BIN=$BUILD/bin
 for b in gantry gantry-sim dispatch_loadgen; do
-  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: ninja -C $BUILD gantry gantry-sim dispatch_loadgen"; exit 2; }
+  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: ninja -C $BUILD gantry gantry-sim dispatch_loadgen machine_probe"; exit 2; }
 done
 work=$(mktemp -d -p "${BENCH_DIR:-$PWD}" .bench-XXXXXX)
 pids=()
@@ -114,6 +115,9 @@ EOF
 }
 
 want() { [ -z "${SCENARIOS:-}" ] || [[ " $SCENARIOS " == *" $1 "* ]]; }
+# The machine first: its costs set the figures below (builds from before
+# the probe have none).
+if [ -x "$BIN/machine_probe" ]; then "$BIN/machine_probe" "$work"; fi
 if want allatonce; then
   echo "AllAtOnce: $JOBS jobs, closed loop over $CONNS connections, $CLUSTERS clusters:"
   scenario allatonce AllAtOnce "$JOBS"

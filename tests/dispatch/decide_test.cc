@@ -70,6 +70,15 @@ struct World {
     Intent(cluster, "Workload", epoch);
     Intent(cluster, "Job", epoch);
   }
+  // Finished on cluster at epoch, its job and Workload rows marked absent
+  // (their deletes sent).
+  void FinishedOn(const std::string& cluster, int64_t epoch) {
+    job.phase = JobPhase::kSucceeded;
+    job.epoch = epoch;
+    job.cluster = cluster;
+    Intent(cluster, "Job", epoch, false);
+    Intent(cluster, "Workload", epoch, false);
+  }
   void Intent(const std::string& cluster, const std::string& kind, int64_t epoch, bool present = true) {
     RemoteIntent i;
     i.job_uid = job.uid;
@@ -502,11 +511,7 @@ TEST_CASE("steps 2-3: cancel withdraws everywhere and completes only when every 
 
 TEST_CASE("step 2: a finished job's rows are dropped once its cluster shows nothing", "[dispatch][decide]") {
   World w;
-  w.job.phase = JobPhase::kSucceeded;
-  w.job.epoch = 1;
-  w.job.cluster = "c1";
-  w.Intent("c1", "Job", 1, false);
-  w.Intent("c1", "Workload", 1, false);
+  w.FinishedOn("c1", 1);
   w.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
   Plan p = Decide(w.Input());
   CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);
@@ -557,11 +562,7 @@ TEST_CASE("which writes may be lost: only those a later pass makes again and no 
 
   // A finished job's confirmed-absent rows, dropped with nothing sent.
   World f;
-  f.job.phase = JobPhase::kSucceeded;
-  f.job.epoch = 1;
-  f.job.cluster = "c1";
-  f.Intent("c1", "Job", 1, false);
-  f.Intent("c1", "Workload", 1, false);
+  f.FinishedOn("c1", 1);
   Plan drop = Decide(f.Input());
   REQUIRE(drop.write);
   REQUIRE(drop.write->drop_intents.size() == 2);

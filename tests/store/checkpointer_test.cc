@@ -26,18 +26,38 @@ Status InsertRow(SqliteConnection& conn, int i) {
   return stmt->Bind(1, i).Bind(2, std::string(1500, 'x')).Run();
 }
 
-TEST_CASE("the checkpointer copies the WAL on its own thread and the WAL stays bounded", "[store]") {
+// A writer on a fresh file with a table t(k, v), and a checkpointer attached.
+struct Checkpointed {
   TempDir dir;
   const std::string path = dir.File("ckpt.db");
-  auto writer = SqliteConnection::Open(path, {});
-  REQUIRE(writer.ok());
-  REQUIRE((*writer)->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+  std::unique_ptr<SqliteConnection> writer;
+  std::unique_ptr<Checkpointer> checkpointer;
+
+  explicit Checkpointed(CheckpointerOptions options) {
+    auto w = SqliteConnection::Open(path, {});
+    REQUIRE(w.ok());
+    writer = std::move(*w);
+    REQUIRE(writer->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+    auto c = Checkpointer::Start(path, options);
+    REQUIRE(c.ok());
+    checkpointer = std::move(*c);
+    checkpointer->Attach(writer->db());
+  }
+};
+
+CheckpointerOptions Frames(int wake, int writer) {
   CheckpointerOptions options;
-  options.wake_frames = 16;
-  options.writer_frames = 200;
-  auto checkpointer = Checkpointer::Start(path, options);
-  REQUIRE(checkpointer.ok());
-  (*checkpointer)->Attach((*writer)->db());
+  options.wake_frames = wake;
+  options.writer_frames = writer;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("the checkpointer copies the WAL on its own thread and the WAL stays bounded", "[store]") {
+  const CheckpointerOptions options = Frames(16, 200);
+  Checkpointed db(options);
+  const std::string& path = db.path;
 
   // A reader sees every committed row, whichever file it is in.
   SqliteConnectionOptions read_options;
@@ -50,10 +70,10 @@ TEST_CASE("the checkpointer copies the WAL on its own thread and the WAL stays b
   constexpr int kRows = 5000;
   std::uintmax_t largest_wal = 0;
   for (int i = 0; i < kRows; ++i) {
-    REQUIRE(InsertRow(**writer, i).ok());
+    REQUIRE(InsertRow(*db.writer, i).ok());
     largest_wal = std::max(largest_wal, std::filesystem::file_size(path + "-wal"));
   }
-  REQUIRE(WaitFor([&] { return (*checkpointer)->background_checkpoints() > 0; }, kDeadline));
+  REQUIRE(WaitFor([&] { return db.checkpointer->background_checkpoints() > 0; }, kDeadline));
   // The WAL started over again and again instead of growing to the 5000
   // frames of 2 KiB the rows take.
   const std::uintmax_t bound = 4 * options.writer_frames * 2100u;
@@ -68,34 +88,25 @@ TEST_CASE("the checkpointer copies the WAL on its own thread and the WAL stays b
   }
 
   // Stopped, the writer's hook still checkpoints, and the WAL stays bounded.
-  (*checkpointer)->Stop();
-  const int64_t by_writer = (*checkpointer)->writer_checkpoints();
-  for (int i = kRows; i < kRows + 600; ++i) REQUIRE(InsertRow(**writer, i).ok());
-  CHECK((*checkpointer)->writer_checkpoints() > by_writer);
+  db.checkpointer->Stop();
+  const int64_t by_writer = db.checkpointer->writer_checkpoints();
+  for (int i = kRows; i < kRows + 600; ++i) REQUIRE(InsertRow(*db.writer, i).ok());
+  CHECK(db.checkpointer->writer_checkpoints() > by_writer);
   CHECK(std::filesystem::file_size(path + "-wal") < bound);
 }
 
-}  // namespace
+
 TEST_CASE("the writer's own checkpoint syncs the WAL even inside a commit that skips its fsync", "[store]") {
-  TempDir dir;
-  const std::string path = dir.File("ckpt.db");
-  auto writer = SqliteConnection::Open(path, {});
-  REQUIRE(writer.ok());
-  REQUIRE((*writer)->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
-  CheckpointerOptions options;
-  options.wake_frames = 1'000'000;  // the background thread stays out of it
-  options.writer_frames = 1;        // every commit checkpoints in its hook
-  auto checkpointer = Checkpointer::Start(path, options);
-  REQUIRE(checkpointer.ok());
-  (*checkpointer)->Attach((*writer)->db());
+  // The background thread stays out of it; every commit checkpoints in its hook.
+  Checkpointed db(Frames(1'000'000, 1));
 
   const auto before = store_internal::WalSyncs();
   {
     store_internal::WalSyncScope lazy(false);
-    REQUIRE(InsertRow(**writer, 1).ok());
+    REQUIRE(InsertRow(*db.writer, 1).ok());
   }
   const auto after = store_internal::WalSyncs();
-  CHECK((*checkpointer)->writer_checkpoints() == 1);
+  CHECK(db.checkpointer->writer_checkpoints() == 1);
   CHECK(after.skipped - before.skipped == 1);  // the commit's own
   // The checkpoint's: the WAL before it copies frames into the database.
   CHECK(after.synced - before.synced >= 1);

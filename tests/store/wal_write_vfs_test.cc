@@ -24,20 +24,33 @@ int64_t Scalar(SqliteConnection& conn, const std::string& sql) {
   return stmt->Int(0);
 }
 
-TEST_CASE("WAL writes are gathered and every commit is visible to another connection at once", "[store]") {
-  REQUIRE(store_internal::WalWriteVfsName() != nullptr);
+// A writer on a fresh file with a table t(k, v), and a read-only connection.
+struct WriterAndReader {
   TempDir dir;
   const std::string path = dir.File("wal.db");
-  auto writer = SqliteConnection::Open(path, {});
-  REQUIRE(writer.ok());
-  SqliteConnection& w = **writer;
-  REQUIRE(w.Exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+  std::unique_ptr<SqliteConnection> writer;
+  std::unique_ptr<SqliteConnection> reader;
+
+  WriterAndReader() {
+    REQUIRE(store_internal::WalWriteVfsName() != nullptr);
+    auto w = SqliteConnection::Open(path, {});
+    REQUIRE(w.ok());
+    writer = std::move(*w);
+    REQUIRE(writer->Exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+    SqliteConnectionOptions read_options;
+    read_options.create = false;
+    read_options.query_only = true;
+    auto r = SqliteConnection::Open(path, read_options);
+    REQUIRE(r.ok());
+    reader = std::move(*r);
+  }
+};
+
+TEST_CASE("WAL writes are gathered and every commit is visible to another connection at once", "[store]") {
+  WriterAndReader db;
+  SqliteConnection& w = *db.writer;
   REQUIRE(w.Exec("CREATE INDEX t_by_v ON t (v)").ok());
-  SqliteConnectionOptions read_options;
-  read_options.create = false;
-  read_options.query_only = true;
-  auto reader = SqliteConnection::Open(path, read_options);
-  REQUIRE(reader.ok());
+  SqliteConnection& r = *db.reader;
 
   SECTION("small commits: one write each, each seen whole right after it") {
     const auto before = WalWrites();
@@ -51,7 +64,7 @@ TEST_CASE("WAL writes are gathered and every commit is visible to another connec
         REQUIRE(ins->Bind(1, c * 8 + i).Bind(2, std::to_string((c * 8 + i) * 7919 % 100003) + std::string(900, 'v')).Run().ok());
       }
       REQUIRE(w.Exec("COMMIT").ok());
-      CHECK(Scalar(**reader, "SELECT COUNT(*) FROM t") == (c + 1) * 8);
+      CHECK(Scalar(r, "SELECT COUNT(*) FROM t") == (c + 1) * 8);
     }
     const auto after = WalWrites();
     const int64_t asked = after.in - before.in;
@@ -71,8 +84,8 @@ TEST_CASE("WAL writes are gathered and every commit is visible to another connec
     }
     REQUIRE(w.Exec("UPDATE t SET v = v || 'x' WHERE k % 3 = 0").ok());
     REQUIRE(w.Exec("COMMIT").ok());
-    CHECK(Scalar(**reader, "SELECT COUNT(*) FROM t") == 2000);
-    CHECK(Scalar(**reader, "SELECT COUNT(*) FROM t WHERE length(v) = 601") == 667);
+    CHECK(Scalar(r, "SELECT COUNT(*) FROM t") == 2000);
+    CHECK(Scalar(r, "SELECT COUNT(*) FROM t WHERE length(v) = 601") == 667);
   }
 
   SECTION("a rolled-back transaction leaves nothing behind") {
@@ -86,30 +99,23 @@ TEST_CASE("WAL writes are gathered and every commit is visible to another connec
     }
     REQUIRE(w.Exec("ROLLBACK").ok());
     REQUIRE(w.Exec("INSERT INTO t (k, v) VALUES (2, 'after')").ok());
-    CHECK(Scalar(**reader, "SELECT COUNT(*) FROM t") == 2);
+    CHECK(Scalar(r, "SELECT COUNT(*) FROM t") == 2);
   }
 
   // Whatever the section did, the database is consistent.
-  auto check = reader->get()->Prepare("PRAGMA integrity_check");
+  auto check = r.Prepare("PRAGMA integrity_check");
   REQUIRE(check.ok());
   REQUIRE(*check->Step());
   CHECK(check->Text(0) == "ok");
 }
 
 }  // namespace
-TEST_CASE("a commit inside WalSyncScope(false) is seen at once without an fsync, and the next durable one syncs", "[store]") {
-  REQUIRE(store_internal::WalWriteVfsName() != nullptr);
-  TempDir dir;
-  const std::string path = dir.File("lazy.db");
-  auto writer = SqliteConnection::Open(path, {});
-  REQUIRE(writer.ok());
-  SqliteConnection& w = **writer;
-  REQUIRE(w.Exec("CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
-  SqliteConnectionOptions read_options;
-  read_options.create = false;
-  read_options.query_only = true;
-  auto reader = SqliteConnection::Open(path, read_options);
-  REQUIRE(reader.ok());
+
+TEST_CASE("a commit inside WalSyncScope(false) is seen at once without an fsync, and the next durable one syncs",
+          "[store]") {
+  WriterAndReader db;
+  SqliteConnection& w = *db.writer;
+  SqliteConnection& r = *db.reader;
 
   const auto before = store_internal::WalSyncs();
   {
@@ -117,7 +123,7 @@ TEST_CASE("a commit inside WalSyncScope(false) is seen at once without an fsync,
     for (int i = 0; i < 5; ++i) {
       REQUIRE(w.Exec("INSERT INTO t (k, v) VALUES (" + std::to_string(i) + ", '" + std::string(900, 'v') + "')").ok());
       // The frames left the buffer at the commit: another connection reads them.
-      CHECK(Scalar(**reader, "SELECT COUNT(*) FROM t") == i + 1);
+      CHECK(Scalar(r, "SELECT COUNT(*) FROM t") == i + 1);
     }
     {
       store_internal::WalSyncScope nested(true);  // scopes nest
@@ -132,7 +138,7 @@ TEST_CASE("a commit inside WalSyncScope(false) is seen at once without an fsync,
   const auto after = store_internal::WalSyncs();
   CHECK(after.skipped == lazy.skipped);
   CHECK(after.synced - lazy.synced == 1);
-  CHECK(Scalar(**reader, "SELECT COUNT(*) FROM t") == 8);
+  CHECK(Scalar(r, "SELECT COUNT(*) FROM t") == 8);
 
   // Every frame copied back and no reader in the way: the next commit starts
   // the log over with a new header, which is synced before the frames that
@@ -147,7 +153,7 @@ TEST_CASE("a commit inside WalSyncScope(false) is seen at once without an fsync,
   const auto restarted = store_internal::WalSyncs();
   CHECK(restarted.synced - checkpointed.synced == 1);
   CHECK(restarted.skipped - checkpointed.skipped == 1);
-  CHECK(Scalar(**reader, "SELECT COUNT(*) FROM t") == 9);
+  CHECK(Scalar(r, "SELECT COUNT(*) FROM t") == 9);
 }
 
 }  // namespace gantry::testing

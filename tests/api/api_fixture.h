@@ -39,6 +39,8 @@ class ApiFixture {
   nlohmann::json Json(const http::ClientResponse& r) { return nlohmann::json::parse(r.body); }
   uint16_t port() const { return server_->port(); }
   JobStore& store() { return *store_; }
+  // Passes the reconciler (the API's job intake) has run.
+  int64_t reconciled() const { return reconciler_->reconciled(); }
 
  private:
   TempDir dir_;

@@ -156,8 +156,12 @@ TEST_CASE("cancel, events and purge", "[api]") {
   auto again = api.Call("DELETE", "/api/v1/namespaces/team-a/jobs/c1");
   CHECK(again.status == 202);
   CHECK(api.Json(again)["status"]["phase"] == "Cancelled");
+  const int64_t passes_before = api.reconciled();
   auto purged = api.Call("DELETE", "/api/v1/namespaces/team-a/jobs/c1?purge=true");
   CHECK(purged.status == 200);
+  // The purge wakes the job's pass, which finds it gone (and an engine
+  // would forget what it held for it).
+  CHECK(WaitFor([&] { return api.reconciled() > passes_before; }));
   CHECK(api.Json(purged)["status"] == "Success");
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/c1").status == 404);
   // The name is free again.

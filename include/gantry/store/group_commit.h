@@ -78,7 +78,8 @@ class GroupCommitter {
   GroupCommitter(const GroupCommitter&) = delete;
   GroupCommitter& operator=(const GroupCommitter&) = delete;
 
-  // Queues op; done(status) runs once the op's outcome is durable (or failed).
+  // Queues op; done(status) runs once the op's outcome is committed (or
+  // failed): durable for a kDurable op, see above for a kMayBeLost one.
   enum class Durability { kDurable, kMayBeLost };
   void Enqueue(Op op, Done done, Durability durability = Durability::kDurable);
   void Enqueue(RawOp op, Done done);

@@ -97,7 +97,7 @@ struct DispatchUpdate {
   // at once and survives a crash of the daemon, but a power failure or an
   // OS crash before the next durable write may undo it. Only for writes that
   // no remote action depends on and that the engine makes again from what
-  // it observes (Engine::MayBeLost).
+  // it observes (dispatch::MayBeLost in decide.h).
   bool durable = true;
 };
 

@@ -166,18 +166,16 @@ void ApiService::CancelJob(http::Request req, Respond respond) {
     return;
   }
   if (purge && *purge == "true") {
-    // The engine keeps a job's spec, last record and expectations in
-    // bounded caches: woken after the purge, its pass finds the job gone and
-    // forgets it at once instead of when the caches make room.
-    Result<JobRecord> before = store_.Get(ns, name);
-    std::string uid = before.ok() ? before->uid : "";
-    store_.Purge(ns, name, [this, respond, ns, name, uid](Result<bool> result) {
+    store_.Purge(ns, name, [this, respond, ns, name](Result<std::string> result) {
       if (!result.ok()) {
         respond(K8sStatusFrom(result.status()));
         return;
       }
       spdlog::info("job {}/{} purged", ns, name);
-      if (intake_ && !uid.empty()) intake_->Wake(uid);
+      // The engine keeps a job's spec, last record and expectations in
+      // bounded caches: woken now, its pass finds the job gone and forgets
+      // it at once instead of when the caches make room.
+      if (intake_) intake_->Wake(*result);
       respond(K8sSuccess(200, "job " + ns + "/" + name + " purged"));
     });
     return;

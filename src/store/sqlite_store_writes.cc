@@ -118,8 +118,8 @@ void SqliteStore::RequestCancel(std::string ns, std::string name, StoreCallback<
   EnqueueWrite<JobRecord>(*writer_, std::move(op), std::move(done));
 }
 
-void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<bool> done) {
-  auto op = [ns = std::move(ns), name = std::move(name)](SqliteConnection& conn) -> Result<bool> {
+void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<std::string> done) {
+  auto op = [ns = std::move(ns), name = std::move(name)](SqliteConnection& conn) -> Result<std::string> {
     Result<JobRecord> job = SelectJobByName(conn, ns, name);
     if (!job.ok()) return job.status();
     if (!IsFinal(job->phase)) {
@@ -132,9 +132,9 @@ void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<bool> do
     Result<Statement> jobs = conn.Prepare("DELETE FROM jobs WHERE seq = ?1");
     if (!jobs.ok()) return jobs.status();
     GANTRY_RETURN_IF_ERROR(jobs->Bind(1, job->seq).Run());
-    return true;
+    return std::move(job->uid);
   };
-  EnqueueWrite<bool>(*writer_, std::move(op), std::move(done));
+  EnqueueWrite<std::string>(*writer_, std::move(op), std::move(done));
 }
 
 void SqliteStore::Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase,

@@ -123,7 +123,7 @@ TEST_CASE("RequestCancel, Purge and Transition follow the phase rules", "[store]
       CHECK(cancelled->updated_ms == clock.NowMillis());
     }
 
-    Result<bool> purged = PurgeSync(*store, "ns", name);
+    auto purged = PurgeSync(*store, "ns", name);
     if (c.purgeable) {
       CHECK(purged.ok());
       CHECK(store->Get("ns", name).status().code() == Code::kNotFound);

@@ -61,8 +61,8 @@ Result<JobRecord> CancelSync(SqliteStore& store, const std::string& ns, const st
   return Await<JobRecord>([&](StoreCallback<JobRecord> cb) { store.RequestCancel(ns, name, cb); });
 }
 
-Result<bool> PurgeSync(SqliteStore& store, const std::string& ns, const std::string& name) {
-  return Await<bool>([&](StoreCallback<bool> cb) { store.Purge(ns, name, cb); });
+Result<std::string> PurgeSync(SqliteStore& store, const std::string& ns, const std::string& name) {
+  return Await<std::string>([&](StoreCallback<std::string> cb) { store.Purge(ns, name, cb); });
 }
 
 Result<JobRecord> TransitionSync(SqliteStore& store, const std::string& uid, JobPhase from,

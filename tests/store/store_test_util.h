@@ -21,7 +21,7 @@ std::unique_ptr<SqliteStore> OpenStore(const std::string& path, const Clock* clo
 // that never arrives is reported as Code::kDeadlineExceeded.
 Result<SubmitResult> SubmitSync(SqliteStore& store, JobRecord job);
 Result<JobRecord> CancelSync(SqliteStore& store, const std::string& ns, const std::string& name);
-Result<bool> PurgeSync(SqliteStore& store, const std::string& ns, const std::string& name);
+Result<std::string> PurgeSync(SqliteStore& store, const std::string& ns, const std::string& name);
 Result<JobRecord> TransitionSync(SqliteStore& store, const std::string& uid, JobPhase from,
                                  JobPhase to, std::optional<JobEvent> event = std::nullopt);
 

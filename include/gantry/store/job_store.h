@@ -142,9 +142,9 @@ class JobStore {
   // when absent.
   virtual void RequestCancel(std::string ns, std::string name, StoreCallback<JobRecord> done) = 0;
 
-  // Removes a finished job and its events. kConflict when the job is not in
-  // a final phase; kNotFound when absent.
-  virtual void Purge(std::string ns, std::string name, StoreCallback<bool> done) = 0;
+  // Removes a finished job and its events; done gets the removed job's uid.
+  // kConflict when the job is not in a final phase; kNotFound when absent.
+  virtual void Purge(std::string ns, std::string name, StoreCallback<std::string> done) = 0;
 
   // Sets phase/message (and optionally appends an event) if the job is still
   // at expected_phase. kConflict when the phase moved on; kNotFound when absent.

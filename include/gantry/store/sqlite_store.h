@@ -61,7 +61,7 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
   void Submit(JobRecord job, StoreCallback<SubmitResult> done) override;
   // A job already Cancelling is returned unchanged, without a second event.
   void RequestCancel(std::string ns, std::string name, StoreCallback<JobRecord> done) override;
-  void Purge(std::string ns, std::string name, StoreCallback<bool> done) override;
+  void Purge(std::string ns, std::string name, StoreCallback<std::string> done) override;
   // The event's job_uid is set to uid; time_ms = 0 is replaced by now.
   void Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase, std::string message,
                   std::optional<JobEvent> event, StoreCallback<JobRecord> done) override;

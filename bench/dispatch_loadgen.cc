@@ -415,10 +415,11 @@ int main(int argc, char** argv) {
   const double done_ms = WaitFinished(*poller, accepted, &phases);
   std::map<std::string, double> calls =
       done_ms > 0 ? SettledRemoteCalls(*poller) : RemoteCalls(Scrape(*poller));
-  std::map<std::string, double> passes = Passes(Scrape(*poller));
+  const std::vector<MetricLine> settled = Scrape(*poller);
+  std::map<std::string, double> passes = Passes(settled);
   // Store commits by whether they were fsync'd ("true"/"false"; empty when
   // the daemon does not export gantry_store_commits_total).
-  std::map<std::string, double> commits = SumBy(Scrape(*poller), "gantry_store_commits_total",
+  std::map<std::string, double> commits = SumBy(settled, "gantry_store_commits_total",
                                                 [](const std::string& l) { return LabelOf(l, "fsync"); });
 
   std::map<std::string, double> first_start;

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gantry/dispatch/engine.h"
+#include "gantry/store/job_scan.h"
 
 namespace gantry::dispatch {
 
@@ -25,24 +26,24 @@ void Engine::RunHealthWatch() {
       if (before != last.end() && before->second == ready) continue;
       if (before == last.end() && !ready) continue;  // never seen ready: nothing of ours depends on it yet
       became_ready |= ready;
-      auto uids = store_.UidsWithIntentsIn(cluster, 1'000'000);
-      if (!uids.ok()) {
-        spdlog::warn("dispatch: jobs in {}: {}", cluster, uids.status().ToString());
-        continue;
-      }
-      if (!uids->empty()) {
+      size_t woken = 0;
+      Status scanned = ForEachUidWithIntents(store_, &cluster, [&](const std::string& uid) {
+        reconciler_->WakeUrgent(uid);
+        ++woken;
+      });
+      if (!scanned.ok()) spdlog::warn("dispatch: jobs in {}: {}", cluster, scanned.ToString());
+      if (woken > 0) {
         spdlog::info("dispatch: cluster {} is {}: looking again at {} job(s) with objects there", cluster,
-                     ready ? "reachable" : "unreachable", uids->size());
+                     ready ? "reachable" : "unreachable", woken);
       }
-      for (const std::string& uid : *uids) reconciler_->WakeUrgent(uid);
     }
     // A cluster that became Ready may be the first candidate of a job that
     // had none: queued jobs are looked at again (behind the jobs in flight).
     if (became_ready) {
-      auto queued = store_.UidsInPhase(JobPhase::kQueued, 1'000'000);
-      if (queued.ok()) {
-        for (const std::string& uid : *queued) reconciler_->Wake(uid);
-      }
+      Status scanned = ForEachJobInPhase(store_, JobPhase::kQueued, [&](const JobKey& job) {
+        reconciler_->WakeNew(job.uid, job.priority, job.seq);
+      });
+      if (!scanned.ok()) spdlog::warn("dispatch: queued jobs: {}", scanned.ToString());
     }
     last = std::move(now);
     lock.lock();

@@ -6,44 +6,63 @@
 
 #include <spdlog/spdlog.h>
 
+#include "gantry/store/job_scan.h"
+
 namespace gantry {
 namespace {
 
-// Jobs read per phase at start-up and on WakeUnfinished (the store's own
-// scan limit; uids only, about 40 MB at the most).
-constexpr int kStartupScanLimit = 1'000'000;
 // How long the worker sleeps at most when nothing is due: bounds the delay
 // of a WakeAfter whose due time the fake clock jumped over.
 constexpr auto kIdlePoll = std::chrono::milliseconds(500);
 
 }  // namespace
 
-Reconciler::Reconciler(JobStore& store, const Clock& clock, PassFn pass, int workers)
-    : store_(store), clock_(clock), pass_(std::move(pass)), worker_count_(std::max(1, workers)) {}
+Reconciler::Reconciler(JobStore& store, const Clock& clock, PassFn pass, int workers, int scan_page)
+    : store_(store),
+      clock_(clock),
+      pass_(std::move(pass)),
+      worker_count_(std::max(1, workers)),
+      scan_page_(std::max(1, scan_page)) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
 Result<size_t> Reconciler::WakeUnfinished() {
   size_t found = 0;
-  for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning,
-                         JobPhase::kNominating, JobPhase::kQueued}) {
-    auto uids = store_.UidsInPhase(phase, kStartupScanLimit);
-    if (!uids.ok()) return uids.status();
-    for (const std::string& uid : *uids) Wake(uid);
-    found += uids->size();
+  for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning, JobPhase::kNominating}) {
+    GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
+        store_, phase,
+        [&](const JobKey& job) {
+          Wake(job.uid);
+          ++found;
+        },
+        scan_page_));
   }
+  // Queued jobs go where new ones go: nominated by priority, then
+  // submission order, after the jobs in flight.
+  GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
+      store_, JobPhase::kQueued,
+      [&](const JobKey& job) {
+        WakeNew(job.uid, job.priority, job.seq);
+        ++found;
+      },
+      scan_page_));
   return found;
 }
 
 Status Reconciler::Start() {
   auto found = WakeUnfinished();
   if (!found.ok()) return found.status();
-  auto with_intents = store_.UidsWithIntents(kStartupScanLimit);
-  if (!with_intents.ok()) return with_intents.status();
-  for (const std::string& uid : *with_intents) Wake(uid);
-  if (*found + with_intents->size() > 0) {
+  size_t with_intents = 0;
+  GANTRY_RETURN_IF_ERROR(ForEachUidWithIntents(
+      store_, nullptr,
+      [&](const std::string& uid) {
+        Wake(uid);
+        ++with_intents;
+      },
+      scan_page_));
+  if (*found + with_intents > 0) {
     spdlog::info("reconciler: {} unfinished job(s) and {} with remote objects to converge from before the restart",
-                 *found, with_intents->size());
+                 *found, with_intents);
   }
   for (int i = 0; i < worker_count_; ++i) {
     workers_.emplace_back([this] {

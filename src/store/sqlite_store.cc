@@ -180,13 +180,20 @@ Result<std::vector<std::string>> ReadUids(Statement& stmt) {
 
 }  // namespace
 
-Result<std::vector<std::string>> SqliteStore::UidsInPhase(JobPhase phase, int limit) {
+// By the index on (phase, seq): each page reads only its own rows.
+Result<std::vector<JobKey>> SqliteStore::JobsInPhase(JobPhase phase, int64_t after_seq, int limit) {
   std::lock_guard lock(read_mu_);
-  Result<Statement> stmt =
-      reader_->Prepare("SELECT uid FROM jobs WHERE phase = ?1 ORDER BY priority DESC, seq LIMIT ?2");
+  Result<Statement> stmt = reader_->Prepare(
+      "SELECT uid, priority, seq FROM jobs WHERE phase = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, JobPhaseName(phase)).Bind(2, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
-  return ReadUids(*stmt);
+  stmt->Bind(1, JobPhaseName(phase)).Bind(2, after_seq).Bind(3, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
+  std::vector<JobKey> keys;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) return keys;
+    keys.push_back({stmt->Text(0), static_cast<int32_t>(stmt->Int(1)), stmt->Int(2)});
+  }
 }
 
 Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
@@ -214,24 +221,27 @@ Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
   }
 }
 
-Result<std::vector<std::string>> SqliteStore::UidsWithIntents(int limit) {
+// Both intent scans walk the primary key (job_uid, cluster, kind) from
+// after_uid, so the pages of a scan read the table once between them.
+Result<std::vector<std::string>> SqliteStore::UidsWithIntents(const std::string& after_uid, int limit) {
   std::lock_guard lock(read_mu_);
-  Result<Statement> stmt =
-      reader_->Prepare("SELECT DISTINCT job_uid FROM remote_intents LIMIT ?1");
+  Result<Statement> stmt = reader_->Prepare(
+      "SELECT DISTINCT job_uid FROM remote_intents WHERE job_uid > ?1 ORDER BY job_uid LIMIT ?2");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
+  stmt->Bind(1, after_uid).Bind(2, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
   return ReadUids(*stmt);
 }
 
-// Reads the table whole: there is no index by cluster (schema 005), because
-// every dispatch write would pay for it and this runs only when a cluster's
-// readiness changes. The table holds the intents of unfinished jobs only.
-Result<std::vector<std::string>> SqliteStore::UidsWithIntentsIn(const std::string& cluster, int limit) {
+// There is no index by cluster (schema 005), because every dispatch write
+// would pay for it and this runs only when a cluster's readiness changes.
+// The table holds the intents of unfinished jobs only.
+Result<std::vector<std::string>> SqliteStore::UidsWithIntentsIn(const std::string& cluster,
+                                                                const std::string& after_uid, int limit) {
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt = reader_->Prepare(
-      "SELECT DISTINCT job_uid FROM remote_intents WHERE cluster = ?1 LIMIT ?2");
+      "SELECT DISTINCT job_uid FROM remote_intents WHERE job_uid > ?1 AND cluster = ?2 ORDER BY job_uid LIMIT ?3");
   if (!stmt.ok()) return stmt.status();
-  stmt->Bind(1, cluster).Bind(2, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
+  stmt->Bind(1, after_uid).Bind(2, cluster).Bind(3, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
   return ReadUids(*stmt);
 }
 

@@ -23,11 +23,14 @@ struct ServedInOrder {
   SystemClock clock;
   std::mutex mu;
   std::vector<std::string> served;
-  Reconciler reconciler{*store, clock, [this](const std::string& uid) {
+  // Scans read the store two rows at a time, so that a few jobs take pages.
+  Reconciler reconciler{*store, clock,
+                        [this](const std::string& uid) {
                           std::lock_guard lock(mu);
                           served.push_back(uid);
                           return int64_t{-1};
-                        }};
+                        },
+                        1, 2};
 
   // Starts the worker on what is queued, waits until n jobs were served,
   // stops it, and returns the order.
@@ -59,6 +62,41 @@ TEST_CASE("urgent wakes first, then plain ones, then new jobs by priority and su
   reconciler.WakeUrgent("mid-seq4");           // moves ahead; its new-job entry is skipped
   CHECK(r.Serve(7) == std::vector<std::string>{"urgent", "mid-seq4", "plain", "high-seq2", "high-seq3", "low-seq1",
                                                "negative-seq5"});
+}
+
+TEST_CASE("the start-up scans wake every unfinished job over many pages, queued ones by priority", "[dispatch]") {
+  ServedInOrder r;
+  SqliteStore& store = *r.store;
+  std::map<std::string, std::string> name_of;
+  auto submit = [&](const std::string& name, int32_t priority) {
+    JobRecord job = testing::MakeJob("ns", name);
+    job.priority = priority;
+    REQUIRE(testing::SubmitSync(store, job).ok());
+    name_of[job.uid] = name;
+    return job.uid;
+  };
+  submit("queued-low", 0);
+  testing::ForcePhase(store, submit("running-a", 0), JobPhase::kRunning);
+  submit("queued-high", 10);
+  testing::ForcePhase(store, submit("running-b", 7), JobPhase::kRunning);
+  submit("queued-mid", 5);
+  submit("queued-high-newer", 10);
+  testing::ForcePhase(store, submit("done", 0), JobPhase::kSucceeded);
+  const std::string cleanup = submit("finished-with-objects", 0);
+  DispatchUpdate nominate;
+  nominate.uid = cleanup;
+  nominate.expected_phase = JobPhase::kQueued;
+  nominate.phase = JobPhase::kNominating;
+  nominate.epoch = 1;
+  nominate.upsert_intents = {testing::MakeIntent("c1", "Workload", 1, true)};
+  REQUIRE(testing::ApplySync(store, nominate).ok());
+  testing::ForcePhase(store, cleanup, JobPhase::kFailed);
+
+  std::vector<std::string> served;
+  for (const std::string& uid : r.Serve(7)) served.push_back(name_of[uid]);
+  // Jobs in flight and cleanup left first, then the queued ones as new jobs.
+  CHECK(served == std::vector<std::string>{"running-a", "running-b", "finished-with-objects", "queued-high",
+                                           "queued-high-newer", "queued-mid", "queued-low"});
 }
 
 TEST_CASE("a cancel of a job still waiting for its first pass is served before the other new jobs", "[dispatch]") {

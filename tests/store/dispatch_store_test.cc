@@ -81,9 +81,9 @@ TEST_CASE("ApplyDispatch nominates, leases once, and keeps intents with the job"
   CHECK(events->back().reason == "Nominated");
 
   // Dropping rows; the job lists among those with intents until none are left.
-  CHECK(store->UidsWithIntents(10)->size() == 1);
-  CHECK(store->UidsWithIntentsIn("c1", 10)->size() == 1);
-  CHECK(store->UidsWithIntentsIn("c9", 10)->empty());
+  CHECK(store->UidsWithIntents("", 10)->size() == 1);
+  CHECK(store->UidsWithIntentsIn("c1", "", 10)->size() == 1);
+  CHECK(store->UidsWithIntentsIn("c9", "", 10)->empty());
   DispatchUpdate drop;
   drop.uid = job.uid;
   drop.expected_phase = JobPhase::kAdmitted;
@@ -93,7 +93,7 @@ TEST_CASE("ApplyDispatch nominates, leases once, and keeps intents with the job"
   drop.phase = JobPhase::kSucceeded;
   REQUIRE(ApplySync(*store, drop).ok());
   CHECK(store->Intents(job.uid)->empty());
-  CHECK(store->UidsWithIntents(10)->empty());
+  CHECK(store->UidsWithIntents("", 10)->empty());
 }
 
 TEST_CASE("ApplyDispatch on a missing job is NotFound, purge removes intents", "[store][dispatch]") {

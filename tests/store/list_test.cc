@@ -133,7 +133,7 @@ TEST_CASE("List pages return every row exactly once, in seq order", "[store][lis
   CHECK(second->jobs.front().seq > first->jobs.back().seq);
 }
 
-TEST_CASE("CountByPhase lists every phase, UidsInPhase is oldest first", "[store][list]") {
+TEST_CASE("CountByPhase lists every phase, JobsInPhase is oldest first", "[store][list]") {
   TempDir dir;
   auto store = OpenStore(dir.File("db"));
   Result<std::map<JobPhase, int64_t>> empty = store->CountByPhase();
@@ -150,41 +150,24 @@ TEST_CASE("CountByPhase lists every phase, UidsInPhase is oldest first", "[store
   CHECK(counts->at(JobPhase::kRunning) == 20);
   CHECK(counts->at(JobPhase::kFailed) == 0);
 
-  Result<std::vector<std::string>> running = store->UidsInPhase(JobPhase::kRunning, 100);
+  Result<std::vector<JobKey>> running = store->JobsInPhase(JobPhase::kRunning, 0, 100);
   REQUIRE(running.ok());
   REQUIRE(running->size() == 20);
   ListQuery query;
   query.phase = JobPhase::kRunning;
   query.limit = 100;
   Result<JobPage> listed = store->List(query);
-  for (size_t i = 0; i < running->size(); ++i) CHECK((*running)[i] == listed->jobs[i].uid);
-  CHECK(store->UidsInPhase(JobPhase::kRunning, 5)->size() == 5);
-  CHECK(store->UidsInPhase(JobPhase::kLost, 5)->empty());
-}
-
-TEST_CASE("UidsInPhase hands out higher priorities first, then the oldest", "[store][list]") {
-  TempDir dir;
-  auto store = OpenStore(dir.File("db"));
-  std::vector<std::pair<std::string, int32_t>> submitted = {
-      {"low-old", 0}, {"high-old", 100}, {"mid", 50}, {"high-new", 100}, {"low-new", 0}, {"negative", -5}};
-  std::map<std::string, std::string> name_of;
-  for (const auto& [name, priority] : submitted) {
-    JobRecord job = MakeJob("ns", name);
-    job.priority = priority;
-    auto stored = SubmitSync(*store, job);
-    REQUIRE(stored.ok());
-    name_of[stored->job.uid] = name;
+  for (size_t i = 0; i < running->size(); ++i) {
+    CHECK((*running)[i].uid == listed->jobs[i].uid);
+    CHECK((*running)[i].seq == listed->jobs[i].seq);
   }
-  auto queued = store->UidsInPhase(JobPhase::kQueued, 100);
-  REQUIRE(queued.ok());
-  std::vector<std::string> order;
-  for (const std::string& uid : *queued) order.push_back(name_of[uid]);
-  CHECK(order == std::vector<std::string>{"high-old", "high-new", "mid", "low-old", "low-new", "negative"});
-  // The limit keeps the front of that order.
-  auto top = store->UidsInPhase(JobPhase::kQueued, 2);
-  REQUIRE(top.ok());
-  REQUIRE(top->size() == 2);
-  CHECK(name_of[(*top)[1]] == "high-new");
+  // A page continues after the seq given.
+  Result<std::vector<JobKey>> rest = store->JobsInPhase(JobPhase::kRunning, (*running)[4].seq, 100);
+  REQUIRE(rest.ok());
+  REQUIRE(rest->size() == 15);
+  CHECK(rest->front().uid == (*running)[5].uid);
+  CHECK(store->JobsInPhase(JobPhase::kRunning, 0, 5)->size() == 5);
+  CHECK(store->JobsInPhase(JobPhase::kLost, 0, 5)->empty());
 }
 
 }  // namespace gantry::testing

@@ -146,7 +146,7 @@ TEST_CASE("migration 005 keeps every intent, keyed by job, cluster and kind, wit
   CHECK((*b)[0].kind == "Job");
   CHECK((*b)[0].epoch == 2);
   CHECK_FALSE((*b)[0].present);
-  Result<std::vector<std::string>> in_c1 = store->UidsWithIntentsIn("c1", 100);
+  Result<std::vector<std::string>> in_c1 = store->UidsWithIntentsIn("c1", "", 100);
   REQUIRE(in_c1.ok());
   CHECK(in_c1->size() == 2);
   // A purge still takes the job's intents with it.

@@ -36,6 +36,7 @@
 
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/job_intake.h"
+#include "gantry/store/job_scan.h"
 #include "gantry/store/job_store.h"
 
 namespace gantry {
@@ -45,7 +46,9 @@ class Reconciler final : public dispatch::JobIntake {
   // One pass over one job: a requeue delay in ms, or -1 for "only when woken".
   using PassFn = std::function<int64_t(const std::string& job_uid)>;
 
-  Reconciler(JobStore& store, const Clock& clock, PassFn pass = nullptr, int workers = 1);
+  // scan_page: rows per store read in the scans (job_scan.h).
+  Reconciler(JobStore& store, const Clock& clock, PassFn pass = nullptr, int workers = 1,
+             int scan_page = kScanPage);
   ~Reconciler() override;  // Stop()s
 
   // Scans the store for unfinished work, then starts the worker thread.
@@ -53,8 +56,8 @@ class Reconciler final : public dispatch::JobIntake {
   // Finishes the job in hand, then stops; queued keys are dropped (they are
   // found again by the next start's scan).
   void Stop();
-  // Wakes every job in a non-final phase (start-up, inventory reload).
-  // Returns how many.
+  // Wakes every job in a non-final phase (start-up, inventory reload), the
+  // Queued ones as new jobs (WakeNew). Returns how many.
   Result<size_t> WakeUnfinished();
 
   void Wake(const std::string& job_uid) override { Enqueue(job_uid, Lane::kPlain); }
@@ -102,6 +105,7 @@ class Reconciler final : public dispatch::JobIntake {
   const Clock& clock_;
   PassFn pass_;
   int worker_count_;
+  int scan_page_;
   std::unordered_set<std::string> active_;  // keys being reconciled now
   std::unordered_set<std::string> dirty_;   // woken while active: run again after
   mutable std::mutex mu_;

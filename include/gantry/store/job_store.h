@@ -125,6 +125,13 @@ struct JobPage {
   std::optional<int64_t> next_after_seq;  // set when more rows may follow
 };
 
+// A job as the store's scans hand it out: enough to wake it in its order.
+struct JobKey {
+  std::string uid;
+  int32_t priority = 0;
+  int64_t seq = 0;
+};
+
 template <typename T>
 using StoreCallback = std::function<void(Result<T>)>;
 
@@ -158,10 +165,14 @@ class JobStore {
   virtual void ApplyDispatch(DispatchUpdate update, StoreCallback<JobRecord> done) = 0;
   // The job's intents, by cluster then kind.
   virtual Result<std::vector<RemoteIntent>> Intents(const std::string& uid) = 0;
-  // Jobs that still have intents (start-up scan: finished jobs with cleanup left).
-  virtual Result<std::vector<std::string>> UidsWithIntents(int limit) = 0;
-  // Jobs with an intent in one cluster (its health changed: look at them now).
-  virtual Result<std::vector<std::string>> UidsWithIntentsIn(const std::string& cluster, int limit) = 0;
+  // Jobs that still have intents, by uid, from after_uid (exclusive; "" =
+  // from the start), at most limit: one page of the start-up scan, which
+  // finds finished jobs with cleanup left. job_scan.h reads every page.
+  virtual Result<std::vector<std::string>> UidsWithIntents(const std::string& after_uid, int limit) = 0;
+  // The same for the jobs with an intent in one cluster (its health changed:
+  // look at them now).
+  virtual Result<std::vector<std::string>> UidsWithIntentsIn(const std::string& cluster,
+                                                             const std::string& after_uid, int limit) = 0;
 
   virtual Result<JobRecord> Get(const std::string& ns, const std::string& name) = 0;
   virtual Result<JobRecord> GetByUid(const std::string& uid) = 0;
@@ -169,10 +180,10 @@ class JobStore {
   virtual Result<std::vector<JobEvent>> Events(const std::string& uid) = 0;
   // Every phase with its count (phases with no job are 0).
   virtual Result<std::map<JobPhase, int64_t>> CountByPhase() = 0;
-  // Uids of jobs in a phase, highest priority first, then oldest first: the
-  // order in which the reconciler's scans (start-up, a cluster back, an
-  // inventory reload) hand Queued jobs to nomination.
-  virtual Result<std::vector<std::string>> UidsInPhase(JobPhase phase, int limit) = 0;
+  // Jobs in a phase by seq, from after_seq (exclusive), at most limit: one
+  // page of the reconciler's scans (start-up, a cluster back, an inventory
+  // reload). The reconciler orders Queued jobs by priority itself.
+  virtual Result<std::vector<JobKey>> JobsInPhase(JobPhase phase, int64_t after_seq, int limit) = 0;
 };
 
 }  // namespace gantry

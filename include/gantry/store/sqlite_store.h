@@ -74,12 +74,13 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
   Result<std::vector<JobEvent>> Events(const std::string& uid) override;
   Result<std::map<JobPhase, int64_t>> CountByPhase() override;
   // limit is clamped to 1..kMaxScanLimit.
-  Result<std::vector<std::string>> UidsInPhase(JobPhase phase, int limit) override;
+  Result<std::vector<JobKey>> JobsInPhase(JobPhase phase, int64_t after_seq, int limit) override;
   void ApplyDispatch(DispatchUpdate update, StoreCallback<JobRecord> done) override;
   Result<std::vector<RemoteIntent>> Intents(const std::string& uid) override;
   // limit is clamped to 1..kMaxScanLimit.
-  Result<std::vector<std::string>> UidsWithIntents(int limit) override;
-  Result<std::vector<std::string>> UidsWithIntentsIn(const std::string& cluster, int limit) override;
+  Result<std::vector<std::string>> UidsWithIntents(const std::string& after_uid, int limit) override;
+  Result<std::vector<std::string>> UidsWithIntentsIn(const std::string& cluster, const std::string& after_uid,
+                                                     int limit) override;
 
   Result<std::map<std::string, int64_t>> LoadOutages() override;
   void SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms, std::string last_error,
@@ -95,7 +96,7 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
   GroupCommitter& writer() { return *writer_; }
 
   static constexpr int kMaxListLimit = 5000;
-  static constexpr int kMaxScanLimit = 1'000'000;  // uid scans: ~40 MB at most
+  static constexpr int kMaxScanLimit = 100'000;  // rows in one page of a scan
 
  private:
   friend Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& options);

@@ -30,6 +30,7 @@ nlohmann::json JobWithoutSpec(const JobRecord& job) {
   if (!job.cluster.empty()) status["cluster"] = job.cluster;
   if (!job.message.empty()) status["message"] = job.message;
   if (job.lease_ms > 0) status["leaseTime"] = FormatRfc3339(job.lease_ms);
+  if (job.finished_ms > 0) status["completionTime"] = FormatRfc3339(job.finished_ms);
   if (!job.remote_status.empty()) status["remote"] = job.remote_status;
   return {{"apiVersion", "gantry.dev/v1"}, {"kind", "Job"}, {"metadata", std::move(metadata)},
           {"status", std::move(status)}};
@@ -82,6 +83,7 @@ std::string JobJsonText(const JobRecord& job) {
   AppendJsonString(out, job.uid);
   out += R"(},"status":{)";
   if (!job.cluster.empty()) AppendMember(out, "cluster", job.cluster);
+  if (job.finished_ms > 0) AppendMember(out, "completionTime", FormatRfc3339(job.finished_ms));
   out += R"("conditions":)";
   out += StoredJson(job.conditions_json, '[', ']', "[]");
   out += R"(,"epoch":)";

@@ -195,6 +195,7 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, std::o
   field("Age:", AgeOf(Str(j, "/metadata/creationTimestamp")));
   if (auto m = Str(j, "/status/message"); !m.empty()) field("Message:", m);
   if (auto r = Str(j, "/status/remote"); !r.empty()) field("Remote:", r);
+  if (auto c = Str(j, "/status/completionTime"); !c.empty()) field("Completed:", c);
   out << "Pod sets:\n";
   std::vector<std::vector<std::string>> rows;
   for (const auto& ps : j.value(nlohmann::json::json_pointer("/spec/podSets"), nlohmann::json::array())) {

@@ -44,11 +44,11 @@ Status UpdateJobRow(SqliteConnection& conn, const JobRecord& job, bool phase_cha
   Result<Statement> stmt = conn.Prepare(
       phase_changed
           ? "UPDATE jobs SET phase = ?1, epoch = ?2, cluster = ?3, message = ?4, conditions_json = ?5, "
-            "nominated_ms = ?6, lease_ms = ?7, remote_status = ?8, updated_ms = ?9 WHERE seq = ?10"
+            "nominated_ms = ?6, lease_ms = ?7, remote_status = ?8, updated_ms = ?9, finished_ms = ?11 WHERE seq = ?10"
           : "UPDATE jobs SET epoch = ?2, cluster = ?3, message = ?4, conditions_json = ?5, "
             "nominated_ms = ?6, lease_ms = ?7, remote_status = ?8, updated_ms = ?9 WHERE seq = ?10");
   if (!stmt.ok()) return stmt.status();
-  if (phase_changed) stmt->Bind(1, JobPhaseName(job.phase));
+  if (phase_changed) stmt->Bind(1, JobPhaseName(job.phase)).Bind(11, job.finished_ms);
   stmt->Bind(2, job.epoch)
       .Bind(3, job.cluster)
       .Bind(4, job.message)
@@ -89,6 +89,7 @@ void SqliteStore::ApplyDispatch(DispatchUpdate u, StoreCallback<JobRecord> done)
     if (u.lease_ms) job.lease_ms = *u.lease_ms;
     if (u.remote_status) job.remote_status = *u.remote_status;
     job.updated_ms = now;
+    if (phase_changed) job.finished_ms = IsFinal(job.phase) ? now : 0;
     GANTRY_RETURN_IF_ERROR(UpdateJobRow(conn, job, phase_changed));
     for (RemoteIntent& intent : u.upsert_intents) {
       intent.job_uid = u.uid;

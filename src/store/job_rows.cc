@@ -40,6 +40,7 @@ Result<JobRecord> ReadJob(const Statement& stmt) {
   job.nominated_ms = stmt.Int(15);
   job.lease_ms = stmt.Int(16);
   job.remote_status = stmt.Text(17);
+  job.finished_ms = stmt.Int(18);
   return job;
 }
 

@@ -16,7 +16,7 @@ namespace gantry {
 // The job columns every job SELECT returns, in the order ReadJob expects.
 inline constexpr const char kJobColumns[] =
     "seq, uid, namespace, name, queue, priority, spec_json, labels_json, phase, cluster, epoch, "
-    "conditions_json, message, created_ms, updated_ms, nominated_ms, lease_ms, remote_status";
+    "conditions_json, message, created_ms, updated_ms, nominated_ms, lease_ms, remote_status, finished_ms";
 
 // Reads the current row of a statement that selected kJobColumns first.
 Result<JobRecord> ReadJob(const Statement& stmt);

@@ -144,7 +144,7 @@ void SqliteStore::Transition(std::string uid, JobPhase expected_phase, JobPhase 
              event = std::move(event)](SqliteConnection& conn) mutable -> Result<JobRecord> {
     const int64_t now = Now();
     static const std::string kSql = fmt::format(
-        "UPDATE jobs SET phase = ?1, message = ?2, updated_ms = ?3 WHERE uid = ?4 AND phase = ?5 "
+        "UPDATE jobs SET phase = ?1, message = ?2, updated_ms = ?3, finished_ms = ?6 WHERE uid = ?4 AND phase = ?5 "
         "RETURNING {}",
         kJobColumns);
     Result<Statement> stmt = conn.Prepare(kSql);
@@ -153,7 +153,8 @@ void SqliteStore::Transition(std::string uid, JobPhase expected_phase, JobPhase 
         .Bind(2, message)
         .Bind(3, now)
         .Bind(4, uid)
-        .Bind(5, JobPhaseName(expected_phase));
+        .Bind(5, JobPhaseName(expected_phase))
+        .Bind(6, IsFinal(new_phase) ? now : int64_t{0});
     Result<std::optional<JobRecord>> updated = UpdateReturning(std::move(*stmt));
     if (!updated.ok()) return updated.status();
     if (!*updated) {

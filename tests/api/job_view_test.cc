@@ -37,6 +37,11 @@ TEST_CASE("a job's JSON text says what its JSON value says", "[api]") {
   full.remote_status = "1/4 pods active";
   jobs.push_back(full);
 
+  JobRecord finished = full;
+  finished.phase = JobPhase::kSucceeded;
+  finished.finished_ms = 1'764'000'110'000;
+  jobs.push_back(finished);
+
   JobRecord odd = Job();  // stored text that is not the expected kind stands in as empty
   odd.labels_json = "[]";
   odd.conditions_json = "";
@@ -54,6 +59,8 @@ TEST_CASE("a job's JSON text says what its JSON value says", "[api]") {
   CHECK(parsed["status"]["message"] == full.message);
   CHECK(parsed["metadata"]["labels"]["run"] == "a\"b");
   CHECK(parsed["status"]["leaseTime"] == "2025-11-24T16:00:50Z");
+  CHECK_FALSE(parsed["status"].contains("completionTime"));
+  CHECK(nlohmann::json::parse(JobJsonText(finished))["status"]["completionTime"] == "2025-11-24T16:01:50Z");
 }
 
 }  // namespace gantry::api

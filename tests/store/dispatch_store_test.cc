@@ -114,4 +114,52 @@ TEST_CASE("ApplyDispatch on a missing job is NotFound, purge removes intents", "
   CHECK(store->Intents(job.uid)->empty());
 }
 
+TEST_CASE("finished_ms is set by the write that makes the phase final, and kept by later ones", "[store][dispatch]") {
+  TempDir dir;
+  FakeClock clock;
+  auto store = OpenStore(dir.File("db"), &clock);
+  JobRecord job = MakeJob("team-a", "train");
+  REQUIRE(SubmitSync(*store, job).ok());
+  DispatchUpdate run;
+  run.uid = job.uid;
+  run.expected_phase = JobPhase::kQueued;
+  run.phase = JobPhase::kRunning;
+  run.upsert_intents = {Intent("c1", "Job", 0, true)};
+  clock.Advance(1'000);
+  auto running = ApplySync(*store, run);
+  REQUIRE(running.ok());
+  CHECK(running->finished_ms == 0);
+
+  clock.Advance(1'000);
+  const int64_t finish_time = clock.NowMillis();
+  DispatchUpdate finish;
+  finish.uid = job.uid;
+  finish.expected_phase = JobPhase::kRunning;
+  finish.phase = JobPhase::kSucceeded;
+  auto finished = ApplySync(*store, finish);
+  REQUIRE(finished.ok());
+  CHECK(finished->finished_ms == finish_time);
+
+  // A later write to the finished job (its rows dropped) keeps the time.
+  clock.Advance(5'000);
+  DispatchUpdate drop;
+  drop.uid = job.uid;
+  drop.expected_phase = JobPhase::kSucceeded;
+  drop.drop_intents = {{"c1", "Job"}};
+  REQUIRE(ApplySync(*store, drop).ok());
+  auto read = store->GetByUid(job.uid);
+  REQUIRE(read.ok());
+  CHECK(read->finished_ms == finish_time);
+  CHECK(read->updated_ms == finish_time + 5'000);
+
+  // The other path to a final phase, Transition, sets it too.
+  JobRecord other = MakeJob("team-a", "other");
+  REQUIRE(SubmitSync(*store, other).ok());
+  ForcePhase(*store, other.uid, JobPhase::kCancelling);
+  CHECK(store->GetByUid(other.uid)->finished_ms == 0);
+  clock.Advance(1'000);
+  ForcePhase(*store, other.uid, JobPhase::kCancelled);
+  CHECK(store->GetByUid(other.uid)->finished_ms == clock.NowMillis());
+}
+
 }  // namespace gantry::testing

@@ -158,6 +158,20 @@ TEST_CASE("migration 005 keeps every intent, keyed by job, cluster and kind, wit
   CHECK(raw.Int("SELECT COUNT(*) FROM sqlite_master WHERE name = 'remote_intents' AND sql LIKE '%WITHOUT ROWID%'") == 1);
 }
 
+TEST_CASE("migration 006 adds the finish time, 0 for jobs that finished before it", "[store][migration]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  OlderDatabase(path, 5,
+                "INSERT INTO jobs (uid, namespace, name, queue, spec_json, phase, created_ms, updated_ms) "
+                "VALUES ('u-done', 'ns', 'done', 'q', '{}', 'Succeeded', 1, 7);");
+  auto store = OpenStore(path);
+  Result<JobRecord> done = store->GetByUid("u-done");
+  REQUIRE(done.ok());
+  CHECK(done->phase == JobPhase::kSucceeded);
+  CHECK(done->updated_ms == 7);
+  CHECK(done->finished_ms == 0);
+}
+
 TEST_CASE("a database from a newer binary is refused", "[store][migration]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");

@@ -49,6 +49,9 @@ struct JobRecord {
   int64_t nominated_ms = 0;   // when the current epoch's nomination began
   int64_t lease_ms = 0;       // when the owner's lease was taken; 0 = no lease
   std::string remote_status;  // the owner's view of the running job (for display)
+  // When the phase became final, set by the store in that write; 0 while
+  // unfinished (and for jobs that finished before schema 006).
+  int64_t finished_ms = 0;
 };
 
 struct JobEvent {

@@ -1,0 +1,13 @@
+-- 006_finished_time: when a job reached its final phase.
+--
+-- The store sets finished_ms in the write that makes the phase final
+-- (Succeeded, Failed, Cancelled, Lost) and nowhere else, so later writes to a
+-- finished job (the engine dropping its rows of deleted objects) do not move
+-- it. The engine keeps a finished job's objects in its cluster for
+-- finishedRetentionSeconds after this time, across restarts; the API shows it
+-- as status.completionTime.
+--
+-- Jobs that finished before this migration keep 0: no completion time, and
+-- no retention (their objects are deleted as before). Adding the column
+-- rewrites no row.
+ALTER TABLE jobs ADD COLUMN finished_ms INTEGER NOT NULL DEFAULT 0;

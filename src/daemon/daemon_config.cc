@@ -57,6 +57,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.cluster_lost_timeout_seconds, 1, 7 * 86400)) {
     return Status::Invalid("clusterLostTimeoutSeconds must be 1..604800");
   }
+  if (!in(c.finished_retention_seconds, 0, 7 * 86400)) {
+    return Status::Invalid("finishedRetentionSeconds must be 0..604800");
+  }
   if (c.lease_on != "Admitted" && c.lease_on != "QuotaReserved") {
     return Status::Invalid("leaseOn must be Admitted or QuotaReserved");
   }
@@ -95,6 +98,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"clustersDir", str(&c.clusters_dir)},
       {"origin", str(&c.origin)},
       {"clusterLostTimeoutSeconds", num(&c.cluster_lost_timeout_seconds)},
+      {"finishedRetentionSeconds", num(&c.finished_retention_seconds)},
       {"leaseOn", str(&c.lease_on)},
       {"dispatchWorkers", num(&c.dispatch_workers)},
       {"probeIntervalSeconds", num(&c.probe_interval_seconds)},

@@ -148,6 +148,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.origin = config.origin;
   engine_options.decide.cluster_lost_timeout_ms = fleet_options.lost_timeout_ms;
   engine_options.decide.lease_on_quota_reserved = config.lease_on == "QuotaReserved";
+  engine_options.decide.finished_retention_ms = int64_t{config.finished_retention_seconds} * 1000;
   engine_options.workers = config.dispatch_workers;
   dispatch::Engine engine(job_store, fleet, clock, engine_options, &metrics);
   if (Status s = engine.Start(); !s.ok()) {

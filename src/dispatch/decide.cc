@@ -97,19 +97,49 @@ Plan Ladder::Run() {
   return plan;
 }
 
+std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, int64_t finished_at) const {
+  const std::string& owner = job_.cluster;
+  if (opt_.finished_retention_ms <= 0 || finished_at <= 0 || owner.empty()) return {};
+  if (phase != JobPhase::kSucceeded && phase != JobPhase::kFailed) return {};
+  if (in_.now_ms >= finished_at + opt_.finished_retention_ms || !Reachable(owner)) return {};
+  const ObservedJob* j = JobIn(owner);
+  const ObservedWorkload* w = WorkloadIn(owner);
+  const bool done = j ? (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed)
+                      : (w && w->finished);
+  if (!done) return {};  // e.g. a job failed for its lost owner, whose copy still runs there
+  return {{owner, kWorkload}, {owner, kJob}};
+}
+
 // Step 2.
 Plan Ladder::Cleanup(const char* step) const {
   Plan plan;
   plan.step = step;
-  WithdrawObserved(plan);
+  const auto keep = IsFinal(job_.phase) ? Retained(job_.phase, job_.finished_ms)
+                                        : std::set<std::pair<std::string, std::string>>{};
+  WithdrawObserved(plan, keep);
   DispatchUpdate u = Guarded(job_);
-  MarkAllAbsent(u);
+  MarkAllAbsent(u, keep);
   // Only rows already absent can be confirmed gone, so none of these is
   // among the rows this write marks absent.
   u.drop_intents = ConfirmedGone();
   if (!u.upsert_intents.empty() || !u.drop_intents.empty()) plan.write = std::move(u);
-  if (RemoteLeft(plan)) plan.requeue_ms = opt_.retry_ms;
+  if (RemoteLeft(plan)) {
+    // Only the kept objects left: look again when their time is up.
+    plan.requeue_ms = OnlyKeptLeft(plan, keep) ? job_.finished_ms + opt_.finished_retention_ms - in_.now_ms
+                                               : opt_.retry_ms;
+  }
   return plan;
+}
+
+bool Ladder::OnlyKeptLeft(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const {
+  if (keep.empty() || !cleanup.actions.empty()) return false;
+  for (const RemoteIntent& i : in_.intents) {
+    const bool dropped =
+        cleanup.write && std::find(cleanup.write->drop_intents.begin(), cleanup.write->drop_intents.end(),
+                                   std::make_pair(i.cluster, i.kind)) != cleanup.write->drop_intents.end();
+    if (!dropped && !(i.present && keep.count({i.cluster, i.kind}))) return false;
+  }
+  return true;
 }
 
 bool Ladder::RemoteLeft(const Plan& cleanup) const {

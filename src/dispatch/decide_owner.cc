@@ -26,16 +26,25 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
                     const std::string& message) const {
   Plan plan;
   plan.step = step;
+  // A job that finished in its owner may keep its objects there a while
+  // (Retained); its time starts now, as the store's finished_ms does.
+  const auto keep = Retained(phase, in_.now_ms);
   DispatchUpdate u = Guarded(job_);
   u.phase = phase;
   u.message = message;
-  MarkAllAbsent(u);
+  MarkAllAbsent(u, keep);
   u.events.push_back(Event(reason, message, job_.cluster, phase == JobPhase::kSucceeded ? "Normal" : "Warning"));
+  if (!keep.empty()) {
+    u.events.push_back(Event("Retained",
+                             fmt::format("the Workload and the job stay in {} for {} s (finishedRetentionSeconds)",
+                                         job_.cluster, opt_.finished_retention_ms / 1000),
+                             job_.cluster));
+  }
   plan.write = std::move(u);
   // Withdrawn in this pass: the write above (intents absent) is durable
   // before any action runs. The clusters' confirmations wake the job for
   // step 2; the retry is the backstop.
-  WithdrawObserved(plan);
+  WithdrawObserved(plan, keep);
   plan.requeue_ms = opt_.retry_ms;
   return plan;
 }

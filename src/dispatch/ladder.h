@@ -97,12 +97,20 @@ class Ladder {
     return DeleteWorkloadAction(cluster, KueueVersionOf(in_.clusters, cluster), w);
   }
   Action DeleteJob(const std::string& cluster, const ObservedJob& j) const { return DeleteJobAction(cluster, j); }
-  // Deletes everything the job has in every reachable cluster.
-  void WithdrawObserved(Plan& plan) const {
+  // Deletes everything the job has in every reachable cluster, except the
+  // current epoch's objects of the (cluster, kind)s kept.
+  void WithdrawObserved(Plan& plan, const std::set<std::pair<std::string, std::string>>& keep = {}) const {
+    auto kept = [&](const std::string& cluster, const char* kind, int64_t epoch) {
+      return epoch == job_.epoch && keep.count({cluster, kind}) > 0;
+    };
     for (const auto& [cluster, o] : in_.observed) {
       if (!Reachable(cluster)) continue;
-      for (const ObservedWorkload& w : o.workloads) plan.actions.push_back(DeleteWorkload(cluster, w));
-      for (const ObservedJob& j : o.jobs) plan.actions.push_back(DeleteJob(cluster, j));
+      for (const ObservedWorkload& w : o.workloads) {
+        if (!kept(cluster, kWorkload, w.epoch)) plan.actions.push_back(DeleteWorkload(cluster, w));
+      }
+      for (const ObservedJob& j : o.jobs) {
+        if (!kept(cluster, kJob, j.epoch)) plan.actions.push_back(DeleteJob(cluster, j));
+      }
     }
   }
   // Marks every present intent absent (in u), except those kept.
@@ -140,6 +148,15 @@ class Ladder {
   // Whether a Cleanup() plan leaves anything remote: rows it does not drop,
   // or deletes still to run.
   bool RemoteLeft(const Plan& cleanup) const;
+  // The owner's objects a job that finished there keeps until retained_until
+  // (finished_retention_ms after finished_at): the Workload and the real job
+  // of the current epoch, while the owner answers and shows the real job (or,
+  // for kinds gantry does not watch, the Workload) finished. Empty when
+  // nothing is kept.
+  std::set<std::pair<std::string, std::string>> Retained(JobPhase phase, int64_t finished_at) const;
+  // Whether all a Cleanup() plan leaves is kept: no deletes to run, and
+  // every row it does not drop is a kept one.
+  bool OnlyKeptLeft(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const;
 
   bool Fence(Plan& plan) const;
   void Sweep(Plan& plan, Plan& deletes) const;

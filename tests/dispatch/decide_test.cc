@@ -521,6 +521,87 @@ TEST_CASE("step 2: a finished job's rows are dropped once its cluster shows noth
   CHECK(p.requeue_ms > 0);
 }
 
+TEST_CASE("step 11 with finishedRetentionSeconds: the owner keeps the finished job's objects until its time is up",
+          "[dispatch][decide]") {
+  World w;
+  w.in.options.finished_retention_ms = 60'000;
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
+  w.Workload("c1", 1).finished = true;
+  w.RemoteJob("c1", 1, RemoteJobState::kFailed);
+  w.Workload("c2", 1);  // a straggler copy elsewhere still goes
+  w.Intent("c2", "Workload", 1, false);
+  Plan finish = Decide(w.Input());
+  REQUIRE(finish.step == "finish");
+  REQUIRE(finish.write);
+  CHECK(*finish.write->phase == JobPhase::kFailed);
+  CHECK(finish.write->upsert_intents.empty());  // the owner's rows stay present
+  CHECK(Count(finish, Verb::kDelete, "Workload", "c1") == 0);
+  CHECK(Count(finish, Verb::kDelete, "Job", "c1") == 0);
+  CHECK(Count(finish, Verb::kDelete, "Workload", "c2") == 1);
+  CHECK(std::any_of(finish.write->events.begin(), finish.write->events.end(),
+                    [](const JobEvent& e) { return e.reason == "Retained"; }));
+
+  // Step 2 while the time runs: nothing to do but wait for its end.
+  w.job.phase = JobPhase::kFailed;
+  w.job.finished_ms = w.in.now_ms;
+  w.in.observed["c2"].workloads.clear();
+  w.in.now_ms += 10'000;
+  Plan wait = Decide(w.Input());
+  CHECK(wait.actions.empty());
+  REQUIRE(wait.write);  // the straggler's row, confirmed gone
+  CHECK(wait.write->upsert_intents.empty());
+  CHECK(wait.write->drop_intents == std::vector<std::pair<std::string, std::string>>{{"c2", "Workload"}});
+  CHECK(wait.requeue_ms == 50'000);
+
+  // Its time is up: withdrawn like any finished job.
+  w.in.intents.erase(std::remove_if(w.in.intents.begin(), w.in.intents.end(),
+                                    [](const RemoteIntent& i) { return i.cluster == "c2"; }),
+                     w.in.intents.end());
+  w.in.now_ms += 50'000;
+  Plan done = Decide(w.Input());
+  CHECK(Count(done, Verb::kDelete, "Workload", "c1") == 1);
+  CHECK(Count(done, Verb::kDelete, "Job", "c1") == 1);
+  REQUIRE(done.write);
+  CHECK(done.write->upsert_intents.size() == 2);  // marked absent
+  CHECK(done.requeue_ms == w.in.options.retry_ms);
+}
+
+TEST_CASE("retention keeps nothing for a cancelled job, a job whose copy still runs, or a job from before it",
+          "[dispatch][decide]") {
+  auto kept_objects = [](World& w) {
+    Plan p = Decide(w.Input());
+    return 2 - Count(p, Verb::kDelete, "Workload", "c1") - Count(p, Verb::kDelete, "Job", "c1");
+  };
+  auto finished_world = [](JobPhase phase, RemoteJobState state, int64_t finished_ms) {
+    World w;
+    w.in.options.finished_retention_ms = 60'000;
+    w.OwnedBy(phase, "c1", 1);
+    w.job.finished_ms = finished_ms;
+    w.Workload("c1", 1).finished = true;
+    w.RemoteJob("c1", 1, state);
+    return w;
+  };
+  World kept = finished_world(JobPhase::kSucceeded, RemoteJobState::kSucceeded, 990'000);
+  CHECK(kept_objects(kept) == 2);  // the baseline: both kept
+  World cancelled = finished_world(JobPhase::kCancelled, RemoteJobState::kSucceeded, 990'000);
+  CHECK(kept_objects(cancelled) == 0);
+  // Failed for its lost owner (onClusterLoss Fail), whose copy runs on there.
+  World zombie = finished_world(JobPhase::kFailed, RemoteJobState::kRunning, 990'000);
+  CHECK(kept_objects(zombie) == 0);
+  // Finished before schema 006: no finish time, nothing kept.
+  World old = finished_world(JobPhase::kSucceeded, RemoteJobState::kSucceeded, 0);
+  CHECK(kept_objects(old) == 0);
+  // An older epoch's job in the owner is fenced as ever.
+  World stale = finished_world(JobPhase::kSucceeded, RemoteJobState::kSucceeded, 990'000);
+  stale.RemoteJob("c1", 0, RemoteJobState::kRunning);
+  Plan p = Decide(stale.Input());
+  CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);
+  // Without the setting nothing waits.
+  World off = finished_world(JobPhase::kSucceeded, RemoteJobState::kSucceeded, 990'000);
+  off.in.options.finished_retention_ms = 0;
+  CHECK(kept_objects(off) == 0);
+}
+
 TEST_CASE("which writes may be lost: only those a later pass makes again and no action depends on",
           "[dispatch][decide]") {
   World w;

@@ -327,3 +327,45 @@ TEST_CASE("jobs submitted while no cluster is configured wait with a reason and 
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("finishedRetentionSeconds: a finished job keeps its objects in its cluster, across a restart, then they go",
+          "[e2e][dispatch][retention]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = "clusters:\n- {name: c1}\n";
+  o.daemon_config_yaml = "finishedRetentionSeconds: 12";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("kept", "team-a", 1, 0, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "kept", {"Succeeded"}, std::chrono::seconds(30)));
+  const auto finished_at = std::chrono::steady_clock::now();
+  nlohmann::json job = fleet.Job("team-a", "kept");
+  CHECK(job["status"].contains("completionTime"));
+  RunResult status = Cli(fleet.url(), {"status", "kept", "-n", "team-a"});
+  CHECK(status.code == 0);
+  CHECK_THAT(status.out, Catch::Contains("Completed:"));
+  bool retained_event = false;
+  for (auto& e : fleet.Events("team-a", "kept")) retained_event |= e.value("reason", "") == "Retained";
+  CHECK(retained_event);
+
+  // A restart in the middle of the retention keeps it: it counts from the
+  // stored completion time.
+  fleet.RestartDaemon(true);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // Checked well inside the 12 s (the restart takes about a second).
+  REQUIRE(std::chrono::steady_clock::now() - finished_at < std::chrono::seconds(8));
+  RemoteCounts during = Remote(fleet, "c1");
+  CHECK(during.workloads == 1);
+  CHECK(during.jobs == 1);
+  CHECK(fleet.Phase("team-a", "kept") == "Succeeded");
+
+  // Then withdrawn like any finished job.
+  CHECK(PollFor([&] { return RemoteEmpty(fleet, {"c1"}); }, std::chrono::seconds(40)));
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+}  // namespace gantry::testing

@@ -42,6 +42,9 @@ struct DaemonConfig {
   // How long an owner cluster may be unreachable before its jobs' onClusterLoss
   // policy applies (measured from the first failed probe, kept across restarts).
   int cluster_lost_timeout_seconds = 900;
+  // How long a job that finished in its cluster keeps its Workload and job
+  // there (for kubectl: pods, logs) before gantry deletes them. 0 = at once.
+  int finished_retention_seconds = 0;
   // Admitted | QuotaReserved: the worker condition that wins the lease.
   std::string lease_on = "Admitted";
   // Reconciler threads (a pass waits on cluster calls).

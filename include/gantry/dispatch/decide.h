@@ -62,6 +62,11 @@ struct DecideOptions {
   bool lease_on_quota_reserved = false;  // take the lease at QuotaReserved instead of Admitted
   int64_t resync_ms = 30'000;            // look again this often while nothing happens
   int64_t retry_ms = 2'000;              // after an unreachable cluster or a failed action
+  // How long a job that finished in its owner (Succeeded or Failed there)
+  // keeps its Workload and real job in that cluster, from the job's
+  // finished_ms, so that users can look at them (pods, logs) with kubectl.
+  // 0: deleted at once. Cancelled jobs and objects elsewhere never wait.
+  int64_t finished_retention_ms = 0;
 };
 
 struct DecideInput {

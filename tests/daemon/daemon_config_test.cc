@@ -1,0 +1,62 @@
+// gantry.yaml: every bad value is an error that names the file, the line
+// where it can, and the field; good values land in DaemonConfig.
+#include <catch2/catch.hpp>
+
+#include "gantry/daemon/daemon_config.h"
+#include "test_support.h"
+
+namespace gantry {
+
+TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where unset", "[daemon][config]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("gantry.yaml");
+  testing::WriteFile(path,
+                     "clusterLostTimeoutSeconds: 60\n"
+                     "finishedRetentionSeconds: 3600\n"
+                     "leaseOn: QuotaReserved\n"
+                     "dispatchWorkers: 4\n");
+  Result<DaemonConfig> c = LoadDaemonConfig(path);
+  REQUIRE(c.ok());
+  CHECK(c->cluster_lost_timeout_seconds == 60);
+  CHECK(c->finished_retention_seconds == 3600);
+  CHECK(c->lease_on == "QuotaReserved");
+  CHECK(c->dispatch_workers == 4);
+  CHECK(c->probe_interval_seconds == DaemonConfig{}.probe_interval_seconds);
+  CHECK(DaemonConfig{}.finished_retention_seconds == 0);  // deleted at once unless asked
+
+  testing::WriteFile(path, "");
+  REQUIRE(LoadDaemonConfig(path).ok());  // an empty file is all defaults
+}
+
+TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][config]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("gantry.yaml");
+  struct Case {
+    const char* text;
+    const char* want;  // in the message
+  };
+  const Case cases[] = {
+      {"finishedRetentionSeconds: -1\n", "finishedRetentionSeconds must be 0..604800"},
+      {"finishedRetentionSeconds: 604801\n", "finishedRetentionSeconds must be 0..604800"},
+      {"origin: gantry\nfinishedRetentionSeconds: soon\n", "line 2: finishedRetentionSeconds: wrong type"},
+      {"finishedRetention: 60\n", "line 1: finishedRetention: unknown field"},
+      {"leaseOn: Running\n", "leaseOn must be Admitted or QuotaReserved"},
+      {"dispatchWorkers: 0\n", "dispatchWorkers must be 1..256"},
+      {"tls: {certFile: a, pem: b}\n", "tls.pem: unknown field"},
+      {"- a list\n", "must be a mapping"},
+      {"origin: [unclosed\n", "line "},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    testing::WriteFile(path, c.text);
+    Result<DaemonConfig> loaded = LoadDaemonConfig(path);
+    REQUIRE_FALSE(loaded.ok());
+    CHECK(loaded.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(loaded.status().message(), Catch::Contains(c.want) && Catch::Contains(path));
+  }
+  Result<DaemonConfig> missing = LoadDaemonConfig(dir.File("absent.yaml"));
+  REQUIRE_FALSE(missing.ok());
+  CHECK_THAT(missing.status().message(), Catch::Contains("absent.yaml"));
+}
+
+}  // namespace gantry

@@ -57,6 +57,10 @@ struct ApiMetrics::Impl {
       prometheus::BuildCounter().Name("gantry_dispatch_write_conflicts_total")
           .Help("Guarded dispatch writes that found the job changed (lost lease races included)")
           .Register(*registry).Add({});
+  prometheus::Family<prometheus::Counter>& leases =
+      prometheus::BuildCounter().Name("gantry_dispatch_leases_total")
+          .Help("Leases by cluster: won (the cluster holds the job), lost (its copy was admitted too, and withdrawn)")
+          .Register(*registry);
   prometheus::Family<prometheus::Counter>& passes =
       prometheus::BuildCounter().Name("gantry_dispatch_passes_total")
           .Help("Reconciler passes over jobs, by the ladder step that decided each").Register(*registry);
@@ -66,6 +70,7 @@ struct ApiMetrics::Impl {
   std::map<std::tuple<std::string, std::string, int>, prometheus::Counter*> counter_cache;
   std::map<std::pair<std::string, std::string>, prometheus::Histogram*> hist_cache;
   std::map<std::string, prometheus::Counter*> pass_cache;
+  std::map<std::pair<std::string, bool>, prometheus::Counter*> lease_cache;
 
   // The labelled child in cache[key], made by make() on first use.
   // REQUIRES: mu held.
@@ -144,6 +149,17 @@ void ApiMetrics::Transition(JobPhase from, JobPhase to, const std::string& step)
 void ApiMetrics::Admitted(double seconds) { impl_->admission.Observe(seconds); }
 
 void ApiMetrics::WriteConflict() { impl_->conflicts.Increment(); }
+
+void ApiMetrics::Lease(const std::string& cluster, bool won) {
+  prometheus::Counter* c;
+  {
+    std::lock_guard lock(impl_->mu);
+    c = Impl::Cached(impl_->lease_cache, {cluster, won}, [&]() -> prometheus::Counter& {
+      return impl_->leases.Add({{"cluster", cluster}, {"outcome", won ? "won" : "lost"}});
+    });
+  }
+  c->Increment();
+}
 
 void ApiMetrics::Pass(const std::string& step) {
   prometheus::Counter* c;

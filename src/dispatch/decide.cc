@@ -246,6 +246,13 @@ std::optional<Plan> Ladder::Lease() const {
   if (winner.empty()) return std::nullopt;
   Plan plan;
   plan.step = "lease";
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || i.cluster == winner) continue;
+    const ObservedWorkload* w = Reachable(i.cluster) ? WorkloadIn(i.cluster) : nullptr;
+    if (w && !w->evicted && !w->finished && (w->admitted || (opt_.lease_on_quota_reserved && w->quota_reserved))) {
+      plan.lease_losers.push_back(i.cluster);
+    }
+  }
   DispatchUpdate u = Guarded(job_);
   u.phase = JobPhase::kAdmitted;
   u.cluster = winner;

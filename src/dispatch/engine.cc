@@ -305,6 +305,10 @@ int64_t Engine::Pass(const std::string& uid) {
       if (metrics_) {
         metrics_->Transition(job->phase, *to, plan.step);
         if (*to == JobPhase::kAdmitted) metrics_->Admitted(static_cast<double>(now - job->created_ms) / 1000.0);
+        if (plan.step == "lease") {
+          metrics_->Lease(written->cluster, true);
+          for (const std::string& loser : plan.lease_losers) metrics_->Lease(loser, false);
+        }
       }
       spdlog::info("job {}/{} {} -> {} epoch={} cluster={} ({}): {}", job->ns, job->name, JobPhaseName(job->phase),
                    JobPhaseName(*to), written->epoch, written->cluster.empty() ? "-" : written->cluster, plan.step,

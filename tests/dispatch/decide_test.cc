@@ -191,6 +191,7 @@ TEST_CASE("step 5: the first admitted copy at the current epoch takes the lease"
   CHECK(p.write->expected_cluster.empty());
   CHECK(*p.write->phase == JobPhase::kAdmitted);
   CHECK(*p.write->cluster == "c2");
+  CHECK(p.lease_losers.empty());  // c3's admitted copy is of an older epoch
   CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
   CHECK_FALSE(FindIntent(*p.write, "c3", "Workload")->present);
   CHECK(FindIntent(*p.write, "c2", "Workload") == nullptr);  // the winner's copy stays
@@ -204,6 +205,21 @@ TEST_CASE("step 5: the first admitted copy at the current epoch takes the lease"
   CHECK(create.body["spec"]["suspend"] == true);
   CHECK(create.body["metadata"]["annotations"][kPrebuiltWorkloadAnnotation] == RemoteName("train", w.job.uid));
   CHECK(create.body["metadata"]["annotations"][kEpochAnnotation] == "2");
+}
+
+TEST_CASE("step 5: the clusters whose copies were admitted too are the lease's losers", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  for (const char* c : {"c1", "c2", "c3"}) w.Intent(c, "Workload", 1);
+  w.Workload("c1", 1).admitted = true;
+  w.Workload("c2", 1);  // pending: not a loser
+  w.Workload("c3", 1).admitted = true;
+  w.in.placement = Candidates({"c1", "c2", "c3"});
+  Plan p = Decide(w.Input());
+  REQUIRE(p.step == "lease");
+  CHECK(*p.write->cluster == "c1");
+  CHECK(p.lease_losers == std::vector<std::string>{"c3"});
 }
 
 TEST_CASE("step 5: an admitted copy in an unreachable cluster does not win", "[dispatch][decide]") {

@@ -70,6 +70,14 @@ TEST_CASE("30 jobs of mixed shapes all succeed, each once, on a cluster that fit
   CHECK_THAT(metrics->body, Catch::Contains(
       R"(gantry_dispatch_transitions_total{from="Nominating",step="lease",to="Admitted"} 30)"));
   CHECK_THAT(metrics->body, Catch::Contains("gantry_dispatch_admission_seconds_count 30"));
+  // One lease won per job, by the cluster that ran it.
+  std::map<std::string, int> ran_on;
+  for (const auto& run : fleet.Journal()) ++ran_on[run.value("cluster", "")];
+  for (const auto& [cluster, n] : ran_on) {
+    INFO(cluster);
+    CHECK_THAT(metrics->body,
+               Catch::Contains(fmt::format(R"(gantry_dispatch_leases_total{{cluster="{}",outcome="won"}} {})", cluster, n)));
+  }
   CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_dispatch_remote_calls_total{cluster="c2",code="201",verb="create"})"));
   // The history tells the story.
   // (A short run may finish before a pass sees it running: Started is optional.)

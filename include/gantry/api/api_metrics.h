@@ -38,6 +38,7 @@ class ApiMetrics final : public dispatch::EngineMetrics {
   void Transition(JobPhase from, JobPhase to, const std::string& step) override;
   void Admitted(double seconds) override;
   void WriteConflict() override;
+  void Lease(const std::string& cluster, bool won) override;
   void Pass(const std::string& step) override;
 
   void ObserveRequest(const std::string& method, const std::string& route, int code, double seconds);

@@ -103,6 +103,9 @@ struct Plan {
   std::optional<DispatchUpdate> write;    // applied first; actions run only if it commits
   std::vector<Action> actions;
   int64_t requeue_ms = -1;                // -1 = only when something changes
+  // Step "lease": the other clusters whose copy had also won admission when
+  // the lease went to write->cluster (their copies are withdrawn).
+  std::vector<std::string> lease_losers;
 };
 
 Plan Decide(const DecideInput& in);

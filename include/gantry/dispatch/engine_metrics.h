@@ -19,6 +19,9 @@ class EngineMetrics {
   // A committed phase change and the ladder step that made it (nominate,
   // lease, owner-lost, evicted, finish, cancel, ...).
   virtual void Transition(JobPhase from, JobPhase to, const std::string& step) = 0;
+  // A lease taken: won by the cluster that holds it, lost by each other
+  // cluster whose copy had also won admission by then (Plan::lease_losers).
+  virtual void Lease(const std::string& cluster, bool won) = 0;
   // Submission to lease, in seconds.
   virtual void Admitted(double seconds) = 0;
   // A guarded write that found the job changed (a lost lease race, or a

@@ -97,11 +97,21 @@ Plan Ladder::Run() {
   return plan;
 }
 
-std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, int64_t finished_at) const {
+std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, int64_t finished_at,
+                                                              bool seen_only) const {
   const std::string& owner = job_.cluster;
   if (opt_.finished_retention_ms <= 0 || finished_at <= 0 || owner.empty()) return {};
   if (phase != JobPhase::kSucceeded && phase != JobPhase::kFailed) return {};
-  if (in_.now_ms >= finished_at + opt_.finished_retention_ms || !Reachable(owner)) return {};
+  if (in_.now_ms >= finished_at + opt_.finished_retention_ms) return {};
+  if (!Reachable(owner)) {
+    // Out of sight (or not synced yet after a restart): what an earlier pass
+    // kept (its rows still present) stays kept until the owner answers.
+    const bool kept_before = std::any_of(in_.intents.begin(), in_.intents.end(), [&](const RemoteIntent& i) {
+      return i.present && i.cluster == owner && i.epoch == job_.epoch;
+    });
+    if (seen_only || !kept_before) return {};
+    return {{owner, kWorkload}, {owner, kJob}};
+  }
   const ObservedJob* j = JobIn(owner);
   const ObservedWorkload* w = WorkloadIn(owner);
   const bool done = j ? (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed)
@@ -114,7 +124,7 @@ std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, i
 Plan Ladder::Cleanup(const char* step) const {
   Plan plan;
   plan.step = step;
-  const auto keep = IsFinal(job_.phase) ? Retained(job_.phase, job_.finished_ms)
+  const auto keep = IsFinal(job_.phase) ? Retained(job_.phase, job_.finished_ms, false)
                                         : std::set<std::pair<std::string, std::string>>{};
   WithdrawObserved(plan, keep);
   DispatchUpdate u = Guarded(job_);

@@ -28,7 +28,7 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
   plan.step = step;
   // A job that finished in its owner may keep its objects there a while
   // (Retained); its time starts now, as the store's finished_ms does.
-  const auto keep = Retained(phase, in_.now_ms);
+  const auto keep = Retained(phase, in_.now_ms, true);
   DispatchUpdate u = Guarded(job_);
   u.phase = phase;
   u.message = message;

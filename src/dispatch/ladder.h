@@ -148,12 +148,14 @@ class Ladder {
   // Whether a Cleanup() plan leaves anything remote: rows it does not drop,
   // or deletes still to run.
   bool RemoteLeft(const Plan& cleanup) const;
-  // The owner's objects a job that finished there keeps until retained_until
-  // (finished_retention_ms after finished_at): the Workload and the real job
-  // of the current epoch, while the owner answers and shows the real job (or,
-  // for kinds gantry does not watch, the Workload) finished. Empty when
-  // nothing is kept.
-  std::set<std::pair<std::string, std::string>> Retained(JobPhase phase, int64_t finished_at) const;
+  // The owner's objects a job that finished there keeps for
+  // finished_retention_ms after finished_at: the Workload and the real job
+  // of the current epoch, while the owner shows the real job (or, for kinds
+  // gantry does not watch, the Workload) finished. While the owner is out of
+  // sight, what was kept before (rows still present) stays kept, unless
+  // seen_only (the pass that finishes the job: it keeps only what it sees).
+  // Empty when nothing is kept.
+  std::set<std::pair<std::string, std::string>> Retained(JobPhase phase, int64_t finished_at, bool seen_only) const;
   // Whether all a Cleanup() plan leaves is kept: no deletes to run, and
   // every row it does not drop is a kept one.
   bool OnlyKeptLeft(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const;

@@ -616,6 +616,28 @@ TEST_CASE("retention keeps nothing for a cancelled job, a job whose copy still r
   World off = finished_world(JobPhase::kSucceeded, RemoteJobState::kSucceeded, 990'000);
   off.in.options.finished_retention_ms = 0;
   CHECK(kept_objects(off) == 0);
+
+  // The owner out of sight (or not synced yet after a restart): what an
+  // earlier pass kept (its rows present) stays kept, and nothing is written.
+  World unseen = finished_world(JobPhase::kSucceeded, RemoteJobState::kSucceeded, 990'000);
+  unseen.in.clusters["c1"].ready = false;
+  Plan wait = Decide(unseen.Input());
+  CHECK((!wait.write || wait.write->upsert_intents.empty()));
+  CHECK(wait.requeue_ms == 50'000);
+
+  // Failed for a lost owner: nothing is kept, whatever may still run there.
+  World lost;
+  lost.spec = Spec("Fail");
+  lost.in.options.finished_retention_ms = 60'000;
+  lost.OwnedBy(JobPhase::kRunning, "c1", 1);
+  lost.in.clusters["c1"].ready = false;
+  lost.in.clusters["c1"].lost_for_ms = lost.in.options.cluster_lost_timeout_ms;
+  Plan fail = Decide(lost.Input());
+  REQUIRE(fail.write);
+  CHECK(*fail.write->phase == JobPhase::kFailed);
+  CHECK(fail.write->upsert_intents.size() == 2);  // both marked absent
+  CHECK(std::none_of(fail.write->events.begin(), fail.write->events.end(),
+                     [](const JobEvent& e) { return e.reason == "Retained"; }));
 }
 
 TEST_CASE("which writes may be lost: only those a later pass makes again and no action depends on",

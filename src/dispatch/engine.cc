@@ -208,7 +208,7 @@ std::shared_ptr<kube::ClientPool> Engine::PoolFor(const std::string& cluster) {
   if (it != pools_.end()) return it->second;
   auto creds = fleet_.Credentials(cluster);
   if (!creds) return nullptr;
-  auto pool = std::make_shared<kube::ClientPool>(std::move(*creds), options_.pool);
+  auto pool = kube::ClientPool::Create(std::move(*creds), options_.pool);
   pools_.emplace(cluster, pool);
   return pool;
 }

@@ -17,7 +17,7 @@ Result<ClientPool::Lease> ClientPool::Acquire() {
   if (!idle_.empty()) {
     auto client = std::move(idle_.back());
     idle_.pop_back();
-    return Lease(this, std::move(client));
+    return Lease(shared_from_this(), std::move(client));
   }
   lock.unlock();
   auto client = KubeClient::Create(creds_, options_.client);  // connects lazily on first use
@@ -27,7 +27,7 @@ Result<ClientPool::Lease> ClientPool::Acquire() {
     cv_.notify_one();
     return client.status();
   }
-  return Lease(this, std::move(client.value()));
+  return Lease(shared_from_this(), std::move(client.value()));
 }
 
 void ClientPool::Return(std::unique_ptr<KubeClient> client) {

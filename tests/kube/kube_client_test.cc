@@ -2,6 +2,8 @@
 // retries with Retry-After, and watch with resume and 410.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include <atomic>
 #include <filesystem>
 #include <future>
@@ -337,20 +339,40 @@ TEST_CASE("the client pool bounds concurrent requests per cluster", "[kube]") {
   kube::ClientPoolOptions options;
   options.size = 2;
   options.acquire_timeout = std::chrono::milliseconds(50);
-  kube::ClientPool pool(creds, options);
+  std::shared_ptr<kube::ClientPool> pool = kube::ClientPool::Create(creds, options);
   {
-    auto a = pool.Acquire();
-    auto b = pool.Acquire();
+    auto a = pool->Acquire();
+    auto b = pool->Acquire();
     REQUIRE(a.ok());
     REQUIRE(b.ok());
-    CHECK(pool.in_use() == 2);
-    auto c = pool.Acquire();  // the third caller is refused, not queued forever
+    CHECK(pool->in_use() == 2);
+    auto c = pool->Acquire();  // the third caller is refused, not queued forever
     REQUIRE_FALSE(c.ok());
     CHECK(c.status().code() == Code::kUnavailable);
   }
-  CHECK(pool.in_use() == 0);
-  auto again = pool.Acquire();  // connections are reused
+  CHECK(pool->in_use() == 0);
+  auto again = pool->Acquire();  // connections are reused
   CHECK(again.ok());
+}
+
+// The daemon crashed (SIGSEGV) when an inventory reload dropped the engine's
+// pools while a pass still held a lease: the lease gave its client back to a
+// destroyed pool. A lease now keeps its pool alive.
+TEST_CASE("a client pool lives until its last lease is returned", "[kube]") {
+  inventory::ClusterCredentials creds;
+  creds.server = "https://127.0.0.1:1";
+  creds.host = "127.0.0.1";
+  creds.port = 1;
+  std::shared_ptr<kube::ClientPool> pool = kube::ClientPool::Create(creds, kube::ClientPoolOptions{});
+  std::weak_ptr<kube::ClientPool> watch = pool;
+  auto lease = pool->Acquire();
+  REQUIRE(lease.ok());
+  pool.reset();  // the engine forgets the pool (inventory reload)
+  CHECK_FALSE(watch.expired());
+  std::optional<kube::ClientPool::Lease> held(std::move(*lease));  // the Result keeps an empty one
+  CHECK_FALSE(watch.expired());
+  held.reset();  // the client goes back, then the pool goes
+  CHECK(watch.expired());
 }
 
 }  // namespace gantry::testing

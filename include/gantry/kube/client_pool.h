@@ -4,6 +4,10 @@
 // kUnavailable instead of queueing without bound. That is what keeps one
 // slow cluster from tying up every thread that talks to clusters.
 //
+// A pool lives in a shared_ptr (Create), and each Lease holds one: the
+// engine drops its pools when the inventory is reloaded while passes still
+// hold leases, and a lease must not return its client to a destroyed pool.
+//
 // Thread-safety: Acquire from any thread; a Lease is used by one thread and
 // returns its client to the pool when destroyed.
 #pragma once
@@ -24,11 +28,14 @@ struct ClientPoolOptions {
   KubeClientOptions client;
 };
 
-class ClientPool {
+class ClientPool : public std::enable_shared_from_this<ClientPool> {
+  struct Passkey {};  // Create only
+
  public:
   class Lease {
    public:
-    Lease(ClientPool* pool, std::unique_ptr<KubeClient> client) : pool_(pool), client_(std::move(client)) {}
+    Lease(std::shared_ptr<ClientPool> pool, std::unique_ptr<KubeClient> client)
+        : pool_(std::move(pool)), client_(std::move(client)) {}
     Lease(Lease&&) = default;
     Lease& operator=(Lease&&) = delete;
     ~Lease();
@@ -36,11 +43,14 @@ class ClientPool {
     KubeClient* operator->() { return client_.get(); }
 
    private:
-    ClientPool* pool_;
+    std::shared_ptr<ClientPool> pool_;  // kept alive until the client is back
     std::unique_ptr<KubeClient> client_;
   };
 
-  ClientPool(inventory::ClusterCredentials creds, ClientPoolOptions options)
+  static std::shared_ptr<ClientPool> Create(inventory::ClusterCredentials creds, ClientPoolOptions options) {
+    return std::make_shared<ClientPool>(Passkey{}, std::move(creds), options);
+  }
+  ClientPool(Passkey, inventory::ClusterCredentials creds, ClientPoolOptions options)
       : creds_(std::move(creds)), options_(options) {}
 
   // A client for one caller. kUnavailable when all are busy past the timeout.

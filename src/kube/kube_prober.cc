@@ -40,9 +40,19 @@ Result<inventory::CapacityReading> ParseClusterQueues(const nlohmann::json& list
 
 Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterConfig& config,
                                                       const inventory::ClusterCredentials& creds) {
-  std::string key = creds.server + "\n" + creds.ca_pem + "\n" + creds.client_cert_pem;
-  Conn& conn = conns_[config.name];
-  if (!conn.client || conn.key != key) {
+  // A client is kept while what it was made from stays: the token source too,
+  // which an inventory reload replaces.
+  std::string key = fmt::format("{}\n{}\n{}\n{}", creds.server, creds.ca_pem, creds.client_cert_pem,
+                                static_cast<const void*>(creds.token_source.get()));
+  Conn conn;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = conns_.find(config.name); it != conns_.end()) {
+      if (it->second.key == key) conn = std::move(it->second);
+      conns_.erase(it);
+    }
+  }
+  if (!conn.client) {
     KubeClientOptions options;
     options.timeout = timeout_;
     options.max_attempts = 1;
@@ -51,18 +61,22 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     conn.client = std::move(client.value());
     conn.key = key;
   }
+  // A transport failure drops the connection (conn goes out of scope); an
+  // answer, even a refusal, gives it back for the next probe.
+  auto keep = [&] {
+    std::lock_guard lock(mu_);
+    conns_[config.name] = std::move(conn);
+  };
   auto ready = conn.client->Get("/readyz");
-  if (!ready.ok()) {
-    conn.client.reset();
-    return ready.status();
+  if (!ready.ok()) return ready.status();
+  if (ready->status != 200) {
+    keep();
+    return Status::Unavailable(fmt::format("/readyz answered {}", ready->status));
   }
-  if (ready->status != 200) return Status::Unavailable(fmt::format("/readyz answered {}", ready->status));
   std::string version = std::string(inventory::KueueApiVersionName(config.kueue_api_version));
   auto cqs = conn.client->Get("/apis/kueue.x-k8s.io/" + version + "/clusterqueues");
-  if (!cqs.ok()) {
-    conn.client.reset();
-    return cqs.status();
-  }
+  if (!cqs.ok()) return cqs.status();
+  keep();
   if (!cqs->ok()) {
     return Status::Unavailable(
         fmt::format("listing ClusterQueues answered {}: {}", cqs->status, cqs->error ? cqs->error->message : ""));

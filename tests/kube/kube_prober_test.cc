@@ -3,6 +3,10 @@
 // server cut off by the deadline.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <thread>
+#include <vector>
+
 #include "gantry/inventory/kubeconfig.h"
 #include "gantry/kube/kube_prober.h"
 #include "process.h"
@@ -60,6 +64,23 @@ TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
     REQUIRE_FALSE(reading.ok());
     CHECK(reading.status().message().find("401") != std::string::npos);
     CHECK(reading.status().message().find("wrong-token") == std::string::npos);
+  }
+  SECTION("probes of one cluster from several threads at once each get their answer") {
+    // The Fleet's probe workers share one prober, and a reload can overlap
+    // two probes of one cluster: they must not share a connection.
+    kube::KubeProber prober;
+    std::atomic<int> ok{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 25; ++i) {
+          auto reading = prober.Probe(ConfigFor(sim_dir, i % 2 ? "c1" : "c2"), i % 2 ? *c1 : *c2);
+          if (reading.ok() && reading->quota.count("nvidia.com/gpu")) ++ok;
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    CHECK(ok == 100);
   }
   SECTION("a stalled apiserver hits the deadline") {
     REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "partition", "c1", "2"}).code == 0);

@@ -6,11 +6,15 @@
 // It does not retry: a failed probe is itself the signal, and the Fleet backs
 // off between probes.
 //
-// Thread-safety: one prober per thread (the Fleet calls it from its worker).
+// Thread-safety: Probe from any thread (the Fleet's probe workers share one
+// prober). A probe takes its cluster's kept client out of the cache for its
+// duration, so two probes of one cluster never share a connection: the
+// second opens its own.
 #pragma once
 
 #include <chrono>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <string>
 
@@ -27,11 +31,12 @@ class KubeProber final : public inventory::ClusterProber {
 
  private:
   struct Conn {
-    std::string key;  // server + CA + client cert: a change makes a new client
+    std::string key;  // server, CA, client cert and token source: a change makes a new client
     std::unique_ptr<KubeClient> client;
   };
   std::chrono::milliseconds timeout_;
-  std::map<std::string, Conn> conns_;
+  std::mutex mu_;
+  std::map<std::string, Conn> conns_;  // idle clients by cluster name; guarded by mu_
 };
 
 // Sums a ClusterQueueList's quota and usage (exposed for tests).

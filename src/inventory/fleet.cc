@@ -81,8 +81,7 @@ std::vector<ClusterFileError> Fleet::Load() {
       spdlog::error("inventory: {}", creds.status().message());
     }
     entry.view.config = std::move(config);
-    entry.next_probe_ms = 0;  // probe a (re)loaded cluster at once
-    entry.probing = false;    // (a probe in flight at worst overlaps one new probe)
+    entry.next_probe_ms = 0;  // probe a (re)loaded cluster at once (but see below)
     std::string name = entry.view.config.name;
     next.emplace(std::move(name), std::move(entry));
   }
@@ -90,8 +89,18 @@ std::vector<ClusterFileError> Fleet::Load() {
   for (const auto& [name, e] : entries_) {
     if (!next.count(name)) spdlog::info("inventory: cluster {} removed", name);
   }
-  for (const auto& [name, e] : next) {
-    if (!entries_.count(name)) spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
+  for (auto& [name, e] : next) {
+    auto old = entries_.find(name);
+    if (old == entries_.end()) {
+      spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
+      continue;
+    }
+    // A probe of the old entry still in flight keeps its claim, and the new
+    // entry is probed right after it ends: two probes of one cluster at
+    // once could share nothing but their result, and the later one would
+    // overwrite the newer reading.
+    e.probing = old->second.probing;
+    e.reprobe = e.probing;
   }
   entries_ = std::move(next);
   return load.errors;
@@ -128,6 +137,10 @@ void Fleet::ProbeOne(const std::string& name) {
       error = reading.status().message();
       e.view.health.OnProbeFailed(now, error);
       e.next_probe_ms = now + e.view.health.NextRetryDelayMs(rng_, options_.backoff);
+    }
+    if (e.reprobe) {  // reloaded while this probe ran: probe the new entry now
+      e.next_probe_ms = now;
+      e.reprobe = false;
     }
     if (e.view.health.first_lost_ms != before) persist = e.view.health.first_lost_ms;
     if (old_state != e.view.health.state) {

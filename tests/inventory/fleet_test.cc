@@ -4,6 +4,8 @@
 #include <atomic>
 #include <condition_variable>
 #include <fstream>
+#include <algorithm>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -214,6 +216,58 @@ TEST_CASE("a stalled cluster does not hold up the probes of the others", "[inven
   prober.cv.notify_all();
   CHECK(testing::WaitFor([&] { return fleet.Cluster("c1")->health.state == HealthState::kReady; }));
   fleet.Stop();
+}
+
+// Reloading the inventory used to release every claim, so a probe in
+// flight and a new one ran on one cluster at once, over one shared client
+// (the daemon crashed, or read garbage and marked the cluster NotReady).
+TEST_CASE("a reload during a probe waits for it, then probes the cluster again at once", "[inventory][fleet]") {
+  class GateProber final : public ClusterProber {
+   public:
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    std::map<std::string, int> probes;  // started, by cluster
+    int in_c1 = 0, max_in_c1 = 0;
+    Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
+      std::unique_lock lock(mu);
+      ++probes[config.name];
+      if (config.name == "c1") {
+        max_in_c1 = std::max(max_in_c1, ++in_c1);
+        cv.wait(lock, [&] { return open; });
+        --in_c1;
+      }
+      cv.notify_all();
+      return CapacityReading{};
+    }
+    int Started(const std::string& name) {
+      std::lock_guard lock(mu);
+      return probes[name];
+    }
+  } prober;
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;  // nothing comes due by itself during the test
+  SystemClock clock;
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  REQUIRE(testing::WaitFor([&] { return prober.Started("c1") == 1 && prober.Started("c2") == 1; }));
+  // c1's first probe hangs. Two reloads make both clusters due at once; a
+  // worker scans c1 before c2, so once c2 has been probed again, any worker
+  // that would take c1 a second time has had its turn.
+  REQUIRE(fleet.Reload().empty());
+  REQUIRE(fleet.Reload().empty());
+  REQUIRE(testing::WaitFor([&] { return prober.Started("c2") >= 2; }));
+  CHECK(prober.Started("c1") == 1);
+  {
+    std::lock_guard lock(prober.mu);
+    prober.open = true;
+  }
+  prober.cv.notify_all();
+  // Released: c1 is probed again at once, not an hour later.
+  CHECK(testing::WaitFor([&] { return prober.Started("c1") == 2; }));
+  fleet.Stop();
+  CHECK(prober.max_in_c1 == 1);
 }
 
 }  // namespace gantry::inventory

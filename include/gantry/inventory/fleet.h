@@ -98,6 +98,7 @@ class Fleet {
     std::optional<ClusterCredentials> creds;
     int64_t next_probe_ms = 0;
     bool probing = false;  // a worker has it in hand
+    bool reprobe = false;  // reloaded while probing: probe again once this probe ends
   };
   std::vector<ClusterFileError> Load();
   void Run();

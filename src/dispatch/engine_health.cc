@@ -9,21 +9,32 @@
 
 namespace gantry::dispatch {
 
+// A cluster's readiness as the health watch compares it: Ready since when
+// (a NotReady blip between two looks changes the time), or not ready.
+struct Readiness {
+  bool ready = false;
+  int64_t since_ms = 0;
+  friend bool operator==(const Readiness&, const Readiness&) = default;
+};
+
 void Engine::RunHealthWatch() {
-  std::map<std::string, bool> last;  // cluster -> ready at the previous look
+  std::map<std::string, Readiness> last;  // cluster -> at the previous look
   std::unique_lock lock(gc_mu_);
   while (!stopping_) {
     gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
     if (stopping_) return;
     lock.unlock();
-    std::map<std::string, bool> now;
+    std::map<std::string, Readiness> now;
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
-      now[view.config.name] = view.health.state == inventory::HealthState::kReady && observer_->Synced(view.config.name);
+      const bool ready =
+          view.health.state == inventory::HealthState::kReady && observer_->Synced(view.config.name);
+      now[view.config.name] = {ready, ready ? view.health.since_ms : 0};
     }
     bool became_ready = false;
-    for (const auto& [cluster, ready] : now) {
+    for (const auto& [cluster, readiness] : now) {
+      const bool ready = readiness.ready;
       auto before = last.find(cluster);
-      if (before != last.end() && before->second == ready) continue;
+      if (before != last.end() && before->second == readiness) continue;
       if (before == last.end() && !ready) continue;  // never seen ready: nothing of ours depends on it yet
       became_ready |= ready;
       size_t woken = 0;

@@ -161,6 +161,8 @@ void Engine::InventoryChanged() {
   }
   if (auto woken = reconciler_->WakeUnfinished(); !woken.ok()) {
     spdlog::warn("dispatch: after the inventory reload: {}", woken.status().ToString());
+  } else {
+    spdlog::debug("dispatch: inventory reloaded: {} unfinished job(s) to look at again", *woken);
   }
 }
 
@@ -277,6 +279,11 @@ int64_t Engine::Pass(const std::string& uid) {
   }
   Plan plan = Decide(in);
   if (metrics_) metrics_->Pass(plan.step);
+  if (in.placement && in.placement->candidates.empty() && spdlog::should_log(spdlog::level::debug)) {
+    std::string why;
+    for (const auto& x : in.placement->excluded) why += fmt::format(" {}: {};", x.cluster, x.exclusion.message);
+    spdlog::debug("job {}/{}: no cluster can take it now:{}", job->ns, job->name, why);
+  }
 
   JobPhase phase_after = job->phase;
   if (plan.write) {

@@ -128,9 +128,13 @@ bool DispatchFleet::WaitPhase(const std::string& ns, const std::string& name, st
     std::istringstream log(daemon_->process().Stderr());
     std::deque<std::string> tail;
     for (std::string line; std::getline(log, line);) {
-      const bool notable = line.find(name) != std::string::npos || line.find("[warning]") != std::string::npos ||
-                           line.find("[error]") != std::string::npos || line.find("[critical]") != std::string::npos;
-      if (!notable) continue;
+      // The daemon's lines read "<time> <level> <message>". The test's own
+      // polling (GETs of the job) would crowd out the rest.
+      const bool polling = line.find(" GET ") != std::string::npos;
+      const bool notable = line.find(name) != std::string::npos || line.find(" warning ") != std::string::npos ||
+                           line.find(" error ") != std::string::npos || line.find(" critical ") != std::string::npos ||
+                           line.find("inventory") != std::string::npos;
+      if (polling || !notable) continue;
       tail.push_back(std::move(line));
       if (tail.size() > 40) tail.pop_front();
     }

@@ -96,9 +96,8 @@ std::vector<ClusterFileError> Fleet::Load() {
       continue;
     }
     // A probe of the old entry still in flight keeps its claim, and the new
-    // entry is probed right after it ends: two probes of one cluster at
-    // once could share nothing but their result, and the later one would
-    // overwrite the newer reading.
+    // entry is probed right after it ends: two probes of one cluster must
+    // not run at once (the later to end would overwrite the newer reading).
     e.probing = old->second.probing;
     e.reprobe = e.probing;
   }

@@ -59,4 +59,14 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
   CHECK_THAT(missing.status().message(), Catch::Contains("absent.yaml"));
 }
 
+// tools/install.sh installs it as /etc/gantry/gantry.yaml: every field it
+// documents must load, with the values it shows.
+TEST_CASE("the example gantry.yaml loads", "[daemon][config]") {
+  Result<DaemonConfig> c = LoadDaemonConfig(std::string(GANTRY_SOURCE_DIR) + "/config/gantry.example.yaml");
+  REQUIRE(c.status().ToString() == Status::Ok().ToString());
+  CHECK(c->finished_retention_seconds == 0);
+  CHECK(c->cluster_lost_timeout_seconds == 900);
+  CHECK(c->lease_on == "Admitted");
+}
+
 }  // namespace gantry

@@ -243,26 +243,20 @@ Plan Ladder::Nominate() const {
 
 // Step 5.
 std::optional<Plan> Ladder::Lease() const {
-  std::string winner;
-  for (const RemoteIntent& i : in_.intents) {  // by cluster name: deterministic
+  // Every copy at this epoch that won admission, by cluster name: the first
+  // takes the lease (deterministic), the others lose it.
+  std::vector<std::string> admitted;
+  for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (!w || w->evicted || w->finished) continue;
-    if (w->admitted || (opt_.lease_on_quota_reserved && w->quota_reserved)) {
-      winner = i.cluster;
-      break;
-    }
+    if (w->admitted || (opt_.lease_on_quota_reserved && w->quota_reserved)) admitted.push_back(i.cluster);
   }
-  if (winner.empty()) return std::nullopt;
+  if (admitted.empty()) return std::nullopt;
+  const std::string winner = admitted.front();
   Plan plan;
   plan.step = "lease";
-  for (const RemoteIntent& i : in_.intents) {
-    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || i.cluster == winner) continue;
-    const ObservedWorkload* w = Reachable(i.cluster) ? WorkloadIn(i.cluster) : nullptr;
-    if (w && !w->evicted && !w->finished && (w->admitted || (opt_.lease_on_quota_reserved && w->quota_reserved))) {
-      plan.lease_losers.push_back(i.cluster);
-    }
-  }
+  plan.lease_losers.assign(admitted.begin() + 1, admitted.end());
   DispatchUpdate u = Guarded(job_);
   u.phase = JobPhase::kAdmitted;
   u.cluster = winner;

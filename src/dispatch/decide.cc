@@ -124,8 +124,7 @@ std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, i
 Plan Ladder::Cleanup(const char* step) const {
   Plan plan;
   plan.step = step;
-  const auto keep = IsFinal(job_.phase) ? Retained(job_.phase, job_.finished_ms, false)
-                                        : std::set<std::pair<std::string, std::string>>{};
+  const auto keep = Retained(job_.phase, job_.finished_ms, false);  // nothing while Cancelling
   WithdrawObserved(plan, keep);
   DispatchUpdate u = Guarded(job_);
   MarkAllAbsent(u, keep);

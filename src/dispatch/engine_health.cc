@@ -51,10 +51,9 @@ void Engine::RunHealthWatch() {
     // A cluster that became Ready may be the first candidate of a job that
     // had none: queued jobs are looked at again (behind the jobs in flight).
     if (became_ready) {
-      Status scanned = ForEachJobInPhase(store_, JobPhase::kQueued, [&](const JobKey& job) {
-        reconciler_->WakeNew(job.uid, job.priority, job.seq);
-      });
-      if (!scanned.ok()) spdlog::warn("dispatch: queued jobs: {}", scanned.ToString());
+      if (auto woken = reconciler_->WakeQueued(); !woken.ok()) {
+        spdlog::warn("dispatch: queued jobs: {}", woken.status().ToString());
+      }
     }
     last = std::move(now);
     lock.lock();

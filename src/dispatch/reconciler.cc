@@ -37,8 +37,15 @@ Result<size_t> Reconciler::WakeUnfinished() {
         },
         scan_page_));
   }
+  auto queued = WakeQueued();
+  if (!queued.ok()) return queued.status();
+  return found + *queued;
+}
+
+Result<size_t> Reconciler::WakeQueued() {
   // Queued jobs go where new ones go: nominated by priority, then
   // submission order, after the jobs in flight.
+  size_t found = 0;
   GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
       store_, JobPhase::kQueued,
       [&](const JobKey& job) {

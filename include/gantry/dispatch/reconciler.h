@@ -59,6 +59,9 @@ class Reconciler final : public dispatch::JobIntake {
   // Wakes every job in a non-final phase (start-up, inventory reload), the
   // Queued ones as new jobs (WakeNew). Returns how many.
   Result<size_t> WakeUnfinished();
+  // Wakes every Queued job as a new job (WakeNew): a cluster that became
+  // Ready may be their first candidate. Returns how many.
+  Result<size_t> WakeQueued();
 
   void Wake(const std::string& job_uid) override { Enqueue(job_uid, Lane::kPlain); }
   void CancelRequested(const std::string& job_uid) override { WakeUrgent(job_uid); }

@@ -89,7 +89,7 @@ void SqliteStore::ApplyDispatch(DispatchUpdate u, StoreCallback<JobRecord> done)
     if (u.lease_ms) job.lease_ms = *u.lease_ms;
     if (u.remote_status) job.remote_status = *u.remote_status;
     job.updated_ms = now;
-    if (phase_changed) job.finished_ms = IsFinal(job.phase) ? now : 0;
+    if (phase_changed) job.finished_ms = FinishedMsFor(job.phase, now);
     GANTRY_RETURN_IF_ERROR(UpdateJobRow(conn, job, phase_changed));
     for (RemoteIntent& intent : u.upsert_intents) {
       intent.job_uid = u.uid;

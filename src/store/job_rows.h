@@ -27,6 +27,11 @@ Result<JobRecord> SelectJobByName(SqliteConnection& conn, const std::string& ns,
                                   const std::string& name);
 Result<JobRecord> SelectJobByUid(SqliteConnection& conn, const std::string& uid);
 
+// jobs.finished_ms for a write that moves a job to new_phase at now_ms:
+// the write that makes the phase final sets it, and a job that is not
+// finished has none (schema 006). Every write that changes a phase uses it.
+inline int64_t FinishedMsFor(JobPhase new_phase, int64_t now_ms) { return IsFinal(new_phase) ? now_ms : 0; }
+
 Status InsertJob(SqliteConnection& conn, const JobRecord& job, int64_t* seq);
 // job_seq is the job's jobs.seq (callers hold the row already).
 Status InsertEvent(SqliteConnection& conn, const JobEvent& event, int64_t job_seq);

@@ -154,7 +154,7 @@ void SqliteStore::Transition(std::string uid, JobPhase expected_phase, JobPhase 
         .Bind(3, now)
         .Bind(4, uid)
         .Bind(5, JobPhaseName(expected_phase))
-        .Bind(6, IsFinal(new_phase) ? now : int64_t{0});
+        .Bind(6, FinishedMsFor(new_phase, now));
     Result<std::optional<JobRecord>> updated = UpdateReturning(std::move(*stmt));
     if (!updated.ok()) return updated.status();
     if (!*updated) {

@@ -147,7 +147,6 @@ void GroupCommitter::CommitBatch(std::deque<Pending>& batch) {
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   commits_.fetch_add(1);
-  if (!sync) unsynced_commits_.fetch_add(1);
   writes_.fetch_add(static_cast<int64_t>(batch.size()));
   if (options_.on_commit) {
     try {

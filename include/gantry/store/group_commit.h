@@ -91,8 +91,6 @@ class GroupCommitter {
 
   // Totals since start: committed transactions, and ops they carried.
   int64_t commits() const { return commits_.load(); }
-  // Commits made without their own fsync (all of their ops kMayBeLost).
-  int64_t unsynced_commits() const { return unsynced_commits_.load(); }
   int64_t writes() const { return writes_.load(); }
 
  private:
@@ -111,7 +109,6 @@ class GroupCommitter {
   std::unique_ptr<SqliteConnection> conn_;
   GroupCommitOptions options_;
   std::atomic<int64_t> commits_{0};
-  std::atomic<int64_t> unsynced_commits_{0};
   std::atomic<int64_t> writes_{0};
 
   std::mutex mu_;

@@ -121,7 +121,8 @@ bool DispatchFleet::WaitPhase(const std::string& ns, const std::string& name, st
       auto r = client->Do("GET", fmt::format("/api/v1/namespaces/{}/jobs/{}/placement", ns, name));
       if (r.ok()) std::cerr << "  placement now: " << r->body << "\n";
     }
-    // A job that reads as null: is the daemon still there, and what did it say last?
+    // Is the daemon still there (a job that reads as null may mean it is not),
+    // and what did it say last?
     const bool running = daemon_->process().Running();
     std::cerr << "  daemon " << (running ? "running" : "exited")
               << (running ? "" : fmt::format(" ({})", daemon_->process().Wait(std::chrono::milliseconds(0)))) << "\n";

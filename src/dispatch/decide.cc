@@ -100,9 +100,10 @@ Plan Ladder::Run() {
 std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, int64_t finished_at,
                                                               bool seen_only) const {
   const std::string& owner = job_.cluster;
-  if (opt_.finished_retention_ms <= 0 || finished_at <= 0 || owner.empty()) return {};
+  const int64_t retention_ms = RetentionMs();
+  if (retention_ms <= 0 || finished_at <= 0 || owner.empty()) return {};
   if (phase != JobPhase::kSucceeded && phase != JobPhase::kFailed) return {};
-  if (in_.now_ms >= finished_at + opt_.finished_retention_ms) return {};
+  if (in_.now_ms >= finished_at + retention_ms) return {};
   if (!Reachable(owner)) {
     // Out of sight (or not synced yet after a restart): what an earlier pass
     // kept (its rows still present) stays kept until the owner answers.
@@ -134,7 +135,7 @@ Plan Ladder::Cleanup(const char* step) const {
   if (!u.upsert_intents.empty() || !u.drop_intents.empty()) plan.write = std::move(u);
   if (RemoteLeft(plan)) {
     // Only the kept objects left: look again when their time is up.
-    plan.requeue_ms = OnlyKeptLeft(plan, keep) ? job_.finished_ms + opt_.finished_retention_ms - in_.now_ms
+    plan.requeue_ms = OnlyKeptLeft(plan, keep) ? job_.finished_ms + RetentionMs() - in_.now_ms
                                                : opt_.retry_ms;
   }
   return plan;

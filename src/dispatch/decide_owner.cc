@@ -37,7 +37,7 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
   if (!keep.empty()) {
     u.events.push_back(Event("Retained",
                              fmt::format("the Workload and the job stay in {} for {} s (finishedRetentionSeconds)",
-                                         job_.cluster, opt_.finished_retention_ms / 1000),
+                                         job_.cluster, RetentionMs() / 1000),
                              job_.cluster));
   }
   plan.write = std::move(u);

@@ -148,8 +148,14 @@ class Ladder {
   // Whether a Cleanup() plan leaves anything remote: rows it does not drop,
   // or deletes still to run.
   bool RemoteLeft(const Plan& cleanup) const;
+  // How long this job keeps its objects after it finished: its own
+  // finishedRetentionSeconds, else the daemon's finished_retention_ms.
+  int64_t RetentionMs() const {
+    if (in_.spec && in_.spec->finished_retention_seconds) return int64_t{*in_.spec->finished_retention_seconds} * 1000;
+    return opt_.finished_retention_ms;
+  }
   // The owner's objects a job that finished there keeps for
-  // finished_retention_ms after finished_at: the Workload and the real job
+  // RetentionMs() after finished_at: the Workload and the real job
   // of the current epoch, while the owner shows the real job (or, for kinds
   // gantry does not watch, the Workload) finished. While the owner is out of
   // sight, what was kept before (rows still present) stays kept, unless

@@ -22,10 +22,7 @@ void ReadMetadata(const json& meta, std::optional<std::string_view> path_namespa
 }
 
 void ReadSpec(const json& s, JobSpec& spec, FieldErrors& errors) {
-  CheckKnownFields(
-      s, "spec",
-      {"queue", "priority", "placement", "dispatch", "onClusterLoss", "template", "podSets"},
-      errors);
+  CheckSpecFieldNames(s, "spec", errors);
   ReadSpecFields(s, "spec", spec, errors);
   const json* tmpl = RequireObject(s, "template", "spec", errors);
   if (tmpl == nullptr || !CheckTemplateHeader(*tmpl, "spec.template", errors)) return;

@@ -12,6 +12,7 @@
 //   gantry.dev/max-price-per-gpu-hour  positive number    -> placement.maxPricePerGPUHour
 //   gantry.dev/on-cluster-loss         Requeue|Fail|Wait  -> onClusterLoss
 //   gantry.dev/dispatch-mode           AllAtOnce|Incremental -> dispatch.mode
+//   gantry.dev/finished-retention-seconds  0..604800      -> finishedRetentionSeconds
 // Any other gantry.dev/* annotation is refused (a typo would silently do
 // nothing). Errors are reported at metadata.annotations[<key>].
 #include <fmt/format.h>
@@ -100,11 +101,20 @@ void ApplyAnnotation(std::string_view name, const std::string& value, const std:
     } else {
       errors.Add(path, UnsupportedValue(value, {"AllAtOnce", "Incremental"}));
     }
+  } else if (name == "finished-retention-seconds") {
+    int32_t n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (ec != std::errc() || end != value.data() + value.size() || n < 0 || n > kMaxFinishedRetentionSeconds) {
+      errors.Add(path, fmt::format("Invalid value: \"{}\": must be an integer in 0..{} (seconds)", value,
+                                   kMaxFinishedRetentionSeconds));
+    } else {
+      spec.finished_retention_seconds = n;
+    }
   } else {
     errors.Add(path,
                "unknown gantry annotation; supported: priority, clusters, regions, "
                "compliance-zones, datasets, accelerator-model, max-price-per-gpu-hour, "
-               "on-cluster-loss, dispatch-mode");
+               "on-cluster-loss, dispatch-mode, finished-retention-seconds");
   }
 }
 

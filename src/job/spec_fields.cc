@@ -146,6 +146,13 @@ void CheckQueue(const std::optional<std::string>& queue, std::string_view path,
   }
 }
 
+void CheckSpecFieldNames(const json& spec_obj, std::string_view path, FieldErrors& errors) {
+  CheckKnownFields(spec_obj, path,
+                   {"queue", "priority", "placement", "dispatch", "onClusterLoss", "finishedRetentionSeconds",
+                    "template", "podSets"},
+                   errors);
+}
+
 void ReadSpecFields(const json& spec_obj, std::string_view path, JobSpec& spec,
                     FieldErrors& errors) {
   std::optional<std::string> queue = ReadString(spec_obj, "queue", path, errors);
@@ -169,6 +176,9 @@ void ReadSpecFields(const json& spec_obj, std::string_view path, JobSpec& spec,
       errors.Add(Child(path, "onClusterLoss"),
                  UnsupportedValue(*policy, {"Requeue", "Fail", "Wait"}));
     }
+  }
+  if (auto n = ReadInt(spec_obj, "finishedRetentionSeconds", path, 0, kMaxFinishedRetentionSeconds, errors)) {
+    spec.finished_retention_seconds = static_cast<int32_t>(*n);
   }
 }
 

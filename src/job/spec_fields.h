@@ -42,8 +42,13 @@ std::map<std::string, std::string> ReadLabels(const json& obj, std::string_view 
 void CheckQueue(const std::optional<std::string>& queue, std::string_view path,
                 FieldErrors& errors);
 
-// queue, priority, placement, dispatch and onClusterLoss of a spec object at
-// path (template and podSets are the caller's).
+// Reports every member of a spec object (a gantry.dev/v1 Job's, or a stored
+// spec) that is not a spec field as "unknown field".
+void CheckSpecFieldNames(const json& spec_obj, std::string_view path, FieldErrors& errors);
+
+// queue, priority, placement, dispatch, onClusterLoss and
+// finishedRetentionSeconds of a spec object at path (template and podSets
+// are the caller's).
 void ReadSpecFields(const json& spec_obj, std::string_view path, JobSpec& spec,
                     FieldErrors& errors);
 

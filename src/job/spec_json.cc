@@ -7,7 +7,7 @@
 //                accelerator (optional): {model?, minMemoryGiB?, interconnect?},
 //                maxPricePerGPUHour (optional)},
 //    dispatch: {mode, stepSize, roundSeconds, timeoutSeconds (optional)},
-//    onClusterLoss, template,
+//    onClusterLoss, finishedRetentionSeconds (optional), template,
 //    podSets: [{name, count, requests: {resource: "canonical quantity"}, template}]}
 // Keys are written in byte order, as nlohmann's ordered maps dump them, so
 // SpecToJson(spec).dump() == SpecToJsonText(spec).
@@ -115,13 +115,16 @@ nlohmann::json SpecToJson(const JobSpec& spec) {
   if (spec.dispatch.timeout_seconds) dispatch["timeoutSeconds"] = *spec.dispatch.timeout_seconds;
   json pod_sets = json::array();
   for (const PodSet& set : spec.pod_sets) pod_sets.push_back(PodSetToJson(set));
-  return {{"queue", spec.queue},
-          {"priority", spec.priority},
-          {"placement", PlacementToJson(spec.placement)},
-          {"dispatch", std::move(dispatch)},
-          {"onClusterLoss", OnClusterLossName(spec.on_cluster_loss)},
-          {"template", spec.template_object},
-          {"podSets", std::move(pod_sets)}};
+  json out = {{"queue", spec.queue},
+              {"priority", spec.priority},
+              {"placement", PlacementToJson(spec.placement)},
+              {"dispatch", std::move(dispatch)},
+              {"onClusterLoss", OnClusterLossName(spec.on_cluster_loss)},
+              {"template", spec.template_object},
+              {"podSets", std::move(pod_sets)}};
+  // Only when set: a spec stored before the field existed keeps its text.
+  if (spec.finished_retention_seconds) out["finishedRetentionSeconds"] = *spec.finished_retention_seconds;
+  return out;
 }
 
 namespace {
@@ -220,6 +223,10 @@ std::string SpecToJsonText(const JobSpec& spec) {
   out.reserve(2048);
   out += "{\"dispatch\":";
   AppendDispatch(out, spec.dispatch);
+  if (spec.finished_retention_seconds) {
+    out += ",\"finishedRetentionSeconds\":";
+    AppendJson(out, *spec.finished_retention_seconds);
+  }
   out += ",\"onClusterLoss\":";
   AppendJsonString(out, OnClusterLossName(spec.on_cluster_loss));
   out += ",\"placement\":";
@@ -248,10 +255,7 @@ std::variant<JobSpec, DocumentError> SpecFromJson(
   spec.ns = ns;
   spec.labels = labels;
   FieldErrors errors;
-  job_internal::CheckKnownFields(
-      spec_json, "spec",
-      {"queue", "priority", "placement", "dispatch", "onClusterLoss", "template", "podSets"},
-      errors);
+  job_internal::CheckSpecFieldNames(spec_json, "spec", errors);
   job_internal::ReadSpecFields(spec_json, "spec", spec, errors);
   if (const json* t = job_internal::RequireObject(spec_json, "template", "spec", errors)) {
     spec.template_object = *t;

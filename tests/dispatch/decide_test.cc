@@ -640,6 +640,58 @@ TEST_CASE("retention keeps nothing for a cancelled job, a job whose copy still r
                      [](const JobEvent& e) { return e.reason == "Retained"; }));
 }
 
+TEST_CASE("a job's own finishedRetentionSeconds takes the place of the daemon's, in both directions",
+          "[dispatch][decide]") {
+  auto finishing = [](int64_t daemon_ms, std::optional<int32_t> job_seconds) {
+    World w;
+    w.in.options.finished_retention_ms = daemon_ms;
+    w.spec.finished_retention_seconds = job_seconds;
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    w.Workload("c1", 1).finished = true;
+    w.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
+    return w;
+  };
+  auto retained_event = [](const Plan& p) -> std::string {
+    for (const JobEvent& e : p.write->events) {
+      if (e.reason == "Retained") return e.message;
+    }
+    return "";
+  };
+
+  // The daemon keeps nothing; this job asks for 30 s.
+  World longer = finishing(0, 30);
+  Plan finish = Decide(longer.Input());
+  REQUIRE(finish.step == "finish");
+  REQUIRE(finish.write);
+  CHECK(Count(finish, Verb::kDelete, "Workload", "c1") == 0);
+  CHECK(Count(finish, Verb::kDelete, "Job", "c1") == 0);
+  CHECK(retained_event(finish).find("for 30 s") != std::string::npos);
+  longer.job.phase = JobPhase::kSucceeded;
+  longer.job.finished_ms = longer.in.now_ms;
+  longer.in.now_ms += 10'000;
+  Plan wait = Decide(longer.Input());
+  CHECK(wait.actions.empty());
+  CHECK(wait.requeue_ms == 20'000);  // the job's 30 s, not the daemon's 0
+  longer.in.now_ms += 20'000;
+  Plan done = Decide(longer.Input());
+  CHECK(Count(done, Verb::kDelete, "Workload", "c1") == 1);
+  CHECK(Count(done, Verb::kDelete, "Job", "c1") == 1);
+
+  // The daemon keeps an hour; this job asks for 0: deleted at once.
+  World none = finishing(3'600'000, 0);
+  Plan at_once = Decide(none.Input());
+  REQUIRE(at_once.step == "finish");
+  CHECK(Count(at_once, Verb::kDelete, "Workload", "c1") == 1);
+  CHECK(Count(at_once, Verb::kDelete, "Job", "c1") == 1);
+  CHECK(retained_event(at_once).empty());
+
+  // Unset: the daemon's setting holds.
+  World daemon = finishing(3'600'000, std::nullopt);
+  Plan kept = Decide(daemon.Input());
+  CHECK(Count(kept, Verb::kDelete, "Workload", "c1") == 0);
+  CHECK(retained_event(kept).find("for 3600 s") != std::string::npos);
+}
+
 TEST_CASE("which writes may be lost: only those a later pass makes again and no action depends on",
           "[dispatch][decide]") {
   World w;

@@ -339,6 +339,13 @@ TEST_CASE("finishedRetentionSeconds: a finished job keeps its objects in its clu
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
 
+  // A job's own setting takes the place of the daemon's 12 s: this one's
+  // objects go as soon as it finished.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("gone", "team-a", 1, 0, "1s", "  finishedRetentionSeconds: 0")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "gone", {"Succeeded"}, std::chrono::seconds(30)));
+  CHECK(fleet.Job("team-a", "gone")["spec"].value("finishedRetentionSeconds", -1) == 0);
+  CHECK(PollFor([&] { return RemoteEmpty(fleet, {"c1"}); }, std::chrono::seconds(6)));
+
   REQUIRE(fleet.Submit("team-a", SimJobYaml("kept", "team-a", 1, 0, "1s")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "kept", {"Succeeded"}, std::chrono::seconds(30)));
   const auto finished_at = std::chrono::steady_clock::now();

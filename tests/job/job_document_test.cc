@@ -128,6 +128,7 @@ TEST_CASE("A gantry Job keeps every spec field", "[job][document]") {
   CHECK(spec.dispatch.round_seconds == 60);
   CHECK(spec.dispatch.timeout_seconds == 600);
   CHECK(spec.on_cluster_loss == OnClusterLoss::kFail);
+  CHECK(spec.finished_retention_seconds == 3600);
   CHECK(spec.template_object.at("kind") == "Job");
   CHECK(spec.template_object.at("metadata").at("labels").at("app") == "llama");
 }
@@ -137,6 +138,7 @@ TEST_CASE("A plain manifest becomes the template, cleaned of server fields", "[j
   CHECK(spec.name == "sweep-7");
   CHECK(spec.placement.regions == std::vector<std::string>{"eu-central-1", "eu-west-1"});
   CHECK(spec.on_cluster_loss == OnClusterLoss::kWait);
+  CHECK(spec.finished_retention_seconds == 600);
   CHECK(spec.dispatch.mode == DispatchMode::kAllAtOnce);
   const json& t = spec.template_object;
   CHECK(t.at("apiVersion") == "batch/v1");
@@ -160,6 +162,7 @@ TEST_CASE("Defaults are filled in", "[job][document]") {
   CHECK(spec.dispatch.round_seconds == 60);
   CHECK_FALSE(spec.dispatch.timeout_seconds);
   CHECK(spec.on_cluster_loss == OnClusterLoss::kRequeue);
+  CHECK_FALSE(spec.finished_retention_seconds);  // the daemon's setting applies
   CHECK_FALSE(spec.placement.accelerator);
   CHECK_FALSE(spec.placement.max_price_per_gpu_hour);
 }

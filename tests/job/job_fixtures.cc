@@ -24,6 +24,7 @@ spec:
     maxPricePerGPUHour: 4.5
   dispatch: {mode: Incremental, stepSize: 3, roundSeconds: 60, timeoutSeconds: 600}
   onClusterLoss: Fail
+  finishedRetentionSeconds: 3600
   template:
     apiVersion: batch/v1
     kind: Job
@@ -61,6 +62,7 @@ metadata:
     gantry.dev/priority: "-5"
     gantry.dev/regions: "eu-central-1, eu-west-1"
     gantry.dev/on-cluster-loss: Wait
+    gantry.dev/finished-retention-seconds: "600"
     note: keep-me
 spec:
   parallelism: 3

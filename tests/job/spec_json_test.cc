@@ -41,6 +41,7 @@ spec:
   priority: -5
   placement: {regions: [eu-central-1, eu-west-1]}
   onClusterLoss: Wait
+  finishedRetentionSeconds: 600
   template:
     apiVersion: batch/v1
     kind: Job
@@ -80,6 +81,7 @@ TEST_CASE("Documents meaning different jobs have different canonical specs", "[j
       {"/spec/template/spec/parallelism", 2},
       {"/spec/placement/regions/0", "us-east-1"},
       {"/spec/dispatch/mode", "AllAtOnce"},
+      {"/spec/finishedRetentionSeconds", 60},
   };
   for (const auto& [pointer, value] : changes) {
     INFO(pointer);
@@ -101,6 +103,7 @@ TEST_CASE("SpecToJson has the documented layout", "[job][spec]") {
   CHECK(spec.at("queue") == "team-a");
   CHECK(spec.at("priority") == 100);
   CHECK(spec.at("onClusterLoss") == "Fail");
+  CHECK(spec.at("finishedRetentionSeconds") == 3600);
   CHECK(spec.at("dispatch") == json{{"mode", "Incremental"},
                                     {"stepSize", 3},
                                     {"roundSeconds", 60},
@@ -138,6 +141,7 @@ TEST_CASE("SpecFromJson inverts SpecToJson exactly", "[job][spec]") {
     }
     CHECK(s.placement.max_price_per_gpu_hour == spec.placement.max_price_per_gpu_hour);
     CHECK(s.dispatch.timeout_seconds == spec.dispatch.timeout_seconds);
+    CHECK(s.finished_retention_seconds == spec.finished_retention_seconds);
   }
 }
 

@@ -53,6 +53,7 @@ spec:
     maxPricePerGPUHour: 0.1
   dispatch: {mode: Incremental, stepSize: 1, roundSeconds: 5, timeoutSeconds: 600}
   onClusterLoss: Wait
+  finishedRetentionSeconds: 0
   template:
     apiVersion: batch/v1
     kind: Job

@@ -66,6 +66,7 @@ struct DecideOptions {
   // keeps its Workload and real job in that cluster, from the job's
   // finished_ms, so that users can look at them (pods, logs) with kubectl.
   // 0: deleted at once. Cancelled jobs and objects elsewhere never wait.
+  // A job's own spec.finishedRetentionSeconds takes the place of this.
   int64_t finished_retention_ms = 0;
 };
 

@@ -67,6 +67,10 @@ struct JobSpec {
   PlacementConstraints placement;
   DispatchOptions dispatch;
   OnClusterLoss on_cluster_loss = OnClusterLoss::kRequeue;
+  // How long the job's Workload and real job stay in its cluster after it
+  // finished there (0..kMaxFinishedRetentionSeconds); unset: the daemon's
+  // finishedRetentionSeconds.
+  std::optional<int32_t> finished_retention_seconds;
   nlohmann::json template_object;  // the Kubernetes object to run (apiVersion, kind, metadata, spec)
   std::vector<PodSet> pod_sets;    // derived from the template, or given explicitly
 };
@@ -86,6 +90,10 @@ struct DocumentError {
 };
 
 enum class DocumentFormat { kJson, kYaml };
+
+// Longest a finished job's objects may stay in its cluster: 7 days (the
+// daemon's finishedRetentionSeconds has the same bound).
+inline constexpr int32_t kMaxFinishedRetentionSeconds = 7 * 86400;
 
 // Largest name a job may have: 63 minus "-" and 8 hex of the uid.
 inline constexpr std::size_t kMaxJobNameLength = 54;

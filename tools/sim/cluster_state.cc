@@ -85,7 +85,7 @@ Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::str
   const json& stored = **created;
   const std::string stored_ns = NamespaceOf(stored), name = NameOf(stored);
   if (res.plural == "workloads") kueue_.OnWorkloadCreated(stored, now);
-  if (res.plural == "jobs" || res.plural == "jobsets") kueue_.OnJobCreated(res.plural, stored, now);
+  if (IsRunnable(res.plural)) kueue_.OnJobCreated(res.plural, stored, now);
   // The answer is the object as the create left it: a job whose Workload is
   // admitted was started at once (written again, unsuspended).
   const json* current = store_.Get(res.plural, stored_ns, name);
@@ -154,7 +154,7 @@ Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns,
   auto result = store_.Update(res.plural, std::move(updated));
   if (!result.ok()) return result.status();
   if (res.plural == "workloads") kueue_.MarkDirty();
-  if (res.plural == "jobs" || res.plural == "jobsets") kueue_.OnJobUpdated(res.plural, **result);
+  if (IsRunnable(res.plural)) kueue_.OnJobUpdated(res.plural, **result);
   return **result;
 }
 
@@ -174,7 +174,7 @@ Result<std::string> ClusterState::Delete(const ResourceInfo& res, const std::str
   const json& object = *deleted;
   std::string text = TextOf(store_, object);
   if (res.plural == "workloads") kueue_.OnWorkloadDeleted(object, now);
-  if (res.plural == "jobs" || res.plural == "jobsets") kueue_.OnJobDeleted(res.plural, object, now);
+  if (IsRunnable(res.plural)) kueue_.OnJobDeleted(res.plural, object, now);
   return text;
 }
 

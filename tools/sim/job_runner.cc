@@ -7,6 +7,7 @@
 
 #include "gantry/common/clock.h"
 #include "kueue_controller.h"
+#include "resources.h"
 
 namespace gantry::sim {
 
@@ -14,7 +15,7 @@ using nlohmann::json;
 
 namespace {
 
-const char* KindFor(const std::string& resource) { return resource == "jobsets" ? "JobSet" : "Job"; }
+const std::string& KindFor(const std::string& resource) { return ResourceByPlural(resource).kind; }
 
 bool JobFinished(const json& job) {
   return HasCondition(job, "Complete") || HasCondition(job, "Failed") || HasCondition(job, "Completed");
@@ -23,6 +24,7 @@ bool JobFinished(const json& job) {
 int64_t PodCount(const std::string& resource, const json& job) {
   const json& spec = job.value("spec", json::object());
   if (resource == "jobs") return spec.value("parallelism", int64_t{1});
+  if (resource == "trainjobs") return spec.value("trainer", json::object()).value("numNodes", int64_t{1});
   int64_t n = 0;
   for (const json& rj : spec.value("replicatedJobs", json::array())) {
     int64_t par = rj.value("template", json::object()).value("spec", json::object()).value("parallelism", int64_t{1});
@@ -90,7 +92,7 @@ void KueueController::StartRun(const std::string& resource, json job, const std:
     job["status"]["active"] = pods;
     job["status"]["ready"] = pods;
     job["status"]["startTime"] = FormatRfc3339(now_ms);
-  } else {
+  } else if (resource == "jobsets") {
     job["status"]["replicatedJobsStatus"] = json::array({{{"name", "all"}, {"active", pods}, {"ready", pods}}});
   }
   SetCondition(&job, "Suspended", false, "JobResumed", "Job resumed", now_ms);
@@ -127,12 +129,15 @@ void KueueController::FinishRun(const std::string& run_key, int64_t now_ms) {
       SetCondition(&job, run.fail ? "Failed" : "Complete", true, run.fail ? "BackoffLimitExceeded" : "CompletionsReached",
                    run.fail ? "Job has reached the specified backoff limit" : "Reached expected number of succeeded pods",
                    now_ms);
-    } else {
+    } else if (run.resource == "jobsets") {
       job["status"]["replicatedJobsStatus"] =
           json::array({{{"name", "all"}, {run.fail ? "failed" : "succeeded", pods}, {"active", 0}}});
       job["status"]["terminalState"] = run.fail ? "Failed" : "Completed";
       SetCondition(&job, run.fail ? "Failed" : "Completed", true, run.fail ? "FailedJobs" : "AllJobsCompleted",
                    run.fail ? "jobset failed" : "jobset completed successfully", now_ms);
+    } else {  // trainjobs
+      SetCondition(&job, run.fail ? "Failed" : "Complete", true, run.fail ? "JobsFailed" : "JobsCompleted",
+                   run.fail ? "TrainJob failed" : "TrainJob completed", now_ms);
     }
   };
   // Status only: edited in place (NotFound when the job is gone: nothing to do).
@@ -164,7 +169,7 @@ void KueueController::StopRun(const std::string& run_key, const std::string& rea
       job["status"]["active"] = 0;
       job["status"]["ready"] = 0;
       job["status"].erase("startTime");
-    } else {
+    } else if (run.resource == "jobsets") {
       job["status"]["replicatedJobsStatus"] = json::array({{{"name", "all"}, {"active", 0}, {"suspended", 1}}});
     }
     SetCondition(&job, "Suspended", true, "JobSuspended", "Job suspended: " + reason, now_ms);

@@ -49,9 +49,15 @@ const std::vector<ResourceInfo>& AllResources() {
        false, false, {"flavor", "flavors", "rf"}},
       {"batch", {"v1"}, "jobs", "job", "Job", true, true, true, {}},
       {"jobset.x-k8s.io", {"v1alpha2"}, "jobsets", "jobset", "JobSet", true, true, true, {}},
+      // A kind with no adapter in gantry (its generic adapter runs it): Kubeflow
+      // Trainer's TrainJob, suspended through spec.suspend, done through its
+      // Complete or Failed condition.
+      {"trainer.kubeflow.org", {"v1alpha1"}, "trainjobs", "trainjob", "TrainJob", true, true, true, {}},
   };
   return kResources;
 }
+
+bool IsRunnable(std::string_view plural) { return plural == "jobs" || plural == "jobsets" || plural == "trainjobs"; }
 
 const ResourceInfo* FindResource(std::string_view group, std::string_view version, std::string_view plural) {
   for (const ResourceInfo& r : AllResources()) {

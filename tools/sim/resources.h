@@ -28,6 +28,9 @@ const std::vector<ResourceInfo>& AllResources();
 // Looks up by group, version and plural; nullptr when not served.
 const ResourceInfo* FindResource(std::string_view group, std::string_view version, std::string_view plural);
 const ResourceInfo& ResourceByPlural(std::string_view plural);  // REQUIRES: served
+// Whether the simulated Kueue runs objects of this resource (Jobs, JobSets,
+// TrainJobs): adopts them into prebuilt Workloads, starts and finishes them.
+bool IsRunnable(std::string_view plural);
 
 nlohmann::json VersionDocument();
 nlohmann::json CoreApiVersions();

@@ -54,6 +54,12 @@ void ApiService::Submit(http::Request req, Respond respond) {
     respond(K8sStatus(err->code, err->code == 400 ? "BadRequest" : "Invalid", err->message, causes));
     return;
   }
+  if (intake_) {
+    if (std::optional<FieldError> refused = intake_->Refuse(std::get<JobSpec>(parsed))) {
+      respond(K8sStatus(422, "Invalid", refused->field + ": " + refused->message, {{refused->field, refused->message}}));
+      return;
+    }
+  }
   const int64_t now_ms = clock_.NowMillis();
   JobRecord record = RecordOfSpec(std::get<JobSpec>(parsed), NewUid(now_ms), now_ms);
   if (intake_) record.message = intake_->FirstMessage();

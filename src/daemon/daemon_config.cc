@@ -6,6 +6,8 @@
 #include <functional>
 #include <map>
 
+#include "gantry/dispatch/remote_objects.h"
+
 namespace gantry {
 
 Status ParseListen(const std::string& listen, std::string* address, uint16_t* port) {
@@ -66,6 +68,25 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.dispatch_workers, 1, 256)) return Status::Invalid("dispatchWorkers must be 1..256");
   if (!in(c.probe_interval_seconds, 1, 3600)) return Status::Invalid("probeIntervalSeconds must be 1..3600");
   if (c.origin.empty() || c.origin.size() > 63) return Status::Invalid("origin must be a label value of 1..63 characters");
+  for (std::size_t i = 0; i < c.generic_kinds.size(); ++i) {
+    const KindRef& k = c.generic_kinds[i];
+    const std::string at = fmt::format("genericKinds[{}]", i);
+    if (k.api_version.find('/') == std::string::npos) {
+      return Status::Invalid(at + ".apiVersion must be group/version (a custom resource's)");
+    }
+    if (auto path = dispatch::KindPath(k.api_version, k.kind, ""); !path.ok()) {
+      return Status::Invalid(at + ": " + path.status().message());
+    }
+    if ((k.api_version == "batch/v1" && k.kind == "Job") ||
+        (k.api_version.starts_with("jobset.x-k8s.io/") && k.kind == "JobSet")) {
+      return Status::Invalid(at + ": " + k.kind + " has its own adapter and is always watched");
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      if (c.generic_kinds[j].api_version == k.api_version && c.generic_kinds[j].kind == k.kind) {
+        return Status::Invalid(at + ": listed twice");
+      }
+    }
+  }
   return Status::Ok();
 }
 
@@ -107,6 +128,28 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
     std::string key = kv.first.as<std::string>();
     int line = kv.first.Mark().line + 1;
     try {
+      if (key == "genericKinds") {
+        if (kv.second.IsNull()) continue;
+        if (!kv.second.IsSequence()) {
+          return Status::Invalid(fmt::format("config {}: line {}: genericKinds: must be a list", path, line));
+        }
+        for (const auto& item : kv.second) {
+          const int item_line = item.Mark().line + 1;
+          if (!item.IsMap()) {
+            return Status::Invalid(fmt::format(
+                "config {}: line {}: genericKinds: each item must be a mapping {{apiVersion, kind}}", path, item_line));
+          }
+          KindRef k;
+          for (const auto& f : item) {
+            std::string fk = f.first.as<std::string>();
+            if (fk == "apiVersion") k.api_version = f.second.as<std::string>();
+            else if (fk == "kind") k.kind = f.second.as<std::string>();
+            else return Status::Invalid(fmt::format("config {}: line {}: genericKinds.{}: unknown field", path, f.first.Mark().line + 1, fk));
+          }
+          c.generic_kinds.push_back(std::move(k));
+        }
+        continue;
+      }
       if (key == "tls") {
         if (kv.second.IsNull()) continue;
         for (const auto& t : kv.second) {

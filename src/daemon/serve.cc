@@ -150,6 +150,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.lease_on_quota_reserved = config.lease_on == "QuotaReserved";
   engine_options.decide.finished_retention_ms = int64_t{config.finished_retention_seconds} * 1000;
   engine_options.workers = config.dispatch_workers;
+  for (const KindRef& k : config.generic_kinds) engine_options.observer.generic_kinds.push_back({k.api_version, k.kind});
   dispatch::Engine engine(job_store, fleet, clock, engine_options, &metrics);
   if (Status s = engine.Start(); !s.ok()) {
     spdlog::critical("dispatch engine: {}", s.ToString());

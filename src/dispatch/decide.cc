@@ -439,8 +439,11 @@ Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersi
 }
 
 Action DeleteJobAction(const std::string& cluster, const ObservedJob& j) {
-  // The observer watches these two kinds; their paths come from the same place as the creates'.
-  nlohmann::json kind = {{"apiVersion", j.kind == "JobSet" ? "jobset.x-k8s.io/v1alpha2" : "batch/v1"}, {"kind", j.kind}};
+  // The paths of the kinds the observer watches come from the same place as the creates'.
+  std::string api = !j.api_version.empty() ? j.api_version
+                    : j.kind == "JobSet"   ? "jobset.x-k8s.io/v1alpha2"
+                                           : "batch/v1";
+  nlohmann::json kind = {{"apiVersion", std::move(api)}, {"kind", j.kind}};
   auto path = JobPath(kind, j.ns, j.name);
   return DeleteAction(cluster, kJob, j, path.ok() ? *path : "");
 }

@@ -105,6 +105,17 @@ std::string Engine::FirstMessage() const {
   return no_clusters_.load() ? std::string(kNoClustersMessage) : std::string();
 }
 
+std::optional<FieldError> Engine::Refuse(const JobSpec& spec) const {
+  if (HasAdapter(spec.template_object)) return std::nullopt;
+  GenericKind k{spec.template_object.value("apiVersion", ""), spec.template_object.value("kind", "")};
+  const std::vector<GenericKind>& watched = options_.observer.generic_kinds;
+  if (std::find(watched.begin(), watched.end(), k) != watched.end()) return std::nullopt;
+  return FieldError{"spec.template.kind",
+                    fmt::format("Unsupported value: \"{}\" of {}: not a Job or JobSet, and not in the daemon's "
+                                "genericKinds (gantry must watch a kind to see its jobs run, finish and go)",
+                                k.kind, k.api_version)};
+}
+
 void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
   // Stored with the message its first pass would write, while there is still
   // no cluster. Clusters come only with an inventory reload, and its scan

@@ -1,7 +1,8 @@
 // ClusterObserver (see the header). How it is built:
 //
-// Threads. Each watched cluster is a Cluster record with three threads
-// (Workloads, Jobs, JobSets), each with its own KubeClient running
+// Threads. Each watched cluster is a Cluster record with a thread per
+// resource (Workloads, Jobs, JobSets, each generic kind), each with its own
+// KubeClient running
 // kube::ListWatch until the record's `stopping` flag is set. SetClusters never
 // waits: a removed or replaced record is retired at once (hidden from readers,
 // on_change muted) and joined by a later SetClusters once its threads have
@@ -17,10 +18,11 @@
 // Synced. A resource counts as listed from its first successful list since its
 // thread started. ListWatch reports no failures, so a failed watch does not
 // unsync it: the view may be stale until ListWatch's relist replaces it (as
-// with client-go's HasSynced). A JobSet path answering 404 (CRD not installed)
-// counts as listed and empty, and is asked again every kUnservedRecheck. A 404
-// for Workloads or Jobs keeps the cluster unsynced: Kueue missing or the wrong
-// version is a configuration error, not evidence of absence.
+// with client-go's HasSynced). A JobSet or generic path answering 404 (CRD not
+// installed) counts as listed and empty, and is asked again every
+// kUnservedRecheck. A 404 for Workloads or Jobs keeps the cluster unsynced:
+// Kueue missing or the wrong version is a configuration error, not evidence
+// of absence.
 #include "gantry/dispatch/observer.h"
 #include "gantry/common/thread_name.h"
 
@@ -43,8 +45,31 @@ namespace {
 
 using nlohmann::json;
 
-enum Resource { kWorkloads = 0, kJobs = 1, kJobSets = 2, kResourceCount = 3 };
-constexpr std::array<const char*, kResourceCount> kResourceNames = {"workloads", "jobs", "jobsets"};
+// One watched resource of every cluster. The first is the Workloads.
+struct Resource {
+  std::string name;         // for logs
+  std::string path;         // all namespaces; "" for the Workloads (their path is the cluster's version's)
+  std::string kind;         // ObservedJob::kind ("" for the Workloads)
+  std::string api_version;  // ObservedJob::api_version
+  bool optional = false;    // a 404 means "not installed here": listed and empty
+};
+
+std::vector<Resource> ResourcesOf(const ObserverOptions& options) {
+  std::vector<Resource> out = {
+      {"workloads", "", "", "", false},
+      {"jobs", "/apis/batch/v1/jobs", "Job", "batch/v1", false},
+      {"jobsets", "/apis/jobset.x-k8s.io/v1alpha2/jobsets", "JobSet", "jobset.x-k8s.io/v1alpha2", true},
+  };
+  for (const GenericKind& g : options.generic_kinds) {
+    auto path = KindPath(g.api_version, g.kind, "");
+    if (!path.ok()) {  // the daemon's configuration check refuses these first
+      spdlog::error("observer: generic kind {} {} not watched: {}", g.api_version, g.kind, path.status().message());
+      continue;
+    }
+    out.push_back({g.kind + "." + g.api_version, *path, g.kind, g.api_version, true});
+  }
+  return out;
+}
 
 // How often a JobSet path that answered 404 is asked again: the CRD may be installed later.
 constexpr auto kUnservedRecheck = std::chrono::seconds(60);
@@ -53,9 +78,8 @@ constexpr auto kFirstBackoff = std::chrono::milliseconds(200);
 // A watch stream is declared dead when silent this much longer than the server's own timeout.
 constexpr auto kIdleMargin = std::chrono::seconds(30);
 
-std::string PathOf(Resource r, inventory::KueueApiVersion version) {
-  if (r == kWorkloads) return AllWorkloadsPath(version);
-  return r == kJobs ? "/apis/batch/v1/jobs" : "/apis/jobset.x-k8s.io/v1alpha2/jobsets";
+std::string PathOf(const Resource& r, inventory::KueueApiVersion version) {
+  return r.path.empty() ? AllWorkloadsPath(version) : r.path;
 }
 
 // The value at path inside nested objects, or null when any step is missing.
@@ -131,20 +155,21 @@ std::string KeyOf(const json& o) {
 }
 
 // The status members ParseWorkload and ParseJob read (keep in step with them).
-std::set<std::string> StatusFieldsRead(Resource r) {
-  if (r == kWorkloads) return {"conditions"};
+std::set<std::string> StatusFieldsRead(const Resource& r) {
+  if (r.kind != "Job" && r.kind != "JobSet") return {"conditions"};
   return {"conditions", "active", "succeeded", "failed", "replicatedJobsStatus", "restarts"};
 }
 
-std::optional<Entry> ToEntry(Resource r, const json& o) {
+std::optional<Entry> ToEntry(const Resource& r, const json& o) {
   std::string rv = Str(o, {"metadata", "resourceVersion"});
-  if (r == kWorkloads) {
+  if (r.kind.empty()) {
     auto w = ParseWorkload(o);
     if (!w) return std::nullopt;
     return Entry{w->job_uid, std::move(rv), std::move(*w)};
   }
-  auto j = ParseJob(r == kJobs ? "Job" : "JobSet", o);
+  auto j = ParseJob(r.kind, o);
   if (!j) return std::nullopt;
+  j->api_version = r.api_version;
   return Entry{j->job_uid, std::move(rv), std::move(*j)};
 }
 
@@ -245,9 +270,9 @@ bool SameWatch(const ObservedCluster& a, const ObservedCluster& b) {
 struct ClusterObserver::Impl {
   // One watched cluster: its configuration, its views and its threads.
   struct Cluster {
-    explicit Cluster(ObservedCluster c) : config(std::move(c)) {}
+    Cluster(ObservedCluster c, std::size_t resources) : config(std::move(c)), caches(resources) {}
     const ObservedCluster config;
-    std::array<ResourceCache, kResourceCount> caches;  // guarded by Impl::mu
+    std::vector<ResourceCache> caches;  // one per Impl::resources; guarded by Impl::mu
     std::atomic<bool> stopping{false};
     std::atomic<int> running{0};  // threads not yet ended
     std::mutex wait_mu;
@@ -272,26 +297,27 @@ struct ClusterObserver::Impl {
     }
   };
 
-  Impl(ObserverOptions o, OnChange cb) : options(std::move(o)), on_change(std::move(cb)) {}
+  Impl(ObserverOptions o, OnChange cb)
+      : options(std::move(o)), on_change(std::move(cb)), resources(ResourcesOf(options)) {}
 
   std::unique_ptr<Cluster> Start(const ObservedCluster& config) {
-    auto c = std::make_unique<Cluster>(config);
-    c->running = kResourceCount;
-    for (int r = 0; r < kResourceCount; ++r) {
+    auto c = std::make_unique<Cluster>(config, resources.size());
+    c->running = static_cast<int>(resources.size());
+    for (std::size_t r = 0; r < resources.size(); ++r) {
       c->threads.emplace_back([this, p = c.get(), r] {
         SetThreadName("watch-" + p->config.name);
-        Run(p, static_cast<Resource>(r));
+        Run(p, r);
         --p->running;
       });
     }
     return c;
   }
 
-  void Run(Cluster* c, Resource r) {
+  void Run(Cluster* c, std::size_t r) {
     kube::KubeClientOptions client_options;
     client_options.timeout = options.request_timeout;
     client_options.max_attempts = 1;  // ListWatch retries; one try keeps a request within the bound
-    const std::string path = PathOf(r, c->config.kueue_version);
+    const std::string path = PathOf(resources[r], c->config.kueue_version);
     kube::ListWatchOptions lw;
     lw.label_selector = Selector();
     lw.watch_timeout_seconds = options.watch_timeout_seconds;
@@ -301,14 +327,14 @@ struct ClusterObserver::Impl {
     lw.max_backoff = options.max_backoff;
     // ToEntry reads metadata and a few spec and status fields: the pod
     // templates and admission details need not be parsed on every event.
-    lw.only_fields = {{"spec", {"suspend"}}, {"status", StatusFieldsRead(r)}};
+    lw.only_fields = {{"spec", {"suspend"}}, {"status", StatusFieldsRead(resources[r])}};
     auto backoff = std::chrono::milliseconds(kFirstBackoff);
     while (!c->stopping) {
       try {
         auto client = kube::KubeClient::Create(c->config.credentials, client_options);
         if (!client.ok()) {
           spdlog::warn("observer: cluster {}: {}", c->config.name, client.status().message());
-        } else if (r != kJobSets || WaitUntilServed(c, **client, r, path)) {
+        } else if (!resources[r].optional || WaitUntilServed(c, **client, r, path)) {
           kube::ListWatch(
               **client, path, lw, [&](const std::vector<json>& items) { ApplyList(c, r, items); },
               [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },
@@ -316,7 +342,7 @@ struct ClusterObserver::Impl {
         }
       } catch (const std::exception& e) {
         // A malformed answer (or a throwing on_change): the view may be incomplete until relisted.
-        spdlog::error("observer: cluster {} {}: {}", c->config.name, kResourceNames[r], e.what());
+        spdlog::error("observer: cluster {} {}: {}", c->config.name, resources[r].name, e.what());
         std::lock_guard lock(mu);
         c->caches[r].listed = false;
       }
@@ -327,7 +353,7 @@ struct ClusterObserver::Impl {
 
   // While the path answers 404, the resource counts as listed and empty. True
   // once it answers anything else (ListWatch handles failures), false when stopping.
-  bool WaitUntilServed(Cluster* c, kube::KubeClient& client, Resource r, const std::string& path) {
+  bool WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path) {
     kube::ListOptions probe;
     probe.label_selector = Selector();
     probe.limit = 1;
@@ -336,7 +362,7 @@ struct ClusterObserver::Impl {
       if (!reply.ok() || reply->status != 404) return true;
       if (!logged) {
         spdlog::info("observer: cluster {} does not serve {} (404): empty, asked again every {}s",
-                     c->config.name, kResourceNames[r], kUnservedRecheck.count());
+                     c->config.name, resources[r].name, kUnservedRecheck.count());
       }
       ApplyList(c, r, {});
       if (!c->Wait(kUnservedRecheck)) return false;
@@ -344,10 +370,10 @@ struct ClusterObserver::Impl {
     return false;
   }
 
-  void ApplyList(Cluster* c, Resource r, const std::vector<json>& items) {
+  void ApplyList(Cluster* c, std::size_t r, const std::vector<json>& items) {
     std::map<std::string, Entry> fresh;
     for (const json& o : items) {
-      if (auto e = ToEntry(r, o)) fresh.emplace(KeyOf(o), std::move(*e));
+      if (auto e = ToEntry(resources[r], o)) fresh.emplace(KeyOf(o), std::move(*e));
     }
     std::set<std::string> changed;
     {
@@ -358,11 +384,11 @@ struct ClusterObserver::Impl {
     Notify(c, r, changed, ClusterObserver::Observed{});
   }
 
-  void ApplyEvent(Cluster* c, Resource r, const kube::WatchEvent& e) {
+  void ApplyEvent(Cluster* c, std::size_t r, const kube::WatchEvent& e) {
     // BOOKMARK and ERROR change nothing. An object that lost its job-uid label is
     // no longer tracked: erased like a deleted one.
     if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED") return;
-    std::optional<Entry> entry = e.type == "DELETED" ? std::nullopt : ToEntry(r, e.object);
+    std::optional<Entry> entry = e.type == "DELETED" ? std::nullopt : ToEntry(resources[r], e.object);
     ClusterObserver::Observed what;
     what.change = !entry ? Change::kGone : e.type == "ADDED" ? Change::kAppeared : Change::kChanged;
     if (entry && what.change == Change::kAppeared) {
@@ -387,9 +413,9 @@ struct ClusterObserver::Impl {
     Notify(c, r, changed, what);
   }
 
-  void Notify(Cluster* c, Resource r, const std::set<std::string>& job_uids, ClusterObserver::Observed what) {
+  void Notify(Cluster* c, std::size_t r, const std::set<std::string>& job_uids, ClusterObserver::Observed what) {
     what.cluster = c->config.name;
-    what.kind = r == kWorkloads ? kWorkload : kJob;
+    what.kind = resources[r].kind.empty() ? kWorkload : kJob;
     for (const std::string& uid : job_uids) {
       if (c->stopping) return;  // retired: its view is gone, and Stop() may be waiting
       what.job_uid = uid;
@@ -401,6 +427,7 @@ struct ClusterObserver::Impl {
 
   const ObserverOptions options;
   const OnChange on_change;
+  const std::vector<Resource> resources;
   mutable std::mutex mu;
   bool stopped = false;                                      // guarded by mu
   std::map<std::string, std::unique_ptr<Cluster>> clusters;  // guarded by mu
@@ -524,7 +551,8 @@ std::optional<ObservedJob> ParseJob(const std::string& kind, const json& object)
     j.state = RemoteJobState::kSuspended;
     CopyReason(TrueCondition(object, "Suspended"), &j.reason, &j.message);
   }
-  if (kind != "JobSet") {
+  if (kind != "Job" && kind != "JobSet") return j;  // a generic kind: no counts gantry knows
+  if (kind == "Job") {
     j.summary =
         fmt::format("active {}, succeeded {}, failed {}", Int(object, {"status", "active"}),
                     Int(object, {"status", "succeeded"}), Int(object, {"status", "failed"}));

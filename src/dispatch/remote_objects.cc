@@ -50,6 +50,12 @@ TemplateKind Classify(const json& object) {
   return TemplateKind::kOther;
 }
 
+}  // namespace
+
+bool HasAdapter(const json& template_object) { return Classify(template_object) != TemplateKind::kOther; }
+
+namespace {
+
 // obj[key], made an object if it is missing or anything else.
 json& ObjectAt(json& obj, const char* key) {
   json& child = obj[key];
@@ -212,26 +218,27 @@ std::string AllWorkloadsPath(inventory::KueueApiVersion version) {
   return "/apis/" + std::string(kKueueGroup) + "/" + KueueVersionString(version) + "/workloads";
 }
 
-Result<std::string> JobPath(const nlohmann::json& template_object, const std::string& ns,
-                            const std::string& name) {
-  const std::string api = StringAt(template_object, "apiVersion");
-  const std::string kind = StringAt(template_object, "kind");
-  if (api.empty() || kind.empty()) {
-    return Status::Invalid("the template needs a non-empty apiVersion and kind");
-  }
-  if (ns.empty()) return Status::Invalid("a job path needs a namespace");
-  // The template of an adapter-less kind is user input that ends up in a URL.
-  std::size_t slash = api.find('/');
-  std::string group = slash == std::string::npos ? "" : api.substr(0, slash);
-  std::string version = slash == std::string::npos ? api : api.substr(slash + 1);
+Result<std::string> KindPath(const std::string& api_version, const std::string& kind, const std::string& ns) {
+  if (api_version.empty() || kind.empty()) return Status::Invalid("a non-empty apiVersion and kind are needed");
+  // An adapter-less kind comes from user input (a template, the daemon's
+  // configuration) and ends up in a URL.
+  std::size_t slash = api_version.find('/');
+  std::string group = slash == std::string::npos ? "" : api_version.substr(0, slash);
+  std::string version = slash == std::string::npos ? api_version : api_version.substr(slash + 1);
   if ((slash != std::string::npos && !CheckDns1123Subdomain(group).empty()) ||
       !CheckDns1123Label(version).empty() || !IsAlnumKind(kind)) {
-    return Status::Invalid("the template's apiVersion \"" + api + "\" or kind \"" + kind +
-                           "\" cannot name a resource");
+    return Status::Invalid("apiVersion \"" + api_version + "\" and kind \"" + kind + "\" cannot name a resource");
   }
-  std::string path = (group.empty() ? "/api/" + version : "/apis/" + group + "/" + version) +
-                     "/namespaces/" + ns + "/" + ResourceForKind(kind);
-  return name.empty() ? path : path + "/" + name;
+  return (group.empty() ? "/api/" + version : "/apis/" + group + "/" + version) +
+         (ns.empty() ? "" : "/namespaces/" + ns) + "/" + ResourceForKind(kind);
+}
+
+Result<std::string> JobPath(const nlohmann::json& template_object, const std::string& ns,
+                            const std::string& name) {
+  if (ns.empty()) return Status::Invalid("a job path needs a namespace");
+  auto path = KindPath(StringAt(template_object, "apiVersion"), StringAt(template_object, "kind"), ns);
+  if (!path.ok()) return Status::Invalid("the template: " + path.status().message());
+  return name.empty() ? *path : *path + "/" + name;
 }
 
 json BuildWorkload(const WorkloadParams& params) {

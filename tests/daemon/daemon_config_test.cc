@@ -14,13 +14,22 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "clusterLostTimeoutSeconds: 60\n"
                      "finishedRetentionSeconds: 3600\n"
                      "leaseOn: QuotaReserved\n"
-                     "dispatchWorkers: 4\n");
+                     "dispatchWorkers: 4\n"
+                     "genericKinds:\n"
+                     "- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}\n"
+                     "- apiVersion: ray.io/v1\n"
+                     "  kind: RayJob\n");
   Result<DaemonConfig> c = LoadDaemonConfig(path);
   REQUIRE(c.ok());
   CHECK(c->cluster_lost_timeout_seconds == 60);
   CHECK(c->finished_retention_seconds == 3600);
   CHECK(c->lease_on == "QuotaReserved");
   CHECK(c->dispatch_workers == 4);
+  REQUIRE(c->generic_kinds.size() == 2);
+  CHECK(c->generic_kinds[0].api_version == "trainer.kubeflow.org/v1alpha1");
+  CHECK(c->generic_kinds[0].kind == "TrainJob");
+  CHECK(c->generic_kinds[1].api_version == "ray.io/v1");
+  CHECK(c->generic_kinds[1].kind == "RayJob");
   CHECK(c->probe_interval_seconds == DaemonConfig{}.probe_interval_seconds);
   CHECK(DaemonConfig{}.finished_retention_seconds == 0);  // deleted at once unless asked
 
@@ -45,6 +54,16 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"tls: {certFile: a, pem: b}\n", "tls.pem: unknown field"},
       {"- a list\n", "must be a mapping"},
       {"origin: [unclosed\n", "line "},
+      {"genericKinds: TrainJob\n", "line 1: genericKinds: must be a list"},
+      {"genericKinds:\n- TrainJob\n", "line 2: genericKinds: each item must be a mapping"},
+      {"genericKinds:\n- {apiVersion: ray.io/v1, kind: RayJob, plural: rayjobs}\n", "genericKinds.plural: unknown field"},
+      {"genericKinds:\n- {apiVersion: v1, kind: Pod}\n", "genericKinds[0].apiVersion must be group/version"},
+      {"genericKinds:\n- {apiVersion: ray.io/v1}\n", "genericKinds[0]: a non-empty apiVersion and kind are needed"},
+      {"genericKinds:\n- {apiVersion: Ray_IO/v1, kind: RayJob}\n", "genericKinds[0]: apiVersion \"Ray_IO/v1\""},
+      {"genericKinds:\n- {apiVersion: ray.io/v1, kind: Ray-Job}\n", "cannot name a resource"},
+      {"genericKinds:\n- {apiVersion: batch/v1, kind: Job}\n", "Job has its own adapter"},
+      {"genericKinds:\n- {apiVersion: ray.io/v1, kind: RayJob}\n- {apiVersion: ray.io/v1, kind: RayJob}\n",
+       "genericKinds[1]: listed twice"},
   };
   for (const Case& c : cases) {
     INFO(c.text);

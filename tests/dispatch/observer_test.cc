@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "gantry/dispatch/decide.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/kube/kube_client.h"
 #include "process.h"
@@ -141,7 +142,7 @@ TEST_CASE("ParseJob: state, reason and summary of Jobs and JobSets", "[observer]
        "",
        {Condition("Complete", "False"), Condition("Failed", "False")}},
   };
-  for (const std::string kind : {"Job", "JobSet"}) {
+  for (const std::string kind : {"Job", "JobSet", "TrainJob"}) {  // TrainJob: a generic kind
     for (const Case& c : cases) {
       INFO(kind << ": " << c.name);
       json o = WithConditions({{"metadata", Meta("uid-9")}}, c.conditions);
@@ -168,6 +169,8 @@ TEST_CASE("ParseJob: state, reason and summary of Jobs and JobSets", "[observer]
                                               {{"name", "b"}, {"active", 3}, {"failed", 1}}};
   jobset["status"]["restarts"] = 1;
   CHECK(ParseJob("JobSet", jobset)->summary == "active 4, succeeded 2, failed 1, restarts 1");
+  // A generic kind's status is its own: no counts are made up for it.
+  CHECK(ParseJob("TrainJob", job)->summary.empty());
 }
 
 }  // namespace gantry::dispatch
@@ -181,6 +184,7 @@ using nlohmann::json;
 
 const std::string kWorkloadsPath = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads";
 const std::string kJobsPath = "/apis/batch/v1/namespaces/team-a/jobs";
+const std::string kTrainJobsPath = "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainjobs";
 
 json Metadata(const std::string& name, const std::string& job_uid, bool origin) {
   json m = {{"name", name}, {"namespace", "team-a"}};
@@ -210,6 +214,15 @@ json Job(const std::string& name, const std::string& job_uid, const std::string&
   j["metadata"] = Metadata(name, job_uid, true);
   j["metadata"]["annotations"][dispatch::kPrebuiltWorkloadAnnotation] = workload;
   j["spec"] = {{"suspend", true}, {"parallelism", 1}, {"template", PodTemplate()}};
+  return j;
+}
+
+// The same as a Kubeflow TrainJob, a kind only the generic adapter runs.
+json TrainJob(const std::string& name, const std::string& job_uid, const std::string& workload) {
+  json j = {{"apiVersion", "trainer.kubeflow.org/v1alpha1"}, {"kind", "TrainJob"}};
+  j["metadata"] = Metadata(name, job_uid, true);
+  j["metadata"]["annotations"][dispatch::kPrebuiltWorkloadAnnotation] = workload;
+  j["spec"] = {{"suspend", true}, {"trainer", {{"numNodes", 1}}}};
   return j;
 }
 
@@ -295,6 +308,8 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
   options.watch_timeout_seconds = 1;  // bounds Stop(); see observer.cc
   options.request_timeout = std::chrono::seconds(2);
   options.max_backoff = std::chrono::milliseconds(200);
+  // TrainJobs are served by the sim; Widgets are not (no CRD): listed as empty.
+  options.generic_kinds = {{"trainer.kubeflow.org/v1alpha1", "TrainJob"}, {"example.com/v1", "Widget"}};
   ChangeLog changes;
   ClusterObserver observer(options, [&](const ClusterObserver::Observed& what) {
     changes.Add(what);
@@ -349,6 +364,27 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     changes.Clear();
     REQUIRE(kc1->Delete(kWorkloadsPath + "/w1")->ok());
     CHECK(WaitFor([&] { return in("c1", "uid-1").workloads.empty() && changes.HasGone("uid-1"); }));
+  }
+
+  SECTION("a generic kind is watched like a Job") {
+    REQUIRE(kc2->Create(kWorkloadsPath, Workload("w3", "uid-3"))->status == 201);
+    REQUIRE(kc2->Create(kTrainJobsPath, TrainJob("t3", "uid-3", "w3"))->status == 201);
+    // The sim's Kueue admits w3 and starts t3 (spec.suspend false).
+    CHECK(WaitFor([&] {
+      auto o = in("c2", "uid-3");
+      return o.jobs.size() == 1 && o.jobs[0].state == dispatch::RemoteJobState::kRunning;
+    }));
+    auto o = in("c2", "uid-3");
+    REQUIRE(o.jobs.size() == 1);
+    CHECK(o.jobs[0].kind == "TrainJob");
+    CHECK(o.jobs[0].api_version == "trainer.kubeflow.org/v1alpha1");
+    CHECK(o.jobs[0].epoch == 2);
+    CHECK(changes.Appeared("c2 Job") == std::vector<std::string>{"c2 Job 2 as created"});
+    // Its delete goes where it was created.
+    CHECK(dispatch::DeleteJobAction("c2", o.jobs[0]).path == kTrainJobsPath + "/t3");
+    changes.Clear();
+    REQUIRE(kc2->Delete(kTrainJobsPath + "/t3")->ok());
+    CHECK(WaitFor([&] { return in("c2", "uid-3").jobs.empty() && changes.HasGone("uid-3"); }));
   }
 
   SECTION("SetClusters forgets, restarts and re-adds clusters; Stop is prompt") {

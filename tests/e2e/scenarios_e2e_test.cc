@@ -2,6 +2,7 @@
 // admitting at once, cancel in every phase, and a removed or cordoned cluster.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 
@@ -373,6 +374,86 @@ TEST_CASE("finishedRetentionSeconds: a finished job keeps its objects in its clu
   // Then withdrawn like any finished job.
   CHECK(PollFor([&] { return RemoteEmpty(fleet, {"c1"}); }, std::chrono::seconds(40)));
   CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("a generic kind in genericKinds is watched: it goes Running, finishes, and is withdrawn like a Job",
+          "[e2e][dispatch][generic]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = "clusters:\n- {name: c1}\n";
+  o.daemon_config_yaml = "genericKinds:\n- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+
+  // A Kubeflow TrainJob: no adapter, so its pod sets are given.
+  REQUIRE(fleet.Submit("team-a", R"(apiVersion: gantry.dev/v1
+kind: Job
+metadata: {name: tj, namespace: team-a}
+spec:
+  queue: team-a
+  template:
+    apiVersion: trainer.kubeflow.org/v1alpha1
+    kind: TrainJob
+    metadata:
+      annotations: {sim.gantry.dev/duration: "2s"}
+    spec:
+      trainer: {numNodes: 2}
+  podSets:
+  - name: node
+    count: 2
+    template:
+      spec:
+        containers:
+        - {name: trainer, image: registry.example.com/train:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+)") == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "tj", {"Succeeded"}, std::chrono::seconds(30)));
+  std::vector<std::string> reasons;
+  for (auto& e : fleet.Events("team-a", "tj")) reasons.push_back(e.value("reason", ""));
+  // Seen running (only a watched kind can be), then finished by its own condition.
+  CHECK(std::count(reasons.begin(), reasons.end(), "Started") == 1);
+  CHECK_THAT(fleet.Job("team-a", "tj")["status"].value("message", ""), Catch::Contains("JobsCompleted"));
+  CHECK(Runs(fleet, fleet.Uid("team-a", "tj")) == 1);
+
+  // Withdrawn: the TrainJob as well as its Workload.
+  auto creds = inventory::LoadKubeconfig(fleet.sim_dir() + "/c1.kubeconfig", "", false);
+  REQUIRE(creds.ok());
+  auto client = kube::KubeClient::Create(*creds);
+  REQUIRE(client.ok());
+  auto left = [&] {
+    kube::ListOptions opts;
+    opts.label_selector = "kueue.x-k8s.io/multikueue-origin=gantry";
+    auto t = (*client)->List("/apis/trainer.kubeflow.org/v1alpha1/trainjobs", opts);
+    auto w = (*client)->List("/apis/kueue.x-k8s.io/v1beta2/workloads", opts);
+    if (!t.ok() || !w.ok() || !t->ok() || !w->ok()) return -1;
+    return static_cast<int>(t->body["items"].size() + w->body["items"].size());
+  };
+  CHECK(PollFor([&] { return left() == 0; }, std::chrono::seconds(20)));
+  CHECK(fleet.Ctl({"check"}).code == 0);
+
+  // A kind the daemon does not watch is refused at the door, naming the
+  // field: unwatched, it would never show Running and would stay behind.
+  const std::string widget = fleet.sim_dir() + "/widget.yaml";
+  WriteFile(widget, R"(apiVersion: gantry.dev/v1
+kind: Job
+metadata: {name: w, namespace: team-a}
+spec:
+  queue: team-a
+  template: {apiVersion: example.com/v1, kind: Widget, spec: {}}
+  podSets:
+  - name: main
+    template:
+      spec:
+        containers:
+        - {name: c, image: registry.example.com/w:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
+)");
+  RunResult refused = Cli(fleet.url(), {"submit", "-f", widget});
+  CHECK(refused.code == 1);
+  CHECK_THAT(refused.out + refused.err, Catch::Contains("spec.template.kind") && Catch::Contains("genericKinds"));
+  CHECK(fleet.Phase("team-a", "w").empty());  // nothing stored
 }
 
 }  // namespace gantry::testing

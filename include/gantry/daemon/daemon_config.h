@@ -6,10 +6,17 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gantry/common/status.h"
 
 namespace gantry {
+
+// A Kubernetes kind by group/version and name.
+struct KindRef {
+  std::string api_version;  // group/version
+  std::string kind;
+};
 
 struct DaemonConfig {
   // ADDR:PORT to listen on. Loopback by default: exposing the API is a choice.
@@ -51,6 +58,11 @@ struct DaemonConfig {
   int dispatch_workers = 8;
   // Probe interval of a healthy cluster (readiness and quota).
   int probe_interval_seconds = 5;
+  // Kinds run by the generic adapter (spec.suspend, pod sets in the job
+  // document) that gantry watches in every cluster, as it does Jobs and
+  // JobSets: such jobs go Running, finish, and are withdrawn like a Job.
+  // Each needs its CRD in the worker clusters that run it.
+  std::vector<KindRef> generic_kinds;
 };
 
 // Reads path. Unknown fields, wrong types and bad values are errors naming

@@ -90,6 +90,10 @@ class Engine final : public JobIntake {
   // needs no pass until a cluster appears, and the inventory reload that
   // adds one looks at every queued job.
   std::string FirstMessage() const override;
+  // A template of a kind with no adapter (not a Job or JobSet) that
+  // ObserverOptions::generic_kinds does not list: unwatched, such a job would
+  // never show Running, and its object would stay in its cluster.
+  std::optional<FieldError> Refuse(const JobSpec& spec) const override;
 
  private:
   int64_t Pass(const std::string& uid);

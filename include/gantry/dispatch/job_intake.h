@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gantry/common/job_waker.h"
@@ -38,6 +39,13 @@ class JobIntake : public JobWaker {
   // the caller stores it with the job, and Created then has no pass to run.
   // Empty when the job needs its first pass.
   virtual std::string FirstMessage() const { return {}; }
+  // Why the engine cannot run this job as users expect (the API refuses it,
+  // 422, with this field and message); nullopt when it can. The default
+  // takes every job.
+  virtual std::optional<FieldError> Refuse(const JobSpec& spec) const {
+    (void)spec;
+    return std::nullopt;
+  }
 };
 
 }  // namespace gantry::dispatch

@@ -10,8 +10,10 @@
 // absent there.
 //
 // Watched resources per cluster: Kueue Workloads (the cluster's configured
-// version), batch/v1 Jobs and jobset.x-k8s.io/v1alpha2 JobSets, all
-// namespaces. Each resource runs ListWatch on its own thread.
+// version), batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets and the generic
+// kinds of ObserverOptions, all namespaces. Each resource runs ListWatch on
+// its own thread. A JobSet or generic kind a cluster does not serve (404: its
+// CRD is not installed there) counts as listed and empty.
 //
 // Thread-safety: every public method is safe from any thread.
 #pragma once
@@ -51,9 +53,10 @@ struct ObservedWorkload {
 
 enum class RemoteJobState { kSuspended, kRunning, kSucceeded, kFailed };
 
-// A real job (batch/v1 Job or JobSet) as observed.
+// A real job (batch/v1 Job, JobSet, or a watched generic kind) as observed.
 struct ObservedJob {
-  std::string kind;           // "Job" | "JobSet"
+  std::string kind;           // "Job" | "JobSet" | a generic kind
+  std::string api_version;    // its group/version ("" = batch/v1 for a Job, jobset.x-k8s.io/v1alpha2 for a JobSet)
   std::string ns;
   std::string name;
   std::string k8s_uid;
@@ -64,7 +67,15 @@ struct ObservedJob {
   // spec.suspend false -> kRunning, else kSuspended.
   std::string reason;         // the deciding condition's reason, if any
   std::string message;
-  std::string summary;        // e.g. "active 2, succeeded 0, failed 0" (Job status counts)
+  std::string summary;        // e.g. "active 2, succeeded 0, failed 0" (Job status counts); "" for generic kinds
+};
+
+// A kind run by the generic adapter (any kind with spec.suspend, its pod
+// sets given in the job document) that the observer watches like Jobs.
+struct GenericKind {
+  std::string api_version;  // group/version, e.g. trainer.kubeflow.org/v1alpha1
+  std::string kind;         // e.g. TrainJob
+  bool operator==(const GenericKind&) const = default;
 };
 
 // Everything one cluster shows for one job uid.
@@ -85,6 +96,10 @@ struct ObserverOptions {
   int watch_timeout_seconds = 10;  // server-side end of each watch, then resumed
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds max_backoff{10'000};
+  // Watched as well as Jobs and JobSets: their jobs go Running, finish and
+  // are withdrawn as a Job does. A generic kind not listed here is not seen:
+  // its job finishes when its Workload does, and its object stays behind.
+  std::vector<GenericKind> generic_kinds;
 };
 
 class ClusterObserver {
@@ -127,7 +142,8 @@ class ClusterObserver {
   std::unique_ptr<Impl> impl_;
 };
 
-// Exposed for tests: decode one object.
+// Exposed for tests: decode one object. ParseJob's summary counts a Job's or
+// a JobSet's pods; other kinds have none (their conditions decide the state).
 std::optional<ObservedWorkload> ParseWorkload(const nlohmann::json& object);
 std::optional<ObservedJob> ParseJob(const std::string& kind, const nlohmann::json& object);
 

@@ -46,6 +46,15 @@ std::string WorkloadPath(inventory::KueueApiVersion version, const std::string& 
 // All namespaces, for the watches: /apis/kueue.x-k8s.io/<v>/workloads
 std::string AllWorkloadsPath(inventory::KueueApiVersion version);
 
+// Whether a job template is of a kind with its own adapter (batch/v1 Job,
+// jobset.x-k8s.io JobSet); any other kind runs through the generic adapter.
+bool HasAdapter(const nlohmann::json& template_object);
+
+// The REST collection path of a kind in ns, or in all namespaces when ns is
+// "": /apis/<group>/<version>[/namespaces/<ns>]/<resource> (core "v1" ->
+// /api/v1), the resource guessed from the kind as Kubernetes does
+// (lowercase, plural). InvalidArgument when they cannot name a resource.
+Result<std::string> KindPath(const std::string& api_version, const std::string& kind, const std::string& ns);
 // The REST path of the template's kind in ns: batch/v1 Job -> /apis/batch/v1/namespaces/ns/jobs[/name],
 // jobset.x-k8s.io/<v> JobSet -> .../jobsets, any other group/version kind K -> lowercase(K)+"s"
 // under /apis/<group>/<version> (core "v1" -> /api/v1). InvalidArgument when apiVersion/kind are missing.

@@ -77,8 +77,7 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     if (auto path = dispatch::KindPath(k.api_version, k.kind, ""); !path.ok()) {
       return Status::Invalid(at + ": " + path.status().message());
     }
-    if ((k.api_version == "batch/v1" && k.kind == "Job") ||
-        (k.api_version.starts_with("jobset.x-k8s.io/") && k.kind == "JobSet")) {
+    if (dispatch::HasAdapter({{"apiVersion", k.api_version}, {"kind", k.kind}})) {
       return Status::Invalid(at + ": " + k.kind + " has its own adapter and is always watched");
     }
     for (std::size_t j = 0; j < i; ++j) {

@@ -71,7 +71,7 @@ std::vector<Resource> ResourcesOf(const ObserverOptions& options) {
   return out;
 }
 
-// How often a JobSet path that answered 404 is asked again: the CRD may be installed later.
+// How often a JobSet or generic path that answered 404 is asked again: the CRD may be installed later.
 constexpr auto kUnservedRecheck = std::chrono::seconds(60);
 // First wait after a failure of our own (client creation, an exception); doubled up to max_backoff.
 constexpr auto kFirstBackoff = std::chrono::milliseconds(200);

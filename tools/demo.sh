@@ -35,6 +35,9 @@ probeIntervalSeconds: 1
 # Short for the demo (the default is 15 minutes): a partitioned owner is
 # given up after 5 s and its Requeue jobs move elsewhere.
 clusterLostTimeoutSeconds: 5
+# config/examples/trainjob.yaml runs a kind gantry has no adapter for.
+genericKinds:
+- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}
 EOF
 "$BIN" serve --config "$work/gantry.yaml" --data-dir "$work/data" --listen 127.0.0.1:0 \
   --ready-file "$work/ready" >"$work/gantry.log" 2>&1 &
@@ -121,7 +124,7 @@ echo "\$ gantry-sim ctl heal $owner   # the zombie copy at epoch 1 is deleted on
 "$SIM" ctl --out-dir "$work/sim" heal "$owner" >/dev/null
 
 step "let everything finish"
-for j in "llama-ft team-a" "batch-infer team-b" "sweep-trial-7 team-a" "etl-short team-b" "etl-moving team-b"; do
+for j in "llama-ft team-a" "batch-infer team-b" "sweep-trial-7 team-a" "trainjob-mnist team-a" "etl-short team-b" "etl-moving team-b"; do
   set -- $j
   wait_phase "$1" "$2" Succeeded Failed Unschedulable Cancelled || true
 done

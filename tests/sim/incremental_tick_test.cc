@@ -194,3 +194,89 @@ TEST_CASE("a Workload whose pod sets shrink is admitted with its new demand", "[
 
 }  // namespace
 }  // namespace gantry::sim
+
+namespace gantry::sim {
+namespace {
+
+// A TrainJob in the shape gantry's generic adapter writes: suspended, naming
+// its prebuilt Workload.
+json MakeTrainJob(const std::string& name, const std::string& workload, json trainer) {
+  json j = MakeJob(name, workload, "u-" + name);
+  j["apiVersion"] = "trainer.kubeflow.org/v1alpha1";
+  j["kind"] = "TrainJob";
+  j["spec"] = {{"suspend", true}, {"trainer", std::move(trainer)}};
+  return j;
+}
+
+TEST_CASE("a TrainJob is adopted, runs and completes like a Job", "[sim][tick]") {
+  Fixture f;
+  const ResourceInfo& trainjobs = ResourceByPlural("trainjobs");
+  REQUIRE(f.state.Create(trainjobs, "team-a", MakeTrainJob("tj", "w", {{"numNodes", 2}})).ok());
+  REQUIRE(f.state.Create(f.wl, "team-a", MakeWorkload("w", 1, 8)).ok());
+  f.TickAfter(10);  // admitted, then adopted in the same tick
+  CHECK(f.Get(trainjobs, "tj")["spec"]["suspend"] == false);
+  CHECK(f.Get(f.wl, "w")["metadata"]["ownerReferences"][0]["kind"] == "TrainJob");
+  f.TickAfter(1000);  // MakeJob's 1 s run
+  CHECK(HasCondition(f.Get(trainjobs, "tj"), "Complete"));
+  CHECK(HasCondition(f.Get(f.wl, "w"), "Finished"));
+  auto runs = f.journal.Snapshot();
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].kind == "TrainJob");
+}
+
+TEST_CASE("a runnable object of the wrong shape is refused at create and patch, never run", "[sim][tick]") {
+  Fixture f;
+  const ResourceInfo& trainjobs = ResourceByPlural("trainjobs");
+  const ResourceInfo& jobsets = ResourceByPlural("jobsets");
+  REQUIRE(f.state.Create(f.wl, "team-a", MakeWorkload("w", 1, 8)).ok());
+  struct Case {
+    const ResourceInfo* res;
+    json object;
+    const char* field;
+  };
+  json bad_spec = MakeJob("j1", "w", "u1");
+  bad_spec["spec"] = "run";
+  json bad_parallelism = MakeJob("j2", "w", "u2");
+  bad_parallelism["spec"]["parallelism"] = "2";
+  json bad_suspend = MakeJob("j3", "w", "u3");
+  bad_suspend["spec"]["suspend"] = "true";
+  json nulls = MakeJob("j4", "w", "u5");  // null is unset, as the apiserver reads it
+  nulls["spec"]["suspend"] = nullptr;
+  nulls["spec"]["completions"] = nullptr;
+  json bad_jobset = MakeJob("js", "w", "u4");
+  bad_jobset["apiVersion"] = "jobset.x-k8s.io/v1alpha2";
+  bad_jobset["kind"] = "JobSet";
+  bad_jobset["spec"] = {{"suspend", true}, {"replicatedJobs", {{{"replicas", 1}, {"template", "x"}}}}};
+  const Case cases[] = {
+      {&f.jobs, bad_spec, "spec: must be an object"},
+      {&f.jobs, bad_parallelism, "spec.parallelism: must be an integer >= 0"},
+      {&f.jobs, bad_suspend, "spec.suspend: must be a boolean"},
+      {&f.jobs, nulls, ""},
+      {&trainjobs, MakeTrainJob("t1", "w", nullptr), ""},  // no trainer: one node
+      {&trainjobs, MakeTrainJob("t2", "w", "big"), "spec.trainer: must be an object"},
+      {&trainjobs, MakeTrainJob("t3", "w", {{"numNodes", "2"}}), "spec.trainer.numNodes: must be an integer >= 0"},
+      {&jobsets, bad_jobset, "spec.replicatedJobs[0].template: must be an object"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.object.dump());
+    auto created = f.state.Create(*c.res, "team-a", c.object);
+    if (std::string(c.field).empty()) {
+      CHECK(created.ok());
+      continue;
+    }
+    REQUIRE_FALSE(created.ok());
+    CHECK(created.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(created.status().message(), Catch::Contains(c.field) && Catch::Contains("is invalid"));
+  }
+  // A patch that would break a stored one is refused the same way.
+  auto patched = f.state.Patch(trainjobs, "team-a", "t1", "merge", {{"spec", {{"trainer", {{"numNodes", -1}}}}}}, false);
+  REQUIRE_FALSE(patched.ok());
+  CHECK_THAT(patched.status().message(), Catch::Contains("spec.trainer.numNodes"));
+  f.TickAfter(10);  // one of the good ones runs (the Workload takes one job); nothing threw
+  CHECK(f.journal.Snapshot().size() == 1);
+  f.TickAfter(1000);  // it finishes; nothing threw
+  CHECK(f.journal.Snapshot().size() == 1);
+}
+
+}  // namespace
+}  // namespace gantry::sim

@@ -78,7 +78,8 @@ Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::str
     GANTRY_RETURN_IF_ERROR(ValidateWorkload(object));
     object.erase("status");
   }
-  if (!object.contains("spec")) object["spec"] = json::object();
+  if (!object.contains("spec") || object["spec"].is_null()) object["spec"] = json::object();
+  if (IsRunnable(res.plural)) GANTRY_RETURN_IF_ERROR(ValidateRunnable(res, object));
   int64_t now = clock_->NowMillis();
   auto created = store_.Create(res.plural, std::move(object), now);
   if (!created.ok()) return created.status();
@@ -151,6 +152,7 @@ Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns,
     GANTRY_RETURN_IF_ERROR(ValidateWorkload(updated));
     GANTRY_RETURN_IF_ERROR(ValidateWorkloadUpdate(*cur, updated));
   }
+  if (IsRunnable(res.plural)) GANTRY_RETURN_IF_ERROR(ValidateRunnable(res, updated));
   auto result = store_.Update(res.plural, std::move(updated));
   if (!result.ok()) return result.status();
   if (res.plural == "workloads") kueue_.MarkDirty();

@@ -21,15 +21,35 @@ bool JobFinished(const json& job) {
   return HasCondition(job, "Complete") || HasCondition(job, "Failed") || HasCondition(job, "Completed");
 }
 
-int64_t PodCount(const std::string& resource, const json& job) {
-  const json& spec = job.value("spec", json::object());
-  if (resource == "jobs") return spec.value("parallelism", int64_t{1});
-  if (resource == "trainjobs") return spec.value("trainer", json::object()).value("numNodes", int64_t{1});
-  int64_t n = 0;
-  for (const json& rj : spec.value("replicatedJobs", json::array())) {
-    int64_t par = rj.value("template", json::object()).value("spec", json::object()).value("parallelism", int64_t{1});
-    n += rj.value("replicas", int64_t{1}) * par;
+// The integer at path under o, or `otherwise` when a step is missing, null
+// or of another type (ValidateRunnable has refused the wrong types already).
+int64_t IntAt(const json& o, std::initializer_list<const char*> path, int64_t otherwise) {
+  const json* at = &o;
+  for (const char* key : path) {
+    if (!at->is_object()) return otherwise;
+    auto it = at->find(key);
+    if (it == at->end()) return otherwise;
+    at = &*it;
   }
+  return at->is_number_integer() ? at->get<int64_t>() : otherwise;
+}
+
+// spec.suspend, false when unset.
+bool Suspended(const json& job) {
+  if (!job.is_object() || !job.contains("spec") || !job["spec"].is_object()) return false;
+  auto it = job["spec"].find("suspend");
+  return it != job["spec"].end() && it->is_boolean() && it->get<bool>();
+}
+
+int64_t PodCount(const std::string& resource, const json& job) {
+  if (resource == "jobs") return IntAt(job, {"spec", "parallelism"}, 1);
+  if (resource == "trainjobs") return IntAt(job, {"spec", "trainer", "numNodes"}, 1);
+  int64_t n = 0;
+  const json* rjs = job.contains("spec") && job["spec"].is_object() && job["spec"].contains("replicatedJobs")
+                        ? &job["spec"]["replicatedJobs"]
+                        : nullptr;
+  if (rjs == nullptr || !rjs->is_array()) return n;
+  for (const json& rj : *rjs) n += IntAt(rj, {"replicas"}, 1) * IntAt(rj, {"template", "spec", "parallelism"}, 1);
   return n;
 }
 
@@ -124,7 +144,7 @@ void KueueController::FinishRun(const std::string& run_key, int64_t now_ms) {
     if (run.resource == "jobs") {
       job["status"]["active"] = 0;
       job["status"]["ready"] = 0;
-      job["status"][run.fail ? "failed" : "succeeded"] = run.fail ? 1 : job["spec"].value("completions", pods);
+      job["status"][run.fail ? "failed" : "succeeded"] = run.fail ? 1 : IntAt(job, {"spec", "completions"}, pods);
       if (!run.fail) job["status"]["completionTime"] = FormatRfc3339(now_ms);
       SetCondition(&job, run.fail ? "Failed" : "Complete", true, run.fail ? "BackoffLimitExceeded" : "CompletionsReached",
                    run.fail ? "Job has reached the specified backoff limit" : "Reached expected number of succeeded pods",
@@ -179,7 +199,7 @@ void KueueController::StopRun(const std::string& run_key, const std::string& rea
 
 void KueueController::OnJobCreated(const std::string& resource, const json& job, int64_t now_ms) {
   if (TryAdopt(resource, job, now_ms)) return;
-  bool suspended = job["spec"].value("suspend", false);
+  bool suspended = Suspended(job);
   if (std::string prebuilt = LabelOrAnnotation(job, kPrebuiltWorkloadKey); !prebuilt.empty()) {
     if (!suspended) {  // Kueue suspends a queued job until its Workload is admitted
       json updated = job;
@@ -218,7 +238,7 @@ void KueueController::OnJobUpdated(const std::string& resource, const json& job)
   touched_.insert(wl_key);
   // A suspended job may be adoptable now (patched to name an admitted
   // Workload): the next tick must run its pass to retry it.
-  if (job.value("/spec/suspend"_json_pointer, false)) dirty_ = true;
+  if (Suspended(job)) dirty_ = true;
 }
 
 void KueueController::AddWaitingJob(const std::string& resource, const std::string& ns, const std::string& name,
@@ -255,7 +275,7 @@ void KueueController::AdoptWaitingJobs(int64_t now_ms) {
     if (w == waiting_jobs_.end()) continue;
     const WaitingJob waiting = w->second;
     const json* job = store_->Get(waiting.resource, waiting.ns, waiting.name);
-    if (!job || !(*job)["spec"].value("suspend", false) || JobFinished(*job) || running_.count(run_key)) {
+    if (!job || !Suspended(*job) || JobFinished(*job) || running_.count(run_key)) {
       RemoveWaitingJob(run_key);
       continue;
     }

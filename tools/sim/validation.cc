@@ -33,6 +33,70 @@ std::string KindOf(const json& o) {
 
 }  // namespace
 
+namespace {
+
+// An optional integer >= 0 at o[key].
+void CheckCount(const json& o, const char* key, const std::string& at, Errors& e) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return;
+  if (!it->is_number_integer() || it->get<int64_t>() < 0) e.Add(at + key, "must be an integer >= 0");
+}
+
+// An optional object at o[key]: nullptr when absent, or not an object (an error).
+const json* OptionalObject(const json& o, const char* key, const std::string& at, Errors& e) {
+  auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return nullptr;
+  if (!it->is_object()) {
+    e.Add(at + key, "must be an object");
+    return nullptr;
+  }
+  return &*it;
+}
+
+}  // namespace
+
+Status ValidateRunnable(const ResourceInfo& res, const json& object) {
+  Errors e;
+  const std::string name = object["metadata"].value("name", "");
+  const json* spec = OptionalObject(object, "spec", "", e);
+  if (!spec && e.list.empty()) e.Add("spec", "Required value");
+  if (spec) {
+    auto suspend = spec->find("suspend");
+    if (suspend != spec->end() && !suspend->is_null() && !suspend->is_boolean()) {
+      e.Add("spec.suspend", "must be a boolean");
+    }
+    if (res.plural == "jobs") {
+      CheckCount(*spec, "parallelism", "spec.", e);
+      CheckCount(*spec, "completions", "spec.", e);
+    } else if (res.plural == "trainjobs") {
+      if (const json* trainer = OptionalObject(*spec, "trainer", "spec.", e)) CheckCount(*trainer, "numNodes", "spec.trainer.", e);
+    } else if (res.plural == "jobsets") {
+      auto rjs = spec->find("replicatedJobs");
+      if (rjs != spec->end() && !rjs->is_null()) {
+        if (!rjs->is_array()) {
+          e.Add("spec.replicatedJobs", "must be a list");
+        } else {
+          for (std::size_t i = 0; i < rjs->size(); ++i) {
+            const std::string at = fmt::format("spec.replicatedJobs[{}].", i);
+            const json& rj = (*rjs)[i];
+            if (!rj.is_object()) {
+              e.Add(at.substr(0, at.size() - 1), "must be an object");
+              continue;
+            }
+            CheckCount(rj, "replicas", at, e);
+            if (const json* t = OptionalObject(rj, "template", at, e)) {
+              if (const json* ts = OptionalObject(*t, "spec", at + "template.", e)) {
+                CheckCount(*ts, "parallelism", at + "template.spec.", e);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return e.ToStatus(res.kind + "." + res.group, name);
+}
+
 Status ValidateMetadata(const ResourceInfo& res, const json& object) {
   Errors e;
   if (!object.is_object()) return Status::Invalid("the body must be a JSON object");

@@ -23,6 +23,11 @@ inline constexpr std::size_t kMaxPodSets = 18;
 Status ValidateMetadata(const ResourceInfo& res, const nlohmann::json& object);
 // Spec rules of a Workload on create and update.
 Status ValidateWorkload(const nlohmann::json& workload);
+// The types of the fields the simulated Kueue reads from a Job, JobSet or
+// TrainJob (res IsRunnable), as their CRD schemas would refuse them:
+// spec an object (required), spec.suspend a boolean, counts integers >= 0, lists and
+// templates of the right shape.
+Status ValidateRunnable(const ResourceInfo& res, const nlohmann::json& object);
 // Rules comparing an update with the stored object (old).
 Status ValidateWorkloadUpdate(const nlohmann::json& old, const nlohmann::json& updated);
 

@@ -77,12 +77,16 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     if (auto path = dispatch::KindPath(k.api_version, k.kind, ""); !path.ok()) {
       return Status::Invalid(at + ": " + path.status().message());
     }
-    if (dispatch::HasAdapter({{"apiVersion", k.api_version}, {"kind", k.kind}})) {
+    if (dispatch::HasAdapter(k.api_version, k.kind)) {
       return Status::Invalid(at + ": " + k.kind + " has its own adapter and is always watched");
     }
+    const std::string group = k.api_version.substr(0, k.api_version.find('/'));
+    if (group == "kueue.x-k8s.io") return Status::Invalid(at + ": Kueue's own kinds are not jobs");
     for (std::size_t j = 0; j < i; ++j) {
-      if (c.generic_kinds[j].api_version == k.api_version && c.generic_kinds[j].kind == k.kind) {
-        return Status::Invalid(at + ": listed twice");
+      const KindRef& o = c.generic_kinds[j];
+      if (o.kind == k.kind && o.api_version.substr(0, o.api_version.find('/')) == group) {
+        return Status::Invalid(fmt::format("{}: {} of {} is listed already (genericKinds[{}]); list one version",
+                                           at, k.kind, group, j));
       }
     }
   }
@@ -132,18 +136,25 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
         if (!kv.second.IsSequence()) {
           return Status::Invalid(fmt::format("config {}: line {}: genericKinds: must be a list", path, line));
         }
-        for (const auto& item : kv.second) {
-          const int item_line = item.Mark().line + 1;
+        for (std::size_t i = 0; i < kv.second.size(); ++i) {
+          const YAML::Node item = kv.second[i];
+          const std::string at = fmt::format("genericKinds[{}]", i);
           if (!item.IsMap()) {
-            return Status::Invalid(fmt::format(
-                "config {}: line {}: genericKinds: each item must be a mapping {{apiVersion, kind}}", path, item_line));
+            return Status::Invalid(fmt::format("config {}: line {}: {}: must be a mapping {{apiVersion, kind}}", path,
+                                               item.Mark().line + 1, at));
           }
           KindRef k;
           for (const auto& f : item) {
-            std::string fk = f.first.as<std::string>();
-            if (fk == "apiVersion") k.api_version = f.second.as<std::string>();
-            else if (fk == "kind") k.kind = f.second.as<std::string>();
-            else return Status::Invalid(fmt::format("config {}: line {}: genericKinds.{}: unknown field", path, f.first.Mark().line + 1, fk));
+            const std::string fk = f.first.as<std::string>();
+            const int field_line = f.first.Mark().line + 1;
+            if (fk != "apiVersion" && fk != "kind") {
+              return Status::Invalid(fmt::format("config {}: line {}: {}.{}: unknown field", path, field_line, at, fk));
+            }
+            // A bare `kind:` is YAML null, which as<std::string>() would read as "null".
+            if (!f.second.IsScalar()) {
+              return Status::Invalid(fmt::format("config {}: line {}: {}.{}: must be a string", path, field_line, at, fk));
+            }
+            (fk == "kind" ? k.kind : k.api_version) = f.second.Scalar();
           }
           c.generic_kinds.push_back(std::move(k));
         }

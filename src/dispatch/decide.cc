@@ -115,8 +115,8 @@ std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, i
   }
   const ObservedJob* j = JobIn(owner);
   const ObservedWorkload* w = WorkloadIn(owner);
-  const bool done = j ? (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed)
-                      : (w && w->finished);
+  const bool done = (j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed)) ||
+                    WorkloadTells(j, w);
   if (!done) return {};  // e.g. a job failed for its lost owner, whose copy still runs there
   return {{owner, kWorkload}, {owner, kJob}};
 }
@@ -438,12 +438,14 @@ Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersi
   return DeleteAction(cluster, kWorkload, w, WorkloadPath(version, w.ns, w.name));
 }
 
+std::string ApiVersionOf(const ObservedJob& j) {
+  if (!j.api_version.empty()) return j.api_version;
+  return j.kind == "JobSet" ? "jobset.x-k8s.io/v1alpha2" : "batch/v1";
+}
+
 Action DeleteJobAction(const std::string& cluster, const ObservedJob& j) {
   // The paths of the kinds the observer watches come from the same place as the creates'.
-  std::string api = !j.api_version.empty() ? j.api_version
-                    : j.kind == "JobSet"   ? "jobset.x-k8s.io/v1alpha2"
-                                           : "batch/v1";
-  nlohmann::json kind = {{"apiVersion", std::move(api)}, {"kind", j.kind}};
+  nlohmann::json kind = {{"apiVersion", ApiVersionOf(j)}, {"kind", j.kind}};
   auto path = JobPath(kind, j.ns, j.name);
   return DeleteAction(cluster, kJob, j, path.ok() ? *path : "");
 }

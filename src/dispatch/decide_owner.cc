@@ -121,7 +121,7 @@ Plan Ladder::Owned() const {
     p.write->remote_status = j->summary;
     return p;
   }
-  if (!j && w && w->finished) {  // kinds without a job watch: the Workload tells
+  if (WorkloadTells(j, w)) {
     bool ok = w->reason != "Failed";
     return Finish("finish", ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed",
                   fmt::format("finished in {}: {} {}", owner, w->reason, w->message));

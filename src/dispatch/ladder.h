@@ -97,6 +97,14 @@ class Ladder {
     return DeleteWorkloadAction(cluster, KueueVersionOf(in_.clusters, cluster), w);
   }
   Action DeleteJob(const std::string& cluster, const ObservedJob& j) const { return DeleteJobAction(cluster, j); }
+  // Whether the owner's finished Workload w tells that the job ended, though
+  // its real job j does not say so: j is not seen (a kind gantry does not
+  // watch), or is of a generic kind, which may report its end only in its
+  // status (a RayJob's jobDeploymentStatus) where Kueue reads it and
+  // finishes the Workload. A Job or JobSet says it with its own conditions.
+  static bool WorkloadTells(const ObservedJob* j, const ObservedWorkload* w) {
+    return w && w->finished && (!j || !HasAdapter(ApiVersionOf(*j), j->kind));
+  }
   // Deletes everything the job has in every reachable cluster, except the
   // current epoch's objects of the (cluster, kind)s kept.
   void WithdrawObserved(Plan& plan, const std::set<std::pair<std::string, std::string>>& keep = {}) const {

@@ -42,15 +42,19 @@ std::string StringAt(const json& obj, const char* key) {
 }
 
 // Same classification as the job document's pod set derivation (pod_sets.cc).
-TemplateKind Classify(const json& object) {
-  const std::string api = StringAt(object, "apiVersion");
-  const std::string kind = StringAt(object, "kind");
+TemplateKind Classify(const std::string& api, const std::string& kind) {
   if (api == "batch/v1" && kind == "Job") return TemplateKind::kJob;
   if (api.starts_with("jobset.x-k8s.io/") && kind == "JobSet") return TemplateKind::kJobSet;
   return TemplateKind::kOther;
 }
 
+TemplateKind Classify(const json& object) { return Classify(StringAt(object, "apiVersion"), StringAt(object, "kind")); }
+
 }  // namespace
+
+bool HasAdapter(const std::string& api_version, const std::string& kind) {
+  return Classify(api_version, kind) != TemplateKind::kOther;
+}
 
 bool HasAdapter(const json& template_object) { return Classify(template_object) != TemplateKind::kOther; }
 

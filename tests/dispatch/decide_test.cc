@@ -640,6 +640,40 @@ TEST_CASE("retention keeps nothing for a cancelled job, a job whose copy still r
                      [](const JobEvent& e) { return e.reason == "Retained"; }));
 }
 
+TEST_CASE("step 11 for a generic kind: the owner's finished Workload ends the job, whatever its status says",
+          "[dispatch][decide]") {
+  auto running_with_finished_workload = [](const char* api_version, const char* kind, const char* reason) {
+    World w;
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    ObservedWorkload& wl = w.Workload("c1", 1);
+    wl.admitted = true;
+    wl.finished = true;
+    wl.reason = reason;
+    ObservedJob& j = w.RemoteJob("c1", 1, RemoteJobState::kRunning);  // no Complete/Failed condition
+    j.api_version = api_version;
+    j.kind = kind;
+    return w;
+  };
+  // A RayJob says it is done in status.jobDeploymentStatus, which Kueue
+  // reads to finish the Workload; gantry reads the Workload.
+  World ray = running_with_finished_workload("ray.io/v1", "RayJob", "Succeeded");
+  Plan done = Decide(ray.Input());
+  CHECK(done.step == "finish");
+  REQUIRE(done.write);
+  CHECK(*done.write->phase == JobPhase::kSucceeded);
+  CHECK(Count(done, Verb::kDelete, "Job", "c1") == 1);  // withdrawn like a Job
+  World failed = running_with_finished_workload("ray.io/v1", "RayJob", "Failed");
+  Plan f = Decide(failed.Input());
+  REQUIRE(f.write);
+  CHECK(*f.write->phase == JobPhase::kFailed);
+  // A batch Job says it with its own conditions: a finished Workload alone
+  // does not end it (Kueue may finish a prebuilt Workload for other reasons).
+  World batch = running_with_finished_workload("batch/v1", "Job", "OutOfSync");
+  Plan run = Decide(batch.Input());
+  CHECK(run.step == "run");
+  CHECK((!run.write || !run.write->phase));
+}
+
 TEST_CASE("a job's own finishedRetentionSeconds takes the place of the daemon's, in both directions",
           "[dispatch][decide]") {
   auto finishing = [](int64_t daemon_ms, std::optional<int32_t> job_seconds) {

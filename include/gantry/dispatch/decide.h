@@ -135,6 +135,8 @@ Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_
 Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersion version,
                             const ObservedWorkload& w);
 Action DeleteJobAction(const std::string& cluster, const ObservedJob& j);
+// The observed job's group/version (tests may leave it unset for a Job or a JobSet).
+std::string ApiVersionOf(const ObservedJob& j);
 // The Kueue API version the inventory names for cluster; v1beta2 when the
 // cluster is not (or no longer) in it.
 inventory::KueueApiVersion KueueVersionOf(const std::map<std::string, ClusterFacts>& clusters,

@@ -49,6 +49,7 @@ std::string AllWorkloadsPath(inventory::KueueApiVersion version);
 // Whether a job template is of a kind with its own adapter (batch/v1 Job,
 // jobset.x-k8s.io JobSet); any other kind runs through the generic adapter.
 bool HasAdapter(const nlohmann::json& template_object);
+bool HasAdapter(const std::string& api_version, const std::string& kind);
 
 // The REST collection path of a kind in ns, or in all namespaces when ns is
 // "": /apis/<group>/<version>[/namespaces/<ns>]/<resource> (core "v1" ->

@@ -55,7 +55,15 @@ void ApiService::Submit(http::Request req, Respond respond) {
     return;
   }
   if (intake_) {
-    if (std::optional<FieldError> refused = intake_->Refuse(std::get<JobSpec>(parsed))) {
+    const JobSpec& spec = std::get<JobSpec>(parsed);
+    if (std::optional<FieldError> refused = intake_->Refuse(spec)) {
+      // A job stored before the engine began to refuse its kind (it left the
+      // daemon's genericKinds) is still the answer to its own document.
+      auto stored = store_.Get(spec.ns, spec.name);
+      if (stored.ok() && stored->spec_json == SpecToJsonText(spec)) {
+        respond(http::JsonResponse(200, JobJsonText(*stored)));
+        return;
+      }
       respond(K8sStatus(422, "Invalid", refused->field + ": " + refused->message, {{refused->field, refused->message}}));
       return;
     }

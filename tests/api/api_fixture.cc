@@ -5,6 +5,26 @@
 #include "gantry/api/k8s_status.h"
 
 namespace gantry::testing {
+namespace {
+
+// The reconciler as the API's intake, with a Refuse of the test's.
+class RefusingIntake final : public dispatch::JobIntake {
+ public:
+  RefusingIntake(Reconciler& r, std::function<std::optional<FieldError>(const JobSpec&)> refuse)
+      : r_(r), refuse_(std::move(refuse)) {}
+  void Wake(const std::string& uid) override { r_.Wake(uid); }
+  void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override { r_.Created(std::move(record), std::move(spec)); }
+  bool WantsSpec() const override { return r_.WantsSpec(); }
+  void CancelRequested(const std::string& uid) override { r_.CancelRequested(uid); }
+  std::string FirstMessage() const override { return r_.FirstMessage(); }
+  std::optional<FieldError> Refuse(const JobSpec& spec) const override { return refuse_(spec); }
+
+ private:
+  Reconciler& r_;
+  std::function<std::optional<FieldError>(const JobSpec&)> refuse_;
+};
+
+}  // namespace
 
 ApiFixture::ApiFixture(ApiFixtureOptions options) {
   SqliteStoreOptions so;
@@ -26,7 +46,12 @@ ApiFixture::ApiFixture(ApiFixtureOptions options) {
   auth_ = std::move(auth.value());
   reconciler_ = std::make_unique<Reconciler>(*store_, clock_);
   REQUIRE(reconciler_->Start().ok());
-  service_ = std::make_unique<api::ApiService>(*store_, *auth_, metrics_, reconciler_.get(), clock_);
+  dispatch::JobIntake* intake = reconciler_.get();
+  if (options.refuse) {
+    intake_ = std::make_unique<RefusingIntake>(*reconciler_, options.refuse);
+    intake = intake_.get();
+  }
+  service_ = std::make_unique<api::ApiService>(*store_, *auth_, metrics_, intake, clock_);
   service_->SetReady(true);
   http::ServerOptions so2;
   so2.port = 0;

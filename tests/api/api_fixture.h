@@ -2,7 +2,9 @@
 // file, reconciler, http::Server. Tests talk to it with http::Client.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +27,8 @@ struct ApiFixtureOptions {
   bool with_tokens = true;
   std::size_t body_limit = 1 << 20;
   std::chrono::milliseconds read_timeout{10'000};
+  // The job intake's Refuse (the engine's, in the daemon); unset: takes all.
+  std::function<std::optional<FieldError>(const JobSpec&)> refuse = nullptr;
 };
 
 class ApiFixture {
@@ -49,6 +53,7 @@ class ApiFixture {
   std::unique_ptr<SqliteStore> store_;
   std::unique_ptr<api::TokenAuth> auth_;
   std::unique_ptr<Reconciler> reconciler_;
+  std::unique_ptr<dispatch::JobIntake> intake_;  // the reconciler, with options.refuse
   std::unique_ptr<api::ApiService> service_;
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<http::Client> client_;

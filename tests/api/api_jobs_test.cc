@@ -1,6 +1,9 @@
 // The job routes over real loopback HTTP: every route, every error code.
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <memory>
+
 #include "api_fixture.h"
 
 namespace gantry::testing {
@@ -25,6 +28,31 @@ TEST_CASE("submit, idempotent resubmit, conflicting resubmit", "[api]") {
   auto got = api.Call("GET", "/api/v1/namespaces/team-a/jobs/train-1");
   CHECK(got.status == 200);
   CHECK(api.Json(got)["metadata"]["uid"] == job["metadata"]["uid"]);
+}
+
+TEST_CASE("a job the engine refuses is 422 with its field, unless it is already stored as sent", "[api]") {
+  auto refusing = std::make_shared<std::atomic<bool>>(false);
+  ApiFixtureOptions options;
+  options.refuse = [refusing](const JobSpec&) -> std::optional<FieldError> {
+    if (!refusing->load()) return std::nullopt;
+    return FieldError{"spec.template.kind", "Unsupported value: \"Widget\""};
+  };
+  ApiFixture api(options);
+  auto created = api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("train-1"));
+  REQUIRE(created.status == 201);
+  refusing->store(true);  // e.g. its kind left the daemon's genericKinds
+
+  // The same document again: the stored job, as any idempotent resubmission.
+  auto again = api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("train-1"));
+  CHECK(again.status == 200);
+  CHECK(api.Json(again)["metadata"]["uid"] == api.Json(created)["metadata"]["uid"]);
+  // Anything else is refused, naming the field, and nothing is stored.
+  for (const std::string& body : {JobDoc("train-2"), JobDoc("train-1", "team-a", 5)}) {
+    auto refused = api.Call("POST", "/api/v1/namespaces/team-a/jobs", body);
+    CHECK(refused.status == 422);
+    CHECK(api.Json(refused)["details"]["causes"][0]["field"] == "spec.template.kind");
+  }
+  CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/train-2").status == 404);
 }
 
 TEST_CASE("YAML bodies are accepted", "[api]") {

@@ -340,6 +340,14 @@ int64_t Engine::Pass(const std::string& uid) {
     std::lock_guard lock(settling_mu_);
     settling_.insert(uid);
   }
+  if (plan.step == "run" && !plan.actions.empty() && Refuse(*spec)) {
+    // Stored before its kind left genericKinds (or before they existed):
+    // unwatched, it is created again at every lapse and left behind at the end.
+    spdlog::warn("job {}/{}: kind {} of {} is not in genericKinds: gantry cannot see it run or finish, sends its "
+                 "create again, and will not delete it; list the kind in gantry.yaml and restart",
+                 job->ns, job->name, spec->template_object.value("kind", ""),
+                 spec->template_object.value("apiVersion", ""));
+  }
   ActionsOutcome acted = RunActions(*job, plan.actions);
   if (!acted.taken_message.empty()) {
     // Someone else's object holds our name, or the cluster refuses ours:

@@ -1,6 +1,7 @@
 #include "gantry/dispatch/engine.h"
 #include "gantry/common/thread_name.h"
 
+#include <algorithm>
 #include <future>
 #include <set>
 
@@ -340,7 +341,9 @@ int64_t Engine::Pass(const std::string& uid) {
     std::lock_guard lock(settling_mu_);
     settling_.insert(uid);
   }
-  if (plan.step == "run" && !plan.actions.empty() && Refuse(*spec)) {
+  const bool creates_job = std::any_of(plan.actions.begin(), plan.actions.end(),
+                                      [](const Action& a) { return a.verb == Verb::kCreate && a.kind == kJob; });
+  if (creates_job && Refuse(*spec)) {
     // Stored before its kind left genericKinds (or before they existed):
     // unwatched, it is created again at every lapse and left behind at the end.
     spdlog::warn("job {}/{}: kind {} of {} is not in genericKinds: gantry cannot see it run or finish, sends its "

@@ -31,10 +31,6 @@ std::string KindOf(const json& o) {
   return kind == "Workload" ? "Workload.kueue.x-k8s.io" : kind;
 }
 
-}  // namespace
-
-namespace {
-
 // An optional integer >= 0 at o[key].
 void CheckCount(const json& o, const char* key, const std::string& at, Errors& e) {
   auto it = o.find(key);
@@ -57,7 +53,8 @@ const json* OptionalObject(const json& o, const char* key, const std::string& at
 
 Status ValidateRunnable(const ResourceInfo& res, const json& object) {
   Errors e;
-  const std::string name = object["metadata"].value("name", "");
+  const json& meta = MemberOr(object, "metadata", EmptyObject());
+  const std::string name = meta.is_object() ? meta.value("name", "") : "";
   const json* spec = OptionalObject(object, "spec", "", e);
   if (!spec && e.list.empty()) e.Add("spec", "Required value");
   if (spec) {

@@ -48,9 +48,13 @@ DispatchFleet::DispatchFleet(DispatchFleetOptions options) : options_(std::move(
     return;
   }
   config_path_ = dir_.File("gantry.yaml");
-  WriteFile(config_path_, fmt::format("clustersDir: {}/clusters.d\nprobeIntervalSeconds: 1\n{}\n", sim_dir_,
-                                      options_.daemon_config_yaml));
+  SetDaemonConfig(options_.daemon_config_yaml);
   RestartDaemon(false);
+}
+
+void DispatchFleet::SetDaemonConfig(const std::string& extra_yaml) {
+  WriteFile(config_path_,
+            fmt::format("clustersDir: {}/clusters.d\nprobeIntervalSeconds: 1\n{}\n", sim_dir_, extra_yaml));
 }
 
 DispatchFleet::~DispatchFleet() {

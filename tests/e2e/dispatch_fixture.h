@@ -37,6 +37,9 @@ class DispatchFleet {
 
   // Stops the daemon (SIGKILL when kill) and starts it again on the same data.
   void RestartDaemon(bool kill);
+  // Rewrites gantry.yaml with these extra lines in place of the options'
+  // daemon_config_yaml; the next RestartDaemon reads it.
+  void SetDaemonConfig(const std::string& extra_yaml);
   Daemon& daemon() { return *daemon_; }
 
   // POST a YAML job document; returns the HTTP status.

@@ -27,6 +27,42 @@ DispatchFleetOptions TwoClusters() {
   return o;
 }
 
+// One simulated cluster, and these lines in gantry.yaml.
+DispatchFleetOptions OneCluster(const std::string& daemon_yaml) {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = "clusters:\n- {name: c1}\n";
+  o.daemon_config_yaml = daemon_yaml;
+  return o;
+}
+
+const char* kListTrainJob = "genericKinds:\n- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}";
+
+// A Kubeflow TrainJob of `nodes` pods that runs for `duration` in gantry-sim.
+// It has no adapter, so its pod sets are given.
+std::string TrainJobYaml(const std::string& name, int nodes, const std::string& duration) {
+  return fmt::format(R"(apiVersion: gantry.dev/v1
+kind: Job
+metadata: {{name: {0}, namespace: team-a}}
+spec:
+  queue: team-a
+  template:
+    apiVersion: trainer.kubeflow.org/v1alpha1
+    kind: TrainJob
+    metadata:
+      annotations: {{sim.gantry.dev/duration: "{2}"}}
+    spec:
+      trainer: {{numNodes: {1}}}
+  podSets:
+  - name: node
+    count: {1}
+    template:
+      spec:
+        containers:
+        - {{name: trainer, image: registry.example.com/train:1, resources: {{requests: {{cpu: "1", memory: 1Gi}}}}}}
+)",
+                     name, nodes, duration);
+}
+
 // What one simulated cluster holds of gantry's objects.
 struct RemoteCounts {
   int workloads = 0;
@@ -333,10 +369,7 @@ namespace gantry::testing {
 
 TEST_CASE("finishedRetentionSeconds: a finished job keeps its objects in its cluster, across a restart, then they go",
           "[e2e][dispatch][retention]") {
-  DispatchFleetOptions o;
-  o.sim_config_yaml = "clusters:\n- {name: c1}\n";
-  o.daemon_config_yaml = "finishedRetentionSeconds: 12";
-  DispatchFleet fleet(o);
+  DispatchFleet fleet(OneCluster("finishedRetentionSeconds: 12"));
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
 
@@ -382,34 +415,11 @@ namespace gantry::testing {
 
 TEST_CASE("a generic kind in genericKinds is watched: it goes Running, finishes, and is withdrawn like a Job",
           "[e2e][dispatch][generic]") {
-  DispatchFleetOptions o;
-  o.sim_config_yaml = "clusters:\n- {name: c1}\n";
-  o.daemon_config_yaml = "genericKinds:\n- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}";
-  DispatchFleet fleet(o);
+  DispatchFleet fleet(OneCluster(kListTrainJob));
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
 
-  // A Kubeflow TrainJob: no adapter, so its pod sets are given.
-  REQUIRE(fleet.Submit("team-a", R"(apiVersion: gantry.dev/v1
-kind: Job
-metadata: {name: tj, namespace: team-a}
-spec:
-  queue: team-a
-  template:
-    apiVersion: trainer.kubeflow.org/v1alpha1
-    kind: TrainJob
-    metadata:
-      annotations: {sim.gantry.dev/duration: "2s"}
-    spec:
-      trainer: {numNodes: 2}
-  podSets:
-  - name: node
-    count: 2
-    template:
-      spec:
-        containers:
-        - {name: trainer, image: registry.example.com/train:1, resources: {requests: {cpu: "1", memory: 1Gi}}}
-)") == 201);
+  REQUIRE(fleet.Submit("team-a", TrainJobYaml("tj", 2, "2s")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "tj", {"Succeeded"}, std::chrono::seconds(30)));
   std::vector<std::string> reasons;
   for (auto& e : fleet.Events("team-a", "tj")) reasons.push_back(e.value("reason", ""));
@@ -454,6 +464,26 @@ spec:
   CHECK(refused.code == 1);
   CHECK_THAT(refused.out + refused.err, Catch::Contains("spec.template.kind") && Catch::Contains("genericKinds"));
   CHECK(fleet.Phase("team-a", "w").empty());  // nothing stored
+}
+
+TEST_CASE("a job whose kind leaves genericKinds: its document still answers, and the daemon warns",
+          "[e2e][dispatch][generic]") {
+  DispatchFleet fleet(OneCluster(kListTrainJob));
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  const std::string doc = TrainJobYaml("long-tj", 1, "60s");
+  REQUIRE(fleet.Submit("team-a", doc) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "long-tj", {"Running"}, std::chrono::seconds(30)));
+
+  // The operator takes the kind out of gantry.yaml while the job runs.
+  fleet.SetDaemonConfig("");
+  fleet.RestartDaemon(false);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  CHECK(fleet.Submit("team-a", doc) == 200);  // the stored job, as any resubmission
+  // Unwatched now: the daemon says so, naming the kind and the fix.
+  CHECK(PollFor([&] { return fleet.daemon().process().Stderr().find("not in genericKinds") != std::string::npos; },
+                std::chrono::seconds(20)));
 }
 
 }  // namespace gantry::testing

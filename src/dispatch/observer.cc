@@ -24,6 +24,7 @@
 // Kueue missing or the wrong version is a configuration error, not evidence
 // of absence.
 #include "gantry/dispatch/observer.h"
+#include "gantry/common/json_path.h"
 #include "gantry/common/thread_name.h"
 
 #include <algorithm>
@@ -82,31 +83,16 @@ std::string PathOf(const Resource& r, inventory::KueueApiVersion version) {
   return r.path.empty() ? AllWorkloadsPath(version) : r.path;
 }
 
-// The value at path inside nested objects, or null when any step is missing.
-const json* Find(const json& o, std::initializer_list<const char*> path) {
-  const json* cur = &o;
-  for (const char* key : path) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(key);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
 std::string Str(const json& o, std::initializer_list<const char*> path) {
-  const json* v = Find(o, path);
+  const json* v = JsonAt(o, path);
   return v && v->is_string() ? v->get<std::string>() : "";
 }
 
-int64_t Int(const json& o, std::initializer_list<const char*> path) {
-  const json* v = Find(o, path);
-  return v && v->is_number_integer() ? v->get<int64_t>() : 0;
-}
+int64_t Int(const json& o, std::initializer_list<const char*> path) { return JsonIntAt(o, path, 0); }
 
 // The status condition of that type, or null.
 const json* Condition(const json& o, std::string_view type) {
-  const json* conditions = Find(o, {"status", "conditions"});
+  const json* conditions = JsonAt(o, {"status", "conditions"});
   if (!conditions || !conditions->is_array()) return nullptr;
   for (const json& c : *conditions) {
     if (Str(c, {"type"}) == type) return &c;
@@ -538,7 +524,7 @@ std::optional<ObservedJob> ParseJob(const std::string& kind, const json& object)
   const json* complete = TrueCondition(object, "Complete");
   if (!complete) complete = TrueCondition(object, "Completed");
   const json* failed = TrueCondition(object, "Failed");
-  const json* suspend = Find(object, {"spec", "suspend"});
+  const json* suspend = JsonAt(object, {"spec", "suspend"});
   if (complete) {
     j.state = RemoteJobState::kSucceeded;
     CopyReason(complete, &j.reason, &j.message);
@@ -559,7 +545,7 @@ std::optional<ObservedJob> ParseJob(const std::string& kind, const json& object)
     return j;
   }
   int64_t active = 0, succeeded = 0, failed_jobs = 0;  // child Jobs, summed over replicatedJobs
-  const json* replicated = Find(object, {"status", "replicatedJobsStatus"});
+  const json* replicated = JsonAt(object, {"status", "replicatedJobsStatus"});
   for (const json& r : replicated && replicated->is_array() ? *replicated : json::array()) {
     active += Int(r, {"active"});
     succeeded += Int(r, {"succeeded"});

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gantry/common/clock.h"
+#include "gantry/common/json_path.h"
 #include "kueue_controller.h"
 #include "resources.h"
 
@@ -21,35 +22,24 @@ bool JobFinished(const json& job) {
   return HasCondition(job, "Complete") || HasCondition(job, "Failed") || HasCondition(job, "Completed");
 }
 
-// The integer at path under o, or `otherwise` when a step is missing, null
-// or of another type (ValidateRunnable has refused the wrong types already).
-int64_t IntAt(const json& o, std::initializer_list<const char*> path, int64_t otherwise) {
-  const json* at = &o;
-  for (const char* key : path) {
-    if (!at->is_object()) return otherwise;
-    auto it = at->find(key);
-    if (it == at->end()) return otherwise;
-    at = &*it;
-  }
-  return at->is_number_integer() ? at->get<int64_t>() : otherwise;
-}
+// Counts and spec.suspend are read leniently: ValidateRunnable has refused
+// wrong types, but null (unset) may still be there.
 
 // spec.suspend, false when unset.
 bool Suspended(const json& job) {
-  if (!job.is_object() || !job.contains("spec") || !job["spec"].is_object()) return false;
-  auto it = job["spec"].find("suspend");
-  return it != job["spec"].end() && it->is_boolean() && it->get<bool>();
+  const json* suspend = JsonAt(job, {"spec", "suspend"});
+  return suspend && suspend->is_boolean() && suspend->get<bool>();
 }
 
 int64_t PodCount(const std::string& resource, const json& job) {
-  if (resource == "jobs") return IntAt(job, {"spec", "parallelism"}, 1);
-  if (resource == "trainjobs") return IntAt(job, {"spec", "trainer", "numNodes"}, 1);
+  if (resource == "jobs") return JsonIntAt(job, {"spec", "parallelism"}, 1);
+  if (resource == "trainjobs") return JsonIntAt(job, {"spec", "trainer", "numNodes"}, 1);
   int64_t n = 0;
-  const json* rjs = job.contains("spec") && job["spec"].is_object() && job["spec"].contains("replicatedJobs")
-                        ? &job["spec"]["replicatedJobs"]
-                        : nullptr;
+  const json* rjs = JsonAt(job, {"spec", "replicatedJobs"});
   if (rjs == nullptr || !rjs->is_array()) return n;
-  for (const json& rj : *rjs) n += IntAt(rj, {"replicas"}, 1) * IntAt(rj, {"template", "spec", "parallelism"}, 1);
+  for (const json& rj : *rjs) {
+    n += JsonIntAt(rj, {"replicas"}, 1) * JsonIntAt(rj, {"template", "spec", "parallelism"}, 1);
+  }
   return n;
 }
 
@@ -144,7 +134,7 @@ void KueueController::FinishRun(const std::string& run_key, int64_t now_ms) {
     if (run.resource == "jobs") {
       job["status"]["active"] = 0;
       job["status"]["ready"] = 0;
-      job["status"][run.fail ? "failed" : "succeeded"] = run.fail ? 1 : IntAt(job, {"spec", "completions"}, pods);
+      job["status"][run.fail ? "failed" : "succeeded"] = run.fail ? 1 : JsonIntAt(job, {"spec", "completions"}, pods);
       if (!run.fail) job["status"]["completionTime"] = FormatRfc3339(now_ms);
       SetCondition(&job, run.fail ? "Failed" : "Complete", true, run.fail ? "BackoffLimitExceeded" : "CompletionsReached",
                    run.fail ? "Job has reached the specified backoff limit" : "Reached expected number of succeeded pods",

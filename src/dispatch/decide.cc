@@ -115,9 +115,8 @@ std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, i
   }
   const ObservedJob* j = JobIn(owner);
   const ObservedWorkload* w = WorkloadIn(owner);
-  const bool done = (j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed)) ||
-                    WorkloadTells(j, w);
-  if (!done) return {};  // e.g. a job failed for its lost owner, whose copy still runs there
+  // Not ended there: e.g. a job failed for its lost owner, whose copy still runs there.
+  if (!Ended(j) && !WorkloadTells(j, w)) return {};
   return {{owner, kWorkload}, {owner, kJob}};
 }
 

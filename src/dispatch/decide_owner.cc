@@ -89,7 +89,7 @@ Plan Ladder::Owned() const {
   Plan plan;
   const ObservedWorkload* w = WorkloadIn(owner);
   const ObservedJob* j = JobIn(owner);
-  const bool job_done = j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed);
+  const bool job_done = Ended(j);
   // Step 10. An at-most-once job (onClusterLoss Fail or Wait; its real job
   // carries gantry.dev/at-most-once) is never dispatched again once leased:
   // its job may have started at any moment since, and nothing a worker shows

@@ -97,6 +97,10 @@ class Ladder {
     return DeleteWorkloadAction(cluster, KueueVersionOf(in_.clusters, cluster), w);
   }
   Action DeleteJob(const std::string& cluster, const ObservedJob& j) const { return DeleteJobAction(cluster, j); }
+  // Whether the real job j says it ended (Succeeded or Failed there).
+  static bool Ended(const ObservedJob* j) {
+    return j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed);
+  }
   // Whether the owner's finished Workload w tells that the job ended, though
   // its real job j does not say so: j is not seen (a kind gantry does not
   // watch), or is of a generic kind, which may report its end only in its

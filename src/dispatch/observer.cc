@@ -142,7 +142,7 @@ std::string KeyOf(const json& o) {
 
 // The status members ParseWorkload and ParseJob read (keep in step with them).
 std::set<std::string> StatusFieldsRead(const Resource& r) {
-  if (r.kind != "Job" && r.kind != "JobSet") return {"conditions"};
+  if (!HasAdapter(r.api_version, r.kind)) return {"conditions"};  // the Workloads, and generic kinds
   return {"conditions", "active", "succeeded", "failed", "replicatedJobsStatus", "restarts"};
 }
 

@@ -68,6 +68,7 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.dispatch_workers, 1, 256)) return Status::Invalid("dispatchWorkers must be 1..256");
   if (!in(c.probe_interval_seconds, 1, 3600)) return Status::Invalid("probeIntervalSeconds must be 1..3600");
   if (c.origin.empty() || c.origin.size() > 63) return Status::Invalid("origin must be a label value of 1..63 characters");
+  auto group_of = [](const KindRef& k) { return k.api_version.substr(0, k.api_version.find('/')); };
   for (std::size_t i = 0; i < c.generic_kinds.size(); ++i) {
     const KindRef& k = c.generic_kinds[i];
     const std::string at = fmt::format("genericKinds[{}]", i);
@@ -80,11 +81,11 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     if (dispatch::HasAdapter(k.api_version, k.kind)) {
       return Status::Invalid(at + ": " + k.kind + " has its own adapter and is always watched");
     }
-    const std::string group = k.api_version.substr(0, k.api_version.find('/'));
+    const std::string group = group_of(k);
     if (group == "kueue.x-k8s.io") return Status::Invalid(at + ": Kueue's own kinds are not jobs");
     for (std::size_t j = 0; j < i; ++j) {
       const KindRef& o = c.generic_kinds[j];
-      if (o.kind == k.kind && o.api_version.substr(0, o.api_version.find('/')) == group) {
+      if (o.kind == k.kind && group_of(o) == group) {
         return Status::Invalid(fmt::format("{}: {} of {} is listed already (genericKinds[{}]); list one version",
                                            at, k.kind, group, j));
       }

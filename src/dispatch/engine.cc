@@ -106,15 +106,19 @@ std::string Engine::FirstMessage() const {
   return no_clusters_.load() ? std::string(kNoClustersMessage) : std::string();
 }
 
-std::optional<FieldError> Engine::Refuse(const JobSpec& spec) const {
-  if (HasAdapter(spec.template_object)) return std::nullopt;
-  GenericKind k{spec.template_object.value("apiVersion", ""), spec.template_object.value("kind", "")};
+bool Engine::Watches(const nlohmann::json& template_object) const {
+  if (HasAdapter(template_object)) return true;
+  GenericKind k{template_object.value("apiVersion", ""), template_object.value("kind", "")};
   const std::vector<GenericKind>& watched = options_.observer.generic_kinds;
-  if (std::find(watched.begin(), watched.end(), k) != watched.end()) return std::nullopt;
+  return std::find(watched.begin(), watched.end(), k) != watched.end();
+}
+
+std::optional<FieldError> Engine::Refuse(const JobSpec& spec) const {
+  if (Watches(spec.template_object)) return std::nullopt;
   return FieldError{"spec.template.kind",
                     fmt::format("Unsupported value: \"{}\" of {}: not a Job or JobSet, and not in the daemon's "
                                 "genericKinds (gantry must watch a kind to see its jobs run, finish and go)",
-                                k.kind, k.api_version)};
+                                spec.template_object.value("kind", ""), spec.template_object.value("apiVersion", ""))};
 }
 
 void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {
@@ -343,7 +347,7 @@ int64_t Engine::Pass(const std::string& uid) {
   }
   const bool creates_job = std::any_of(plan.actions.begin(), plan.actions.end(),
                                       [](const Action& a) { return a.verb == Verb::kCreate && a.kind == kJob; });
-  if (creates_job && Refuse(*spec)) {
+  if (creates_job && !Watches(spec->template_object)) {
     // Stored before its kind left genericKinds (or before they existed):
     // unwatched, it is created again at every lapse and left behind at the end.
     spdlog::warn("job {}/{}: kind {} of {} is not in genericKinds: gantry cannot see it run or finish, sends its "

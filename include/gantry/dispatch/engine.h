@@ -96,6 +96,9 @@ class Engine final : public JobIntake {
   std::optional<FieldError> Refuse(const JobSpec& spec) const override;
 
  private:
+  // Whether the observer sees jobs of this template's kind: a Job, a JobSet,
+  // or a kind of ObserverOptions::generic_kinds.
+  bool Watches(const nlohmann::json& template_object) const;
   int64_t Pass(const std::string& uid);
   // The job changed outside the passes: its held new-job entry and the
   // engine's last write of it no longer stand (fresh_jobs.h, known_jobs.h).

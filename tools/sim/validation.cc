@@ -49,6 +49,29 @@ const json* OptionalObject(const json& o, const char* key, const std::string& at
   return &*it;
 }
 
+// A JobSet's spec.replicatedJobs: a list of objects with integer replicas
+// and a template whose spec has an integer parallelism.
+void CheckReplicatedJobs(const json& spec, Errors& e) {
+  auto rjs = spec.find("replicatedJobs");
+  if (rjs == spec.end() || rjs->is_null()) return;
+  if (!rjs->is_array()) {
+    e.Add("spec.replicatedJobs", "must be a list");
+    return;
+  }
+  for (std::size_t i = 0; i < rjs->size(); ++i) {
+    const std::string at = fmt::format("spec.replicatedJobs[{}]", i);
+    const json& rj = (*rjs)[i];
+    if (!rj.is_object()) {
+      e.Add(at, "must be an object");
+      continue;
+    }
+    CheckCount(rj, "replicas", at + ".", e);
+    const json* t = OptionalObject(rj, "template", at + ".", e);
+    const json* ts = t ? OptionalObject(*t, "spec", at + ".template.", e) : nullptr;
+    if (ts) CheckCount(*ts, "parallelism", at + ".template.spec.", e);
+  }
+}
+
 }  // namespace
 
 Status ValidateRunnable(const ResourceInfo& res, const json& object) {
@@ -68,27 +91,7 @@ Status ValidateRunnable(const ResourceInfo& res, const json& object) {
     } else if (res.plural == "trainjobs") {
       if (const json* trainer = OptionalObject(*spec, "trainer", "spec.", e)) CheckCount(*trainer, "numNodes", "spec.trainer.", e);
     } else if (res.plural == "jobsets") {
-      auto rjs = spec->find("replicatedJobs");
-      if (rjs != spec->end() && !rjs->is_null()) {
-        if (!rjs->is_array()) {
-          e.Add("spec.replicatedJobs", "must be a list");
-        } else {
-          for (std::size_t i = 0; i < rjs->size(); ++i) {
-            const std::string at = fmt::format("spec.replicatedJobs[{}].", i);
-            const json& rj = (*rjs)[i];
-            if (!rj.is_object()) {
-              e.Add(at.substr(0, at.size() - 1), "must be an object");
-              continue;
-            }
-            CheckCount(rj, "replicas", at, e);
-            if (const json* t = OptionalObject(rj, "template", at, e)) {
-              if (const json* ts = OptionalObject(*t, "spec", at + "template.", e)) {
-                CheckCount(*ts, "parallelism", at + "template.spec.", e);
-              }
-            }
-          }
-        }
-      }
+      CheckReplicatedJobs(*spec, e);
     }
   }
   return e.ToStatus(res.kind + "." + res.group, name);

@@ -30,7 +30,7 @@ CONNS=${CONNS:-16}
 # and every extra second of posts costs several seconds of draining.
 PACED_SECONDS=${PACED_SECONDS:-5}
 PACED_MODES=${PACED_MODES:-${PACED_MODE:-AllAtOnce Incremental}}
-CLUSTERS=10
+CLUSTERS=${CLUSTERS:-10}
 # The targets.
 TARGET_DISPATCH_PER_S=1000
 TARGET_P99_MS=250
@@ -50,7 +50,7 @@ trap cleanup EXIT
 
 wait_ready() { for _ in $(seq 600); do [ -s "$1" ] && return 0; sleep 0.05; done; echo "not ready: $1"; exit 1; }
 # CPU seconds (user + system, all threads) a live process has used.
-cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz }' "/proc/$1/stat"; }
+cpu_s() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.1f (user %.1f, system %.1f)", ($14 + $15) / hz, $14 / hz, $15 / hz }' "/proc/$1/stat"; }
 # KiB a live process wrote with write(2)/pwrite(2) (the store's WAL and
 # database, the log; not its sockets, which use send), per job.
 written_kib_per_job() { awk -v n="$2" '/^wchar:/ { printf "%.1f", $2 / 1024 / n }' "/proc/$1/io"; }

@@ -365,13 +365,13 @@ Plan Ladder::Copies() const {
 }  // namespace ladder
 
 Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, int64_t epoch) {
-  auto f = in.clusters.find(cluster);
+  auto f = in.clusters->find(cluster);
   WorkloadParams p;
   p.spec = in.spec;
   p.job_uid = in.job->uid;
   p.epoch = epoch;
   p.origin = in.options.origin;
-  if (f != in.clusters.end()) {
+  if (f != in.clusters->end()) {
     p.local_queue = inventory::LocalQueueFor(f->second.config, in.spec->ns, in.spec->queue);
     p.version = f->second.config.kueue_api_version;
   } else {
@@ -390,13 +390,13 @@ Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, i
 }
 
 Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_t epoch) {
-  auto f = in.clusters.find(cluster);
+  auto f = in.clusters->find(cluster);
   RemoteJobParams p;
   p.spec = in.spec;
   p.job_uid = in.job->uid;
   p.epoch = epoch;
   p.origin = in.options.origin;
-  p.local_queue = f != in.clusters.end() ? inventory::LocalQueueFor(f->second.config, in.spec->ns, in.spec->queue)
+  p.local_queue = f != in.clusters->end() ? inventory::LocalQueueFor(f->second.config, in.spec->ns, in.spec->queue)
                                          : in.spec->queue;
   p.workload_name = RemoteName(in.job->name, in.job->uid);
   Action a;
@@ -449,7 +449,12 @@ Action DeleteJobAction(const std::string& cluster, const ObservedJob& j) {
   return DeleteAction(cluster, kJob, j, path.ok() ? *path : "");
 }
 
-inventory::KueueApiVersion KueueVersionOf(const std::map<std::string, ClusterFacts>& clusters,
+const std::shared_ptr<const FleetFacts>& NoFleetFacts() {
+  static const auto* none = new std::shared_ptr<const FleetFacts>(std::make_shared<const FleetFacts>());
+  return *none;
+}
+
+inventory::KueueApiVersion KueueVersionOf(const FleetFacts& clusters,
                                           const std::string& cluster) {
   auto f = clusters.find(cluster);
   return f == clusters.end() ? inventory::KueueApiVersion::kV1beta2 : f->second.config.kueue_api_version;

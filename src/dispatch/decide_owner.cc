@@ -52,10 +52,10 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
 // Steps 9-12: Admitted or Running with owner C at epoch E.
 Plan Ladder::Owned() const {
   const std::string& owner = job_.cluster;
-  auto facts = in_.clusters.find(owner);
+  auto facts = in_.clusters->find(owner);
   // Step 9.
-  if (facts == in_.clusters.end() || !Reachable(owner)) {
-    const bool removed = facts == in_.clusters.end();
+  if (facts == in_.clusters->end() || !Reachable(owner)) {
+    const bool removed = facts == in_.clusters->end();
     int64_t lost = removed ? opt_.cluster_lost_timeout_ms : facts->second.lost_for_ms;
     if (lost >= opt_.cluster_lost_timeout_ms) {
       std::string why = removed ? fmt::format("owner cluster {} was removed from the inventory", owner)

@@ -196,25 +196,26 @@ void Engine::SetObservedClusters() {
 
 void Engine::RefreshFleetLocked(int64_t now_ms) {
   if (fleet_read_ms_ >= 0 && now_ms - fleet_read_ms_ < options_.fleet_refresh_ms && now_ms >= fleet_read_ms_) return;
-  facts_.clear();
+  auto facts = std::make_shared<FleetFacts>();
   for (const inventory::ClusterView& view : fleet_.Clusters()) {
     ClusterFacts f;
     f.ready = view.health.state == inventory::HealthState::kReady && view.credentials_error.empty();
     f.lost_for_ms = view.health.LostForMs(now_ms);
     f.config = view.config;
-    facts_.emplace(view.config.name, std::move(f));
+    facts->emplace(view.config.name, std::move(f));
   }
-  snapshots_ = fleet_.Snapshot(now_ms);
+  facts_ = std::move(facts);
+  snapshots_ = std::make_shared<const std::vector<placement::ClusterSnapshot>>(fleet_.Snapshot(now_ms));
   fleet_read_ms_ = now_ms;
 }
 
-std::map<std::string, ClusterFacts> Engine::Facts(int64_t now_ms) {
+std::shared_ptr<const FleetFacts> Engine::Facts(int64_t now_ms) {
   std::lock_guard lock(fleet_mu_);
   RefreshFleetLocked(now_ms);
   return facts_;
 }
 
-std::vector<placement::ClusterSnapshot> Engine::Snapshots(int64_t now_ms) {
+std::shared_ptr<const std::vector<placement::ClusterSnapshot>> Engine::Snapshots(int64_t now_ms) {
   std::lock_guard lock(fleet_mu_);
   RefreshFleetLocked(now_ms);
   return snapshots_;
@@ -290,8 +291,8 @@ int64_t Engine::Pass(const std::string& uid) {
       demand.rounds_elapsed =
           static_cast<int32_t>((now - job->nominated_ms) / (int64_t{spec->dispatch.round_seconds} * 1000));
     }
-    std::vector<placement::ClusterSnapshot> snapshots = Snapshots(now);
-    in.placement = placement::Place(demand, snapshots, options_.placement);
+    const auto snapshots = Snapshots(now);
+    in.placement = placement::Place(demand, *snapshots, options_.placement);
   }
   Plan plan = Decide(in);
   if (metrics_) metrics_->Pass(plan.step);
@@ -404,7 +405,7 @@ void Engine::RunGc() {
     gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.gc_interval_ms));
     if (stopping_) return;
     lock.unlock();
-    const std::map<std::string, ClusterFacts> facts = Facts(clock_.NowMillis());
+    const std::shared_ptr<const FleetFacts> facts = Facts(clock_.NowMillis());
     for (const std::string& uid : observer_->AllJobUids()) {
       auto job = store_.GetByUid(uid);
       if (job.ok() || job.status().code() != Code::kNotFound) continue;
@@ -413,7 +414,7 @@ void Engine::RunGc() {
         JobRecord ghost;
         ghost.uid = uid;
         std::vector<Action> deletes;
-        for (const ObservedWorkload& w : o.workloads) deletes.push_back(DeleteWorkloadAction(cluster, KueueVersionOf(facts, cluster), w));
+        for (const ObservedWorkload& w : o.workloads) deletes.push_back(DeleteWorkloadAction(cluster, KueueVersionOf(*facts, cluster), w));
         for (const ObservedJob& j : o.jobs) deletes.push_back(DeleteJobAction(cluster, j));
         int deleted = 0;
         for (const Action& a : deletes) {

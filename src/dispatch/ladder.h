@@ -66,9 +66,9 @@ class Ladder {
 
  private:
   bool Reachable(const std::string& cluster) const {
-    auto f = in_.clusters.find(cluster);
+    auto f = in_.clusters->find(cluster);
     auto o = in_.observed.find(cluster);
-    return f != in_.clusters.end() && f->second.ready && o != in_.observed.end() && o->second.synced;
+    return f != in_.clusters->end() && f->second.ready && o != in_.observed.end() && o->second.synced;
   }
   const ClusterObservation* Observed(const std::string& cluster) const {
     auto o = in_.observed.find(cluster);
@@ -94,7 +94,7 @@ class Ladder {
     return it == objects.end() ? nullptr : &*it;
   }
   Action DeleteWorkload(const std::string& cluster, const ObservedWorkload& w) const {
-    return DeleteWorkloadAction(cluster, KueueVersionOf(in_.clusters, cluster), w);
+    return DeleteWorkloadAction(cluster, KueueVersionOf(*in_.clusters, cluster), w);
   }
   Action DeleteJob(const std::string& cluster, const ObservedJob& j) const { return DeleteJobAction(cluster, j); }
   // Whether the real job j says it ended (Succeeded or Failed there).
@@ -135,7 +135,7 @@ class Ladder {
     std::vector<std::pair<std::string, std::string>> out;
     for (const RemoteIntent& i : in_.intents) {
       if (i.present) continue;
-      if (!in_.clusters.count(i.cluster)) {
+      if (!in_.clusters->count(i.cluster)) {
         out.emplace_back(i.cluster, i.kind);
         continue;
       }
@@ -149,7 +149,7 @@ class Ladder {
   std::vector<std::string> UnreachableWithIntents() const {
     std::vector<std::string> out;
     for (const RemoteIntent& i : in_.intents) {
-      if (in_.clusters.count(i.cluster) && !Reachable(i.cluster) &&
+      if (in_.clusters->count(i.cluster) && !Reachable(i.cluster) &&
           std::find(out.begin(), out.end(), i.cluster) == out.end()) {
         out.push_back(i.cluster);
       }

@@ -40,6 +40,7 @@ JobSpec Spec(const std::string& policy = "Requeue") {
 struct World {
   JobRecord job;
   JobSpec spec = Spec();
+  FleetFacts clusters;  // in.clusters, set by Input()
   DecideInput in;
 
   World() {
@@ -51,7 +52,7 @@ struct World {
       ClusterFacts f;
       f.ready = true;
       f.config.name = c;
-      in.clusters[c] = f;
+      clusters[c] = f;
       in.observed[c].synced = true;
     }
     in.now_ms = 1'000'000;
@@ -59,6 +60,7 @@ struct World {
   DecideInput& Input() {
     in.job = &job;
     in.spec = &spec;
+    in.clusters = std::make_shared<const FleetFacts>(clusters);
     return in;
   }
   // The lease is held: phase, owner and epoch set, and the owner's Workload
@@ -228,7 +230,7 @@ TEST_CASE("step 5: an admitted copy in an unreachable cluster does not win", "[d
   w.job.epoch = 1;
   w.Intent("c1", "Workload", 1);
   w.Workload("c1", 1).admitted = true;
-  w.in.clusters["c1"].ready = false;
+  w.clusters["c1"].ready = false;
   w.in.placement = Candidates({"c1"});
   Plan p = Decide(w.Input());
   CHECK(p.step == "copies");
@@ -355,12 +357,12 @@ TEST_CASE("step 9: an unreachable owner is waited for, then onClusterLoss applie
     w.spec = Spec(policy);
     w.in.options.cluster_lost_timeout_ms = 60'000;
     w.OwnedBy(JobPhase::kRunning, "c1", 1);
-    w.in.clusters["c1"].ready = false;
-    w.in.clusters["c1"].lost_for_ms = 30'000;
+    w.clusters["c1"].ready = false;
+    w.clusters["c1"].lost_for_ms = 30'000;
     Plan before = Decide(w.Input());
     CHECK_FALSE(before.write);
     CHECK(before.requeue_ms > 0);
-    w.in.clusters["c1"].lost_for_ms = 60'000;
+    w.clusters["c1"].lost_for_ms = 60'000;
     Plan after = Decide(w.Input());
     INFO(policy);
     REQUIRE(after.write);
@@ -387,8 +389,8 @@ TEST_CASE("step 9: a Wait job's OwnerLost condition is lifted when its owner ans
   w.Workload("c1", 1).admitted = true;
   ObservedJob& j = w.RemoteJob("c1", 1, RemoteJobState::kRunning);
   w.job.remote_status = j.summary;
-  w.in.clusters["c1"].ready = false;
-  w.in.clusters["c1"].lost_for_ms = 60'000;
+  w.clusters["c1"].ready = false;
+  w.clusters["c1"].lost_for_ms = 60'000;
   Plan lost = Decide(w.Input());
   REQUIRE(lost.write);
   REQUIRE(lost.write->conditions_json);
@@ -397,8 +399,8 @@ TEST_CASE("step 9: a Wait job's OwnerLost condition is lifted when its owner ans
   CHECK_FALSE(Decide(w.Input()).write);  // flagged once
 
   // Back, still running: the flag goes, the job runs on at the same epoch.
-  w.in.clusters["c1"].ready = true;
-  w.in.clusters["c1"].lost_for_ms = 0;
+  w.clusters["c1"].ready = true;
+  w.clusters["c1"].lost_for_ms = 0;
   Plan back = Decide(w.Input());
   REQUIRE(back.write);
   CHECK(*back.write->conditions_json == "[]");
@@ -499,7 +501,7 @@ TEST_CASE("steps 2-3: cancel withdraws everywhere and completes only when every 
   w.Intent("c1", "Workload", 1);
   w.Intent("c2", "Workload", 1);
   w.Workload("c1", 1);
-  w.in.clusters["c2"].ready = false;  // partitioned
+  w.clusters["c2"].ready = false;  // partitioned
   Plan p = Decide(w.Input());
   CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
   REQUIRE(p.write);
@@ -620,7 +622,7 @@ TEST_CASE("retention keeps nothing for a cancelled job, a job whose copy still r
   // The owner out of sight (or not synced yet after a restart): what an
   // earlier pass kept (its rows present) stays kept, and nothing is written.
   World unseen = finished_world(JobPhase::kSucceeded, RemoteJobState::kSucceeded, 990'000);
-  unseen.in.clusters["c1"].ready = false;
+  unseen.clusters["c1"].ready = false;
   Plan wait = Decide(unseen.Input());
   CHECK((!wait.write || wait.write->upsert_intents.empty()));
   CHECK(wait.requeue_ms == 50'000);
@@ -630,8 +632,8 @@ TEST_CASE("retention keeps nothing for a cancelled job, a job whose copy still r
   lost.spec = Spec("Fail");
   lost.in.options.finished_retention_ms = 60'000;
   lost.OwnedBy(JobPhase::kRunning, "c1", 1);
-  lost.in.clusters["c1"].ready = false;
-  lost.in.clusters["c1"].lost_for_ms = lost.in.options.cluster_lost_timeout_ms;
+  lost.clusters["c1"].ready = false;
+  lost.clusters["c1"].lost_for_ms = lost.in.options.cluster_lost_timeout_ms;
   Plan fail = Decide(lost.Input());
   REQUIRE(fail.write);
   CHECK(*fail.write->phase == JobPhase::kFailed);

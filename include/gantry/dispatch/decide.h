@@ -30,6 +30,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -56,6 +57,13 @@ struct ClusterFacts {
   inventory::ClusterConfig config;
 };
 
+// The inventory as the engine last read it, by cluster name. Read often (by
+// every pass) and changed seldom (a refresh), so a pass shares the engine's
+// copy instead of copying it: at 100 clusters the copy was most of a pass.
+using FleetFacts = std::map<std::string, ClusterFacts>;
+// A shared empty inventory, the default below.
+const std::shared_ptr<const FleetFacts>& NoFleetFacts();
+
 struct DecideOptions {
   std::string origin = "gantry";
   int64_t cluster_lost_timeout_ms = 15 * 60'000;
@@ -75,7 +83,7 @@ struct DecideInput {
   const JobSpec* spec = nullptr;
   std::vector<RemoteIntent> intents;
   std::map<std::string, ClusterObservation> observed;  // watched clusters
-  std::map<std::string, ClusterFacts> clusters;        // the inventory
+  std::shared_ptr<const FleetFacts> clusters = NoFleetFacts();  // the inventory; never null
   // Only for Queued and Nominating jobs (the engine calls Place() then).
   std::optional<placement::Decision> placement;
   // (cluster, kind) objects of the current epoch this engine created and has
@@ -139,7 +147,7 @@ Action DeleteJobAction(const std::string& cluster, const ObservedJob& j);
 std::string ApiVersionOf(const ObservedJob& j);
 // The Kueue API version the inventory names for cluster; v1beta2 when the
 // cluster is not (or no longer) in it.
-inventory::KueueApiVersion KueueVersionOf(const std::map<std::string, ClusterFacts>& clusters,
+inventory::KueueApiVersion KueueVersionOf(const FleetFacts& clusters,
                                           const std::string& cluster);
 
 }  // namespace gantry::dispatch

@@ -128,8 +128,9 @@ class Engine final : public JobIntake {
   };
   ActionsOutcome RunActions(const JobRecord& job, const std::vector<Action>& actions);
   std::shared_ptr<kube::ClientPool> PoolFor(const std::string& cluster);
-  std::map<std::string, ClusterFacts> Facts(int64_t now_ms);
-  std::vector<placement::ClusterSnapshot> Snapshots(int64_t now_ms);
+  // The fleet as last read (at most fleet_refresh_ms ago), shared, not copied.
+  std::shared_ptr<const FleetFacts> Facts(int64_t now_ms);
+  std::shared_ptr<const std::vector<placement::ClusterSnapshot>> Snapshots(int64_t now_ms);
   void RefreshFleetLocked(int64_t now_ms);
   void SetObservedClusters();
   void RunGc();
@@ -155,8 +156,10 @@ class Engine final : public JobIntake {
   std::atomic<bool> no_clusters_{false};
   std::mutex fleet_mu_;
   int64_t fleet_read_ms_ = -1;
-  std::map<std::string, ClusterFacts> facts_;
-  std::vector<placement::ClusterSnapshot> snapshots_;
+  // Replaced, never changed in place: passes may still hold the last ones.
+  std::shared_ptr<const FleetFacts> facts_ = NoFleetFacts();
+  std::shared_ptr<const std::vector<placement::ClusterSnapshot>> snapshots_ =
+      std::make_shared<const std::vector<placement::ClusterSnapshot>>();
 
   std::mutex pools_mu_;
   std::map<std::string, std::shared_ptr<kube::ClientPool>> pools_;

@@ -276,7 +276,9 @@ int64_t Engine::Pass(const std::string& uid) {
   // its object in neither, and the pass would create it again (a 409 and a
   // GET).
   const std::set<Expectations::Key> expected_before = expected_.Pending(uid, job->epoch, {}, now);
-  in.observed = observer_->ForJob(uid);
+  JobObservation observation = observer_->ForJob(uid);
+  in.observed = std::move(observation.clusters);
+  in.synced = std::move(observation.synced);
   const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, job->epoch);
   (void)expected_.Pending(uid, job->epoch, seen, now);  // drops what is seen now
   for (const Expectations::Key& key : expected_before) {
@@ -409,8 +411,9 @@ void Engine::RunGc() {
     for (const std::string& uid : observer_->AllJobUids()) {
       auto job = store_.GetByUid(uid);
       if (job.ok() || job.status().code() != Code::kNotFound) continue;
-      for (const auto& [cluster, o] : observer_->ForJob(uid)) {
-        if (!o.synced) continue;
+      const JobObservation observation = observer_->ForJob(uid);
+      for (const auto& [cluster, o] : observation.clusters) {
+        if (!observation.synced->count(cluster)) continue;
         JobRecord ghost;
         ghost.uid = uid;
         std::vector<Action> deletes;

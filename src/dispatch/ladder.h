@@ -67,12 +67,13 @@ class Ladder {
  private:
   bool Reachable(const std::string& cluster) const {
     auto f = in_.clusters->find(cluster);
-    auto o = in_.observed.find(cluster);
-    return f != in_.clusters->end() && f->second.ready && o != in_.observed.end() && o->second.synced;
+    return f != in_.clusters->end() && f->second.ready && in_.synced->count(cluster) > 0;
   }
+  // What cluster shows of the job (nothing, when it is not in in_.observed).
   const ClusterObservation* Observed(const std::string& cluster) const {
+    static const ClusterObservation kNothing;
     auto o = in_.observed.find(cluster);
-    return o == in_.observed.end() ? nullptr : &o->second;
+    return o == in_.observed.end() ? &kNothing : &o->second;
   }
   // The job's Workload copy in cluster at the current epoch.
   const ObservedWorkload* WorkloadIn(const std::string& cluster) const {

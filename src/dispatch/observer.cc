@@ -33,6 +33,7 @@
 #include <condition_variable>
 #include <iterator>
 #include <set>
+#include <unordered_map>
 #include <variant>
 
 #include <fmt/format.h>
@@ -175,11 +176,53 @@ bool SameForDecisions(const Entry& a, const Entry& b) {
   return ja.k8s_uid == jb.k8s_uid && ja.epoch == jb.epoch && ja.state == jb.state && ja.summary == jb.summary;
 }
 
+class ResourceCache;
+
+// Which caches hold objects of each job, so that reading a job's objects
+// asks only those, not every resource of every cluster (at 100 clusters
+// that walk was a pass's largest part). Guarded by Impl::mu.
+class JobIndex {
+ public:
+  void Add(const std::string& job_uid, const ResourceCache* cache) {
+    std::vector<const ResourceCache*>& caches = where_[job_uid];
+    if (std::find(caches.begin(), caches.end(), cache) == caches.end()) caches.push_back(cache);
+  }
+  void Remove(const std::string& job_uid, const ResourceCache* cache) {
+    auto it = where_.find(job_uid);
+    if (it == where_.end()) return;
+    std::erase(it->second, cache);
+    if (it->second.empty()) where_.erase(it);
+  }
+  const std::vector<const ResourceCache*>& Of(const std::string& job_uid) const {
+    static const std::vector<const ResourceCache*> kNone;
+    auto it = where_.find(job_uid);
+    return it == where_.end() ? kNone : it->second;
+  }
+  std::vector<std::string> Uids() const {
+    std::vector<std::string> out;
+    out.reserve(where_.size());
+    for (const auto& [uid, caches] : where_) out.push_back(uid);
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  std::unordered_map<std::string, std::vector<const ResourceCache*>> where_;
+};
+
 // One resource's objects in one cluster, by job uid and by ns/name. Every
-// mutation that matters to a decision adds the job uids it touched to *changed.
+// mutation that matters to a decision adds the job uids it touched to
+// *changed. The JobIndex is kept in step: it lists this cache for a job
+// while the cache holds any object of it.
 class ResourceCache {
  public:
   bool listed = false;
+
+  void Attach(JobIndex* index, const std::string* cluster) {
+    index_ = index;
+    cluster_ = cluster;
+  }
+  const std::string& cluster() const { return *cluster_; }
 
   void Put(const std::string& key, Entry e, std::set<std::string>* changed) {
     auto it = uid_of_.find(key);
@@ -192,18 +235,22 @@ class ResourceCache {
       }
       changed->insert(it->second);
       by_uid_.erase(old);
+      Unindex(it->second);
     }
     changed->insert(e.job_uid);
     uid_of_[key] = e.job_uid;
+    index_->Add(e.job_uid, this);
     by_uid_[{e.job_uid, key}] = std::move(e);
   }
 
   void Erase(const std::string& key, std::set<std::string>* changed) {
     auto it = uid_of_.find(key);
     if (it == uid_of_.end()) return;
-    changed->insert(it->second);
-    by_uid_.erase({it->second, key});
+    const std::string uid = it->second;
+    changed->insert(uid);
+    by_uid_.erase({uid, key});
     uid_of_.erase(it);
+    Unindex(uid);
   }
 
   void Replace(std::map<std::string, Entry> fresh, std::set<std::string>* changed) {
@@ -215,6 +262,11 @@ class ResourceCache {
     for (auto& [key, e] : fresh) Put(key, std::move(e), changed);
   }
 
+  // Takes every job of this cache out of the index (the cluster is retired).
+  void Detach() {
+    for (const auto& [key, e] : by_uid_) index_->Remove(key.first, this);
+  }
+
   template <class Fn>
   void ForJob(const std::string& job_uid, Fn&& fn) const {
     for (auto it = by_uid_.lower_bound({job_uid, ""});
@@ -223,11 +275,15 @@ class ResourceCache {
     }
   }
 
-  void AddUids(std::set<std::string>* out) const {
-    for (const auto& [key, e] : by_uid_) out->insert(key.first);
+ private:
+  // Drops this cache from job_uid's index entry when it holds no more of it.
+  void Unindex(const std::string& job_uid) {
+    auto next = by_uid_.lower_bound({job_uid, ""});
+    if (next == by_uid_.end() || next->first.first != job_uid) index_->Remove(job_uid, this);
   }
 
- private:
+  JobIndex* index_ = nullptr;
+  const std::string* cluster_ = nullptr;
   std::map<std::pair<std::string, std::string>, Entry> by_uid_;  // (job uid, ns/name)
   std::map<std::string, std::string> uid_of_;                    // ns/name -> job uid
 };
@@ -256,7 +312,9 @@ bool SameWatch(const ObservedCluster& a, const ObservedCluster& b) {
 struct ClusterObserver::Impl {
   // One watched cluster: its configuration, its views and its threads.
   struct Cluster {
-    Cluster(ObservedCluster c, std::size_t resources) : config(std::move(c)), caches(resources) {}
+    Cluster(ObservedCluster c, std::size_t resources, JobIndex* index) : config(std::move(c)), caches(resources) {
+      for (ResourceCache& cache : caches) cache.Attach(index, &config.name);
+    }
     const ObservedCluster config;
     std::vector<ResourceCache> caches;  // one per Impl::resources; guarded by Impl::mu
     std::atomic<bool> stopping{false};
@@ -287,7 +345,7 @@ struct ClusterObserver::Impl {
       : options(std::move(o)), on_change(std::move(cb)), resources(ResourcesOf(options)) {}
 
   std::unique_ptr<Cluster> Start(const ObservedCluster& config) {
-    auto c = std::make_unique<Cluster>(config, resources.size());
+    auto c = std::make_unique<Cluster>(config, resources.size(), &index);
     c->running = static_cast<int>(resources.size());
     for (std::size_t r = 0; r < resources.size(); ++r) {
       c->threads.emplace_back([this, p = c.get(), r] {
@@ -331,6 +389,7 @@ struct ClusterObserver::Impl {
         spdlog::error("observer: cluster {} {}: {}", c->config.name, resources[r].name, e.what());
         std::lock_guard lock(mu);
         c->caches[r].listed = false;
+        PublishSyncedLocked();
       }
       if (!c->Wait(backoff)) return;
       backoff = std::min(backoff * 2, options.max_backoff);
@@ -364,8 +423,12 @@ struct ClusterObserver::Impl {
     std::set<std::string> changed;
     {
       std::lock_guard lock(mu);
+      if (c->stopping) return;  // retired: out of the index for good
       c->caches[r].Replace(std::move(fresh), &changed);
-      c->caches[r].listed = true;
+      if (!c->caches[r].listed) {
+        c->caches[r].listed = true;
+        PublishSyncedLocked();
+      }
     }
     Notify(c, r, changed, ClusterObserver::Observed{});
   }
@@ -390,6 +453,7 @@ struct ClusterObserver::Impl {
     std::set<std::string> changed;
     {
       std::lock_guard lock(mu);
+      if (c->stopping) return;  // retired: out of the index for good
       if (entry) {
         c->caches[r].Put(KeyOf(e.object), std::move(*entry), &changed);
       } else {
@@ -411,6 +475,22 @@ struct ClusterObserver::Impl {
 
   std::string Selector() const { return std::string(kOriginLabel) + "=" + options.origin; }
 
+  // Replaces `synced` after a cluster's sync state may have changed.
+  void PublishSyncedLocked() {
+    auto now = std::make_shared<std::set<std::string>>();
+    for (const auto& [name, c] : clusters) {
+      if (c->Synced()) now->insert(name);
+    }
+    if (*now != *synced) synced = std::move(now);
+  }
+  // Takes a cluster out of the view: its watches may still deliver, but
+  // nothing they bring is read again (ApplyList and ApplyEvent skip it).
+  void RetireLocked(std::unique_ptr<Cluster> c) {
+    c->SignalStop();
+    for (ResourceCache& cache : c->caches) cache.Detach();
+    retired.push_back(std::move(c));
+  }
+
   const ObserverOptions options;
   const OnChange on_change;
   const std::vector<Resource> resources;
@@ -418,6 +498,10 @@ struct ClusterObserver::Impl {
   bool stopped = false;                                      // guarded by mu
   std::map<std::string, std::unique_ptr<Cluster>> clusters;  // guarded by mu
   std::vector<std::unique_ptr<Cluster>> retired;  // stopping, not yet joined; guarded by mu
+  JobIndex index;                                            // guarded by mu
+  // The live clusters that are synced; replaced, never changed in place.
+  std::shared_ptr<const std::set<std::string>> synced =
+      std::make_shared<const std::set<std::string>>();  // guarded by mu
 };
 
 ClusterObserver::ClusterObserver(ObserverOptions options, OnChange on_change)
@@ -439,13 +523,13 @@ void ClusterObserver::SetClusters(const std::vector<ObservedCluster>& clusters) 
         ++it;
         continue;
       }
-      it->second->SignalStop();
-      impl_->retired.push_back(std::move(it->second));
+      impl_->RetireLocked(std::move(it->second));
       it = live.erase(it);
     }
     for (const auto& [name, config] : wanted) {
       if (!live.count(name)) live[name] = impl_->Start(*config);
     }
+    impl_->PublishSyncedLocked();
     auto& retired = impl_->retired;
     auto ended_at = std::stable_partition(retired.begin(), retired.end(),
                                           [](const auto& c) { return c->running > 0; });
@@ -461,29 +545,30 @@ void ClusterObserver::Stop() {
     std::lock_guard lock(impl_->mu);
     impl_->stopped = true;
     all.swap(impl_->retired);
-    for (auto& [name, c] : impl_->clusters) all.push_back(std::move(c));
+    for (auto& [name, c] : impl_->clusters) {
+      for (ResourceCache& cache : c->caches) cache.Detach();
+      all.push_back(std::move(c));
+    }
     impl_->clusters.clear();
+    impl_->PublishSyncedLocked();
   }
   for (auto& c : all) c->SignalStop();  // all first: the waits overlap
   for (auto& c : all) c->Join();
 }
 
-std::map<std::string, ClusterObservation> ClusterObserver::ForJob(
-    const std::string& job_uid) const {
-  std::map<std::string, ClusterObservation> out;
+JobObservation ClusterObserver::ForJob(const std::string& job_uid) const {
+  JobObservation out;
   std::lock_guard lock(impl_->mu);
-  for (const auto& [name, c] : impl_->clusters) {
-    ClusterObservation& o = out[name];
-    o.synced = c->Synced();
-    for (const ResourceCache& cache : c->caches) {
-      cache.ForJob(job_uid, [&](const Entry& e) {
-        if (const auto* w = std::get_if<ObservedWorkload>(&e.object)) {
-          o.workloads.push_back(*w);
-        } else {
-          o.jobs.push_back(std::get<ObservedJob>(e.object));
-        }
-      });
-    }
+  out.synced = impl_->synced;
+  for (const ResourceCache* cache : impl_->index.Of(job_uid)) {
+    ClusterObservation& o = out.clusters[cache->cluster()];
+    cache->ForJob(job_uid, [&](const Entry& e) {
+      if (const auto* w = std::get_if<ObservedWorkload>(&e.object)) {
+        o.workloads.push_back(*w);
+      } else {
+        o.jobs.push_back(std::get<ObservedJob>(e.object));
+      }
+    });
   }
   return out;
 }
@@ -495,12 +580,8 @@ bool ClusterObserver::Synced(const std::string& cluster) const {
 }
 
 std::vector<std::string> ClusterObserver::AllJobUids() const {
-  std::set<std::string> uids;
   std::lock_guard lock(impl_->mu);
-  for (const auto& [name, c] : impl_->clusters) {
-    for (const ResourceCache& cache : c->caches) cache.AddUids(&uids);
-  }
-  return {uids.begin(), uids.end()};
+  return impl_->index.Uids();
 }
 
 std::optional<ObservedWorkload> ParseWorkload(const json& object) {

@@ -40,7 +40,8 @@ JobSpec Spec(const std::string& policy = "Requeue") {
 struct World {
   JobRecord job;
   JobSpec spec = Spec();
-  FleetFacts clusters;  // in.clusters, set by Input()
+  FleetFacts clusters;             // in.clusters, set by Input()
+  std::set<std::string> synced;    // in.synced, set by Input()
   DecideInput in;
 
   World() {
@@ -53,7 +54,7 @@ struct World {
       f.ready = true;
       f.config.name = c;
       clusters[c] = f;
-      in.observed[c].synced = true;
+      synced.insert(c);
     }
     in.now_ms = 1'000'000;
   }
@@ -61,6 +62,7 @@ struct World {
     in.job = &job;
     in.spec = &spec;
     in.clusters = std::make_shared<const FleetFacts>(clusters);
+    in.synced = std::make_shared<const std::set<std::string>>(synced);
     return in;
   }
   // The lease is held: phase, owner and epoch set, and the owner's Workload
@@ -287,11 +289,11 @@ TEST_CASE("step 8: a missing copy is created again, nothing happens while one is
   w.Intent("c1", "Workload", 1);
   w.Intent("c2", "Workload", 1);
   w.Workload("c1", 1);
-  w.in.observed["c2"].synced = false;  // cannot conclude absence there
+  w.synced.erase("c2");  // cannot conclude absence there
   w.in.placement = Candidates({"c1", "c2"});
   Plan p = Decide(w.Input());
   CHECK(p.actions.empty());
-  w.in.observed["c2"].synced = true;
+  w.synced.insert("c2");
   Plan q = Decide(w.Input());
   CHECK(Count(q, Verb::kCreate, "Workload", "c2") == 1);
   CHECK_FALSE(q.write);
@@ -485,7 +487,6 @@ TEST_CASE("step 10: an evicted at-most-once job fails instead of running twice (
     // Admitted, the Workload gone and no job seen: it may still have run.
     w.job.phase = JobPhase::kAdmitted;
     w.in.observed["c1"] = ClusterObservation{};
-    w.in.observed["c1"].synced = true;
     Plan gone = Decide(w.Input());
     REQUIRE(gone.write);
     CHECK(*gone.write->phase == JobPhase::kFailed);

@@ -319,7 +319,7 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
                   std::chrono::seconds(20)));
   CHECK_FALSE(observer.Synced("c3"));
   auto in = [&](const std::string& cluster_name, const std::string& uid) {
-    return observer.ForJob(uid)[cluster_name];
+    return observer.ForJob(uid).clusters[cluster_name];
   };
 
   SECTION("objects appear, change and disappear; objects without the origin label are never seen") {
@@ -336,12 +336,11 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     // Both appeared as created, at the epoch of their annotation.
     CHECK(changes.Appeared("c1 Workload") == std::vector<std::string>{"c1 Workload 2 as created"});
     CHECK(changes.Appeared("c1 Job") == std::vector<std::string>{"c1 Job 2 as created"});
-    auto all = observer.ForJob("uid-1");
-    REQUIRE(all.size() == 2);
-    CHECK(all["c1"].synced);
-    CHECK(all["c2"].synced);
-    CHECK(all["c2"].workloads.empty());
-    CHECK(all["c2"].jobs.empty());
+    auto seen = observer.ForJob("uid-1");
+    auto& all = seen.clusters;
+    CHECK(*seen.synced == std::set<std::string>{"c1", "c2"});
+    REQUIRE(all.size() == 1);  // only the clusters that show objects of the job
+    CHECK(all.count("c2") == 0);
     const auto& w = all["c1"].workloads[0];
     CHECK(w.name == "w1");
     CHECK(w.ns == "team-a");
@@ -364,6 +363,12 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     changes.Clear();
     REQUIRE(kc1->Delete(kWorkloadsPath + "/w1")->ok());
     CHECK(WaitFor([&] { return in("c1", "uid-1").workloads.empty() && changes.HasGone("uid-1"); }));
+    // The job's last object gone, the job is gone from the view.
+    CHECK(in("c1", "uid-1").jobs.size() == 1);
+    CHECK(observer.AllJobUids() == std::vector<std::string>{"uid-1"});
+    REQUIRE(kc1->Delete(kJobsPath + "/j1")->ok());
+    CHECK(WaitFor([&] { return observer.ForJob("uid-1").clusters.empty(); }));
+    CHECK(observer.AllJobUids().empty());
   }
 
   SECTION("a generic kind is watched like a Job") {
@@ -393,7 +398,8 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
 
     CHECK(Timed([&] { observer.SetClusters({c1}); }) <
           std::chrono::seconds(1));  // never waits on a thread
-    CHECK(observer.ForJob("uid-2").count("c2") == 0);
+    CHECK(observer.ForJob("uid-2").clusters.count("c2") == 0);
+    CHECK(observer.ForJob("uid-2").synced->count("c2") == 0);
     CHECK_FALSE(observer.Synced("c2"));
     CHECK(observer.AllJobUids().empty());
 
@@ -413,7 +419,8 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
 
     // Bound: watch_timeout_seconds (1 s) + one request; see observer.cc.
     CHECK(Timed([&] { observer.Stop(); }) < std::chrono::seconds(4));
-    CHECK(observer.ForJob("uid-2").empty());
+    CHECK(observer.ForJob("uid-2").clusters.empty());
+    CHECK(observer.ForJob("uid-2").synced->empty());
     observer.SetClusters({c1});  // ignored after Stop
     CHECK_FALSE(observer.Synced("c1"));
   }

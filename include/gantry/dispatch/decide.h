@@ -82,7 +82,9 @@ struct DecideInput {
   const JobRecord* job = nullptr;
   const JobSpec* spec = nullptr;
   std::vector<RemoteIntent> intents;
-  std::map<std::string, ClusterObservation> observed;  // watched clusters
+  std::map<std::string, ClusterObservation> observed;  // the clusters that show objects of the job
+  // The watched clusters whose view is synced (JobObservation::synced); never null.
+  std::shared_ptr<const std::set<std::string>> synced = std::make_shared<const std::set<std::string>>();
   std::shared_ptr<const FleetFacts> clusters = NoFleetFacts();  // the inventory; never null
   // Only for Queued and Nominating jobs (the engine calls Place() then).
   std::optional<placement::Decision> placement;

@@ -25,6 +25,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -79,10 +80,20 @@ struct GenericKind {
 };
 
 // Everything one cluster shows for one job uid.
+// What one cluster shows of one job.
 struct ClusterObservation {
-  bool synced = false;                  // see the header comment
   std::vector<ObservedWorkload> workloads;
   std::vector<ObservedJob> jobs;
+};
+
+// What the watches show of one job.
+struct JobObservation {
+  // Its objects, by cluster: only the clusters that show some.
+  std::map<std::string, ClusterObservation> clusters;
+  // The watched clusters whose view is synced (see the header comment): only
+  // there does the absence of an object mean something. Shared by every
+  // reader and replaced when a cluster's state changes; never null.
+  std::shared_ptr<const std::set<std::string>> synced = std::make_shared<const std::set<std::string>>();
 };
 
 struct ObservedCluster {
@@ -130,9 +141,9 @@ class ClusterObserver {
   void SetClusters(const std::vector<ObservedCluster>& clusters);
   void Stop();
 
-  // What each watched cluster shows for job_uid; every watched cluster is
-  // present in the map (with empty lists when it shows nothing).
-  std::map<std::string, ClusterObservation> ForJob(const std::string& job_uid) const;
+  // What the watched clusters show of job_uid. Costs what the job has, not
+  // what the fleet has: asks only the views that hold its objects.
+  JobObservation ForJob(const std::string& job_uid) const;
   bool Synced(const std::string& cluster) const;
   // Every job uid with at least one object in some cluster (start-up garbage collection).
   std::vector<std::string> AllJobUids() const;

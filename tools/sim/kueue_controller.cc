@@ -177,19 +177,20 @@ void KueueController::Admit(const json& wl, const WorkloadDemand& demand, int64_
     assignments.push_back({{"name", ps.name}, {"flavors", flavors}, {"resourceUsage", ToJson(ps.total)},
                            {"count", ps.count}});
   }
-  auto first = store_->Mutate("workloads", ns, name, [&](json& o) {
+  // One status write, as Kueue's scheduler makes it when the ClusterQueue
+  // has no admission checks (the simulated ones have none): the quota
+  // reservation and Admitted together, one watch event.
+  auto written = store_->Mutate("workloads", ns, name, [&](json& o) {
     o["status"]["admission"] = {{"clusterQueue", config_.cluster_queue}, {"podSetAssignments", std::move(assignments)}};
     SetCondition(&o, "QuotaReserved", true, "QuotaReserved",
                  fmt::format("Quota reserved in ClusterQueue {}", config_.cluster_queue), now_ms);
+    SetCondition(&o, "Admitted", true, "Admitted", "The workload is admitted", now_ms);
   });
-  if (!first.ok()) return;
+  if (!written.ok()) return;
   ResourceList& reserved = reserved_[key];
   SubtractFrom(&reserved_total_, reserved);  // re-admitted after a status patch: counted once
   reserved = demand.total;
   AddTo(&reserved_total_, reserved);
-  (void)store_->Mutate("workloads", ns, name, [&](json& o) {
-    SetCondition(&o, "Admitted", true, "Admitted", "The workload is admitted", now_ms);
-  });
 }
 
 Status KueueController::Evict(const std::string& ns, const std::string& name, int64_t now_ms) {

@@ -13,11 +13,11 @@
 # Each run prints submitted and dispatched jobs/s, latency from the post to
 # LeaseTaken and to the job running on its owner, the time until all are
 # Succeeded, remote API calls and reconciler passes per job, the CPU seconds
-# and peak resident memory of each process, and `gantry-sim ctl check` (no
+# (user and system) and peak resident memory of each process, and `gantry-sim ctl check` (no
 # job ran twice). Then the targets.
 #
 #   bench/dispatch_bench.sh [BUILD_DIR] [JOBS] [RATE]
-#   env: CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all), PACED_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), KEEP_ON_FAILURE (keep the work directory when a run fails), BENCH_DIR (where the temp dir goes),
+#   env: CLUSTERS (10: the fleet's size; e.g. 100 shows what grows with it), CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all), PACED_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), KEEP_ON_FAILURE (keep the work directory when a run fails), BENCH_DIR (where the temp dir goes),
 #        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data),
 #        PROFILE_CALLGRAPH (perf record call-graph option, default -g; e.g. "--call-graph dwarf,8192")
 set -euo pipefail

@@ -77,8 +77,7 @@ class Ladder {
   }
   // The job's Workload copy in cluster at the current epoch.
   const ObservedWorkload* WorkloadIn(const std::string& cluster) const {
-    const ClusterObservation* o = Observed(cluster);
-    return o ? AtCurrentEpoch(o->workloads) : nullptr;
+    return AtCurrentEpoch(Observed(cluster)->workloads);
   }
   // Created by this engine at the current epoch, its watch event not in yet.
   bool Expected(const std::string& cluster, const char* kind) const {
@@ -86,8 +85,7 @@ class Ladder {
   }
   // The job's real job in cluster at the current epoch.
   const ObservedJob* JobIn(const std::string& cluster) const {
-    const ClusterObservation* o = Observed(cluster);
-    return o ? AtCurrentEpoch(o->jobs) : nullptr;
+    return AtCurrentEpoch(Observed(cluster)->jobs);
   }
   template <class Observed>
   const Observed* AtCurrentEpoch(const std::vector<Observed>& objects) const {

@@ -183,10 +183,9 @@ class ResourceCache;
 // that walk was a pass's largest part). Guarded by Impl::mu.
 class JobIndex {
  public:
-  void Add(const std::string& job_uid, const ResourceCache* cache) {
-    std::vector<const ResourceCache*>& caches = where_[job_uid];
-    if (std::find(caches.begin(), caches.end(), cache) == caches.end()) caches.push_back(cache);
-  }
+  // Keeps each job's caches in (cluster, resource) order, the order in
+  // which ForJob reports them.
+  void Add(const std::string& job_uid, const ResourceCache* cache);
   void Remove(const std::string& job_uid, const ResourceCache* cache) {
     auto it = where_.find(job_uid);
     if (it == where_.end()) return;
@@ -218,29 +217,38 @@ class ResourceCache {
  public:
   bool listed = false;
 
-  void Attach(JobIndex* index, const std::string* cluster) {
+  void Attach(JobIndex* index, const std::string* cluster, std::size_t resource) {
     index_ = index;
     cluster_ = cluster;
+    resource_ = resource;
   }
   const std::string& cluster() const { return *cluster_; }
+  std::size_t resource() const { return resource_; }
 
   void Put(const std::string& key, Entry e, std::set<std::string>* changed) {
     auto it = uid_of_.find(key);
     if (it != uid_of_.end()) {
-      auto old = by_uid_.find({it->second, key});
-      if (it->second == e.job_uid && old->second.resource_version == e.resource_version) return;
-      if (SameForDecisions(old->second, e)) {
-        old->second = std::move(e);  // newer message or reason, same decision
-        return;
+      const std::string old_uid = it->second;
+      auto old = by_uid_.find({old_uid, key});
+      if (old != by_uid_.end()) {
+        if (old_uid == e.job_uid && old->second.resource_version == e.resource_version) return;
+        if (SameForDecisions(old->second, e)) {
+          old->second = std::move(e);  // newer message or reason, same decision
+          return;
+        }
+        by_uid_.erase(old);
       }
-      changed->insert(it->second);
-      by_uid_.erase(old);
-      Unindex(it->second);
+      uid_of_.erase(it);
+      changed->insert(old_uid);
+      Unindex(old_uid);
     }
-    changed->insert(e.job_uid);
-    uid_of_[key] = e.job_uid;
-    index_->Add(e.job_uid, this);
-    by_uid_[{e.job_uid, key}] = std::move(e);
+    // by_uid_ and the index first, uid_of_ last: a throw on the way leaves
+    // uid_of_ naming only entries that exist.
+    const std::string uid = e.job_uid;
+    changed->insert(uid);
+    by_uid_[{uid, key}] = std::move(e);
+    index_->Add(uid, this);
+    uid_of_[key] = uid;
   }
 
   void Erase(const std::string& key, std::set<std::string>* changed) {
@@ -284,9 +292,19 @@ class ResourceCache {
 
   JobIndex* index_ = nullptr;
   const std::string* cluster_ = nullptr;
+  std::size_t resource_ = 0;  // its position in Impl::resources
   std::map<std::pair<std::string, std::string>, Entry> by_uid_;  // (job uid, ns/name)
   std::map<std::string, std::string> uid_of_;                    // ns/name -> job uid
 };
+
+void JobIndex::Add(const std::string& job_uid, const ResourceCache* cache) {
+  std::vector<const ResourceCache*>& caches = where_[job_uid];
+  auto before = [](const ResourceCache* a, const ResourceCache* b) {
+    return a->cluster() != b->cluster() ? a->cluster() < b->cluster() : a->resource() < b->resource();
+  };
+  auto at = std::lower_bound(caches.begin(), caches.end(), cache, before);
+  if (at == caches.end() || *at != cache) caches.insert(at, cache);
+}
 
 bool SameToken(const std::shared_ptr<inventory::TokenSource>& a,
                const std::shared_ptr<inventory::TokenSource>& b) {
@@ -313,7 +331,7 @@ struct ClusterObserver::Impl {
   // One watched cluster: its configuration, its views and its threads.
   struct Cluster {
     Cluster(ObservedCluster c, std::size_t resources, JobIndex* index) : config(std::move(c)), caches(resources) {
-      for (ResourceCache& cache : caches) cache.Attach(index, &config.name);
+      for (std::size_t r = 0; r < caches.size(); ++r) caches[r].Attach(index, &config.name, r);
     }
     const ObservedCluster config;
     std::vector<ResourceCache> caches;  // one per Impl::resources; guarded by Impl::mu
@@ -546,14 +564,14 @@ void ClusterObserver::Stop() {
     impl_->stopped = true;
     all.swap(impl_->retired);
     for (auto& [name, c] : impl_->clusters) {
+      c->SignalStop();  // under mu: a watch's next update sees it and leaves the index alone
       for (ResourceCache& cache : c->caches) cache.Detach();
       all.push_back(std::move(c));
     }
     impl_->clusters.clear();
     impl_->PublishSyncedLocked();
   }
-  for (auto& c : all) c->SignalStop();  // all first: the waits overlap
-  for (auto& c : all) c->Join();
+  for (auto& c : all) c->Join();  // every one signalled first (the retired when retired): the waits overlap
 }
 
 JobObservation ClusterObserver::ForJob(const std::string& job_uid) const {

@@ -79,7 +79,6 @@ struct GenericKind {
   bool operator==(const GenericKind&) const = default;
 };
 
-// Everything one cluster shows for one job uid.
 // What one cluster shows of one job.
 struct ClusterObservation {
   std::vector<ObservedWorkload> workloads;

@@ -88,6 +88,33 @@ TEST_CASE("over HTTPS the server's certificate and name are checked", "[http]") 
   }
 }
 
+// Clients with the same CA and identity share one TLS context
+// (client.cc); the sharing must never let a client trust another's CA.
+TEST_CASE("clients alive at once each trust their own CA only, sharing a context or not", "[http]") {
+  TlsServer a = StartTls("127.0.0.1");
+  TlsServer b = StartTls("127.0.0.1");
+  auto a1 = Connect(a.Url("127.0.0.1"), a.certs.ca_pem);
+  auto a2 = Connect(a.Url("127.0.0.1"), a.certs.ca_pem);
+  auto b1 = Connect(b.Url("127.0.0.1"), b.certs.ca_pem);
+  for (Client* c : {a1.get(), a2.get(), b1.get()}) {
+    auto res = c->Do("GET", "/ok");
+    REQUIRE(res.ok());
+    CHECK(res->status == 200);
+  }
+  // While those live (and their contexts with them), a client of A's CA
+  // meets B's server, and one of B's CA meets A's: both refused.
+  auto a_at_b = Connect(b.Url("127.0.0.1"), a.certs.ca_pem)->Do("GET", "/no");
+  auto b_at_a = Connect(a.Url("127.0.0.1"), b.certs.ca_pem)->Do("GET", "/no");
+  for (const auto* res : {&a_at_b, &b_at_a}) {
+    REQUIRE_FALSE(res->ok());
+    CHECK(res->status().message().find("certificate verify failed") != std::string::npos);
+  }
+  // And the shared ones still work after the refusals.
+  auto again = a2->Do("GET", "/ok");
+  REQUIRE(again.ok());
+  CHECK(again->status == 200);
+}
+
 TEST_CASE("over HTTPS a certificate that does not name the address is refused", "[http]") {
   TlsServer s = StartTls("127.0.0.2");  // the certificate names 127.0.0.1 and localhost only
   auto res = Connect(s.Url("127.0.0.2"), s.certs.ca_pem)->Do("GET", "/");

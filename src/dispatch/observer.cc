@@ -8,12 +8,14 @@
 // on_change muted) and joined by a later SetClusters once its threads have
 // ended, or by Stop().
 //
-// Stop latency. ListWatch hands the stop flag to the watch stream, which asks
-// it every 100 ms while quiet, and its backoff sleeps check it as often.
-// Stop() signals every thread before joining any, and returns within about
-// one request (a list page or a connect; clients do not retry, ListWatch
-// does) plus 100 ms. Our own waits (client creation retries, the JobSet
-// recheck) wake at once.
+// Stop latency. A watch stream waits on the record's StopSignal beside its
+// socket, so a quiet stream is woken only by data or by the stop (not every
+// 100 ms to ask: 300 streams at 100 clusters made 3,000 wake-ups a second at
+// rest); ListWatch's backoff sleeps check the flag every 100 ms. Stop()
+// signals every thread before joining any, and returns within about one
+// request (a list page or a connect; clients do not retry, ListWatch does)
+// plus 100 ms. Our own waits (client creation retries, the JobSet recheck)
+// wake at once.
 //
 // Synced. A resource counts as listed from its first successful list since its
 // thread started. ListWatch reports no failures, so a failed watch does not
@@ -25,6 +27,7 @@
 // of absence.
 #include "gantry/dispatch/observer.h"
 #include "gantry/common/json_path.h"
+#include "gantry/common/stop_signal.h"
 #include "gantry/common/thread_name.h"
 
 #include <algorithm>
@@ -336,6 +339,7 @@ struct ClusterObserver::Impl {
     const ObservedCluster config;
     std::vector<ResourceCache> caches;  // one per Impl::resources; guarded by Impl::mu
     std::atomic<bool> stopping{false};
+    StopSignal stop_signal;  // set with stopping: wakes the watches' waits at once
     std::atomic<int> running{0};  // threads not yet ended
     std::mutex wait_mu;
     std::condition_variable wait_cv;
@@ -347,6 +351,7 @@ struct ClusterObserver::Impl {
     void SignalStop() {
       std::lock_guard lock(wait_mu);
       stopping = true;
+      stop_signal.Set();
       wait_cv.notify_all();
     }
     // Waits for d unless stopped first; false when stopping.
@@ -387,6 +392,7 @@ struct ClusterObserver::Impl {
     lw.idle_timeout =
         std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
     lw.max_backoff = options.max_backoff;
+    lw.stop_fd = c->stop_signal.fd();
     // ToEntry reads metadata and a few spec and status fields: the pod
     // templates and admission details need not be parsed on every event.
     lw.only_fields = {{"spec", {"suspend"}}, {"status", StatusFieldsRead(resources[r])}};

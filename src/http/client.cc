@@ -90,7 +90,7 @@ class Client::Impl {
                                     const std::vector<std::pair<std::string, std::string>>& headers,
                                     std::chrono::milliseconds idle_timeout,
                                     const std::function<bool(std::string_view)>& on_data,
-                                    const std::function<bool()>& stop_requested);
+                                    const std::function<bool()>& stop_requested, int stop_fd);
 
  private:
   using Request = bhttp::request<bhttp::string_body>;
@@ -98,7 +98,7 @@ class Client::Impl {
                       const std::vector<std::pair<std::string, std::string>>& headers);
   Result<ClientResponse> StreamOn(const Request& req, std::chrono::milliseconds idle_timeout,
                                   const std::function<bool(std::string_view)>& on_data,
-                                  const std::function<bool()>& stop_requested);
+                                  const std::function<bool()>& stop_requested, int stop_fd);
   Status Connect();
   Result<ClientResponse> Exchange(const Request& req);
   Status Write(const Request& req);
@@ -247,7 +247,7 @@ Result<ClientResponse> Client::Impl::Finish() {
 
 Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::milliseconds idle_timeout,
                                               const std::function<bool(std::string_view)>& on_data,
-                                              const std::function<bool()>& stop_requested) {
+                                              const std::function<bool()>& stop_requested, int stop_fd) {
   error_code ec;
   conn_->set_deadline(Connection::Clock::now() + options_.request_timeout);
   bhttp::write(*conn_, req, ec);
@@ -263,9 +263,10 @@ Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::m
     out.headers[ToLowerAscii(f.name_string())] = std::string(f.value());
   }
   bool success = out.status >= 200 && out.status < 300;
-  // Waits for data are cut into kStopPoll slices, each followed by a look
-  // at stop_requested: a stop abandons the stream and its connection.
-  conn_->set_stop(stop_requested, kStopPoll);
+  // A wait for data also watches stop_fd, or (without one) is cut into
+  // kStopPoll slices, each followed by a look at stop_requested: a stop
+  // abandons the stream and its connection.
+  conn_->set_stop(stop_requested, kStopPoll, stop_fd);
   char chunk[16 * 1024];
   while (!parser.is_done()) {
     parser.get().body().data = chunk;
@@ -307,13 +308,13 @@ Result<ClientResponse> Client::Impl::OpenStream(const std::string& method, const
                                             const std::vector<std::pair<std::string, std::string>>& headers,
                                             std::chrono::milliseconds idle_timeout,
                                             const std::function<bool(std::string_view)>& on_data,
-                                            const std::function<bool()>& stop_requested) {
+                                            const std::function<bool()>& stop_requested, int stop_fd) {
   // A stream gets a connection of its own, so nothing half-read is reused
   // (an unread answer goes with the old connection).
   Reset();
   pending_.reset();
   GANTRY_RETURN_IF_ERROR(Connect());
-  return StreamOn(MakeRequest(method, target, "", headers), idle_timeout, on_data, stop_requested);
+  return StreamOn(MakeRequest(method, target, "", headers), idle_timeout, on_data, stop_requested, stop_fd);
 }
 
 Result<std::unique_ptr<Client>> Client::Create(const std::string& base_url, ClientOptions options) {
@@ -353,8 +354,8 @@ Result<ClientResponse> Client::Stream(const std::string& method, const std::stri
                                       const std::vector<std::pair<std::string, std::string>>& headers,
                                       std::chrono::milliseconds idle_timeout,
                                       const std::function<bool(std::string_view)>& on_data,
-                                      const std::function<bool()>& stop_requested) {
-  return impl_->OpenStream(method, target, headers, idle_timeout, on_data, stop_requested);
+                                      const std::function<bool()>& stop_requested, int stop_fd) {
+  return impl_->OpenStream(method, target, headers, idle_timeout, on_data, stop_requested, stop_fd);
 }
 Client::~Client() = default;
 

@@ -117,15 +117,20 @@ bool Connection::Wait(short events, error_code& ec) {
       ec = boost::beast::error::timeout;
       return false;
     }
-    int slice = stop_ ? std::min<int>(left, static_cast<int>(stop_poll_.count())) : left;
-    pollfd p{fd_, events, 0};
-    int r = ::poll(&p, 1, slice);
+    const bool stop_by_fd = stop_fd_ >= 0;
+    int slice = stop_ && !stop_by_fd ? std::min<int>(left, static_cast<int>(stop_poll_.count())) : left;
+    pollfd p[2] = {{fd_, events, 0}, {stop_fd_, POLLIN, 0}};
+    int r = ::poll(p, stop_by_fd ? 2 : 1, slice);
     if (r < 0 && errno != EINTR) {
       ec = Errno(errno);
       return false;
     }
+    if (r > 0 && stop_by_fd && p[1].revents != 0) {  // set (or, POLLNVAL, gone: stop all the same)
+      ec = boost::asio::error::operation_aborted;
+      return false;
+    }
     if (r > 0) return true;  // ready, or an error the next call reports
-    if (stop_ && stop_()) {
+    if (stop_ && !stop_by_fd && stop_()) {
       ec = boost::asio::error::operation_aborted;
       return false;
     }

@@ -48,10 +48,14 @@ class Connection {
   // Reads and writes fail with beast::error::timeout once it passes.
   void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
   // Asked every poll_interval while a read or write waits; true fails it
-  // with operation_aborted. Empty: never asked.
-  void set_stop(std::function<bool()> stop, std::chrono::milliseconds poll_interval) {
+  // with operation_aborted. Empty: never asked. With a stop_fd (a
+  // descriptor that becomes readable when the owner wants to stop, e.g. a
+  // StopSignal's), a wait watches it beside the socket instead, for its
+  // whole length, and stop is not asked.
+  void set_stop(std::function<bool()> stop, std::chrono::milliseconds poll_interval, int stop_fd = -1) {
     stop_ = std::move(stop);
     stop_poll_ = poll_interval;
+    stop_fd_ = stop_fd;
   }
 
   // Beast's SyncReadStream and SyncWriteStream. A read fills the first
@@ -113,7 +117,7 @@ class Connection {
   // waits until the socket is ready, then moves what it can.
   std::size_t Transfer(Direction direction, void* data, std::size_t size, boost::system::error_code& ec);
   // Waits until the socket is ready for events (POLLIN or POLLOUT), the
-  // deadline passes (timeout) or stop says so (operation_aborted).
+  // deadline passes (timeout) or stop or stop_fd says so (operation_aborted).
   bool Wait(short events, boost::system::error_code& ec);
   // What an OpenSSL call's failure means: true when it should be retried
   // after Wait (which it did), false with ec set otherwise.
@@ -124,6 +128,7 @@ class Connection {
   Clock::time_point deadline_ = Clock::time_point::max();
   std::function<bool()> stop_;
   std::chrono::milliseconds stop_poll_{100};
+  int stop_fd_ = -1;
   std::string gather_;  // a write of several buffers, as one
 };
 

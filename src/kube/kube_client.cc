@@ -205,9 +205,9 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
     stop_requested = [&] { return stop_seen = options.stop_requested(); };
   }
   auto res = (*conn)->Stream("GET", creds_.base_path + path + query, *headers, options.idle_timeout, on_data,
-                             stop_requested);
+                             stop_requested, options.stop_fd);
   if (!res.ok()) return res.status();
-  if (stop_seen) end.stopped = true;
+  if (stop_seen || (options.stop_fd >= 0 && options.stop_requested && options.stop_requested())) end.stopped = true;
   if (res->status == 410) {
     end.expired = true;
     return end;

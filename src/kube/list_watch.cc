@@ -63,6 +63,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
     w.idle_timeout = options.idle_timeout;
     w.only_fields = options.only_fields;
     w.stop_requested = stop;
+    w.stop_fd = options.stop_fd;
     ++stats.watches;
     auto end = client.Watch(path, w, [&](const WatchEvent& e) {
       on_event(e);

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "certs.h"
+#include "gantry/common/stop_signal.h"
 #include "gantry/http/client.h"
 #include "gantry/http/server.h"
 #include "raw_socket.h"
@@ -165,7 +167,9 @@ TEST_CASE("a kept-alive connection the server dropped is replaced, and the reque
 TEST_CASE("a quiet stream ends at its idle deadline, or at once when its owner stops it", "[http]") {
   ServerOptions options;
   options.port = 0;
-  Server server(options, [](Request, Responder respond) {
+  std::atomic<int> opened{0};  // streams the server has answered
+  Server server(options, [&opened](Request, Responder respond) {
+    ++opened;
     Response r;
     r.stream = std::make_shared<ResponseStream>();  // never written
     respond(std::move(r));
@@ -192,6 +196,34 @@ TEST_CASE("a quiet stream ends at its idle deadline, or at once when its owner s
   CHECK(stop.load());
   CHECK(stopped->status == 200);
   CHECK(took < std::chrono::seconds(10));  // far from the 60 s idle deadline
+
+  SECTION("with a stop fd the wait watches it, and never wakes to ask") {
+    StopSignal signal;
+    REQUIRE(signal.fd() >= 0);
+    const int before = opened.load();
+    std::thread stopper([&] {
+      // Set once the server has the request: no guessed delay. (Set before
+      // the client waits for body data, the wait ends at once all the same.)
+      auto give_up = steady_clock::now() + std::chrono::seconds(30);
+      while (opened.load() == before && steady_clock::now() < give_up) std::this_thread::yield();
+      signal.Set();
+    });
+    int asked = 0;
+    start = steady_clock::now();
+    auto ended = (*client)->Stream(
+        "GET", "/watch", {}, milliseconds(60'000), never,
+        [&] {
+          ++asked;
+          return false;
+        },
+        signal.fd());
+    took = steady_clock::now() - start;
+    stopper.join();
+    REQUIRE(ended.ok());
+    CHECK(ended->status == 200);
+    CHECK(took < std::chrono::seconds(10));  // far from the 60 s idle deadline
+    CHECK(asked == 0);  // the fd, not the function, ended the wait
+  }
 }
 
 TEST_CASE("a stream the server cuts off before its end is an error that says so", "[http]") {

@@ -78,6 +78,10 @@ struct WatchOptions {
   // Asked about every 100 ms while the stream is quiet: true ends the watch
   // (WatchEnd::stopped), so a shutdown need not wait for the next event.
   std::function<bool()> stop_requested;
+  // Readable when the owner wants the watch to end (a StopSignal's fd): a
+  // quiet stream then waits on it instead of asking stop_requested every
+  // 100 ms. stop_requested is still asked between events.
+  int stop_fd = -1;
 };
 
 struct WatchEvent {

@@ -29,6 +29,7 @@ struct ListWatchOptions {
   std::chrono::milliseconds idle_timeout{120'000};
   std::chrono::milliseconds max_backoff{30'000};
   OnlyFields only_fields;  // for watch events: see WatchOptions
+  int stop_fd = -1;        // see WatchOptions::stop_fd; stop() must say true once it is readable
 };
 
 struct ListWatchStats {

@@ -96,9 +96,11 @@ class Client::Impl {
   using Request = bhttp::request<bhttp::string_body>;
   Request MakeRequest(const std::string& method, const std::string& target, const std::string& body,
                       const std::vector<std::pair<std::string, std::string>>& headers);
+  // *answered: whether the response's head came (when not, nothing of the
+  // request was answered, and it may be sent again on a new connection).
   Result<ClientResponse> StreamOn(const Request& req, std::chrono::milliseconds idle_timeout,
                                   const std::function<bool(std::string_view)>& on_data,
-                                  const std::function<bool()>& stop_requested, int stop_fd);
+                                  const std::function<bool()>& stop_requested, int stop_fd, bool* answered);
   Status Connect();
   Result<ClientResponse> Exchange(const Request& req);
   Status Write(const Request& req);
@@ -247,16 +249,21 @@ Result<ClientResponse> Client::Impl::Finish() {
 
 Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::milliseconds idle_timeout,
                                               const std::function<bool(std::string_view)>& on_data,
-                                              const std::function<bool()>& stop_requested, int stop_fd) {
+                                              const std::function<bool()>& stop_requested, int stop_fd,
+                                              bool* answered) {
   error_code ec;
   conn_->set_deadline(Connection::Clock::now() + options_.request_timeout);
   bhttp::write(*conn_, req, ec);
-  if (ec) return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::buffer_body> parser;
   parser.body_limit(boost::none);  // a watch has no end by design
-  bhttp::read_header(*conn_, buffer, parser, ec);
-  if (ec) return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
+  if (!ec) bhttp::read_header(*conn_, buffer, parser, ec);
+  if (ec) {
+    Reset();
+    *answered = false;
+    return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
+  }
+  *answered = true;
   ClientResponse out;
   out.status = static_cast<int>(parser.get().result_int());
   for (const auto& f : parser.get()) {
@@ -309,12 +316,22 @@ Result<ClientResponse> Client::Impl::OpenStream(const std::string& method, const
                                             std::chrono::milliseconds idle_timeout,
                                             const std::function<bool(std::string_view)>& on_data,
                                             const std::function<bool()>& stop_requested, int stop_fd) {
-  // A stream gets a connection of its own, so nothing half-read is reused
-  // (an unread answer goes with the old connection).
-  Reset();
-  pending_.reset();
+  // An unread answer goes with its connection. A connection left clean by a
+  // stream that ended whole (or by a request) is used again, and if the
+  // server had closed it meanwhile, the request goes once more on a new
+  // one: nothing of it was answered.
+  if (pending_) {
+    Reset();
+    pending_.reset();
+  }
+  const bool reused = connected();
+  if (!reused) GANTRY_RETURN_IF_ERROR(Connect());
+  const Request req = MakeRequest(method, target, "", headers);
+  bool answered = false;
+  auto res = StreamOn(req, idle_timeout, on_data, stop_requested, stop_fd, &answered);
+  if (res.ok() || answered || !reused) return res;
   GANTRY_RETURN_IF_ERROR(Connect());
-  return StreamOn(MakeRequest(method, target, "", headers), idle_timeout, on_data, stop_requested, stop_fd);
+  return StreamOn(req, idle_timeout, on_data, stop_requested, stop_fd, &answered);
 }
 
 Result<std::unique_ptr<Client>> Client::Create(const std::string& base_url, ClientOptions options) {

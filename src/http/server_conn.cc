@@ -201,6 +201,7 @@ bool ServerConn::Dispatch() {
   for (const auto& field : msg) req.headers[ToLowerAscii(field.name_string())] = std::string(field.value());
   req.body = std::move(msg.body());
   req.remote_address = remote_;
+  req.connection_id = id_;
   req.remote_loopback = loopback_;
   keep_alive_ = msg.keep_alive();
   head_only_ = msg.method() == bhttp::verb::head;
@@ -216,10 +217,14 @@ bool ServerConn::Answer(Response response) {
   if (response.stream) {
     SetBusy(false);
     stream_ = std::move(response.stream);
+    // A stream that ends (Finish) leaves a kept-alive connection ready for
+    // the next request, as any answer does: a watcher resuming every few
+    // seconds then pays no new TLS handshake each time.
+    keep_alive_ = keep_alive_ && !env_.stopping->load();
     out_ = fmt::format(
         "HTTP/1.1 200 OK\r\nServer: {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
-        "Connection: close\r\n\r\n",
-        env_.options->server_name);
+        "{}\r\n",
+        env_.options->server_name, keep_alive_ ? "" : "Connection: close\r\n");
     out_sent_ = 0;
     state_ = State::kStreaming;
     deadline_ = Clock::now() + env_.options->write_timeout;
@@ -267,6 +272,17 @@ bool ServerConn::AfterFlush() {
   if (state_ == State::kClosing) return false;
   SetBusy(false);
   if (!keep_alive_) return false;
+  return NextRequest();
+}
+
+bool ServerConn::AfterStream() {
+  stream_->Abandon();  // no more wake-ups; its producer's on_close runs, as when the connection ends
+  stream_.reset();
+  stream_finished_ = false;
+  return NextRequest();
+}
+
+bool ServerConn::NextRequest() {
   state_ = State::kReading;
   StartRequest();
   deadline_ = Clock::now() + env_.options->idle_timeout;
@@ -284,6 +300,7 @@ bool ServerConn::Stream() {
       if (io == Io::kFailed) return false;
       if (io == Io::kBlocked) return true;
     }
+    if (stream_finished_ && keep_alive_ && !env_.stopping->load()) return AfterStream();
     if (stream_finished_ || env_.stopping->load()) return false;
     bool finished = false;
     std::vector<std::string> pieces = stream_->Take(&finished);

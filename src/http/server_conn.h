@@ -93,6 +93,10 @@ class ServerConn {
   void QueueAnswer(const Response& response, bool keep_alive, bool head_only);
   bool AfterFlush();
   bool Stream();
+  // After a finished stream was sent whole, on a kept-alive connection.
+  bool AfterStream();
+  // Waits for the next request on a kept-alive connection.
+  bool NextRequest();
   void SetBusy(bool busy);
 
   const uint64_t id_;

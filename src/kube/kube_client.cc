@@ -164,8 +164,11 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
   if (options.timeout_seconds > 0) query += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
   auto headers = Headers("");
   if (!headers.ok()) return headers.status();
-  auto conn = NewConnection();
-  if (!conn.ok()) return conn.status();
+  if (!watch_client_) {
+    auto conn = NewConnection();
+    if (!conn.ok()) return conn.status();
+    watch_client_ = std::move(*conn);
+  }
   WatchEnd end;
   end.last_resource_version = options.resource_version;
   std::string pending;  // a partial line between chunks
@@ -204,7 +207,7 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
   if (options.stop_requested) {
     stop_requested = [&] { return stop_seen = options.stop_requested(); };
   }
-  auto res = (*conn)->Stream("GET", creds_.base_path + path + query, *headers, options.idle_timeout, on_data,
+  auto res = watch_client_->Stream("GET", creds_.base_path + path + query, *headers, options.idle_timeout, on_data,
                              stop_requested, options.stop_fd);
   if (!res.ok()) return res.status();
   if (stop_seen || (options.stop_fd >= 0 && options.stop_requested && options.stop_requested())) end.stopped = true;

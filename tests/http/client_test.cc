@@ -7,6 +7,8 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
+#include <mutex>
 #include <thread>
 
 #include "certs.h"
@@ -162,6 +164,62 @@ TEST_CASE("a kept-alive connection the server dropped is replaced, and the reque
     REQUIRE(after.ok());
     CHECK(after->body == "POST /after 3");
   }
+}
+
+TEST_CASE("a stream that ends whole leaves its connection to the next, and a dropped one is replaced", "[http]") {
+  auto certs = sim::MakeClusterCerts("stream-test");
+  REQUIRE(certs.ok());
+  std::mutex mu;
+  std::vector<uint64_t> conns;  // the server's connection of each stream it answered
+  auto start = [&](uint16_t port) {
+    ServerOptions options;
+    options.address = "127.0.0.1";
+    options.port = port;
+    options.tls = TlsServerOptions{certs->cert_pem, certs->key_pem};
+    auto server = std::make_unique<Server>(options, [&](Request req, Responder respond) {
+      {
+        std::lock_guard lock(mu);
+        conns.push_back(req.connection_id);
+      }
+      Response r;
+      r.stream = std::make_shared<ResponseStream>();
+      r.stream->Write("event\n");
+      r.stream->Finish();  // a whole stream, as a watch that reached its timeoutSeconds
+      respond(std::move(r));
+    });
+    REQUIRE(server->Start().ok());
+    return server;
+  };
+  auto first = start(0);
+  const uint16_t port = first->port();
+  auto client = Connect("https://127.0.0.1:" + std::to_string(port), certs->ca_pem);
+  auto stream = [&] {
+    std::string got;
+    auto res = client->Stream("GET", "/watch", {}, milliseconds(10'000), [&](std::string_view d) {
+      got.append(d);
+      return true;
+    });
+    REQUIRE(res.ok());
+    CHECK(res->status == 200);
+    CHECK(got == "event\n");
+  };
+  stream();
+  stream();
+  {
+    std::lock_guard lock(mu);
+    REQUIRE(conns.size() == 2);
+    CHECK(conns[0] == conns[1]);  // one connection, one handshake
+  }
+  // The server goes away with the connection open, another comes up on
+  // the same port: the next stream finds the old connection closed and is
+  // sent again on a new one.
+  first->Stop(milliseconds(0));
+  first.reset();
+  auto second = start(port);
+  stream();
+  std::lock_guard lock(mu);
+  REQUIRE(conns.size() == 3);
+  CHECK(conns[2] != 0);  // answered by the second server, on a new connection
 }
 
 TEST_CASE("a quiet stream ends at its idle deadline, or at once when its owner stops it", "[http]") {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -27,6 +28,7 @@ struct Request {
   std::string body;
   std::string remote_address;   // "127.0.0.1"
   bool remote_loopback = false;  // 127.0.0.0/8 or ::1
+  uint64_t connection_id = 0;    // the server's number for the connection it came on (one per accept)
   std::map<std::string, std::string> path_params;  // filled by the Router
 
   // Header value or "" (name in any case).

@@ -149,6 +149,10 @@ class KubeClient {
   inventory::ClusterCredentials creds_;
   KubeClientOptions options_;
   std::unique_ptr<http::Client> client_;
+  // Watches' own connection, apart from client_'s requests: kept from one
+  // watch to the next when the server ends a stream cleanly (as the
+  // apiserver does at timeoutSeconds), so resuming costs no new handshake.
+  std::unique_ptr<http::Client> watch_client_;
   std::optional<Pending> pending_;
 };
 

@@ -96,8 +96,8 @@ class Client::Impl {
   using Request = bhttp::request<bhttp::string_body>;
   Request MakeRequest(const std::string& method, const std::string& target, const std::string& body,
                       const std::vector<std::pair<std::string, std::string>>& headers);
-  // *answered: whether the response's head came (when not, nothing of the
-  // request was answered, and it may be sent again on a new connection).
+  // *answered false: the connection was found closed before the response's
+  // head, so the request may be sent again on a new connection.
   Result<ClientResponse> StreamOn(const Request& req, std::chrono::milliseconds idle_timeout,
                                   const std::function<bool(std::string_view)>& on_data,
                                   const std::function<bool()>& stop_requested, int stop_fd, bool* answered);
@@ -253,27 +253,35 @@ Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::m
                                               bool* answered) {
   error_code ec;
   conn_->set_deadline(Connection::Clock::now() + options_.request_timeout);
+  // From the first byte on, a wait also watches stop_fd, or (without one)
+  // is cut into kStopPoll slices, each followed by a look at
+  // stop_requested: a stop abandons the stream and its connection.
+  conn_->set_stop(stop_requested, kStopPoll, stop_fd);
   bhttp::write(*conn_, req, ec);
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::buffer_body> parser;
   parser.body_limit(boost::none);  // a watch has no end by design
   if (!ec) bhttp::read_header(*conn_, buffer, parser, ec);
+  ClientResponse out;
   if (ec) {
     Reset();
-    *answered = false;
+    // Only a connection found closed (the server had dropped a kept-alive
+    // one) may take the request again: after a timeout the server may
+    // have it, and a stop wants nothing sent.
+    *answered = ec == beast::error::timeout || ec == net::error::operation_aborted;
+    if (ec == net::error::operation_aborted) return out;  // stopped: status 0, nothing read
+    if (ec == beast::error::timeout) {
+      return Status::Deadline(fmt::format("{} {}: no answer from {}:{} within {} ms", req.method_string(),
+                                          req.target(), host_, port_, options_.request_timeout.count()));
+    }
     return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
   }
   *answered = true;
-  ClientResponse out;
   out.status = static_cast<int>(parser.get().result_int());
   for (const auto& f : parser.get()) {
     out.headers[ToLowerAscii(f.name_string())] = std::string(f.value());
   }
   bool success = out.status >= 200 && out.status < 300;
-  // A wait for data also watches stop_fd, or (without one) is cut into
-  // kStopPoll slices, each followed by a look at stop_requested: a stop
-  // abandons the stream and its connection.
-  conn_->set_stop(stop_requested, kStopPoll, stop_fd);
   char chunk[16 * 1024];
   while (!parser.is_done()) {
     parser.get().body().data = chunk;

@@ -220,7 +220,9 @@ bool ServerConn::Answer(Response response) {
     // A stream that ends (Finish) leaves a kept-alive connection ready for
     // the next request, as any answer does: a watcher resuming every few
     // seconds then pays no new TLS handshake each time.
-    keep_alive_ = keep_alive_ && !env_.stopping->load();
+    // (Not after a HEAD: the chunks below are sent all the same, and only
+    // a close tells the client where they end.)
+    keep_alive_ = keep_alive_ && !head_only_ && !env_.stopping->load();
     out_ = fmt::format(
         "HTTP/1.1 200 OK\r\nServer: {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n"
         "{}\r\n",
@@ -276,7 +278,7 @@ bool ServerConn::AfterFlush() {
 }
 
 bool ServerConn::AfterStream() {
-  stream_->Abandon();  // no more wake-ups; its producer's on_close runs, as when the connection ends
+  stream_->Abandon();  // no more wake-ups; its producer's on_close runs, as when a consumer goes away
   stream_.reset();
   stream_finished_ = false;
   return NextRequest();

@@ -210,7 +210,10 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
   auto res = watch_client_->Stream("GET", creds_.base_path + path + query, *headers, options.idle_timeout, on_data,
                              stop_requested, options.stop_fd);
   if (!res.ok()) return res.status();
-  if (stop_seen || (options.stop_fd >= 0 && options.stop_requested && options.stop_requested())) end.stopped = true;
+  if (stop_seen || (options.stop_fd >= 0 && options.stop_requested && options.stop_requested())) {
+    end.stopped = true;
+    return end;
+  }
   if (res->status == 410) {
     end.expired = true;
     return end;

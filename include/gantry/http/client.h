@@ -70,7 +70,8 @@ class Client {
   // read whole into the result instead of being streamed. stop_requested,
   // when given, is asked about every 100 ms while waiting for data: true
   // abandons the stream (and its connection) as if on_data had said false,
-  // so a quiet stream does not hold up its owner's shutdown. With stop_fd
+  // so a quiet stream does not hold up its owner's shutdown (a stop before
+  // the response's head returns status 0). With stop_fd
   // (readable when the owner wants to stop: a StopSignal's fd), the wait
   // watches it instead and is never woken just to ask.
   Result<ClientResponse> Stream(const std::string& method, const std::string& target,

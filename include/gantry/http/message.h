@@ -50,9 +50,10 @@ class ResponseStream {
   void Finish();
   // True once the consumer is gone or Finish was called.
   bool closed() const;
-  // Called once, from the server's thread, when the consumer goes away
-  // (client closed, write failed, server stopping). Set it before handing the
-  // stream to the server.
+  // Called once, from the server's thread, when the consumer lets the stream
+  // go: the client closed, a write failed, the server is stopping, or the
+  // stream was sent whole (after Finish) and its connection kept for the
+  // next request. Set it before handing the stream to the server.
   void SetOnClose(std::function<void()> on_close);
 
   // --- consumer side (the server) ---

@@ -13,7 +13,8 @@
 // repeated create answers 409 AlreadyExists, which the caller checks against
 // its own labels.
 //
-// Thread-safety: one KubeClient per thread. Watch opens a connection of its own.
+// Thread-safety: one KubeClient per thread. Watch has a connection of its own,
+// kept from one watch to the next.
 #pragma once
 
 #include <chrono>
@@ -80,7 +81,8 @@ struct WatchOptions {
   std::function<bool()> stop_requested;
   // Readable when the owner wants the watch to end (a StopSignal's fd): a
   // quiet stream then waits on it instead of asking stop_requested every
-  // 100 ms. stop_requested is still asked between events.
+  // 100 ms. Requires stop_requested, which must say true once the fd is
+  // readable (it is asked between events, and tells a stop from an end).
   int stop_fd = -1;
 };
 

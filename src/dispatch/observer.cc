@@ -36,7 +36,6 @@
 #include <condition_variable>
 #include <iterator>
 #include <set>
-#include <unordered_map>
 #include <variant>
 
 #include <fmt/format.h>
@@ -44,11 +43,15 @@
 
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/kube/list_watch.h"
+#include "observer_cache.h"
 
 namespace gantry::dispatch {
 namespace {
 
 using nlohmann::json;
+using observer_internal::Entry;
+using observer_internal::JobIndex;
+using observer_internal::ResourceCache;
 
 // One watched resource of every cluster. The first is the Workloads.
 struct Resource {
@@ -134,12 +137,6 @@ void CopyReason(const json* condition, std::string* reason, std::string* message
   *message = Str(*condition, {"message"});
 }
 
-struct Entry {
-  std::string job_uid;
-  std::string resource_version;  // tells a relisted, unchanged object from a changed one
-  std::variant<ObservedWorkload, ObservedJob> object;
-};
-
 std::string KeyOf(const json& o) {
   return Str(o, {"metadata", "namespace"}) + "/" + Str(o, {"metadata", "name"});
 }
@@ -161,152 +158,6 @@ std::optional<Entry> ToEntry(const Resource& r, const json& o) {
   if (!j) return std::nullopt;
   j->api_version = r.api_version;
   return Entry{j->job_uid, std::move(rv), std::move(*j)};
-}
-
-// Whether a new version of an object changes anything Decide() acts on.
-// Status churn that does not (a condition's message, a counter the worker
-// bumps) updates the cache without waking the job: under load most watch
-// events are such, and each wake-up is a whole pass.
-bool SameForDecisions(const Entry& a, const Entry& b) {
-  if (a.job_uid != b.job_uid || a.object.index() != b.object.index()) return false;
-  if (const auto* wa = std::get_if<ObservedWorkload>(&a.object)) {
-    const auto& wb = std::get<ObservedWorkload>(b.object);
-    return wa->k8s_uid == wb.k8s_uid && wa->epoch == wb.epoch && wa->admitted == wb.admitted &&
-           wa->quota_reserved == wb.quota_reserved && wa->evicted == wb.evicted && wa->finished == wb.finished;
-  }
-  const auto& ja = std::get<ObservedJob>(a.object);
-  const auto& jb = std::get<ObservedJob>(b.object);
-  return ja.k8s_uid == jb.k8s_uid && ja.epoch == jb.epoch && ja.state == jb.state && ja.summary == jb.summary;
-}
-
-class ResourceCache;
-
-// Which caches hold objects of each job, so that reading a job's objects
-// asks only those, not every resource of every cluster (at 100 clusters
-// that walk was a pass's largest part). Guarded by Impl::mu.
-class JobIndex {
- public:
-  // Keeps each job's caches in (cluster, resource) order, the order in
-  // which ForJob reports them.
-  void Add(const std::string& job_uid, const ResourceCache* cache);
-  void Remove(const std::string& job_uid, const ResourceCache* cache) {
-    auto it = where_.find(job_uid);
-    if (it == where_.end()) return;
-    std::erase(it->second, cache);
-    if (it->second.empty()) where_.erase(it);
-  }
-  const std::vector<const ResourceCache*>& Of(const std::string& job_uid) const {
-    static const std::vector<const ResourceCache*> kNone;
-    auto it = where_.find(job_uid);
-    return it == where_.end() ? kNone : it->second;
-  }
-  std::vector<std::string> Uids() const {
-    std::vector<std::string> out;
-    out.reserve(where_.size());
-    for (const auto& [uid, caches] : where_) out.push_back(uid);
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  std::unordered_map<std::string, std::vector<const ResourceCache*>> where_;
-};
-
-// One resource's objects in one cluster, by job uid and by ns/name. Every
-// mutation that matters to a decision adds the job uids it touched to
-// *changed. The JobIndex is kept in step: it lists this cache for a job
-// while the cache holds any object of it.
-class ResourceCache {
- public:
-  bool listed = false;
-
-  void Attach(JobIndex* index, const std::string* cluster, std::size_t resource) {
-    index_ = index;
-    cluster_ = cluster;
-    resource_ = resource;
-  }
-  const std::string& cluster() const { return *cluster_; }
-  std::size_t resource() const { return resource_; }
-
-  void Put(const std::string& key, Entry e, std::set<std::string>* changed) {
-    auto it = uid_of_.find(key);
-    if (it != uid_of_.end()) {
-      const std::string old_uid = it->second;
-      auto old = by_uid_.find({old_uid, key});
-      if (old != by_uid_.end()) {
-        if (old_uid == e.job_uid && old->second.resource_version == e.resource_version) return;
-        if (SameForDecisions(old->second, e)) {
-          old->second = std::move(e);  // newer message or reason, same decision
-          return;
-        }
-        by_uid_.erase(old);
-      }
-      uid_of_.erase(it);
-      changed->insert(old_uid);
-      Unindex(old_uid);
-    }
-    // by_uid_ and the index first, uid_of_ last: a throw on the way leaves
-    // uid_of_ naming only entries that exist.
-    const std::string uid = e.job_uid;
-    changed->insert(uid);
-    by_uid_[{uid, key}] = std::move(e);
-    index_->Add(uid, this);
-    uid_of_[key] = uid;
-  }
-
-  void Erase(const std::string& key, std::set<std::string>* changed) {
-    auto it = uid_of_.find(key);
-    if (it == uid_of_.end()) return;
-    const std::string uid = it->second;
-    changed->insert(uid);
-    by_uid_.erase({uid, key});
-    uid_of_.erase(it);
-    Unindex(uid);
-  }
-
-  void Replace(std::map<std::string, Entry> fresh, std::set<std::string>* changed) {
-    std::vector<std::string> gone;
-    for (const auto& [key, uid] : uid_of_) {
-      if (!fresh.count(key)) gone.push_back(key);
-    }
-    for (const std::string& key : gone) Erase(key, changed);
-    for (auto& [key, e] : fresh) Put(key, std::move(e), changed);
-  }
-
-  // Takes every job of this cache out of the index (the cluster is retired).
-  void Detach() {
-    for (const auto& [key, e] : by_uid_) index_->Remove(key.first, this);
-  }
-
-  template <class Fn>
-  void ForJob(const std::string& job_uid, Fn&& fn) const {
-    for (auto it = by_uid_.lower_bound({job_uid, ""});
-         it != by_uid_.end() && it->first.first == job_uid; ++it) {
-      fn(it->second);
-    }
-  }
-
- private:
-  // Drops this cache from job_uid's index entry when it holds no more of it.
-  void Unindex(const std::string& job_uid) {
-    auto next = by_uid_.lower_bound({job_uid, ""});
-    if (next == by_uid_.end() || next->first.first != job_uid) index_->Remove(job_uid, this);
-  }
-
-  JobIndex* index_ = nullptr;
-  const std::string* cluster_ = nullptr;
-  std::size_t resource_ = 0;  // its position in Impl::resources
-  std::map<std::pair<std::string, std::string>, Entry> by_uid_;  // (job uid, ns/name)
-  std::map<std::string, std::string> uid_of_;                    // ns/name -> job uid
-};
-
-void JobIndex::Add(const std::string& job_uid, const ResourceCache* cache) {
-  std::vector<const ResourceCache*>& caches = where_[job_uid];
-  auto before = [](const ResourceCache* a, const ResourceCache* b) {
-    return a->cluster() != b->cluster() ? a->cluster() < b->cluster() : a->resource() < b->resource();
-  };
-  auto at = std::lower_bound(caches.begin(), caches.end(), cache, before);
-  if (at == caches.end() || *at != cache) caches.insert(at, cache);
 }
 
 bool SameToken(const std::shared_ptr<inventory::TokenSource>& a,

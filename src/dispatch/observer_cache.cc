@@ -1,0 +1,97 @@
+#include "observer_cache.h"
+
+#include <algorithm>
+
+namespace gantry::dispatch::observer_internal {
+
+bool SameForDecisions(const Entry& a, const Entry& b) {
+  if (a.job_uid != b.job_uid || a.object.index() != b.object.index()) return false;
+  if (const auto* wa = std::get_if<ObservedWorkload>(&a.object)) {
+    const auto& wb = std::get<ObservedWorkload>(b.object);
+    return wa->k8s_uid == wb.k8s_uid && wa->epoch == wb.epoch && wa->admitted == wb.admitted &&
+           wa->quota_reserved == wb.quota_reserved && wa->evicted == wb.evicted && wa->finished == wb.finished;
+  }
+  const auto& ja = std::get<ObservedJob>(a.object);
+  const auto& jb = std::get<ObservedJob>(b.object);
+  return ja.k8s_uid == jb.k8s_uid && ja.epoch == jb.epoch && ja.state == jb.state && ja.summary == jb.summary;
+}
+
+void JobIndex::Add(const std::string& job_uid, const ResourceCache* cache) {
+  std::vector<const ResourceCache*>& caches = where_[job_uid];
+  auto before = [](const ResourceCache* a, const ResourceCache* b) {
+    return a->cluster() != b->cluster() ? a->cluster() < b->cluster() : a->resource() < b->resource();
+  };
+  auto at = std::lower_bound(caches.begin(), caches.end(), cache, before);
+  if (at == caches.end() || *at != cache) caches.insert(at, cache);
+}
+
+void JobIndex::Remove(const std::string& job_uid, const ResourceCache* cache) {
+  auto it = where_.find(job_uid);
+  if (it == where_.end()) return;
+  std::erase(it->second, cache);
+  if (it->second.empty()) where_.erase(it);
+}
+
+std::vector<std::string> JobIndex::Uids() const {
+  std::vector<std::string> out;
+  out.reserve(where_.size());
+  for (const auto& [uid, caches] : where_) out.push_back(uid);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void ResourceCache::Put(const std::string& key, Entry e, std::set<std::string>* changed) {
+  auto it = uid_of_.find(key);
+  if (it != uid_of_.end()) {
+    const std::string old_uid = it->second;
+    auto old = by_uid_.find({old_uid, key});
+    if (old != by_uid_.end()) {
+      if (old_uid == e.job_uid && old->second.resource_version == e.resource_version) return;
+      if (SameForDecisions(old->second, e)) {
+        old->second = std::move(e);  // newer message or reason, same decision
+        return;
+      }
+      by_uid_.erase(old);
+    }
+    uid_of_.erase(it);
+    changed->insert(old_uid);
+    Unindex(old_uid);
+  }
+  // by_uid_ and the index first, uid_of_ last: a throw on the way leaves
+  // uid_of_ naming only entries that exist.
+  const std::string uid = e.job_uid;
+  changed->insert(uid);
+  by_uid_[{uid, key}] = std::move(e);
+  index_->Add(uid, this);
+  uid_of_[key] = uid;
+}
+
+void ResourceCache::Erase(const std::string& key, std::set<std::string>* changed) {
+  auto it = uid_of_.find(key);
+  if (it == uid_of_.end()) return;
+  const std::string uid = it->second;
+  changed->insert(uid);
+  by_uid_.erase({uid, key});
+  uid_of_.erase(it);
+  Unindex(uid);
+}
+
+void ResourceCache::Replace(std::map<std::string, Entry> fresh, std::set<std::string>* changed) {
+  std::vector<std::string> gone;
+  for (const auto& [key, uid] : uid_of_) {
+    if (!fresh.count(key)) gone.push_back(key);
+  }
+  for (const std::string& key : gone) Erase(key, changed);
+  for (auto& [key, e] : fresh) Put(key, std::move(e), changed);
+}
+
+void ResourceCache::Detach() {
+  for (const auto& [key, e] : by_uid_) index_->Remove(key.first, this);
+}
+
+void ResourceCache::Unindex(const std::string& job_uid) {
+  auto next = by_uid_.lower_bound({job_uid, ""});
+  if (next == by_uid_.end() || next->first.first != job_uid) index_->Remove(job_uid, this);
+}
+
+}  // namespace gantry::dispatch::observer_internal

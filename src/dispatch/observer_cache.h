@@ -1,0 +1,99 @@
+// The observer's view of one resource in one cluster (ResourceCache) and
+// its index of which views hold each job's objects (JobIndex). Internal to
+// the observer (observer.cc), which guards both with its one mutex.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "gantry/dispatch/observer.h"
+
+namespace gantry::dispatch::observer_internal {
+
+// One object of a view: what Decide() reads of it, and its version.
+struct Entry {
+  std::string job_uid;
+  std::string resource_version;  // tells a relisted, unchanged object from a changed one
+  std::variant<ObservedWorkload, ObservedJob> object;
+};
+
+// Whether a new version of an object changes anything Decide() acts on.
+// Status churn that does not (a condition's message, a counter the worker
+// bumps) updates the cache without waking the job: under load most watch
+// events are such, and each wake-up is a whole pass.
+bool SameForDecisions(const Entry& a, const Entry& b);
+
+class ResourceCache;
+
+// Which caches hold objects of each job, so that reading a job's objects
+// asks only those, not every resource of every cluster (at 100 clusters
+// that walk was a pass's largest part). Guarded by the observer's mutex.
+class JobIndex {
+ public:
+  // Keeps each job's caches in (cluster, resource) order, the order in
+  // which ForJob reports them.
+  void Add(const std::string& job_uid, const ResourceCache* cache);
+  void Remove(const std::string& job_uid, const ResourceCache* cache);
+  const std::vector<const ResourceCache*>& Of(const std::string& job_uid) const {
+    static const std::vector<const ResourceCache*> kNone;
+    auto it = where_.find(job_uid);
+    return it == where_.end() ? kNone : it->second;
+  }
+  // Every job uid with an object in some view, sorted.
+  std::vector<std::string> Uids() const;
+
+ private:
+  std::unordered_map<std::string, std::vector<const ResourceCache*>> where_;
+};
+
+// One resource's objects in one cluster, by job uid and by ns/name. Every
+// mutation that matters to a decision adds the job uids it touched to
+// *changed. The JobIndex is kept in step: it lists this cache for a job
+// while the cache holds any object of it.
+class ResourceCache {
+ public:
+  bool listed = false;
+
+  void Attach(JobIndex* index, const std::string* cluster, std::size_t resource) {
+    index_ = index;
+    cluster_ = cluster;
+    resource_ = resource;
+  }
+  const std::string& cluster() const { return *cluster_; }
+  std::size_t resource() const { return resource_; }
+
+  void Put(const std::string& key, Entry e, std::set<std::string>* changed);
+
+  void Erase(const std::string& key, std::set<std::string>* changed);
+
+  void Replace(std::map<std::string, Entry> fresh, std::set<std::string>* changed);
+
+  // Takes every job of this cache out of the index (the cluster is retired).
+  void Detach();
+
+  template <class Fn>
+  void ForJob(const std::string& job_uid, Fn&& fn) const {
+    for (auto it = by_uid_.lower_bound({job_uid, ""});
+         it != by_uid_.end() && it->first.first == job_uid; ++it) {
+      fn(it->second);
+    }
+  }
+
+ private:
+  // Drops this cache from job_uid's index entry when it holds no more of it.
+  void Unindex(const std::string& job_uid);
+
+  JobIndex* index_ = nullptr;
+  const std::string* cluster_ = nullptr;
+  std::size_t resource_ = 0;  // its position among the observer's watched resources
+  std::map<std::pair<std::string, std::string>, Entry> by_uid_;  // (job uid, ns/name)
+  std::map<std::string, std::string> uid_of_;                    // ns/name -> job uid
+};
+
+}  // namespace gantry::dispatch::observer_internal

@@ -51,9 +51,8 @@ Result<std::shared_ptr<TlsContext>> NewTlsContext(const ClientOptions& o) {
 
 // The TLS context for o, shared by every Client with the same trust and
 // identity while one of them lives: building one (OpenSSL's context, the CA
-// and client certificate parsed) costs about a handshake's CPU and 23 KiB,
-// and at 100 clusters the daemon keeps about a thousand connections, a
-// dozen per cluster. A context is never changed once built, and OpenSSL
+// and client certificate parsed) costs CPU and 23 KiB, and at 100 clusters
+// the daemon keeps about a thousand connections, a dozen per cluster. A context is never changed once built, and OpenSSL
 // lets many threads make connections from one context at once. A CA given
 // as a file is read again for every Client, so that a rotated file counts.
 Result<std::shared_ptr<TlsContext>> SharedTlsContext(const ClientOptions& o) {
@@ -270,11 +269,7 @@ Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::m
     // have it, and a stop wants nothing sent.
     *answered = ec == beast::error::timeout || ec == net::error::operation_aborted;
     if (ec == net::error::operation_aborted) return out;  // stopped: status 0, nothing read
-    if (ec == beast::error::timeout) {
-      return Status::Deadline(fmt::format("{} {}: no answer from {}:{} within {} ms", req.method_string(),
-                                          req.target(), host_, port_, options_.request_timeout.count()));
-    }
-    return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
+    return TransportError(ec, req);
   }
   *answered = true;
   out.status = static_cast<int>(parser.get().result_int());

@@ -3,7 +3,7 @@
 // Threads. Each watched cluster is a Cluster record with a thread per
 // resource (Workloads, Jobs, JobSets, each generic kind), each with its own
 // KubeClient running
-// kube::ListWatch until the record's `stopping` flag is set. SetClusters never
+// kube::ListWatch until the record's stop signal is set. SetClusters never
 // waits: a removed or replaced record is retired at once (hidden from readers,
 // on_change muted) and joined by a later SetClusters once its threads have
 // ended, or by Stop().
@@ -189,8 +189,8 @@ struct ClusterObserver::Impl {
     }
     const ObservedCluster config;
     std::vector<ResourceCache> caches;  // one per Impl::resources; guarded by Impl::mu
-    std::atomic<bool> stopping{false};
-    StopSignal stop_signal;  // set with stopping: wakes the watches' waits at once
+    // Set once: ends the watches (their waits watch its fd) and the loops.
+    StopSignal stop_signal;
     std::atomic<int> running{0};  // threads not yet ended
     std::mutex wait_mu;
     std::condition_variable wait_cv;
@@ -199,16 +199,16 @@ struct ClusterObserver::Impl {
     bool Synced() const {  // REQUIRES: Impl::mu held
       return std::all_of(caches.begin(), caches.end(), [](const auto& c) { return c.listed; });
     }
+    bool stopping() const { return stop_signal.is_set(); }
     void SignalStop() {
       std::lock_guard lock(wait_mu);
-      stopping = true;
       stop_signal.Set();
       wait_cv.notify_all();
     }
     // Waits for d unless stopped first; false when stopping.
     bool Wait(std::chrono::milliseconds d) {
       std::unique_lock lock(wait_mu);
-      return !wait_cv.wait_for(lock, d, [&] { return stopping.load(); });
+      return !wait_cv.wait_for(lock, d, [&] { return stopping(); });
     }
     void Join() {
       for (std::thread& t : threads) t.join();
@@ -248,7 +248,7 @@ struct ClusterObserver::Impl {
     // templates and admission details need not be parsed on every event.
     lw.only_fields = {{"spec", {"suspend"}}, {"status", StatusFieldsRead(resources[r])}};
     auto backoff = std::chrono::milliseconds(kFirstBackoff);
-    while (!c->stopping) {
+    while (!c->stopping()) {
       try {
         auto client = kube::KubeClient::Create(c->config.credentials, client_options);
         if (!client.ok()) {
@@ -257,7 +257,7 @@ struct ClusterObserver::Impl {
           kube::ListWatch(
               **client, path, lw, [&](const std::vector<json>& items) { ApplyList(c, r, items); },
               [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },
-              [c] { return c->stopping.load(); });
+              [c] { return c->stopping(); });
         }
       } catch (const std::exception& e) {
         // A malformed answer (or a throwing on_change): the view may be incomplete until relisted.
@@ -277,7 +277,7 @@ struct ClusterObserver::Impl {
     kube::ListOptions probe;
     probe.label_selector = Selector();
     probe.limit = 1;
-    for (bool logged = false; !c->stopping; logged = true) {
+    for (bool logged = false; !c->stopping(); logged = true) {
       auto reply = client.List(path, probe);
       if (!reply.ok() || reply->status != 404) return true;
       if (!logged) {
@@ -298,7 +298,7 @@ struct ClusterObserver::Impl {
     std::set<std::string> changed;
     {
       std::lock_guard lock(mu);
-      if (c->stopping) return;  // retired: out of the index for good
+      if (c->stopping()) return;  // retired: out of the index for good
       c->caches[r].Replace(std::move(fresh), &changed);
       if (!c->caches[r].listed) {
         c->caches[r].listed = true;
@@ -328,7 +328,7 @@ struct ClusterObserver::Impl {
     std::set<std::string> changed;
     {
       std::lock_guard lock(mu);
-      if (c->stopping) return;  // retired: out of the index for good
+      if (c->stopping()) return;  // retired: out of the index for good
       if (entry) {
         c->caches[r].Put(KeyOf(e.object), std::move(*entry), &changed);
       } else {
@@ -342,7 +342,7 @@ struct ClusterObserver::Impl {
     what.cluster = c->config.name;
     what.kind = resources[r].kind.empty() ? kWorkload : kJob;
     for (const std::string& uid : job_uids) {
-      if (c->stopping) return;  // retired: its view is gone, and Stop() may be waiting
+      if (c->stopping()) return;  // retired: its view is gone, and Stop() may be waiting
       what.job_uid = uid;
       on_change(what);
     }
@@ -419,16 +419,14 @@ void ClusterObserver::Stop() {
   {
     std::lock_guard lock(impl_->mu);
     impl_->stopped = true;
-    all.swap(impl_->retired);
-    for (auto& [name, c] : impl_->clusters) {
-      c->SignalStop();  // under mu: a watch's next update sees it and leaves the index alone
-      for (ResourceCache& cache : c->caches) cache.Detach();
-      all.push_back(std::move(c));
-    }
+    // Under mu, as on every retirement: a watch's next update sees the stop
+    // and leaves the index alone.
+    for (auto& [name, c] : impl_->clusters) impl_->RetireLocked(std::move(c));
     impl_->clusters.clear();
     impl_->PublishSyncedLocked();
+    all.swap(impl_->retired);
   }
-  for (auto& c : all) c->Join();  // every one signalled first (the retired when retired): the waits overlap
+  for (auto& c : all) c->Join();  // every one signalled first: the waits overlap
 }
 
 JobObservation ClusterObserver::ForJob(const std::string& job_uid) const {

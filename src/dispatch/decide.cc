@@ -449,11 +449,6 @@ Action DeleteJobAction(const std::string& cluster, const ObservedJob& j) {
   return DeleteAction(cluster, kJob, j, path.ok() ? *path : "");
 }
 
-const std::shared_ptr<const FleetFacts>& NoFleetFacts() {
-  static const auto* none = new std::shared_ptr<const FleetFacts>(std::make_shared<const FleetFacts>());
-  return *none;
-}
-
 inventory::KueueApiVersion KueueVersionOf(const FleetFacts& clusters,
                                           const std::string& cluster) {
   auto f = clusters.find(cluster);

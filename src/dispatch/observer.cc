@@ -375,8 +375,7 @@ struct ClusterObserver::Impl {
   std::vector<std::unique_ptr<Cluster>> retired;  // stopping, not yet joined; guarded by mu
   JobIndex index;                                            // guarded by mu
   // The live clusters that are synced; replaced, never changed in place.
-  std::shared_ptr<const std::set<std::string>> synced =
-      std::make_shared<const std::set<std::string>>();  // guarded by mu
+  std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();  // guarded by mu
 };
 
 ClusterObserver::ClusterObserver(ObserverOptions options, OnChange on_change)

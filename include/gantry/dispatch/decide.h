@@ -39,6 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gantry/common/shared_empty.h"
 #include "gantry/dispatch/observer.h"
 #include "gantry/inventory/cluster_config.h"
 #include "gantry/job/job_document.h"
@@ -61,8 +62,6 @@ struct ClusterFacts {
 // every pass) and changed seldom (a refresh), so a pass shares the engine's
 // copy instead of copying it: at 100 clusters the copy was most of a pass.
 using FleetFacts = std::map<std::string, ClusterFacts>;
-// A shared empty inventory, the default below.
-const std::shared_ptr<const FleetFacts>& NoFleetFacts();
 
 struct DecideOptions {
   std::string origin = "gantry";
@@ -84,8 +83,8 @@ struct DecideInput {
   std::vector<RemoteIntent> intents;
   std::map<std::string, ClusterObservation> observed;  // the clusters that show objects of the job
   // The watched clusters whose view is synced (JobObservation::synced); never null.
-  std::shared_ptr<const std::set<std::string>> synced = std::make_shared<const std::set<std::string>>();
-  std::shared_ptr<const FleetFacts> clusters = NoFleetFacts();  // the inventory; never null
+  std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();
+  std::shared_ptr<const FleetFacts> clusters = SharedEmpty<FleetFacts>();  // the inventory; never null
   // Only for Queued and Nominating jobs (the engine calls Place() then).
   std::optional<placement::Decision> placement;
   // (cluster, kind) objects of the current epoch this engine created and has

@@ -157,9 +157,9 @@ class Engine final : public JobIntake {
   std::mutex fleet_mu_;
   int64_t fleet_read_ms_ = -1;
   // Replaced, never changed in place: passes may still hold the last ones.
-  std::shared_ptr<const FleetFacts> facts_ = NoFleetFacts();
+  std::shared_ptr<const FleetFacts> facts_ = SharedEmpty<FleetFacts>();
   std::shared_ptr<const std::vector<placement::ClusterSnapshot>> snapshots_ =
-      std::make_shared<const std::vector<placement::ClusterSnapshot>>();
+      SharedEmpty<std::vector<placement::ClusterSnapshot>>();
 
   std::mutex pools_mu_;
   std::map<std::string, std::shared_ptr<kube::ClientPool>> pools_;

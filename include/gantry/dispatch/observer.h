@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gantry/common/shared_empty.h"
 #include "gantry/inventory/cluster_config.h"
 #include "gantry/inventory/kubeconfig.h"
 
@@ -92,7 +93,7 @@ struct JobObservation {
   // The watched clusters whose view is synced (see the header comment): only
   // there does the absence of an object mean something. Shared by every
   // reader and replaced when a cluster's state changes; never null.
-  std::shared_ptr<const std::set<std::string>> synced = std::make_shared<const std::set<std::string>>();
+  std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();
 };
 
 struct ObservedCluster {

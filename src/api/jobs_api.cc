@@ -60,7 +60,7 @@ void ApiService::Submit(http::Request req, Respond respond) {
       // A job stored before the engine began to refuse its kind (it left the
       // daemon's genericKinds) is still the answer to its own document.
       auto stored = store_.Get(spec.ns, spec.name);
-      if (stored.ok() && stored->spec_json == SpecToJsonText(spec)) {
+      if (stored.ok() && SameSubmission(*stored, SpecToJsonText(spec))) {
         respond(http::JsonResponse(200, JobJsonText(*stored)));
         return;
       }

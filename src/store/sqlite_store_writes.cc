@@ -64,7 +64,7 @@ void SqliteStore::Submit(JobRecord job, StoreCallback<SubmitResult> done) {
       if (inserted.code() != Code::kConflict) return inserted;
       Result<JobRecord> existing = SelectJobByName(conn, job.ns, job.name);
       if (existing.ok()) {
-        if (existing->spec_json != job.spec_json) {
+        if (!SameSubmission(*existing, job.spec_json)) {
           return Status::Conflict(
               fmt::format("job {} already exists with a different spec", JobName(job.ns, job.name)));
         }

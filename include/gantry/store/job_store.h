@@ -106,8 +106,15 @@ struct DispatchUpdate {
 
 enum class SubmitOutcome {
   kCreated,   // a new record was written
-  kExisting,  // same namespace/name and identical spec_json: the stored record is returned
+  kExisting,  // same namespace/name and SameSubmission: the stored record is returned
 };
+
+// Whether a submission whose canonical spec is spec_json is the stored job
+// again (an idempotent re-submission) rather than a different job under its
+// name: the same canonical spec text.
+inline bool SameSubmission(const JobRecord& stored, const std::string& spec_json) {
+  return stored.spec_json == spec_json;
+}
 
 struct SubmitResult {
   SubmitOutcome outcome = SubmitOutcome::kCreated;

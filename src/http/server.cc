@@ -193,6 +193,8 @@ class Server::Impl {
     env_.options = &options_;
     env_.stopping = &stopping_;
     env_.in_flight = &in_flight_;
+    env_.read_buffer = read_buffer_.get();
+    env_.read_buffer_size = kReadBufferBytes;
     env_.dispatch = [this](uint64_t id, Request request) { Dispatch(id, std::move(request)); };
     env_.subscribe = [this](uint64_t id, const std::shared_ptr<ResponseStream>& stream) {
       stream->SetNotifier([box = mailbox_, id] { box->Post({Posted::Kind::kWake, id, {}}); });
@@ -222,8 +224,15 @@ class Server::Impl {
   int WaitMillis() const;
   void CloseListener();
 
+  // The most one read takes from a socket: a TLS record is at most 16 KiB,
+  // and a plain socket gives what the kernel holds.
+  static constexpr std::size_t kReadBufferBytes = 64 << 10;
+
   ServerOptions options_;
   Handler handler_;
+  // Not a thread_local array: that would be zeroed in every thread of the
+  // process, not only the loop's (64 KiB each; 300 watch threads at 100 clusters).
+  std::unique_ptr<char[]> read_buffer_ = std::make_unique<char[]>(kReadBufferBytes);
   server_internal::ConnEnv env_;
   std::shared_ptr<Mailbox> mailbox_ = std::make_shared<Mailbox>();
   SSL_CTX* tls_ = nullptr;

@@ -92,11 +92,11 @@ bool ServerConn::Handshake() {
 }
 
 ServerConn::Io ServerConn::ReadSome() {
-  // Only the loop's thread reads: one buffer serves every connection.
-  static thread_local char buffer[64 << 10];
+  char* const buffer = env_.read_buffer;
+  const std::size_t size = env_.read_buffer_size;
   if (ssl_) {
     ERR_clear_error();
-    int r = SSL_read(ssl_, buffer, sizeof buffer);
+    int r = SSL_read(ssl_, buffer, static_cast<int>(size));
     if (r > 0) {
       in_.append(buffer, static_cast<std::size_t>(r));
       return Io::kDone;
@@ -107,7 +107,7 @@ ServerConn::Io ServerConn::ReadSome() {
     return Io::kFailed;
   }
   while (true) {
-    ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+    ssize_t n = ::recv(fd_, buffer, size, 0);
     if (n > 0) {
       in_.append(buffer, static_cast<std::size_t>(n));
       return Io::kDone;

@@ -41,6 +41,10 @@ struct ConnEnv {
   std::function<void(uint64_t id, Request request)> dispatch;
   // Makes the stream's producer wake this connection (ServerConn::Wake).
   std::function<void(uint64_t id, const std::shared_ptr<ResponseStream>& stream)> subscribe;
+  // Where every connection reads into: only the loop's thread reads, so one
+  // buffer serves them all. Owned by the server.
+  char* read_buffer = nullptr;
+  std::size_t read_buffer_size = 0;
 };
 
 class ServerConn {

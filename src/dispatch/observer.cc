@@ -28,6 +28,7 @@
 #include "gantry/dispatch/observer.h"
 #include "gantry/common/json_path.h"
 #include "gantry/common/stop_signal.h"
+#include "gantry/common/thread_cache.h"
 #include "gantry/common/thread_name.h"
 
 #include <algorithm>
@@ -224,6 +225,7 @@ struct ClusterObserver::Impl {
     for (std::size_t r = 0; r < resources.size(); ++r) {
       c->threads.emplace_back([this, p = c.get(), r] {
         SetThreadName("watch-" + p->config.name);
+        ForgoThreadCache();  // asleep most of the time: see thread_cache.h
         Run(p, r);
         --p->running;
       });

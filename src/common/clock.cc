@@ -20,6 +20,61 @@ std::string FormatRfc3339(int64_t unix_ms) {
                      tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
+namespace {
+
+// The value of text[at, at+width) as decimal digits; -1 if any is not a digit.
+int Digits(std::string_view text, size_t at, size_t width) {
+  if (at + width > text.size()) return -1;
+  int value = 0;
+  for (size_t i = at; i < at + width; ++i) {
+    if (text[i] < '0' || text[i] > '9') return -1;
+    value = value * 10 + (text[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
+std::optional<int64_t> ParseRfc3339(std::string_view text) {
+  // 2026-11-29T10:39:14 is 19 characters; the offset follows the seconds.
+  const int year = Digits(text, 0, 4), month = Digits(text, 5, 2), day = Digits(text, 8, 2);
+  const int hour = Digits(text, 11, 2), minute = Digits(text, 14, 2), second = Digits(text, 17, 2);
+  if (year < 0 || month < 0 || day < 0 || hour < 0 || minute < 0 || second < 0) return std::nullopt;
+  if (text[4] != '-' || text[7] != '-' || (text[10] != 'T' && text[10] != 't') || text[13] != ':' ||
+      text[16] != ':') {
+    return std::nullopt;
+  }
+  const std::chrono::year_month_day date{std::chrono::year(year),
+                                         std::chrono::month(static_cast<unsigned>(month)),
+                                         std::chrono::day(static_cast<unsigned>(day))};
+  // A second of 60 is a leap second, which RFC 3339 allows.
+  if (!date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  size_t at = 19;
+  int64_t millis = 0;
+  if (at < text.size() && text[at] == '.') {
+    const size_t first = ++at;
+    // Digits past the millisecond count for nothing (scale reaches 0).
+    for (int scale = 100; at < text.size() && text[at] >= '0' && text[at] <= '9';
+         ++at, scale /= 10) {
+      millis += (text[at] - '0') * scale;
+    }
+    if (at == first) return std::nullopt;
+  }
+  // The zone: "Z" or "+hh:mm" / "-hh:mm", and nothing after it.
+  const std::string_view zone = text.substr(at);
+  int64_t offset_minutes = 0;
+  if (zone.size() == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':') {
+    const int oh = Digits(zone, 1, 2), om = Digits(zone, 4, 2);
+    if (oh < 0 || om < 0 || oh > 23 || om > 59) return std::nullopt;
+    offset_minutes = (zone[0] == '-' ? -1 : 1) * (oh * 60 + om);
+  } else if (zone != "Z" && zone != "z") {
+    return std::nullopt;
+  }
+  const int64_t days = std::chrono::sys_days(date).time_since_epoch().count();
+  const int64_t seconds = days * 86'400 + hour * 3'600 + minute * 60 + second - offset_minutes * 60;
+  return seconds * 1000 + millis;
+}
+
 std::string FormatAge(int64_t age_ms) {
   if (age_ms < 0) age_ms = 0;
   int64_t s = age_ms / 1000;

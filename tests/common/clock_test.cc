@@ -16,6 +16,24 @@ TEST_CASE("RFC 3339 and ages", "[clock]") {
   CHECK(FormatAge(-5) == "0s");
 }
 
+TEST_CASE("RFC 3339 times are read as plugins and Kubernetes write them", "[clock]") {
+  CHECK(ParseRfc3339("2026-11-29T10:39:14Z") == 1'795'948'754'000);
+  CHECK(ParseRfc3339("1970-01-01T00:00:00Z") == 0);
+  CHECK(ParseRfc3339("2026-11-29T10:39:14.25Z") == 1'795'948'754'250);
+  CHECK(ParseRfc3339("2026-11-29T10:39:14.123456789Z") == 1'795'948'754'123);
+  CHECK(ParseRfc3339("2026-11-29T12:39:14+02:00") == 1'795'948'754'000);
+  CHECK(ParseRfc3339("2026-11-29T05:09:14-05:30") == 1'795'948'754'000);
+  CHECK(ParseRfc3339("2026-11-29t10:39:14z") == 1'795'948'754'000);
+  CHECK(ParseRfc3339("2024-02-29T00:00:00Z").has_value());  // a leap day
+  for (const char* bad :
+       {"", "2026-11-29", "2026-11-29T10:39:14", "2026-11-29 10:39:14Z", "2026-13-01T00:00:00Z",
+        "2025-02-29T00:00:00Z", "2026-11-29T24:00:00Z", "2026-11-29T10:39:14.Z",
+        "2026-11-29T10:39:14+0200", "2026-11-29T10:39:14Zjunk", "20x6-11-29T10:39:14Z"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseRfc3339(bad).has_value());
+  }
+}
+
 TEST_CASE("fake clock advances only when told", "[clock]") {
   FakeClock clock(1000);
   CHECK(clock.NowMillis() == 1000);

@@ -11,7 +11,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace gantry {
 
@@ -40,6 +42,12 @@ class FakeClock final : public Clock {
 // RFC 3339 UTC with second precision, as Kubernetes writes timestamps:
 // "2026-11-29T10:39:14Z".
 std::string FormatRfc3339(int64_t unix_ms);
+
+// Unix milliseconds of an RFC 3339 date-time, as Kubernetes and its client
+// plugins write them: "2026-11-29T10:39:14Z", with optional fractional
+// seconds (kept to the millisecond) and a "Z" or "+hh:mm"/"-hh:mm" offset.
+// nullopt for anything else, including an impossible date.
+std::optional<int64_t> ParseRfc3339(std::string_view text);
 
 // kubectl-style age: "42s", "3m12s", "5h3m", "12d".
 std::string FormatAge(int64_t age_ms);

@@ -20,14 +20,6 @@ using internal::Field;
 struct Reader {
   std::string base_dir;
 
-  // The value of `key` in mapping `map` as a string; "" when absent or null.
-  Result<std::string> OptString(const YAML::Node& map, const Field& parent,
-                                std::string_view key) const {
-    const YAML::Node n = map[std::string(key)];
-    if (!n || n.IsNull() || (n.IsScalar() && n.Scalar().empty())) return std::string();
-    return internal::ReadString(n, parent.Child(key, internal::LineOf(n)));
-  }
-
   bool Has(const YAML::Node& map, std::string_view key) const {
     const YAML::Node n = map[std::string(key)];
     return n && !n.IsNull();
@@ -43,9 +35,9 @@ struct Reader {
   // "" when neither is set. Both set is an error, as kubectl's validation has it.
   Result<std::string> Material(const YAML::Node& map, const Field& parent,
                                std::string_view data_key, std::string_view file_key) const {
-    Result<std::string> data = OptString(map, parent, data_key);
+    Result<std::string> data = internal::ReadOptionalString(map, parent, data_key);
     if (!data.ok()) return data.status();
-    Result<std::string> file = OptString(map, parent, file_key);
+    Result<std::string> file = internal::ReadOptionalString(map, parent, file_key);
     if (!file.ok()) return file.status();
     const Field data_field = parent.Child(data_key, internal::LineOf(map[std::string(data_key)]));
     if (!data->empty() && !file->empty()) {
@@ -94,7 +86,7 @@ Status ReadCluster(const Reader& r, const YAML::Node& cluster, const Field& f, b
     return internal::FieldError(f.Child("proxy-url", internal::LineOf(cluster["proxy-url"])),
                                 "proxies are not supported");
   }
-  Result<std::string> server = r.OptString(cluster, f, "server");
+  Result<std::string> server = internal::ReadOptionalString(cluster, f, "server");
   if (!server.ok()) return server.status();
   if (server->empty()) return internal::FieldError(f.Child("server", f.line), "is missing");
   Result<internal::ServerAddress> address = internal::ParseServerUrl(*server);
@@ -106,7 +98,7 @@ Status ReadCluster(const Reader& r, const YAML::Node& cluster, const Field& f, b
   out.host = address->host;
   out.port = address->port;
   out.base_path = address->base_path;
-  Result<std::string> sni = r.OptString(cluster, f, "tls-server-name");
+  Result<std::string> sni = internal::ReadOptionalString(cluster, f, "tls-server-name");
   if (!sni.ok()) return sni.status();
   out.tls_server_name = *sni;
   Result<std::string> ca =
@@ -152,9 +144,9 @@ Status ReadUser(const Reader& r, const YAML::Node& user, const Field& f, Cluster
   }
   // Values of token fields are never put into a message: ReadString's
   // messages name the field and the type only.
-  Result<std::string> token = r.OptString(user, f, "token");
+  Result<std::string> token = internal::ReadOptionalString(user, f, "token");
   if (!token.ok()) return token.status();
-  Result<std::string> token_file = r.OptString(user, f, "tokenFile");
+  Result<std::string> token_file = internal::ReadOptionalString(user, f, "tokenFile");
   if (!token_file.ok()) return token_file.status();
   if (!token->empty() && !token_file->empty()) {
     return internal::FieldError(f.Child("token", internal::LineOf(user["token"])),
@@ -196,7 +188,7 @@ Status Parse(const Reader& r, const YAML::Node& root, const std::string& wanted_
   const Field root_field{"", internal::LineOf(root)};
   std::string context_name = wanted_context;
   if (context_name.empty()) {
-    Result<std::string> current = r.OptString(root, root_field, "current-context");
+    Result<std::string> current = internal::ReadOptionalString(root, root_field, "current-context");
     if (!current.ok()) return current.status();
     if (current->empty()) {
       return internal::FieldError(root_field.Child("current-context", 1),
@@ -207,9 +199,10 @@ Status Parse(const Reader& r, const YAML::Node& root, const std::string& wanted_
   Field context_field;
   Result<YAML::Node> context = FindNamed(root, "contexts", "context", context_name, &context_field);
   if (!context.ok()) return context.status();
-  Result<std::string> cluster_name = r.OptString(*context, context_field, "cluster");
+  Result<std::string> cluster_name =
+      internal::ReadOptionalString(*context, context_field, "cluster");
   if (!cluster_name.ok()) return cluster_name.status();
-  Result<std::string> user_name = r.OptString(*context, context_field, "user");
+  Result<std::string> user_name = internal::ReadOptionalString(*context, context_field, "user");
   if (!user_name.ok()) return user_name.status();
   if (cluster_name->empty() || user_name->empty()) {
     return internal::FieldError(context_field, "needs both cluster and user");

@@ -67,6 +67,15 @@ Result<std::string> DecodeBase64(std::string_view text) {
   return out;
 }
 
+std::string EncodeBase64(std::string_view data) {
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');  // EVP_EncodeBlock adds a NUL
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(data.data()),
+                                static_cast<int>(data.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
 Status CheckCertificatePem(const std::string& pem) {
   if (!FirstCertificate(pem)) return Status::Invalid("does not hold a PEM certificate");
   return Status::Ok();

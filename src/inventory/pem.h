@@ -11,6 +11,8 @@ namespace gantry::inventory::internal {
 
 // Standard base64 with padding; whitespace (line breaks) is ignored.
 Result<std::string> DecodeBase64(std::string_view text);
+// Standard base64 with padding, on one line.
+std::string EncodeBase64(std::string_view data);
 
 // At least one PEM "CERTIFICATE" that OpenSSL can parse.
 Status CheckCertificatePem(const std::string& pem);

@@ -59,6 +59,13 @@ Result<std::string> ReadString(const YAML::Node& node, const Field& field) {
   return value;
 }
 
+Result<std::string> ReadOptionalString(const YAML::Node& map, const Field& parent,
+                                       std::string_view key) {
+  const YAML::Node n = map[std::string(key)];
+  if (!n || n.IsNull() || (n.IsScalar() && n.Scalar().empty())) return std::string();
+  return ReadString(n, parent.Child(key, LineOf(n)));
+}
+
 Result<bool> ReadBool(const YAML::Node& node, const Field& field) {
   if (IsPlainScalar(node)) {
     const std::string& s = node.Scalar();

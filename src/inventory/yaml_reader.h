@@ -36,6 +36,10 @@ int LineOf(const YAML::Node& node);  // 1-based; 1 when yaml-cpp has no mark
 Status FieldError(const Field& field, std::string_view what);
 
 Result<std::string> ReadString(const YAML::Node& node, const Field& field);  // non-empty
+// The string under `key` in the mapping `map` (at `parent`); "" when the key
+// is absent, null or an empty string.
+Result<std::string> ReadOptionalString(const YAML::Node& map, const Field& parent,
+                                       std::string_view key);
 Result<bool> ReadBool(const YAML::Node& node, const Field& field);           // true | false
 Result<int64_t> ReadInt(const YAML::Node& node, const Field& field, int64_t min, int64_t max);
 // A finite plain number (integer or decimal) >= min.

@@ -7,6 +7,8 @@
 
 #include <stdexcept>
 
+#include "pem.h"  // src/inventory
+
 namespace gantry::inventory::testing {
 namespace {
 
@@ -44,13 +46,6 @@ CertAndKey MakeSelfSigned(const std::string& common_name) {
   return {Drain(cert_bio), Drain(key_bio)};
 }
 
-std::string Base64(const std::string& data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(data.data()),
-                                static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
+std::string Base64(const std::string& data) { return internal::EncodeBase64(data); }
 
 }  // namespace gantry::inventory::testing

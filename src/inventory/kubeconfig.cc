@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "kubeconfig_exec.h"
 #include "pem.h"
 #include "server_url.h"
 #include "yaml_reader.h"
@@ -128,11 +129,6 @@ Status ReadCluster(const Reader& r, const YAML::Node& cluster, const Field& f, b
 }
 
 Status ReadUser(const Reader& r, const YAML::Node& user, const Field& f, ClusterCredentials& out) {
-  if (r.Has(user, "exec")) {
-    return internal::FieldError(
-        f.Child("exec", internal::LineOf(user["exec"])),
-        "exec credential plugins are not supported; use a service-account token");
-  }
   if (r.Has(user, "auth-provider")) {
     return internal::FieldError(
         f.Child("auth-provider", internal::LineOf(user["auth-provider"])),
@@ -151,6 +147,19 @@ Status ReadUser(const Reader& r, const YAML::Node& user, const Field& f, Cluster
   if (!token->empty() && !token_file->empty()) {
     return internal::FieldError(f.Child("token", internal::LineOf(user["token"])),
                                 "set together with tokenFile; use one");
+  }
+  if (r.Has(user, "exec")) {
+    const Field exec_field = f.Child("exec", internal::LineOf(user["exec"]));
+    if (!token->empty() || !token_file->empty()) {
+      return internal::FieldError(exec_field, fmt::format("set together with {}; use one",
+                                                          token->empty() ? "tokenFile" : "token"));
+    }
+    Result<ExecConfig> exec = internal::ReadExecConfig(user["exec"], exec_field, r.base_dir);
+    if (!exec.ok()) return exec.status();
+    if (exec->cluster) *exec->cluster = {out.server, out.tls_server_name, out.ca_pem, out.insecure};
+    // Not run here: a plugin may take seconds, and a load must not wait on
+    // the network. Its first request runs it, and says what went wrong.
+    out.token_source = TokenSource::FromExec(std::move(exec).value());
   }
   if (!token->empty()) out.token_source = TokenSource::Static(*token);
   if (!token_file->empty()) {
@@ -176,8 +185,8 @@ Status ReadUser(const Reader& r, const YAML::Node& user, const Field& f, Cluster
   out.client_cert_pem = std::move(cert).value();
   out.client_key_pem = std::move(key).value();
   if (!out.token_source && out.client_cert_pem.empty()) {
-    return internal::FieldError(f,
-                                "no credentials: needs token, tokenFile or a client certificate");
+    return internal::FieldError(
+        f, "no credentials: needs token, tokenFile, exec or a client certificate");
   }
   return Status::Ok();
 }

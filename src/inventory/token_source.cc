@@ -32,6 +32,12 @@ std::shared_ptr<TokenSource> TokenSource::FromFile(std::string path) {
   return std::shared_ptr<TokenSource>(new TokenSource("", std::move(path)));
 }
 
+std::shared_ptr<TokenSource> TokenSource::FromExec(ExecConfig config, ExecOptions options) {
+  auto source = std::shared_ptr<TokenSource>(new TokenSource("", ""));
+  source->exec_ = std::make_unique<ExecPlugin>(std::move(config), options);
+  return source;
+}
+
 TokenSource::TokenSource(std::string token, std::string path)
     : path_(std::move(path)), token_(std::move(token)) {}
 
@@ -41,12 +47,26 @@ int TokenSource::reads() const {
 }
 
 Result<std::string> TokenSource::Token() {
+  if (exec_) return exec_->Token();
   std::lock_guard lock(mu_);
   if (!path_.empty()) {
     Status s = Reload();
     if (!s.ok() && !loaded_) return s;
   }
   return token_;
+}
+
+void TokenSource::Invalidate(const std::string& token) {
+  if (exec_) exec_->Invalidate(token);
+}
+
+bool TokenSource::SameSource(const TokenSource& other) const {
+  if (this == &other) return true;
+  if (exec_ || other.exec_) return exec_ && other.exec_ && exec_->config() == other.exec_->config();
+  if (path_ != other.path_) return false;
+  if (!path_.empty()) return true;  // the same file: each re-reads it on rotation
+  std::scoped_lock lock(mu_, other.mu_);
+  return token_ == other.token_;
 }
 
 Status TokenSource::Reload() {

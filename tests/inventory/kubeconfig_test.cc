@@ -12,9 +12,23 @@ namespace {
 using gantry::inventory::testing::Base64;
 using gantry::inventory::testing::MakeSelfSigned;
 using gantry::testing::TempDir;
+using gantry::testing::WriteExecutable;
 using gantry::testing::WriteFile;
 
 constexpr const char* kSecret = "SECRET-token-6f1d2c";
+
+// Each line of `lines` with `prefix` in front, and a newline after.
+std::string Indent(const std::string& lines, const std::string& prefix) {
+  std::string out;
+  size_t start = 0;
+  while (start < lines.size()) {
+    size_t end = lines.find('\n', start);
+    if (end == std::string::npos) end = lines.size();
+    out += prefix + lines.substr(start, end - start) + "\n";
+    start = end + 1;
+  }
+  return out;
+}
 
 // A kubeconfig with two contexts: "main" (c-main/u-main, filled by the test)
 // and "other" (an insecure cluster with a fixed token).
@@ -25,17 +39,7 @@ struct Kube {
   std::string current_context = "main";
 
   std::string Render() const {
-    auto indent = [](const std::string& lines) {
-      std::string out;
-      size_t start = 0;
-      while (start < lines.size()) {
-        size_t end = lines.find('\n', start);
-        if (end == std::string::npos) end = lines.size();
-        out += "      " + lines.substr(start, end - start) + "\n";
-        start = end + 1;
-      }
-      return out;
-    };
+    auto indent = [](const std::string& lines) { return Indent(lines, "      "); };
     return "apiVersion: v1\nkind: Config\ncurrent-context: " + current_context +
            "\nclusters:\n  - name: c-main\n    cluster:\n" + indent(server) + indent(cluster) +
            "  - name: c-other\n    cluster:\n      server: https://other.example.com\n"
@@ -139,6 +143,87 @@ TEST_CASE("Kubeconfig: a named context wins over current-context, insecure needs
   CHECK(Parse(k, "main", false).ok());    // the named context overrides it
 }
 
+// A user's `exec` mapping: apiVersion v1, `fields`, and interactiveMode.
+std::string Exec(const std::string& fields, const std::string& mode = "Never") {
+  return "exec:\n  apiVersion: client.authentication.k8s.io/v1\n" + Indent(fields, "  ") +
+         "  interactiveMode: " + mode;
+}
+
+TEST_CASE("Kubeconfig: an exec user, with every field", "[inventory][kubeconfig]") {
+  const auto ca = MakeSelfSigned("cluster-ca");
+  Kube k;
+  k.cluster =
+      "certificate-authority-data: " + Base64(ca.cert_pem) + "\ntls-server-name: api.internal";
+  k.user = Exec(
+      "command: aws\n"
+      "args: [--region, eu-central-1, eks, get-token, --cluster-name, gpu-eu-1, -v, -v, '']\n"
+      "env:\n"
+      "  - {name: AWS_PROFILE, value: gantry}\n"
+      "  - {name: EMPTY}\n"
+      "installHint: install the AWS CLI\n"
+      "provideClusterInfo: true\n"
+      "someFutureField: ignored",
+      "IfAvailable");
+  Result<ClusterCredentials> r = Parse(k);
+  REQUIRE(r.ok());
+  REQUIRE(r->token_source);
+  const ExecConfig* exec = r->token_source->exec();
+  REQUIRE(exec != nullptr);
+  CHECK(exec->api_version == kExecApiV1);
+  CHECK(exec->command == "aws");  // a bare name: looked up in PATH when run
+  CHECK(exec->args == std::vector<std::string>{"--region", "eu-central-1", "eks", "get-token",
+                                               "--cluster-name", "gpu-eu-1", "-v", "-v", ""});
+  CHECK(exec->env ==
+        std::vector<std::pair<std::string, std::string>>{{"AWS_PROFILE", "gantry"}, {"EMPTY", ""}});
+  CHECK(exec->install_hint == "install the AWS CLI");
+  CHECK(exec->interactive_mode == "IfAvailable");
+  REQUIRE(exec->cluster);
+  CHECK(exec->cluster->server == "https://10.0.0.1:6443");
+  CHECK(exec->cluster->tls_server_name == "api.internal");
+  CHECK(exec->cluster->ca_pem == ca.cert_pem);
+  CHECK_FALSE(exec->cluster->insecure);
+  CHECK(r->token_source->path().empty());
+}
+
+TEST_CASE(
+    "Kubeconfig: exec v1beta1 defaults interactiveMode to IfAvailable, no cluster unless asked",
+    "[inventory][kubeconfig]") {
+  Kube k;
+  k.user =
+      "exec:\n  apiVersion: client.authentication.k8s.io/v1beta1\n  command: "
+      "gke-gcloud-auth-plugin";
+  Result<ClusterCredentials> r = Parse(k);
+  REQUIRE(r.ok());
+  const ExecConfig* exec = r->token_source->exec();
+  REQUIRE(exec != nullptr);
+  CHECK(exec->api_version == kExecApiV1beta1);
+  CHECK(exec->interactive_mode == "IfAvailable");
+  CHECK_FALSE(exec->cluster);
+  CHECK(exec->args.empty());
+}
+
+TEST_CASE("Kubeconfig: an exec command with a relative path runs from the kubeconfig's folder",
+          "[inventory][kubeconfig]") {
+  TempDir tmp;
+  std::filesystem::create_directories(tmp.File("bin"));
+  WriteExecutable(tmp.File("bin/plugin"),
+                  "#!/bin/sh\necho '{\"apiVersion\":\"client.authentication.k8s.io/v1\","
+                  "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"from-plugin\"}}'\n");
+  for (const char* command : {"./bin/plugin", "bin/plugin", "bin/../bin/plugin"}) {
+    INFO(command);
+    Kube k;
+    k.user = Exec(std::string("command: ") + command);
+    WriteFile(tmp.File("kube.yaml"), k.Render());
+    Result<ClusterCredentials> r = LoadKubeconfig(tmp.File("kube.yaml"), "", false);
+    REQUIRE(r.ok());
+    CHECK(r->token_source->exec()->command == tmp.File("bin/plugin"));
+    CHECK(TokenOf(*r) == "from-plugin");
+  }
+  Kube absolute;
+  absolute.user = Exec("command: /usr/local/bin/aws");
+  CHECK(Parse(absolute)->token_source->exec()->command == "/usr/local/bin/aws");
+}
+
 struct BadKube {
   const char* what;
   Kube kube;
@@ -156,9 +241,61 @@ std::vector<BadKube> BadKubes() {
     return k;
   };
   return {
-      {"exec plugin", with([](Kube& k) { k.user += "\nexec:\n  command: aws"; }), "",
-       "users[u-main].user.exec: exec credential plugins are not supported; use a "
-       "service-account token"},
+      {"exec with token", with([](Kube& k) { k.user += "\n" + Exec("command: aws"); }), "",
+       "users[u-main].user.exec: set together with token; use one"},
+      {"exec not a mapping", with([](Kube& k) { k.user = "exec: aws"; }), "",
+       "users[u-main].user.exec: must be a mapping"},
+      {"exec without apiVersion", with([](Kube& k) { k.user = "exec:\n  command: aws"; }), "",
+       "user.exec.apiVersion: is missing; use client.authentication.k8s.io/v1"},
+      {"exec v1alpha1", with([](Kube& k) {
+         k.user = "exec:\n  apiVersion: client.authentication.k8s.io/v1alpha1\n  command: aws";
+       }),
+       "",
+       "line 16: users[u-main].user.exec.apiVersion: 'client.authentication.k8s.io/v1alpha1' is "
+       "not supported; use client.authentication.k8s.io/v1 or "
+       "client.authentication.k8s.io/v1beta1"},
+      {"exec without command", with([](Kube& k) { k.user = Exec("args: [eks]"); }), "",
+       "users[u-main].user.exec.command: is missing"},
+      {"exec command not a string", with([](Kube& k) { k.user = Exec("command: [aws]"); }), "",
+       "user.exec.command: must be a string, not a list"},
+      {"exec v1 without interactiveMode", with([](Kube& k) {
+         k.user = "exec:\n  apiVersion: client.authentication.k8s.io/v1\n  command: aws";
+       }),
+       "",
+       "users[u-main].user.exec.interactiveMode: is missing, and client.authentication.k8s.io/v1 "
+       "requires it; use Never"},
+      {"exec interactive Always", with([](Kube& k) {
+         k.user =
+             "exec:\n  apiVersion: client.authentication.k8s.io/v1beta1\n  command: aws\n"
+             "  interactiveMode: Always";
+       }),
+       "",
+       "users[u-main].user.exec.interactiveMode: Always is refused: the plugin would need a "
+       "terminal to ask its user, and gantry serve has none; use Never or IfAvailable"},
+      {"exec unknown interactiveMode",
+       with([](Kube& k) { k.user = Exec("command: aws", "Sometimes"); }), "",
+       "user.exec.interactiveMode: must be Never or IfAvailable"},
+      {"exec args not a list", with([](Kube& k) { k.user = Exec("command: aws\nargs: eks"); }), "",
+       "user.exec.args: must be a list of strings"},
+      {"exec arg not a string",
+       with([](Kube& k) { k.user = Exec("command: aws\nargs: [eks, {a: b}]"); }), "",
+       "user.exec.args[1]: must be a string"},
+      {"exec env not a list", with([](Kube& k) { k.user = Exec("command: aws\nenv: {A: b}"); }), "",
+       "user.exec.env: must be a list of {name, value} entries"},
+      {"exec env without name", with([&](Kube& k) {
+         k.user = Exec(std::string("command: aws\nenv:\n  - value: ") + kSecret);
+       }),
+       "", "user.exec.env[0].name: is missing"},
+      {"exec env name with =", with([&](Kube& k) {
+         k.user = Exec(std::string("command: aws\nenv:\n  - {name: A=B, value: ") + kSecret + "}");
+       }),
+       "", "user.exec.env[0].name: must not contain '='"},
+      {"exec env value not a string",
+       with([](Kube& k) { k.user = Exec("command: aws\nenv:\n  - {name: A, value: [b]}"); }), "",
+       "user.exec.env[0].value: must be a string"},
+      {"exec provideClusterInfo not a bool",
+       with([](Kube& k) { k.user = Exec("command: aws\nprovideClusterInfo: yes please"); }), "",
+       "user.exec.provideClusterInfo: must be true or false"},
       {"auth-provider", with([](Kube& k) { k.user += "\nauth-provider:\n  name: gcp"; }), "",
        "auth-provider plugins are not supported"},
       {"basic auth", with([](Kube& k) { k.user += "\nusername: a\npassword: b"; }), "",
@@ -204,7 +341,7 @@ std::vector<BadKube> BadKubes() {
        }),
        "", "client key does not match the client certificate"},
       {"no credentials", with([](Kube& k) { k.user = "as: someone"; }), "",
-       "no credentials: needs token, tokenFile or a client certificate"},
+       "no credentials: needs token, tokenFile, exec or a client certificate"},
       {"unknown context", Kube{}, "staging", "contexts: no entry named 'staging'"},
       {"no current context", with([](Kube& k) { k.current_context = "''"; }), "",
        "current-context: is not set"},
@@ -229,7 +366,7 @@ TEST_CASE("Kubeconfig: bad inputs are refused with a clear message", "[inventory
 TEST_CASE("LoadCredentials names the cluster and never the token", "[inventory][kubeconfig]") {
   TempDir tmp;
   Kube k;
-  k.user += "\nexec:\n  command: gke-gcloud-auth-plugin";
+  k.user += "\nauth-provider:\n  name: gcp";
   WriteFile(tmp.File("kube.yaml"), k.Render());
   ClusterConfig config;
   config.name = "gpu-eu-1";

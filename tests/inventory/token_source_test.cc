@@ -10,6 +10,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using gantry::testing::TempDir;
+using gantry::testing::WriteExecutable;
 using gantry::testing::WriteFile;
 
 // Rewrites the file and moves its mtime by `seconds`, as a kubelet rotation
@@ -67,6 +68,49 @@ TEST_CASE("Token file errors name the path, not the content", "[inventory][token
   Result<std::string> blank = TokenSource::FromFile(tmp.File("blank"))->Token();
   REQUIRE_FALSE(blank.ok());
   CHECK(blank.status().message() == "token file " + tmp.File("blank") + ": is empty");
+}
+
+TEST_CASE("SameSource compares how tokens are got, without getting one", "[inventory][token]") {
+  TempDir tmp;
+  WriteFile(tmp.File("token"), "token-one");
+  CHECK(TokenSource::Static("abc")->SameSource(*TokenSource::Static("abc\n")));
+  CHECK_FALSE(TokenSource::Static("abc")->SameSource(*TokenSource::Static("abd")));
+  CHECK(TokenSource::FromFile(tmp.File("token"))
+            ->SameSource(*TokenSource::FromFile(tmp.File("token"))));
+  CHECK_FALSE(TokenSource::FromFile(tmp.File("token"))
+                  ->SameSource(*TokenSource::FromFile(tmp.File("other"))));
+  CHECK_FALSE(
+      TokenSource::FromFile(tmp.File("token"))->SameSource(*TokenSource::Static("token-one")));
+
+  // A plugin that would record a run if it were started.
+  WriteExecutable(tmp.File("plugin"), "#!/bin/sh\ntouch \"$(dirname \"$0\")/ran\"\nexit 1\n");
+  ExecConfig config;
+  config.api_version = std::string(kExecApiV1);
+  config.command = tmp.File("plugin");
+  config.interactive_mode = "Never";
+  auto a = TokenSource::FromExec(config);
+  auto b = TokenSource::FromExec(config);
+  CHECK(a->SameSource(*b));
+  CHECK(a->exec() != nullptr);
+  CHECK(a->path().empty());
+  config.args = {"--profile", "other"};
+  CHECK_FALSE(a->SameSource(*TokenSource::FromExec(config)));
+  CHECK_FALSE(a->SameSource(*TokenSource::Static("abc")));
+  CHECK_FALSE(TokenSource::Static("abc")->SameSource(*a));
+  CHECK_FALSE(fs::exists(tmp.File("ran")));
+}
+
+TEST_CASE("Invalidate leaves a fixed token and a token file as they are", "[inventory][token]") {
+  TempDir tmp;
+  WriteFile(tmp.File("token"), "token-one");
+  auto fixed = TokenSource::Static("abc");
+  fixed->Invalidate("abc");
+  CHECK(*fixed->Token() == "abc");
+  auto file = TokenSource::FromFile(tmp.File("token"));
+  REQUIRE(file->Token().ok());
+  file->Invalidate("token-one");
+  CHECK(*file->Token() == "token-one");
+  CHECK(file->reads() == 1);
 }
 
 }  // namespace

@@ -42,4 +42,11 @@ void WriteFile(const std::string& path, const std::string& content) {
   out << content;
 }
 
+void WriteExecutable(const std::string& path, const std::string& content) {
+  WriteFile(path, content);
+  namespace fs = std::filesystem;
+  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                            fs::perms::others_read | fs::perms::others_exec);
+}
+
 }  // namespace gantry::testing

@@ -30,5 +30,7 @@ bool WaitFor(const std::function<bool()>& cond,
 
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& content);
+// WriteFile, then mode 0755: a script a test runs (e.g. a credential plugin).
+void WriteExecutable(const std::string& path, const std::string& content);
 
 }  // namespace gantry::testing

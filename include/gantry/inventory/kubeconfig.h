@@ -7,13 +7,17 @@
 //            insecure-skip-tls-verify (refused unless the cluster entry says
 //            allowInsecure: true; then `insecure` is set and the caller logs a
 //            warning at every start);
-//   user:    token or tokenFile (re-read on rotation, see TokenSource),
-//            client-certificate(-data) + client-key(-data) for mTLS;
+//   user:    token or tokenFile (re-read on rotation, see TokenSource), or
+//            exec (a credential plugin that prints a token, see ExecPlugin;
+//            not run at load), and client-certificate(-data) +
+//            client-key(-data) for mTLS;
 //   context: the one named by the cluster entry, else current-context.
-// Refused with a clear message: exec and auth-provider plugins, basic auth,
+// Refused with a clear message: auth-provider plugins, exec with
+// interactiveMode Always or an apiVersion other than v1/v1beta1, basic auth,
 // proxy-url, a field given both inline and as a file, no credentials at all.
 // Relative file paths are resolved against the kubeconfig's directory, as
-// kubectl does. Fields not listed above are ignored.
+// kubectl does, and so is an exec command that holds a '/'. Fields not
+// listed above are ignored.
 //
 // Secrecy: tokens and private keys never appear in a returned message; errors
 // name the file, the context/cluster/user entry and the field.

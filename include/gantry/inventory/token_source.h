@@ -1,6 +1,7 @@
 // TokenSource: the bearer token for one cluster, either fixed (kubeconfig
-// `token`) or read from a file (`tokenFile`) that may be rotated underneath us,
-// as projected service-account tokens are.
+// `token`), read from a file (`tokenFile`) that may be rotated underneath us,
+// as projected service-account tokens are, or printed by an exec credential
+// plugin (`exec`; see ExecPlugin for when it runs and what it caches).
 //
 // A file source re-reads the file whenever its modification time or size
 // differs from the last read (one stat per call; cheap next to a TLS request).
@@ -8,10 +9,16 @@
 // good token is still returned; the first read has nothing to fall back on.
 // Surrounding whitespace is trimmed, as client-go does.
 //
-// Secrecy: a token is never put into a Status message or a log line, and this
-// class has no printer. Error messages name the file, never its content.
+// A request the cluster refuses with 401 hands its token back to
+// Invalidate(): an exec plugin is then run again; a fixed token or a file
+// has nothing better to offer and ignores it.
 //
-// Thread-safety: Token() may be called from any thread (internally locked).
+// Secrecy: a token is never put into a Status message or a log line, and this
+// class has no printer. Error messages name the file or the plugin, never
+// the token.
+//
+// Thread-safety: every method may be called from any thread (internally
+// locked).
 #pragma once
 
 #include <filesystem>
@@ -20,6 +27,7 @@
 #include <string>
 
 #include "gantry/common/status.h"
+#include "gantry/inventory/exec_plugin.h"
 
 namespace gantry::inventory {
 
@@ -27,16 +35,28 @@ class TokenSource {
  public:
   static std::shared_ptr<TokenSource> Static(std::string token);
   static std::shared_ptr<TokenSource> FromFile(std::string path);
+  static std::shared_ptr<TokenSource> FromExec(ExecConfig config, ExecOptions options = {});
 
   TokenSource(const TokenSource&) = delete;
   TokenSource& operator=(const TokenSource&) = delete;
 
   // The current token. kIo / kInvalidArgument (file path only in the message)
-  // when the file cannot be read or is empty and no earlier token exists.
+  // when the file cannot be read or is empty and no earlier token exists;
+  // for a plugin, the errors of ExecPlugin::Token().
   Result<std::string> Token();
 
-  // The token file, or "" for a fixed token. Safe to log.
+  // The cluster answered 401 to `token` (see ExecPlugin::Invalidate).
+  void Invalidate(const std::string& token);
+
+  // Whether `other` hands out the same tokens without asking either: the
+  // same fixed token, the same file (re-read on rotation), or a plugin with
+  // the same configuration. Never reads a file or runs a plugin.
+  bool SameSource(const TokenSource& other) const;
+
+  // The token file, or "" for a fixed token or a plugin. Safe to log.
   const std::string& path() const { return path_; }
+  // The plugin's configuration, or nullptr. Safe to log but for env values.
+  const ExecConfig* exec() const { return exec_ ? &exec_->config() : nullptr; }
   // How many times the file was (re)read successfully; for tests and metrics.
   int reads() const;
 
@@ -45,6 +65,7 @@ class TokenSource {
   Status Reload();  // REQUIRES: mu_ held
 
   const std::string path_;
+  std::unique_ptr<ExecPlugin> exec_;  // set by FromExec before sharing; answers Token()
   mutable std::mutex mu_;
   std::string token_;
   std::filesystem::file_time_type mtime_{};

@@ -54,15 +54,23 @@ Result<std::unique_ptr<KubeClient>> KubeClient::Create(const inventory::ClusterC
   return client;
 }
 
-Result<std::vector<std::pair<std::string, std::string>>> KubeClient::Headers(const std::string& content_type) {
+Result<std::vector<std::pair<std::string, std::string>>> KubeClient::Headers(const std::string& content_type,
+                                                                             std::string* token) {
   std::vector<std::pair<std::string, std::string>> headers = {{"Accept", "application/json"}};
   if (!content_type.empty()) headers.emplace_back("Content-Type", content_type);
+  token->clear();
   if (creds_.token_source) {
-    auto token = creds_.token_source->Token();  // re-read when the file rotates
-    if (!token.ok()) return token.status();
+    // Per request: a rotated file is re-read, an exec plugin's token renewed.
+    auto current = creds_.token_source->Token();
+    if (!current.ok()) return current.status();
+    *token = std::move(current).value();
     headers.emplace_back("Authorization", "Bearer " + *token);
   }
   return headers;
+}
+
+void KubeClient::Refused(const std::string& token) {
+  if (creds_.token_source && !token.empty()) creds_.token_source->Invalidate(token);
 }
 
 Result<KubeReply> KubeClient::Call(const std::string& method, const std::string& target, const std::string& body,
@@ -79,7 +87,7 @@ void KubeClient::Start(const std::string& method, const std::string& target, std
   p.target = creds_.base_path + target;
   p.body = std::move(body);
   p.reply_body = reply_body;
-  p.headers = Headers(content_type);
+  p.headers = Headers(content_type, &p.token);
   if (p.headers.ok()) p.sent = client_->Begin(p.method, p.target, p.body, *p.headers);
 }
 
@@ -105,6 +113,7 @@ Result<KubeReply> KubeClient::Finish() {
       if (reply.body.is_discarded()) reply.body = nullptr;
       if (reply.ok()) return reply;
       reply.error = DecodeError(res->status, res->body, res->headers["retry-after"]);
+      if (res->status == 401) Refused(p.token);
       if (!Retryable(res->status) || attempt == options_.max_attempts) return reply;
       if (reply.error->retry_after_seconds > 0) wait = std::chrono::seconds(reply.error->retry_after_seconds);
     } else {
@@ -162,7 +171,8 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
   if (!options.resource_version.empty()) query += "&resourceVersion=" + http::PercentEncode(options.resource_version);
   if (options.bookmarks) query += "&allowWatchBookmarks=true";
   if (options.timeout_seconds > 0) query += "&timeoutSeconds=" + std::to_string(options.timeout_seconds);
-  auto headers = Headers("");
+  std::string token;
+  auto headers = Headers("", &token);
   if (!headers.ok()) return headers.status();
   if (!watch_client_) {
     auto conn = NewConnection();
@@ -219,6 +229,7 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
     return end;
   }
   if (res->status < 200 || res->status >= 300) {
+    if (res->status == 401) Refused(token);
     KubeError e = DecodeError(res->status, res->body, "");
     return Status::Unavailable(fmt::format("watch {} answered {} {}: {}", path, e.code, e.reason, e.message));
   }

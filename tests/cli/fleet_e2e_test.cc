@@ -92,4 +92,60 @@ TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outa
   CHECK_FALSE(ByName(ClustersJson(daemon.url()))["c1"]["status"].contains("firstLostAt"));
 }
 
+namespace {
+
+// The user of `kubeconfig` becomes an exec plugin: `exec` is the flow
+// mapping that replaces its `token: ...` line.
+void UseExecPlugin(const std::string& kubeconfig, const std::string& exec) {
+  std::string text = ReadFile(kubeconfig);
+  auto at = text.find("token: ");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, text.find('\n', at) - at, "exec: " + exec);
+  WriteFile(kubeconfig, text);
+}
+
+}  // namespace
+
+TEST_CASE("clusters from gantry-sim whose kubeconfig users are exec plugins", "[cli][e2e][fleet]") {
+  if (ReadFile(std::string(GANTRY_BIN_DIR) + "/gantry-sim").empty()) {
+    WARN("gantry-sim was not built (GANTRY_BUILD_TOOLS=OFF): skipping");
+    return;
+  }
+  TempDir dir;
+  std::string sim_dir = dir.File("sim");
+  Process sim({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "--clusters", "2", "--out-dir", sim_dir}, dir.path());
+  REQUIRE(WaitFor([&] { return !ReadFile(sim_dir + "/ready").empty(); }, std::chrono::seconds(20)));
+  // c1: a plugin beside its kubeconfig printing the cluster's token.
+  const std::string kubeconfig = ReadFile(sim_dir + "/c1.kubeconfig");
+  const size_t at = kubeconfig.find("token: ") + 7;
+  WriteFile(dir.File("c1-token"), kubeconfig.substr(at, kubeconfig.find('\n', at) - at));
+  WriteExecutable(sim_dir + "/plugin",
+                  "#!/bin/sh\n"
+                  "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1beta1\","
+                  "\"kind\":\"ExecCredential\",\"status\":{\"token\":\"%s\"}}' \"$(cat \"$TOKEN_FILE\")\"\n");
+  UseExecPlugin(sim_dir + "/c1.kubeconfig",
+                "{apiVersion: client.authentication.k8s.io/v1beta1, command: ./plugin, env: [{name: "
+                "TOKEN_FILE, value: " + dir.File("c1-token") + "}]}");
+  // c2: a plugin that is not installed.
+  UseExecPlugin(sim_dir + "/c2.kubeconfig",
+                "{apiVersion: client.authentication.k8s.io/v1, command: gantry-test-missing-plugin, "
+                "interactiveMode: Never, installHint: 'install it from the vendor'}");
+
+  Daemon daemon(dir.File("data"), dir.path(), {"--clusters-dir", sim_dir + "/clusters.d"});
+  REQUIRE(daemon.ready());
+  CHECK(WaitFor([&] {
+    auto clusters = ByName(ClustersJson(daemon.url()));
+    return clusters["c1"]["status"]["health"] == "Ready" && clusters["c1"]["status"].contains("capacity") &&
+           clusters["c2"]["status"].contains("lastError");
+  }, std::chrono::seconds(20)));
+  auto clusters = ByName(ClustersJson(daemon.url()));
+  CHECK(clusters["c1"]["status"]["capacity"]["resources"]["nvidia.com/gpu"]["nominal"] == "32");
+  CHECK(clusters["c2"]["status"]["health"] != "Ready");
+  CHECK(clusters["c2"]["status"]["lastError"] ==
+        "exec plugin gantry-test-missing-plugin: not found in PATH; install it from the vendor");
+  // The table shows the error of a cluster that is not Ready.
+  CHECK(Cli(daemon.url(), {"clusters"}).out.find("not found in PATH; install it from the vendor") !=
+        std::string::npos);
+}
+
 }  // namespace gantry::testing

@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "gantry/common/clock.h"
 #include "gantry/inventory/kubeconfig.h"
 #include "gantry/kube/client_pool.h"
 #include "gantry/kube/kube_client.h"
@@ -207,6 +208,57 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     auto after = (*rotating)->Get(kWorkloads);
     REQUIRE(after.ok());
     CHECK(after->status == 200);
+  }
+
+  SECTION("an exec plugin's token is used, and the plugin runs again after a 401") {
+    // The same cluster through a kubeconfig whose user is an exec plugin
+    // (next to it: a relative command) printing the token in a file.
+    const std::string token = creds->token_source->Token().value();
+    WriteFile(dir.File("plugin-token"), token);
+    WriteExecutable(dir.File("plugin"),
+                    "#!/bin/sh\n"
+                    "echo run >> \"$PLUGIN_RUNS\"\n"
+                    "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+                    "\"status\":{\"token\":\"%s\"}}' \"$(cat \"$PLUGIN_TOKEN\")\"\n");
+    std::string kubeconfig = ReadFile(sim_dir + "/c1.kubeconfig");
+    auto at = kubeconfig.find("token: ");
+    REQUIRE(at != std::string::npos);
+    kubeconfig.replace(at, kubeconfig.find('\n', at) - at,
+                       "exec: {apiVersion: client.authentication.k8s.io/v1, command: ./plugin, "
+                       "interactiveMode: Never, env: [{name: PLUGIN_TOKEN, value: " +
+                           dir.File("plugin-token") + "}, {name: PLUGIN_RUNS, value: " +
+                           dir.File("runs") + "}]}");
+    WriteFile(dir.File("exec.kubeconfig"), kubeconfig);
+    auto exec_creds = inventory::LoadKubeconfig(dir.File("exec.kubeconfig"), "", false);
+    REQUIRE(exec_creds.ok());
+    REQUIRE(exec_creds->token_source->exec() != nullptr);
+    auto plain = kube::KubeClient::Create(*exec_creds, options);
+    REQUIRE(plain.ok());
+    auto first = (*plain)->Get(kWorkloads);
+    REQUIRE(first.ok());
+    CHECK(first->status == 200);
+    CHECK((*plain)->Get(kWorkloads)->status == 200);
+    CHECK(ReadFile(dir.File("runs")) == "run\n");  // the token was reused
+
+    // The same plugin on a clock the test moves, first printing a token the
+    // cluster refuses.
+    FakeClock clock;
+    exec_creds->token_source =
+        inventory::TokenSource::FromExec(*exec_creds->token_source->exec(), {.clock = &clock});
+    WriteFile(dir.File("plugin-token"), "refused-token-0123456789");
+    auto client = kube::KubeClient::Create(*exec_creds, options);
+    REQUIRE(client.ok());
+    auto refused = (*client)->Get(kWorkloads);
+    REQUIRE(refused.ok());
+    CHECK(refused->status == 401);
+    CHECK(refused->attempts == 1);
+    WriteFile(dir.File("plugin-token"), token);
+    clock.Advance(inventory::kExecRetryAfterFailureMs);  // past the hold on a fresh refusal
+    auto after = (*client)->Get(kWorkloads);
+    REQUIRE(after.ok());
+    CHECK(after->status == 200);  // the refused token was dropped: the plugin ran again
+    CHECK((*client)->Get(kWorkloads)->status == 200);
+    CHECK(ReadFile(dir.File("runs")) == "run\nrun\nrun\n");
   }
 
   SECTION("list-watch resumes after the server drops its watches, without relisting") {

@@ -13,6 +13,10 @@
 // repeated create answers 409 AlreadyExists, which the caller checks against
 // its own labels.
 //
+// A 401 hands the request's bearer token back to its TokenSource
+// (Invalidate), so that an exec plugin's refused token is replaced for the
+// next request; the refused request itself is answered as is, not retried.
+//
 // Thread-safety: one KubeClient per thread. Watch has a connection of its own,
 // kept from one watch to the next.
 #pragma once
@@ -143,9 +147,15 @@ class KubeClient {
     std::string method, target, body;
     Body reply_body = Body::kParse;
     Result<std::vector<std::pair<std::string, std::string>>> headers = Status::Unavailable("not started");
+    std::string token;  // the bearer token in headers, handed back on a 401
     Status sent;
   };
-  Result<std::vector<std::pair<std::string, std::string>>> Headers(const std::string& content_type);
+  // The request headers; *token is set to the bearer token they carry.
+  Result<std::vector<std::pair<std::string, std::string>>> Headers(const std::string& content_type,
+                                                                   std::string* token);
+  // The cluster answered 401 to `token`: its source may have a better one
+  // for the next request (an exec plugin is run again; see TokenSource).
+  void Refused(const std::string& token);
   Result<std::unique_ptr<http::Client>> NewConnection() const;
 
   inventory::ClusterCredentials creds_;

@@ -14,6 +14,23 @@ nlohmann::json ClustersJson(const std::string& url) {
   return nlohmann::json::parse(r.out, nullptr, false);
 }
 
+// Whether gantry-sim was built; a test without it is skipped, saying so.
+bool SimBuilt() {
+  if (!ReadFile(std::string(GANTRY_BIN_DIR) + "/gantry-sim").empty()) return true;
+  WARN("gantry-sim was not built (GANTRY_BUILD_TOOLS=OFF): skipping");
+  return false;
+}
+
+// gantry-sim with `clusters` clusters writing into sim_dir, once it is ready.
+std::unique_ptr<Process> StartSim(const TempDir& dir, const std::string& sim_dir, int clusters) {
+  auto sim = std::make_unique<Process>(
+      std::vector<std::string>{std::string(GANTRY_BIN_DIR) + "/gantry-sim", "--clusters",
+                               std::to_string(clusters), "--out-dir", sim_dir},
+      dir.path());
+  REQUIRE(WaitFor([&] { return !ReadFile(sim_dir + "/ready").empty(); }, std::chrono::seconds(20)));
+  return sim;
+}
+
 std::map<std::string, nlohmann::json> ByName(const nlohmann::json& list) {
   std::map<std::string, nlohmann::json> out;
   for (const auto& item : list.value("items", nlohmann::json::array())) out[item["metadata"]["name"]] = item;
@@ -23,14 +40,10 @@ std::map<std::string, nlohmann::json> ByName(const nlohmann::json& list) {
 }  // namespace
 
 TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outage", "[cli][e2e][fleet]") {
-  if (ReadFile(std::string(GANTRY_BIN_DIR) + "/gantry-sim").empty()) {
-    WARN("gantry-sim was not built (GANTRY_BUILD_TOOLS=OFF): skipping");
-    return;
-  }
+  if (!SimBuilt()) return;
   TempDir dir;
   std::string sim_dir = dir.File("sim");
-  Process sim({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "--clusters", "5", "--out-dir", sim_dir}, dir.path());
-  REQUIRE(WaitFor([&] { return !ReadFile(sim_dir + "/ready").empty(); }, std::chrono::seconds(20)));
+  auto sim = StartSim(dir, sim_dir, 5);
   std::string data = dir.File("data");
   std::vector<std::string> args = {"--clusters-dir", sim_dir + "/clusters.d"};
   std::string first_lost;
@@ -107,14 +120,10 @@ void UseExecPlugin(const std::string& kubeconfig, const std::string& exec) {
 }  // namespace
 
 TEST_CASE("clusters from gantry-sim whose kubeconfig users are exec plugins", "[cli][e2e][fleet]") {
-  if (ReadFile(std::string(GANTRY_BIN_DIR) + "/gantry-sim").empty()) {
-    WARN("gantry-sim was not built (GANTRY_BUILD_TOOLS=OFF): skipping");
-    return;
-  }
+  if (!SimBuilt()) return;
   TempDir dir;
   std::string sim_dir = dir.File("sim");
-  Process sim({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "--clusters", "2", "--out-dir", sim_dir}, dir.path());
-  REQUIRE(WaitFor([&] { return !ReadFile(sim_dir + "/ready").empty(); }, std::chrono::seconds(20)));
+  auto sim = StartSim(dir, sim_dir, 2);
   // c1: a plugin beside its kubeconfig printing the cluster's token.
   const std::string kubeconfig = ReadFile(sim_dir + "/c1.kubeconfig");
   const size_t at = kubeconfig.find("token: ") + 7;

@@ -70,6 +70,11 @@ std::vector<ClusterFileError> Fleet::Load() {
     }
     auto creds = LoadCredentials(config);
     if (creds.ok()) {
+      // A token source that gives the same token as the last one is kept,
+      // with what it holds: a reload does not run an exec plugin again, and
+      // the engine, the observer and the probes keep sharing one source.
+      const auto& kept = entry.creds ? entry.creds->token_source : nullptr;
+      if (kept && creds->token_source && kept->SameSource(*creds->token_source)) creds->token_source = kept;
       entry.creds = std::move(*creds);
       entry.view.credentials_error.clear();
       if (entry.creds->insecure) {

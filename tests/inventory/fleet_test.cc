@@ -184,6 +184,30 @@ TEST_CASE("fleet reload adds, keeps and removes clusters", "[inventory][fleet]")
   CHECK(fleet.Clusters()[0].config.name == "c2");
 }
 
+TEST_CASE("a reload keeps a cluster's token source while its token stays the same", "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock;
+  FakeProber prober;
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  auto source = [&](const char* name) {
+    auto creds = fleet.Credentials(name);
+    REQUIRE(creds);
+    REQUIRE(creds->token_source);
+    return creds->token_source;
+  };
+  auto c1 = source("c1"), c2 = source("c2");
+  std::string kubeconfig = testing::ReadFile(dir.File("c2.kubeconfig"));
+  kubeconfig.replace(kubeconfig.find("not-a-real-token-123"), 20, "not-a-real-token-456");
+  testing::WriteFile(dir.File("c2.kubeconfig"), kubeconfig);
+  REQUIRE(fleet.Reload().empty());
+  CHECK(source("c1") == c1);  // the same source, and whatever it holds
+  auto c2_after = source("c2");
+  CHECK(c2_after != c2);
+  CHECK(c2_after->Token().value() == "not-a-real-token-456");
+}
+
 }  // namespace gantry::inventory
 
 namespace gantry::inventory {

@@ -161,21 +161,10 @@ std::optional<Entry> ToEntry(const Resource& r, const json& o) {
   return Entry{j->job_uid, std::move(rv), std::move(*j)};
 }
 
-// Never asks either source for a token: that could run an exec plugin.
-bool SameToken(const std::shared_ptr<inventory::TokenSource>& a,
-               const std::shared_ptr<inventory::TokenSource>& b) {
-  if (a == b) return true;
-  return a && b && a->SameSource(*b);
-}
 
 // Whether a running watch of `a` also serves `b` (else it is restarted).
 bool SameWatch(const ObservedCluster& a, const ObservedCluster& b) {
-  const auto &x = a.credentials, &y = b.credentials;
-  return a.kueue_version == b.kueue_version && x.server == y.server && x.host == y.host &&
-         x.port == y.port && x.base_path == y.base_path && x.tls_server_name == y.tls_server_name &&
-         x.ca_pem == y.ca_pem && x.client_cert_pem == y.client_cert_pem &&
-         x.client_key_pem == y.client_key_pem && x.insecure == y.insecure &&
-         SameToken(x.token_source, y.token_source);
+  return a.kueue_version == b.kueue_version && inventory::SameConnection(a.credentials, b.credentials);
 }
 
 }  // namespace

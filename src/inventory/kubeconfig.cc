@@ -263,4 +263,13 @@ Result<ClusterCredentials> LoadCredentials(const ClusterConfig& config) {
   return creds;
 }
 
+bool SameConnection(const ClusterCredentials& a, const ClusterCredentials& b) {
+  const bool same_token = a.token_source == b.token_source ||
+                          (a.token_source && b.token_source && a.token_source->SameSource(*b.token_source));
+  return a.server == b.server && a.host == b.host && a.port == b.port && a.base_path == b.base_path &&
+         a.tls_server_name == b.tls_server_name && a.ca_pem == b.ca_pem &&
+         a.client_cert_pem == b.client_cert_pem && a.client_key_pem == b.client_key_pem &&
+         a.insecure == b.insecure && same_token;
+}
+
 }  // namespace gantry::inventory

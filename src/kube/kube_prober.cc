@@ -40,15 +40,12 @@ Result<inventory::CapacityReading> ParseClusterQueues(const nlohmann::json& list
 
 Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterConfig& config,
                                                       const inventory::ClusterCredentials& creds) {
-  // A client is kept while what it was made from stays: the token source too,
-  // which an inventory reload replaces.
-  std::string key = fmt::format("{}\n{}\n{}\n{}", creds.server, creds.ca_pem, creds.client_cert_pem,
-                                static_cast<const void*>(creds.token_source.get()));
+  // A client is kept while what it was made from stays.
   Conn conn;
   {
     std::lock_guard lock(mu_);
     if (auto it = conns_.find(config.name); it != conns_.end()) {
-      if (it->second.key == key) conn = std::move(it->second);
+      if (inventory::SameConnection(it->second.made_from, creds)) conn = std::move(it->second);
       conns_.erase(it);
     }
   }
@@ -59,7 +56,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     auto client = KubeClient::Create(creds, options);
     if (!client.ok()) return client.status();
     conn.client = std::move(client.value());
-    conn.key = key;
+    conn.made_from = creds;
   }
   // A transport failure drops the connection (conn goes out of scope); an
   // answer, even a refusal, gives it back for the next probe.

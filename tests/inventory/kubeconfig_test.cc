@@ -2,6 +2,9 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "test_pki.h"
 #include "test_support.h"
@@ -384,4 +387,40 @@ TEST_CASE("LoadCredentials names the cluster and never the token", "[inventory][
 }
 
 }  // namespace
+}  // namespace gantry::inventory
+
+namespace gantry::inventory {
+
+TEST_CASE("SameConnection: a client serves credentials with the same server, trust and identity",
+          "[inventory][kubeconfig]") {
+  ClusterCredentials a;
+  a.server = "https://10.0.0.1:6443";
+  a.host = "10.0.0.1";
+  a.port = 6443;
+  a.ca_pem = "CA";
+  a.token_source = TokenSource::Static("t-1");
+  ClusterCredentials b = a;
+  b.token_source = TokenSource::Static("t-1");  // another source giving the same token
+  CHECK(SameConnection(a, b));
+  const std::vector<std::pair<const char*, std::function<void(ClusterCredentials&)>>> changes = {
+      {"server", [](ClusterCredentials& c) { c.server = "https://10.0.0.2:6443"; }},
+      {"port", [](ClusterCredentials& c) { c.port = 443; }},
+      {"base path", [](ClusterCredentials& c) { c.base_path = "/k8s"; }},
+      {"TLS server name", [](ClusterCredentials& c) { c.tls_server_name = "api.example.com"; }},
+      {"CA", [](ClusterCredentials& c) { c.ca_pem = "other CA"; }},
+      {"client certificate", [](ClusterCredentials& c) { c.client_cert_pem = "cert"; }},
+      {"client key", [](ClusterCredentials& c) { c.client_key_pem = "key"; }},
+      {"insecure", [](ClusterCredentials& c) { c.insecure = true; }},
+      {"token", [](ClusterCredentials& c) { c.token_source = TokenSource::Static("t-2"); }},
+      {"no token", [](ClusterCredentials& c) { c.token_source = nullptr; }},
+  };
+  for (const auto& [what, change] : changes) {
+    ClusterCredentials c = a;
+    change(c);
+    INFO(what);
+    CHECK_FALSE(SameConnection(a, c));
+    CHECK_FALSE(SameConnection(c, a));
+  }
+}
+
 }  // namespace gantry::inventory

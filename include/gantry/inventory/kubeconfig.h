@@ -51,6 +51,11 @@ struct ClusterCredentials {
   bool insecure = false;                      // skip TLS verification (allowed via allowInsecure)
 };
 
+// Whether a client made from `a` also serves `b`: the same server, trust and
+// identity (token sources compared with TokenSource::SameSource, which never
+// runs an exec plugin).
+bool SameConnection(const ClusterCredentials& a, const ClusterCredentials& b);
+
 // Parses the kubeconfig at `path`, selecting `context` ("" = current-context).
 Result<ClusterCredentials> LoadKubeconfig(const std::string& path, const std::string& context,
                                           bool allow_insecure);

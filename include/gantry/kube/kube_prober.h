@@ -31,7 +31,7 @@ class KubeProber final : public inventory::ClusterProber {
 
  private:
   struct Conn {
-    std::string key;  // server, CA, client cert and token source: a change makes a new client
+    inventory::ClusterCredentials made_from;  // a change (SameConnection) makes a new client
     std::unique_ptr<KubeClient> client;
   };
   std::chrono::milliseconds timeout_;

@@ -2,16 +2,11 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <functional>
-#include <map>
 #include <optional>
-#include <regex>
 #include <set>
-#include <sstream>
 
+#include "crd_schema.h"
 #include "gantry/common/names.h"
 
 namespace gantry::dispatch {
@@ -19,6 +14,9 @@ namespace {
 
 using inventory::KueueApiVersion;
 using nlohmann::json;
+using testing::Joined;
+using testing::SchemaValidator;
+using testing::WorkloadSchema;
 
 // A gantry Job with what a real template carries: an init container, a
 // GANTRY_EPOCH left from an earlier run, and pod template metadata the
@@ -415,241 +413,7 @@ TEST_CASE("BuildRemoteJob drops what the API server set on a template read back 
 }
 
 // ---------------------------------------------------------------------------
-// Validation against the Workload CRD's openAPIV3Schema.
-
-// The structural part of the API server's validation of a custom resource:
-// type, nullable, int-or-string, anyOf, enum, required, unknown fields
-// (unless additionalProperties or x-kubernetes-preserve-unknown-fields),
-// min/maxItems, list-type map/set uniqueness, min/maxLength, pattern (when
-// std::regex compiles it), minimum/maximum and the int32 range. Stricter
-// than the API server in one way on purpose: defaults are not applied, so a
-// required field must be written even when the schema has a default. CEL
-// rules (x-kubernetes-validations) and string formats are not checked.
-class SchemaValidator {
- public:
-  // Every violation as "path: message"; empty when the value is valid.
-  std::vector<std::string> Validate(const json& value, const json& schema) {
-    errors_.clear();
-    Check(value, schema, "");
-    return errors_;
-  }
-  const std::set<std::string>& skipped_patterns() const { return skipped_patterns_; }
-
- private:
-  static bool Flag(const json& s, const char* key) {
-    auto it = s.find(key);
-    return it != s.end() && it->is_boolean() && it->get<bool>();
-  }
-  static const json* Member(const json& s, const char* key) {
-    auto it = s.find(key);
-    return it == s.end() ? nullptr : &*it;
-  }
-  static std::string Child(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-  static bool HasType(const json& v, const std::string& type) {
-    if (type == "object") return v.is_object();
-    if (type == "array") return v.is_array();
-    if (type == "string") return v.is_string();
-    if (type == "integer") return v.is_number_integer();
-    if (type == "number") return v.is_number();
-    if (type == "boolean") return v.is_boolean();
-    return false;
-  }
-
-  void Error(const std::string& path, const std::string& message) {
-    errors_.push_back((path.empty() ? "<root>" : path) + ": " + message);
-  }
-
-  void Check(const json& v, const json& s, const std::string& path) {
-    if (v.is_null()) {
-      if (!Flag(s, "nullable")) Error(path, "must not be null");
-      return;
-    }
-    if (Flag(s, "x-kubernetes-int-or-string") && !v.is_number_integer() && !v.is_string()) {
-      return Error(path, "must be an integer or a string");
-    }
-    if (const json* any = Member(s, "anyOf"); any != nullptr && !AnyMatches(v, *any, path)) {
-      return Error(path, "matches no schema of anyOf");
-    }
-    if (const json* type = Member(s, "type");
-        type != nullptr && !HasType(v, type->get<std::string>())) {
-      return Error(path, "must be of type " + type->get<std::string>() + ", got " + v.type_name());
-    }
-    if (const json* e = Member(s, "enum");
-        e != nullptr && std::find(e->begin(), e->end(), v) == e->end()) {
-      Error(path, "Unsupported value: " + v.dump());
-    }
-    if (v.is_object()) CheckObject(v, s, path);
-    if (v.is_array()) CheckArray(v, s, path);
-    if (v.is_string()) CheckString(v.get<std::string>(), s, path);
-    if (v.is_number()) CheckNumber(v, s, path);
-  }
-
-  bool AnyMatches(const json& v, const json& alternatives, const std::string& path) {
-    for (const json& alt : alternatives) {
-      std::size_t before = errors_.size();
-      Check(v, alt, path);
-      bool ok = errors_.size() == before;
-      errors_.resize(before);
-      if (ok) return true;
-    }
-    return false;
-  }
-
-  void CheckObject(const json& v, const json& s, const std::string& path) {
-    if (const json* required = Member(s, "required")) {
-      for (const json& key : *required) {
-        const std::string name = key.get<std::string>();
-        if (!v.contains(name)) Error(Child(path, name), "Required value");
-      }
-    }
-    const json* properties = Member(s, "properties");
-    const json* additional = Member(s, "additionalProperties");
-    bool open = Flag(s, "x-kubernetes-preserve-unknown-fields") ||
-                (additional != nullptr && additional->is_boolean() && additional->get<bool>());
-    for (const auto& [key, item] : v.items()) {
-      if (properties != nullptr && properties->contains(key)) {
-        Check(item, (*properties)[key], Child(path, key));
-      } else if (additional != nullptr && additional->is_object()) {
-        Check(item, *additional, Child(path, key));
-      } else if (!open) {
-        Error(Child(path, key), "unknown field");
-      }
-    }
-  }
-
-  void CheckArray(const json& v, const json& s, const std::string& path) {
-    if (const json* n = Member(s, "maxItems"); n != nullptr && v.size() > n->get<std::size_t>()) {
-      Error(path, "Too many: " + std::to_string(v.size()) + ": must have at most " + n->dump());
-    }
-    if (const json* n = Member(s, "minItems"); n != nullptr && v.size() < n->get<std::size_t>()) {
-      Error(path, "must have at least " + n->dump() + " items");
-    }
-    const json* items = Member(s, "items");
-    const json* list_type = Member(s, "x-kubernetes-list-type");
-    const json* map_keys = Member(s, "x-kubernetes-list-map-keys");
-    std::set<json> seen;
-    for (std::size_t i = 0; i < v.size(); ++i) {
-      std::string at = path + "[" + std::to_string(i) + "]";
-      if (items != nullptr) Check(v[i], *items, at);
-      json identity = v[i];
-      if (list_type != nullptr && *list_type == "map" && map_keys != nullptr && v[i].is_object()) {
-        identity = json::array();
-        for (const json& key : *map_keys) {
-          identity.push_back(v[i].value(key.get<std::string>(), json()));
-        }
-      }
-      if (list_type != nullptr && *list_type != "atomic" && !seen.insert(identity).second) {
-        Error(at, "Duplicate value: " + identity.dump());
-      }
-    }
-  }
-
-  void CheckString(const std::string& v, const json& s, const std::string& path) {
-    // Lengths count characters (runes), not bytes.
-    std::size_t runes =
-        std::count_if(v.begin(), v.end(), [](char c) { return (c & 0xC0) != 0x80; });
-    if (const json* n = Member(s, "maxLength"); n != nullptr && runes > n->get<std::size_t>()) {
-      Error(path, "Too long: may not be more than " + n->dump() + " bytes");
-    }
-    if (const json* n = Member(s, "minLength"); n != nullptr && runes < n->get<std::size_t>()) {
-      Error(path, "should be at least " + n->dump() + " chars long");
-    }
-    const json* pattern = Member(s, "pattern");
-    if (pattern == nullptr) return;
-    const std::optional<std::regex>& re = Regex(pattern->get<std::string>());
-    if (re && !std::regex_search(v, *re)) {
-      Error(path,
-            "Invalid value: \"" + v + "\": should match '" + pattern->get<std::string>() + "'");
-    }
-  }
-
-  void CheckNumber(const json& v, const json& s, const std::string& path) {
-    double d = v.get<double>();
-    if (const json* n = Member(s, "minimum"); n != nullptr && d < n->get<double>()) {
-      Error(path, "should be greater than or equal to " + n->dump());
-    }
-    if (const json* n = Member(s, "maximum"); n != nullptr && d > n->get<double>()) {
-      Error(path, "should be less than or equal to " + n->dump());
-    }
-    if (const json* f = Member(s, "format");
-        f != nullptr && *f == "int32" && (d < -2147483648.0 || d > 2147483647.0)) {
-      Error(path, "out of the int32 range");
-    }
-  }
-
-  // Go's RE2 and ECMAScript agree on the patterns Kubernetes uses; one that
-  // does not compile here is skipped (and listed) rather than guessed at.
-  const std::optional<std::regex>& Regex(const std::string& pattern) {
-    auto it = regexes_.find(pattern);
-    if (it != regexes_.end()) return it->second;
-    std::optional<std::regex> re;
-    try {
-      re.emplace(pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error&) {
-      skipped_patterns_.insert(pattern);
-    }
-    return regexes_.emplace(pattern, std::move(re)).first->second;
-  }
-
-  std::vector<std::string> errors_;
-  std::map<std::string, std::optional<std::regex>> regexes_;
-  std::set<std::string> skipped_patterns_;
-};
-
-// The upstream Workload CRD, vendored as test data (testdata/kueue-crds);
-// GANTRY_KUEUE_CRDS=<dir> checks against another Kueue release's.
-std::string CrdFile() {
-  std::vector<std::string> dirs;
-  if (const char* env = std::getenv("GANTRY_KUEUE_CRDS")) dirs.emplace_back(env);
-  dirs.emplace_back(GANTRY_SOURCE_DIR "/tests/dispatch/testdata/kueue-crds");
-  for (const std::string& dir : dirs) {
-    std::string file = dir + "/kueue.x-k8s.io_workloads.yaml";
-    if (std::filesystem::exists(file)) return file;
-  }
-  FAIL("kueue.x-k8s.io_workloads.yaml not found; set GANTRY_KUEUE_CRDS to its directory");
-  return "";
-}
-
-// The API server checks ObjectMeta itself (the CRD only says "type: object");
-// these are its rules for the fields gantry writes.
-json ObjectMetaSchema() {
-  return json::parse(R"json({"type": "object", "properties": {
-    "name": {"type": "string", "maxLength": 253,
-             "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"},
-    "namespace": {"type": "string", "maxLength": 63, "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"},
-    "labels": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 63,
-               "pattern": "^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$"}},
-    "annotations": {"type": "object", "additionalProperties": {"type": "string"}}}})json");
-}
-
-// The openAPIV3Schema of the Workload CRD's version, ObjectMeta filled in.
-const json& WorkloadSchema(KueueApiVersion version) {
-  static const std::map<std::string, json> schemas = [] {
-    std::ifstream in(CrdFile());
-    std::stringstream text;
-    text << in.rdbuf();
-    auto crd = YamlToJson(text.str());
-    if (auto* e = std::get_if<DocumentError>(&crd)) FAIL("CRD: " << e->message);
-    std::map<std::string, json> out;
-    for (const json& v : std::get<json>(crd)["spec"]["versions"]) {
-      json schema = v["schema"]["openAPIV3Schema"];
-      schema["properties"]["metadata"] = ObjectMetaSchema();
-      out[v["name"].get<std::string>()] = std::move(schema);
-    }
-    return out;
-  }();
-  auto it = schemas.find(KueueVersionString(version));
-  if (it == schemas.end()) FAIL("the CRD has no version " << KueueVersionString(version));
-  return it->second;
-}
-
-std::string Joined(const std::vector<std::string>& errors) {
-  std::string out;
-  for (const std::string& e : errors) out += e + "\n";
-  return out;
-}
+// Validation against the Workload CRD's openAPIV3Schema (crd_schema.h).
 
 TEST_CASE("BuildWorkload writes Workloads the CRD schema accepts") {
   auto version = GENERATE(KueueApiVersion::kV1beta1, KueueApiVersion::kV1beta2);
@@ -658,7 +422,7 @@ TEST_CASE("BuildWorkload writes Workloads the CRD schema accepts") {
   CAPTURE(KueueVersionString(version), spec.name);
   SchemaValidator validator;
   std::vector<std::string> errors =
-      validator.Validate(Workload(spec, version), WorkloadSchema(version));
+      validator.Validate(Workload(spec, version), WorkloadSchema(KueueVersionString(version)));
   CHECK(Joined(errors) == "");
   CHECK(validator.skipped_patterns().empty());
 }
@@ -762,7 +526,7 @@ TEST_CASE("the schema validator refuses what the API server would") {
   json wl = Workload(spec, version);
   row.mutate(wl);
   SchemaValidator validator;
-  std::vector<std::string> errors = validator.Validate(wl, WorkloadSchema(version));
+  std::vector<std::string> errors = validator.Validate(wl, WorkloadSchema(KueueVersionString(version)));
   CAPTURE(Joined(errors));
   if (row.want.empty() || (row.only && *row.only != version)) {
     CHECK(errors.empty());

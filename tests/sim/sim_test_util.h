@@ -33,9 +33,12 @@ inline constexpr int64_t kGpu = 1000;
 // One small cluster's whole state (no HTTP) on a fake clock, with the
 // resources most tests touch. Tests derive their fixtures from it.
 struct ClusterFixture {
+  explicit ClusterFixture(ClusterConfig config = SmallCluster("c1", 2))  // 16 GPUs
+      : state(std::move(config), &journal, &clock) {}
+
   FakeClock clock;
   Journal journal;
-  ClusterState state{SmallCluster("c1", 2), &journal, &clock};  // 16 GPUs
+  ClusterState state;
   const ResourceInfo& wl = ResourceByPlural("workloads");
   const ResourceInfo& jobs = ResourceByPlural("jobs");
 

@@ -90,6 +90,13 @@ http::Response AdminApi::ClusterAction(const http::Request& req) const {
     if (action == "evict") {
       return FromStatus(c->state().Evict(req.Query("namespace").value_or("default"), req.Query("name").value_or("")));
     }
+    if (action == "admission-check") {
+      auto state = ParseCheckState(req.Query("state").value_or(""));
+      if (!state.ok()) return FromStatus(Status::Invalid("state: " + state.status().message()));
+      return FromStatus(c->state().SetCheckState(req.Query("namespace").value_or("default"),
+                                                 req.Query("name").value_or(""), req.Query("check").value_or(""),
+                                                 *state));
+    }
     if (action == "partition") return FromStatus(c->Partition(std::stoi(req.Query("mode").value_or("1"))));
     if (action == "heal") return FromStatus(c->Heal());
     if (action == "stop") return FromStatus(c->StopApiserver());

@@ -229,6 +229,12 @@ Status ClusterState::Evict(const std::string& ns, const std::string& name) {
   return kueue_.Evict(ns, name, clock_->NowMillis());
 }
 
+Status ClusterState::SetCheckState(const std::string& ns, const std::string& name, const std::string& check,
+                                   CheckState state) {
+  std::lock_guard lock(mu_);
+  return kueue_.SetCheckState(ns, name, check, state, clock_->NowMillis());
+}
+
 void ClusterState::SetQuota(const ResourceList& quota) {
   std::lock_guard lock(mu_);
   kueue_.SetQuota(quota, clock_->NowMillis());

@@ -65,6 +65,8 @@ class ClusterState {
 
   // Admin operations.
   Status Evict(const std::string& ns, const std::string& name);
+  // KueueController::SetCheckState.
+  Status SetCheckState(const std::string& ns, const std::string& name, const std::string& check, CheckState state);
   void SetQuota(const ResourceList& quota);
   void KillWatches();
   nlohmann::json Summary();

@@ -34,13 +34,27 @@ bool SetCondition(json* obj, const std::string& type, bool status, const std::st
   return true;
 }
 
-bool HasCondition(const json& obj, const std::string& type) {
+namespace {
+
+const json* FindCondition(const json& obj, const std::string& type) {
   auto st = obj.find("status");
-  if (st == obj.end() || !st->is_object() || !st->contains("conditions")) return false;
+  if (st == obj.end() || !st->is_object() || !st->contains("conditions")) return nullptr;
   for (const json& c : (*st)["conditions"]) {
-    if (c.value("type", "") == type) return c.value("status", "") == "True";
+    if (c.value("type", "") == type) return &c;
   }
-  return false;
+  return nullptr;
+}
+
+}  // namespace
+
+bool HasCondition(const json& obj, const std::string& type) {
+  const json* c = FindCondition(obj, type);
+  return c && c->value("status", "") == "True";
+}
+
+std::string ConditionMessage(const json& obj, const std::string& type) {
+  const json* c = FindCondition(obj, type);
+  return c ? c->value("message", "") : "";
 }
 
 }  // namespace gantry::sim

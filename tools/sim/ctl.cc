@@ -32,7 +32,7 @@ namespace gantry::sim {
 
 int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   if (args.empty()) {
-    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|partition|heal|stop|start|latency|errors|kill-watches|quota ...\n");
+    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|admission-check|partition|heal|stop|start|latency|errors|kill-watches|quota ...\n");
     return kExitUsage;
   }
   const std::string& cmd = args[0];
@@ -41,16 +41,25 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
     std::fprintf(stderr, "gantry-sim ctl %s: needs %zu argument(s)\n", cmd.c_str(), n);
     return false;
   };
+  // "NAMESPACE/NAME" (or "NAME" in default) as the admin API's query.
+  auto workload = [](const std::string& ref) {
+    auto slash = ref.find('/');
+    std::string ns = slash == std::string::npos ? "default" : ref.substr(0, slash);
+    std::string name = slash == std::string::npos ? ref : ref.substr(slash + 1);
+    return fmt::format("namespace={}&name={}", ns, name);
+  };
   std::string method = "POST", target, body;
   if (cmd == "journal" || cmd == "check" || cmd == "clusters") {
     method = "GET";
     target = "/" + cmd;
   } else if (cmd == "evict") {
     if (!need(2)) return kExitUsage;
-    auto slash = args[2].find('/');
-    std::string ns = slash == std::string::npos ? "default" : args[2].substr(0, slash);
-    std::string name = slash == std::string::npos ? args[2] : args[2].substr(slash + 1);
-    target = fmt::format("/clusters/{}/evict?namespace={}&name={}", args[1], ns, name);
+    target = fmt::format("/clusters/{}/evict?{}", args[1], workload(args[2]));
+  } else if (cmd == "admission-check") {
+    // admission-check CLUSTER NS/NAME STATE [CHECK]: every check when CHECK is not given.
+    if (!need(3)) return kExitUsage;
+    target = fmt::format("/clusters/{}/admission-check?{}&state={}&check={}", args[1], workload(args[2]), args[3],
+                         args.size() > 4 ? args[4] : "");
   } else if (cmd == "partition") {
     if (!need(1)) return kExitUsage;
     target = fmt::format("/clusters/{}/partition?mode={}", args[1], args.size() > 2 ? args[2] : "1");

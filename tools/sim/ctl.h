@@ -2,7 +2,8 @@
 // the admin API, which it finds through DIR/admin.
 //
 //   journal | check | clusters
-//   evict C NS/NAME | partition C [1|2] | heal C | stop C | start C
+//   evict C NS/NAME | admission-check C NS/NAME STATE [CHECK]
+//   partition C [1|2] | heal C | stop C | start C
 //   latency C MS | errors C FRACTION [CODES] | kill-watches C
 //   quota C RESOURCE=QTY...
 //

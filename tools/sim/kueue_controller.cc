@@ -13,9 +13,6 @@ namespace {
 
 std::string KeyOf(const json& o) { return NamespaceOf(o) + "/" + NameOf(o); }
 
-bool IsReserved(const json& wl) { return HasCondition(wl, "QuotaReserved"); }
-bool IsDone(const json& wl) { return HasCondition(wl, "Finished") || HasCondition(wl, "Evicted"); }
-
 json FlavorUsage(const std::string& flavor, const ResourceList& r, const ResourceList& names) {
   json resources = json::array();
   for (const auto& [name, quota] : names) {
@@ -44,6 +41,11 @@ void KueueController::Bootstrap(int64_t now_ms) {
   json cq = {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "ClusterQueue"},
              {"metadata", {{"name", config_.cluster_queue}}},
              {"spec", {{"namespaceSelector", json::object()}, {"queueingStrategy", "BestEffortFIFO"}}}};
+  if (!config_.admission_checks.empty()) {
+    json rules = json::array();
+    for (const AdmissionCheckConfig& c : config_.admission_checks) rules.push_back({{"name", c.name}});
+    cq["spec"]["admissionChecksStrategy"] = {{"admissionChecks", rules}};
+  }
   (void)store_->Create("clusterqueues", cq, now_ms);
   UpdateClusterQueueSpec();
   for (const auto& [ns, name] : config_.local_queues) {
@@ -102,6 +104,7 @@ void KueueController::Release(const std::string& wl_key) {
   if (it == reserved_.end()) return;
   SubtractFrom(&reserved_total_, it->second);
   reserved_.erase(it);
+  check_clocks_.erase(wl_key);  // no quota, no checks running
   dirty_ = true;
 }
 
@@ -111,6 +114,9 @@ void KueueController::Tick(int64_t now_ms) {
   dirty_ = false;
   next_wake_ms_ = INT64_MAX;
   RunAdmission(now_ms);
+  // After admission: a Workload a check's Retry puts back in the queue here
+  // gets quota again in a later pass (each its own write and watch event).
+  DecideDueChecks(now_ms);
   AdoptWaitingJobs(now_ms);
   UpdateQueueStatus(now_ms);
 }
@@ -177,16 +183,28 @@ void KueueController::Admit(const json& wl, const WorkloadDemand& demand, int64_
     assignments.push_back({{"name", ps.name}, {"flavors", flavors}, {"resourceUsage", ToJson(ps.total)},
                            {"count", ps.count}});
   }
-  // One status write, as Kueue's scheduler makes it when the ClusterQueue
-  // has no admission checks (the simulated ones have none): the quota
-  // reservation and Admitted together, one watch event.
+  // One status write, as Kueue's scheduler makes it: when the ClusterQueue
+  // has no admission checks, the quota reservation and Admitted together,
+  // one watch event; else the reservation with every check Pending, and
+  // Admitted only once they are all Ready (admission_checks.cc).
+  const bool checks = !config_.admission_checks.empty();
   auto written = store_->Mutate("workloads", ns, name, [&](json& o) {
     o["status"]["admission"] = {{"clusterQueue", config_.cluster_queue}, {"podSetAssignments", std::move(assignments)}};
     SetCondition(&o, "QuotaReserved", true, "QuotaReserved",
                  fmt::format("Quota reserved in ClusterQueue {}", config_.cluster_queue), now_ms);
-    SetCondition(&o, "Admitted", true, "Admitted", "The workload is admitted", now_ms);
+    if (checks) {
+      o["status"]["admissionChecks"] = PendingChecks(o, now_ms);
+      SetCondition(&o, "Admitted", false, "UnsatisfiedChecks", "The workload has not all checks ready", now_ms);
+    } else {
+      SetCondition(&o, "Admitted", true, "Admitted", "The workload is admitted", now_ms);
+    }
+    // Requeued after an eviction: no longer evicted (Kueue's SetQuotaReservation).
+    if (HasCondition(o, "Evicted")) {
+      SetCondition(&o, "Evicted", false, "QuotaReserved", "Previously: " + ConditionMessage(o, "Evicted"), now_ms);
+    }
   });
   if (!written.ok()) return;
+  if (checks) StartCheckClock(key, now_ms);
   ResourceList& reserved = reserved_[key];
   SubtractFrom(&reserved_total_, reserved);  // re-admitted after a status patch: counted once
   reserved = demand.total;
@@ -205,6 +223,9 @@ Status KueueController::Evict(const std::string& ns, const std::string& name, in
     SetCondition(&o, "Evicted", true, "Preempted", why, now_ms);
     SetCondition(&o, "QuotaReserved", false, "Preempted", why, now_ms);
     SetCondition(&o, "Admitted", false, "Preempted", why, now_ms);
+    // One requeued after a check's Retry would go back in the queue (see
+    // WorkloadIndex): a preemption here is for good, as it always was.
+    if (HasCondition(o, "Requeued")) SetCondition(&o, "Requeued", false, "Preempted", why, now_ms);
     o["status"].erase("admission");
   });
   Release(key);

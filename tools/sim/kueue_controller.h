@@ -1,7 +1,8 @@
 // KueueController: the simulated Kueue and job controllers of one cluster.
 // It owns the quota accounting (reserved usage per admitted Workload) and
 // the running jobs, and writes what real controllers write: Workload
-// conditions and status.admission, ClusterQueue/LocalQueue status, job
+// conditions, status.admission and status.admissionChecks (when the
+// ClusterQueue has checks), ClusterQueue/LocalQueue status, job
 // suspend/active/succeeded, and the run journal.
 //
 // The admission decision itself is the pure DecideAdmissions (admission.h);
@@ -69,6 +70,13 @@ class KueueController {
   // Preempts an admitted Workload: Evicted=True (Preempted), quota released,
   // its job suspended. NotFound / InvalidArgument (not admitted).
   Status Evict(const std::string& ns, const std::string& name, int64_t now_ms);
+  // Sets admission check `check` ("" = every check) of a Workload that holds
+  // quota to `state`, as the check's controller would, and does what Kueue
+  // does then (admission_checks.cc). A check set so is no longer decided by
+  // its configured outcome until the Workload gets quota again.
+  // NotFound (no such Workload or check) / InvalidArgument (holds no quota).
+  Status SetCheckState(const std::string& ns, const std::string& name, const std::string& check, CheckState state,
+                       int64_t now_ms);
   void SetQuota(const ResourceList& quota, int64_t now_ms);
 
   const ResourceList& quota() const { return quota_; }
@@ -94,6 +102,13 @@ class KueueController {
     std::string resource, ns, name;
     std::string workload_key;  // the Workload it waits for
   };
+  // The admission checks of a Workload that holds quota and is not admitted
+  // yet: when it got quota (each check's delay counts from then), and the
+  // checks set by hand, which their configured outcome no longer decides.
+  struct CheckClock {
+    int64_t reserved_ms = 0;
+    std::set<std::string> by_hand;
+  };
   // What the ClusterQueue and LocalQueue status were last written from.
   struct QueueStatusInputs {
     ResourceList used, quota;
@@ -107,6 +122,17 @@ class KueueController {
   // Writes condition `type` unless the Workload already has it as given.
   void SetWorkloadCondition(const nlohmann::json& wl, const std::string& type, bool status,
                             const std::string& reason, const std::string& message, int64_t now_ms);
+  // Admission checks (admission_checks.cc).
+  // status.admissionChecks of a Workload that has just got quota: every
+  // configured check Pending.
+  nlohmann::json PendingChecks(const nlohmann::json& wl, int64_t now_ms) const;
+  void StartCheckClock(const std::string& wl_key, int64_t now_ms);
+  // Gives the checks whose delay is up their configured outcome.
+  void DecideDueChecks(int64_t now_ms);
+  // Sets these checks of a Workload (key) to these states, in one write with
+  // what follows: Admitted when all are Ready, evicted and requeued on a
+  // Retry, deactivated on a Rejected.
+  void ApplyCheckStates(const std::string& key, const std::map<std::string, CheckState>& states, int64_t now_ms);
   void AdoptWaitingJobs(int64_t now_ms);
   bool TryAdopt(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
   void AddWaitingJob(const std::string& resource, const std::string& ns, const std::string& name,
@@ -145,6 +171,7 @@ class KueueController {
   // Workloads that changed since the last pass and have jobs waiting on them.
   std::set<std::string> touched_;
   std::optional<QueueStatusInputs> last_queue_status_;
+  std::map<std::string, CheckClock> check_clocks_;  // workload key -> its checks' clock
 };
 
 // Sets condition `type` on obj's status; lastTransitionTime changes only when
@@ -153,5 +180,11 @@ bool SetCondition(nlohmann::json* obj, const std::string& type, bool status, con
                   const std::string& message, int64_t now_ms);
 // True when obj has condition type with status "True".
 bool HasCondition(const nlohmann::json& obj, const std::string& type);
+// The message of obj's condition `type` ("" when it has none).
+std::string ConditionMessage(const nlohmann::json& obj, const std::string& type);
+// A Workload that holds quota (QuotaReserved=True).
+inline bool IsReserved(const nlohmann::json& wl) { return HasCondition(wl, "QuotaReserved"); }
+// A Workload done with (Finished or Evicted).
+inline bool IsDone(const nlohmann::json& wl) { return HasCondition(wl, "Finished") || HasCondition(wl, "Evicted"); }
 
 }  // namespace gantry::sim

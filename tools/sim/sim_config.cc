@@ -24,11 +24,49 @@ Result<int64_t> Quantity(const YAML::Node& n, const char* field) {
   return *q;
 }
 
+Status ReadAdmissionChecks(const YAML::Node& list, std::vector<AdmissionCheckConfig>* out) {
+  if (!list.IsSequence()) return Status::Invalid("admissionChecks: want a list of {name, outcome, delay}");
+  std::set<std::string> names;
+  for (const auto& n : list) {
+    AdmissionCheckConfig check;
+    for (const auto& kv : n) {
+      std::string key = kv.first.as<std::string>();
+      if (key != "name" && key != "outcome" && key != "delay") {
+        return Status::Invalid(fmt::format("admissionChecks: unknown field {}", key));
+      }
+    }
+    check.name = n["name"] ? n["name"].as<std::string>() : "";
+    if (std::string err = CheckDns1123Subdomain(check.name); !err.empty()) {
+      return Status::Invalid("admissionChecks: name: " + err);
+    }
+    if (!names.insert(check.name).second) {
+      return Status::Invalid(fmt::format("admissionChecks: duplicate name {}", check.name));
+    }
+    if (n["outcome"]) {
+      auto state = ParseCheckState(n["outcome"].as<std::string>());
+      if (!state.ok()) return Status::Invalid("admissionChecks: outcome: " + state.status().message());
+      check.outcome = *state;
+    }
+    if (n["delay"]) {
+      auto ms = ParseDurationMs(n["delay"].as<std::string>());
+      if (!ms.ok()) return Status::Invalid("admissionChecks: delay: " + ms.status().message());
+      check.delay_ms = *ms;
+    }
+    // A Retry evicts the Workload and puts it back in the queue, where it
+    // gets quota again at once: without a delay it would cycle every tick.
+    if (check.outcome == CheckState::kRetry && check.delay_ms <= 0) {
+      return Status::Invalid(fmt::format("admissionChecks: {}: outcome Retry needs a delay", check.name));
+    }
+    out->push_back(std::move(check));
+  }
+  return Status::Ok();
+}
+
 Status ReadCluster(const YAML::Node& n, ClusterConfig* c) {
   static const std::set<std::string> kFields = {
       "name", "region", "zone", "labels", "accelerator", "nodes", "cpuPerNode", "memoryPerNode", "flavor",
       "clusterQueue", "quota", "localQueues", "pricePerGPUHour", "datasets", "complianceZones",
-      "kueueAPIVersion", "admissionDelay", "jobDuration", "apiLatency", "watchTimeout", "historyLimit",
+      "kueueAPIVersion", "admissionDelay", "admissionChecks", "jobDuration", "apiLatency", "watchTimeout", "historyLimit",
       "bookmarkInterval", "port"};
   for (const auto& kv : n) {
     std::string key = kv.first.as<std::string>();
@@ -85,6 +123,10 @@ Status ReadCluster(const YAML::Node& n, ClusterConfig* c) {
     if (!ms.ok()) return Status::Invalid(fmt::format("{}: {}", d.field, ms.status().message()));
     *d.out = *ms;
   }
+  if (const YAML::Node checks = n["admissionChecks"]) {
+    Status s = ReadAdmissionChecks(checks, &c->admission_checks);
+    if (!s.ok()) return s;
+  }
   if (const YAML::Node w = n["watchTimeout"]) {
     std::vector<std::string> range = w.IsSequence() ? w.as<std::vector<std::string>>()
                                                     : std::vector<std::string>{w.as<std::string>()};
@@ -112,6 +154,23 @@ Result<int64_t> ParseDurationMs(const std::string& text) {
   double scale = unit == "ms" ? 1 : unit == "s" || unit.empty() ? 1000 : unit == "m" ? 60'000 : unit == "h" ? 3'600'000 : -1;
   if (scale < 0) return Status::Invalid(fmt::format("duration \"{}\": unknown unit {}", text, unit));
   return static_cast<int64_t>(v * scale);
+}
+
+const char* CheckStateName(CheckState state) {
+  switch (state) {
+    case CheckState::kPending: return "Pending";
+    case CheckState::kReady: return "Ready";
+    case CheckState::kRetry: return "Retry";
+    case CheckState::kRejected: return "Rejected";
+  }
+  return "Pending";
+}
+
+Result<CheckState> ParseCheckState(const std::string& name) {
+  for (CheckState s : {CheckState::kPending, CheckState::kReady, CheckState::kRetry, CheckState::kRejected}) {
+    if (name == CheckStateName(s)) return s;
+  }
+  return Status::Invalid(fmt::format("\"{}\": want Pending, Ready, Retry or Rejected", name));
 }
 
 void FinishClusterConfig(ClusterConfig* c) {

@@ -18,6 +18,8 @@
 //     complianceZones: [us]
 //     kueueAPIVersion: v1beta2
 //     admissionDelay: 100ms           # durations: 250ms, 30s, 5m, 1h
+//     admissionChecks:                # the ClusterQueue's; none by default
+//     - {name: provisioning, outcome: Ready, delay: 2s}
 //     jobDuration: 10s
 //     apiLatency: 0ms
 //     watchTimeout: [30m, 60m]        # randomized per watch within [min, max]
@@ -46,6 +48,20 @@ struct AcceleratorConfig {
   std::string interconnect;
 };
 
+// The states of a Workload's admission check (Workload status.admissionChecks[].state).
+enum class CheckState { kPending, kReady, kRetry, kRejected };
+
+// One admission check of the cluster's ClusterQueue (a Kueue AdmissionCheck,
+// e.g. a ProvisioningRequest). Once a Workload has quota, the check is
+// Pending; `delay_ms` of simulated time later it takes `outcome`. An outcome
+// of Pending holds it there until it is set by hand (gantry-sim ctl
+// admission-check).
+struct AdmissionCheckConfig {
+  std::string name;
+  CheckState outcome = CheckState::kReady;
+  int64_t delay_ms = 0;
+};
+
 struct ClusterConfig {
   std::string name;
   std::string region = "local";
@@ -64,6 +80,8 @@ struct ClusterConfig {
   std::vector<std::string> compliance_zones;
   std::string kueue_api_version = "v1beta2";
   int64_t admission_delay_ms = 0;
+  // None: admission is one status write, QuotaReserved and Admitted together.
+  std::vector<AdmissionCheckConfig> admission_checks;
   int64_t job_duration_ms = 10'000;
   int64_t api_latency_ms = 0;
   int64_t watch_timeout_min_ms = 30 * 60'000;
@@ -87,5 +105,8 @@ Result<SimConfig> ParseSimConfig(const std::string& yaml_text);
 SimConfig MakeVariedClusters(int n);
 // "250ms", "30s", "5m", "1h" -> milliseconds.
 Result<int64_t> ParseDurationMs(const std::string& text);
+// Kueue's names of the check states: "Pending", "Ready", "Retry", "Rejected".
+const char* CheckStateName(CheckState state);
+Result<CheckState> ParseCheckState(const std::string& name);
 
 }  // namespace gantry::sim

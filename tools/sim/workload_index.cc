@@ -48,7 +48,10 @@ void WorkloadIndex::OnEvent(const std::string& type, const json& wl) {
     e.phase = Phase::kPending;
   }
   Count(e, +1);
-  bool waiting = !reserved && !finished && !HasCondition(wl, "Evicted") && spec.value("active", true);
+  // An evicted Workload waits again only once requeued (after an admission
+  // check's Retry); one preempted by `gantry-sim ctl evict` stays out.
+  bool evicted = HasCondition(wl, "Evicted") && !HasCondition(wl, "Requeued");
+  bool waiting = !reserved && !finished && !evicted && spec.value("active", true);
   if (waiting) {
     waiting_.insert(key);
   } else {

@@ -2,7 +2,8 @@
 // of one cluster, kept current from the store's change events so that a tick
 // never rescans the store:
 // - which Workloads wait for admission (neither reserved, finished, evicted
-//   nor inactive), in key order, the order a scan of the store visits them;
+//   without being requeued, nor inactive), in key order, the order a scan
+//   of the store visits them;
 // - each waiting Workload's demand, computed once per spec generation;
 // - the pending / reserving / admitted counts, in total and per LocalQueue,
 //   that ClusterQueue and LocalQueue status report (Finished ones excluded).

@@ -75,6 +75,7 @@ Plan Ladder::Run() {
       if (auto p = Lease()) { plan = std::move(*p); break; }
       if (auto p = Timeout()) { plan = std::move(*p); break; }
       if (auto p = Widen()) { plan = std::move(*p); break; }
+      if (auto p = AllDeactivated()) { plan = std::move(*p); break; }
       plan = Copies();
       break;
     }
@@ -248,8 +249,7 @@ std::optional<Plan> Ladder::Lease() const {
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
     const ObservedWorkload* w = WorkloadIn(i.cluster);
-    if (!w || w->evicted || w->finished) continue;
-    if (w->admitted || (opt_.lease_on_quota_reserved && w->quota_reserved)) admitted.push_back(i.cluster);
+    if (w && Leasable(*w)) admitted.push_back(i.cluster);
   }
   if (admitted.empty()) return std::nullopt;
   const std::string winner = admitted.front();
@@ -301,21 +301,25 @@ std::optional<Plan> Ladder::Timeout() const {
 std::optional<Plan> Ladder::Widen() const {
   if (in_.spec->dispatch.mode != DispatchMode::kIncremental || !in_.placement) return std::nullopt;
   std::set<std::string> have;
+  size_t live = 0;  // copies that may still be admitted
   for (const RemoteIntent& i : in_.intents) {
-    if (i.present && i.kind == kWorkload && i.epoch == job_.epoch) have.insert(i.cluster);
+    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
+    have.insert(i.cluster);
+    if (!Deactivated(i.cluster)) ++live;
   }
   // Placement's candidates are the best step x (rounds + 1); their ranking
   // moves with capacity, so only the count tells whether a round is due:
-  // top up to it with the best clusters that have no copy yet.
+  // top the live copies up to it with the best clusters that have no copy
+  // yet (a deactivated copy's cluster is not asked again at this epoch).
   const size_t target = in_.placement->candidates.size();
-  if (have.size() >= target) return std::nullopt;
+  if (live >= target) return std::nullopt;
   std::vector<std::string> add;
   for (const std::string& c : in_.placement->candidates) {
-    if (have.size() + add.size() >= target) break;
+    if (live + add.size() >= target) break;
     if (!have.count(c)) add.push_back(c);
   }
   for (const placement::RankedCluster& r : in_.placement->feasible) {
-    if (have.size() + add.size() >= target) break;
+    if (live + add.size() >= target) break;
     if (!have.count(r.cluster) && std::find(add.begin(), add.end(), r.cluster) == add.end()) add.push_back(r.cluster);
   }
   if (add.empty()) return std::nullopt;
@@ -333,7 +337,33 @@ std::optional<Plan> Ladder::Widen() const {
   return plan;
 }
 
-// Step 8.
+// Step 8. Every copy of this epoch deactivated (an admission check
+// Rejected it in each cluster) and no round to add another: nothing is left
+// to wait for, so the job is dispatched again at the next epoch, as after an
+// eviction, once this epoch is redispatch_after_rejection_ms old. A copy not
+// seen yet, or in a cluster out of sight, may still be admitted: it is
+// waited for.
+std::optional<Plan> Ladder::AllDeactivated() const {
+  std::vector<std::string> why;
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
+    if (!Deactivated(i.cluster)) return std::nullopt;
+    const ObservedWorkload* w = WorkloadIn(i.cluster);
+    why.push_back(fmt::format("{}: {} ({})", i.cluster, w->reason, w->message));
+  }
+  if (why.empty()) return std::nullopt;
+  const int64_t due = job_.nominated_ms + opt_.redispatch_after_rejection_ms;
+  if (in_.now_ms < due) {
+    Plan plan;
+    plan.step = "deactivated";
+    plan.requeue_ms = due - in_.now_ms;
+    return plan;
+  }
+  return Requeue("deactivated", "Deactivated",
+                 fmt::format("every Workload copy was deactivated: {}", fmt::join(why, "; ")));
+}
+
+// Step 9.
 Plan Ladder::Copies() const {
   Plan plan;
   plan.step = "copies";

@@ -1,4 +1,4 @@
-// Decide() steps 9-12: a job with a lease (Admitted or Running in its owner).
+// Decide() steps 10-13: a job with a lease (Admitted or Running in its owner).
 #include <fmt/format.h>
 
 #include "ladder.h"
@@ -49,11 +49,11 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
   return plan;
 }
 
-// Steps 9-12: Admitted or Running with owner C at epoch E.
+// Steps 10-13: Admitted or Running with owner C at epoch E.
 Plan Ladder::Owned() const {
   const std::string& owner = job_.cluster;
   auto facts = in_.clusters->find(owner);
-  // Step 9.
+  // Step 10.
   if (facts == in_.clusters->end() || !Reachable(owner)) {
     const bool removed = facts == in_.clusters->end();
     int64_t lost = removed ? opt_.cluster_lost_timeout_ms : facts->second.lost_for_ms;
@@ -90,7 +90,7 @@ Plan Ladder::Owned() const {
   const ObservedWorkload* w = WorkloadIn(owner);
   const ObservedJob* j = JobIn(owner);
   const bool job_done = Ended(j);
-  // Step 10. An at-most-once job (onClusterLoss Fail or Wait; its real job
+  // Step 11. An at-most-once job (onClusterLoss Fail or Wait; its real job
   // carries gantry.dev/at-most-once) is never dispatched again once leased:
   // its job may have started at any moment since, and nothing a worker shows
   // after an eviction proves that it did not. It fails instead.
@@ -111,7 +111,7 @@ Plan Ladder::Owned() const {
                                 message, OnClusterLossName(in_.spec->on_cluster_loss)));
     }
   }
-  // Step 11.
+  // Step 12.
   if (job_done) {
     bool ok = j->state == RemoteJobState::kSucceeded;
     std::string msg = fmt::format("{} in {}: {}{}", ok ? "succeeded" : "failed", owner,
@@ -126,7 +126,7 @@ Plan Ladder::Owned() const {
     return Finish("finish", ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed",
                   fmt::format("finished in {}: {} {}", owner, w->reason, w->message));
   }
-  // Step 12.
+  // Step 13.
   plan.step = "run";
   if (!j) {
     if (Expected(owner, kJob)) {
@@ -157,7 +157,7 @@ Plan Ladder::Owned() const {
   return plan;
 }
 
-// Step 9's Wait flag (condition OwnerUnreachable, reason OwnerLost) is
+// Step 10's Wait flag (condition OwnerUnreachable, reason OwnerLost) is
 // lifted once the owner answers again, whichever step decided meanwhile: the
 // job runs on there, or has finished or been evicted while out of reach.
 void Ladder::OwnerReturned(Plan& plan) const {

@@ -1,5 +1,5 @@
-// The Decide() ladder's internals, shared by decide.cc (steps 1-8) and
-// decide_owner.cc (steps 9-12). Private to src/dispatch.
+// The Decide() ladder's internals, shared by decide.cc (steps 1-9) and
+// decide_owner.cc (steps 10-13). Private to src/dispatch.
 #pragma once
 
 #include <algorithm>
@@ -78,6 +78,21 @@ class Ladder {
   // The job's Workload copy in cluster at the current epoch.
   const ObservedWorkload* WorkloadIn(const std::string& cluster) const {
     return AtCurrentEpoch(Observed(cluster)->workloads);
+  }
+  // Whether copy w may take the lease: admitted (with leaseOn QuotaReserved,
+  // holding quota) and not on its way out: evicted, finished, deactivated,
+  // or with an admission check Kueue is about to evict it for.
+  bool Leasable(const ObservedWorkload& w) const {
+    if (w.evicted || w.finished || !w.active || w.check_failed) return false;
+    return w.admitted || (opt_.lease_on_quota_reserved && w.quota_reserved);
+  }
+  // Whether cluster shows a current copy that Kueue will never admit: one
+  // deactivated (spec.active false), as Kueue leaves it when an admission
+  // check Rejected it. It holds no quota; the lease or the next epoch
+  // withdraws it.
+  bool Deactivated(const std::string& cluster) const {
+    const ObservedWorkload* w = WorkloadIn(cluster);
+    return w && !w->active && Reachable(cluster);
   }
   // Created by this engine at the current epoch, its watch event not in yet.
   bool Expected(const std::string& cluster, const char* kind) const {
@@ -185,6 +200,7 @@ class Ladder {
   std::optional<Plan> Lease() const;
   std::optional<Plan> Timeout() const;
   std::optional<Plan> Widen() const;
+  std::optional<Plan> AllDeactivated() const;
   Plan Copies() const;
   Plan Owned() const;
   void OwnerReturned(Plan& plan) const;

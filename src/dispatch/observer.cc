@@ -144,7 +144,8 @@ std::string KeyOf(const json& o) {
 
 // The status members ParseWorkload and ParseJob read (keep in step with them).
 std::set<std::string> StatusFieldsRead(const Resource& r) {
-  if (!HasAdapter(r.api_version, r.kind)) return {"conditions"};  // the Workloads, and generic kinds
+  if (r.kind.empty()) return {"conditions", "admissionChecks"};  // the Workloads
+  if (!HasAdapter(r.api_version, r.kind)) return {"conditions"};  // generic kinds
   return {"conditions", "active", "succeeded", "failed", "replicatedJobsStatus", "restarts"};
 }
 
@@ -235,7 +236,7 @@ struct ClusterObserver::Impl {
     lw.stop_fd = c->stop_signal.fd();
     // ToEntry reads metadata and a few spec and status fields: the pod
     // templates and admission details need not be parsed on every event.
-    lw.only_fields = {{"spec", {"suspend"}}, {"status", StatusFieldsRead(resources[r])}};
+    lw.only_fields = {{"spec", {"suspend", "active"}}, {"status", StatusFieldsRead(resources[r])}};
     auto backoff = std::chrono::milliseconds(kFirstBackoff);
     while (!c->stopping()) {
       try {
@@ -455,6 +456,18 @@ std::optional<ObservedWorkload> ParseWorkload(const json& object) {
   w.admitted = TrueCondition(object, "Admitted") != nullptr;
   w.evicted = evicted != nullptr;
   w.finished = finished != nullptr;
+  const json* active = JsonAt(object, {"spec", "active"});
+  w.active = !active || !active->is_boolean() || active->get<bool>();
+  // Kueue evicts or deactivates a Workload whose check turned Retry or
+  // Rejected in a write of its own, after the check's: in between, the
+  // copy still shows its quota.
+  const json* checks = JsonAt(object, {"status", "admissionChecks"});
+  if (checks && checks->is_array()) {
+    w.check_failed = std::any_of(checks->begin(), checks->end(), [](const json& c) {
+      const std::string state = Str(c, {"state"});
+      return state == "Retry" || state == "Rejected";
+    });
+  }
   CopyReason(evicted ? evicted : finished ? finished : quota, &w.reason, &w.message);
   return w;
 }

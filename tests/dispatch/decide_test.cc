@@ -130,6 +130,17 @@ const RemoteIntent* FindIntent(const DispatchUpdate& u, const std::string& clust
   return nullptr;
 }
 
+// An Incremental job nominated at epoch 1, its copy in c1 recorded and seen.
+World IncrementalWithCopyInC1() {
+  World w;
+  w.spec.dispatch.mode = DispatchMode::kIncremental;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1);
+  w.Workload("c1", 1);
+  return w;
+}
+
 placement::Decision Candidates(std::vector<std::string> names) {
   placement::Decision d;
   d.candidates = std::move(names);
@@ -239,6 +250,58 @@ TEST_CASE("step 5: an admitted copy in an unreachable cluster does not win", "[d
   CHECK_FALSE(p.write);
 }
 
+TEST_CASE("step 5: leaseOn QuotaReserved takes the lease on a copy holding quota, Admitted waits for Admitted",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  for (const char* c : {"c1", "c2"}) w.Intent(c, "Workload", 1);
+  w.Workload("c1", 1).quota_reserved = true;  // its admission checks still Pending
+  w.Workload("c2", 1);
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan waits = Decide(w.Input());
+  CHECK(waits.step == "copies");
+  CHECK_FALSE(waits.write);
+
+  w.in.options.lease_on_quota_reserved = true;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.step == "lease");
+  CHECK(*p.write->cluster == "c1");
+  CHECK(Count(p, Verb::kCreate, "Job", "c1") == 1);
+
+  // Admitted: the one that admits wins, whatever the other holds.
+  w.in.options.lease_on_quota_reserved = false;
+  w.in.observed["c2"].workloads[0].quota_reserved = true;
+  w.in.observed["c2"].workloads[0].admitted = true;
+  Plan q = Decide(w.Input());
+  REQUIRE(q.step == "lease");
+  CHECK(*q.write->cluster == "c2");
+  CHECK(q.lease_losers.empty());
+}
+
+TEST_CASE("step 5: a deactivated copy, or one whose admission check failed, does not take the lease",
+          "[dispatch][decide]") {
+  World w;
+  w.in.options.lease_on_quota_reserved = true;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  for (const char* c : {"c1", "c2", "c3"}) w.Intent(c, "Workload", 1);
+  // Kueue writes a check's Retry or Rejected before it evicts or
+  // deactivates the copy: in between, the copy still holds quota.
+  ObservedWorkload& retry = w.Workload("c1", 1);
+  retry.quota_reserved = true;
+  retry.check_failed = true;
+  ObservedWorkload& inactive = w.Workload("c2", 1);
+  inactive.quota_reserved = true;
+  inactive.active = false;
+  w.Workload("c3", 1).quota_reserved = true;
+  w.in.placement = Candidates({"c1", "c2", "c3"});
+  Plan p = Decide(w.Input());
+  REQUIRE(p.step == "lease");
+  CHECK(*p.write->cluster == "c3");
+  CHECK(p.lease_losers.empty());
+}
+
 TEST_CASE("step 6: dispatch.timeoutSeconds fails the job with per-cluster reasons", "[dispatch][decide]") {
   World w;
   w.spec.dispatch.timeout_seconds = 60;
@@ -256,12 +319,7 @@ TEST_CASE("step 6: dispatch.timeoutSeconds fails the job with per-cluster reason
 }
 
 TEST_CASE("step 7: Incremental adds the next round's candidates", "[dispatch][decide]") {
-  World w;
-  w.spec.dispatch.mode = DispatchMode::kIncremental;
-  w.job.phase = JobPhase::kNominating;
-  w.job.epoch = 1;
-  w.Intent("c1", "Workload", 1);
-  w.Workload("c1", 1);
+  World w = IncrementalWithCopyInC1();
   w.in.placement = Candidates({"c1", "c2"});
   Plan p = Decide(w.Input());
   CHECK(p.step == "widen");
@@ -270,19 +328,88 @@ TEST_CASE("step 7: Incremental adds the next round's candidates", "[dispatch][de
   CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
 
   // The ranking moved (c3 now before c1) but no round is due: no new copy.
-  World moved;
-  moved.spec.dispatch.mode = DispatchMode::kIncremental;
-  moved.job.phase = JobPhase::kNominating;
-  moved.job.epoch = 1;
-  moved.Intent("c1", "Workload", 1);
-  moved.Workload("c1", 1);
+  World moved = IncrementalWithCopyInC1();
   moved.in.placement = Candidates({"c3"});
   Plan q = Decide(moved.Input());
   CHECK(q.step == "copies");
   CHECK(Count(q, Verb::kCreate, "Workload") == 0);
 }
 
-TEST_CASE("step 8: a missing copy is created again, nothing happens while one is pending", "[dispatch][decide]") {
+TEST_CASE("step 7: Incremental puts the next cluster in place of a deactivated copy at once", "[dispatch][decide]") {
+  World w = IncrementalWithCopyInC1();
+  ObservedWorkload& rejected = w.in.observed["c1"].workloads[0];
+  rejected.active = false;
+  rejected.evicted = true;
+  w.in.placement = Candidates({"c1"});  // no round due
+  for (const char* c : {"c1", "c2", "c3"}) {
+    placement::RankedCluster r;
+    r.cluster = c;
+    w.in.placement->feasible.push_back(r);
+  }
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "widen");
+  CHECK(Count(p, Verb::kCreate, "Workload") == 1);
+  CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+  CHECK(Count(p, Verb::kDelete, "Workload") == 0);  // the deactivated copy stays until the lease
+
+  // c2 has its copy: one live copy, as many as the round asks.
+  w.Intent("c2", "Workload", 1);
+  w.Workload("c2", 1);
+  Plan q = Decide(w.Input());
+  CHECK(q.step == "copies");
+  CHECK(Count(q, Verb::kCreate, "Workload") == 0);
+}
+
+TEST_CASE("step 8: every copy deactivated requeues the job for the next epoch, not at once, and one that may "
+          "still be admitted is waited for",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 3;
+  w.job.nominated_ms = w.in.now_ms - w.in.options.redispatch_after_rejection_ms;
+  for (const char* c : {"c1", "c2"}) {
+    w.Intent(c, "Workload", 3);
+    ObservedWorkload& wl = w.Workload(c, 3);
+    wl.active = false;
+    wl.evicted = true;
+    wl.reason = "DeactivatedDueToAdmissionCheck";
+    wl.message = "The workload is deactivated due to AdmissionCheck in Rejected state: \"prov\"";
+  }
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "deactivated");
+  REQUIRE(p.write);
+  CHECK(p.write->expected_phase == JobPhase::kNominating);
+  CHECK(*p.write->phase == JobPhase::kQueued);
+  CHECK_FALSE(p.write->epoch);  // the next nomination moves it on
+  CHECK_THAT(*p.write->message, Catch::Contains("c1: DeactivatedDueToAdmissionCheck") &&
+                                    Catch::Contains("c2: DeactivatedDueToAdmissionCheck"));
+  CHECK(p.write->events.at(0).reason == "Deactivated");
+  CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
+  CHECK_FALSE(FindIntent(*p.write, "c2", "Workload")->present);
+  CHECK(p.requeue_ms == 0);
+
+  // Rejected at once: the epoch runs its shortest length first, so that a
+  // check that always rejects does not start an epoch on every pass.
+  World young = w;
+  young.job.nominated_ms = w.in.now_ms - 1'000;
+  Plan wait = Decide(young.Input());
+  CHECK(wait.step == "deactivated");
+  CHECK_FALSE(wait.write);
+  CHECK(wait.actions.empty());
+  CHECK(wait.requeue_ms == w.in.options.redispatch_after_rejection_ms - 1'000);
+
+  // A copy still pending, or in a cluster out of sight, may yet be admitted.
+  World live = w;
+  live.in.observed["c2"].workloads[0].active = true;
+  live.in.observed["c2"].workloads[0].evicted = false;
+  CHECK(Decide(live.Input()).step == "copies");
+  World unseen = w;
+  unseen.clusters["c2"].ready = false;
+  CHECK(Decide(unseen.Input()).step == "copies");
+}
+
+TEST_CASE("step 9: a missing copy is created again, nothing happens while one is pending", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kNominating;
   w.job.epoch = 1;
@@ -299,7 +426,7 @@ TEST_CASE("step 8: a missing copy is created again, nothing happens while one is
   CHECK_FALSE(q.write);
 }
 
-TEST_CASE("steps 8 and 12: an object created but not yet seen is not created again", "[dispatch][decide]") {
+TEST_CASE("steps 9 and 13: an object created but not yet seen is not created again", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kNominating;
   w.job.epoch = 1;
@@ -353,7 +480,7 @@ TEST_CASE("step 1: fencing deletes older epochs and jobs outside the owner", "[d
   CHECK(p.actions.front().verb == Verb::kDelete);
 }
 
-TEST_CASE("step 9: an unreachable owner is waited for, then onClusterLoss applies", "[dispatch][decide]") {
+TEST_CASE("step 10: an unreachable owner is waited for, then onClusterLoss applies", "[dispatch][decide]") {
   for (const char* policy : {"Requeue", "Fail", "Wait"}) {
     World w;
     w.spec = Spec(policy);
@@ -382,7 +509,7 @@ TEST_CASE("step 9: an unreachable owner is waited for, then onClusterLoss applie
   }
 }
 
-TEST_CASE("step 9: a Wait job's OwnerLost condition is lifted when its owner answers again (stale condition)",
+TEST_CASE("step 10: a Wait job's OwnerLost condition is lifted when its owner answers again (stale condition)",
           "[dispatch][decide]") {
   World w;
   w.spec = Spec("Wait");
@@ -427,7 +554,7 @@ TEST_CASE("step 9: a Wait job's OwnerLost condition is lifted when its owner ans
   CHECK_FALSE(Decide(w.Input()).write);
 }
 
-TEST_CASE("steps 10-12: eviction requeues, the real job is created, runs and finishes", "[dispatch][decide]") {
+TEST_CASE("steps 11-13: eviction requeues, the real job is created, runs and finishes", "[dispatch][decide]") {
   World w;
   w.OwnedBy(JobPhase::kAdmitted, "c1", 1);
   ObservedWorkload& wl = w.Workload("c1", 1);
@@ -464,7 +591,7 @@ TEST_CASE("steps 10-12: eviction requeues, the real job is created, runs and fin
   CHECK(failed.requeue_ms > 0);
 }
 
-TEST_CASE("step 10: an evicted at-most-once job fails instead of running twice (evicted at-most-once requeued)",
+TEST_CASE("step 11: an evicted at-most-once job fails instead of running twice (evicted at-most-once requeued)",
           "[dispatch][decide]") {
   for (const char* policy : {"Fail", "Wait"}) {
     INFO(policy);
@@ -491,6 +618,34 @@ TEST_CASE("step 10: an evicted at-most-once job fails instead of running twice (
     REQUIRE(gone.write);
     CHECK(*gone.write->phase == JobPhase::kFailed);
     CHECK(gone.write->events.at(0).reason == "WorkloadGone");
+  }
+}
+
+TEST_CASE("step 11: an admission check Rejected on the owner after a lease at QuotaReserved is an eviction",
+          "[dispatch][decide]") {
+  for (const char* policy : {"Requeue", "Fail"}) {
+    INFO(policy);
+    World w;
+    w.spec = Spec(policy);
+    w.in.options.lease_on_quota_reserved = true;
+    w.OwnedBy(JobPhase::kAdmitted, "c1", 1);
+    ObservedWorkload& wl = w.Workload("c1", 1);
+    wl.quota_reserved = true;
+    w.RemoteJob("c1", 1, RemoteJobState::kSuspended);  // waits for Admitted
+    CHECK(Decide(w.Input()).step == "run");
+
+    // Kueue deactivates the copy: evicted, quota released, spec.active false.
+    wl.quota_reserved = false;
+    wl.active = false;
+    wl.evicted = true;
+    wl.reason = "DeactivatedDueToAdmissionCheck";
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "evicted");
+    REQUIRE(p.write);
+    CHECK(*p.write->phase == (std::string(policy) == "Requeue" ? JobPhase::kQueued : JobPhase::kFailed));
+    CHECK_THAT(*p.write->message, Catch::Contains("DeactivatedDueToAdmissionCheck"));
+    CHECK(p.write->events.at(0).reason == "Evicted");
+    CHECK_FALSE(FindIntent(*p.write, "c1", "Job")->present);
   }
 }
 
@@ -540,7 +695,7 @@ TEST_CASE("step 2: a finished job's rows are dropped once its cluster shows noth
   CHECK(p.requeue_ms > 0);
 }
 
-TEST_CASE("step 11 with finishedRetentionSeconds: the owner keeps the finished job's objects until its time is up",
+TEST_CASE("step 12 with finishedRetentionSeconds: the owner keeps the finished job's objects until its time is up",
           "[dispatch][decide]") {
   World w;
   w.in.options.finished_retention_ms = 60'000;
@@ -643,7 +798,7 @@ TEST_CASE("retention keeps nothing for a cancelled job, a job whose copy still r
                      [](const JobEvent& e) { return e.reason == "Retained"; }));
 }
 
-TEST_CASE("step 11 for a generic kind: the owner's finished Workload ends the job, whatever its status says",
+TEST_CASE("step 12 for a generic kind: the owner's finished Workload ends the job, whatever its status says",
           "[dispatch][decide]") {
   auto running_with_finished_workload = [](const char* api_version, const char* kind, const char* reason) {
     World w;

@@ -101,6 +101,38 @@ TEST_CASE("ParseWorkload: which condition gives the reason", "[observer]") {
   }
 }
 
+TEST_CASE("ParseWorkload: spec.active and the admission checks' states", "[observer]") {
+  auto check = [](const std::string& state) {
+    return json{{"name", "prov-" + state}, {"state", state}, {"message", ""}, {"lastTransitionTime", "t"}};
+  };
+  struct Case {
+    const char* name;
+    json active;             // spec.active (null: unset)
+    std::vector<json> checks;  // status.admissionChecks
+    bool want_active;
+    bool want_check_failed;
+  };
+  std::vector<Case> cases = {
+      {"unset: active, no checks", nullptr, {}, true, false},
+      {"deactivated", false, {}, false, false},
+      {"not a boolean: active", "no", {}, true, false},
+      {"pending and ready", true, {check("Pending"), check("Ready")}, true, false},
+      {"a Retry", nullptr, {check("Ready"), check("Retry")}, true, true},
+      {"a Rejected, before Kueue deactivates it", true, {check("Rejected")}, true, true},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    json o = WithConditions({{"metadata", Meta("uid-1")}}, {Condition("QuotaReserved", "True", "QuotaReserved")});
+    if (!c.active.is_null()) o["spec"]["active"] = c.active;
+    if (!c.checks.empty()) o["status"]["admissionChecks"] = c.checks;
+    auto w = ParseWorkload(o);
+    REQUIRE(w);
+    CHECK(w->quota_reserved);
+    CHECK(w->active == c.want_active);
+    CHECK(w->check_failed == c.want_check_failed);
+  }
+}
+
 TEST_CASE("ParseWorkload: epoch annotation and missing identity", "[observer]") {
   const std::vector<std::pair<std::string, int64_t>> epochs = {
       {"7", 7}, {"", 0}, {"abc", 0}, {"-2", 0}, {"0", 0}, {"5x", 0}, {"99999999999999999999", 0}};

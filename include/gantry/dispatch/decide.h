@@ -15,15 +15,22 @@
 //   3 cancel     Cancelling: withdraw everything, then Cancelled
 //   4 nominate   Queued: place, then Nominating at epoch+1 with a Workload
 //                intent per candidate (or Unschedulable, or wait)
-//   5 lease      Nominating and a copy admitted at this epoch: take the lease
+//   5 lease      Nominating and a copy admitted at this epoch (leaseOn
+//                QuotaReserved: holding quota) and not deactivated, evicted
+//                or failing an admission check: take the lease
 //   6 timeout    Nominating past dispatch.timeoutSeconds: Failed
-//   7 widen      Incremental: add the next round's candidates
-//   8 copies     Nominating: create missing copies
-//   9 owner-lost owner unreachable: wait, then apply onClusterLoss
-//  10 evicted    the owner's Workload was evicted (or vanished): requeue, or
-//                Failed for an at-most-once job (onClusterLoss Fail or Wait)
-//  11 finish     the owner's job finished: Succeeded/Failed
-//  12 run        create the real job if missing; Admitted -> Running
+//   7 widen      Incremental: add the next round's candidates, and a
+//                cluster in place of each deactivated copy
+//   8 deactivated Nominating and every copy deactivated (an admission check
+//                Rejected it): requeue, dispatch again at epoch+1 (the
+//                epoch at least redispatch_after_rejection_ms old)
+//   9 copies     Nominating: create missing copies
+//  10 owner-lost owner unreachable: wait, then apply onClusterLoss
+//  11 evicted    the owner's Workload was evicted or deactivated (or
+//                vanished): requeue, or Failed for an at-most-once job
+//                (onClusterLoss Fail or Wait)
+//  12 finish     the owner's job finished: Succeeded/Failed
+//  13 run        create the real job if missing; Admitted -> Running
 //
 // Thread-safety: pure.
 #pragma once
@@ -69,6 +76,10 @@ struct DecideOptions {
   bool lease_on_quota_reserved = false;  // take the lease at QuotaReserved instead of Admitted
   int64_t resync_ms = 30'000;            // look again this often while nothing happens
   int64_t retry_ms = 2'000;              // after an unreachable cluster or a failed action
+  // The shortest epoch whose every copy was deactivated (an admission check
+  // Rejected it everywhere) before the job is dispatched again: a check that
+  // rejects at once would otherwise start a new epoch on every pass.
+  int64_t redispatch_after_rejection_ms = 10'000;
   // How long a job that finished in its owner (Succeeded or Failed there)
   // keeps its Workload and real job in that cluster, from the job's
   // finished_ms, so that users can look at them (pods, logs) with kubectl.

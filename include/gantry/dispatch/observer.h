@@ -49,6 +49,8 @@ struct ObservedWorkload {
   bool admitted = false;        // condition Admitted=True
   bool evicted = false;         // condition Evicted=True
   bool finished = false;        // condition Finished=True
+  bool active = true;           // spec.active (false: deactivated, e.g. an admission check Rejected)
+  bool check_failed = false;    // an admission check in status.admissionChecks is Retry or Rejected
   std::string reason;         // reason of Evicted (if evicted) or Finished (if finished), else of QuotaReserved
   std::string message;        // message of the same condition
 };

@@ -239,6 +239,35 @@ DispatchFleet::RemoteReply DispatchFleet::RemoteGet(const std::string& cluster, 
   return out;
 }
 
+std::string RemoteJobPath(const std::string& ns, const std::string& remote) {
+  return fmt::format("/apis/batch/v1/namespaces/{}/jobs/{}", ns, remote);
+}
+
+std::string RemoteWorkloadPath(const std::string& ns, const std::string& remote) {
+  return fmt::format("/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads/{}", ns, remote);
+}
+
+bool RemoteGone(DispatchFleet& fleet, const std::string& cluster, const std::string& ns, const std::string& remote) {
+  return fleet.RemoteGet(cluster, RemoteJobPath(ns, remote)).status == 404 &&
+         fleet.RemoteGet(cluster, RemoteWorkloadPath(ns, remote)).status == 404;
+}
+
+std::vector<std::string> Reasons(DispatchFleet& fleet, const std::string& ns, const std::string& name) {
+  std::vector<std::string> out;
+  for (auto& e : fleet.Events(ns, name)) out.push_back(e.value("reason", ""));
+  return out;
+}
+
+int Count(const std::vector<std::string>& v, const std::string& x) {
+  return static_cast<int>(std::count(v.begin(), v.end(), x));
+}
+
+std::string Describe(const std::vector<nlohmann::json>& runs) {
+  std::string out;
+  for (const nlohmann::json& r : runs) out += r.dump() + "\n";
+  return out;
+}
+
 bool PollFor(const std::function<bool()>& cond, std::chrono::milliseconds deadline,
              std::chrono::milliseconds interval) {
   auto end = std::chrono::steady_clock::now() + deadline;

@@ -96,6 +96,18 @@ std::string SimJobYaml(const std::string& name, const std::string& ns, int pods,
 // RemoteName (its rows are pinned in remote_objects_test).
 using dispatch::RemoteName;
 
+// Paths of a job's remote objects, as gantry names them (RemoteName).
+std::string RemoteJobPath(const std::string& ns, const std::string& remote);
+std::string RemoteWorkloadPath(const std::string& ns, const std::string& remote);
+// Neither the Workload nor the job of `remote` exists in `cluster` (both answered 404).
+bool RemoteGone(DispatchFleet& fleet, const std::string& cluster, const std::string& ns, const std::string& remote);
+
+// The reasons of a job's events, oldest first.
+std::vector<std::string> Reasons(DispatchFleet& fleet, const std::string& ns, const std::string& name);
+int Count(const std::vector<std::string>& v, const std::string& x);
+// Journal runs one a line, for a failure's log.
+std::string Describe(const std::vector<nlohmann::json>& runs);
+
 // WaitFor with a gentler poll interval, for conditions that cost a process
 // or several requests per look (the journal, remote GETs).
 bool PollFor(const std::function<bool()>& cond, std::chrono::milliseconds deadline,

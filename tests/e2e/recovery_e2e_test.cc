@@ -44,30 +44,6 @@ const char* kTwoClusters = R"(clusters:
 const char* kFastLoss = "clusterLostTimeoutSeconds: 3";
 constexpr seconds kLostTimeout{3};
 
-std::string RemoteJobPath(const std::string& ns, const std::string& remote) {
-  return fmt::format("/apis/batch/v1/namespaces/{}/jobs/{}", ns, remote);
-}
-
-std::string RemoteWorkloadPath(const std::string& ns, const std::string& remote) {
-  return fmt::format("/apis/kueue.x-k8s.io/v1beta2/namespaces/{}/workloads/{}", ns, remote);
-}
-
-// Neither the Workload nor the job of `remote` exists in `cluster` (both answered 404).
-bool RemoteGone(DispatchFleet& fleet, const std::string& cluster, const std::string& ns, const std::string& remote) {
-  return fleet.RemoteGet(cluster, RemoteJobPath(ns, remote)).status == 404 &&
-         fleet.RemoteGet(cluster, RemoteWorkloadPath(ns, remote)).status == 404;
-}
-
-std::vector<std::string> Reasons(DispatchFleet& fleet, const std::string& ns, const std::string& name) {
-  std::vector<std::string> out;
-  for (auto& e : fleet.Events(ns, name)) out.push_back(e.value("reason", ""));
-  return out;
-}
-
-int Count(const std::vector<std::string>& v, const std::string& x) {
-  return static_cast<int>(std::count(v.begin(), v.end(), x));
-}
-
 bool HasCondition(const json& job, const std::string& type) {
   if (!job.is_object()) return false;
   for (const json& c : job["status"].value("conditions", json::array())) {
@@ -81,12 +57,6 @@ bool HasCondition(const json& job, const std::string& type) {
 bool StoppedByDelete(const json& run) {
   std::string reason = run.value("endReason", "");
   return reason == "WorkloadDeleted" || reason == "Deleted";
-}
-
-std::string Describe(const std::vector<json>& runs) {
-  std::string out;
-  for (const json& r : runs) out += r.dump() + "\n";
-  return out;
 }
 
 }  // namespace

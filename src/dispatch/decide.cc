@@ -337,10 +337,24 @@ std::optional<Plan> Ladder::Widen() const {
   return plan;
 }
 
+namespace {
+
+// How old an epoch whose every copy was deactivated must be before the next:
+// redispatch_after_rejection_ms at epoch 1, doubled with each later epoch,
+// at most redispatch_after_rejection_max_ms. The epoch is persisted, so a
+// restart does not start the backoff over.
+int64_t RejectionFloorMs(const DecideOptions& opt, int64_t epoch) {
+  int64_t floor = opt.redispatch_after_rejection_ms;
+  for (int64_t e = 1; e < epoch && floor < opt.redispatch_after_rejection_max_ms; ++e) floor *= 2;
+  return std::min(floor, opt.redispatch_after_rejection_max_ms);
+}
+
+}  // namespace
+
 // Step 8. Every copy of this epoch deactivated (an admission check
 // Rejected it in each cluster) and no round to add another: nothing is left
 // to wait for, so the job is dispatched again at the next epoch, as after an
-// eviction, once this epoch is redispatch_after_rejection_ms old. A copy not
+// eviction, once this epoch is RejectionFloorMs old. A copy not
 // seen yet, or in a cluster out of sight, may still be admitted: it is
 // waited for.
 std::optional<Plan> Ladder::AllDeactivated() const {
@@ -352,7 +366,7 @@ std::optional<Plan> Ladder::AllDeactivated() const {
     why.push_back(fmt::format("{}: {} ({})", i.cluster, w->reason, w->message));
   }
   if (why.empty()) return std::nullopt;
-  const int64_t due = job_.nominated_ms + opt_.redispatch_after_rejection_ms;
+  const int64_t due = job_.nominated_ms + RejectionFloorMs(opt_, job_.epoch);
   if (in_.now_ms < due) {
     Plan plan;
     plan.step = "deactivated";

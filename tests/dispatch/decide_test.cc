@@ -365,11 +365,11 @@ TEST_CASE("step 8: every copy deactivated requeues the job for the next epoch, n
           "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kNominating;
-  w.job.epoch = 3;
+  w.job.epoch = 1;
   w.job.nominated_ms = w.in.now_ms - w.in.options.redispatch_after_rejection_ms;
   for (const char* c : {"c1", "c2"}) {
-    w.Intent(c, "Workload", 3);
-    ObservedWorkload& wl = w.Workload(c, 3);
+    w.Intent(c, "Workload", 1);
+    ObservedWorkload& wl = w.Workload(c, 1);
     wl.active = false;
     wl.evicted = true;
     wl.reason = "DeactivatedDueToAdmissionCheck";
@@ -398,6 +398,24 @@ TEST_CASE("step 8: every copy deactivated requeues the job for the next epoch, n
   CHECK_FALSE(wait.write);
   CHECK(wait.actions.empty());
   CHECK(wait.requeue_ms == w.in.options.redispatch_after_rejection_ms - 1'000);
+
+  // Rejected again and again: each epoch waits twice as long as the one
+  // before, up to the cap, before the next.
+  for (auto [epoch, floor_ms] : std::vector<std::pair<int64_t, int64_t>>{
+           {2, 20'000}, {3, 40'000}, {7, 600'000}, {60, 600'000}}) {
+    World later = w;
+    later.job.epoch = epoch;
+    later.job.nominated_ms = w.in.now_ms - 1'000;
+    for (RemoteIntent& i : later.in.intents) i.epoch = epoch;
+    for (auto& [cluster, seen] : later.in.observed) {
+      for (auto& wl : seen.workloads) wl.epoch = epoch;
+    }
+    INFO("epoch " << epoch);
+    Plan held = Decide(later.Input());
+    CHECK(held.step == "deactivated");
+    CHECK_FALSE(held.write);
+    CHECK(held.requeue_ms == floor_ms - 1'000);
+  }
 
   // A copy still pending, or in a cluster out of sight, may yet be admitted.
   World live = w;

@@ -23,7 +23,8 @@
 //                cluster in place of each deactivated copy
 //   8 deactivated Nominating and every copy deactivated (an admission check
 //                Rejected it): requeue, dispatch again at epoch+1 (the
-//                epoch at least redispatch_after_rejection_ms old)
+//                epoch at least redispatch_after_rejection_ms old, doubled
+//                per epoch)
 //   9 copies     Nominating: create missing copies
 //  10 owner-lost owner unreachable: wait, then apply onClusterLoss
 //  11 evicted    the owner's Workload was evicted or deactivated (or
@@ -78,8 +79,12 @@ struct DecideOptions {
   int64_t retry_ms = 2'000;              // after an unreachable cluster or a failed action
   // The shortest epoch whose every copy was deactivated (an admission check
   // Rejected it everywhere) before the job is dispatched again: a check that
-  // rejects at once would otherwise start a new epoch on every pass.
+  // rejects at once would otherwise start a new epoch on every pass. It
+  // doubles with each epoch of the job, up to the max: a job that every
+  // cluster keeps rejecting is dispatched less and less often, instead of
+  // adding copies and events every 10 s for as long as it is queued.
   int64_t redispatch_after_rejection_ms = 10'000;
+  int64_t redispatch_after_rejection_max_ms = 600'000;
   // How long a job that finished in its owner (Succeeded or Failed there)
   // keeps its Workload and real job in that cluster, from the job's
   // finished_ms, so that users can look at them (pods, logs) with kubectl.

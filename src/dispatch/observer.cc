@@ -33,7 +33,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <condition_variable>
 #include <iterator>
 #include <set>
@@ -91,58 +90,12 @@ std::string PathOf(const Resource& r, inventory::KueueApiVersion version) {
   return r.path.empty() ? AllWorkloadsPath(version) : r.path;
 }
 
-std::string Str(const json& o, std::initializer_list<const char*> path) {
-  const json* v = JsonAt(o, path);
-  return v && v->is_string() ? v->get<std::string>() : "";
-}
-
-int64_t Int(const json& o, std::initializer_list<const char*> path) { return JsonIntAt(o, path, 0); }
-
-// The status condition of that type, or null.
-const json* Condition(const json& o, std::string_view type) {
-  const json* conditions = JsonAt(o, {"status", "conditions"});
-  if (!conditions || !conditions->is_array()) return nullptr;
-  for (const json& c : *conditions) {
-    if (Str(c, {"type"}) == type) return &c;
-  }
-  return nullptr;
-}
-
-const json* TrueCondition(const json& o, std::string_view type) {
-  const json* c = Condition(o, type);
-  return c && Str(*c, {"status"}) == "True" ? c : nullptr;
-}
-
-// Epochs start at 1; anything else reads as 0 ("unknown").
-int64_t ParseEpoch(const std::string& text) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  return ec == std::errc() && end == text.data() + text.size() && v > 0 ? v : 0;
-}
-
-// Fills the fields ObservedWorkload and ObservedJob share; false when the
-// object has no name or no job-uid label (not gantry's to track).
-template <class Observed>
-bool ParseMeta(const json& o, Observed* out) {
-  out->name = Str(o, {"metadata", "name"});
-  out->ns = Str(o, {"metadata", "namespace"});
-  out->k8s_uid = Str(o, {"metadata", "uid"});
-  out->job_uid = Str(o, {"metadata", "labels", kJobUidLabel});
-  out->epoch = ParseEpoch(Str(o, {"metadata", "annotations", kEpochAnnotation}));
-  return !out->name.empty() && !out->job_uid.empty();
-}
-
-void CopyReason(const json* condition, std::string* reason, std::string* message) {
-  if (!condition) return;
-  *reason = Str(*condition, {"reason"});
-  *message = Str(*condition, {"message"});
-}
-
 std::string KeyOf(const json& o) {
-  return Str(o, {"metadata", "namespace"}) + "/" + Str(o, {"metadata", "name"});
+  return JsonStringAt(o, {"metadata", "namespace"}) + "/" + JsonStringAt(o, {"metadata", "name"});
 }
 
-// The status members ParseWorkload and ParseJob read (keep in step with them).
+// The status members ParseWorkload and ParseJob read (observer_decode.cc;
+// keep in step with them): the watch drops the rest before it is parsed.
 std::set<std::string> StatusFieldsRead(const Resource& r) {
   if (r.kind.empty()) return {"conditions", "admissionChecks"};  // the Workloads
   if (!HasAdapter(r.api_version, r.kind)) return {"conditions"};  // generic kinds
@@ -150,7 +103,7 @@ std::set<std::string> StatusFieldsRead(const Resource& r) {
 }
 
 std::optional<Entry> ToEntry(const Resource& r, const json& o) {
-  std::string rv = Str(o, {"metadata", "resourceVersion"});
+  std::string rv = JsonStringAt(o, {"metadata", "resourceVersion"});
   if (r.kind.empty()) {
     auto w = ParseWorkload(o);
     if (!w) return std::nullopt;
@@ -444,71 +397,6 @@ bool ClusterObserver::Synced(const std::string& cluster) const {
 std::vector<std::string> ClusterObserver::AllJobUids() const {
   std::lock_guard lock(impl_->mu);
   return impl_->index.Uids();
-}
-
-std::optional<ObservedWorkload> ParseWorkload(const json& object) {
-  ObservedWorkload w;
-  if (!ParseMeta(object, &w)) return std::nullopt;
-  const json* quota = Condition(object, "QuotaReserved");
-  const json* evicted = TrueCondition(object, "Evicted");
-  const json* finished = TrueCondition(object, "Finished");
-  w.quota_reserved = quota && Str(*quota, {"status"}) == "True";
-  w.admitted = TrueCondition(object, "Admitted") != nullptr;
-  w.evicted = evicted != nullptr;
-  w.finished = finished != nullptr;
-  const json* active = JsonAt(object, {"spec", "active"});
-  w.active = !active || !active->is_boolean() || active->get<bool>();
-  // Kueue evicts or deactivates a Workload whose check turned Retry or
-  // Rejected in a write of its own, after the check's: in between, the
-  // copy still shows its quota.
-  const json* checks = JsonAt(object, {"status", "admissionChecks"});
-  if (checks && checks->is_array()) {
-    w.check_failed = std::any_of(checks->begin(), checks->end(), [](const json& c) {
-      const std::string state = Str(c, {"state"});
-      return state == "Retry" || state == "Rejected";
-    });
-  }
-  CopyReason(evicted ? evicted : finished ? finished : quota, &w.reason, &w.message);
-  return w;
-}
-
-std::optional<ObservedJob> ParseJob(const std::string& kind, const json& object) {
-  ObservedJob j;
-  j.kind = kind;
-  if (!ParseMeta(object, &j)) return std::nullopt;
-  const json* complete = TrueCondition(object, "Complete");
-  if (!complete) complete = TrueCondition(object, "Completed");
-  const json* failed = TrueCondition(object, "Failed");
-  const json* suspend = JsonAt(object, {"spec", "suspend"});
-  if (complete) {
-    j.state = RemoteJobState::kSucceeded;
-    CopyReason(complete, &j.reason, &j.message);
-  } else if (failed) {
-    j.state = RemoteJobState::kFailed;
-    CopyReason(failed, &j.reason, &j.message);
-  } else if (!suspend || !suspend->is_boolean() || !suspend->get<bool>()) {
-    j.state = RemoteJobState::kRunning;
-  } else {
-    j.state = RemoteJobState::kSuspended;
-    CopyReason(TrueCondition(object, "Suspended"), &j.reason, &j.message);
-  }
-  if (kind != "Job" && kind != "JobSet") return j;  // a generic kind: no counts gantry knows
-  if (kind == "Job") {
-    j.summary =
-        fmt::format("active {}, succeeded {}, failed {}", Int(object, {"status", "active"}),
-                    Int(object, {"status", "succeeded"}), Int(object, {"status", "failed"}));
-    return j;
-  }
-  int64_t active = 0, succeeded = 0, failed_jobs = 0;  // child Jobs, summed over replicatedJobs
-  const json* replicated = JsonAt(object, {"status", "replicatedJobsStatus"});
-  for (const json& r : replicated && replicated->is_array() ? *replicated : json::array()) {
-    active += Int(r, {"active"});
-    succeeded += Int(r, {"succeeded"});
-    failed_jobs += Int(r, {"failed"});
-  }
-  j.summary = fmt::format("active {}, succeeded {}, failed {}, restarts {}", active, succeeded,
-                          failed_jobs, Int(object, {"status", "restarts"}));
-  return j;
 }
 
 }  // namespace gantry::dispatch

@@ -4,7 +4,7 @@
 
 namespace gantry {
 
-TEST_CASE("JsonAt and JsonIntAt walk members and stop at anything else", "[json]") {
+TEST_CASE("JsonAt, JsonStringAt and JsonIntAt walk members and stop at anything else", "[json]") {
   const auto o = nlohmann::json::parse(R"({"spec": {"n": 3, "s": "x", "nil": null, "list": [1]}, "top": 1})");
   REQUIRE(JsonAt(o, {"spec", "n"}) != nullptr);
   CHECK(*JsonAt(o, {"spec", "n"}) == 3);
@@ -19,6 +19,11 @@ TEST_CASE("JsonAt and JsonIntAt walk members and stop at anything else", "[json]
   CHECK(JsonIntAt(o, {"spec", "s"}, -1) == -1);
   CHECK(JsonIntAt(o, {"spec", "nil"}, -1) == -1);
   CHECK(JsonIntAt(o, {"spec", "absent"}, 7) == 7);
+
+  CHECK(JsonStringAt(o, {"spec", "s"}) == "x");
+  CHECK(JsonStringAt(o, {"spec", "n"}).empty());  // not a string
+  CHECK(JsonStringAt(o, {"spec", "nil"}).empty());
+  CHECK(JsonStringAt(o, {"spec", "absent"}).empty());
 }
 
 }  // namespace gantry

@@ -1,0 +1,126 @@
+// ParseWorkload and ParseJob (see observer.h): what the observer keeps of a
+// Workload or a job object from a watch event or a list, field by field.
+// The observer's watches keep only the spec and status members read here
+// (StatusFieldsRead in observer.cc): a member read here must be added there.
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "gantry/common/json_path.h"
+#include "gantry/dispatch/observer.h"
+#include "gantry/dispatch/remote_objects.h"
+
+namespace gantry::dispatch {
+namespace {
+
+using nlohmann::json;
+
+// The status condition of that type, or null.
+const json* Condition(const json& o, std::string_view type) {
+  const json* conditions = JsonAt(o, {"status", "conditions"});
+  if (!conditions || !conditions->is_array()) return nullptr;
+  for (const json& c : *conditions) {
+    if (JsonStringAt(c, {"type"}) == type) return &c;
+  }
+  return nullptr;
+}
+
+const json* TrueCondition(const json& o, std::string_view type) {
+  const json* c = Condition(o, type);
+  return c && JsonStringAt(*c, {"status"}) == "True" ? c : nullptr;
+}
+
+// Epochs start at 1; anything else reads as 0 ("unknown").
+int64_t ParseEpoch(const std::string& text) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc() && end == text.data() + text.size() && v > 0 ? v : 0;
+}
+
+// Fills the fields ObservedWorkload and ObservedJob share; false when the
+// object has no name or no job-uid label (not gantry's to track).
+template <class Observed>
+bool ParseMeta(const json& o, Observed* out) {
+  out->name = JsonStringAt(o, {"metadata", "name"});
+  out->ns = JsonStringAt(o, {"metadata", "namespace"});
+  out->k8s_uid = JsonStringAt(o, {"metadata", "uid"});
+  out->job_uid = JsonStringAt(o, {"metadata", "labels", kJobUidLabel});
+  out->epoch = ParseEpoch(JsonStringAt(o, {"metadata", "annotations", kEpochAnnotation}));
+  return !out->name.empty() && !out->job_uid.empty();
+}
+
+void CopyReason(const json* condition, std::string* reason, std::string* message) {
+  if (!condition) return;
+  *reason = JsonStringAt(*condition, {"reason"});
+  *message = JsonStringAt(*condition, {"message"});
+}
+
+}  // namespace
+
+std::optional<ObservedWorkload> ParseWorkload(const json& object) {
+  ObservedWorkload w;
+  if (!ParseMeta(object, &w)) return std::nullopt;
+  const json* quota = Condition(object, "QuotaReserved");
+  const json* evicted = TrueCondition(object, "Evicted");
+  const json* finished = TrueCondition(object, "Finished");
+  w.quota_reserved = quota && JsonStringAt(*quota, {"status"}) == "True";
+  w.admitted = TrueCondition(object, "Admitted") != nullptr;
+  w.evicted = evicted != nullptr;
+  w.finished = finished != nullptr;
+  const json* active = JsonAt(object, {"spec", "active"});
+  w.active = !active || !active->is_boolean() || active->get<bool>();
+  // Kueue evicts or deactivates a Workload whose check turned Retry or
+  // Rejected in a write of its own, after the check's: in between, the
+  // copy still shows its quota.
+  const json* checks = JsonAt(object, {"status", "admissionChecks"});
+  if (checks && checks->is_array()) {
+    w.check_failed = std::any_of(checks->begin(), checks->end(), [](const json& c) {
+      const std::string state = JsonStringAt(c, {"state"});
+      return state == "Retry" || state == "Rejected";
+    });
+  }
+  CopyReason(evicted ? evicted : finished ? finished : quota, &w.reason, &w.message);
+  return w;
+}
+
+std::optional<ObservedJob> ParseJob(const std::string& kind, const json& object) {
+  ObservedJob j;
+  j.kind = kind;
+  if (!ParseMeta(object, &j)) return std::nullopt;
+  const json* complete = TrueCondition(object, "Complete");
+  if (!complete) complete = TrueCondition(object, "Completed");
+  const json* failed = TrueCondition(object, "Failed");
+  const json* suspend = JsonAt(object, {"spec", "suspend"});
+  if (complete) {
+    j.state = RemoteJobState::kSucceeded;
+    CopyReason(complete, &j.reason, &j.message);
+  } else if (failed) {
+    j.state = RemoteJobState::kFailed;
+    CopyReason(failed, &j.reason, &j.message);
+  } else if (!suspend || !suspend->is_boolean() || !suspend->get<bool>()) {
+    j.state = RemoteJobState::kRunning;
+  } else {
+    j.state = RemoteJobState::kSuspended;
+    CopyReason(TrueCondition(object, "Suspended"), &j.reason, &j.message);
+  }
+  if (kind != "Job" && kind != "JobSet") return j;  // a generic kind: no counts gantry knows
+  if (kind == "Job") {
+    j.summary =
+        fmt::format("active {}, succeeded {}, failed {}", JsonIntAt(object, {"status", "active"}, 0),
+                    JsonIntAt(object, {"status", "succeeded"}, 0), JsonIntAt(object, {"status", "failed"}, 0));
+    return j;
+  }
+  int64_t active = 0, succeeded = 0, failed_jobs = 0;  // child Jobs, summed over replicatedJobs
+  const json* replicated = JsonAt(object, {"status", "replicatedJobsStatus"});
+  for (const json& r : replicated && replicated->is_array() ? *replicated : json::array()) {
+    active += JsonIntAt(r, {"active"}, 0);
+    succeeded += JsonIntAt(r, {"succeeded"}, 0);
+    failed_jobs += JsonIntAt(r, {"failed"}, 0);
+  }
+  j.summary = fmt::format("active {}, succeeded {}, failed {}, restarts {}", active, succeeded,
+                          failed_jobs, JsonIntAt(object, {"status", "restarts"}, 0));
+  return j;
+}
+
+}  // namespace gantry::dispatch

@@ -1,5 +1,6 @@
-// The Decide() ladder's internals, shared by decide.cc (steps 1-9) and
-// decide_owner.cc (steps 10-13). Private to src/dispatch.
+// The Decide() ladder's internals, shared by decide.cc (steps 1-4),
+// decide_nominating.cc (steps 5-9) and decide_owner.cc (steps 10-13).
+// Private to src/dispatch.
 #pragma once
 
 #include <algorithm>

@@ -1,0 +1,179 @@
+// Decide() steps 5-9: a Nominating job, its Workload copies out in the
+// candidate clusters: lease, timeout, widen, deactivated, copies.
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gantry/dispatch/remote_objects.h"
+#include "ladder.h"
+
+namespace gantry::dispatch::ladder {
+
+// Step 5.
+std::optional<Plan> Ladder::Lease() const {
+  // Every copy at this epoch that won admission, by cluster name: the first
+  // takes the lease (deterministic), the others lose it.
+  std::vector<std::string> admitted;
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
+    const ObservedWorkload* w = WorkloadIn(i.cluster);
+    if (w && Leasable(*w)) admitted.push_back(i.cluster);
+  }
+  if (admitted.empty()) return std::nullopt;
+  const std::string winner = admitted.front();
+  Plan plan;
+  plan.step = "lease";
+  plan.lease_losers.assign(admitted.begin() + 1, admitted.end());
+  DispatchUpdate u = Guarded(job_);
+  u.phase = JobPhase::kAdmitted;
+  u.cluster = winner;
+  u.lease_ms = in_.now_ms;
+  u.message = fmt::format("admitted by {} at epoch {}", winner, job_.epoch);
+  MarkAllAbsent(u, {{winner, kWorkload}});
+  Action create = CreateJobAction(in_, winner, job_.epoch);
+  u.upsert_intents.push_back(IntentFor(create));
+  u.events.push_back(Event("LeaseTaken", fmt::format("{} admitted the whole job first; epoch {}", winner, job_.epoch),
+                           winner));
+  // Withdraw the other copies first, then create the real job.
+  for (const RemoteIntent& i : in_.intents) {
+    if (i.kind != kWorkload || i.cluster == winner || !Reachable(i.cluster)) continue;
+    const ClusterObservation* o = Observed(i.cluster);
+    for (const ObservedWorkload& w : o->workloads) plan.actions.push_back(DeleteWorkload(i.cluster, w));
+  }
+  plan.actions.push_back(std::move(create));
+  plan.write = std::move(u);
+  plan.requeue_ms = opt_.resync_ms;
+  return plan;
+}
+
+// Step 6.
+std::optional<Plan> Ladder::Timeout() const {
+  if (!in_.spec->dispatch.timeout_seconds) return std::nullopt;
+  int64_t deadline = job_.nominated_ms + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
+  if (in_.now_ms < deadline) return std::nullopt;
+  std::vector<std::string> why;
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present || i.kind != kWorkload) continue;
+    const ObservedWorkload* w = WorkloadIn(i.cluster);
+    why.push_back(fmt::format("{}: {}", i.cluster,
+                              !Reachable(i.cluster) ? "unreachable"
+                              : !w                  ? "no Workload copy"
+                              : w->message.empty()  ? "not admitted"
+                                                    : w->message));
+  }
+  return Finish("timeout", JobPhase::kFailed, "DispatchTimeout",
+                fmt::format("not admitted within {} s: {}", *in_.spec->dispatch.timeout_seconds, fmt::join(why, "; ")));
+}
+
+// Step 7.
+std::optional<Plan> Ladder::Widen() const {
+  if (in_.spec->dispatch.mode != DispatchMode::kIncremental || !in_.placement) return std::nullopt;
+  std::set<std::string> have;
+  size_t live = 0;  // copies that may still be admitted
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
+    have.insert(i.cluster);
+    if (!Deactivated(i.cluster)) ++live;
+  }
+  // Placement's candidates are the best step x (rounds + 1); their ranking
+  // moves with capacity, so only the count tells whether a round is due:
+  // top the live copies up to it with the best clusters that have no copy
+  // yet (a deactivated copy's cluster is not asked again at this epoch).
+  const size_t target = in_.placement->candidates.size();
+  if (live >= target) return std::nullopt;
+  std::vector<std::string> add;
+  for (const std::string& c : in_.placement->candidates) {
+    if (live + add.size() >= target) break;
+    if (!have.count(c)) add.push_back(c);
+  }
+  for (const placement::RankedCluster& r : in_.placement->feasible) {
+    if (live + add.size() >= target) break;
+    if (!have.count(r.cluster) && std::find(add.begin(), add.end(), r.cluster) == add.end()) add.push_back(r.cluster);
+  }
+  if (add.empty()) return std::nullopt;
+  Plan plan;
+  plan.step = "widen";
+  DispatchUpdate u = Guarded(job_);
+  for (const std::string& c : add) {
+    Action a = CreateWorkloadAction(in_, c, job_.epoch);
+    u.upsert_intents.push_back(IntentFor(a));
+    plan.actions.push_back(std::move(a));
+  }
+  u.events.push_back(Event("Widened", fmt::format("Incremental round: Workload copies added to {}", fmt::join(add, ", "))));
+  plan.write = std::move(u);
+  plan.requeue_ms = opt_.retry_ms;
+  return plan;
+}
+
+namespace {
+
+// How old an epoch whose every copy was deactivated must be before the next:
+// redispatch_after_rejection_ms at epoch 1, doubled with each later epoch,
+// at most redispatch_after_rejection_max_ms. The epoch is persisted, so a
+// restart does not start the backoff over.
+int64_t RejectionFloorMs(const DecideOptions& opt, int64_t epoch) {
+  int64_t floor = opt.redispatch_after_rejection_ms;
+  for (int64_t e = 1; e < epoch && floor < opt.redispatch_after_rejection_max_ms; ++e) floor *= 2;
+  return std::min(floor, opt.redispatch_after_rejection_max_ms);
+}
+
+}  // namespace
+
+// Step 8. Every copy of this epoch deactivated (an admission check
+// Rejected it in each cluster) and no round to add another: nothing is left
+// to wait for, so the job is dispatched again at the next epoch, as after an
+// eviction, once this epoch is RejectionFloorMs old. A copy not
+// seen yet, or in a cluster out of sight, may still be admitted: it is
+// waited for.
+std::optional<Plan> Ladder::AllDeactivated() const {
+  std::vector<std::string> why;
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
+    if (!Deactivated(i.cluster)) return std::nullopt;
+    const ObservedWorkload* w = WorkloadIn(i.cluster);
+    why.push_back(fmt::format("{}: {} ({})", i.cluster, w->reason, w->message));
+  }
+  if (why.empty()) return std::nullopt;
+  const int64_t due = job_.nominated_ms + RejectionFloorMs(opt_, job_.epoch);
+  if (in_.now_ms < due) {
+    Plan plan;
+    plan.step = "deactivated";
+    plan.requeue_ms = due - in_.now_ms;
+    return plan;
+  }
+  return Requeue("deactivated", "Deactivated",
+                 fmt::format("every Workload copy was deactivated: {}", fmt::join(why, "; ")));
+}
+
+// Step 9.
+Plan Ladder::Copies() const {
+  Plan plan;
+  plan.step = "copies";
+  bool awaited = false;  // a copy not seen yet, created a moment ago
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
+    if (WorkloadIn(i.cluster)) continue;
+    if (Expected(i.cluster, kWorkload)) {
+      awaited = true;
+    } else {
+      plan.actions.push_back(CreateWorkloadAction(in_, i.cluster, job_.epoch));
+    }
+  }
+  // An awaited copy that never shows (it was deleted at once) is created
+  // again once its expectation lapses: look again soon, not at the resync.
+  plan.requeue_ms = plan.actions.empty() && !awaited ? opt_.resync_ms : opt_.retry_ms;
+  if (in_.spec->dispatch.mode == DispatchMode::kIncremental) {
+    int64_t round = int64_t{in_.spec->dispatch.round_seconds} * 1000;
+    int64_t next = round - (in_.now_ms - job_.nominated_ms) % round;
+    plan.requeue_ms = std::min(plan.requeue_ms, std::max<int64_t>(next, 1));
+  }
+  if (in_.spec->dispatch.timeout_seconds) {
+    int64_t left = job_.nominated_ms + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000 - in_.now_ms;
+    plan.requeue_ms = std::min(plan.requeue_ms, std::max<int64_t>(left, 1));
+  }
+  return plan;
+}
+
+}  // namespace gantry::dispatch::ladder

@@ -107,19 +107,21 @@ std::optional<Plan> Ladder::Widen() const {
   return plan;
 }
 
-namespace {
-
-// How old an epoch whose every copy was deactivated must be before the next:
-// redispatch_after_rejection_ms at epoch 1, doubled with each later epoch,
-// at most redispatch_after_rejection_max_ms. The epoch is persisted, so a
-// restart does not start the backoff over.
-int64_t RejectionFloorMs(const DecideOptions& opt, int64_t epoch) {
-  int64_t floor = opt.redispatch_after_rejection_ms;
-  for (int64_t e = 1; e < epoch && floor < opt.redispatch_after_rejection_max_ms; ++e) floor *= 2;
-  return std::min(floor, opt.redispatch_after_rejection_max_ms);
+// How old an epoch whose copies an admission check rejected must be before
+// the next: redispatch_after_rejection_ms at epoch 1, doubled with each later
+// epoch, at most redispatch_after_rejection_max_ms. The epoch is persisted,
+// so a restart does not start the backoff over.
+int64_t Ladder::RejectionFloorMs() const {
+  int64_t floor = opt_.redispatch_after_rejection_ms;
+  for (int64_t e = 1; e < job_.epoch && floor < opt_.redispatch_after_rejection_max_ms; ++e) floor *= 2;
+  return std::min(floor, opt_.redispatch_after_rejection_max_ms);
 }
 
-}  // namespace
+int64_t Ladder::UntilTimeout(int64_t wait_ms) const {
+  if (!in_.spec->dispatch.timeout_seconds) return wait_ms;
+  int64_t left = job_.nominated_ms + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000 - in_.now_ms;
+  return std::min(wait_ms, std::max<int64_t>(left, 1));
+}
 
 // Step 8. Every copy of this epoch deactivated (an admission check
 // Rejected it in each cluster) and no round to add another: nothing is left
@@ -136,11 +138,11 @@ std::optional<Plan> Ladder::AllDeactivated() const {
     why.push_back(fmt::format("{}: {} ({})", i.cluster, w->reason, w->message));
   }
   if (why.empty()) return std::nullopt;
-  const int64_t due = job_.nominated_ms + RejectionFloorMs(opt_, job_.epoch);
+  const int64_t due = job_.nominated_ms + RejectionFloorMs();
   if (in_.now_ms < due) {
     Plan plan;
     plan.step = "deactivated";
-    plan.requeue_ms = due - in_.now_ms;
+    plan.requeue_ms = UntilTimeout(due - in_.now_ms);  // nothing else wakes it: no copy is left to change
     return plan;
   }
   return Requeue("deactivated", "Deactivated",
@@ -169,10 +171,7 @@ Plan Ladder::Copies() const {
     int64_t next = round - (in_.now_ms - job_.nominated_ms) % round;
     plan.requeue_ms = std::min(plan.requeue_ms, std::max<int64_t>(next, 1));
   }
-  if (in_.spec->dispatch.timeout_seconds) {
-    int64_t left = job_.nominated_ms + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000 - in_.now_ms;
-    plan.requeue_ms = std::min(plan.requeue_ms, std::max<int64_t>(left, 1));
-  }
+  plan.requeue_ms = UntilTimeout(plan.requeue_ms);
   return plan;
 }
 

@@ -97,7 +97,16 @@ Plan Ladder::Owned() const {
   if (!job_done) {
     const bool at_most_once = in_.spec->on_cluster_loss != OnClusterLoss::kRequeue;
     std::string reason, message;
-    if (w && w->evicted) {
+    if (w && !w->active && !at_most_once && in_.now_ms < job_.nominated_ms + RejectionFloorMs()) {
+      // Deactivated: an admission check Rejected the owner's copy (after a
+      // lease at QuotaReserved). Requeued once the epoch is as old as step 8
+      // asks, so that a check that rejects the job every time does not make
+      // a new epoch, with copies and a real job, every few seconds.
+      plan.step = "evicted";
+      plan.requeue_ms = job_.nominated_ms + RejectionFloorMs() - in_.now_ms;
+      return plan;
+    }
+    if (w && (w->evicted || !w->active)) {  // Kueue evicts a deactivated copy in a write of its own
       reason = "Evicted";
       message = fmt::format("{} evicted the job's Workload ({}: {})", owner, w->reason, w->message);
     } else if (!w && !j) {

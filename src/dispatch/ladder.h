@@ -206,6 +206,11 @@ class Ladder {
   Plan Owned() const;
   void OwnerReturned(Plan& plan) const;
   Plan Requeue(const std::string& step, const std::string& reason, const std::string& message) const;
+  // How old the epoch must be before a job whose copies an admission check
+  // rejected is dispatched again: doubles with each epoch (decide_nominating.cc).
+  int64_t RejectionFloorMs() const;
+  // wait_ms, cut short to wake the job at its dispatch timeout, if it has one.
+  int64_t UntilTimeout(int64_t wait_ms) const;
   Plan Finish(const std::string& step, JobPhase phase, const std::string& reason, const std::string& message) const;
 
   const DecideInput& in_;

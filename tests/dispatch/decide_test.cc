@@ -417,6 +417,20 @@ TEST_CASE("step 8: every copy deactivated requeues the job for the next epoch, n
     CHECK(held.requeue_ms == floor_ms - 1'000);
   }
 
+  // Nothing else wakes a job whose every copy was deactivated: its wait
+  // ends at its dispatch timeout, if that comes first (step 6 then fails it).
+  World timed = w;
+  timed.job.epoch = 3;
+  for (RemoteIntent& i : timed.in.intents) i.epoch = 3;
+  for (auto& [cluster, seen] : timed.in.observed) {
+    for (auto& wl : seen.workloads) wl.epoch = 3;
+  }
+  timed.job.nominated_ms = w.in.now_ms - 1'000;
+  timed.spec.dispatch.timeout_seconds = 30;
+  Plan capped = Decide(timed.Input());
+  CHECK(capped.step == "deactivated");
+  CHECK(capped.requeue_ms == 29'000);
+
   // A copy still pending, or in a cluster out of sight, may yet be admitted.
   World live = w;
   live.in.observed["c2"].workloads[0].active = true;
@@ -664,6 +678,38 @@ TEST_CASE("step 11: an admission check Rejected on the owner after a lease at Qu
     CHECK_THAT(*p.write->message, Catch::Contains("DeactivatedDueToAdmissionCheck"));
     CHECK(p.write->events.at(0).reason == "Evicted");
     CHECK_FALSE(FindIntent(*p.write, "c1", "Job")->present);
+
+    // Deactivated, its eviction not written yet: an eviction all the same.
+    World early = w;
+    early.in.observed["c1"].workloads[0].evicted = false;
+    Plan q = Decide(early.Input());
+    CHECK(q.step == "evicted");
+    REQUIRE(q.write);
+    CHECK(*q.write->phase == *p.write->phase);
+
+    // Rejected soon after the epoch began: a job that may be dispatched
+    // again waits out the epoch's floor first (as in step 8), so that a
+    // check that rejects it every time does not make an epoch every few
+    // seconds; an at-most-once job fails at once as before.
+    World soon = w;
+    soon.job.epoch = 2;
+    for (RemoteIntent& i : soon.in.intents) i.epoch = 2;
+    soon.in.observed["c1"].workloads[0].epoch = 2;
+    soon.in.observed["c1"].jobs[0].epoch = 2;
+    soon.job.nominated_ms = soon.in.now_ms - 2'000;
+    Plan r = Decide(soon.Input());
+    CHECK(r.step == "evicted");
+    if (std::string(policy) == "Requeue") {
+      CHECK_FALSE(r.write);
+      CHECK(r.requeue_ms == 2 * soon.in.options.redispatch_after_rejection_ms - 2'000);
+      soon.in.now_ms += r.requeue_ms;
+      Plan due = Decide(soon.Input());
+      REQUIRE(due.write);
+      CHECK(*due.write->phase == JobPhase::kQueued);
+    } else {
+      REQUIRE(r.write);
+      CHECK(*r.write->phase == JobPhase::kFailed);
+    }
   }
 }
 

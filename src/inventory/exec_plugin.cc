@@ -103,7 +103,17 @@ Result<std::string> ExecPlugin::Token() {
     std::lock_guard lock(mu_);
     if (auto cached = CachedLocked(clock_->NowMillis())) return std::move(*cached);
   }
-  std::lock_guard run(run_mu_);
+  std::unique_lock run(run_mu_, std::try_to_lock);
+  if (!run.owns_lock()) {
+    // Another caller is running the plugin. While the token it renews has
+    // not expired, this request goes on with it instead of waiting up to
+    // the run's timeout (a slow token service would stall every request).
+    {
+      std::lock_guard lock(mu_);
+      if (!token_.empty() && clock_->NowMillis() < expiry_ms_) return token_;
+    }
+    run.lock();
+  }
   {
     // A run that ended while this caller waited for run_mu_ has answered it.
     std::lock_guard lock(mu_);

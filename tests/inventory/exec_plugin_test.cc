@@ -30,7 +30,8 @@ using gantry::testing::WaitFor;
 using gantry::testing::WriteExecutable;
 using gantry::testing::WriteFile;
 
-// Counts its runs (file `runs`), records what it was given, then fails if
+// Counts its runs (file `runs`), waits while the file `hold` exists,
+// records what it was given, then fails if
 // the file `fail` exists, else prints an ExecCredential whose token names
 // the run ("token-1", ...), with $EXPIRY as its expirationTimestamp if set.
 // clang-format off
@@ -38,6 +39,7 @@ constexpr const char* kPlugin = R"sh(#!/bin/sh
 dir=$(dirname "$0")
 n=$(($(cat "$dir/runs" 2>/dev/null || echo 0) + 1))
 echo "$n" > "$dir/runs"
+while [ -e "$dir/hold" ]; do sleep 0.01; done
 printf '%s' "$KUBERNETES_EXEC_INFO" > "$dir/info"
 printf '%s\n' "$@" > "$dir/args"
 printf '%s|%s|%s' "$GANTRY_EXEC_A" "$GANTRY_EXEC_B" "${PATH:+has-path}" > "$dir/env"
@@ -134,6 +136,30 @@ TEST_CASE("Exec plugin: the token is reused until it is due for renewal", "[inve
   CHECK_THAT(expired.status().message(),
              Catch::Matchers::Contains("expirationTimestamp has passed"));
   CHECK_THAT(expired.status().message(), !Catch::Matchers::Contains("token-3"));
+}
+
+TEST_CASE("Exec plugin: while a renewal runs, other callers go on with the unexpired token",
+          "[inventory][exec]") {
+  Plugin plugin;
+  FakeClock clock;
+  const int64_t expiry = clock.NowMillis() + 15 * kMinute;
+  ExecPlugin exec(plugin.Config({{"EXPIRY", FormatRfc3339(expiry)}}), {.clock = &clock});
+  REQUIRE(*exec.Token() == "token-1");
+  clock.Set(expiry - kExecRefreshBeforeMs + 1'000);  // due for renewal, not expired
+
+  WriteFile(plugin.dir.File("hold"), "");
+  std::string renewed;
+  std::thread renewer([&] {
+    Result<std::string> token = exec.Token();
+    renewed = token.ok() ? *token : token.status().message();
+  });
+  REQUIRE(WaitFor([&] { return plugin.Runs() == 2; }, std::chrono::seconds(10)));  // the run holds
+  CHECK(*exec.Token() == "token-1");  // not held up by the run
+  std::filesystem::remove(plugin.dir.File("hold"));
+  renewer.join();
+  CHECK(renewed == "token-2");
+  CHECK(*exec.Token() == "token-2");
+  CHECK(plugin.Runs() == 2);
 }
 
 TEST_CASE("Exec plugin: a short-lived token is renewed at half its life", "[inventory][exec]") {

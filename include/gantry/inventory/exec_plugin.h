@@ -9,7 +9,8 @@
 // 401). A token without an expiry is kept until it is refused.
 //
 // Bounds, so a broken plugin cannot fork-storm the daemon: one run at a time
-// (other callers wait for its outcome instead of starting their own); a run
+// (other callers wait for its outcome instead of starting their own, unless
+// the token being renewed has not expired: they go on with it); a run
 // is killed at options.timeout; after a failed run, Token() returns that
 // failure without running the plugin again for kExecRetryAfterFailureMs
 // (still handing out the last token while it has not expired), and a token
@@ -35,9 +36,9 @@
 namespace gantry::inventory {
 
 // How long a plugin may run before it is killed. `aws eks get-token` takes
-// about a second and a cold `gke-gcloud-auth-plugin` a few; every request
-// to the cluster waits for the run, so a plugin stuck on the network must
-// not hold them up for longer.
+// about a second and a cold `gke-gcloud-auth-plugin` a few; a request to the
+// cluster that has no unexpired token to go on with waits for the run, so a
+// plugin stuck on the network must not hold it up for longer.
 inline constexpr std::chrono::milliseconds kExecTimeout{30'000};
 
 // A token is renewed this long before its expiry, so that no request

@@ -14,7 +14,8 @@ namespace gantry {
 
 // The calling thread allocates from the shared arenas, without a cache of
 // its own. For threads that sleep most of the time. A no-op in processes
-// without jemalloc (the tests); returns whether the cache was turned off.
+// without jemalloc (most test binaries); returns whether the cache was
+// turned off.
 bool ForgoThreadCache();
 
 }  // namespace gantry

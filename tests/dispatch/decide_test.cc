@@ -706,6 +706,15 @@ TEST_CASE("step 11: an admission check Rejected on the owner after a lease at Qu
       Plan due = Decide(soon.Input());
       REQUIRE(due.write);
       CHECK(*due.write->phase == JobPhase::kQueued);
+
+      // Rejected while Running (its checks had passed, then one failed): no
+      // loop to hold back, requeued at once.
+      World running = soon;
+      running.in.now_ms -= r.requeue_ms;  // 2 s into the epoch again
+      running.job.phase = JobPhase::kRunning;
+      Plan now = Decide(running.Input());
+      REQUIRE(now.write);
+      CHECK(*now.write->phase == JobPhase::kQueued);
     } else {
       REQUIRE(r.write);
       CHECK(*r.write->phase == JobPhase::kFailed);

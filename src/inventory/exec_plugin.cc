@@ -92,7 +92,7 @@ Status ExecPlugin::Error(Code code, std::string_view what) const {
 std::optional<Result<std::string>> ExecPlugin::CachedLocked(int64_t now_ms) const {
   if (!token_.empty() && now_ms < renew_ms_) return Result<std::string>(token_);
   if (!failure_.ok() && now_ms - failed_ms_ < kExecRetryAfterFailureMs) {
-    if (!token_.empty() && now_ms < expiry_ms_) return Result<std::string>(token_);
+    if (UnexpiredLocked(now_ms)) return Result<std::string>(token_);
     return Result<std::string>(failure_);
   }
   return std::nullopt;
@@ -110,7 +110,7 @@ Result<std::string> ExecPlugin::Token() {
     // the run's timeout (a slow token service would stall every request).
     {
       std::lock_guard lock(mu_);
-      if (!token_.empty() && clock_->NowMillis() < expiry_ms_) return token_;
+      if (UnexpiredLocked(clock_->NowMillis())) return token_;
     }
     run.lock();
   }
@@ -129,7 +129,7 @@ Result<std::string> ExecPlugin::Token() {
   if (!fresh.ok()) {
     failure_ = fresh.status();
     failed_ms_ = now;
-    if (!token_.empty() && now < expiry_ms_) return token_;  // the old one still serves
+    if (UnexpiredLocked(now)) return token_;  // the old one still serves
     token_.clear();
     return failure_;
   }

@@ -85,6 +85,9 @@ class ExecPlugin {
  private:
   // The answer Token() gives without a run, if any. REQUIRES: mu_ held.
   std::optional<Result<std::string>> CachedLocked(int64_t now_ms) const;
+  // Whether a token is held and may still be sent, due for renewal or not.
+  // REQUIRES: mu_ held.
+  bool UnexpiredLocked(int64_t now_ms) const { return !token_.empty() && now_ms < expiry_ms_; }
   // Runs the plugin once and reads its answer. No lock needed.
   Result<ExecCredential> Run() const;
   // "exec plugin <command>: <what>", with `code`.

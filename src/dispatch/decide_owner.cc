@@ -97,17 +97,19 @@ Plan Ladder::Owned() const {
   if (!job_done) {
     const bool at_most_once = in_.spec->on_cluster_loss != OnClusterLoss::kRequeue;
     std::string reason, message;
-    if (w && !w->active && !at_most_once && job_.phase == JobPhase::kAdmitted &&
-        in_.now_ms < job_.nominated_ms + RejectionFloorMs()) {
+    if (w && !w->active && !at_most_once && job_.phase == JobPhase::kAdmitted) {
       // Deactivated before it ran: an admission check Rejected the owner's
       // copy after a lease at QuotaReserved. Requeued once the epoch is as
       // old as step 8 asks, so that a check that rejects the job every time
       // does not make a new epoch, with copies and a real job, every few
       // seconds. A Running job (its checks had passed) is requeued at once:
       // it does not loop, and it should not show Running meanwhile.
-      plan.step = "evicted";
-      plan.requeue_ms = job_.nominated_ms + RejectionFloorMs() - in_.now_ms;
-      return plan;
+      const int64_t due = job_.nominated_ms + RejectionFloorMs();
+      if (in_.now_ms < due) {
+        plan.step = "evicted";
+        plan.requeue_ms = due - in_.now_ms;
+        return plan;
+      }
     }
     if (w && (w->evicted || !w->active)) {  // Kueue evicts a deactivated copy in a write of its own
       reason = "Evicted";

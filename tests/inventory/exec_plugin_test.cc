@@ -113,11 +113,15 @@ bool Gone(pid_t pid) {
   return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
 }
 
-TEST_CASE("Exec plugin: the token is reused until it is due for renewal", "[inventory][exec]") {
+// A plugin whose tokens expire 15 minutes after the fake clock's start.
+struct FifteenMinuteTokens {
   Plugin plugin;
   FakeClock clock;
   const int64_t expiry = clock.NowMillis() + 15 * kMinute;
-  ExecPlugin exec(plugin.Config({{"EXPIRY", FormatRfc3339(expiry)}}), {.clock = &clock});
+  ExecPlugin exec{plugin.Config({{"EXPIRY", FormatRfc3339(expiry)}}), {.clock = &clock}};
+};
+
+TEST_CASE_METHOD(FifteenMinuteTokens, "Exec plugin: the token is reused until it is due for renewal", "[inventory][exec]") {
   CHECK(*exec.Token() == "token-1");
   CHECK(*exec.Token() == "token-1");
   clock.Set(expiry - kExecRefreshBeforeMs - 1'000);
@@ -138,12 +142,8 @@ TEST_CASE("Exec plugin: the token is reused until it is due for renewal", "[inve
   CHECK_THAT(expired.status().message(), !Catch::Matchers::Contains("token-3"));
 }
 
-TEST_CASE("Exec plugin: while a renewal runs, other callers go on with the unexpired token",
+TEST_CASE_METHOD(FifteenMinuteTokens, "Exec plugin: while a renewal runs, other callers go on with the unexpired token",
           "[inventory][exec]") {
-  Plugin plugin;
-  FakeClock clock;
-  const int64_t expiry = clock.NowMillis() + 15 * kMinute;
-  ExecPlugin exec(plugin.Config({{"EXPIRY", FormatRfc3339(expiry)}}), {.clock = &clock});
   REQUIRE(*exec.Token() == "token-1");
   clock.Set(expiry - kExecRefreshBeforeMs + 1'000);  // due for renewal, not expired
 
@@ -265,12 +265,8 @@ TEST_CASE(
   CHECK(*exec.Token() == "token-3");
 }
 
-TEST_CASE("Exec plugin: a failed renewal keeps handing out the token until it expires",
+TEST_CASE_METHOD(FifteenMinuteTokens, "Exec plugin: a failed renewal keeps handing out the token until it expires",
           "[inventory][exec]") {
-  Plugin plugin;
-  FakeClock clock;
-  const int64_t expiry = clock.NowMillis() + 15 * kMinute;
-  ExecPlugin exec(plugin.Config({{"EXPIRY", FormatRfc3339(expiry)}}), {.clock = &clock});
   REQUIRE(*exec.Token() == "token-1");
   plugin.Fail(true);
   clock.Set(expiry - kExecRefreshBeforeMs / 2);  // due for renewal

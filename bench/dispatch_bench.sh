@@ -60,6 +60,16 @@ switches_per_job() {
   cat /proc/"$1"/task/*/status 2>/dev/null |
     awk -v n="$2" '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { printf "%.1f", s / n }'
 }
+# CPU seconds of a live process's threads, summed by thread name (numbers
+# and the cluster after "watch-" dropped), largest first: where the time goes.
+cpu_by_thread() {
+  for t in /proc/"$1"/task/*; do
+    printf '%s %s\n' "$(tr ' ' '_' <"$t/comm" 2>/dev/null)" "$(cut -d')' -f2 "$t/stat" 2>/dev/null | awk '{ print $12 + $13 }')"
+  done | awk -v hz="$(getconf CLK_TCK)" '
+    { n = $1; sub(/^watch-.*/, "watch", n); sub(/[-_]?[0-9]+$/, "", n); c[n] += $2 }
+    END { for (n in c) if (c[n] > 0) printf "%s %.2f\n", n, c[n] / hz }' |
+    sort -k2 -nr | head -8 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 } END { print "" }'
+}
 # Peak resident memory of a live process, in MiB.
 peak_mib() { awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 field() { sed -n "s/^result.* $1=\([-0-9.]*\).*/\1/p"; }
@@ -100,6 +110,8 @@ EOF
   grep -v '^result' "$d/out" || true
   grep '^result' "$d/out" >"$work/$name.result" || echo "result" >"$work/$name.result"
   echo "  cpu         gantry $(cpu_s "$daemon") s, gantry-sim $(cpu_s "$sim") s in $wall s of wall time (2 cores: $(awk -v w="$wall" 'BEGIN { printf "%.1f", 2 * w }') s)"
+  echo "  by thread   gantry: $(cpu_by_thread "$daemon")"
+  echo "              gantry-sim: $(cpu_by_thread "$sim")"
   echo "  store       gantry wrote $(written_kib_per_job "$daemon" "$jobs") KiB to files per job (its SQLite WAL, database and log)"
   echo "  switches    gantry $(switches_per_job "$daemon" "$jobs"), gantry-sim $(switches_per_job "$sim" "$jobs") context switches per job (threads still alive)"
   echo "  memory      peak resident: gantry $(peak_mib "$daemon") MiB, gantry-sim $(peak_mib "$sim") MiB"

@@ -67,15 +67,16 @@ void SimCluster::Shutdown() {
 }
 
 void SimCluster::Handle(http::Request req, http::Responder respond) {
-  if (req.Header("authorization") != "Bearer " + token_) {
-    respond(KubeError(401, "Unauthorized", "Unauthorized"));
-    return;
-  }
   int64_t delay = 0;
   {
     std::lock_guard lock(fault_mu_);
+    // Cut off: no answer at all, not even a refusal, as on a real network.
     if (faults_.partition_mode == 2) {
       stalled_.push_back(std::move(respond));
+      return;
+    }
+    if (req.Header("authorization") != "Bearer " + token_) {
+      respond(KubeError(401, "Unauthorized", "Unauthorized"));
       return;
     }
     if (faults_.error_fraction > 0 && !faults_.error_codes.empty() &&

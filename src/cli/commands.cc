@@ -307,7 +307,10 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
       age = cap.value("age", "") + (cap.value("stale", false) ? " (stale)" : "");
     }
     std::string since = Str(c, "/status/since");
-    rows.push_back({Str(c, "/metadata/name"), Str(c, "/status/health") + (c.value(nlohmann::json::json_pointer("/spec/cordoned"), false) ? ",Cordoned" : ""),
+    std::string health = Str(c, "/status/health");
+    if (c.value(nlohmann::json::json_pointer("/status/credentialsRefused"), false)) health += ",CredentialsRefused";
+    if (c.value(nlohmann::json::json_pointer("/spec/cordoned"), false)) health += ",Cordoned";
+    rows.push_back({Str(c, "/metadata/name"), health,
                     since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), gpus, pending, age,
                     Str(c, "/status/health") == "Ready" ? "" : Str(c, "/status/lastError")});
   }

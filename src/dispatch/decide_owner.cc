@@ -84,6 +84,20 @@ Plan Ladder::Owned() const {
     Plan plan;
     plan.step = "owner-lost";
     plan.requeue_ms = std::clamp<int64_t>(opt_.cluster_lost_timeout_ms - lost, 200, opt_.retry_ms);
+    if (!removed && !facts->second.credentials_refused.empty() &&
+        job_.conditions_json.find("CredentialsRefused") == std::string::npos) {
+      // Up, and refusing us: the job most likely runs on undisturbed, so it
+      // is not lost; the user sees why its status stands still.
+      std::string msg = fmt::format(
+          "owner cluster {} answers but refuses gantry's credentials ({}); the job is left as it is there, not "
+          "treated as lost, until they work again",
+          owner, facts->second.credentials_refused);
+      DispatchUpdate u = Guarded(job_);
+      u.message = msg;
+      u.conditions_json = Conditions("OwnerUnreachable", "CredentialsRefused", msg, in_.now_ms);
+      u.events.push_back(Event("CredentialsRefused", msg, owner, "Warning"));
+      plan.write = std::move(u);
+    }
     return plan;
   }
   Plan plan;
@@ -171,12 +185,13 @@ Plan Ladder::Owned() const {
   return plan;
 }
 
-// Step 10's Wait flag (condition OwnerUnreachable, reason OwnerLost) is
-// lifted once the owner answers again, whichever step decided meanwhile: the
-// job runs on there, or has finished or been evicted while out of reach.
+// Step 10's flags (condition OwnerUnreachable, reason OwnerLost or
+// CredentialsRefused) are lifted once the owner answers again, whichever
+// step decided meanwhile: the job runs on there, or has finished or been
+// evicted while out of reach.
 void Ladder::OwnerReturned(Plan& plan) const {
   const std::string& owner = job_.cluster;
-  if (!Reachable(owner) || job_.conditions_json.find("OwnerLost") == std::string::npos) return;
+  if (!Reachable(owner) || job_.conditions_json.find("OwnerUnreachable") == std::string::npos) return;
   if (!plan.write) plan.write = Guarded(job_);
   DispatchUpdate& u = *plan.write;
   if (!u.conditions_json) u.conditions_json = "[]";

@@ -24,6 +24,7 @@ void ClusterHealth::OnProbeOk(int64_t now_ms) {
   }
   first_lost_ms.reset();
   consecutive_failures = 0;
+  credentials_refused = false;
 }
 
 void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error) {
@@ -34,6 +35,13 @@ void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error) {
   if (!first_lost_ms) first_lost_ms = now_ms;
   last_error = std::move(error);
   if (consecutive_failures < std::numeric_limits<int>::max()) ++consecutive_failures;
+  credentials_refused = false;
+}
+
+void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error) {
+  OnProbeFailed(now_ms, std::move(error));
+  first_lost_ms.reset();  // it answered: up, whatever it thinks of us
+  credentials_refused = true;
 }
 
 int64_t ClusterHealth::LostForMs(int64_t now_ms) const {

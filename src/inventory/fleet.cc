@@ -6,6 +6,14 @@
 #include "gantry/inventory/snapshot.h"
 
 namespace gantry::inventory {
+namespace {
+
+// The cluster answered and refused us (ClusterProber::Probe).
+bool Refusal(const Status& status) {
+  return status.code() == Code::kUnauthenticated || status.code() == Code::kPermissionDenied;
+}
+
+}  // namespace
 
 Fleet::Fleet(ClusterProber& prober, ClusterStateStore& store, const Clock& clock, FleetOptions options)
     : prober_(prober), store_(store), clock_(clock), options_(std::move(options)) {}
@@ -132,6 +140,7 @@ void Fleet::ProbeOne(const std::string& name) {
     Entry& e = it->second;
     auto before = e.view.health.first_lost_ms;
     HealthState old_state = e.view.health.state;
+    const bool old_refused = e.view.health.credentials_refused;
     if (reading.ok()) {
       e.view.health.OnProbeOk(now);
       e.view.capacity = std::move(*reading);
@@ -139,7 +148,11 @@ void Fleet::ProbeOne(const std::string& name) {
       e.next_probe_ms = now + options_.probe_interval_ms;
     } else {
       error = reading.status().message();
-      e.view.health.OnProbeFailed(now, error);
+      if (Refusal(reading.status())) {
+        e.view.health.OnProbeRefused(now, error);
+      } else {
+        e.view.health.OnProbeFailed(now, error);
+      }
       e.next_probe_ms = now + e.view.health.NextRetryDelayMs(rng_, options_.backoff);
     }
     if (e.reprobe) {  // reloaded while this probe ran: probe the new entry now
@@ -147,9 +160,13 @@ void Fleet::ProbeOne(const std::string& name) {
       e.reprobe = false;
     }
     if (e.view.health.first_lost_ms != before) persist = e.view.health.first_lost_ms;
-    if (old_state != e.view.health.state) {
+    if (old_state != e.view.health.state || old_refused != e.view.health.credentials_refused) {
       if (reading.ok()) {
         spdlog::info("cluster {} is Ready", name);
+      } else if (e.view.health.credentials_refused) {
+        spdlog::warn("cluster {} is NotReady: it answers but refuses gantry's credentials: {}; nothing new goes "
+                     "there, and its jobs are left as they are (not lost) until the credentials work again",
+                     name, error);
       } else {
         spdlog::warn("cluster {} is NotReady: {}", name, error);
       }

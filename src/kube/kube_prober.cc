@@ -38,8 +38,43 @@ Result<inventory::CapacityReading> ParseClusterQueues(const nlohmann::json& list
   return reading;
 }
 
+namespace {
+
+// A cluster's answer other than 200, as a probe's error: 401 and 403 say the
+// cluster is up and refuses our credentials (fleet.h), anything else that it
+// is not ready.
+Status NotOk(int http_status, std::string what) {
+  if (http_status == 401) return {Code::kUnauthenticated, what + ": the cluster refuses gantry's credentials"};
+  if (http_status == 403) return {Code::kPermissionDenied, what + ": gantry's credentials lack the permission"};
+  return Status::Unavailable(std::move(what));
+}
+
+}  // namespace
+
+// No token could be had (a failing exec plugin, a token file gone). /readyz
+// is asked without one: any HTTP answer, 401 included, shows the cluster up,
+// and only our credentials at fault.
+Status KubeProber::WithoutToken(const inventory::ClusterCredentials& creds, const Status& no_token) {
+  inventory::ClusterCredentials anonymous = creds;
+  anonymous.token_source = nullptr;
+  KubeClientOptions options;
+  options.timeout = timeout_;
+  options.max_attempts = 1;
+  auto client = KubeClient::Create(anonymous, options);
+  Result<KubeReply> ready = client.ok() ? (*client)->Get("/readyz") : Result<KubeReply>(client.status());
+  if (!ready.ok()) {
+    return {ready.status().code(),
+            fmt::format("no token: {}; and the cluster does not answer: {}", no_token.message(), ready.status().message())};
+  }
+  return {Code::kUnauthenticated, fmt::format("no token: {} (the cluster answers)", no_token.message())};
+}
+
 Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterConfig& config,
                                                       const inventory::ClusterCredentials& creds) {
+  if (creds.token_source) {
+    // Cached: this runs an exec plugin only when its token is due anyway.
+    if (auto token = creds.token_source->Token(); !token.ok()) return WithoutToken(creds, token.status());
+  }
   // A client is kept while what it was made from stays.
   Conn conn;
   {
@@ -68,15 +103,15 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   if (!ready.ok()) return ready.status();
   if (ready->status != 200) {
     keep();
-    return Status::Unavailable(fmt::format("/readyz answered {}", ready->status));
+    return NotOk(ready->status, fmt::format("/readyz answered {}", ready->status));
   }
   std::string version = std::string(inventory::KueueApiVersionName(config.kueue_api_version));
   auto cqs = conn.client->Get("/apis/kueue.x-k8s.io/" + version + "/clusterqueues");
   if (!cqs.ok()) return cqs.status();
   keep();
   if (!cqs->ok()) {
-    return Status::Unavailable(
-        fmt::format("listing ClusterQueues answered {}: {}", cqs->status, cqs->error ? cqs->error->message : ""));
+    return NotOk(cqs->status,
+                 fmt::format("listing ClusterQueues answered {}: {}", cqs->status, cqs->error ? cqs->error->message : ""));
   }
   return ParseClusterQueues(cqs->body);
 }

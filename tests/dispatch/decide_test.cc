@@ -586,6 +586,47 @@ TEST_CASE("step 10: a Wait job's OwnerLost condition is lifted when its owner an
   CHECK_FALSE(Decide(w.Input()).write);
 }
 
+TEST_CASE("step 10: an owner that refuses the credentials is never lost, and the job says why", "[dispatch][decide]") {
+  for (const char* policy : {"Requeue", "Fail", "Wait"}) {
+    INFO(policy);
+    World w;
+    w.spec = Spec(policy);
+    w.in.options.cluster_lost_timeout_ms = 60'000;
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    w.Workload("c1", 1).admitted = true;
+    ObservedJob& j = w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+    w.job.remote_status = j.summary;
+    w.job.message = "running in c1";
+    w.clusters["c1"].ready = false;
+    w.clusters["c1"].lost_for_ms = 0;  // it answers: no outage, however long it refuses
+    w.clusters["c1"].credentials_refused = "/readyz answered 401: the cluster refuses gantry's credentials";
+    Plan refused = Decide(w.Input());
+    CHECK(refused.step == "owner-lost");
+    CHECK(refused.actions.empty());
+    CHECK(refused.requeue_ms == DecideOptions{}.retry_ms);
+    REQUIRE(refused.write);
+    CHECK_FALSE(refused.write->phase);  // still Running, same epoch, same owner
+    CHECK_FALSE(refused.write->epoch);
+    CHECK_FALSE(refused.write->cluster);
+    CHECK_THAT(*refused.write->conditions_json, Catch::Contains("CredentialsRefused"));
+    CHECK_THAT(*refused.write->message, Catch::Contains("refuses gantry's credentials"));
+    REQUIRE(refused.write->events.size() == 1);
+    CHECK(refused.write->events[0].reason == "CredentialsRefused");
+    w.job.conditions_json = *refused.write->conditions_json;
+    w.job.message = *refused.write->message;
+    CHECK_FALSE(Decide(w.Input()).write);  // flagged once
+
+    // Working credentials again: the flag goes, the job runs on.
+    w.clusters["c1"].ready = true;
+    w.clusters["c1"].credentials_refused.clear();
+    Plan back = Decide(w.Input());
+    REQUIRE(back.write);
+    CHECK(*back.write->conditions_json == "[]");
+    CHECK(*back.write->message == "running in c1");
+    CHECK_FALSE(back.write->epoch);
+  }
+}
+
 TEST_CASE("steps 11-13: eviction requeues, the real job is created, runs and finishes", "[dispatch][decide]") {
   World w;
   w.OwnedBy(JobPhase::kAdmitted, "c1", 1);

@@ -121,6 +121,62 @@ TEST_CASE("owner partitioned: a Requeue job runs again elsewhere at epoch 2, its
   CHECK(PollFor([&] { return RemoteGone(fleet, "c2", "team-a", remote); }, seconds(20), milliseconds(250)));
 }
 
+TEST_CASE("an owner that refuses gantry's credentials is not lost: its job runs on there, never moved",
+          "[e2e][recovery][credentials]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  o.daemon_config_yaml = kFastLoss;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // "steady" runs in c1; "witness", in c2, shows when clusterLostTimeout has passed.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("steady", "team-a", 1, 0, "10s",
+                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("witness", "team-a", 1, 0, "60s",
+                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "steady", {"Running"}, seconds(30)));
+  REQUIRE(fleet.WaitPhase("team-a", "witness", {"Running"}, seconds(30)));
+  const std::string uid = fleet.Uid("team-a", "steady");
+
+  // c1's token is revoked (here: the operator's kubeconfig now holds a wrong one).
+  const std::string kubeconfig = fleet.sim_dir() + "/c1.kubeconfig";
+  const std::string good = ReadFile(kubeconfig);
+  const auto at = good.find("token: ");
+  REQUIRE(at != std::string::npos);
+  const auto end = good.find('\n', at);
+  WriteFile(kubeconfig, good.substr(0, at) + "token: revoked-token-0123456789" + good.substr(end));
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(PollFor([&] { return HasCondition(fleet.Job("team-a", "steady"), "OwnerUnreachable"); }, seconds(20)));
+  CHECK(Count(Reasons(fleet, "team-a", "steady"), "CredentialsRefused") == 1);
+  RunResult clusters = Cli(fleet.url(), {"clusters"});
+  CHECK(clusters.out.find("NotReady,CredentialsRefused") != std::string::npos);
+  CHECK(clusters.out.find("revoked-token") == std::string::npos);
+
+  // c2 goes down: once its job is requeued, the timeout has passed for c1 too.
+  REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
+  REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "witness"), "ClusterLost") == 1; }, seconds(45)));
+  json steady = fleet.Job("team-a", "steady");
+  CHECK(steady["status"]["phase"] == "Running");
+  CHECK(steady["status"]["epoch"] == 1);
+  CHECK(steady["status"].value("cluster", "") == "c1");
+  CHECK(Count(Reasons(fleet, "team-a", "steady"), "ClusterLost") == 0);
+
+  // The token works again: the job is seen to finish where it ran, once.
+  WriteFile(kubeconfig, good);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "steady", {"Succeeded", "Failed"}, seconds(30)));
+  steady = fleet.Job("team-a", "steady");
+  CHECK(steady["status"]["phase"] == "Succeeded");
+  CHECK(steady["status"]["epoch"] == 1);
+  CHECK_FALSE(HasCondition(steady, "OwnerUnreachable"));
+  std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].value("cluster", "") == "c1");
+  CHECK(runs[0].value("endReason", "") == "Succeeded");
+  REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
+}
+
 TEST_CASE("owner partitioned: a Fail job fails after the timeout, a Wait job waits and finishes, neither runs twice",
           "[e2e][recovery][partition]") {
   // 1: c1's apiserver is down. 2: it is up but every request from the daemon

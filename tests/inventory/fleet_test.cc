@@ -19,8 +19,10 @@ namespace {
 class FakeProber final : public ClusterProber {
  public:
   std::map<std::string, bool> up;  // cluster -> answers
+  std::map<std::string, bool> refuses;  // cluster -> answers 401 (when up)
   Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
     if (!up[config.name]) return Status::Unavailable("connect: connection refused");
+    if (refuses[config.name]) return Status(Code::kUnauthenticated, "/readyz answered 401");
     CapacityReading r;
     r.quota["nvidia.com/gpu"] = {32'000, 8'000};
     r.pending_workloads = 2;
@@ -112,6 +114,36 @@ TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fl
     CHECK_FALSE(fleet.Cluster("c2")->health.first_lost_ms.has_value());
     fleet.Stop();
   }
+  CHECK(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
+}
+
+TEST_CASE("a cluster that refuses the credentials is NotReady and never lost", "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", false}};
+  {
+    Fleet fleet(prober, *store, clock, options);
+    fleet.Start();
+    fleet.ProbeAllNow();  // unreachable: an outage starts, and is kept
+    REQUIRE(fleet.Cluster("c1")->health.first_lost_ms == 1'000'000);
+    REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c1") == 1; }));
+    clock.Advance(60'000);
+    prober.up["c1"] = true;
+    prober.refuses["c1"] = true;
+    fleet.ProbeAllNow();  // it answers, and refuses us
+    auto c1 = fleet.Cluster("c1");
+    CHECK(c1->health.state == HealthState::kNotReady);
+    CHECK(c1->health.credentials_refused);
+    CHECK_FALSE(c1->health.first_lost_ms.has_value());
+    CHECK(c1->health.last_error == "/readyz answered 401");
+    // Not a candidate, and not lost however long it refuses.
+    const int64_t much_later = clock.NowMillis() + 10 * options.lost_timeout_ms;
+    CHECK(fleet.Snapshot(much_later)[0].health == placement::ClusterHealth::kNotReady);
+    fleet.Stop();
+  }
+  // The persisted outage ended with the refusal: a restart does not bring it back.
   CHECK(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
 }
 

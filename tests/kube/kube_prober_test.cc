@@ -7,7 +7,9 @@
 #include <thread>
 #include <vector>
 
+#include "gantry/inventory/exec_credential.h"
 #include "gantry/inventory/kubeconfig.h"
+#include "gantry/inventory/token_source.h"
 #include "gantry/kube/kube_prober.h"
 #include "process.h"
 #include "test_support.h"
@@ -64,6 +66,30 @@ TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
     REQUIRE_FALSE(reading.ok());
     CHECK(reading.status().message().find("401") != std::string::npos);
     CHECK(reading.status().message().find("wrong-token") == std::string::npos);
+    CHECK(reading.status().code() == Code::kUnauthenticated);  // up, refusing us: not an outage
+  }
+  SECTION("no token to send: the cluster asked without one answers, so it is up and refuses us") {
+    inventory::ExecConfig failing;
+    failing.api_version = std::string(inventory::kExecApiV1);
+    failing.command = "/bin/false";
+    inventory::ClusterCredentials broken = *c1;
+    broken.token_source = inventory::TokenSource::FromExec(failing);
+    kube::KubeProber prober;
+    auto reading = prober.Probe(ConfigFor(sim_dir, "c1"), broken);
+    REQUIRE_FALSE(reading.ok());
+    CHECK(reading.status().code() == Code::kUnauthenticated);
+    CHECK(reading.status().message().find("no token") != std::string::npos);
+    CHECK(reading.status().message().find("the cluster answers") != std::string::npos);
+
+    // Partitioned as well: an outage like any other.
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "partition", "c1", "2"}).code == 0);
+    kube::KubeProber quick(std::chrono::milliseconds(300));
+    auto cut = quick.Probe(ConfigFor(sim_dir, "c1"), broken);
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "heal", "c1"}).code == 0);
+    REQUIRE_FALSE(cut.ok());
+    CHECK(cut.status().code() != Code::kUnauthenticated);
+    CHECK(cut.status().code() != Code::kPermissionDenied);
+    CHECK(cut.status().message().find("does not answer") != std::string::npos);
   }
   SECTION("probes of one cluster from several threads at once each get their answer") {
     // The Fleet's probe workers share one prober, and a reload can overlap

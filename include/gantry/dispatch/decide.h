@@ -26,7 +26,9 @@
 //                epoch at least redispatch_after_rejection_ms old, doubled
 //                per epoch)
 //   9 copies     Nominating: create missing copies
-//  10 owner-lost owner unreachable: wait, then apply onClusterLoss
+//  10 owner-lost owner unreachable: wait, then apply onClusterLoss; an
+//                owner that answers but refuses gantry's credentials is
+//                not lost: the job waits with a condition, however long
 //  11 evicted    the owner's Workload was evicted or deactivated (or
 //                vanished): requeue, or Failed for an at-most-once job
 //                (onClusterLoss Fail or Wait)
@@ -63,6 +65,9 @@ inline constexpr std::string_view kNoClustersMessage = "no clusters known yet";
 struct ClusterFacts {
   bool ready = false;           // health Ready (Decide also requires the observer to have synced it)
   int64_t lost_for_ms = 0;      // length of the current outage (0 = none)
+  // Not ready because it answers but refuses gantry's credentials: the
+  // probe's error. Such a cluster is up, so never in an outage.
+  std::string credentials_refused;
   inventory::ClusterConfig config;
 };
 

@@ -7,7 +7,15 @@
 //   Unknown  --fail--> NotReady   (since = now)
 //   Ready    --fail--> NotReady   (since = now)
 //   NotReady --ok-->   Ready      (since = now)
+//   any      --refused--> NotReady (since = now unless NotReady already)
 //   same state again: `since` is unchanged.
+// "refused" is a cluster that answers, over TLS verified against its CA, but
+// refuses gantry's credentials (401/403), or one whose token cannot be had
+// (a failing exec plugin) while its API server answers. It is NotReady (no
+// new work goes there) but not lost: it is known to be up, so its outage
+// clock stops (first_lost_ms cleared) and `clusterLostTimeout` never fires
+// on its jobs. An expired cloud login must not re-run, elsewhere, a job that
+// runs on undisturbed.
 // first_lost_ms is the start of the current outage: set by the first failure
 // when unset, cleared by a success. It is what `clusterLostTimeout` is measured
 // from, so it is persisted by the caller and handed back via RestoreFirstLost()
@@ -39,9 +47,11 @@ struct ClusterHealth {
   std::optional<int64_t> first_lost_ms;
   std::string last_error;  // REQUIRES: free of secrets (callers pass Status messages)
   int consecutive_failures = 0;
+  bool credentials_refused = false;  // NotReady because it refuses us, not lost (above)
 
   void OnProbeOk(int64_t now_ms);
   void OnProbeFailed(int64_t now_ms, std::string error);
+  void OnProbeRefused(int64_t now_ms, std::string error);
 
   // After a restart: the outage start the store kept (unset = none).
   void RestoreFirstLost(std::optional<int64_t> persisted_ms) { first_lost_ms = persisted_ms; }

@@ -45,7 +45,11 @@ struct CapacityReading {
 class ClusterProber {
  public:
   virtual ~ClusterProber() = default;
-  // Blocking, with its own deadline. Errors are free of secrets.
+  // Blocking, with its own deadline. Errors are free of secrets. Code
+  // kUnauthenticated or kPermissionDenied means the cluster answered but
+  // refused the credentials (or none could be had): it is up, so NotReady
+  // without an outage (ClusterHealth::OnProbeRefused). Any other error is an
+  // outage.
   virtual Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials& creds) = 0;
 };
 

@@ -4,7 +4,9 @@
 // deadline on every step.
 //
 // It does not retry: a failed probe is itself the signal, and the Fleet backs
-// off between probes.
+// off between probes. A 401 or 403, or no token to send while the cluster
+// answers, comes back as kUnauthenticated or kPermissionDenied: the cluster
+// is up and refuses us, which the Fleet does not count as an outage.
 //
 // Thread-safety: Probe from any thread (the Fleet's probe workers share one
 // prober). A probe takes its cluster's kept client out of the cache for its
@@ -34,6 +36,8 @@ class KubeProber final : public inventory::ClusterProber {
     inventory::ClusterCredentials made_from;  // a change (SameConnection) makes a new client
     std::unique_ptr<KubeClient> client;
   };
+  Status WithoutToken(const inventory::ClusterCredentials& creds, const Status& no_token);
+
   std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::map<std::string, Conn> conns_;  // idle clients by cluster name; guarded by mu_

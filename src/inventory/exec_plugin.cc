@@ -44,16 +44,23 @@ std::string OneLine(std::string_view text, std::size_t limit) {
   return out;
 }
 
-// The first non-blank line of a failed run's stderr, for its message.
-std::string FirstLine(std::string_view err) {
-  const std::size_t start = err.find_first_not_of(" \t\r\n");
-  if (start == std::string_view::npos) return "";
-  err.remove_prefix(start);
-  return OneLine(err.substr(0, err.find('\n')), kMaxLineBytes);
+// Whether a word looks like a credential: long, and mixing upper case,
+// lower case and digits, as tokens, keys and signatures do and words, paths
+// and names seldom do. Best effort: a plugin should not print secrets.
+bool TokenLike(std::string_view word) {
+  if (word.size() < 24 || word.find("://") != std::string_view::npos) return false;
+  if (word.front() == '/' || word.front() == '~' || word.front() == '.') return false;  // a path
+  bool upper = false, lower = false, digit = false;
+  for (const char c : word) {
+    upper |= c >= 'A' && c <= 'Z';
+    lower |= c >= 'a' && c <= 'z';
+    digit |= c >= '0' && c <= '9';
+  }
+  return upper && lower && digit;
 }
 
 std::string WithStderr(std::string what, std::string_view err) {
-  const std::string line = FirstLine(err);
+  const std::string line = exec_internal::StderrLine(err);
   return line.empty() ? what : what + ": " + line;
 }
 
@@ -74,6 +81,27 @@ std::vector<std::string> PluginEnvironment(const ExecConfig& config) {
 }
 
 }  // namespace
+
+namespace exec_internal {
+
+std::string StderrLine(std::string_view err) {
+  const std::size_t start = err.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos) return "";
+  err.remove_prefix(start);
+  const std::string line = OneLine(err.substr(0, err.find('\n')), kMaxLineBytes);
+  std::string out;
+  std::size_t from = 0;
+  while (from <= line.size()) {  // OneLine left single spaces between words
+    std::size_t to = std::min(line.find(' ', from), line.size());
+    const std::string_view word(line.data() + from, to - from);
+    if (!out.empty()) out.push_back(' ');
+    out += TokenLike(word) ? std::string_view("[redacted]") : word;
+    from = to + 1;
+  }
+  return out;
+}
+
+}  // namespace exec_internal
 
 ExecPlugin::ExecPlugin(ExecConfig config, ExecOptions options)
     : config_(std::move(config)),

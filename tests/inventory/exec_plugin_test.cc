@@ -265,6 +265,23 @@ TEST_CASE(
   CHECK(*exec.Token() == "token-3");
 }
 
+TEST_CASE("Exec plugin: a stderr line keeps its words and loses what looks like a credential", "[inventory][exec]") {
+  using exec_internal::StderrLine;
+  CHECK(StderrLine("\n  error: could not refresh SSO session for profile ml-prod\nsecond line") ==
+        "error: could not refresh SSO session for profile ml-prod");
+  CHECK(StderrLine("refresh failed; token=eyJhbGciOiJSUzI1NiIsImtpZCI6IjEyMyJ9 rejected") ==
+        "refresh failed; [redacted] rejected");
+  CHECK(StderrLine("bad key AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG") == "bad key [redacted]");
+  // Long, but a path, a URL or all one case: kept, they are what an operator needs.
+  CHECK(StderrLine("open /etc/gantry/credentials/provider-config-2024.json: denied") ==
+        "open /etc/gantry/credentials/provider-config-2024.json: denied");
+  CHECK(StderrLine("GET https://sts.eu-central-1.amazonaws.com/Token2024: 403") ==
+        "GET https://sts.eu-central-1.amazonaws.com/Token2024: 403");
+  CHECK(StderrLine("read ~/Config/Profile2024/credentials.yaml failed") ==
+        "read ~/Config/Profile2024/credentials.yaml failed");
+  CHECK(StderrLine("   \n\t") == "");
+}
+
 TEST_CASE_METHOD(FifteenMinuteTokens, "Exec plugin: a failed renewal keeps handing out the token until it expires",
           "[inventory][exec]") {
   REQUIRE(*exec.Token() == "token-1");

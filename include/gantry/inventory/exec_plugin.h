@@ -109,4 +109,12 @@ class ExecPlugin {
   int runs_ = 0;
 };
 
+namespace exec_internal {
+// The first non-blank line of a failed run's stderr, as its message shows it:
+// one line of printable ASCII, at most 200 bytes, each word that looks like a
+// credential (24 or more characters mixing upper case, lower case and
+// digits; not a path or a URL) replaced by "[redacted]". Exposed for tests.
+std::string StderrLine(std::string_view err);
+}  // namespace exec_internal
+
 }  // namespace gantry::inventory

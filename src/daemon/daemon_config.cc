@@ -67,6 +67,14 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   }
   if (!in(c.dispatch_workers, 1, 256)) return Status::Invalid("dispatchWorkers must be 1..256");
   if (!in(c.probe_interval_seconds, 1, 3600)) return Status::Invalid("probeIntervalSeconds must be 1..3600");
+  if (!in(c.rejection_backoff_seconds, 1, 3600)) return Status::Invalid("rejectionBackoffSeconds must be 1..3600");
+  if (!in(c.rejection_backoff_max_seconds, 1, 86400)) {
+    return Status::Invalid("rejectionBackoffMaxSeconds must be 1..86400");
+  }
+  if (c.rejection_backoff_max_seconds < c.rejection_backoff_seconds) {
+    return Status::Invalid(fmt::format("rejectionBackoffMaxSeconds ({}) must be at least rejectionBackoffSeconds ({})",
+                                       c.rejection_backoff_max_seconds, c.rejection_backoff_seconds));
+  }
   if (c.origin.empty() || c.origin.size() > 63) return Status::Invalid("origin must be a label value of 1..63 characters");
   auto group_of = [](const KindRef& k) { return k.api_version.substr(0, k.api_version.find('/')); };
   for (std::size_t i = 0; i < c.generic_kinds.size(); ++i) {
@@ -127,6 +135,8 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"leaseOn", str(&c.lease_on)},
       {"dispatchWorkers", num(&c.dispatch_workers)},
       {"probeIntervalSeconds", num(&c.probe_interval_seconds)},
+      {"rejectionBackoffSeconds", num(&c.rejection_backoff_seconds)},
+      {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},
   };
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();

@@ -15,6 +15,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "finishedRetentionSeconds: 3600\n"
                      "leaseOn: QuotaReserved\n"
                      "dispatchWorkers: 4\n"
+                     "rejectionBackoffSeconds: 1\n"
+                     "rejectionBackoffMaxSeconds: 30\n"
                      "genericKinds:\n"
                      "- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}\n"
                      "- apiVersion: ray.io/v1\n"
@@ -25,6 +27,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(c->finished_retention_seconds == 3600);
   CHECK(c->lease_on == "QuotaReserved");
   CHECK(c->dispatch_workers == 4);
+  CHECK(c->rejection_backoff_seconds == 1);
+  CHECK(c->rejection_backoff_max_seconds == 30);
   REQUIRE(c->generic_kinds.size() == 2);
   CHECK(c->generic_kinds[0].api_version == "trainer.kubeflow.org/v1alpha1");
   CHECK(c->generic_kinds[0].kind == "TrainJob");
@@ -32,6 +36,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(c->generic_kinds[1].kind == "RayJob");
   CHECK(c->probe_interval_seconds == DaemonConfig{}.probe_interval_seconds);
   CHECK(DaemonConfig{}.finished_retention_seconds == 0);  // deleted at once unless asked
+  CHECK(DaemonConfig{}.rejection_backoff_seconds == 10);  // the engine's own floor and cap
+  CHECK(DaemonConfig{}.rejection_backoff_max_seconds == 600);
 
   testing::WriteFile(path, "");
   REQUIRE(LoadDaemonConfig(path).ok());  // an empty file is all defaults
@@ -51,6 +57,14 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"finishedRetention: 60\n", "line 1: finishedRetention: unknown field"},
       {"leaseOn: Running\n", "leaseOn must be Admitted or QuotaReserved"},
       {"dispatchWorkers: 0\n", "dispatchWorkers must be 1..256"},
+      {"rejectionBackoffSeconds: 0\n", "rejectionBackoffSeconds must be 1..3600"},
+      {"rejectionBackoffSeconds: 3601\n", "rejectionBackoffSeconds must be 1..3600"},
+      {"rejectionBackoffSeconds: 0.5\n", "line 1: rejectionBackoffSeconds: wrong type"},
+      {"origin: gantry\nrejectionBackoffMaxSeconds: never\n", "line 2: rejectionBackoffMaxSeconds: wrong type"},
+      {"rejectionBackoffMaxSeconds: 86401\n", "rejectionBackoffMaxSeconds must be 1..86400"},
+      {"rejectionBackoffMaxSeconds: 5\n", "rejectionBackoffMaxSeconds (5) must be at least rejectionBackoffSeconds (10)"},
+      {"rejectionBackoffSeconds: 60\nrejectionBackoffMaxSeconds: 30\n",
+       "rejectionBackoffMaxSeconds (30) must be at least rejectionBackoffSeconds (60)"},
       {"tls: {certFile: a, pem: b}\n", "tls.pem: unknown field"},
       {"- a list\n", "must be a mapping"},
       {"origin: [unclosed\n", "line "},

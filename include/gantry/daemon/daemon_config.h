@@ -58,6 +58,11 @@ struct DaemonConfig {
   int dispatch_workers = 8;
   // Probe interval of a healthy cluster (readiness and quota).
   int probe_interval_seconds = 5;
+  // How old an epoch whose every copy an admission check rejected (or whose
+  // owner rejected it before it ran) must be before the job is dispatched
+  // again; doubled with each epoch of the job, up to the max.
+  int rejection_backoff_seconds = 10;
+  int rejection_backoff_max_seconds = 600;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job
   // document) that gantry watches in every cluster, as it does Jobs and
   // JobSets: such jobs go Running, finish, and are withdrawn like a Job.

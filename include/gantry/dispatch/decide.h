@@ -88,6 +88,7 @@ struct DecideOptions {
   // doubles with each epoch of the job, up to the max: a job that every
   // cluster keeps rejecting is dispatched less and less often, instead of
   // adding copies and events every 10 s for as long as it is queued.
+  // gantry.yaml: rejectionBackoffSeconds, rejectionBackoffMaxSeconds.
   int64_t redispatch_after_rejection_ms = 10'000;
   int64_t redispatch_after_rejection_max_ms = 600'000;
   // How long a job that finished in its owner (Succeeded or Failed there)

@@ -106,6 +106,8 @@ TEST_CASE("the example gantry.yaml loads", "[daemon][config]") {
   CHECK(c->finished_retention_seconds == 0);
   CHECK(c->cluster_lost_timeout_seconds == 900);
   CHECK(c->lease_on == "Admitted");
+  CHECK(c->rejection_backoff_seconds == 10);
+  CHECK(c->rejection_backoff_max_seconds == 600);
 }
 
 }  // namespace gantry

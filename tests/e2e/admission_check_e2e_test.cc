@@ -27,6 +27,11 @@ const char* kHeldChecks = R"(clusters:
 - {name: c2, admissionChecks: [{name: provisioning, outcome: Pending}]}
 )";
 
+// gantry.yaml lines for the cases where a job is rejected everywhere, or in
+// its owner before it ran: the next epoch waits out a 1 s floor, not the
+// default 10 s.
+const char* kShortRejectionFloor = "rejectionBackoffSeconds: 1";
+
 DispatchFleetOptions Fleet(const std::string& sim_yaml, const std::string& daemon_yaml = "") {
   DispatchFleetOptions o;
   o.sim_config_yaml = sim_yaml;
@@ -123,7 +128,7 @@ TEST_CASE("leaseOn QuotaReserved: the lease is taken while a check is Pending, t
           "and a check Rejected on the owner is an eviction",
           "[e2e][dispatch][checks]") {
   DispatchFleet fleet(Fleet("clusters:\n- {name: c1, admissionChecks: [{name: provisioning, outcome: Pending}]}\n",
-                            "leaseOn: QuotaReserved"));
+                            std::string("leaseOn: QuotaReserved\n") + kShortRejectionFloor));
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
   REQUIRE(fleet.Submit("team-a", SimJobYaml("ready", "team-a", 1, 0, "500ms")) == 201);
@@ -211,7 +216,7 @@ TEST_CASE("a check's Retry before the lease only delays that copy: evicted, give
 
 TEST_CASE("a check Rejected in every cluster dispatches the job again, and it runs once where a check passes",
           "[e2e][dispatch][checks]") {
-  DispatchFleet fleet(Fleet(kHeldChecks));
+  DispatchFleet fleet(Fleet(kHeldChecks, kShortRejectionFloor));
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
   const std::string remote = SubmitHeldInBoth(fleet, "rejected");
@@ -223,9 +228,9 @@ TEST_CASE("a check Rejected in every cluster dispatches the job again, and it ru
   CHECK(Epoch(fleet, "rejected") == 1);
 
   // c2 rejects it too: nothing is left to wait for, so it is dispatched
-  // again at epoch 2, to both clusters, once epoch 1 is 10 s old
-  // (redispatch_after_rejection_ms: a check that always rejects at once does
-  // not start an epoch on every pass).
+  // again at epoch 2, to both clusters, once epoch 1 is as old as the floor
+  // (rejectionBackoffSeconds, 1 s here: a check that always rejects at once
+  // does not start an epoch on every pass).
   SetCheck(fleet, "c2", remote, "Rejected");
   REQUIRE(PollFor([&] { return Reserved(fleet, "c1", remote, 2) && Reserved(fleet, "c2", remote, 2); },
                   seconds(20)));

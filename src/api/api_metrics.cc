@@ -9,6 +9,8 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "cluster_metrics.h"
+
 namespace gantry::api {
 
 struct ApiMetrics::Impl {
@@ -71,6 +73,8 @@ struct ApiMetrics::Impl {
   std::map<std::pair<std::string, std::string>, prometheus::Histogram*> hist_cache;
   std::map<std::string, prometheus::Counter*> pass_cache;
   std::map<std::pair<std::string, bool>, prometheus::Counter*> lease_cache;
+  std::mutex clusters_mu;
+  std::vector<prometheus::MetricFamily> clusters;  // guarded by clusters_mu
 
   // The labelled child in cache[key], made by make() on first use.
   // REQUIRES: mu held.
@@ -116,10 +120,21 @@ void ApiMetrics::SetJobsByPhase(const std::map<JobPhase, int64_t>& counts) {
   }
 }
 
+void ApiMetrics::SetClusters(const std::vector<inventory::ClusterView>& clusters, int64_t now_ms) {
+  auto families = ClusterMetricFamilies(clusters, now_ms);
+  std::lock_guard lock(impl_->clusters_mu);
+  impl_->clusters = std::move(families);
+}
+
 std::string ApiMetrics::Serialize() const {
+  std::vector<prometheus::MetricFamily> families = impl_->registry->Collect();
+  {
+    std::lock_guard lock(impl_->clusters_mu);
+    families.insert(families.end(), impl_->clusters.begin(), impl_->clusters.end());
+  }
   prometheus::TextSerializer serializer;
   std::ostringstream out;
-  serializer.Serialize(out, impl_->registry->Collect());
+  serializer.Serialize(out, families);
   return out.str();
 }
 

@@ -100,6 +100,7 @@ void ApiService::Readyz(http::Request, Respond respond) {
 void ApiService::Metrics(http::Request, Respond respond) {
   auto counts = store_.CountByPhase();
   if (counts.ok()) metrics_.SetJobsByPhase(*counts);
+  if (fleet_) metrics_.SetClusters(fleet_->Clusters(), clock_.NowMillis());
   respond(http::TextResponse(200, metrics_.Serialize(), "text/plain; version=0.0.4"));
 }
 

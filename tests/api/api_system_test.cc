@@ -8,8 +8,57 @@
 #include <catch2/catch.hpp>
 
 #include "api_fixture.h"
+#include "gantry/api/api_metrics.h"
 
 namespace gantry::testing {
+
+TEST_CASE("the fleet's gauges follow the inventory, and a removed cluster leaves no series", "[api][metrics]") {
+  api::ApiMetrics metrics;
+  inventory::ClusterView c1;
+  c1.config.name = "c1";
+  c1.health.OnProbeOk(1'000'000);
+  c1.capacity = inventory::CapacityReading{};
+  c1.capacity->quota["nvidia.com/gpu"] = {32'000, 8'000};
+  c1.capacity->quota["memory"] = {int64_t{1} << 40, 0};  // milli-bytes
+  c1.capacity->pending_workloads = 3;
+  c1.capacity_at_ms = 1'000'000;
+  inventory::ClusterView c2;
+  c2.config.name = "c2";
+  c2.config.cordoned = true;
+  c2.health.OnProbeFailed(1'000'000, "connect: connection refused");
+  inventory::ClusterView c3;
+  c3.config.name = "c3";
+  c3.health.OnProbeRefused(1'000'000, "/readyz answered 401");
+
+  metrics.SetClusters({c1, c2, c3}, 1'090'000);
+  const std::string text = metrics.Serialize();
+  for (const char* line : {
+           R"(gantry_cluster_ready{cluster="c1"} 1)",
+           R"(gantry_cluster_ready{cluster="c2"} 0)",
+           R"(gantry_cluster_ready{cluster="c3"} 0)",
+           R"(gantry_cluster_credentials_refused{cluster="c3"} 1)",
+           R"(gantry_cluster_credentials_refused{cluster="c2"} 0)",
+           R"(gantry_cluster_outage_seconds{cluster="c2"} 90)",
+           R"(gantry_cluster_outage_seconds{cluster="c3"} 0)",
+           R"(gantry_cluster_cordoned{cluster="c2"} 1)",
+           R"(gantry_cluster_quota{cluster="c1",resource="nvidia.com/gpu"} 32)",
+           R"(gantry_cluster_quota_reserved{cluster="c1",resource="nvidia.com/gpu"} 8)",
+           R"(gantry_cluster_quota{cluster="c1",resource="memory"} 1099511627.776)",
+           R"(gantry_cluster_pending_workloads{cluster="c1"} 3)",
+           R"(gantry_cluster_capacity_age_seconds{cluster="c1"} 90)",
+           "# TYPE gantry_cluster_ready gauge",
+       }) {
+    INFO(line);
+    CHECK_THAT(text, Catch::Contains(line));
+  }
+  CHECK_THAT(text, !Catch::Contains(R"(gantry_cluster_quota{cluster="c2")"));  // never read
+
+  metrics.SetClusters({c1}, 1'090'000);  // c2 and c3 removed from clusters.d
+  const std::string after = metrics.Serialize();
+  CHECK_THAT(after, Catch::Contains(R"(gantry_cluster_ready{cluster="c1"} 1)"));
+  CHECK_THAT(after, !Catch::Contains(R"(cluster="c2")"));
+  CHECK_THAT(after, !Catch::Contains(R"(cluster="c3")"));
+}
 
 TEST_CASE("health, readiness and metrics", "[api]") {
   ApiFixture api;

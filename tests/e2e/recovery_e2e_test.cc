@@ -151,6 +151,14 @@ TEST_CASE("an owner that refuses gantry's credentials is not lost: its job runs 
   RunResult clusters = Cli(fleet.url(), {"clusters"});
   CHECK(clusters.out.find("NotReady,CredentialsRefused") != std::string::npos);
   CHECK(clusters.out.find("revoked-token") == std::string::npos);
+  auto client = http::Client::Create(fleet.url());
+  REQUIRE(client.ok());
+  auto metrics = (*client)->Do("GET", "/metrics");
+  REQUIRE(metrics.ok());
+  CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_cluster_credentials_refused{cluster="c1"} 1)"));
+  CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_cluster_ready{cluster="c1"} 0)"));
+  CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_cluster_outage_seconds{cluster="c1"} 0)"));
+  CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_cluster_ready{cluster="c2"} 1)"));
 
   // c2 goes down: once its job is requeued, the timeout has passed for c1 too.
   REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);

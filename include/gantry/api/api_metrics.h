@@ -11,6 +11,8 @@
 //   gantry_dispatch_admission_seconds                        (histogram: submit -> lease)
 //   gantry_dispatch_write_conflicts_total                    (guarded writes that lost a race)
 //   gantry_dispatch_passes_total{step}                       (reconciler passes by deciding ladder step)
+//   gantry_cluster_*{cluster}                                (gauges of the fleet, set at scrape;
+//                                                              src/api/cluster_metrics.h lists them)
 //
 // route is the matched route pattern, never the raw path, so label
 // cardinality stays bounded.
@@ -24,8 +26,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gantry/common/job_phase.h"
+#include "gantry/inventory/fleet.h"
 
 namespace gantry::api {
 
@@ -44,6 +48,9 @@ class ApiMetrics final : public dispatch::EngineMetrics {
   void ObserveRequest(const std::string& method, const std::string& route, int code, double seconds);
   void ObserveCommit(double seconds, int writes, bool synced);
   void SetJobsByPhase(const std::map<JobPhase, int64_t>& counts);
+  // The fleet's gauges, in place of the previous scrape's (a removed cluster
+  // leaves no series).
+  void SetClusters(const std::vector<inventory::ClusterView>& clusters, int64_t now_ms);
   // Prometheus text format 0.0.4.
   std::string Serialize() const;
 

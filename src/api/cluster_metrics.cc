@@ -1,0 +1,59 @@
+#include "cluster_metrics.h"
+
+#include <algorithm>
+#include <string>
+
+namespace gantry::api {
+namespace {
+
+prometheus::MetricFamily Gauge(std::string name, std::string help) {
+  prometheus::MetricFamily f;
+  f.name = std::move(name);
+  f.help = std::move(help);
+  f.type = prometheus::MetricType::Gauge;
+  return f;
+}
+
+void Add(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> labels, double value) {
+  prometheus::ClientMetric m;
+  m.label = std::move(labels);
+  m.gauge.value = value;
+  f.metric.push_back(std::move(m));
+}
+
+}  // namespace
+
+std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<inventory::ClusterView>& clusters,
+                                                            int64_t now_ms) {
+  auto ready = Gauge("gantry_cluster_ready", "1 when the worker cluster is Ready (probed, answering), else 0");
+  auto refused = Gauge("gantry_cluster_credentials_refused",
+                       "1 when the cluster answers but refuses gantry's credentials: NotReady, but never lost");
+  auto outage = Gauge("gantry_cluster_outage_seconds",
+                      "Length of the cluster's current outage, 0 when none; clusterLostTimeout applies past it");
+  auto cordoned = Gauge("gantry_cluster_cordoned", "1 when the cluster is cordoned in its inventory entry");
+  auto quota = Gauge("gantry_cluster_quota",
+                     "Nominal quota of the cluster's Kueue ClusterQueues by resource (cores, bytes, devices)");
+  auto reserved = Gauge("gantry_cluster_quota_reserved", "Quota reserved by admitted workloads, by resource");
+  auto pending = Gauge("gantry_cluster_pending_workloads", "Workloads pending in the cluster's ClusterQueues");
+  auto age = Gauge("gantry_cluster_capacity_age_seconds", "Time since the cluster's quota was last read");
+  for (const inventory::ClusterView& view : clusters) {
+    const prometheus::ClientMetric::Label cluster{"cluster", view.config.name};
+    const inventory::ClusterHealth& h = view.health;
+    Add(ready, {cluster}, h.state == inventory::HealthState::kReady && view.credentials_error.empty() ? 1 : 0);
+    Add(refused, {cluster}, h.credentials_refused ? 1 : 0);
+    Add(outage, {cluster}, static_cast<double>(h.LostForMs(now_ms)) / 1000.0);
+    Add(cordoned, {cluster}, view.config.cordoned ? 1 : 0);
+    if (!view.capacity) continue;
+    for (const auto& [resource, q] : view.capacity->quota) {
+      const prometheus::ClientMetric::Label res{"resource", resource};
+      Add(quota, {cluster, res}, static_cast<double>(q.nominal_milli) / 1000.0);
+      Add(reserved, {cluster, res}, static_cast<double>(q.reserved_milli) / 1000.0);
+    }
+    Add(pending, {cluster}, view.capacity->pending_workloads);
+    Add(age, {cluster}, static_cast<double>(std::max<int64_t>(0, now_ms - view.capacity_at_ms)) / 1000.0);
+  }
+  return {std::move(ready), std::move(refused),  std::move(outage),  std::move(cordoned),
+          std::move(quota), std::move(reserved), std::move(pending), std::move(age)};
+}
+
+}  // namespace gantry::api

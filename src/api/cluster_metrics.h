@@ -1,0 +1,30 @@
+// The fleet as Prometheus gauges, built afresh at each scrape from the
+// inventory's views, so that a cluster removed from clusters.d leaves no
+// series behind:
+//
+//   gantry_cluster_ready{cluster}                 1 Ready, else 0
+//   gantry_cluster_credentials_refused{cluster}   1 when it answers but refuses gantry (never lost)
+//   gantry_cluster_outage_seconds{cluster}        length of the current outage (clusterLostTimeout
+//                                                 applies past it), 0 when none
+//   gantry_cluster_cordoned{cluster}              1 when cordoned in its entry
+//   gantry_cluster_quota{cluster,resource}        nominal quota of its ClusterQueues (cores, bytes, GPUs)
+//   gantry_cluster_quota_reserved{cluster,resource}
+//   gantry_cluster_pending_workloads{cluster}
+//   gantry_cluster_capacity_age_seconds{cluster}  since its quota was last read
+//
+// The quota series exist once a probe has read it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <prometheus/metric_family.h>
+
+#include "gantry/inventory/fleet.h"
+
+namespace gantry::api {
+
+std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<inventory::ClusterView>& clusters,
+                                                            int64_t now_ms);
+
+}  // namespace gantry::api

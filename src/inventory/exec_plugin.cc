@@ -44,19 +44,59 @@ std::string OneLine(std::string_view text, std::size_t limit) {
   return out;
 }
 
-// Whether a word looks like a credential: long, and mixing upper case,
-// lower case and digits, as tokens, keys and signatures do and words, paths
-// and names seldom do. Best effort: a plugin should not print secrets.
+// Whether a word looks like a credential: 24 or more characters mixing
+// upper case, lower case and digits (tokens, keys, signatures), or 32 or more
+// hex digits, where words, paths and names seldom are. Best effort: a plugin
+// should not print secrets.
 bool TokenLike(std::string_view word) {
-  if (word.size() < 24 || word.find("://") != std::string_view::npos) return false;
+  if (word.size() < 24) return false;
   if (word.front() == '/' || word.front() == '~' || word.front() == '.') return false;  // a path
-  bool upper = false, lower = false, digit = false;
+  bool upper = false, lower = false, digit = false, hex = true;
   for (const char c : word) {
     upper |= c >= 'A' && c <= 'Z';
     lower |= c >= 'a' && c <= 'z';
     digit |= c >= '0' && c <= '9';
+    hex &= (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
   }
-  return upper && lower && digit;
+  return (upper && lower && digit) || (hex && word.size() >= 32 && digit && lower);
+}
+
+// A URL keeps its scheme, host and path; its user information and the
+// values of its query are redacted, as they are where credentials go.
+std::string RedactUrl(std::string_view url) {
+  const std::size_t scheme_end = url.find("://") + 3;
+  std::string out(url.substr(0, scheme_end));
+  std::string_view rest = url.substr(scheme_end);
+  const std::size_t at = rest.find('@');
+  if (at != std::string_view::npos && at < rest.find('/')) {
+    out += "[redacted]@";
+    rest.remove_prefix(at + 1);
+  }
+  const std::size_t query = rest.find('?');
+  out += rest.substr(0, query);
+  if (query == std::string_view::npos) return out;
+  out.push_back('?');
+  rest.remove_prefix(query + 1);
+  while (!rest.empty()) {
+    const std::size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    out += pair.substr(0, pair.find('='));
+    if (pair.find('=') != std::string_view::npos) out += "=[redacted]";
+    if (amp == std::string_view::npos) break;
+    out.push_back('&');
+    rest.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
+std::string RedactWord(std::string_view word) {
+  if (word.find("://") != std::string_view::npos) return RedactUrl(word);
+  // key=value: the value alone may be the secret (token=..., --password=...).
+  const std::size_t eq = word.find('=');
+  if (eq != std::string_view::npos && eq + 1 < word.size()) {
+    return std::string(word.substr(0, eq + 1)) + RedactWord(word.substr(eq + 1));
+  }
+  return TokenLike(word) ? std::string("[redacted]") : std::string(word);
 }
 
 std::string WithStderr(std::string what, std::string_view err) {
@@ -88,17 +128,18 @@ std::string StderrLine(std::string_view err) {
   const std::size_t start = err.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos) return "";
   err.remove_prefix(start);
-  const std::string line = OneLine(err.substr(0, err.find('\n')), kMaxLineBytes);
+  // Redacted whole, then cut: a cut first could leave a secret's start
+  // too short to look like one.
+  const std::string line = OneLine(err.substr(0, err.find('\n')), kMaxStderrBytes);
   std::string out;
   std::size_t from = 0;
-  while (from <= line.size()) {  // OneLine left single spaces between words
-    std::size_t to = std::min(line.find(' ', from), line.size());
-    const std::string_view word(line.data() + from, to - from);
+  while (from < line.size()) {  // OneLine left single spaces between words
+    const std::size_t to = std::min(line.find(' ', from), line.size());
     if (!out.empty()) out.push_back(' ');
-    out += TokenLike(word) ? std::string_view("[redacted]") : word;
+    out += RedactWord(std::string_view(line).substr(from, to - from));
     from = to + 1;
   }
-  return out;
+  return OneLine(out, kMaxLineBytes);
 }
 
 }  // namespace exec_internal

@@ -270,13 +270,23 @@ TEST_CASE("Exec plugin: a stderr line keeps its words and loses what looks like 
   CHECK(StderrLine("\n  error: could not refresh SSO session for profile ml-prod\nsecond line") ==
         "error: could not refresh SSO session for profile ml-prod");
   CHECK(StderrLine("refresh failed; token=eyJhbGciOiJSUzI1NiIsImtpZCI6IjEyMyJ9 rejected") ==
-        "refresh failed; [redacted] rejected");
+        "refresh failed; token=[redacted] rejected");
   CHECK(StderrLine("bad key AKIAIOSFODNN7EXAMPLEwJalrXUtnFEMI/K7MDENG") == "bad key [redacted]");
   // Long, but a path, a URL or all one case: kept, they are what an operator needs.
   CHECK(StderrLine("open /etc/gantry/credentials/provider-config-2024.json: denied") ==
         "open /etc/gantry/credentials/provider-config-2024.json: denied");
   CHECK(StderrLine("GET https://sts.eu-central-1.amazonaws.com/Token2024: 403") ==
         "GET https://sts.eu-central-1.amazonaws.com/Token2024: 403");
+  // A URL loses its user information and its query's values.
+  CHECK(StderrLine("POST https://admin:hunter2@idp.example.com/oauth/token?grant=x&X-Amz-Security-Token=abc: 400") ==
+        "POST https://[redacted]@idp.example.com/oauth/token?grant=[redacted]&X-Amz-Security-Token=[redacted] 400");
+  // key=value: the value alone; hex secrets too.
+  CHECK(StderrLine("--secret=0123456789abcdef0123456789abcdef0123 refused") == "--secret=[redacted] refused");
+  // Redacted before the line is cut: a secret across the cut leaves nothing of itself.
+  const std::string secret = "Zq8" + std::string(40, 'x') + "Kp9vQ";
+  const std::string cut = StderrLine(std::string(190, 'a') + " " + secret);
+  CHECK(cut.find("Zq8") == std::string::npos);
+  CHECK(cut.size() <= 200);
   CHECK(StderrLine("read ~/Config/Profile2024/credentials.yaml failed") ==
         "read ~/Config/Profile2024/credentials.yaml failed");
   CHECK(StderrLine("   \n\t") == "");

@@ -27,7 +27,8 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
                                                             int64_t now_ms) {
   auto ready = Gauge("gantry_cluster_ready", "1 when the worker cluster is Ready (probed, answering), else 0");
   auto refused = Gauge("gantry_cluster_credentials_refused",
-                       "1 when the cluster answers but refuses gantry's credentials: NotReady, but never lost");
+                       "1 when the cluster answers but refuses gantry's credentials: NotReady, and lost only after "
+                       "credentialsRefusedTimeoutSeconds");
   auto outage = Gauge("gantry_cluster_outage_seconds",
                       "Length of the cluster's current outage, 0 when none; clusterLostTimeout applies past it");
   auto cordoned = Gauge("gantry_cluster_cordoned", "1 when the cluster is cordoned in its inventory entry");

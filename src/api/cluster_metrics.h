@@ -3,9 +3,10 @@
 // series behind:
 //
 //   gantry_cluster_ready{cluster}                 1 Ready, else 0
-//   gantry_cluster_credentials_refused{cluster}   1 when it answers but refuses gantry (never lost)
-//   gantry_cluster_outage_seconds{cluster}        length of the current outage (clusterLostTimeout
-//                                                 applies past it), 0 when none
+//   gantry_cluster_credentials_refused{cluster}   1 when it answers but refuses gantry (its outage has
+//                                                 the longer credentialsRefusedTimeoutSeconds)
+//   gantry_cluster_outage_seconds{cluster}        length of the current outage (clusterLostTimeout,
+//                                                 or credentialsRefusedTimeout, applies past it), 0 when none
 //   gantry_cluster_cordoned{cluster}              1 when cordoned in its entry
 //   gantry_cluster_quota{cluster,resource}        nominal quota of its ClusterQueues (cores, bytes, GPUs)
 //   gantry_cluster_quota_reserved{cluster,resource}

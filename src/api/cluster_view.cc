@@ -29,7 +29,8 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   nlohmann::json status = {{"health", inventory::HealthStateName(h.state)}};
   if (h.since_ms) status["since"] = FormatRfc3339(h.since_ms);
   if (h.first_lost_ms) status["firstLostAt"] = FormatRfc3339(*h.first_lost_ms);
-  // Up, refusing gantry's credentials: NotReady, never lost (cluster_health.h).
+  // Up, refusing gantry's credentials: NotReady, lost only after the longer
+  // credentialsRefusedTimeoutSeconds (cluster_health.h).
   if (h.credentials_refused) status["credentialsRefused"] = true;
   if (!h.last_error.empty()) status["lastError"] = h.last_error;
   if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;

@@ -59,6 +59,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.cluster_lost_timeout_seconds, 1, 7 * 86400)) {
     return Status::Invalid("clusterLostTimeoutSeconds must be 1..604800");
   }
+  if (!in(c.credentials_refused_timeout_seconds, 0, 30 * 86400)) {
+    return Status::Invalid("credentialsRefusedTimeoutSeconds must be 0..2592000 (0: never)");
+  }
   if (!in(c.finished_retention_seconds, 0, 7 * 86400)) {
     return Status::Invalid("finishedRetentionSeconds must be 0..604800");
   }
@@ -131,6 +134,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"clustersDir", str(&c.clusters_dir)},
       {"origin", str(&c.origin)},
       {"clusterLostTimeoutSeconds", num(&c.cluster_lost_timeout_seconds)},
+      {"credentialsRefusedTimeoutSeconds", num(&c.credentials_refused_timeout_seconds)},
       {"finishedRetentionSeconds", num(&c.finished_retention_seconds)},
       {"leaseOn", str(&c.lease_on)},
       {"dispatchWorkers", num(&c.dispatch_workers)},

@@ -135,6 +135,7 @@ int RunServe(const ServeFlags& flags) {
   fleet_options.clusters_dir = config.clusters_dir;
   fleet_options.probe_interval_ms = int64_t{config.probe_interval_seconds} * 1000;
   fleet_options.lost_timeout_ms = int64_t{config.cluster_lost_timeout_seconds} * 1000;
+  fleet_options.refused_timeout_ms = int64_t{config.credentials_refused_timeout_seconds} * 1000;
   inventory::Fleet fleet(prober, *store.value(), clock, fleet_options);
   auto file_errors = fleet.Start();
   if (config.clusters_dir.empty()) {
@@ -147,6 +148,7 @@ int RunServe(const ServeFlags& flags) {
   dispatch::EngineOptions engine_options;
   engine_options.decide.origin = config.origin;
   engine_options.decide.cluster_lost_timeout_ms = fleet_options.lost_timeout_ms;
+  engine_options.decide.credentials_refused_timeout_ms = fleet_options.refused_timeout_ms;
   engine_options.decide.lease_on_quota_reserved = config.lease_on == "QuotaReserved";
   engine_options.decide.finished_retention_ms = int64_t{config.finished_retention_seconds} * 1000;
   engine_options.decide.redispatch_after_rejection_ms = int64_t{config.rejection_backoff_seconds} * 1000;

@@ -1,6 +1,9 @@
 // Decide() steps 10-13: a job with a lease (Admitted or Running in its owner).
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <limits>
+
 #include "ladder.h"
 
 namespace gantry::dispatch::ladder {
@@ -49,57 +52,76 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
   return plan;
 }
 
+// Step 10: the owner is out of reach (removed: gone from the inventory).
+Plan Ladder::OwnerUnreachable(bool removed) const {
+  const std::string& owner = job_.cluster;
+  const ClusterFacts* facts = removed ? nullptr : &in_.clusters->at(owner);
+  const bool refused = facts && facts->credentials_refused;
+  const int64_t timeout = !refused                                ? opt_.cluster_lost_timeout_ms
+                          : opt_.credentials_refused_timeout_ms > 0 ? opt_.credentials_refused_timeout_ms
+                                                                  : std::numeric_limits<int64_t>::max();
+  const int64_t lost = removed ? timeout : facts->lost_for_ms;
+  // An outage restored after a restart is judged once a probe has looked.
+  if (lost >= timeout && (removed || !facts->awaiting_first_probe)) {
+    std::string why = removed   ? fmt::format("owner cluster {} was removed from the inventory", owner)
+                      : refused ? fmt::format("owner cluster {} has refused gantry's credentials for {} s", owner,
+                                              lost / 1000)
+                                : fmt::format("owner cluster {} unreachable for {} s", owner, lost / 1000);
+    switch (in_.spec->on_cluster_loss) {
+      case OnClusterLoss::kRequeue:
+        return Requeue("owner-lost", "ClusterLost", why);
+      case OnClusterLoss::kFail:
+        return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + "; onClusterLoss is Fail");
+      case OnClusterLoss::kWait: {
+        Plan plan;
+        plan.step = "owner-lost";
+        std::string msg = why + "; onClusterLoss is Wait: waiting for it to return";
+        if (job_.conditions_json.find("OwnerLost") == std::string::npos) {
+          DispatchUpdate u = Guarded(job_);
+          u.message = msg;
+          u.conditions_json = Conditions("OwnerUnreachable", "OwnerLost", msg, in_.now_ms);
+          u.events.push_back(Event("ClusterLost", msg, owner, "Warning"));
+          plan.write = std::move(u);
+        }
+        plan.requeue_ms = opt_.retry_ms;
+        return plan;
+      }
+    }
+  }
+  Plan plan;
+  plan.step = "owner-lost";
+  plan.requeue_ms = lost >= timeout ? opt_.retry_ms  // awaiting the first probe
+                                     : std::clamp<int64_t>(timeout - lost, 200, opt_.retry_ms);
+  const bool flagged = job_.conditions_json.find("CredentialsRefused") != std::string::npos;
+  if (refused && !flagged) {
+    // Up, and refusing us: the job most likely runs on, so the user sees why
+    // its status stands still. The refusal's details are the cluster's
+    // (gantry clusters), not every tenant's.
+    std::string msg = fmt::format(
+        "owner cluster {} answers but refuses gantry's credentials; the job is left as it is there until they work "
+        "again (see gantry clusters)",
+        owner);
+    DispatchUpdate u = Guarded(job_);
+    u.message = msg;
+    u.conditions_json = Conditions("OwnerUnreachable", "CredentialsRefused", msg, in_.now_ms);
+    u.events.push_back(Event("CredentialsRefused", msg, owner, "Warning"));
+    plan.write = std::move(u);
+  } else if (!refused && flagged) {
+    // Now out of reach for another reason: the flag would tell a wrong story.
+    DispatchUpdate u = Guarded(job_);
+    u.message = fmt::format("owner cluster {} unreachable", owner);
+    u.conditions_json = "[]";
+    plan.write = std::move(u);
+  }
+  return plan;
+}
+
 // Steps 10-13: Admitted or Running with owner C at epoch E.
 Plan Ladder::Owned() const {
   const std::string& owner = job_.cluster;
-  auto facts = in_.clusters->find(owner);
   // Step 10.
-  if (facts == in_.clusters->end() || !Reachable(owner)) {
-    const bool removed = facts == in_.clusters->end();
-    int64_t lost = removed ? opt_.cluster_lost_timeout_ms : facts->second.lost_for_ms;
-    if (lost >= opt_.cluster_lost_timeout_ms) {
-      std::string why = removed ? fmt::format("owner cluster {} was removed from the inventory", owner)
-                                : fmt::format("owner cluster {} unreachable for {} s", owner, lost / 1000);
-      switch (in_.spec->on_cluster_loss) {
-        case OnClusterLoss::kRequeue:
-          return Requeue("owner-lost", "ClusterLost", why);
-        case OnClusterLoss::kFail:
-          return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + "; onClusterLoss is Fail");
-        case OnClusterLoss::kWait: {
-          Plan plan;
-          plan.step = "owner-lost";
-          std::string msg = why + "; onClusterLoss is Wait: waiting for it to return";
-          if (job_.conditions_json.find("OwnerLost") == std::string::npos) {
-            DispatchUpdate u = Guarded(job_);
-            u.message = msg;
-            u.conditions_json = Conditions("OwnerUnreachable", "OwnerLost", msg, in_.now_ms);
-            u.events.push_back(Event("ClusterLost", msg, owner, "Warning"));
-            plan.write = std::move(u);
-          }
-          plan.requeue_ms = opt_.retry_ms;
-          return plan;
-        }
-      }
-    }
-    Plan plan;
-    plan.step = "owner-lost";
-    plan.requeue_ms = std::clamp<int64_t>(opt_.cluster_lost_timeout_ms - lost, 200, opt_.retry_ms);
-    if (!removed && !facts->second.credentials_refused.empty() &&
-        job_.conditions_json.find("CredentialsRefused") == std::string::npos) {
-      // Up, and refusing us: the job most likely runs on undisturbed, so it
-      // is not lost; the user sees why its status stands still.
-      std::string msg = fmt::format(
-          "owner cluster {} answers but refuses gantry's credentials ({}); the job is left as it is there, not "
-          "treated as lost, until they work again",
-          owner, facts->second.credentials_refused);
-      DispatchUpdate u = Guarded(job_);
-      u.message = msg;
-      u.conditions_json = Conditions("OwnerUnreachable", "CredentialsRefused", msg, in_.now_ms);
-      u.events.push_back(Event("CredentialsRefused", msg, owner, "Warning"));
-      plan.write = std::move(u);
-    }
-    return plan;
-  }
+  const bool removed = !in_.clusters->count(owner);
+  if (removed || !Reachable(owner)) return OwnerUnreachable(removed);
   Plan plan;
   const ObservedWorkload* w = WorkloadIn(owner);
   const ObservedJob* j = JobIn(owner);

@@ -40,8 +40,12 @@ void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error) {
 
 void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error) {
   OnProbeFailed(now_ms, std::move(error));
-  first_lost_ms.reset();  // it answered: up, whatever it thinks of us
   credentials_refused = true;
+}
+
+int64_t ClusterHealth::LostTimeoutMs(int64_t lost_timeout_ms, int64_t refused_timeout_ms) const {
+  if (!credentials_refused) return lost_timeout_ms;
+  return refused_timeout_ms > 0 ? refused_timeout_ms : std::numeric_limits<int64_t>::max();
 }
 
 int64_t ClusterHealth::LostForMs(int64_t now_ms) const {

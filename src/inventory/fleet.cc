@@ -165,7 +165,8 @@ void Fleet::ProbeOne(const std::string& name) {
         spdlog::info("cluster {} is Ready", name);
       } else if (e.view.health.credentials_refused) {
         spdlog::warn("cluster {} is NotReady: it answers but refuses gantry's credentials: {}; nothing new goes "
-                     "there, and its jobs are left as they are (not lost) until the credentials work again",
+                     "there, and its jobs are left as they are until the credentials work again, or for at most "
+                     "credentialsRefusedTimeoutSeconds",
                      name, error);
       } else {
         spdlog::warn("cluster {} is NotReady: {}", name, error);
@@ -262,7 +263,8 @@ std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
   std::vector<placement::ClusterSnapshot> out;
   for (const auto& [name, e] : entries_) {
     placement::ClusterSnapshot s = ToClusterSnapshot(e.view.config);
-    s.health = ToPlacementHealth(e.view.health, now_ms, options_.lost_timeout_ms);
+    s.health = ToPlacementHealth(e.view.health, now_ms,
+                                 e.view.health.LostTimeoutMs(options_.lost_timeout_ms, options_.refused_timeout_ms));
     if (e.view.capacity) {
       s.capacity.quota = e.view.capacity->quota;
       s.capacity.pending_workloads = e.view.capacity->pending_workloads;

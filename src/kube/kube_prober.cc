@@ -40,20 +40,38 @@ Result<inventory::CapacityReading> ParseClusterQueues(const nlohmann::json& list
 
 namespace {
 
-// A cluster's answer other than 200, as a probe's error: 401 and 403 say the
-// cluster is up and refuses our credentials (fleet.h), anything else that it
-// is not ready.
-Status NotOk(int http_status, std::string what) {
-  if (http_status == 401) return {Code::kUnauthenticated, what + ": the cluster refuses gantry's credentials"};
-  if (http_status == 403) return {Code::kPermissionDenied, what + ": gantry's credentials lack the permission"};
-  return Status::Unavailable(std::move(what));
+// The API server's own refusal: 401 or 403 with a Kubernetes Status object,
+// as kube-apiserver writes them (a proxy's or a load balancer's error page
+// is not one).
+bool ApiServerRefusal(const KubeReply& reply) {
+  return (reply.status == 401 || reply.status == 403) && reply.body.is_object() &&
+         reply.body.value("kind", "") == "Status";
 }
 
 }  // namespace
 
-// No token could be had (a failing exec plugin, a token file gone). /readyz
-// is asked without one: any HTTP answer, 401 included, shows the cluster up,
-// and only our credentials at fault.
+Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what) {
+  // Without TLS verification anyone on the path could have answered.
+  if (!verified || !ApiServerRefusal(reply)) return Status::Unavailable(std::move(what));
+  if (reply.status == 401) return {Code::kUnauthenticated, what + ": the cluster refuses gantry's credentials"};
+  return {Code::kPermissionDenied, what + ": gantry's credentials lack the permission"};
+}
+
+Status WithoutTokenOutcome(const Result<KubeReply>& anonymous_readyz, bool verified, const Status& no_token) {
+  const std::string& why = no_token.message();
+  if (!anonymous_readyz.ok()) {
+    return {anonymous_readyz.status().code(),
+            fmt::format("no token: {}; and the cluster does not answer: {}", why, anonymous_readyz.status().message())};
+  }
+  const KubeReply& r = *anonymous_readyz;
+  if (verified && (r.status == 200 || ApiServerRefusal(r))) {
+    return {Code::kUnauthenticated, fmt::format("no token: {} (the cluster answers)", why)};
+  }
+  return Status::Unavailable(fmt::format("no token: {}; and /readyz asked without one answered {}", why, r.status));
+}
+
+// No token could be had (a failing exec plugin, a token file gone): /readyz
+// is asked without one (WithoutTokenOutcome).
 Status KubeProber::WithoutToken(const inventory::ClusterCredentials& creds, const Status& no_token) {
   inventory::ClusterCredentials anonymous = creds;
   anonymous.token_source = nullptr;
@@ -62,11 +80,7 @@ Status KubeProber::WithoutToken(const inventory::ClusterCredentials& creds, cons
   options.max_attempts = 1;
   auto client = KubeClient::Create(anonymous, options);
   Result<KubeReply> ready = client.ok() ? (*client)->Get("/readyz") : Result<KubeReply>(client.status());
-  if (!ready.ok()) {
-    return {ready.status().code(),
-            fmt::format("no token: {}; and the cluster does not answer: {}", no_token.message(), ready.status().message())};
-  }
-  return {Code::kUnauthenticated, fmt::format("no token: {} (the cluster answers)", no_token.message())};
+  return WithoutTokenOutcome(ready, !creds.insecure, no_token);
 }
 
 Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterConfig& config,
@@ -103,15 +117,16 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   if (!ready.ok()) return ready.status();
   if (ready->status != 200) {
     keep();
-    return NotOk(ready->status, fmt::format("/readyz answered {}", ready->status));
+    return RefusalOrOutage(*ready, !creds.insecure, fmt::format("/readyz answered {}", ready->status));
   }
   std::string version = std::string(inventory::KueueApiVersionName(config.kueue_api_version));
   auto cqs = conn.client->Get("/apis/kueue.x-k8s.io/" + version + "/clusterqueues");
   if (!cqs.ok()) return cqs.status();
   keep();
   if (!cqs->ok()) {
-    return NotOk(cqs->status,
-                 fmt::format("listing ClusterQueues answered {}: {}", cqs->status, cqs->error ? cqs->error->message : ""));
+    return RefusalOrOutage(
+        *cqs, !creds.insecure,
+        fmt::format("listing ClusterQueues answered {}: {}", cqs->status, cqs->error ? cqs->error->message : ""));
   }
   return ParseClusterQueues(cqs->body);
 }

@@ -39,7 +39,7 @@ TEST_CASE("the fleet's gauges follow the inventory, and a removed cluster leaves
            R"(gantry_cluster_credentials_refused{cluster="c3"} 1)",
            R"(gantry_cluster_credentials_refused{cluster="c2"} 0)",
            R"(gantry_cluster_outage_seconds{cluster="c2"} 90)",
-           R"(gantry_cluster_outage_seconds{cluster="c3"} 0)",
+           R"(gantry_cluster_outage_seconds{cluster="c3"} 90)",  // a refusal is an outage, with its own timeout
            R"(gantry_cluster_cordoned{cluster="c2"} 1)",
            R"(gantry_cluster_quota{cluster="c1",resource="nvidia.com/gpu"} 32)",
            R"(gantry_cluster_quota_reserved{cluster="c1",resource="nvidia.com/gpu"} 8)",

@@ -12,6 +12,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   const std::string path = dir.File("gantry.yaml");
   testing::WriteFile(path,
                      "clusterLostTimeoutSeconds: 60\n"
+                     "credentialsRefusedTimeoutSeconds: 0\n"
                      "finishedRetentionSeconds: 3600\n"
                      "leaseOn: QuotaReserved\n"
                      "dispatchWorkers: 4\n"
@@ -24,6 +25,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   Result<DaemonConfig> c = LoadDaemonConfig(path);
   REQUIRE(c.ok());
   CHECK(c->cluster_lost_timeout_seconds == 60);
+  CHECK(c->credentials_refused_timeout_seconds == 0);
+  CHECK(DaemonConfig{}.credentials_refused_timeout_seconds == 86400);
   CHECK(c->finished_retention_seconds == 3600);
   CHECK(c->lease_on == "QuotaReserved");
   CHECK(c->dispatch_workers == 4);
@@ -57,6 +60,7 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"finishedRetention: 60\n", "line 1: finishedRetention: unknown field"},
       {"leaseOn: Running\n", "leaseOn must be Admitted or QuotaReserved"},
       {"dispatchWorkers: 0\n", "dispatchWorkers must be 1..256"},
+      {"credentialsRefusedTimeoutSeconds: -1\n", "credentialsRefusedTimeoutSeconds must be 0..2592000 (0: never)"},
       {"rejectionBackoffSeconds: 0\n", "rejectionBackoffSeconds must be 1..3600"},
       {"rejectionBackoffSeconds: 3601\n", "rejectionBackoffSeconds must be 1..3600"},
       {"rejectionBackoffSeconds: 0.5\n", "line 1: rejectionBackoffSeconds: wrong type"},

@@ -586,20 +586,22 @@ TEST_CASE("step 10: a Wait job's OwnerLost condition is lifted when its owner an
   CHECK_FALSE(Decide(w.Input()).write);
 }
 
-TEST_CASE("step 10: an owner that refuses the credentials is never lost, and the job says why", "[dispatch][decide]") {
+TEST_CASE("step 10: an owner that refuses the credentials waits its own timeout, and the job says why",
+          "[dispatch][decide]") {
   for (const char* policy : {"Requeue", "Fail", "Wait"}) {
     INFO(policy);
     World w;
     w.spec = Spec(policy);
     w.in.options.cluster_lost_timeout_ms = 60'000;
+    w.in.options.credentials_refused_timeout_ms = 3'600'000;
     w.OwnedBy(JobPhase::kRunning, "c1", 1);
     w.Workload("c1", 1).admitted = true;
     ObservedJob& j = w.RemoteJob("c1", 1, RemoteJobState::kRunning);
     w.job.remote_status = j.summary;
     w.job.message = "running in c1";
     w.clusters["c1"].ready = false;
-    w.clusters["c1"].lost_for_ms = 0;  // it answers: no outage, however long it refuses
-    w.clusters["c1"].credentials_refused = "/readyz answered 401: the cluster refuses gantry's credentials";
+    w.clusters["c1"].credentials_refused = true;
+    w.clusters["c1"].lost_for_ms = 10 * 60'000;  // past clusterLostTimeout
     Plan refused = Decide(w.Input());
     CHECK(refused.step == "owner-lost");
     CHECK(refused.actions.empty());
@@ -617,14 +619,58 @@ TEST_CASE("step 10: an owner that refuses the credentials is never lost, and the
     CHECK_FALSE(Decide(w.Input()).write);  // flagged once
 
     // Working credentials again: the flag goes, the job runs on.
-    w.clusters["c1"].ready = true;
-    w.clusters["c1"].credentials_refused.clear();
-    Plan back = Decide(w.Input());
+    World back_world = w;
+    back_world.clusters["c1"].ready = true;
+    back_world.clusters["c1"].credentials_refused = false;
+    back_world.clusters["c1"].lost_for_ms = 0;
+    Plan back = Decide(back_world.Input());
     REQUIRE(back.write);
     CHECK(*back.write->conditions_json == "[]");
     CHECK(*back.write->message == "running in c1");
     CHECK_FALSE(back.write->epoch);
+
+    // Unreachable for another reason now: the flag goes, the usual timeout applies.
+    World cut = w;
+    cut.clusters["c1"].credentials_refused = false;
+    cut.clusters["c1"].lost_for_ms = 30'000;
+    Plan unflagged = Decide(cut.Input());
+    REQUIRE(unflagged.write);
+    CHECK(*unflagged.write->conditions_json == "[]");
+    CHECK_FALSE(unflagged.write->phase);
+
+    // Refusing past its own timeout: onClusterLoss applies, saying why.
+    w.clusters["c1"].lost_for_ms = 3'600'000;
+    Plan lost = Decide(w.Input());
+    REQUIRE(lost.write);
+    const std::string said = lost.write->message ? *lost.write->message : "";
+    CHECK_THAT(said, Catch::Contains("has refused gantry's credentials for 3600 s"));
+    if (std::string(policy) == "Requeue") CHECK(*lost.write->phase == JobPhase::kQueued);
+    if (std::string(policy) == "Fail") CHECK(*lost.write->phase == JobPhase::kFailed);
+    if (std::string(policy) == "Wait") CHECK_THAT(*lost.write->conditions_json, Catch::Contains("OwnerLost"));
+
+    // 0: never lost while it refuses.
+    w.in.options.credentials_refused_timeout_ms = 0;
+    w.clusters["c1"].lost_for_ms = 1'000 * 3'600'000LL;
+    CHECK_FALSE(Decide(w.Input()).write);
   }
+}
+
+TEST_CASE("step 10: an outage restored after a restart is not judged before the first probe", "[dispatch][decide]") {
+  World w;
+  w.spec = Spec("Requeue");
+  w.in.options.cluster_lost_timeout_ms = 60'000;
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
+  w.clusters["c1"].ready = false;
+  w.clusters["c1"].lost_for_ms = 10 * 60'000;  // the outage the store kept
+  w.clusters["c1"].awaiting_first_probe = true;
+  Plan waiting = Decide(w.Input());
+  CHECK(waiting.step == "owner-lost");
+  CHECK_FALSE(waiting.write);
+  CHECK(waiting.requeue_ms == DecideOptions{}.retry_ms);
+  w.clusters["c1"].awaiting_first_probe = false;  // probed: still out of reach
+  Plan lost = Decide(w.Input());
+  REQUIRE(lost.write);
+  CHECK(*lost.write->phase == JobPhase::kQueued);
 }
 
 TEST_CASE("steps 11-13: eviction requeues, the real job is created, runs and finishes", "[dispatch][decide]") {

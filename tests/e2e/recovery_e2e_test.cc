@@ -121,7 +121,7 @@ TEST_CASE("owner partitioned: a Requeue job runs again elsewhere at epoch 2, its
   CHECK(PollFor([&] { return RemoteGone(fleet, "c2", "team-a", remote); }, seconds(20), milliseconds(250)));
 }
 
-TEST_CASE("an owner that refuses gantry's credentials is not lost: its job runs on there, never moved",
+TEST_CASE("an owner refusing gantry's credentials is not lost at clusterLostTimeout: its job runs on there, not moved",
           "[e2e][recovery][credentials]") {
   DispatchFleetOptions o;
   o.sim_config_yaml = kTwoClusters;
@@ -148,6 +148,8 @@ TEST_CASE("an owner that refuses gantry's credentials is not lost: its job runs 
   REQUIRE(fleet.ReloadClusters() == 200);
   REQUIRE(PollFor([&] { return HasCondition(fleet.Job("team-a", "steady"), "OwnerUnreachable"); }, seconds(20)));
   CHECK(Count(Reasons(fleet, "team-a", "steady"), "CredentialsRefused") == 1);
+  // The refusal's details are the operator's (gantry clusters), not on the job.
+  CHECK(fleet.Job("team-a", "steady")["status"].value("message", "").find("401") == std::string::npos);
   RunResult clusters = Cli(fleet.url(), {"clusters"});
   CHECK(clusters.out.find("NotReady,CredentialsRefused") != std::string::npos);
   CHECK(clusters.out.find("revoked-token") == std::string::npos);
@@ -157,7 +159,6 @@ TEST_CASE("an owner that refuses gantry's credentials is not lost: its job runs 
   REQUIRE(metrics.ok());
   CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_cluster_credentials_refused{cluster="c1"} 1)"));
   CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_cluster_ready{cluster="c1"} 0)"));
-  CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_cluster_outage_seconds{cluster="c1"} 0)"));
   CHECK_THAT(metrics->body, Catch::Contains(R"(gantry_cluster_ready{cluster="c2"} 1)"));
 
   // c2 goes down: once its job is requeued, the timeout has passed for c1 too.
@@ -183,6 +184,53 @@ TEST_CASE("an owner that refuses gantry's credentials is not lost: its job runs 
   CHECK(runs[0].value("cluster", "") == "c1");
   CHECK(runs[0].value("endReason", "") == "Succeeded");
   REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
+}
+
+TEST_CASE("an owner refusing gantry's credentials past credentialsRefusedTimeoutSeconds is lost: Requeue moves the job",
+          "[e2e][recovery][credentials]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kSlowThenFast;  // c1 runs it a minute; c2 admits after 2 s, runs it in 3 s
+  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 600\ncredentialsRefusedTimeoutSeconds: 2";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("mover", "team-a", 1, 0, "", "  onClusterLoss: Requeue")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Running"}, seconds(30)));
+  REQUIRE(fleet.Job("team-a", "mover")["status"].value("cluster", "") == "c1");
+  const std::string uid = fleet.Uid("team-a", "mover");
+
+  const std::string kubeconfig = fleet.sim_dir() + "/c1.kubeconfig";
+  const std::string good = ReadFile(kubeconfig);
+  const auto at = good.find("token: ");
+  REQUIRE(at != std::string::npos);
+  WriteFile(kubeconfig, good.substr(0, at) + "token: revoked-token-0123456789" + good.substr(good.find('\n', at)));
+  const auto revoked = std::chrono::steady_clock::now();
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(PollFor([&] {
+    json j = fleet.Job("team-a", "mover");
+    return j.is_object() && j["status"]["epoch"] == 2 && j["status"].value("cluster", "") == "c2";
+  }, seconds(30)));
+  CHECK(std::chrono::steady_clock::now() - revoked >= seconds(2));  // not before its timeout
+  bool said = false;
+  for (auto& e : fleet.Events("team-a", "mover")) {
+    said |= e.value("reason", "") == "ClusterLost" &&
+            e.value("message", "").find("has refused gantry's credentials") != std::string::npos;
+  }
+  CHECK(said);
+
+  // The credentials work again: the epoch-1 run in c1 is fenced.
+  WriteFile(kubeconfig, good);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  CHECK(PollFor([&] {
+    auto r = fleet.Runs(uid);
+    return !r.empty() && StoppedByDelete(r[0]);
+  }, seconds(30), milliseconds(250)));
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Succeeded", "Failed"}, seconds(30)));
+  CHECK(fleet.Job("team-a", "mover")["status"]["phase"] == "Succeeded");
+  std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[1].value("cluster", "") == "c2");
 }
 
 TEST_CASE("owner partitioned: a Fail job fails after the timeout, a Wait job waits and finishes, neither runs twice",

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 namespace gantry::inventory {
 namespace {
 
@@ -75,37 +77,44 @@ TEST_CASE("first_lost_ms survives a restart via RestoreFirstLost", "[inventory][
   CHECK(none.first_lost_ms == kT0);
 }
 
-TEST_CASE("A cluster refusing the credentials is NotReady but its outage clock stops", "[inventory][health]") {
+TEST_CASE("A refusal is an outage with a timeout of its own, and its clock runs on", "[inventory][health]") {
   ClusterHealth h;
   h.OnProbeOk(kT0);
   h.OnProbeFailed(kT0 + 1000, "connect: connection timed out");  // a partition first
   REQUIRE(h.first_lost_ms == kT0 + 1000);
+  CHECK(h.LostTimeoutMs(60'000, 3'600'000) == 60'000);
   h.OnProbeRefused(kT0 + 5000, "/readyz answered 401");  // then it answers, refusing us
   CHECK(h.state == HealthState::kNotReady);
-  CHECK(h.since_ms == kT0 + 1000);  // NotReady since the partition
+  CHECK(h.since_ms == kT0 + 1000);
   CHECK(h.credentials_refused);
-  CHECK_FALSE(h.first_lost_ms.has_value());
-  CHECK(h.LostForMs(kT0 + 3'600'000) == 0);
+  CHECK(h.first_lost_ms == kT0 + 1000);  // one outage: the clock does not restart
+  CHECK(h.LostTimeoutMs(60'000, 3'600'000) == 3'600'000);
+  CHECK(h.LostTimeoutMs(60'000, 0) == std::numeric_limits<int64_t>::max());  // 0: never lost
   CHECK(h.consecutive_failures == 2);  // still backs off
   CHECK(h.last_error == "/readyz answered 401");
 
-  h.OnProbeFailed(kT0 + 9000, "connect: connection refused");  // unreachable again: a new outage
+  // Alternating with plain failures: the clock runs on, and the timeout
+  // follows the latest failure.
+  h.OnProbeFailed(kT0 + 9000, "connect: connection refused");
   CHECK_FALSE(h.credentials_refused);
-  CHECK(h.first_lost_ms == kT0 + 9000);
+  CHECK(h.first_lost_ms == kT0 + 1000);
+  CHECK(h.LostTimeoutMs(60'000, 3'600'000) == 60'000);
 
   h.OnProbeRefused(kT0 + 12000, "/readyz answered 403");
   h.OnProbeOk(kT0 + 15000);
   CHECK(h.state == HealthState::kReady);
   CHECK_FALSE(h.credentials_refused);
+  CHECK_FALSE(h.first_lost_ms.has_value());
   CHECK(h.consecutive_failures == 0);
 }
 
-TEST_CASE("A refusal at the first probe after a restart ends the persisted outage", "[inventory][health]") {
+TEST_CASE("A refusal at the first probe after a restart keeps the persisted outage", "[inventory][health]") {
   ClusterHealth h;
   h.RestoreFirstLost(kT0 - 600'000);
   h.OnProbeRefused(kT0, "/readyz answered 401");
   CHECK(h.state == HealthState::kNotReady);
-  CHECK_FALSE(h.first_lost_ms.has_value());
+  CHECK(h.first_lost_ms == kT0 - 600'000);
+  CHECK(h.credentials_refused);
 }
 
 TEST_CASE("Recovery keeps the last error for display", "[inventory][health]") {

@@ -117,33 +117,43 @@ TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fl
   CHECK(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
 }
 
-TEST_CASE("a cluster that refuses the credentials is NotReady and never lost", "[inventory][fleet]") {
+TEST_CASE("a cluster that refuses the credentials is lost only after refused_timeout_ms", "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});
   auto& [dir, store, options] = fleet_dir;
+  options.lost_timeout_ms = 60'000;
+  options.refused_timeout_ms = 3'600'000;
   FakeClock clock(1'000'000);
   FakeProber prober;
-  prober.up = {{"c1", false}};
+  prober.up = {{"c1", true}};
+  prober.refuses = {{"c1", true}};
   {
     Fleet fleet(prober, *store, clock, options);
     fleet.Start();
-    fleet.ProbeAllNow();  // unreachable: an outage starts, and is kept
-    REQUIRE(fleet.Cluster("c1")->health.first_lost_ms == 1'000'000);
-    REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c1") == 1; }));
-    clock.Advance(60'000);
-    prober.up["c1"] = true;
-    prober.refuses["c1"] = true;
-    fleet.ProbeAllNow();  // it answers, and refuses us
+    fleet.ProbeAllNow();
     auto c1 = fleet.Cluster("c1");
     CHECK(c1->health.state == HealthState::kNotReady);
     CHECK(c1->health.credentials_refused);
-    CHECK_FALSE(c1->health.first_lost_ms.has_value());
+    CHECK(c1->health.first_lost_ms == 1'000'000);
     CHECK(c1->health.last_error == "/readyz answered 401");
-    // Not a candidate, and not lost however long it refuses.
-    const int64_t much_later = clock.NowMillis() + 10 * options.lost_timeout_ms;
-    CHECK(fleet.Snapshot(much_later)[0].health == placement::ClusterHealth::kNotReady);
+    // Past clusterLostTimeout: not lost; past the refused timeout: lost.
+    CHECK(fleet.Snapshot(1'000'000 + 10 * 60'000)[0].health == placement::ClusterHealth::kNotReady);
+    CHECK(fleet.Snapshot(1'000'000 + 3'600'000)[0].health == placement::ClusterHealth::kLost);
     fleet.Stop();
   }
-  // The persisted outage ended with the refusal: a restart does not bring it back.
+  // The outage start is kept across a restart, as for any outage.
+  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c1") == 1; }));
+  options.refused_timeout_ms = 0;  // never lost while it refuses
+  {
+    Fleet fleet(prober, *store, clock, options);
+    fleet.Start();
+    fleet.ProbeAllNow();
+    CHECK(fleet.Cluster("c1")->health.first_lost_ms == 1'000'000);
+    CHECK(fleet.Snapshot(1'000'000 + 100 * 3'600'000LL)[0].health == placement::ClusterHealth::kNotReady);
+    prober.refuses["c1"] = false;
+    fleet.ProbeAllNow();
+    CHECK(fleet.Cluster("c1")->health.state == HealthState::kReady);
+    fleet.Stop();
+  }
   CHECK(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
 }
 

@@ -28,6 +28,38 @@ inventory::ClusterConfig ConfigFor(const std::string& dir, const std::string& na
 
 }  // namespace
 
+TEST_CASE("only the API server's own 401 or 403 over verified TLS counts as a refusal", "[kube][prober]") {
+  const nlohmann::json status401 = {{"kind", "Status"}, {"apiVersion", "v1"}, {"code", 401}, {"reason", "Unauthorized"}};
+  const nlohmann::json status403 = {{"kind", "Status"}, {"apiVersion", "v1"}, {"code", 403}, {"reason", "Forbidden"}};
+  auto reply = [](int code, nlohmann::json body) {
+    kube::KubeReply r;
+    r.status = code;
+    r.body = std::move(body);
+    return r;
+  };
+  CHECK(kube::RefusalOrOutage(reply(401, status401), true, "x").code() == Code::kUnauthenticated);
+  CHECK(kube::RefusalOrOutage(reply(403, status403), true, "x").code() == Code::kPermissionDenied);
+  // A proxy's page, another answer, or TLS not verified: an outage.
+  CHECK(kube::RefusalOrOutage(reply(401, nullptr), true, "x").code() == Code::kUnavailable);
+  CHECK(kube::RefusalOrOutage(reply(403, {{"error", "forbidden"}}), true, "x").code() == Code::kUnavailable);
+  CHECK(kube::RefusalOrOutage(reply(503, nullptr), true, "x").code() == Code::kUnavailable);
+  CHECK(kube::RefusalOrOutage(reply(401, status401), false, "x").code() == Code::kUnavailable);
+
+  const Status no_token(Code::kUnavailable, "exec plugin aws: exited with code 255");
+  auto without = [&](Result<kube::KubeReply> r, bool verified) {
+    return kube::WithoutTokenOutcome(r, verified, no_token);
+  };
+  CHECK(without(reply(200, nullptr), true).code() == Code::kUnauthenticated);
+  CHECK(without(reply(401, status401), true).code() == Code::kUnauthenticated);
+  CHECK_THAT(without(reply(401, status401), true).message(), Catch::Contains("exited with code 255"));
+  // A load balancer answering 5xx in front of a dead cluster: an outage.
+  CHECK(without(reply(503, nullptr), true).code() == Code::kUnavailable);
+  CHECK_THAT(without(reply(503, nullptr), true).message(), Catch::Contains("answered 503"));
+  CHECK(without(reply(401, nullptr), true).code() == Code::kUnavailable);
+  CHECK(without(reply(200, nullptr), false).code() == Code::kUnavailable);
+  CHECK(without(Status::Deadline("timed out"), true).code() == Code::kDeadlineExceeded);
+}
+
 TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
   if (ReadFile(Sim()).empty()) {
     WARN("gantry-sim was not built: skipping");

@@ -49,6 +49,9 @@ struct DaemonConfig {
   // How long an owner cluster may be unreachable before its jobs' onClusterLoss
   // policy applies (measured from the first failed probe, kept across restarts).
   int cluster_lost_timeout_seconds = 900;
+  // The same for an owner that answers but refuses gantry's credentials (its
+  // jobs most likely run on): 0 = never lost while it refuses.
+  int credentials_refused_timeout_seconds = 86400;
   // How long a job that finished in its cluster keeps its Workload and job
   // there (for kubectl: pods, logs) before gantry deletes them. 0 = at once.
   int finished_retention_seconds = 0;

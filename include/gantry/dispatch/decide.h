@@ -27,8 +27,9 @@
 //                per epoch)
 //   9 copies     Nominating: create missing copies
 //  10 owner-lost owner unreachable: wait, then apply onClusterLoss; an
-//                owner that answers but refuses gantry's credentials is
-//                not lost: the job waits with a condition, however long
+//                owner that answers but refuses gantry's credentials
+//                waits longer (credentials_refused_timeout_ms), with a
+//                condition saying so
 //  11 evicted    the owner's Workload was evicted or deactivated (or
 //                vanished): requeue, or Failed for an at-most-once job
 //                (onClusterLoss Fail or Wait)
@@ -65,9 +66,13 @@ inline constexpr std::string_view kNoClustersMessage = "no clusters known yet";
 struct ClusterFacts {
   bool ready = false;           // health Ready (Decide also requires the observer to have synced it)
   int64_t lost_for_ms = 0;      // length of the current outage (0 = none)
-  // Not ready because it answers but refuses gantry's credentials: the
-  // probe's error. Such a cluster is up, so never in an outage.
-  std::string credentials_refused;
+  // The outage is a refusal: the cluster answers but refuses gantry's
+  // credentials (cluster_health.h), so credentials_refused_timeout_ms
+  // applies instead of cluster_lost_timeout_ms.
+  bool credentials_refused = false;
+  // Not probed since the daemon started: an outage restored from the store
+  // is not judged before a probe says what the cluster does now.
+  bool awaiting_first_probe = false;
   inventory::ClusterConfig config;
 };
 
@@ -79,6 +84,10 @@ using FleetFacts = std::map<std::string, ClusterFacts>;
 struct DecideOptions {
   std::string origin = "gantry";
   int64_t cluster_lost_timeout_ms = 15 * 60'000;
+  // The same for an owner that answers but refuses gantry's credentials
+  // (credentialsRefusedTimeoutSeconds): its jobs most likely run on, so an
+  // expired login waits longer before they are dispatched again; 0 = never.
+  int64_t credentials_refused_timeout_ms = 24 * 3600'000;
   bool lease_on_quota_reserved = false;  // take the lease at QuotaReserved instead of Admitted
   int64_t resync_ms = 30'000;            // look again this often while nothing happens
   int64_t retry_ms = 2'000;              // after an unreachable cluster or a failed action

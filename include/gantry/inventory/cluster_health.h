@@ -9,13 +9,15 @@
 //   NotReady --ok-->   Ready      (since = now)
 //   any      --refused--> NotReady (since = now unless NotReady already)
 //   same state again: `since` is unchanged.
-// "refused" is a cluster that answers, over TLS verified against its CA, but
-// refuses gantry's credentials (401/403), or one whose token cannot be had
-// (a failing exec plugin) while its API server answers. It is NotReady (no
-// new work goes there) but not lost: it is known to be up, so its outage
-// clock stops (first_lost_ms cleared) and `clusterLostTimeout` never fires
-// on its jobs. An expired cloud login must not re-run, elsewhere, a job that
-// runs on undisturbed.
+// "refused" is a failure of its own kind: the cluster answers, over TLS
+// verified against its CA, with the API server's own 401 or 403, or its
+// token cannot be had (a failing exec plugin) while its /readyz answers.
+// It is an outage like any other (first_lost_ms set, the clock runs on
+// across refusals and other failures alike), flagged credentials_refused
+// while the latest failure is one, so that the caller can give it a timeout
+// of its own: the cluster is known to be up and its jobs most likely run on,
+// so an expired cloud login must not re-run them elsewhere after the usual
+// clusterLostTimeout.
 // first_lost_ms is the start of the current outage: set by the first failure
 // when unset, cleared by a success. It is what `clusterLostTimeout` is measured
 // from, so it is persisted by the caller and handed back via RestoreFirstLost()
@@ -47,7 +49,7 @@ struct ClusterHealth {
   std::optional<int64_t> first_lost_ms;
   std::string last_error;  // REQUIRES: free of secrets (callers pass Status messages)
   int consecutive_failures = 0;
-  bool credentials_refused = false;  // NotReady because it refuses us, not lost (above)
+  bool credentials_refused = false;  // the latest failure was a refusal (above)
 
   void OnProbeOk(int64_t now_ms);
   void OnProbeFailed(int64_t now_ms, std::string error);
@@ -58,6 +60,10 @@ struct ClusterHealth {
 
   // How long the current outage has lasted at now_ms; 0 when not in one.
   int64_t LostForMs(int64_t now_ms) const;
+  // The outage length past which the cluster is lost: lost_timeout_ms, or
+  // refused_timeout_ms while it refuses the credentials (0 = never: the
+  // largest int64_t).
+  int64_t LostTimeoutMs(int64_t lost_timeout_ms, int64_t refused_timeout_ms) const;
 
   // Delay before the next reconnect attempt: BackoffDelayMs over
   // consecutive_failures (see backoff.h for the formula and the jitter).

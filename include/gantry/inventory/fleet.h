@@ -47,9 +47,8 @@ class ClusterProber {
   virtual ~ClusterProber() = default;
   // Blocking, with its own deadline. Errors are free of secrets. Code
   // kUnauthenticated or kPermissionDenied means the cluster answered but
-  // refused the credentials (or none could be had): it is up, so NotReady
-  // without an outage (ClusterHealth::OnProbeRefused). Any other error is an
-  // outage.
+  // refused the credentials (or none could be had): it is up, and the
+  // outage gets the longer refused_timeout_ms (ClusterHealth::OnProbeRefused).
   virtual Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials& creds) = 0;
 };
 
@@ -58,6 +57,9 @@ struct FleetOptions {
   int64_t probe_interval_ms = 5'000;       // between probes of a healthy cluster
   int64_t stale_after_ms = 30'000;         // a capacity reading older than this is unknown
   int64_t lost_timeout_ms = 15 * 60'000;   // NotReady this long = Lost (clusterLostTimeout)
+  // The same while it refuses the credentials (credentialsRefusedTimeout;
+  // 0 = never lost while it refuses).
+  int64_t refused_timeout_ms = 24 * 3600'000;
   BackoffPolicy backoff;                   // while a cluster does not answer
   // Threads probing in parallel, so a cluster that stalls until its probe's
   // deadline does not hold up the probes of the others.

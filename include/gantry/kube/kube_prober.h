@@ -4,9 +4,11 @@
 // deadline on every step.
 //
 // It does not retry: a failed probe is itself the signal, and the Fleet backs
-// off between probes. A 401 or 403, or no token to send while the cluster
-// answers, comes back as kUnauthenticated or kPermissionDenied: the cluster
-// is up and refuses us, which the Fleet does not count as an outage.
+// off between probes. The API server's own 401 or 403, or no token to send
+// while the cluster answers, comes back as kUnauthenticated or
+// kPermissionDenied: the cluster is up and refuses us, an outage the Fleet
+// gives a longer timeout (fleet.h). Never so for a cluster whose TLS is not
+// verified (allowInsecure).
 //
 // Thread-safety: Probe from any thread (the Fleet's probe workers share one
 // prober). A probe takes its cluster's kept client out of the cache for its
@@ -42,6 +44,16 @@ class KubeProber final : public inventory::ClusterProber {
   std::mutex mu_;
   std::map<std::string, Conn> conns_;  // idle clients by cluster name; guarded by mu_
 };
+
+// A probe's answer other than 200, as its error: the API server's own 401
+// or 403 (a Kubernetes Status object) over verified TLS is a refusal
+// (kUnauthenticated, kPermissionDenied: up, refusing us); anything else is
+// an outage (kUnavailable). Exposed for tests.
+Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what);
+// With no token to send, what /readyz asked without one tells: a 200 or the
+// API server's own refusal over verified TLS shows the cluster up
+// (kUnauthenticated); no answer, or any other, is an outage. Exposed for tests.
+Status WithoutTokenOutcome(const Result<KubeReply>& anonymous_readyz, bool verified, const Status& no_token);
 
 // Sums a ClusterQueueList's quota and usage (exposed for tests).
 Result<inventory::CapacityReading> ParseClusterQueues(const nlohmann::json& list);

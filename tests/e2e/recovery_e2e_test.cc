@@ -59,6 +59,23 @@ bool StoppedByDelete(const json& run) {
   return reason == "WorkloadDeleted" || reason == "Deleted";
 }
 
+// The cluster's token, as gantry reads it, is revoked: its kubeconfig gets a
+// wrong one and the inventory is reloaded. Returns the file as it was.
+std::string RevokeToken(DispatchFleet& fleet, const std::string& cluster) {
+  const std::string path = fleet.sim_dir() + "/" + cluster + ".kubeconfig";
+  const std::string good = ReadFile(path);
+  const auto at = good.find("token: ");
+  REQUIRE(at != std::string::npos);
+  WriteFile(path, good.substr(0, at) + "token: revoked-token-0123456789" + good.substr(good.find('\n', at)));
+  REQUIRE(fleet.ReloadClusters() == 200);
+  return good;
+}
+
+void RestoreKubeconfig(DispatchFleet& fleet, const std::string& cluster, const std::string& text) {
+  WriteFile(fleet.sim_dir() + "/" + cluster + ".kubeconfig", text);
+  REQUIRE(fleet.ReloadClusters() == 200);
+}
+
 }  // namespace
 
 TEST_CASE("owner partitioned: a Requeue job runs again elsewhere at epoch 2, its zombie is deleted on heal",
@@ -139,13 +156,7 @@ TEST_CASE("an owner refusing gantry's credentials is not lost at clusterLostTime
   const std::string uid = fleet.Uid("team-a", "steady");
 
   // c1's token is revoked (here: the operator's kubeconfig now holds a wrong one).
-  const std::string kubeconfig = fleet.sim_dir() + "/c1.kubeconfig";
-  const std::string good = ReadFile(kubeconfig);
-  const auto at = good.find("token: ");
-  REQUIRE(at != std::string::npos);
-  const auto end = good.find('\n', at);
-  WriteFile(kubeconfig, good.substr(0, at) + "token: revoked-token-0123456789" + good.substr(end));
-  REQUIRE(fleet.ReloadClusters() == 200);
+  const std::string good = RevokeToken(fleet, "c1");
   REQUIRE(PollFor([&] { return HasCondition(fleet.Job("team-a", "steady"), "OwnerUnreachable"); }, seconds(20)));
   CHECK(Count(Reasons(fleet, "team-a", "steady"), "CredentialsRefused") == 1);
   // The refusal's details are the operator's (gantry clusters), not on the job.
@@ -171,8 +182,7 @@ TEST_CASE("an owner refusing gantry's credentials is not lost at clusterLostTime
   CHECK(Count(Reasons(fleet, "team-a", "steady"), "ClusterLost") == 0);
 
   // The token works again: the job is seen to finish where it ran, once.
-  WriteFile(kubeconfig, good);
-  REQUIRE(fleet.ReloadClusters() == 200);
+  RestoreKubeconfig(fleet, "c1", good);
   REQUIRE(fleet.WaitPhase("team-a", "steady", {"Succeeded", "Failed"}, seconds(30)));
   steady = fleet.Job("team-a", "steady");
   CHECK(steady["status"]["phase"] == "Succeeded");
@@ -199,13 +209,8 @@ TEST_CASE("an owner refusing gantry's credentials past credentialsRefusedTimeout
   REQUIRE(fleet.Job("team-a", "mover")["status"].value("cluster", "") == "c1");
   const std::string uid = fleet.Uid("team-a", "mover");
 
-  const std::string kubeconfig = fleet.sim_dir() + "/c1.kubeconfig";
-  const std::string good = ReadFile(kubeconfig);
-  const auto at = good.find("token: ");
-  REQUIRE(at != std::string::npos);
-  WriteFile(kubeconfig, good.substr(0, at) + "token: revoked-token-0123456789" + good.substr(good.find('\n', at)));
   const auto revoked = std::chrono::steady_clock::now();
-  REQUIRE(fleet.ReloadClusters() == 200);
+  const std::string good = RevokeToken(fleet, "c1");
   REQUIRE(PollFor([&] {
     json j = fleet.Job("team-a", "mover");
     return j.is_object() && j["status"]["epoch"] == 2 && j["status"].value("cluster", "") == "c2";
@@ -219,8 +224,7 @@ TEST_CASE("an owner refusing gantry's credentials past credentialsRefusedTimeout
   CHECK(said);
 
   // The credentials work again: the epoch-1 run in c1 is fenced.
-  WriteFile(kubeconfig, good);
-  REQUIRE(fleet.ReloadClusters() == 200);
+  RestoreKubeconfig(fleet, "c1", good);
   CHECK(PollFor([&] {
     auto r = fleet.Runs(uid);
     return !r.empty() && StoppedByDelete(r[0]);

@@ -106,11 +106,14 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
     u.conditions_json = Conditions("OwnerUnreachable", "CredentialsRefused", msg, in_.now_ms);
     u.events.push_back(Event("CredentialsRefused", msg, owner, "Warning"));
     plan.write = std::move(u);
-  } else if (!refused && flagged) {
+  } else if (!refused && flagged && !facts->ready) {
     // Now out of reach for another reason: the flag would tell a wrong story.
+    // (Ready, only not synced yet: the credentials work again, and
+    // OwnerReturned lifts the flag once the watches have caught up.)
+    std::string msg = fmt::format("owner cluster {} unreachable", owner);
     DispatchUpdate u = Guarded(job_);
-    u.message = fmt::format("owner cluster {} unreachable", owner);
-    u.conditions_json = "[]";
+    u.message = msg;
+    u.conditions_json = Conditions("OwnerUnreachable", "Unreachable", msg, in_.now_ms);
     plan.write = std::move(u);
   }
   return plan;

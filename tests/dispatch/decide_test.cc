@@ -629,14 +629,31 @@ TEST_CASE("step 10: an owner that refuses the credentials waits its own timeout,
     CHECK(*back.write->message == "running in c1");
     CHECK_FALSE(back.write->epoch);
 
-    // Unreachable for another reason now: the flag goes, the usual timeout applies.
+    // Ready again but not synced yet: the flag stays until the watches catch up.
+    World resyncing = back_world;
+    resyncing.synced.erase("c1");
+    CHECK_FALSE(Decide(resyncing.Input()).write);
+
+    // Unreachable for another reason now: the flag says so instead, and is
+    // lifted when the owner answers.
     World cut = w;
     cut.clusters["c1"].credentials_refused = false;
     cut.clusters["c1"].lost_for_ms = 30'000;
     Plan unflagged = Decide(cut.Input());
     REQUIRE(unflagged.write);
-    CHECK(*unflagged.write->conditions_json == "[]");
+    CHECK_THAT(*unflagged.write->conditions_json, !Catch::Contains("CredentialsRefused"));
+    CHECK_THAT(*unflagged.write->conditions_json, Catch::Contains("OwnerUnreachable"));
+    CHECK(*unflagged.write->message == "owner cluster c1 unreachable");
     CHECK_FALSE(unflagged.write->phase);
+    cut.job.conditions_json = *unflagged.write->conditions_json;
+    cut.job.message = *unflagged.write->message;
+    CHECK_FALSE(Decide(cut.Input()).write);  // said once
+    cut.clusters["c1"].ready = true;
+    cut.clusters["c1"].lost_for_ms = 0;
+    Plan returned = Decide(cut.Input());
+    REQUIRE(returned.write);
+    CHECK(*returned.write->conditions_json == "[]");
+    CHECK(*returned.write->message == "running in c1");
 
     // Refusing past its own timeout: onClusterLoss applies, saying why.
     w.clusters["c1"].lost_for_ms = 3'600'000;

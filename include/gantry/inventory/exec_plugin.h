@@ -111,9 +111,11 @@ class ExecPlugin {
 
 namespace exec_internal {
 // The first non-blank line of a failed run's stderr, as its message shows it:
-// one line of printable ASCII, at most 200 bytes, each word that looks like a
-// credential (24 or more characters mixing upper case, lower case and
-// digits; not a path or a URL) replaced by "[redacted]". Exposed for tests.
+// one line of printable ASCII, redacted whole and then cut to 200 bytes.
+// "[redacted]" replaces a word that looks like a credential (24 or more
+// characters mixing upper case, lower case and digits, or 32 or more hex
+// digits; not a path), the value of a key=value, and a URL's user
+// information and query values. Exposed for tests.
 std::string StderrLine(std::string_view err);
 }  // namespace exec_internal
 

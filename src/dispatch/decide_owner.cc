@@ -2,8 +2,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 
+#include "gantry/inventory/cluster_health.h"
 #include "ladder.h"
 
 namespace gantry::dispatch::ladder {
@@ -52,17 +52,24 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
   return plan;
 }
 
+// The job's message, and its one condition OwnerUnreachable with this
+// reason (OwnerReturned lifts it).
+DispatchUpdate Ladder::OwnerFlag(const std::string& reason, const std::string& message) const {
+  DispatchUpdate u = Guarded(job_);
+  u.message = message;
+  u.conditions_json = Conditions("OwnerUnreachable", reason, message, in_.now_ms);
+  return u;
+}
+
 // Step 10: the owner is out of reach (removed: gone from the inventory).
 Plan Ladder::OwnerUnreachable(bool removed) const {
   const std::string& owner = job_.cluster;
   const ClusterFacts* facts = removed ? nullptr : &in_.clusters->at(owner);
   const bool refused = facts && facts->credentials_refused;
-  const int64_t timeout = !refused                                ? opt_.cluster_lost_timeout_ms
-                          : opt_.credentials_refused_timeout_ms > 0 ? opt_.credentials_refused_timeout_ms
-                                                                  : std::numeric_limits<int64_t>::max();
+  const int64_t timeout =
+      inventory::LostTimeoutMs(refused, opt_.cluster_lost_timeout_ms, opt_.credentials_refused_timeout_ms);
   const int64_t lost = removed ? timeout : facts->lost_for_ms;
-  // An outage restored after a restart is judged once a probe has looked.
-  if (lost >= timeout && (removed || !facts->awaiting_first_probe)) {
+  if (lost >= timeout) {
     std::string why = removed   ? fmt::format("owner cluster {} was removed from the inventory", owner)
                       : refused ? fmt::format("owner cluster {} has refused gantry's credentials for {} s", owner,
                                               lost / 1000)
@@ -77,11 +84,8 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
         plan.step = "owner-lost";
         std::string msg = why + "; onClusterLoss is Wait: waiting for it to return";
         if (job_.conditions_json.find("OwnerLost") == std::string::npos) {
-          DispatchUpdate u = Guarded(job_);
-          u.message = msg;
-          u.conditions_json = Conditions("OwnerUnreachable", "OwnerLost", msg, in_.now_ms);
-          u.events.push_back(Event("ClusterLost", msg, owner, "Warning"));
-          plan.write = std::move(u);
+          plan.write = OwnerFlag("OwnerLost", msg);
+          plan.write->events.push_back(Event("ClusterLost", msg, owner, "Warning"));
         }
         plan.requeue_ms = opt_.retry_ms;
         return plan;
@@ -90,8 +94,7 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   }
   Plan plan;
   plan.step = "owner-lost";
-  plan.requeue_ms = lost >= timeout ? opt_.retry_ms  // awaiting the first probe
-                                     : std::clamp<int64_t>(timeout - lost, 200, opt_.retry_ms);
+  plan.requeue_ms = std::clamp<int64_t>(timeout - lost, 200, opt_.retry_ms);
   const bool flagged = job_.conditions_json.find("CredentialsRefused") != std::string::npos;
   if (refused && !flagged) {
     // Up, and refusing us: the job most likely runs on, so the user sees why
@@ -101,20 +104,13 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
         "owner cluster {} answers but refuses gantry's credentials; the job is left as it is there until they work "
         "again (see gantry clusters)",
         owner);
-    DispatchUpdate u = Guarded(job_);
-    u.message = msg;
-    u.conditions_json = Conditions("OwnerUnreachable", "CredentialsRefused", msg, in_.now_ms);
-    u.events.push_back(Event("CredentialsRefused", msg, owner, "Warning"));
-    plan.write = std::move(u);
+    plan.write = OwnerFlag("CredentialsRefused", msg);
+    plan.write->events.push_back(Event("CredentialsRefused", msg, owner, "Warning"));
   } else if (!refused && flagged && !facts->ready) {
     // Now out of reach for another reason: the flag would tell a wrong story.
     // (Ready, only not synced yet: the credentials work again, and
     // OwnerReturned lifts the flag once the watches have caught up.)
-    std::string msg = fmt::format("owner cluster {} unreachable", owner);
-    DispatchUpdate u = Guarded(job_);
-    u.message = msg;
-    u.conditions_json = Conditions("OwnerUnreachable", "Unreachable", msg, in_.now_ms);
-    plan.write = std::move(u);
+    plan.write = OwnerFlag("Unreachable", fmt::format("owner cluster {} unreachable", owner));
   }
   return plan;
 }

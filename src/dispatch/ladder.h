@@ -205,6 +205,7 @@ class Ladder {
   Plan Copies() const;
   Plan Owned() const;
   Plan OwnerUnreachable(bool removed) const;
+  DispatchUpdate OwnerFlag(const std::string& reason, const std::string& message) const;
   void OwnerReturned(Plan& plan) const;
   Plan Requeue(const std::string& step, const std::string& reason, const std::string& message) const;
   // How old the epoch must be before a job whose copies an admission check

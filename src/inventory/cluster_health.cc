@@ -43,13 +43,14 @@ void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error) {
   credentials_refused = true;
 }
 
-int64_t ClusterHealth::LostTimeoutMs(int64_t lost_timeout_ms, int64_t refused_timeout_ms) const {
+int64_t LostTimeoutMs(bool credentials_refused, int64_t lost_timeout_ms, int64_t refused_timeout_ms) {
   if (!credentials_refused) return lost_timeout_ms;
   return refused_timeout_ms > 0 ? refused_timeout_ms : std::numeric_limits<int64_t>::max();
 }
 
 int64_t ClusterHealth::LostForMs(int64_t now_ms) const {
-  return first_lost_ms ? std::max<int64_t>(0, now_ms - *first_lost_ms) : 0;
+  if (!first_lost_ms || state == HealthState::kUnknown) return 0;
+  return std::max<int64_t>(0, now_ms - *first_lost_ms);
 }
 
 int64_t ClusterHealth::NextRetryDelayMs(std::mt19937& rng, const BackoffPolicy& policy) const {

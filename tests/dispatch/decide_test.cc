@@ -672,24 +672,6 @@ TEST_CASE("step 10: an owner that refuses the credentials waits its own timeout,
   }
 }
 
-TEST_CASE("step 10: an outage restored after a restart is not judged before the first probe", "[dispatch][decide]") {
-  World w;
-  w.spec = Spec("Requeue");
-  w.in.options.cluster_lost_timeout_ms = 60'000;
-  w.OwnedBy(JobPhase::kRunning, "c1", 1);
-  w.clusters["c1"].ready = false;
-  w.clusters["c1"].lost_for_ms = 10 * 60'000;  // the outage the store kept
-  w.clusters["c1"].awaiting_first_probe = true;
-  Plan waiting = Decide(w.Input());
-  CHECK(waiting.step == "owner-lost");
-  CHECK_FALSE(waiting.write);
-  CHECK(waiting.requeue_ms == DecideOptions{}.retry_ms);
-  w.clusters["c1"].awaiting_first_probe = false;  // probed: still out of reach
-  Plan lost = Decide(w.Input());
-  REQUIRE(lost.write);
-  CHECK(*lost.write->phase == JobPhase::kQueued);
-}
-
 TEST_CASE("steps 11-13: eviction requeues, the real job is created, runs and finishes", "[dispatch][decide]") {
   World w;
   w.OwnedBy(JobPhase::kAdmitted, "c1", 1);

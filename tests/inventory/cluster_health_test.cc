@@ -61,6 +61,9 @@ TEST_CASE("first_lost_ms survives a restart via RestoreFirstLost", "[inventory][
   ClusterHealth failing;
   failing.RestoreFirstLost(persisted);
   CHECK(failing.state == HealthState::kUnknown);
+  // Not counted before a probe confirms it: a restart must not judge a
+  // cluster lost on an outage that may have ended while the daemon was down.
+  CHECK(failing.LostForMs(kT0) == 0);
   failing.OnProbeFailed(kT0, "timeout");
   CHECK(failing.first_lost_ms == persisted);  // not reset by the restart
   CHECK(failing.LostForMs(kT0) == 600'000);

@@ -65,14 +65,13 @@ inline constexpr std::string_view kNoClustersMessage = "no clusters known yet";
 // What the engine knows of one cluster of the inventory.
 struct ClusterFacts {
   bool ready = false;           // health Ready (Decide also requires the observer to have synced it)
-  int64_t lost_for_ms = 0;      // length of the current outage (0 = none)
+  // Length of the current outage: 0 when none, and 0 until a probe since
+  // the daemon started confirms an outage restored from the store.
+  int64_t lost_for_ms = 0;
   // The outage is a refusal: the cluster answers but refuses gantry's
   // credentials (cluster_health.h), so credentials_refused_timeout_ms
   // applies instead of cluster_lost_timeout_ms.
   bool credentials_refused = false;
-  // Not probed since the daemon started: an outage restored from the store
-  // is not judged before a probe says what the cluster does now.
-  bool awaiting_first_probe = false;
   inventory::ClusterConfig config;
 };
 

@@ -43,6 +43,11 @@ namespace gantry::inventory {
 enum class HealthState { kUnknown, kReady, kNotReady };
 std::string_view HealthStateName(HealthState state);  // "Unknown" | "Ready" | "NotReady"
 
+// The outage length past which a cluster is lost: lost_timeout_ms, or
+// refused_timeout_ms while it refuses the credentials (0 = never: the
+// largest int64_t).
+int64_t LostTimeoutMs(bool credentials_refused, int64_t lost_timeout_ms, int64_t refused_timeout_ms);
+
 struct ClusterHealth {
   HealthState state = HealthState::kUnknown;
   int64_t since_ms = 0;  // when `state` was entered; 0 while Unknown and never probed
@@ -58,12 +63,14 @@ struct ClusterHealth {
   // After a restart: the outage start the store kept (unset = none).
   void RestoreFirstLost(std::optional<int64_t> persisted_ms) { first_lost_ms = persisted_ms; }
 
-  // How long the current outage has lasted at now_ms; 0 when not in one.
+  // How long the current outage has lasted at now_ms; 0 when not in one,
+  // and 0 while Unknown: an outage restored after a restart counts (from its
+  // restored start) once a probe says the cluster is still out.
   int64_t LostForMs(int64_t now_ms) const;
-  // The outage length past which the cluster is lost: lost_timeout_ms, or
-  // refused_timeout_ms while it refuses the credentials (0 = never: the
-  // largest int64_t).
-  int64_t LostTimeoutMs(int64_t lost_timeout_ms, int64_t refused_timeout_ms) const;
+  // The outage length past which the cluster is lost (LostTimeoutMs below).
+  int64_t LostTimeoutMs(int64_t lost_timeout_ms, int64_t refused_timeout_ms) const {
+    return inventory::LostTimeoutMs(credentials_refused, lost_timeout_ms, refused_timeout_ms);
+  }
 
   // Delay before the next reconnect attempt: BackoffDelayMs over
   // consecutive_failures (see backoff.h for the formula and the jitter).

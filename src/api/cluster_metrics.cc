@@ -32,6 +32,8 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
   auto outage = Gauge("gantry_cluster_outage_seconds",
                       "Length of the cluster's current outage, 0 when none; clusterLostTimeout applies past it");
   auto cordoned = Gauge("gantry_cluster_cordoned", "1 when the cluster is cordoned in its inventory entry");
+  auto declared_lost = Gauge("gantry_cluster_declared_lost",
+                            "1 when an operator declared the cluster lost in its inventory entry (declaredLost)");
   auto quota = Gauge("gantry_cluster_quota",
                      "Nominal quota of the cluster's Kueue ClusterQueues by resource (cores, bytes, devices)");
   auto reserved = Gauge("gantry_cluster_quota_reserved", "Quota reserved by admitted workloads, by resource");
@@ -44,6 +46,7 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
     Add(refused, {cluster}, h.credentials_refused ? 1 : 0);
     Add(outage, {cluster}, static_cast<double>(h.LostForMs(now_ms)) / 1000.0);
     Add(cordoned, {cluster}, view.config.cordoned ? 1 : 0);
+    Add(declared_lost, {cluster}, view.config.declared_lost ? 1 : 0);
     if (!view.capacity) continue;
     for (const auto& [resource, q] : view.capacity->quota) {
       const prometheus::ClientMetric::Label res{"resource", resource};
@@ -53,8 +56,8 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
     Add(pending, {cluster}, view.capacity->pending_workloads);
     Add(age, {cluster}, static_cast<double>(std::max<int64_t>(0, now_ms - view.capacity_at_ms)) / 1000.0);
   }
-  return {std::move(ready), std::move(refused),  std::move(outage),  std::move(cordoned),
-          std::move(quota), std::move(reserved), std::move(pending), std::move(age)};
+  return {std::move(ready),    std::move(refused),  std::move(outage),  std::move(cordoned), std::move(declared_lost),
+          std::move(quota),    std::move(reserved), std::move(pending), std::move(age)};
 }
 
 }  // namespace gantry::api

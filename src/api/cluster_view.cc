@@ -23,6 +23,7 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
                          {"accelerators", accelerators},
                          {"datasets", c.datasets},
                          {"cordoned", c.cordoned},
+                         {"declaredLost", c.declared_lost},
                          {"kueueAPIVersion", inventory::KueueApiVersionName(c.kueue_api_version)}};
   if (c.price_per_gpu_hour.on_demand) spec["pricePerGPUHour"] = *c.price_per_gpu_hour.on_demand;
   const inventory::ClusterHealth& h = view.health;

@@ -310,6 +310,7 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
     std::string health = Str(c, "/status/health");
     if (c.value(nlohmann::json::json_pointer("/status/credentialsRefused"), false)) health += ",CredentialsRefused";
     if (c.value(nlohmann::json::json_pointer("/spec/cordoned"), false)) health += ",Cordoned";
+    if (c.value(nlohmann::json::json_pointer("/spec/declaredLost"), false)) health += ",DeclaredLost";
     rows.push_back({Str(c, "/metadata/name"), health,
                     since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), gpus, pending, age,
                     Str(c, "/status/health") == "Ready" ? "" : Str(c, "/status/lastError")});

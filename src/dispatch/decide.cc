@@ -134,11 +134,26 @@ Plan Ladder::Cleanup(const char* step) const {
   u.drop_intents = ConfirmedGone();
   if (!u.upsert_intents.empty() || !u.drop_intents.empty()) plan.write = std::move(u);
   if (RemoteLeft(plan)) {
-    // Only the kept objects left: look again when their time is up.
+    // Only the kept objects left: look again when their time is up. Only
+    // rows in clusters declared lost and silent: the health watch wakes the
+    // job when one answers again (its rows say the job has objects there),
+    // so nothing polls a cluster that may never return.
     plan.requeue_ms = OnlyKeptLeft(plan, keep) ? job_.finished_ms + RetentionMs() - in_.now_ms
+                      : OnlyLostLeft(plan)     ? -1
                                                : opt_.retry_ms;
   }
   return plan;
+}
+
+bool Ladder::OnlyLostLeft(const Plan& cleanup) const {
+  if (!cleanup.actions.empty()) return false;
+  for (const RemoteIntent& i : in_.intents) {
+    const bool dropped =
+        cleanup.write && std::find(cleanup.write->drop_intents.begin(), cleanup.write->drop_intents.end(),
+                                   std::make_pair(i.cluster, i.kind)) != cleanup.write->drop_intents.end();
+    if (!dropped && !(DeclaredLost(i.cluster) && !Reachable(i.cluster))) return false;
+  }
+  return true;
 }
 
 bool Ladder::OnlyKeptLeft(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const {
@@ -160,7 +175,10 @@ bool Ladder::RemoteLeft(const Plan& cleanup) const {
 // Step 3.
 Plan Ladder::Cancel() const {
   Plan plan = Cleanup("cancel");
-  if (RemoteLeft(plan)) {
+  // Nothing waits for a cluster declared lost: its rows stay (absent), so
+  // what it may still run is deleted if it answers again.
+  const bool lost_left = RemoteLeft(plan) && OnlyLostLeft(plan);
+  if (RemoteLeft(plan) && !lost_left) {
     std::vector<std::string> waiting = UnreachableWithIntents();
     if (!waiting.empty()) {
       std::string msg = fmt::format("waiting for cluster(s) {} to confirm deletion", fmt::join(waiting, ", "));
@@ -177,9 +195,12 @@ Plan Ladder::Cancel() const {
   plan.write->phase = JobPhase::kCancelled;
   plan.write->message = "cancelled by request";
   plan.write->conditions_json = "[]";
-  plan.write->events.push_back(Event("Cancelled", job_.epoch > 0
-                                                      ? "remote objects withdrawn from every cluster; job cancelled"
-                                                      : "nothing was dispatched; job cancelled"));
+  plan.write->events.push_back(
+      Event("Cancelled", lost_left ? fmt::format("remote objects withdrawn, except in cluster(s) declared lost ({}), "
+                                                 "where they are deleted if they answer again; job cancelled",
+                                                 fmt::join(LostWithIntents(), ", "))
+                         : job_.epoch > 0 ? "remote objects withdrawn from every cluster; job cancelled"
+                                          : "nothing was dispatched; job cancelled"));
   plan.requeue_ms = -1;
   return plan;
 }

@@ -18,6 +18,7 @@ std::optional<Plan> Ladder::Lease() const {
   std::vector<std::string> admitted;
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
+    if (DeclaredLost(i.cluster)) continue;  // step 9 withdraws it
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (w && Leasable(*w)) admitted.push_back(i.cluster);
   }
@@ -75,7 +76,7 @@ std::optional<Plan> Ladder::Widen() const {
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
     have.insert(i.cluster);
-    if (!Deactivated(i.cluster)) ++live;
+    if (!Deactivated(i.cluster) && !Gone(i.cluster)) ++live;
   }
   // Placement's candidates are the best step x (rounds + 1); their ranking
   // moves with capacity, so only the count tells whether a round is due:
@@ -149,13 +150,47 @@ std::optional<Plan> Ladder::AllDeactivated() const {
                  fmt::format("every Workload copy was deactivated: {}", fmt::join(why, "; ")));
 }
 
-// Step 9.
+// Step 9. Copies in a cluster removed from the inventory or declared lost
+// are withdrawn (intents absent; Sweep deletes what such a cluster still
+// shows); when no other copy is left, the job is dispatched again at once.
 Plan Ladder::Copies() const {
+  std::vector<std::string> gone;
+  size_t left = 0;
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
+    if (Gone(i.cluster)) {
+      gone.push_back(fmt::format("{} ({})", i.cluster, in_.clusters->count(i.cluster) ? "declared lost by an operator"
+                                                                                      : "removed from the inventory"));
+    } else {
+      ++left;
+    }
+  }
+  if (!gone.empty() && left == 0) {
+    return Requeue("copies", "ClusterLost", fmt::format("every Workload copy was in a cluster gantry no longer uses: {}",
+                                                        fmt::join(gone, ", ")));
+  }
   Plan plan;
   plan.step = "copies";
+  if (!gone.empty()) {
+    DispatchUpdate u = Guarded(job_);
+    for (const RemoteIntent& i : in_.intents) {
+      if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Gone(i.cluster)) continue;
+      RemoteIntent absent = i;
+      absent.present = false;
+      u.upsert_intents.push_back(std::move(absent));
+    }
+    u.events.push_back(Event("CopiesWithdrawn", fmt::format("Workload copies withdrawn from {}", fmt::join(gone, ", "))));
+    plan.write = std::move(u);
+    // A cluster declared lost that still answers: its copies go now.
+    for (const auto& [cluster, o] : in_.observed) {
+      if (!DeclaredLost(cluster) || !Reachable(cluster)) continue;
+      for (const ObservedWorkload& w : o.workloads) plan.actions.push_back(DeleteWorkload(cluster, w));
+    }
+  }
   bool awaited = false;  // a copy not seen yet, created a moment ago
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
+    if (Gone(i.cluster)) continue;
     if (WorkloadIn(i.cluster)) continue;
     if (Expected(i.cluster, kWorkload)) {
       awaited = true;
@@ -165,7 +200,8 @@ Plan Ladder::Copies() const {
   }
   // An awaited copy that never shows (it was deleted at once) is created
   // again once its expectation lapses: look again soon, not at the resync.
-  plan.requeue_ms = plan.actions.empty() && !awaited ? opt_.resync_ms : opt_.retry_ms;
+  // So are the rows of withdrawn copies dropped.
+  plan.requeue_ms = plan.actions.empty() && !awaited && gone.empty() ? opt_.resync_ms : opt_.retry_ms;
   if (in_.spec->dispatch.mode == DispatchMode::kIncremental) {
     int64_t round = int64_t{in_.spec->dispatch.round_seconds} * 1000;
     int64_t next = round - (in_.now_ms - job_.nominated_ms) % round;

@@ -61,19 +61,25 @@ DispatchUpdate Ladder::OwnerFlag(const std::string& reason, const std::string& m
   return u;
 }
 
-// Step 10: the owner is out of reach (removed: gone from the inventory).
+// Step 10: the owner is out of reach (removed: gone from the inventory). An
+// owner declared lost by an operator has no timeout to wait out, once a
+// probe has seen it fail (an owner that is only not synced yet, or not
+// probed since a restart, is waited for).
 Plan Ladder::OwnerUnreachable(bool removed) const {
   const std::string& owner = job_.cluster;
   const ClusterFacts* facts = removed ? nullptr : &in_.clusters->at(owner);
   const bool refused = facts && facts->credentials_refused;
+  const bool declared = facts && facts->config.declared_lost;
   const int64_t timeout =
-      inventory::LostTimeoutMs(refused, opt_.cluster_lost_timeout_ms, opt_.credentials_refused_timeout_ms);
+      declared ? 1 : inventory::LostTimeoutMs(refused, opt_.cluster_lost_timeout_ms, opt_.credentials_refused_timeout_ms);
   const int64_t lost = removed ? timeout : facts->lost_for_ms;
   if (lost >= timeout) {
-    std::string why = removed   ? fmt::format("owner cluster {} was removed from the inventory", owner)
-                      : refused ? fmt::format("owner cluster {} has refused gantry's credentials for {} s", owner,
-                                              lost / 1000)
-                                : fmt::format("owner cluster {} unreachable for {} s", owner, lost / 1000);
+    std::string why = removed    ? fmt::format("owner cluster {} was removed from the inventory", owner)
+                      : declared ? fmt::format("owner cluster {} was declared lost by an operator and does not answer",
+                                               owner)
+                      : refused  ? fmt::format("owner cluster {} has refused gantry's credentials for {} s", owner,
+                                               lost / 1000)
+                                 : fmt::format("owner cluster {} unreachable for {} s", owner, lost / 1000);
     switch (in_.spec->on_cluster_loss) {
       case OnClusterLoss::kRequeue:
         return Requeue("owner-lost", "ClusterLost", why);

@@ -70,6 +70,14 @@ class Ladder {
     auto f = in_.clusters->find(cluster);
     return f != in_.clusters->end() && f->second.ready && in_.synced->count(cluster) > 0;
   }
+  // Declared lost by an operator (ClusterConfig::declared_lost): still
+  // watched, so Reachable() may hold, but trusted with nothing new.
+  bool DeclaredLost(const std::string& cluster) const {
+    auto f = in_.clusters->find(cluster);
+    return f != in_.clusters->end() && f->second.config.declared_lost;
+  }
+  // Removed from the inventory, or declared lost: no copy there takes a lease.
+  bool Gone(const std::string& cluster) const { return !in_.clusters->count(cluster) || DeclaredLost(cluster); }
   // What cluster shows of the job (nothing, when it is not in in_.observed).
   const ClusterObservation* Observed(const std::string& cluster) const {
     static const ClusterObservation kNothing;
@@ -145,7 +153,9 @@ class Ladder {
     MarkIntentsAbsent(u, in_.intents, keep);
   }
   // Intents to drop: absent ones whose cluster confirms the object gone, and
-  // any in a cluster no longer in the inventory (nothing can reach it).
+  // any in a cluster no longer in the inventory (nothing can reach it). The
+  // rows in a cluster declared lost stay until it confirms: they are how the
+  // health watch finds the jobs to look at again when it answers.
   std::vector<std::pair<std::string, std::string>> ConfirmedGone() const {
     std::vector<std::pair<std::string, std::string>> out;
     for (const RemoteIntent& i : in_.intents) {
@@ -161,10 +171,21 @@ class Ladder {
     }
     return out;
   }
+  // The clusters declared lost and silent that hold rows of the job.
+  std::vector<std::string> LostWithIntents() const {
+    std::vector<std::string> out;
+    for (const RemoteIntent& i : in_.intents) {
+      if (DeclaredLost(i.cluster) && !Reachable(i.cluster) &&
+          std::find(out.begin(), out.end(), i.cluster) == out.end()) {
+        out.push_back(i.cluster);
+      }
+    }
+    return out;
+  }
   std::vector<std::string> UnreachableWithIntents() const {
     std::vector<std::string> out;
     for (const RemoteIntent& i : in_.intents) {
-      if (in_.clusters->count(i.cluster) && !Reachable(i.cluster) &&
+      if (in_.clusters->count(i.cluster) && !Reachable(i.cluster) && !DeclaredLost(i.cluster) &&
           std::find(out.begin(), out.end(), i.cluster) == out.end()) {
         out.push_back(i.cluster);
       }
@@ -192,6 +213,9 @@ class Ladder {
   // Whether all a Cleanup() plan leaves is kept: no deletes to run, and
   // every row it does not drop is a kept one.
   bool OnlyKeptLeft(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const;
+  // Whether all a Cleanup() plan leaves is rows in clusters declared lost
+  // that do not answer: no deletes to run, and no other row left.
+  bool OnlyLostLeft(const Plan& cleanup) const;
 
   bool Fence(Plan& plan) const;
   void Sweep(Plan& plan, Plan& deletes) const;

@@ -104,6 +104,7 @@ Status ParseRoot(const YAML::Node& root, const std::string& base_dir, ClusterCon
          return Assign(internal::ReadLocalQueues(n, f), &c.local_queues);
        }},
       {"cordoned", flag(&c.cordoned)},
+      {"declaredLost", flag(&c.declared_lost)},
       {"allowInsecure", flag(&c.allow_insecure)},
   };
   return internal::ReadFields(root, Field{"", internal::LineOf(root)}, handlers,

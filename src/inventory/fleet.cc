@@ -104,6 +104,15 @@ std::vector<ClusterFileError> Fleet::Load() {
   }
   for (auto& [name, e] : next) {
     auto old = entries_.find(name);
+    const bool was_lost = old != entries_.end() && old->second.view.config.declared_lost;
+    if (e.view.config.declared_lost && !was_lost) {
+      spdlog::warn("inventory: cluster {} is declared lost (declaredLost): nothing new goes there, and the jobs it "
+                   "owns get their onClusterLoss as soon as it stops answering; what it runs is withdrawn if it "
+                   "answers again",
+                   name);
+    } else if (was_lost && !e.view.config.declared_lost) {
+      spdlog::info("inventory: cluster {} is no longer declared lost", name);
+    }
     if (old == entries_.end()) {
       spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
       continue;

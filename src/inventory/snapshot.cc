@@ -14,6 +14,7 @@ placement::ClusterSnapshot ToClusterSnapshot(const ClusterConfig& config) {
   s.labels = config.labels;
   s.datasets = config.datasets;
   s.cordoned = config.cordoned;
+  s.declared_lost = config.declared_lost;
   s.price_per_gpu_hour = config.price_per_gpu_hour.on_demand;
   for (const AcceleratorConfig& a : config.accelerators) {
     placement::Accelerator out;

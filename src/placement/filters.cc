@@ -192,6 +192,7 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
   if (auto x = CheckPrice(c, demand, cluster)) return x;
   if (auto x = CheckNodeFit(job, demand, cluster, options)) return x;
   if (auto x = CheckQuota(demand, cluster)) return x;
+  if (cluster.declared_lost) return Exclude(Filter::kCordoned, "declared lost by an operator");
   if (cluster.cordoned) return Exclude(Filter::kCordoned, "cordoned by an operator");
   if (cluster.health != ClusterHealth::kReady) {
     return Exclude(Filter::kHealth,

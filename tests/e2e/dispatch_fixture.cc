@@ -307,4 +307,9 @@ spec:
                      name, ns, pods, gpu, duration, extra_spec, fail ? ", sim.gantry.dev/outcome: Failed" : "");
 }
 
+bool StoppedByDelete(const nlohmann::json& run) {
+  const std::string reason = run.value("endReason", "");
+  return reason == "WorkloadDeleted" || reason == "Deleted";
+}
+
 }  // namespace gantry::testing

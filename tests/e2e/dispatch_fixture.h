@@ -108,6 +108,19 @@ int Count(const std::vector<std::string>& v, const std::string& x);
 // Journal runs one a line, for a failure's log.
 std::string Describe(const std::vector<nlohmann::json>& runs);
 
+// Two CPU clusters. c1 admits at once and runs a job without a duration
+// annotation for a minute: a zombie that outlives any partition in a test.
+// c2 admits after 2 s, so a job free to go anywhere is leased by c1 first,
+// and runs it in 3 s.
+inline constexpr const char* kSlowThenFast = R"(clusters:
+- {name: c1, jobDuration: 60s}
+- {name: c2, jobDuration: 3s, admissionDelay: 2s}
+)";
+
+// A journal run was ended by gantry deleting its objects (the Workload goes
+// first, which stops the run; the job's delete then finds it stopped).
+bool StoppedByDelete(const nlohmann::json& run);
+
 // WaitFor with a gentler poll interval, for conditions that cost a process
 // or several requests per look (the journal, remote GETs).
 bool PollFor(const std::function<bool()>& cond, std::chrono::milliseconds deadline,

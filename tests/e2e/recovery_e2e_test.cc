@@ -26,15 +26,6 @@ using nlohmann::json;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-// Two CPU clusters. c1 admits at once and runs a job without a duration
-// annotation for a minute: a zombie that outlives any partition here. c2
-// admits after 2 s, so a job free to go anywhere is leased by c1 first, and
-// runs it in 3 s.
-const char* kSlowThenFast = R"(clusters:
-- {name: c1, jobDuration: 60s}
-- {name: c2, jobDuration: 3s, admissionDelay: 2s}
-)";
-
 const char* kTwoClusters = R"(clusters:
 - {name: c1}
 - {name: c2}
@@ -50,13 +41,6 @@ bool HasCondition(const json& job, const std::string& type) {
     if (c.value("type", "") == type) return true;
   }
   return false;
-}
-
-// The run was ended by gantry deleting its objects (the Workload goes
-// first, which stops the run; the job's delete then finds it stopped).
-bool StoppedByDelete(const json& run) {
-  std::string reason = run.value("endReason", "");
-  return reason == "WorkloadDeleted" || reason == "Deleted";
 }
 
 // The cluster's token, as gantry reads it, is revoked: its kubeconfig gets a

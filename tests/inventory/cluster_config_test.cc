@@ -39,6 +39,7 @@ datasets: [imagenet, laion-5b]
 localQueues:
   team-a: team-a-gpu
 cordoned: true
+declaredLost: true
 allowInsecure: true
 )";
 
@@ -72,6 +73,7 @@ TEST_CASE("A cluster file with every field parses", "[inventory][config]") {
   CHECK(LocalQueueFor(c, "team-a", "gpu") == "team-a-gpu");
   CHECK(LocalQueueFor(c, "team-b", "gpu") == "gpu");
   CHECK(c.cordoned);
+  CHECK(c.declared_lost);
   CHECK(c.allow_insecure);
 }
 
@@ -86,6 +88,7 @@ TEST_CASE("A minimal cluster file takes the documented defaults", "[inventory][c
   CHECK_FALSE(r->nodes.has_value());
   CHECK_FALSE(r->price_per_gpu_hour.on_demand.has_value());
   CHECK_FALSE(r->cordoned);
+  CHECK_FALSE(r->declared_lost);
   CHECK_FALSE(r->allow_insecure);
 }
 

@@ -86,6 +86,19 @@ TEST_CASE("transient exclusions never make a job unschedulable", "[placement][un
   CHECK_FALSE(ExclusionOf(d, "c").permanent);
 }
 
+TEST_CASE("a cluster declared lost is excluded as a cordoned one is, and says why", "[placement][unschedulable]") {
+  auto fleet = ThreeClusters(0);
+  fleet[0].declared_lost = true;
+  fleet[1].declared_lost = true;
+  fleet[1].cordoned = true;
+  const Decision d = Place(Workers(1, 1, 1, 1), fleet);
+  CHECK(d.candidates == std::vector<std::string>{"c"});
+  CHECK(ExclusionOf(d, "a").filter == Filter::kCordoned);
+  CHECK(ExclusionOf(d, "a").message == "declared lost by an operator");
+  CHECK(ExclusionOf(d, "b").message == "declared lost by an operator");
+  CHECK_FALSE(ExclusionOf(d, "a").permanent);  // lifted by an operator: the job waits, not Unschedulable
+}
+
 TEST_CASE("a static failure is reported before a transient one", "[placement]") {
   auto fleet = ThreeClusters(0);
   fleet[0].cordoned = true;

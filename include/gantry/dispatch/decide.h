@@ -25,11 +25,14 @@
 //                Rejected it): requeue, dispatch again at epoch+1 (the
 //                epoch at least redispatch_after_rejection_ms old, doubled
 //                per epoch)
-//   9 copies     Nominating: create missing copies
+//   9 copies     Nominating: create missing copies; withdraw those in a
+//                cluster removed or declared lost (and requeue when no
+//                other copy is left)
 //  10 owner-lost owner unreachable: wait, then apply onClusterLoss; an
 //                owner that answers but refuses gantry's credentials
 //                waits longer (credentials_refused_timeout_ms), with a
-//                condition saying so
+//                condition saying so; an owner declared lost by an
+//                operator is not waited for once a probe finds it silent
 //  11 evicted    the owner's Workload was evicted or deactivated (or
 //                vanished): requeue, or Failed for an at-most-once job
 //                (onClusterLoss Fail or Wait)

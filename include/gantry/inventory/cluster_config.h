@@ -76,6 +76,12 @@ struct ClusterConfig {
   // the gantry queue; see LocalQueueFor().
   std::map<std::string, std::string> local_queues;
   bool cordoned = false;        // stop new nominations; running jobs unaffected
+  // An operator's word that the cluster is gone for good (declaredLost):
+  // nothing new goes there, no copy there takes a lease, and a job it owns
+  // does not wait out the loss timeout once it stops answering. Unlike a
+  // removed entry, it stays watched, so gantry withdraws what it left there
+  // if it ever answers again (fencing).
+  bool declared_lost = false;
   bool allow_insecure = false;  // permits `insecure-skip-tls-verify` in the kubeconfig
 
   // The file this entry came from (as given to LoadClusterFile); used by

@@ -75,6 +75,7 @@ struct ClusterSnapshot {
   std::optional<double> price_per_gpu_hour;  // on-demand; unset = unknown
   std::vector<std::string> datasets;
   bool cordoned = false;
+  bool declared_lost = false;  // an operator says it is gone: excluded, as cordoned
   ClusterHealth health = ClusterHealth::kUnknown;
   ClusterCapacity capacity;
   std::optional<AdmissionStats> admission;

@@ -1,0 +1,203 @@
+// Decide() with clusters an operator declared lost (declaredLost in the
+// inventory entry), and with copies in clusters removed from the inventory:
+// nothing new goes there, no copy there takes a lease, an owner that stops
+// answering does not wait out the loss timeout, and nothing waits for such
+// a cluster to confirm a deletion.
+#include <catch2/catch.hpp>
+
+#include "decide_world.h"
+
+namespace gantry::dispatch {
+using namespace decide_world;
+
+namespace {
+
+void DeclareLost(World& w, const std::string& cluster, bool answers) {
+  ClusterFacts& f = w.clusters[cluster];
+  f.config.declared_lost = true;
+  f.ready = answers;
+  if (!answers) w.synced.erase(cluster);
+}
+
+}  // namespace
+
+TEST_CASE("declared lost, step 10: an owner that stops answering gets onClusterLoss at once, not after the timeout",
+          "[dispatch][decide][lost]") {
+  for (const char* policy : {"Requeue", "Fail", "Wait"}) {
+    INFO(policy);
+    World w;
+    w.spec = Spec(policy);
+    w.in.options.cluster_lost_timeout_ms = 15 * 60'000;
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    DeclareLost(w, "c1", false);
+    // Not seen failing yet (not probed since a restart, or only not synced): waited for.
+    w.clusters["c1"].lost_for_ms = 0;
+    Plan before = Decide(w.Input());
+    CHECK(before.step == "owner-lost");
+    CHECK_FALSE(before.write);
+    CHECK(before.requeue_ms > 0);
+    CHECK(before.requeue_ms <= w.in.options.retry_ms);
+
+    w.clusters["c1"].lost_for_ms = 1'000;  // far below clusterLostTimeout
+    Plan after = Decide(w.Input());
+    CHECK(after.step == "owner-lost");
+    REQUIRE(after.write);
+    CHECK(after.actions.empty());  // nothing can reach it
+    CHECK_THAT(*after.write->message, Catch::Contains("declared lost by an operator"));
+    if (std::string(policy) == "Requeue") {
+      CHECK(*after.write->phase == JobPhase::kQueued);
+      CHECK(*after.write->cluster == "");
+      REQUIRE(FindIntent(*after.write, "c1", "Job"));
+      CHECK_FALSE(FindIntent(*after.write, "c1", "Job")->present);  // kept absent: fenced if it answers again
+    } else if (std::string(policy) == "Fail") {
+      CHECK(*after.write->phase == JobPhase::kFailed);
+    } else {
+      CHECK_FALSE(after.write->phase);
+      CHECK_THAT(*after.write->conditions_json, Catch::Contains("OwnerLost"));
+    }
+  }
+}
+
+TEST_CASE("declared lost: an owner that still answers keeps its job, whose status goes on flowing",
+          "[dispatch][decide][lost]") {
+  World w;
+  w.OwnedBy(JobPhase::kAdmitted, "c1", 1);
+  DeclareLost(w, "c1", true);
+  w.Workload("c1", 1).admitted = true;
+  w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "run");
+  REQUIRE(p.write);
+  CHECK(*p.write->phase == JobPhase::kRunning);
+  CHECK(p.actions.empty());
+}
+
+TEST_CASE("declared lost: a copy admitted there takes no lease, and is withdrawn while the others stay",
+          "[dispatch][decide][lost]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.job.nominated_ms = w.in.now_ms - 1'000;
+  w.Intent("c1", "Workload", 1);
+  w.Intent("c2", "Workload", 1);
+  w.Workload("c1", 1).admitted = true;
+  w.Workload("c2", 1);
+  DeclareLost(w, "c1", true);
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "copies");
+  REQUIRE(p.write);
+  CHECK_FALSE(p.write->phase);  // still Nominating: no lease
+  CHECK_FALSE(p.write->cluster);
+  REQUIRE(FindIntent(*p.write, "c1", "Workload"));
+  CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
+  CHECK_FALSE(FindIntent(*p.write, "c2", "Workload"));  // untouched
+  CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c2") == 0);
+  CHECK(p.requeue_ms == w.in.options.retry_ms);  // the row is dropped once c1 shows the copy gone
+
+  // The same copy admitted in c2 takes the lease at once.
+  World v = w;
+  v.in.observed["c2"].workloads.back().admitted = true;
+  Plan q = Decide(v.Input());
+  CHECK(q.step == "lease");
+  REQUIRE(q.write);
+  CHECK(*q.write->cluster == "c2");
+}
+
+TEST_CASE("declared lost or removed: a job whose every copy is in such a cluster is dispatched again at once",
+          "[dispatch][decide][lost]") {
+  for (bool removed : {false, true}) {
+    INFO((removed ? "removed" : "declared lost"));
+    World w;
+    w.job.phase = JobPhase::kNominating;
+    w.job.epoch = 1;
+    w.Intent("c1", "Workload", 1);
+    if (removed) {
+      w.clusters.erase("c1");
+      w.synced.erase("c1");
+    } else {
+      DeclareLost(w, "c1", false);
+    }
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "copies");
+    REQUIRE(p.write);
+    CHECK(*p.write->phase == JobPhase::kQueued);
+    CHECK(p.requeue_ms == 0);
+    CHECK_THAT(*p.write->message, Catch::Contains(removed ? "removed from the inventory" : "declared lost"));
+  }
+}
+
+TEST_CASE("declared lost: Incremental does not count a copy there as live, and adds one in its place",
+          "[dispatch][decide][lost]") {
+  World w = IncrementalWithCopyInC1();
+  DeclareLost(w, "c1", true);
+  w.in.placement = Candidates({"c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "widen");
+  CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+  CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 0);
+}
+
+TEST_CASE("declared lost: a cancel does not wait for it, and its rows stay until it answers again",
+          "[dispatch][decide][lost]") {
+  World w;
+  w.job.phase = JobPhase::kCancelling;
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1);
+  w.Intent("c2", "Workload", 1, false);  // marked absent by an earlier pass
+  DeclareLost(w, "c1", false);
+  DeclareLost(w, "c2", false);
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  CHECK(*p.write->phase == JobPhase::kCancelled);
+  CHECK(p.write->drop_intents.empty());  // kept: the health watch finds the job by them
+  REQUIRE(FindIntent(*p.write, "c1", "Workload"));
+  CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
+  REQUIRE(p.write->events.size() == 1);
+  CHECK_THAT(p.write->events[0].message, Catch::Contains("declared lost (c1, c2)"));
+  CHECK(p.requeue_ms < 0);
+
+  // Not declared lost: the cancel waits for c1 and says so.
+  World v;
+  v.job.phase = JobPhase::kCancelling;
+  v.job.epoch = 1;
+  v.Intent("c1", "Workload", 1);
+  v.clusters["c1"].ready = false;
+  v.synced.erase("c1");
+  Plan q = Decide(v.Input());
+  REQUIRE(q.write);
+  CHECK_FALSE(q.write->phase);
+  CHECK_THAT(*q.write->message, Catch::Contains("c1"));
+  CHECK(q.requeue_ms > 0);
+}
+
+TEST_CASE("declared lost: a finished job is not polled while it is silent, and is cleaned up once it answers",
+          "[dispatch][decide][lost]") {
+  World f;
+  f.FinishedOn("c1", 1);
+  DeclareLost(f, "c1", false);
+  Plan silent = Decide(f.Input());
+  CHECK_FALSE(silent.write);
+  CHECK(silent.actions.empty());
+  CHECK(silent.requeue_ms < 0);  // woken by the health watch when c1 answers
+
+  // c1 answers, still declared lost, and shows the job's run: deleted.
+  World back;
+  back.FinishedOn("c1", 1);
+  DeclareLost(back, "c1", true);
+  back.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  Plan p = Decide(back.Input());
+  CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);
+  CHECK(p.requeue_ms > 0);
+
+  // ... and once it shows nothing, the rows go.
+  World gone;
+  gone.FinishedOn("c1", 1);
+  DeclareLost(gone, "c1", true);
+  Plan q = Decide(gone.Input());
+  REQUIRE(q.write);
+  CHECK(q.write->drop_intents.size() == 2);
+  CHECK(q.requeue_ms < 0);
+}
+
+}  // namespace gantry::dispatch

@@ -89,7 +89,7 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
         Plan plan;
         plan.step = "owner-lost";
         std::string msg = why + "; onClusterLoss is Wait: waiting for it to return";
-        if (job_.conditions_json.find("OwnerLost") == std::string::npos) {
+        if (ConditionReason(job_.conditions_json, "OwnerUnreachable") != "OwnerLost") {
           plan.write = OwnerFlag("OwnerLost", msg);
           plan.write->events.push_back(Event("ClusterLost", msg, owner, "Warning"));
         }
@@ -101,7 +101,7 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   Plan plan;
   plan.step = "owner-lost";
   plan.requeue_ms = std::clamp<int64_t>(timeout - lost, 200, opt_.retry_ms);
-  const bool flagged = job_.conditions_json.find("CredentialsRefused") != std::string::npos;
+  const bool flagged = ConditionReason(job_.conditions_json, "OwnerUnreachable") == "CredentialsRefused";
   if (refused && !flagged) {
     // Up, and refusing us: the job most likely runs on, so the user sees why
     // its status stands still. The refusal's details are the cluster's
@@ -218,7 +218,7 @@ Plan Ladder::Owned() const {
 // evicted while out of reach.
 void Ladder::OwnerReturned(Plan& plan) const {
   const std::string& owner = job_.cluster;
-  if (!Reachable(owner) || job_.conditions_json.find("OwnerUnreachable") == std::string::npos) return;
+  if (!Reachable(owner) || ConditionReason(job_.conditions_json, "OwnerUnreachable").empty()) return;
   if (!plan.write) plan.write = Guarded(job_);
   DispatchUpdate& u = *plan.write;
   if (!u.conditions_json) u.conditions_json = "[]";

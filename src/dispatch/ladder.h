@@ -59,6 +59,19 @@ inline std::string Conditions(const std::string& type, const std::string& reason
   return json::array({c}).dump();
 }
 
+// The reason of the stored job's condition of this type ("" when it has
+// none). Conditions are the ones Conditions() writes: read, not searched, so
+// that a message naming a reason is not taken for it.
+inline std::string ConditionReason(const std::string& conditions_json, std::string_view type) {
+  if (conditions_json.empty() || conditions_json == "[]") return "";
+  const json parsed = json::parse(conditions_json, nullptr, false);
+  if (!parsed.is_array()) return "";
+  for (const json& c : parsed) {
+    if (c.is_object() && c.value("type", "") == type) return c.value("reason", "");
+  }
+  return "";
+}
+
 class Ladder {
  public:
   explicit Ladder(const DecideInput& in) : in_(in), job_(*in.job), opt_(in.options) {}

@@ -405,6 +405,23 @@ TEST_CASE("step 10: an unreachable owner is waited for, then onClusterLoss appli
   }
 }
 
+TEST_CASE("step 10: the job's conditions are read, not searched: a message that names a reason is not that reason",
+          "[dispatch][decide]") {
+  World w;
+  w.spec = Spec("Wait");
+  w.in.options.cluster_lost_timeout_ms = 60'000;
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
+  w.clusters["c1"].ready = false;
+  w.clusters["c1"].lost_for_ms = 60'000;
+  nlohmann::json c = {{"type", "OwnerUnreachable"}, {"status", "True"}, {"reason", "Unreachable"},
+                      {"message", "not OwnerLost yet, nor CredentialsRefused"}};
+  w.job.conditions_json = nlohmann::json::array({c}).dump();
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->conditions_json);
+  CHECK(nlohmann::json::parse(*p.write->conditions_json)[0]["reason"] == "OwnerLost");
+}
+
 TEST_CASE("step 10: a Wait job's OwnerLost condition is lifted when its owner answers again (stale condition)",
           "[dispatch][decide]") {
   World w;

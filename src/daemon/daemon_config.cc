@@ -62,6 +62,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.credentials_refused_timeout_seconds, 0, 30 * 86400)) {
     return Status::Invalid("credentialsRefusedTimeoutSeconds must be 0..2592000 (0: never)");
   }
+  if (!in(c.declared_lost_grace_seconds, 0, 86400)) {
+    return Status::Invalid("declaredLostGraceSeconds must be 0..86400");
+  }
   if (!in(c.finished_retention_seconds, 0, 7 * 86400)) {
     return Status::Invalid("finishedRetentionSeconds must be 0..604800");
   }
@@ -135,6 +138,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"origin", str(&c.origin)},
       {"clusterLostTimeoutSeconds", num(&c.cluster_lost_timeout_seconds)},
       {"credentialsRefusedTimeoutSeconds", num(&c.credentials_refused_timeout_seconds)},
+      {"declaredLostGraceSeconds", num(&c.declared_lost_grace_seconds)},
       {"finishedRetentionSeconds", num(&c.finished_retention_seconds)},
       {"leaseOn", str(&c.lease_on)},
       {"dispatchWorkers", num(&c.dispatch_workers)},

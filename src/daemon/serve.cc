@@ -149,6 +149,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.origin = config.origin;
   engine_options.decide.cluster_lost_timeout_ms = fleet_options.lost_timeout_ms;
   engine_options.decide.credentials_refused_timeout_ms = fleet_options.refused_timeout_ms;
+  engine_options.decide.declared_lost_grace_ms = int64_t{config.declared_lost_grace_seconds} * 1000;
   engine_options.decide.lease_on_quota_reserved = config.lease_on == "QuotaReserved";
   engine_options.decide.finished_retention_ms = int64_t{config.finished_retention_seconds} * 1000;
   engine_options.decide.redispatch_after_rejection_ms = int64_t{config.rejection_backoff_seconds} * 1000;

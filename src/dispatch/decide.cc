@@ -134,37 +134,37 @@ Plan Ladder::Cleanup(const char* step) const {
   u.drop_intents = ConfirmedGone();
   if (!u.upsert_intents.empty() || !u.drop_intents.empty()) plan.write = std::move(u);
   if (RemoteLeft(plan)) {
-    // Only the kept objects left: look again when their time is up. Only
-    // rows in clusters declared lost and silent: the health watch wakes the
-    // job when one answers again (its rows say the job has objects there),
-    // so nothing polls a cluster that may never return.
-    plan.requeue_ms = OnlyKeptLeft(plan, keep) ? job_.finished_ms + RetentionMs() - in_.now_ms
-                      : OnlyLostLeft(plan)     ? -1
-                                               : opt_.retry_ms;
+    // Only kept objects left: look again when their time is up. Only rows in
+    // clusters declared lost and silent: the health watch wakes the job when
+    // one answers again (its rows say the job has objects there), so a
+    // cluster that may never return is not polled, only rechecked now and
+    // then as a backstop.
+    const Leftover left = Left(plan, keep);
+    const int64_t kept_until = job_.finished_ms + RetentionMs() - in_.now_ms;
+    plan.requeue_ms = left.other ? opt_.retry_ms
+                      : left.kept ? (left.lost ? std::min(kept_until, opt_.lost_recheck_ms) : kept_until)
+                                  : opt_.lost_recheck_ms;
   }
   return plan;
 }
 
-bool Ladder::OnlyLostLeft(const Plan& cleanup) const {
-  if (!cleanup.actions.empty()) return false;
+Ladder::Leftover Ladder::Left(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const {
+  Leftover out;
+  out.other = !cleanup.actions.empty();
   for (const RemoteIntent& i : in_.intents) {
     const bool dropped =
         cleanup.write && std::find(cleanup.write->drop_intents.begin(), cleanup.write->drop_intents.end(),
                                    std::make_pair(i.cluster, i.kind)) != cleanup.write->drop_intents.end();
-    if (!dropped && !(DeclaredLost(i.cluster) && !Reachable(i.cluster))) return false;
+    if (dropped) continue;
+    if (i.present && keep.count({i.cluster, i.kind})) {
+      out.kept = true;
+    } else if (DeclaredLost(i.cluster) && !Reachable(i.cluster)) {
+      out.lost = true;
+    } else {
+      out.other = true;
+    }
   }
-  return true;
-}
-
-bool Ladder::OnlyKeptLeft(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const {
-  if (keep.empty() || !cleanup.actions.empty()) return false;
-  for (const RemoteIntent& i : in_.intents) {
-    const bool dropped =
-        cleanup.write && std::find(cleanup.write->drop_intents.begin(), cleanup.write->drop_intents.end(),
-                                   std::make_pair(i.cluster, i.kind)) != cleanup.write->drop_intents.end();
-    if (!dropped && !(i.present && keep.count({i.cluster, i.kind}))) return false;
-  }
-  return true;
+  return out;
 }
 
 bool Ladder::RemoteLeft(const Plan& cleanup) const {
@@ -177,7 +177,8 @@ Plan Ladder::Cancel() const {
   Plan plan = Cleanup("cancel");
   // Nothing waits for a cluster declared lost: its rows stay (absent), so
   // what it may still run is deleted if it answers again.
-  const bool lost_left = RemoteLeft(plan) && OnlyLostLeft(plan);
+  const Leftover left = Left(plan, {});
+  const bool lost_left = RemoteLeft(plan) && !left.other && !left.kept;
   if (RemoteLeft(plan) && !lost_left) {
     std::vector<std::string> waiting = UnreachableWithIntents();
     if (!waiting.empty()) {

@@ -62,21 +62,23 @@ DispatchUpdate Ladder::OwnerFlag(const std::string& reason, const std::string& m
 }
 
 // Step 10: the owner is out of reach (removed: gone from the inventory). An
-// owner declared lost by an operator has no timeout to wait out, once a
-// probe has seen it fail (an owner that is only not synced yet, or not
-// probed since a restart, is waited for).
+// owner declared lost by an operator waits only declared_lost_grace_ms (if
+// shorter than its timeout), from a failure a probe saw: an owner that is
+// only not synced yet, or not probed since a restart, is waited for.
 Plan Ladder::OwnerUnreachable(bool removed) const {
   const std::string& owner = job_.cluster;
   const ClusterFacts* facts = removed ? nullptr : &in_.clusters->at(owner);
   const bool refused = facts && facts->credentials_refused;
   const bool declared = facts && facts->config.declared_lost;
-  const int64_t timeout =
-      declared ? 1 : inventory::LostTimeoutMs(refused, opt_.cluster_lost_timeout_ms, opt_.credentials_refused_timeout_ms);
+  int64_t timeout =
+      inventory::LostTimeoutMs(refused, opt_.cluster_lost_timeout_ms, opt_.credentials_refused_timeout_ms);
+  if (declared) timeout = std::min(timeout, std::max<int64_t>(opt_.declared_lost_grace_ms, 1));
   const int64_t lost = removed ? timeout : facts->lost_for_ms;
   if (lost >= timeout) {
     std::string why = removed    ? fmt::format("owner cluster {} was removed from the inventory", owner)
-                      : declared ? fmt::format("owner cluster {} was declared lost by an operator and does not answer",
-                                               owner)
+                      : declared ? fmt::format("owner cluster {}, declared lost by an operator, has been out of reach "
+                                               "for {} s",
+                                               owner, lost / 1000)
                       : refused  ? fmt::format("owner cluster {} has refused gantry's credentials for {} s", owner,
                                                lost / 1000)
                                  : fmt::format("owner cluster {} unreachable for {} s", owner, lost / 1000);
@@ -93,14 +95,18 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
           plan.write = OwnerFlag("OwnerLost", msg);
           plan.write->events.push_back(Event("ClusterLost", msg, owner, "Warning"));
         }
-        plan.requeue_ms = opt_.retry_ms;
+        // A cluster declared lost may never return: the health watch wakes
+        // the job if it does (the job's rows name it), so it is not polled.
+        plan.requeue_ms = declared ? opt_.lost_recheck_ms : opt_.retry_ms;
         return plan;
       }
     }
   }
   Plan plan;
   plan.step = "owner-lost";
-  plan.requeue_ms = std::clamp<int64_t>(timeout - lost, 200, opt_.retry_ms);
+  // Not seen failing yet (not synced, or not probed since a restart): the
+  // usual pace, not the last stretch's.
+  plan.requeue_ms = lost == 0 ? opt_.retry_ms : std::clamp<int64_t>(timeout - lost, 200, opt_.retry_ms);
   const bool flagged = ConditionReason(job_.conditions_json, "OwnerUnreachable") == "CredentialsRefused";
   if (refused && !flagged) {
     // Up, and refusing us: the job most likely runs on, so the user sees why
@@ -183,6 +189,17 @@ Plan Ladder::Owned() const {
   }
   // Step 13.
   plan.step = "run";
+  if (!j && DeclaredLost(owner) && !Expected(owner, kJob)) {
+    // Leased before its owner was declared lost, and no real job there yet:
+    // none is created in a cluster trusted with nothing new. (A create an
+    // earlier pass sent may still land: what it makes there is fenced.)
+    std::string why = fmt::format("owner cluster {} was declared lost by an operator before the job was created there",
+                                  owner);
+    if (in_.spec->on_cluster_loss == OnClusterLoss::kRequeue) return Requeue("run", "ClusterLost", why);
+    return Finish("run", JobPhase::kFailed, "ClusterLost",
+                  fmt::format("{}; onClusterLoss is {}: an at-most-once job is not dispatched again once leased", why,
+                              OnClusterLossName(in_.spec->on_cluster_loss)));
+  }
   if (!j) {
     if (Expected(owner, kJob)) {
       // Created a moment ago and not seen yet: its echo fulfils the

@@ -37,6 +37,13 @@ void Engine::RunHealthWatch() {
       if (before != last.end() && before->second == readiness) continue;
       if (before == last.end() && !ready) continue;  // never seen ready: nothing of ours depends on it yet
       became_ready |= ready;
+      {
+        // The passes woken below must see this change: the cached view may
+        // predate it by up to fleet_refresh_ms, and a job whose only
+        // business is with this cluster is not woken again (declared lost).
+        std::lock_guard fleet_lock(fleet_mu_);
+        fleet_read_ms_ = -1;
+      }
       size_t woken = 0;
       Status scanned = ForEachUidWithIntents(store_, &cluster, [&](const std::string& uid) {
         reconciler_->WakeUrgent(uid);

@@ -223,12 +223,15 @@ class Ladder {
   // seen_only (the pass that finishes the job: it keeps only what it sees).
   // Empty when nothing is kept.
   std::set<std::pair<std::string, std::string>> Retained(JobPhase phase, int64_t finished_at, bool seen_only) const;
-  // Whether all a Cleanup() plan leaves is kept: no deletes to run, and
-  // every row it does not drop is a kept one.
-  bool OnlyKeptLeft(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const;
-  // Whether all a Cleanup() plan leaves is rows in clusters declared lost
-  // that do not answer: no deletes to run, and no other row left.
-  bool OnlyLostLeft(const Plan& cleanup) const;
+  // What a Cleanup() plan leaves (its deletes, and the rows it does not
+  // drop): kept rows (RetentionMs not up), rows in clusters declared lost
+  // that do not answer, and anything else (other).
+  struct Leftover {
+    bool other = false;
+    bool kept = false;
+    bool lost = false;
+  };
+  Leftover Left(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const;
 
   bool Fence(Plan& plan) const;
   void Sweep(Plan& plan, Plan& deletes) const;

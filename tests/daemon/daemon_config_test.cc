@@ -13,6 +13,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   testing::WriteFile(path,
                      "clusterLostTimeoutSeconds: 60\n"
                      "credentialsRefusedTimeoutSeconds: 0\n"
+                     "declaredLostGraceSeconds: 5\n"
                      "finishedRetentionSeconds: 3600\n"
                      "leaseOn: QuotaReserved\n"
                      "dispatchWorkers: 4\n"
@@ -27,6 +28,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(c->cluster_lost_timeout_seconds == 60);
   CHECK(c->credentials_refused_timeout_seconds == 0);
   CHECK(DaemonConfig{}.credentials_refused_timeout_seconds == 86400);
+  CHECK(c->declared_lost_grace_seconds == 5);
+  CHECK(DaemonConfig{}.declared_lost_grace_seconds == 60);
   CHECK(c->finished_retention_seconds == 3600);
   CHECK(c->lease_on == "QuotaReserved");
   CHECK(c->dispatch_workers == 4);
@@ -61,6 +64,7 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"leaseOn: Running\n", "leaseOn must be Admitted or QuotaReserved"},
       {"dispatchWorkers: 0\n", "dispatchWorkers must be 1..256"},
       {"credentialsRefusedTimeoutSeconds: -1\n", "credentialsRefusedTimeoutSeconds must be 0..2592000 (0: never)"},
+      {"declaredLostGraceSeconds: 86401\n", "declaredLostGraceSeconds must be 0..86400"},
       {"rejectionBackoffSeconds: 0\n", "rejectionBackoffSeconds must be 1..3600"},
       {"rejectionBackoffSeconds: 3601\n", "rejectionBackoffSeconds must be 1..3600"},
       {"rejectionBackoffSeconds: 0.5\n", "line 1: rejectionBackoffSeconds: wrong type"},

@@ -21,40 +21,87 @@ void DeclareLost(World& w, const std::string& cluster, bool answers) {
 
 }  // namespace
 
-TEST_CASE("declared lost, step 10: an owner that stops answering gets onClusterLoss at once, not after the timeout",
+TEST_CASE("declared lost, step 10: an owner out of reach gets onClusterLoss after the short grace, not the timeout",
           "[dispatch][decide][lost]") {
   for (const char* policy : {"Requeue", "Fail", "Wait"}) {
+    for (bool refused : {false, true}) {
+      INFO(policy << (refused ? ", refusing the credentials" : ", silent"));
+      World w;
+      w.spec = Spec(policy);
+      w.in.options.cluster_lost_timeout_ms = 15 * 60'000;
+      w.in.options.declared_lost_grace_ms = 5'000;
+      w.OwnedBy(JobPhase::kRunning, "c1", 1);
+      DeclareLost(w, "c1", false);
+      w.clusters["c1"].credentials_refused = refused;
+      // Not seen failing yet (not probed since a restart, or only not
+      // synced): waited for, at the usual pace.
+      w.clusters["c1"].lost_for_ms = 0;
+      Plan before = Decide(w.Input());
+      CHECK(before.step == "owner-lost");
+      CHECK((!before.write || !before.write->phase));  // a refusal is flagged on the job, nothing moves
+      CHECK(before.requeue_ms == w.in.options.retry_ms);
+      // Within the grace (one failed probe of a cluster being drained): waited for.
+      w.clusters["c1"].lost_for_ms = 4'000;
+      Plan within = Decide(w.Input());
+      CHECK((!within.write || !within.write->phase));
+      CHECK(within.requeue_ms == 1'000);
+
+      w.clusters["c1"].lost_for_ms = 5'000;  // far below clusterLostTimeout
+      Plan after = Decide(w.Input());
+      CHECK(after.step == "owner-lost");
+      REQUIRE(after.write);
+      CHECK(after.actions.empty());  // nothing can reach it
+      CHECK_THAT(*after.write->message, Catch::Contains("declared lost by an operator"));
+      if (std::string(policy) == "Requeue") {
+        CHECK(*after.write->phase == JobPhase::kQueued);
+        CHECK(*after.write->cluster == "");
+        REQUIRE(FindIntent(*after.write, "c1", "Job"));
+        CHECK_FALSE(FindIntent(*after.write, "c1", "Job")->present);  // kept absent: fenced if it answers again
+      } else if (std::string(policy) == "Fail") {
+        CHECK(*after.write->phase == JobPhase::kFailed);
+      } else {
+        CHECK_FALSE(after.write->phase);
+        CHECK_THAT(*after.write->conditions_json, Catch::Contains("OwnerLost"));
+        // It may never return: not polled, the health watch wakes the job.
+        CHECK(after.requeue_ms == w.in.options.lost_recheck_ms);
+      }
+    }
+  }
+}
+
+TEST_CASE("declared lost, step 10: the grace is never longer than the owner's own timeout", "[dispatch][decide][lost]") {
+  World w;
+  w.in.options.cluster_lost_timeout_ms = 3'000;
+  w.in.options.declared_lost_grace_ms = 60'000;
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
+  DeclareLost(w, "c1", false);
+  w.clusters["c1"].lost_for_ms = 3'000;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  CHECK(*p.write->phase == JobPhase::kQueued);
+}
+
+TEST_CASE("declared lost, step 13: a job leased there and not created yet is not created, but moved or failed",
+          "[dispatch][decide][lost]") {
+  for (const char* policy : {"Requeue", "Fail"}) {
     INFO(policy);
     World w;
     w.spec = Spec(policy);
-    w.in.options.cluster_lost_timeout_ms = 15 * 60'000;
-    w.OwnedBy(JobPhase::kRunning, "c1", 1);
-    DeclareLost(w, "c1", false);
-    // Not seen failing yet (not probed since a restart, or only not synced): waited for.
-    w.clusters["c1"].lost_for_ms = 0;
-    Plan before = Decide(w.Input());
-    CHECK(before.step == "owner-lost");
-    CHECK_FALSE(before.write);
-    CHECK(before.requeue_ms > 0);
-    CHECK(before.requeue_ms <= w.in.options.retry_ms);
+    w.OwnedBy(JobPhase::kAdmitted, "c1", 1);
+    DeclareLost(w, "c1", true);
+    w.Workload("c1", 1).admitted = true;
+    Plan p = Decide(w.Input());
+    CHECK(Count(p, Verb::kCreate, "Job") == 0);
+    REQUIRE(p.write);
+    REQUIRE(p.write->phase);
+    CHECK(*p.write->phase == (std::string(policy) == "Requeue" ? JobPhase::kQueued : JobPhase::kFailed));
+    CHECK_THAT(*p.write->message, Catch::Contains("declared lost"));
 
-    w.clusters["c1"].lost_for_ms = 1'000;  // far below clusterLostTimeout
-    Plan after = Decide(w.Input());
-    CHECK(after.step == "owner-lost");
-    REQUIRE(after.write);
-    CHECK(after.actions.empty());  // nothing can reach it
-    CHECK_THAT(*after.write->message, Catch::Contains("declared lost by an operator"));
-    if (std::string(policy) == "Requeue") {
-      CHECK(*after.write->phase == JobPhase::kQueued);
-      CHECK(*after.write->cluster == "");
-      REQUIRE(FindIntent(*after.write, "c1", "Job"));
-      CHECK_FALSE(FindIntent(*after.write, "c1", "Job")->present);  // kept absent: fenced if it answers again
-    } else if (std::string(policy) == "Fail") {
-      CHECK(*after.write->phase == JobPhase::kFailed);
-    } else {
-      CHECK_FALSE(after.write->phase);
-      CHECK_THAT(*after.write->conditions_json, Catch::Contains("OwnerLost"));
-    }
+    // Created a moment ago and not seen yet: waited for, it runs there.
+    w.in.expected.insert({"c1", "Job"});
+    Plan q = Decide(w.Input());
+    CHECK_FALSE(q.write);
+    CHECK(q.actions.empty());
   }
 }
 
@@ -169,6 +216,32 @@ TEST_CASE("declared lost: a cancel does not wait for it, and its rows stay until
   CHECK_FALSE(q.write->phase);
   CHECK_THAT(*q.write->message, Catch::Contains("c1"));
   CHECK(q.requeue_ms > 0);
+
+  // Declared lost beside an ordinary unreachable cluster: waits for that one only.
+  World both;
+  both.job.phase = JobPhase::kCancelling;
+  both.job.epoch = 1;
+  both.Intent("c1", "Workload", 1);
+  both.Intent("c2", "Workload", 1);
+  DeclareLost(both, "c1", false);
+  both.clusters["c2"].ready = false;
+  both.synced.erase("c2");
+  Plan r = Decide(both.Input());
+  REQUIRE(r.write);
+  CHECK_FALSE(r.write->phase);
+  CHECK(*r.write->message == "waiting for cluster(s) c2 to confirm deletion");
+
+  // Declared lost and answering: its confirmation is waited for, as any cluster's.
+  World answers;
+  answers.job.phase = JobPhase::kCancelling;
+  answers.job.epoch = 1;
+  answers.Intent("c1", "Workload", 1);
+  answers.Workload("c1", 1);
+  DeclareLost(answers, "c1", true);
+  Plan t = Decide(answers.Input());
+  CHECK(Count(t, Verb::kDelete, "Workload", "c1") == 1);
+  REQUIRE(t.write);
+  CHECK_FALSE(t.write->phase);
 }
 
 TEST_CASE("declared lost: a finished job is not polled while it is silent, and is cleaned up once it answers",
@@ -179,7 +252,7 @@ TEST_CASE("declared lost: a finished job is not polled while it is silent, and i
   Plan silent = Decide(f.Input());
   CHECK_FALSE(silent.write);
   CHECK(silent.actions.empty());
-  CHECK(silent.requeue_ms < 0);  // woken by the health watch when c1 answers
+  CHECK(silent.requeue_ms == f.in.options.lost_recheck_ms);  // woken by the health watch when c1 answers
 
   // c1 answers, still declared lost, and shows the job's run: deleted.
   World back;
@@ -198,6 +271,32 @@ TEST_CASE("declared lost: a finished job is not polled while it is silent, and i
   REQUIRE(q.write);
   CHECK(q.write->drop_intents.size() == 2);
   CHECK(q.requeue_ms < 0);
+
+  // Not declared lost (the flag taken out while it is silent): polled as any
+  // unreachable cluster is.
+  World plain;
+  plain.FinishedOn("c1", 1);
+  plain.clusters["c1"].ready = false;
+  plain.synced.erase("c1");
+  CHECK(Decide(plain.Input()).requeue_ms == plain.in.options.retry_ms);
+
+  // Kept objects (finishedRetentionSeconds) beside rows in a silent cluster
+  // declared lost: looked at when the retention ends, or at the backstop.
+  World kept;
+  kept.in.options.finished_retention_ms = 60'000;
+  kept.job.phase = JobPhase::kSucceeded;
+  kept.job.epoch = 2;
+  kept.job.cluster = "c2";
+  kept.job.finished_ms = kept.in.now_ms - 10'000;
+  kept.Intent("c2", "Job", 2);
+  kept.Intent("c2", "Workload", 2);
+  kept.Intent("c1", "Job", 1, false);  // the first run's, in the cluster declared lost
+  kept.RemoteJob("c2", 2, RemoteJobState::kSucceeded);
+  kept.Workload("c2", 2).finished = true;
+  DeclareLost(kept, "c1", false);
+  Plan r = Decide(kept.Input());
+  CHECK(r.actions.empty());
+  CHECK(r.requeue_ms == 50'000);
 }
 
 }  // namespace gantry::dispatch

@@ -20,7 +20,8 @@ TEST_CASE("an owner declared lost: its Requeue job moves and its Fail job fails 
           "deleted when it answers again",
           "[e2e][recovery][partition][lost]") {
   DispatchFleetOptions o;
-  o.sim_config_yaml = kSlowThenFast;  // gantry.yaml keeps clusterLostTimeoutSeconds at 900
+  o.sim_config_yaml = kSlowThenFast;
+  o.daemon_config_yaml = "declaredLostGraceSeconds: 2";  // clusterLostTimeoutSeconds stays at 900
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());

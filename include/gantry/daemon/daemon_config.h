@@ -52,6 +52,10 @@ struct DaemonConfig {
   // The same for an owner that answers but refuses gantry's credentials (its
   // jobs most likely run on): 0 = never lost while it refuses.
   int credentials_refused_timeout_seconds = 86400;
+  // The same for an owner its inventory entry declares lost (declaredLost):
+  // a short grace, so that one failed probe of a cluster being drained does
+  // not move or fail every job it runs. 0 = at the first failed probe.
+  int declared_lost_grace_seconds = 60;
   // How long a job that finished in its cluster keeps its Workload and job
   // there (for kubectl: pods, logs) before gantry deletes them. 0 = at once.
   int finished_retention_seconds = 0;

@@ -32,12 +32,14 @@
 //                owner that answers but refuses gantry's credentials
 //                waits longer (credentials_refused_timeout_ms), with a
 //                condition saying so; an owner declared lost by an
-//                operator is not waited for once a probe finds it silent
+//                operator waits only declared_lost_grace_ms
 //  11 evicted    the owner's Workload was evicted or deactivated (or
 //                vanished): requeue, or Failed for an at-most-once job
 //                (onClusterLoss Fail or Wait)
 //  12 finish     the owner's job finished: Succeeded/Failed
-//  13 run        create the real job if missing; Admitted -> Running
+//  13 run        create the real job if missing (unless its owner was
+//                declared lost: requeued, or Failed if at-most-once);
+//                Admitted -> Running
 //
 // Thread-safety: pure.
 #pragma once
@@ -90,6 +92,13 @@ struct DecideOptions {
   // (credentialsRefusedTimeoutSeconds): its jobs most likely run on, so an
   // expired login waits longer before they are dispatched again; 0 = never.
   int64_t credentials_refused_timeout_ms = 24 * 3600'000;
+  // The same for an owner declared lost by an operator (declaredLost):
+  // declaredLostGraceSeconds.
+  int64_t declared_lost_grace_ms = 60'000;
+  // How often a job whose only business left is with clusters declared lost
+  // and silent looks again. The health watch wakes it when one answers; this
+  // is the backstop (a wake missed, an entry since removed).
+  int64_t lost_recheck_ms = 300'000;
   bool lease_on_quota_reserved = false;  // take the lease at QuotaReserved instead of Admitted
   int64_t resync_ms = 30'000;            // look again this often while nothing happens
   int64_t retry_ms = 2'000;              // after an unreachable cluster or a failed action

@@ -55,7 +55,7 @@ AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
       s["server"] = c->server_url();
       s["faults"] = {{"latencyMs", f.latency_ms}, {"errorFraction", f.error_fraction},
                      {"errorCodes", f.error_codes}, {"partitionMode", f.partition_mode},
-                     {"apiserverStopped", f.apiserver_stopped}};
+                     {"apiserverStopped", f.apiserver_stopped}, {"forbidden", f.forbidden}};
       out.push_back(std::move(s));
     }
     respond(JsonResponse(200, out));
@@ -108,6 +108,17 @@ http::Response AdminApi::ClusterAction(const http::Request& req) const {
     if (action == "errors") {
       return FromStatus(c->SetErrors(std::stod(req.Query("fraction").value_or("0")),
                                      ParseCodes(req.Query("codes").value_or(""))));
+    }
+    if (action == "forbid") {
+      std::set<std::string> resources;
+      std::string list = req.Query("resources").value_or("");
+      for (std::size_t at = 0; at < list.size();) {
+        std::size_t comma = std::min(list.find(',', at), list.size());
+        if (comma > at) resources.insert(list.substr(at, comma - at));
+        at = comma + 1;
+      }
+      c->SetForbidden(std::move(resources));
+      return FromStatus(Status::Ok());
     }
     if (action == "kill-watches") {
       c->state().KillWatches();

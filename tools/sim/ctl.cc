@@ -32,7 +32,7 @@ namespace gantry::sim {
 
 int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   if (args.empty()) {
-    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|admission-check|partition|heal|stop|start|latency|errors|kill-watches|quota ...\n");
+    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|admission-check|partition|heal|stop|start|latency|errors|forbid|kill-watches|quota ...\n");
     return kExitUsage;
   }
   const std::string& cmd = args[0];
@@ -72,6 +72,9 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   } else if (cmd == "errors") {
     if (!need(2)) return kExitUsage;
     target = fmt::format("/clusters/{}/errors?fraction={}&codes={}", args[1], args[2], args.size() > 3 ? args[3] : "");
+  } else if (cmd == "forbid") {  // forbid CLUSTER [RESOURCE,...]: none to allow everything again
+    if (!need(1)) return kExitUsage;
+    target = fmt::format("/clusters/{}/forbid?resources={}", args[1], args.size() > 2 ? args[2] : "");
   } else if (cmd == "quota") {
     if (!need(2)) return kExitUsage;
     json q = json::object();

@@ -6,6 +6,26 @@
 
 namespace gantry::sim {
 
+namespace {
+
+// The resource (plural) a request path names: /api/v1/[namespaces/NS/]R[/NAME]
+// or /apis/GROUP/VERSION/[namespaces/NS/]R[/NAME]; "" for other paths.
+std::string ResourceOf(const std::string& target) {
+  std::string path = target.substr(0, target.find('?'));
+  std::vector<std::string> parts;
+  for (std::size_t at = 1; at <= path.size();) {
+    std::size_t next = path.find('/', at);
+    if (next == std::string::npos) next = path.size();
+    parts.push_back(path.substr(at, next - at));
+    at = next + 1;
+  }
+  std::size_t i = !parts.empty() && parts[0] == "api" ? 2 : !parts.empty() && parts[0] == "apis" ? 3 : parts.size();
+  if (i + 1 < parts.size() && parts[i] == "namespaces" && i + 2 < parts.size()) i += 2;
+  return i < parts.size() ? parts[i] : "";
+}
+
+}  // namespace
+
 SimCluster::SimCluster(ClusterConfig config, Journal* journal, const Clock* clock)
     : state_(std::move(config), journal, clock), api_(&state_), clock_(clock), rng_(std::random_device{}()) {
   faults_.latency_ms = state_.config().api_latency_ms;
@@ -78,6 +98,14 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
     if (req.Header("authorization") != "Bearer " + token_) {
       respond(KubeError(401, "Unauthorized", "Unauthorized"));
       return;
+    }
+    if (!faults_.forbidden.empty()) {
+      if (std::string resource = ResourceOf(req.path); faults_.forbidden.count(resource)) {
+        respond(KubeError(403, "Forbidden",
+                          fmt::format("{} is forbidden: User \"gantry\" cannot {} resource \"{}\" (gantry-sim)",
+                                      resource, req.method == "GET" ? "list" : "change", resource)));
+        return;
+      }
     }
     if (faults_.error_fraction > 0 && !faults_.error_codes.empty() &&
         std::uniform_real_distribution<double>(0, 1)(rng_) < faults_.error_fraction) {
@@ -178,6 +206,11 @@ Status SimCluster::SetErrors(double fraction, std::vector<int> codes) {
   faults_.error_fraction = fraction;
   if (!codes.empty()) faults_.error_codes = std::move(codes);
   return Status::Ok();
+}
+
+void SimCluster::SetForbidden(std::set<std::string> resources) {
+  std::lock_guard lock(fault_mu_);
+  faults_.forbidden = std::move(resources);
 }
 
 FaultSettings SimCluster::faults() {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct FaultSettings {
   double error_fraction = 0;
   std::vector<int> error_codes = {500, 503, 429};
   int partition_mode = 0;  // 0 none, 1 apiserver down, 2 stalls requests
+  // Resources (plural names, e.g. clusterqueues) gantry's token may not
+  // touch: 403 Forbidden, as RBAC answers.
+  std::set<std::string> forbidden;
   bool apiserver_stopped = false;
 };
 
@@ -63,6 +67,7 @@ class SimCluster {
   Status Heal();
   void SetLatency(int64_t ms);
   Status SetErrors(double fraction, std::vector<int> codes);
+  void SetForbidden(std::set<std::string> resources);
   FaultSettings faults();
 
  private:

@@ -34,6 +34,9 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
   auto cordoned = Gauge("gantry_cluster_cordoned", "1 when the cluster is cordoned in its inventory entry");
   auto declared_lost = Gauge("gantry_cluster_declared_lost",
                             "1 when an operator declared the cluster lost in its inventory entry (declaredLost)");
+  auto unreadable = Gauge("gantry_cluster_capacity_unreadable",
+                          "1 when the cluster answers but gantry may not list its ClusterQueues (RBAC): no quota "
+                          "figures");
   auto quota = Gauge("gantry_cluster_quota",
                      "Nominal quota of the cluster's Kueue ClusterQueues by resource (cores, bytes, devices)");
   auto reserved = Gauge("gantry_cluster_quota_reserved", "Quota reserved by admitted workloads, by resource");
@@ -47,6 +50,7 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
     Add(outage, {cluster}, static_cast<double>(h.LostForMs(now_ms)) / 1000.0);
     Add(cordoned, {cluster}, view.config.cordoned ? 1 : 0);
     Add(declared_lost, {cluster}, view.config.declared_lost ? 1 : 0);
+    Add(unreadable, {cluster}, view.capacity_error.empty() ? 0 : 1);
     if (!view.capacity) continue;
     for (const auto& [resource, q] : view.capacity->quota) {
       const prometheus::ClientMetric::Label res{"resource", resource};
@@ -56,8 +60,9 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
     Add(pending, {cluster}, view.capacity->pending_workloads);
     Add(age, {cluster}, static_cast<double>(std::max<int64_t>(0, now_ms - view.capacity_at_ms)) / 1000.0);
   }
-  return {std::move(ready),    std::move(refused),  std::move(outage),  std::move(cordoned), std::move(declared_lost),
-          std::move(quota),    std::move(reserved), std::move(pending), std::move(age)};
+  return {std::move(ready),      std::move(refused),    std::move(outage),   std::move(cordoned),
+          std::move(declared_lost), std::move(unreadable), std::move(quota),   std::move(reserved),
+          std::move(pending),    std::move(age)};
 }
 
 }  // namespace gantry::api

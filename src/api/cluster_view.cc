@@ -34,6 +34,7 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   // credentialsRefusedTimeoutSeconds (cluster_health.h).
   if (h.credentials_refused) status["credentialsRefused"] = true;
   if (!h.last_error.empty()) status["lastError"] = h.last_error;
+  if (!view.capacity_error.empty()) status["capacityError"] = view.capacity_error;
   if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;
   if (view.capacity) {
     nlohmann::json resources = nlohmann::json::object();

@@ -150,11 +150,24 @@ void Fleet::ProbeOne(const std::string& name) {
     auto before = e.view.health.first_lost_ms;
     HealthState old_state = e.view.health.state;
     const bool old_refused = e.view.health.credentials_refused;
+    const std::string old_capacity_error = e.view.capacity_error;
     if (reading.ok()) {
       e.view.health.OnProbeOk(now);
-      e.view.capacity = std::move(*reading);
-      e.view.capacity_at_ms = now;
+      e.view.capacity_error = reading->unreadable;
+      if (reading->unreadable.empty()) {
+        e.view.capacity = std::move(*reading);
+        e.view.capacity_at_ms = now;
+      }
       e.next_probe_ms = now + options_.probe_interval_ms;
+      if (e.view.capacity_error != old_capacity_error) {
+        if (!e.view.capacity_error.empty()) {
+          spdlog::warn("cluster {} answers, but its capacity cannot be read: {}; its jobs are followed as usual, and "
+                       "placement uses its last reading, if any, as stale",
+                       name, e.view.capacity_error);
+        } else {
+          spdlog::info("cluster {}: its capacity can be read again", name);
+        }
+      }
     } else {
       error = reading.status().message();
       if (Refusal(reading.status())) {

@@ -123,6 +123,16 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   auto cqs = conn.client->Get("/apis/kueue.x-k8s.io/" + version + "/clusterqueues");
   if (!cqs.ok()) return cqs.status();
   keep();
+  if (cqs->status == 403 && !creds.insecure && ApiServerRefusal(*cqs)) {
+    // /readyz took the token: the credentials work, only this permission is
+    // missing (RBAC drift, e.g. after a Kueue upgrade). The cluster stays
+    // Ready for the jobs it runs, whose watches need other permissions.
+    inventory::CapacityReading none;
+    none.unreadable = fmt::format("listing ClusterQueues is forbidden (403: {}); grant gantry list on "
+                                  "clusterqueues.kueue.x-k8s.io",
+                                  cqs->error ? cqs->error->message : "");
+    return none;
+  }
   if (!cqs->ok()) {
     return RefusalOrOutage(
         *cqs, !creds.insecure,

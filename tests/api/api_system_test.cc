@@ -26,6 +26,7 @@ TEST_CASE("the fleet's gauges follow the inventory, and a removed cluster leaves
   c2.config.name = "c2";
   c2.config.cordoned = true;
   c2.config.declared_lost = true;
+  c1.capacity_error = "listing ClusterQueues is forbidden (403)";
   c2.health.OnProbeFailed(1'000'000, "connect: connection refused");
   inventory::ClusterView c3;
   c3.config.name = "c3";
@@ -44,6 +45,8 @@ TEST_CASE("the fleet's gauges follow the inventory, and a removed cluster leaves
            R"(gantry_cluster_cordoned{cluster="c2"} 1)",
            R"(gantry_cluster_declared_lost{cluster="c2"} 1)",
            R"(gantry_cluster_declared_lost{cluster="c1"} 0)",
+           R"(gantry_cluster_capacity_unreadable{cluster="c1"} 1)",
+           R"(gantry_cluster_capacity_unreadable{cluster="c2"} 0)",
            R"(gantry_cluster_quota{cluster="c1",resource="nvidia.com/gpu"} 32)",
            R"(gantry_cluster_quota_reserved{cluster="c1",resource="nvidia.com/gpu"} 8)",
            R"(gantry_cluster_quota{cluster="c1",resource="memory"} 1099511627.776)",

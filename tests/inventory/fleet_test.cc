@@ -20,10 +20,15 @@ class FakeProber final : public ClusterProber {
  public:
   std::map<std::string, bool> up;  // cluster -> answers
   std::map<std::string, bool> refuses;  // cluster -> answers 401 (when up)
+  std::map<std::string, bool> forbids_queues;  // cluster -> 403 on listing ClusterQueues (when up)
   Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
     if (!up[config.name]) return Status::Unavailable("connect: connection refused");
     if (refuses[config.name]) return Status(Code::kUnauthenticated, "/readyz answered 401");
     CapacityReading r;
+    if (forbids_queues[config.name]) {
+      r.unreadable = "listing ClusterQueues is forbidden (403)";
+      return r;
+    }
     r.quota["nvidia.com/gpu"] = {32'000, 8'000};
     r.pending_workloads = 2;
     return r;
@@ -115,6 +120,39 @@ TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fl
     fleet.Stop();
   }
   CHECK(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
+}
+
+TEST_CASE("a cluster whose ClusterQueues may not be listed stays Ready, its last reading going stale",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}};
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c1")->capacity);
+
+  clock.Advance(10'000);
+  prober.forbids_queues["c1"] = true;
+  fleet.ProbeAllNow();
+  auto c1 = fleet.Cluster("c1");
+  CHECK(c1->health.state == HealthState::kReady);  // its jobs are followed as usual
+  CHECK_FALSE(c1->health.credentials_refused);
+  CHECK(c1->capacity_error.find("403") != std::string::npos);
+  REQUIRE(c1->capacity);  // the last reading is kept, from its time
+  CHECK(c1->capacity->quota.at("nvidia.com/gpu").nominal_milli == 32'000);
+  CHECK(c1->capacity_at_ms == 1'000'000);
+  auto snap = fleet.Snapshot(clock.NowMillis() + options.stale_after_ms);
+  CHECK(snap[0].health == placement::ClusterHealth::kReady);
+  CHECK(snap[0].capacity.stale);
+
+  prober.forbids_queues["c1"] = false;
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c1")->capacity_error.empty());
+  CHECK(fleet.Cluster("c1")->capacity_at_ms == clock.NowMillis());
+  fleet.Stop();
 }
 
 TEST_CASE("a cluster that refuses the credentials is lost only after refused_timeout_ms", "[inventory][fleet]") {

@@ -123,6 +123,21 @@ TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
     CHECK(cut.status().code() != Code::kPermissionDenied);
     CHECK(cut.status().message().find("does not answer") != std::string::npos);
   }
+  SECTION("ClusterQueues forbidden to the token (RBAC drift): up and taking it, only without a reading") {
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1", "clusterqueues"}).code == 0);
+    kube::KubeProber prober;
+    auto reading = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+    REQUIRE(reading.ok());
+    CHECK(reading->quota.empty());
+    CHECK(reading->unreadable.find("403") != std::string::npos);
+    CHECK(reading->unreadable.find("forbidden") != std::string::npos);
+    // Other resources are still allowed, and so is everything once allowed again.
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1"}).code == 0);
+    auto again = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+    REQUIRE(again.ok());
+    CHECK(again->unreadable.empty());
+    CHECK(again->quota.at("nvidia.com/gpu").nominal_milli == 32'000);
+  }
   SECTION("probes of one cluster from several threads at once each get their answer") {
     // The Fleet's probe workers share one prober, and a reload can overlap
     // two probes of one cluster: they must not share a connection.

@@ -39,6 +39,10 @@ struct CapacityReading {
   std::map<std::string, placement::ResourceQuota> quota;  // summed over flavors
   int32_t pending_workloads = 0;
   std::vector<std::string> cluster_queues;
+  // Non-empty: the cluster answers and takes gantry's credentials, but they
+  // may not list its ClusterQueues (RBAC: 403), so there is no reading. It
+  // is Ready for the jobs it runs; the last reading, if any, goes stale.
+  std::string unreadable;
 };
 
 // The seam to the clusters: the real one speaks HTTPS (kube/), tests fake it.
@@ -49,6 +53,7 @@ class ClusterProber {
   // kUnauthenticated or kPermissionDenied means the cluster answered but
   // refused the credentials (or none could be had): it is up, and the
   // outage gets the longer refused_timeout_ms (ClusterHealth::OnProbeRefused).
+  // A reading with `unreadable` set: Ready, with no new quota figures.
   virtual Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials& creds) = 0;
 };
 
@@ -72,6 +77,7 @@ struct ClusterView {
   std::optional<CapacityReading> capacity;
   int64_t capacity_at_ms = 0;   // when capacity was read
   std::string credentials_error;  // kubeconfig problems (the cluster is not probed)
+  std::string capacity_error;     // CapacityReading::unreadable of the last probe
 };
 
 class Fleet {

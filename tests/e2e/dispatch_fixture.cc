@@ -105,6 +105,14 @@ nlohmann::json DispatchFleet::Job(const std::string& ns, const std::string& name
   return nlohmann::json::parse(r->body, nullptr, false);
 }
 
+nlohmann::json DispatchFleet::Cluster(const std::string& name) {
+  auto client = ClientFor(url());
+  if (!client) return nullptr;
+  auto r = client->Do("GET", "/api/v1/clusters/" + name);
+  if (!r.ok() || r->status != 200) return nullptr;
+  return nlohmann::json::parse(r->body, nullptr, false);
+}
+
 std::string DispatchFleet::Phase(const std::string& ns, const std::string& name) {
   nlohmann::json j = Job(ns, name);
   if (!j.is_object()) return "";

@@ -49,6 +49,8 @@ class DispatchFleet {
   int ReloadClusters();
   // GET the job (null when absent or unreachable).
   nlohmann::json Job(const std::string& ns, const std::string& name);
+  // GET /api/v1/clusters/NAME (null on failure).
+  nlohmann::json Cluster(const std::string& name);
   std::string Phase(const std::string& ns, const std::string& name);
   // Waits until the job's phase is one of `phases`.
   bool WaitPhase(const std::string& ns, const std::string& name, std::vector<std::string> phases,

@@ -1,5 +1,5 @@
 // Dispatch scenarios end to end: whole gangs, Unschedulable, two clusters
-// admitting at once, cancel in every phase, and a removed or cordoned cluster.
+// admitting at once, cancel in every phase, and a removed, cordoned or capacity-unreadable cluster.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -325,6 +325,40 @@ TEST_CASE("a cordoned cluster takes no new job, keeps its running one, and takes
   REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Succeeded"}, std::chrono::seconds(30)));
   CHECK(fleet.Job("team-a", "waiter")["status"]["cluster"] == "c1");
   CHECK(Runs(fleet, fleet.Uid("team-a", "waiter")) == 1);
+  CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
+}
+
+TEST_CASE("a cluster whose ClusterQueues gantry may not list stays Ready: its running job is followed to its end",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", GpuJob("runner", 1, 1, "4s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "runner", {"Running"}));
+
+  // RBAC drift: gantry's token may no longer list ClusterQueues in c1.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "clusterqueues"}).code == 0);
+  REQUIRE(WaitFor([&] {
+    return Cli(fleet.url(), {"clusters"}).out.find("Ready,CapacityUnreadable") != std::string::npos;
+  }, std::chrono::seconds(20)));
+  auto c1 = fleet.Cluster("c1");
+  REQUIRE(c1.is_object());
+  CHECK(c1["status"]["health"] == "Ready");
+  CHECK(c1["status"].value("capacityError", "").find("403") != std::string::npos);
+  CHECK_FALSE(c1["status"].contains("credentialsRefused"));
+
+  // Its job is followed as before: it finishes there, once.
+  REQUIRE(fleet.WaitPhase("team-a", "runner", {"Succeeded", "Failed"}, std::chrono::seconds(30)));
+  auto runner = fleet.Job("team-a", "runner");
+  CHECK(runner["status"]["phase"] == "Succeeded");
+  CHECK(runner["status"]["cluster"] == "c1");
+  CHECK(runner["status"]["epoch"] == 1);
+
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  CHECK(WaitFor([&] {
+    auto c = fleet.Cluster("c1");
+    return c.is_object() && c["status"]["health"] == "Ready" && !c["status"].contains("capacityError");
+  }, std::chrono::seconds(20)));
   CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
 }
 

@@ -11,12 +11,20 @@
 
 namespace gantry::api {
 
+nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64_t now_ms) const {
+  nlohmann::json out = ClusterToJson(view, now_ms, options_.stale_after_ms);
+  if (options_.watch_refused) {
+    if (std::string why = options_.watch_refused(view.config.name); !why.empty()) out["status"]["watchRefused"] = why;
+  }
+  return out;
+}
+
 void ApiService::ListClusters(http::Request req, Respond respond) {
   if (!Authorize(req, nullptr, respond)) return;
   nlohmann::json items = nlohmann::json::array();
   if (fleet_) {
     int64_t now = clock_.NowMillis();
-    for (const auto& view : fleet_->Clusters()) items.push_back(ClusterToJson(view, now, options_.stale_after_ms));
+    for (const auto& view : fleet_->Clusters()) items.push_back(ClusterJson(view, now));
   }
   nlohmann::json list = {{"apiVersion", "gantry.dev/v1"}, {"kind", "ClusterList"}, {"metadata", nlohmann::json::object()},
                         {"items", items}};
@@ -31,7 +39,7 @@ void ApiService::GetCluster(http::Request req, Respond respond) {
     respond(K8sStatus(404, "NotFound", "cluster " + name + " not found"));
     return;
   }
-  respond(http::JsonResponse(200, ClusterToJson(*view, clock_.NowMillis(), options_.stale_after_ms).dump()));
+  respond(http::JsonResponse(200, ClusterJson(*view, clock_.NowMillis()).dump()));
 }
 
 void ApiService::ReloadClusters(http::Request req, Respond respond) {

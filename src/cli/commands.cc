@@ -312,10 +312,14 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
     if (c.value(nlohmann::json::json_pointer("/spec/cordoned"), false)) health += ",Cordoned";
     if (c.value(nlohmann::json::json_pointer("/spec/declaredLost"), false)) health += ",DeclaredLost";
     const std::string capacity_error = Str(c, "/status/capacityError");
+    const std::string watch_refused = Str(c, "/status/watchRefused");
     if (!capacity_error.empty()) health += ",CapacityUnreadable";
+    if (!watch_refused.empty()) health += ",WatchRefused";
     rows.push_back({Str(c, "/metadata/name"), health,
                     since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), gpus, pending, age,
-                    Str(c, "/status/health") == "Ready" ? capacity_error : Str(c, "/status/lastError")});
+                    Str(c, "/status/health") != "Ready" ? Str(c, "/status/lastError")
+                    : !watch_refused.empty()            ? watch_refused
+                                                        : capacity_error});
   }
   PrintTable(out, {"NAME", "HEALTH", "SINCE", "REGION", "GPUS(RESERVED/QUOTA)", "PENDING", "CAPACITY-AGE", "LAST-ERROR"},
              rows);

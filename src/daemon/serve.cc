@@ -165,6 +165,7 @@ int RunServe(const ServeFlags& flags) {
   api::ApiOptions api_options;
   api_options.stale_after_ms = fleet_options.stale_after_ms;
   api_options.after_reload = [&engine] { engine.InventoryChanged(); };
+  api_options.watch_refused = [&engine](const std::string& cluster) { return engine.WatchRefused(cluster); };
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";

@@ -107,18 +107,27 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   // Not seen failing yet (not synced, or not probed since a restart): the
   // usual pace, not the last stretch's.
   plan.requeue_ms = lost == 0 ? opt_.retry_ms : std::clamp<int64_t>(timeout - lost, 200, opt_.retry_ms);
-  const bool flagged = ConditionReason(job_.conditions_json, "OwnerUnreachable") == "CredentialsRefused";
-  if (refused && !flagged) {
-    // Up, and refusing us: the job most likely runs on, so the user sees why
-    // its status stands still. The refusal's details are the cluster's
-    // (gantry clusters), not every tenant's.
-    std::string msg = fmt::format(
-        "owner cluster {} answers but refuses gantry's credentials; the job is left as it is there until they work "
-        "again (see gantry clusters)",
-        owner);
-    plan.write = OwnerFlag("CredentialsRefused", msg);
-    plan.write->events.push_back(Event("CredentialsRefused", msg, owner, "Warning"));
-  } else if (!refused && flagged && !facts->ready) {
+  const std::string flag = ConditionReason(job_.conditions_json, "OwnerUnreachable");
+  // Answering, with working credentials, but refusing gantry a list of the
+  // job's objects (RBAC): not synced, so nothing is concluded from it.
+  const bool watch_refused = facts->ready && !facts->watch_refused.empty();
+  // Up, and refusing us: the job most likely runs on, so the user sees why
+  // its status stands still. The refusal's details are the cluster's (gantry
+  // clusters), not every tenant's.
+  auto raise = [&](const std::string& reason, const std::string& message) {
+    plan.write = OwnerFlag(reason, message);
+    plan.write->events.push_back(Event(reason, message, owner, "Warning"));
+  };
+  if (refused && flag != "CredentialsRefused") {
+    raise("CredentialsRefused", fmt::format("owner cluster {} answers but refuses gantry's credentials; the job is left "
+                                            "as it is there until they work again (see gantry clusters)",
+                                            owner));
+  } else if (watch_refused && flag != "WatchRefused") {
+    raise("WatchRefused", fmt::format("owner cluster {} answers but refuses gantry a watch of the job's objects there; "
+                                      "the job is left as it is there, and its status is not followed until that is "
+                                      "allowed again (see gantry clusters)",
+                                      owner));
+  } else if (!refused && !facts->ready && (flag == "CredentialsRefused" || flag == "WatchRefused")) {
     // Now out of reach for another reason: the flag would tell a wrong story.
     // (Ready, only not synced yet: the credentials work again, and
     // OwnerReturned lifts the flag once the watches have caught up.)

@@ -202,6 +202,7 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
     f.ready = view.health.state == inventory::HealthState::kReady && view.credentials_error.empty();
     f.lost_for_ms = view.health.LostForMs(now_ms);
     f.credentials_refused = view.health.credentials_refused;
+    f.watch_refused = observer_->WatchRefused(view.config.name);
     f.config = view.config;
     facts->emplace(view.config.name, std::move(f));
   }

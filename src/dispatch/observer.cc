@@ -18,9 +18,12 @@
 // wake at once.
 //
 // Synced. A resource counts as listed from its first successful list since its
-// thread started. ListWatch reports no failures, so a failed watch does not
-// unsync it: the view may be stale until ListWatch's relist replaces it (as
-// with client-go's HasSynced). A JobSet or generic path answering 404 (CRD not
+// thread started. A failed watch does not unsync it: the view may be stale
+// until ListWatch's relist replaces it (as with client-go's HasSynced). A
+// relist the cluster refuses (401, 403: RBAC drift, a token that may no
+// longer read Workloads) does: the view cannot be brought up to date, so
+// nothing may be concluded from it, and WatchRefused says why until a list
+// succeeds. A JobSet or generic path answering 404 (CRD not
 // installed) counts as listed and empty, and is asked again every
 // kUnservedRecheck. A 404 for Workloads or Jobs keeps the cluster unsynced:
 // Kueue missing or the wrong version is a configuration error, not evidence
@@ -187,6 +190,25 @@ struct ClusterObserver::Impl {
         std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
     lw.max_backoff = options.max_backoff;
     lw.stop_fd = c->stop_signal.fd();
+    lw.on_list_failed = [this, c, r](int status, const std::string& message) {
+      if (status != 401 && status != 403) return;
+      bool first = false;
+      {
+        std::lock_guard lock(mu);
+        if (c->stopping()) return;
+        first = c->caches[r].refused.empty();
+        c->caches[r].refused = fmt::format("listing {} answered {}: {}", resources[r].name, status, message);
+        if (c->caches[r].listed) {
+          c->caches[r].listed = false;
+          PublishSyncedLocked();
+        }
+      }
+      if (first) {
+        spdlog::warn("observer: cluster {} refuses gantry the {} ({} {}): what its jobs do there is not followed "
+                     "until it allows them again",
+                     c->config.name, resources[r].name, status, message);
+      }
+    };
     // ToEntry reads metadata and a few spec and status fields: the pod
     // templates and admission details need not be parsed on every event.
     lw.only_fields = {{"spec", {"suspend", "active"}}, {"status", StatusFieldsRead(resources[r])}};
@@ -239,15 +261,19 @@ struct ClusterObserver::Impl {
       if (auto e = ToEntry(resources[r], o)) fresh.emplace(KeyOf(o), std::move(*e));
     }
     std::set<std::string> changed;
+    bool was_refused = false;
     {
       std::lock_guard lock(mu);
       if (c->stopping()) return;  // retired: out of the index for good
       c->caches[r].Replace(std::move(fresh), &changed);
+      was_refused = !c->caches[r].refused.empty();
+      c->caches[r].refused.clear();
       if (!c->caches[r].listed) {
         c->caches[r].listed = true;
         PublishSyncedLocked();
       }
     }
+    if (was_refused) spdlog::info("observer: cluster {} allows gantry the {} again", c->config.name, resources[r].name);
     Notify(c, r, changed, ClusterObserver::Observed{});
   }
 
@@ -386,6 +412,16 @@ JobObservation ClusterObserver::ForJob(const std::string& job_uid) const {
     });
   }
   return out;
+}
+
+std::string ClusterObserver::WatchRefused(const std::string& cluster) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  if (it == impl_->clusters.end()) return "";
+  for (const ResourceCache& cache : it->second->caches) {
+    if (!cache.refused.empty()) return cache.refused;
+  }
+  return "";
 }
 
 bool ClusterObserver::Synced(const std::string& cluster) const {

@@ -59,6 +59,9 @@ class JobIndex {
 class ResourceCache {
  public:
   bool listed = false;
+  // Why the last (re)list failed, when the cluster refused it (401, 403):
+  // gantry may not see this resource there. "" once a list succeeds.
+  std::string refused;
 
   void Attach(JobIndex* index, const std::string* cluster, std::size_t resource) {
     index_ = index;

@@ -16,7 +16,10 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
   while (true) {
     auto r = client.List(path, page);
     if (!r.ok() || !r->ok()) {
-      spdlog::warn("list {}: {}", path, r.ok() ? r->error->message : r.status().message());
+      const std::string message = r.ok() ? (r->error ? r->error->message : "HTTP " + std::to_string(r->status))
+                                         : r.status().message();
+      spdlog::warn("list {}: {}", path, message);
+      if (options.on_list_failed) options.on_list_failed(r.ok() ? r->status : 0, message);
       return "";
     }
     for (auto& item : r->body.value("items", nlohmann::json::array())) items->push_back(std::move(item));

@@ -553,6 +553,51 @@ TEST_CASE("step 10: an owner that refuses the credentials waits its own timeout,
   }
 }
 
+TEST_CASE("step 10: an owner that refuses gantry a watch of the job's objects holds the job, with a condition that "
+          "is lifted when it allows it again",
+          "[dispatch][decide]") {
+  World w;
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
+  w.clusters["c1"].watch_refused = "listing workloads answered 403: forbidden";
+  w.synced.erase("c1");  // the observer unsyncs a cluster that refuses a list
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "owner-lost");
+  REQUIRE(p.write);
+  CHECK_FALSE(p.write->phase);  // nothing moves: the cluster answers, the job most likely runs on
+  CHECK(p.actions.empty());
+  REQUIRE(p.write->conditions_json);
+  CHECK(nlohmann::json::parse(*p.write->conditions_json)[0]["reason"] == "WatchRefused");
+  CHECK(p.write->message->find("403") == std::string::npos);  // the details are the cluster's, not the job's
+  REQUIRE(p.write->events.size() == 1);
+  CHECK(p.write->events[0].reason == "WatchRefused");
+
+  // Flagged already: nothing new is written.
+  w.job.conditions_json = *p.write->conditions_json;
+  w.job.message = *p.write->message;
+  Plan again = Decide(w.Input());
+  CHECK_FALSE(again.write);
+  CHECK(again.requeue_ms == w.in.options.retry_ms);
+
+  // Now out of reach: the flag says so instead.
+  World gone = w;
+  gone.clusters["c1"].ready = false;
+  gone.clusters["c1"].watch_refused.clear();
+  gone.clusters["c1"].lost_for_ms = 1'000;
+  Plan out = Decide(gone.Input());
+  REQUIRE(out.write);
+  CHECK(nlohmann::json::parse(*out.write->conditions_json)[0]["reason"] == "Unreachable");
+
+  // Allowed again and synced: the condition is lifted.
+  World back = w;
+  back.clusters["c1"].watch_refused.clear();
+  back.synced.insert("c1");
+  back.Workload("c1", 1).admitted = true;
+  back.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  Plan lifted = Decide(back.Input());
+  REQUIRE(lifted.write);
+  CHECK(*lifted.write->conditions_json == "[]");
+}
+
 TEST_CASE("steps 11-13: eviction requeues, the real job is created, runs and finishes", "[dispatch][decide]") {
   World w;
   w.OwnedBy(JobPhase::kAdmitted, "c1", 1);

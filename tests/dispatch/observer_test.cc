@@ -403,6 +403,23 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK(observer.AllJobUids().empty());
   }
 
+  SECTION("a cluster that refuses gantry a list of Workloads is not synced, and says why, until it allows it") {
+    CHECK(observer.WatchRefused("c1").empty());
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c1", "workloads"}).code == 0);
+    // The open watch goes on until its end (1 s here); the relist is refused.
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "kill-watches", "c1"}).code == 0);
+    REQUIRE(WaitFor([&] { return !observer.Synced("c1"); }, std::chrono::seconds(10)));
+    CHECK(observer.WatchRefused("c1").find("403") != std::string::npos);
+    CHECK(observer.WatchRefused("c1").find("listing workloads answered 403") != std::string::npos);
+    CHECK(observer.Synced("c2"));
+    CHECK(observer.WatchRefused("c2").empty());
+    CHECK(*observer.ForJob("uid-x").synced == std::set<std::string>{"c2"});
+
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c1"}).code == 0);
+    REQUIRE(WaitFor([&] { return observer.Synced("c1"); }, std::chrono::seconds(10)));
+    CHECK(observer.WatchRefused("c1").empty());
+  }
+
   SECTION("a generic kind is watched like a Job") {
     REQUIRE(kc2->Create(kWorkloadsPath, Workload("w3", "uid-3"))->status == 201);
     REQUIRE(kc2->Create(kTrainJobsPath, TrainJob("t3", "uid-3", "w3"))->status == 201);

@@ -362,6 +362,44 @@ TEST_CASE("a cluster whose ClusterQueues gantry may not list stays Ready: its ru
   CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
 }
 
+TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with a condition, then lets it finish",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", GpuJob("held", 1, 1, "4s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}));
+
+  // RBAC drift: gantry's token may no longer list Workloads in c1. The open
+  // watch is cut, and its relist refused.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "workloads"}).code == 0);
+  REQUIRE(fleet.Ctl({"kill-watches", "c1"}).code == 0);
+  auto reason = [&] {
+    auto j = fleet.Job("team-a", "held");
+    if (!j.is_object()) return std::string();
+    for (const auto& c : j["status"].value("conditions", nlohmann::json::array())) {
+      if (c.value("type", "") == "OwnerUnreachable") return c.value("reason", "");
+    }
+    return std::string();
+  };
+  REQUIRE(WaitFor([&] { return reason() == "WatchRefused"; }, std::chrono::seconds(20)));
+  auto clusters = Cli(fleet.url(), {"clusters"});
+  CHECK(clusters.out.find("Ready,WatchRefused") != std::string::npos);
+  CHECK(clusters.out.find("listing workloads answered 403") != std::string::npos);
+  CHECK(fleet.Phase("team-a", "held") == "Running");  // held, not moved
+
+  // Allowed again: the condition is lifted and the job finishes there, once.
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, std::chrono::seconds(40)));
+  auto held = fleet.Job("team-a", "held");
+  CHECK(held["status"]["phase"] == "Succeeded");
+  CHECK(held["status"]["cluster"] == "c1");
+  CHECK(held["status"]["epoch"] == 1);
+  CHECK(reason().empty());
+  CHECK(Runs(fleet, fleet.Uid("team-a", "held")) == 1);
+  CHECK(Cli(fleet.url(), {"clusters"}).out.find("WatchRefused") == std::string::npos);
+}
+
 TEST_CASE("jobs submitted while no cluster is configured wait with a reason and run once clusters are added",
           "[e2e][dispatch][inventory]") {
   DispatchFleet fleet(TwoClusters());

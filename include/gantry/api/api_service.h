@@ -34,6 +34,9 @@ struct ApiOptions {
   // Called after POST /api/v1/clusters:reload re-read the inventory (the
   // dispatch engine re-aims its watches). Optional.
   std::function<void()> after_reload;
+  // Why a cluster keeps gantry from watching its objects ("" when it does
+  // not): shown as status.watchRefused. Optional.
+  std::function<std::string(const std::string& cluster)> watch_refused;
 };
 
 class ApiService {
@@ -65,6 +68,8 @@ class ApiService {
   void ListJobs(http::Request req, Respond respond);
   void CancelJob(http::Request req, Respond respond);
   void JobEvents(http::Request req, Respond respond);
+  // A cluster as the API shows it (cluster_view.h), with what only the engine knows.
+  nlohmann::json ClusterJson(const inventory::ClusterView& view, int64_t now_ms) const;
   void ListClusters(http::Request req, Respond respond);
   void GetCluster(http::Request req, Respond respond);
   void ReloadClusters(http::Request req, Respond respond);

@@ -31,8 +31,10 @@
 //  10 owner-lost owner unreachable: wait, then apply onClusterLoss; an
 //                owner that answers but refuses gantry's credentials
 //                waits longer (credentials_refused_timeout_ms), with a
-//                condition saying so; an owner declared lost by an
-//                operator waits only declared_lost_grace_ms
+//                condition saying so, as does an owner that refuses
+//                gantry a list of the watched objects (RBAC); an owner
+//                declared lost by an operator waits only
+//                declared_lost_grace_ms
 //  11 evicted    the owner's Workload was evicted or deactivated (or
 //                vanished): requeue, or Failed for an at-most-once job
 //                (onClusterLoss Fail or Wait)
@@ -77,6 +79,9 @@ struct ClusterFacts {
   // credentials (cluster_health.h), so credentials_refused_timeout_ms
   // applies instead of cluster_lost_timeout_ms.
   bool credentials_refused = false;
+  // The cluster answers, but refuses gantry a list of one of the watched
+  // resources (ClusterObserver::WatchRefused): not synced, and why.
+  std::string watch_refused;
   inventory::ClusterConfig config;
 };
 

@@ -77,6 +77,8 @@ class Engine final : public JobIntake {
   // After the fleet reloaded its inventory: re-aim the watches and pools,
   // and look at every unfinished job again.
   void InventoryChanged();
+  // ClusterObserver::WatchRefused, for the API's view of the cluster.
+  std::string WatchRefused(const std::string& cluster) const { return observer_->WatchRefused(cluster); }
 
   // JobIntake, for the API. Wake drops a held new job and invalidates the
   // engine's last write of it (known_jobs.h) before it queues the job:

@@ -147,6 +147,10 @@ class ClusterObserver {
   // what the fleet has: asks only the views that hold its objects.
   JobObservation ForJob(const std::string& job_uid) const;
   bool Synced(const std::string& cluster) const;
+  // Why the cluster keeps gantry from listing one of the watched resources
+  // (its last list answered 401 or 403; the cluster is not synced meanwhile),
+  // or "" when it does not.
+  std::string WatchRefused(const std::string& cluster) const;
   // Every job uid with at least one object in some cluster (start-up garbage collection).
   std::vector<std::string> AllJobUids() const;
 

@@ -30,6 +30,10 @@ struct ListWatchOptions {
   std::chrono::milliseconds max_backoff{30'000};
   OnlyFields only_fields;  // for watch events: see WatchOptions
   int stop_fd = -1;        // see WatchOptions::stop_fd; stop() must say true once it is readable
+  // Called when a (re)list fails: the HTTP status of the answer (0: none,
+  // e.g. a connection refused) and a message free of secrets. A 401 or 403
+  // means the view can no longer be brought up to date.
+  std::function<void(int status, const std::string& message)> on_list_failed;
 };
 
 struct ListWatchStats {

@@ -202,7 +202,7 @@ Plan Ladder::Cancel() const {
                                                  fmt::join(LostWithIntents(), ", "))
                          : job_.epoch > 0 ? "remote objects withdrawn from every cluster; job cancelled"
                                           : "nothing was dispatched; job cancelled"));
-  plan.requeue_ms = -1;
+  plan.requeue_ms = lost_left ? opt_.lost_recheck_ms : -1;  // the backstop, as for a finished job
   return plan;
 }
 

@@ -64,16 +64,20 @@ DispatchUpdate Ladder::OwnerFlag(const std::string& reason, const std::string& m
 // Step 10: the owner is out of reach (removed: gone from the inventory). An
 // owner declared lost by an operator waits only declared_lost_grace_ms (if
 // shorter than its timeout), from a failure a probe saw: an owner that is
-// only not synced yet, or not probed since a restart, is waited for.
+// only not synced yet, or not probed since a restart, is waited for. An
+// owner that answers but refuses gantry a watch of the job's objects (RBAC)
+// is out of reach as one that refuses the credentials is, for as long as
+// the engine has seen it refuse.
 Plan Ladder::OwnerUnreachable(bool removed) const {
   const std::string& owner = job_.cluster;
   const ClusterFacts* facts = removed ? nullptr : &in_.clusters->at(owner);
   const bool refused = facts && facts->credentials_refused;
+  const bool watch_refused = facts && facts->ready && !facts->watch_refused.empty();
   const bool declared = facts && facts->config.declared_lost;
-  int64_t timeout =
-      inventory::LostTimeoutMs(refused, opt_.cluster_lost_timeout_ms, opt_.credentials_refused_timeout_ms);
+  int64_t timeout = inventory::LostTimeoutMs(refused || watch_refused, opt_.cluster_lost_timeout_ms,
+                                             opt_.credentials_refused_timeout_ms);
   if (declared) timeout = std::min(timeout, std::max<int64_t>(opt_.declared_lost_grace_ms, 1));
-  const int64_t lost = removed ? timeout : facts->lost_for_ms;
+  const int64_t lost = removed ? timeout : watch_refused ? facts->watch_refused_for_ms : facts->lost_for_ms;
   if (lost >= timeout) {
     std::string why = removed    ? fmt::format("owner cluster {} was removed from the inventory", owner)
                       : declared ? fmt::format("owner cluster {}, declared lost by an operator, has been out of reach "
@@ -81,6 +85,9 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
                                                owner, lost / 1000)
                       : refused  ? fmt::format("owner cluster {} has refused gantry's credentials for {} s", owner,
                                                lost / 1000)
+                      : watch_refused ? fmt::format("owner cluster {} has refused gantry a watch of the job's objects "
+                                                    "for {} s",
+                                                    owner, lost / 1000)
                                  : fmt::format("owner cluster {} unreachable for {} s", owner, lost / 1000);
     switch (in_.spec->on_cluster_loss) {
       case OnClusterLoss::kRequeue:
@@ -105,12 +112,12 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   Plan plan;
   plan.step = "owner-lost";
   // Not seen failing yet (not synced, or not probed since a restart): the
-  // usual pace, not the last stretch's.
-  plan.requeue_ms = lost == 0 ? opt_.retry_ms : std::clamp<int64_t>(timeout - lost, 200, opt_.retry_ms);
+  // usual pace, not the last stretch's. A refusal (of the credentials or a
+  // watch) may last a day: the health watch wakes the job when it ends, so
+  // only the timeout is looked out for, at the resync's pace.
+  const int64_t pace = refused || watch_refused ? opt_.resync_ms : opt_.retry_ms;
+  plan.requeue_ms = lost == 0 ? opt_.retry_ms : std::clamp<int64_t>(timeout - lost, 200, pace);
   const std::string flag = ConditionReason(job_.conditions_json, "OwnerUnreachable");
-  // Answering, with working credentials, but refusing gantry a list of the
-  // job's objects (RBAC): not synced, so nothing is concluded from it.
-  const bool watch_refused = facts->ready && !facts->watch_refused.empty();
   // Up, and refusing us: the job most likely runs on, so the user sees why
   // its status stands still. The refusal's details are the cluster's (gantry
   // clusters), not every tenant's.

@@ -203,11 +203,27 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
     f.lost_for_ms = view.health.LostForMs(now_ms);
     f.credentials_refused = view.health.credentials_refused;
     f.watch_refused = observer_->WatchRefused(view.config.name);
+    if (f.watch_refused.empty()) {
+      watch_refused_since_.erase(view.config.name);
+    } else {
+      // Seen by this engine since: not kept across a restart.
+      auto since = watch_refused_since_.emplace(view.config.name, now_ms).first->second;
+      f.watch_refused_for_ms = std::max<int64_t>(0, now_ms - since);
+    }
     f.config = view.config;
     facts->emplace(view.config.name, std::move(f));
   }
+  std::vector<placement::ClusterSnapshot> snapshots = fleet_.Snapshot(now_ms);
+  for (placement::ClusterSnapshot& s : snapshots) {
+    // A cluster that keeps gantry from following what it runs there takes
+    // nothing new: no copy there could take the lease.
+    auto f = facts->find(s.name);
+    if (f != facts->end() && !f->second.watch_refused.empty() && s.health == placement::ClusterHealth::kReady) {
+      s.health = placement::ClusterHealth::kNotReady;
+    }
+  }
   facts_ = std::move(facts);
-  snapshots_ = std::make_shared<const std::vector<placement::ClusterSnapshot>>(fleet_.Snapshot(now_ms));
+  snapshots_ = std::make_shared<const std::vector<placement::ClusterSnapshot>>(std::move(snapshots));
   fleet_read_ms_ = now_ms;
 }
 

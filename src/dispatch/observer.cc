@@ -20,12 +20,13 @@
 // Synced. A resource counts as listed from its first successful list since its
 // thread started. A failed watch does not unsync it: the view may be stale
 // until ListWatch's relist replaces it (as with client-go's HasSynced). A
-// relist the cluster refuses (401, 403: RBAC drift, a token that may no
-// longer read Workloads) does: the view cannot be brought up to date, so
-// nothing may be concluded from it, and WatchRefused says why until a list
-// succeeds. A JobSet or generic path answering 404 (CRD not
-// installed) counts as listed and empty, and is asked again every
-// kUnservedRecheck. A 404 for Workloads or Jobs keeps the cluster unsynced:
+// relist of Workloads or Jobs the cluster refuses (403: RBAC drift, a token
+// that may no longer read them) does: the view cannot be brought up to date,
+// so nothing may be concluded from it, and WatchRefused says why until a
+// list succeeds. (A 401 is the prober's to judge: refused credentials.) A
+// JobSet or generic path answering 404 (CRD not installed) or 403 (gantry
+// may not list it there) counts as listed and empty, and is asked again
+// every kUnservedRecheck. A 404 for Workloads or Jobs keeps the cluster unsynced:
 // Kueue missing or the wrong version is a configuration error, not evidence
 // of absence.
 #include "gantry/dispatch/observer.h"
@@ -190,8 +191,16 @@ struct ClusterObserver::Impl {
         std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
     lw.max_backoff = options.max_backoff;
     lw.stop_fd = c->stop_signal.fd();
-    lw.on_list_failed = [this, c, r](int status, const std::string& message) {
-      if (status != 401 && status != 403) return;
+    // An optional kind the cluster refuses (403) goes back to WaitUntilServed,
+    // which counts it as empty there, as one it does not serve.
+    bool optional_refused = false;
+    lw.on_list_failed = [this, c, r, &optional_refused](int status, const std::string& message) {
+      // A 401 is the prober's to judge (CredentialsRefused): the token, not a permission.
+      if (status != 403) return;
+      if (resources[r].optional) {
+        optional_refused = true;
+        return;
+      }
       bool first = false;
       {
         std::lock_guard lock(mu);
@@ -222,7 +231,8 @@ struct ClusterObserver::Impl {
           kube::ListWatch(
               **client, path, lw, [&](const std::vector<json>& items) { ApplyList(c, r, items); },
               [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },
-              [c] { return c->stopping(); });
+              [c, &optional_refused] { return c->stopping() || optional_refused; });
+          optional_refused = false;
         }
       } catch (const std::exception& e) {
         // A malformed answer (or a throwing on_change): the view may be incomplete until relisted.
@@ -236,19 +246,26 @@ struct ClusterObserver::Impl {
     }
   }
 
-  // While the path answers 404, the resource counts as listed and empty. True
-  // once it answers anything else (ListWatch handles failures), false when stopping.
+  // While the path answers 404, the resource counts as listed and empty; so
+  // it does while it answers 403 (gantry may not list it there: a kind it
+  // does not use there should not hold every job of the cluster). True once
+  // it answers anything else (ListWatch handles failures), false when stopping.
   bool WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path) {
     kube::ListOptions probe;
     probe.label_selector = Selector();
     probe.limit = 1;
-    for (bool logged = false; !c->stopping(); logged = true) {
+    for (int logged = 0; !c->stopping();) {
       auto reply = client.List(path, probe);
-      if (!reply.ok() || reply->status != 404) return true;
-      if (!logged) {
+      if (!reply.ok() || (reply->status != 404 && reply->status != 403)) return true;
+      if (logged != reply->status && reply->status == 404) {
         spdlog::info("observer: cluster {} does not serve {} (404): empty, asked again every {}s",
                      c->config.name, resources[r].name, kUnservedRecheck.count());
+      } else if (logged != reply->status) {
+        spdlog::warn("observer: cluster {} refuses gantry a list of {} (403): counted as empty, asked again every "
+                     "{}s; jobs of that kind cannot be followed there",
+                     c->config.name, resources[r].name, kUnservedRecheck.count());
       }
+      logged = reply->status;
       ApplyList(c, r, {});
       if (!c->Wait(kUnservedRecheck)) return false;
     }

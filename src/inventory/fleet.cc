@@ -107,7 +107,8 @@ std::vector<ClusterFileError> Fleet::Load() {
     const bool was_lost = old != entries_.end() && old->second.view.config.declared_lost;
     if (e.view.config.declared_lost && !was_lost) {
       spdlog::warn("inventory: cluster {} is declared lost (declaredLost): nothing new goes there, and the jobs it "
-                   "owns get their onClusterLoss as soon as it stops answering; what it runs is withdrawn if it "
+                   "owns get their onClusterLoss once it has been out of reach for declaredLostGraceSeconds; what it runs "
+                   "is withdrawn if it "
                    "answers again",
                    name);
     } else if (was_lost && !e.view.config.declared_lost) {
@@ -170,6 +171,7 @@ void Fleet::ProbeOne(const std::string& name) {
       }
     } else {
       error = reading.status().message();
+      e.view.capacity_error.clear();  // out of reach: the outage tells more
       if (Refusal(reading.status())) {
         e.view.health.OnProbeRefused(now, error);
       } else {
@@ -291,7 +293,8 @@ std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
       s.capacity.quota = e.view.capacity->quota;
       s.capacity.pending_workloads = e.view.capacity->pending_workloads;
       s.capacity.age_ms = now_ms - e.view.capacity_at_ms;
-      s.capacity.stale = s.capacity.age_ms > options_.stale_after_ms;
+      // Unreadable now (403): the last reading is no better than a stale one.
+      s.capacity.stale = s.capacity.age_ms > options_.stale_after_ms || !e.view.capacity_error.empty();
     } else {
       s.capacity.stale = true;
     }

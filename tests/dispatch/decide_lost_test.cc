@@ -202,7 +202,7 @@ TEST_CASE("declared lost: a cancel does not wait for it, and its rows stay until
   CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
   REQUIRE(p.write->events.size() == 1);
   CHECK_THAT(p.write->events[0].message, Catch::Contains("declared lost (c1, c2)"));
-  CHECK(p.requeue_ms < 0);
+  CHECK(p.requeue_ms == w.in.options.lost_recheck_ms);  // the backstop: the health watch wakes it
 
   // Not declared lost: the cancel waits for c1 and says so.
   World v;

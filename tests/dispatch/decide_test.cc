@@ -486,7 +486,7 @@ TEST_CASE("step 10: an owner that refuses the credentials waits its own timeout,
     Plan refused = Decide(w.Input());
     CHECK(refused.step == "owner-lost");
     CHECK(refused.actions.empty());
-    CHECK(refused.requeue_ms == DecideOptions{}.retry_ms);
+    CHECK(refused.requeue_ms == DecideOptions{}.resync_ms);  // woken when it ends; only the timeout is looked out for
     REQUIRE(refused.write);
     CHECK_FALSE(refused.write->phase);  // still Running, same epoch, same owner
     CHECK_FALSE(refused.write->epoch);
@@ -559,6 +559,7 @@ TEST_CASE("step 10: an owner that refuses gantry a watch of the job's objects ho
   World w;
   w.OwnedBy(JobPhase::kRunning, "c1", 1);
   w.clusters["c1"].watch_refused = "listing workloads answered 403: forbidden";
+  w.clusters["c1"].watch_refused_for_ms = 60'000;
   w.synced.erase("c1");  // the observer unsyncs a cluster that refuses a list
   Plan p = Decide(w.Input());
   CHECK(p.step == "owner-lost");
@@ -576,12 +577,27 @@ TEST_CASE("step 10: an owner that refuses gantry a watch of the job's objects ho
   w.job.message = *p.write->message;
   Plan again = Decide(w.Input());
   CHECK_FALSE(again.write);
-  CHECK(again.requeue_ms == w.in.options.retry_ms);
+  CHECK(again.requeue_ms == w.in.options.resync_ms);  // woken when it ends; only the timeout is looked out for
 
-  // Now out of reach: the flag says so instead.
+  // Refusing past credentialsRefusedTimeout, or past the grace of a cluster
+  // declared lost: onClusterLoss applies, as for refused credentials.
+  World past = w;
+  past.clusters["c1"].watch_refused_for_ms = past.in.options.credentials_refused_timeout_ms;
+  Plan moved = Decide(past.Input());
+  REQUIRE(moved.write);
+  REQUIRE(moved.write->phase);
+  CHECK(*moved.write->phase == JobPhase::kQueued);
+  CHECK_THAT(*moved.write->message, Catch::Contains("refused gantry a watch"));
+  World declared = w;
+  declared.clusters["c1"].config.declared_lost = true;
+  Plan declared_moved = Decide(declared.Input());
+  REQUIRE(declared_moved.write);
+  REQUIRE(declared_moved.write->phase);
+  CHECK(*declared_moved.write->phase == JobPhase::kQueued);
+
+  // Now out of reach (the observer keeps its reason meanwhile): the flag says so instead.
   World gone = w;
   gone.clusters["c1"].ready = false;
-  gone.clusters["c1"].watch_refused.clear();
   gone.clusters["c1"].lost_for_ms = 1'000;
   Plan out = Decide(gone.Input());
   REQUIRE(out.write);

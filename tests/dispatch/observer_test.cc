@@ -418,6 +418,21 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c1"}).code == 0);
     REQUIRE(WaitFor([&] { return observer.Synced("c1"); }, std::chrono::seconds(10)));
     CHECK(observer.WatchRefused("c1").empty());
+
+    // JobSets (optional: a cluster may not grant them) refused: counted as
+    // empty there, and the cluster stays synced for everything else.
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2", "jobsets"}).code == 0);
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "kill-watches", "c2"}).code == 0);
+    REQUIRE(kc2->Create(kWorkloadsPath, Workload("w9", "uid-9"))->status == 201);
+    REQUIRE(WaitFor([&] { return in("c2", "uid-9").workloads.size() == 1; }, std::chrono::seconds(10)));
+    CHECK(observer.Synced("c2"));
+    CHECK(observer.WatchRefused("c2").empty());
+    // So from the start: a new observer syncs it (it used to wait for ever).
+    ClusterObserver fresh(options, [](const ClusterObserver::Observed&) {});
+    fresh.SetClusters({c2});
+    CHECK(WaitFor([&] { return fresh.Synced("c2"); }, std::chrono::seconds(10)));
+    fresh.Stop();
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
   }
 
   SECTION("a generic kind is watched like a Job") {

@@ -367,7 +367,8 @@ TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with
   DispatchFleet fleet(TwoClusters());
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", GpuJob("held", 1, 1, "4s", "  placement: {clusters: [c1]}")) == 201);
+  // Long enough to outlast the relist that is refused (on 2 busy cores).
+  REQUIRE(fleet.Submit("team-a", GpuJob("held", 1, 1, "12s", "  placement: {clusters: [c1]}")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}));
 
   // RBAC drift: gantry's token may no longer list Workloads in c1. The open
@@ -387,6 +388,10 @@ TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with
   CHECK(clusters.out.find("Ready,WatchRefused") != std::string::npos);
   CHECK(clusters.out.find("listing workloads answered 403") != std::string::npos);
   CHECK(fleet.Phase("team-a", "held") == "Running");  // held, not moved
+  // It takes nothing new meanwhile: a job free to go anywhere goes to c2.
+  REQUIRE(fleet.Submit("team-a", GpuJob("elsewhere", 1, 1, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "elsewhere", {"Succeeded"}, std::chrono::seconds(30)));
+  CHECK(fleet.Job("team-a", "elsewhere")["status"]["cluster"] == "c2");
 
   // Allowed again: the condition is lifted and the job finishes there, once.
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);

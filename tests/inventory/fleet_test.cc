@@ -144,9 +144,18 @@ TEST_CASE("a cluster whose ClusterQueues may not be listed stays Ready, its last
   REQUIRE(c1->capacity);  // the last reading is kept, from its time
   CHECK(c1->capacity->quota.at("nvidia.com/gpu").nominal_milli == 32'000);
   CHECK(c1->capacity_at_ms == 1'000'000);
-  auto snap = fleet.Snapshot(clock.NowMillis() + options.stale_after_ms);
+  auto snap = fleet.Snapshot(clock.NowMillis());  // 10 s old, yet stale: unreadable now
   CHECK(snap[0].health == placement::ClusterHealth::kReady);
   CHECK(snap[0].capacity.stale);
+  CHECK(snap[0].capacity.age_ms < options.stale_after_ms);
+
+  // Gone out of reach: the outage is the story, not the permission.
+  prober.up["c1"] = false;
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c1")->capacity_error.empty());
+  prober.up["c1"] = true;
+  fleet.ProbeAllNow();
+  CHECK_FALSE(fleet.Cluster("c1")->capacity_error.empty());
 
   prober.forbids_queues["c1"] = false;
   fleet.ProbeAllNow();

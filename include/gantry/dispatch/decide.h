@@ -82,6 +82,7 @@ struct ClusterFacts {
   // The cluster answers, but refuses gantry a list of one of the watched
   // resources (ClusterObserver::WatchRefused): not synced, and why.
   std::string watch_refused;
+  int64_t watch_refused_for_ms = 0;  // for how long (credentials_refused_timeout_ms applies)
   inventory::ClusterConfig config;
 };
 

@@ -158,6 +158,8 @@ class Engine final : public JobIntake {
   std::atomic<bool> no_clusters_{false};
   std::mutex fleet_mu_;
   int64_t fleet_read_ms_ = -1;
+  // When each cluster was first seen refusing gantry a watch (guarded by fleet_mu_).
+  std::map<std::string, int64_t> watch_refused_since_;
   // Replaced, never changed in place: passes may still hold the last ones.
   std::shared_ptr<const FleetFacts> facts_ = SharedEmpty<FleetFacts>();
   std::shared_ptr<const std::vector<placement::ClusterSnapshot>> snapshots_ =

@@ -100,10 +100,16 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
       return;
     }
     if (!faults_.forbidden.empty()) {
-      if (std::string resource = ResourceOf(req.path); faults_.forbidden.count(resource)) {
+      // RESOURCE forbids every verb, RESOURCE:VERB only that one.
+      const std::string resource = ResourceOf(req.path);
+      const std::string verb = req.method == "POST"                          ? "create"
+                               : req.method == "DELETE"                      ? "delete"
+                               : req.method == "PUT" || req.method == "PATCH" ? "update"
+                                                                              : "list";
+      if (faults_.forbidden.count(resource) || faults_.forbidden.count(resource + ":" + verb)) {
         respond(KubeError(403, "Forbidden",
                           fmt::format("{} is forbidden: User \"gantry\" cannot {} resource \"{}\" (gantry-sim)",
-                                      resource, req.method == "GET" ? "list" : "change", resource)));
+                                      resource, verb, resource)));
         return;
       }
     }

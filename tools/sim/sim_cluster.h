@@ -33,8 +33,9 @@ struct FaultSettings {
   double error_fraction = 0;
   std::vector<int> error_codes = {500, 503, 429};
   int partition_mode = 0;  // 0 none, 1 apiserver down, 2 stalls requests
-  // Resources (plural names, e.g. clusterqueues) gantry's token may not
-  // touch: 403 Forbidden, as RBAC answers.
+  // Resources (plural names, e.g. clusterqueues; or jobs:create for one
+  // verb: create, delete, update, list) gantry's token may not touch: 403
+  // Forbidden, as RBAC answers.
   std::set<std::string> forbidden;
   bool apiserver_stopped = false;
 };

@@ -377,10 +377,10 @@ int64_t Engine::Pass(const std::string& uid) {
                  spec->template_object.value("apiVersion", ""));
   }
   ActionsOutcome acted = RunActions(*job, plan.actions);
-  if (!acted.taken_message.empty()) {
+  if (!acted.refusal.message.empty()) {
     // Someone else's object holds our name, or the cluster refuses ours:
     // fail the job instead of adopting or retrying.
-    const std::string& taken = acted.taken_message;
+    const std::string& taken = acted.refusal.message;
     known_.Drop(uid);  // written below, outside the entry's bookkeeping
     auto current = store_.GetByUid(uid);
     if (current.ok() && !IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
@@ -392,7 +392,7 @@ int64_t Engine::Pass(const std::string& uid) {
       u.phase = JobPhase::kFailed;
       u.message = taken;
       JobEvent e;
-      e.reason = "NameTaken";
+      e.reason = acted.refusal.reason;
       e.type = "Warning";
       e.message = taken;
       e.cluster = acted.taken_cluster;
@@ -439,7 +439,7 @@ void Engine::RunGc() {
         for (const ObservedJob& j : o.jobs) deletes.push_back(DeleteJobAction(cluster, j));
         int deleted = 0;
         for (const Action& a : deletes) {
-          std::string ignored;
+          Refusal ignored;
           deleted += Execute(ghost, a, &ignored);
         }
         if (deleted > 0) spdlog::info("dispatch: deleted {} object(s) of unknown job uid {} in {}", deleted, uid, cluster);

@@ -50,9 +50,10 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action)
 }
 
 bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease,
-                          std::string* taken_message) {
+                          Refusal* refusal) {
   if (action.verb == Verb::kCreate && action.path.empty()) {
-    *taken_message = fmt::format("cannot create the job in {}: the template's kind has no REST path", action.cluster);
+    *refusal = {"Refused",
+                fmt::format("cannot create the job in {}: the template's kind has no REST path", action.cluster)};
     return false;
   }
   if (!lease) return false;  // no connection to the cluster now
@@ -89,25 +90,31 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
                     action.cluster);
       return true;
     }
-    *taken_message = fmt::format("{} {}/{} already exists in cluster {} and was not created by gantry for this job; "
-                                 "it is left alone",
-                                 action.kind, action.ns, action.name, action.cluster);
+    *refusal = {"NameTaken",
+                fmt::format("{} {}/{} already exists in cluster {} and was not created by gantry for this job; "
+                            "it is left alone",
+                            action.kind, action.ns, action.name, action.cluster)};
     return false;
   }
   spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
                reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
-  if (reply->status == 422 || reply->status == 400 || reply->status == 404) {
-    // The cluster refuses the object itself (a missing CRD or namespace, or a
-    // schema it rejects): retrying will not help, and the user must know.
-    *taken_message = fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind, action.ns,
-                                 action.name, reply->status, reply->error ? reply->error->message : "");
+  // The cluster refuses the object itself (a missing CRD or namespace, or a
+  // schema it rejects), or, for the real job in its owner, forbids it (RBAC
+  // on that kind, or a policy webhook's denial): retrying will not help, and
+  // the user must know. (A Workload copy forbidden in one candidate is left
+  // to the others: retried, and logged above.)
+  if (reply->status == 422 || reply->status == 400 || reply->status == 404 ||
+      (reply->status == 403 && action.kind == kJob)) {
+    *refusal = {"Refused", fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind,
+                                       action.ns, action.name, reply->status,
+                                       reply->error ? reply->error->message : "")};
   }
   return false;
 }
 
-bool Engine::Execute(const JobRecord& job, const Action& action, std::string* taken_message) {
+bool Engine::Execute(const JobRecord& job, const Action& action, Refusal* refusal) {
   std::optional<kube::ClientPool::Lease> lease = StartAction(action);
-  return FinishAction(job, action, lease, taken_message);
+  return FinishAction(job, action, lease, refusal);
 }
 
 Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vector<Action>& actions) {
@@ -145,8 +152,8 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
     for (std::size_t i = 0; i < wave.size(); ++i) {
       if (!run[i]) continue;
       const Action& action = *wave[i];
-      std::string taken;
-      if (!FinishAction(job, action, leases[i], &taken)) {
+      Refusal refusal;
+      if (!FinishAction(job, action, leases[i], &refusal)) {
         out.all_ok = false;
         if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
       } else if (action.verb == Verb::kCreate) {
@@ -155,14 +162,14 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
         expected_.Deleted(action.precondition_uid, clock_.NowMillis());
       }
       leases[i].reset();  // the connection goes back to its pool
-      if (!taken.empty() && out.taken_message.empty()) {
-        out.taken_message = std::move(taken);
+      if (!refusal.message.empty() && out.refusal.message.empty()) {
+        out.refusal = std::move(refusal);
         out.taken_cluster = action.cluster;
       }
     }
-    // Someone else's object holds our name: the caller fails the job, and
-    // nothing more of this plan is sent.
-    if (!out.taken_message.empty()) return out;
+    // Someone else's object holds our name, or the cluster refuses ours: the
+    // caller fails the job, and nothing more of this plan is sent.
+    if (!out.refusal.message.empty()) return out;
   }
   return out;
 }

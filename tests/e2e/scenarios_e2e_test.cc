@@ -405,6 +405,28 @@ TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with
   CHECK(Cli(fleet.url(), {"clusters"}).out.find("WatchRefused") == std::string::npos);
 }
 
+TEST_CASE("an owner that forbids gantry to create the job's kind fails the job at once, saying why, and keeps no copy",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // RBAC (or a policy webhook) lets gantry list Jobs in c1 but not create them.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:create"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", GpuJob("denied", 1, 1, "1s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "denied", {"Failed", "Succeeded"}, std::chrono::seconds(30)));
+  auto denied = fleet.Job("team-a", "denied");
+  CHECK(denied["status"]["phase"] == "Failed");
+  const std::string message = denied["status"].value("message", "");
+  CHECK(message.find("cluster c1 refused Job") != std::string::npos);
+  CHECK(message.find("403") != std::string::npos);
+  CHECK(Count(Reasons(fleet, "team-a", "denied"), "Refused") == 1);
+  // Its admitted Workload copy is withdrawn: it holds no quota there.
+  const std::string remote = RemoteName("denied", fleet.Uid("team-a", "denied"));
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", remote); }, std::chrono::seconds(20)));
+  CHECK(Runs(fleet, fleet.Uid("team-a", "denied")) == 0);
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+}
+
 TEST_CASE("jobs submitted while no cluster is configured wait with a reason and run once clusters are added",
           "[e2e][dispatch][inventory]") {
   DispatchFleet fleet(TwoClusters());

@@ -111,21 +111,28 @@ class Engine final : public JobIntake {
   // Drops what the engine holds in memory for a job that needs nothing more
   // (finished and withdrawn, or purged).
   void ForgetJob(const std::string& uid);
+  // Why an action can never succeed, so the job must fail instead of
+  // retrying: an object gantry did not make holds the name (NameTaken), or
+  // the cluster refuses the object itself (Refused).
+  struct Refusal {
+    std::string reason;   // event reason: NameTaken | Refused
+    std::string message;  // "" = none
+  };
   // Runs one action; false when it failed and the job should be looked at again soon.
-  bool Execute(const JobRecord& job, const Action& action, std::string* taken_message);
+  bool Execute(const JobRecord& job, const Action& action, Refusal* refusal);
   // Execute in two halves (engine_actions.cc): the request goes out on a
   // leased connection (none when the cluster cannot be reached now), then
   // its answer is read and judged.
   std::optional<kube::ClientPool::Lease> StartAction(const Action& action);
   bool FinishAction(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease,
-                    std::string* taken_message);
+                    Refusal* refusal);
   // Runs a plan's actions in waves of at most one per cluster (see
   // engine_actions.cc). all_ok is false when any failed or was held back;
-  // taken_message is set when an object gantry did not make holds a name
-  // the job needs, or a cluster refuses the object: the job must fail.
+  // refusal is set when an object gantry did not make holds a name the job
+  // needs, or a cluster refuses the object: the job must fail.
   struct ActionsOutcome {
     bool all_ok = true;
-    std::string taken_message;
+    Refusal refusal;
     std::string taken_cluster;
   };
   ActionsOutcome RunActions(const JobRecord& job, const std::vector<Action>& actions);

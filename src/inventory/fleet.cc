@@ -106,10 +106,9 @@ std::vector<ClusterFileError> Fleet::Load() {
     auto old = entries_.find(name);
     const bool was_lost = old != entries_.end() && old->second.view.config.declared_lost;
     if (e.view.config.declared_lost && !was_lost) {
-      spdlog::warn("inventory: cluster {} is declared lost (declaredLost): nothing new goes there, and the jobs it "
-                   "owns get their onClusterLoss once it has been out of reach for declaredLostGraceSeconds; what it runs "
-                   "is withdrawn if it "
-                   "answers again",
+      spdlog::warn("inventory: cluster {} is declared lost (declaredLost): nothing new goes there, the jobs it owns "
+                   "get their onClusterLoss once it has been out of reach for declaredLostGraceSeconds, and what it "
+                   "runs is withdrawn if it answers again",
                    name);
     } else if (was_lost && !e.view.config.declared_lost) {
       spdlog::info("inventory: cluster {} is no longer declared lost", name);

@@ -57,6 +57,13 @@ http::Response FromResult(const Result<json>& r, int ok_code) {
 
 }  // namespace
 
+std::string ResourceOf(const std::string& path) {
+  std::vector<std::string> seg = Split(path);
+  std::size_t i = !seg.empty() && seg[0] == "api" ? 2 : !seg.empty() && seg[0] == "apis" ? 3 : seg.size();
+  if (i + 2 < seg.size() && seg[i] == "namespaces") i += 2;
+  return i < seg.size() ? seg[i] : "";
+}
+
 http::Response KubeApi::Handle(const http::Request& req) {
   std::vector<std::string> seg = Split(req.path);
   bool get = req.method == "GET";

@@ -29,4 +29,8 @@ class KubeApi {
   ClusterState* state_;
 };
 
+// The resource (plural) a request path names: /api/v1/[namespaces/NS/]R[/NAME]
+// or /apis/GROUP/VERSION/[namespaces/NS/]R[/NAME]; "" for other paths.
+std::string ResourceOf(const std::string& path);
+
 }  // namespace gantry::sim

@@ -6,25 +6,6 @@
 
 namespace gantry::sim {
 
-namespace {
-
-// The resource (plural) a request path names: /api/v1/[namespaces/NS/]R[/NAME]
-// or /apis/GROUP/VERSION/[namespaces/NS/]R[/NAME]; "" for other paths.
-std::string ResourceOf(const std::string& target) {
-  std::string path = target.substr(0, target.find('?'));
-  std::vector<std::string> parts;
-  for (std::size_t at = 1; at <= path.size();) {
-    std::size_t next = path.find('/', at);
-    if (next == std::string::npos) next = path.size();
-    parts.push_back(path.substr(at, next - at));
-    at = next + 1;
-  }
-  std::size_t i = !parts.empty() && parts[0] == "api" ? 2 : !parts.empty() && parts[0] == "apis" ? 3 : parts.size();
-  if (i + 1 < parts.size() && parts[i] == "namespaces" && i + 2 < parts.size()) i += 2;
-  return i < parts.size() ? parts[i] : "";
-}
-
-}  // namespace
 
 SimCluster::SimCluster(ClusterConfig config, Journal* journal, const Clock* clock)
     : state_(std::move(config), journal, clock), api_(&state_), clock_(clock), rng_(std::random_device{}()) {

@@ -154,13 +154,16 @@ std::optional<Plan> Ladder::AllDeactivated() const {
 // are withdrawn (intents absent; Sweep deletes what such a cluster still
 // shows); when no other copy is left, the job is dispatched again at once.
 Plan Ladder::Copies() const {
-  std::vector<std::string> gone;
+  std::vector<std::string> gone;       // for the messages: "c1 (declared lost by an operator)"
+  std::vector<RemoteIntent> withdrawn;  // their rows, marked absent
   size_t left = 0;
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
     if (Gone(i.cluster)) {
       gone.push_back(fmt::format("{} ({})", i.cluster, in_.clusters->count(i.cluster) ? "declared lost by an operator"
                                                                                       : "removed from the inventory"));
+      withdrawn.push_back(i);
+      withdrawn.back().present = false;
     } else {
       ++left;
     }
@@ -173,12 +176,7 @@ Plan Ladder::Copies() const {
   plan.step = "copies";
   if (!gone.empty()) {
     DispatchUpdate u = Guarded(job_);
-    for (const RemoteIntent& i : in_.intents) {
-      if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Gone(i.cluster)) continue;
-      RemoteIntent absent = i;
-      absent.present = false;
-      u.upsert_intents.push_back(std::move(absent));
-    }
+    u.upsert_intents = std::move(withdrawn);
     u.events.push_back(Event("CopiesWithdrawn", fmt::format("Workload copies withdrawn from {}", fmt::join(gone, ", "))));
     plan.write = std::move(u);
     // A cluster declared lost that still answers: its copies go now.

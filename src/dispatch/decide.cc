@@ -133,13 +133,12 @@ Plan Ladder::Cleanup(const char* step) const {
   // among the rows this write marks absent.
   u.drop_intents = ConfirmedGone();
   if (!u.upsert_intents.empty() || !u.drop_intents.empty()) plan.write = std::move(u);
-  if (RemoteLeft(plan)) {
+  if (const Leftover left = Left(plan, keep); left.any()) {
     // Only kept objects left: look again when their time is up. Only rows in
     // clusters declared lost and silent: the health watch wakes the job when
     // one answers again (its rows say the job has objects there), so a
     // cluster that may never return is not polled, only rechecked now and
     // then as a backstop.
-    const Leftover left = Left(plan, keep);
     const int64_t kept_until = job_.finished_ms + RetentionMs() - in_.now_ms;
     plan.requeue_ms = left.other ? opt_.retry_ms
                       : left.kept ? (left.lost ? std::min(kept_until, opt_.lost_recheck_ms) : kept_until)
@@ -167,10 +166,6 @@ Ladder::Leftover Ladder::Left(const Plan& cleanup, const std::set<std::pair<std:
   return out;
 }
 
-bool Ladder::RemoteLeft(const Plan& cleanup) const {
-  size_t dropped = cleanup.write ? cleanup.write->drop_intents.size() : 0;
-  return in_.intents.size() > dropped || !cleanup.actions.empty();
-}
 
 // Step 3.
 Plan Ladder::Cancel() const {
@@ -178,8 +173,8 @@ Plan Ladder::Cancel() const {
   // Nothing waits for a cluster declared lost: its rows stay (absent), so
   // what it may still run is deleted if it answers again.
   const Leftover left = Left(plan, {});
-  const bool lost_left = RemoteLeft(plan) && !left.other && !left.kept;
-  if (RemoteLeft(plan) && !lost_left) {
+  const bool lost_left = left.lost && !left.other && !left.kept;
+  if (left.any() && !lost_left) {
     std::vector<std::string> waiting = UnreachableWithIntents();
     if (!waiting.empty()) {
       std::string msg = fmt::format("waiting for cluster(s) {} to confirm deletion", fmt::join(waiting, ", "));

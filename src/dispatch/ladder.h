@@ -206,9 +206,6 @@ class Ladder {
     return out;
   }
 
-  // Whether a Cleanup() plan leaves anything remote: rows it does not drop,
-  // or deletes still to run.
-  bool RemoteLeft(const Plan& cleanup) const;
   // How long this job keeps its objects after it finished: its own
   // finishedRetentionSeconds, else the daemon's finished_retention_ms.
   int64_t RetentionMs() const {
@@ -230,6 +227,7 @@ class Ladder {
     bool other = false;
     bool kept = false;
     bool lost = false;
+    bool any() const { return other || kept || lost; }  // anything remote left at all
   };
   Leftover Left(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const;
 

@@ -197,12 +197,13 @@ void Engine::SetObservedClusters() {
 void Engine::RefreshFleetLocked(int64_t now_ms) {
   if (fleet_read_ms_ >= 0 && now_ms - fleet_read_ms_ < options_.fleet_refresh_ms && now_ms >= fleet_read_ms_) return;
   auto facts = std::make_shared<FleetFacts>();
+  const std::map<std::string, std::string> watch_refusals = observer_->WatchRefusals();  // one lock for all
   for (const inventory::ClusterView& view : fleet_.Clusters()) {
     ClusterFacts f;
     f.ready = view.health.state == inventory::HealthState::kReady && view.credentials_error.empty();
     f.lost_for_ms = view.health.LostForMs(now_ms);
     f.credentials_refused = view.health.credentials_refused;
-    f.watch_refused = observer_->WatchRefused(view.config.name);
+    if (auto r = watch_refusals.find(view.config.name); r != watch_refusals.end()) f.watch_refused = r->second;
     if (f.watch_refused.empty()) {
       watch_refused_since_.erase(view.config.name);
     } else {
@@ -217,8 +218,7 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
   for (placement::ClusterSnapshot& s : snapshots) {
     // A cluster that keeps gantry from following what it runs there takes
     // nothing new: no copy there could take the lease.
-    auto f = facts->find(s.name);
-    if (f != facts->end() && !f->second.watch_refused.empty() && s.health == placement::ClusterHealth::kReady) {
+    if (watch_refusals.count(s.name) && s.health == placement::ClusterHealth::kReady) {
       s.health = placement::ClusterHealth::kNotReady;
     }
   }

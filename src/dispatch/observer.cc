@@ -432,13 +432,22 @@ JobObservation ClusterObserver::ForJob(const std::string& job_uid) const {
 }
 
 std::string ClusterObserver::WatchRefused(const std::string& cluster) const {
+  auto all = WatchRefusals();
+  auto it = all.find(cluster);
+  return it == all.end() ? "" : it->second;
+}
+
+std::map<std::string, std::string> ClusterObserver::WatchRefusals() const {
+  std::map<std::string, std::string> out;
   std::lock_guard lock(impl_->mu);
-  auto it = impl_->clusters.find(cluster);
-  if (it == impl_->clusters.end()) return "";
-  for (const ResourceCache& cache : it->second->caches) {
-    if (!cache.refused.empty()) return cache.refused;
+  for (const auto& [name, c] : impl_->clusters) {
+    for (const ResourceCache& cache : c->caches) {
+      if (cache.refused.empty()) continue;
+      out.emplace(name, cache.refused);
+      break;
+    }
   }
-  return "";
+  return out;
 }
 
 bool ClusterObserver::Synced(const std::string& cluster) const {

@@ -147,10 +147,11 @@ class ClusterObserver {
   // what the fleet has: asks only the views that hold its objects.
   JobObservation ForJob(const std::string& job_uid) const;
   bool Synced(const std::string& cluster) const;
-  // Why the cluster keeps gantry from listing one of the watched resources
-  // (its last list answered 401 or 403; the cluster is not synced meanwhile),
-  // or "" when it does not.
+  // Why the cluster keeps gantry from listing Workloads or Jobs (its last
+  // list answered 403; the cluster is not synced meanwhile), or "" when it
+  // does not. WatchRefusals: every cluster that does, under one lock.
   std::string WatchRefused(const std::string& cluster) const;
+  std::map<std::string, std::string> WatchRefusals() const;
   // Every job uid with at least one object in some cluster (start-up garbage collection).
   std::vector<std::string> AllJobUids() const;
 

@@ -162,4 +162,46 @@ TEST_CASE("finished_ms is set by the write that makes the phase final, and kept 
   CHECK(store->GetByUid(other.uid)->finished_ms == clock.NowMillis());
 }
 
+TEST_CASE("a refused copy's row keeps the cluster's answer until it is upserted again", "[store][dispatch]") {
+  TempDir dir;
+  auto store = OpenStore(dir.File("db"));
+  JobRecord job = MakeJob("team-a", "train");
+  REQUIRE(SubmitSync(*store, job).ok());
+  DispatchUpdate nominate;
+  nominate.uid = job.uid;
+  nominate.expected_phase = JobPhase::kQueued;
+  nominate.phase = JobPhase::kNominating;
+  nominate.epoch = 1;
+  nominate.upsert_intents = {Intent("c1", "Workload", 1, true)};
+  REQUIRE(ApplySync(*store, nominate).ok());
+
+  DispatchUpdate refused;
+  refused.uid = job.uid;
+  refused.expected_phase = JobPhase::kNominating;
+  refused.expected_epoch = 1;
+  RemoteIntent row = Intent("c1", "Workload", 1, false);
+  row.refusal = "cluster c1 refused Workload team-a/x: HTTP 403 forbidden";
+  refused.upsert_intents = {row};
+  REQUIRE(ApplySync(*store, refused).ok());
+  auto intents = store->Intents(job.uid);
+  REQUIRE(intents.ok());
+  REQUIRE(intents->size() == 1);
+  CHECK_FALSE(intents->at(0).present);
+  CHECK(intents->at(0).refusal == row.refusal);
+
+  // The next epoch's nomination writes the row afresh: no refusal.
+  DispatchUpdate again;
+  again.uid = job.uid;
+  again.expected_phase = JobPhase::kNominating;
+  again.expected_epoch = 1;
+  again.epoch = 2;
+  again.upsert_intents = {Intent("c1", "Workload", 2, true)};
+  REQUIRE(ApplySync(*store, again).ok());
+  intents = store->Intents(job.uid);
+  REQUIRE(intents.ok());
+  REQUIRE(intents->size() == 1);
+  CHECK(intents->at(0).present);
+  CHECK(intents->at(0).refusal.empty());
+}
+
 }  // namespace gantry::testing

@@ -172,6 +172,22 @@ TEST_CASE("migration 006 adds the finish time, 0 for jobs that finished before i
   CHECK(done->finished_ms == 0);
 }
 
+TEST_CASE("migration 007 gives every intent an empty refusal", "[store][migration]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  OlderDatabase(path, 6,
+                "INSERT INTO jobs (uid, namespace, name, queue, spec_json, phase, created_ms, updated_ms) "
+                "VALUES ('u-a', 'ns', 'a', 'q', '{}', 'Nominating', 1, 7);"
+                "INSERT INTO remote_intents (job_uid, cluster, kind, namespace, name, epoch, present, updated_ms) "
+                "VALUES ('u-a', 'c1', 'Workload', 'ns', 'a-x', 1, 1, 7);");
+  auto store = OpenStore(path);
+  auto intents = store->Intents("u-a");
+  REQUIRE(intents.ok());
+  REQUIRE(intents->size() == 1);
+  CHECK((*intents)[0].present);
+  CHECK((*intents)[0].refusal.empty());
+}
+
 TEST_CASE("a database from a newer binary is refused", "[store][migration]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");

@@ -74,6 +74,11 @@ struct RemoteIntent {
   std::string name;
   int64_t epoch = 0;
   bool present = true;  // true: should exist at `epoch`; false: should be deleted
+  // Non-empty: the cluster refused to create this Workload copy at `epoch`
+  // (its answer, e.g. a 403 or 422, or a same-named object gantry did not
+  // make); present is false and nothing of the job's is there. The row keeps
+  // the candidate from being asked again at this epoch (schema 007).
+  std::string refusal;
   int64_t updated_ms = 0;
 };
 

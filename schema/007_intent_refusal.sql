@@ -1,0 +1,11 @@
+-- 007_intent_refusal: a candidate cluster's refusal of a Workload copy.
+--
+-- When a candidate answers the create of the job's Workload copy with a
+-- refusal that retrying will not change (400, 403, 404, 422, or a same-named
+-- object gantry did not make), the engine marks the row absent and keeps the
+-- cluster's answer here. The job goes on with its other candidates, the
+-- refusing one is not asked again at that epoch, and when no candidate is
+-- left the job fails with every answer. The row is dropped once the epoch
+-- ends or the job leaves Nominating. Existing rows get '' (no refusal);
+-- adding the column rewrites no row.
+ALTER TABLE remote_intents ADD COLUMN refusal TEXT NOT NULL DEFAULT '';

@@ -56,6 +56,7 @@ std::optional<Plan> Ladder::Timeout() const {
   if (in_.now_ms < deadline) return std::nullopt;
   std::vector<std::string> why;
   for (const RemoteIntent& i : in_.intents) {
+    if (RefusedNow(i)) why.push_back(fmt::format("{}: refused the Workload copy ({})", i.cluster, i.refusal));
     if (!i.present || i.kind != kWorkload) continue;
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     why.push_back(fmt::format("{}: {}", i.cluster,
@@ -74,6 +75,7 @@ std::optional<Plan> Ladder::Widen() const {
   std::set<std::string> have;
   size_t live = 0;  // copies that may still be admitted
   for (const RemoteIntent& i : in_.intents) {
+    if (RefusedNow(i)) have.insert(i.cluster);
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
     have.insert(i.cluster);
     if (!Deactivated(i.cluster) && !Gone(i.cluster)) ++live;
@@ -81,7 +83,8 @@ std::optional<Plan> Ladder::Widen() const {
   // Placement's candidates are the best step x (rounds + 1); their ranking
   // moves with capacity, so only the count tells whether a round is due:
   // top the live copies up to it with the best clusters that have no copy
-  // yet (a deactivated copy's cluster is not asked again at this epoch).
+  // yet (a deactivated or refused copy's cluster is not asked again at this
+  // epoch).
   const size_t target = in_.placement->candidates.size();
   if (live >= target) return std::nullopt;
   std::vector<std::string> add;
@@ -153,11 +156,15 @@ std::optional<Plan> Ladder::AllDeactivated() const {
 // Step 9. Copies in a cluster removed from the inventory or declared lost
 // are withdrawn (intents absent; Sweep deletes what such a cluster still
 // shows); when no other copy is left, the job is dispatched again at once.
+// When every candidate refused its copy (the engine records each answer) and
+// no round can add one, the job fails with their answers.
 Plan Ladder::Copies() const {
   std::vector<std::string> gone;       // for the messages: "c1 (declared lost by an operator)"
   std::vector<RemoteIntent> withdrawn;  // their rows, marked absent
+  std::vector<std::string> refused;     // "c1: <its answer>"
   size_t left = 0;
   for (const RemoteIntent& i : in_.intents) {
+    if (RefusedNow(i)) refused.push_back(fmt::format("{}: {}", i.cluster, i.refusal));
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
     if (Gone(i.cluster)) {
       gone.push_back(fmt::format("{} ({})", i.cluster, in_.clusters->count(i.cluster) ? "declared lost by an operator"
@@ -167,6 +174,10 @@ Plan Ladder::Copies() const {
     } else {
       ++left;
     }
+  }
+  if (left == 0 && gone.empty() && !refused.empty()) {
+    return Finish("copies", JobPhase::kFailed, "Refused",
+                  fmt::format("every candidate cluster refused the job's Workload copy: {}", fmt::join(refused, "; ")));
   }
   if (!gone.empty() && left == 0) {
     return Requeue("copies", "ClusterLost", fmt::format("every Workload copy was in a cluster gantry no longer uses: {}",

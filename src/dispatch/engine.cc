@@ -17,12 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-Result<JobRecord> ApplySync(JobStore& store, DispatchUpdate update) {
-  std::promise<Result<JobRecord>> done;
-  store.ApplyDispatch(std::move(update), [&done](Result<JobRecord> r) { done.set_value(std::move(r)); });
-  return done.get_future().get();
-}
-
 // The (cluster, kind) of every object of the job observed at epoch.
 std::set<Expectations::Key> SeenAtEpoch(const std::map<std::string, ClusterObservation>& observed,
                                               int64_t epoch) {
@@ -330,7 +324,7 @@ int64_t Engine::Pass(const std::string& uid) {
     intent_changes.upsert_intents = plan.write->upsert_intents;
     intent_changes.drop_intents = plan.write->drop_intents;
     plan.write->durable = !MayBeLost(plan, in.intents);
-    auto written = ApplySync(store_, std::move(*plan.write));
+    auto written = WriteSync(std::move(*plan.write));
     if (!written.ok()) {
       if (written.status().code() == Code::kConflict) {
         if (metrics_) metrics_->WriteConflict();
@@ -398,10 +392,14 @@ int64_t Engine::Pass(const std::string& uid) {
       e.cluster = acted.taken_cluster;
       u.events.push_back(e);
       MarkIntentsAbsent(u, in.intents);
-      (void)ApplySync(store_, std::move(u));
+      (void)WriteSync(std::move(u));
       spdlog::warn("job {}/{}: {}", job->ns, job->name, taken);
     }
     return 0;
+  }
+  if (!acted.copy_refusals.empty()) {
+    RecordCopyRefusals(uid, acted.copy_refusals);
+    return 0;  // decide again now: another candidate, or none left
   }
   const bool all_ok = acted.all_ok;
   if (!all_ok && (plan.requeue_ms < 0 || plan.requeue_ms > options_.decide.retry_ms)) {
@@ -409,6 +407,12 @@ int64_t Engine::Pass(const std::string& uid) {
   }
   if (plan.requeue_ms < 0) ForgetJob(uid);  // nothing left to do for this job
   return plan.requeue_ms;
+}
+
+Result<JobRecord> Engine::WriteSync(DispatchUpdate update) {
+  std::promise<Result<JobRecord>> done;
+  store_.ApplyDispatch(std::move(update), [&done](Result<JobRecord> r) { done.set_value(std::move(r)); });
+  return done.get_future().get();
 }
 
 void Engine::ForgetJob(const std::string& uid) {

@@ -15,6 +15,7 @@
 
 #include "gantry/dispatch/engine.h"
 #include "gantry/dispatch/remote_objects.h"
+#include "ladder.h"
 
 namespace gantry::dispatch {
 namespace {
@@ -96,19 +97,19 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
                             action.kind, action.ns, action.name, action.cluster)};
     return false;
   }
-  spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
-               reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
   // The cluster refuses the object itself (a missing CRD or namespace, or a
-  // schema it rejects), or, for the real job in its owner, forbids it (RBAC
-  // on that kind, or a policy webhook's denial): retrying will not help, and
-  // the user must know. (A Workload copy forbidden in one candidate is left
-  // to the others: retried, and logged above.)
-  if (reply->status == 422 || reply->status == 400 || reply->status == 404 ||
-      (reply->status == 403 && action.kind == kJob)) {
+  // schema it rejects), or forbids it (RBAC on that kind, or a policy
+  // webhook's denial): retrying will not help, and the user must know. For
+  // the real job the job fails; a candidate that refuses a Workload copy is
+  // not asked again at this epoch, and the others carry on (RunActions).
+  if (reply->status == 422 || reply->status == 400 || reply->status == 404 || reply->status == 403) {
     *refusal = {"Refused", fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind,
                                        action.ns, action.name, reply->status,
                                        reply->error ? reply->error->message : "")};
+    return false;  // the caller logs what it does about it
   }
+  spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
+               reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
   return false;
 }
 
@@ -162,16 +163,52 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
         expected_.Deleted(action.precondition_uid, clock_.NowMillis());
       }
       leases[i].reset();  // the connection goes back to its pool
-      if (!refusal.message.empty() && out.refusal.message.empty()) {
+      if (refusal.message.empty()) continue;
+      if (action.kind == kWorkload) {
+        out.copy_refusals.push_back({&action, std::move(refusal)});
+      } else if (out.refusal.message.empty()) {
         out.refusal = std::move(refusal);
         out.taken_cluster = action.cluster;
       }
     }
-    // Someone else's object holds our name, or the cluster refuses ours: the
-    // caller fails the job, and nothing more of this plan is sent.
+    // Someone else's object holds the real job's name, or the owner refuses
+    // it: the caller fails the job, and nothing more of this plan is sent.
     if (!out.refusal.message.empty()) return out;
   }
   return out;
+}
+
+void Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals) {
+  known_.Drop(uid);  // written below, outside the entry's bookkeeping
+  auto current = store_.GetByUid(uid);
+  if (!current.ok() || current->phase != JobPhase::kNominating) return;
+  DispatchUpdate u;
+  u.uid = uid;
+  u.expected_phase = current->phase;
+  u.expected_epoch = current->epoch;
+  u.expected_cluster = current->cluster;
+  for (const CopyRefusal& r : refusals) {
+    const Action& a = *r.action;
+    if (a.epoch != current->epoch) continue;  // that epoch is over: its rows go anyway
+    RemoteIntent i = ladder::IntentFor(a);
+    i.present = false;
+    i.refusal = r.refusal.message;
+    u.upsert_intents.push_back(std::move(i));
+    JobEvent e;
+    e.reason = r.refusal.reason;
+    e.type = "Warning";
+    e.message = fmt::format("{}; not asked again at epoch {}", r.refusal.message, a.epoch);
+    e.cluster = a.cluster;
+    u.events.push_back(std::move(e));
+    spdlog::warn("job {}/{}: {}; that candidate is left out at epoch {}", current->ns, current->name,
+                 r.refusal.message, a.epoch);
+  }
+  if (u.upsert_intents.empty()) return;
+  auto written = WriteSync(std::move(u));
+  if (!written.ok() && written.status().code() != Code::kConflict && written.status().code() != Code::kNotFound) {
+    spdlog::warn("dispatch: job {}/{}: store write failed: {}", current->ns, current->name,
+                 written.status().ToString());
+  }
 }
 
 }  // namespace gantry::dispatch

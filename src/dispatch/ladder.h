@@ -169,10 +169,18 @@ class Ladder {
   // any in a cluster no longer in the inventory (nothing can reach it). The
   // rows in a cluster declared lost stay until it confirms: they are how the
   // health watch finds the jobs to look at again when it answers.
+  // A refused copy's row (nothing of the job's is there) is dropped as soon
+  // as it no longer keeps its cluster from being asked again: once the epoch
+  // ends or the job leaves Nominating, wherever the cluster is.
   std::vector<std::pair<std::string, std::string>> ConfirmedGone() const {
     std::vector<std::pair<std::string, std::string>> out;
     for (const RemoteIntent& i : in_.intents) {
       if (i.present) continue;
+      if (!i.refusal.empty()) {
+        if (RefusedNow(i)) continue;
+        out.emplace_back(i.cluster, i.kind);
+        continue;
+      }
       if (!in_.clusters->count(i.cluster)) {
         out.emplace_back(i.cluster, i.kind);
         continue;
@@ -184,10 +192,16 @@ class Ladder {
     }
     return out;
   }
+  // A row of a Workload copy that its cluster refused at this epoch, while
+  // the job nominates: that cluster is not asked again until the next epoch.
+  bool RefusedNow(const RemoteIntent& i) const {
+    return !i.present && !i.refusal.empty() && i.epoch == job_.epoch && job_.phase == JobPhase::kNominating;
+  }
   // The clusters declared lost and silent that hold rows of the job.
   std::vector<std::string> LostWithIntents() const {
     std::vector<std::string> out;
     for (const RemoteIntent& i : in_.intents) {
+      if (!i.refusal.empty()) continue;  // nothing of the job's is there
       if (DeclaredLost(i.cluster) && !Reachable(i.cluster) &&
           std::find(out.begin(), out.end(), i.cluster) == out.end()) {
         out.push_back(i.cluster);
@@ -198,6 +212,7 @@ class Ladder {
   std::vector<std::string> UnreachableWithIntents() const {
     std::vector<std::string> out;
     for (const RemoteIntent& i : in_.intents) {
+      if (!i.refusal.empty()) continue;  // nothing of the job's is there
       if (in_.clusters->count(i.cluster) && !Reachable(i.cluster) && !DeclaredLost(i.cluster) &&
           std::find(out.begin(), out.end(), i.cluster) == out.end()) {
         out.push_back(i.cluster);

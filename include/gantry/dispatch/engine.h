@@ -128,13 +128,26 @@ class Engine final : public JobIntake {
                     Refusal* refusal);
   // Runs a plan's actions in waves of at most one per cluster (see
   // engine_actions.cc). all_ok is false when any failed or was held back;
-  // refusal is set when an object gantry did not make holds a name the job
-  // needs, or a cluster refuses the object: the job must fail.
+  // refusal is set when an object gantry did not make holds the real job's
+  // name, or the owner refuses the real job: the job must fail. A candidate
+  // that refuses a Workload copy is only one candidate less: its refusal is
+  // in copy_refusals, and the job goes on with the others.
+  struct CopyRefusal {
+    const Action* action = nullptr;  // the create, in the plan's actions
+    Refusal refusal;
+  };
   struct ActionsOutcome {
     bool all_ok = true;
     Refusal refusal;
     std::string taken_cluster;
+    std::vector<CopyRefusal> copy_refusals;
   };
+  // Records the candidates that refused the job's Workload copies (their
+  // rows absent, with the answer) and an event for each, if the job is still
+  // nominating at their epoch.
+  void RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals);
+  // The store's guarded write, waited for.
+  Result<JobRecord> WriteSync(DispatchUpdate update);
   ActionsOutcome RunActions(const JobRecord& job, const std::vector<Action>& actions);
   std::shared_ptr<kube::ClientPool> PoolFor(const std::string& cluster);
   // The fleet as last read (at most fleet_refresh_ms ago), shared, not copied.

@@ -1,0 +1,154 @@
+// Decide() with Workload copies that their candidate refused (the engine
+// records the cluster's answer in the row: RemoteIntent::refusal).
+#include "decide_world.h"
+
+namespace gantry::dispatch {
+namespace {
+
+using decide_world::Candidates;
+using decide_world::Count;
+using decide_world::World;
+
+// The row the engine writes when cluster refused the copy at epoch.
+void Refused(World& w, const std::string& cluster, int64_t epoch, const std::string& answer) {
+  w.Intent(cluster, "Workload", epoch, false);
+  w.in.intents.back().refusal = answer;
+}
+
+placement::Decision Feasible(std::vector<std::string> candidates, std::vector<std::string> feasible) {
+  placement::Decision d = Candidates(std::move(candidates));
+  for (const std::string& c : feasible) {
+    placement::RankedCluster r;
+    r.cluster = c;
+    d.feasible.push_back(r);
+  }
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("step 9: a refused copy is not created again while another candidate is left", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  Refused(w, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 403 forbidden");
+  w.Intent("c2", "Workload", 1);
+  w.Workload("c2", 1);
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "copies");
+  CHECK(Count(p, Verb::kCreate, "Workload") == 0);
+  // Its row stays: it is what keeps c1 from being asked again.
+  CHECK((!p.write || p.write->drop_intents.empty()));
+  CHECK(p.requeue_ms > 0);
+}
+
+TEST_CASE("step 9: every candidate refused its copy: the job fails with each answer", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 2;
+  Refused(w, "c1", 2, "cluster c1 refused Workload team-a/x: HTTP 403 denied by policy");
+  Refused(w, "c2", 2, "Workload team-a/x already exists in cluster c2 and was not created by gantry");
+  Refused(w, "c3", 1, "an older epoch's answer");  // not this epoch's: not named, and its row goes
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "copies");
+  REQUIRE(p.write);
+  REQUIRE(p.write->phase);
+  CHECK(*p.write->phase == JobPhase::kFailed);
+  const std::string message = p.write->message.value_or("");
+  CHECK(message.find("every candidate cluster refused") != std::string::npos);
+  CHECK(message.find("c1: cluster c1 refused Workload team-a/x: HTTP 403 denied by policy") != std::string::npos);
+  CHECK(message.find("c2: Workload team-a/x already exists") != std::string::npos);
+  CHECK(message.find("older epoch") == std::string::npos);
+  REQUIRE(p.write->events.size() == 1);
+  CHECK(p.write->events[0].reason == "Refused");
+  CHECK(p.write->events[0].type == "Warning");
+  const auto& drops = p.write->drop_intents;
+  CHECK(std::find(drops.begin(), drops.end(), std::make_pair(std::string("c3"), std::string("Workload"))) !=
+        drops.end());
+
+  // The next pass (the job final) drops this epoch's rows too, wherever the cluster is.
+  w.job.phase = JobPhase::kFailed;
+  w.in.intents.pop_back();
+  w.synced.erase("c1");
+  w.clusters["c2"].ready = false;
+  Plan cleanup = Decide(w.Input());
+  REQUIRE(cleanup.write);
+  CHECK(cleanup.write->drop_intents.size() == 2);
+  CHECK(cleanup.requeue_ms == -1);  // nothing left anywhere
+}
+
+TEST_CASE("step 9: a refused copy and one in a removed cluster: dispatched again, not failed", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  Refused(w, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 404 namespaces \"team-a\" not found");
+  w.Intent("c9", "Workload", 1);  // c9 is no longer in the inventory
+  w.in.placement = Candidates({"c1"});
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->phase);
+  CHECK(*p.write->phase == JobPhase::kQueued);
+}
+
+TEST_CASE("step 7: Incremental asks the next feasible cluster in place of one that refused, never it again",
+          "[dispatch][decide]") {
+  World w;
+  w.spec.dispatch.mode = DispatchMode::kIncremental;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  Refused(w, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 422 invalid");
+  w.in.placement = Feasible({"c1"}, {"c1", "c2", "c3"});  // c1 still ranks first
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "widen");
+  CHECK(Count(p, Verb::kCreate, "Workload") == 1);
+  CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+
+  // c2 and c3 refused too, and no cluster is left to ask: the job fails.
+  Refused(w, "c2", 1, "cluster c2 refused Workload team-a/x: HTTP 422 invalid");
+  Refused(w, "c3", 1, "cluster c3 refused Workload team-a/x: HTTP 422 invalid");
+  Plan q = Decide(w.Input());
+  CHECK(q.step == "copies");
+  REQUIRE(q.write);
+  REQUIRE(q.write->phase);
+  CHECK(*q.write->phase == JobPhase::kFailed);
+}
+
+TEST_CASE("step 4: at the next epoch a cluster that refused before is a candidate again", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kQueued;  // requeued after epoch 1 (an eviction, say)
+  w.job.epoch = 1;
+  Refused(w, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 403 forbidden");
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "nominate");
+  CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 1);
+  REQUIRE(p.write);
+  const RemoteIntent* row = decide_world::FindIntent(*p.write, "c1", "Workload");
+  REQUIRE(row);
+  CHECK(row->present);
+  CHECK(row->epoch == 2);
+  CHECK(row->refusal.empty());
+}
+
+TEST_CASE("step 6: the timeout's reasons name the candidates that refused", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.spec.dispatch.timeout_seconds = 60;
+  w.job.nominated_ms = w.in.now_ms - 61'000;
+  Refused(w, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 403 forbidden");
+  w.Intent("c2", "Workload", 1);
+  w.Workload("c2", 1);
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "timeout");
+  REQUIRE(p.write);
+  const std::string message = p.write->message.value_or("");
+  CHECK(message.find("c1: refused the Workload copy (cluster c1 refused Workload team-a/x: HTTP 403 forbidden)") !=
+        std::string::npos);
+  CHECK(message.find("c2: not admitted") != std::string::npos);
+}
+
+}  // namespace gantry::dispatch

@@ -1,0 +1,104 @@
+// A candidate cluster that refuses the job's Workload copy (RBAC, a policy
+// webhook, a schema it rejects) is one candidate less, not a failed job and
+// not a create retried at every pass: the job runs in another, the refusal
+// is an event, and only a job that every candidate refuses fails, with each
+// cluster's answer.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include "dispatch_fixture.h"
+#include "gantry/http/client.h"
+
+namespace gantry::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// The value of gantry_dispatch_remote_calls_total for cluster, verb and
+// code, from the daemon's /metrics (0 when it has no such series, -1 when
+// the scrape fails).
+double RemoteCalls(DispatchFleet& fleet, const std::string& cluster, const std::string& verb, int code) {
+  auto client = http::Client::Create(fleet.url());
+  if (!client.ok()) return -1;
+  auto metrics = (*client)->Do("GET", "/metrics");
+  if (!metrics.ok() || metrics->status != 200) return -1;
+  std::istringstream lines(metrics->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("gantry_dispatch_remote_calls_total{", 0) != 0) continue;
+    if (line.find("cluster=\"" + cluster + "\"") == std::string::npos ||
+        line.find("verb=\"" + verb + "\"") == std::string::npos ||
+        line.find("code=\"" + std::to_string(code) + "\"") == std::string::npos) {
+      continue;
+    }
+    return std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return 0;
+}
+
+}  // namespace
+
+TEST_CASE("a candidate that forbids the Workload copy is asked once: the job runs in another cluster",
+          "[e2e][dispatch][refusal]") {
+  // c1 admits at once, c2 after 2 s: were c1 to take the copy, it would win.
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kSlowThenFast;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Ctl({"forbid", "c1", "workloads:create"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("elsewhere", "team-a", 1, 0)) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "elsewhere", {"Succeeded", "Failed"}, seconds(40)));
+  auto job = fleet.Job("team-a", "elsewhere");
+  CHECK(job["status"]["phase"] == "Succeeded");
+  CHECK(job["status"]["cluster"] == "c2");
+  CHECK(job["status"]["epoch"] == 1);
+  // One Warning event names c1 and its answer.
+  int refused = 0;
+  for (const auto& e : fleet.Events("team-a", "elsewhere")) {
+    if (e.value("reason", "") != "Refused") continue;
+    ++refused;
+    CHECK(e.value("cluster", "") == "c1");
+    CHECK(e.value("type", "") == "Warning");
+    CHECK(e.value("message", "").find("403") != std::string::npos);
+  }
+  CHECK(refused == 1);
+  // c1 was asked once, not at every pass while c2 took its 2 s to admit.
+  CHECK(RemoteCalls(fleet, "c1", "create", 403) == 1);
+  CHECK(fleet.Runs(fleet.Uid("team-a", "elsewhere")).size() == 1);
+  CHECK(fleet.Ctl({"check"}).code == 0);
+
+  // Allowed again, c1 takes the next job: a refusal holds for one epoch of one job.
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("after", "team-a", 1, 0, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "after", {"Succeeded", "Failed"}, seconds(40)));
+  CHECK(fleet.Job("team-a", "after")["status"]["cluster"] == "c1");
+}
+
+TEST_CASE("a job whose every candidate refuses its Workload copy fails with each cluster's answer",
+          "[e2e][dispatch][refusal]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kSlowThenFast;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Ctl({"forbid", "c1", "workloads:create"}).code == 0);
+  REQUIRE(fleet.Ctl({"forbid", "c2", "workloads:create"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("nowhere", "team-a", 1, 0, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "nowhere", {"Failed", "Succeeded"}, seconds(30)));
+  auto job = fleet.Job("team-a", "nowhere");
+  CHECK(job["status"]["phase"] == "Failed");
+  const std::string message = job["status"].value("message", "");
+  INFO(message);
+  CHECK(message.find("every candidate cluster refused") != std::string::npos);
+  CHECK(message.find("c1: cluster c1 refused Workload") != std::string::npos);
+  CHECK(message.find("c2: cluster c2 refused Workload") != std::string::npos);
+  CHECK(message.find("403") != std::string::npos);
+  // One event per cluster, and the failure.
+  CHECK(Count(Reasons(fleet, "team-a", "nowhere"), "Refused") == 3);
+  CHECK(RemoteCalls(fleet, "c1", "create", 403) == 1);
+  CHECK(RemoteCalls(fleet, "c2", "create", 403) == 1);
+  CHECK(fleet.Runs(fleet.Uid("team-a", "nowhere")).empty());
+}
+
+}  // namespace gantry::testing

@@ -4,6 +4,7 @@
 #include "gantry/api/api_service.h"
 #include "gantry/api/cluster_view.h"
 #include "gantry/api/k8s_status.h"
+#include "gantry/common/clock.h"
 #include "gantry/dispatch/demand.h"
 #include "gantry/job/job_document.h"
 #include "gantry/placement/explain.h"
@@ -15,6 +16,11 @@ nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64
   nlohmann::json out = ClusterToJson(view, now_ms, options_.stale_after_ms);
   if (options_.watch_refused) {
     if (std::string why = options_.watch_refused(view.config.name); !why.empty()) out["status"]["watchRefused"] = why;
+  }
+  if (options_.watch_refused_since && out["status"].contains("watchRefused")) {
+    if (int64_t since = options_.watch_refused_since(view.config.name); since > 0) {
+      out["status"]["watchRefusedSince"] = FormatRfc3339(since);
+    }
   }
   return out;
 }

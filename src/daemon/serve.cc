@@ -156,7 +156,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.redispatch_after_rejection_max_ms = int64_t{config.rejection_backoff_max_seconds} * 1000;
   engine_options.workers = config.dispatch_workers;
   for (const KindRef& k : config.generic_kinds) engine_options.observer.generic_kinds.push_back({k.api_version, k.kind});
-  dispatch::Engine engine(job_store, fleet, clock, engine_options, &metrics);
+  dispatch::Engine engine(job_store, fleet, clock, engine_options, &metrics, store.value().get());
   if (Status s = engine.Start(); !s.ok()) {
     spdlog::critical("dispatch engine: {}", s.ToString());
     return 1;
@@ -166,6 +166,9 @@ int RunServe(const ServeFlags& flags) {
   api_options.stale_after_ms = fleet_options.stale_after_ms;
   api_options.after_reload = [&engine] { engine.InventoryChanged(); };
   api_options.watch_refused = [&engine](const std::string& cluster) { return engine.WatchRefused(cluster); };
+  api_options.watch_refused_since = [&engine](const std::string& cluster) {
+    return engine.WatchRefusedSince(cluster);
+  };
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";

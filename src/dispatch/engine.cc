@@ -35,12 +35,13 @@ std::set<Expectations::Key> SeenAtEpoch(const std::map<std::string, ClusterObser
 }  // namespace
 
 Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options,
-               EngineMetrics* metrics)
+               EngineMetrics* metrics, ClusterStateStore* cluster_state)
     : store_(store),
       fleet_(fleet),
       clock_(clock),
       options_(std::move(options)),
       metrics_(metrics),
+      cluster_state_(cluster_state),
       specs_(options_.spec_cache_entries),
       fresh_(options_.fresh_jobs_entries),
       known_(options_.known_jobs_entries),
@@ -55,6 +56,12 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
 Engine::~Engine() { Stop(); }
 
 Status Engine::Start() {
+  if (cluster_state_) {
+    auto refusals = cluster_state_->LoadWatchRefusals();
+    if (!refusals.ok()) return refusals.status();
+    std::lock_guard lock(fleet_mu_);
+    watch_refused_since_ = std::move(*refusals);
+  }
   SetObservedClusters();
   GANTRY_RETURN_IF_ERROR(reconciler_->Start());
   gc_thread_ = std::thread([this] {
@@ -198,15 +205,20 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
     f.lost_for_ms = view.health.LostForMs(now_ms);
     f.credentials_refused = view.health.credentials_refused;
     if (auto r = watch_refusals.find(view.config.name); r != watch_refusals.end()) f.watch_refused = r->second;
-    if (f.watch_refused.empty()) {
-      watch_refused_since_.erase(view.config.name);
-    } else {
-      // Seen by this engine since: not kept across a restart.
-      auto since = watch_refused_since_.emplace(view.config.name, now_ms).first->second;
+    if (int64_t since = NoteWatchRefusalLocked(view.config.name, !f.watch_refused.empty(), now_ms); since >= 0) {
       f.watch_refused_for_ms = std::max<int64_t>(0, now_ms - since);
     }
     f.config = view.config;
     facts->emplace(view.config.name, std::move(f));
+  }
+  // A cluster that left the inventory refuses nothing any more.
+  for (auto it = watch_refused_since_.begin(); it != watch_refused_since_.end();) {
+    if (facts->count(it->first)) {
+      ++it;
+      continue;
+    }
+    if (cluster_state_) cluster_state_->SaveWatchRefusal(it->first, std::nullopt, nullptr);
+    it = watch_refused_since_.erase(it);
   }
   std::vector<placement::ClusterSnapshot> snapshots = fleet_.Snapshot(now_ms);
   for (placement::ClusterSnapshot& s : snapshots) {
@@ -219,6 +231,32 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
   facts_ = std::move(facts);
   snapshots_ = std::make_shared<const std::vector<placement::ClusterSnapshot>>(std::move(snapshots));
   fleet_read_ms_ = now_ms;
+}
+
+int64_t Engine::NoteWatchRefusalLocked(const std::string& cluster, bool refused, int64_t now_ms) {
+  auto it = watch_refused_since_.find(cluster);
+  if (refused) {
+    if (it == watch_refused_since_.end()) {
+      it = watch_refused_since_.emplace(cluster, now_ms).first;
+      if (cluster_state_) cluster_state_->SaveWatchRefusal(cluster, now_ms, nullptr);
+    }
+    return it->second;
+  }
+  // Not refused now, and synced: allowed again. Not synced (starting, or out
+  // of reach): not known yet, so a time kept from before a restart stays.
+  if (it != watch_refused_since_.end() && observer_->Synced(cluster)) {
+    watch_refused_since_.erase(it);
+    if (cluster_state_) cluster_state_->SaveWatchRefusal(cluster, std::nullopt, nullptr);
+  }
+  return -1;
+}
+
+int64_t Engine::WatchRefusedSince(const std::string& cluster) {
+  if (observer_->WatchRefused(cluster).empty()) return 0;
+  std::lock_guard lock(fleet_mu_);
+  RefreshFleetLocked(clock_.NowMillis());
+  auto it = watch_refused_since_.find(cluster);
+  return it == watch_refused_since_.end() ? 0 : it->second;
 }
 
 std::shared_ptr<const FleetFacts> Engine::Facts(int64_t now_ms) {

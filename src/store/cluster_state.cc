@@ -1,11 +1,12 @@
-// SqliteStore as a ClusterStateStore: the cluster_outages table (002).
+// SqliteStore as a ClusterStateStore: the cluster_outages (002) and
+// cluster_watch_refusals (008) tables.
 #include "gantry/store/sqlite_store.h"
 
 namespace gantry {
 
-Result<std::map<std::string, int64_t>> SqliteStore::LoadOutages() {
-  std::lock_guard lock(read_mu_);
-  Result<Statement> stmt = reader_->Prepare("SELECT cluster, first_lost_ms FROM cluster_outages");
+namespace {
+
+Result<std::map<std::string, int64_t>> ReadClusterTimes(Result<Statement> stmt) {
   if (!stmt.ok()) return stmt.status();
   std::map<std::string, int64_t> out;
   while (true) {
@@ -15,6 +16,36 @@ Result<std::map<std::string, int64_t>> SqliteStore::LoadOutages() {
     out[stmt->Text(0)] = stmt->Int(1);
   }
   return out;
+}
+
+}  // namespace
+
+Result<std::map<std::string, int64_t>> SqliteStore::LoadOutages() {
+  std::lock_guard lock(read_mu_);
+  return ReadClusterTimes(reader_->Prepare("SELECT cluster, first_lost_ms FROM cluster_outages"));
+}
+
+Result<std::map<std::string, int64_t>> SqliteStore::LoadWatchRefusals() {
+  std::lock_guard lock(read_mu_);
+  return ReadClusterTimes(reader_->Prepare("SELECT cluster, since_ms FROM cluster_watch_refusals"));
+}
+
+void SqliteStore::SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) {
+  writer_->Enqueue(
+      GroupCommitter::Op([cluster, since_ms](SqliteConnection& conn) -> Status {
+        auto stmt = conn.Prepare(since_ms ? "INSERT INTO cluster_watch_refusals(cluster, since_ms) VALUES (?1, ?2) "
+                                            "ON CONFLICT(cluster) DO NOTHING"
+                                          : "DELETE FROM cluster_watch_refusals WHERE cluster = ?1");
+        if (!stmt.ok()) return stmt.status();
+        stmt->Bind(1, cluster);
+        if (since_ms) stmt->Bind(2, *since_ms);
+        return stmt->Run();
+      }),
+      [done](Status s) {
+        if (!done) return;
+        if (!s.ok()) return done(std::move(s));
+        done(true);
+      });
 }
 
 void SqliteStore::SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms,

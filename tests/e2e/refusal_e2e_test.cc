@@ -2,12 +2,14 @@
 // webhook, a schema it rejects) is one candidate less, not a failed job and
 // not a create retried at every pass: the job runs in another, the refusal
 // is an event, and only a job that every candidate refuses fails, with each
-// cluster's answer.
+// cluster's answer. And the time since which a cluster refuses gantry a
+// watch is kept across a restart, as an outage's is.
 #include <catch2/catch.hpp>
 
 #include <sstream>
 
 #include "dispatch_fixture.h"
+#include "gantry/common/clock.h"
 #include "gantry/http/client.h"
 
 namespace gantry::testing {
@@ -99,6 +101,34 @@ TEST_CASE("a job whose every candidate refuses its Workload copy fails with each
   CHECK(RemoteCalls(fleet, "c1", "create", 403) == 1);
   CHECK(RemoteCalls(fleet, "c2", "create", 403) == 1);
   CHECK(fleet.Runs(fleet.Uid("team-a", "nowhere")).empty());
+}
+
+TEST_CASE("a cluster's watch refusal keeps its start time across a daemon restart", "[e2e][recovery][refusal]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kSlowThenFast;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Ctl({"forbid", "c1", "workloads"}).code == 0);
+  auto since = [&] { return fleet.Cluster("c1")["status"].value("watchRefusedSince", ""); };
+  std::string before;
+  REQUIRE(WaitFor([&] { return !(before = since()).empty(); }, seconds(30)));
+  const std::optional<int64_t> before_ms = ParseRfc3339(before);
+  REQUIRE(before_ms);
+  // Two seconds on (the field has whole seconds), so that a clock started
+  // again by the restart would show.
+  SystemClock clock;
+  REQUIRE(WaitFor([&] { return clock.NowMillis() >= *before_ms + 2'000; }, seconds(10)));
+  fleet.RestartDaemon(true);
+  REQUIRE(fleet.ok());
+  std::string after;
+  REQUIRE(WaitFor([&] { return !(after = since()).empty(); }, seconds(30)));
+  CHECK(after == before);
+
+  // Allowed again: no refusal, and no time.
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(WaitFor([&] { return !fleet.Cluster("c1")["status"].contains("watchRefused"); }, seconds(30)));
+  CHECK(since().empty());
 }
 
 }  // namespace gantry::testing

@@ -37,6 +37,9 @@ struct ApiOptions {
   // Why a cluster keeps gantry from watching its objects ("" when it does
   // not): shown as status.watchRefused. Optional.
   std::function<std::string(const std::string& cluster)> watch_refused;
+  // Since when (ms) it does (0: it does not, or not known): shown as
+  // status.watchRefusedSince. Optional.
+  std::function<int64_t(const std::string& cluster)> watch_refused_since;
 };
 
 class ApiService {

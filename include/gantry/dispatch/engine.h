@@ -43,6 +43,7 @@
 #include "gantry/inventory/fleet.h"
 #include "gantry/kube/client_pool.h"
 #include "gantry/placement/placement_options.h"
+#include "gantry/store/cluster_state_store.h"
 #include "gantry/store/job_store.h"
 
 namespace gantry::dispatch {
@@ -65,9 +66,11 @@ struct EngineOptions {
 
 class Engine final : public JobIntake {
  public:
-  // metrics may be null.
+  // metrics may be null; so may cluster_state, where the engine keeps since
+  // when each cluster refuses it a watch (without it, a restart starts that
+  // clock again).
   Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, EngineOptions options,
-         EngineMetrics* metrics = nullptr);
+         EngineMetrics* metrics = nullptr, ClusterStateStore* cluster_state = nullptr);
   ~Engine() override;  // Stop()s
 
   // Starts watching every cluster, then the reconciler (its start-up scan
@@ -79,6 +82,9 @@ class Engine final : public JobIntake {
   void InventoryChanged();
   // ClusterObserver::WatchRefused, for the API's view of the cluster.
   std::string WatchRefused(const std::string& cluster) const { return observer_->WatchRefused(cluster); }
+  // Since when (ms) the cluster refuses gantry a watch, as the engine counts
+  // it (kept across restarts); 0 when it does not.
+  int64_t WatchRefusedSince(const std::string& cluster);
 
   // JobIntake, for the API. Wake drops a held new job and invalidates the
   // engine's last write of it (known_jobs.h) before it queues the job:
@@ -165,6 +171,7 @@ class Engine final : public JobIntake {
   const Clock& clock_;
   EngineOptions options_;
   EngineMetrics* metrics_;
+  ClusterStateStore* cluster_state_;
   SpecCache specs_;
   FreshJobs fresh_;
   KnownJobs known_;
@@ -178,8 +185,13 @@ class Engine final : public JobIntake {
   std::atomic<bool> no_clusters_{false};
   std::mutex fleet_mu_;
   int64_t fleet_read_ms_ = -1;
-  // When each cluster was first seen refusing gantry a watch (guarded by fleet_mu_).
+  // When each cluster was first seen refusing gantry a watch (guarded by
+  // fleet_mu_), as kept in cluster_state_: an entry stays until the cluster
+  // is synced again without a refusal, or leaves the inventory.
   std::map<std::string, int64_t> watch_refused_since_;
+  // Notes in watch_refused_since_ (and the store) whether cluster refuses a
+  // watch now; returns since when, or -1.
+  int64_t NoteWatchRefusalLocked(const std::string& cluster, bool refused, int64_t now_ms);
   // Replaced, never changed in place: passes may still hold the last ones.
   std::shared_ptr<const FleetFacts> facts_ = SharedEmpty<FleetFacts>();
   std::shared_ptr<const std::vector<placement::ClusterSnapshot>> snapshots_ =

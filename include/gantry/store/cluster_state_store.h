@@ -1,6 +1,7 @@
 // ClusterStateStore: what the store keeps about worker clusters, as opposed
-// to jobs. Today: when each cluster's current outage began (first_lost), so
-// the cluster-lost timeout survives a daemon restart.
+// to jobs: when each cluster's current outage began (first_lost), and since
+// when it refuses gantry a watch, so that the timeouts measured from them
+// survive a daemon restart.
 //
 // Thread-safety: as JobStore (writes are group-committed; callbacks run on
 // the writer thread).
@@ -23,6 +24,11 @@ class ClusterStateStore {
   // Records (first_lost_ms set) or clears (nullopt) a cluster's outage.
   virtual void SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms,
                           std::string last_error, StoreCallback<bool> done) = 0;
+  // cluster -> since_ms for every cluster that refuses gantry a watch.
+  virtual Result<std::map<std::string, int64_t>> LoadWatchRefusals() = 0;
+  // Records (since_ms set; an existing row keeps its time) or clears
+  // (nullopt) a cluster's watch refusal.
+  virtual void SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) = 0;
 };
 
 }  // namespace gantry

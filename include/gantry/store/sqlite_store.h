@@ -85,6 +85,8 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
   Result<std::map<std::string, int64_t>> LoadOutages() override;
   void SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms, std::string last_error,
                   StoreCallback<bool> done) override;
+  Result<std::map<std::string, int64_t>> LoadWatchRefusals() override;
+  void SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) override;
 
   // Stops accepting writes (they fail with kUnavailable) and waits until the
   // queued ones are committed and their callbacks have run. Idempotent.

@@ -69,13 +69,20 @@ std::optional<Plan> Ladder::Timeout() const {
                 fmt::format("not admitted within {} s: {}", *in_.spec->dispatch.timeout_seconds, fmt::join(why, "; ")));
 }
 
-// Step 7.
+// Step 7. Incremental: the next round. Either mode: a cluster in place of
+// each that refused its copy (AllAtOnce's candidates are at most maxCopies
+// of the feasible clusters; the others may take it).
 std::optional<Plan> Ladder::Widen() const {
-  if (in_.spec->dispatch.mode != DispatchMode::kIncremental || !in_.placement) return std::nullopt;
+  if (!in_.placement) return std::nullopt;
+  const bool incremental = in_.spec->dispatch.mode == DispatchMode::kIncremental;
+  bool refusals = false;
   std::set<std::string> have;
   size_t live = 0;  // copies that may still be admitted
   for (const RemoteIntent& i : in_.intents) {
-    if (RefusedNow(i)) have.insert(i.cluster);
+    if (RefusedNow(i)) {
+      have.insert(i.cluster);
+      refusals = true;
+    }
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
     have.insert(i.cluster);
     if (!Deactivated(i.cluster) && !Gone(i.cluster)) ++live;
@@ -85,6 +92,7 @@ std::optional<Plan> Ladder::Widen() const {
   // top the live copies up to it with the best clusters that have no copy
   // yet (a deactivated or refused copy's cluster is not asked again at this
   // epoch).
+  if (!incremental && !refusals) return std::nullopt;
   const size_t target = in_.placement->candidates.size();
   if (live >= target) return std::nullopt;
   std::vector<std::string> add;
@@ -105,7 +113,11 @@ std::optional<Plan> Ladder::Widen() const {
     u.upsert_intents.push_back(IntentFor(a));
     plan.actions.push_back(std::move(a));
   }
-  u.events.push_back(Event("Widened", fmt::format("Incremental round: Workload copies added to {}", fmt::join(add, ", "))));
+  u.events.push_back(Event("Widened", incremental ? fmt::format("Incremental round: Workload copies added to {}",
+                                                                fmt::join(add, ", "))
+                                                  : fmt::format("Workload copies added to {}, in place of the "
+                                                                "clusters that refused theirs",
+                                                                fmt::join(add, ", "))));
   plan.write = std::move(u);
   plan.requeue_ms = opt_.retry_ms;
   return plan;
@@ -176,8 +188,32 @@ Plan Ladder::Copies() const {
     }
   }
   if (left == 0 && gone.empty() && !refused.empty()) {
-    return Finish("copies", JobPhase::kFailed, "Refused",
-                  fmt::format("every candidate cluster refused the job's Workload copy: {}", fmt::join(refused, "; ")));
+    // No feasible cluster is left to ask (step 7 asks the next one). One
+    // that cannot take the job only for now (not Ready, cordoned, its quota
+    // read long ago) may later: wait for it, else fail.
+    std::vector<std::string> later;
+    if (in_.placement) {
+      for (const placement::ExcludedCluster& x : in_.placement->excluded) {
+        if (!x.exclusion.permanent && !Gone(x.cluster)) later.push_back(x.cluster);
+      }
+    }
+    if (later.empty()) {
+      return Finish("copies", JobPhase::kFailed, "Refused",
+                    fmt::format("every candidate cluster refused the job's Workload copy: {}",
+                                fmt::join(refused, "; ")));
+    }
+    Plan plan;
+    plan.step = "copies";
+    const std::string msg =
+        fmt::format("every cluster asked refused the job's Workload copy; waiting for {}, which cannot take it now "
+                    "(see gantry explain)",
+                    fmt::join(later, ", "));
+    if (job_.message != msg) {
+      plan.write = Guarded(job_);
+      plan.write->message = msg;
+    }
+    plan.requeue_ms = UntilTimeout(opt_.resync_ms);
+    return plan;
   }
   if (!gone.empty() && left == 0) {
     return Requeue("copies", "ClusterLost", fmt::format("every Workload copy was in a cluster gantry no longer uses: {}",

@@ -410,8 +410,8 @@ int64_t Engine::Pass(const std::string& uid) {
   }
   ActionsOutcome acted = RunActions(*job, plan.actions);
   if (!acted.refusal.message.empty()) {
-    // Someone else's object holds our name, or the cluster refuses ours:
-    // fail the job instead of adopting or retrying.
+    // Someone else's object holds the real job's name, or the owner refuses
+    // it: fail the job instead of adopting or retrying.
     const std::string& taken = acted.refusal.message;
     known_.Drop(uid);  // written below, outside the entry's bookkeeping
     auto current = store_.GetByUid(uid);
@@ -436,8 +436,8 @@ int64_t Engine::Pass(const std::string& uid) {
     return 0;
   }
   if (!acted.copy_refusals.empty()) {
-    RecordCopyRefusals(uid, acted.copy_refusals);
-    return 0;  // decide again now: another candidate, or none left
+    // Decide again now: another candidate, or none left.
+    return RecordCopyRefusals(uid, acted.copy_refusals) ? 0 : options_.decide.retry_ms;
   }
   const bool all_ok = acted.all_ok;
   if (!all_ok && (plan.requeue_ms < 0 || plan.requeue_ms > options_.decide.retry_ms)) {

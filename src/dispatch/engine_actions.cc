@@ -27,6 +27,23 @@ std::string Label(const nlohmann::json& object, const char* key) {
   return (*labels)[key].get<std::string>();
 }
 
+// A 403 that passes: a ResourceQuota on the object count of the kind
+// ("exceeded quota: ..."), or a namespace being deleted ("... because it is
+// being terminated"), as the apiserver words them. Retried, not a refusal.
+bool PassingForbidden(const std::string& message) {
+  return message.find("exceeded quota") != std::string::npos ||
+         message.find("is being terminated") != std::string::npos;
+}
+
+// A cluster's answer kept in a message, at most limit bytes (a webhook's
+// can be long), not cut inside a UTF-8 character.
+std::string Cut(const std::string& answer, std::size_t limit = 300) {
+  if (answer.size() <= limit) return answer;
+  std::size_t end = limit;
+  while (end > 0 && (static_cast<unsigned char>(answer[end]) & 0xC0) == 0x80) --end;
+  return answer.substr(0, end) + "...";
+}
+
 }  // namespace
 
 std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action) {
@@ -102,10 +119,13 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   // webhook's denial): retrying will not help, and the user must know. For
   // the real job the job fails; a candidate that refuses a Workload copy is
   // not asked again at this epoch, and the others carry on (RunActions).
-  if (reply->status == 422 || reply->status == 400 || reply->status == 404 || reply->status == 403) {
+  // A 403 for a passing state (a full object-count quota, a namespace being
+  // deleted) is retried as any other failure.
+  const std::string answer = reply->error ? reply->error->message : "";
+  if (reply->status == 422 || reply->status == 400 || reply->status == 404 ||
+      (reply->status == 403 && !PassingForbidden(answer))) {
     *refusal = {"Refused", fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind,
-                                       action.ns, action.name, reply->status,
-                                       reply->error ? reply->error->message : "")};
+                                       action.ns, action.name, reply->status, Cut(answer))};
     return false;  // the caller logs what it does about it
   }
   spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
@@ -178,10 +198,11 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
   return out;
 }
 
-void Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals) {
+bool Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals) {
   known_.Drop(uid);  // written below, outside the entry's bookkeeping
   auto current = store_.GetByUid(uid);
-  if (!current.ok() || current->phase != JobPhase::kNominating) return;
+  if (!current.ok()) return current.status().code() == Code::kNotFound;
+  if (current->phase != JobPhase::kNominating) return true;
   DispatchUpdate u;
   u.uid = uid;
   u.expected_phase = current->phase;
@@ -203,12 +224,14 @@ void Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRe
     spdlog::warn("job {}/{}: {}; that candidate is left out at epoch {}", current->ns, current->name,
                  r.refusal.message, a.epoch);
   }
-  if (u.upsert_intents.empty()) return;
+  if (u.upsert_intents.empty()) return true;
   auto written = WriteSync(std::move(u));
   if (!written.ok() && written.status().code() != Code::kConflict && written.status().code() != Code::kNotFound) {
     spdlog::warn("dispatch: job {}/{}: store write failed: {}", current->ns, current->name,
                  written.status().ToString());
+    return false;
   }
+  return true;
 }
 
 }  // namespace gantry::dispatch

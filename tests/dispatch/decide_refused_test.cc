@@ -151,4 +151,101 @@ TEST_CASE("step 6: the timeout's reasons name the candidates that refused", "[di
   CHECK(message.find("c2: not admitted") != std::string::npos);
 }
 
+TEST_CASE("step 7: AllAtOnce asks the feasible clusters beyond its candidates in place of those that refused",
+          "[dispatch][decide]") {
+  World w;  // AllAtOnce, the default
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  Refused(w, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 403 denied by policy");
+  Refused(w, "c2", 1, "cluster c2 refused Workload team-a/x: HTTP 403 denied by policy");
+  w.clusters["c4"] = w.clusters["c3"];
+  w.clusters["c4"].config.name = "c4";
+  w.synced.insert("c4");
+  // maxCopies 2 chose c1 and c2 of the four feasible clusters.
+  w.in.placement = Feasible({"c1", "c2"}, {"c1", "c2", "c3", "c4"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "widen");
+  CHECK(Count(p, Verb::kCreate, "Workload") == 2);
+  CHECK(Count(p, Verb::kCreate, "Workload", "c3") == 1);
+  CHECK(Count(p, Verb::kCreate, "Workload", "c4") == 1);
+  REQUIRE(p.write);
+  REQUIRE(p.write->events.size() == 1);
+  CHECK(p.write->events[0].message.find("in place of the clusters that refused") != std::string::npos);
+
+  // Without refusals, AllAtOnce adds nothing beyond its candidates.
+  World plain;
+  plain.job.phase = JobPhase::kNominating;
+  plain.job.epoch = 1;
+  plain.Intent("c1", "Workload", 1);
+  plain.Workload("c1", 1);
+  plain.in.placement = Feasible({"c1"}, {"c1", "c2", "c3"});
+  CHECK(Decide(plain.Input()).step == "copies");
+}
+
+TEST_CASE("step 9: every cluster asked refused, one cannot take the job only for now: it waits, not fails",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  Refused(w, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 403 forbidden");
+  w.in.placement = Feasible({"c1"}, {"c1"});
+  w.in.placement->excluded.push_back({"c2", {placement::Filter::kHealth, "not Ready", false}});
+  w.in.placement->excluded.push_back({"c3", {placement::Filter::kRegion, "region us-east-1 not allowed", true}});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "copies");
+  REQUIRE(p.write);
+  CHECK_FALSE(p.write->phase);
+  CHECK(p.write->message.value_or("").find("waiting for c2") != std::string::npos);
+  CHECK(p.requeue_ms > 0);
+  CHECK(p.actions.empty());
+
+  // Only permanent exclusions left: it fails.
+  w.in.placement->excluded.erase(w.in.placement->excluded.begin());
+  Plan q = Decide(w.Input());
+  REQUIRE(q.write);
+  REQUIRE(q.write->phase);
+  CHECK(*q.write->phase == JobPhase::kFailed);
+}
+
+TEST_CASE("steps 5 and 3: refused rows never hold a lease or a cancel back, and go after the epoch's nomination ends",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  Refused(w, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 403 forbidden");
+  w.Intent("c2", "Workload", 1);
+  w.Workload("c2", 1).admitted = true;
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan lease = Decide(w.Input());
+  CHECK(lease.step == "lease");
+  REQUIRE(lease.write);
+  CHECK(lease.write->cluster.value_or("") == "c2");
+  CHECK(Count(lease, Verb::kCreate, "Job", "c2") == 1);
+  CHECK(Count(lease, Verb::kCreate, "Workload") == 0);
+
+  // Admitted in c2: c1's row goes at the next pass, though c1 is out of reach.
+  World owned;
+  owned.OwnedBy(JobPhase::kAdmitted, "c2", 1);
+  Refused(owned, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 403 forbidden");
+  owned.clusters["c1"].ready = false;
+  owned.Workload("c2", 1).admitted = true;
+  Plan next = Decide(owned.Input());
+  REQUIRE(next.write);
+  const auto& drops = next.write->drop_intents;
+  CHECK(std::find(drops.begin(), drops.end(), std::make_pair(std::string("c1"), std::string("Workload"))) !=
+        drops.end());
+
+  // A cancel completes without waiting for the out-of-reach cluster that refused.
+  World cancel;
+  cancel.job.phase = JobPhase::kCancelling;
+  cancel.job.epoch = 1;
+  Refused(cancel, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 403 forbidden");
+  cancel.clusters["c1"].ready = false;
+  Plan done = Decide(cancel.Input());
+  REQUIRE(done.write);
+  REQUIRE(done.write->phase);
+  CHECK(*done.write->phase == JobPhase::kCancelled);
+  CHECK(done.write->drop_intents.size() == 1);
+}
+
 }  // namespace gantry::dispatch

@@ -77,6 +77,30 @@ TEST_CASE("a candidate that forbids the Workload copy is asked once: the job run
   CHECK(fleet.Job("team-a", "after")["status"]["cluster"] == "c1");
 }
 
+TEST_CASE("a refusal is kept across a daemon restart: the refusing cluster is not asked again",
+          "[e2e][dispatch][refusal][recovery]") {
+  // c2 admits after 5 s: time to restart the daemon while the job nominates.
+  DispatchFleetOptions o;
+  o.sim_config_yaml = "clusters:\n- {name: c1}\n- {name: c2, jobDuration: 1s, admissionDelay: 5s}\n";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Ctl({"forbid", "c1", "workloads:create"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("kept", "team-a", 1, 0, "1s")) == 201);
+  REQUIRE(WaitFor([&] { return Count(Reasons(fleet, "team-a", "kept"), "Refused") == 1; }, seconds(20)));
+  REQUIRE(fleet.Phase("team-a", "kept") == "Nominating");
+  fleet.RestartDaemon(true);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitPhase("team-a", "kept", {"Succeeded", "Failed"}, seconds(40)));
+  auto job = fleet.Job("team-a", "kept");
+  CHECK(job["status"]["phase"] == "Succeeded");
+  CHECK(job["status"]["cluster"] == "c2");
+  CHECK(job["status"]["epoch"] == 1);
+  // The restarted daemon (its counters start at 0) never asked c1.
+  CHECK(RemoteCalls(fleet, "c1", "create", 403) == 0);
+  CHECK(Count(Reasons(fleet, "team-a", "kept"), "Refused") == 1);
+}
+
 TEST_CASE("a job whose every candidate refuses its Workload copy fails with each cluster's answer",
           "[e2e][dispatch][refusal]") {
   DispatchFleetOptions o;

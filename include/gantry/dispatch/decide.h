@@ -20,14 +20,18 @@
 //                or failing an admission check: take the lease
 //   6 timeout    Nominating past dispatch.timeoutSeconds: Failed
 //   7 widen      Incremental: add the next round's candidates, and a
-//                cluster in place of each deactivated copy
+//                cluster in place of each deactivated copy; either mode:
+//                a feasible cluster not asked yet in place of each that
+//                refused its copy (RemoteIntent::refusal)
 //   8 deactivated Nominating and every copy deactivated (an admission check
 //                Rejected it): requeue, dispatch again at epoch+1 (the
 //                epoch at least redispatch_after_rejection_ms old, doubled
 //                per epoch)
 //   9 copies     Nominating: create missing copies; withdraw those in a
 //                cluster removed or declared lost (and requeue when no
-//                other copy is left)
+//                other copy is left); when every cluster asked refused its
+//                copy: Failed with their answers, or wait while a cluster
+//                that cannot take the job only for now may later
 //  10 owner-lost owner unreachable: wait, then apply onClusterLoss; an
 //                owner that answers but refuses gantry's credentials
 //                waits longer (credentials_refused_timeout_ms), with a

@@ -150,8 +150,9 @@ class Engine final : public JobIntake {
   };
   // Records the candidates that refused the job's Workload copies (their
   // rows absent, with the answer) and an event for each, if the job is still
-  // nominating at their epoch.
-  void RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals);
+  // nominating at their epoch. False when the store could not be read or
+  // written: the job is looked at again after a while, not at once.
+  bool RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals);
   // The store's guarded write, waited for.
   Result<JobRecord> WriteSync(DispatchUpdate update);
   ActionsOutcome RunActions(const JobRecord& job, const std::vector<Action>& actions);

@@ -85,7 +85,9 @@ std::optional<Plan> Ladder::Widen() const {
     }
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
     have.insert(i.cluster);
-    if (!Deactivated(i.cluster) && !Gone(i.cluster)) ++live;
+    // AllAtOnce replaces only refused copies: a deactivated one waits for
+    // step 8 (its backoff) as before, and keeps its slot of maxCopies.
+    if (!Gone(i.cluster) && (!incremental || !Deactivated(i.cluster))) ++live;
   }
   // Placement's candidates are the best step x (rounds + 1); their ranking
   // moves with capacity, so only the count tells whether a round is due:
@@ -169,7 +171,9 @@ std::optional<Plan> Ladder::AllDeactivated() const {
 // are withdrawn (intents absent; Sweep deletes what such a cluster still
 // shows); when no other copy is left, the job is dispatched again at once.
 // When every candidate refused its copy (the engine records each answer) and
-// no round can add one, the job fails with their answers.
+// step 7 found no other to ask, the job fails with their answers, unless a
+// cluster not asked yet cannot take it only for now: then it waits, at most
+// cluster_lost_timeout_ms from its nomination.
 Plan Ladder::Copies() const {
   std::vector<std::string> gone;       // for the messages: "c1 (declared lost by an operator)"
   std::vector<RemoteIntent> withdrawn;  // their rows, marked absent
@@ -189,18 +193,28 @@ Plan Ladder::Copies() const {
   }
   if (left == 0 && gone.empty() && !refused.empty()) {
     // No feasible cluster is left to ask (step 7 asks the next one). One
-    // that cannot take the job only for now (not Ready, cordoned, its quota
-    // read long ago) may later: wait for it, else fail.
+    // not asked yet that cannot take the job only for now (not Ready,
+    // cordoned, its quota read long ago) may later, unless it has been out
+    // of reach for clusterLostTimeout: wait for it, for as long, else fail.
+    std::set<std::string> asked;
+    for (const RemoteIntent& i : in_.intents) {
+      if (i.kind == kWorkload && i.epoch == job_.epoch) asked.insert(i.cluster);
+    }
     std::vector<std::string> later;
-    if (in_.placement) {
+    if (in_.placement && in_.now_ms - job_.nominated_ms < opt_.cluster_lost_timeout_ms) {
       for (const placement::ExcludedCluster& x : in_.placement->excluded) {
-        if (!x.exclusion.permanent && !Gone(x.cluster)) later.push_back(x.cluster);
+        if (x.exclusion.permanent || Gone(x.cluster) || asked.count(x.cluster)) continue;
+        auto f = in_.clusters->find(x.cluster);
+        if (f != in_.clusters->end() && f->second.lost_for_ms >= opt_.cluster_lost_timeout_ms) continue;
+        later.push_back(x.cluster);
       }
     }
     if (later.empty()) {
+      constexpr size_t kNamed = 8;  // each answer is up to ~300 bytes
+      std::string answers = fmt::format("{}", fmt::join(refused.begin(), refused.begin() + std::min(refused.size(), kNamed), "; "));
+      if (refused.size() > kNamed) answers += fmt::format("; and {} more (see the job's events)", refused.size() - kNamed);
       return Finish("copies", JobPhase::kFailed, "Refused",
-                    fmt::format("every candidate cluster refused the job's Workload copy: {}",
-                                fmt::join(refused, "; ")));
+                    fmt::format("every candidate cluster refused the job's Workload copy: {}", answers));
     }
     Plan plan;
     plan.step = "copies";
@@ -212,7 +226,8 @@ Plan Ladder::Copies() const {
       plan.write = Guarded(job_);
       plan.write->message = msg;
     }
-    plan.requeue_ms = UntilTimeout(opt_.resync_ms);
+    const int64_t wait_left = job_.nominated_ms + opt_.cluster_lost_timeout_ms - in_.now_ms;
+    plan.requeue_ms = UntilTimeout(std::clamp<int64_t>(wait_left, 1, opt_.resync_ms));
     return plan;
   }
   if (!gone.empty() && left == 0) {

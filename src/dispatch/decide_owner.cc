@@ -66,8 +66,8 @@ DispatchUpdate Ladder::OwnerFlag(const std::string& reason, const std::string& m
 // shorter than its timeout), from a failure a probe saw: an owner that is
 // only not synced yet, or not probed since a restart, is waited for. An
 // owner that answers but refuses gantry a watch of the job's objects (RBAC)
-// is out of reach as one that refuses the credentials is, for as long as
-// the engine has seen it refuse.
+// is out of reach as one that refuses the credentials is, since the first
+// refusal the engine saw (kept in the store across restarts).
 Plan Ladder::OwnerUnreachable(bool removed) const {
   const std::string& owner = job_.cluster;
   const ClusterFacts* facts = removed ? nullptr : &in_.clusters->at(owner);

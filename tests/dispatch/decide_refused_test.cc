@@ -172,6 +172,18 @@ TEST_CASE("step 7: AllAtOnce asks the feasible clusters beyond its candidates in
   REQUIRE(p.write->events.size() == 1);
   CHECK(p.write->events[0].message.find("in place of the clusters that refused") != std::string::npos);
 
+  // A deactivated copy keeps its slot (step 8 and its backoff deal with it):
+  // only the refused one is replaced.
+  World mixed = w;
+  mixed.in.intents.pop_back();  // c2 did not refuse: its copy was deactivated
+  mixed.Intent("c2", "Workload", 1);
+  ObservedWorkload& rejected = mixed.Workload("c2", 1);
+  rejected.active = false;
+  Plan m = Decide(mixed.Input());
+  CHECK(m.step == "widen");
+  CHECK(Count(m, Verb::kCreate, "Workload") == 1);
+  CHECK(Count(m, Verb::kCreate, "Workload", "c3") == 1);
+
   // Without refusals, AllAtOnce adds nothing beyond its candidates.
   World plain;
   plain.job.phase = JobPhase::kNominating;
@@ -187,6 +199,7 @@ TEST_CASE("step 9: every cluster asked refused, one cannot take the job only for
   World w;
   w.job.phase = JobPhase::kNominating;
   w.job.epoch = 1;
+  w.job.nominated_ms = w.in.now_ms - 1'000;
   Refused(w, "c1", 1, "cluster c1 refused Workload team-a/x: HTTP 403 forbidden");
   w.in.placement = Feasible({"c1"}, {"c1"});
   w.in.placement->excluded.push_back({"c2", {placement::Filter::kHealth, "not Ready", false}});
@@ -197,14 +210,25 @@ TEST_CASE("step 9: every cluster asked refused, one cannot take the job only for
   CHECK_FALSE(p.write->phase);
   CHECK(p.write->message.value_or("").find("waiting for c2") != std::string::npos);
   CHECK(p.requeue_ms > 0);
+  CHECK(p.requeue_ms <= w.in.options.resync_ms);
   CHECK(p.actions.empty());
+  auto fails = [](const Plan& plan) { return plan.write && plan.write->phase == JobPhase::kFailed; };
 
+  // Not for ever: clusterLostTimeout after the nomination, it fails.
+  World late = w;
+  late.job.nominated_ms = late.in.now_ms - late.in.options.cluster_lost_timeout_ms;
+  CHECK(fails(Decide(late.Input())));
+  // Not for a cluster out of reach that long.
+  World lost = w;
+  lost.clusters["c2"].lost_for_ms = lost.in.options.cluster_lost_timeout_ms;
+  CHECK(fails(Decide(lost.Input())));
+  // Nor for one that refused at this epoch too, now cordoned.
+  World cordoned = w;
+  Refused(cordoned, "c2", 1, "cluster c2 refused Workload team-a/x: HTTP 403 forbidden");
+  CHECK(fails(Decide(cordoned.Input())));
   // Only permanent exclusions left: it fails.
   w.in.placement->excluded.erase(w.in.placement->excluded.begin());
-  Plan q = Decide(w.Input());
-  REQUIRE(q.write);
-  REQUIRE(q.write->phase);
-  CHECK(*q.write->phase == JobPhase::kFailed);
+  CHECK(fails(Decide(w.Input())));
 }
 
 TEST_CASE("steps 5 and 3: refused rows never hold a lease or a cancel back, and go after the epoch's nomination ends",

@@ -217,7 +217,7 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
       ++it;
       continue;
     }
-    if (cluster_state_) cluster_state_->SaveWatchRefusal(it->first, std::nullopt, nullptr);
+    SaveWatchRefusal(it->first, std::nullopt);
     it = watch_refused_since_.erase(it);
   }
   std::vector<placement::ClusterSnapshot> snapshots = fleet_.Snapshot(now_ms);
@@ -233,12 +233,22 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
   fleet_read_ms_ = now_ms;
 }
 
+void Engine::SaveWatchRefusal(const std::string& cluster, std::optional<int64_t> since_ms) {
+  if (!cluster_state_) return;
+  cluster_state_->SaveWatchRefusal(cluster, since_ms, [cluster, since_ms](Result<bool> saved) {
+    if (saved.ok()) return;
+    // The engine's own time stands until it restarts; then the clock starts again.
+    spdlog::warn("dispatch: cluster {}: watch refusal {} not kept in the store: {}", cluster,
+                 since_ms ? "start" : "end", saved.status().ToString());
+  });
+}
+
 int64_t Engine::NoteWatchRefusalLocked(const std::string& cluster, bool refused, int64_t now_ms) {
   auto it = watch_refused_since_.find(cluster);
   if (refused) {
     if (it == watch_refused_since_.end()) {
       it = watch_refused_since_.emplace(cluster, now_ms).first;
-      if (cluster_state_) cluster_state_->SaveWatchRefusal(cluster, now_ms, nullptr);
+      SaveWatchRefusal(cluster, now_ms);
     }
     return it->second;
   }
@@ -246,17 +256,23 @@ int64_t Engine::NoteWatchRefusalLocked(const std::string& cluster, bool refused,
   // of reach): not known yet, so a time kept from before a restart stays.
   if (it != watch_refused_since_.end() && observer_->Synced(cluster)) {
     watch_refused_since_.erase(it);
-    if (cluster_state_) cluster_state_->SaveWatchRefusal(cluster, std::nullopt, nullptr);
+    SaveWatchRefusal(cluster, std::nullopt);
   }
   return -1;
 }
 
 int64_t Engine::WatchRefusedSince(const std::string& cluster) {
-  if (observer_->WatchRefused(cluster).empty()) return 0;
   std::lock_guard lock(fleet_mu_);
-  RefreshFleetLocked(clock_.NowMillis());
   auto it = watch_refused_since_.find(cluster);
   return it == watch_refused_since_.end() ? 0 : it->second;
+}
+
+bool Engine::WatchRefusalsToNote() {
+  {
+    std::lock_guard lock(fleet_mu_);
+    if (!watch_refused_since_.empty()) return true;
+  }
+  return !observer_->WatchRefusals().empty();
 }
 
 std::shared_ptr<const FleetFacts> Engine::Facts(int64_t now_ms) {

@@ -24,9 +24,9 @@ void Engine::RunHealthWatch() {
     gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
     if (stopping_) return;
     lock.unlock();
-    // Keeps the fleet view, and with it the watch-refusal clock and its row
-    // in the store, current while no pass runs.
-    (void)Facts(clock_.NowMillis());
+    // While a cluster refuses a watch, keeps the fleet view, and with it the
+    // refusal's clock and its row in the store, current when no pass runs.
+    if (WatchRefusalsToNote()) (void)Facts(clock_.NowMillis());
     std::map<std::string, Readiness> now;
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const bool ready =

@@ -33,8 +33,10 @@ Result<std::map<std::string, int64_t>> SqliteStore::LoadWatchRefusals() {
 void SqliteStore::SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) {
   writer_->Enqueue(
       GroupCommitter::Op([cluster, since_ms](SqliteConnection& conn) -> Status {
+        // The caller's time stands: its map, loaded from this table, knows
+        // whether a refusal is new (a row left by a failed delete is stale).
         auto stmt = conn.Prepare(since_ms ? "INSERT INTO cluster_watch_refusals(cluster, since_ms) VALUES (?1, ?2) "
-                                            "ON CONFLICT(cluster) DO NOTHING"
+                                            "ON CONFLICT(cluster) DO UPDATE SET since_ms = excluded.since_ms"
                                           : "DELETE FROM cluster_watch_refusals WHERE cluster = ?1");
         if (!stmt.ok()) return stmt.status();
         stmt->Bind(1, cluster);

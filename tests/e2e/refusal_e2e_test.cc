@@ -5,6 +5,7 @@
 // cluster's answer. And the time since which a cluster refuses gantry a
 // watch is kept across a restart, as an outage's is.
 #include <catch2/catch.hpp>
+#include <sqlite3.h>
 
 #include <sstream>
 
@@ -36,6 +37,24 @@ double RemoteCalls(DispatchFleet& fleet, const std::string& cluster, const std::
     return std::stod(line.substr(line.rfind(' ') + 1));
   }
   return 0;
+}
+
+// Rows in the daemon's cluster_watch_refusals table (-1 when it cannot be read).
+int WatchRefusalRows(DispatchFleet& fleet) {
+  sqlite3* db = nullptr;
+  const std::string path = fleet.dir().File("data") + "/gantry.db";
+  int rows = -1;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+    sqlite3_busy_timeout(db, 1000);
+    sqlite3_stmt* stmt = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM cluster_watch_refusals", -1, &stmt, nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      rows = sqlite3_column_int(stmt, 0);
+    }
+    sqlite3_finalize(stmt);
+  }
+  sqlite3_close(db);
+  return rows;
 }
 
 }  // namespace
@@ -149,10 +168,17 @@ TEST_CASE("a cluster's watch refusal keeps its start time across a daemon restar
   REQUIRE(WaitFor([&] { return !(after = since()).empty(); }, seconds(30)));
   CHECK(after == before);
 
-  // Allowed again: no refusal, and no time.
+  CHECK(WatchRefusalRows(fleet) == 1);
+
+  // Allowed again: no refusal, and its row goes; a new refusal starts a new clock.
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
   REQUIRE(WaitFor([&] { return !fleet.Cluster("c1")["status"].contains("watchRefused"); }, seconds(30)));
-  CHECK(since().empty());
+  REQUIRE(WaitFor([&] { return WatchRefusalRows(fleet) == 0; }, seconds(10)));
+  REQUIRE(fleet.Ctl({"forbid", "c1", "workloads"}).code == 0);
+  std::string again;
+  REQUIRE(WaitFor([&] { return !(again = since()).empty(); }, seconds(30)));
+  CHECK(ParseRfc3339(again).value_or(0) > *before_ms);
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
 }
 
 }  // namespace gantry::testing

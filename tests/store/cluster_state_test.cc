@@ -44,7 +44,7 @@ TEST_CASE("cluster outages survive a reopen, the first loss is kept", "[store]")
   CHECK(LatestSchemaVersion() >= 2);
 }
 
-TEST_CASE("watch refusals survive a reopen, the first time is kept", "[store]") {
+TEST_CASE("watch refusals survive a reopen, the last time written stands", "[store]") {
   testing::TempDir dir;
   SqliteStoreOptions options;
   options.path = dir.File("gantry.db");
@@ -52,8 +52,8 @@ TEST_CASE("watch refusals survive a reopen, the first time is kept", "[store]") 
     auto store = OpenSqliteStore(options);
     REQUIRE(store.ok());
     CHECK((*store)->LoadWatchRefusals()->empty());
-    REQUIRE(SaveRefusal(**store, "c1", 1000));
-    REQUIRE(SaveRefusal(**store, "c1", 5000));  // the same refusal: 1000 stays
+    REQUIRE(SaveRefusal(**store, "c1", 500));
+    REQUIRE(SaveRefusal(**store, "c1", 1000));  // a row the engine knew stale
     REQUIRE(SaveRefusal(**store, "c2", 2000));
     REQUIRE(SaveRefusal(**store, "c2", std::nullopt));  // allowed again
   }

@@ -83,7 +83,7 @@ class Engine final : public JobIntake {
   // ClusterObserver::WatchRefused, for the API's view of the cluster.
   std::string WatchRefused(const std::string& cluster) const { return observer_->WatchRefused(cluster); }
   // Since when (ms) the cluster refuses gantry a watch, as the engine counts
-  // it (kept across restarts); 0 when it does not.
+  // it (kept across restarts, noted within a health poll); 0 when not noted.
   int64_t WatchRefusedSince(const std::string& cluster);
 
   // JobIntake, for the API. Wake drops a held new job and invalidates the
@@ -193,6 +193,10 @@ class Engine final : public JobIntake {
   // Notes in watch_refused_since_ (and the store) whether cluster refuses a
   // watch now; returns since when, or -1.
   int64_t NoteWatchRefusalLocked(const std::string& cluster, bool refused, int64_t now_ms);
+  // Writes it to cluster_state_ (if any), logging a failure.
+  void SaveWatchRefusal(const std::string& cluster, std::optional<int64_t> since_ms);
+  // Whether a cluster refuses a watch now, or did when last noted.
+  bool WatchRefusalsToNote();
   // Replaced, never changed in place: passes may still hold the last ones.
   std::shared_ptr<const FleetFacts> facts_ = SharedEmpty<FleetFacts>();
   std::shared_ptr<const std::vector<placement::ClusterSnapshot>> snapshots_ =

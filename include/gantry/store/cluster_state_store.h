@@ -26,8 +26,8 @@ class ClusterStateStore {
                           std::string last_error, StoreCallback<bool> done) = 0;
   // cluster -> since_ms for every cluster that refuses gantry a watch.
   virtual Result<std::map<std::string, int64_t>> LoadWatchRefusals() = 0;
-  // Records (since_ms set; an existing row keeps its time) or clears
-  // (nullopt) a cluster's watch refusal.
+  // Records (since_ms set, replacing any row) or clears (nullopt) a
+  // cluster's watch refusal.
   virtual void SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) = 0;
 };
 

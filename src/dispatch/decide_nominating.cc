@@ -167,13 +167,56 @@ std::optional<Plan> Ladder::AllDeactivated() const {
                  fmt::format("every Workload copy was deactivated: {}", fmt::join(why, "; ")));
 }
 
+// Step 9, when every cluster asked refused the job's copy at this epoch and
+// step 7 found no other to ask (refused: "c1: <its answer>"). One not asked
+// yet that cannot take the job only for now (not Ready, cordoned, its quota
+// read long ago) may later, unless it has been out of reach for
+// clusterLostTimeout: the job waits for it, at most that long from its
+// nomination. Otherwise it fails with the answers.
+Plan Ladder::AllRefused(const std::vector<std::string>& refused) const {
+  std::set<std::string> asked;
+  for (const RemoteIntent& i : in_.intents) {
+    if (i.kind == kWorkload && i.epoch == job_.epoch) asked.insert(i.cluster);
+  }
+  std::vector<std::string> later;
+  if (in_.placement && in_.now_ms - job_.nominated_ms < opt_.cluster_lost_timeout_ms) {
+    for (const placement::ExcludedCluster& x : in_.placement->excluded) {
+      if (x.exclusion.permanent || Gone(x.cluster) || asked.count(x.cluster)) continue;
+      auto f = in_.clusters->find(x.cluster);
+      if (f != in_.clusters->end() && f->second.lost_for_ms >= opt_.cluster_lost_timeout_ms) continue;
+      later.push_back(x.cluster);
+    }
+  }
+  if (later.empty()) {
+    constexpr size_t kNamed = 8;  // each answer is up to ~300 bytes
+    const auto named_end = refused.begin() + static_cast<std::ptrdiff_t>(std::min(refused.size(), kNamed));
+    std::string answers = fmt::format("{}", fmt::join(refused.begin(), named_end, "; "));
+    if (refused.size() > kNamed) {
+      answers += fmt::format("; and {} more (see the job's events)", refused.size() - kNamed);
+    }
+    return Finish("copies", JobPhase::kFailed, "Refused",
+                  fmt::format("every candidate cluster refused the job's Workload copy: {}", answers));
+  }
+  Plan plan;
+  plan.step = "copies";
+  const std::string msg =
+      fmt::format("every cluster asked refused the job's Workload copy; waiting for {}, which cannot take it now "
+                  "(see gantry explain)",
+                  fmt::join(later, ", "));
+  if (job_.message != msg) {
+    plan.write = Guarded(job_);
+    plan.write->message = msg;
+  }
+  const int64_t wait_left = job_.nominated_ms + opt_.cluster_lost_timeout_ms - in_.now_ms;
+  plan.requeue_ms = UntilTimeout(std::clamp<int64_t>(wait_left, 1, opt_.resync_ms));
+  return plan;
+}
+
 // Step 9. Copies in a cluster removed from the inventory or declared lost
 // are withdrawn (intents absent; Sweep deletes what such a cluster still
 // shows); when no other copy is left, the job is dispatched again at once.
-// When every candidate refused its copy (the engine records each answer) and
-// step 7 found no other to ask, the job fails with their answers, unless a
-// cluster not asked yet cannot take it only for now: then it waits, at most
-// cluster_lost_timeout_ms from its nomination.
+// When every candidate refused its copy (the engine records each answer),
+// AllRefused decides.
 Plan Ladder::Copies() const {
   std::vector<std::string> gone;       // for the messages: "c1 (declared lost by an operator)"
   std::vector<RemoteIntent> withdrawn;  // their rows, marked absent
@@ -191,45 +234,7 @@ Plan Ladder::Copies() const {
       ++left;
     }
   }
-  if (left == 0 && gone.empty() && !refused.empty()) {
-    // No feasible cluster is left to ask (step 7 asks the next one). One
-    // not asked yet that cannot take the job only for now (not Ready,
-    // cordoned, its quota read long ago) may later, unless it has been out
-    // of reach for clusterLostTimeout: wait for it, for as long, else fail.
-    std::set<std::string> asked;
-    for (const RemoteIntent& i : in_.intents) {
-      if (i.kind == kWorkload && i.epoch == job_.epoch) asked.insert(i.cluster);
-    }
-    std::vector<std::string> later;
-    if (in_.placement && in_.now_ms - job_.nominated_ms < opt_.cluster_lost_timeout_ms) {
-      for (const placement::ExcludedCluster& x : in_.placement->excluded) {
-        if (x.exclusion.permanent || Gone(x.cluster) || asked.count(x.cluster)) continue;
-        auto f = in_.clusters->find(x.cluster);
-        if (f != in_.clusters->end() && f->second.lost_for_ms >= opt_.cluster_lost_timeout_ms) continue;
-        later.push_back(x.cluster);
-      }
-    }
-    if (later.empty()) {
-      constexpr size_t kNamed = 8;  // each answer is up to ~300 bytes
-      std::string answers = fmt::format("{}", fmt::join(refused.begin(), refused.begin() + std::min(refused.size(), kNamed), "; "));
-      if (refused.size() > kNamed) answers += fmt::format("; and {} more (see the job's events)", refused.size() - kNamed);
-      return Finish("copies", JobPhase::kFailed, "Refused",
-                    fmt::format("every candidate cluster refused the job's Workload copy: {}", answers));
-    }
-    Plan plan;
-    plan.step = "copies";
-    const std::string msg =
-        fmt::format("every cluster asked refused the job's Workload copy; waiting for {}, which cannot take it now "
-                    "(see gantry explain)",
-                    fmt::join(later, ", "));
-    if (job_.message != msg) {
-      plan.write = Guarded(job_);
-      plan.write->message = msg;
-    }
-    const int64_t wait_left = job_.nominated_ms + opt_.cluster_lost_timeout_ms - in_.now_ms;
-    plan.requeue_ms = UntilTimeout(std::clamp<int64_t>(wait_left, 1, opt_.resync_ms));
-    return plan;
-  }
+  if (left == 0 && gone.empty() && !refused.empty()) return AllRefused(refused);
   if (!gone.empty() && left == 0) {
     return Requeue("copies", "ClusterLost", fmt::format("every Workload copy was in a cluster gantry no longer uses: {}",
                                                         fmt::join(gone, ", ")));

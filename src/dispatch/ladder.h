@@ -256,6 +256,7 @@ class Ladder {
   std::optional<Plan> Widen() const;
   std::optional<Plan> AllDeactivated() const;
   Plan Copies() const;
+  Plan AllRefused(const std::vector<std::string>& refused) const;
   Plan Owned() const;
   Plan OwnerUnreachable(bool removed) const;
   DispatchUpdate OwnerFlag(const std::string& reason, const std::string& message) const;

@@ -1,5 +1,7 @@
 // Decide() with Workload copies that their candidate refused (the engine
 // records the cluster's answer in the row: RemoteIntent::refusal).
+#include <fmt/format.h>
+
 #include "decide_world.h"
 
 namespace gantry::dispatch {
@@ -270,6 +272,24 @@ TEST_CASE("steps 5 and 3: refused rows never hold a lease or a cancel back, and 
   REQUIRE(done.write->phase);
   CHECK(*done.write->phase == JobPhase::kCancelled);
   CHECK(done.write->drop_intents.size() == 1);
+}
+
+TEST_CASE("step 9: the failure names at most 8 clusters' answers", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  for (int c = 1; c <= 10; ++c) {
+    Refused(w, fmt::format("c{:02}", c), 1, fmt::format("answer {:02}", c));
+  }
+  w.in.placement = Candidates({});
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->phase);
+  CHECK(*p.write->phase == JobPhase::kFailed);
+  const std::string message = p.write->message.value_or("");
+  CHECK(message.find("answer 08") != std::string::npos);
+  CHECK(message.find("answer 09") == std::string::npos);
+  CHECK(message.find("and 2 more (see the job's events)") != std::string::npos);
 }
 
 }  // namespace gantry::dispatch

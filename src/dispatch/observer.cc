@@ -431,21 +431,31 @@ JobObservation ClusterObserver::ForJob(const std::string& job_uid) const {
   return out;
 }
 
+namespace {
+
+// The first refusal among a cluster's resource caches ("" when none).
+template <class Caches>
+const std::string& FirstRefusal(const Caches& caches) {
+  static const std::string kNone;
+  for (const ResourceCache& cache : caches) {
+    if (!cache.refused.empty()) return cache.refused;
+  }
+  return kNone;
+}
+
+}  // namespace
+
 std::string ClusterObserver::WatchRefused(const std::string& cluster) const {
-  auto all = WatchRefusals();
-  auto it = all.find(cluster);
-  return it == all.end() ? "" : it->second;
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  return it == impl_->clusters.end() ? "" : FirstRefusal(it->second->caches);
 }
 
 std::map<std::string, std::string> ClusterObserver::WatchRefusals() const {
   std::map<std::string, std::string> out;
   std::lock_guard lock(impl_->mu);
   for (const auto& [name, c] : impl_->clusters) {
-    for (const ResourceCache& cache : c->caches) {
-      if (cache.refused.empty()) continue;
-      out.emplace(name, cache.refused);
-      break;
-    }
+    if (const std::string& why = FirstRefusal(c->caches); !why.empty()) out.emplace(name, why);
   }
   return out;
 }

@@ -27,7 +27,7 @@ class Daemon {
   std::string url_;
 };
 
-inline std::string GantryBin() { return std::string(GANTRY_BIN_DIR) + "/gantry"; }
+inline std::string GantryBin() { return std::string(GANTRY_BIN_DIR "/gantry"); }
 
 // Runs the gantry CLI against url with args.
 RunResult Cli(const std::string& url, std::vector<std::string> args,

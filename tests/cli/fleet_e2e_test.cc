@@ -16,7 +16,7 @@ nlohmann::json ClustersJson(const std::string& url) {
 
 // Whether gantry-sim was built; a test without it is skipped, saying so.
 bool SimBuilt() {
-  if (!ReadFile(std::string(GANTRY_BIN_DIR) + "/gantry-sim").empty()) return true;
+  if (!ReadFile(std::string(GANTRY_BIN_DIR "/gantry-sim")).empty()) return true;
   WARN("gantry-sim was not built (GANTRY_BUILD_TOOLS=OFF): skipping");
   return false;
 }
@@ -24,7 +24,7 @@ bool SimBuilt() {
 // gantry-sim with `clusters` clusters writing into sim_dir, once it is ready.
 std::unique_ptr<Process> StartSim(const TempDir& dir, const std::string& sim_dir, int clusters) {
   auto sim = std::make_unique<Process>(
-      std::vector<std::string>{std::string(GANTRY_BIN_DIR) + "/gantry-sim", "--clusters",
+      std::vector<std::string>{std::string(GANTRY_BIN_DIR "/gantry-sim"), "--clusters",
                                std::to_string(clusters), "--out-dir", sim_dir},
       dir.path());
   REQUIRE(WaitFor([&] { return !ReadFile(sim_dir + "/ready").empty(); }, std::chrono::seconds(20)));
@@ -66,8 +66,8 @@ TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outa
     // Placement over the live inventory: the H100 job fits c1 only (c2 has
     // A100s, c3 to c5 are in other regions); the JobSet fits all but c5,
     // whose 1-GPU nodes cannot hold a 2-GPU pod.
-    REQUIRE(Cli(daemon.url(), {"submit", "-f", std::string(GANTRY_SOURCE_DIR) + "/config/examples/llama-ft.yaml"}).code == 0);
-    REQUIRE(Cli(daemon.url(), {"submit", "-f", std::string(GANTRY_SOURCE_DIR) + "/config/examples/sweep-trial.yaml"}).code == 0);
+    REQUIRE(Cli(daemon.url(), {"submit", "-f", std::string(GANTRY_SOURCE_DIR "/config/examples/llama-ft.yaml")}).code == 0);
+    REQUIRE(Cli(daemon.url(), {"submit", "-f", std::string(GANTRY_SOURCE_DIR "/config/examples/sweep-trial.yaml")}).code == 0);
     auto llama = Cli(daemon.url(), {"explain", "llama-ft", "-n", "team-a", "-o", "json"});
     REQUIRE(llama.code == 0);
     auto decision = nlohmann::json::parse(llama.out);
@@ -88,7 +88,7 @@ TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outa
     CHECK(table.out.find("Candidates:    c1\n") == 0);
 
     // Stop c1's apiserver: NotReady, with the start of the outage recorded.
-    REQUIRE(Run({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "ctl", "--out-dir", sim_dir, "stop", "c1"}).code == 0);
+    REQUIRE(Run({std::string(GANTRY_BIN_DIR "/gantry-sim"), "ctl", "--out-dir", sim_dir, "stop", "c1"}).code == 0);
     REQUIRE(WaitFor([&] { return ByName(ClustersJson(daemon.url()))["c1"]["status"]["health"] == "NotReady"; },
                     std::chrono::seconds(20)));
     first_lost = ByName(ClustersJson(daemon.url()))["c1"]["status"]["firstLostAt"];
@@ -99,7 +99,7 @@ TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outa
   REQUIRE(daemon.ready());
   CHECK(ByName(ClustersJson(daemon.url()))["c1"]["status"]["firstLostAt"] == first_lost);
   // The cluster comes back: Ready, and the outage is over.
-  REQUIRE(Run({std::string(GANTRY_BIN_DIR) + "/gantry-sim", "ctl", "--out-dir", sim_dir, "start", "c1"}).code == 0);
+  REQUIRE(Run({std::string(GANTRY_BIN_DIR "/gantry-sim"), "ctl", "--out-dir", sim_dir, "start", "c1"}).code == 0);
   CHECK(WaitFor([&] { return ByName(ClustersJson(daemon.url()))["c1"]["status"]["health"] == "Ready"; },
                 std::chrono::seconds(30)));
   CHECK_FALSE(ByName(ClustersJson(daemon.url()))["c1"]["status"].contains("firstLostAt"));

@@ -109,7 +109,7 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
 // tools/install.sh installs it as /etc/gantry/gantry.yaml: every field it
 // documents must load, with the values it shows.
 TEST_CASE("the example gantry.yaml loads", "[daemon][config]") {
-  Result<DaemonConfig> c = LoadDaemonConfig(std::string(GANTRY_SOURCE_DIR) + "/config/gantry.example.yaml");
+  Result<DaemonConfig> c = LoadDaemonConfig(std::string(GANTRY_SOURCE_DIR "/config/gantry.example.yaml"));
   REQUIRE(c.status().ToString() == Status::Ok().ToString());
   CHECK(c->finished_retention_seconds == 0);
   CHECK(c->cluster_lost_timeout_seconds == 900);

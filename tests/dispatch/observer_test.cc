@@ -310,7 +310,7 @@ std::chrono::milliseconds Timed(Fn&& fn) {
 }  // namespace
 
 TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") {
-  const std::string sim_bin = std::string(GANTRY_BIN_DIR) + "/gantry-sim";
+  const std::string sim_bin = std::string(GANTRY_BIN_DIR "/gantry-sim");
   if (ReadFile(sim_bin).empty()) {
     WARN("gantry-sim was not built: skipping");
     return;

@@ -20,7 +20,7 @@
 namespace gantry::testing {
 namespace {
 
-std::string SimBin() { return std::string(GANTRY_BIN_DIR) + "/gantry-sim"; }
+std::string SimBin() { return std::string(GANTRY_BIN_DIR "/gantry-sim"); }
 
 std::unique_ptr<http::Client> ClientFor(const std::string& url) {
   auto c = http::Client::Create(url);

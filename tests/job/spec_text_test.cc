@@ -25,7 +25,7 @@ TEST_CASE("AppendJson writes a whole job document as dump() does", "[job][json]"
 
 TEST_CASE("SpecToJsonText is SpecToJson().dump() for every kind of document", "[job][spec][json]") {
   std::vector<std::string> bodies = {kGantryJobYaml, kBatchManifestYaml, kJobSetYaml, kPyTorchJobYaml};
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(GANTRY_SOURCE_DIR) + "/config/examples")) {
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(GANTRY_SOURCE_DIR) / "config" / "examples")) {
     bodies.push_back(ReadFile(entry.path().string()));
   }
   // Every optional field absent, then odd strings where strings may go.

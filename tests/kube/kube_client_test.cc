@@ -38,7 +38,7 @@ nlohmann::json Workload(const std::string& name, int gpus_per_pod = 1) {
 }  // namespace
 
 TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
-  const std::string sim_bin = std::string(GANTRY_BIN_DIR) + "/gantry-sim";
+  const std::string sim_bin = std::string(GANTRY_BIN_DIR "/gantry-sim");
   if (ReadFile(sim_bin).empty()) {
     WARN("gantry-sim was not built: skipping");
     return;

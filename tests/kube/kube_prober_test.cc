@@ -17,7 +17,7 @@
 namespace gantry::testing {
 namespace {
 
-std::string Sim() { return std::string(GANTRY_BIN_DIR) + "/gantry-sim"; }
+std::string Sim() { return std::string(GANTRY_BIN_DIR "/gantry-sim"); }
 
 inventory::ClusterConfig ConfigFor(const std::string& dir, const std::string& name) {
   inventory::ClusterConfig c;

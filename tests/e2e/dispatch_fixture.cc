@@ -320,4 +320,54 @@ bool StoppedByDelete(const nlohmann::json& run) {
   return reason == "WorkloadDeleted" || reason == "Deleted";
 }
 
+std::map<std::string, int> PhaseCounts(DispatchFleet& fleet, const std::string& ns) {
+  std::map<std::string, int> counts;
+  nlohmann::json list = fleet.List(ns);
+  if (!list.is_object()) return counts;
+  for (const nlohmann::json& j : list.value("items", nlohmann::json::array())) {
+    ++counts[j["status"].value("phase", "")];
+  }
+  return counts;
+}
+
+std::string Histogram(const std::map<std::string, int>& counts) {
+  std::string out;
+  for (const auto& [phase, n] : counts) out += fmt::format("{}={} ", phase, n);
+  return out;
+}
+
+std::map<std::string, nlohmann::json> JobsByName(DispatchFleet& fleet, const std::string& ns) {
+  std::map<std::string, nlohmann::json> out;
+  nlohmann::json list = fleet.List(ns);
+  if (!list.is_object()) return out;
+  for (nlohmann::json& j : list["items"]) {
+    std::string name = j["metadata"].value("name", "");
+    out[name] = std::move(j);
+  }
+  return out;
+}
+
+std::optional<std::string> SubmitAcked(const std::function<std::string()>& url, const std::string& ns,
+                                       const std::string& yaml, std::chrono::milliseconds deadline,
+                                       int* last_status) {
+  *last_status = -1;
+  std::optional<std::string> uid;
+  PollFor([&] {
+    http::ClientOptions opts;
+    opts.connect_timeout = std::chrono::seconds(2);
+    opts.request_timeout = std::chrono::seconds(5);
+    auto client = http::Client::Create(url(), opts);
+    if (!client.ok()) return false;
+    auto r = (*client)->Do("POST", fmt::format("/api/v1/namespaces/{}/jobs", ns), yaml,
+                           {{"Content-Type", "application/yaml"}});
+    if (!r.ok()) return false;  // the daemon is down or died mid-request: again
+    *last_status = r->status;
+    if (r->status != 201 && r->status != 200) return false;
+    nlohmann::json body = nlohmann::json::parse(r->body, nullptr, false);
+    uid = body.is_object() ? body["metadata"].value("uid", "") : "";
+    return true;
+  }, deadline, std::chrono::milliseconds(20));
+  return uid;
+}
+
 }  // namespace gantry::testing

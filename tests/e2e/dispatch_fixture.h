@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -122,6 +123,23 @@ inline constexpr const char* kSlowThenFast = R"(clusters:
 // A journal run was ended by gantry deleting its objects (the Workload goes
 // first, which stops the run; the job's delete then finds it stopped).
 bool StoppedByDelete(const nlohmann::json& run);
+
+// How many of the namespace's jobs are in each phase (empty when the list
+// failed), and the same as one line for a failure's log.
+std::map<std::string, int> PhaseCounts(DispatchFleet& fleet, const std::string& ns);
+std::string Histogram(const std::map<std::string, int>& counts);
+// The namespace's jobs by name (empty when the list failed).
+std::map<std::string, nlohmann::json> JobsByName(DispatchFleet& fleet, const std::string& ns);
+
+// Posts a job document to the daemon at url() (asked again at each try: a
+// campaign restarts the daemon) until it is acknowledged, for at most
+// deadline. A submission whose answer was lost is sent again: the same
+// document is answered 200 with the job already stored, or 201 if the first
+// never landed. Returns the uid it was answered with ("" if the body had
+// none), or nullopt; *last_status gets the last HTTP status (-1: none).
+std::optional<std::string> SubmitAcked(const std::function<std::string()>& url, const std::string& ns,
+                                       const std::string& yaml, std::chrono::milliseconds deadline,
+                                       int* last_status);
 
 // WaitFor with a gentler poll interval, for conditions that cost a process
 // or several requests per look (the journal, remote GETs).

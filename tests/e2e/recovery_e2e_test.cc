@@ -314,8 +314,6 @@ void CrashCampaign(int jobs, int kills, milliseconds max_gap, seconds converge) 
   const int per_wave = (jobs + kills - 1) / kills;
 
   // Submits wave k after kill k-1, so submissions, passes and kills overlap.
-  // A submission whose answer was lost is sent again: the same document is
-  // answered 200 with the job already stored, or 201 if the first never landed.
   std::thread submitter([&] {
     for (int i = 0; i < jobs; ++i) {
       WaitFor([&] { return kills_done >= i / per_wave; }, seconds(120));
@@ -323,28 +321,14 @@ void CrashCampaign(int jobs, int kills, milliseconds max_gap, seconds converge) 
       std::string extra = i % 2 ? "  onClusterLoss: Fail" : "";
       std::string yaml = SimJobYaml(name, "team-a", 1, 0, fmt::format("{}ms", 200 + (i * 37) % 800), extra);
       int last_status = -1;
-      bool ok = PollFor([&] {
-        std::string target;
-        {
-          std::lock_guard lock(mu);
-          target = url;
-        }
-        http::ClientOptions opts;
-        opts.connect_timeout = seconds(2);
-        opts.request_timeout = seconds(5);
-        auto client = http::Client::Create(target, opts);
-        if (!client.ok()) return false;
-        auto r = (*client)->Do("POST", "/api/v1/namespaces/team-a/jobs", yaml, {{"Content-Type", "application/yaml"}});
-        if (!r.ok()) return false;  // the daemon is down or died mid-request: again
-        last_status = r->status;
-        if (r->status != 201 && r->status != 200) return false;
-        json body = json::parse(r->body, nullptr, false);
+      std::optional<std::string> uid = SubmitAcked([&] {
         std::lock_guard lock(mu);
-        acked[name] = body.is_object() ? body["metadata"].value("uid", "") : "";
-        return true;
-      }, seconds(60), milliseconds(20));
-      if (!ok) {
-        std::lock_guard lock(mu);
+        return url;
+      }, "team-a", yaml, seconds(60), &last_status);
+      std::lock_guard lock(mu);
+      if (uid) {
+        acked[name] = *uid;
+      } else {
         submit_errors.push_back(fmt::format("{}: not acknowledged, last HTTP status {}", name, last_status));
       }
     }
@@ -372,22 +356,15 @@ void CrashCampaign(int jobs, int kills, milliseconds max_gap, seconds converge) 
 
   std::map<std::string, int> phases;
   bool all_done = PollFor([&] {
-    json list = fleet.List("team-a");
-    if (!list.is_object()) return false;
-    phases.clear();
-    for (const json& j : list.value("items", json::array())) ++phases[j["status"].value("phase", "")];
+    phases = PhaseCounts(fleet, "team-a");
     return phases["Succeeded"] == jobs;
   }, converge, milliseconds(500));
-  std::string histogram;
-  for (const auto& [p, n] : phases) histogram += fmt::format("{}={} ", p, n);
-  INFO("phases: " << histogram);
+  INFO("phases: " << Histogram(phases));
   CHECK(all_done);
 
   // Nothing acknowledged was lost: every job is there with the uid it was answered with.
-  json list = fleet.List("team-a");
-  REQUIRE(list.is_object());
-  std::map<std::string, json> stored;
-  for (const json& j : list.value("items", json::array())) stored[j["metadata"].value("name", "")] = j;
+  std::map<std::string, json> stored = JobsByName(fleet, "team-a");
+  REQUIRE(!stored.empty());
   for (const auto& [name, uid] : acked) {
     INFO(name);
     REQUIRE(stored.count(name) == 1);

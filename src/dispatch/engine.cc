@@ -141,11 +141,18 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
   if (!reconciler_) return;
   const std::string& uid = what.job_uid;
   const ClusterObserver::Change change = what.change;
+  bool settling = false;
+  {
+    std::lock_guard lock(settling_mu_);
+    settling = settling_.count(uid) > 0;
+  }
   // The echo of our own create, as created: it tells nothing the create's
   // answer did not. The expectation it fulfils is dropped now, so that a
-  // pass after the object vanished again creates it at once.
+  // pass after the object vanished again creates it at once. Not for a
+  // finished job: its copies are to be withdrawn, and the pass that would
+  // withdraw this one may have run before the watch showed it.
   if (change == ClusterObserver::Change::kAppeared && what.as_created &&
-      expected_.Seen(uid, what.cluster, what.kind, what.epoch, clock_.NowMillis())) {
+      expected_.Seen(uid, what.cluster, what.kind, what.epoch, clock_.NowMillis()) && !settling) {
     return;
   }
   // What moves a job on is a change: an admission, an eviction, a run, a
@@ -154,11 +161,7 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
   // finished job is cleanup: bookkeeping that can wait a moment, so that the
   // copies created or withdrawn together (ten at a nomination, nine after a
   // lease, two after a finish) are looked at in one pass.
-  bool bookkeeping = change != ClusterObserver::Change::kChanged;
-  if (!bookkeeping) {
-    std::lock_guard lock(settling_mu_);
-    bookkeeping = settling_.count(uid) > 0;
-  }
+  const bool bookkeeping = change != ClusterObserver::Change::kChanged || settling;
   if (bookkeeping) {
     reconciler_->WakeAfter(uid, options_.bookkeeping_delay_ms);
   } else {

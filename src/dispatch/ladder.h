@@ -169,6 +169,8 @@ class Ladder {
   // any in a cluster no longer in the inventory (nothing can reach it). The
   // rows in a cluster declared lost stay until it confirms: they are how the
   // health watch finds the jobs to look at again when it answers.
+  // A row whose object this engine created at this epoch and has not seen
+  // yet (Expected) is not confirmed gone by a view without it.
   // A refused copy's row (nothing of the job's is there) is dropped as soon
   // as it no longer keeps its cluster from being asked again: once the epoch
   // ends or the job leaves Nominating, wherever the cluster is.
@@ -186,6 +188,11 @@ class Ladder {
         continue;
       }
       if (!Reachable(i.cluster)) continue;
+      // Created a moment ago and not seen yet: the view may be behind (a
+      // watch resuming after the cluster came back), not the cluster. Its
+      // row stays until the object is seen and deleted, or the expectation
+      // lapses; dropped now, the copy would be left there for good.
+      if (Expected(i.cluster, i.kind.c_str())) continue;
       const ClusterObservation* o = Observed(i.cluster);
       bool seen = i.kind == kWorkload ? !o->workloads.empty() : !o->jobs.empty();
       if (!seen) out.emplace_back(i.cluster, i.kind);

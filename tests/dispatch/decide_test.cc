@@ -796,6 +796,36 @@ TEST_CASE("step 2: a finished job's rows are dropped once its cluster shows noth
   CHECK(p.requeue_ms > 0);
 }
 
+TEST_CASE("step 2: a withdrawn copy created a moment ago and not seen yet keeps its row until it is seen or lapses",
+          "[dispatch][decide]") {
+  // The lease went to c1 right after the copy in c2 was created: c2's view
+  // (a watch resuming after c2 came back) does not show the copy yet.
+  World w;
+  w.FinishedOn("c1", 1);
+  w.Intent("c2", "Workload", 1, false);
+  w.in.expected = {{"c2", "Workload"}};
+  Plan p = Decide(w.Input());
+  const bool c2_dropped = p.write && std::count(p.write->drop_intents.begin(), p.write->drop_intents.end(),
+                                                std::make_pair(std::string("c2"), std::string("Workload"))) > 0;
+  CHECK_FALSE(c2_dropped);
+  CHECK(p.requeue_ms > 0);  // looked at again, not forgotten
+
+  // Seen now: deleted, then confirmed gone.
+  w.in.expected.clear();
+  w.Workload("c2", 1);
+  Plan seen = Decide(w.Input());
+  CHECK(Count(seen, Verb::kDelete, "Workload", "c2") == 1);
+
+  // The expectation lapsed and the view still shows nothing: the row goes.
+  World lapsed;
+  lapsed.FinishedOn("c1", 1);
+  lapsed.Intent("c2", "Workload", 1, false);
+  Plan q = Decide(lapsed.Input());
+  REQUIRE(q.write);
+  CHECK(std::count(q.write->drop_intents.begin(), q.write->drop_intents.end(),
+                   std::make_pair(std::string("c2"), std::string("Workload"))) == 1);
+}
+
 TEST_CASE("step 12 with finishedRetentionSeconds: the owner keeps the finished job's objects until its time is up",
           "[dispatch][decide]") {
   World w;

@@ -234,8 +234,9 @@ TEST_CASE("owner partitioned: a Fail job fails after the timeout, a Wait job wai
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
   const std::string pin = "  placement: {clusters: [c1]}\n";
-  // The waiter outlives the partition by a little: it is still running when c1 returns.
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("waiter", "team-a", 1, 0, "20s", pin + "  onClusterLoss: Wait")) == 201);
+  // The waiter outlives the partition: it is still running when c1 returns, even on a
+  // loaded machine (the failer fails after 3 s, and the waiter is flagged within a few more).
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("waiter", "team-a", 1, 0, "30s", pin + "  onClusterLoss: Wait")) == 201);
   REQUIRE(fleet.Submit("team-a", SimJobYaml("failer", "team-a", 1, 0, "90s", pin + "  onClusterLoss: Fail")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Running"}, seconds(30)));
   REQUIRE(fleet.WaitPhase("team-a", "failer", {"Running"}, seconds(30)));

@@ -18,12 +18,8 @@
 // wake at once.
 //
 // Synced. A resource counts as listed from its first successful list since its
-// thread started. A Workloads or Jobs watch that fails, or a relist of them
-// that fails, unsyncs it until a list succeeds: meanwhile the view misses
-// what changed (client-go's HasSynced stays true; gantry concludes absence
-// from this view, so a copy created while the watch was down and withdrawn
-// before the relist would be left in the cluster for good). A clean end of
-// a watch (its timeout) resumes without a gap and unsyncs nothing. A
+// thread started. A failed watch does not unsync it: the view may be stale
+// until ListWatch's relist replaces it (as with client-go's HasSynced). A
 // relist of Workloads or Jobs the cluster refuses (403: RBAC drift, a token
 // that may no longer read them) does: the view cannot be brought up to date,
 // so nothing may be concluded from it, and WatchRefused says why until a
@@ -32,9 +28,7 @@
 // may not list it there) counts as listed and empty, and is asked again
 // every kUnservedRecheck. A 404 for Workloads or Jobs keeps the cluster unsynced:
 // Kueue missing or the wrong version is a configuration error, not evidence
-// of absence. A failed JobSet or generic watch does not unsync them (their
-// CRD uninstalled meanwhile would hold the whole cluster): their view may
-// be stale until the relist, as before.
+// of absence.
 #include "gantry/dispatch/observer.h"
 #include "gantry/common/json_path.h"
 #include "gantry/common/stop_signal.h"
@@ -200,13 +194,9 @@ struct ClusterObserver::Impl {
     // An optional kind the cluster refuses (403) goes back to WaitUntilServed,
     // which counts it as empty there, as one it does not serve.
     bool optional_refused = false;
-    lw.on_watch_failed = [this, c, r](const std::string&) { MarkStale(c, r); };
     lw.on_list_failed = [this, c, r, &optional_refused](int status, const std::string& message) {
       // A 401 is the prober's to judge (CredentialsRefused): the token, not a permission.
-      if (status != 403) {
-        MarkStale(c, r);
-        return;
-      }
+      if (status != 403) return;
       if (resources[r].optional) {
         optional_refused = true;
         return;
@@ -254,16 +244,6 @@ struct ClusterObserver::Impl {
       if (!c->Wait(backoff)) return;
       backoff = std::min(backoff * 2, options.max_backoff);
     }
-  }
-
-  // A Workloads or Jobs view that may miss changes (its watch or relist
-  // failed) counts as unlisted until a list succeeds (ApplyList).
-  void MarkStale(Cluster* c, std::size_t r) {
-    if (resources[r].optional) return;  // JobSets and generic kinds: see the header
-    std::lock_guard lock(mu);
-    if (c->stopping() || !c->caches[r].listed) return;
-    c->caches[r].listed = false;
-    PublishSyncedLocked();
   }
 
   // While the path answers 404, the resource counts as listed and empty; so

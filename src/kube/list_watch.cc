@@ -74,7 +74,6 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
     });
     if (!end.ok()) {
       spdlog::warn("watch {}: {}; listing again in {} ms", path, end.status().message(), backoff.count());
-      if (options.on_watch_failed) options.on_watch_failed(end.status().message());
       rv.clear();  // start over from a list
       SleepUnlessStopped(backoff, stop);
       backoff = std::min(backoff * 2, options.max_backoff);

@@ -34,10 +34,6 @@ struct ListWatchOptions {
   // e.g. a connection refused) and a message free of secrets. A 401 or 403
   // means the view can no longer be brought up to date.
   std::function<void(int status, const std::string& message)> on_list_failed;
-  // Called when a watch ends in an error (not a clean end or a 410): a relist
-  // follows after the backoff, and until it succeeds the view misses what
-  // changed meanwhile.
-  std::function<void(const std::string& message)> on_watch_failed;
 };
 
 struct ListWatchStats {

@@ -348,6 +348,7 @@ int64_t Engine::Pass(const std::string& uid) {
   JobObservation observation = observer_->ForJob(uid);
   in.observed = std::move(observation.clusters);
   in.synced = std::move(observation.synced);
+  in.behind = std::move(observation.behind);
   const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, job->epoch);
   (void)expected_.Pending(uid, job->epoch, seen, now);  // drops what is seen now
   for (const Expectations::Key& key : expected_before) {

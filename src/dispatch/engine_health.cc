@@ -19,6 +19,8 @@ struct Readiness {
 
 void Engine::RunHealthWatch() {
   std::map<std::string, Readiness> last;  // cluster -> at the previous look
+  // cluster -> the health Ready time at which its view, behind, was kicked to relist
+  std::map<std::string, int64_t> relisted;
   std::unique_lock lock(gc_mu_);
   while (!stopping_) {
     gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
@@ -28,11 +30,23 @@ void Engine::RunHealthWatch() {
     // refusal's clock and its row in the store, current when no pass runs.
     if (WatchRefusalsToNote()) (void)Facts(clock_.NowMillis());
     std::map<std::string, Readiness> now;
+    std::map<std::string, int64_t> still_behind;
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
-      const bool ready =
-          view.health.state == inventory::HealthState::kReady && observer_->Synced(view.config.name);
-      now[view.config.name] = {ready, ready ? view.health.since_ms : 0};
+      const std::string& name = view.config.name;
+      const bool answers = view.health.state == inventory::HealthState::kReady;
+      const bool ready = answers && observer_->Synced(name);
+      now[name] = {ready, ready ? view.health.since_ms : 0};
+      // Answering again while its view is behind: relisted now, once per
+      // Ready period, rather than after the rest of its watches' backoff
+      // (up to 30 s, during which absence there proves nothing).
+      if (!answers || !observer_->Behind(name)) continue;
+      still_behind[name] = view.health.since_ms;
+      auto kicked = relisted.find(name);
+      if (kicked != relisted.end() && kicked->second == view.health.since_ms) continue;
+      spdlog::info("dispatch: cluster {} answers again while its watches wait to relist: relisting now", name);
+      observer_->Relist(name);
     }
+    relisted = std::move(still_behind);
     bool became_ready = false;
     for (const auto& [cluster, readiness] : now) {
       const bool ready = readiness.ready;

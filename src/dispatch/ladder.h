@@ -188,6 +188,10 @@ class Ladder {
         continue;
       }
       if (!Reachable(i.cluster)) continue;
+      // A view that may miss changes (its watch broke, the relist has not
+      // come yet) does not show a copy created since: the row stays until
+      // the relist.
+      if (in_.behind->count(i.cluster)) continue;
       // Created a moment ago and not seen yet: the view may be behind (a
       // watch resuming after the cluster came back), not the cluster. Its
       // row stays until the object is seen and deleted, or the expectation

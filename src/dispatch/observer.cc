@@ -18,8 +18,13 @@
 // wake at once.
 //
 // Synced. A resource counts as listed from its first successful list since its
-// thread started. A failed watch does not unsync it: the view may be stale
-// until ListWatch's relist replaces it (as with client-go's HasSynced). A
+// thread started. A failed watch does not unsync it (as with client-go's
+// HasSynced): the cluster stays reachable for its owned jobs. But the view may
+// miss changes until ListWatch's relist replaces it, so the cluster counts as
+// behind meanwhile (JobObservation::behind): an object absent from it may
+// have been created since, and its absence proves nothing. A relist kicked by
+// Relist() (the prober sees the cluster answer again) need not wait out the
+// rest of a backoff of up to max_backoff. A
 // relist of Workloads or Jobs the cluster refuses (403: RBAC drift, a token
 // that may no longer read them) does: the view cannot be brought up to date,
 // so nothing may be concluded from it, and WatchRefused says why until a
@@ -135,6 +140,7 @@ struct ClusterObserver::Impl {
     }
     const ObservedCluster config;
     std::vector<ResourceCache> caches;  // one per Impl::resources; guarded by Impl::mu
+    std::atomic<uint64_t> relists{0};   // Relist() calls: each one ends every backoff wait once
     // Set once: ends the watches (their waits watch its fd) and the loops.
     StopSignal stop_signal;
     std::atomic<int> running{0};  // threads not yet ended
@@ -144,6 +150,9 @@ struct ClusterObserver::Impl {
 
     bool Synced() const {  // REQUIRES: Impl::mu held
       return std::all_of(caches.begin(), caches.end(), [](const auto& c) { return c.listed; });
+    }
+    bool Behind() const {  // REQUIRES: Impl::mu held
+      return std::any_of(caches.begin(), caches.end(), [](const auto& c) { return c.behind; });
     }
     bool stopping() const { return stop_signal.is_set(); }
     void SignalStop() {
@@ -194,7 +203,16 @@ struct ClusterObserver::Impl {
     // An optional kind the cluster refuses (403) goes back to WaitUntilServed,
     // which counts it as empty there, as one it does not serve.
     bool optional_refused = false;
+    lw.on_watch_failed = [this, c, r](const std::string&) { MarkBehind(c, r); };
+    uint64_t relists_seen = c->relists.load();
+    lw.relist_now = [c, &relists_seen] {
+      const uint64_t now = c->relists.load();
+      if (now == relists_seen) return false;
+      relists_seen = now;
+      return true;
+    };
     lw.on_list_failed = [this, c, r, &optional_refused](int status, const std::string& message) {
+      MarkBehind(c, r);
       // A 401 is the prober's to judge (CredentialsRefused): the token, not a permission.
       if (status != 403) return;
       if (resources[r].optional) {
@@ -246,6 +264,14 @@ struct ClusterObserver::Impl {
     }
   }
 
+  // The view of resource r in c may miss changes until its next list.
+  void MarkBehind(Cluster* c, std::size_t r) {
+    std::lock_guard lock(mu);
+    if (c->stopping() || c->caches[r].behind) return;
+    c->caches[r].behind = true;
+    PublishSyncedLocked();
+  }
+
   // While the path answers 404, the resource counts as listed and empty; so
   // it does while it answers 403 (gantry may not list it there: a kind it
   // does not use there should not hold every job of the cluster). True once
@@ -285,8 +311,9 @@ struct ClusterObserver::Impl {
       c->caches[r].Replace(std::move(fresh), &changed);
       was_refused = !c->caches[r].refused.empty();
       c->caches[r].refused.clear();
-      if (!c->caches[r].listed) {
+      if (!c->caches[r].listed || c->caches[r].behind) {
         c->caches[r].listed = true;
+        c->caches[r].behind = false;
         PublishSyncedLocked();
       }
     }
@@ -336,13 +363,16 @@ struct ClusterObserver::Impl {
 
   std::string Selector() const { return std::string(kOriginLabel) + "=" + options.origin; }
 
-  // Replaces `synced` after a cluster's sync state may have changed.
+  // Replaces `synced` and `behind` after a cluster's sync state may have changed.
   void PublishSyncedLocked() {
     auto now = std::make_shared<std::set<std::string>>();
+    auto late = std::make_shared<std::set<std::string>>();
     for (const auto& [name, c] : clusters) {
       if (c->Synced()) now->insert(name);
+      if (c->Behind()) late->insert(name);
     }
     if (*now != *synced) synced = std::move(now);
+    if (*late != *behind) behind = std::move(late);
   }
   // Takes a cluster out of the view: its watches may still deliver, but
   // nothing they bring is read again (ApplyList and ApplyEvent skip it).
@@ -362,6 +392,8 @@ struct ClusterObserver::Impl {
   JobIndex index;                                            // guarded by mu
   // The live clusters that are synced; replaced, never changed in place.
   std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();  // guarded by mu
+  // The live clusters whose view may miss changes (Cluster::Behind); likewise.
+  std::shared_ptr<const std::set<std::string>> behind = SharedEmpty<std::set<std::string>>();  // guarded by mu
 };
 
 ClusterObserver::ClusterObserver(ObserverOptions options, OnChange on_change)
@@ -418,6 +450,7 @@ JobObservation ClusterObserver::ForJob(const std::string& job_uid) const {
   JobObservation out;
   std::lock_guard lock(impl_->mu);
   out.synced = impl_->synced;
+  out.behind = impl_->behind;
   for (const ResourceCache* cache : impl_->index.Of(job_uid)) {
     ClusterObservation& o = out.clusters[cache->cluster()];
     cache->ForJob(job_uid, [&](const Entry& e) {
@@ -458,6 +491,18 @@ std::map<std::string, std::string> ClusterObserver::WatchRefusals() const {
     if (const std::string& why = FirstRefusal(c->caches); !why.empty()) out.emplace(name, why);
   }
   return out;
+}
+
+bool ClusterObserver::Behind(const std::string& cluster) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  return it != impl_->clusters.end() && it->second->Behind();
+}
+
+void ClusterObserver::Relist(const std::string& cluster) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  if (it != impl_->clusters.end()) ++it->second->relists;
 }
 
 bool ClusterObserver::Synced(const std::string& cluster) const {

@@ -59,6 +59,9 @@ class JobIndex {
 class ResourceCache {
  public:
   bool listed = false;
+  // A watch or relist failed since the last list: the view may miss what
+  // changed meanwhile (an object created then shows as absent).
+  bool behind = false;
   // Why the last (re)list failed, when the cluster refused it (401, 403):
   // gantry may not see this resource there. "" once a list succeeds.
   std::string refused;

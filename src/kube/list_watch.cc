@@ -28,14 +28,18 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
   }
 }
 
-// A backoff wait that a stop request cuts short (checked every 100 ms).
-void SleepUnlessStopped(std::chrono::milliseconds d, const std::function<bool()>& stop) {
+// A backoff wait that a stop request or options.relist_now cuts short
+// (both asked every 100 ms). True when relist_now ended it.
+bool SleepUnlessStopped(std::chrono::milliseconds d, const std::function<bool()>& stop,
+                        const ListWatchOptions& options) {
   const auto end = std::chrono::steady_clock::now() + d;
   while (!stop()) {
+    if (options.relist_now && options.relist_now()) return true;
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
-    if (left <= std::chrono::milliseconds::zero()) return;
+    if (left <= std::chrono::milliseconds::zero()) return false;
     std::this_thread::sleep_for(std::min(left, std::chrono::milliseconds(100)));
   }
+  return false;
 }
 
 }  // namespace
@@ -46,14 +50,16 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
                          const std::function<bool()>& stop) {
   ListWatchStats stats;
   std::string rv;  // "" = a (re)list is needed
-  auto backoff = std::chrono::milliseconds(200);
+  const auto first_backoff = std::chrono::milliseconds(200);
+  auto backoff = first_backoff;
   while (!stop()) {
     if (rv.empty()) {
       std::vector<nlohmann::json> items;
       rv = ListAll(client, path, options, &items);
       if (rv.empty()) {
-        SleepUnlessStopped(backoff, stop);  // the cluster is failing: back off
-        backoff = std::min(backoff * 2, options.max_backoff);
+        // The cluster is failing: back off.
+        const bool woken = SleepUnlessStopped(backoff, stop, options);
+        backoff = woken ? first_backoff : std::min(backoff * 2, options.max_backoff);
         continue;
       }
       ++stats.lists;
@@ -74,12 +80,13 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
     });
     if (!end.ok()) {
       spdlog::warn("watch {}: {}; listing again in {} ms", path, end.status().message(), backoff.count());
+      if (options.on_watch_failed) options.on_watch_failed(end.status().message());
       rv.clear();  // start over from a list
-      SleepUnlessStopped(backoff, stop);
-      backoff = std::min(backoff * 2, options.max_backoff);
+      const bool woken = SleepUnlessStopped(backoff, stop, options);
+      backoff = woken ? first_backoff : std::min(backoff * 2, options.max_backoff);
       continue;
     }
-    backoff = std::chrono::milliseconds(200);
+    backoff = first_backoff;
     if (end->expired) {
       rv.clear();  // 410: the resume point is gone
     } else {

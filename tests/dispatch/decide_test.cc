@@ -826,6 +826,29 @@ TEST_CASE("step 2: a withdrawn copy created a moment ago and not seen yet keeps 
                    std::make_pair(std::string("c2"), std::string("Workload"))) == 1);
 }
 
+TEST_CASE("step 2: a withdrawn copy's row stays while its cluster's view is behind, and goes once it is current",
+          "[dispatch][decide]") {
+  // c2's watches broke and have not relisted yet: a copy created there since
+  // would not show, and the expectation of it may have lapsed meanwhile.
+  World w;
+  w.FinishedOn("c1", 1);
+  w.Intent("c2", "Workload", 1, false);
+  w.behind = {"c2"};
+  auto dropped = [](const Plan& p, const char* cluster) {
+    return p.write && std::count(p.write->drop_intents.begin(), p.write->drop_intents.end(),
+                                 std::make_pair(std::string(cluster), std::string("Workload"))) > 0;
+  };
+  Plan p = Decide(w.Input());
+  CHECK_FALSE(dropped(p, "c2"));
+  CHECK(dropped(p, "c1"));  // c1's view is current: its rows go
+  CHECK(p.requeue_ms > 0);  // looked at again, not forgotten
+
+  // Relisted, still nothing there: confirmed gone.
+  w.behind.clear();
+  Plan q = Decide(w.Input());
+  CHECK(dropped(q, "c2"));
+}
+
 TEST_CASE("step 12 with finishedRetentionSeconds: the owner keeps the finished job's objects until its time is up",
           "[dispatch][decide]") {
   World w;

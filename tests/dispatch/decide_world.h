@@ -43,6 +43,7 @@ struct World {
   JobSpec spec = Spec();
   FleetFacts clusters;             // in.clusters, set by Input()
   std::set<std::string> synced;    // in.synced, set by Input()
+  std::set<std::string> behind;    // in.behind, set by Input()
   DecideInput in;
 
   World() {
@@ -64,6 +65,7 @@ struct World {
     in.spec = &spec;
     in.clusters = std::make_shared<const FleetFacts>(clusters);
     in.synced = std::make_shared<const std::set<std::string>>(synced);
+    in.behind = std::make_shared<const std::set<std::string>>(behind);
     return in;
   }
   // The lease is held: phase, owner and epoch set, and the owner's Workload

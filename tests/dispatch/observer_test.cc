@@ -403,6 +403,31 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK(observer.AllJobUids().empty());
   }
 
+  SECTION("a cluster whose watches break is behind, still synced, until a relist shows what came meanwhile") {
+    REQUIRE(kc2->Create(kWorkloadsPath, Workload("w2", "uid-2"))->status == 201);
+    REQUIRE(WaitFor([&] { return in("c2", "uid-2").workloads.size() == 1; }));
+    CHECK_FALSE(observer.Behind("c2"));
+    CHECK(observer.ForJob("uid-2").behind->empty());
+    // Its apiserver down: the watches break, and the view may now miss changes.
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "partition", "c2", "1"}).code == 0);
+    REQUIRE(WaitFor([&] { return observer.Behind("c2"); }, std::chrono::seconds(10)));
+    const dispatch::JobObservation during = observer.ForJob("uid-2");
+    CHECK(*during.behind == std::set<std::string>{"c2"});
+    CHECK(during.synced->count("c2") == 1);  // what it held is still shown
+    CHECK(during.clusters.count("c2") == 1);
+    CHECK_FALSE(observer.Behind("c1"));
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "heal", "c2"}).code == 0);
+    REQUIRE(WaitFor([&] {
+      auto r = kc2->Create(kWorkloadsPath, Workload("w4", "uid-4"));
+      return r.ok() && (r->status == 201 || r->status == 409);
+    }, std::chrono::seconds(10)));
+    observer.Relist("c2");
+    REQUIRE(WaitFor([&] { return !observer.Behind("c2"); }, std::chrono::seconds(20)));
+    CHECK(in("c2", "uid-4").workloads.size() == 1);  // the relist brought it
+    CHECK(in("c2", "uid-2").workloads.size() == 1);
+    CHECK(observer.ForJob("uid-4").behind->empty());
+  }
+
   SECTION("a cluster that refuses gantry a list of Workloads is not synced, and says why, until it allows it") {
     CHECK(observer.WatchRefused("c1").empty());
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c1", "workloads"}).code == 0);

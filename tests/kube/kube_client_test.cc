@@ -301,6 +301,34 @@ TEST_CASE("KubeClient against gantry-sim", "[kube][e2e]") {
     CHECK_FALSE(has(added, "lw1"));  // listed, not replayed as an event
   }
 
+  SECTION("list-watch: a failing cluster is relisted with a growing backoff, which relist_now cuts short") {
+    std::atomic<int> failures{0}, lists{0};
+    std::atomic<bool> stop{false}, kick{false};
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "partition", "c1", "1"}).code == 0);
+    std::thread informer([&] {
+      auto own = kube::KubeClient::Create(*creds, options);
+      if (!own.ok()) return;
+      kube::ListWatchOptions lw;
+      lw.watch_timeout_seconds = 1;
+      lw.max_backoff = std::chrono::seconds(60);
+      lw.on_list_failed = [&](int, const std::string&) { ++failures; };
+      lw.relist_now = [&] { return kick.exchange(false); };
+      kube::ListWatch(
+          **own, kWorkloads, lw, [&](const std::vector<nlohmann::json>&) { ++lists; },
+          [](const kube::WatchEvent&) {}, [&] { return stop.load(); });
+    });
+    // Waits of 0.2, 0.4, 0.8, 1.6 and 3.2 s after the first five failures:
+    // the next one is 6.4 s.
+    const bool failing = WaitFor([&] { return failures >= 6; }, std::chrono::seconds(30));
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "heal", "c1"}).code == 0);
+    CHECK(failing);
+    CHECK(lists == 0);
+    kick = true;
+    CHECK(WaitFor([&] { return lists >= 1; }, std::chrono::seconds(3)));
+    stop = true;
+    informer.join();
+  }
+
   SECTION("watch: events, resume from the last resourceVersion, 410 when too old") {
     auto second = kube::KubeClient::Create(*creds, options);  // one client per thread
     REQUIRE(second.ok());

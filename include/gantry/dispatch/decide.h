@@ -136,6 +136,9 @@ struct DecideInput {
   std::map<std::string, ClusterObservation> observed;  // the clusters that show objects of the job
   // The watched clusters whose view is synced (JobObservation::synced); never null.
   std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();
+  // The clusters whose view may be behind (JobObservation::behind): an
+  // object's absence there confirms nothing; never null.
+  std::shared_ptr<const std::set<std::string>> behind = SharedEmpty<std::set<std::string>>();
   std::shared_ptr<const FleetFacts> clusters = SharedEmpty<FleetFacts>();  // the inventory; never null
   // Only for Queued and Nominating jobs (the engine calls Place() then).
   std::optional<placement::Decision> placement;

@@ -96,6 +96,10 @@ struct JobObservation {
   // there does the absence of an object mean something. Shared by every
   // reader and replaced when a cluster's state changes; never null.
   std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();
+  // The watched clusters whose view may be behind: a watch or relist there
+  // failed since the last list, so an object created meanwhile may not show.
+  // Their view still shows what it held, but absence there proves nothing.
+  std::shared_ptr<const std::set<std::string>> behind = SharedEmpty<std::set<std::string>>();
 };
 
 struct ObservedCluster {
@@ -147,6 +151,10 @@ class ClusterObserver {
   // what the fleet has: asks only the views that hold its objects.
   JobObservation ForJob(const std::string& job_uid) const;
   bool Synced(const std::string& cluster) const;
+  bool Behind(const std::string& cluster) const;  // see JobObservation::behind
+  // Ends the cluster's backoff waits once, so that a view behind is relisted
+  // now (the cluster answers again) rather than after the rest of a backoff.
+  void Relist(const std::string& cluster);
   // Why the cluster keeps gantry from listing Workloads or Jobs (its last
   // list answered 403; the cluster is not synced meanwhile), or "" when it
   // does not. WatchRefusals: every cluster that does, under one lock.

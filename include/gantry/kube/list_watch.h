@@ -34,6 +34,14 @@ struct ListWatchOptions {
   // e.g. a connection refused) and a message free of secrets. A 401 or 403
   // means the view can no longer be brought up to date.
   std::function<void(int status, const std::string& message)> on_list_failed;
+  // Called when a watch ends in an error (not its clean end, not a 410): a
+  // relist follows after the backoff, and until it succeeds the view misses
+  // whatever changed meanwhile.
+  std::function<void(const std::string& message)> on_watch_failed;
+  // Asked every 100 ms during a backoff wait: true ends the wait at once
+  // and starts the backoff again from its first step (the cluster is known
+  // to answer again, so a relist need not wait out a long backoff).
+  std::function<bool()> relist_now;
 };
 
 struct ListWatchStats {

@@ -200,8 +200,8 @@ struct ClusterObserver::Impl {
         std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
     lw.max_backoff = options.max_backoff;
     lw.stop_fd = c->stop_signal.fd();
-    // An optional kind the cluster refuses (403) goes back to WaitUntilServed,
-    // which counts it as empty there, as one it does not serve.
+    // An optional kind the cluster refuses (403) or no longer serves (404)
+    // goes back to WaitUntilServed, which counts it as empty there.
     bool optional_refused = false;
     lw.on_watch_failed = [this, c, r](const std::string&) { MarkBehind(c, r); };
     uint64_t relists_seen = c->relists.load();
@@ -212,13 +212,15 @@ struct ClusterObserver::Impl {
       return true;
     };
     lw.on_list_failed = [this, c, r, &optional_refused](int status, const std::string& message) {
-      MarkBehind(c, r);
-      // A 401 is the prober's to judge (CredentialsRefused): the token, not a permission.
-      if (status != 403) return;
-      if (resources[r].optional) {
+      if (resources[r].optional && (status == 403 || status == 404)) {
+        // Refused, or its CRD uninstalled since: WaitUntilServed counts it
+        // as empty there (a view behind for good would hold every row there).
         optional_refused = true;
         return;
       }
+      MarkBehind(c, r);
+      // A 401 is the prober's to judge (CredentialsRefused): the token, not a permission.
+      if (status != 403) return;
       bool first = false;
       {
         std::lock_guard lock(mu);

@@ -452,6 +452,8 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(WaitFor([&] { return in("c2", "uid-9").workloads.size() == 1; }, std::chrono::seconds(10)));
     CHECK(observer.Synced("c2"));
     CHECK(observer.WatchRefused("c2").empty());
+    // Nor is it behind for good: the refused kind is empty there, not unknown.
+    CHECK(WaitFor([&] { return !observer.Behind("c2"); }, std::chrono::seconds(10)));
     // So from the start: a new observer syncs it (it used to wait for ever).
     ClusterObserver fresh(options, [](const ClusterObserver::Observed&) {});
     fresh.SetClusters({c2});

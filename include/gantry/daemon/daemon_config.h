@@ -61,10 +61,8 @@ struct DaemonConfig {
   int finished_retention_seconds = 0;
   // Admitted | QuotaReserved: the worker condition that wins the lease.
   std::string lease_on = "Admitted";
-  // Reconciler threads. A pass waits on cluster calls and on its store
-  // commit, so the passes in flight, not the CPU, bound throughput: 24
-  // dispatched more than 8 in the dispatch benchmark (the note of issue 5).
-  int dispatch_workers = 24;
+  // Reconciler threads (a pass waits on cluster calls).
+  int dispatch_workers = 8;
   // Probe interval of a healthy cluster (readiness and quota).
   int probe_interval_seconds = 5;
   // How old an epoch whose every copy an admission check rejected (or whose

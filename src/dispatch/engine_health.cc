@@ -2,6 +2,8 @@
 // Watches report object changes, but a partition changes no object: without
 // this, a job whose owner went away would wait for its next resync before
 // its cluster-lost clock was looked at.
+#include <set>
+
 #include <spdlog/spdlog.h>
 
 #include "gantry/dispatch/engine.h"
@@ -19,8 +21,11 @@ struct Readiness {
 
 void Engine::RunHealthWatch() {
   std::map<std::string, Readiness> last;  // cluster -> at the previous look
-  // cluster -> the health Ready time at which its view, behind, was kicked to relist
-  std::map<std::string, int64_t> relisted;
+  // cluster -> the start of its health Ready period at the previous look
+  // (absent: not Ready then), and the Ready period in which its watches were
+  // last asked to relist; the clusters seen NotReady since they last answered.
+  std::map<std::string, int64_t> answering, relisted;
+  std::set<std::string> failed;
   std::unique_lock lock(gc_mu_);
   while (!stopping_) {
     gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
@@ -30,23 +35,38 @@ void Engine::RunHealthWatch() {
     // refusal's clock and its row in the store, current when no pass runs.
     if (WatchRefusalsToNote()) (void)Facts(clock_.NowMillis());
     std::map<std::string, Readiness> now;
-    std::map<std::string, int64_t> still_behind;
+    std::map<std::string, int64_t> answering_now, relisted_now;
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const std::string& name = view.config.name;
       const bool answers = view.health.state == inventory::HealthState::kReady;
       const bool ready = answers && observer_->Synced(name);
       now[name] = {ready, ready ? view.health.since_ms : 0};
-      // Answering again while its view is behind: relisted now, once per
-      // Ready period, rather than after the rest of its watches' backoff
-      // (up to 30 s, during which absence there proves nothing).
-      if (!answers || !observer_->Behind(name)) continue;
-      still_behind[name] = view.health.since_ms;
+      if (view.health.state == inventory::HealthState::kNotReady) failed.insert(name);
+      if (!answers) continue;
+      const int64_t period = view.health.since_ms;
+      answering_now[name] = period;
       auto kicked = relisted.find(name);
-      if (kicked != relisted.end() && kicked->second == view.health.since_ms) continue;
-      spdlog::info("dispatch: cluster {} answers again while its watches wait to relist: relisting now", name);
+      if (kicked != relisted.end() && kicked->second == period) {
+        relisted_now[name] = period;
+        continue;
+      }
+      // Answering again after the prober saw it fail, or while its view is
+      // behind: its watches relist now, once per Ready period. A stream that
+      // went silent in the outage is replaced, and a watch waiting out its
+      // backoff (up to the observer's max_backoff, 10 s by default) does not
+      // wait; until they have listed, absence there proves nothing.
+      // Returned: seen failing, or Ready anew between two looks (a blip).
+      auto before = answering.find(name);
+      const bool returned =
+          failed.erase(name) > 0 || (before != answering.end() && before->second != period);
+      if (!returned && !observer_->Behind(name)) continue;
+      spdlog::info("dispatch: cluster {} answers again{}: its watches relist now", name,
+                   returned ? "" : " while its view may miss changes");
       observer_->Relist(name);
+      relisted_now[name] = period;
     }
-    relisted = std::move(still_behind);
+    answering = std::move(answering_now);
+    relisted = std::move(relisted_now);
     bool became_ready = false;
     for (const auto& [cluster, readiness] : now) {
       const bool ready = readiness.ready;

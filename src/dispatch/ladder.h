@@ -220,11 +220,15 @@ class Ladder {
     }
     return out;
   }
+  // The clusters, not declared lost, that hold rows of the job and cannot
+  // confirm them gone now: out of reach, or with a view behind (its watches
+  // not relisted yet).
   std::vector<std::string> UnreachableWithIntents() const {
     std::vector<std::string> out;
     for (const RemoteIntent& i : in_.intents) {
       if (!i.refusal.empty()) continue;  // nothing of the job's is there
-      if (in_.clusters->count(i.cluster) && !Reachable(i.cluster) && !DeclaredLost(i.cluster) &&
+      const bool unconfirmed = !Reachable(i.cluster) || in_.behind->count(i.cluster);
+      if (in_.clusters->count(i.cluster) && unconfirmed && !DeclaredLost(i.cluster) &&
           std::find(out.begin(), out.end(), i.cluster) == out.end()) {
         out.push_back(i.cluster);
       }

@@ -22,9 +22,13 @@
 // HasSynced): the cluster stays reachable for its owned jobs. But the view may
 // miss changes until ListWatch's relist replaces it, so the cluster counts as
 // behind meanwhile (JobObservation::behind): an object absent from it may
-// have been created since, and its absence proves nothing. A relist kicked by
-// Relist() (the prober sees the cluster answer again) need not wait out the
-// rest of a backoff of up to max_backoff. A
+// have been created since, and its absence proves nothing. Relist() (the
+// engine calls it when the prober sees the cluster answer again) marks every
+// resource of the cluster behind and has each list again: at once if it is
+// waiting out a backoff, else at its watch's next clean end (a stream that
+// went silent in a partition is thus replaced too). A JobSet or generic path
+// whose relist answers 404 (its CRD uninstalled) is not behind: nothing of
+// that kind can be there unseen. A
 // relist of Workloads or Jobs the cluster refuses (403: RBAC drift, a token
 // that may no longer read them) does: the view cannot be brought up to date,
 // so nothing may be concluded from it, and WatchRefused says why until a
@@ -200,10 +204,10 @@ struct ClusterObserver::Impl {
         std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
     lw.max_backoff = options.max_backoff;
     lw.stop_fd = c->stop_signal.fd();
-    // An optional kind the cluster refuses (403) or no longer serves (404)
-    // goes back to WaitUntilServed, which counts it as empty there.
+    // An optional kind the cluster refuses (403) goes back to WaitUntilServed,
+    // which counts it as empty there, as one it does not serve.
     bool optional_refused = false;
-    lw.on_watch_failed = [this, c, r](const std::string&) { MarkBehind(c, r); };
+    lw.on_watch_failed = [this, c, r](const std::string&) { SetBehind(c, r, true); };
     uint64_t relists_seen = c->relists.load();
     lw.relist_now = [c, &relists_seen] {
       const uint64_t now = c->relists.load();
@@ -212,13 +216,19 @@ struct ClusterObserver::Impl {
       return true;
     };
     lw.on_list_failed = [this, c, r, &optional_refused](int status, const std::string& message) {
-      if (resources[r].optional && (status == 403 || status == 404)) {
-        // Refused, or its CRD uninstalled since: WaitUntilServed counts it
-        // as empty there (a view behind for good would hold every row there).
-        optional_refused = true;
+      if (resources[r].optional && status == 404) {
+        // Its CRD uninstalled (or unserved for a moment, in an upgrade): no
+        // object of the kind can be there unseen, so the view is not behind;
+        // what it held stays (a JobSet briefly unserved still runs), and the
+        // relist goes on with its backoff.
+        SetBehind(c, r, false);
         return;
       }
-      MarkBehind(c, r);
+      if (resources[r].optional && status == 403) {
+        optional_refused = true;  // back to WaitUntilServed: empty there
+        return;
+      }
+      SetBehind(c, r, true);
       // A 401 is the prober's to judge (CredentialsRefused): the token, not a permission.
       if (status != 403) return;
       bool first = false;
@@ -266,11 +276,11 @@ struct ClusterObserver::Impl {
     }
   }
 
-  // The view of resource r in c may miss changes until its next list.
-  void MarkBehind(Cluster* c, std::size_t r) {
+  // Whether the view of resource r in c may miss changes (until its next list).
+  void SetBehind(Cluster* c, std::size_t r, bool behind) {
     std::lock_guard lock(mu);
-    if (c->stopping() || c->caches[r].behind) return;
-    c->caches[r].behind = true;
+    if (c->stopping() || c->caches[r].behind == behind) return;
+    c->caches[r].behind = behind;
     PublishSyncedLocked();
   }
 
@@ -284,7 +294,10 @@ struct ClusterObserver::Impl {
     probe.limit = 1;
     for (int logged = 0; !c->stopping();) {
       auto reply = client.List(path, probe);
-      if (!reply.ok() || (reply->status != 404 && reply->status != 403)) return true;
+      if (!reply.ok() || (reply->status != 404 && reply->status != 403)) {
+        SetUnserved(c, r, false);  // ListWatch's from here
+        return true;
+      }
       if (logged != reply->status && reply->status == 404) {
         spdlog::info("observer: cluster {} does not serve {} (404): empty, asked again every {}s",
                      c->config.name, resources[r].name, kUnservedRecheck.count());
@@ -295,9 +308,22 @@ struct ClusterObserver::Impl {
       }
       logged = reply->status;
       ApplyList(c, r, {});
+      SetUnserved(c, r, true);
       if (!c->Wait(kUnservedRecheck)) return false;
     }
     return false;
+  }
+
+  // While unserved, a resource's thread waits in WaitUntilServed, not in
+  // ListWatch: Relist() leaves it alone (it is listed, and empty, already).
+  void SetUnserved(Cluster* c, std::size_t r, bool unserved) {
+    std::lock_guard lock(mu);
+    if (c->stopping()) return;
+    c->caches[r].unserved = unserved;
+    if (unserved && c->caches[r].behind) {  // a Relist() since the empty list
+      c->caches[r].behind = false;
+      PublishSyncedLocked();
+    }
   }
 
   void ApplyList(Cluster* c, std::size_t r, const std::vector<json>& items) {
@@ -504,7 +530,11 @@ bool ClusterObserver::Behind(const std::string& cluster) const {
 void ClusterObserver::Relist(const std::string& cluster) {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->clusters.find(cluster);
-  if (it != impl_->clusters.end()) ++it->second->relists;
+  if (it == impl_->clusters.end()) return;
+  // Until each resource has listed again, its view may miss changes.
+  for (ResourceCache& cache : it->second->caches) cache.behind |= !cache.unserved;
+  ++it->second->relists;
+  impl_->PublishSyncedLocked();
 }
 
 bool ClusterObserver::Synced(const std::string& cluster) const {

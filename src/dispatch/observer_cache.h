@@ -62,6 +62,9 @@ class ResourceCache {
   // A watch or relist failed since the last list: the view may miss what
   // changed meanwhile (an object created then shows as absent).
   bool behind = false;
+  // Its kind is not served there (or gantry may not list it): counted as
+  // empty, asked again now and then (observer.cc, WaitUntilServed).
+  bool unserved = false;
   // Why the last (re)list failed, when the cluster refused it (401, 403):
   // gantry may not see this resource there. "" once a list succeeds.
   std::string refused;

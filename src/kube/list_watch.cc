@@ -87,8 +87,8 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       continue;
     }
     backoff = first_backoff;
-    if (end->expired) {
-      rv.clear();  // 410: the resume point is gone
+    if (end->expired || (options.relist_now && options.relist_now())) {
+      rv.clear();  // 410 (the resume point is gone), or a relist was asked for
     } else {
       rv = end->last_resource_version;  // a clean end: resume
     }

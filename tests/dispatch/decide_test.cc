@@ -847,6 +847,21 @@ TEST_CASE("step 2: a withdrawn copy's row stays while its cluster's view is behi
   w.behind.clear();
   Plan q = Decide(w.Input());
   CHECK(dropped(q, "c2"));
+
+  // A cancel waiting on such a cluster says which.
+  World cancel;
+  cancel.job.phase = JobPhase::kCancelling;
+  cancel.job.epoch = 1;
+  cancel.Intent("c2", "Workload", 1, false);
+  cancel.behind = {"c2"};
+  Plan c = Decide(cancel.Input());
+  REQUIRE(c.write);
+  CHECK_FALSE(c.write->phase);
+  CHECK(*c.write->message == "waiting for cluster(s) c2 to confirm deletion");
+  cancel.behind.clear();
+  Plan done = Decide(cancel.Input());
+  REQUIRE(done.write);
+  CHECK(done.write->phase == JobPhase::kCancelled);
 }
 
 TEST_CASE("step 12 with finishedRetentionSeconds: the owner keeps the finished job's objects until its time is up",

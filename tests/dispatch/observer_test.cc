@@ -426,6 +426,15 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK(in("c2", "uid-4").workloads.size() == 1);  // the relist brought it
     CHECK(in("c2", "uid-2").workloads.size() == 1);
     CHECK(observer.ForJob("uid-4").behind->empty());
+
+    // Asked to relist a cluster whose watches are live (a stream may have
+    // died silently): behind at once, current again once every resource
+    // has listed, at its stream's end (1 s here) rather than resuming it.
+    observer.Relist("c1");
+    CHECK(observer.Behind("c1"));
+    CHECK(observer.ForJob("uid-4").behind->count("c1") == 1);
+    CHECK(WaitFor([&] { return !observer.Behind("c1"); }, std::chrono::seconds(10)));
+    CHECK(observer.Synced("c1"));
   }
 
   SECTION("a cluster that refuses gantry a list of Workloads is not synced, and says why, until it allows it") {

@@ -93,7 +93,8 @@ struct JobObservation {
   // Its objects, by cluster: only the clusters that show some.
   std::map<std::string, ClusterObservation> clusters;
   // The watched clusters whose view is synced (see the header comment): only
-  // there does the absence of an object mean something. Shared by every
+  // there, and only when not behind (below), does the absence of an object
+  // mean something. Shared by every
   // reader and replaced when a cluster's state changes; never null.
   std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();
   // The watched clusters whose view may be behind: a watch or relist there
@@ -152,8 +153,10 @@ class ClusterObserver {
   JobObservation ForJob(const std::string& job_uid) const;
   bool Synced(const std::string& cluster) const;
   bool Behind(const std::string& cluster) const;  // see JobObservation::behind
-  // Ends the cluster's backoff waits once, so that a view behind is relisted
-  // now (the cluster answers again) rather than after the rest of a backoff.
+  // Marks the cluster's view behind and has each of its watches list again:
+  // at once if waiting out a backoff, else at the watch's next clean end
+  // (watch_timeout_seconds). For a cluster that answers again after an
+  // outage, whose streams may have died silently or be backing off.
   void Relist(const std::string& cluster);
   // Why the cluster keeps gantry from listing Workloads or Jobs (its last
   // list answered 403; the cluster is not synced meanwhile), or "" when it

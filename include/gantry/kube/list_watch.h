@@ -38,9 +38,10 @@ struct ListWatchOptions {
   // relist follows after the backoff, and until it succeeds the view misses
   // whatever changed meanwhile.
   std::function<void(const std::string& message)> on_watch_failed;
-  // Asked every 100 ms during a backoff wait: true ends the wait at once
-  // and starts the backoff again from its first step (the cluster is known
-  // to answer again, so a relist need not wait out a long backoff).
+  // Asked every 100 ms during a backoff wait, and at a watch's clean end:
+  // true ends the wait at once and starts the backoff again from its first
+  // step (the cluster is known to answer again, so a relist need not wait
+  // out a long backoff), or relists instead of resuming the watch.
   std::function<bool()> relist_now;
 };
 

@@ -144,7 +144,8 @@ struct ClusterObserver::Impl {
     }
     const ObservedCluster config;
     std::vector<ResourceCache> caches;  // one per Impl::resources; guarded by Impl::mu
-    std::atomic<uint64_t> relists{0};   // Relist() calls: each one ends every backoff wait once
+    // Relist() calls: each resource thread sees each one once (relist_now).
+    std::atomic<uint64_t> relists{0};
     // Set once: ends the watches (their waits watch its fd) and the loops.
     StopSignal stop_signal;
     std::atomic<int> running{0};  // threads not yet ended

@@ -2,8 +2,6 @@
 // Watches report object changes, but a partition changes no object: without
 // this, a job whose owner went away would wait for its next resync before
 // its cluster-lost clock was looked at.
-#include <set>
-
 #include <spdlog/spdlog.h>
 
 #include "gantry/dispatch/engine.h"
@@ -21,11 +19,14 @@ struct Readiness {
 
 void Engine::RunHealthWatch() {
   std::map<std::string, Readiness> last;  // cluster -> at the previous look
-  // cluster -> the start of its health Ready period at the previous look
-  // (absent: not Ready then), and the Ready period in which its watches were
-  // last asked to relist; the clusters seen NotReady since they last answered.
-  std::map<std::string, int64_t> answering, relisted;
-  std::set<std::string> failed;
+  // cluster -> what the prober showed at the previous look that said
+  // anything (absent: Unknown so far): the start of its Ready period (-1
+  // when NotReady), and whether its watches were asked to relist in it.
+  struct Answering {
+    int64_t period = -1;
+    bool relisted = false;
+  };
+  std::map<std::string, Answering> answering;
   std::unique_lock lock(gc_mu_);
   while (!stopping_) {
     gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
@@ -35,38 +36,39 @@ void Engine::RunHealthWatch() {
     // refusal's clock and its row in the store, current when no pass runs.
     if (WatchRefusalsToNote()) (void)Facts(clock_.NowMillis());
     std::map<std::string, Readiness> now;
-    std::map<std::string, int64_t> answering_now, relisted_now;
+    std::map<std::string, Answering> answering_now;
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const std::string& name = view.config.name;
       const bool answers = view.health.state == inventory::HealthState::kReady;
       const bool ready = answers && observer_->Synced(name);
       now[name] = {ready, ready ? view.health.since_ms : 0};
-      if (view.health.state == inventory::HealthState::kNotReady) failed.insert(name);
-      if (!answers) continue;
-      const int64_t period = view.health.since_ms;
-      answering_now[name] = period;
-      auto kicked = relisted.find(name);
-      if (kicked != relisted.end() && kicked->second == period) {
-        relisted_now[name] = period;
+      auto before = answering.find(name);
+      if (!answers) {
+        if (view.health.state == inventory::HealthState::kNotReady) {
+          answering_now[name] = {};
+        } else if (before != answering.end()) {
+          answering_now[name] = before->second;  // Unknown tells nothing new
+        }
         continue;
       }
-      // Answering again after the prober saw it fail, or while its view is
-      // behind: its watches relist now, once per Ready period. A stream that
-      // went silent in the outage is replaced, and a watch waiting out its
-      // backoff (up to the observer's max_backoff, 10 s by default) does not
-      // wait; until they have listed, absence there proves nothing.
-      // Returned: seen failing, or Ready anew between two looks (a blip).
-      auto before = answering.find(name);
-      const bool returned =
-          failed.erase(name) > 0 || (before != answering.end() && before->second != period);
+      Answering& a = answering_now[name];
+      a.period = view.health.since_ms;
+      a.relisted = before != answering.end() && before->second.period == a.period && before->second.relisted;
+      if (a.relisted) continue;
+      // Answering again after the prober saw it fail (or Ready anew between
+      // two looks, a blip), or while its view is behind: its watches relist
+      // now, once per Ready period. A stream that went silent in the outage
+      // is replaced, and a watch waiting out its backoff (up to the
+      // observer's max_backoff, 10 s by default) does not wait; until they
+      // have listed, absence there proves nothing.
+      const bool returned = before != answering.end() && before->second.period != a.period;
       if (!returned && !observer_->Behind(name)) continue;
       spdlog::info("dispatch: cluster {} answers again{}: its watches relist now", name,
                    returned ? "" : " while its view may miss changes");
       observer_->Relist(name);
-      relisted_now[name] = period;
+      a.relisted = true;
     }
     answering = std::move(answering_now);
-    relisted = std::move(relisted_now);
     bool became_ready = false;
     for (const auto& [cluster, readiness] : now) {
       const bool ready = readiness.ready;

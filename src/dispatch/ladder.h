@@ -83,6 +83,12 @@ class Ladder {
     auto f = in_.clusters->find(cluster);
     return f != in_.clusters->end() && f->second.ready && in_.synced->count(cluster) > 0;
   }
+  // Whether the cluster's view can confirm that an object is gone: it is
+  // reachable, and not behind (a watch there broke and the relist has not
+  // come yet, so a copy created since would not show).
+  bool ConfirmsAbsence(const std::string& cluster) const {
+    return Reachable(cluster) && !in_.behind->count(cluster);
+  }
   // Declared lost by an operator (ClusterConfig::declared_lost): still
   // watched, so Reachable() may hold, but trusted with nothing new.
   bool DeclaredLost(const std::string& cluster) const {
@@ -187,11 +193,7 @@ class Ladder {
         out.emplace_back(i.cluster, i.kind);
         continue;
       }
-      if (!Reachable(i.cluster)) continue;
-      // A view that may miss changes (its watch broke, the relist has not
-      // come yet) does not show a copy created since: the row stays until
-      // the relist.
-      if (in_.behind->count(i.cluster)) continue;
+      if (!ConfirmsAbsence(i.cluster)) continue;
       // Created a moment ago and not seen yet: the view may be behind (a
       // watch resuming after the cluster came back), not the cluster. Its
       // row stays until the object is seen and deleted, or the expectation
@@ -227,8 +229,7 @@ class Ladder {
     std::vector<std::string> out;
     for (const RemoteIntent& i : in_.intents) {
       if (!i.refusal.empty()) continue;  // nothing of the job's is there
-      const bool unconfirmed = !Reachable(i.cluster) || in_.behind->count(i.cluster);
-      if (in_.clusters->count(i.cluster) && unconfirmed && !DeclaredLost(i.cluster) &&
+      if (in_.clusters->count(i.cluster) && !ConfirmsAbsence(i.cluster) && !DeclaredLost(i.cluster) &&
           std::find(out.begin(), out.end(), i.cluster) == out.end()) {
         out.push_back(i.cluster);
       }

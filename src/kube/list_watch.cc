@@ -52,14 +52,18 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
   std::string rv;  // "" = a (re)list is needed
   const auto first_backoff = std::chrono::milliseconds(200);
   auto backoff = first_backoff;
+  // The cluster is failing: waits, then doubles the next wait, unless
+  // relist_now cut this one short (the cluster answers again).
+  auto back_off = [&] {
+    const bool woken = SleepUnlessStopped(backoff, stop, options);
+    backoff = woken ? first_backoff : std::min(backoff * 2, options.max_backoff);
+  };
   while (!stop()) {
     if (rv.empty()) {
       std::vector<nlohmann::json> items;
       rv = ListAll(client, path, options, &items);
       if (rv.empty()) {
-        // The cluster is failing: back off.
-        const bool woken = SleepUnlessStopped(backoff, stop, options);
-        backoff = woken ? first_backoff : std::min(backoff * 2, options.max_backoff);
+        back_off();
         continue;
       }
       ++stats.lists;
@@ -82,8 +86,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       spdlog::warn("watch {}: {}; listing again in {} ms", path, end.status().message(), backoff.count());
       if (options.on_watch_failed) options.on_watch_failed(end.status().message());
       rv.clear();  // start over from a list
-      const bool woken = SleepUnlessStopped(backoff, stop, options);
-      backoff = woken ? first_backoff : std::min(backoff * 2, options.max_backoff);
+      back_off();
       continue;
     }
     backoff = first_backoff;

@@ -1,4 +1,5 @@
-// The pure admission decision: order and all-or-nothing fit, as a table.
+// The pure admission decision: order, all-or-nothing fit and preemption
+// within the ClusterQueue, as tables.
 #include <catch2/catch.hpp>
 
 #include "admission.h"
@@ -54,6 +55,102 @@ TEST_CASE("DecideAdmissions: all-or-nothing across resources", "[sim][admission]
   REQUIRE(v.size() == 1);
   CHECK_FALSE(v[0].admitted);
   CHECK(v[0].message.find("cpu") != std::string::npos);
+}
+
+// Preemption within the ClusterQueue. The queue has 16 GPUs; the holders
+// hold what their usage says (reserved is their sum).
+QuotaHolder Holder(const std::string& key, int32_t priority, int64_t reserved_seq, int64_t gpus) {
+  return {key, priority, reserved_seq, Gpus(gpus)};
+}
+
+AdmissionCandidate Pending(const std::string& key, int32_t priority, int64_t created_ms, int64_t gpus,
+                           std::vector<std::string> closed_gates = {}) {
+  return {key, priority, created_ms, created_ms, Gpus(gpus), std::move(closed_gates)};
+}
+
+struct PreemptionCase {
+  const char* what;
+  PreemptionPolicy policy;
+  std::vector<QuotaHolder> holders;
+  std::vector<AdmissionCandidate> pending;
+  // The admitted, in admission order, as "key" or "key<-victim,victim".
+  std::vector<std::string> admitted;
+  // The message of the first Workload left pending ("" = none is).
+  std::string first_pending_message = "";
+};
+
+const std::string kShort8 = "couldn't assign flavors to pod set: insufficient unused quota for nvidia.com/gpu in "
+                            "flavor h100, 8 more needed";
+
+TEST_CASE("DecideAdmissions: preemption within the ClusterQueue, behind preemption gates", "[sim][admission]") {
+  const auto kLower = PreemptionPolicy::kLowerPriority;
+  const std::vector<std::string> kGate = {"gantry.dev/preemption"};
+  std::vector<PreemptionCase> cases = {
+      {"fits: no victims", kLower, {Holder("low", 0, 0, 8)}, {Pending("vip", 100, 1, 8)}, {"vip"}},
+      {"policy Never: none, it waits", PreemptionPolicy::kNever, {Holder("a", 0, 0, 8), Holder("b", 0, 1, 8)},
+       {Pending("vip", 100, 1, 8)}, {}, kShort8},
+      {"LowerPriority: the most recently reserved of the lowest priority", kLower,
+       {Holder("old", 0, 0, 8), Holder("new", 0, 1, 8)}, {Pending("vip", 100, 1, 8)}, {"vip<-new"}},
+      {"lowest priority first, however old", kLower, {Holder("mid", 50, 9, 8), Holder("low", 0, 0, 8)},
+       {Pending("vip", 100, 1, 8)}, {"vip<-low"}},
+      {"only as many as needed: taken until it fits", kLower,
+       {Holder("a", 0, 0, 4), Holder("b", 0, 1, 4), Holder("c", 0, 2, 4), Holder("d", 0, 3, 4)},
+       {Pending("vip", 100, 1, 8)}, {"vip<-d,c"}},
+      {"only as many as needed: a victim it fits without is given back", kLower,
+       {Holder("other", 10, 0, 6), Holder("big", 0, 1, 8), Holder("tiny", 0, 5, 2)},
+       {Pending("vip", 100, 1, 8)}, {"vip<-big"}},
+      {"equal priority is never a victim", kLower, {Holder("a", 100, 0, 8), Holder("b", 100, 1, 8)},
+       {Pending("vip", 100, 1, 8)}, {}, kShort8},
+      {"cannot fit even with every victim: none", kLower, {Holder("low", 0, 0, 8), Holder("high", 200, 1, 8)},
+       {Pending("vip", 100, 1, 16)},
+       {},
+       "couldn't assign flavors to pod set: insufficient unused quota for nvidia.com/gpu in flavor h100, 16 more "
+       "needed"},
+      {"gate closed: none, it waits and says why", kLower, {Holder("a", 0, 0, 8), Holder("b", 0, 1, 8)},
+       {Pending("vip", 100, 1, 8, kGate)}, {}, kShort8 + "; preemption is gated (closed: gantry.dev/preemption)"},
+      {"gates closed: every closed one named", kLower, {Holder("a", 0, 0, 8), Holder("b", 0, 1, 8)},
+       {Pending("vip", 100, 1, 8, {"g1", "g2"})}, {}, kShort8 + "; preemption is gated (closed: g1, g2)"},
+      {"gate open: it preempts", kLower, {Holder("a", 0, 0, 8), Holder("b", 0, 1, 8)}, {Pending("vip", 100, 1, 8)},
+       {"vip<-b"}},
+      {"gate closed where preemption would not help: not said to be gated", kLower, {Holder("high", 200, 0, 16)},
+       {Pending("vip", 100, 1, 8, kGate)}, {}, kShort8},
+      {"a victim is taken once: the next preemptor takes the next", kLower,
+       {Holder("a", 0, 0, 8), Holder("b", 0, 1, 8)}, {Pending("v2", 100, 2, 8), Pending("v1", 100, 1, 8)},
+       {"v1<-b", "v2<-a"}},
+      {"freed quota goes to the preemptor, not to one of the victims' priority", kLower,
+       {Holder("a", 0, 0, 8), Holder("b", 0, 1, 8)}, {Pending("low", 0, 0, 8), Pending("vip", 100, 1, 8)},
+       {"vip<-b"}, kShort8},
+      {"a gated preemptor does not hold up smaller ones behind it", kLower, {Holder("a", 0, 0, 12)},
+       {Pending("vip", 100, 1, 8, kGate), Pending("small", 0, 2, 4)}, {"small"},
+       "couldn't assign flavors to pod set: insufficient unused quota for nvidia.com/gpu in flavor h100, 4 more "
+       "needed; preemption is gated (closed: gantry.dev/preemption)"},
+      {"a resource without quota: no preemption helps", kLower, {Holder("a", 0, 0, 16)},
+       {{"tpu", 100, 1, 1, {{"google.com/tpu", 1000}}}}, {},
+       "couldn't assign flavors to pod set: resource google.com/tpu unavailable in ClusterQueue"},
+  };
+  for (const PreemptionCase& c : cases) {
+    SECTION(c.what) {
+      ClusterQueueSnapshot cq{Gpus(16), {}, c.holders, c.policy, "h100"};
+      for (const QuotaHolder& h : c.holders) AddTo(&cq.reserved, h.usage);
+      std::vector<std::string> admitted;
+      std::string first_pending_message;
+      bool any_pending = false;
+      for (const AdmissionVerdict& v : DecideAdmissions(cq, c.pending)) {
+        if (!v.admitted) {
+          CHECK(v.victims.empty());
+          if (!any_pending) first_pending_message = v.message;
+          any_pending = true;
+          continue;
+        }
+        CHECK(v.message.empty());
+        std::string entry = v.key;
+        for (std::size_t i = 0; i < v.victims.size(); ++i) entry += (i == 0 ? "<-" : ",") + v.victims[i];
+        admitted.push_back(entry);
+      }
+      CHECK(admitted == c.admitted);
+      CHECK(first_pending_message == c.first_pending_message);
+    }
+  }
 }
 
 TEST_CASE("ComputeDemand sums count x requests and knows what never fits", "[sim][admission]") {

@@ -1,6 +1,7 @@
 // The simulated Kueue's admission decision: a pure function of the
-// ClusterQueue's nominal quota, what is already reserved, and the pending
-// Workloads' demands. No clock, no objects, no locks: the table tests drive it.
+// ClusterQueue's nominal quota and preemption policy, the Workloads holding
+// quota, and the pending Workloads' demands. No clock, no objects, no locks:
+// the table tests drive it.
 //
 // Semantics (Kueue ClusterQueue with queueingStrategy BestEffortFIFO):
 // - order: higher priority first, then older creation time, then arrival seq;
@@ -8,6 +9,18 @@
 //   pod sets of count x requests) fits nominal - reserved for every resource;
 // - best effort: a Workload that does not fit does not block smaller ones
 //   behind it; a resource the queue has no quota for never fits.
+//
+// Preemption (withinClusterQueue: LowerPriority; Kueue's classic preemption
+// within one ClusterQueue, no cohort): a Workload that does not fit takes as
+// victims holders of strictly lower priority, lowest priority first, then
+// the most recently reserved first, until its demand fits; then, as Kueue's
+// minimalPreemptions does, gives back any victim, from the last but one
+// down, without which it still fits. When even every candidate victim would
+// not make room, it preempts none and waits. It may preempt only when its
+// preemption gates are open (AdmissionCandidate::closed_gates); when they
+// are not, it waits and its message says which gates hold it.
+// A preemptor is admitted in the same pass as its victims are chosen: the
+// controller evicts them first (quota released at once), then admits it.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +28,7 @@
 #include <vector>
 
 #include "quota.h"
+#include "sim_config.h"
 
 namespace gantry::sim {
 
@@ -24,6 +38,27 @@ struct AdmissionCandidate {
   int64_t created_ms = 0;
   int64_t seq = 0;          // tie breaker: arrival order
   ResourceList demand;      // whole-Workload usage
+  // spec.preemptionGates not Open in status.preemptionGates: it may preempt
+  // only when this is empty (PreemptionGatesClosed in preemption_gates.h).
+  std::vector<std::string> closed_gates = {};
+};
+
+// A Workload holding quota in the ClusterQueue (reserved or admitted, not
+// finished): a possible victim of preemption.
+struct QuotaHolder {
+  std::string key;
+  int32_t priority = 0;
+  int64_t reserved_seq = 0;  // order in which holders got quota: higher is more recent
+  ResourceList usage;
+};
+
+// The ClusterQueue as admission sees it.
+struct ClusterQueueSnapshot {
+  ResourceList nominal;
+  ResourceList reserved;              // what is held: the holders' usage summed
+  std::vector<QuotaHolder> holders;   // read only when policy is LowerPriority
+  PreemptionPolicy policy = PreemptionPolicy::kNever;
+  std::string flavor;                 // for the messages
 };
 
 struct AdmissionVerdict {
@@ -31,9 +66,15 @@ struct AdmissionVerdict {
   bool admitted = false;
   // Why it is pending (empty when admitted), in Kueue's words.
   std::string message;
+  // Admitted: the holders (keys) to evict first, in the order chosen;
+  // empty when it fits as is. A victim is never a victim twice.
+  std::vector<std::string> victims = {};
 };
 
 // Returns one verdict per candidate, in admission order.
+std::vector<AdmissionVerdict> DecideAdmissions(const ClusterQueueSnapshot& cq,
+                                               std::vector<AdmissionCandidate> pending);
+// The same without preemption (policy Never).
 std::vector<AdmissionVerdict> DecideAdmissions(const ResourceList& nominal, const ResourceList& reserved,
                                                std::vector<AdmissionCandidate> pending,
                                                const std::string& flavor);

@@ -55,7 +55,8 @@ std::string TextOf(const ObjectStore& store, const json& object) {
 
 }  // namespace
 
-Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::string& ns, json object) {
+Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::string& ns, json object,
+                                         const std::string& version) {
   if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("create is not supported on {}", res.plural));
   if (!object.is_object()) return Status::Invalid("the body must be a JSON object");
   json& md = object["metadata"];
@@ -75,7 +76,7 @@ Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::str
   object["apiVersion"] = StorageApiVersion(res);
   GANTRY_RETURN_IF_ERROR(ValidateMetadata(res, object));
   if (res.plural == "workloads") {
-    GANTRY_RETURN_IF_ERROR(ValidateWorkload(object));
+    GANTRY_RETURN_IF_ERROR(ValidateWorkload(object, version.empty() ? res.versions.front() : version));
     object.erase("status");
   }
   if (!object.contains("spec") || object["spec"].is_null()) object["spec"] = json::object();
@@ -120,7 +121,8 @@ Result<json> ClusterState::List(const ResourceInfo& res, const std::string& api_
 }
 
 Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                                 const std::string& patch_type, const json& patch, bool status) {
+                                 const std::string& patch_type, const json& patch, bool status,
+                                 const std::string& version) {
   if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("patch is not supported on {}", res.plural));
   std::lock_guard lock(mu_);
   const json* cur = store_.Get(res.plural, res.namespaced ? ns : "", name);
@@ -147,10 +149,13 @@ Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns,
     updated["status"] = keep_status;
   } else if (cur->contains("status")) {
     updated["status"] = (*cur)["status"];
+  } else {
+    updated.erase("status");  // none yet: a main-resource write does not make one
   }
   if (res.plural == "workloads") {
-    GANTRY_RETURN_IF_ERROR(ValidateWorkload(updated));
-    GANTRY_RETURN_IF_ERROR(ValidateWorkloadUpdate(*cur, updated));
+    const std::string& v = version.empty() ? res.versions.front() : version;
+    GANTRY_RETURN_IF_ERROR(ValidateWorkload(updated, v));
+    GANTRY_RETURN_IF_ERROR(ValidateWorkloadUpdate(*cur, updated, v));
   }
   if (IsRunnable(res.plural)) GANTRY_RETURN_IF_ERROR(ValidateRunnable(res, updated));
   auto result = store_.Update(res.plural, std::move(updated));

@@ -46,16 +46,22 @@ class ClusterState {
 
   // Create and Delete answer with the object as stored (as deleted), as
   // text: the text its watch event already serialized, with the storage
-  // apiVersion (WithApiVersion sets another).
-  Result<std::string> Create(const ResourceInfo& res, const std::string& ns, nlohmann::json object);
+  // apiVersion (WithApiVersion sets another). `version` is the API version
+  // the client writes through ("v1beta1"; "" = the storage version): what
+  // validation checks may differ by version (validation.h).
+  Result<std::string> Create(const ResourceInfo& res, const std::string& ns, nlohmann::json object,
+                             const std::string& version = "");
   Result<nlohmann::json> Get(const ResourceInfo& res, const std::string& ns, const std::string& name);
   // Returns a List object ({"kind":"WorkloadList","metadata":{resourceVersion,continue},...}).
   Result<nlohmann::json> List(const ResourceInfo& res, const std::string& api_version, const std::string& ns,
                               const LabelSelector& selector, std::size_t limit, const std::string& continue_token);
   // patch_type: "merge" (merge-patch and strategic-merge-patch) or "json"
-  // (RFC 6902). status=true patches only .status (the /status subresource).
+  // (RFC 6902). status=true patches only .status (the /status subresource);
+  // status=false leaves .status as it was (as the API server does for a
+  // kind with a status subresource). version: as for Create.
   Result<nlohmann::json> Patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                               const std::string& patch_type, const nlohmann::json& patch, bool status);
+                               const std::string& patch_type, const nlohmann::json& patch, bool status,
+                               const std::string& version = "");
   Result<std::string> Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
                              const std::string& propagation_policy);
   // Writes the initial events (or a 410 ERROR event) and registers the stream.

@@ -39,6 +39,12 @@ json ParseBody(const std::string& body) {
   return json::parse(body, nullptr, false);
 }
 
+// "v1beta2" of "kueue.x-k8s.io/v1beta2", "v1" of "v1".
+std::string VersionOf(const std::string& api_version) {
+  auto slash = api_version.rfind('/');
+  return slash == std::string::npos ? api_version : api_version.substr(slash + 1);
+}
+
 bool Truthy(const std::optional<std::string>& v) { return v && (*v == "true" || *v == "1"); }
 
 // A JSON text as the response body.
@@ -125,7 +131,7 @@ http::Response KubeApi::Collection(const http::Request& req, const ResourceInfo&
     if (res.namespaced && ns.empty()) return NotFound(req.path);
     json body = ParseBody(req.body);
     if (body.is_discarded()) return KubeError(400, "BadRequest", "the request body is not valid JSON");
-    auto created = state_->Create(res, ns, std::move(body));
+    auto created = state_->Create(res, ns, std::move(body), VersionOf(api_version));
     if (!created.ok()) return KubeErrorFrom(created.status());
     return TextJsonResponse(201, WithApiVersion(*created, api_version));
   }
@@ -179,7 +185,7 @@ http::Response KubeApi::Resource(const http::Request& req, const ResourceInfo& r
     }
     json patch = ParseBody(req.body);
     if (patch.is_discarded()) return KubeError(400, "BadRequest", "the patch is not valid JSON");
-    out = state_->Patch(res, ns, name, type, patch, status);
+    out = state_->Patch(res, ns, name, type, patch, status, VersionOf(api_version));
   } else if (req.method == "DELETE" && !status) {
     std::string policy = req.Query("propagationPolicy").value_or("");
     if (policy.empty() && !req.body.empty()) {

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "admission.h"
 #include "gantry/common/clock.h"
+#include "preemption_gates.h"
 
 namespace gantry::sim {
 
@@ -41,6 +41,10 @@ void KueueController::Bootstrap(int64_t now_ms) {
   json cq = {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "ClusterQueue"},
              {"metadata", {{"name", config_.cluster_queue}}},
              {"spec", {{"namespaceSelector", json::object()}, {"queueingStrategy", "BestEffortFIFO"}}}};
+  // As the API server serves it, the CRD's defaults filled in.
+  cq["spec"]["preemption"] = {{"borrowWithinCohort", {{"policy", "Never"}}},
+                              {"reclaimWithinCohort", "Never"},
+                              {"withinClusterQueue", PreemptionPolicyName(config_.within_cluster_queue)}};
   if (!config_.admission_checks.empty()) {
     json rules = json::array();
     for (const AdmissionCheckConfig& c : config_.admission_checks) rules.push_back({{"name", c.name}});
@@ -102,7 +106,7 @@ void KueueController::OnWorkloadDeleted(const json& wl, int64_t now_ms) {
 void KueueController::Release(const std::string& wl_key) {
   auto it = reserved_.find(wl_key);
   if (it == reserved_.end()) return;
-  SubtractFrom(&reserved_total_, it->second);
+  SubtractFrom(&reserved_total_, it->second.usage);
   reserved_.erase(it);
   check_clocks_.erase(wl_key);  // no quota, no checks running
   dirty_ = true;
@@ -122,6 +126,7 @@ void KueueController::Tick(int64_t now_ms) {
 }
 
 void KueueController::RunAdmission(int64_t now_ms) {
+  const bool preempting = config_.within_cluster_queue != PreemptionPolicy::kNever;
   std::vector<AdmissionCandidate> candidates;
   // A copy: the condition writes below change the index as they go.
   const std::vector<std::string> waiting(index_.waiting().begin(), index_.waiting().end());
@@ -150,13 +155,25 @@ void KueueController::RunAdmission(int64_t now_ms) {
       continue;
     }
     int32_t priority = (*wl)["spec"].value("priority", 0);
-    candidates.push_back({key, priority, arrival.created_ms, arrival.seq, demand->total});
+    AdmissionCandidate candidate{key, priority, arrival.created_ms, arrival.seq, demand->total};
+    if (preempting) candidate.closed_gates = ClosedPreemptionGates(*wl);
+    candidates.push_back(std::move(candidate));
   }
-  auto verdicts = DecideAdmissions(quota_, reserved_total_, std::move(candidates), config_.flavor);
+  ClusterQueueSnapshot cq{quota_, reserved_total_, {}, config_.within_cluster_queue, config_.flavor};
+  if (preempting && !candidates.empty()) cq.holders = QuotaHolders();
+  auto verdicts = DecideAdmissions(cq, std::move(candidates));
   for (const AdmissionVerdict& v : verdicts) {
     auto slash = v.key.find('/');
-    const json* wl = store_->Get("workloads", v.key.substr(0, slash), v.key.substr(slash + 1));
+    const std::string ns = v.key.substr(0, slash), name = v.key.substr(slash + 1);
+    const json* wl = store_->Get("workloads", ns, name);
     if (!wl) continue;
+    if (!v.victims.empty()) {
+      // Victims first: their eviction releases their quota at once, so the
+      // preemptor is admitted in this same pass (admission.h).
+      Preempt(v.victims, *wl, now_ms);
+      wl = store_->Get("workloads", ns, name);
+      if (!wl) continue;
+    }
     if (v.admitted) {
       // A copy: Admit's writes re-index the Workload.
       WorkloadDemand demand = *index_.Demand(v.key, *wl);
@@ -205,32 +222,10 @@ void KueueController::Admit(const json& wl, const WorkloadDemand& demand, int64_
   });
   if (!written.ok()) return;
   if (checks) StartCheckClock(key, now_ms);
-  ResourceList& reserved = reserved_[key];
-  SubtractFrom(&reserved_total_, reserved);  // re-admitted after a status patch: counted once
-  reserved = demand.total;
-  AddTo(&reserved_total_, reserved);
-}
-
-Status KueueController::Evict(const std::string& ns, const std::string& name, int64_t now_ms) {
-  const json* wl = store_->Get("workloads", ns, name);
-  if (!wl) return Status::NotFound(fmt::format("workloads \"{}\" not found", name));
-  if (!IsReserved(*wl) || IsDone(*wl)) return Status::Invalid(fmt::format("workload {}/{} is not admitted", ns, name));
-  std::string key = ns + "/" + name;
-  std::string run = RunKeyForWorkload(key);
-  if (!run.empty()) StopRun(run, "Evicted", true, now_ms);
-  (void)store_->Mutate("workloads", ns, name, [&](json& o) {
-    const char* why = "Preempted to accommodate a workload (simulated)";
-    SetCondition(&o, "Evicted", true, "Preempted", why, now_ms);
-    SetCondition(&o, "QuotaReserved", false, "Preempted", why, now_ms);
-    SetCondition(&o, "Admitted", false, "Preempted", why, now_ms);
-    // One requeued after a check's Retry would go back in the queue (see
-    // WorkloadIndex): a preemption here is for good, as it always was.
-    if (HasCondition(o, "Requeued")) SetCondition(&o, "Requeued", false, "Preempted", why, now_ms);
-    o["status"].erase("admission");
-  });
-  Release(key);
-  UpdateQueueStatus(now_ms);
-  return Status::Ok();
+  Reservation& reserved = reserved_[key];
+  SubtractFrom(&reserved_total_, reserved.usage);  // re-admitted after a status patch: counted once
+  reserved = {demand.total, next_reservation_seq_++};
+  AddTo(&reserved_total_, reserved.usage);
 }
 
 // Sets each of fields' members in obj's status, in place, unless all are

@@ -6,7 +6,8 @@
 // suspend/active/succeeded, and the run journal.
 //
 // The admission decision itself is the pure DecideAdmissions (admission.h);
-// this class gathers its inputs from the store and applies its verdicts.
+// this class gathers its inputs from the store and applies its verdicts,
+// evicting the victims of a preemption first (eviction.cc).
 // Time is passed in (now_ms) so tests drive it with a fake clock.
 //
 // Cost: a tick is meant to run every 10 ms in each of many clusters, so it
@@ -14,7 +15,9 @@
 // which Workloads wait and the queue counts; jobs waiting for their prebuilt
 // Workload are filed under it and retried only when that Workload changed;
 // running jobs' deadlines are kept in order. A tick with nothing due and
-// nothing changed (dirty_ false) does nothing.
+// nothing changed (dirty_ false) does nothing. With preemption on
+// (withinClusterQueue: LowerPriority), a pass with Workloads waiting also
+// reads each quota holder's priority (one lookup per holder).
 //
 // Thread-safety: none; the owning ClusterState serializes all calls.
 #pragma once
@@ -29,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "admission.h"
 #include "gantry/common/status.h"
 #include "demand.h"
 #include "journal.h"
@@ -67,8 +71,9 @@ class KueueController {
   // retried for adoption on the next admission pass.
   void OnJobUpdated(const std::string& resource, const nlohmann::json& job);
 
-  // Preempts an admitted Workload: Evicted=True (Preempted), quota released,
-  // its job suspended. NotFound / InvalidArgument (not admitted).
+  // Preempts an admitted Workload by hand (gantry-sim ctl evict), as
+  // EvictHolder does with a message that says so. NotFound /
+  // InvalidArgument (holds no quota).
   Status Evict(const std::string& ns, const std::string& name, int64_t now_ms);
   // Sets admission check `check` ("" = every check) of a Workload that holds
   // quota to `state`, as the check's controller would, and does what Kueue
@@ -109,6 +114,16 @@ class KueueController {
     int64_t reserved_ms = 0;
     std::set<std::string> by_hand;
   };
+  // The quota a Workload holds, and when it got it (QuotaHolder::reserved_seq).
+  struct Reservation {
+    ResourceList usage;
+    int64_t seq = 0;
+  };
+  // Why a Workload loses its quota (EvictHolder).
+  struct EvictionCause {
+    std::string message;            // of its Evicted, QuotaReserved and Admitted conditions
+    bool in_cluster_queue = false;  // by the scheduler: Kueue's Preempted condition too
+  };
   // What the ClusterQueue and LocalQueue status were last written from.
   struct QueueStatusInputs {
     ResourceList used, quota;
@@ -119,6 +134,17 @@ class KueueController {
 
   void Admit(const nlohmann::json& wl, const WorkloadDemand& demand, int64_t now_ms);
   void RunAdmission(int64_t now_ms);
+  // Preemption (eviction.cc).
+  // The Workloads holding quota, as DecideAdmissions sees possible victims.
+  std::vector<QuotaHolder> QuotaHolders() const;
+  // Evicts these holders (keys) to make room for preemptor, in Kueue's words.
+  void Preempt(const std::vector<std::string>& victims, const nlohmann::json& preemptor, int64_t now_ms);
+  // Takes a Workload's quota back: its run stops (journal end reason
+  // Evicted), its job is suspended, Evicted=True and QuotaReserved=False and
+  // Admitted=False (reason Preempted), status.admission cleared, quota
+  // released. It is not requeued: it waits no more (WorkloadIndex).
+  // REQUIRES: it holds quota.
+  void EvictHolder(const std::string& key, const EvictionCause& cause, int64_t now_ms);
   // Writes condition `type` unless the Workload already has it as given.
   void SetWorkloadCondition(const nlohmann::json& wl, const std::string& type, bool status,
                             const std::string& reason, const std::string& message, int64_t now_ms);
@@ -159,9 +185,10 @@ class KueueController {
   bool dirty_ = true;
   int64_t next_wake_ms_ = 0;
   int64_t next_seq_ = 0;
+  int64_t next_reservation_seq_ = 0;
   WorkloadIndex index_;
   std::map<std::string, Arrival> arrivals_;        // workload key -> arrival
-  std::map<std::string, ResourceList> reserved_;   // workload key -> usage
+  std::map<std::string, Reservation> reserved_;    // workload key -> what it holds
   ResourceList reserved_total_;                    // the sum of reserved_
   std::map<std::string, RunningJob> running_;      // resource/ns/name -> run
   std::map<std::string, std::string> run_of_workload_;   // workload key -> run key

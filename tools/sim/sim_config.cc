@@ -62,12 +62,27 @@ Status ReadAdmissionChecks(const YAML::Node& list, std::vector<AdmissionCheckCon
   return Status::Ok();
 }
 
+// preemption: {withinClusterQueue: Never | LowerPriority}
+Status ReadPreemption(const YAML::Node& n, ClusterConfig* c) {
+  if (!n.IsMap()) return Status::Invalid("preemption: want {withinClusterQueue: Never | LowerPriority}");
+  for (const auto& kv : n) {
+    std::string key = kv.first.as<std::string>();
+    if (key != "withinClusterQueue") return Status::Invalid(fmt::format("preemption: unknown field {}", key));
+  }
+  if (const YAML::Node within = n["withinClusterQueue"]) {
+    auto policy = ParsePreemptionPolicy(within.as<std::string>());
+    if (!policy.ok()) return Status::Invalid("preemption: withinClusterQueue: " + policy.status().message());
+    c->within_cluster_queue = *policy;
+  }
+  return Status::Ok();
+}
+
 Status ReadCluster(const YAML::Node& n, ClusterConfig* c) {
   static const std::set<std::string> kFields = {
       "name", "region", "zone", "labels", "accelerator", "nodes", "cpuPerNode", "memoryPerNode", "flavor",
       "clusterQueue", "quota", "localQueues", "pricePerGPUHour", "datasets", "complianceZones",
-      "kueueAPIVersion", "admissionDelay", "admissionChecks", "jobDuration", "apiLatency", "watchTimeout", "historyLimit",
-      "bookmarkInterval", "port"};
+      "kueueAPIVersion", "admissionDelay", "admissionChecks", "preemption", "jobDuration", "apiLatency",
+      "watchTimeout", "historyLimit", "bookmarkInterval", "port"};
   for (const auto& kv : n) {
     std::string key = kv.first.as<std::string>();
     if (!kFields.count(key)) return Status::Invalid(fmt::format("unknown field {}", key));
@@ -127,6 +142,10 @@ Status ReadCluster(const YAML::Node& n, ClusterConfig* c) {
     Status s = ReadAdmissionChecks(checks, &c->admission_checks);
     if (!s.ok()) return s;
   }
+  if (const YAML::Node p = n["preemption"]) {
+    Status s = ReadPreemption(p, c);
+    if (!s.ok()) return s;
+  }
   if (const YAML::Node w = n["watchTimeout"]) {
     std::vector<std::string> range = w.IsSequence() ? w.as<std::vector<std::string>>()
                                                     : std::vector<std::string>{w.as<std::string>()};
@@ -171,6 +190,21 @@ Result<CheckState> ParseCheckState(const std::string& name) {
     if (name == CheckStateName(s)) return s;
   }
   return Status::Invalid(fmt::format("\"{}\": want Pending, Ready, Retry or Rejected", name));
+}
+
+const char* PreemptionPolicyName(PreemptionPolicy policy) {
+  switch (policy) {
+    case PreemptionPolicy::kNever: return "Never";
+    case PreemptionPolicy::kLowerPriority: return "LowerPriority";
+  }
+  return "Never";
+}
+
+Result<PreemptionPolicy> ParsePreemptionPolicy(const std::string& name) {
+  for (PreemptionPolicy p : {PreemptionPolicy::kNever, PreemptionPolicy::kLowerPriority}) {
+    if (name == PreemptionPolicyName(p)) return p;
+  }
+  return Status::Invalid(fmt::format("\"{}\": want Never or LowerPriority", name));
 }
 
 void FinishClusterConfig(ClusterConfig* c) {

@@ -20,6 +20,7 @@
 //     admissionDelay: 100ms           # durations: 250ms, 30s, 5m, 1h
 //     admissionChecks:                # the ClusterQueue's; none by default
 //     - {name: provisioning, outcome: Ready, delay: 2s}
+//     preemption: {withinClusterQueue: LowerPriority}  # default Never
 //     jobDuration: 10s
 //     apiLatency: 0ms
 //     watchTimeout: [30m, 60m]        # randomized per watch within [min, max]
@@ -62,6 +63,11 @@ struct AdmissionCheckConfig {
   int64_t delay_ms = 0;
 };
 
+// The ClusterQueue's spec.preemption.withinClusterQueue: whether a pending
+// Workload that does not fit may evict lower-priority ones (admission.h).
+// Kueue's LowerOrNewerEqualPriority is not simulated.
+enum class PreemptionPolicy { kNever, kLowerPriority };
+
 struct ClusterConfig {
   std::string name;
   std::string region = "local";
@@ -82,6 +88,8 @@ struct ClusterConfig {
   int64_t admission_delay_ms = 0;
   // None: admission is one status write, QuotaReserved and Admitted together.
   std::vector<AdmissionCheckConfig> admission_checks;
+  // Never (Kueue's default): a Workload that does not fit waits.
+  PreemptionPolicy within_cluster_queue = PreemptionPolicy::kNever;
   int64_t job_duration_ms = 10'000;
   int64_t api_latency_ms = 0;
   int64_t watch_timeout_min_ms = 30 * 60'000;
@@ -108,5 +116,8 @@ Result<int64_t> ParseDurationMs(const std::string& text);
 // Kueue's names of the check states: "Pending", "Ready", "Retry", "Rejected".
 const char* CheckStateName(CheckState state);
 Result<CheckState> ParseCheckState(const std::string& name);
+// Kueue's names of the policies: "Never", "LowerPriority".
+const char* PreemptionPolicyName(PreemptionPolicy policy);
+Result<PreemptionPolicy> ParsePreemptionPolicy(const std::string& name);
 
 }  // namespace gantry::sim

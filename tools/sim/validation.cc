@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/clock.h"
 #include "gantry/common/names.h"
 #include "object_store.h"
 
@@ -72,6 +73,59 @@ void CheckReplicatedJobs(const json& spec, Errors& e) {
   }
 }
 
+// Whether version `version` of the Workload CRD has preemption gates.
+bool HasPreemptionGates(std::string_view version) { return version != "v1beta1"; }
+
+// parent.preemptionGates, a list-map keyed by name (the CRD's messages for
+// its limits); with_state: a status list, whose items also need a position
+// and a lastTransitionTime.
+void CheckPreemptionGates(const json& parent, const std::string& at, bool with_state, Errors& e) {
+  auto gates = parent.find("preemptionGates");
+  if (gates == parent.end() || gates->is_null()) return;
+  if (!gates->is_array()) {
+    e.Add(at, "Invalid value: must be a list");
+    return;
+  }
+  if (gates->size() > kMaxPreemptionGates) {
+    e.Add(at, fmt::format("Too many: {}: must have at most {} items", gates->size(), kMaxPreemptionGates));
+    return;
+  }
+  std::set<std::string> seen;
+  for (std::size_t i = 0; i < gates->size(); ++i) {
+    const std::string path = fmt::format("{}[{}]", at, i);
+    const json& gate = (*gates)[i];
+    if (!gate.is_object()) {
+      e.Add(path, "Invalid value: must be an object");
+      continue;
+    }
+    auto name = gate.find("name");
+    if (name == gate.end() || !name->is_string()) {
+      e.Add(path + ".name", "Required value");
+    } else if (const std::string& n = name->get_ref<const std::string&>(); n.empty()) {
+      e.Add(path + ".name", "Invalid value: \"\": should be at least 1 chars long");
+    } else if (n.size() > kMaxPreemptionGateName) {
+      e.Add(path + ".name", fmt::format("Too long: may not be more than {} bytes", kMaxPreemptionGateName));
+    } else if (!seen.insert(n).second) {
+      e.Add(path + ".name", fmt::format("Duplicate value: \"{}\"", n));
+    }
+    if (!with_state) continue;
+    auto position = gate.find("position");
+    if (position == gate.end() || position->is_null()) {
+      e.Add(path + ".position", "Required value");
+    } else if (*position != "Open" && *position != "Closed") {
+      e.Add(path + ".position", fmt::format("Unsupported value: {}: supported values: \"Closed\", \"Open\"",
+                                            position->dump()));
+    }
+    auto time = gate.find("lastTransitionTime");
+    if (time == gate.end() || time->is_null()) {
+      e.Add(path + ".lastTransitionTime", "Required value");
+    } else if (!time->is_string() || !ParseRfc3339(time->get_ref<const std::string&>())) {
+      e.Add(path + ".lastTransitionTime",
+            fmt::format("Invalid value: {}: must be an RFC 3339 date-time", time->dump()));
+    }
+  }
+}
+
 }  // namespace
 
 Status ValidateRunnable(const ResourceInfo& res, const json& object) {
@@ -116,7 +170,7 @@ Status ValidateMetadata(const ResourceInfo& res, const json& object) {
   return e.ToStatus(res.kind, name);
 }
 
-Status ValidateWorkload(const json& wl) {
+Status ValidateWorkload(const json& wl, std::string_view version) {
   Errors e;
   std::string name = wl["metadata"].value("name", "");
   const json& spec = MemberOr(wl, "spec", EmptyObject());
@@ -161,10 +215,11 @@ Status ValidateWorkload(const json& wl) {
   if (spec.contains("priority") && !spec["priority"].is_number_integer()) {
     e.Add("spec.priority", "Invalid value: must be an integer");
   }
+  if (HasPreemptionGates(version)) CheckPreemptionGates(spec, "spec.preemptionGates", false, e);
   return e.ToStatus(KindOf(wl), name);
 }
 
-Status ValidateWorkloadUpdate(const json& old, const json& updated) {
+Status ValidateWorkloadUpdate(const json& old, const json& updated, std::string_view version) {
   Errors e;
   auto cluster = [](const json& o) -> std::string {
     const json& st = o.value("status", json::object());
@@ -172,6 +227,10 @@ Status ValidateWorkloadUpdate(const json& old, const json& updated) {
   };
   std::string before = cluster(old), after = cluster(updated);
   if (!before.empty() && !after.empty() && before != after) e.Add("status.clusterName", "Invalid value: clusterName is immutable once set");
+  const json& status = MemberOr(updated, "status", EmptyObject());
+  if (status.is_object() && HasPreemptionGates(version)) {
+    CheckPreemptionGates(status, "status.preemptionGates", true, e);
+  }
   return e.ToStatus(KindOf(updated), updated["metadata"].value("name", ""));
 }
 

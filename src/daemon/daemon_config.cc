@@ -81,6 +81,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Status::Invalid(fmt::format("rejectionBackoffMaxSeconds ({}) must be at least rejectionBackoffSeconds ({})",
                                        c.rejection_backoff_max_seconds, c.rejection_backoff_seconds));
   }
+  if (!in(c.preemption_gate_seconds, 0, 86400)) {
+    return Status::Invalid("preemptionGateSeconds must be 0..86400 (0: no gates, every copy may preempt at once)");
+  }
   if (c.origin.empty() || c.origin.size() > 63) return Status::Invalid("origin must be a label value of 1..63 characters");
   auto group_of = [](const KindRef& k) { return k.api_version.substr(0, k.api_version.find('/')); };
   for (std::size_t i = 0; i < c.generic_kinds.size(); ++i) {
@@ -145,6 +148,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"probeIntervalSeconds", num(&c.probe_interval_seconds)},
       {"rejectionBackoffSeconds", num(&c.rejection_backoff_seconds)},
       {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},
+      {"preemptionGateSeconds", num(&c.preemption_gate_seconds)},
   };
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();

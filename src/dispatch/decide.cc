@@ -274,6 +274,7 @@ Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, i
   } else {
     p.local_queue = in.spec->queue;
   }
+  p.preemption_gate = in.options.preemption_gate_ms > 0;
   Action a;
   a.verb = Verb::kCreate;
   a.cluster = cluster;
@@ -332,6 +333,20 @@ Action DeleteAction(const std::string& cluster, const char* kind, const Observed
 Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersion version,
                             const ObservedWorkload& w) {
   return DeleteAction(cluster, kWorkload, w, WorkloadPath(version, w.ns, w.name));
+}
+
+Action OpenGateAction(const std::string& cluster, inventory::KueueApiVersion version, const ObservedWorkload& w,
+                      int64_t epoch, int64_t now_ms) {
+  Action a;
+  a.verb = Verb::kOpenGate;
+  a.cluster = cluster;
+  a.kind = kWorkload;
+  a.ns = w.ns;
+  a.name = w.name;
+  a.epoch = epoch;
+  a.path = WorkloadPath(version, w.ns, w.name) + "/status";
+  a.body = OpenGatePatch(now_ms);
+  return a;
 }
 
 std::string ApiVersionOf(const ObservedJob& j) {

@@ -35,6 +35,15 @@ bool PassingForbidden(const std::string& message) {
          message.find("is being terminated") != std::string::npos;
 }
 
+const char* VerbName(Verb verb) {
+  switch (verb) {
+    case Verb::kCreate: return "create";
+    case Verb::kDelete: return "delete";
+    case Verb::kOpenGate: return "open the preemption gate of";
+  }
+  return "?";
+}
+
 // A cluster's answer kept in a message, at most limit bytes (a webhook's
 // can be long), not cut inside a UTF-8 character.
 std::string Cut(const std::string& answer, std::size_t limit = 300) {
@@ -52,11 +61,13 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action)
   if (!pool) return std::nullopt;
   auto lease = pool->Acquire();
   if (!lease.ok()) {  // the action is retried by the job's next pass
-    spdlog::warn("dispatch: {} {} in {} not sent: {}", action.verb == Verb::kDelete ? "delete" : "create", action.path,
-                 action.cluster, lease.status().message());
+    spdlog::warn("dispatch: {} {} in {} not sent: {}", VerbName(action.verb), action.path, action.cluster,
+                 lease.status().message());
     return std::nullopt;
   }
-  if (action.verb == Verb::kDelete) {
+  if (action.verb == Verb::kOpenGate) {
+    (*lease)->StartMergePatch(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
+  } else if (action.verb == Verb::kDelete) {
     kube::DeleteOptions opts;
     opts.propagation_policy = "Background";
     opts.precondition_uid = action.precondition_uid;
@@ -76,6 +87,21 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   }
   if (!lease) return false;  // no connection to the cluster now
   kube::KubeClient& client = **lease;
+  if (action.verb == Verb::kOpenGate) {
+    auto reply = client.Finish();
+    if (metrics_) metrics_->RemoteCall(action.cluster, "patch", reply.ok() ? reply->status : 0);
+    if (reply.ok() && reply->ok()) {
+      spdlog::info("dispatch: {}/{} may preempt in {} (its Workload copy's preemption gate is open)", action.ns,
+                   action.name, action.cluster);
+      return true;
+    }
+    // Gone meanwhile (404), or unreachable: the next pass looks again; the
+    // intent keeps the gate's decision.
+    spdlog::warn("dispatch: opening the preemption gate of {}/{} in {}: {}", action.ns, action.name, action.cluster,
+                 !reply.ok() ? reply.status().ToString()
+                             : fmt::format("HTTP {} {}", reply->status, reply->error ? reply->error->message : ""));
+    return false;
+  }
   if (action.verb == Verb::kDelete) {
     auto reply = client.Finish();
     if (metrics_) metrics_->RemoteCall(action.cluster, "delete", reply.ok() ? reply->status : 0);
@@ -179,7 +205,7 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
         if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
       } else if (action.verb == Verb::kCreate) {
         expected_.Created(job.uid, action.cluster, action.kind, action.epoch, clock_.NowMillis());
-      } else {
+      } else if (action.verb == Verb::kDelete) {
         expected_.Deleted(action.precondition_uid, clock_.NowMillis());
       }
       leases[i].reset();  // the connection goes back to its pool

@@ -272,6 +272,7 @@ class Ladder {
   std::optional<Plan> Widen() const;
   std::optional<Plan> AllDeactivated() const;
   Plan Copies() const;
+  void Gates(Plan& plan) const;
   Plan AllRefused(const std::vector<std::string>& refused) const;
   Plan Owned() const;
   Plan OwnerUnreachable(bool removed) const;

@@ -110,7 +110,7 @@ std::string KeyOf(const json& o) {
 // The status members ParseWorkload and ParseJob read (observer_decode.cc;
 // keep in step with them): the watch drops the rest before it is parsed.
 std::set<std::string> StatusFieldsRead(const Resource& r) {
-  if (r.kind.empty()) return {"conditions", "admissionChecks"};  // the Workloads
+  if (r.kind.empty()) return {"conditions", "admissionChecks", "preemptionGates"};  // the Workloads
   if (!HasAdapter(r.api_version, r.kind)) return {"conditions"};  // generic kinds
   return {"conditions", "active", "succeeded", "failed", "replicatedJobsStatus", "restarts"};
 }
@@ -251,7 +251,7 @@ struct ClusterObserver::Impl {
     };
     // ToEntry reads metadata and a few spec and status fields: the pod
     // templates and admission details need not be parsed on every event.
-    lw.only_fields = {{"spec", {"suspend", "active"}}, {"status", StatusFieldsRead(resources[r])}};
+    lw.only_fields = {{"spec", {"suspend", "active", "preemptionGates"}}, {"status", StatusFieldsRead(resources[r])}};
     auto backoff = std::chrono::milliseconds(kFirstBackoff);
     while (!c->stopping()) {
       try {

@@ -80,6 +80,14 @@ std::optional<ObservedWorkload> ParseWorkload(const json& object) {
       return state == "Retry" || state == "Rejected";
     });
   }
+  const json* gates = JsonAt(object, {"spec", "preemptionGates"});
+  w.gated = gates && gates->is_array() && std::any_of(gates->begin(), gates->end(), [](const json& g) {
+              return JsonStringAt(g, {"name"}) == kPreemptionGate;
+            });
+  const json* states = JsonAt(object, {"status", "preemptionGates"});
+  w.gate_open = states && states->is_array() && std::any_of(states->begin(), states->end(), [](const json& g) {
+                  return JsonStringAt(g, {"name"}) == kPreemptionGate && JsonStringAt(g, {"position"}) == "Open";
+                });
   CopyReason(evicted ? evicted : finished ? finished : quota, &w.reason, &w.message);
   return w;
 }

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <initializer_list>
 
+#include "gantry/common/clock.h"
 #include "gantry/common/names.h"
 
 namespace gantry::dispatch {
@@ -277,7 +278,15 @@ json BuildWorkload(const WorkloadParams& params) {
   wl_spec["queueName"] = QueueName(params.local_queue, spec);
   wl_spec["priority"] = spec.priority;
   wl_spec["podSets"] = std::move(pod_sets);
+  if (params.preemption_gate && params.version == inventory::KueueApiVersion::kV1beta2) {
+    wl_spec["preemptionGates"] = json::array({{{"name", kPreemptionGate}}});
+  }
   return wl;
+}
+
+json OpenGatePatch(int64_t now_ms) {
+  json gate = {{"name", kPreemptionGate}, {"position", "Open"}, {"lastTransitionTime", FormatRfc3339(now_ms)}};
+  return {{"status", {{"preemptionGates", json::array({std::move(gate)})}}}};
 }
 
 json BuildRemoteJob(const RemoteJobParams& params) {

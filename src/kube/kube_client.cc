@@ -164,6 +164,10 @@ Result<KubeReply> KubeClient::MergePatch(const std::string& path, const nlohmann
   return Call("PATCH", path, patch.dump(), "application/merge-patch+json");
 }
 
+void KubeClient::StartMergePatch(const std::string& path, const nlohmann::json& patch, Body reply_body) {
+  Start("PATCH", path, patch.dump(), "application/merge-patch+json", reply_body);
+}
+
 Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& options,
                                    const std::function<bool(const WatchEvent&)>& handler) {
   std::string query = "?watch=true";

@@ -199,7 +199,7 @@ Result<std::vector<JobKey>> SqliteStore::JobsInPhase(JobPhase phase, int64_t aft
 Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt = reader_->Prepare(
-      "SELECT job_uid, cluster, kind, namespace, name, epoch, present, updated_ms, refusal "
+      "SELECT job_uid, cluster, kind, namespace, name, epoch, present, updated_ms, refusal, gate_open "
       "FROM remote_intents WHERE job_uid = ?1 ORDER BY cluster, kind");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, uid);
@@ -218,6 +218,7 @@ Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
     i.present = stmt->Int(6) != 0;
     i.updated_ms = stmt->Int(7);
     i.refusal = stmt->Text(8);
+    i.gate_open = stmt->Int(9) != 0;
     out.push_back(std::move(i));
   }
 }

@@ -19,6 +19,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "dispatchWorkers: 4\n"
                      "rejectionBackoffSeconds: 1\n"
                      "rejectionBackoffMaxSeconds: 30\n"
+                     "preemptionGateSeconds: 0\n"
                      "genericKinds:\n"
                      "- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}\n"
                      "- apiVersion: ray.io/v1\n"
@@ -44,6 +45,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(DaemonConfig{}.finished_retention_seconds == 0);  // deleted at once unless asked
   CHECK(DaemonConfig{}.rejection_backoff_seconds == 10);  // the engine's own floor and cap
   CHECK(DaemonConfig{}.rejection_backoff_max_seconds == 600);
+  CHECK(c->preemption_gate_seconds == 0);
+  CHECK(DaemonConfig{}.preemption_gate_seconds == 30);  // gates on by default
 
   testing::WriteFile(path, "");
   REQUIRE(LoadDaemonConfig(path).ok());  // an empty file is all defaults
@@ -66,6 +69,8 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"credentialsRefusedTimeoutSeconds: -1\n", "credentialsRefusedTimeoutSeconds must be 0..2592000 (0: never)"},
       {"declaredLostGraceSeconds: 86401\n", "declaredLostGraceSeconds must be 0..86400"},
       {"rejectionBackoffSeconds: 0\n", "rejectionBackoffSeconds must be 1..3600"},
+      {"preemptionGateSeconds: -1\n", "preemptionGateSeconds must be 0..86400"},
+      {"preemptionGateSeconds: 86401\n", "preemptionGateSeconds must be 0..86400"},
       {"rejectionBackoffSeconds: 3601\n", "rejectionBackoffSeconds must be 1..3600"},
       {"rejectionBackoffSeconds: 0.5\n", "line 1: rejectionBackoffSeconds: wrong type"},
       {"origin: gantry\nrejectionBackoffMaxSeconds: never\n", "line 2: rejectionBackoffMaxSeconds: wrong type"},

@@ -101,6 +101,28 @@ TEST_CASE("ParseWorkload: which condition gives the reason", "[observer]") {
   }
 }
 
+TEST_CASE("ParseWorkload: gantry's preemption gate, in the spec and its position in the status", "[observer]") {
+  json o = WithConditions({{"metadata", Meta("uid-1")}}, {Condition("QuotaReserved", "False", "Pending")});
+  auto plain = ParseWorkload(o);
+  REQUIRE(plain);
+  CHECK_FALSE(plain->gated);
+  CHECK_FALSE(plain->gate_open);
+
+  o["spec"]["preemptionGates"] = json::array({{{"name", "other.example/gate"}}});
+  CHECK_FALSE(ParseWorkload(o)->gated);  // someone else's gate only
+  o["spec"]["preemptionGates"].push_back({{"name", kPreemptionGate}});
+  CHECK(ParseWorkload(o)->gated);
+  CHECK_FALSE(ParseWorkload(o)->gate_open);
+
+  auto state = [](const char* name, const char* position) {
+    return json{{"name", name}, {"position", position}, {"lastTransitionTime", "2026-12-03T04:00:00Z"}};
+  };
+  o["status"]["preemptionGates"] = json::array({state(kPreemptionGate, "Closed"), state("other.example/gate", "Open")});
+  CHECK_FALSE(ParseWorkload(o)->gate_open);
+  o["status"]["preemptionGates"][0] = state(kPreemptionGate, "Open");
+  CHECK(ParseWorkload(o)->gate_open);
+}
+
 TEST_CASE("ParseWorkload: spec.active and the admission checks' states", "[observer]") {
   auto check = [](const std::string& state) {
     return json{{"name", "prov-" + state}, {"state", state}, {"message", ""}, {"lastTransitionTime", "t"}};

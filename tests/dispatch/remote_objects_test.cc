@@ -132,7 +132,7 @@ JobSpec MustParse(const char* yaml) {
   return std::get<JobSpec>(parsed);
 }
 
-json Workload(const JobSpec& spec, KueueApiVersion version = KueueApiVersion::kV1beta2) {
+json Workload(const JobSpec& spec, KueueApiVersion version = KueueApiVersion::kV1beta2, bool gate = false) {
   WorkloadParams p;
   p.spec = &spec;
   p.job_uid = kUid;
@@ -140,6 +140,7 @@ json Workload(const JobSpec& spec, KueueApiVersion version = KueueApiVersion::kV
   p.origin = "gantry-test";
   p.local_queue = "lq-a";
   p.version = version;
+  p.preemption_gate = gate;
   return BuildWorkload(p);
 }
 
@@ -420,11 +421,23 @@ TEST_CASE("BuildWorkload writes Workloads the CRD schema accepts") {
   auto doc = GENERATE(kJobDoc, kJobSetDoc, kTorchDoc);
   JobSpec spec = MustParse(doc);
   CAPTURE(KueueVersionString(version), spec.name);
+  const bool gate = GENERATE(false, true);
+  CAPTURE(gate);
   SchemaValidator validator;
-  std::vector<std::string> errors =
-      validator.Validate(Workload(spec, version), WorkloadSchema(KueueVersionString(version)));
+  json wl = Workload(spec, version, gate);
+  std::vector<std::string> errors = validator.Validate(wl, WorkloadSchema(KueueVersionString(version)));
   CHECK(Joined(errors) == "");
   CHECK(validator.skipped_patterns().empty());
+  // v1beta1 has no gates: such a copy may preempt at once.
+  const bool gated = gate && version == KueueApiVersion::kV1beta2;
+  CHECK(wl["spec"].contains("preemptionGates") == gated);
+  if (gated) {
+    CHECK(wl["spec"]["preemptionGates"] == json::array({{{"name", kPreemptionGate}}}));
+    // The status the gate's opening patch leaves is valid too.
+    wl.merge_patch(OpenGatePatch(1'700'000'000'000));
+    CHECK(wl["status"]["preemptionGates"][0]["position"] == "Open");
+    CHECK(Joined(validator.Validate(wl, WorkloadSchema("v1beta2"))) == "");
+  }
 }
 
 json& FirstContainer(json& wl) {

@@ -13,6 +13,16 @@ RemoteIntent Intent(const std::string& cluster, const std::string& kind, int64_t
   return MakeIntent(cluster, kind, epoch, present);
 }
 
+// A guarded write to the job as it stands at (phase, epoch), upserting rows.
+DispatchUpdate Upsert(const JobRecord& job, JobPhase phase, int64_t epoch, std::vector<RemoteIntent> rows) {
+  DispatchUpdate u;
+  u.uid = job.uid;
+  u.expected_phase = phase;
+  u.expected_epoch = epoch;
+  u.upsert_intents = std::move(rows);
+  return u;
+}
+
 }  // namespace
 
 TEST_CASE("ApplyDispatch nominates, leases once, and keeps intents with the job", "[store][dispatch]") {
@@ -202,6 +212,38 @@ TEST_CASE("a refused copy's row keeps the cluster's answer until it is upserted 
   REQUIRE(intents->size() == 1);
   CHECK(intents->at(0).present);
   CHECK(intents->at(0).refusal.empty());
+}
+
+TEST_CASE("an intent's open preemption gate is stored, and a new epoch's row has it closed", "[store][dispatch]") {
+  TempDir dir;
+  auto store = OpenStore(dir.File("db"));
+  JobRecord job = MakeJob("team-a", "gated");
+  REQUIRE(SubmitSync(*store, job).ok());
+  DispatchUpdate nominate =
+      Upsert(job, JobPhase::kQueued, 0, {Intent("c1", "Workload", 1, true), Intent("c2", "Workload", 1, true)});
+  nominate.phase = JobPhase::kNominating;
+  nominate.epoch = 1;
+  REQUIRE(ApplySync(*store, nominate).ok());
+  auto intents = store->Intents(job.uid);
+  REQUIRE(intents.ok());
+  REQUIRE(intents->size() == 2);
+  CHECK_FALSE(intents->at(0).gate_open);
+
+  RemoteIntent row = Intent("c2", "Workload", 1, true);
+  row.gate_open = true;
+  REQUIRE(ApplySync(*store, Upsert(job, JobPhase::kNominating, 1, {row})).ok());
+  intents = store->Intents(job.uid);
+  REQUIRE(intents.ok());
+  REQUIRE(intents->size() == 2);
+  CHECK_FALSE(intents->at(0).gate_open);  // c1
+  CHECK(intents->at(1).gate_open);        // c2
+
+  DispatchUpdate again = Upsert(job, JobPhase::kNominating, 1, {Intent("c2", "Workload", 2, true)});
+  again.epoch = 2;
+  REQUIRE(ApplySync(*store, again).ok());
+  intents = store->Intents(job.uid);
+  REQUIRE(intents.ok());
+  CHECK_FALSE(intents->at(1).gate_open);
 }
 
 }  // namespace gantry::testing

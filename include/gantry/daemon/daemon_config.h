@@ -70,6 +70,10 @@ struct DaemonConfig {
   // again; doubled with each epoch of the job, up to the max.
   int rejection_backoff_seconds = 10;
   int rejection_backoff_max_seconds = 600;
+  // preemptionGateSeconds: how long a job's Workload copies wait for an
+  // admission that preempts nothing before one cluster may preempt for it
+  // (then one more each period); 0: no gates (DecideOptions::preemption_gate_ms).
+  int preemption_gate_seconds = 30;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job
   // document) that gantry watches in every cluster, as it does Jobs and
   // JobSets: such jobs go Running, finish, and are withdrawn like a Job.

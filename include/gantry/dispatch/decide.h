@@ -31,7 +31,9 @@
 //                cluster removed or declared lost (and requeue when no
 //                other copy is left); when every cluster asked refused its
 //                copy: Failed with their answers, or wait while a cluster
-//                that cannot take the job only for now may later
+//                that cannot take the job only for now may later; while no
+//                copy holds quota, open one more copy's preemption gate
+//                each preemption_gate_ms (best-ranked cluster first)
 //  10 owner-lost owner unreachable: wait, then apply onClusterLoss; an
 //                owner that answers but refuses gantry's credentials
 //                waits longer (credentials_refused_timeout_ms), with a
@@ -127,6 +129,14 @@ struct DecideOptions {
   // 0: deleted at once. Cancelled jobs and objects elsewhere never wait.
   // A job's own spec.finishedRetentionSeconds takes the place of this.
   int64_t finished_retention_ms = 0;
+  // Preemption gates (preemptionGateSeconds). > 0: Workload copies in
+  // v1beta2 clusters carry the gate kPreemptionGate, closed, so Kueue admits
+  // them only where they fit without preempting; while no copy holds quota,
+  // one more gate opens each period from the nomination, the best-ranked
+  // cluster first, so at most one cluster per period preempts running work
+  // for the job (MultiKueue lets every candidate preempt at once). 0: no
+  // gates; every copy may preempt at once.
+  int64_t preemption_gate_ms = 30'000;
 };
 
 struct DecideInput {
@@ -149,7 +159,9 @@ struct DecideInput {
   DecideOptions options;
 };
 
-enum class Verb { kCreate, kDelete };
+// kOpenGate: a merge patch of a Workload copy's status that opens its
+// preemption gate (OpenGatePatch).
+enum class Verb { kCreate, kDelete, kOpenGate };
 
 struct Action {
   Verb verb = Verb::kCreate;
@@ -158,8 +170,8 @@ struct Action {
   std::string ns;
   std::string name;
   int64_t epoch = 0;
-  std::string path;        // collection path for create, object path for delete
-  nlohmann::json body;     // the object, for create
+  std::string path;        // collection path for create, object path for delete, status path for kOpenGate
+  nlohmann::json body;     // the object, for create; the patch, for kOpenGate
   std::string precondition_uid;  // delete only this incarnation ("" = any)
 };
 
@@ -194,6 +206,9 @@ void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& inten
 // "already exists" check and for tests.
 Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, int64_t epoch);
 Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_t epoch);
+// Opening the preemption gate of copy w (this incarnation's path).
+Action OpenGateAction(const std::string& cluster, inventory::KueueApiVersion version, const ObservedWorkload& w,
+                      int64_t epoch, int64_t now_ms);
 // Deleting an observed object (this incarnation only); also the garbage
 // collector's actions.
 Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersion version,

@@ -51,6 +51,8 @@ struct ObservedWorkload {
   bool finished = false;        // condition Finished=True
   bool active = true;           // spec.active (false: deactivated, e.g. an admission check Rejected)
   bool check_failed = false;    // an admission check in status.admissionChecks is Retry or Rejected
+  bool gated = false;           // spec.preemptionGates names kPreemptionGate
+  bool gate_open = false;       // status.preemptionGates shows kPreemptionGate Open
   std::string reason;         // reason of Evicted (if evicted) or Finished (if finished), else of QuotaReserved
   std::string message;        // message of the same condition
 };

@@ -28,6 +28,10 @@ inline constexpr const char* kAtMostOnceAnnotation = "gantry.dev/at-most-once";
 inline constexpr const char* kPrebuiltWorkloadAnnotation = "kueue.x-k8s.io/prebuilt-workload-name";
 inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";
 inline constexpr const char* kEpochEnv = "GANTRY_EPOCH";
+// The preemption gate of gantry's Workload copies (Kueue v1beta2
+// spec.preemptionGates): closed, Kueue admits the copy only where it fits
+// without preempting; the engine opens it in one cluster at a time.
+inline constexpr const char* kPreemptionGate = "gantry.dev/preemption";
 // The kinds of remote object a job has, as intents, actions and observations
 // name them: its Workload copies, and its real job (a Job or a JobSet).
 inline constexpr const char* kWorkload = "Workload";
@@ -69,13 +73,21 @@ struct WorkloadParams {
   std::string origin = "gantry";  // value of the origin label
   std::string local_queue;        // the cluster's LocalQueue for the job's queue (LocalQueueFor)
   inventory::KueueApiVersion version = inventory::KueueApiVersion::kV1beta2;
+  // spec.preemptionGates [{name: kPreemptionGate}]; only in v1beta2 (v1beta1
+  // has no gates, so such a copy may preempt at once).
+  bool preemption_gate = false;
 };
 
 // The Kueue Workload copy for one candidate cluster: metadata {name, namespace,
 // labels {origin, job-uid}, annotations {epoch}}, spec {queueName, priority,
-// podSets [{name, count, template}]}. Valid against the Workload CRD schema of
-// the chosen version (reference/kueue-crds/).
+// podSets [{name, count, template}], preemptionGates}. Valid against the
+// Workload CRD schema of the chosen version (reference/kueue-crds/).
 nlohmann::json BuildWorkload(const WorkloadParams& params);
+
+// The merge patch of a Workload's status subresource that opens
+// kPreemptionGate: {"status": {"preemptionGates": [{name, position: Open,
+// lastTransitionTime}]}}. gantry's is the copy's only gate.
+nlohmann::json OpenGatePatch(int64_t now_ms);
 
 struct RemoteJobParams {
   const JobSpec* spec = nullptr;

@@ -117,7 +117,7 @@ class KubeClient {
   Result<KubeReply> Delete(const std::string& path, const DeleteOptions& options = {}, Body body = Body::kParse);
   Result<KubeReply> MergePatch(const std::string& path, const nlohmann::json& patch);
 
-  // Create and Delete in two halves (see http::Client::Begin): Start sends
+  // Create, Delete and MergePatch in two halves (see http::Client::Begin): Start sends
   // the request, Finish waits for its answer and makes the retries Call
   // makes. A caller with requests for several clusters starts them all, then
   // finishes each, so their round trips overlap. Every Start wants its
@@ -125,6 +125,7 @@ class KubeClient {
   // reads and drops the unread answer first).
   void StartCreate(const std::string& path, const nlohmann::json& object, Body body = Body::kParse);
   void StartDelete(const std::string& path, const DeleteOptions& options = {}, Body body = Body::kParse);
+  void StartMergePatch(const std::string& path, const nlohmann::json& patch, Body body = Body::kParse);
   Result<KubeReply> Finish();
 
   // Streams watch events to handler (return false to stop) until the server

@@ -79,6 +79,10 @@ struct RemoteIntent {
   // make); present is false and nothing of the job's is there. The row keeps
   // the candidate from being asked again at this epoch (schema 007).
   std::string refusal;
+  // A Workload copy whose preemption gate (kPreemptionGate) should be open:
+  // it may preempt lower-priority work in its cluster (schema 009). Recorded
+  // before the status patch that opens it.
+  bool gate_open = false;
   int64_t updated_ms = 0;
 };
 

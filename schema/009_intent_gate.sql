@@ -1,0 +1,13 @@
+-- 009_intent_gate: whether a Workload copy's preemption gate should be open.
+--
+-- gantry creates its Workload copies (Kueue v1beta2) with the preemption
+-- gate gantry.dev/preemption, which Kueue keeps closed until it is opened
+-- in the copy's status: a closed copy is admitted only where it fits
+-- without preempting anything. When no copy is admitted for a while, the
+-- engine opens the gate of one copy at a time (the best-ranked cluster
+-- first), so that at most one cluster preempts running work for the job,
+-- not every candidate at once. gate_open = 1 records that decision before
+-- the status patch is sent, so that after a crash the same copy's gate is
+-- opened again, never another's in its place. Existing rows get 0; adding
+-- the column rewrites no row.
+ALTER TABLE remote_intents ADD COLUMN gate_open INTEGER NOT NULL DEFAULT 0;

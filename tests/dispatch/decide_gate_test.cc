@@ -1,0 +1,180 @@
+// Decide() and preemption gates (DecideOptions::preemption_gate_ms): a job's
+// copies may preempt in one cluster per period, the best-ranked first.
+#include "decide_world.h"
+
+namespace gantry::dispatch {
+namespace {
+
+using decide_world::Count;
+using decide_world::FindIntent;
+using decide_world::World;
+
+constexpr int64_t kGateMs = 30'000;
+
+// An AllAtOnce job nominated at epoch 1 at `nominated`, with a gated copy
+// pending (not admitted) in each of c1, c2 and c3; placement ranks them
+// c3, c1, c2.
+World PendingEverywhere(int64_t nominated) {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.job.nominated_ms = nominated;
+  w.in.options.preemption_gate_ms = kGateMs;
+  for (const char* c : {"c1", "c2", "c3"}) {
+    w.Intent(c, "Workload", 1);
+    ObservedWorkload& copy = w.Workload(c, 1);
+    copy.gated = true;
+    copy.reason = "Pending";
+    copy.message = "couldn't assign flavors to pod set main: insufficient unused quota for cpu";
+  }
+  placement::Decision d;
+  for (const char* c : {"c3", "c1", "c2"}) {
+    d.candidates.push_back(c);
+    placement::RankedCluster r;
+    r.cluster = c;
+    d.feasible.push_back(r);
+  }
+  w.in.placement = d;
+  return w;
+}
+
+int OpenGates(const Plan& p, const std::string& cluster = "") { return Count(p, Verb::kOpenGate, "Workload", cluster); }
+
+}  // namespace
+
+TEST_CASE("step 9: copies are created with gantry's preemption gate, closed", "[dispatch][decide][gates]") {
+  World w;
+  w.in.placement = decide_world::Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  REQUIRE(p.step == "nominate");
+  REQUIRE(Count(p, Verb::kCreate, "Workload") == 2);
+  for (const Action& a : p.actions) {
+    const auto& gates = a.body["spec"]["preemptionGates"];
+    REQUIRE(gates.is_array());
+    REQUIRE(gates.size() == 1);
+    CHECK(gates[0]["name"] == kPreemptionGate);
+    CHECK_FALSE(a.body.contains("status"));  // closed: Kueue's default
+  }
+
+  SECTION("not in a Kueue v1beta1 cluster, which has no gates") {
+    w.clusters["c2"].config.kueue_api_version = inventory::KueueApiVersion::kV1beta1;
+    Plan q = Decide(w.Input());
+    for (const Action& a : q.actions) CHECK(a.body["spec"].contains("preemptionGates") == (a.cluster == "c1"));
+  }
+  SECTION("not when gates are off (preemptionGateSeconds: 0)") {
+    w.in.options.preemption_gate_ms = 0;
+    Plan q = Decide(w.Input());
+    for (const Action& a : q.actions) CHECK_FALSE(a.body["spec"].contains("preemptionGates"));
+  }
+}
+
+TEST_CASE("step 9: no gate opens before a period has passed without admission", "[dispatch][decide][gates]") {
+  World w = PendingEverywhere(1'000'000);
+  w.in.now_ms = 1'000'000 + kGateMs - 1;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.step == "copies");
+  CHECK(OpenGates(p) == 0);
+  CHECK_FALSE(p.write);
+  CHECK(p.requeue_ms == 1);  // woken when the first gate is due
+}
+
+TEST_CASE("step 9: after a period the best-ranked copy's gate opens, recorded first", "[dispatch][decide][gates]") {
+  World w = PendingEverywhere(1'000'000);
+  w.in.now_ms = 1'000'000 + kGateMs;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.step == "copies");
+  REQUIRE(OpenGates(p) == 1);
+  const Action& a = p.actions.front();
+  CHECK(a.cluster == "c3");  // ranked first by placement, not first by name
+  CHECK(a.path == WorkloadPath(inventory::KueueApiVersion::kV1beta2, "team-a", a.name) + "/status");
+  CHECK(a.body["status"]["preemptionGates"][0]["name"] == kPreemptionGate);
+  CHECK(a.body["status"]["preemptionGates"][0]["position"] == "Open");
+  REQUIRE(p.write);
+  const RemoteIntent* row = FindIntent(*p.write, "c3", "Workload");
+  REQUIRE(row);
+  CHECK(row->gate_open);
+  CHECK(row->present);
+  CHECK(row->epoch == 1);
+  REQUIRE(p.write->events.size() == 1);
+  CHECK(p.write->events[0].reason == "PreemptionAllowed");
+  CHECK(p.write->events[0].cluster == "c3");
+  CHECK(p.requeue_ms <= kGateMs);  // the next gate is due a period later
+  CHECK_FALSE(MayBeLost(p, w.in.intents));
+
+  SECTION("the next pass in the same period opens no other gate") {
+    w.in.intents[2].gate_open = true;  // c3's row (intents are c1, c2, c3)
+    w.in.observed["c3"].workloads[0].gate_open = true;
+    Plan q = Decide(w.Input());
+    CHECK(OpenGates(q) == 0);
+    CHECK_FALSE(q.write);
+  }
+  SECTION("a period later the second-ranked copy's gate opens") {
+    w.in.intents[2].gate_open = true;
+    w.in.observed["c3"].workloads[0].gate_open = true;
+    w.in.now_ms = 1'000'000 + 2 * kGateMs;
+    Plan q = Decide(w.Input());
+    REQUIRE(OpenGates(q) == 1);
+    CHECK(OpenGates(q, "c1") == 1);
+  }
+  SECTION("a row that says open but a copy that shows it closed is patched again, and no other opens") {
+    w.in.intents[2].gate_open = true;  // recorded, but the patch was lost (a crash) or the copy re-created
+    Plan q = Decide(w.Input());
+    CHECK(OpenGates(q) == 1);
+    CHECK(OpenGates(q, "c3") == 1);
+    CHECK_FALSE(q.write);
+  }
+  SECTION("a cluster the placement no longer ranks comes last") {
+    w.in.placement->feasible.erase(w.in.placement->feasible.begin());  // c3 dropped
+    Plan q = Decide(w.Input());
+    CHECK(OpenGates(q, "c1") == 1);
+  }
+}
+
+TEST_CASE("step 9: no gate opens while a copy holds quota, or the copies are ungated", "[dispatch][decide][gates]") {
+  World w = PendingEverywhere(1'000'000);
+  w.in.now_ms = 1'000'000 + 5 * kGateMs;
+
+  SECTION("a copy holds quota, its admission checks pending: it may be admitted without preempting") {
+    w.in.observed["c2"].workloads[0].quota_reserved = true;
+    Plan p = Decide(w.Input());
+    CHECK(OpenGates(p) == 0);
+  }
+  SECTION("copies without the gate (a v1beta1 cluster, or made with gates off)") {
+    for (auto& [cluster, o] : w.in.observed) o.workloads[0].gated = false;
+    Plan p = Decide(w.Input());
+    CHECK(OpenGates(p) == 0);
+  }
+  SECTION("gates off") {
+    w.in.options.preemption_gate_ms = 0;
+    Plan p = Decide(w.Input());
+    CHECK(OpenGates(p) == 0);
+  }
+  SECTION("an unreachable cluster's copy is passed over for the next") {
+    w.clusters["c3"].ready = false;
+    Plan p = Decide(w.Input());
+    REQUIRE(OpenGates(p) == 1);
+    CHECK(OpenGates(p, "c1") == 1);
+  }
+  SECTION("a copy of an older epoch is not the current one's") {
+    w.job.epoch = 2;
+    Plan p = Decide(w.Input());
+    CHECK(OpenGates(p) == 0);
+  }
+}
+
+TEST_CASE("step 5: the lease is taken as before when a gated copy is admitted", "[dispatch][decide][gates]") {
+  World w = PendingEverywhere(1'000'000);
+  w.in.now_ms = 1'000'000 + 3 * kGateMs;
+  w.in.intents[0].gate_open = true;
+  ObservedWorkload& c1 = w.in.observed["c1"].workloads[0];
+  c1.gate_open = true;
+  c1.quota_reserved = true;
+  c1.admitted = true;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.step == "lease");
+  CHECK(p.write->cluster == "c1");
+  CHECK(OpenGates(p) == 0);
+  CHECK(Count(p, Verb::kDelete, "Workload") == 2);
+}
+
+}  // namespace gantry::dispatch

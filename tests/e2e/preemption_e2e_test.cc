@@ -1,0 +1,90 @@
+// Preemption gates end to end: two full clusters whose ClusterQueues preempt
+// lower-priority work. A high-priority job's copies go to both; with
+// MultiKueue each copy could preempt in its cluster, evicting work in both
+// for one job that runs in one. gantry's copies carry a closed preemption
+// gate: after preemptionGateSeconds without an admission, gantry opens one
+// copy's gate, and only that cluster evicts anything.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+// Two clusters of 2 nodes x 8 H100 (16 GPUs of nominal quota each), whose
+// ClusterQueues preempt lower-priority Workloads.
+const char* kPreemptingClusters = R"(clusters:
+- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2, preemption: {withinClusterQueue: LowerPriority}}
+- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2, preemption: {withinClusterQueue: LowerPriority}}
+)";
+
+// A job of 2 pods x 8 GPUs (a whole cluster) at this priority.
+std::string WholeCluster(const std::string& name, int priority, const std::string& duration) {
+  return SimJobYaml(name, "team-a", 2, 8, duration, fmt::format("  priority: {}", priority));
+}
+
+// The journal's runs of a job that were stopped by an eviction.
+int Evicted(const std::vector<json>& runs) {
+  int n = 0;
+  for (const json& r : runs) n += r.value("endReason", "") == "Evicted" ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a job that must preempt does so in one cluster only: its copies' gates open one at a time",
+          "[e2e][dispatch][preemption]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kPreemptingClusters;
+  o.daemon_config_yaml = "preemptionGateSeconds: 2";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+
+  // Two low-priority jobs fill both clusters, one each.
+  REQUIRE(fleet.Submit("team-a", WholeCluster("low-a", 0, "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "low-a", {"Running"}));
+  REQUIRE(fleet.Submit("team-a", WholeCluster("low-b", 0, "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "low-b", {"Running"}));
+  const std::string cluster_a = fleet.Job("team-a", "low-a")["status"].value("cluster", "");
+  const std::string cluster_b = fleet.Job("team-a", "low-b")["status"].value("cluster", "");
+  REQUIRE(cluster_a != cluster_b);
+
+  // The high-priority job fits nowhere without preempting.
+  REQUIRE(fleet.Submit("team-a", WholeCluster("high", 100, "2s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "high", {"Succeeded"}, seconds(60)));
+  const std::string owner = fleet.Job("team-a", "high")["status"].value("cluster", "");
+  const std::vector<std::string> reasons = Reasons(fleet, "team-a", "high");
+  INFO("high's events: " << fmt::format("{}", fmt::join(reasons, ", ")));
+  CHECK(Count(reasons, "PreemptionAllowed") == 1);  // one gate opened, the owner's
+
+  // Exactly one low-priority job was evicted: the one in the owner. The
+  // other ran on, undisturbed, in its cluster.
+  const std::vector<json> runs_a = fleet.Runs(fleet.Uid("team-a", "low-a"));
+  const std::vector<json> runs_b = fleet.Runs(fleet.Uid("team-a", "low-b"));
+  INFO("low-a runs:\n" << Describe(runs_a) << "low-b runs:\n" << Describe(runs_b));
+  const bool a_evicted = cluster_a == owner;
+  CHECK(Evicted(runs_a) == (a_evicted ? 1 : 0));
+  CHECK(Evicted(runs_b) == (a_evicted ? 0 : 1));
+  const std::vector<json>& undisturbed = a_evicted ? runs_b : runs_a;
+  REQUIRE(undisturbed.size() == 1);
+  CHECK_FALSE(undisturbed[0].contains("endMs"));  // still running
+
+  // The evicted one went back to gantry's queue, at a new epoch.
+  const std::string evicted_name = a_evicted ? "low-a" : "low-b";
+  const json evicted = fleet.Job("team-a", evicted_name);
+  CHECK(evicted["status"].value("epoch", 0) >= 2);
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out << check.err);
+  CHECK(check.code == 0);
+}
+
+}  // namespace gantry::testing

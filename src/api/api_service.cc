@@ -100,7 +100,17 @@ void ApiService::Readyz(http::Request, Respond respond) {
 void ApiService::Metrics(http::Request, Respond respond) {
   auto counts = store_.CountByPhase();
   if (counts.ok()) metrics_.SetJobsByPhase(*counts);
-  if (fleet_) metrics_.SetClusters(fleet_->Clusters(), clock_.NowMillis());
+  if (fleet_) {
+    std::vector<inventory::ClusterView> clusters = fleet_->Clusters();
+    std::map<std::string, int64_t> behind_since;
+    if (options_.view_behind) {
+      for (const auto& view : clusters) {
+        ViewBehind b = options_.view_behind(view.config.name);
+        if (!b.resources.empty()) behind_since[view.config.name] = b.since_ms;
+      }
+    }
+    metrics_.SetClusters(clusters, clock_.NowMillis(), behind_since);
+  }
   respond(http::TextResponse(200, metrics_.Serialize(), "text/plain; version=0.0.4"));
 }
 

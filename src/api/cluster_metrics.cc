@@ -24,7 +24,8 @@ void Add(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Labe
 }  // namespace
 
 std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<inventory::ClusterView>& clusters,
-                                                            int64_t now_ms) {
+                                                            int64_t now_ms,
+                                                            const std::map<std::string, int64_t>& behind_since) {
   auto ready = Gauge("gantry_cluster_ready", "1 when the worker cluster is Ready (probed, answering), else 0");
   auto refused = Gauge("gantry_cluster_credentials_refused",
                        "1 when the cluster answers but refuses gantry's credentials: NotReady, and lost only after "
@@ -37,6 +38,9 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
   auto unreadable = Gauge("gantry_cluster_capacity_unreadable",
                           "1 when the cluster answers but gantry may not list its ClusterQueues (RBAC): no quota "
                           "figures");
+  auto behind = Gauge("gantry_cluster_view_behind_seconds",
+                      "How long gantry's view of the cluster's objects has been behind (a watch broke and its relist "
+                      "has not succeeded), 0 when current; meanwhile nothing there is taken as gone");
   auto quota = Gauge("gantry_cluster_quota",
                      "Nominal quota of the cluster's Kueue ClusterQueues by resource (cores, bytes, devices)");
   auto reserved = Gauge("gantry_cluster_quota_reserved", "Quota reserved by admitted workloads, by resource");
@@ -51,6 +55,8 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
     Add(cordoned, {cluster}, view.config.cordoned ? 1 : 0);
     Add(declared_lost, {cluster}, view.config.declared_lost ? 1 : 0);
     Add(unreadable, {cluster}, view.capacity_error.empty() ? 0 : 1);
+    auto b = behind_since.find(view.config.name);
+    Add(behind, {cluster}, b == behind_since.end() ? 0 : static_cast<double>(std::max<int64_t>(0, now_ms - b->second)) / 1000.0);
     if (!view.capacity) continue;
     for (const auto& [resource, q] : view.capacity->quota) {
       const prometheus::ClientMetric::Label res{"resource", resource};
@@ -61,7 +67,7 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
     Add(age, {cluster}, static_cast<double>(std::max<int64_t>(0, now_ms - view.capacity_at_ms)) / 1000.0);
   }
   return {std::move(ready),      std::move(refused),    std::move(outage),   std::move(cordoned),
-          std::move(declared_lost), std::move(unreadable), std::move(quota),   std::move(reserved),
+          std::move(declared_lost), std::move(unreadable), std::move(behind), std::move(quota), std::move(reserved),
           std::move(pending),    std::move(age)};
 }
 

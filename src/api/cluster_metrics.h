@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <prometheus/metric_family.h>
@@ -25,7 +27,10 @@
 
 namespace gantry::api {
 
+// behind_since: when each cluster's view fell behind (ApiOptions::view_behind),
+// for gantry_cluster_view_behind_seconds; a cluster not in it is current.
 std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<inventory::ClusterView>& clusters,
-                                                            int64_t now_ms);
+                                                            int64_t now_ms,
+                                                            const std::map<std::string, int64_t>& behind_since = {});
 
 }  // namespace gantry::api

@@ -1,4 +1,6 @@
 // The cluster routes of ApiService: list, get, reload, and a job's placement.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "gantry/api/api_service.h"
@@ -20,6 +22,13 @@ nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64
   if (options_.watch_refused_since && out["status"].contains("watchRefused")) {
     if (int64_t since = options_.watch_refused_since(view.config.name); since > 0) {
       out["status"]["watchRefusedSince"] = FormatRfc3339(since);
+    }
+  }
+  if (options_.view_behind) {
+    ViewBehind b = options_.view_behind(view.config.name);
+    if (!b.resources.empty()) {
+      out["status"]["viewBehind"] = fmt::format("{}", fmt::join(b.resources, ", "));
+      if (b.since_ms > 0) out["status"]["viewBehindSince"] = FormatRfc3339(b.since_ms);
     }
   }
   return out;

@@ -313,13 +313,22 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
     if (c.value(nlohmann::json::json_pointer("/spec/declaredLost"), false)) health += ",DeclaredLost";
     const std::string capacity_error = Str(c, "/status/capacityError");
     const std::string watch_refused = Str(c, "/status/watchRefused");
+    const std::string view_behind = Str(c, "/status/viewBehind");
     if (!capacity_error.empty()) health += ",CapacityUnreadable";
     if (!watch_refused.empty()) health += ",WatchRefused";
+    if (!view_behind.empty()) health += ",ViewBehind";
+    std::string behind_note;
+    if (!view_behind.empty()) {
+      const std::string behind_since = Str(c, "/status/viewBehindSince");
+      behind_note = "watch of " + view_behind + " broken" + (behind_since.empty() ? "" : " for " + AgeOf(behind_since)) +
+                    ", relisting";
+    }
     rows.push_back({Str(c, "/metadata/name"), health,
                     since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), gpus, pending, age,
                     Str(c, "/status/health") != "Ready" ? Str(c, "/status/lastError")
                     : !watch_refused.empty()            ? watch_refused
-                                                        : capacity_error});
+                    : !capacity_error.empty()           ? capacity_error
+                                                        : behind_note});
   }
   PrintTable(out, {"NAME", "HEALTH", "SINCE", "REGION", "GPUS(RESERVED/QUOTA)", "PENDING", "CAPACITY-AGE", "LAST-ERROR"},
              rows);

@@ -170,6 +170,10 @@ int RunServe(const ServeFlags& flags) {
   api_options.watch_refused_since = [&engine](const std::string& cluster) {
     return engine.WatchRefusedSince(cluster);
   };
+  api_options.view_behind = [&engine](const std::string& cluster) {
+    dispatch::ClusterObserver::BehindView b = engine.ViewBehind(cluster);
+    return api::ViewBehind{std::move(b.resources), b.since_ms};
+  };
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";

@@ -66,6 +66,9 @@ using observer_internal::Entry;
 using observer_internal::JobIndex;
 using observer_internal::ResourceCache;
 
+// When a view fell behind, for operators (ClusterObserver::ViewBehind).
+int64_t WallMillis() { return SystemClock().NowMillis(); }
+
 // One watched resource of every cluster. The first is the Workloads.
 struct Resource {
   std::string name;         // for logs
@@ -281,7 +284,7 @@ struct ClusterObserver::Impl {
   void SetBehind(Cluster* c, std::size_t r, bool behind) {
     std::lock_guard lock(mu);
     if (c->stopping() || c->caches[r].behind == behind) return;
-    c->caches[r].behind = behind;
+    c->caches[r].SetBehind(behind, WallMillis());
     PublishSyncedLocked();
   }
 
@@ -322,7 +325,7 @@ struct ClusterObserver::Impl {
     if (c->stopping()) return;
     c->caches[r].unserved = unserved;
     if (unserved && c->caches[r].behind) {  // a Relist() since the empty list
-      c->caches[r].behind = false;
+      c->caches[r].SetBehind(false, 0);
       PublishSyncedLocked();
     }
   }
@@ -342,7 +345,7 @@ struct ClusterObserver::Impl {
       c->caches[r].refused.clear();
       if (!c->caches[r].listed || c->caches[r].behind) {
         c->caches[r].listed = true;
-        c->caches[r].behind = false;
+        c->caches[r].SetBehind(false, 0);
         PublishSyncedLocked();
       }
     }
@@ -528,12 +531,29 @@ bool ClusterObserver::Behind(const std::string& cluster) const {
   return it != impl_->clusters.end() && it->second->Behind();
 }
 
+ClusterObserver::BehindView ClusterObserver::ViewBehind(const std::string& cluster) const {
+  BehindView out;
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  if (it == impl_->clusters.end()) return out;
+  for (std::size_t r = 0; r < it->second->caches.size(); ++r) {
+    const ResourceCache& cache = it->second->caches[r];
+    if (!cache.behind) continue;
+    out.resources.push_back(impl_->resources[r].name);
+    if (out.since_ms == 0 || cache.behind_since_ms < out.since_ms) out.since_ms = cache.behind_since_ms;
+  }
+  return out;
+}
+
 void ClusterObserver::Relist(const std::string& cluster) {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->clusters.find(cluster);
   if (it == impl_->clusters.end()) return;
   // Until each resource has listed again, its view may miss changes.
-  for (ResourceCache& cache : it->second->caches) cache.behind |= !cache.unserved;
+  const int64_t now = WallMillis();
+  for (ResourceCache& cache : it->second->caches) {
+    if (!cache.unserved) cache.SetBehind(true, now);
+  }
   ++it->second->relists;
   impl_->PublishSyncedLocked();
 }

@@ -60,14 +60,23 @@ class ResourceCache {
  public:
   bool listed = false;
   // A watch or relist failed since the last list: the view may miss what
-  // changed meanwhile (an object created then shows as absent).
+  // changed meanwhile (an object created then shows as absent). Set through
+  // SetBehind, which keeps behind_since_ms.
   bool behind = false;
+  int64_t behind_since_ms = 0;  // wall clock; 0 while not behind
   // Its kind is not served there (or gantry may not list it): counted as
   // empty, asked again now and then (observer.cc, WaitUntilServed).
   bool unserved = false;
   // Why the last (re)list failed, when the cluster refused it (401, 403):
   // gantry may not see this resource there. "" once a list succeeds.
   std::string refused;
+
+  // Marks the view behind (since now_ms, unless it was already) or current.
+  void SetBehind(bool b, int64_t now_ms) {
+    if (b && !behind) behind_since_ms = now_ms;
+    if (!b) behind_since_ms = 0;
+    behind = b;
+  }
 
   void Attach(JobIndex* index, const std::string* cluster, std::size_t resource) {
     index_ = index;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "dispatch_fixture.h"
+#include "gantry/http/client.h"
 #include "gantry/inventory/kubeconfig.h"
 #include "gantry/kube/kube_client.h"
 
@@ -360,6 +361,47 @@ TEST_CASE("a cluster whose ClusterQueues gantry may not list stays Ready: its ru
     return c.is_object() && c["status"]["health"] == "Ready" && !c["status"].contains("capacityError");
   }, std::chrono::seconds(20)));
   CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
+}
+
+// gantry_cluster_view_behind_seconds{cluster} from the daemon's /metrics
+// (-1 when absent or unreadable).
+double ViewBehindSeconds(DispatchFleet& fleet, const std::string& cluster) {
+  auto client = http::Client::Create(fleet.url());
+  if (!client.ok()) return -1;
+  auto metrics = (*client)->Do("GET", "/metrics");
+  if (!metrics.ok() || metrics->status != 200) return -1;
+  const std::string prefix = "gantry_cluster_view_behind_seconds{cluster=\"" + cluster + "\"} ";
+  const std::size_t at = metrics->body.find(prefix);
+  return at == std::string::npos ? -1 : std::stod(metrics->body.substr(at + prefix.size()));
+}
+
+TEST_CASE("a cluster whose watches broke and cannot relist shows as behind in gantry clusters and on /metrics",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  CHECK(ViewBehindSeconds(fleet, "c1") == 0);
+  CHECK_FALSE(fleet.Cluster("c1")["status"].contains("viewBehind"));
+
+  // Every request to c1 fails from now on, and its open watches are cut:
+  // their relists fail, so nothing gantry sees there is current.
+  REQUIRE(fleet.Ctl({"errors", "c1", "1.0", "500"}).code == 0);
+  REQUIRE(fleet.Ctl({"kill-watches", "c1"}).code == 0);
+  REQUIRE(WaitFor([&] { return fleet.Cluster("c1")["status"].contains("viewBehind"); }, std::chrono::seconds(20)));
+  const nlohmann::json status = fleet.Cluster("c1")["status"];
+  CHECK(status.value("viewBehind", "").find("workloads") != std::string::npos);
+  CHECK(status.contains("viewBehindSince"));
+  CHECK_FALSE(fleet.Cluster("c2")["status"].contains("viewBehind"));
+  CHECK(PollFor([&] { return ViewBehindSeconds(fleet, "c1") >= 1; }, std::chrono::seconds(10)));
+  CHECK(ViewBehindSeconds(fleet, "c2") == 0);
+  auto clusters = Cli(fleet.url(), {"clusters"});
+  INFO(clusters.out);
+  CHECK(clusters.out.find("ViewBehind") != std::string::npos);
+
+  // Answering again, c1 relists and is current.
+  REQUIRE(fleet.Ctl({"errors", "c1", "0"}).code == 0);
+  CHECK(WaitFor([&] { return !fleet.Cluster("c1")["status"].contains("viewBehind"); }, std::chrono::seconds(30)));
+  CHECK(ViewBehindSeconds(fleet, "c1") == 0);
 }
 
 TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with a condition, then lets it finish",

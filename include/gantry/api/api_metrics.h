@@ -50,7 +50,9 @@ class ApiMetrics final : public dispatch::EngineMetrics {
   void SetJobsByPhase(const std::map<JobPhase, int64_t>& counts);
   // The fleet's gauges, in place of the previous scrape's (a removed cluster
   // leaves no series).
-  void SetClusters(const std::vector<inventory::ClusterView>& clusters, int64_t now_ms);
+  // behind_since: see ClusterMetricFamilies.
+  void SetClusters(const std::vector<inventory::ClusterView>& clusters, int64_t now_ms,
+                   const std::map<std::string, int64_t>& behind_since = {});
   // Prometheus text format 0.0.4.
   std::string Serialize() const;
 

@@ -24,6 +24,14 @@
 
 namespace gantry::api {
 
+// A cluster whose objects gantry's view may miss: the watched resources
+// whose watch broke and whose relist has not succeeded yet (e.g.
+// "workloads"), and since when (ms, the earliest). Empty when current.
+struct ViewBehind {
+  std::vector<std::string> resources;
+  int64_t since_ms = 0;
+};
+
 struct ApiOptions {
   // Page size for GET /api/v1/jobs without ?limit.
   int default_list_limit = 500;
@@ -40,6 +48,10 @@ struct ApiOptions {
   // Since when (ms) it does (0: it does not, or not known): shown as
   // status.watchRefusedSince. Optional.
   std::function<int64_t(const std::string& cluster)> watch_refused_since;
+  // Which of the cluster's watched resources gantry's view may miss changes
+  // of, and since when: shown as status.viewBehind and viewBehindSince, and
+  // as gantry_cluster_view_behind_seconds. Optional.
+  std::function<ViewBehind(const std::string& cluster)> view_behind;
 };
 
 class ApiService {

@@ -82,6 +82,8 @@ class Engine final : public JobIntake {
   void InventoryChanged();
   // ClusterObserver::WatchRefused, for the API's view of the cluster.
   std::string WatchRefused(const std::string& cluster) const { return observer_->WatchRefused(cluster); }
+  // ClusterObserver::ViewBehind, for the API's view of the cluster and its gauge.
+  ClusterObserver::BehindView ViewBehind(const std::string& cluster) const { return observer_->ViewBehind(cluster); }
   // Since when (ms) the cluster refuses gantry a watch, as the engine counts
   // it (kept across restarts, noted within a health poll); 0 when not noted.
   int64_t WatchRefusedSince(const std::string& cluster);

@@ -155,6 +155,14 @@ class ClusterObserver {
   JobObservation ForJob(const std::string& job_uid) const;
   bool Synced(const std::string& cluster) const;
   bool Behind(const std::string& cluster) const;  // see JobObservation::behind
+  // Which of the cluster's watched resources are behind (their names, e.g.
+  // "workloads"), and since when (wall clock ms, the earliest): empty when
+  // the view is current. For operators: gantry clusters and /metrics.
+  struct BehindView {
+    std::vector<std::string> resources;
+    int64_t since_ms = 0;
+  };
+  BehindView ViewBehind(const std::string& cluster) const;
   // Marks the cluster's view behind and has each of its watches list again:
   // at once if waiting out a backoff, else at the watch's next clean end
   // (watch_timeout_seconds). For a cluster that answers again after an

@@ -138,11 +138,14 @@ TEST_CASE("DecideAdmissions: preemption within the ClusterQueue, behind preempti
       for (const AdmissionVerdict& v : DecideAdmissions(cq, c.pending)) {
         if (!v.admitted) {
           CHECK(v.victims.empty());
+          // Said to be held back by its gate exactly when the message says so.
+          CHECK(v.gated == (v.message.find("preemption is gated") != std::string::npos));
           if (!any_pending) first_pending_message = v.message;
           any_pending = true;
           continue;
         }
         CHECK(v.message.empty());
+        CHECK_FALSE(v.gated);
         std::string entry = v.key;
         for (std::size_t i = 0; i < v.victims.size(); ++i) entry += (i == 0 ? "<-" : ",") + v.victims[i];
         admitted.push_back(entry);

@@ -108,7 +108,7 @@ TEST_CASE("a gated Workload waits, and once gantry opens its gate it preempts th
 
   // Closed gate: pending, saying why; nothing evicted, however long it waits.
   for (int i = 0; i < 2; ++i) {
-    CHECK(f.Cond("vip", "QuotaReserved") == std::vector<std::string>{"False", "Pending", kGatedMessage});
+    CHECK(f.Cond("vip", "QuotaReserved") == std::vector<std::string>{"False", "PreemptionGated", kGatedMessage});
     CHECK(HasCondition(f.Get(f.wl, "low-a"), "Admitted"));
     CHECK(HasCondition(f.Get(f.wl, "low-b"), "Admitted"));
     CHECK_FALSE(f.Suspended("job-low-b"));

@@ -112,6 +112,7 @@ std::vector<AdmissionVerdict> DecideAdmissions(const ClusterQueueSnapshot& cq,
     if (victims.empty()) continue;
     if (!c.closed_gates.empty()) {
       v.message += fmt::format("; preemption is gated (closed: {})", Joined(c.closed_gates));
+      v.gated = true;
       continue;
     }
     v.admitted = true;

@@ -66,6 +66,9 @@ struct AdmissionVerdict {
   bool admitted = false;
   // Why it is pending (empty when admitted), in Kueue's words.
   std::string message;
+  // Pending only because a closed preemption gate holds it back: its
+  // QuotaReserved reason is PreemptionGated (Kueue's KEP-8303), not Pending.
+  bool gated = false;
   // Admitted: the holders (keys) to evict first, in the order chosen;
   // empty when it fits as is. A victim is never a victim twice.
   std::vector<std::string> victims = {};

@@ -179,7 +179,7 @@ void KueueController::RunAdmission(int64_t now_ms) {
       WorkloadDemand demand = *index_.Demand(v.key, *wl);
       Admit(*wl, demand, now_ms);
     } else {
-      SetWorkloadCondition(*wl, "QuotaReserved", false, "Pending", v.message, now_ms);
+      SetWorkloadCondition(*wl, "QuotaReserved", false, v.gated ? "PreemptionGated" : "Pending", v.message, now_ms);
     }
   }
 }

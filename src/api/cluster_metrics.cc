@@ -56,7 +56,8 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
     Add(declared_lost, {cluster}, view.config.declared_lost ? 1 : 0);
     Add(unreadable, {cluster}, view.capacity_error.empty() ? 0 : 1);
     auto b = behind_since.find(view.config.name);
-    Add(behind, {cluster}, b == behind_since.end() ? 0 : static_cast<double>(std::max<int64_t>(0, now_ms - b->second)) / 1000.0);
+    const int64_t behind_ms = b == behind_since.end() ? 0 : std::max<int64_t>(0, now_ms - b->second);
+    Add(behind, {cluster}, static_cast<double>(behind_ms) / 1000.0);
     if (!view.capacity) continue;
     for (const auto& [resource, q] : view.capacity->quota) {
       const prometheus::ClientMetric::Label res{"resource", resource};

@@ -320,8 +320,8 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
     std::string behind_note;
     if (!view_behind.empty()) {
       const std::string behind_since = Str(c, "/status/viewBehindSince");
-      behind_note = "watch of " + view_behind + " broken" + (behind_since.empty() ? "" : " for " + AgeOf(behind_since)) +
-                    ", relisting";
+      behind_note = "view of " + view_behind + " behind" +
+                    (behind_since.empty() ? "" : " for " + AgeOf(behind_since)) + ", relisting";
     }
     rows.push_back({Str(c, "/metadata/name"), health,
                     since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), gpus, pending, age,

@@ -2,6 +2,7 @@
 // candidate clusters: lease, timeout, widen, deactivated, copies.
 #include <algorithm>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -279,60 +280,71 @@ Plan Ladder::Copies() const {
 
 // Step 9, last: preemption gates (DecideOptions::preemption_gate_ms). A copy
 // with gantry's gate closed is admitted only where it fits without
-// preempting. While no copy of the epoch holds quota, the k-th gate may open
-// k periods after the nomination: the copy in the best-ranked cluster whose
-// gate is closed (placement's order; clusters it no longer ranks last, by
-// name). The intent records the decision before the patch, so a copy that
-// shows its gate closed although its intent says open (re-created, or the
-// patch lost in a crash) is patched again, and no other gate opens in its
-// place.
+// preempting. While no copy of the epoch holds quota, one gate opens at a
+// time: the first a period after the nomination, each next a period after
+// the one before (as Kueue's KEP-8303 measures it), so that a preemption
+// has a period to finish before another cluster may start one. The copy
+// chosen is one that Kueue says its gate holds back (QuotaReserved reason
+// PreemptionGated: it would preempt) if any, then the best-ranked
+// (placement's order; clusters it no longer ranks last), then by name. The
+// intent records the time before the patch, so a copy that shows its gate
+// closed although its row says open (re-created, or the patch lost in a
+// crash) is patched again, and no other gate opens in its place; a cluster
+// that refused the patch (gate_refusal) is not asked again.
 void Ladder::Gates(Plan& plan) const {
-  if (opt_.preemption_gate_ms <= 0) return;
-  std::vector<const RemoteIntent*> closed;
-  int64_t open = 0;
+  const int64_t period = opt_.preemption_gate_ms;
+  if (period <= 0) return;
+  auto current = [&](const RemoteIntent& i) { return i.present && i.kind == kWorkload && i.epoch == job_.epoch; };
+  int64_t last_opened = 0;
   for (const RemoteIntent& i : in_.intents) {
-    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
+    if (!current(i)) continue;
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (w && w->quota_reserved) return;  // on its way to admission: nothing else may preempt
-    if (i.gate_open) ++open;
+    last_opened = std::max(last_opened, i.gate_opened_ms);
+  }
+  std::vector<std::pair<const RemoteIntent*, const ObservedWorkload*>> closed;
+  for (const RemoteIntent& i : in_.intents) {
+    if (!current(i)) continue;
+    const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (!w || !w->gated || w->gate_open || !w->active || !Reachable(i.cluster) || Gone(i.cluster)) continue;
-    if (i.gate_open) {
-      plan.actions.push_back(OpenGateAction(i.cluster, KueueVersionOf(*in_.clusters, i.cluster), *w, job_.epoch,
-                                            in_.now_ms));
-    } else {
-      closed.push_back(&i);
+    if (i.gate_opened_ms == 0) {
+      closed.emplace_back(&i, w);
+    } else if (i.gate_refusal.empty()) {
+      const auto version = KueueVersionOf(*in_.clusters, i.cluster);
+      plan.actions.push_back(OpenGateAction(i.cluster, version, *w, job_.epoch, in_.now_ms));
     }
   }
   if (closed.empty()) return;
-  const int64_t next_due = job_.nominated_ms + (open + 1) * opt_.preemption_gate_ms;
-  if (in_.now_ms < next_due) {
-    plan.requeue_ms = std::min(plan.requeue_ms, next_due - in_.now_ms);
+  const int64_t due = std::max(job_.nominated_ms, last_opened) + period;
+  if (in_.now_ms < due) {
+    plan.requeue_ms = std::min(plan.requeue_ms, due - in_.now_ms);
     return;
   }
   auto rank = [&](const std::string& cluster) -> size_t {
     if (!in_.placement) return SIZE_MAX;
     const auto& f = in_.placement->feasible;
-    auto it = std::find_if(f.begin(), f.end(), [&](const placement::RankedCluster& r) { return r.cluster == cluster; });
+    auto it = std::find_if(f.begin(), f.end(),
+                           [&](const placement::RankedCluster& r) { return r.cluster == cluster; });
     return it == f.end() ? SIZE_MAX : static_cast<size_t>(it - f.begin());
   };
-  const RemoteIntent& pick = **std::min_element(closed.begin(), closed.end(), [&](const RemoteIntent* a, const RemoteIntent* b) {
-    return std::pair(rank(a->cluster), a->cluster) < std::pair(rank(b->cluster), b->cluster);
-  });
+  auto order = [&](const auto& c) {
+    return std::tuple(c.second->reason != "PreemptionGated", rank(c.first->cluster), c.first->cluster);
+  };
+  const auto& [row, copy] = *std::min_element(closed.begin(), closed.end(),
+                                              [&](const auto& a, const auto& b) { return order(a) < order(b); });
   if (!plan.write) plan.write = Guarded(job_);
-  RemoteIntent opened = pick;
-  opened.gate_open = true;
+  RemoteIntent opened = *row;
+  opened.gate_opened_ms = in_.now_ms;
   plan.write->upsert_intents.push_back(std::move(opened));
   plan.write->events.push_back(Event(
       "PreemptionAllowed",
-      fmt::format("{} may preempt lower-priority work for this job: no cluster admitted it without preempting in "
-                  "{} s (its copy's preemption gate is open)",
-                  pick.cluster, (in_.now_ms - job_.nominated_ms) / 1000),
-      pick.cluster));
-  plan.actions.push_back(OpenGateAction(pick.cluster, KueueVersionOf(*in_.clusters, pick.cluster),
-                                        *WorkloadIn(pick.cluster), job_.epoch, in_.now_ms));
-  // The next gate is due a period later; a closed one left now waits for it.
-  const int64_t after = job_.nominated_ms + (open + 2) * opt_.preemption_gate_ms;
-  if (closed.size() > 1) plan.requeue_ms = std::min(plan.requeue_ms, std::max<int64_t>(after - in_.now_ms, 1));
+      fmt::format("{} may preempt lower-priority work for this job: not admitted without preempting {} s after "
+                  "its dispatch (its copy's preemption gate is open)",
+                  row->cluster, (in_.now_ms - job_.nominated_ms) / 1000),
+      row->cluster));
+  const auto version = KueueVersionOf(*in_.clusters, row->cluster);
+  plan.actions.push_back(OpenGateAction(row->cluster, version, *copy, job_.epoch, in_.now_ms));
+  if (closed.size() > 1) plan.requeue_ms = std::min(plan.requeue_ms, period);  // the next one's turn
 }
 
 }  // namespace gantry::dispatch::ladder

@@ -95,8 +95,18 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
                    action.name, action.cluster);
       return true;
     }
-    // Gone meanwhile (404), or unreachable: the next pass looks again; the
-    // intent keeps the gate's decision.
+    // RBAC without patch on workloads/status, or a Kueue that refuses the
+    // field: sending it again will not help (RecordCopyRefusals keeps the
+    // answer). Gone meanwhile (404), or unreachable: the next pass looks
+    // again; the intent keeps the gate's decision.
+    const std::string answer = reply.ok() && reply->error ? reply->error->message : "";
+    if (reply.ok() && (reply->status == 422 || reply->status == 400 ||
+                       (reply->status == 403 && !PassingForbidden(answer)))) {
+      *refusal = {"PreemptionGateRefused",
+                  fmt::format("cluster {} refused to open the preemption gate of Workload {}/{}: HTTP {} {}",
+                              action.cluster, action.ns, action.name, reply->status, Cut(answer))};
+      return false;
+    }
     spdlog::warn("dispatch: opening the preemption gate of {}/{} in {}: {}", action.ns, action.name, action.cluster,
                  !reply.ok() ? reply.status().ToString()
                              : fmt::format("HTTP {} {}", reply->status, reply->error ? reply->error->message : ""));
@@ -210,7 +220,7 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       }
       leases[i].reset();  // the connection goes back to its pool
       if (refusal.message.empty()) continue;
-      if (action.kind == kWorkload) {
+      if (action.kind == kWorkload) {  // a copy's create, or its gate's opening
         out.copy_refusals.push_back({&action, std::move(refusal)});
       } else if (out.refusal.message.empty()) {
         out.refusal = std::move(refusal);
@@ -234,12 +244,28 @@ bool Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRe
   u.expected_phase = current->phase;
   u.expected_epoch = current->epoch;
   u.expected_cluster = current->cluster;
+  std::optional<std::vector<RemoteIntent>> rows;  // read for a gate's refusal only
   for (const CopyRefusal& r : refusals) {
     const Action& a = *r.action;
     if (a.epoch != current->epoch) continue;  // that epoch is over: its rows go anyway
     RemoteIntent i = ladder::IntentFor(a);
-    i.present = false;
-    i.refusal = r.refusal.message;
+    if (a.verb == Verb::kOpenGate) {
+      // The row as stored (its gate's time), with the answer.
+      if (!rows) {
+        auto read = store_.Intents(uid);
+        if (!read.ok()) return false;
+        rows = std::move(*read);
+      }
+      auto row = std::find_if(rows->begin(), rows->end(), [&](const RemoteIntent& x) {
+        return x.cluster == a.cluster && x.kind == kWorkload && x.epoch == a.epoch && x.present;
+      });
+      if (row == rows->end()) continue;  // withdrawn meanwhile
+      i = *row;
+      i.gate_refusal = r.refusal.message;
+    } else {
+      i.present = false;
+      i.refusal = r.refusal.message;
+    }
     u.upsert_intents.push_back(std::move(i));
     JobEvent e;
     e.reason = r.refusal.reason;
@@ -247,8 +273,8 @@ bool Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRe
     e.message = fmt::format("{}; not asked again at epoch {}", r.refusal.message, a.epoch);
     e.cluster = a.cluster;
     u.events.push_back(std::move(e));
-    spdlog::warn("job {}/{}: {}; that candidate is left out at epoch {}", current->ns, current->name,
-                 r.refusal.message, a.epoch);
+    spdlog::warn("job {}/{}: {}; {} at epoch {}", current->ns, current->name, r.refusal.message,
+                 a.verb == Verb::kOpenGate ? "its copy there stays gated" : "that candidate is left out", a.epoch);
   }
   if (u.upsert_intents.empty()) return true;
   auto written = WriteSync(std::move(u));

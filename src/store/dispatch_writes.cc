@@ -12,9 +12,9 @@ namespace {
 Status UpsertIntent(SqliteConnection& conn, const RemoteIntent& intent, int64_t now) {
   Result<Statement> stmt = conn.Prepare(
       "INSERT INTO remote_intents (job_uid, cluster, kind, namespace, name, epoch, present, updated_ms, refusal, "
-      "gate_open) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) "
+      "gate_opened_ms, gate_refusal) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11) "
       "ON CONFLICT (job_uid, cluster, kind) DO UPDATE SET namespace = ?4, name = ?5, epoch = ?6, "
-      "present = ?7, updated_ms = ?8, refusal = ?9, gate_open = ?10");
+      "present = ?7, updated_ms = ?8, refusal = ?9, gate_opened_ms = ?10, gate_refusal = ?11");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, intent.job_uid)
       .Bind(2, intent.cluster)
@@ -25,7 +25,8 @@ Status UpsertIntent(SqliteConnection& conn, const RemoteIntent& intent, int64_t 
       .Bind(7, int64_t{intent.present ? 1 : 0})
       .Bind(8, now)
       .Bind(9, intent.refusal)
-      .Bind(10, int64_t{intent.gate_open ? 1 : 0});
+      .Bind(10, intent.gate_opened_ms)
+      .Bind(11, intent.gate_refusal);
   return stmt->Run();
 }
 

@@ -199,7 +199,8 @@ Result<std::vector<JobKey>> SqliteStore::JobsInPhase(JobPhase phase, int64_t aft
 Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt = reader_->Prepare(
-      "SELECT job_uid, cluster, kind, namespace, name, epoch, present, updated_ms, refusal, gate_open "
+      "SELECT job_uid, cluster, kind, namespace, name, epoch, present, updated_ms, refusal, gate_opened_ms, "
+      "gate_refusal "
       "FROM remote_intents WHERE job_uid = ?1 ORDER BY cluster, kind");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, uid);
@@ -218,7 +219,8 @@ Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
     i.present = stmt->Int(6) != 0;
     i.updated_ms = stmt->Int(7);
     i.refusal = stmt->Text(8);
-    i.gate_open = stmt->Int(9) != 0;
+    i.gate_opened_ms = stmt->Int(9);
+    i.gate_refusal = stmt->Text(10);
     out.push_back(std::move(i));
   }
 }

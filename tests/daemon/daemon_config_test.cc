@@ -46,7 +46,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(DaemonConfig{}.rejection_backoff_seconds == 10);  // the engine's own floor and cap
   CHECK(DaemonConfig{}.rejection_backoff_max_seconds == 600);
   CHECK(c->preemption_gate_seconds == 0);
-  CHECK(DaemonConfig{}.preemption_gate_seconds == 30);  // gates on by default
+  CHECK(DaemonConfig{}.preemption_gate_seconds == 60);  // gates on by default
 
   testing::WriteFile(path, "");
   REQUIRE(LoadDaemonConfig(path).ok());  // an empty file is all defaults

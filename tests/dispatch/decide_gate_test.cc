@@ -9,7 +9,7 @@ using decide_world::Count;
 using decide_world::FindIntent;
 using decide_world::World;
 
-constexpr int64_t kGateMs = 30'000;
+constexpr int64_t kGateMs = 20'000;  // not the resync (30 s), so a wake-up at either is told apart
 
 // An AllAtOnce job nominated at epoch 1 at `nominated`, with a gated copy
 // pending (not admitted) in each of c1, c2 and c3; placement ranks them
@@ -92,24 +92,25 @@ TEST_CASE("step 9: after a period the best-ranked copy's gate opens, recorded fi
   REQUIRE(p.write);
   const RemoteIntent* row = FindIntent(*p.write, "c3", "Workload");
   REQUIRE(row);
-  CHECK(row->gate_open);
+  CHECK(row->gate_opened_ms == w.in.now_ms);
   CHECK(row->present);
   CHECK(row->epoch == 1);
   REQUIRE(p.write->events.size() == 1);
   CHECK(p.write->events[0].reason == "PreemptionAllowed");
   CHECK(p.write->events[0].cluster == "c3");
-  CHECK(p.requeue_ms <= kGateMs);  // the next gate is due a period later
+  CHECK(p.requeue_ms == kGateMs);  // the next gate is due a period after this one
   CHECK_FALSE(MayBeLost(p, w.in.intents));
 
   SECTION("the next pass in the same period opens no other gate") {
-    w.in.intents[2].gate_open = true;  // c3's row (intents are c1, c2, c3)
+    w.in.intents[2].gate_opened_ms = w.in.now_ms;  // c3's row (intents are c1, c2, c3)
     w.in.observed["c3"].workloads[0].gate_open = true;
     Plan q = Decide(w.Input());
     CHECK(OpenGates(q) == 0);
     CHECK_FALSE(q.write);
+    CHECK(q.requeue_ms == kGateMs);  // woken when the next is due
   }
   SECTION("a period later the second-ranked copy's gate opens") {
-    w.in.intents[2].gate_open = true;
+    w.in.intents[2].gate_opened_ms = w.in.now_ms;
     w.in.observed["c3"].workloads[0].gate_open = true;
     w.in.now_ms = 1'000'000 + 2 * kGateMs;
     Plan q = Decide(w.Input());
@@ -117,7 +118,7 @@ TEST_CASE("step 9: after a period the best-ranked copy's gate opens, recorded fi
     CHECK(OpenGates(q, "c1") == 1);
   }
   SECTION("a row that says open but a copy that shows it closed is patched again, and no other opens") {
-    w.in.intents[2].gate_open = true;  // recorded, but the patch was lost (a crash) or the copy re-created
+    w.in.intents[2].gate_opened_ms = w.in.now_ms;  // recorded, but the patch was lost (a crash) or the copy re-created
     Plan q = Decide(w.Input());
     CHECK(OpenGates(q) == 1);
     CHECK(OpenGates(q, "c3") == 1);
@@ -156,16 +157,68 @@ TEST_CASE("step 9: no gate opens while a copy holds quota, or the copies are ung
     CHECK(OpenGates(p, "c1") == 1);
   }
   SECTION("a copy of an older epoch is not the current one's") {
+    // Epoch 2 has one copy, in c2, not seen yet; the epoch-1 copies are stale.
     w.job.epoch = 2;
+    w.Intent("c2", "Workload", 2);
+    w.in.intents.erase(w.in.intents.begin(), w.in.intents.begin() + 3);
     Plan p = Decide(w.Input());
     CHECK(OpenGates(p) == 0);
+    w.Workload("c2", 2).gated = true;  // seen now
+    Plan q = Decide(w.Input());
+    CHECK(OpenGates(q, "c2") == 1);
+    CHECK(OpenGates(q) == 1);
   }
+}
+
+TEST_CASE("step 9: gates open a period after the last one, however late the pass", "[dispatch][decide][gates]") {
+  // The daemon was down, or the copies out of sight: five periods after the
+  // nomination, with no gate open yet. One opens now, the next a period on.
+  World w = PendingEverywhere(1'000'000);
+  w.in.now_ms = 1'000'000 + 5 * kGateMs;
+  Plan p = Decide(w.Input());
+  REQUIRE(OpenGates(p) == 1);
+  CHECK(p.requeue_ms == kGateMs);
+  const RemoteIntent* row = FindIntent(*p.write, p.actions.front().cluster, "Workload");
+  REQUIRE(row);
+  for (RemoteIntent& i : w.in.intents) {
+    if (i.cluster == row->cluster) i.gate_opened_ms = row->gate_opened_ms;
+  }
+  w.in.observed[row->cluster].workloads[0].gate_open = true;
+  w.in.now_ms += 1;  // the pass right after: no second gate
+  Plan q = Decide(w.Input());
+  CHECK(OpenGates(q) == 0);
+  CHECK(q.requeue_ms == kGateMs - 1);
+}
+
+TEST_CASE("step 9: a copy Kueue says its gate holds back goes first", "[dispatch][decide][gates]") {
+  World w = PendingEverywhere(1'000'000);
+  w.in.now_ms = 1'000'000 + kGateMs;
+  // c2, ranked last, would preempt (Kueue's reason PreemptionGated); c3 and
+  // c1 wait for quota that preempting would not free.
+  w.in.observed["c2"].workloads[0].reason = "PreemptionGated";
+  Plan p = Decide(w.Input());
+  REQUIRE(OpenGates(p) == 1);
+  CHECK(OpenGates(p, "c2") == 1);
+}
+
+TEST_CASE("step 9: a cluster that refused to open a gate is not asked again", "[dispatch][decide][gates]") {
+  World w = PendingEverywhere(1'000'000);
+  w.in.now_ms = 1'000'000 + kGateMs + 5'000;
+  w.in.intents[2].gate_opened_ms = 1'000'000 + kGateMs;  // c3's
+  w.in.intents[2].gate_refusal = "cluster c3 refused to open the preemption gate of Workload team-a/x: HTTP 403";
+  Plan p = Decide(w.Input());
+  CHECK(OpenGates(p) == 0);  // not sent again, and its period still runs
+  CHECK(p.requeue_ms == kGateMs - 5'000);
+  w.in.now_ms = 1'000'000 + 2 * kGateMs;
+  Plan q = Decide(w.Input());
+  REQUIRE(OpenGates(q) == 1);
+  CHECK(OpenGates(q, "c1") == 1);  // the next in rank
 }
 
 TEST_CASE("step 5: the lease is taken as before when a gated copy is admitted", "[dispatch][decide][gates]") {
   World w = PendingEverywhere(1'000'000);
   w.in.now_ms = 1'000'000 + 3 * kGateMs;
-  w.in.intents[0].gate_open = true;
+  w.in.intents[0].gate_opened_ms = 1'000'000 + kGateMs;
   ObservedWorkload& c1 = w.in.observed["c1"].workloads[0];
   c1.gate_open = true;
   c1.quota_reserved = true;

@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "dispatch_fixture.h"
+#include "gantry/common/clock.h"
 
 namespace gantry::testing {
 namespace {
@@ -85,6 +86,45 @@ TEST_CASE("a job that must preempt does so in one cluster only: its copies' gate
   RunResult check = fleet.Ctl({"check"});
   INFO(check.out << check.err);
   CHECK(check.code == 0);
+}
+
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("a cluster that refuses gantry the gate's patch (RBAC) is asked once, and preempts nothing",
+          "[e2e][dispatch][preemption]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kPreemptingClusters;
+  o.daemon_config_yaml = "preemptionGateSeconds: 1";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", WholeCluster("low-a", 0, "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "low-a", {"Running"}));
+  REQUIRE(fleet.Submit("team-a", WholeCluster("low-b", 0, "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "low-b", {"Running"}));
+
+  // gantry's token may not write Workload status anywhere.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "workloads:update"}).code == 0);
+  REQUIRE(fleet.Ctl({"forbid", "c2", "workloads:update"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", WholeCluster("high", 100, "2s")) == 201);
+  auto refused = [&] { return Count(Reasons(fleet, "team-a", "high"), "PreemptionGateRefused"); };
+  REQUIRE(PollFor([&] { return refused() == 2; }, seconds(30)));
+  // Three more periods: neither cluster is asked again, nothing is evicted.
+  SystemClock clock;
+  const int64_t until = clock.NowMillis() + 3'000;
+  REQUIRE(WaitFor([&] { return clock.NowMillis() >= until; }, seconds(10)));
+  CHECK(refused() == 2);
+  CHECK(Count(Reasons(fleet, "team-a", "high"), "PreemptionAllowed") == 2);
+  CHECK(fleet.Phase("team-a", "high") == "Nominating");
+  for (const char* name : {"low-a", "low-b"}) {
+    const std::vector<json> runs = fleet.Runs(fleet.Uid("team-a", name));
+    INFO(name << " runs:\n" << Describe(runs));
+    CHECK(Evicted(runs) == 0);
+  }
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.Ctl({"forbid", "c2"}).code == 0);
 }
 
 }  // namespace gantry::testing

@@ -214,7 +214,7 @@ TEST_CASE("a refused copy's row keeps the cluster's answer until it is upserted 
   CHECK(intents->at(0).refusal.empty());
 }
 
-TEST_CASE("an intent's open preemption gate is stored, and a new epoch's row has it closed", "[store][dispatch]") {
+TEST_CASE("an intent's preemption gate time and refusal are stored, and a new epoch's row has it closed", "[store][dispatch]") {
   TempDir dir;
   auto store = OpenStore(dir.File("db"));
   JobRecord job = MakeJob("team-a", "gated");
@@ -227,23 +227,27 @@ TEST_CASE("an intent's open preemption gate is stored, and a new epoch's row has
   auto intents = store->Intents(job.uid);
   REQUIRE(intents.ok());
   REQUIRE(intents->size() == 2);
-  CHECK_FALSE(intents->at(0).gate_open);
+  CHECK(intents->at(0).gate_opened_ms == 0);
 
   RemoteIntent row = Intent("c2", "Workload", 1, true);
-  row.gate_open = true;
+  row.gate_opened_ms = 30'000;
+  row.gate_refusal = "cluster c2 refused the patch: HTTP 403";
   REQUIRE(ApplySync(*store, Upsert(job, JobPhase::kNominating, 1, {row})).ok());
   intents = store->Intents(job.uid);
   REQUIRE(intents.ok());
   REQUIRE(intents->size() == 2);
-  CHECK_FALSE(intents->at(0).gate_open);  // c1
-  CHECK(intents->at(1).gate_open);        // c2
+  CHECK(intents->at(0).gate_opened_ms == 0);  // c1
+  CHECK(intents->at(0).gate_refusal.empty());
+  CHECK(intents->at(1).gate_opened_ms == 30'000);  // c2
+  CHECK(intents->at(1).gate_refusal == row.gate_refusal);
 
   DispatchUpdate again = Upsert(job, JobPhase::kNominating, 1, {Intent("c2", "Workload", 2, true)});
   again.epoch = 2;
   REQUIRE(ApplySync(*store, again).ok());
   intents = store->Intents(job.uid);
   REQUIRE(intents.ok());
-  CHECK_FALSE(intents->at(1).gate_open);
+  CHECK(intents->at(1).gate_opened_ms == 0);
+  CHECK(intents->at(1).gate_refusal.empty());
 }
 
 }  // namespace gantry::testing

@@ -72,8 +72,8 @@ struct DaemonConfig {
   int rejection_backoff_max_seconds = 600;
   // preemptionGateSeconds: how long a job's Workload copies wait for an
   // admission that preempts nothing before one cluster may preempt for it
-  // (then one more each period); 0: no gates (DecideOptions::preemption_gate_ms).
-  int preemption_gate_seconds = 30;
+  // (then another a period after each); 0: no gates (DecideOptions::preemption_gate_ms).
+  int preemption_gate_seconds = 60;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job
   // document) that gantry watches in every cluster, as it does Jobs and
   // JobSets: such jobs go Running, finish, and are withdrawn like a Job.

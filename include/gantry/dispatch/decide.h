@@ -132,11 +132,11 @@ struct DecideOptions {
   // Preemption gates (preemptionGateSeconds). > 0: Workload copies in
   // v1beta2 clusters carry the gate kPreemptionGate, closed, so Kueue admits
   // them only where they fit without preempting; while no copy holds quota,
-  // one more gate opens each period from the nomination, the best-ranked
-  // cluster first, so at most one cluster per period preempts running work
-  // for the job (MultiKueue lets every candidate preempt at once). 0: no
-  // gates; every copy may preempt at once.
-  int64_t preemption_gate_ms = 30'000;
+  // one gate opens a period after the nomination and each next a period
+  // after the one before (Ladder::Gates), so that a preemption has a period
+  // to finish before another cluster may start one (MultiKueue lets every
+  // candidate preempt at once). 0: no gates; every copy may preempt at once.
+  int64_t preemption_gate_ms = 60'000;
 };
 
 struct DecideInput {

@@ -139,9 +139,10 @@ class Engine final : public JobIntake {
   // refusal is set when an object gantry did not make holds the real job's
   // name, or the owner refuses the real job: the job must fail. A candidate
   // that refuses a Workload copy is only one candidate less: its refusal is
-  // in copy_refusals, and the job goes on with the others.
+  // in copy_refusals, and the job goes on with the others. So is a cluster
+  // that refuses to open a copy's preemption gate: the copy stays, gated.
   struct CopyRefusal {
-    const Action* action = nullptr;  // the create, in the plan's actions
+    const Action* action = nullptr;  // the create or kOpenGate, in the plan's actions
     Refusal refusal;
   };
   struct ActionsOutcome {
@@ -151,8 +152,9 @@ class Engine final : public JobIntake {
     std::vector<CopyRefusal> copy_refusals;
   };
   // Records the candidates that refused the job's Workload copies (their
-  // rows absent, with the answer) and an event for each, if the job is still
-  // nominating at their epoch. False when the store could not be read or
+  // rows absent, with the answer), or the opening of a copy's preemption
+  // gate (RemoteIntent::gate_refusal, not sent again), and an event for
+  // each, if the job is still nominating at their epoch. False when the store could not be read or
   // written: the job is looked at again after a while, not at once.
   bool RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals);
   // The store's guarded write, waited for.

@@ -79,10 +79,14 @@ struct RemoteIntent {
   // make); present is false and nothing of the job's is there. The row keeps
   // the candidate from being asked again at this epoch (schema 007).
   std::string refusal;
-  // A Workload copy whose preemption gate (kPreemptionGate) should be open:
-  // it may preempt lower-priority work in its cluster (schema 009). Recorded
-  // before the status patch that opens it.
-  bool gate_open = false;
+  // A Workload copy's preemption gate (kPreemptionGate; schema 009): when
+  // the engine decided to open it, so that the copy may preempt
+  // lower-priority work in its cluster (0: closed). Recorded before the
+  // status patch that opens it.
+  int64_t gate_opened_ms = 0;
+  // The cluster's answer when it refused that patch (e.g. a 403: gantry may
+  // not patch workloads/status there): not sent again at this epoch.
+  std::string gate_refusal;
   int64_t updated_ms = 0;
 };
 

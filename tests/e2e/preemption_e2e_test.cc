@@ -39,22 +39,30 @@ int Evicted(const std::vector<json>& runs) {
   return n;
 }
 
-}  // namespace
-
-TEST_CASE("a job that must preempt does so in one cluster only: its copies' gates open one at a time",
-          "[e2e][dispatch][preemption]") {
+// Options for the two preempting clusters, gates opening every `gate_seconds`.
+DispatchFleetOptions PreemptingFleet(int gate_seconds) {
   DispatchFleetOptions o;
   o.sim_config_yaml = kPreemptingClusters;
-  o.daemon_config_yaml = "preemptionGateSeconds: 2";
-  DispatchFleet fleet(o);
+  o.daemon_config_yaml = fmt::format("preemptionGateSeconds: {}", gate_seconds);
+  return o;
+}
+
+// Two low-priority jobs, low-a and low-b, fill both clusters, one each.
+void FillBoth(DispatchFleet& fleet) {
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-
-  // Two low-priority jobs fill both clusters, one each.
   REQUIRE(fleet.Submit("team-a", WholeCluster("low-a", 0, "120s")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "low-a", {"Running"}));
   REQUIRE(fleet.Submit("team-a", WholeCluster("low-b", 0, "120s")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "low-b", {"Running"}));
+}
+
+}  // namespace
+
+TEST_CASE("a job that must preempt does so in one cluster only: its copies' gates open one at a time",
+          "[e2e][dispatch][preemption]") {
+  DispatchFleet fleet(PreemptingFleet(2));
+  FillBoth(fleet);
   const std::string cluster_a = fleet.Job("team-a", "low-a")["status"].value("cluster", "");
   const std::string cluster_b = fleet.Job("team-a", "low-b")["status"].value("cluster", "");
   REQUIRE(cluster_a != cluster_b);
@@ -88,22 +96,10 @@ TEST_CASE("a job that must preempt does so in one cluster only: its copies' gate
   CHECK(check.code == 0);
 }
 
-}  // namespace gantry::testing
-
-namespace gantry::testing {
-
 TEST_CASE("a cluster that refuses gantry the gate's patch (RBAC) is asked once, and preempts nothing",
           "[e2e][dispatch][preemption]") {
-  DispatchFleetOptions o;
-  o.sim_config_yaml = kPreemptingClusters;
-  o.daemon_config_yaml = "preemptionGateSeconds: 1";
-  DispatchFleet fleet(o);
-  REQUIRE(fleet.ok());
-  REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", WholeCluster("low-a", 0, "120s")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "low-a", {"Running"}));
-  REQUIRE(fleet.Submit("team-a", WholeCluster("low-b", 0, "120s")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "low-b", {"Running"}));
+  DispatchFleet fleet(PreemptingFleet(1));
+  FillBoth(fleet);
 
   // gantry's token may not write Workload status anywhere.
   REQUIRE(fleet.Ctl({"forbid", "c1", "workloads:update"}).code == 0);

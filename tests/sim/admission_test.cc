@@ -139,18 +139,98 @@ TEST_CASE("DecideAdmissions: preemption within the ClusterQueue, behind preempti
         if (!v.admitted) {
           CHECK(v.victims.empty());
           // Said to be held back by its gate exactly when the message says so.
-          CHECK(v.gated == (v.message.find("preemption is gated") != std::string::npos));
+          CHECK((v.reason == PendingReason::kPreemptionGated) ==
+                (v.message.find("preemption is gated") != std::string::npos));
+          CHECK(v.reason != PendingReason::kWaitingForPreemptedWorkloads);  // its victims stop at once
           if (!any_pending) first_pending_message = v.message;
           any_pending = true;
           continue;
         }
         CHECK(v.message.empty());
-        CHECK_FALSE(v.gated);
+        CHECK(v.reason == PendingReason::kPending);
         std::string entry = v.key;
         for (std::size_t i = 0; i < v.victims.size(); ++i) entry += (i == 0 ? "<-" : ",") + v.victims[i];
         admitted.push_back(entry);
       }
       CHECK(admitted == c.admitted);
+      CHECK(first_pending_message == c.first_pending_message);
+    }
+  }
+}
+
+// A victim evicted for `preemptor` that has not stopped yet: it still holds its quota.
+QuotaHolder StoppingFor(const std::string& preemptor, const std::string& key, int64_t reserved_seq, int64_t gpus) {
+  return {key, 0, reserved_seq, Gpus(gpus), preemptor};
+}
+
+struct StopCase {
+  const char* what;
+  std::vector<QuotaHolder> holders;
+  std::vector<AdmissionCandidate> pending;
+  // Every verdict, in admission order: "key Admitted" or "key <reason>",
+  // then " <-victim,victim" for those it evicts now.
+  std::vector<std::string> verdicts;
+  std::string first_pending_message;
+};
+
+std::string Describe(const AdmissionVerdict& v) {
+  std::string out = v.key + " " + (v.admitted ? "Admitted" : PendingReasonName(v.reason));
+  for (std::size_t i = 0; i < v.victims.size(); ++i) out += (i == 0 ? " <-" : ",") + v.victims[i];
+  return out;
+}
+
+TEST_CASE("DecideAdmissions: victims that need time to stop (victimStopDelay)", "[sim][admission]") {
+  const std::vector<std::string> kGate = {"gantry.dev/preemption"};
+  const std::string kWaiting1 = kShort8 + ". Pending the preemption of 1 workload(s)";
+  std::vector<StopCase> cases = {
+      {"it evicts its victims now and waits for them", {Holder("old", 0, 0, 8), Holder("new", 0, 1, 8)},
+       {Pending("vip", 100, 1, 8)}, {"vip WaitingForPreemptedWorkloads <-new"}, kWaiting1},
+      {"its victim still stopping: it waits, evicting no other", {Holder("old", 0, 0, 8), StoppingFor("vip", "new", 1, 8)},
+       {Pending("vip", 100, 1, 8)}, {"vip WaitingForPreemptedWorkloads"}, kWaiting1},
+      {"held quota of stopping victims counts as used", {StoppingFor("gone", "b", 0, 8)},
+       {Pending("big", 0, 1, 12), Pending("fits", 0, 2, 8)}, {"big Pending", "fits Admitted"},
+       "couldn't assign flavors to pod set: insufficient unused quota for nvidia.com/gpu in flavor h100, 4 more "
+       "needed"},
+      {"a victim stopping for another preemptor is never taken again",
+       {Holder("a", 0, 0, 8), StoppingFor("v1", "b", 1, 8)}, {Pending("v2", 100, 2, 8), Pending("v1", 100, 1, 8)},
+       {"v1 WaitingForPreemptedWorkloads", "v2 WaitingForPreemptedWorkloads <-a"}, kWaiting1},
+      {"nor by a higher priority one: its quota is spoken for", {StoppingFor("v1", "b", 1, 16)},
+       {Pending("v0", 1000, 0, 8)}, {"v0 Pending"}, kShort8},
+      {"a stopping victim and one more: both counted", {Holder("a", 0, 0, 8), StoppingFor("vip", "b", 1, 4),
+                                                         Holder("c", 0, 2, 4)},
+       {Pending("vip", 100, 1, 8)}, {"vip WaitingForPreemptedWorkloads <-c"},
+       kShort8 + ". Pending the preemption of 2 workload(s)"},
+      {"its gate closed since: its stopping victim is enough, it waits for it",
+       {Holder("a", 0, 0, 8), StoppingFor("vip", "b", 1, 8)}, {Pending("vip", 100, 1, 8, kGate)},
+       {"vip WaitingForPreemptedWorkloads"}, kWaiting1},
+      {"its gate closed since and one more victim needed: gated",
+       {Holder("a", 0, 0, 8), StoppingFor("vip", "b", 1, 4), Holder("c", 0, 2, 4)}, {Pending("vip", 100, 1, 8, kGate)},
+       {"vip PreemptionGated"}, kShort8 + "; preemption is gated (closed: gantry.dev/preemption)"},
+      {"fits without its stopping victim: admitted", {StoppingFor("vip", "b", 1, 8)}, {Pending("vip", 100, 1, 8)},
+       {"vip Admitted"}, ""},
+      {"a waiting preemptor keeps the room it counts on from those after it",
+       {Holder("a", 0, 0, 4), Holder("b", 50, 1, 8)}, {Pending("vip", 100, 1, 8), Pending("small", 0, 2, 4)},
+       {"vip WaitingForPreemptedWorkloads <-a", "small Pending"},
+       "couldn't assign flavors to pod set: insufficient unused quota for nvidia.com/gpu in flavor h100, 4 more "
+       "needed. Pending the preemption of 1 workload(s)"},
+      {"room it does not count on stays free", {Holder("a", 0, 0, 12)},
+       {Pending("vip", 100, 1, 8), Pending("small", 0, 2, 4)}, {"vip WaitingForPreemptedWorkloads <-a", "small Admitted"},
+       "couldn't assign flavors to pod set: insufficient unused quota for nvidia.com/gpu in flavor h100, 4 more "
+       "needed. Pending the preemption of 1 workload(s)"},
+  };
+  for (const StopCase& c : cases) {
+    SECTION(c.what) {
+      ClusterQueueSnapshot cq{Gpus(16), {}, c.holders, PreemptionPolicy::kLowerPriority, "h100", false};
+      for (const QuotaHolder& h : c.holders) AddTo(&cq.reserved, h.usage);
+      std::vector<std::string> verdicts;
+      std::string first_pending_message;
+      for (const AdmissionVerdict& v : DecideAdmissions(cq, c.pending)) {
+        verdicts.push_back(Describe(v));
+        CHECK(v.message.empty() == v.admitted);
+        if (v.admitted) CHECK(v.victims.empty());  // a preemptor is never admitted with its victims
+        if (!v.admitted && first_pending_message.empty()) first_pending_message = v.message;
+      }
+      CHECK(verdicts == c.verdicts);
       CHECK(first_pending_message == c.first_pending_message);
     }
   }

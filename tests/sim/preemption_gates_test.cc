@@ -142,15 +142,21 @@ TEST_CASE("status.preemptionGates is validated on update in v1beta2", "[sim][pre
 TEST_CASE("preemption in the simulator's cluster config", "[sim][preemption][config]") {
   auto parsed = ParseSimConfig(R"(clusters:
 - name: c1
-  preemption: {withinClusterQueue: LowerPriority}
+  preemption: {withinClusterQueue: LowerPriority, victimStopDelay: 3s}
 - name: c2
   preemption: {withinClusterQueue: Never}
 - {name: c3}
+- name: c4
+  preemption: {withinClusterQueue: LowerPriority, victimStopDelay: 1.5}
 )");
   REQUIRE(parsed.ok());
   CHECK(parsed->clusters[0].within_cluster_queue == PreemptionPolicy::kLowerPriority);
   CHECK(parsed->clusters[1].within_cluster_queue == PreemptionPolicy::kNever);
   CHECK(parsed->clusters[2].within_cluster_queue == PreemptionPolicy::kNever);  // Kueue's default
+  CHECK(parsed->clusters[0].victim_stop_delay_ms == 3'000);
+  CHECK(parsed->clusters[1].victim_stop_delay_ms == 0);  // default: victims stop at once
+  CHECK(parsed->clusters[2].victim_stop_delay_ms == 0);
+  CHECK(parsed->clusters[3].victim_stop_delay_ms == 1'500);  // no unit: seconds, as every duration
 
   struct Bad {
     const char* preemption;
@@ -161,7 +167,19 @@ TEST_CASE("preemption in the simulator's cluster config", "[sim][preemption][con
                          Bad{"{withinClusterQueue: LowerOrNewerEqualPriority}", "want Never or LowerPriority"},
                          Bad{"{reclaimWithinCohort: Never}",
                              "clusters[0]: preemption: unknown field reclaimWithinCohort"},
-                         Bad{"LowerPriority", "preemption: want {withinClusterQueue: Never | LowerPriority}"}}) {
+                         Bad{"LowerPriority",
+                             "preemption: want {withinClusterQueue: Never | LowerPriority, victimStopDelay: "
+                             "<duration>}"},
+                         Bad{"{victimStopDelay: soon}",
+                             "clusters[0]: preemption: victimStopDelay: duration \"soon\": want e.g. 250ms, 30s, 5m, "
+                             "1h"},
+                         Bad{"{victimStopDelay: 3d}",
+                             "clusters[0]: preemption: victimStopDelay: duration \"3d\": unknown unit d"},
+                         Bad{"{victimStopDelay: -1s}", "victimStopDelay: duration \"-1s\": want e.g."},
+                         Bad{"{victimStopDelay: .}", "victimStopDelay: duration \".\": want e.g."},
+                         Bad{"{victimStopDelay: 1.2.3s}", "victimStopDelay: duration \"1.2.3s\": want e.g."},
+                         Bad{"{victimStopDelay: [3s]}", "clusters[0]: preemption: victimStopDelay: want a duration, e.g. 3s"},
+                         Bad{"{victimstopdelay: 3s}", "clusters[0]: preemption: unknown field victimstopdelay"}}) {
     INFO(bad.preemption);
     auto r = ParseSimConfig(std::string("clusters:\n- name: c1\n  preemption: ") + bad.preemption + "\n");
     REQUIRE_FALSE(r.ok());

@@ -3,6 +3,8 @@
 // a Workload behind a closed preemption gate waits and evicts nothing; the
 // status patch that opens the gate (as gantry sends it) wakes admission, and
 // the next pass evicts the newest lower-priority Workload and admits it.
+// With a victimStopDelay, the victim's quota is held that long and the
+// preemptor waits for it (WaitingForPreemptedWorkloads).
 // Every Workload version written is checked against the Kueue CRD's schema.
 #include <catch2/catch.hpp>
 
@@ -21,15 +23,16 @@ const std::string kWorkloads = "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/w
 const std::string kJobs = "/apis/batch/v1/namespaces/team-a/jobs";
 const char* const kGate = "gantry.dev/preemption";
 
-ClusterConfig WithPolicy(PreemptionPolicy policy) {
+ClusterConfig WithPolicy(PreemptionPolicy policy, int64_t victim_stop_delay_ms) {
   ClusterConfig c = testing::SmallCluster("c1", 2);  // 16 GPUs
   c.within_cluster_queue = policy;
+  c.victim_stop_delay_ms = victim_stop_delay_ms;
   return c;
 }
 
 struct Fixture : testing::ClusterFixture {
-  explicit Fixture(PreemptionPolicy policy = PreemptionPolicy::kLowerPriority)
-      : ClusterFixture(WithPolicy(policy)), api(&state) {
+  explicit Fixture(PreemptionPolicy policy = PreemptionPolicy::kLowerPriority, int64_t victim_stop_delay_ms = 0)
+      : ClusterFixture(WithPolicy(policy, victim_stop_delay_ms)), api(&state) {
     WatchRequest req;
     req.resource = &wl;
     req.api_version = "kueue.x-k8s.io/v1beta2";
@@ -172,6 +175,110 @@ TEST_CASE("a gated Workload waits, and once gantry opens its gate it preempts th
   f.TickAfter(60'000);
   CHECK(f.Cond("low-b", "QuotaReserved")[0] == "False");
   CHECK(f.journal.Snapshot().size() == 3);
+}
+
+TEST_CASE("with victimStopDelay the preemptor waits until its victim has released its quota",
+          "[sim][preemption]") {
+  Fixture f(PreemptionPolicy::kLowerPriority, 3'000);
+  f.Run("low-a");
+  f.TickAfter(1'000);
+  f.Run("low-b");  // the newer: the one to go
+  const json low_a = f.Get(f.wl, "low-a");
+  REQUIRE(f.Do("POST", kWorkloads, MakeWorkload("vip", 1, 8, "team-a", 100)).status == 201);
+  REQUIRE(f.Do("POST", kJobs, MakeJob("job-vip", "vip", "uid-vip", "10m")).status == 201);
+  f.Events();
+  f.state.Tick();
+  const int64_t evicted_ms = f.clock.NowMillis();
+
+  // The victim is evicted at once, in Kueue's words, its run stopped...
+  const std::string preempted = "Preempted to accommodate a workload (UID: " +
+                                f.Get(f.wl, "vip")["metadata"]["uid"].get<std::string>() +
+                                ", JobUID: UNKNOWN) due to prioritization in the ClusterQueue";
+  CHECK(f.Cond("low-b", "Evicted") == std::vector<std::string>{"True", "Preempted", preempted});
+  CHECK(f.Cond("low-b", "QuotaReserved") == std::vector<std::string>{"False", "Preempted", preempted});
+  CHECK(f.Cond("low-b", "Preempted") == std::vector<std::string>{"True", "InClusterQueue", preempted});
+  CHECK(f.Suspended("job-low-b"));
+  std::vector<Run> runs = f.journal.Snapshot();
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[1].job_uid == "uid-low-b");
+  CHECK(runs[1].end_ms == evicted_ms);
+  CHECK(runs[1].end_reason == "Evicted");
+  // ...but its quota is held while it stops: the preemptor waits for it.
+  const std::vector<std::string> waiting = {
+      "False", "WaitingForPreemptedWorkloads",
+      "couldn't assign flavors to pod set: insufficient unused quota for nvidia.com/gpu in flavor h100, 8 more "
+      "needed. Pending the preemption of 1 workload(s)"};
+  CHECK(f.Cond("vip", "QuotaReserved") == waiting);
+  CHECK(f.Cond("vip", "Admitted")[0].empty());
+  CHECK(f.ReservedGpus() == 16);
+  const json cq = f.Get(ResourceByPlural("clusterqueues"), "cluster-queue", "");
+  CHECK(cq["status"]["flavorsReservation"][0]["resources"].dump().find(R"("total":"16")") != std::string::npos);
+  std::vector<std::string> order;
+  for (const json& e : f.Events()) order.push_back(e["object"]["metadata"]["name"]);
+  CHECK(order == std::vector<std::string>{"low-b", "vip"});  // the eviction first
+
+  // +1 s, a pass forced (a quota write marks admission dirty): still waiting,
+  // and low-a, which would make room too, is left alone.
+  f.clock.Advance(1'000);
+  f.state.SetQuota(f.state.config().quota);
+  f.state.Tick();
+  CHECK(f.Cond("vip", "QuotaReserved") == waiting);
+  CHECK(f.Get(f.wl, "low-a") == low_a);
+  CHECK(f.ReservedGpus() == 16);
+
+  // Still held 1 ms before the delay is up; released on time, with no event
+  // to wake admission but its own deadline.
+  f.TickAfter(1'999);
+  CHECK(f.Cond("vip", "QuotaReserved") == waiting);
+  f.TickAfter(1);
+  CHECK(f.clock.NowMillis() == evicted_ms + 3'000);
+  CHECK(f.Cond("vip", "QuotaReserved")[0] == "True");
+  CHECK(f.Cond("vip", "Admitted")[0] == "True");
+  CHECK(f.ReservedGpus() == 16);  // low-a and vip
+  runs = f.journal.Snapshot();
+  REQUIRE(runs.size() == 3);
+  CHECK(runs[2].job_uid == "uid-vip");
+  CHECK(runs[2].start_ms == evicted_ms + 3'000);
+  CHECK(CheckRuns(runs).empty());
+
+  // The victim does not come back; low-a was never touched.
+  f.TickAfter(60'000);
+  CHECK(f.Cond("low-b", "QuotaReserved")[0] == "False");
+  CHECK(f.Cond("low-b", "Evicted")[0] == "True");
+  CHECK(f.journal.Snapshot().size() == 3);
+  CHECK(f.Get(f.wl, "low-a") == low_a);
+  CHECK_FALSE(f.Suspended("job-low-a"));
+  f.Events();
+}
+
+TEST_CASE("a victim deleted while it stops keeps its quota until it has stopped, and a new one of its name is another",
+          "[sim][preemption]") {
+  // As in Kueue, whose finalizer keeps a deleted Workload, and its quota in
+  // use, until its pods are gone (gantry deletes an evicted copy at once).
+  Fixture f(PreemptionPolicy::kLowerPriority, 3'000);
+  f.Run("low-a");
+  f.Run("low-b");
+  REQUIRE(f.Do("POST", kWorkloads, MakeWorkload("vip", 1, 8, "team-a", 100)).status == 201);
+  f.state.Tick();
+  const int64_t evicted_ms = f.clock.NowMillis();
+  REQUIRE(f.Cond("vip", "QuotaReserved")[1] == "WaitingForPreemptedWorkloads");
+  REQUIRE(f.Do("DELETE", kWorkloads + "/low-b").status == 200);
+  f.state.Tick();
+  CHECK(f.Cond("vip", "QuotaReserved")[1] == "WaitingForPreemptedWorkloads");  // still waiting for it
+  CHECK(f.ReservedGpus() == 16);
+  // A new Workload of the victim's name (gantry's next epoch) is another
+  // holder: it waits, and does not take the stopping one's quota for its own.
+  REQUIRE(f.Do("POST", kWorkloads, MakeWorkload("low-b", 1, 8, "team-a", 0)).status == 201);
+  f.TickAfter(1'000);
+  CHECK(f.Cond("low-b", "QuotaReserved")[0] == "False");
+  CHECK(f.Cond("vip", "QuotaReserved")[1] == "WaitingForPreemptedWorkloads");
+  CHECK(f.ReservedGpus() == 16);
+  f.TickAfter(evicted_ms + 3'000 - f.clock.NowMillis());  // stopped: its quota is the preemptor's
+  CHECK(f.Cond("vip", "QuotaReserved")[0] == "True");
+  CHECK(f.Cond("vip", "Admitted")[0] == "True");
+  CHECK(f.Cond("low-b", "QuotaReserved")[0] == "False");
+  CHECK(f.ReservedGpus() == 16);
+  CHECK(HasCondition(f.Get(f.wl, "low-a"), "Admitted"));
 }
 
 TEST_CASE("with withinClusterQueue Never a higher-priority Workload waits and evicts nothing", "[sim][preemption]") {

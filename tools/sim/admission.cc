@@ -12,6 +12,14 @@ bool Fits(const ResourceList& nominal, const ResourceList& used, const ResourceL
   return FirstShortfall(nominal, used, demand, nullptr).empty();
 }
 
+bool Stopping(const QuotaHolder* h) { return !h->preempted_for.empty(); }
+
+// Whether h may be one of c's victims: a holder of lower priority, or a
+// victim already stopping for c (never one stopping for another preemptor).
+bool IsTarget(const QuotaHolder& h, const AdmissionCandidate& c) {
+  return Stopping(&h) ? h.preempted_for == c.key : h.priority < c.priority;
+}
+
 // Kueue's classic preemption within a ClusterQueue (see admission.h): the
 // victims among `holders` that make room for c. On success sets *used to the
 // usage once they are gone; returns none (and leaves *used) when even all
@@ -20,9 +28,10 @@ std::vector<const QuotaHolder*> ChooseVictims(const ResourceList& nominal, const
                                               const std::vector<const QuotaHolder*>& holders, ResourceList* used) {
   std::vector<const QuotaHolder*> targets;
   for (const QuotaHolder* h : holders) {
-    if (h->priority < c.priority) targets.push_back(h);
+    if (IsTarget(*h, c)) targets.push_back(h);
   }
   std::sort(targets.begin(), targets.end(), [](const QuotaHolder* a, const QuotaHolder* b) {
+    if (Stopping(a) != Stopping(b)) return Stopping(a);  // already evicted: Kueue's candidate order
     if (a->priority != b->priority) return a->priority < b->priority;
     if (a->reserved_seq != b->reserved_seq) return a->reserved_seq > b->reserved_seq;
     return a->key < b->key;
@@ -47,6 +56,17 @@ std::vector<const QuotaHolder*> ChooseVictims(const ResourceList& nominal, const
   }
   *used = std::move(after);
   return victims;
+}
+
+// While c waits for its victims, their quota is still held (in *used); the
+// room c will take once they are gone (after, with c's demand) is kept from
+// the Workloads after it in the pass: *used becomes at least after + demand.
+void KeepRoom(ResourceList after, const ResourceList& demand, ResourceList* used) {
+  AddTo(&after, demand);
+  for (const auto& [name, v] : after) {
+    int64_t& u = (*used)[name];
+    u = std::max(u, v);
+  }
 }
 
 std::string Joined(const std::vector<std::string>& names) {
@@ -110,21 +130,40 @@ std::vector<AdmissionVerdict> DecideAdmissions(const ClusterQueueSnapshot& cq,
     ResourceList after = used;
     std::vector<const QuotaHolder*> victims = ChooseVictims(cq.nominal, c, holders, &after);
     if (victims.empty()) continue;
-    if (!c.closed_gates.empty()) {
+    const auto stopping = static_cast<std::size_t>(std::count_if(victims.begin(), victims.end(), Stopping));
+    // Its gates hold back new evictions only: victims already evicted for
+    // it are stopping whatever its gates say now.
+    if (stopping < victims.size() && !c.closed_gates.empty()) {
       v.message += fmt::format("; preemption is gated (closed: {})", Joined(c.closed_gates));
-      v.gated = true;
+      v.reason = PendingReason::kPreemptionGated;
       continue;
     }
-    v.admitted = true;
-    v.message.clear();
     for (const QuotaHolder* victim : victims) {
-      v.victims.push_back(victim->key);
+      if (!Stopping(victim)) v.victims.push_back(victim->key);
       holders.erase(std::find(holders.begin(), holders.end(), victim));
     }
-    used = std::move(after);
-    AddTo(&used, c.demand);
+    if (cq.victims_stop_at_once && stopping == 0) {
+      v.admitted = true;
+      v.message.clear();
+      used = std::move(after);
+      AddTo(&used, c.demand);
+      continue;
+    }
+    // Kueue appends this to the flavors message when it issues preemptions.
+    v.message += fmt::format(". Pending the preemption of {} workload(s)", victims.size());
+    v.reason = PendingReason::kWaitingForPreemptedWorkloads;
+    KeepRoom(std::move(after), c.demand, &used);
   }
   return out;
+}
+
+const char* PendingReasonName(PendingReason reason) {
+  switch (reason) {
+    case PendingReason::kPending: return "Pending";
+    case PendingReason::kPreemptionGated: return "PreemptionGated";
+    case PendingReason::kWaitingForPreemptedWorkloads: return "WaitingForPreemptedWorkloads";
+  }
+  return "Pending";
 }
 
 std::vector<AdmissionVerdict> DecideAdmissions(const ResourceList& nominal, const ResourceList& reserved,

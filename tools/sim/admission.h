@@ -19,8 +19,19 @@
 // not make room, it preempts none and waits. It may preempt only when its
 // preemption gates are open (AdmissionCandidate::closed_gates); when they
 // are not, it waits and its message says which gates hold it.
-// A preemptor is admitted in the same pass as its victims are chosen: the
-// controller evicts them first (quota released at once), then admits it.
+//
+// Victims' time to stop (ClusterConfig::victim_stop_delay_ms). When victims
+// stop at once (ClusterQueueSnapshot::victims_stop_at_once), a preemptor is
+// admitted in the same pass as its victims are chosen: the controller evicts
+// them first (quota released at once), then admits it. Otherwise, as in
+// Kueue, an evicted victim keeps its quota until it has stopped (a holder
+// with preempted_for set: its quota counts as used) and the preemptor waits
+// for it (PendingReason::kWaitingForPreemptedWorkloads) with the message
+// "<flavors message>. Pending the preemption of N workload(s)", N its
+// victims, those evicted now and those still stopping for it. A stopping
+// victim is a target for its own preemptor only, ahead of all others (as
+// Kueue orders evicted candidates first), never for another. While it
+// waits, no Workload after it in the pass takes the room it counts on.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +61,9 @@ struct QuotaHolder {
   int32_t priority = 0;
   int64_t reserved_seq = 0;  // order in which holders got quota: higher is more recent
   ResourceList usage;
+  // "" for a holder; for a victim evicted but not yet stopped (its quota
+  // still held), the key of the preemptor it was evicted for.
+  std::string preempted_for = {};
 };
 
 // The ClusterQueue as admission sees it.
@@ -59,18 +73,29 @@ struct ClusterQueueSnapshot {
   std::vector<QuotaHolder> holders;   // read only when policy is LowerPriority
   PreemptionPolicy policy = PreemptionPolicy::kNever;
   std::string flavor;                 // for the messages
+  // victimStopDelay 0: an evicted victim's quota is free at once, so its
+  // preemptor is admitted in the pass that evicts it.
+  bool victims_stop_at_once = true;
 };
+
+// Why a Workload stays pending: its QuotaReserved=False reason.
+enum class PendingReason {
+  kPending,          // it does not fit (and preemption cannot make room)
+  kPreemptionGated,  // only a closed preemption gate holds it back (Kueue's KEP-8303)
+  kWaitingForPreemptedWorkloads,  // its victims have not released their quota yet
+};
+// Kueue's words: "Pending", "PreemptionGated", "WaitingForPreemptedWorkloads".
+const char* PendingReasonName(PendingReason reason);
 
 struct AdmissionVerdict {
   std::string key;
   bool admitted = false;
   // Why it is pending (empty when admitted), in Kueue's words.
   std::string message;
-  // Pending only because a closed preemption gate holds it back: its
-  // QuotaReserved reason is PreemptionGated (Kueue's KEP-8303), not Pending.
-  bool gated = false;
-  // Admitted: the holders (keys) to evict first, in the order chosen;
-  // empty when it fits as is. A victim is never a victim twice.
+  PendingReason reason = PendingReason::kPending;  // when pending
+  // The holders (keys) to evict now, in the order chosen: before it is
+  // admitted, or while it waits for them (kWaitingForPreemptedWorkloads);
+  // otherwise empty. A victim is never a victim twice.
   std::vector<std::string> victims = {};
 };
 

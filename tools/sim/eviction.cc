@@ -2,6 +2,8 @@
 // hand (gantry-sim ctl evict) or to make room for a Workload of higher
 // priority (withinClusterQueue: LowerPriority; admission.h chooses the
 // victims). Both write what Kueue writes when it evicts for preemption.
+// A preemption's victim keeps its quota for the cluster's victimStopDelay
+// (its pods terminating, as Kueue counts them); Tick releases it then.
 #include <fmt/format.h>
 
 #include "gantry/common/json_path.h"
@@ -31,13 +33,13 @@ Status KueueController::Evict(const std::string& ns, const std::string& name, in
   const json* wl = store_->Get("workloads", ns, name);
   if (!wl) return Status::NotFound(fmt::format("workloads \"{}\" not found", name));
   if (!IsReserved(*wl) || IsDone(*wl)) return Status::Invalid(fmt::format("workload {}/{} is not admitted", ns, name));
-  EvictHolder(ns + "/" + name, {"Preempted to accommodate a workload (simulated)", false}, now_ms);
+  EvictHolder(ns + "/" + name, {"Preempted to accommodate a workload (simulated)"}, now_ms);
   UpdateQueueStatus(now_ms);
   return Status::Ok();
 }
 
 void KueueController::Preempt(const std::vector<std::string>& victims, const json& preemptor, int64_t now_ms) {
-  const EvictionCause cause{PreemptedMessage(preemptor), true};
+  const EvictionCause cause{PreemptedMessage(preemptor), NamespaceOf(preemptor) + "/" + NameOf(preemptor)};
   for (const std::string& key : victims) EvictHolder(key, cause, now_ms);
 }
 
@@ -49,13 +51,46 @@ void KueueController::EvictHolder(const std::string& key, const EvictionCause& c
     SetCondition(&o, "Evicted", true, "Preempted", why, now_ms);
     SetCondition(&o, "QuotaReserved", false, "Preempted", why, now_ms);
     SetCondition(&o, "Admitted", false, "Preempted", why, now_ms);
-    if (cause.in_cluster_queue) SetCondition(&o, "Preempted", true, "InClusterQueue", why, now_ms);
+    if (!cause.preemptor.empty()) SetCondition(&o, "Preempted", true, "InClusterQueue", why, now_ms);
     // One requeued after a check's Retry would go back in the queue (see
     // WorkloadIndex): a preemption here is for good, as it always was.
     if (HasCondition(o, "Requeued")) SetCondition(&o, "Requeued", false, "Preempted", why, now_ms);
     o["status"].erase("admission");
   });
-  Release(key);
+  auto held = reserved_.find(key);
+  if (cause.preemptor.empty() || config_.victim_stop_delay_ms <= 0 || held == reserved_.end()) {
+    Release(key);
+    return;
+  }
+  // Stopping: its quota counts as used, it is a victim for no one else
+  // (admission.h), and its checks run no more.
+  held->second.preempted_for = cause.preemptor;
+  held->second.release_ms = now_ms + config_.victim_stop_delay_ms;
+  victim_releases_.emplace(held->second.release_ms, key);
+  check_clocks_.erase(key);
+}
+
+void KueueController::KeepStoppingVictim(const std::string& key, int64_t now_ms) {
+  auto held = reserved_.find(key);
+  if (held == reserved_.end() || held->second.release_ms <= now_ms) return;
+  // Deleted while its pods stop: Kueue's finalizer keeps the Workload, and
+  // its quota in use, until they are gone. The quota stays held until then
+  // under a key of its own (a new Workload of the name is another holder),
+  // still counted for its preemptor only.
+  Reservation kept = held->second;
+  victim_releases_.erase({kept.release_ms, key});
+  const std::string gone = fmt::format("{}#{}", key, kept.seq);
+  held->second.usage.clear();  // Release(key) now frees nothing: the quota moves below
+  victim_releases_.emplace(kept.release_ms, gone);
+  reserved_.emplace(gone, std::move(kept));
+}
+
+void KueueController::ReleaseStoppedVictims(int64_t now_ms) {
+  while (!victim_releases_.empty() && victim_releases_.begin()->first <= now_ms) {
+    const std::string key = victim_releases_.begin()->second;
+    victim_releases_.erase(victim_releases_.begin());
+    Release(key);
+  }
 }
 
 std::vector<QuotaHolder> KueueController::QuotaHolders() const {
@@ -64,10 +99,17 @@ std::vector<QuotaHolder> KueueController::QuotaHolders() const {
   for (const auto& [key, reservation] : reserved_) {
     auto slash = key.find('/');
     const json* wl = store_->Get("workloads", key.substr(0, slash), key.substr(slash + 1));
-    if (!wl) continue;
+    if (!wl) {
+      // A victim deleted while it stops (KeepStoppingVictim): its priority
+      // no longer matters, it is its preemptor's alone.
+      if (!reservation.preempted_for.empty()) {
+        out.push_back({key, 0, reservation.seq, reservation.usage, reservation.preempted_for});
+      }
+      continue;
+    }
     // Read now, not at admission: spec.priority may have been patched since.
     const auto priority = static_cast<int32_t>(JsonIntAt(*wl, {"spec", "priority"}, 0));
-    out.push_back({key, priority, reservation.seq, reservation.usage});
+    out.push_back({key, priority, reservation.seq, reservation.usage, reservation.preempted_for});
   }
   return out;
 }

@@ -98,6 +98,7 @@ void KueueController::OnWorkloadDeleted(const json& wl, int64_t now_ms) {
   std::string key = KeyOf(wl);
   std::string run = RunKeyForWorkload(key);
   if (!run.empty()) StopRun(run, "WorkloadDeleted", true, now_ms);
+  KeepStoppingVictim(key, now_ms);
   Release(key);
   arrivals_.erase(key);
   dirty_ = true;
@@ -107,6 +108,7 @@ void KueueController::Release(const std::string& wl_key) {
   auto it = reserved_.find(wl_key);
   if (it == reserved_.end()) return;
   SubtractFrom(&reserved_total_, it->second.usage);
+  victim_releases_.erase({it->second.release_ms, wl_key});
   reserved_.erase(it);
   check_clocks_.erase(wl_key);  // no quota, no checks running
   dirty_ = true;
@@ -114,6 +116,7 @@ void KueueController::Release(const std::string& wl_key) {
 
 void KueueController::Tick(int64_t now_ms) {
   FinishDueRuns(now_ms);
+  ReleaseStoppedVictims(now_ms);  // quota freed: dirty_, the pass runs now
   if (!dirty_ && now_ms < next_wake_ms_) return;
   dirty_ = false;
   next_wake_ms_ = INT64_MAX;
@@ -159,7 +162,8 @@ void KueueController::RunAdmission(int64_t now_ms) {
     if (preempting) candidate.closed_gates = ClosedPreemptionGates(*wl);
     candidates.push_back(std::move(candidate));
   }
-  ClusterQueueSnapshot cq{quota_, reserved_total_, {}, config_.within_cluster_queue, config_.flavor};
+  ClusterQueueSnapshot cq{quota_, reserved_total_, {}, config_.within_cluster_queue, config_.flavor,
+                          config_.victim_stop_delay_ms <= 0};
   if (preempting && !candidates.empty()) cq.holders = QuotaHolders();
   auto verdicts = DecideAdmissions(cq, std::move(candidates));
   for (const AdmissionVerdict& v : verdicts) {
@@ -168,8 +172,9 @@ void KueueController::RunAdmission(int64_t now_ms) {
     const json* wl = store_->Get("workloads", ns, name);
     if (!wl) continue;
     if (!v.victims.empty()) {
-      // Victims first: their eviction releases their quota at once, so the
-      // preemptor is admitted in this same pass (admission.h).
+      // Victims first. Without a victimStopDelay their eviction releases
+      // their quota at once and the preemptor is admitted in this same
+      // pass; with one it waits for them (admission.h).
       Preempt(v.victims, *wl, now_ms);
       wl = store_->Get("workloads", ns, name);
       if (!wl) continue;
@@ -179,7 +184,7 @@ void KueueController::RunAdmission(int64_t now_ms) {
       WorkloadDemand demand = *index_.Demand(v.key, *wl);
       Admit(*wl, demand, now_ms);
     } else {
-      SetWorkloadCondition(*wl, "QuotaReserved", false, v.gated ? "PreemptionGated" : "Pending", v.message, now_ms);
+      SetWorkloadCondition(*wl, "QuotaReserved", false, PendingReasonName(v.reason), v.message, now_ms);
     }
   }
 }
@@ -223,7 +228,10 @@ void KueueController::Admit(const json& wl, const WorkloadDemand& demand, int64_
   if (!written.ok()) return;
   if (checks) StartCheckClock(key, now_ms);
   Reservation& reserved = reserved_[key];
-  SubtractFrom(&reserved_total_, reserved.usage);  // re-admitted after a status patch: counted once
+  // Re-admitted after a status patch: counted once (and, were it a victim
+  // still stopping, its release is off).
+  SubtractFrom(&reserved_total_, reserved.usage);
+  victim_releases_.erase({reserved.release_ms, key});
   reserved = {demand.total, next_reservation_seq_++};
   AddTo(&reserved_total_, reserved.usage);
 }

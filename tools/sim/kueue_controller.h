@@ -7,7 +7,9 @@
 //
 // The admission decision itself is the pure DecideAdmissions (admission.h);
 // this class gathers its inputs from the store and applies its verdicts,
-// evicting the victims of a preemption first (eviction.cc).
+// evicting the victims of a preemption first (eviction.cc). A victim keeps
+// its quota for the cluster's victimStopDelay after its eviction (0: not at
+// all), and the controller wakes itself to release it then.
 // Time is passed in (now_ms) so tests drive it with a fake clock.
 //
 // Cost: a tick is meant to run every 10 ms in each of many clusters, so it
@@ -118,11 +120,18 @@ class KueueController {
   struct Reservation {
     ResourceList usage;
     int64_t seq = 0;
+    // A victim evicted but not yet stopped: the preemptor it was evicted
+    // for (QuotaHolder::preempted_for) and when its quota is released.
+    std::string preempted_for = {};
+    int64_t release_ms = 0;
   };
   // Why a Workload loses its quota (EvictHolder).
   struct EvictionCause {
-    std::string message;            // of its Evicted, QuotaReserved and Admitted conditions
-    bool in_cluster_queue = false;  // by the scheduler: Kueue's Preempted condition too
+    std::string message;  // of its Evicted, QuotaReserved and Admitted conditions
+    // "" by hand; else the preemptor's key (a preemption within the
+    // ClusterQueue by the scheduler): Kueue's Preempted condition too, and
+    // the quota held for victimStopDelay.
+    std::string preemptor = {};
   };
   // What the ClusterQueue and LocalQueue status were last written from.
   struct QueueStatusInputs {
@@ -142,9 +151,14 @@ class KueueController {
   // Takes a Workload's quota back: its run stops (journal end reason
   // Evicted), its job is suspended, Evicted=True and QuotaReserved=False and
   // Admitted=False (reason Preempted), status.admission cleared, quota
-  // released. It is not requeued: it waits no more (WorkloadIndex).
+  // released: at once, or for a preemption's victim victimStopDelay later
+  // (ReleaseStoppedVictims), as Kueue counts it until its pods are gone.
+  // It is not requeued: it waits no more (WorkloadIndex).
   // REQUIRES: it holds quota.
   void EvictHolder(const std::string& key, const EvictionCause& cause, int64_t now_ms);
+  // Releases the quota of the victims whose victimStopDelay is up (a
+  // release marks the controller dirty: admission runs on this tick).
+  void ReleaseStoppedVictims(int64_t now_ms);
   // Writes condition `type` unless the Workload already has it as given.
   void SetWorkloadCondition(const nlohmann::json& wl, const std::string& type, bool status,
                             const std::string& reason, const std::string& message, int64_t now_ms);
@@ -193,6 +207,10 @@ class KueueController {
   std::map<std::string, RunningJob> running_;      // resource/ns/name -> run
   std::map<std::string, std::string> run_of_workload_;   // workload key -> run key
   std::set<std::pair<int64_t, std::string>> deadlines_;  // (finish_ms, run key) of running_
+  // A stopping victim deleted: its quota stays held until it has stopped.
+  void KeepStoppingVictim(const std::string& key, int64_t now_ms);
+  // (release_ms, workload key) of the victims in reserved_ still stopping.
+  std::set<std::pair<int64_t, std::string>> victim_releases_;
   std::map<std::string, WaitingJob> waiting_jobs_;        // run key -> job
   std::map<std::string, std::set<std::string>> jobs_waiting_on_;  // workload key -> run keys
   // Workloads that changed since the last pass and have jobs waiting on them.

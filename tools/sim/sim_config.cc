@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <set>
 
 #include <fmt/format.h>
@@ -62,17 +63,28 @@ Status ReadAdmissionChecks(const YAML::Node& list, std::vector<AdmissionCheckCon
   return Status::Ok();
 }
 
-// preemption: {withinClusterQueue: Never | LowerPriority}
+// preemption: {withinClusterQueue: Never | LowerPriority, victimStopDelay: <duration>}
 Status ReadPreemption(const YAML::Node& n, ClusterConfig* c) {
-  if (!n.IsMap()) return Status::Invalid("preemption: want {withinClusterQueue: Never | LowerPriority}");
+  if (!n.IsMap()) {
+    return Status::Invalid(
+        "preemption: want {withinClusterQueue: Never | LowerPriority, victimStopDelay: <duration>}");
+  }
   for (const auto& kv : n) {
     std::string key = kv.first.as<std::string>();
-    if (key != "withinClusterQueue") return Status::Invalid(fmt::format("preemption: unknown field {}", key));
+    if (key != "withinClusterQueue" && key != "victimStopDelay") {
+      return Status::Invalid(fmt::format("preemption: unknown field {}", key));
+    }
   }
   if (const YAML::Node within = n["withinClusterQueue"]) {
     auto policy = ParsePreemptionPolicy(within.as<std::string>());
     if (!policy.ok()) return Status::Invalid("preemption: withinClusterQueue: " + policy.status().message());
     c->within_cluster_queue = *policy;
+  }
+  if (const YAML::Node delay = n["victimStopDelay"]) {
+    if (!delay.IsScalar()) return Status::Invalid("preemption: victimStopDelay: want a duration, e.g. 3s");
+    auto ms = ParseDurationMs(delay.as<std::string>());
+    if (!ms.ok()) return Status::Invalid("preemption: victimStopDelay: " + ms.status().message());
+    c->victim_stop_delay_ms = *ms;
   }
   return Status::Ok();
 }
@@ -167,8 +179,13 @@ Status ReadCluster(const YAML::Node& n, ClusterConfig* c) {
 Result<int64_t> ParseDurationMs(const std::string& text) {
   std::size_t i = 0;
   while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  if (i == 0) return Status::Invalid(fmt::format("duration \"{}\": want e.g. 250ms, 30s, 5m, 1h", text));
-  double v = std::stod(text.substr(0, i));
+  double v = 0;
+  // The whole number part must parse (".", "1.2.3" do not; std::stod would
+  // throw on the one and cut the other short).
+  auto [end, err] = std::from_chars(text.data(), text.data() + i, v);
+  if (i == 0 || err != std::errc() || end != text.data() + i) {
+    return Status::Invalid(fmt::format("duration \"{}\": want e.g. 250ms, 30s, 5m, 1h", text));
+  }
   std::string unit = text.substr(i);
   double scale = unit == "ms" ? 1 : unit == "s" || unit.empty() ? 1000 : unit == "m" ? 60'000 : unit == "h" ? 3'600'000 : -1;
   if (scale < 0) return Status::Invalid(fmt::format("duration \"{}\": unknown unit {}", text, unit));

@@ -20,7 +20,9 @@
 //     admissionDelay: 100ms           # durations: 250ms, 30s, 5m, 1h
 //     admissionChecks:                # the ClusterQueue's; none by default
 //     - {name: provisioning, outcome: Ready, delay: 2s}
-//     preemption: {withinClusterQueue: LowerPriority}  # default Never
+//     preemption:                     # default: Never, victims stop at once
+//       withinClusterQueue: LowerPriority
+//       victimStopDelay: 3s           # a victim's quota held this long after its eviction
 //     jobDuration: 10s
 //     apiLatency: 0ms
 //     watchTimeout: [30m, 60m]        # randomized per watch within [min, max]
@@ -90,6 +92,11 @@ struct ClusterConfig {
   std::vector<AdmissionCheckConfig> admission_checks;
   // Never (Kueue's default): a Workload that does not fit waits.
   PreemptionPolicy within_cluster_queue = PreemptionPolicy::kNever;
+  // How long a Workload evicted to make room for a preemptor keeps its quota
+  // (as Kueue counts it until the victim's pods are gone); the preemptor
+  // waits until then (admission.h). 0: released at once, the preemptor
+  // admitted in the pass that evicts its victims.
+  int64_t victim_stop_delay_ms = 0;
   int64_t job_duration_ms = 10'000;
   int64_t api_latency_ms = 0;
   int64_t watch_timeout_min_ms = 30 * 60'000;

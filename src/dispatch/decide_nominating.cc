@@ -283,7 +283,11 @@ Plan Ladder::Copies() const {
 // preempting. While no copy of the epoch holds quota, one gate opens at a
 // time: the first a period after the nomination, each next a period after
 // the one before (as Kueue's KEP-8303 measures it), so that a preemption
-// has a period to finish before another cluster may start one. The copy
+// has a period to finish before another cluster may start one; longer while
+// the cluster whose gate opened says it waits for its victims to stop
+// (ObservedWorkload::preempting), up to kPreemptionHoldPeriods periods from
+// that opening, so a slow preemption is not doubled in another cluster and
+// a stuck one does not hold the job for good. The copy
 // chosen is one that Kueue says its gate holds back (QuotaReserved reason
 // PreemptionGated: it would preempt) if any, then the best-ranked
 // (placement's order; clusters it no longer ranks last), then by name. The
@@ -291,16 +295,24 @@ Plan Ladder::Copies() const {
 // closed although its row says open (re-created, or the patch lost in a
 // crash) is patched again, and no other gate opens in its place; a cluster
 // that refused the patch (gate_refusal) is not asked again.
+namespace {
+constexpr int64_t kPreemptionHoldPeriods = 4;
+}  // namespace
+
 void Ladder::Gates(Plan& plan) const {
   const int64_t period = opt_.preemption_gate_ms;
   if (period <= 0) return;
   auto current = [&](const RemoteIntent& i) { return i.present && i.kind == kWorkload && i.epoch == job_.epoch; };
   int64_t last_opened = 0;
+  int64_t hold_until = 0;  // a preemption under way holds the next gate until then
   for (const RemoteIntent& i : in_.intents) {
     if (!current(i)) continue;
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (w && w->quota_reserved) return;  // on its way to admission: nothing else may preempt
     last_opened = std::max(last_opened, i.gate_opened_ms);
+    if (w && w->preempting && i.gate_opened_ms > 0) {
+      hold_until = std::max(hold_until, i.gate_opened_ms + kPreemptionHoldPeriods * period);
+    }
   }
   std::vector<std::pair<const RemoteIntent*, const ObservedWorkload*>> closed;
   for (const RemoteIntent& i : in_.intents) {
@@ -315,7 +327,7 @@ void Ladder::Gates(Plan& plan) const {
     }
   }
   if (closed.empty()) return;
-  const int64_t due = std::max(job_.nominated_ms, last_opened) + period;
+  const int64_t due = std::max({job_.nominated_ms + period, last_opened + period, hold_until});
   if (in_.now_ms < due) {
     plan.requeue_ms = std::min(plan.requeue_ms, due - in_.now_ms);
     return;
@@ -328,7 +340,7 @@ void Ladder::Gates(Plan& plan) const {
     return it == f.end() ? SIZE_MAX : static_cast<size_t>(it - f.begin());
   };
   auto order = [&](const auto& c) {
-    return std::tuple(c.second->reason != "PreemptionGated", rank(c.first->cluster), c.first->cluster);
+    return std::tuple(!c.second->held_by_gate, rank(c.first->cluster), c.first->cluster);
   };
   const auto& [row, copy] = *std::min_element(closed.begin(), closed.end(),
                                               [&](const auto& a, const auto& b) { return order(a) < order(b); });

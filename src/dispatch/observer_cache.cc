@@ -11,8 +11,7 @@ bool SameForDecisions(const Entry& a, const Entry& b) {
     return wa->k8s_uid == wb.k8s_uid && wa->epoch == wb.epoch && wa->admitted == wb.admitted &&
            wa->quota_reserved == wb.quota_reserved && wa->evicted == wb.evicted && wa->finished == wb.finished &&
            wa->active == wb.active && wa->check_failed == wb.check_failed && wa->gated == wb.gated &&
-           wa->gate_open == wb.gate_open &&
-           (wa->reason == "PreemptionGated") == (wb.reason == "PreemptionGated");
+           wa->gate_open == wb.gate_open && wa->held_by_gate == wb.held_by_gate && wa->preempting == wb.preempting;
   }
   const auto& ja = std::get<ObservedJob>(a.object);
   const auto& jb = std::get<ObservedJob>(b.object);

@@ -89,6 +89,12 @@ std::optional<ObservedWorkload> ParseWorkload(const json& object) {
                   return JsonStringAt(g, {"name"}) == kPreemptionGate && JsonStringAt(g, {"position"}) == "Open";
                 });
   CopyReason(evicted ? evicted : finished ? finished : quota, &w.reason, &w.message);
+  if (quota && !w.quota_reserved) {
+    const std::string reason = JsonStringAt(*quota, {"reason"});
+    w.held_by_gate = reason == "PreemptionGated";
+    w.preempting = reason == "WaitingForPreemptedWorkloads" ||
+                   JsonStringAt(*quota, {"message"}).find("Pending the preemption of") != std::string::npos;
+  }
   return w;
 }
 

@@ -195,10 +195,45 @@ TEST_CASE("step 9: a copy Kueue says its gate holds back goes first", "[dispatch
   w.in.now_ms = 1'000'000 + kGateMs;
   // c2, ranked last, would preempt (Kueue's reason PreemptionGated); c3 and
   // c1 wait for quota that preempting would not free.
-  w.in.observed["c2"].workloads[0].reason = "PreemptionGated";
+  w.in.observed["c2"].workloads[0].held_by_gate = true;
   Plan p = Decide(w.Input());
   REQUIRE(OpenGates(p) == 1);
   CHECK(OpenGates(p, "c2") == 1);
+}
+
+TEST_CASE("step 9: while the cluster whose gate opened waits for its victims to stop, no other gate opens",
+          "[dispatch][decide][gates]") {
+  World w = PendingEverywhere(1'000'000);
+  const int64_t opened = 1'000'000 + kGateMs;
+  w.in.intents[2].gate_opened_ms = opened;  // c3's
+  ObservedWorkload& c3 = w.in.observed["c3"].workloads[0];
+  c3.gate_open = true;
+  c3.preempting = true;  // Kueue: "Pending the preemption of 1 workload(s)"
+  w.in.now_ms = opened + kGateMs;
+  Plan p = Decide(w.Input());
+  CHECK(OpenGates(p) == 0);
+  // Held at most four periods from its opening (woken sooner by the resync).
+  CHECK(p.requeue_ms == std::min<int64_t>(3 * kGateMs, w.in.options.resync_ms));
+
+  SECTION("a preemption that takes too long lets the next cluster try") {
+    w.in.now_ms = opened + 4 * kGateMs;
+    Plan q = Decide(w.Input());
+    CHECK(OpenGates(q, "c1") == 1);
+  }
+  SECTION("a preemption that ended without admission (victims gone, quota still short) holds nothing") {
+    c3.preempting = false;
+    Plan q = Decide(w.Input());
+    CHECK(OpenGates(q, "c1") == 1);
+  }
+  SECTION("a copy that is preempting although gantry never opened its gate (a Kueue without gates) holds nothing") {
+    w.in.intents[2].gate_opened_ms = 0;
+    c3.gate_open = false;
+    w.in.intents[0].gate_opened_ms = opened;  // c1's opened instead
+    w.in.observed["c1"].workloads[0].gate_open = true;
+    Plan q = Decide(w.Input());
+    REQUIRE(OpenGates(q) == 1);
+    CHECK(OpenGates(q, "c3") == 1);
+  }
 }
 
 TEST_CASE("step 9: a cluster that refused to open a gate is not asked again", "[dispatch][decide][gates]") {

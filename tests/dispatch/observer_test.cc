@@ -123,6 +123,26 @@ TEST_CASE("ParseWorkload: gantry's preemption gate, in the spec and its position
   CHECK(ParseWorkload(o)->gate_open);
 }
 
+TEST_CASE("ParseWorkload: a copy held back by its gate, and one waiting for its victims to stop", "[observer]") {
+  const std::string flavors = "couldn't assign flavors to pod set main: insufficient unused quota for cpu";
+  auto quota = [&](const std::string& status, const std::string& reason, const std::string& message) {
+    json c = {{"type", "QuotaReserved"}, {"status", status}, {"reason", reason}, {"message", message}};
+    return ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}}, {c}));
+  };
+  auto pending = quota("False", "Pending", flavors);
+  CHECK_FALSE(pending->held_by_gate);
+  CHECK_FALSE(pending->preempting);
+  CHECK(quota("False", "PreemptionGated", flavors)->held_by_gate);
+  CHECK_FALSE(quota("False", "PreemptionGated", flavors)->preempting);
+  CHECK(quota("False", "WaitingForPreemptedWorkloads", flavors + ". Pending the preemption of 1 workload(s)")->preempting);
+  // Older Kueue: reason Pending, the same message.
+  CHECK(quota("False", "Pending", flavors + ". Pending the preemption of 2 workload(s)")->preempting);
+  // Holding quota: neither, whatever the words.
+  auto reserved = quota("True", "WaitingForPreemptedWorkloads", "Pending the preemption of 1 workload(s)");
+  CHECK_FALSE(reserved->preempting);
+  CHECK_FALSE(reserved->held_by_gate);
+}
+
 TEST_CASE("ParseWorkload: spec.active and the admission checks' states", "[observer]") {
   auto check = [](const std::string& state) {
     return json{{"name", "prov-" + state}, {"state", state}, {"message", ""}, {"lastTransitionTime", "t"}};

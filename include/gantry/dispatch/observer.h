@@ -53,6 +53,13 @@ struct ObservedWorkload {
   bool check_failed = false;    // an admission check in status.admissionChecks is Retry or Rejected
   bool gated = false;           // spec.preemptionGates names kPreemptionGate
   bool gate_open = false;       // status.preemptionGates shows kPreemptionGate Open
+  // Pending, and Kueue says a closed preemption gate holds it back: it would
+  // preempt (QuotaReserved reason PreemptionGated, KEP-8303).
+  bool held_by_gate = false;
+  // Pending while the workloads it preempted stop (QuotaReserved reason
+  // WaitingForPreemptedWorkloads, or older Kueue's message "Pending the
+  // preemption of N workload(s)").
+  bool preempting = false;
   std::string reason;         // reason of Evicted (if evicted) or Finished (if finished), else of QuotaReserved
   std::string message;        // message of the same condition
 };

@@ -310,7 +310,7 @@ void Ladder::Gates(Plan& plan) const {
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (w && w->quota_reserved) return;  // on its way to admission: nothing else may preempt
     last_opened = std::max(last_opened, i.gate_opened_ms);
-    if (w && w->preempting && i.gate_opened_ms > 0) {
+    if (w && w->preempting && w->active && !w->evicted && i.gate_opened_ms > 0) {
       hold_until = std::max(hold_until, i.gate_opened_ms + kPreemptionHoldPeriods * period);
     }
   }

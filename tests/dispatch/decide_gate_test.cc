@@ -225,15 +225,29 @@ TEST_CASE("step 9: while the cluster whose gate opened waits for its victims to 
     Plan q = Decide(w.Input());
     CHECK(OpenGates(q, "c1") == 1);
   }
-  SECTION("a copy that is preempting although gantry never opened its gate (a Kueue without gates) holds nothing") {
-    w.in.intents[2].gate_opened_ms = 0;
-    c3.gate_open = false;
-    w.in.intents[0].gate_opened_ms = opened;  // c1's opened instead
-    w.in.observed["c1"].workloads[0].gate_open = true;
+  SECTION("held until four periods from the opening, not one more period") {
+    w.in.now_ms = opened + 4 * kGateMs - 1;
     Plan q = Decide(w.Input());
-    REQUIRE(OpenGates(q) == 1);
-    CHECK(OpenGates(q, "c3") == 1);
+    CHECK(OpenGates(q) == 0);
+    CHECK(q.requeue_ms == 1);
   }
+  SECTION("a deactivated copy's last words hold nothing") {
+    c3.active = false;
+    Plan q = Decide(w.Input());
+    CHECK(OpenGates(q, "c1") == 1);
+  }
+}
+
+TEST_CASE("step 9: a copy that preempts although gantry never opened its gate (a Kueue without gates) holds nothing",
+          "[dispatch][decide][gates]") {
+  World w = PendingEverywhere(0);
+  w.in.intents[0].gate_opened_ms = kGateMs;  // c1's opened a period in
+  w.in.observed["c1"].workloads[0].gate_open = true;
+  w.in.observed["c3"].workloads[0].preempting = true;  // its gate still closed
+  w.in.now_ms = 2 * kGateMs;  // were c3 counted, the hold would last until 4 periods
+  Plan p = Decide(w.Input());
+  REQUIRE(OpenGates(p) == 1);
+  CHECK(OpenGates(p, "c3") == 1);
 }
 
 TEST_CASE("step 9: a cluster that refused to open a gate is not asked again", "[dispatch][decide][gates]") {

@@ -21,17 +21,17 @@ using nlohmann::json;
 using std::chrono::seconds;
 
 // Two clusters of 2 nodes x 8 H100 (16 GPUs of nominal quota each), whose
-// ClusterQueues preempt lower-priority Workloads; a victim takes 3 s to stop
+// ClusterQueues preempt lower-priority Workloads; a victim takes 5 s to stop
 // (its pods terminating), during which its quota stays taken.
 const char* kPreemptingClusters = R"(clusters:
 - name: c1
   accelerator: {model: H100-80GB, gpusPerNode: 8}
   nodes: 2
-  preemption: {withinClusterQueue: LowerPriority, victimStopDelay: 3s}
+  preemption: {withinClusterQueue: LowerPriority, victimStopDelay: 5s}
 - name: c2
   accelerator: {model: H100-80GB, gpusPerNode: 8}
   nodes: 2
-  preemption: {withinClusterQueue: LowerPriority, victimStopDelay: 3s}
+  preemption: {withinClusterQueue: LowerPriority, victimStopDelay: 5s}
 )";
 
 // A job of 2 pods x 8 GPUs (a whole cluster) at this priority.
@@ -68,9 +68,9 @@ void FillBoth(DispatchFleet& fleet) {
 
 TEST_CASE("a job that must preempt does so in one cluster only: its copies' gates open one at a time",
           "[e2e][dispatch][preemption]") {
-  // Gates a second apart: shorter than a victim's 3 s to stop, so the next
-  // gate must wait while the first cluster says it is preempting.
-  DispatchFleet fleet(PreemptingFleet(1));
+  // Gates 2 s apart: shorter than a victim's 5 s to stop, so the next gate
+  // must wait while the first cluster says it is preempting (at most 8 s).
+  DispatchFleet fleet(PreemptingFleet(2));
   FillBoth(fleet);
   const std::string cluster_a = fleet.Job("team-a", "low-a")["status"].value("cluster", "");
   const std::string cluster_b = fleet.Job("team-a", "low-b")["status"].value("cluster", "");

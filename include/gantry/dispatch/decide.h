@@ -133,9 +133,10 @@ struct DecideOptions {
   // v1beta2 clusters carry the gate kPreemptionGate, closed, so Kueue admits
   // them only where they fit without preempting; while no copy holds quota,
   // one gate opens a period after the nomination and each next a period
-  // after the one before (Ladder::Gates), so that a preemption has a period
-  // to finish before another cluster may start one (MultiKueue lets every
-  // candidate preempt at once). 0: no gates; every copy may preempt at once.
+  // after the one before, or later while the cluster whose gate opened says
+  // it waits for its victims to stop (at most four periods; Ladder::Gates),
+  // so that one preemption finishes before another cluster may start one
+  // (MultiKueue lets every candidate preempt at once). 0: no gates.
   int64_t preemption_gate_ms = 60'000;
 };
 

@@ -57,8 +57,8 @@ struct ObservedWorkload {
   // preempt (QuotaReserved reason PreemptionGated, KEP-8303).
   bool held_by_gate = false;
   // Pending while the workloads it preempted stop (QuotaReserved reason
-  // WaitingForPreemptedWorkloads, or older Kueue's message "Pending the
-  // preemption of N workload(s)").
+  // WaitingForPreemptedWorkloads where Kueue sets it, else its message
+  // "... Pending the preemption of N workload(s)").
   bool preempting = false;
   std::string reason;         // reason of Evicted (if evicted) or Finished (if finished), else of QuotaReserved
   std::string message;        // message of the same condition

@@ -287,14 +287,14 @@ Plan Ladder::Copies() const {
 // the cluster whose gate opened says it waits for its victims to stop
 // (ObservedWorkload::preempting), up to kPreemptionHoldPeriods periods from
 // that opening, so a slow preemption is not doubled in another cluster and
-// a stuck one does not hold the job for good. The copy
-// chosen is one that Kueue says its gate holds back (QuotaReserved reason
-// PreemptionGated: it would preempt) if any, then the best-ranked
-// (placement's order; clusters it no longer ranks last), then by name. The
-// intent records the time before the patch, so a copy that shows its gate
-// closed although its row says open (re-created, or the patch lost in a
-// crash) is patched again, and no other gate opens in its place; a cluster
-// that refused the patch (gate_refusal) is not asked again.
+// a stuck one does not hold the job for good. The copy chosen is one that
+// Kueue says its gate holds back (QuotaReserved reason PreemptionGated: it
+// would preempt) if any, then the best-ranked (placement's order; clusters
+// it no longer ranks last), then by name. The intent records the time
+// before the patch, so a copy that shows its gate closed although its row
+// says open (re-created, or the patch lost in a crash) is patched again,
+// and no other gate opens in its place; a cluster that refused the patch
+// (gate_refusal) is not asked again.
 namespace {
 constexpr int64_t kPreemptionHoldPeriods = 4;
 }  // namespace

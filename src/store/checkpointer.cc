@@ -2,10 +2,16 @@
 
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <thread>
+
 #include "gantry/common/thread_name.h"
 #include "wal_write_vfs.h"
 
 namespace gantry {
+namespace {
+constexpr int kMaxWriterWaitMs = 100;
+}  // namespace
 
 Result<std::unique_ptr<Checkpointer>> Checkpointer::Start(const std::string& path, CheckpointerOptions options) {
   SqliteConnectionOptions conn_options;
@@ -69,6 +75,15 @@ void Checkpointer::Committed(sqlite3* db, const char* schema, int frames) {
   // copies frames into the database, always.
   store_internal::WalSyncScope sync(true);
   int rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  // Twice the limit, and the background checkpoint still holds the lock (its
+  // thread starved of CPU, say): the writer waits for it, a millisecond at a
+  // time and at most kMaxWriterWaitMs per commit, so that the WAL stays
+  // bounded; commits slow down instead.
+  for (int waited_ms = 0; rc == SQLITE_BUSY && frames >= 2 * options_.writer_frames && waited_ms < kMaxWriterWaitMs;
+       ++waited_ms) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    rc = sqlite3_wal_checkpoint_v2(db, schema, SQLITE_CHECKPOINT_PASSIVE, nullptr, nullptr);
+  }
   if (rc == SQLITE_OK) {
     std::lock_guard lock(mu_);
     ++by_writer_;

@@ -35,6 +35,12 @@ bool PassingForbidden(const std::string& message) {
          message.find("is being terminated") != std::string::npos;
 }
 
+// An answer that sending the same request again will not change: the
+// object refused (400, 422), or forbidden for good (403, unless passing).
+bool RefusedForGood(int status, const std::string& message) {
+  return status == 422 || status == 400 || (status == 403 && !PassingForbidden(message));
+}
+
 const char* VerbName(Verb verb) {
   switch (verb) {
     case Verb::kCreate: return "create";
@@ -100,8 +106,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     // answer). Gone meanwhile (404), or unreachable: the next pass looks
     // again; the intent keeps the gate's decision.
     const std::string answer = reply.ok() && reply->error ? reply->error->message : "";
-    if (reply.ok() && (reply->status == 422 || reply->status == 400 ||
-                       (reply->status == 403 && !PassingForbidden(answer)))) {
+    if (reply.ok() && RefusedForGood(reply->status, answer)) {
       *refusal = {"PreemptionGateRefused",
                   fmt::format("cluster {} refused to open the preemption gate of Workload {}/{}: HTTP {} {}",
                               action.cluster, action.ns, action.name, reply->status, Cut(answer))};
@@ -158,8 +163,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   // A 403 for a passing state (a full object-count quota, a namespace being
   // deleted) is retried as any other failure.
   const std::string answer = reply->error ? reply->error->message : "";
-  if (reply->status == 422 || reply->status == 400 || reply->status == 404 ||
-      (reply->status == 403 && !PassingForbidden(answer))) {
+  if (reply->status == 404 || RefusedForGood(reply->status, answer)) {
     *refusal = {"Refused", fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind,
                                        action.ns, action.name, reply->status, Cut(answer))};
     return false;  // the caller logs what it does about it

@@ -103,9 +103,16 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     }
     // RBAC without patch on workloads/status, or a Kueue that refuses the
     // field: sending it again will not help (RecordCopyRefusals keeps the
-    // answer). Gone meanwhile (404), or unreachable: the next pass looks
-    // again; the intent keeps the gate's decision.
+    // answer). Changed since gantry read it (409: the patch names the uid and
+    // resourceVersion it read), gone meanwhile (404), or unreachable: the
+    // next pass patches the copy as it shows then; the intent keeps the
+    // gate's decision.
     const std::string answer = reply.ok() && reply->error ? reply->error->message : "";
+    if (reply.ok() && reply->status == 409) {
+      spdlog::info("dispatch: {}/{} in {} changed before its preemption gate opened; opened from the next view: {}",
+                   action.ns, action.name, action.cluster, Cut(answer));
+      return false;
+    }
     if (reply.ok() && RefusedForGood(reply->status, answer)) {
       *refusal = {"PreemptionGateRefused",
                   fmt::format("cluster {} refused to open the preemption gate of Workload {}/{}: HTTP {} {}",

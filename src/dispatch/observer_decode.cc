@@ -85,9 +85,16 @@ std::optional<ObservedWorkload> ParseWorkload(const json& object) {
               return JsonStringAt(g, {"name"}) == kPreemptionGate;
             });
   const json* states = JsonAt(object, {"status", "preemptionGates"});
-  w.gate_open = states && states->is_array() && std::any_of(states->begin(), states->end(), [](const json& g) {
-                  return JsonStringAt(g, {"name"}) == kPreemptionGate && JsonStringAt(g, {"position"}) == "Open";
-                });
+  if (states && states->is_array()) {
+    for (const json& g : *states) {
+      if (JsonStringAt(g, {"name"}) != kPreemptionGate) {
+        w.other_gate_states.push_back(g);
+      } else if (JsonStringAt(g, {"position"}) == "Open") {
+        w.gate_open = true;
+      }
+    }
+  }
+  w.resource_version = JsonStringAt(object, {"metadata", "resourceVersion"});
   CopyReason(evicted ? evicted : finished ? finished : quota, &w.reason, &w.message);
   if (quota && !w.quota_reserved) {
     const std::string reason = JsonStringAt(*quota, {"reason"});

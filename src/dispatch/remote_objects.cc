@@ -284,9 +284,19 @@ json BuildWorkload(const WorkloadParams& params) {
   return wl;
 }
 
-json OpenGatePatch(int64_t now_ms) {
-  json gate = {{"name", kPreemptionGate}, {"position", "Open"}, {"lastTransitionTime", FormatRfc3339(now_ms)}};
-  return {{"status", {{"preemptionGates", json::array({std::move(gate)})}}}};
+json OpenGatePatch(int64_t now_ms, const std::string& uid, const std::string& resource_version,
+                   const json& other_states) {
+  json states = json::array();
+  if (other_states.is_array()) {
+    for (const json& g : other_states) {
+      if (!g.is_object() || g.value("name", "") != kPreemptionGate) states.push_back(g);
+    }
+  }
+  states.push_back({{"name", kPreemptionGate}, {"position", "Open"}, {"lastTransitionTime", FormatRfc3339(now_ms)}});
+  json patch = {{"status", {{"preemptionGates", std::move(states)}}}};
+  if (!uid.empty()) patch["metadata"]["uid"] = uid;
+  if (!resource_version.empty()) patch["metadata"]["resourceVersion"] = resource_version;
+  return patch;
 }
 
 json BuildRemoteJob(const RemoteJobParams& params) {

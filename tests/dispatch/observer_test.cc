@@ -121,6 +121,10 @@ TEST_CASE("ParseWorkload: gantry's preemption gate, in the spec and its position
   CHECK_FALSE(ParseWorkload(o)->gate_open);
   o["status"]["preemptionGates"][0] = state(kPreemptionGate, "Open");
   CHECK(ParseWorkload(o)->gate_open);
+  // The other gates' entries are kept for the gate patch, which replaces the list.
+  CHECK(ParseWorkload(o)->other_gate_states == json::array({state("other.example/gate", "Open")}));
+  o["metadata"]["resourceVersion"] = "977";
+  CHECK(ParseWorkload(o)->resource_version == "977");
 }
 
 TEST_CASE("ParseWorkload: a copy held back by its gate, and one waiting for its victims to stop", "[observer]") {

@@ -433,11 +433,37 @@ TEST_CASE("BuildWorkload writes Workloads the CRD schema accepts") {
   CHECK(wl["spec"].contains("preemptionGates") == gated);
   if (gated) {
     CHECK(wl["spec"]["preemptionGates"] == json::array({{{"name", kPreemptionGate}}}));
-    // The status the gate's opening patch leaves is valid too.
-    wl.merge_patch(OpenGatePatch(1'700'000'000'000));
-    CHECK(wl["status"]["preemptionGates"][0]["position"] == "Open");
+    // The status the gate's opening patch leaves is valid too, beside
+    // another controller's gate.
+    const json other = {{"name", "example.com/other"}, {"position", "Open"},
+                        {"lastTransitionTime", "2023-11-14T22:00:00Z"}};
+    wl["status"]["preemptionGates"] = json::array({other});
+    json patch = OpenGatePatch(1'700'000'000'000, "uid-1", "42", json::array({other}));
+    patch.erase("metadata");  // preconditions, read against the stored object (the sim's tests)
+    wl.merge_patch(patch);
+    CHECK(wl["status"]["preemptionGates"].size() == 2);
+    CHECK(wl["status"]["preemptionGates"][0] == other);
+    CHECK(wl["status"]["preemptionGates"][1]["name"] == kPreemptionGate);
+    CHECK(wl["status"]["preemptionGates"][1]["position"] == "Open");
     CHECK(Joined(validator.Validate(wl, WorkloadSchema("v1beta2"))) == "");
   }
+}
+
+TEST_CASE("the gate's opening patch carries its preconditions and keeps other gates") {
+  const json other = {{"name", "example.com/other"}, {"position", "Closed"}};
+  const json stale_ours = {{"name", kPreemptionGate}, {"position", "Closed"}};
+  json patch = OpenGatePatch(1'700'000'000'000, "uid-1", "42", json::array({other, stale_ours}));
+  CHECK(patch["metadata"] == json({{"uid", "uid-1"}, {"resourceVersion", "42"}}));
+  const json& states = patch["status"]["preemptionGates"];
+  REQUIRE(states.size() == 2);  // gantry's entry once, open
+  CHECK(states[0] == other);
+  CHECK(states[1]["name"] == kPreemptionGate);
+  CHECK(states[1]["position"] == "Open");
+  CHECK(states[1]["lastTransitionTime"] == "2023-11-14T22:13:20Z");
+  // Nothing read: no preconditions, gantry's entry alone.
+  json bare = OpenGatePatch(1'700'000'000'000, "", "", json());
+  CHECK_FALSE(bare.contains("metadata"));
+  CHECK(bare["status"]["preemptionGates"].size() == 1);
 }
 
 json& FirstContainer(json& wl) {

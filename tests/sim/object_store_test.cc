@@ -151,6 +151,42 @@ TEST_CASE("create and delete answer with the object as stored, also when a contr
   CHECK(std::stoll(gone["metadata"]["resourceVersion"].get<std::string>()) > std::stoll(before));
 }
 
+TEST_CASE("a patch's uid and resourceVersion, and a delete's preconditions, are checked as the API server does",
+          "[sim][store]") {
+  testing::ClusterFixture f;
+  REQUIRE(f.state.Create(f.wl, "team-a", testing::MakeWorkload("a", 1, 1)).ok());
+  const json seen = f.Get(f.wl, "a");
+  const std::string uid = seen["metadata"]["uid"];
+  const std::string rv = seen["metadata"]["resourceVersion"];
+  auto label = [&](const std::string& value, json md) {
+    md["labels"] = {{"step", value}};
+    return f.state.Patch(f.wl, "team-a", "a", "merge", {{"metadata", std::move(md)}}, false);
+  };
+  // Another incarnation's uid: refused, and nothing changed.
+  auto other = label("1", {{"uid", "not-" + uid}});
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().code() == Code::kConflict);
+  CHECK(other.status().message().find("Precondition failed: UID in precondition") != std::string::npos);
+  CHECK(f.Get(f.wl, "a")["metadata"]["resourceVersion"] == rv);
+  // The version read: applied, and the uid kept.
+  auto fresh = label("2", {{"uid", uid}, {"resourceVersion", rv}});
+  REQUIRE(fresh.ok());
+  CHECK((*fresh)["metadata"]["labels"]["step"] == "2");
+  CHECK((*fresh)["metadata"]["uid"] == uid);
+  // That version again, now stale: refused.
+  auto stale = label("3", {{"resourceVersion", rv}});
+  REQUIRE_FALSE(stale.ok());
+  CHECK(stale.status().code() == Code::kConflict);
+  CHECK(stale.status().message().find("the object has been modified") != std::string::npos);
+  CHECK(f.Get(f.wl, "a")["metadata"]["labels"]["step"] == "2");
+  // A delete of another incarnation leaves this one; of this one, deletes it.
+  auto wrong = f.state.Delete(f.wl, "team-a", "a", "Background", {{"uid", "not-" + uid}});
+  CHECK(wrong.status().code() == Code::kConflict);
+  CHECK(f.Get(f.wl, "a")["metadata"]["uid"] == uid);
+  CHECK(f.state.Delete(f.wl, "team-a", "a", "Background", {{"uid", uid}}).ok());
+  CHECK(f.state.Get(f.wl, "team-a", "a").status().code() == Code::kNotFound);
+}
+
 TEST_CASE("Workload validation answers Invalid", "[sim][validation]") {
   testing::ClusterFixture f;
   ClusterState& state = f.state;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/json_path.h"
 #include "gantry/common/json_text.h"
 #include "gantry/common/names.h"
 #include "kube_errors.h"
@@ -120,6 +121,28 @@ Result<json> ClusterState::List(const ResourceInfo& res, const std::string& api_
   return json{{"kind", res.kind + "List"}, {"apiVersion", api_version}, {"metadata", md}, {"items", items}};
 }
 
+// The API server's preconditions: a uid or resourceVersion in `want` (a
+// DeleteOptions' preconditions, or the metadata a patch leaves) that is not
+// the stored object's is a 409 Conflict, in the API server's words.
+Status ClusterState::CheckPreconditions(const ResourceInfo& res, const json& cur, const json& want) {
+  const std::string name = JsonStringAt(cur, {"metadata", "name"});
+  const std::string uid = JsonStringAt(cur, {"metadata", "uid"});
+  const std::string rv = JsonStringAt(cur, {"metadata", "resourceVersion"});
+  const std::string want_uid = JsonStringAt(want, {"uid"});
+  const std::string want_rv = JsonStringAt(want, {"resourceVersion"});
+  const std::string what = fmt::format("Operation cannot be fulfilled on {}.{} \"{}\"", res.plural, res.group, name);
+  if (!want_uid.empty() && want_uid != uid) {
+    return Status(Code::kConflict, fmt::format("{}: Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                                               what, want_uid, uid));
+  }
+  if (!want_rv.empty() && want_rv != rv) {
+    return Status(Code::kConflict, fmt::format("{}: the object has been modified; please apply your changes to the "
+                                               "latest version and try again",
+                                               what));
+  }
+  return Status::Ok();
+}
+
 Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
                                  const std::string& patch_type, const json& patch, bool status,
                                  const std::string& version) {
@@ -137,6 +160,9 @@ Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns,
   } catch (const json::exception& e) {
     return Status::Invalid(fmt::format("the patch could not be applied: {}", e.what()));
   }
+  // A uid or resourceVersion the patch names is a precondition.
+  const json& now_md = updated.contains("metadata") ? updated["metadata"] : json::object();
+  GANTRY_RETURN_IF_ERROR(CheckPreconditions(res, *cur, now_md.is_object() ? now_md : json::object()));
   // Identity and the other half of the object are not the patch's to change.
   for (const char* k : {"name", "namespace", "uid", "creationTimestamp"}) {
     if (cur->at("metadata").contains(k)) updated["metadata"][k] = (*cur)["metadata"][k];
@@ -166,7 +192,7 @@ Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns,
 }
 
 Result<std::string> ClusterState::Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                                         const std::string& propagation_policy) {
+                                         const std::string& propagation_policy, const json& preconditions) {
   if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("delete is not supported on {}", res.plural));
   if (!propagation_policy.empty() && propagation_policy != "Background" && propagation_policy != "Foreground" &&
       propagation_policy != "Orphan") {
@@ -174,6 +200,10 @@ Result<std::string> ClusterState::Delete(const ResourceInfo& res, const std::str
   }
   std::lock_guard lock(mu_);
   int64_t now = clock_->NowMillis();
+  if (preconditions.is_object()) {
+    const json* cur = store_.Get(res.plural, res.namespaced ? ns : "", name);
+    if (cur) GANTRY_RETURN_IF_ERROR(CheckPreconditions(res, *cur, preconditions));
+  }
   auto deleted = store_.Delete(res.plural, res.namespaced ? ns : "", name);
   if (!deleted.ok()) {
     return Status::NotFound(fmt::format("{}.{} \"{}\" not found", res.plural, res.group, name));

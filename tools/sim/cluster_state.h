@@ -62,8 +62,12 @@ class ClusterState {
   Result<nlohmann::json> Patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
                                const std::string& patch_type, const nlohmann::json& patch, bool status,
                                const std::string& version = "");
+  // preconditions: DeleteOptions.preconditions; an object whose uid or
+  // resourceVersion differs is not deleted (409 Conflict), as the API server.
+  // A patch's own metadata.uid and metadata.resourceVersion are preconditions
+  // the same way.
   Result<std::string> Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
-                             const std::string& propagation_policy);
+                             const std::string& propagation_policy, const nlohmann::json& preconditions = {});
   // Writes the initial events (or a 410 ERROR event) and registers the stream.
   void Watch(WatchRequest request);
 
@@ -81,6 +85,7 @@ class ClusterState {
 
  private:
   int64_t WatchTimeout(int64_t requested_ms);
+  static Status CheckPreconditions(const ResourceInfo& res, const nlohmann::json& cur, const nlohmann::json& want);
 
   const ClusterConfig config_;
   Journal* journal_;

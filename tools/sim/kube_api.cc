@@ -188,11 +188,15 @@ http::Response KubeApi::Resource(const http::Request& req, const ResourceInfo& r
     out = state_->Patch(res, ns, name, type, patch, status, VersionOf(api_version));
   } else if (req.method == "DELETE" && !status) {
     std::string policy = req.Query("propagationPolicy").value_or("");
-    if (policy.empty() && !req.body.empty()) {
+    json preconditions;
+    if (!req.body.empty()) {
       json opts = json::parse(req.body, nullptr, false);
-      if (opts.is_object()) policy = opts.value("propagationPolicy", "");
+      if (opts.is_object()) {
+        if (policy.empty()) policy = opts.value("propagationPolicy", "");
+        if (opts.contains("preconditions")) preconditions = opts["preconditions"];
+      }
     }
-    auto deleted = state_->Delete(res, ns, name, policy);
+    auto deleted = state_->Delete(res, ns, name, policy, preconditions);
     if (!deleted.ok()) return KubeErrorFrom(deleted.status());
     return TextJsonResponse(200, WithApiVersion(*deleted, api_version));
   } else {

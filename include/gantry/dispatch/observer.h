@@ -43,6 +43,7 @@ struct ObservedWorkload {
   std::string ns;
   std::string name;
   std::string k8s_uid;        // metadata.uid (for delete preconditions)
+  std::string resource_version;  // metadata.resourceVersion (the gate patch's precondition)
   std::string job_uid;        // label gantry.dev/job-uid
   int64_t epoch = 0;          // annotation gantry.dev/epoch (0 when missing/unparsable)
   bool quota_reserved = false;  // condition QuotaReserved=True
@@ -53,6 +54,9 @@ struct ObservedWorkload {
   bool check_failed = false;    // an admission check in status.admissionChecks is Retry or Rejected
   bool gated = false;           // spec.preemptionGates names kPreemptionGate
   bool gate_open = false;       // status.preemptionGates shows kPreemptionGate Open
+  // The other entries of status.preemptionGates (other controllers' gates),
+  // which the gate patch, replacing the list, must keep; null when none.
+  nlohmann::json other_gate_states;
   // Pending, and Kueue says a closed preemption gate holds it back: it would
   // preempt (QuotaReserved reason PreemptionGated, KEP-8303).
   bool held_by_gate = false;

@@ -61,7 +61,7 @@ int main(int argc, char** argv) {
   const int lines = argc > 1 ? std::atoi(argv[1]) : 50000;
   const int rounds = argc > 2 ? std::atoi(argv[2]) : 7;
   const std::string line = kLine;
-  // The observer's for Workloads (src/dispatch/observer.cc).
+  // The observer's for Workloads (src/dispatch/observer_watch.cc).
   const gantry::kube::OnlyFields only = {{"spec", {"suspend"}}, {"status", {"conditions"}}};
   if (gantry::kube::ParseWatchLine(line, only).is_discarded()) {
     std::fprintf(stderr, "watch_line_bench: the sample line does not parse\n");

@@ -47,6 +47,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       known_(options_.known_jobs_entries),
       expected_(options_.expectation_ttl_ms) {
   options_.observer.origin = options_.decide.origin;
+  options_.observer.clock = &clock_;
   observer_ = std::make_unique<ClusterObserver>(
       options_.observer, [this](const ClusterObserver::Observed& what) { Observed(what); });
   reconciler_ = std::make_unique<Reconciler>(

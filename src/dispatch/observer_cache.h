@@ -65,7 +65,7 @@ class ResourceCache {
   bool behind = false;
   int64_t behind_since_ms = 0;  // wall clock; 0 while not behind
   // Its kind is not served there (or gantry may not list it): counted as
-  // empty, asked again now and then (observer.cc, WaitUntilServed).
+  // empty, asked again now and then (observer_watch.cc, WaitUntilServed).
   bool unserved = false;
   // Why the last (re)list failed, when the cluster refused it (401, 403):
   // gantry may not see this resource there. "" once a list succeeds.

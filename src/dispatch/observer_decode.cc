@@ -1,7 +1,7 @@
 // ParseWorkload and ParseJob (see observer.h): what the observer keeps of a
 // Workload or a job object from a watch event or a list, field by field.
 // The observer's watches keep only the spec and status members read here
-// (StatusFieldsRead in observer.cc): a member read here must be added there.
+// (StatusFieldsRead in observer_watch.cc): a member read here must be added there.
 #include <algorithm>
 #include <charconv>
 

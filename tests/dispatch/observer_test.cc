@@ -383,11 +383,13 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
   auto kc1 = client(c1), kc2 = client(c2);
 
   dispatch::ObserverOptions options;
-  options.watch_timeout_seconds = 1;  // bounds Stop(); see observer.cc
+  options.watch_timeout_seconds = 1;  // bounds Stop(); see observer_impl.h
   options.request_timeout = std::chrono::seconds(2);
   options.max_backoff = std::chrono::milliseconds(200);
   // TrainJobs are served by the sim; Widgets are not (no CRD): listed as empty.
   options.generic_kinds = {{"trainer.kubeflow.org/v1alpha1", "TrainJob"}, {"example.com/v1", "Widget"}};
+  FakeClock clock(1'800'000'000'000);  // stamps when a view fell behind
+  options.clock = &clock;
   ChangeLog changes;
   ClusterObserver observer(options, [&](const ClusterObserver::Observed& what) {
     changes.Add(what);
@@ -457,6 +459,7 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     // Its apiserver down: the watches break, and the view may now miss changes.
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "partition", "c2", "1"}).code == 0);
     REQUIRE(WaitFor([&] { return observer.Behind("c2"); }, std::chrono::seconds(10)));
+    CHECK(observer.ViewBehind("c2").since_ms == 1'800'000'000'000);  // the observer's clock, not the system's
     const dispatch::JobObservation during = observer.ForJob("uid-2");
     CHECK(*during.behind == std::set<std::string>{"c2"});
     CHECK(during.synced->count("c2") == 1);  // what it held is still shown
@@ -563,7 +566,7 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK(
         WaitFor([&] { return observer.Synced("c2") && in("c2", "uid-2").workloads.size() == 1; }));
 
-    // Bound: watch_timeout_seconds (1 s) + one request; see observer.cc.
+    // Bound: watch_timeout_seconds (1 s) + one request; see observer_impl.h.
     CHECK(Timed([&] { observer.Stop(); }) < std::chrono::seconds(4));
     CHECK(observer.ForJob("uid-2").clusters.empty());
     CHECK(observer.ForJob("uid-2").synced->empty());

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gantry/common/clock.h"
 #include "gantry/common/shared_empty.h"
 #include "gantry/inventory/cluster_config.h"
 #include "gantry/inventory/kubeconfig.h"
@@ -131,6 +132,9 @@ struct ObserverOptions {
   // are withdrawn as a Job does. A generic kind not listed here is not seen:
   // its job finishes when its Workload does, and its object stays behind.
   std::vector<GenericKind> generic_kinds;
+  // Stamps when a view fell behind (ViewBehind); must outlive the observer.
+  // nullptr: the system clock.
+  const Clock* clock = nullptr;
 };
 
 class ClusterObserver {

@@ -1,0 +1,261 @@
+// ClusterObserver::Impl's watch threads (see observer_impl.h): each lists
+// and watches one resource of one cluster and keeps its view current.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <variant>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gantry/common/json_path.h"
+#include "gantry/dispatch/remote_objects.h"
+#include "gantry/kube/kube_client.h"
+#include "observer_impl.h"
+
+namespace gantry::dispatch {
+namespace {
+
+using nlohmann::json;
+using observer_internal::Entry;
+using observer_internal::Resource;
+
+// How often a JobSet or generic path that answered 404 is asked again: the CRD may be installed later.
+constexpr auto kUnservedRecheck = std::chrono::seconds(60);
+// First wait after a failure of our own (client creation, an exception); doubled up to max_backoff.
+constexpr auto kFirstBackoff = std::chrono::milliseconds(200);
+// A watch stream is declared dead when silent this much longer than the server's own timeout.
+constexpr auto kIdleMargin = std::chrono::seconds(30);
+
+std::string PathOf(const Resource& r, inventory::KueueApiVersion version) {
+  return r.path.empty() ? AllWorkloadsPath(version) : r.path;
+}
+
+std::string KeyOf(const json& o) {
+  return JsonStringAt(o, {"metadata", "namespace"}) + "/" + JsonStringAt(o, {"metadata", "name"});
+}
+
+// The status members ParseWorkload and ParseJob read (observer_decode.cc;
+// keep in step with them): the watch drops the rest before it is parsed.
+std::set<std::string> StatusFieldsRead(const Resource& r) {
+  if (r.kind.empty()) return {"conditions", "admissionChecks", "preemptionGates"};  // the Workloads
+  if (!HasAdapter(r.api_version, r.kind)) return {"conditions"};  // generic kinds
+  return {"conditions", "active", "succeeded", "failed", "replicatedJobsStatus", "restarts"};
+}
+
+std::optional<Entry> ToEntry(const Resource& r, const json& o) {
+  std::string rv = JsonStringAt(o, {"metadata", "resourceVersion"});
+  if (r.kind.empty()) {
+    auto w = ParseWorkload(o);
+    if (!w) return std::nullopt;
+    return Entry{w->job_uid, std::move(rv), std::move(*w)};
+  }
+  auto j = ParseJob(r.kind, o);
+  if (!j) return std::nullopt;
+  j->api_version = r.api_version;
+  return Entry{j->job_uid, std::move(rv), std::move(*j)};
+}
+
+}  // namespace
+
+void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
+  kube::KubeClientOptions client_options;
+  client_options.timeout = options.request_timeout;
+  client_options.max_attempts = 1;  // ListWatch retries; one try keeps a request within the bound
+  const std::string path = PathOf(resources[r], c->config.kueue_version);
+  kube::ListWatchOptions lw;
+  lw.label_selector = Selector();
+  lw.watch_timeout_seconds = options.watch_timeout_seconds;
+  auto watch_length = std::chrono::seconds(options.watch_timeout_seconds);
+  lw.idle_timeout =
+      std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
+  lw.max_backoff = options.max_backoff;
+  lw.stop_fd = c->stop_signal.fd();
+  // An optional kind the cluster refuses (403) goes back to WaitUntilServed,
+  // which counts it as empty there, as one it does not serve.
+  bool optional_refused = false;
+  lw.on_watch_failed = [this, c, r](const std::string&) { SetBehind(c, r, true); };
+  uint64_t relists_seen = c->relists.load();
+  lw.relist_now = [c, &relists_seen] {
+    const uint64_t now = c->relists.load();
+    if (now == relists_seen) return false;
+    relists_seen = now;
+    return true;
+  };
+  lw.on_list_failed = [this, c, r, &optional_refused](int status, const std::string& message) {
+    if (resources[r].optional && status == 404) {
+      // Its CRD uninstalled (or unserved for a moment, in an upgrade): no
+      // object of the kind can be there unseen, so the view is not behind;
+      // what it held stays (a JobSet briefly unserved still runs), and the
+      // relist goes on with its backoff.
+      SetBehind(c, r, false);
+      return;
+    }
+    if (resources[r].optional && status == 403) {
+      optional_refused = true;  // back to WaitUntilServed: empty there
+      return;
+    }
+    SetBehind(c, r, true);
+    // A 401 is the prober's to judge (CredentialsRefused): the token, not a permission.
+    if (status != 403) return;
+    bool first = false;
+    {
+      std::lock_guard lock(mu);
+      if (c->stopping()) return;
+      first = c->caches[r].refused.empty();
+      c->caches[r].refused = fmt::format("listing {} answered {}: {}", resources[r].name, status, message);
+      if (c->caches[r].listed) {
+        c->caches[r].listed = false;
+        PublishSyncedLocked();
+      }
+    }
+    if (first) {
+      spdlog::warn("observer: cluster {} refuses gantry the {} ({} {}): what its jobs do there is not followed "
+                   "until it allows them again",
+                   c->config.name, resources[r].name, status, message);
+    }
+  };
+  // ToEntry reads metadata and a few spec and status fields: the pod
+  // templates and admission details need not be parsed on every event.
+  lw.only_fields = {{"spec", {"suspend", "active", "preemptionGates"}}, {"status", StatusFieldsRead(resources[r])}};
+  auto backoff = std::chrono::milliseconds(kFirstBackoff);
+  while (!c->stopping()) {
+    try {
+      auto client = kube::KubeClient::Create(c->config.credentials, client_options);
+      if (!client.ok()) {
+        spdlog::warn("observer: cluster {}: {}", c->config.name, client.status().message());
+      } else if (!resources[r].optional || WaitUntilServed(c, **client, r, path)) {
+        kube::ListWatch(
+            **client, path, lw, [&](const std::vector<json>& items) { ApplyList(c, r, items); },
+            [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },
+            [c, &optional_refused] { return c->stopping() || optional_refused; });
+        optional_refused = false;
+      }
+    } catch (const std::exception& e) {
+      // A malformed answer (or a throwing on_change): the view may be incomplete until relisted.
+      spdlog::error("observer: cluster {} {}: {}", c->config.name, resources[r].name, e.what());
+      std::lock_guard lock(mu);
+      c->caches[r].listed = false;
+      PublishSyncedLocked();
+    }
+    if (!c->Wait(backoff)) return;
+    backoff = std::min(backoff * 2, options.max_backoff);
+  }
+}
+
+// Whether the view of resource r in c may miss changes (until its next list).
+void ClusterObserver::Impl::SetBehind(Cluster* c, std::size_t r, bool behind) {
+  std::lock_guard lock(mu);
+  if (c->stopping() || c->caches[r].behind == behind) return;
+  c->caches[r].SetBehind(behind, NowMillis());
+  PublishSyncedLocked();
+}
+
+// While the path answers 404, the resource counts as listed and empty; so
+// it does while it answers 403 (gantry may not list it there: a kind it
+// does not use there should not hold every job of the cluster). True once
+// it answers anything else (ListWatch handles failures), false when stopping.
+bool ClusterObserver::Impl::WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path) {
+  kube::ListOptions probe;
+  probe.label_selector = Selector();
+  probe.limit = 1;
+  for (int logged = 0; !c->stopping();) {
+    auto reply = client.List(path, probe);
+    if (!reply.ok() || (reply->status != 404 && reply->status != 403)) {
+      SetUnserved(c, r, false);  // ListWatch's from here
+      return true;
+    }
+    if (logged != reply->status && reply->status == 404) {
+      spdlog::info("observer: cluster {} does not serve {} (404): empty, asked again every {}s",
+                   c->config.name, resources[r].name, kUnservedRecheck.count());
+    } else if (logged != reply->status) {
+      spdlog::warn("observer: cluster {} refuses gantry a list of {} (403): counted as empty, asked again every "
+                   "{}s; jobs of that kind cannot be followed there",
+                   c->config.name, resources[r].name, kUnservedRecheck.count());
+    }
+    logged = reply->status;
+    ApplyList(c, r, {});
+    SetUnserved(c, r, true);
+    if (!c->Wait(kUnservedRecheck)) return false;
+  }
+  return false;
+}
+
+// While unserved, a resource's thread waits in WaitUntilServed, not in
+// ListWatch: Relist() leaves it alone (it is listed, and empty, already).
+void ClusterObserver::Impl::SetUnserved(Cluster* c, std::size_t r, bool unserved) {
+  std::lock_guard lock(mu);
+  if (c->stopping()) return;
+  c->caches[r].unserved = unserved;
+  if (unserved && c->caches[r].behind) {  // a Relist() since the empty list
+    c->caches[r].SetBehind(false, 0);
+    PublishSyncedLocked();
+  }
+}
+
+void ClusterObserver::Impl::ApplyList(Cluster* c, std::size_t r, const std::vector<json>& items) {
+  std::map<std::string, Entry> fresh;
+  for (const json& o : items) {
+    if (auto e = ToEntry(resources[r], o)) fresh.emplace(KeyOf(o), std::move(*e));
+  }
+  std::set<std::string> changed;
+  bool was_refused = false;
+  {
+    std::lock_guard lock(mu);
+    if (c->stopping()) return;  // retired: out of the index for good
+    c->caches[r].Replace(std::move(fresh), &changed);
+    was_refused = !c->caches[r].refused.empty();
+    c->caches[r].refused.clear();
+    if (!c->caches[r].listed || c->caches[r].behind) {
+      c->caches[r].listed = true;
+      c->caches[r].SetBehind(false, 0);
+      PublishSyncedLocked();
+    }
+  }
+  if (was_refused) spdlog::info("observer: cluster {} allows gantry the {} again", c->config.name, resources[r].name);
+  Notify(c, r, changed, ClusterObserver::Observed{});
+}
+
+void ClusterObserver::Impl::ApplyEvent(Cluster* c, std::size_t r, const kube::WatchEvent& e) {
+  // BOOKMARK and ERROR change nothing. An object that lost its job-uid label is
+  // no longer tracked: erased like a deleted one.
+  if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED") return;
+  std::optional<Entry> entry = e.type == "DELETED" ? std::nullopt : ToEntry(resources[r], e.object);
+  ClusterObserver::Observed what;
+  what.change = !entry ? Change::kGone : e.type == "ADDED" ? Change::kAppeared : Change::kChanged;
+  if (entry && what.change == Change::kAppeared) {
+    if (const auto* w = std::get_if<ObservedWorkload>(&entry->object)) {
+      what.epoch = w->epoch;
+      what.as_created = !w->quota_reserved && !w->admitted && !w->evicted && !w->finished;
+    } else {
+      const auto& j = std::get<ObservedJob>(entry->object);
+      what.epoch = j.epoch;
+      what.as_created = j.state == RemoteJobState::kSuspended;
+    }
+  }
+  std::set<std::string> changed;
+  {
+    std::lock_guard lock(mu);
+    if (c->stopping()) return;  // retired: out of the index for good
+    if (entry) {
+      c->caches[r].Put(KeyOf(e.object), std::move(*entry), &changed);
+    } else {
+      c->caches[r].Erase(KeyOf(e.object), &changed);
+    }
+  }
+  Notify(c, r, changed, what);
+}
+
+void ClusterObserver::Impl::Notify(Cluster* c, std::size_t r, const std::set<std::string>& job_uids, ClusterObserver::Observed what) {
+  what.cluster = c->config.name;
+  what.kind = resources[r].kind.empty() ? kWorkload : kJob;
+  for (const std::string& uid : job_uids) {
+    if (c->stopping()) return;  // retired: its view is gone, and Stop() may be waiting
+    what.job_uid = uid;
+    on_change(what);
+  }
+}
+
+}  // namespace gantry::dispatch

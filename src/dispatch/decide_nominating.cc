@@ -253,15 +253,12 @@ Plan Ladder::Copies() const {
       for (const ObservedWorkload& w : o.workloads) plan.actions.push_back(DeleteWorkload(cluster, w));
     }
   }
-  bool awaited = false;  // a copy not seen yet: created a moment ago, or in a view behind
+  bool awaited = false;  // a copy not seen yet, created a moment ago
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
     if (Gone(i.cluster)) continue;
     if (WorkloadIn(i.cluster)) continue;
-    // A view behind (its watch broke, the relist is to come) may just not
-    // show the copy: it is created again only once the view can say it is
-    // missing, not at every pass (409, then a GET) until then.
-    if (Expected(i.cluster, kWorkload) || !ConfirmsAbsence(i.cluster)) {
+    if (Expected(i.cluster, kWorkload)) {
       awaited = true;
     } else {
       plan.actions.push_back(CreateWorkloadAction(in_, i.cluster, job_.epoch));

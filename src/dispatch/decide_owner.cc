@@ -217,12 +217,11 @@ Plan Ladder::Owned() const {
                               OnClusterLossName(in_.spec->on_cluster_loss)));
   }
   if (!j) {
-    if (Expected(owner, kJob) || !ConfirmsAbsence(owner)) {
+    if (Expected(owner, kJob)) {
       // Created a moment ago and not seen yet: its echo fulfils the
       // expectation and its next change (it starts running) wakes the job.
       // Should it vanish unseen, it is created again once the expectation
-      // lapses (and the owner's view, if behind, is current again): look
-      // again soon, not at the resync.
+      // lapses: look again soon, not at the resync.
       plan.requeue_ms = opt_.retry_ms;
       return plan;
     }

@@ -355,35 +355,6 @@ TEST_CASE("steps 9 and 13: an object created but not yet seen is not created aga
   CHECK(Count(Decide(o.Input()), Verb::kCreate, "Job", "c1") == 1);
 }
 
-TEST_CASE("steps 9 and 13: a view behind does not say an object is missing, so nothing is created again there",
-          "[dispatch][decide]") {
-  World w;
-  w.job.phase = JobPhase::kNominating;
-  w.job.epoch = 1;
-  w.Intent("c1", "Workload", 1);
-  w.Intent("c2", "Workload", 1);
-  w.in.placement = Candidates({"c1", "c2"});
-  w.Workload("c1", 1);
-  w.behind = {"c2"};  // c2's watch broke: its copy may be there unseen
-  Plan behind = Decide(w.Input());
-  CHECK(behind.step == "copies");
-  CHECK(Count(behind, Verb::kCreate, "Workload", "c2") == 0);
-  CHECK(behind.requeue_ms == DecideOptions{}.retry_ms);  // looked at again soon
-  w.behind.clear();  // relisted, and still not there: created again
-  CHECK(Count(Decide(w.Input()), Verb::kCreate, "Workload", "c2") == 1);
-
-  World o;
-  o.OwnedBy(JobPhase::kAdmitted, "c1", 1);
-  o.Workload("c1", 1).admitted = true;
-  o.behind = {"c1"};
-  Plan run = Decide(o.Input());
-  CHECK(run.step == "run");
-  CHECK(Count(run, Verb::kCreate, "Job", "c1") == 0);
-  CHECK(run.requeue_ms == DecideOptions{}.retry_ms);
-  o.behind.clear();
-  CHECK(Count(Decide(o.Input()), Verb::kCreate, "Job", "c1") == 1);
-}
-
 TEST_CASE("step 1: fencing deletes older epochs and jobs outside the owner", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kRunning;

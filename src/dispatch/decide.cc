@@ -345,7 +345,7 @@ Action OpenGateAction(const std::string& cluster, inventory::KueueApiVersion ver
   a.name = w.name;
   a.epoch = epoch;
   a.path = WorkloadPath(version, w.ns, w.name) + "/status";
-  a.body = OpenGatePatch(now_ms, w.k8s_uid, w.resource_version, w.other_gate_states);
+  a.body = OpenGatePatch(now_ms, w.resource_version, w.other_gate_states);
   return a;
 }
 

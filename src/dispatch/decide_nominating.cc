@@ -319,6 +319,7 @@ void Ladder::Gates(Plan& plan) const {
     if (!current(i)) continue;
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (!w || !w->gated || w->gate_open || !w->active || !Reachable(i.cluster) || Gone(i.cluster)) continue;
+    if (w->resource_version.empty()) continue;  // the patch's precondition (an API server always sets one)
     if (i.gate_opened_ms == 0) {
       closed.emplace_back(&i, w);
     } else if (i.gate_refusal.empty()) {

@@ -103,7 +103,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     }
     // RBAC without patch on workloads/status, or a Kueue that refuses the
     // field: sending it again will not help (RecordCopyRefusals keeps the
-    // answer). Changed since gantry read it (409: the patch names the uid and
+    // answer). Changed since gantry read it (409: the patch names the
     // resourceVersion it read), gone meanwhile (404), or unreachable: the
     // next pass patches the copy as it shows then; the intent keeps the
     // gate's decision.

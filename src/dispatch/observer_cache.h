@@ -63,7 +63,7 @@ class ResourceCache {
   // changed meanwhile (an object created then shows as absent). Set through
   // SetBehind, which keeps behind_since_ms.
   bool behind = false;
-  int64_t behind_since_ms = 0;  // wall clock; 0 while not behind
+  int64_t behind_since_ms = 0;  // ObserverOptions::clock; 0 while not behind
   // Its kind is not served there (or gantry may not list it): counted as
   // empty, asked again now and then (observer_watch.cc, WaitUntilServed).
   bool unserved = false;

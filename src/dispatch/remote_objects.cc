@@ -284,8 +284,7 @@ json BuildWorkload(const WorkloadParams& params) {
   return wl;
 }
 
-json OpenGatePatch(int64_t now_ms, const std::string& uid, const std::string& resource_version,
-                   const json& other_states) {
+json OpenGatePatch(int64_t now_ms, const std::string& resource_version, const json& other_states) {
   json states = json::array();
   if (other_states.is_array()) {
     for (const json& g : other_states) {
@@ -293,10 +292,8 @@ json OpenGatePatch(int64_t now_ms, const std::string& uid, const std::string& re
     }
   }
   states.push_back({{"name", kPreemptionGate}, {"position", "Open"}, {"lastTransitionTime", FormatRfc3339(now_ms)}});
-  json patch = {{"status", {{"preemptionGates", std::move(states)}}}};
-  if (!uid.empty()) patch["metadata"]["uid"] = uid;
-  if (!resource_version.empty()) patch["metadata"]["resourceVersion"] = resource_version;
-  return patch;
+  return {{"metadata", {{"resourceVersion", resource_version}}},
+          {"status", {{"preemptionGates", std::move(states)}}}};
 }
 
 json BuildRemoteJob(const RemoteJobParams& params) {

@@ -124,21 +124,25 @@ TEST_CASE("step 9: after a period the best-ranked copy's gate opens, recorded fi
     CHECK(OpenGates(q, "c3") == 1);
     CHECK_FALSE(q.write);
   }
-  SECTION("the patch is of the copy as last seen: its uid and version, and other gates kept") {
+  SECTION("the patch is of the copy as last seen: its version, and other gates kept") {
     ObservedWorkload& seen = w.in.observed["c3"].workloads[0];
-    seen.k8s_uid = "uid-c3";
     seen.resource_version = "1234";
     const nlohmann::json other = {{"name", "example.com/quota-check"}, {"position", "Open"}};
     seen.other_gate_states = nlohmann::json::array({other});
     Plan q = Decide(w.Input());
     REQUIRE(OpenGates(q, "c3") == 1);
     const nlohmann::json& body = q.actions.front().body;
-    CHECK(body["metadata"]["uid"] == "uid-c3");
-    CHECK(body["metadata"]["resourceVersion"] == "1234");
+    CHECK(body["metadata"] == nlohmann::json({{"resourceVersion", "1234"}}));
     REQUIRE(body["status"]["preemptionGates"].size() == 2);
     CHECK(body["status"]["preemptionGates"][0] == other);
     CHECK(body["status"]["preemptionGates"][1]["name"] == kPreemptionGate);
   }
+  SECTION("a copy seen without a resourceVersion is not patched: the patch would have no precondition") {
+    w.in.observed["c3"].workloads[0].resource_version.clear();
+    Plan q = Decide(w.Input());
+    CHECK(OpenGates(q, "c3") == 0);
+  }
+
   SECTION("a cluster the placement no longer ranks comes last") {
     w.in.placement->feasible.erase(w.in.placement->feasible.begin());  // c3 dropped
     Plan q = Decide(w.Input());

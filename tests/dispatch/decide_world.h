@@ -104,6 +104,7 @@ struct World {
     w.job_uid = job.uid;
     w.epoch = epoch;
     w.k8s_uid = "wl-" + cluster;
+    w.resource_version = "1";
     in.observed[cluster].workloads.push_back(w);
     return in.observed[cluster].workloads.back();
   }

@@ -438,8 +438,8 @@ TEST_CASE("BuildWorkload writes Workloads the CRD schema accepts") {
     const json other = {{"name", "example.com/other"}, {"position", "Open"},
                         {"lastTransitionTime", "2023-11-14T22:00:00Z"}};
     wl["status"]["preemptionGates"] = json::array({other});
-    json patch = OpenGatePatch(1'700'000'000'000, "uid-1", "42", json::array({other}));
-    patch.erase("metadata");  // preconditions, read against the stored object (the sim's tests)
+    json patch = OpenGatePatch(1'700'000'000'000, "42", json::array({other}));
+    patch.erase("metadata");  // a precondition, read against the stored object (the sim's tests)
     wl.merge_patch(patch);
     CHECK(wl["status"]["preemptionGates"].size() == 2);
     CHECK(wl["status"]["preemptionGates"][0] == other);
@@ -449,21 +449,19 @@ TEST_CASE("BuildWorkload writes Workloads the CRD schema accepts") {
   }
 }
 
-TEST_CASE("the gate's opening patch carries its preconditions and keeps other gates") {
+TEST_CASE("the gate's opening patch carries its precondition and keeps other gates") {
   const json other = {{"name", "example.com/other"}, {"position", "Closed"}};
   const json stale_ours = {{"name", kPreemptionGate}, {"position", "Closed"}};
-  json patch = OpenGatePatch(1'700'000'000'000, "uid-1", "42", json::array({other, stale_ours}));
-  CHECK(patch["metadata"] == json({{"uid", "uid-1"}, {"resourceVersion", "42"}}));
+  json patch = OpenGatePatch(1'700'000'000'000, "42", json::array({other, stale_ours}));
+  CHECK(patch["metadata"] == json({{"resourceVersion", "42"}}));
   const json& states = patch["status"]["preemptionGates"];
   REQUIRE(states.size() == 2);  // gantry's entry once, open
   CHECK(states[0] == other);
   CHECK(states[1]["name"] == kPreemptionGate);
   CHECK(states[1]["position"] == "Open");
   CHECK(states[1]["lastTransitionTime"] == "2023-11-14T22:13:20Z");
-  // Nothing read: no preconditions, gantry's entry alone.
-  json bare = OpenGatePatch(1'700'000'000'000, "", "", json());
-  CHECK_FALSE(bare.contains("metadata"));
-  CHECK(bare["status"]["preemptionGates"].size() == 1);
+  // No other gates shown: gantry's entry alone.
+  CHECK(OpenGatePatch(1'700'000'000'000, "42", json())["status"]["preemptionGates"].size() == 1);
 }
 
 json& FirstContainer(json& wl) {

@@ -151,7 +151,7 @@ TEST_CASE("create and delete answer with the object as stored, also when a contr
   CHECK(std::stoll(gone["metadata"]["resourceVersion"].get<std::string>()) > std::stoll(before));
 }
 
-TEST_CASE("a patch's uid and resourceVersion, and a delete's preconditions, are checked as the API server does",
+TEST_CASE("a patch's resourceVersion and uid, and a delete's preconditions, are checked as the API server does",
           "[sim][store]") {
   testing::ClusterFixture f;
   REQUIRE(f.state.Create(f.wl, "team-a", testing::MakeWorkload("a", 1, 1)).ok());
@@ -162,26 +162,40 @@ TEST_CASE("a patch's uid and resourceVersion, and a delete's preconditions, are 
     md["labels"] = {{"step", value}};
     return f.state.Patch(f.wl, "team-a", "a", "merge", {{"metadata", std::move(md)}}, false);
   };
-  // Another incarnation's uid: refused, and nothing changed.
-  auto other = label("1", {{"uid", "not-" + uid}});
-  REQUIRE_FALSE(other.ok());
-  CHECK(other.status().code() == Code::kConflict);
-  CHECK(other.status().message().find("Precondition failed: UID in precondition") != std::string::npos);
-  CHECK(f.Get(f.wl, "a")["metadata"]["resourceVersion"] == rv);
-  // The version read: applied, and the uid kept.
-  auto fresh = label("2", {{"uid", uid}, {"resourceVersion", rv}});
+  // The version read: applied.
+  auto fresh = label("1", {{"resourceVersion", rv}});
   REQUIRE(fresh.ok());
-  CHECK((*fresh)["metadata"]["labels"]["step"] == "2");
-  CHECK((*fresh)["metadata"]["uid"] == uid);
-  // That version again, now stale: refused.
-  auto stale = label("3", {{"resourceVersion", rv}});
+  CHECK((*fresh)["metadata"]["labels"]["step"] == "1");
+  // That version again, now stale: refused, nothing changed.
+  auto stale = label("2", {{"resourceVersion", rv}});
   REQUIRE_FALSE(stale.ok());
   CHECK(stale.status().code() == Code::kConflict);
-  CHECK(stale.status().message().find("the object has been modified") != std::string::npos);
-  CHECK(f.Get(f.wl, "a")["metadata"]["labels"]["step"] == "2");
+  CHECK(stale.status().message() ==
+        "Operation cannot be fulfilled on workloads.kueue.x-k8s.io \"a\": the object has been modified; please "
+        "apply your changes to the latest version and try again");
+  CHECK(f.Get(f.wl, "a")["metadata"]["labels"]["step"] == "1");
+  // Another uid on the main resource: immutable (422), nothing changed.
+  auto other = label("3", {{"uid", "not-" + uid}});
+  REQUIRE_FALSE(other.ok());
+  CHECK(other.status().code() == Code::kInvalidArgument);
+  CHECK(other.status().message().find("metadata.uid: Invalid value") != std::string::npos);
+  CHECK(f.Get(f.wl, "a")["metadata"]["labels"]["step"] == "1");
+  // Through the status subresource the stored metadata stands: the uid is
+  // ignored, the resourceVersion is still a precondition.
+  const std::string now_rv = f.Get(f.wl, "a")["metadata"]["resourceVersion"];
+  json gate = {{"status", {{"preemptionGates", json::array()}}}};
+  gate["metadata"] = {{"uid", "not-" + uid}, {"resourceVersion", now_rv}};
+  auto status_patch = f.state.Patch(f.wl, "team-a", "a", "merge", gate, true);
+  REQUIRE(status_patch.ok());
+  CHECK((*status_patch)["metadata"]["uid"] == uid);
+  CHECK(f.state.Patch(f.wl, "team-a", "a", "merge", gate, true).status().code() == Code::kConflict);
   // A delete of another incarnation leaves this one; of this one, deletes it.
   auto wrong = f.state.Delete(f.wl, "team-a", "a", "Background", {{"uid", "not-" + uid}});
   CHECK(wrong.status().code() == Code::kConflict);
+  CHECK(wrong.status().message().find("the UID in the precondition (not-" + uid + ") does not match the UID in record") !=
+        std::string::npos);
+  auto old_version = f.state.Delete(f.wl, "team-a", "a", "Background", {{"resourceVersion", rv}});
+  CHECK(old_version.status().code() == Code::kConflict);
   CHECK(f.Get(f.wl, "a")["metadata"]["uid"] == uid);
   CHECK(f.state.Delete(f.wl, "team-a", "a", "Background", {{"uid", uid}}).ok());
   CHECK(f.state.Get(f.wl, "team-a", "a").status().code() == Code::kNotFound);

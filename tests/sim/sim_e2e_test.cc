@@ -80,6 +80,11 @@ TEST_CASE("gantry-sim end to end over HTTPS", "[sim][e2e]") {
     auto invalid = Do("POST", kWorkloads, testing::MakeWorkload("Bad_Name", 1, 1));
     CHECK(invalid.status == 422);
     CHECK(json::parse(invalid.body)["reason"] == "Invalid");
+    // DeleteOptions in the body: a precondition on another incarnation is a 409 Conflict.
+    json opts = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}, {"preconditions", {{"uid", "another"}}}};
+    auto other = Do("DELETE", kWorkloads + "/dup", opts);
+    CHECK(other.status == 409);
+    CHECK(json::parse(other.body)["reason"] == "Conflict");
     CHECK(Do("DELETE", kWorkloads + "/dup?propagationPolicy=Background").status == 200);
     CHECK(Do("DELETE", kWorkloads + "/dup").status == 404);
     CHECK(Do("PUT", kWorkloads + "/dup").status == 405);

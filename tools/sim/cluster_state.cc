@@ -121,24 +121,56 @@ Result<json> ClusterState::List(const ResourceInfo& res, const std::string& api_
   return json{{"kind", res.kind + "List"}, {"apiVersion", api_version}, {"metadata", md}, {"items", items}};
 }
 
-// The API server's preconditions: a uid or resourceVersion in `want` (a
-// DeleteOptions' preconditions, or the metadata a patch leaves) that is not
-// the stored object's is a 409 Conflict, in the API server's words.
-Status ClusterState::CheckPreconditions(const ResourceInfo& res, const json& cur, const json& want) {
-  const std::string name = JsonStringAt(cur, {"metadata", "name"});
+// "workloads.kueue.x-k8s.io", "pods": a GroupResource as the API server prints it.
+namespace {
+std::string Qualified(const std::string& name, const std::string& group) {
+  return group.empty() ? name : name + "." + group;
+}
+}  // namespace
+
+// A DELETE's preconditions (DeleteOptions.preconditions), checked as the
+// API server's BeforeDelete does, whatever the propagationPolicy: the uid
+// first, then the resourceVersion; either differing is a 409 Conflict in its
+// words.
+Status ClusterState::CheckDeletePreconditions(const ResourceInfo& res, const json& cur, const json& want) {
+  const std::string what = fmt::format("Operation cannot be fulfilled on {} \"{}\"", Qualified(res.kind, res.group),
+                                       JsonStringAt(cur, {"metadata", "name"}));
   const std::string uid = JsonStringAt(cur, {"metadata", "uid"});
-  const std::string rv = JsonStringAt(cur, {"metadata", "resourceVersion"});
   const std::string want_uid = JsonStringAt(want, {"uid"});
-  const std::string want_rv = JsonStringAt(want, {"resourceVersion"});
-  const std::string what = fmt::format("Operation cannot be fulfilled on {}.{} \"{}\"", res.plural, res.group, name);
   if (!want_uid.empty() && want_uid != uid) {
-    return Status(Code::kConflict, fmt::format("{}: Precondition failed: UID in precondition: {}, UID in object meta: {}",
+    return Status(Code::kConflict, fmt::format("{}: the UID in the precondition ({}) does not match the UID in record "
+                                               "({}). The object might have been deleted and then recreated",
                                                what, want_uid, uid));
   }
+  const std::string rv = JsonStringAt(cur, {"metadata", "resourceVersion"});
+  const std::string want_rv = JsonStringAt(want, {"resourceVersion"});
   if (!want_rv.empty() && want_rv != rv) {
-    return Status(Code::kConflict, fmt::format("{}: the object has been modified; please apply your changes to the "
-                                               "latest version and try again",
-                                               what));
+    return Status(Code::kConflict, fmt::format("{}: the ResourceVersion in the precondition ({}) does not match the "
+                                               "ResourceVersion in record ({}). The object might have been modified",
+                                               what, want_rv, rv));
+  }
+  return Status::Ok();
+}
+
+// What a patch's own metadata asks of the stored object, as the API server
+// checks it: a resourceVersion other than the stored one is a 409 Conflict
+// (an update's optimistic concurrency). A uid other than the stored one is
+// ignored by a status subresource, which keeps the stored metadata, and is a
+// 422 on the main resource (metadata.uid is immutable).
+Status ClusterState::CheckPatchedMetadata(const ResourceInfo& res, const json& cur, const json& patched, bool status) {
+  const std::string name = JsonStringAt(cur, {"metadata", "name"});
+  const std::string rv = JsonStringAt(cur, {"metadata", "resourceVersion"});
+  const std::string new_rv = JsonStringAt(patched, {"metadata", "resourceVersion"});
+  if (!new_rv.empty() && new_rv != rv) {
+    return Status(Code::kConflict, fmt::format("Operation cannot be fulfilled on {} \"{}\": the object has been "
+                                               "modified; please apply your changes to the latest version and try again",
+                                               Qualified(res.plural, res.group), name));
+  }
+  const std::string uid = JsonStringAt(cur, {"metadata", "uid"});
+  const std::string new_uid = JsonStringAt(patched, {"metadata", "uid"});
+  if (!status && !new_uid.empty() && new_uid != uid) {
+    return Status::Invalid(fmt::format("{} \"{}\" is invalid: metadata.uid: Invalid value: \"{}\": field is immutable",
+                                       Qualified(res.kind, res.group), name, new_uid));
   }
   return Status::Ok();
 }
@@ -160,9 +192,7 @@ Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns,
   } catch (const json::exception& e) {
     return Status::Invalid(fmt::format("the patch could not be applied: {}", e.what()));
   }
-  // A uid or resourceVersion the patch names is a precondition.
-  const json& now_md = updated.contains("metadata") ? updated["metadata"] : json::object();
-  GANTRY_RETURN_IF_ERROR(CheckPreconditions(res, *cur, now_md.is_object() ? now_md : json::object()));
+  GANTRY_RETURN_IF_ERROR(CheckPatchedMetadata(res, *cur, updated, status));
   // Identity and the other half of the object are not the patch's to change.
   for (const char* k : {"name", "namespace", "uid", "creationTimestamp"}) {
     if (cur->at("metadata").contains(k)) updated["metadata"][k] = (*cur)["metadata"][k];
@@ -202,7 +232,7 @@ Result<std::string> ClusterState::Delete(const ResourceInfo& res, const std::str
   int64_t now = clock_->NowMillis();
   if (preconditions.is_object()) {
     const json* cur = store_.Get(res.plural, res.namespaced ? ns : "", name);
-    if (cur) GANTRY_RETURN_IF_ERROR(CheckPreconditions(res, *cur, preconditions));
+    if (cur) GANTRY_RETURN_IF_ERROR(CheckDeletePreconditions(res, *cur, preconditions));
   }
   auto deleted = store_.Delete(res.plural, res.namespaced ? ns : "", name);
   if (!deleted.ok()) {

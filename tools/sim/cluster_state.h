@@ -64,8 +64,7 @@ class ClusterState {
                                const std::string& version = "");
   // preconditions: DeleteOptions.preconditions; an object whose uid or
   // resourceVersion differs is not deleted (409 Conflict), as the API server.
-  // A patch's own metadata.uid and metadata.resourceVersion are preconditions
-  // the same way.
+  // (A patch's own metadata.resourceVersion is a precondition too: Patch.)
   Result<std::string> Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
                              const std::string& propagation_policy, const nlohmann::json& preconditions = {});
   // Writes the initial events (or a 410 ERROR event) and registers the stream.
@@ -85,7 +84,10 @@ class ClusterState {
 
  private:
   int64_t WatchTimeout(int64_t requested_ms);
-  static Status CheckPreconditions(const ResourceInfo& res, const nlohmann::json& cur, const nlohmann::json& want);
+  static Status CheckDeletePreconditions(const ResourceInfo& res, const nlohmann::json& cur,
+                                         const nlohmann::json& want);
+  static Status CheckPatchedMetadata(const ResourceInfo& res, const nlohmann::json& cur, const nlohmann::json& patched,
+                                     bool status);
 
   const ClusterConfig config_;
   Journal* journal_;

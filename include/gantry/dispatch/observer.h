@@ -171,7 +171,7 @@ class ClusterObserver {
   bool Synced(const std::string& cluster) const;
   bool Behind(const std::string& cluster) const;  // see JobObservation::behind
   // Which of the cluster's watched resources are behind (their names, e.g.
-  // "workloads"), and since when (wall clock ms, the earliest): empty when
+  // "workloads"), and since when (ObserverOptions::clock ms, the earliest): empty when
   // the view is current. For operators: gantry clusters and /metrics.
   struct BehindView {
     std::vector<std::string> resources;

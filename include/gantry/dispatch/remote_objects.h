@@ -85,14 +85,16 @@ struct WorkloadParams {
 nlohmann::json BuildWorkload(const WorkloadParams& params);
 
 // The merge patch of a Workload's status subresource that opens
-// kPreemptionGate: {"status": {"preemptionGates": [..., {name, position:
-// Open, lastTransitionTime}]}}. A merge patch replaces the whole list, so it
-// carries the entries of other gates the copy showed (other_states: an array,
-// or null for none) and, as preconditions, the incarnation (uid) and version
-// (resource_version) they were read from (each left out when empty): a copy
-// that changed or was replaced since then answers 409 Conflict, and the next
-// pass patches what it shows by then.
-nlohmann::json OpenGatePatch(int64_t now_ms, const std::string& uid, const std::string& resource_version,
+// kPreemptionGate: {"metadata": {"resourceVersion"}, "status":
+// {"preemptionGates": [..., {name, position: Open, lastTransitionTime}]}}.
+// A merge patch replaces the whole list, so it carries the entries of other
+// gates the copy showed (other_states: an array, or null for none), and the
+// resourceVersion they were read at, which the API server takes as a
+// precondition: a copy changed or re-created since answers 409 Conflict, and
+// the next pass patches what it shows then. (A uid would not do: the status
+// subresource keeps the stored metadata and ignores it.) Ladder::Gates sends
+// none without a resourceVersion.
+nlohmann::json OpenGatePatch(int64_t now_ms, const std::string& resource_version,
                              const nlohmann::json& other_states);
 
 struct RemoteJobParams {

@@ -13,8 +13,9 @@
 # Each run prints submitted and dispatched jobs/s, latency from the post to
 # LeaseTaken and to the job running on its owner, the time until all are
 # Succeeded, remote API calls and reconciler passes per job, the CPU seconds
-# (user and system) and peak resident memory of each process, and `gantry-sim ctl check` (no
-# job ran twice). Then the issue's targets.
+# (user and system) and peak resident memory of each process, how the
+# machine's CPU time went meanwhile (steal: taken by the hypervisor), and
+# `gantry-sim ctl check` (no job ran twice). Then the issue's targets.
 #
 #   bench/dispatch_bench.sh [BUILD_DIR] [JOBS] [RATE]
 #   env: CLUSTERS (10: the fleet's size; e.g. 100 shows what grows with it), CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all), PACED_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), KEEP_ON_FAILURE (keep the work directory when a run fails), BENCH_DIR (where the temp dir goes),
@@ -70,6 +71,20 @@ cpu_by_thread() {
     END { for (n in c) if (c[n] > 0) printf "%s %.2f\n", n, c[n] / hz }' |
     sort -k2 -nr | head -8 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 } END { print "" }'
 }
+# The machine's CPU counters (/proc/stat's first line: user nice system idle
+# iowait irq softirq steal), to compare two moments with host_shares.
+cpu_counters() { head -1 /proc/stat | cut -d' ' -f3-10; }
+# How the whole machine's CPU time went between two cpu_counters: steal is
+# time the hypervisor gave to other guests (on a shared host it can take
+# a third of the cores and more, and every figure above moves with it).
+host_shares() {
+  awk -v a="$1" -v b="$2" 'BEGIN {
+    n = split(a, x, " "); split(b, y, " ")
+    for (i = 1; i <= n; i++) { d[i] = y[i] - x[i]; t += d[i] }
+    if (t <= 0) { print "?"; exit }
+    printf "busy %.0f%%, idle %.0f%%, iowait %.0f%%, steal %.0f%% (taken by the hypervisor)",
+      100 * (d[1] + d[2] + d[3] + d[6] + d[7]) / t, 100 * d[4] / t, 100 * d[5] / t, 100 * d[8] / t }'
+}
 # Peak resident memory of a live process, in MiB.
 peak_mib() { awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
 field() { sed -n "s/^result.* $1=\([-0-9.]*\).*/\1/p"; }
@@ -102,14 +117,18 @@ EOF
     pids+=("${perf_pids[@]}")
   fi
   t0=$(date +%s.%N)
+  local host0
+  host0=$(cpu_counters)
   "$BIN/dispatch_loadgen" "$(cat "$d/gantry.ready")" "$d/sim" "$d/data/gantry.db" "$jobs" "$CONNS" "$mode" $rate \
     >"$d/out" 2>&1 || rc=$?
   for p in "${perf_pids[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
-  local wall
+  local wall host1
+  host1=$(cpu_counters)
   wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   grep -v '^result' "$d/out" || true
   grep '^result' "$d/out" >"$work/$name.result" || echo "result" >"$work/$name.result"
   echo "  cpu         gantry $(cpu_s "$daemon") s, gantry-sim $(cpu_s "$sim") s in $wall s of wall time (2 cores: $(awk -v w="$wall" 'BEGIN { printf "%.1f", 2 * w }') s)"
+  echo "  host        $(host_shares "$host0" "$host1") of the machine's CPU time meanwhile"
   echo "  by thread   gantry: $(cpu_by_thread "$daemon")"
   echo "              gantry-sim: $(cpu_by_thread "$sim")"
   echo "  store       gantry wrote $(written_kib_per_job "$daemon" "$jobs") KiB to files per job (its SQLite WAL, database and log)"

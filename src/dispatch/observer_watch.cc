@@ -98,12 +98,19 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       return;
     }
     SetBehind(c, r, true);
-    // A 401 is the prober's to judge (CredentialsRefused): the token, not a permission.
-    if (status != 403) return;
+    // A 401 is the prober's to judge (CredentialsRefused): the token, not a
+    // permission; so is no answer at all (status 0: out of reach).
+    if (status == 401 || status <= 0) return;
     bool first = false;
     {
       std::lock_guard lock(mu);
       if (c->stopping()) return;
+      // A 403 unsyncs the view (gantry may no longer read it). Any other
+      // answer to a relist leaves it listed and behind; to the first list
+      // (a 500 from a broken conversion webhook, a 404 for a Kueue version
+      // the cluster does not serve), it keeps the cluster unsynced for as
+      // long as it lasts, which the jobs there must be told, as of a 403.
+      if (status != 403 && c->caches[r].listed) return;
       first = c->caches[r].refused.empty();
       c->caches[r].refused = fmt::format("listing {} answered {}: {}", resources[r].name, status, message);
       if (c->caches[r].listed) {
@@ -112,9 +119,10 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       }
     }
     if (first) {
-      spdlog::warn("observer: cluster {} refuses gantry the {} ({} {}): what its jobs do there is not followed "
-                   "until it allows them again",
-                   c->config.name, resources[r].name, status, message);
+      spdlog::warn("observer: cluster {} {} the {} ({} {}): what its jobs do there is not followed until it lists "
+                   "them again",
+                   c->config.name, status == 403 ? "refuses gantry" : "fails gantry's list of", resources[r].name,
+                   status, message);
     }
   };
   // ToEntry reads metadata and a few spec and status fields: the pod
@@ -214,7 +222,7 @@ void ClusterObserver::Impl::ApplyList(Cluster* c, std::size_t r, const std::vect
       PublishSyncedLocked();
     }
   }
-  if (was_refused) spdlog::info("observer: cluster {} allows gantry the {} again", c->config.name, resources[r].name);
+  if (was_refused) spdlog::info("observer: cluster {} lets gantry list the {} again", c->config.name, resources[r].name);
   Notify(c, r, changed, ClusterObserver::Observed{});
 }
 

@@ -404,6 +404,46 @@ TEST_CASE("a cluster whose watches broke and cannot relist shows as behind in ga
   CHECK(ViewBehindSeconds(fleet, "c1") == 0);
 }
 
+TEST_CASE("an owner whose first list of Jobs fails after a restart holds its job with the error, then lets it finish",
+          "[e2e][dispatch][inventory][recovery]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", GpuJob("held", 1, 1, "15s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}));
+
+  // c1's Jobs answer 500 to every request (a broken conversion webhook, say),
+  // and the daemon restarts: its first list of them there fails. Before, the
+  // cluster stayed unsynced and the job waited without a word.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobs=500"}).code == 0);
+  fleet.RestartDaemon(true);
+  REQUIRE(fleet.ok());
+  auto reason = [&] {
+    auto j = fleet.Job("team-a", "held");
+    if (!j.is_object()) return std::string();
+    for (const auto& c : j["status"].value("conditions", nlohmann::json::array())) {
+      if (c.value("type", "") == "OwnerUnreachable") return c.value("reason", "");
+    }
+    return std::string();
+  };
+  REQUIRE(WaitFor([&] { return reason() == "WatchRefused"; }, std::chrono::seconds(30)));
+  auto clusters = Cli(fleet.url(), {"clusters"});
+  INFO(clusters.out);
+  CHECK(clusters.out.find("Ready,WatchRefused") != std::string::npos);
+  CHECK(clusters.out.find("listing jobs answered 500") != std::string::npos);
+  CHECK(fleet.Phase("team-a", "held") == "Running");  // held, not moved
+
+  // Answering again: the condition is lifted and the job finishes there, once.
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, std::chrono::seconds(40)));
+  auto held = fleet.Job("team-a", "held");
+  CHECK(held["status"]["phase"] == "Succeeded");
+  CHECK(held["status"]["cluster"] == "c1");
+  CHECK(held["status"]["epoch"] == 1);
+  CHECK(reason().empty());
+  CHECK(Runs(fleet, fleet.Uid("team-a", "held")) == 1);
+}
+
 TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with a condition, then lets it finish",
           "[e2e][dispatch][inventory]") {
   DispatchFleet fleet(TwoClusters());

@@ -55,7 +55,7 @@ AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
       s["server"] = c->server_url();
       s["faults"] = {{"latencyMs", f.latency_ms}, {"errorFraction", f.error_fraction},
                      {"errorCodes", f.error_codes}, {"partitionMode", f.partition_mode},
-                     {"apiserverStopped", f.apiserver_stopped}, {"forbidden", f.forbidden}};
+                     {"apiserverStopped", f.apiserver_stopped}, {"forbidden", f.forbidden}, {"failing", f.failing}};
       out.push_back(std::move(s));
     }
     respond(JsonResponse(200, out));
@@ -117,8 +117,7 @@ http::Response AdminApi::ClusterAction(const http::Request& req) const {
         if (comma > at) resources.insert(list.substr(at, comma - at));
         at = comma + 1;
       }
-      c->SetForbidden(std::move(resources));
-      return FromStatus(Status::Ok());
+      return FromStatus(c->SetForbidden(std::move(resources)));
     }
     if (action == "kill-watches") {
       c->state().KillWatches();

@@ -72,7 +72,7 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   } else if (cmd == "errors") {
     if (!need(2)) return kExitUsage;
     target = fmt::format("/clusters/{}/errors?fraction={}&codes={}", args[1], args[2], args.size() > 3 ? args[3] : "");
-  } else if (cmd == "forbid") {  // forbid CLUSTER [RESOURCE,...]: none to allow everything again
+  } else if (cmd == "forbid") {  // forbid CLUSTER [RESOURCE[:VERB|=CODE],...]: none to allow everything again
     if (!need(1)) return kExitUsage;
     target = fmt::format("/clusters/{}/forbid?resources={}", args[1], args.size() > 2 ? args[2] : "");
   } else if (cmd == "quota") {

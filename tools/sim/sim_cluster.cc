@@ -1,5 +1,7 @@
 #include "sim_cluster.h"
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 #include "kube_errors.h"
@@ -78,6 +80,11 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
     }
     if (req.Header("authorization") != "Bearer " + token_) {
       respond(KubeError(401, "Unauthorized", "Unauthorized"));
+      return;
+    }
+    if (auto failing = faults_.failing.find(ResourceOf(req.path)); failing != faults_.failing.end()) {
+      respond(KubeError(failing->second, failing->second == 404 ? "NotFound" : "InternalError",
+                        fmt::format("injected fault for {} (gantry-sim)", failing->first)));
       return;
     }
     if (!faults_.forbidden.empty()) {
@@ -195,9 +202,27 @@ Status SimCluster::SetErrors(double fraction, std::vector<int> codes) {
   return Status::Ok();
 }
 
-void SimCluster::SetForbidden(std::set<std::string> resources) {
+Status SimCluster::SetForbidden(std::set<std::string> resources) {
+  std::set<std::string> forbidden;
+  std::map<std::string, int> failing;
+  for (const std::string& entry : resources) {
+    const std::size_t eq = entry.find('=');
+    if (eq == std::string::npos) {
+      forbidden.insert(entry);
+      continue;
+    }
+    int code = 0;
+    const std::string text = entry.substr(eq + 1);
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), code);
+    if (ec != std::errc() || end != text.data() + text.size() || code < 400 || code > 599) {
+      return Status::Invalid(fmt::format("{}: the code is not an HTTP error", entry));
+    }
+    failing[entry.substr(0, eq)] = code;
+  }
   std::lock_guard lock(fault_mu_);
-  faults_.forbidden = std::move(resources);
+  faults_.forbidden = std::move(forbidden);
+  faults_.failing = std::move(failing);
+  return Status::Ok();
 }
 
 FaultSettings SimCluster::faults() {

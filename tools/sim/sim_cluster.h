@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct FaultSettings {
   // verb: create, delete, update, list) gantry's token may not touch: 403
   // Forbidden, as RBAC answers.
   std::set<std::string> forbidden;
+  // Resources every request for which answers this error (jobsets -> 500:
+  // a CRD whose conversion webhook is broken, say).
+  std::map<std::string, int> failing;
   bool apiserver_stopped = false;
 };
 
@@ -68,7 +72,9 @@ class SimCluster {
   Status Heal();
   void SetLatency(int64_t ms);
   Status SetErrors(double fraction, std::vector<int> codes);
-  void SetForbidden(std::set<std::string> resources);
+  // Each entry: RESOURCE or RESOURCE:VERB (403), or RESOURCE=CODE (that
+  // error, 400..599, for every verb). Replaces what was set before.
+  Status SetForbidden(std::set<std::string> resources);
   FaultSettings faults();
 
  private:

@@ -183,9 +183,12 @@ class ClusterObserver {
   // (watch_timeout_seconds). For a cluster that answers again after an
   // outage, whose streams may have died silently or be backing off.
   void Relist(const std::string& cluster);
-  // Why the cluster keeps gantry from listing Workloads or Jobs (its last
-  // list answered 403; the cluster is not synced meanwhile), or "" when it
-  // does not. WatchRefusals: every cluster that does, under one lock.
+  // Why the cluster keeps gantry from listing a watched kind (its last list
+  // answered 403, or its lists have answered an error since the watch
+  // started, a 500 or a 404 for Workloads, say; the cluster is not synced
+  // meanwhile), or "" when it does not. A relist's error other than 403
+  // leaves the view listed and behind instead. WatchRefusals: every cluster
+  // that does, under one lock.
   std::string WatchRefused(const std::string& cluster) const;
   std::map<std::string, std::string> WatchRefusals() const;
   // Every job uid with at least one object in some cluster (start-up garbage collection).

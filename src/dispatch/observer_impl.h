@@ -40,7 +40,8 @@
 // may not list it there) counts as listed and empty, and is asked again
 // every kUnservedRecheck. A 404 for Workloads or Jobs keeps the cluster unsynced:
 // Kueue missing or the wrong version is a configuration error, not evidence
-// of absence.
+// of absence. Such an error (or a 500, say) to the first lists of a kind is
+// told as a 403 is (WatchRefused), once a few lists in a row have failed.
 #pragma once
 
 #include <atomic>

@@ -26,6 +26,8 @@ using observer_internal::Resource;
 constexpr auto kUnservedRecheck = std::chrono::seconds(60);
 // First wait after a failure of our own (client creation, an exception); doubled up to max_backoff.
 constexpr auto kFirstBackoff = std::chrono::milliseconds(200);
+// The failed first lists in a row (other than 403s) from which the jobs are told (Run).
+constexpr int kListFailuresTold = 3;
 // A watch stream is declared dead when silent this much longer than the server's own timeout.
 constexpr auto kIdleMargin = std::chrono::seconds(30);
 
@@ -84,7 +86,12 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
     relists_seen = now;
     return true;
   };
-  lw.on_list_failed = [this, c, r, &optional_refused](int status, const std::string& message) {
+  // Lists failed in a row since the last that succeeded: an error other
+  // than 403 to a view never listed is told from the kListFailuresTold-th
+  // on, so that a blip (a 429 while a restarted daemon lists every cluster)
+  // is not every owned job's news.
+  int failed_lists = 0;
+  lw.on_list_failed = [this, c, r, &optional_refused, &failed_lists](int status, const std::string& message) {
     if (resources[r].optional && status == 404) {
       // Its CRD uninstalled (or unserved for a moment, in an upgrade): no
       // object of the kind can be there unseen, so the view is not behind;
@@ -101,6 +108,7 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
     // A 401 is the prober's to judge (CredentialsRefused): the token, not a
     // permission; so is no answer at all (status 0: out of reach).
     if (status == 401 || status <= 0) return;
+    ++failed_lists;
     bool first = false;
     {
       std::lock_guard lock(mu);
@@ -109,8 +117,9 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       // answer to a relist leaves it listed and behind; to the first list
       // (a 500 from a broken conversion webhook, a 404 for a Kueue version
       // the cluster does not serve), it keeps the cluster unsynced for as
-      // long as it lasts, which the jobs there must be told, as of a 403.
-      if (status != 403 && c->caches[r].listed) return;
+      // long as it lasts, which the jobs there must be told, as of a 403,
+      // once it has lasted a few lists.
+      if (status != 403 && (c->caches[r].listed || failed_lists < kListFailuresTold)) return;
       first = c->caches[r].refused.empty();
       c->caches[r].refused = fmt::format("listing {} answered {}: {}", resources[r].name, status, message);
       if (c->caches[r].listed) {
@@ -136,7 +145,11 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
         spdlog::warn("observer: cluster {}: {}", c->config.name, client.status().message());
       } else if (!resources[r].optional || WaitUntilServed(c, **client, r, path)) {
         kube::ListWatch(
-            **client, path, lw, [&](const std::vector<json>& items) { ApplyList(c, r, items); },
+            **client, path, lw,
+            [&](const std::vector<json>& items) {
+              failed_lists = 0;
+              ApplyList(c, r, items);
+            },
             [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },
             [c, &optional_refused] { return c->stopping() || optional_refused; });
         optional_refused = false;

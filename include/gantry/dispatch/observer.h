@@ -184,8 +184,8 @@ class ClusterObserver {
   // outage, whose streams may have died silently or be backing off.
   void Relist(const std::string& cluster);
   // Why the cluster keeps gantry from listing a watched kind (its last list
-  // answered 403, or its lists have answered an error since the watch
-  // started, a 500 or a 404 for Workloads, say; the cluster is not synced
+  // answered 403, or its lists have answered an error, a few in a row, since
+  // the watch started: a 500 or a 404 for Workloads, say; the cluster is not synced
   // meanwhile), or "" when it does not. A relist's error other than 403
   // leaves the view listed and behind instead. WatchRefusals: every cluster
   // that does, under one lock.

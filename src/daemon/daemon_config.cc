@@ -81,6 +81,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Status::Invalid(fmt::format("rejectionBackoffMaxSeconds ({}) must be at least rejectionBackoffSeconds ({})",
                                        c.rejection_backoff_max_seconds, c.rejection_backoff_seconds));
   }
+  if (!in(c.list_errors_told_after_seconds, 1, 86400)) {
+    return Status::Invalid("listErrorsToldAfterSeconds must be 1..86400");
+  }
   if (!in(c.preemption_gate_seconds, 0, 86400)) {
     return Status::Invalid("preemptionGateSeconds must be 0..86400 (0: no gates, every copy may preempt at once)");
   }
@@ -149,6 +152,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"rejectionBackoffSeconds", num(&c.rejection_backoff_seconds)},
       {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},
       {"preemptionGateSeconds", num(&c.preemption_gate_seconds)},
+      {"listErrorsToldAfterSeconds", num(&c.list_errors_told_after_seconds)},
   };
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();

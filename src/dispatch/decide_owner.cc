@@ -65,8 +65,8 @@ DispatchUpdate Ladder::OwnerFlag(const std::string& reason, const std::string& m
 // owner declared lost by an operator waits only declared_lost_grace_ms (if
 // shorter than its timeout), from a failure a probe saw: an owner that is
 // only not synced yet, or not probed since a restart, is waited for. An
-// owner that answers but does not let gantry list the job's objects (RBAC,
-// or an error such as a broken conversion webhook's)
+// owner that answers but does not let gantry list what it watches there
+// (RBAC, or errors such as a broken conversion webhook's)
 // is out of reach as one that refuses the credentials is, since the first
 // refusal the engine saw (kept in the store across restarts).
 Plan Ladder::OwnerUnreachable(bool removed) const {
@@ -86,8 +86,8 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
                                                owner, lost / 1000)
                       : refused  ? fmt::format("owner cluster {} has refused gantry's credentials for {} s", owner,
                                                lost / 1000)
-                      : watch_refused ? fmt::format("owner cluster {} has not let gantry list the job's objects "
-                                                    "for {} s",
+                      : watch_refused ? fmt::format("owner cluster {} has not let gantry list what it watches "
+                                                    "there for {} s",
                                                     owner, lost / 1000)
                                  : fmt::format("owner cluster {} unreachable for {} s", owner, lost / 1000);
     switch (in_.spec->on_cluster_loss) {
@@ -131,7 +131,7 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
                                             "as it is there until they work again (see gantry clusters)",
                                             owner));
   } else if (watch_refused && flag != "WatchRefused") {
-    raise("WatchRefused", fmt::format("owner cluster {} answers but does not let gantry list the job's objects there "
+    raise("WatchRefused", fmt::format("owner cluster {} answers but does not let gantry list what it watches there "
                                       "(it refuses, or answers an error; see gantry clusters); the job is left as it "
                                       "is there, and its status is not followed until it does",
                                       owner));

@@ -8,6 +8,7 @@
 #include <set>
 #include <variant>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "gantry/common/thread_cache.h"
@@ -52,6 +53,8 @@ bool SameWatch(const ObservedCluster& a, const ObservedCluster& b) {
 const SystemClock kSystemClock;
 
 }  // namespace
+
+std::string ClusterObserver::Impl::Selector() const { return fmt::format("{}={}", kOriginLabel, options.origin); }
 
 ClusterObserver::Impl::Impl(ObserverOptions o, OnChange cb)
     : options(std::move(o)),

@@ -67,7 +67,8 @@ class ResourceCache {
   // Its kind is not served there (or gantry may not list it): counted as
   // empty, asked again now and then (observer_watch.cc, WaitUntilServed).
   bool unserved = false;
-  // Why the last (re)list failed, when the cluster refused it (401, 403):
+  // Why the last (re)list failed, when the cluster refused it (403), or
+  // why the first lists keep failing (see ClusterObserver::WatchRefused):
   // gantry may not see this resource there. "" once a list succeeds.
   std::string refused;
 

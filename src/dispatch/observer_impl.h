@@ -40,8 +40,9 @@
 // may not list it there) counts as listed and empty, and is asked again
 // every kUnservedRecheck. A 404 for Workloads or Jobs keeps the cluster unsynced:
 // Kueue missing or the wrong version is a configuration error, not evidence
-// of absence. Such an error (or a 500, say) to the first lists of a kind is
-// told as a 403 is (WatchRefused), once a few lists in a row have failed.
+// of absence. Such an error (or a 500, say) to the lists of a Workloads or
+// Jobs view not listed yet is told as a 403 is (WatchRefused) once it has
+// lasted ObserverOptions::list_errors_told_after.
 #pragma once
 
 #include <atomic>
@@ -141,7 +142,8 @@ struct ClusterObserver::Impl {
   void ApplyList(Cluster* c, std::size_t r, const std::vector<nlohmann::json>& items);
   void ApplyEvent(Cluster* c, std::size_t r, const kube::WatchEvent& e);
   void Notify(Cluster* c, std::size_t r, const std::set<std::string>& job_uids, ClusterObserver::Observed what);
-  std::string Selector() const { return std::string(kOriginLabel) + "=" + options.origin; }
+  // The label selector of gantry's objects: the origin label.
+  std::string Selector() const;
   // Replaces `synced` and `behind` after a cluster's sync state may have changed.
   void PublishSyncedLocked();
   // Takes a cluster out of the view: its watches may still deliver, but

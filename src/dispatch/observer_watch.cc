@@ -26,8 +26,6 @@ using observer_internal::Resource;
 constexpr auto kUnservedRecheck = std::chrono::seconds(60);
 // First wait after a failure of our own (client creation, an exception); doubled up to max_backoff.
 constexpr auto kFirstBackoff = std::chrono::milliseconds(200);
-// The failed first lists in a row (other than 403s) from which the jobs are told (Run).
-constexpr int kListFailuresTold = 3;
 // A watch stream is declared dead when silent this much longer than the server's own timeout.
 constexpr auto kIdleMargin = std::chrono::seconds(30);
 
@@ -86,12 +84,13 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
     relists_seen = now;
     return true;
   };
-  // Lists failed in a row since the last that succeeded: an error other
-  // than 403 to a view never listed is told from the kListFailuresTold-th
-  // on, so that a blip (a 429 while a restarted daemon lists every cluster)
-  // is not every owned job's news.
-  int failed_lists = 0;
-  lw.on_list_failed = [this, c, r, &optional_refused, &failed_lists](int status, const std::string& message) {
+  // When the lists of this view, not listed since the watch started, began
+  // to answer errors (ObserverOptions::clock; 0: they do not): a Workloads
+  // or Jobs view that keeps failing for list_errors_told_after is told to
+  // the jobs as a 403 is, and a blip (a 429, an etcd election) is not.
+  int64_t first_lists_failing_since = 0;
+  lw.on_list_failed = [this, c, r, &optional_refused, &first_lists_failing_since](int status,
+                                                                                   const std::string& message) {
     if (resources[r].optional && status == 404) {
       // Its CRD uninstalled (or unserved for a moment, in an upgrade): no
       // object of the kind can be there unseen, so the view is not behind;
@@ -108,18 +107,24 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
     // A 401 is the prober's to judge (CredentialsRefused): the token, not a
     // permission; so is no answer at all (status 0: out of reach).
     if (status == 401 || status <= 0) return;
-    ++failed_lists;
+    const int64_t now = NowMillis();
     bool first = false;
     {
       std::lock_guard lock(mu);
       if (c->stopping()) return;
       // A 403 unsyncs the view (gantry may no longer read it). Any other
-      // answer to a relist leaves it listed and behind; to the first list
-      // (a 500 from a broken conversion webhook, a 404 for a Kueue version
-      // the cluster does not serve), it keeps the cluster unsynced for as
-      // long as it lasts, which the jobs there must be told, as of a 403,
-      // once it has lasted a few lists.
-      if (status != 403 && (c->caches[r].listed || failed_lists < kListFailuresTold)) return;
+      // answer to a relist leaves it listed and behind. To the lists of a
+      // Workloads or Jobs view not listed yet (a 500 from a broken
+      // conversion webhook, a 404 for a Kueue version the cluster does not
+      // serve), it keeps the cluster unsynced for as long as it lasts, which
+      // the jobs there are told, as of a 403, once it has lasted
+      // list_errors_told_after. (An optional kind's is not: it would hold,
+      // and in the end lose, every job of the cluster for one kind.)
+      if (status != 403) {
+        if (c->caches[r].listed || resources[r].optional) return;
+        if (first_lists_failing_since == 0) first_lists_failing_since = now;
+        if (now - first_lists_failing_since < options.list_errors_told_after.count()) return;
+      }
       first = c->caches[r].refused.empty();
       c->caches[r].refused = fmt::format("listing {} answered {}: {}", resources[r].name, status, message);
       if (c->caches[r].listed) {
@@ -128,8 +133,8 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       }
     }
     if (first) {
-      spdlog::warn("observer: cluster {} {} the {} ({} {}): what its jobs do there is not followed until it lists "
-                   "them again",
+      spdlog::warn("observer: cluster {} {} the {} ({} {}): what its jobs do there is not followed until a list "
+                   "succeeds",
                    c->config.name, status == 403 ? "refuses gantry" : "fails gantry's list of", resources[r].name,
                    status, message);
     }
@@ -147,7 +152,7 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
         kube::ListWatch(
             **client, path, lw,
             [&](const std::vector<json>& items) {
-              failed_lists = 0;
+              first_lists_failing_since = 0;
               ApplyList(c, r, items);
             },
             [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },

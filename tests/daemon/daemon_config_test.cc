@@ -20,6 +20,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "rejectionBackoffSeconds: 1\n"
                      "rejectionBackoffMaxSeconds: 30\n"
                      "preemptionGateSeconds: 0\n"
+                     "listErrorsToldAfterSeconds: 5\n"
                      "genericKinds:\n"
                      "- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}\n"
                      "- apiVersion: ray.io/v1\n"
@@ -47,6 +48,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(DaemonConfig{}.rejection_backoff_max_seconds == 600);
   CHECK(c->preemption_gate_seconds == 0);
   CHECK(DaemonConfig{}.preemption_gate_seconds == 60);  // gates on by default
+  CHECK(c->list_errors_told_after_seconds == 5);
+  CHECK(DaemonConfig{}.list_errors_told_after_seconds == 60);
 
   testing::WriteFile(path, "");
   REQUIRE(LoadDaemonConfig(path).ok());  // an empty file is all defaults
@@ -71,6 +74,7 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"rejectionBackoffSeconds: 0\n", "rejectionBackoffSeconds must be 1..3600"},
       {"preemptionGateSeconds: -1\n", "preemptionGateSeconds must be 0..86400"},
       {"preemptionGateSeconds: 86401\n", "preemptionGateSeconds must be 0..86400"},
+      {"listErrorsToldAfterSeconds: 0\n", "listErrorsToldAfterSeconds must be 1..86400"},
       {"rejectionBackoffSeconds: 3601\n", "rejectionBackoffSeconds must be 1..3600"},
       {"rejectionBackoffSeconds: 0.5\n", "line 1: rejectionBackoffSeconds: wrong type"},
       {"origin: gantry\nrejectionBackoffMaxSeconds: never\n", "line 2: rejectionBackoffMaxSeconds: wrong type"},

@@ -587,7 +587,7 @@ TEST_CASE("step 10: an owner that refuses gantry a watch of the job's objects ho
   REQUIRE(moved.write);
   REQUIRE(moved.write->phase);
   CHECK(*moved.write->phase == JobPhase::kQueued);
-  CHECK_THAT(*moved.write->message, Catch::Contains("has not let gantry list the job's objects"));
+  CHECK_THAT(*moved.write->message, Catch::Contains("has not let gantry list what it watches there"));
   World declared = w;
   declared.clusters["c1"].config.declared_lost = true;
   Plan declared_moved = Decide(declared.Input());

@@ -520,29 +520,56 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
   }
 
-  SECTION("a kind whose first list answers an error keeps the cluster unsynced, says why, and a relist's does not") {
-    // A JobSet CRD whose conversion webhook is broken: its lists answer 500.
-    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2", "jobsets=500"}).code == 0);
-    // Watching c2 afresh: its first list of JobSets fails.
-    ClusterObserver fresh(options, [](const ClusterObserver::Observed&) {});
+  SECTION("first lists of Jobs that keep failing are told once it lasts, a relist's failure and an optional kind's not") {
+    auto ctl = [&](std::vector<std::string> args) {
+      std::vector<std::string> argv = {sim_bin, "ctl", "--out-dir", sim_dir};
+      argv.insert(argv.end(), args.begin(), args.end());
+      return Run(argv).code;
+    };
+    auto refused = [](const ClusterObserver& o) { return !o.WatchRefused("c2").empty(); };
+    dispatch::ObserverOptions slow = options;
+    slow.list_errors_told_after = std::chrono::seconds(5);  // of `clock`, which only the test moves
+    // c2's Jobs answer 500 (a broken conversion webhook, say), and c2 is
+    // watched afresh: its first lists of Jobs fail.
+    REQUIRE(ctl({"forbid", "c2", "jobs=500"}) == 0);
+    ClusterObserver fresh(slow, [](const ClusterObserver::Observed&) {});
     fresh.SetClusters({c2});
-    REQUIRE(WaitFor([&] { return !fresh.WatchRefused("c2").empty(); }, std::chrono::seconds(10)));
-    CHECK(fresh.WatchRefused("c2").find("listing jobsets answered 500") != std::string::npos);
-    CHECK_FALSE(fresh.Synced("c2"));
-    // Answering again, it syncs, and says nothing more.
-    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
-    REQUIRE(WaitFor([&] { return fresh.Synced("c2"); }, std::chrono::seconds(10)));
-    CHECK(fresh.WatchRefused("c2").empty());
-    // The same error to a relist of a view already listed: behind, still
-    // synced, no refusal (a blip in a live cluster is not the jobs' news).
-    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2", "jobsets=500"}).code == 0);
-    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "kill-watches", "c2"}).code == 0);
     REQUIRE(WaitFor([&] { return fresh.Behind("c2"); }, std::chrono::seconds(10)));
+    // Failing list after list (every 200 ms here), but not for 5 s yet: not told.
+    CHECK_FALSE(WaitFor([&] { return refused(fresh); }, std::chrono::seconds(2)));
+    CHECK_FALSE(fresh.Synced("c2"));
+    clock.Advance(5'000);
+    REQUIRE(WaitFor([&] { return refused(fresh); }, std::chrono::seconds(10)));
+    CHECK(fresh.WatchRefused("c2").find("listing jobs answered 500") != std::string::npos);
+    CHECK_FALSE(fresh.Synced("c2"));
+    // Answering again: synced, nothing told.
+    REQUIRE(ctl({"forbid", "c2"}) == 0);
+    REQUIRE(WaitFor([&] { return fresh.Synced("c2"); }, std::chrono::seconds(10)));
+    CHECK_FALSE(refused(fresh));
+
+    // The same error to a relist of a view already listed: behind and
+    // synced, and not told however long it lasts.
+    REQUIRE(ctl({"forbid", "c2", "jobs=500"}) == 0);
+    REQUIRE(ctl({"kill-watches", "c2"}) == 0);
+    REQUIRE(WaitFor([&] { return fresh.Behind("c2"); }, std::chrono::seconds(10)));
+    clock.Advance(60'000);
+    CHECK_FALSE(WaitFor([&] { return refused(fresh); }, std::chrono::seconds(2)));
     CHECK(fresh.Synced("c2"));
-    CHECK(fresh.WatchRefused("c2").empty());
-    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
+    REQUIRE(ctl({"forbid", "c2"}) == 0);
     CHECK(WaitFor([&] { return !fresh.Behind("c2"); }, std::chrono::seconds(10)));
     fresh.Stop();
+
+    // An optional kind's (JobSets): the cluster does not sync, but nothing
+    // is told, as it would hold every job of the cluster for one kind.
+    REQUIRE(ctl({"forbid", "c2", "jobsets=500"}) == 0);
+    ClusterObserver optional(slow, [](const ClusterObserver::Observed&) {});
+    optional.SetClusters({c2});
+    REQUIRE(WaitFor([&] { return optional.Behind("c2"); }, std::chrono::seconds(10)));
+    clock.Advance(60'000);
+    CHECK_FALSE(WaitFor([&] { return refused(optional); }, std::chrono::seconds(2)));
+    CHECK_FALSE(optional.Synced("c2"));
+    optional.Stop();
+    REQUIRE(ctl({"forbid", "c2"}) == 0);
   }
 
   SECTION("a generic kind is watched like a Job") {

@@ -406,15 +406,18 @@ TEST_CASE("a cluster whose watches broke and cannot relist shows as behind in ga
 
 TEST_CASE("an owner whose first list of Jobs fails after a restart holds its job with the error, then lets it finish",
           "[e2e][dispatch][inventory][recovery]") {
-  DispatchFleet fleet(TwoClusters());
+  DispatchFleetOptions o = TwoClusters();
+  o.daemon_config_yaml = "listErrorsToldAfterSeconds: 2\n";
+  DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
   REQUIRE(fleet.Submit("team-a", GpuJob("held", 1, 1, "15s", "  placement: {clusters: [c1]}")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}));
 
   // c1's Jobs answer 500 to every request (a broken conversion webhook, say),
-  // and the daemon restarts: its first list of them there fails. Before, the
-  // cluster stayed unsynced and the job waited without a word.
+  // and the daemon restarts: its first lists of them there fail, for longer
+  // than listErrorsToldAfterSeconds. Before, the cluster stayed unsynced and
+  // the job waited without a word.
   REQUIRE(fleet.Ctl({"forbid", "c1", "jobs=500"}).code == 0);
   fleet.RestartDaemon(true);
   REQUIRE(fleet.ok());

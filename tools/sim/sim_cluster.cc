@@ -9,6 +9,24 @@
 namespace gantry::sim {
 
 
+namespace {
+// The Status reason the API server gives with an HTTP error code.
+const char* ReasonOfCode(int code) {
+  switch (code) {
+    case 400: return "BadRequest";
+    case 404: return "NotFound";
+    case 405: return "MethodNotAllowed";
+    case 409: return "Conflict";
+    case 410: return "Expired";
+    case 422: return "Invalid";
+    case 429: return "TooManyRequests";
+    case 503: return "ServiceUnavailable";
+    case 504: return "Timeout";
+    default: return "InternalError";
+  }
+}
+}  // namespace
+
 SimCluster::SimCluster(ClusterConfig config, Journal* journal, const Clock* clock)
     : state_(std::move(config), journal, clock), api_(&state_), clock_(clock), rng_(std::random_device{}()) {
   faults_.latency_ms = state_.config().api_latency_ms;
@@ -83,7 +101,7 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
       return;
     }
     if (auto failing = faults_.failing.find(ResourceOf(req.path)); failing != faults_.failing.end()) {
-      respond(KubeError(failing->second, failing->second == 404 ? "NotFound" : "InternalError",
+      respond(KubeError(failing->second, ReasonOfCode(failing->second),
                         fmt::format("injected fault for {} (gantry-sim)", failing->first)));
       return;
     }
@@ -217,6 +235,7 @@ Status SimCluster::SetForbidden(std::set<std::string> resources) {
     if (ec != std::errc() || end != text.data() + text.size() || code < 400 || code > 599) {
       return Status::Invalid(fmt::format("{}: the code is not an HTTP error", entry));
     }
+    if (entry.find(':') < eq) return Status::Invalid(fmt::format("{}: an error is for every verb of a resource", entry));
     failing[entry.substr(0, eq)] = code;
   }
   std::lock_guard lock(fault_mu_);

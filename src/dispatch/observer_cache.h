@@ -68,7 +68,7 @@ class ResourceCache {
   // empty, asked again now and then (observer_watch.cc, WaitUntilServed).
   bool unserved = false;
   // Why the last (re)list failed, when the cluster refused it (403), or
-  // why the first lists keep failing (see ClusterObserver::WatchRefused):
+  // why the lists keep failing (see ClusterObserver::WatchRefused):
   // gantry may not see this resource there. "" once a list succeeds.
   std::string refused;
 

@@ -40,9 +40,10 @@
 // may not list it there) counts as listed and empty, and is asked again
 // every kUnservedRecheck. A 404 for Workloads or Jobs keeps the cluster unsynced:
 // Kueue missing or the wrong version is a configuration error, not evidence
-// of absence. Such an error (or a 500, say) to the lists of a Workloads or
-// Jobs view not listed yet is told as a 403 is (WatchRefused) once it has
-// lasted ObserverOptions::list_errors_told_after.
+// of absence. Such an error (or a 500, say) to the lists of Workloads or
+// Jobs, listed before or not, is told as a 403 is (WatchRefused) once it
+// has lasted ObserverOptions::list_errors_told_after; until then the view
+// is behind (or not listed yet).
 #pragma once
 
 #include <atomic>

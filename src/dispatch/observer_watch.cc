@@ -84,13 +84,12 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
     relists_seen = now;
     return true;
   };
-  // When the lists of this view, not listed since the watch started, began
-  // to answer errors (ObserverOptions::clock; 0: they do not): a Workloads
-  // or Jobs view that keeps failing for list_errors_told_after is told to
-  // the jobs as a 403 is, and a blip (a 429, an etcd election) is not.
-  int64_t first_lists_failing_since = 0;
-  lw.on_list_failed = [this, c, r, &optional_refused, &first_lists_failing_since](int status,
-                                                                                   const std::string& message) {
+  // When this view's lists began to answer errors, none succeeding since
+  // (ObserverOptions::clock; 0: they do not): a Workloads or Jobs view that
+  // keeps failing for list_errors_told_after is told to the jobs as a 403
+  // is, and a blip (a 429, an etcd election) is not.
+  int64_t lists_failing_since = 0;
+  lw.on_list_failed = [this, c, r, &optional_refused, &lists_failing_since](int status, const std::string& message) {
     if (resources[r].optional && status == 404) {
       // Its CRD uninstalled (or unserved for a moment, in an upgrade): no
       // object of the kind can be there unseen, so the view is not behind;
@@ -112,18 +111,18 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
     {
       std::lock_guard lock(mu);
       if (c->stopping()) return;
-      // A 403 unsyncs the view (gantry may no longer read it). Any other
-      // answer to a relist leaves it listed and behind. To the lists of a
-      // Workloads or Jobs view not listed yet (a 500 from a broken
-      // conversion webhook, a 404 for a Kueue version the cluster does not
-      // serve), it keeps the cluster unsynced for as long as it lasts, which
-      // the jobs there are told, as of a 403, once it has lasted
-      // list_errors_told_after. (An optional kind's is not: it would hold,
-      // and in the end lose, every job of the cluster for one kind.)
+      // A 403 unsyncs the view at once (gantry may no longer read it).
+      // Another error to the lists of Workloads or Jobs (a 500 from a broken
+      // conversion webhook, a 404 for a Kueue version the cluster no longer
+      // serves) leaves the view as it was, behind or not listed yet, until
+      // it has lasted list_errors_told_after; then it unsyncs it too, and is
+      // told to the jobs as a 403 is, whether the view had listed before or
+      // not. An optional kind's is not told: it would hold, and in the end
+      // lose, every job of the cluster for one kind.
       if (status != 403) {
-        if (c->caches[r].listed || resources[r].optional) return;
-        if (first_lists_failing_since == 0) first_lists_failing_since = now;
-        if (now - first_lists_failing_since < options.list_errors_told_after.count()) return;
+        if (resources[r].optional) return;
+        if (lists_failing_since == 0) lists_failing_since = now;
+        if (now - lists_failing_since < options.list_errors_told_after.count()) return;
       }
       first = c->caches[r].refused.empty();
       c->caches[r].refused = fmt::format("listing {} answered {}: {}", resources[r].name, status, message);
@@ -152,7 +151,7 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
         kube::ListWatch(
             **client, path, lw,
             [&](const std::vector<json>& items) {
-              first_lists_failing_since = 0;
+              lists_failing_since = 0;
               ApplyList(c, r, items);
             },
             [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },

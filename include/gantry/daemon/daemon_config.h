@@ -75,8 +75,8 @@ struct DaemonConfig {
   // (then another a period after each); 0: no gates (DecideOptions::preemption_gate_ms).
   int preemption_gate_seconds = 60;
   // listErrorsToldAfterSeconds: how long the lists of Workloads or Jobs in a
-  // cluster not yet listed since gantry began watching it may answer errors
-  // (other than 401 and 403) before it counts as refusing gantry the watch
+  // cluster may answer errors (other than 401 and 403), none succeeding,
+  // before it counts as refusing gantry the watch
   // (ObserverOptions::list_errors_told_after).
   int list_errors_told_after_seconds = 60;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job

@@ -132,8 +132,8 @@ struct ObserverOptions {
   // are withdrawn as a Job does. A generic kind not listed here is not seen:
   // its job finishes when its Workload does, and its object stays behind.
   std::vector<GenericKind> generic_kinds;
-  // How long the lists of a Workloads or Jobs view not yet listed may
-  // answer errors other than 401 and 403 before the cluster reports it as a
+  // How long the lists of Workloads or Jobs may answer errors other than
+  // 401 and 403, none succeeding, before the cluster reports it as a
   // refusal (WatchRefused): a blip is not the jobs' news, a broken
   // conversion webhook is.
   std::chrono::milliseconds list_errors_told_after{60'000};
@@ -189,12 +189,11 @@ class ClusterObserver {
   // outage, whose streams may have died silently or be backing off.
   void Relist(const std::string& cluster);
   // Why the cluster keeps gantry from listing a watched kind (its last list
-  // answered 403; or the lists of Workloads or Jobs, not listed since the
-  // watch started, have answered errors for list_errors_told_after: a 500 or
-  // a 404 for Workloads, say; the cluster is not synced meanwhile), or ""
-  // when it does not. A relist's error other than 403 leaves the view listed
-  // and behind instead. WatchRefusals: every cluster that does, under one
-  // lock.
+  // answered 403; or the lists of Workloads or Jobs have answered errors for
+  // list_errors_told_after: a 500 or a 404 for Workloads, say; the cluster
+  // is not synced meanwhile), or "" when it does not. Until then such errors
+  // leave the view behind (or not listed yet). WatchRefusals: every cluster
+  // that does, under one lock.
   std::string WatchRefused(const std::string& cluster) const;
   std::map<std::string, std::string> WatchRefusals() const;
   // Every job uid with at least one object in some cluster (start-up garbage collection).

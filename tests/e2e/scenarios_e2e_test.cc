@@ -109,6 +109,28 @@ int Cancel(DispatchFleet& fleet, const std::string& name) {
   return Cli(fleet.url(), {"cancel", name, "-n", "team-a"}).code;
 }
 
+// The reason of team-a/name's OwnerUnreachable condition ("" when it has none).
+std::string OwnerUnreachableReason(DispatchFleet& fleet, const std::string& name) {
+  auto j = fleet.Job("team-a", name);
+  if (!j.is_object()) return std::string();
+  for (const auto& c : j["status"].value("conditions", nlohmann::json::array())) {
+    if (c.value("type", "") == "OwnerUnreachable") return c.value("reason", "");
+  }
+  return std::string();
+}
+
+// team-a/name, held in c1 while c1 kept gantry from listing, finished there
+// at epoch 1, its condition lifted, and ran once.
+void CheckFinishedOnceInC1(DispatchFleet& fleet, const std::string& name) {
+  REQUIRE(fleet.WaitPhase("team-a", name, {"Succeeded", "Failed"}, std::chrono::seconds(40)));
+  auto held = fleet.Job("team-a", name);
+  CHECK(held["status"]["phase"] == "Succeeded");
+  CHECK(held["status"]["cluster"] == "c1");
+  CHECK(held["status"]["epoch"] == 1);
+  CHECK(OwnerUnreachableReason(fleet, name).empty());
+  CHECK(Runs(fleet, fleet.Uid("team-a", name)) == 1);
+}
+
 }  // namespace
 
 TEST_CASE("a gang waits whole for one cluster, never split, too big for any is Unschedulable at once",
@@ -421,15 +443,7 @@ TEST_CASE("an owner whose first list of Jobs fails after a restart holds its job
   REQUIRE(fleet.Ctl({"forbid", "c1", "jobs=500"}).code == 0);
   fleet.RestartDaemon(true);
   REQUIRE(fleet.ok());
-  auto reason = [&] {
-    auto j = fleet.Job("team-a", "held");
-    if (!j.is_object()) return std::string();
-    for (const auto& c : j["status"].value("conditions", nlohmann::json::array())) {
-      if (c.value("type", "") == "OwnerUnreachable") return c.value("reason", "");
-    }
-    return std::string();
-  };
-  REQUIRE(WaitFor([&] { return reason() == "WatchRefused"; }, std::chrono::seconds(30)));
+  REQUIRE(WaitFor([&] { return OwnerUnreachableReason(fleet, "held") == "WatchRefused"; }, std::chrono::seconds(30)));
   auto clusters = Cli(fleet.url(), {"clusters"});
   INFO(clusters.out);
   CHECK(clusters.out.find("Ready,WatchRefused") != std::string::npos);
@@ -438,13 +452,7 @@ TEST_CASE("an owner whose first list of Jobs fails after a restart holds its job
 
   // Answering again: the condition is lifted and the job finishes there, once.
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
-  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, std::chrono::seconds(40)));
-  auto held = fleet.Job("team-a", "held");
-  CHECK(held["status"]["phase"] == "Succeeded");
-  CHECK(held["status"]["cluster"] == "c1");
-  CHECK(held["status"]["epoch"] == 1);
-  CHECK(reason().empty());
-  CHECK(Runs(fleet, fleet.Uid("team-a", "held")) == 1);
+  CheckFinishedOnceInC1(fleet, "held");
 }
 
 TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with a condition, then lets it finish",
@@ -460,15 +468,7 @@ TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with
   // watch is cut, and its relist refused.
   REQUIRE(fleet.Ctl({"forbid", "c1", "workloads"}).code == 0);
   REQUIRE(fleet.Ctl({"kill-watches", "c1"}).code == 0);
-  auto reason = [&] {
-    auto j = fleet.Job("team-a", "held");
-    if (!j.is_object()) return std::string();
-    for (const auto& c : j["status"].value("conditions", nlohmann::json::array())) {
-      if (c.value("type", "") == "OwnerUnreachable") return c.value("reason", "");
-    }
-    return std::string();
-  };
-  REQUIRE(WaitFor([&] { return reason() == "WatchRefused"; }, std::chrono::seconds(20)));
+  REQUIRE(WaitFor([&] { return OwnerUnreachableReason(fleet, "held") == "WatchRefused"; }, std::chrono::seconds(20)));
   auto clusters = Cli(fleet.url(), {"clusters"});
   CHECK(clusters.out.find("Ready,WatchRefused") != std::string::npos);
   CHECK(clusters.out.find("listing workloads answered 403") != std::string::npos);
@@ -480,13 +480,7 @@ TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with
 
   // Allowed again: the condition is lifted and the job finishes there, once.
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
-  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, std::chrono::seconds(40)));
-  auto held = fleet.Job("team-a", "held");
-  CHECK(held["status"]["phase"] == "Succeeded");
-  CHECK(held["status"]["cluster"] == "c1");
-  CHECK(held["status"]["epoch"] == 1);
-  CHECK(reason().empty());
-  CHECK(Runs(fleet, fleet.Uid("team-a", "held")) == 1);
+  CheckFinishedOnceInC1(fleet, "held");
   CHECK(Cli(fleet.url(), {"clusters"}).out.find("WatchRefused") == std::string::npos);
 }
 

@@ -76,11 +76,12 @@ void KueueController::KeepStoppingVictim(const std::string& key, int64_t now_ms)
   // Deleted while its pods stop: Kueue's finalizer keeps the Workload, and
   // its quota in use, until they are gone. The quota stays held until then
   // under a key of its own (a new Workload of the name is another holder),
-  // still counted for its preemptor only.
-  Reservation kept = held->second;
+  // still counted for its preemptor only. Moved, not copied: the caller's
+  // Release(key) finds nothing left to free.
+  Reservation kept = std::move(held->second);
+  reserved_.erase(held);
   victim_releases_.erase({kept.release_ms, key});
   const std::string gone = fmt::format("{}#{}", key, kept.seq);
-  held->second.usage.clear();  // Release(key) now frees nothing: the quota moves below
   victim_releases_.emplace(kept.release_ms, gone);
   reserved_.emplace(gone, std::move(kept));
 }

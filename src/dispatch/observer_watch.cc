@@ -46,16 +46,16 @@ std::set<std::string> StatusFieldsRead(const Resource& r) {
 }
 
 std::optional<Entry> ToEntry(const Resource& r, const json& o) {
-  std::string rv = JsonStringAt(o, {"metadata", "resourceVersion"});
   if (r.kind.empty()) {
     auto w = ParseWorkload(o);
     if (!w) return std::nullopt;
+    std::string rv = w->resource_version;  // ParseWorkload read it
     return Entry{w->job_uid, std::move(rv), std::move(*w)};
   }
   auto j = ParseJob(r.kind, o);
   if (!j) return std::nullopt;
   j->api_version = r.api_version;
-  return Entry{j->job_uid, std::move(rv), std::move(*j)};
+  return Entry{j->job_uid, JsonStringAt(o, {"metadata", "resourceVersion"}), std::move(*j)};
 }
 
 }  // namespace

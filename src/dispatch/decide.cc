@@ -1,6 +1,7 @@
 #include "gantry/dispatch/decide.h"
 
 #include <algorithm>
+#include <iterator>
 #include <set>
 #include <tuple>
 
@@ -223,9 +224,16 @@ Plan Ladder::Nominate() const {
   }
   // Copies of an older epoch still being withdrawn are fine: the new copy in
   // the same cluster is created once the old name is free.
-  if (d.candidates.empty()) {
-    std::string msg = d.excluded.empty() ? std::string(kNoClustersMessage)
-                                         : "no cluster can take it now; waiting (see gantry explain)";
+  std::vector<std::string> candidates;
+  std::copy_if(d.candidates.begin(), d.candidates.end(), std::back_inserter(candidates),
+               [&](const std::string& c) { return !KindRefused(c); });
+  if (candidates.empty()) {
+    std::string msg = !d.candidates.empty()
+                          ? fmt::format("no cluster can take it now: {} keep gantry from listing its kind ({}); "
+                                        "waiting (see gantry clusters)",
+                                        fmt::join(d.candidates, ", "), in_.resource)
+                      : d.excluded.empty() ? std::string(kNoClustersMessage)
+                                           : "no cluster can take it now; waiting (see gantry explain)";
     if (job_.message != msg) {
       DispatchUpdate u = Guarded(job_);
       u.message = msg;
@@ -242,10 +250,10 @@ Plan Ladder::Nominate() const {
   u.phase = JobPhase::kNominating;
   u.epoch = epoch;
   u.nominated_ms = in_.now_ms;
-  u.message = fmt::format("nominated to {}", fmt::join(d.candidates, ", "));
+  u.message = fmt::format("nominated to {}", fmt::join(candidates, ", "));
   u.conditions_json = "[]";
   MarkAllAbsent(u);
-  for (const std::string& c : d.candidates) {
+  for (const std::string& c : candidates) {
     Action a = CreateWorkloadAction(in_, c, epoch);
     // Replaces an absent row of an older epoch for the same cluster.
     std::erase_if(u.upsert_intents, [&](const RemoteIntent& r) { return r.cluster == c && r.kind == kWorkload; });
@@ -253,7 +261,7 @@ Plan Ladder::Nominate() const {
     plan.actions.push_back(std::move(a));
   }
   u.events.push_back(Event("Nominated", fmt::format("epoch {}: Workload copies to {}", epoch,
-                                                    fmt::join(d.candidates, ", "))));
+                                                    fmt::join(candidates, ", "))));
   plan.write = std::move(u);
   plan.requeue_ms = opt_.resync_ms;
   return plan;

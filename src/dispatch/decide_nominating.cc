@@ -101,11 +101,13 @@ std::optional<Plan> Ladder::Widen() const {
   std::vector<std::string> add;
   for (const std::string& c : in_.placement->candidates) {
     if (live + add.size() >= target) break;
-    if (!have.count(c)) add.push_back(c);
+    if (!have.count(c) && !KindRefused(c)) add.push_back(c);
   }
   for (const placement::RankedCluster& r : in_.placement->feasible) {
     if (live + add.size() >= target) break;
-    if (!have.count(r.cluster) && std::find(add.begin(), add.end(), r.cluster) == add.end()) add.push_back(r.cluster);
+    if (!have.count(r.cluster) && !KindRefused(r.cluster) && std::find(add.begin(), add.end(), r.cluster) == add.end()) {
+      add.push_back(r.cluster);
+    }
   }
   if (add.empty()) return std::nullopt;
   Plan plan;

@@ -73,12 +73,23 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   const std::string& owner = job_.cluster;
   const ClusterFacts* facts = removed ? nullptr : &in_.clusters->at(owner);
   const bool refused = facts && facts->credentials_refused;
-  const bool watch_refused = facts && facts->ready && !facts->watch_refused.empty();
+  // Its Workloads or Jobs, or the resource of this job's kind (a JobSet's
+  // when only the cluster's JobSets cannot be listed).
+  const ClusterFacts::KindRefusal* kind_refused = nullptr;
+  if (facts && !in_.resource.empty()) {
+    if (auto k = facts->kind_refused.find(in_.resource); k != facts->kind_refused.end()) kind_refused = &k->second;
+  }
+  const bool watch_refused = facts && facts->ready && (!facts->watch_refused.empty() || kind_refused);
   const bool declared = facts && facts->config.declared_lost;
   int64_t timeout = inventory::LostTimeoutMs(refused || watch_refused, opt_.cluster_lost_timeout_ms,
                                              opt_.credentials_refused_timeout_ms);
   if (declared) timeout = std::min(timeout, std::max<int64_t>(opt_.declared_lost_grace_ms, 1));
-  const int64_t lost = removed ? timeout : watch_refused ? facts->watch_refused_for_ms : facts->lost_for_ms;
+  int64_t refused_for = 0;
+  if (watch_refused) {
+    if (!facts->watch_refused.empty()) refused_for = facts->watch_refused_for_ms;
+    if (kind_refused) refused_for = std::max(refused_for, kind_refused->for_ms);
+  }
+  const int64_t lost = removed ? timeout : watch_refused ? refused_for : facts->lost_for_ms;
   if (lost >= timeout) {
     std::string why = removed    ? fmt::format("owner cluster {} was removed from the inventory", owner)
                       : declared ? fmt::format("owner cluster {}, declared lost by an operator, has been out of reach "

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gantry/common/json_path.h"
 #include "gantry/dispatch/demand.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/placement/place.h"
@@ -30,6 +31,12 @@ std::set<Expectations::Key> SeenAtEpoch(const std::map<std::string, ClusterObser
     }
   }
   return seen;
+}
+
+// The kind of the job's real object, which decides whose views must have
+// listed (ClusterObserver::ForJob).
+JobKind KindOf(const JobSpec& spec) {
+  return {JsonStringAt(spec.template_object, {"apiVersion"}), JsonStringAt(spec.template_object, {"kind"})};
 }
 
 }  // namespace
@@ -203,23 +210,38 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
   if (fleet_read_ms_ >= 0 && now_ms - fleet_read_ms_ < options_.fleet_refresh_ms && now_ms >= fleet_read_ms_) return;
   auto facts = std::make_shared<FleetFacts>();
   const std::map<std::string, std::string> watch_refusals = observer_->WatchRefusals();  // one lock for all
+  const auto kind_refusals = observer_->KindRefusals();
   for (const inventory::ClusterView& view : fleet_.Clusters()) {
+    const std::string& name = view.config.name;
     ClusterFacts f;
     f.ready = view.health.state == inventory::HealthState::kReady && view.credentials_error.empty();
     f.lost_for_ms = view.health.LostForMs(now_ms);
     f.credentials_refused = view.health.credentials_refused;
-    if (auto r = watch_refusals.find(view.config.name); r != watch_refusals.end()) f.watch_refused = r->second;
-    if (int64_t since = NoteWatchRefusalLocked(view.config.name, !f.watch_refused.empty(), now_ms); since >= 0) {
+    if (auto r = watch_refusals.find(name); r != watch_refusals.end()) f.watch_refused = r->second;
+    if (int64_t since = NoteWatchRefusalLocked(name, !f.watch_refused.empty(), now_ms); since >= 0) {
       f.watch_refused_for_ms = std::max<int64_t>(0, now_ms - since);
     }
+    if (auto k = kind_refusals.find(name); k != kind_refusals.end()) {
+      for (const auto& [resource, why] : k->second) {
+        const int64_t since = NoteWatchRefusalLocked(RefusalKey(name, resource), true, now_ms);
+        f.kind_refused[resource] = {why, std::max<int64_t>(0, now_ms - since)};
+      }
+    }
     f.config = view.config;
-    facts->emplace(view.config.name, std::move(f));
+    facts->emplace(name, std::move(f));
   }
-  // A cluster that left the inventory refuses nothing any more.
+  // An optional kind's refusal that has ended; a cluster that left the
+  // inventory refuses nothing any more.
   for (auto it = watch_refused_since_.begin(); it != watch_refused_since_.end();) {
-    if (facts->count(it->first)) {
-      ++it;
-      continue;
+    const auto [cluster, resource] = SplitRefusalKey(it->first);
+    auto f = facts->find(cluster);
+    if (f != facts->end()) {
+      const bool ended = !resource.empty() && !f->second.kind_refused.count(resource) &&
+                         observer_->Listed(cluster, resource);
+      if (!ended) {
+        ++it;
+        continue;
+      }
     }
     SaveWatchRefusal(it->first, std::nullopt);
     it = watch_refused_since_.erase(it);
@@ -235,48 +257,6 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
   facts_ = std::move(facts);
   snapshots_ = std::make_shared<const std::vector<placement::ClusterSnapshot>>(std::move(snapshots));
   fleet_read_ms_ = now_ms;
-}
-
-void Engine::SaveWatchRefusal(const std::string& cluster, std::optional<int64_t> since_ms) {
-  if (!cluster_state_) return;
-  cluster_state_->SaveWatchRefusal(cluster, since_ms, [cluster, since_ms](Result<bool> saved) {
-    if (saved.ok()) return;
-    // The engine's own time stands until it restarts; then the clock starts again.
-    spdlog::warn("dispatch: cluster {}: watch refusal {} not kept in the store: {}", cluster,
-                 since_ms ? "start" : "end", saved.status().ToString());
-  });
-}
-
-int64_t Engine::NoteWatchRefusalLocked(const std::string& cluster, bool refused, int64_t now_ms) {
-  auto it = watch_refused_since_.find(cluster);
-  if (refused) {
-    if (it == watch_refused_since_.end()) {
-      it = watch_refused_since_.emplace(cluster, now_ms).first;
-      SaveWatchRefusal(cluster, now_ms);
-    }
-    return it->second;
-  }
-  // Not refused now, and synced: allowed again. Not synced (starting, or out
-  // of reach): not known yet, so a time kept from before a restart stays.
-  if (it != watch_refused_since_.end() && observer_->Synced(cluster)) {
-    watch_refused_since_.erase(it);
-    SaveWatchRefusal(cluster, std::nullopt);
-  }
-  return -1;
-}
-
-int64_t Engine::WatchRefusedSince(const std::string& cluster) {
-  std::lock_guard lock(fleet_mu_);
-  auto it = watch_refused_since_.find(cluster);
-  return it == watch_refused_since_.end() ? 0 : it->second;
-}
-
-bool Engine::WatchRefusalsToNote() {
-  {
-    std::lock_guard lock(fleet_mu_);
-    if (!watch_refused_since_.empty()) return true;
-  }
-  return !observer_->WatchRefusals().empty();
 }
 
 std::shared_ptr<const FleetFacts> Engine::Facts(int64_t now_ms) {
@@ -346,10 +326,11 @@ int64_t Engine::Pass(const std::string& uid) {
   // its object in neither, and the pass would create it again (a 409 and a
   // GET).
   const std::set<Expectations::Key> expected_before = expected_.Pending(uid, job->epoch, {}, now);
-  JobObservation observation = observer_->ForJob(uid);
+  JobObservation observation = observer_->ForJob(uid, KindOf(*spec));
   in.observed = std::move(observation.clusters);
   in.synced = std::move(observation.synced);
   in.behind = std::move(observation.behind);
+  in.resource = std::move(observation.resource);
   const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, job->epoch);
   (void)expected_.Pending(uid, job->epoch, seen, now);  // drops what is seen now
   for (const Expectations::Key& key : expected_before) {

@@ -89,6 +89,14 @@ class Ladder {
   bool ConfirmsAbsence(const std::string& cluster) const {
     return Reachable(cluster) && !in_.behind->count(cluster);
   }
+  // The cluster keeps gantry from listing the resource of this job's kind
+  // (its JobSets, say; ClusterFacts::kind_refused): a copy there could take
+  // the lease for a job whose status would not be followed, so none goes.
+  bool KindRefused(const std::string& cluster) const {
+    if (in_.resource.empty()) return false;
+    auto f = in_.clusters->find(cluster);
+    return f != in_.clusters->end() && f->second.kind_refused.count(in_.resource) > 0;
+  }
   // Declared lost by an operator (ClusterConfig::declared_lost): still
   // watched, so Reachable() may hold, but trusted with nothing new.
   bool DeclaredLost(const std::string& cluster) const {

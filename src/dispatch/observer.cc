@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <iterator>
 #include <set>
+#include <string_view>
 #include <variant>
 
 #include <fmt/format.h>
@@ -60,7 +61,9 @@ ClusterObserver::Impl::Impl(ObserverOptions o, OnChange cb)
     : options(std::move(o)),
       on_change(std::move(cb)),
       resources(observer_internal::ResourcesOf(options)),
-      clock(options.clock ? options.clock : &kSystemClock) {}
+      clock(options.clock ? options.clock : &kSystemClock),
+      synced_for(resources.size(), SharedEmpty<std::set<std::string>>()),
+      behind_for(resources.size(), SharedEmpty<std::set<std::string>>()) {}
 
 std::unique_ptr<ClusterObserver::Impl::Cluster> ClusterObserver::Impl::Start(const ObservedCluster& config) {
   auto c = std::make_unique<Cluster>(config, resources.size(), &index);
@@ -76,16 +79,44 @@ std::unique_ptr<ClusterObserver::Impl::Cluster> ClusterObserver::Impl::Start(con
   return c;
 }
 
-// Replaces `synced` and `behind` after a cluster's sync state may have changed.
-void ClusterObserver::Impl::PublishSyncedLocked() {
-  auto now = std::make_shared<std::set<std::string>>();
-  auto late = std::make_shared<std::set<std::string>>();
-  for (const auto& [name, c] : clusters) {
-    if (c->Synced()) now->insert(name);
-    if (c->Behind()) late->insert(name);
+namespace {
+
+// "batch" of "batch/v1"; "" for the core group ("v1").
+std::string_view GroupOf(std::string_view api_version) {
+  const auto slash = api_version.find('/');
+  return slash == std::string_view::npos ? std::string_view{} : api_version.substr(0, slash);
+}
+
+}  // namespace
+
+std::size_t ClusterObserver::Impl::ResourceOf(const JobKind& kind) const {
+  for (std::size_t r = 1; r < resources.size(); ++r) {
+    if (resources[r].kind == kind.kind && GroupOf(resources[r].api_version) == GroupOf(kind.api_version)) return r;
   }
-  if (*now != *synced) synced = std::move(now);
-  if (*late != *behind) behind = std::move(late);
+  return 0;
+}
+
+std::size_t ClusterObserver::Impl::ResourceNamed(const std::string& name) const {
+  for (std::size_t r = 0; r < resources.size(); ++r) {
+    if (resources[r].name == name) return r;
+  }
+  return resources.size();
+}
+
+// Replaces `synced_for` and `behind_for` after a cluster's sync state may have changed.
+void ClusterObserver::Impl::PublishSyncedLocked() {
+  synced_for.resize(resources.size(), SharedEmpty<std::set<std::string>>());
+  behind_for.resize(resources.size(), SharedEmpty<std::set<std::string>>());
+  for (std::size_t r = 0; r < resources.size(); ++r) {
+    auto now = std::make_shared<std::set<std::string>>();
+    auto late = std::make_shared<std::set<std::string>>();
+    for (const auto& [name, c] : clusters) {
+      if (c->SyncedFor(r)) now->insert(name);
+      if (c->BehindFor(r)) late->insert(name);
+    }
+    if (*now != *synced_for[r]) synced_for[r] = std::move(now);
+    if (*late != *behind_for[r]) behind_for[r] = std::move(late);
+  }
 }
 // Takes a cluster out of the view: its watches may still deliver, but
 // nothing they bring is read again (ApplyList and ApplyEvent skip it).
@@ -145,11 +176,13 @@ void ClusterObserver::Stop() {
   for (auto& c : all) c->Join();  // every one signalled first: the waits overlap
 }
 
-JobObservation ClusterObserver::ForJob(const std::string& job_uid) const {
+JobObservation ClusterObserver::ForJob(const std::string& job_uid, const JobKind& kind) const {
   JobObservation out;
+  const std::size_t r = impl_->ResourceOf(kind);
+  if (r > 0) out.resource = impl_->resources[r].name;
   std::lock_guard lock(impl_->mu);
-  out.synced = impl_->synced;
-  out.behind = impl_->behind;
+  out.synced = impl_->synced_for[r];
+  out.behind = impl_->behind_for[r];
   for (const ResourceCache* cache : impl_->index.Of(job_uid)) {
     ClusterObservation& o = out.clusters[cache->cluster()];
     cache->ForJob(job_uid, [&](const Entry& e) {
@@ -165,12 +198,13 @@ JobObservation ClusterObserver::ForJob(const std::string& job_uid) const {
 
 namespace {
 
-// The first refusal among a cluster's resource caches ("" when none).
-template <class Caches>
-const std::string& FirstRefusal(const Caches& caches) {
+// The first refusal among a cluster's resource caches of Workloads and
+// Jobs, or with `optional` of the optional kinds ("" when none).
+const std::string& FirstRefusal(const std::vector<ResourceCache>& caches,
+                                const std::vector<observer_internal::Resource>& resources, bool optional) {
   static const std::string kNone;
-  for (const ResourceCache& cache : caches) {
-    if (!cache.refused.empty()) return cache.refused;
+  for (std::size_t r = 0; r < caches.size(); ++r) {
+    if (resources[r].optional == optional && !caches[r].refused.empty()) return caches[r].refused;
   }
   return kNone;
 }
@@ -180,14 +214,31 @@ const std::string& FirstRefusal(const Caches& caches) {
 std::string ClusterObserver::WatchRefused(const std::string& cluster) const {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->clusters.find(cluster);
-  return it == impl_->clusters.end() ? "" : FirstRefusal(it->second->caches);
+  if (it == impl_->clusters.end()) return "";
+  const std::string& why = FirstRefusal(it->second->caches, impl_->resources, false);
+  return !why.empty() ? why : FirstRefusal(it->second->caches, impl_->resources, true);
 }
 
 std::map<std::string, std::string> ClusterObserver::WatchRefusals() const {
   std::map<std::string, std::string> out;
   std::lock_guard lock(impl_->mu);
   for (const auto& [name, c] : impl_->clusters) {
-    if (const std::string& why = FirstRefusal(c->caches); !why.empty()) out.emplace(name, why);
+    if (const std::string& why = FirstRefusal(c->caches, impl_->resources, false); !why.empty()) {
+      out.emplace(name, why);
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::map<std::string, std::string>> ClusterObserver::KindRefusals() const {
+  std::map<std::string, std::map<std::string, std::string>> out;
+  std::lock_guard lock(impl_->mu);
+  for (const auto& [name, c] : impl_->clusters) {
+    for (std::size_t r = 0; r < c->caches.size(); ++r) {
+      if (impl_->resources[r].optional && !c->caches[r].refused.empty()) {
+        out[name].emplace(impl_->resources[r].name, c->caches[r].refused);
+      }
+    }
   }
   return out;
 }
@@ -229,6 +280,19 @@ bool ClusterObserver::Synced(const std::string& cluster) const {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->clusters.find(cluster);
   return it != impl_->clusters.end() && it->second->Synced();
+}
+
+bool ClusterObserver::SyncedForJobs(const std::string& cluster) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  return it != impl_->clusters.end() && it->second->SyncedFor(1);  // resource 1: the Jobs (ResourcesOf)
+}
+
+bool ClusterObserver::Listed(const std::string& cluster, const std::string& resource) const {
+  const std::size_t r = impl_->ResourceNamed(resource);
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  return it != impl_->clusters.end() && r < it->second->caches.size() && it->second->caches[r].listed;
 }
 
 std::vector<std::string> ClusterObserver::AllJobUids() const {

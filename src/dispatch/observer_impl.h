@@ -43,7 +43,14 @@
 // of absence. Such an error (or a 500, say) to the lists of Workloads or
 // Jobs, listed before or not, is told as a 403 is (WatchRefused) once it
 // has lasted ObserverOptions::list_errors_told_after; until then the view
-// is behind (or not listed yet).
+// is behind (or not listed yet). Any other error to an optional kind's
+// lists (a JobSet conversion webhook's 500) is told after the same time,
+// but only to the jobs of that kind (KindRefusals).
+//
+// Per kind. A job's view is synced (and behind) by its Workloads and the
+// resource of its own kind only (Cluster::SyncedFor): a cluster whose
+// JobSets cannot be listed still follows its Jobs, and the jobs of a kind
+// not watched count their Workloads only.
 #pragma once
 
 #include <atomic>
@@ -72,7 +79,8 @@ namespace gantry::dispatch {
 
 namespace observer_internal {
 
-// One watched resource of every cluster. The first is the Workloads.
+// One watched resource of every cluster. The first is the Workloads, the
+// second the Jobs (ResourcesOf; SyncedForJobs relies on it).
 struct Resource {
   std::string name;         // for logs
   std::string path;         // all namespaces; "" for the Workloads (their path is the cluster's version's)
@@ -114,6 +122,13 @@ struct ClusterObserver::Impl {
     bool Behind() const {  // REQUIRES: Impl::mu held
       return std::any_of(caches.begin(), caches.end(), [](const auto& c) { return c.behind; });
     }
+    // For a job of resource r's kind: its Workloads and r (r 0: the Workloads only).
+    bool SyncedFor(std::size_t r) const {  // REQUIRES: Impl::mu held
+      return caches[0].listed && caches[r].listed;
+    }
+    bool BehindFor(std::size_t r) const {  // REQUIRES: Impl::mu held
+      return caches[0].behind || caches[r].behind;
+    }
     bool stopping() const { return stop_signal.is_set(); }
     void SignalStop() {
       std::lock_guard lock(wait_mu);
@@ -145,7 +160,12 @@ struct ClusterObserver::Impl {
   void Notify(Cluster* c, std::size_t r, const std::set<std::string>& job_uids, ClusterObserver::Observed what);
   // The label selector of gantry's objects: the origin label.
   std::string Selector() const;
-  // Replaces `synced` and `behind` after a cluster's sync state may have changed.
+  // The resource of a job's kind (matched by API group and kind), or 0 (the
+  // Workloads) when the kind is not watched.
+  std::size_t ResourceOf(const JobKind& kind) const;
+  // The index of the named resource, or resources.size() when none is.
+  std::size_t ResourceNamed(const std::string& name) const;
+  // Replaces `synced_for` and `behind_for` after a cluster's sync state may have changed.
   void PublishSyncedLocked();
   // Takes a cluster out of the view: its watches may still deliver, but
   // nothing they bring is read again (ApplyList and ApplyEvent skip it).
@@ -162,10 +182,12 @@ struct ClusterObserver::Impl {
   std::map<std::string, std::unique_ptr<Cluster>> clusters;  // guarded by mu
   std::vector<std::unique_ptr<Cluster>> retired;  // stopping, not yet joined; guarded by mu
   JobIndex index;                                            // guarded by mu
-  // The live clusters that are synced; replaced, never changed in place.
-  std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();  // guarded by mu
-  // The live clusters whose view may miss changes (Cluster::Behind); likewise.
-  std::shared_ptr<const std::set<std::string>> behind = SharedEmpty<std::set<std::string>>();  // guarded by mu
+  // Per resource r, the live clusters synced for a job of r's kind
+  // (Cluster::SyncedFor); replaced, never changed in place. Guarded by mu.
+  std::vector<std::shared_ptr<const std::set<std::string>>> synced_for;
+  // Per resource r, the live clusters whose view may miss changes for a job
+  // of r's kind (Cluster::BehindFor); likewise.
+  std::vector<std::shared_ptr<const std::set<std::string>>> behind_for;
 };
 
 }  // namespace gantry::dispatch

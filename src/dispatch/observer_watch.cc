@@ -85,9 +85,9 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
     return true;
   };
   // When this view's lists began to answer errors, none succeeding since
-  // (ObserverOptions::clock; 0: they do not): a Workloads or Jobs view that
-  // keeps failing for list_errors_told_after is told to the jobs as a 403
-  // is, and a blip (a 429, an etcd election) is not.
+  // (ObserverOptions::clock; 0: they do not): a view that keeps failing for
+  // list_errors_told_after is told to the jobs as a 403 is, and a blip (a
+  // 429, an etcd election) is not.
   int64_t lists_failing_since = 0;
   lw.on_list_failed = [this, c, r, &optional_refused, &lists_failing_since](int status, const std::string& message) {
     if (resources[r].optional && status == 404) {
@@ -112,15 +112,14 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       std::lock_guard lock(mu);
       if (c->stopping()) return;
       // A 403 unsyncs the view at once (gantry may no longer read it).
-      // Another error to the lists of Workloads or Jobs (a 500 from a broken
-      // conversion webhook, a 404 for a Kueue version the cluster no longer
-      // serves) leaves the view as it was, behind or not listed yet, until
-      // it has lasted list_errors_told_after; then it unsyncs it too, and is
-      // told to the jobs as a 403 is, whether the view had listed before or
-      // not. An optional kind's is not told: it would hold, and in the end
-      // lose, every job of the cluster for one kind.
+      // Another error (a 500 from a broken conversion webhook, a 404 for a
+      // Kueue version the cluster no longer serves) leaves the view as it
+      // was, behind or not listed yet, until it has lasted
+      // list_errors_told_after; then it unsyncs it too, and is told as a
+      // 403 is, whether the view had listed before or not. An optional
+      // kind's (its 403s and 404s went above) is told, and unsyncs the
+      // view, for the jobs of that kind only (KindRefusals, JobObservation).
       if (status != 403) {
-        if (resources[r].optional) return;
         if (lists_failing_since == 0) lists_failing_since = now;
         if (now - lists_failing_since < options.list_errors_told_after.count()) return;
       }

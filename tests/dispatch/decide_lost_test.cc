@@ -299,4 +299,62 @@ TEST_CASE("declared lost: a finished job is not polled while it is silent, and i
   CHECK(r.requeue_ms == 50'000);
 }
 
+TEST_CASE("an optional kind the owner cannot list holds the jobs of that kind only, and takes no copy of one",
+          "[dispatch][decide]") {
+  const ClusterFacts::KindRefusal refusal{"listing jobsets answered 500: conversion webhook failed", 60'000};
+
+  // A JobSet's owner cannot list JobSets: the observer does not count it
+  // synced for the job, and the job is held as for a watch refusal.
+  World w;
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
+  w.in.resource = "jobsets";
+  w.clusters["c1"].kind_refused["jobsets"] = refusal;
+  w.synced.erase("c1");
+  Plan held = Decide(w.Input());
+  CHECK(held.step == "owner-lost");
+  REQUIRE(held.write);
+  CHECK_FALSE(held.write->phase);
+  CHECK(held.actions.empty());
+  REQUIRE(held.write->conditions_json);
+  CHECK(nlohmann::json::parse(*held.write->conditions_json)[0]["reason"] == "WatchRefused");
+  // Past credentialsRefusedTimeout: onClusterLoss applies, timed from the kind's refusal.
+  World past = w;
+  past.clusters["c1"].kind_refused["jobsets"].for_ms = past.in.options.credentials_refused_timeout_ms;
+  Plan moved = Decide(past.Input());
+  REQUIRE(moved.write);
+  REQUIRE(moved.write->phase);
+  CHECK_THAT(*moved.write->message, Catch::Contains("has not let gantry list what it watches there"));
+
+  // A Job in the same cluster is followed as before: nothing held.
+  World job;
+  job.OwnedBy(JobPhase::kRunning, "c1", 1);
+  job.in.resource = "jobs";
+  job.clusters["c1"].kind_refused["jobsets"] = refusal;
+  job.Workload("c1", 1).admitted = true;
+  job.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  Plan followed = Decide(job.Input());
+  CHECK(followed.step != "owner-lost");
+  const bool flagged = followed.write && followed.write->conditions_json &&
+                       followed.write->conditions_json->find("OwnerUnreachable") != std::string::npos;
+  CHECK_FALSE(flagged);
+
+  // A new JobSet gets no copy there: the other candidates only, or none.
+  World queued;
+  queued.in.resource = "jobsets";
+  queued.clusters["c1"].kind_refused["jobsets"] = refusal;
+  queued.in.placement = Candidates({"c1", "c2"});
+  Plan nominated = Decide(queued.Input());
+  CHECK(Count(nominated, Verb::kCreate, "Workload", "c1") == 0);
+  CHECK(Count(nominated, Verb::kCreate, "Workload", "c2") == 1);
+  queued.in.placement = Candidates({"c1"});
+  Plan waiting = Decide(queued.Input());
+  CHECK(waiting.actions.empty());
+  REQUIRE(waiting.write);
+  CHECK_FALSE(waiting.write->phase);
+  CHECK_THAT(*waiting.write->message, Catch::Contains("c1 keep gantry from listing its kind (jobsets)"));
+  // A Job's nomination is not concerned.
+  queued.in.resource = "jobs";
+  CHECK(Count(Decide(queued.Input()), Verb::kCreate, "Workload", "c1") == 1);
+}
+
 }  // namespace gantry::dispatch

@@ -520,7 +520,7 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
   }
 
-  SECTION("lists of Jobs that keep failing are told once it lasts, first lists or relists, an optional kind's not") {
+  SECTION("lists of Jobs that keep failing are told once it lasts, first lists or relists; an optional kind's to its jobs only") {
     auto ctl = [&](std::vector<std::string> args) {
       std::vector<std::string> argv = {sim_bin, "ctl", "--out-dir", sim_dir};
       argv.insert(argv.end(), args.begin(), args.end());
@@ -567,19 +567,45 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK_FALSE(refused(fresh));
     fresh.Stop();
 
-    // An optional kind's (JobSets): the cluster does not sync, but nothing
-    // is told, as it would hold every job of the cluster for one kind.
+    // An optional kind's (JobSets): the cluster is synced, and current, for
+    // its Jobs (and for a kind not watched: its Workloads only) from the
+    // start; only the JobSets' view is not. Once it lasts, it is told to
+    // the jobs of that kind only (KindRefusals), not as the cluster's.
     REQUIRE(ctl({"forbid", "c2", "jobsets=500"}) == 0);
     ClusterObserver optional(slow, [](const ClusterObserver::Observed&) {});
     optional.SetClusters({c2});
+    const dispatch::JobKind job{"batch/v1", "Job"};
+    const dispatch::JobKind jobset{"jobset.x-k8s.io/v1alpha2", "JobSet"};
+    REQUIRE(WaitFor([&] { return optional.ForJob("uid-x", job).synced->count("c2") == 1; },
+                    std::chrono::seconds(10)));
     REQUIRE(WaitFor([&] { return optional.Behind("c2"); }, std::chrono::seconds(10)));
-    CHECK_FALSE(WaitFor([&] {
-      clock.Advance(1'000);
-      return refused(optional);
-    }, std::chrono::seconds(3)));
+    CHECK(optional.ForJob("uid-x", job).behind->empty());
+    CHECK(optional.ForJob("uid-x", job).resource == "jobs");
+    CHECK(optional.ForJob("uid-x").synced->count("c2") == 1);
+    CHECK(optional.ForJob("uid-x").resource.empty());
+    CHECK(optional.ForJob("uid-x", jobset).synced->empty());
+    CHECK(optional.ForJob("uid-x", jobset).behind->count("c2") == 1);
+    CHECK(optional.ForJob("uid-x", jobset).resource == "jobsets");
+    CHECK(optional.SyncedForJobs("c2"));
     CHECK_FALSE(optional.Synced("c2"));
-    optional.Stop();
+    CHECK_FALSE(optional.Listed("c2", "jobsets"));
+    CHECK(optional.KindRefusals().empty());
+    REQUIRE(WaitFor([&] {
+      clock.Advance(1'000);
+      return !optional.KindRefusals().empty();
+    }, std::chrono::seconds(10)));
+    CHECK(optional.KindRefusals()["c2"]["jobsets"].find("listing jobsets answered 500") != std::string::npos);
+    CHECK(optional.WatchRefusals().empty());
+    CHECK(optional.WatchRefused("c2").find("listing jobsets answered 500") != std::string::npos);
+    CHECK(optional.ForJob("uid-x", job).synced->count("c2") == 1);
+    // Listed again: synced for every kind, nothing told.
     REQUIRE(ctl({"forbid", "c2"}) == 0);
+    REQUIRE(WaitFor([&] { return optional.Synced("c2"); }, std::chrono::seconds(10)));
+    CHECK(optional.KindRefusals().empty());
+    CHECK(optional.Listed("c2", "jobsets"));
+    CHECK(optional.ForJob("uid-x", jobset).synced->count("c2") == 1);
+    CHECK(optional.WatchRefused("c2").empty());
+    optional.Stop();
   }
 
   SECTION("a generic kind is watched like a Job") {

@@ -74,10 +74,11 @@ struct DaemonConfig {
   // admission that preempts nothing before one cluster may preempt for it
   // (then another a period after each); 0: no gates (DecideOptions::preemption_gate_ms).
   int preemption_gate_seconds = 60;
-  // listErrorsToldAfterSeconds: how long the lists of Workloads or Jobs in a
-  // cluster may answer errors (other than 401 and 403), none succeeding,
-  // before it counts as refusing gantry the watch
-  // (ObserverOptions::list_errors_told_after).
+  // listErrorsToldAfterSeconds: how long the lists of a watched resource in
+  // a cluster may answer errors (other than 401 and 403; and 404 for
+  // JobSets or a generic kind), none succeeding, before it counts as
+  // refusing gantry the watch: of Workloads or Jobs, for every job it owns;
+  // of another kind, for the jobs of that kind (ObserverOptions::list_errors_told_after).
   int list_errors_told_after_seconds = 60;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job
   // document) that gantry watches in every cluster, as it does Jobs and

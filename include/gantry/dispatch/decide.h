@@ -85,10 +85,18 @@ struct ClusterFacts {
   // credentials (cluster_health.h), so credentials_refused_timeout_ms
   // applies instead of cluster_lost_timeout_ms.
   bool credentials_refused = false;
-  // The cluster answers, but refuses gantry a list of one of the watched
-  // resources (ClusterObserver::WatchRefused): not synced, and why.
+  // The cluster answers, but refuses gantry a list of its Workloads or Jobs
+  // (ClusterObserver::WatchRefusals): not synced, and why.
   std::string watch_refused;
   int64_t watch_refused_for_ms = 0;  // for how long (credentials_refused_timeout_ms applies)
+  // The same for an optional kind's lists (ClusterObserver::KindRefusals),
+  // by resource name ("jobsets"): only the jobs of that kind are out of
+  // reach (DecideInput::resource).
+  struct KindRefusal {
+    std::string why;
+    int64_t for_ms = 0;
+  };
+  std::map<std::string, KindRefusal> kind_refused;
   inventory::ClusterConfig config;
 };
 
@@ -145,11 +153,15 @@ struct DecideInput {
   const JobSpec* spec = nullptr;
   std::vector<RemoteIntent> intents;
   std::map<std::string, ClusterObservation> observed;  // the clusters that show objects of the job
-  // The watched clusters whose view is synced (JobObservation::synced); never null.
+  // The watched clusters whose view is synced for the job's kind
+  // (JobObservation::synced); never null.
   std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();
   // The clusters whose view may be behind (JobObservation::behind): an
   // object's absence there confirms nothing; never null.
   std::shared_ptr<const std::set<std::string>> behind = SharedEmpty<std::set<std::string>>();
+  // The watched resource of the job's kind (JobObservation::resource): the
+  // one of ClusterFacts::kind_refused that concerns it; "" for none.
+  std::string resource;
   std::shared_ptr<const FleetFacts> clusters = SharedEmpty<FleetFacts>();  // the inventory; never null
   // Only for Queued and Nominating jobs (the engine calls Place() then).
   std::optional<placement::Decision> placement;

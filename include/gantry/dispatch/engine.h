@@ -192,11 +192,18 @@ class Engine final : public JobIntake {
   int64_t fleet_read_ms_ = -1;
   // When each cluster was first seen refusing gantry a watch (guarded by
   // fleet_mu_), as kept in cluster_state_: an entry stays until the cluster
-  // is synced again without a refusal, or leaves the inventory.
+  // has listed again without a refusal, or leaves the inventory. Keyed by
+  // cluster name for its Workloads and Jobs (WatchRefusals), and by
+  // "<cluster>/<resource>" for an optional kind (KindRefusals; a cluster's
+  // name, DNS-1123, has no slash).
   std::map<std::string, int64_t> watch_refused_since_;
-  // Notes in watch_refused_since_ (and the store) whether cluster refuses a
-  // watch now; returns since when, or -1.
-  int64_t NoteWatchRefusalLocked(const std::string& cluster, bool refused, int64_t now_ms);
+  // Notes in watch_refused_since_ (and the store) whether the key (above)
+  // refuses a watch now; returns since when, or -1.
+  int64_t NoteWatchRefusalLocked(const std::string& key, bool refused, int64_t now_ms);
+  // watch_refused_since_'s key for an optional kind's refusal in a cluster,
+  // and back: (cluster, resource), resource "" for a cluster's own.
+  static std::string RefusalKey(const std::string& cluster, const std::string& resource);
+  static std::pair<std::string, std::string> SplitRefusalKey(const std::string& key);
   // Writes it to cluster_state_ (if any), logging a failure.
   void SaveWatchRefusal(const std::string& cluster, std::optional<int64_t> since_ms);
   // Whether a cluster refuses a watch now, or did when last noted.

@@ -7,7 +7,8 @@
 // A cluster's view counts only once it is synced: its watches have completed
 // a list since they (re)started. Until then (and after a watch fails, until
 // the next successful list) the engine must not conclude that an object is
-// absent there.
+// absent there. For a job, only its Workloads' watch and its own kind's
+// count (JobObservation::synced).
 //
 // Watched resources per cluster: Kueue Workloads (the cluster's configured
 // version), batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets and the generic
@@ -102,19 +103,34 @@ struct ClusterObservation {
   std::vector<ObservedJob> jobs;
 };
 
+// The kind of a job's real object (its template's apiVersion and kind):
+// which of a cluster's watched resources must have listed before the
+// absence of the job's objects there means something.
+struct JobKind {
+  std::string api_version;
+  std::string kind;
+};
+
 // What the watches show of one job.
 struct JobObservation {
   // Its objects, by cluster: only the clusters that show some.
   std::map<std::string, ClusterObservation> clusters;
-  // The watched clusters whose view is synced (see the header comment): only
-  // there, and only when not behind (below), does the absence of an object
-  // mean something. Shared by every
-  // reader and replaced when a cluster's state changes; never null.
+  // The watched clusters whose view is synced for this job (see the header
+  // comment): their Workloads and the resource of the job's kind have
+  // listed. Only there, and only when not behind (below), does the absence
+  // of an object mean something. Another kind's view does not count: a
+  // cluster whose JobSets cannot be listed is synced for its Jobs. Shared
+  // by every reader and replaced when a cluster's state changes; never null.
   std::shared_ptr<const std::set<std::string>> synced = SharedEmpty<std::set<std::string>>();
-  // The watched clusters whose view may be behind: a watch or relist there
-  // failed since the last list, so an object created meanwhile may not show.
-  // Their view still shows what it held, but absence there proves nothing.
+  // The watched clusters whose view may be behind for this job (its
+  // Workloads or its kind's): a watch or relist there failed since the last
+  // list, so an object created meanwhile may not show. Their view still
+  // shows what it held, but absence there proves nothing.
   std::shared_ptr<const std::set<std::string>> behind = SharedEmpty<std::set<std::string>>();
+  // The watched resource of the job's kind ("jobs", "jobsets", a generic
+  // kind's "Kind.group/version"), or "" when its kind is not watched (only
+  // its Workloads count then).
+  std::string resource;
 };
 
 struct ObservedCluster {
@@ -170,10 +186,18 @@ class ClusterObserver {
   void SetClusters(const std::vector<ObservedCluster>& clusters);
   void Stop();
 
-  // What the watched clusters show of job_uid. Costs what the job has, not
-  // what the fleet has: asks only the views that hold its objects.
-  JobObservation ForJob(const std::string& job_uid) const;
+  // What the watched clusters show of job_uid, whose real object is of
+  // `kind` (which selects JobObservation::synced and behind; the default,
+  // a kind not watched, counts the Workloads only). Costs what the job has,
+  // not what the fleet has: asks only the views that hold its objects.
+  JobObservation ForJob(const std::string& job_uid, const JobKind& kind = {}) const;
+  // Every watched resource of the cluster has listed.
   bool Synced(const std::string& cluster) const;
+  // Its Workloads and Jobs have listed (the resources every cluster must
+  // let gantry list; an optional kind's do not count).
+  bool SyncedForJobs(const std::string& cluster) const;
+  // The resource (by name: "jobsets") has listed there.
+  bool Listed(const std::string& cluster, const std::string& resource) const;
   bool Behind(const std::string& cluster) const;  // see JobObservation::behind
   // Which of the cluster's watched resources are behind (their names, e.g.
   // "workloads"), and since when (ObserverOptions::clock ms, the earliest): empty when
@@ -188,14 +212,21 @@ class ClusterObserver {
   // (watch_timeout_seconds). For a cluster that answers again after an
   // outage, whose streams may have died silently or be backing off.
   void Relist(const std::string& cluster);
-  // Why the cluster keeps gantry from listing a watched kind (its last list
-  // answered 403; or the lists of Workloads or Jobs have answered errors for
+  // Why the cluster keeps gantry from listing its Workloads or Jobs (its
+  // last list answered 403; or the lists have answered errors for
   // list_errors_told_after: a 500 or a 404 for Workloads, say; the cluster
   // is not synced meanwhile), or "" when it does not. Until then such errors
   // leave the view behind (or not listed yet). WatchRefusals: every cluster
-  // that does, under one lock.
+  // that does, under one lock. WatchRefused, for operators, also tells an
+  // optional kind's refusal (KindRefusals) when there is no other.
   std::string WatchRefused(const std::string& cluster) const;
   std::map<std::string, std::string> WatchRefusals() const;
+  // An optional kind (JobSets, a generic kind) whose lists have answered
+  // errors other than 401, 403 and 404 for list_errors_told_after, none
+  // succeeding: told to the jobs of that kind only (a JobSet webhook broken
+  // in one cluster holds its JobSets, not its Jobs). By cluster, then
+  // resource name ("jobsets"), why.
+  std::map<std::string, std::map<std::string, std::string>> KindRefusals() const;
   // Every job uid with at least one object in some cluster (start-up garbage collection).
   std::vector<std::string> AllJobUids() const;
 

@@ -24,10 +24,12 @@ class ClusterStateStore {
   // Records (first_lost_ms set) or clears (nullopt) a cluster's outage.
   virtual void SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms,
                           std::string last_error, StoreCallback<bool> done) = 0;
-  // cluster -> since_ms for every cluster that refuses gantry a watch.
+  // key -> since_ms for every watch refusal: the key is a cluster's name
+  // (its Workloads or Jobs), or "<cluster>/<resource>" for one optional
+  // kind there (the engine's; names have no slash).
   virtual Result<std::map<std::string, int64_t>> LoadWatchRefusals() = 0;
-  // Records (since_ms set, replacing any row) or clears (nullopt) a
-  // cluster's watch refusal.
+  // Records (since_ms set, replacing any row) or clears (nullopt) a watch
+  // refusal, by key (above).
   virtual void SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) = 0;
 };
 

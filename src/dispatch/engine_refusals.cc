@@ -1,0 +1,73 @@
+// Engine: since when each cluster has kept gantry from listing what it
+// watches there (see engine.h, watch_refused_since_), kept in the store
+// across restarts so that credentialsRefusedTimeoutSeconds counts from the
+// first refusal.
+#include <spdlog/spdlog.h>
+
+#include "gantry/dispatch/engine.h"
+
+namespace gantry::dispatch {
+
+// watch_refused_since_'s key for an optional kind's refusal in a cluster.
+std::string Engine::RefusalKey(const std::string& cluster, const std::string& resource) {
+  return cluster + "/" + resource;
+}
+
+// (cluster, resource) of such a key; resource "" for a cluster's own.
+std::pair<std::string, std::string> Engine::SplitRefusalKey(const std::string& key) {
+  const auto slash = key.find('/');
+  if (slash == std::string::npos) return {key, ""};
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+void Engine::SaveWatchRefusal(const std::string& cluster, std::optional<int64_t> since_ms) {
+  if (!cluster_state_) return;
+  cluster_state_->SaveWatchRefusal(cluster, since_ms, [cluster, since_ms](Result<bool> saved) {
+    if (saved.ok()) return;
+    // The engine's own time stands until it restarts; then the clock starts again.
+    spdlog::warn("dispatch: cluster {}: watch refusal {} not kept in the store: {}", cluster,
+                 since_ms ? "start" : "end", saved.status().ToString());
+  });
+}
+
+int64_t Engine::NoteWatchRefusalLocked(const std::string& key, bool refused, int64_t now_ms) {
+  auto it = watch_refused_since_.find(key);
+  if (refused) {
+    if (it == watch_refused_since_.end()) {
+      it = watch_refused_since_.emplace(key, now_ms).first;
+      SaveWatchRefusal(key, now_ms);
+    }
+    return it->second;
+  }
+  // Not refused now, and its Workloads and Jobs listed: allowed again. Not
+  // listed (starting, or out of reach): not known yet, so a time kept from
+  // before a restart stays. (An optional kind's key: RefreshFleetLocked.)
+  if (it != watch_refused_since_.end() && observer_->SyncedForJobs(key)) {
+    watch_refused_since_.erase(it);
+    SaveWatchRefusal(key, std::nullopt);
+  }
+  return -1;
+}
+
+int64_t Engine::WatchRefusedSince(const std::string& cluster) {
+  std::lock_guard lock(fleet_mu_);
+  auto it = watch_refused_since_.find(cluster);
+  if (it != watch_refused_since_.end()) return it->second;
+  // Else its optional kinds' earliest (WatchRefused tells theirs then).
+  int64_t since = 0;
+  for (it = watch_refused_since_.lower_bound(cluster + "/"); it != watch_refused_since_.end(); ++it) {
+    if (SplitRefusalKey(it->first).first != cluster) break;
+    if (since == 0 || it->second < since) since = it->second;
+  }
+  return since;
+}
+
+bool Engine::WatchRefusalsToNote() {
+  {
+    std::lock_guard lock(fleet_mu_);
+    if (!watch_refused_since_.empty()) return true;
+  }
+  return !observer_->WatchRefusals().empty() || !observer_->KindRefusals().empty();
+}
+
+}  // namespace gantry::dispatch

@@ -1,0 +1,110 @@
+// A cluster that cannot list one optional kind (its JobSets: a broken
+// conversion webhook answers 500) is out of reach for the jobs of that kind
+// only: its Jobs are followed as before, even from a daemon restarted
+// meanwhile, and a JobSet is not sent there until the list works again.
+#include <catch2/catch.hpp>
+
+#include <fmt/format.h>
+
+#include "daemon_fixture.h"
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+DispatchFleetOptions TwoClustersTellingListErrorsAfter2s() {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
+- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
+)";
+  o.daemon_config_yaml = "listErrorsToldAfterSeconds: 2\n";
+  return o;
+}
+
+// A JobSet of one 1-pod job that runs for duration, placed in c1 only.
+std::string JobSetInC1(const std::string& name, const std::string& duration) {
+  return fmt::format(R"(apiVersion: gantry.dev/v1
+kind: Job
+metadata: {{name: {0}, namespace: team-a}}
+spec:
+  queue: team-a
+  placement: {{clusters: [c1]}}
+  template:
+    apiVersion: jobset.x-k8s.io/v1alpha2
+    kind: JobSet
+    metadata:
+      annotations: {{sim.gantry.dev/duration: "{1}"}}
+    spec:
+      replicatedJobs:
+      - name: main
+        replicas: 1
+        template:
+          spec:
+            template:
+              spec:
+                restartPolicy: Never
+                containers:
+                - name: main
+                  image: registry.example.com/train:1
+                  resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
+)",
+                     name, duration);
+}
+
+int Runs(DispatchFleet& fleet, const std::string& uid) {
+  int n = 0;
+  for (auto& run : fleet.Journal()) n += run.value("jobUid", "") == uid;
+  return n;
+}
+
+TEST_CASE("a cluster whose JobSets cannot be listed still follows its Jobs after a restart, and takes no JobSet",
+          "[e2e][dispatch][inventory][recovery]") {
+  DispatchFleet fleet(TwoClustersTellingListErrorsAfter2s());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("runner", "team-a", 1, 1, "12s", "  placement: {clusters: [c1]}")) ==
+          201);
+  REQUIRE(fleet.WaitPhase("team-a", "runner", {"Running"}));
+
+  // c1's JobSets answer 500 to every request, and the daemon restarts: its
+  // lists of JobSets there fail from the start. Before, c1 never counted as
+  // synced, and its Job waited, Running, without a word, for as long.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobsets=500"}).code == 0);
+  fleet.RestartDaemon(true);
+  REQUIRE(fleet.ok());
+
+  // Once it has lasted listErrorsToldAfterSeconds, the operator sees why.
+  REQUIRE(PollFor([&] {
+    return Cli(fleet.url(), {"clusters"}).out.find("listing jobsets answered 500") != std::string::npos;
+  }, std::chrono::seconds(30)));
+  // A JobSet that only c1 may run waits, saying why, with no copy there.
+  REQUIRE(fleet.Submit("team-a", JobSetInC1("sweep", "1s")) == 201);
+  REQUIRE(WaitFor([&] {
+    return fleet.Job("team-a", "sweep")["status"].value("message", "").find("keep gantry from listing its kind "
+                                                                           "(jobsets)") != std::string::npos;
+  }, std::chrono::seconds(20)));
+  CHECK(fleet.Phase("team-a", "sweep") == "Queued");
+
+  // The Job is followed meanwhile: it finishes in c1, once, with no condition.
+  REQUIRE(fleet.WaitPhase("team-a", "runner", {"Succeeded", "Failed"}, std::chrono::seconds(40)));
+  auto runner = fleet.Job("team-a", "runner");
+  CHECK(runner["status"]["phase"] == "Succeeded");
+  CHECK(runner["status"]["cluster"] == "c1");
+  CHECK(runner["status"]["epoch"] == 1);
+  for (const auto& c : runner["status"].value("conditions", nlohmann::json::array())) {
+    CHECK(c.value("type", "") != "OwnerUnreachable");
+  }
+  CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
+
+  // Listed again: the JobSet goes to c1 and finishes there.
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "sweep", {"Succeeded", "Failed"}, std::chrono::seconds(40)));
+  CHECK(fleet.Job("team-a", "sweep")["status"]["phase"] == "Succeeded");
+  CHECK(fleet.Job("team-a", "sweep")["status"]["cluster"] == "c1");
+  CHECK(PollFor([&] { return Cli(fleet.url(), {"clusters"}).out.find("WatchRefused") == std::string::npos; },
+                std::chrono::seconds(20)));
+}
+
+}  // namespace
+}  // namespace gantry::testing

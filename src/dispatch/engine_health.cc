@@ -9,11 +9,14 @@
 
 namespace gantry::dispatch {
 
-// A cluster's readiness as the health watch compares it: Ready since when
-// (a NotReady blip between two looks changes the time), or not ready.
+// A cluster's readiness as the health watch compares it: Ready (answering,
+// its Workloads and Jobs listed) since when (a NotReady blip between two
+// looks changes the time), or not ready; and whether every watched kind has
+// listed (a JobSet view that lists again concerns the JobSets there).
 struct Readiness {
   bool ready = false;
   int64_t since_ms = 0;
+  bool every_kind = false;
   friend bool operator==(const Readiness&, const Readiness&) = default;
 };
 
@@ -40,8 +43,8 @@ void Engine::RunHealthWatch() {
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const std::string& name = view.config.name;
       const bool answers = view.health.state == inventory::HealthState::kReady;
-      const bool ready = answers && observer_->Synced(name);
-      now[name] = {ready, ready ? view.health.since_ms : 0};
+      const bool ready = answers && observer_->SyncedForJobs(name);
+      now[name] = {ready, ready ? view.health.since_ms : 0, ready && observer_->Synced(name)};
       auto before = answering.find(name);
       if (!answers) {
         if (view.health.state == inventory::HealthState::kNotReady) {
@@ -75,7 +78,11 @@ void Engine::RunHealthWatch() {
       auto before = last.find(cluster);
       if (before != last.end() && before->second == readiness) continue;
       if (before == last.end() && !ready) continue;  // never seen ready: nothing of ours depends on it yet
-      became_ready |= ready;
+      // Ready anew, or a kind listed again there (jobs of that kind may go
+      // there now); not when only a kind stopped listing.
+      const bool kinds_only = before != last.end() && before->second.ready && ready &&
+                              before->second.since_ms == readiness.since_ms;
+      became_ready |= ready && !(kinds_only && !readiness.every_kind);
       {
         // The passes woken below must see this change: the cached view may
         // predate it by up to fleet_refresh_ms, and a job whose only
@@ -90,8 +97,11 @@ void Engine::RunHealthWatch() {
       });
       if (!scanned.ok()) spdlog::warn("dispatch: jobs in {}: {}", cluster, scanned.ToString());
       if (woken > 0) {
-        spdlog::info("dispatch: cluster {} is {}: looking again at {} job(s) with objects there", cluster,
-                     ready ? "reachable" : "unreachable", woken);
+        spdlog::info("dispatch: cluster {} {}: looking again at {} job(s) with objects there", cluster,
+                     kinds_only ? (readiness.every_kind ? "lists every watched kind again"
+                                                        : "no longer lists every watched kind")
+                                : ready ? "is reachable" : "is unreachable",
+                     woken);
       }
     }
     // A cluster that became Ready may be the first candidate of a job that

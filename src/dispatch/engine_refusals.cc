@@ -49,6 +49,14 @@ int64_t Engine::NoteWatchRefusalLocked(const std::string& key, bool refused, int
   return -1;
 }
 
+std::string Engine::WatchRefused(const std::string& cluster) {
+  const std::shared_ptr<const FleetFacts> facts = Facts(clock_.NowMillis());
+  auto it = facts->find(cluster);
+  if (it == facts->end()) return "";
+  if (!it->second.watch_refused.empty()) return it->second.watch_refused;
+  return it->second.kind_refused.empty() ? "" : it->second.kind_refused.begin()->second.why;
+}
+
 int64_t Engine::WatchRefusedSince(const std::string& cluster) {
   std::lock_guard lock(fleet_mu_);
   auto it = watch_refused_since_.find(cluster);

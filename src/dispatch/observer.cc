@@ -290,9 +290,10 @@ bool ClusterObserver::SyncedForJobs(const std::string& cluster) const {
 
 bool ClusterObserver::Listed(const std::string& cluster, const std::string& resource) const {
   const std::size_t r = impl_->ResourceNamed(resource);
+  if (r == impl_->resources.size()) return true;  // not watched (any more): nothing to list
   std::lock_guard lock(impl_->mu);
   auto it = impl_->clusters.find(cluster);
-  return it != impl_->clusters.end() && r < it->second->caches.size() && it->second->caches[r].listed;
+  return it != impl_->clusters.end() && it->second->caches[r].listed;
 }
 
 std::vector<std::string> ClusterObserver::AllJobUids() const {

@@ -86,7 +86,7 @@ struct Resource {
   std::string path;         // all namespaces; "" for the Workloads (their path is the cluster's version's)
   std::string kind;         // ObservedJob::kind ("" for the Workloads)
   std::string api_version;  // ObservedJob::api_version
-  bool optional = false;    // a 404 means "not installed here": listed and empty
+  bool optional = false;    // a 404 means "not installed here": listed (empty, unless it held objects)
 };
 
 // The resources every cluster watches: Workloads, Jobs, JobSets, then the generic kinds.
@@ -155,6 +155,7 @@ struct ClusterObserver::Impl {
   void SetBehind(Cluster* c, std::size_t r, bool behind);
   bool WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path);
   void SetUnserved(Cluster* c, std::size_t r, bool unserved);
+  void SetServedNot(Cluster* c, std::size_t r);
   void ApplyList(Cluster* c, std::size_t r, const std::vector<nlohmann::json>& items);
   void ApplyEvent(Cluster* c, std::size_t r, const kube::WatchEvent& e);
   void Notify(Cluster* c, std::size_t r, const std::set<std::string>& job_uids, ClusterObserver::Observed what);

@@ -94,8 +94,10 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       // Its CRD uninstalled (or unserved for a moment, in an upgrade): no
       // object of the kind can be there unseen, so the view is not behind;
       // what it held stays (a JobSet briefly unserved still runs), and the
-      // relist goes on with its backoff.
-      SetBehind(c, r, false);
+      // relist goes on with its backoff. Not an error: a view not listed
+      // yet counts as listed and empty, and a refusal told is over.
+      lists_failing_since = 0;
+      SetServedNot(c, r);
       return;
     }
     if (resources[r].optional && status == 403) {
@@ -205,6 +207,28 @@ bool ClusterObserver::Impl::WaitUntilServed(Cluster* c, kube::KubeClient& client
     if (!c->Wait(kUnservedRecheck)) return false;
   }
   return false;
+}
+
+// An optional kind whose list answered 404 (not served there): not behind,
+// listed (and empty, if it was not listed yet), and no longer refused.
+void ClusterObserver::Impl::SetServedNot(Cluster* c, std::size_t r) {
+  bool was_refused = false;
+  {
+    std::lock_guard lock(mu);
+    if (c->stopping()) return;
+    ResourceCache& cache = c->caches[r];
+    was_refused = !cache.refused.empty();
+    cache.refused.clear();
+    if (cache.behind || !cache.listed) {
+      cache.listed = true;
+      cache.SetBehind(false, 0);
+      PublishSyncedLocked();
+    }
+  }
+  if (was_refused) {
+    spdlog::info("observer: cluster {} does not serve {} (404) any more: empty there", c->config.name,
+                 resources[r].name);
+  }
 }
 
 // While unserved, a resource's thread waits in WaitUntilServed, not in

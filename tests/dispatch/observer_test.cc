@@ -598,6 +598,13 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK(optional.WatchRefusals().empty());
     CHECK(optional.WatchRefused("c2").find("listing jobsets answered 500") != std::string::npos);
     CHECK(optional.ForJob("uid-x", job).synced->count("c2") == 1);
+    // Its CRD uninstalled meanwhile (404): no JobSet can be there, so the
+    // view is listed and empty, and the refusal is over.
+    REQUIRE(ctl({"forbid", "c2", "jobsets=404"}) == 0);
+    REQUIRE(WaitFor([&] { return optional.KindRefusals().empty(); }, std::chrono::seconds(10)));
+    CHECK(optional.Listed("c2", "jobsets"));
+    CHECK(optional.ForJob("uid-x", jobset).synced->count("c2") == 1);
+    CHECK(optional.WatchRefused("c2").empty());
     // Listed again: synced for every kind, nothing told.
     REQUIRE(ctl({"forbid", "c2"}) == 0);
     REQUIRE(WaitFor([&] { return optional.Synced("c2"); }, std::chrono::seconds(10)));

@@ -80,8 +80,11 @@ class Engine final : public JobIntake {
   // After the fleet reloaded its inventory: re-aim the watches and pools,
   // and look at every unfinished job again.
   void InventoryChanged();
-  // ClusterObserver::WatchRefused, for the API's view of the cluster.
-  std::string WatchRefused(const std::string& cluster) const { return observer_->WatchRefused(cluster); }
+  // Why the cluster keeps gantry from listing what it watches there (its
+  // Workloads or Jobs, else an optional kind), for the API's view of the
+  // cluster: read from the facts the passes read, so that what an operator
+  // sees there, the next pass acts on.
+  std::string WatchRefused(const std::string& cluster);
   // ClusterObserver::ViewBehind, for the API's view of the cluster and its gauge.
   ClusterObserver::BehindView ViewBehind(const std::string& cluster) const { return observer_->ViewBehind(cluster); }
   // Since when (ms) the cluster refuses gantry a watch, as the engine counts

@@ -148,10 +148,11 @@ struct ObserverOptions {
   // are withdrawn as a Job does. A generic kind not listed here is not seen:
   // its job finishes when its Workload does, and its object stays behind.
   std::vector<GenericKind> generic_kinds;
-  // How long the lists of Workloads or Jobs may answer errors other than
-  // 401 and 403, none succeeding, before the cluster reports it as a
-  // refusal (WatchRefused): a blip is not the jobs' news, a broken
-  // conversion webhook is.
+  // How long a resource's lists may answer errors other than 401 and 403
+  // (and 404, for an optional kind), none succeeding, before the cluster
+  // reports it as a refusal (WatchRefused for Workloads or Jobs,
+  // KindRefusals for an optional kind): a blip is not the jobs' news, a
+  // broken conversion webhook is.
   std::chrono::milliseconds list_errors_told_after{60'000};
   // Stamps when a view fell behind (ViewBehind) and times list errors; must
   // outlive the observer. nullptr: the system clock.
@@ -196,7 +197,8 @@ class ClusterObserver {
   // Its Workloads and Jobs have listed (the resources every cluster must
   // let gantry list; an optional kind's do not count).
   bool SyncedForJobs(const std::string& cluster) const;
-  // The resource (by name: "jobsets") has listed there.
+  // The resource (by name: "jobsets") has listed there; true for a
+  // resource not watched (a generic kind since removed): nothing to list.
   bool Listed(const std::string& cluster, const std::string& resource) const;
   bool Behind(const std::string& cluster) const;  // see JobObservation::behind
   // Which of the cluster's watched resources are behind (their names, e.g.

@@ -36,9 +36,10 @@
 // that may no longer read them) does: the view cannot be brought up to date,
 // so nothing may be concluded from it, and WatchRefused says why until a
 // list succeeds. (A 401 is the prober's to judge: refused credentials.) A
-// JobSet or generic path answering 404 (CRD not installed) or 403 (gantry
-// may not list it there) counts as listed and empty, and is asked again
-// every kUnservedRecheck. A 404 for Workloads or Jobs keeps the cluster unsynced:
+// JobSet or generic path answering 404 (CRD not installed) counts as listed
+// and empty, and is asked again every kUnservedRecheck; one answering 403
+// (gantry may not list it there) is refused, for the jobs of that kind only
+// (KindRefusals): they cannot be followed there. A 404 for Workloads or Jobs keeps the cluster unsynced:
 // Kueue missing or the wrong version is a configuration error, not evidence
 // of absence. Such an error (or a 500, say) to the lists of Workloads or
 // Jobs, listed before or not, is told as a 403 is (WatchRefused) once it

@@ -73,9 +73,6 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
   lw.max_backoff = options.max_backoff;
   lw.stop_fd = c->stop_signal.fd();
-  // An optional kind the cluster refuses (403) goes back to WaitUntilServed,
-  // which counts it as empty there, as one it does not serve.
-  bool optional_refused = false;
   lw.on_watch_failed = [this, c, r](const std::string&) { SetBehind(c, r, true); };
   uint64_t relists_seen = c->relists.load();
   lw.relist_now = [c, &relists_seen] {
@@ -89,7 +86,7 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
   // list_errors_told_after is told to the jobs as a 403 is, and a blip (a
   // 429, an etcd election) is not.
   int64_t lists_failing_since = 0;
-  lw.on_list_failed = [this, c, r, &optional_refused, &lists_failing_since](int status, const std::string& message) {
+  lw.on_list_failed = [this, c, r, &lists_failing_since](int status, const std::string& message) {
     if (resources[r].optional && status == 404) {
       // Its CRD uninstalled (or unserved for a moment, in an upgrade): no
       // object of the kind can be there unseen, so the view is not behind;
@@ -98,10 +95,6 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       // yet counts as listed and empty, and a refusal told is over.
       lists_failing_since = 0;
       SetServedNot(c, r);
-      return;
-    }
-    if (resources[r].optional && status == 403) {
-      optional_refused = true;  // back to WaitUntilServed: empty there
       return;
     }
     SetBehind(c, r, true);
@@ -113,14 +106,14 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
     {
       std::lock_guard lock(mu);
       if (c->stopping()) return;
-      // A 403 unsyncs the view at once (gantry may no longer read it).
-      // Another error (a 500 from a broken conversion webhook, a 404 for a
+      // A 403 unsyncs the view at once (gantry may no longer read it; an
+      // optional kind's, for the jobs of that kind only). Another error (a 500 from a broken conversion webhook, a 404 for a
       // Kueue version the cluster no longer serves) leaves the view as it
       // was, behind or not listed yet, until it has lasted
       // list_errors_told_after; then it unsyncs it too, and is told as a
       // 403 is, whether the view had listed before or not. An optional
-      // kind's (its 403s and 404s went above) is told, and unsyncs the
-      // view, for the jobs of that kind only (KindRefusals, JobObservation).
+      // kind's (its 404s went above) is told, and unsyncs the view, for the
+      // jobs of that kind only (KindRefusals, JobObservation).
       if (status != 403) {
         if (lists_failing_since == 0) lists_failing_since = now;
         if (now - lists_failing_since < options.list_errors_told_after.count()) return;
@@ -156,8 +149,7 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
               ApplyList(c, r, items);
             },
             [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },
-            [c, &optional_refused] { return c->stopping() || optional_refused; });
-        optional_refused = false;
+            [c] { return c->stopping(); });
       }
     } catch (const std::exception& e) {
       // A malformed answer (or a throwing on_change): the view may be incomplete until relisted.
@@ -179,29 +171,24 @@ void ClusterObserver::Impl::SetBehind(Cluster* c, std::size_t r, bool behind) {
   PublishSyncedLocked();
 }
 
-// While the path answers 404, the resource counts as listed and empty; so
-// it does while it answers 403 (gantry may not list it there: a kind it
-// does not use there should not hold every job of the cluster). True once
-// it answers anything else (ListWatch handles failures), false when stopping.
+// While the path answers 404 (its CRD is not installed there), the
+// resource counts as listed and empty. True once it answers anything else
+// (ListWatch handles failures: a 403, gantry not allowed to list the kind
+// there, is a refusal for the jobs of that kind), false when stopping.
 bool ClusterObserver::Impl::WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path) {
   kube::ListOptions probe;
   probe.label_selector = Selector();
   probe.limit = 1;
-  for (int logged = 0; !c->stopping();) {
+  for (bool logged = false; !c->stopping(); logged = true) {
     auto reply = client.List(path, probe);
-    if (!reply.ok() || (reply->status != 404 && reply->status != 403)) {
+    if (!reply.ok() || reply->status != 404) {
       SetUnserved(c, r, false);  // ListWatch's from here
       return true;
     }
-    if (logged != reply->status && reply->status == 404) {
+    if (!logged) {
       spdlog::info("observer: cluster {} does not serve {} (404): empty, asked again every {}s",
                    c->config.name, resources[r].name, kUnservedRecheck.count());
-    } else if (logged != reply->status) {
-      spdlog::warn("observer: cluster {} refuses gantry a list of {} (403): counted as empty, asked again every "
-                   "{}s; jobs of that kind cannot be followed there",
-                   c->config.name, resources[r].name, kUnservedRecheck.count());
     }
-    logged = reply->status;
     ApplyList(c, r, {});
     SetUnserved(c, r, true);
     if (!c->Wait(kUnservedRecheck)) return false;

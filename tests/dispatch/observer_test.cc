@@ -502,22 +502,33 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(WaitFor([&] { return observer.Synced("c1"); }, std::chrono::seconds(10)));
     CHECK(observer.WatchRefused("c1").empty());
 
-    // JobSets (optional: a cluster may not grant them) refused: counted as
-    // empty there, and the cluster stays synced for everything else.
+    // JobSets (optional: a cluster may not grant them) refused: refused at
+    // once for JobSet jobs only; the cluster stays synced, and current, for
+    // its Jobs and for the kinds it does not watch.
+    const dispatch::JobKind job{"batch/v1", "Job"};
+    const dispatch::JobKind jobset{"jobset.x-k8s.io/v1alpha2", "JobSet"};
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2", "jobsets"}).code == 0);
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "kill-watches", "c2"}).code == 0);
+    REQUIRE(WaitFor([&] { return !observer.KindRefusals().empty(); }, std::chrono::seconds(10)));
+    CHECK(observer.KindRefusals()["c2"]["jobsets"].find("listing jobsets answered 403") != std::string::npos);
+    CHECK(observer.WatchRefusals().empty());
     REQUIRE(kc2->Create(kWorkloadsPath, Workload("w9", "uid-9"))->status == 201);
     REQUIRE(WaitFor([&] { return in("c2", "uid-9").workloads.size() == 1; }, std::chrono::seconds(10)));
-    CHECK(observer.Synced("c2"));
-    CHECK(observer.WatchRefused("c2").empty());
-    // Nor is it behind for good: the refused kind is empty there, not unknown.
-    CHECK(WaitFor([&] { return !observer.Behind("c2"); }, std::chrono::seconds(10)));
-    // So from the start: a new observer syncs it (it used to wait for ever).
+    CHECK(observer.SyncedForJobs("c2"));
+    CHECK(observer.ForJob("uid-9", job).synced->count("c2") == 1);
+    CHECK(observer.ForJob("uid-9").synced->count("c2") == 1);
+    CHECK(observer.ForJob("uid-9", jobset).synced->count("c2") == 0);
+    CHECK(WaitFor([&] { return observer.ForJob("uid-9", job).behind->empty(); }, std::chrono::seconds(10)));
+    // So from the start: a new observer syncs it for Jobs at once.
     ClusterObserver fresh(options, [](const ClusterObserver::Observed&) {});
     fresh.SetClusters({c2});
-    CHECK(WaitFor([&] { return fresh.Synced("c2"); }, std::chrono::seconds(10)));
-    fresh.Stop();
+    CHECK(WaitFor([&] { return fresh.SyncedForJobs("c2") && !fresh.KindRefusals().empty(); },
+                  std::chrono::seconds(10)));
+    CHECK_FALSE(fresh.Synced("c2"));
+    // Allowed again: listed, nothing refused.
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
+    CHECK(WaitFor([&] { return fresh.Synced("c2") && fresh.KindRefusals().empty(); }, std::chrono::seconds(20)));
+    fresh.Stop();
   }
 
   SECTION("lists of Jobs that keep failing are told once it lasts, first lists or relists; an optional kind's to its jobs only") {

@@ -14,7 +14,8 @@
 // version), batch/v1 Jobs, jobset.x-k8s.io/v1alpha2 JobSets and the generic
 // kinds of ObserverOptions, all namespaces. Each resource runs ListWatch on
 // its own thread. A JobSet or generic kind a cluster does not serve (404: its
-// CRD is not installed there) counts as listed and empty.
+// CRD is not installed there) counts as listed and empty; one it does not
+// let gantry list (403) holds the jobs of that kind only (KindRefusals).
 //
 // Thread-safety: every public method is safe from any thread.
 #pragma once
@@ -223,9 +224,9 @@ class ClusterObserver {
   // optional kind's refusal (KindRefusals) when there is no other.
   std::string WatchRefused(const std::string& cluster) const;
   std::map<std::string, std::string> WatchRefusals() const;
-  // An optional kind (JobSets, a generic kind) whose lists have answered
-  // errors other than 401, 403 and 404 for list_errors_told_after, none
-  // succeeding: told to the jobs of that kind only (a JobSet webhook broken
+  // An optional kind (JobSets, a generic kind) whose last list answered
+  // 403, or whose lists have answered other errors (not 401 or 404) for
+  // list_errors_told_after, none succeeding: told to the jobs of that kind only (a JobSet webhook broken
   // in one cluster holds its JobSets, not its Jobs). By cluster, then
   // resource name ("jobsets"), why.
   std::map<std::string, std::map<std::string, std::string>> KindRefusals() const;

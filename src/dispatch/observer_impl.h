@@ -37,7 +37,7 @@
 // so nothing may be concluded from it, and WatchRefused says why until a
 // list succeeds. (A 401 is the prober's to judge: refused credentials.) A
 // JobSet or generic path answering 404 (CRD not installed) counts as listed
-// and empty, and is asked again every kUnservedRecheck; one answering 403
+// and empty, and is asked again every ObserverOptions::unserved_recheck; one answering 403
 // (gantry may not list it there) is refused, for the jobs of that kind only
 // (KindRefusals): they cannot be followed there. A 404 for Workloads or Jobs keeps the cluster unsynced:
 // Kueue missing or the wrong version is a configuration error, not evidence

@@ -22,8 +22,6 @@ using nlohmann::json;
 using observer_internal::Entry;
 using observer_internal::Resource;
 
-// How often a JobSet or generic path that answered 404 is asked again: the CRD may be installed later.
-constexpr auto kUnservedRecheck = std::chrono::seconds(60);
 // First wait after a failure of our own (client creation, an exception); doubled up to max_backoff.
 constexpr auto kFirstBackoff = std::chrono::milliseconds(200);
 // A watch stream is declared dead when silent this much longer than the server's own timeout.
@@ -86,7 +84,11 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
   // list_errors_told_after is told to the jobs as a 403 is, and a blip (a
   // 429, an etcd election) is not.
   int64_t lists_failing_since = 0;
-  lw.on_list_failed = [this, c, r, &lists_failing_since](int status, const std::string& message) {
+  // An optional kind the cluster refuses (403), told at once: its list is
+  // asked again every unserved_recheck, not at ListWatch's backoff (a
+  // cluster that does not grant gantry JobSets may never do).
+  bool optional_refused = false;
+  lw.on_list_failed = [this, c, r, &lists_failing_since, &optional_refused](int status, const std::string& message) {
     if (resources[r].optional && status == 404) {
       // Its CRD uninstalled (or unserved for a moment, in an upgrade): no
       // object of the kind can be there unseen, so the view is not behind;
@@ -97,7 +99,10 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       SetServedNot(c, r);
       return;
     }
-    SetBehind(c, r, true);
+    // Refused, not behind: an optional kind's 403 is told as such (below),
+    // and leaves the view's age alone.
+    optional_refused = resources[r].optional && status == 403;
+    if (!optional_refused) SetBehind(c, r, true);
     // A 401 is the prober's to judge (CredentialsRefused): the token, not a
     // permission; so is no answer at all (status 0: out of reach).
     if (status == 401 || status <= 0) return;
@@ -107,8 +112,9 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       std::lock_guard lock(mu);
       if (c->stopping()) return;
       // A 403 unsyncs the view at once (gantry may no longer read it; an
-      // optional kind's, for the jobs of that kind only). Another error (a 500 from a broken conversion webhook, a 404 for a
-      // Kueue version the cluster no longer serves) leaves the view as it
+      // optional kind's, for the jobs of that kind only). Another error (a
+      // 500 from a broken conversion webhook, a 404 for a Kueue version
+      // the cluster no longer serves) leaves the view as it
       // was, behind or not listed yet, until it has lasted
       // list_errors_told_after; then it unsyncs it too, and is told as a
       // 403 is, whether the view had listed before or not. An optional
@@ -149,7 +155,14 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
               ApplyList(c, r, items);
             },
             [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },
-            [c] { return c->stopping(); });
+            [c, &optional_refused] { return c->stopping() || optional_refused; });
+        if (optional_refused) {
+          optional_refused = false;
+          SetUnserved(c, r, true);  // Relist() leaves it alone meanwhile: refused, not behind
+          if (!c->Wait(options.unserved_recheck)) return;
+          backoff = kFirstBackoff;
+          continue;
+        }
       }
     } catch (const std::exception& e) {
       // A malformed answer (or a throwing on_change): the view may be incomplete until relisted.
@@ -187,11 +200,12 @@ bool ClusterObserver::Impl::WaitUntilServed(Cluster* c, kube::KubeClient& client
     }
     if (!logged) {
       spdlog::info("observer: cluster {} does not serve {} (404): empty, asked again every {}s",
-                   c->config.name, resources[r].name, kUnservedRecheck.count());
+                   c->config.name, resources[r].name,
+                   std::chrono::duration_cast<std::chrono::seconds>(options.unserved_recheck).count());
     }
     ApplyList(c, r, {});
     SetUnserved(c, r, true);
-    if (!c->Wait(kUnservedRecheck)) return false;
+    if (!c->Wait(options.unserved_recheck)) return false;
   }
   return false;
 }
@@ -213,13 +227,14 @@ void ClusterObserver::Impl::SetServedNot(Cluster* c, std::size_t r) {
     }
   }
   if (was_refused) {
-    spdlog::info("observer: cluster {} does not serve {} (404) any more: empty there", c->config.name,
+    spdlog::info("observer: cluster {} answers 404 for {}: not served there, the refusal is over", c->config.name,
                  resources[r].name);
   }
 }
 
-// While unserved, a resource's thread waits in WaitUntilServed, not in
-// ListWatch: Relist() leaves it alone (it is listed, and empty, already).
+// While unserved, a resource's thread waits in WaitUntilServed (or after a
+// 403 to an optional kind), not in ListWatch: Relist() leaves it alone (it
+// is listed and empty, or refused, already).
 void ClusterObserver::Impl::SetUnserved(Cluster* c, std::size_t r, bool unserved) {
   std::lock_guard lock(mu);
   if (c->stopping()) return;

@@ -155,6 +155,10 @@ struct ObserverOptions {
   // KindRefusals for an optional kind): a blip is not the jobs' news, a
   // broken conversion webhook is.
   std::chrono::milliseconds list_errors_told_after{60'000};
+  // How often a JobSet or generic kind that a cluster does not serve (404:
+  // its CRD may be installed later) or does not let gantry list (403: it
+  // may be granted later) is asked again.
+  std::chrono::milliseconds unserved_recheck{60'000};
   // Stamps when a view fell behind (ViewBehind) and times list errors; must
   // outlive the observer. nullptr: the system clock.
   const Clock* clock = nullptr;

@@ -215,9 +215,11 @@ Plan Ladder::AllRefused(const std::vector<std::string>& refused) const {
   return plan;
 }
 
-// Step 9. Copies in a cluster removed from the inventory or declared lost
-// are withdrawn (intents absent; Sweep deletes what such a cluster still
-// shows); when no other copy is left, the job is dispatched again at once.
+// Step 9. Copies in a cluster removed from the inventory or declared lost,
+// or one that keeps gantry from listing the job's kind (KindRefused: such a
+// copy could never take the lease), are withdrawn (intents absent; Sweep
+// deletes what such a cluster still shows once it can); when no other copy
+// is left, the job is dispatched again at once.
 // When every candidate refused its copy (the engine records each answer),
 // AllRefused decides.
 Plan Ladder::Copies() const {
@@ -225,12 +227,17 @@ Plan Ladder::Copies() const {
   std::vector<RemoteIntent> withdrawn;  // their rows, marked absent
   std::vector<std::string> refused;     // "c1: <its answer>"
   size_t left = 0;
+  bool lost = false;  // some in a cluster gone (not only refusing the kind)
   for (const RemoteIntent& i : in_.intents) {
     if (RefusedNow(i)) refused.push_back(fmt::format("{}: {}", i.cluster, i.refusal));
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
-    if (Gone(i.cluster)) {
-      gone.push_back(fmt::format("{} ({})", i.cluster, in_.clusters->count(i.cluster) ? "declared lost by an operator"
-                                                                                      : "removed from the inventory"));
+    if (Gone(i.cluster) || KindRefused(i.cluster)) {
+      lost |= Gone(i.cluster);
+      gone.push_back(fmt::format("{} ({})", i.cluster,
+                                 !in_.clusters->count(i.cluster) ? std::string("removed from the inventory")
+                                 : DeclaredLost(i.cluster)
+                                     ? std::string("declared lost by an operator")
+                                     : fmt::format("it does not let gantry list {} there", in_.resource)));
       withdrawn.push_back(i);
       withdrawn.back().present = false;
     } else {
@@ -239,8 +246,9 @@ Plan Ladder::Copies() const {
   }
   if (left == 0 && gone.empty() && !refused.empty()) return AllRefused(refused);
   if (!gone.empty() && left == 0) {
-    return Requeue("copies", "ClusterLost", fmt::format("every Workload copy was in a cluster gantry no longer uses: {}",
-                                                        fmt::join(gone, ", ")));
+    return Requeue("copies", lost ? "ClusterLost" : "WatchRefused",
+                   fmt::format("every Workload copy was in a cluster that cannot take the job: {}",
+                               fmt::join(gone, ", ")));
   }
   Plan plan;
   plan.step = "copies";

@@ -355,6 +355,36 @@ TEST_CASE("an optional kind the owner cannot list holds the jobs of that kind on
   // A Job's nomination is not concerned.
   queued.in.resource = "jobs";
   CHECK(Count(Decide(queued.Input()), Verb::kCreate, "Workload", "c1") == 1);
+
+  // Copies already out when the refusal came: the one there, which could
+  // never take the lease (c1 is not synced for JobSets), is admitted but
+  // withdrawn; the job waits on its other copy.
+  World nominating;
+  nominating.job.phase = JobPhase::kNominating;
+  nominating.job.epoch = 1;
+  nominating.in.resource = "jobsets";
+  nominating.clusters["c1"].kind_refused["jobsets"] = refusal;
+  nominating.synced.erase("c1");
+  for (const char* c : {"c1", "c2"}) nominating.Intent(c, "Workload", 1);
+  nominating.Workload("c1", 1).admitted = true;
+  nominating.Workload("c2", 1);
+  nominating.in.placement = Candidates({"c1", "c2"});
+  Plan withdrawn = Decide(nominating.Input());
+  CHECK(withdrawn.step == "copies");
+  REQUIRE(withdrawn.write);
+  CHECK_FALSE(withdrawn.write->phase);
+  REQUIRE(FindIntent(*withdrawn.write, "c1", "Workload"));
+  CHECK_FALSE(FindIntent(*withdrawn.write, "c1", "Workload")->present);
+  REQUIRE(withdrawn.write->events.size() == 1);
+  CHECK_THAT(withdrawn.write->events[0].message, Catch::Contains("c1 (it does not let gantry list jobsets there)"));
+  // Its only copy there: dispatched again, elsewhere.
+  World only = nominating;
+  only.in.intents.erase(only.in.intents.begin() + 1);
+  Plan again = Decide(only.Input());
+  REQUIRE(again.write);
+  REQUIRE(again.write->phase);
+  CHECK(*again.write->phase == JobPhase::kQueued);
+  CHECK_THAT(*again.write->message, Catch::Contains("every Workload copy was in a cluster that cannot take the job"));
 }
 
 }  // namespace gantry::dispatch

@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "gantry/common/json_path.h"
 #include "gantry/dispatch/demand.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/placement/place.h"
@@ -31,12 +30,6 @@ std::set<Expectations::Key> SeenAtEpoch(const std::map<std::string, ClusterObser
     }
   }
   return seen;
-}
-
-// The kind of the job's real object, which decides whose views must have
-// listed (ClusterObserver::ForJob).
-JobKind KindOf(const JobSpec& spec) {
-  return {JsonStringAt(spec.template_object, {"apiVersion"}), JsonStringAt(spec.template_object, {"kind"})};
 }
 
 }  // namespace
@@ -326,7 +319,7 @@ int64_t Engine::Pass(const std::string& uid) {
   // its object in neither, and the pass would create it again (a 409 and a
   // GET).
   const std::set<Expectations::Key> expected_before = expected_.Pending(uid, job->epoch, {}, now);
-  JobObservation observation = observer_->ForJob(uid, KindOf(*spec));
+  JobObservation observation = observer_->ForJob(uid, (*parsed)->kind);
   in.observed = std::move(observation.clusters);
   in.synced = std::move(observation.synced);
   in.behind = std::move(observation.behind);

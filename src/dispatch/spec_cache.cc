@@ -1,5 +1,6 @@
 #include "gantry/dispatch/spec_cache.h"
 
+#include "gantry/common/json_path.h"
 #include "gantry/dispatch/demand.h"
 
 namespace gantry::dispatch {
@@ -24,6 +25,7 @@ Result<std::shared_ptr<const ParsedSpec>> SpecCache::Get(const JobRecord& job) {
 std::shared_ptr<const ParsedSpec> SpecCache::Put(const std::string& uid, JobSpec spec) {
   auto parsed = std::make_shared<ParsedSpec>();
   parsed->demand = DemandFromSpec(spec);
+  parsed->kind = {JsonStringAt(spec.template_object, {"apiVersion"}), JsonStringAt(spec.template_object, {"kind"})};
   parsed->spec = std::move(spec);
   std::lock_guard lock(mu_);
   if (auto it = entries_.find(uid); it != entries_.end()) return it->second.parsed;

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "gantry/common/status.h"
+#include "gantry/dispatch/observer.h"
 #include "gantry/job/job_document.h"
 #include "gantry/placement/job_demand.h"
 #include "gantry/store/job_store.h"
@@ -25,6 +26,7 @@ namespace gantry::dispatch {
 struct ParsedSpec {
   JobSpec spec;
   placement::JobDemand demand;  // rounds_elapsed left at 0
+  JobKind kind;                 // the template's apiVersion and kind (ClusterObserver::ForJob)
 };
 
 class SpecCache {

@@ -105,8 +105,6 @@ std::size_t ClusterObserver::Impl::ResourceNamed(const std::string& name) const 
 
 // Replaces `synced_for` and `behind_for` after a cluster's sync state may have changed.
 void ClusterObserver::Impl::PublishSyncedLocked() {
-  synced_for.resize(resources.size(), SharedEmpty<std::set<std::string>>());
-  behind_for.resize(resources.size(), SharedEmpty<std::set<std::string>>());
   for (std::size_t r = 0; r < resources.size(); ++r) {
     auto now = std::make_shared<std::set<std::string>>();
     auto late = std::make_shared<std::set<std::string>>();
@@ -199,31 +197,23 @@ JobObservation ClusterObserver::ForJob(const std::string& job_uid, const JobKind
 namespace {
 
 // The first refusal among a cluster's resource caches of Workloads and
-// Jobs, or with `optional` of the optional kinds ("" when none).
+// Jobs ("" when none); an optional kind's are KindRefusals'.
 const std::string& FirstRefusal(const std::vector<ResourceCache>& caches,
-                                const std::vector<observer_internal::Resource>& resources, bool optional) {
+                                const std::vector<observer_internal::Resource>& resources) {
   static const std::string kNone;
   for (std::size_t r = 0; r < caches.size(); ++r) {
-    if (resources[r].optional == optional && !caches[r].refused.empty()) return caches[r].refused;
+    if (!resources[r].optional && !caches[r].refused.empty()) return caches[r].refused;
   }
   return kNone;
 }
 
 }  // namespace
 
-std::string ClusterObserver::WatchRefused(const std::string& cluster) const {
-  std::lock_guard lock(impl_->mu);
-  auto it = impl_->clusters.find(cluster);
-  if (it == impl_->clusters.end()) return "";
-  const std::string& why = FirstRefusal(it->second->caches, impl_->resources, false);
-  return !why.empty() ? why : FirstRefusal(it->second->caches, impl_->resources, true);
-}
-
 std::map<std::string, std::string> ClusterObserver::WatchRefusals() const {
   std::map<std::string, std::string> out;
   std::lock_guard lock(impl_->mu);
   for (const auto& [name, c] : impl_->clusters) {
-    if (const std::string& why = FirstRefusal(c->caches, impl_->resources, false); !why.empty()) {
+    if (const std::string& why = FirstRefusal(c->caches, impl_->resources); !why.empty()) {
       out.emplace(name, why);
     }
   }

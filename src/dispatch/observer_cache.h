@@ -64,11 +64,11 @@ class ResourceCache {
   // SetBehind, which keeps behind_since_ms.
   bool behind = false;
   int64_t behind_since_ms = 0;  // ObserverOptions::clock; 0 while not behind
-  // Its kind is not served there (or gantry may not list it): counted as
-  // empty, asked again now and then (observer_watch.cc, WaitUntilServed).
+  // Its kind is not served there (404: counted as empty) or gantry may not
+  // list it (403: refused); asked again now and then (observer_watch.cc).
   bool unserved = false;
   // Why the last (re)list failed, when the cluster refused it (403), or
-  // why the lists keep failing (see ClusterObserver::WatchRefused):
+  // why the lists keep failing (see ClusterObserver::WatchRefusals, KindRefusals):
   // gantry may not see this resource there. "" once a list succeeds.
   std::string refused;
 

@@ -34,7 +34,7 @@
 // whose relist answers 404 (its CRD uninstalled) is not behind: nothing of
 // that kind can be there unseen. A relist of Workloads or Jobs the cluster refuses (403: RBAC drift, a token
 // that may no longer read them) does: the view cannot be brought up to date,
-// so nothing may be concluded from it, and WatchRefused says why until a
+// so nothing may be concluded from it, and WatchRefusals says why until a
 // list succeeds. (A 401 is the prober's to judge: refused credentials.) A
 // JobSet or generic path answering 404 (CRD not installed) counts as listed
 // and empty, and is asked again every ObserverOptions::unserved_recheck; one answering 403

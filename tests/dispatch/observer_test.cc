@@ -488,20 +488,20 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
   }
 
   SECTION("a cluster that refuses gantry a list of Workloads is not synced, and says why, until it allows it") {
-    CHECK(observer.WatchRefused("c1").empty());
+    CHECK(observer.WatchRefusals()["c1"].empty());
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c1", "workloads"}).code == 0);
     // The open watch goes on until its end (1 s here); the relist is refused.
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "kill-watches", "c1"}).code == 0);
     REQUIRE(WaitFor([&] { return !observer.Synced("c1"); }, std::chrono::seconds(10)));
-    CHECK(observer.WatchRefused("c1").find("403") != std::string::npos);
-    CHECK(observer.WatchRefused("c1").find("listing workloads answered 403") != std::string::npos);
+    CHECK(observer.WatchRefusals()["c1"].find("403") != std::string::npos);
+    CHECK(observer.WatchRefusals()["c1"].find("listing workloads answered 403") != std::string::npos);
     CHECK(observer.Synced("c2"));
-    CHECK(observer.WatchRefused("c2").empty());
+    CHECK(observer.WatchRefusals()["c2"].empty());
     CHECK(*observer.ForJob("uid-x").synced == std::set<std::string>{"c2"});
 
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c1"}).code == 0);
     REQUIRE(WaitFor([&] { return observer.Synced("c1"); }, std::chrono::seconds(10)));
-    CHECK(observer.WatchRefused("c1").empty());
+    CHECK(observer.WatchRefusals()["c1"].empty());
 
     // JobSets (optional: a cluster may not grant them) refused: refused at
     // once for JobSet jobs only; the cluster stays synced, and current, for
@@ -540,7 +540,7 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
       argv.insert(argv.end(), args.begin(), args.end());
       return Run(argv).code;
     };
-    auto refused = [](const ClusterObserver& o) { return !o.WatchRefused("c2").empty(); };
+    auto refused = [](const ClusterObserver& o) { return o.WatchRefusals().count("c2") > 0; };
     dispatch::ObserverOptions slow = options;
     slow.list_errors_told_after = std::chrono::seconds(5);  // of `clock`, which only the test moves
     // c2's Jobs answer 500 (a broken conversion webhook, say), and c2 is
@@ -554,7 +554,7 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK_FALSE(fresh.Synced("c2"));
     clock.Advance(5'000);
     REQUIRE(WaitFor([&] { return refused(fresh); }, std::chrono::seconds(10)));
-    CHECK(fresh.WatchRefused("c2").find("listing jobs answered 500") != std::string::npos);
+    CHECK(fresh.WatchRefusals()["c2"].find("listing jobs answered 500") != std::string::npos);
     CHECK_FALSE(fresh.Synced("c2"));
     // Answering again: synced, nothing told.
     REQUIRE(ctl({"forbid", "c2"}) == 0);
@@ -574,7 +574,7 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
       clock.Advance(1'000);
       return refused(fresh);
     }, std::chrono::seconds(10)));
-    CHECK(fresh.WatchRefused("c2").find("listing jobs answered 500") != std::string::npos);
+    CHECK(fresh.WatchRefusals()["c2"].find("listing jobs answered 500") != std::string::npos);
     CHECK_FALSE(fresh.Synced("c2"));
     REQUIRE(ctl({"forbid", "c2"}) == 0);
     CHECK(WaitFor([&] { return fresh.Synced("c2") && !fresh.Behind("c2"); }, std::chrono::seconds(10)));
@@ -610,7 +610,6 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     }, std::chrono::seconds(10)));
     CHECK(optional.KindRefusals()["c2"]["jobsets"].find("listing jobsets answered 500") != std::string::npos);
     CHECK(optional.WatchRefusals().empty());
-    CHECK(optional.WatchRefused("c2").find("listing jobsets answered 500") != std::string::npos);
     CHECK(optional.ForJob("uid-x", job).synced->count("c2") == 1);
     // Listed again: synced for every kind, nothing told.
     REQUIRE(ctl({"forbid", "c2"}) == 0);
@@ -618,7 +617,7 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK(optional.KindRefusals().empty());
     CHECK(optional.Listed("c2", "jobsets"));
     CHECK(optional.ForJob("uid-x", jobset).synced->count("c2") == 1);
-    CHECK(optional.WatchRefused("c2").empty());
+    CHECK(optional.WatchRefusals().empty());
     // Told again (relists failing), then its CRD uninstalled (404): no
     // JobSet can be there unseen, so the refusal is over.
     REQUIRE(ctl({"forbid", "c2", "jobsets=500"}) == 0);
@@ -632,7 +631,7 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(WaitFor([&] { return optional.KindRefusals().empty(); }, std::chrono::seconds(10)));
     CHECK(optional.Listed("c2", "jobsets"));
     CHECK(optional.ForJob("uid-x", jobset).synced->count("c2") == 1);
-    CHECK(optional.WatchRefused("c2").empty());
+    CHECK(optional.WatchRefusals().empty());
     optional.Stop();
     REQUIRE(ctl({"forbid", "c2"}) == 0);
   }

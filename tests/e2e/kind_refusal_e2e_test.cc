@@ -52,12 +52,6 @@ spec:
                      name, duration);
 }
 
-int Runs(DispatchFleet& fleet, const std::string& uid) {
-  int n = 0;
-  for (auto& run : fleet.Journal()) n += run.value("jobUid", "") == uid;
-  return n;
-}
-
 TEST_CASE("a cluster whose JobSets cannot be listed still follows its Jobs after a restart, and takes no JobSet",
           "[e2e][dispatch][inventory][recovery]") {
   DispatchFleet fleet(TwoClustersTellingListErrorsAfter2s());
@@ -95,7 +89,7 @@ TEST_CASE("a cluster whose JobSets cannot be listed still follows its Jobs after
   for (const auto& c : runner["status"].value("conditions", nlohmann::json::array())) {
     CHECK(c.value("type", "") != "OwnerUnreachable");
   }
-  CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
+  CHECK(fleet.Runs(fleet.Uid("team-a", "runner")).size() == 1);
 
   // Listed again: the JobSet goes to c1 and finishes there.
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);

@@ -151,7 +151,7 @@ struct ObserverOptions {
   std::vector<GenericKind> generic_kinds;
   // How long a resource's lists may answer errors other than 401 and 403
   // (and 404, for an optional kind), none succeeding, before the cluster
-  // reports it as a refusal (WatchRefused for Workloads or Jobs,
+  // reports it as a refusal (WatchRefusals for Workloads or Jobs,
   // KindRefusals for an optional kind): a blip is not the jobs' news, a
   // broken conversion webhook is.
   std::chrono::milliseconds list_errors_told_after{60'000};
@@ -219,14 +219,11 @@ class ClusterObserver {
   // (watch_timeout_seconds). For a cluster that answers again after an
   // outage, whose streams may have died silently or be backing off.
   void Relist(const std::string& cluster);
-  // Why the cluster keeps gantry from listing its Workloads or Jobs (its
-  // last list answered 403; or the lists have answered errors for
-  // list_errors_told_after: a 500 or a 404 for Workloads, say; the cluster
-  // is not synced meanwhile), or "" when it does not. Until then such errors
-  // leave the view behind (or not listed yet). WatchRefusals: every cluster
-  // that does, under one lock. WatchRefused, for operators, also tells an
-  // optional kind's refusal (KindRefusals) when there is no other.
-  std::string WatchRefused(const std::string& cluster) const;
+  // Every cluster that keeps gantry from listing its Workloads or Jobs,
+  // and why (its last list answered 403; or the lists have answered errors
+  // for list_errors_told_after: a 500 or a 404 for Workloads, say; the
+  // cluster is not synced meanwhile). Until then such errors leave the view
+  // behind (or not listed yet).
   std::map<std::string, std::string> WatchRefusals() const;
   // An optional kind (JobSets, a generic kind) whose last list answered
   // 403, or whose lists have answered other errors (not 401 or 404) for

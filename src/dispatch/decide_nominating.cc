@@ -70,9 +70,11 @@ std::optional<Plan> Ladder::Timeout() const {
                 fmt::format("not admitted within {} s: {}", *in_.spec->dispatch.timeout_seconds, fmt::join(why, "; ")));
 }
 
-// Step 7. Incremental: the next round. Either mode: a cluster in place of
-// each that refused its copy (AllAtOnce's candidates are at most maxCopies
-// of the feasible clusters; the others may take it).
+// Step 7. Incremental: the next round. AllAtOnce: a copy in each feasible
+// cluster that has none yet, up to maxCopies: one that refused its copy is
+// replaced, and a cluster that could not take the job at the nomination
+// (full, not Ready) gets a copy once it can, instead of the job waiting on
+// the clusters it was first sent to.
 std::optional<Plan> Ladder::Widen() const {
   if (!in_.placement) return std::nullopt;
   const bool incremental = in_.spec->dispatch.mode == DispatchMode::kIncremental;
@@ -90,13 +92,13 @@ std::optional<Plan> Ladder::Widen() const {
     // step 8 (its backoff) as before, and keeps its slot of maxCopies.
     if (!Gone(i.cluster) && (!incremental || !Deactivated(i.cluster))) ++live;
   }
-  // Placement's candidates are the best step x (rounds + 1); their ranking
-  // moves with capacity, so only the count tells whether a round is due:
-  // top the live copies up to it with the best clusters that have no copy
-  // yet (a deactivated or refused copy's cluster is not asked again at this
-  // epoch).
-  if (!incremental && !refusals) return std::nullopt;
-  const size_t target = in_.placement->candidates.size();
+  // Incremental: placement's candidates are the best step x (rounds + 1);
+  // their ranking moves with capacity, so only the count tells whether a
+  // round is due: top the live copies up to it with the best clusters that
+  // have no copy yet (a deactivated or refused copy's cluster is not asked
+  // again at this epoch). AllAtOnce: up to maxCopies, with the feasible
+  // clusters in rank order.
+  const size_t target = incremental ? in_.placement->candidates.size() : in_.max_copies;
   if (live >= target) return std::nullopt;
   std::vector<std::string> add;
   for (const std::string& c : in_.placement->candidates) {
@@ -120,9 +122,12 @@ std::optional<Plan> Ladder::Widen() const {
   }
   u.events.push_back(Event("Widened", incremental ? fmt::format("Incremental round: Workload copies added to {}",
                                                                 fmt::join(add, ", "))
-                                                  : fmt::format("Workload copies added to {}, in place of the "
-                                                                "clusters that refused theirs",
-                                                                fmt::join(add, ", "))));
+                                      : refusals ? fmt::format("Workload copies added to {}, in place of the "
+                                                               "clusters that refused theirs",
+                                                               fmt::join(add, ", "))
+                                                 : fmt::format("Workload copies added to {}, which can take the "
+                                                               "job now",
+                                                               fmt::join(add, ", "))));
   plan.write = std::move(u);
   plan.requeue_ms = opt_.retry_ms;
   return plan;

@@ -340,6 +340,7 @@ int64_t Engine::Pass(const std::string& uid) {
     }
     const auto snapshots = Snapshots(now);
     in.placement = placement::Place(demand, *snapshots, options_.placement);
+    in.max_copies = static_cast<size_t>(std::max(0, options_.placement.max_copies));
   }
   Plan plan = Decide(in);
   if (metrics_) metrics_->Pass(plan.step);

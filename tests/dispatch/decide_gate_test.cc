@@ -180,6 +180,7 @@ TEST_CASE("step 9: no gate opens while a copy holds quota, or the copies are ung
     w.job.epoch = 2;
     w.Intent("c2", "Workload", 2);
     w.in.intents.erase(w.in.intents.begin(), w.in.intents.begin() + 3);
+    w.in.max_copies = 1;  // no copy is added beside c2's
     Plan p = Decide(w.Input());
     CHECK(OpenGates(p) == 0);
     w.Workload("c2", 2).gated = true;  // seen now

@@ -377,9 +377,11 @@ TEST_CASE("an optional kind the owner cannot list holds the jobs of that kind on
   CHECK_FALSE(FindIntent(*withdrawn.write, "c1", "Workload")->present);
   REQUIRE(withdrawn.write->events.size() == 1);
   CHECK_THAT(withdrawn.write->events[0].message, Catch::Contains("c1 (it does not let gantry list jobsets there)"));
-  // Its only copy there: dispatched again, elsewhere.
+  // Its only copy there, and no other cluster that can take it now:
+  // dispatched again, elsewhere. (One that can gets a copy: step 7.)
   World only = nominating;
   only.in.intents.erase(only.in.intents.begin() + 1);
+  only.in.placement = Candidates({"c1"});
   Plan again = Decide(only.Input());
   REQUIRE(again.write);
   REQUIRE(again.write->phase);

@@ -165,6 +165,7 @@ TEST_CASE("step 7: AllAtOnce asks the feasible clusters beyond its candidates in
   w.synced.insert("c4");
   // maxCopies 2 chose c1 and c2 of the four feasible clusters.
   w.in.placement = Feasible({"c1", "c2"}, {"c1", "c2", "c3", "c4"});
+  w.in.max_copies = 2;
   Plan p = Decide(w.Input());
   CHECK(p.step == "widen");
   CHECK(Count(p, Verb::kCreate, "Workload") == 2);
@@ -186,14 +187,52 @@ TEST_CASE("step 7: AllAtOnce asks the feasible clusters beyond its candidates in
   CHECK(Count(m, Verb::kCreate, "Workload") == 1);
   CHECK(Count(m, Verb::kCreate, "Workload", "c3") == 1);
 
-  // Without refusals, AllAtOnce adds nothing beyond its candidates.
+  // Without refusals, AllAtOnce adds nothing beyond maxCopies...
   World plain;
   plain.job.phase = JobPhase::kNominating;
   plain.job.epoch = 1;
   plain.Intent("c1", "Workload", 1);
   plain.Workload("c1", 1);
   plain.in.placement = Feasible({"c1"}, {"c1", "c2", "c3"});
+  plain.in.max_copies = 1;
   CHECK(Decide(plain.Input()).step == "copies");
+}
+
+TEST_CASE("step 7: AllAtOnce adds a copy in a cluster that can take the job only after its nomination",
+          "[dispatch][decide]") {
+  // Nominated to c1 alone (c2 was full, or not Ready); c1 is full now and
+  // c2 is not: the job is not left waiting on c1 alone.
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1);
+  w.Workload("c1", 1);
+  w.in.placement = Feasible({"c2"}, {"c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "widen");
+  CHECK(Count(p, Verb::kCreate, "Workload") == 1);
+  CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+  CHECK(Count(p, Verb::kDelete, "Workload") == 0);  // c1's copy stays: c1 may free up first
+  REQUIRE(p.write);
+  REQUIRE(p.write->events.size() == 1);
+  CHECK(p.write->events[0].message == "Workload copies added to c2, which can take the job now");
+  REQUIRE(p.write->upsert_intents.size() == 1);
+  CHECK(p.write->upsert_intents[0].epoch == 1);  // the same epoch: no new nomination
+
+  // Once c2's copy is out, nothing more: each cluster gets one copy an epoch.
+  w.Intent("c2", "Workload", 1);
+  w.Workload("c2", 1);
+  CHECK(Decide(w.Input()).step == "copies");
+
+  // At maxCopies, a cluster that can take the job now gets no copy.
+  World full;
+  full.job.phase = JobPhase::kNominating;
+  full.job.epoch = 1;
+  full.Intent("c1", "Workload", 1);
+  full.Workload("c1", 1);
+  full.in.placement = Feasible({"c2"}, {"c2"});
+  full.in.max_copies = 1;
+  CHECK(Decide(full.Input()).step == "copies");
 }
 
 TEST_CASE("step 9: every cluster asked refused, one cannot take the job only for now: it waits, not fails",

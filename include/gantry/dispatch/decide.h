@@ -165,6 +165,9 @@ struct DecideInput {
   std::shared_ptr<const FleetFacts> clusters = SharedEmpty<FleetFacts>();  // the inventory; never null
   // Only for Queued and Nominating jobs (the engine calls Place() then).
   std::optional<placement::Decision> placement;
+  // Placement's maxCopies: the most Workload copies an AllAtOnce job keeps
+  // out at once (step 7 tops them up to it as clusters become feasible).
+  size_t max_copies = 8;
   // (cluster, kind) objects of the current epoch this engine created and has
   // not seen yet (expectations.h): not created again.
   std::set<std::pair<std::string, std::string>> expected;

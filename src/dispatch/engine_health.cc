@@ -105,10 +105,11 @@ void Engine::RunHealthWatch() {
       }
     }
     // A cluster that became Ready may be the first candidate of a job that
-    // had none: queued jobs are looked at again (behind the jobs in flight).
+    // had none, or one more for a job waiting for admission: queued and
+    // nominating jobs are looked at again (behind the jobs in flight).
     if (became_ready) {
-      if (auto woken = reconciler_->WakeQueued(); !woken.ok()) {
-        spdlog::warn("dispatch: queued jobs: {}", woken.status().ToString());
+      if (auto woken = reconciler_->WakeWaiting(); !woken.ok()) {
+        spdlog::warn("dispatch: queued and nominating jobs: {}", woken.status().ToString());
       }
     }
     last = std::move(now);

@@ -28,7 +28,7 @@ Reconciler::~Reconciler() { Stop(); }
 
 Result<size_t> Reconciler::WakeUnfinished() {
   size_t found = 0;
-  for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning, JobPhase::kNominating}) {
+  for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning}) {
     GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
         store_, phase,
         [&](const JobKey& job) {
@@ -37,15 +37,22 @@ Result<size_t> Reconciler::WakeUnfinished() {
         },
         scan_page_));
   }
-  auto queued = WakeQueued();
-  if (!queued.ok()) return queued.status();
-  return found + *queued;
+  auto waiting = WakeWaiting();
+  if (!waiting.ok()) return waiting.status();
+  return found + *waiting;
 }
 
-Result<size_t> Reconciler::WakeQueued() {
+Result<size_t> Reconciler::WakeWaiting() {
+  size_t found = 0;
+  GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
+      store_, JobPhase::kNominating,
+      [&](const JobKey& job) {
+        Wake(job.uid);
+        ++found;
+      },
+      scan_page_));
   // Queued jobs go where new ones go: nominated by priority, then
   // submission order, after the jobs in flight.
-  size_t found = 0;
   GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
       store_, JobPhase::kQueued,
       [&](const JobKey& job) {

@@ -59,9 +59,11 @@ class Reconciler final : public dispatch::JobIntake {
   // Wakes every job in a non-final phase (start-up, inventory reload), the
   // Queued ones as new jobs (WakeNew). Returns how many.
   Result<size_t> WakeUnfinished();
-  // Wakes every Queued job as a new job (WakeNew): a cluster that became
-  // Ready may be their first candidate. Returns how many.
-  Result<size_t> WakeQueued();
+  // Wakes every Queued job as a new job (WakeNew), and every Nominating
+  // one: a cluster that became Ready may be the first candidate of a queued
+  // job, and a cluster an AllAtOnce job waiting for admission has no copy
+  // in yet (Decide step 7). Returns how many.
+  Result<size_t> WakeWaiting();
 
   void Wake(const std::string& job_uid) override { Enqueue(job_uid, Lane::kPlain); }
   void CancelRequested(const std::string& job_uid) override { WakeUrgent(job_uid); }

@@ -1,0 +1,77 @@
+// An AllAtOnce job sent to the one cluster that could take it then (the
+// other cordoned), full by now: once the other can take it, it gets a copy
+// there too and runs there, instead of waiting for the first to free up.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// Two clusters of 2 nodes x 8 H100 (16 GPUs of nominal quota each).
+const char* kTwoClusters = R"(clusters:
+- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
+- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
+)";
+
+// A job of 2 pods x 8 GPUs: a whole cluster.
+std::string WholeCluster(const std::string& name, const std::string& duration) {
+  return SimJobYaml(name, "team-a", 2, 8, duration);
+}
+
+int CountReason(const std::vector<nlohmann::json>& events, const std::string& reason) {
+  int n = 0;
+  for (const auto& e : events) n += e.value("reason", "") == reason ? 1 : 0;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("an AllAtOnce job waiting in a full cluster gets a copy in one that can take it later, and runs there",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleetOptions options;
+  options.sim_config_yaml = kTwoClusters;
+  DispatchFleet fleet(options);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  const std::string c2_file = fleet.sim_dir() + "/clusters.d/c2.yaml";
+  const std::string c2_config = ReadFile(c2_file);
+  REQUIRE(!c2_config.empty());
+
+  // c2 is cordoned: the filler goes to c1 and fills it.
+  WriteFile(c2_file, c2_config + "cordoned: true\n");
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(WaitFor([&] { return Cli(fleet.url(), {"clusters"}).out.find("Cordoned") != std::string::npos; },
+                  seconds(10)));
+  REQUIRE(fleet.Submit("team-a", WholeCluster("filler", "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "filler", {"Running"}));
+  REQUIRE(fleet.Job("team-a", "filler")["status"]["cluster"] == "c1");
+
+  // The waiter's only candidate is c1, where it cannot be admitted now.
+  REQUIRE(fleet.Submit("team-a", WholeCluster("waiter", "1s")) == 201);
+  REQUIRE(WaitFor([&] { return fleet.Phase("team-a", "waiter") == "Nominating"; }, seconds(10)));
+  CHECK(fleet.Job("team-a", "waiter")["status"].value("message", "") == "nominated to c1");
+
+  // Uncordoned, c2 can take it: a copy goes there at the same epoch, is
+  // admitted, and the job runs there while the filler still runs in c1.
+  WriteFile(c2_file, c2_config);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Succeeded"}, seconds(30)));
+  const nlohmann::json waiter = fleet.Job("team-a", "waiter");
+  CHECK(waiter["status"]["cluster"] == "c2");
+  CHECK(waiter["status"]["epoch"] == 1);
+  const std::vector<nlohmann::json> events = fleet.Events("team-a", "waiter");
+  CHECK(CountReason(events, "Widened") == 1);
+  CHECK(CountReason(events, "Nominated") == 1);
+  CHECK(fleet.Phase("team-a", "filler") == "Running");
+  CHECK(fleet.Runs(fleet.Uid("team-a", "waiter")).size() == 1);
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out << check.err);
+  CHECK(check.code == 0);
+}
+
+}  // namespace gantry::testing

@@ -2,6 +2,10 @@
 // Watches report object changes, but a partition changes no object: without
 // this, a job whose owner went away would wait for its next resync before
 // its cluster-lost clock was looked at.
+#include <algorithm>
+#include <set>
+#include <string>
+
 #include <spdlog/spdlog.h>
 
 #include "gantry/dispatch/engine.h"
@@ -11,13 +15,19 @@ namespace gantry::dispatch {
 
 // A cluster's readiness as the health watch compares it: Ready (answering,
 // its Workloads and Jobs listed) since when (a NotReady blip between two
-// looks changes the time), or not ready; and whether every watched kind has
-// listed (a JobSet view that lists again concerns the JobSets there).
+// looks changes the time), or not ready; and, when ready, the watched kinds
+// that have not listed (a JobSet view that lists again concerns the JobSets
+// there, whatever other optional kind still fails).
 struct Readiness {
   bool ready = false;
   int64_t since_ms = 0;
-  bool every_kind = false;
+  std::set<std::string> unlisted;
   friend bool operator==(const Readiness&, const Readiness&) = default;
+  // A kind this one shows listed that `before` did not.
+  bool KindListedSince(const Readiness& before) const {
+    return std::any_of(before.unlisted.begin(), before.unlisted.end(),
+                       [&](const std::string& r) { return !unlisted.count(r); });
+  }
 };
 
 void Engine::RunHealthWatch() {
@@ -44,7 +54,7 @@ void Engine::RunHealthWatch() {
       const std::string& name = view.config.name;
       const bool answers = view.health.state == inventory::HealthState::kReady;
       const bool ready = answers && observer_->SyncedForJobs(name);
-      now[name] = {ready, ready ? view.health.since_ms : 0, ready && observer_->Synced(name)};
+      now[name] = {ready, ready ? view.health.since_ms : 0, ready ? observer_->Unlisted(name) : std::set<std::string>{}};
       auto before = answering.find(name);
       if (!answers) {
         if (view.health.state == inventory::HealthState::kNotReady) {
@@ -82,7 +92,8 @@ void Engine::RunHealthWatch() {
       // there now); not when only a kind stopped listing.
       const bool kinds_only = before != last.end() && before->second.ready && ready &&
                               before->second.since_ms == readiness.since_ms;
-      became_ready |= ready && !(kinds_only && !readiness.every_kind);
+      const bool kind_listed = kinds_only && readiness.KindListedSince(before->second);
+      became_ready |= ready && (!kinds_only || kind_listed);
       {
         // The passes woken below must see this change: the cached view may
         // predate it by up to fleet_refresh_ms, and a job whose only
@@ -98,8 +109,7 @@ void Engine::RunHealthWatch() {
       if (!scanned.ok()) spdlog::warn("dispatch: jobs in {}: {}", cluster, scanned.ToString());
       if (woken > 0) {
         spdlog::info("dispatch: cluster {} {}: looking again at {} job(s) with objects there", cluster,
-                     kinds_only ? (readiness.every_kind ? "lists every watched kind again"
-                                                        : "no longer lists every watched kind")
+                     kinds_only ? (kind_listed ? "lists a watched kind again" : "no longer lists a watched kind")
                                 : ready ? "is reachable" : "is unreachable",
                      woken);
       }

@@ -272,6 +272,17 @@ bool ClusterObserver::Synced(const std::string& cluster) const {
   return it != impl_->clusters.end() && it->second->Synced();
 }
 
+std::set<std::string> ClusterObserver::Unlisted(const std::string& cluster) const {
+  std::set<std::string> unlisted;
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  if (it == impl_->clusters.end()) return unlisted;
+  for (std::size_t r = 0; r < impl_->resources.size(); ++r) {
+    if (!it->second->caches[r].listed) unlisted.insert(impl_->resources[r].name);
+  }
+  return unlisted;
+}
+
 bool ClusterObserver::SyncedForJobs(const std::string& cluster) const {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->clusters.find(cluster);

@@ -493,6 +493,9 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     // The open watch goes on until its end (1 s here); the relist is refused.
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "kill-watches", "c1"}).code == 0);
     REQUIRE(WaitFor([&] { return !observer.Synced("c1"); }, std::chrono::seconds(10)));
+    CHECK(observer.Unlisted("c1") == std::set<std::string>{"workloads"});
+    CHECK(observer.Unlisted("c2").empty());
+    CHECK(observer.Unlisted("c9").empty());  // not watched
     CHECK(observer.WatchRefusals()["c1"].find("403") != std::string::npos);
     CHECK(observer.WatchRefusals()["c1"].find("listing workloads answered 403") != std::string::npos);
     CHECK(observer.Synced("c2"));
@@ -528,9 +531,11 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK(WaitFor([&] { return fresh.SyncedForJobs("c2") && !fresh.KindRefusals().empty(); },
                   std::chrono::seconds(10)));
     CHECK_FALSE(fresh.Synced("c2"));
+    CHECK(fresh.Unlisted("c2") == std::set<std::string>{"jobsets"});
     // Allowed again: listed, nothing refused.
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
     CHECK(WaitFor([&] { return fresh.Synced("c2") && fresh.KindRefusals().empty(); }, std::chrono::seconds(20)));
+    CHECK(fresh.Unlisted("c2").empty());
     fresh.Stop();
   }
 

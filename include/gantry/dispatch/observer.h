@@ -199,6 +199,9 @@ class ClusterObserver {
   JobObservation ForJob(const std::string& job_uid, const JobKind& kind = {}) const;
   // Every watched resource of the cluster has listed.
   bool Synced(const std::string& cluster) const;
+  // The watched resources of the cluster that have not listed (by name:
+  // "jobsets"); empty for a cluster not watched.
+  std::set<std::string> Unlisted(const std::string& cluster) const;
   // Its Workloads and Jobs have listed (the resources every cluster must
   // let gantry list; an optional kind's do not count).
   bool SyncedForJobs(const std::string& cluster) const;

@@ -47,7 +47,11 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
   };
   // Duplicates of the fencing deletes are removed by Run().
   for (const RemoteIntent& i : in_.intents) {
-    if (i.present || touched(i.cluster, i.kind) || !Reachable(i.cluster)) continue;
+    if (i.present || touched(i.cluster, i.kind)) continue;
+    if (!Reachable(i.cluster)) {
+      if (AnswersUnseen(i)) deletes.actions.push_back(DeleteUnseen(i));
+      continue;
+    }
     const ClusterObservation* o = Observed(i.cluster);
     if (i.kind == kWorkload) {
       for (const ObservedWorkload& w : o->workloads) deletes.actions.push_back(DeleteWorkload(i.cluster, w));
@@ -129,6 +133,9 @@ Plan Ladder::Cleanup(const char* step) const {
   plan.step = step;
   const auto keep = Retained(job_.phase, job_.finished_ms, false);  // nothing while Cancelling
   WithdrawObserved(plan, keep);
+  for (const RemoteIntent& i : in_.intents) {
+    if (!keep.count({i.cluster, i.kind}) && AnswersUnseen(i)) plan.actions.push_back(DeleteUnseen(i));
+  }
   DispatchUpdate u = Guarded(job_);
   MarkAllAbsent(u, keep);
   // Only rows already absent can be confirmed gone, so none of these is
@@ -367,6 +374,23 @@ Action DeleteJobAction(const std::string& cluster, const ObservedJob& j) {
   nlohmann::json kind = {{"apiVersion", ApiVersionOf(j)}, {"kind", j.kind}};
   auto path = JobPath(kind, j.ns, j.name);
   return DeleteAction(cluster, kJob, j, path.ok() ? *path : "");
+}
+
+Action DeleteUnseenAction(const DecideInput& in, const RemoteIntent& i) {
+  Action a;
+  a.verb = Verb::kDeleteUnseen;
+  a.cluster = i.cluster;
+  a.kind = i.kind;
+  a.ns = i.ns;
+  a.name = i.name;
+  a.epoch = i.epoch;
+  if (i.kind == kWorkload) {
+    a.path = WorkloadPath(KueueVersionOf(*in.clusters, i.cluster), i.ns, i.name);
+  } else {
+    auto path = JobPath(in.spec->template_object, i.ns, i.name);
+    a.path = path.ok() ? *path : "";
+  }
+  return a;
 }
 
 inventory::KueueApiVersion KueueVersionOf(const FleetFacts& clusters,

@@ -41,11 +41,18 @@ bool RefusedForGood(int status, const std::string& message) {
   return status == 422 || status == 400 || (status == 403 && !PassingForbidden(message));
 }
 
+// The key under which a kDeleteUnseen is remembered as asked (Expectations
+// keys its deletes by object uid; this one has no uid to go by).
+std::string UnseenKey(const JobRecord& job, const Action& action) {
+  return fmt::format("unseen:{}/{}/{}@{}", job.uid, action.cluster, action.kind, action.epoch);
+}
+
 const char* VerbName(Verb verb) {
   switch (verb) {
     case Verb::kCreate: return "create";
     case Verb::kDelete: return "delete";
     case Verb::kOpenGate: return "open the preemption gate of";
+    case Verb::kDeleteUnseen: return "look up and delete";
   }
   return "?";
 }
@@ -71,7 +78,9 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action)
                  lease.status().message());
     return std::nullopt;
   }
-  if (action.verb == Verb::kOpenGate) {
+  if (action.verb == Verb::kDeleteUnseen) {
+    // Nothing goes out ahead: FinishAction GETs the object, then decides.
+  } else if (action.verb == Verb::kOpenGate) {
     (*lease)->StartMergePatch(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
   } else if (action.verb == Verb::kDelete) {
     kube::DeleteOptions opts;
@@ -93,6 +102,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   }
   if (!lease) return false;  // no connection to the cluster now
   kube::KubeClient& client = **lease;
+  if (action.verb == Verb::kDeleteUnseen) return DeleteUnseen(job, action, client);
   if (action.verb == Verb::kOpenGate) {
     auto reply = client.Finish();
     if (metrics_) metrics_->RemoteCall(action.cluster, "patch", reply.ok() ? reply->status : 0);
@@ -214,6 +224,11 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
           expected_.RecentlyDeleted(action.precondition_uid, clock_.NowMillis())) {
         continue;  // answered already; a second delete would get 404, which counts as done
       }
+      // Asked a moment ago: its view cannot show the answer, so it is asked
+      // again once the expectation lapses (ttl), not on every pass.
+      if (action.verb == Verb::kDeleteUnseen && expected_.RecentlyDeleted(UnseenKey(job, action), clock_.NowMillis())) {
+        continue;
+      }
       run[i] = true;
       if (auto lease = StartAction(action)) leases[i].emplace(std::move(*lease));
     }
@@ -221,9 +236,11 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       if (!run[i]) continue;
       const Action& action = *wave[i];
       Refusal refusal;
-      if (!FinishAction(job, action, leases[i], &refusal)) {
+      const bool done = FinishAction(job, action, leases[i], &refusal);
+      if (action.verb == Verb::kDeleteUnseen && leases[i]) expected_.Deleted(UnseenKey(job, action), clock_.NowMillis());
+      if (!done) {
         out.all_ok = false;
-        if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
+        if (action.verb == Verb::kDelete || action.verb == Verb::kDeleteUnseen) delete_failed.insert(action.cluster);
       } else if (action.verb == Verb::kCreate) {
         expected_.Created(job.uid, action.cluster, action.kind, action.epoch, clock_.NowMillis());
       } else if (action.verb == Verb::kDelete) {

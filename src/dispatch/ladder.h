@@ -147,6 +147,19 @@ class Ladder {
     return DeleteWorkloadAction(cluster, KueueVersionOf(*in_.clusters, cluster), w);
   }
   Action DeleteJob(const std::string& cluster, const ObservedJob& j) const { return DeleteJobAction(cluster, j); }
+  // Whether row i's object is to be withdrawn by name (kDeleteUnseen): its
+  // cluster answers (health Ready, credentials accepted) but keeps gantry
+  // from listing its Workloads or Jobs, or the job's kind (a refusal told:
+  // a 403, or list errors that lasted), so that no delete of what its view
+  // shows can reach the object. A view merely not synced yet (a restart)
+  // is waited for. Not for a refused copy's row: nothing of the job's is there.
+  bool AnswersUnseen(const RemoteIntent& i) const {
+    if (!i.refusal.empty() || Reachable(i.cluster)) return false;
+    auto f = in_.clusters->find(i.cluster);
+    return f != in_.clusters->end() && f->second.ready &&
+           (!f->second.watch_refused.empty() || KindRefused(i.cluster));
+  }
+  Action DeleteUnseen(const RemoteIntent& i) const { return DeleteUnseenAction(in_, i); }
   // Whether the real job j says it ended (Succeeded or Failed there).
   static bool Ended(const ObservedJob* j) {
     return j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed);

@@ -89,6 +89,12 @@ class DispatchFleet {
   std::unique_ptr<Daemon> daemon_;
 };
 
+// Two clusters, c1 and c2, of 2 nodes x 8 H100 (16 GPUs of nominal quota each).
+inline constexpr const char* kTwoH100Clusters = R"(clusters:
+- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
+- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
+)";
+
 // A batch/v1 Job document for the simulator: `pods` pods of cpu/memory/gpus,
 // running `duration` (sim.gantry.dev/duration) then succeeding or failing.
 std::string SimJobYaml(const std::string& name, const std::string& ns, int pods, int gpus,

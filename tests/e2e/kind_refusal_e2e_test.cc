@@ -14,10 +14,7 @@ namespace {
 
 DispatchFleetOptions TwoClustersTellingListErrorsAfter2s() {
   DispatchFleetOptions o;
-  o.sim_config_yaml = R"(clusters:
-- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
-- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
-)";
+  o.sim_config_yaml = kTwoH100Clusters;
   o.daemon_config_yaml = "listErrorsToldAfterSeconds: 2\n";
   return o;
 }

@@ -16,11 +16,7 @@
 namespace gantry::testing {
 namespace {
 
-// Two clusters of 2 nodes x 8 H100 (16 GPUs of nominal quota each).
-const char* kTwoClusters = R"(clusters:
-- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
-- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
-)";
+const char* kTwoClusters = kTwoH100Clusters;
 
 DispatchFleetOptions TwoClusters() {
   DispatchFleetOptions o;

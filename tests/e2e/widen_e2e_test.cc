@@ -12,12 +12,6 @@ namespace {
 
 using std::chrono::seconds;
 
-// Two clusters of 2 nodes x 8 H100 (16 GPUs of nominal quota each).
-const char* kTwoClusters = R"(clusters:
-- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
-- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2}
-)";
-
 // A job of 2 pods x 8 GPUs: a whole cluster.
 std::string WholeCluster(const std::string& name, const std::string& duration) {
   return SimJobYaml(name, "team-a", 2, 8, duration);
@@ -34,7 +28,7 @@ int CountReason(const std::vector<nlohmann::json>& events, const std::string& re
 TEST_CASE("an AllAtOnce job waiting in a full cluster gets a copy in one that can take it later, and runs there",
           "[e2e][dispatch][inventory]") {
   DispatchFleetOptions options;
-  options.sim_config_yaml = kTwoClusters;
+  options.sim_config_yaml = kTwoH100Clusters;
   DispatchFleet fleet(options);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());

@@ -32,5 +32,7 @@ class KubeApi {
 // The resource (plural) a request path names: /api/v1/[namespaces/NS/]R[/NAME]
 // or /apis/GROUP/VERSION/[namespaces/NS/]R[/NAME]; "" for other paths.
 std::string ResourceOf(const std::string& path);
+// Whether an API path names one object (or its subresource), not a collection.
+bool NamesObject(const std::string& path);
 
 }  // namespace gantry::sim

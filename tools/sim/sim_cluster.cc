@@ -111,6 +111,7 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
       const std::string verb = req.method == "POST"                          ? "create"
                                : req.method == "DELETE"                      ? "delete"
                                : req.method == "PUT" || req.method == "PATCH" ? "update"
+                               : NamesObject(req.path)                       ? "get"
                                                                               : "list";
       if (faults_.forbidden.count(resource) || faults_.forbidden.count(resource + ":" + verb)) {
         respond(KubeError(403, "Forbidden",

@@ -177,7 +177,12 @@ struct DecideInput {
 
 // kOpenGate: a merge patch of a Workload copy's status that opens its
 // preemption gate (OpenGatePatch).
-enum class Verb { kCreate, kDelete, kOpenGate };
+// kDeleteUnseen: a delete for an object the job's view cannot show (its
+// cluster answers, but gantry cannot list that kind there: not synced yet,
+// or lists refused or failing). The engine GETs it by name and deletes it,
+// with its uid as the precondition, only if it carries the job's uid label
+// and gantry's origin label at an epoch no newer than Action::epoch.
+enum class Verb { kCreate, kDelete, kOpenGate, kDeleteUnseen };
 
 struct Action {
   Verb verb = Verb::kCreate;
@@ -185,8 +190,8 @@ struct Action {
   std::string kind;        // "Workload" | "Job"
   std::string ns;
   std::string name;
-  int64_t epoch = 0;
-  std::string path;        // collection path for create, object path for delete, status path for kOpenGate
+  int64_t epoch = 0;        // kDeleteUnseen: the newest epoch of the job's object it may delete
+  std::string path;        // collection path for create, object path for the deletes, status path for kOpenGate
   nlohmann::json body;     // the object, for create; the patch, for kOpenGate
   std::string precondition_uid;  // delete only this incarnation ("" = any)
 };
@@ -230,6 +235,10 @@ Action OpenGateAction(const std::string& cluster, inventory::KueueApiVersion ver
 Action DeleteWorkloadAction(const std::string& cluster, inventory::KueueApiVersion version,
                             const ObservedWorkload& w);
 Action DeleteJobAction(const std::string& cluster, const ObservedJob& j);
+// The kDeleteUnseen of the object of row i (its path from the cluster's
+// Kueue version, or from the job's template for the real job; "" when the
+// template's kind names no path).
+Action DeleteUnseenAction(const DecideInput& in, const RemoteIntent& i);
 // The observed job's group/version (tests may leave it unset for a Job or a JobSet).
 std::string ApiVersionOf(const ObservedJob& j);
 // The Kueue API version the inventory names for cluster; v1beta2 when the

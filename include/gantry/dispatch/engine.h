@@ -137,6 +137,10 @@ class Engine final : public JobIntake {
   std::optional<kube::ClientPool::Lease> StartAction(const Action& action);
   bool FinishAction(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease,
                     Refusal* refusal);
+  // A kDeleteUnseen (engine_unseen.cc): GET by name, then a delete with the
+  // uid as precondition if the object is the job's; true when it is gone
+  // or not the job's to delete.
+  bool DeleteUnseen(const JobRecord& job, const Action& action, kube::KubeClient& client);
   // Runs a plan's actions in waves of at most one per cluster (see
   // engine_actions.cc). all_ok is false when any failed or was held back;
   // refusal is set when an object gantry did not make holds the real job's

@@ -1,0 +1,76 @@
+// Engine::DeleteUnseen: withdrawing an object that the job's view cannot
+// show. Its cluster answers but keeps gantry from listing that kind (RBAC
+// drift, a broken conversion webhook), so Decide has no uid to delete by
+// (ladder.h, AnswersUnseen). The name is known from the job's row; what
+// holds the name now is read, and deleted only if it is the job's, of an
+// epoch the row covers, with its uid as the precondition: never a newer
+// epoch's object, never someone else's.
+#include <charconv>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gantry/common/json_path.h"
+#include "gantry/dispatch/engine.h"
+#include "gantry/dispatch/remote_objects.h"
+
+namespace gantry::dispatch {
+namespace {
+
+// The object's epoch annotation; 0 when missing or not a positive number.
+int64_t EpochOf(const nlohmann::json& object) {
+  const std::string text = JsonStringAt(object, {"metadata", "annotations", kEpochAnnotation});
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  return ec == std::errc() && end == text.data() + text.size() && v > 0 ? v : 0;
+}
+
+}  // namespace
+
+bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::KubeClient& client) {
+  if (action.path.empty()) return true;  // the template's kind has no path: nothing was created
+  auto got = client.Get(action.path);
+  if (metrics_) metrics_->RemoteCall(action.cluster, "get", got.ok() ? got->status : 0);
+  if (!got.ok()) {
+    spdlog::debug("dispatch: get {} in {}: {}", action.path, action.cluster, got.status().ToString());
+    return false;
+  }
+  if (got->status == 404) return true;  // gone already
+  if (!got->ok()) {
+    spdlog::info("dispatch: {} {}/{} in {} cannot be listed there, nor read: HTTP {} {}; it is withdrawn once "
+                 "the cluster lets gantry see it",
+                 action.kind, action.ns, action.name, action.cluster, got->status,
+                 got->error ? got->error->message : "");
+    return false;
+  }
+  const nlohmann::json& object = got->body;
+  const std::string uid = JsonStringAt(object, {"metadata", "uid"});
+  const int64_t epoch = EpochOf(object);
+  if (JsonStringAt(object, {"metadata", "labels", kOriginLabel}) != options_.decide.origin ||
+      JsonStringAt(object, {"metadata", "labels", kJobUidLabel}) != job.uid || epoch == 0 ||
+      epoch > action.epoch || uid.empty()) {
+    spdlog::info("dispatch: {} {}/{} in {} is not this job's at epoch {} or before; left alone", action.kind,
+                 action.ns, action.name, action.cluster, action.epoch);
+    return true;
+  }
+  kube::DeleteOptions opts;
+  opts.propagation_policy = "Background";
+  opts.precondition_uid = uid;
+  auto deleted = client.Delete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
+  if (metrics_) metrics_->RemoteCall(action.cluster, "delete", deleted.ok() ? deleted->status : 0);
+  if (!deleted.ok()) {
+    spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, deleted.status().ToString());
+    return false;
+  }
+  // Gone meanwhile, or re-created (the precondition failed): done either way.
+  if (deleted->ok() || deleted->status == 404 || deleted->status == 409) {
+    spdlog::info("dispatch: {} {}/{} (epoch {}) deleted in {}, which keeps gantry from listing it", action.kind,
+                 action.ns, action.name, epoch, action.cluster);
+    return true;
+  }
+  spdlog::warn("dispatch: delete {} in {}: HTTP {} {}", action.path, action.cluster, deleted->status,
+               deleted->error ? deleted->error->message : "");
+  return false;
+}
+
+}  // namespace gantry::dispatch

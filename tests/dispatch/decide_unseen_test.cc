@@ -1,0 +1,107 @@
+// Decide() with rows in a cluster that answers but keeps gantry from
+// listing what they name (kDeleteUnseen): the objects are withdrawn by name,
+// the engine reading each first, instead of waiting until the cluster lets
+// gantry list them again. A view only not synced yet is waited for.
+#include <catch2/catch.hpp>
+
+#include "decide_world.h"
+#include "gantry/dispatch/remote_objects.h"
+
+namespace gantry::dispatch {
+using namespace decide_world;
+
+namespace {
+
+// c1 answers, but its lists of Workloads and Jobs are refused (told).
+void RefuseLists(World& w) {
+  w.clusters["c1"].watch_refused = "listing jobs answered 403: forbidden";
+  w.clusters["c1"].watch_refused_for_ms = 60'000;
+  w.synced.erase("c1");
+}
+
+const Action* Find(const Plan& p, Verb verb, const std::string& kind, const std::string& cluster) {
+  for (const Action& a : p.actions) {
+    if (a.verb == verb && a.kind == kind && a.cluster == cluster) return &a;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+TEST_CASE("a cancel withdraws the job's objects by name from a cluster that refuses gantry their list",
+          "[dispatch][decide]") {
+  World w;
+  w.OwnedBy(JobPhase::kRunning, "c1", 2);
+  w.job.phase = JobPhase::kCancelling;
+  RefuseLists(w);
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "cancel");
+  CHECK(Count(p, Verb::kDeleteUnseen, "Workload", "c1") == 1);
+  CHECK(Count(p, Verb::kDeleteUnseen, "Job", "c1") == 1);
+  CHECK(Count(p, Verb::kDelete, "Job") == 0);
+  const Action* job = Find(p, Verb::kDeleteUnseen, "Job", "c1");
+  REQUIRE(job);
+  CHECK(job->epoch == 2);
+  CHECK(job->path == "/apis/batch/v1/namespaces/team-a/jobs/" + RemoteName("train", w.job.uid));
+  const Action* copy = Find(p, Verb::kDeleteUnseen, "Workload", "c1");
+  REQUIRE(copy);
+  CHECK(copy->path == WorkloadPath(inventory::KueueApiVersion::kV1beta2, "team-a", RemoteName("train", w.job.uid)));
+  // The rows stay until the cluster shows the objects gone: the job waits,
+  // saying for what, and looks again soon.
+  REQUIRE(p.write);
+  CHECK(p.write->drop_intents.empty());
+  CHECK_FALSE(p.write->phase);
+  CHECK_THAT(*p.write->message, Catch::Contains("waiting for cluster(s) c1 to confirm deletion"));
+  CHECK(p.requeue_ms == w.in.options.retry_ms);
+
+  SECTION("not while the view is only not synced yet (a restart): that is waited for") {
+    w.clusters["c1"].watch_refused.clear();
+    w.clusters["c1"].watch_refused_for_ms = 0;
+    Plan q = Decide(w.Input());
+    CHECK(Count(q, Verb::kDeleteUnseen, "Workload") + Count(q, Verb::kDeleteUnseen, "Job") == 0);
+  }
+  SECTION("not to a cluster out of reach") {
+    w.clusters["c1"].ready = false;
+    w.clusters["c1"].lost_for_ms = 1'000;
+    Plan q = Decide(w.Input());
+    CHECK(q.actions.empty());
+  }
+  SECTION("a refusal of the job's kind alone is enough (its JobSets, say)") {
+    w.clusters["c1"].watch_refused.clear();
+    w.clusters["c1"].kind_refused["jobs"] = {"listing jobs answered 500", 60'000};
+    w.in.resource = "jobs";
+    Plan q = Decide(w.Input());
+    CHECK(Count(q, Verb::kDeleteUnseen, "Job", "c1") == 1);
+    CHECK(Count(q, Verb::kDeleteUnseen, "Workload", "c1") == 1);
+  }
+}
+
+TEST_CASE("a job moved on from an owner that refuses gantry their list has its old objects withdrawn there by name",
+          "[dispatch][decide]") {
+  // Moved past credentialsRefusedTimeout: epoch 3 runs in c2; c1's epoch-2
+  // rows are marked absent (their objects may still run there).
+  World w;
+  w.OwnedBy(JobPhase::kRunning, "c2", 3);
+  w.Workload("c2", 3).admitted = true;
+  w.RemoteJob("c2", 3, RemoteJobState::kRunning);
+  w.Intent("c1", "Workload", 2, false);
+  w.Intent("c1", "Job", 2, false);
+  RefuseLists(w);
+  Plan p = Decide(w.Input());
+  const Action* zombie = Find(p, Verb::kDeleteUnseen, "Job", "c1");
+  REQUIRE(zombie);
+  CHECK(zombie->epoch == 2);  // the engine deletes nothing newer than the row
+  CHECK(Count(p, Verb::kDeleteUnseen, "Workload", "c1") == 1);
+  CHECK(Count(p, Verb::kDeleteUnseen, "Job", "c2") == 0);  // the owner's, synced, are its own business
+  CHECK(Count(p, Verb::kDelete, "Job") == 0);
+  CHECK(p.requeue_ms == w.in.options.retry_ms);
+  // A refused copy's row names nothing of the job's: nothing to withdraw.
+  World refused = w;
+  refused.in.intents.pop_back();
+  refused.in.intents.pop_back();
+  refused.Intent("c1", "Workload", 2, false);
+  refused.in.intents.back().refusal = "cluster c1 refused Workload team-a/train: HTTP 403 denied";
+  CHECK(Decide(refused.Input()).actions.empty());
+}
+
+}  // namespace gantry::dispatch

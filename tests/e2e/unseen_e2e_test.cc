@@ -1,0 +1,103 @@
+// A cluster that answers but no longer lets gantry list its Jobs (RBAC
+// drift: list and watch revoked, get and delete kept). A cancel of the job
+// running there used to wait, with the job running on, until the list was
+// allowed again; now gantry reads the job's objects there by name and
+// deletes them, and waits only to see them gone.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+
+#include "daemon_fixture.h"
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using std::chrono::seconds;
+
+DispatchFleetOptions TwoClusters() {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoH100Clusters;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("a cancel reaches a job whose cluster no longer lets gantry list its Jobs: it stops there at once",
+          "[e2e][dispatch][cancel]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("runner", "team-a", 1, 1, "120s", "  placement: {clusters: [c1]}")) ==
+          201);
+  REQUIRE(fleet.WaitPhase("team-a", "runner", {"Running"}));
+  const std::string uid = fleet.Uid("team-a", "runner");
+
+  // gantry may still get and delete Jobs in c1, but not list or watch them.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:list"}).code == 0);
+  REQUIRE(fleet.Ctl({"kill-watches", "c1"}).code == 0);
+  REQUIRE(PollFor([&] {
+    return Cli(fleet.url(), {"clusters"}).out.find("listing jobs answered 403") != std::string::npos;
+  }, seconds(20)));
+
+  REQUIRE(Cli(fleet.url(), {"cancel", "runner", "-n", "team-a"}).code == 0);
+  // The run in c1 ends: the Job was deleted there, though gantry cannot see it.
+  REQUIRE(PollFor([&] {
+    const std::vector<nlohmann::json> runs = fleet.Runs(uid);
+    return runs.size() == 1 && runs[0].contains("endMs");
+  }, seconds(20)));
+  CHECK(fleet.Runs(uid)[0].value("endReason", "") == "Deleted");
+  // The job waits to see that, saying for what.
+  CHECK(fleet.Phase("team-a", "runner") == "Cancelling");
+  CHECK(fleet.Job("team-a", "runner")["status"].value("message", "") ==
+        "waiting for cluster(s) c1 to confirm deletion");
+
+  // Listed again: the objects are seen gone, and the job is Cancelled.
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "runner", {"Cancelled"}, seconds(30)));
+  CHECK(fleet.Runs(uid).size() == 1);
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out << check.err);
+  CHECK(check.code == 0);
+}
+
+TEST_CASE("a job moved on from an owner that no longer lets gantry list its Jobs is stopped there, unseen",
+          "[e2e][dispatch][recovery]") {
+  DispatchFleetOptions o = TwoClusters();
+  o.daemon_config_yaml = "credentialsRefusedTimeoutSeconds: 3\n";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("mover", "team-a", 1, 1, "20s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Running"}));
+  const std::string uid = fleet.Uid("team-a", "mover");
+  const std::string first = fleet.Job("team-a", "mover")["status"].value("cluster", "");
+  const std::string second = first == "c1" ? "c2" : "c1";
+
+  // The owner stops letting gantry list its Jobs: past the timeout, the job
+  // is dispatched again (onClusterLoss Requeue) and runs in the other
+  // cluster at epoch 2, and its first run, which gantry cannot see, is
+  // deleted there: it does not run on beside the second.
+  REQUIRE(fleet.Ctl({"forbid", first, "jobs:list"}).code == 0);
+  REQUIRE(fleet.Ctl({"kill-watches", first}).code == 0);
+  REQUIRE(PollFor([&] {
+    const nlohmann::json j = fleet.Job("team-a", "mover");
+    return j["status"].value("epoch", 0) >= 2 && j["status"].value("cluster", "") == second;
+  }, seconds(40)));
+  REQUIRE(PollFor([&] {
+    const std::vector<nlohmann::json> runs = fleet.Runs(uid);
+    return !runs.empty() && runs[0].contains("endMs");
+  }, seconds(20)));
+  CHECK(fleet.Ctl({"forbid", first}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Succeeded"}, seconds(40)));
+  const std::vector<nlohmann::json> runs = fleet.Runs(uid);
+  REQUIRE(runs.size() == 2);
+  CHECK(runs[0].value("cluster", "") == first);
+  CHECK(runs[0].value("endReason", "") == "Deleted");  // stopped, not run to its end
+  CHECK(runs[1].value("cluster", "") == second);
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out << check.err);
+  CHECK(check.code == 0);
+}
+
+}  // namespace gantry::testing

@@ -79,6 +79,7 @@ std::optional<Plan> Ladder::Widen() const {
   if (!in_.placement) return std::nullopt;
   const bool incremental = in_.spec->dispatch.mode == DispatchMode::kIncremental;
   bool refusals = false;
+  bool holding = false;  // a copy holds quota (its admission checks pending, say)
   std::set<std::string> have;
   size_t live = 0;  // copies that may still be admitted
   for (const RemoteIntent& i : in_.intents) {
@@ -88,6 +89,8 @@ std::optional<Plan> Ladder::Widen() const {
     }
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
     have.insert(i.cluster);
+    const ObservedWorkload* w = Reachable(i.cluster) ? WorkloadIn(i.cluster) : nullptr;
+    holding = holding || (w && w->quota_reserved);
     // AllAtOnce replaces only refused copies: a deactivated one waits for
     // step 8 (its backoff) as before, and keeps its slot of maxCopies.
     if (!Gone(i.cluster) && (!incremental || !Deactivated(i.cluster))) ++live;
@@ -97,7 +100,11 @@ std::optional<Plan> Ladder::Widen() const {
   // round is due: top the live copies up to it with the best clusters that
   // have no copy yet (a deactivated or refused copy's cluster is not asked
   // again at this epoch). AllAtOnce: up to maxCopies, with the feasible
-  // clusters in rank order.
+  // clusters in rank order; not while a copy holds quota (as step 9's
+  // gates wait then): that cluster's admission checks may provision for
+  // it, and another copy would reserve, or preempt, for nothing. A refused
+  // copy is replaced all the same, as before.
+  if (!incremental && holding && !refusals) return std::nullopt;
   const size_t target = incremental ? in_.placement->candidates.size() : in_.max_copies;
   if (live >= target) return std::nullopt;
   std::vector<std::string> add;
@@ -223,7 +230,8 @@ Plan Ladder::AllRefused(const std::vector<std::string>& refused) const {
 // Step 9. Copies in a cluster removed from the inventory or declared lost,
 // or one that keeps gantry from listing the job's kind (KindRefused: such a
 // copy could never take the lease), are withdrawn (intents absent; Sweep
-// deletes what such a cluster still shows once it can); when no other copy
+// deletes what such a cluster shows once it can, or by name while it
+// answers but refuses gantry the list: AnswersUnseen); when no other copy
 // is left, the job is dispatched again at once.
 // When every candidate refused its copy (the engine records each answer),
 // AllRefused decides.

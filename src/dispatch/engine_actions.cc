@@ -225,19 +225,29 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
         continue;  // answered already; a second delete would get 404, which counts as done
       }
       // Asked a moment ago: its view cannot show the answer, so it is asked
-      // again once the expectation lapses (ttl), not on every pass.
-      if (action.verb == Verb::kDeleteUnseen && expected_.RecentlyDeleted(UnseenKey(job, action), clock_.NowMillis())) {
+      // again later (UnseenAsks), not on every pass.
+      if (action.verb == Verb::kDeleteUnseen && !unseen_.Due(UnseenKey(job, action), clock_.NowMillis())) {
         continue;
       }
       run[i] = true;
       if (auto lease = StartAction(action)) leases[i].emplace(std::move(*lease));
     }
+    // The answers of the requests sent are read first: a kDeleteUnseen
+    // sends nothing ahead, and its two round trips (GET, then DELETE) must
+    // not keep the others' answers waiting.
+    std::vector<std::size_t> order;
     for (std::size_t i = 0; i < wave.size(); ++i) {
+      if (wave[i]->verb != Verb::kDeleteUnseen) order.push_back(i);
+    }
+    for (std::size_t i = 0; i < wave.size(); ++i) {
+      if (wave[i]->verb == Verb::kDeleteUnseen) order.push_back(i);
+    }
+    for (std::size_t i : order) {
       if (!run[i]) continue;
       const Action& action = *wave[i];
       Refusal refusal;
       const bool done = FinishAction(job, action, leases[i], &refusal);
-      if (action.verb == Verb::kDeleteUnseen && leases[i]) expected_.Deleted(UnseenKey(job, action), clock_.NowMillis());
+      if (action.verb == Verb::kDeleteUnseen && leases[i]) unseen_.Asked(UnseenKey(job, action), clock_.NowMillis());
       if (!done) {
         out.all_ok = false;
         if (action.verb == Verb::kDelete || action.verb == Verb::kDeleteUnseen) delete_failed.insert(action.cluster);

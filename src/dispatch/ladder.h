@@ -148,13 +148,16 @@ class Ladder {
   }
   Action DeleteJob(const std::string& cluster, const ObservedJob& j) const { return DeleteJobAction(cluster, j); }
   // Whether row i's object is to be withdrawn by name (kDeleteUnseen): its
-  // cluster answers (health Ready, credentials accepted) but keeps gantry
-  // from listing its Workloads or Jobs, or the job's kind (a refusal told:
-  // a 403, or list errors that lasted), so that no delete of what its view
-  // shows can reach the object. A view merely not synced yet (a restart)
-  // is waited for. Not for a refused copy's row: nothing of the job's is there.
+  // cluster answers (health Ready, credentials accepted), the job's view
+  // there is not synced, and the cluster has a told refusal of a list
+  // (Workloads or Jobs, or the job's kind: a 403, or list errors that
+  // lasted), so that no delete of what the view shows may reach the object
+  // soon. A cluster with no refusal told (a restart's first lists) is
+  // waited for. Not for a refused copy's row (nothing of the job's is
+  // there), nor in a cluster declared lost: nothing waits for one, and its
+  // rows stay until it confirms (LostWithIntents).
   bool AnswersUnseen(const RemoteIntent& i) const {
-    if (!i.refusal.empty() || Reachable(i.cluster)) return false;
+    if (!i.refusal.empty() || Reachable(i.cluster) || DeclaredLost(i.cluster)) return false;
     auto f = in_.clusters->find(i.cluster);
     return f != in_.clusters->end() && f->second.ready &&
            (!f->second.watch_refused.empty() || KindRefused(i.cluster));

@@ -224,6 +224,16 @@ TEST_CASE("step 7: AllAtOnce adds a copy in a cluster that can take the job only
   w.Workload("c2", 1);
   CHECK(Decide(w.Input()).step == "copies");
 
+  // While a copy holds quota (its admission checks pending, say), no copy
+  // is added: the cluster may be provisioning for it.
+  World holding;
+  holding.job.phase = JobPhase::kNominating;
+  holding.job.epoch = 1;
+  holding.Intent("c1", "Workload", 1);
+  holding.Workload("c1", 1).quota_reserved = true;
+  holding.in.placement = Feasible({"c2"}, {"c2"});
+  CHECK(Decide(holding.Input()).step != "widen");
+
   // At maxCopies, a cluster that can take the job now gets no copy.
   World full;
   full.job.phase = JobPhase::kNominating;

@@ -67,13 +67,60 @@ TEST_CASE("a cancel withdraws the job's objects by name from a cluster that refu
     CHECK(q.actions.empty());
   }
   SECTION("a refusal of the job's kind alone is enough (its JobSets, say)") {
+    w.spec.template_object = {{"apiVersion", "jobset.x-k8s.io/v1alpha2"}, {"kind", "JobSet"}};
     w.clusters["c1"].watch_refused.clear();
-    w.clusters["c1"].kind_refused["jobs"] = {"listing jobs answered 500", 60'000};
-    w.in.resource = "jobs";
+    w.clusters["c1"].kind_refused["jobsets"] = {"listing jobsets answered 500", 60'000};
+    w.in.resource = "jobsets";
     Plan q = Decide(w.Input());
-    CHECK(Count(q, Verb::kDeleteUnseen, "Job", "c1") == 1);
     CHECK(Count(q, Verb::kDeleteUnseen, "Workload", "c1") == 1);
+    const Action* jobset = Find(q, Verb::kDeleteUnseen, "Job", "c1");
+    REQUIRE(jobset);
+    CHECK(jobset->path == "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets/" + RemoteName("train", w.job.uid));
+    // Another kind's refusal there does not concern this job's view.
+    w.clusters["c1"].kind_refused.clear();
+    w.clusters["c1"].kind_refused["trainjobs"] = {"listing trainjobs answered 500", 60'000};
+    Plan other = Decide(w.Input());
+    CHECK(Count(other, Verb::kDeleteUnseen, "Workload") + Count(other, Verb::kDeleteUnseen, "Job") == 0);
   }
+  SECTION("not in a cluster declared lost: the cancel completes without it, as before") {
+    w.clusters["c1"].config.declared_lost = true;
+    Plan q = Decide(w.Input());
+    CHECK(Count(q, Verb::kDeleteUnseen, "Workload") + Count(q, Verb::kDeleteUnseen, "Job") == 0);
+    REQUIRE(q.write);
+    REQUIRE(q.write->phase);
+    CHECK(*q.write->phase == JobPhase::kCancelled);
+  }
+}
+
+TEST_CASE("a finished job's objects kept for finishedRetentionSeconds are not withdrawn by name before their time",
+          "[dispatch][decide]") {
+  World w;
+  w.OwnedBy(JobPhase::kSucceeded, "c1", 1);
+  w.job.finished_ms = w.in.now_ms - 1'000;
+  w.in.options.finished_retention_ms = 60'000;
+  RefuseLists(w);
+  Plan kept = Decide(w.Input());
+  CHECK(Count(kept, Verb::kDeleteUnseen, "Workload") + Count(kept, Verb::kDeleteUnseen, "Job") == 0);
+  // Their time is up: withdrawn by name.
+  w.job.finished_ms = w.in.now_ms - 61'000;
+  Plan due = Decide(w.Input());
+  CHECK(Count(due, Verb::kDeleteUnseen, "Workload", "c1") == 1);
+  CHECK(Count(due, Verb::kDeleteUnseen, "Job", "c1") == 1);
+}
+
+TEST_CASE("a lease's losers in a cluster that refuses gantry the list are withdrawn there by name",
+          "[dispatch][decide]") {
+  // Admitted in c2; c1's copy was marked absent by the lease.
+  World w;
+  w.OwnedBy(JobPhase::kAdmitted, "c2", 1);
+  w.Workload("c2", 1).admitted = true;
+  w.Intent("c1", "Workload", 1, false);
+  RefuseLists(w);
+  Plan p = Decide(w.Input());
+  const Action* loser = Find(p, Verb::kDeleteUnseen, "Workload", "c1");
+  REQUIRE(loser);
+  CHECK(loser->epoch == 1);
+  CHECK(Count(p, Verb::kDeleteUnseen, "Workload", "c2") == 0);
 }
 
 TEST_CASE("a job moved on from an owner that refuses gantry their list has its old objects withdrawn there by name",

@@ -68,4 +68,34 @@ TEST_CASE("an AllAtOnce job waiting in a full cluster gets a copy in one that ca
   CHECK(check.code == 0);
 }
 
+TEST_CASE("an AllAtOnce job waiting in a full cluster gets a copy in one that comes back from a partition",
+          "[e2e][dispatch][partition]") {
+  DispatchFleetOptions options;
+  options.sim_config_yaml = kTwoH100Clusters;
+  DispatchFleet fleet(options);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+
+  // c2 out of reach: the filler goes to c1 and fills it; the waiter's only
+  // candidate is c1.
+  REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
+  REQUIRE(PollFor([&] { return fleet.Cluster("c2")["status"].value("health", "") == "NotReady"; }, seconds(20)));
+  REQUIRE(fleet.Submit("team-a", WholeCluster("filler", "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "filler", {"Running"}));
+  REQUIRE(fleet.Job("team-a", "filler")["status"]["cluster"] == "c1");
+  REQUIRE(fleet.Submit("team-a", WholeCluster("waiter", "1s")) == 201);
+  REQUIRE(WaitFor([&] { return fleet.Phase("team-a", "waiter") == "Nominating"; }, seconds(10)));
+  CHECK(fleet.Job("team-a", "waiter")["status"].value("message", "") == "nominated to c1");
+
+  // c2 answers again: the health watch wakes the nominating job, which
+  // takes a copy there and runs there. Its resync (30 s) is not waited for.
+  REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Succeeded"}, seconds(15)));
+  const nlohmann::json waiter = fleet.Job("team-a", "waiter");
+  CHECK(waiter["status"]["cluster"] == "c2");
+  CHECK(waiter["status"]["epoch"] == 1);
+  CHECK(CountReason(fleet.Events("team-a", "waiter"), "Widened") == 1);
+  CHECK(fleet.Runs(fleet.Uid("team-a", "waiter")).size() == 1);
+}
+
 }  // namespace gantry::testing

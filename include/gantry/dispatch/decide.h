@@ -13,6 +13,8 @@
 //   1 fence      objects of an older epoch, or a job outside the owner: delete
 //   2 finished   final phase: withdraw everything, drop confirmed intents
 //   3 cancel     Cancelling: withdraw everything, then Cancelled
+//                (withdraw: delete what the views show; in a cluster that
+//                answers but refuses gantry the list, by name: kDeleteUnseen)
 //   4 nominate   Queued: place, then Nominating at epoch+1 with a Workload
 //                intent per candidate (or Unschedulable, or wait)
 //   5 lease      Nominating and a copy admitted at this epoch (leaseOn
@@ -20,8 +22,11 @@
 //                or failing an admission check: take the lease
 //   6 timeout    Nominating past dispatch.timeoutSeconds: Failed
 //   7 widen      Incremental: add the next round's candidates, and a
-//                cluster in place of each deactivated copy; either mode:
-//                a feasible cluster not asked yet in place of each that
+//                cluster in place of each deactivated copy; AllAtOnce: a
+//                copy in each feasible cluster without one, up to
+//                maxCopies (one that became feasible after the
+//                nomination), unless a copy holds quota; either mode: a
+//                feasible cluster not asked yet in place of each that
 //                refused its copy (RemoteIntent::refusal)
 //   8 deactivated Nominating and every copy deactivated (an admission check
 //                Rejected it): requeue, dispatch again at epoch+1 (the

@@ -40,6 +40,7 @@
 #include "gantry/dispatch/observer.h"
 #include "gantry/dispatch/reconciler.h"
 #include "gantry/dispatch/spec_cache.h"
+#include "gantry/dispatch/unseen_asks.h"
 #include "gantry/inventory/fleet.h"
 #include "gantry/kube/client_pool.h"
 #include "gantry/placement/placement_options.h"
@@ -188,6 +189,7 @@ class Engine final : public JobIntake {
   FreshJobs fresh_;
   KnownJobs known_;
   Expectations expected_;
+  UnseenAsks unseen_{10'000, 300'000};  // kDeleteUnseen: 10 s after the first ask, doubling up to 5 min
   std::mutex settling_mu_;
   std::set<std::string> settling_;  // finished jobs with remote objects left to withdraw
   std::unique_ptr<ClusterObserver> observer_;

@@ -1,0 +1,31 @@
+#include <catch2/catch.hpp>
+
+#include "gantry/dispatch/unseen_asks.h"
+
+namespace gantry::dispatch {
+
+TEST_CASE("UnseenAsks: each ask of a row doubles its wait, up to the max; rows are apart", "[dispatch]") {
+  UnseenAsks asks(10'000, 40'000);
+  CHECK(asks.Due("a", 0));  // never asked
+  asks.Asked("a", 0);
+  CHECK_FALSE(asks.Due("a", 9'999));
+  CHECK(asks.Due("a", 10'000));
+  CHECK(asks.Due("b", 5'000));  // another row
+  asks.Asked("a", 10'000);      // waits 20 s now
+  CHECK_FALSE(asks.Due("a", 29'999));
+  CHECK(asks.Due("a", 30'000));
+  asks.Asked("a", 30'000);  // 40 s
+  asks.Asked("a", 70'000);  // still 40 s: the max
+  CHECK_FALSE(asks.Due("a", 109'999));
+  CHECK(asks.Due("a", 110'000));
+  // A clock stepped back past the last ask: due, not stuck for the gap.
+  CHECK(asks.Due("a", 60'000));
+  // Not asked for twice the max: forgotten at the next prune (one a minute).
+  asks.Asked("b", 100'000);
+  CHECK(asks.size() == 2);
+  asks.Asked("c", 300'000);
+  CHECK(asks.size() == 1);
+  CHECK(asks.Due("a", 300'000));
+}
+
+}  // namespace gantry::dispatch

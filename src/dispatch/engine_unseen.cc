@@ -6,7 +6,6 @@
 // epoch the row covers, with its uid as the precondition: never a newer
 // epoch's object, never someone else's.
 #include <algorithm>
-#include <charconv>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -16,17 +15,6 @@
 #include "gantry/dispatch/remote_objects.h"
 
 namespace gantry::dispatch {
-namespace {
-
-// The object's epoch annotation; 0 when missing or not a positive number.
-int64_t EpochOf(const nlohmann::json& object) {
-  const std::string text = JsonStringAt(object, {"metadata", "annotations", kEpochAnnotation});
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  return ec == std::errc() && end == text.data() + text.size() && v > 0 ? v : 0;
-}
-
-}  // namespace
 
 bool UnseenAsks::Due(const std::string& key, int64_t now_ms) const {
   std::lock_guard lock(mu_);
@@ -69,18 +57,15 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
     return false;
   }
   const nlohmann::json& object = got->body;
-  const std::string uid = JsonStringAt(object, {"metadata", "uid"});
-  const int64_t epoch = EpochOf(object);
-  if (JsonStringAt(object, {"metadata", "labels", kOriginLabel}) != options_.decide.origin ||
-      JsonStringAt(object, {"metadata", "labels", kJobUidLabel}) != job.uid || epoch == 0 ||
-      epoch > action.epoch || uid.empty()) {
+  const std::optional<int64_t> epoch = DeletableEpoch(object, job.uid, options_.decide.origin, action.epoch);
+  if (!epoch) {
     spdlog::info("dispatch: {} {}/{} in {} is not this job's at epoch {} or before; left alone", action.kind,
                  action.ns, action.name, action.cluster, action.epoch);
     return true;
   }
   kube::DeleteOptions opts;
   opts.propagation_policy = "Background";
-  opts.precondition_uid = uid;
+  opts.precondition_uid = JsonStringAt(object, {"metadata", "uid"});
   auto deleted = client.Delete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
   if (metrics_) metrics_->RemoteCall(action.cluster, "delete", deleted.ok() ? deleted->status : 0);
   if (!deleted.ok()) {
@@ -90,7 +75,7 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
   // Gone meanwhile, or re-created (the precondition failed): done either way.
   if (deleted->ok() || deleted->status == 404 || deleted->status == 409) {
     spdlog::info("dispatch: {} {}/{} (epoch {}) deleted in {}, which keeps gantry from listing it", action.kind,
-                 action.ns, action.name, epoch, action.cluster);
+                 action.ns, action.name, *epoch, action.cluster);
     return true;
   }
   spdlog::warn("dispatch: delete {} in {}: HTTP {} {}", action.path, action.cluster, deleted->status,

@@ -4,9 +4,11 @@
 
 #include <cassert>
 #include <cctype>
+#include <charconv>
 #include <initializer_list>
 
 #include "gantry/common/clock.h"
+#include "gantry/common/json_path.h"
 #include "gantry/common/names.h"
 
 namespace gantry::dispatch {
@@ -185,6 +187,20 @@ bool IsAlnumKind(const std::string& kind) {
 }
 
 }  // namespace
+
+std::optional<int64_t> DeletableEpoch(const nlohmann::json& object, const std::string& job_uid,
+                                      const std::string& origin, int64_t max_epoch) {
+  if (JsonStringAt(object, {"metadata", "labels", kOriginLabel}) != origin ||
+      JsonStringAt(object, {"metadata", "labels", kJobUidLabel}) != job_uid ||
+      JsonStringAt(object, {"metadata", "uid"}).empty()) {
+    return std::nullopt;
+  }
+  const std::string text = JsonStringAt(object, {"metadata", "annotations", kEpochAnnotation});
+  int64_t epoch = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), epoch);
+  if (ec != std::errc() || end != text.data() + text.size() || epoch <= 0 || epoch > max_epoch) return std::nullopt;
+  return epoch;
+}
 
 std::string RemoteName(const std::string& job_name, const std::string& job_uid) {
   // A version-7 uid (its 15th character is '7') begins with its time, which

@@ -173,6 +173,31 @@ std::vector<json> EnvValues(const json& container, const std::string& name) {
   return out;
 }
 
+TEST_CASE("DeletableEpoch: only the job's own object, made by gantry, at an epoch no newer than the row's") {
+  const std::string uid = "0123abcd-0000-4000-8000-000000000001";
+  auto object = [&](const std::string& origin, const std::string& job_uid, const std::string& epoch) {
+    json o = {{"metadata",
+               {{"name", "train-00000001"},
+                {"uid", "k8s-1"},
+                {"labels", {{kOriginLabel, origin}, {kJobUidLabel, job_uid}}},
+                {"annotations", {{kEpochAnnotation, epoch}}}}}};
+    return o;
+  };
+  CHECK(DeletableEpoch(object("gantry", uid, "2"), uid, "gantry", 2) == std::optional<int64_t>(2));
+  CHECK(DeletableEpoch(object("gantry", uid, "1"), uid, "gantry", 2) == std::optional<int64_t>(1));
+  CHECK_FALSE(DeletableEpoch(object("gantry", uid, "3"), uid, "gantry", 2));  // a newer epoch's
+  CHECK_FALSE(DeletableEpoch(object("gantry", "another-uid", "1"), uid, "gantry", 2));  // another job's
+  CHECK_FALSE(DeletableEpoch(object("other-origin", uid, "1"), uid, "gantry", 2));  // another dispatcher's
+  CHECK_FALSE(DeletableEpoch(object("gantry", uid, ""), uid, "gantry", 2));       // no epoch
+  CHECK_FALSE(DeletableEpoch(object("gantry", uid, "0"), uid, "gantry", 2));
+  CHECK_FALSE(DeletableEpoch(object("gantry", uid, "2x"), uid, "gantry", 2));
+  json no_uid = object("gantry", uid, "1");
+  no_uid["metadata"].erase("uid");
+  CHECK_FALSE(DeletableEpoch(no_uid, uid, "gantry", 2));  // nothing to hold the delete to
+  json no_labels = {{"metadata", {{"name", "train-00000001"}, {"uid", "k8s-1"}}}};
+  CHECK_FALSE(DeletableEpoch(no_labels, uid, "gantry", 2));  // someone else's, same name
+}
+
 TEST_CASE("RemoteName is <name>-<8 hex of the uid>, a DNS-1123 label of at most 63") {
   struct Row {
     std::string name, uid, want;

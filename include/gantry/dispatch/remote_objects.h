@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -65,6 +66,14 @@ Result<std::string> KindPath(const std::string& api_version, const std::string& 
 // under /apis/<group>/<version> (core "v1" -> /api/v1). InvalidArgument when apiVersion/kind are missing.
 Result<std::string> JobPath(const nlohmann::json& template_object, const std::string& ns,
                             const std::string& name = "");
+
+// The epoch of a remote object read back (its kEpochAnnotation), if it is
+// job_uid's made by gantry under `origin` (its kOriginLabel and
+// kJobUidLabel) at a positive epoch no newer than max_epoch, and has a uid
+// to delete it by; nullopt when it is not the job's to delete by name
+// (someone else's, or a newer epoch's: Verb::kDeleteUnseen).
+std::optional<int64_t> DeletableEpoch(const nlohmann::json& object, const std::string& job_uid,
+                                      const std::string& origin, int64_t max_epoch);
 
 struct WorkloadParams {
   const JobSpec* spec = nullptr;  // the stored job spec (pod sets, priority, queue, namespace)

@@ -89,8 +89,10 @@ std::optional<Plan> Ladder::Widen() const {
     }
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
     have.insert(i.cluster);
-    const ObservedWorkload* w = Reachable(i.cluster) ? WorkloadIn(i.cluster) : nullptr;
-    holding = holding || (w && w->quota_reserved);
+    // Holding quota, and not on its way out (evicted, deactivated, or with
+    // a check Kueue is about to evict it for: it releases the quota).
+    const ObservedWorkload* w = Reachable(i.cluster) && !Gone(i.cluster) ? WorkloadIn(i.cluster) : nullptr;
+    holding = holding || (w && w->quota_reserved && w->active && !w->evicted && !w->check_failed);
     // AllAtOnce replaces only refused copies: a deactivated one waits for
     // step 8 (its backoff) as before, and keeps its slot of maxCopies.
     if (!Gone(i.cluster) && (!incremental || !Deactivated(i.cluster))) ++live;
@@ -100,12 +102,14 @@ std::optional<Plan> Ladder::Widen() const {
   // round is due: top the live copies up to it with the best clusters that
   // have no copy yet (a deactivated or refused copy's cluster is not asked
   // again at this epoch). AllAtOnce: up to maxCopies, with the feasible
-  // clusters in rank order; not while a copy holds quota (as step 9's
-  // gates wait then): that cluster's admission checks may provision for
-  // it, and another copy would reserve, or preempt, for nothing. A refused
-  // copy is replaced all the same, as before.
-  if (!incremental && holding && !refusals) return std::nullopt;
-  const size_t target = incremental ? in_.placement->candidates.size() : in_.max_copies;
+  // clusters in rank order; while a copy holds quota (as step 9's gates
+  // wait then: that cluster's admission checks may provision for it, and
+  // another copy would reserve, or preempt, for nothing), only a refused
+  // copy is replaced, up to placement's candidate count, as before clusters
+  // feasible later were asked.
+  const size_t target = incremental ? in_.placement->candidates.size()
+                        : holding   ? (refusals ? in_.placement->candidates.size() : 0)
+                                    : in_.max_copies;
   if (live >= target) return std::nullopt;
   std::vector<std::string> add;
   for (const std::string& c : in_.placement->candidates) {

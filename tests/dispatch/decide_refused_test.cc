@@ -232,7 +232,27 @@ TEST_CASE("step 7: AllAtOnce adds a copy in a cluster that can take the job only
   holding.Intent("c1", "Workload", 1);
   holding.Workload("c1", 1).quota_reserved = true;
   holding.in.placement = Feasible({"c2"}, {"c2"});
-  CHECK(Decide(holding.Input()).step != "widen");
+  Plan held = Decide(holding.Input());
+  CHECK(held.step == "copies");
+  CHECK(Count(held, Verb::kCreate, "Workload") == 0);
+  // ... unless that copy is on its way out (evicted: its quota goes back),
+  // or out of sight (its cluster unreachable: nothing known holds quota).
+  World evicted = holding;
+  evicted.in.observed["c1"].workloads[0].evicted = true;
+  CHECK(Count(Decide(evicted.Input()), Verb::kCreate, "Workload", "c2") == 1);
+  World unseen = holding;
+  unseen.clusters["c1"].ready = false;
+  CHECK(Count(Decide(unseen.Input()), Verb::kCreate, "Workload", "c2") == 1);
+  // A refused copy is still replaced while another holds quota, but only
+  // up to placement's candidates (here c1 and c3 of the feasible c1..c4).
+  World refused = holding;
+  refused.Intent("c2", "Workload", 1, false);
+  refused.in.intents.back().refusal = "cluster c2 refused Workload team-a/x: HTTP 403 denied by policy";
+  refused.in.placement = Feasible({"c1", "c3"}, {"c1", "c3", "c4"});
+  Plan replaced = Decide(refused.Input());
+  CHECK(replaced.step == "widen");
+  CHECK(Count(replaced, Verb::kCreate, "Workload") == 1);
+  CHECK(Count(replaced, Verb::kCreate, "Workload", "c3") == 1);
 
   // At maxCopies, a cluster that can take the job now gets no copy.
   World full;

@@ -183,8 +183,8 @@ struct DecideInput {
 // kOpenGate: a merge patch of a Workload copy's status that opens its
 // preemption gate (OpenGatePatch).
 // kDeleteUnseen: a delete for an object the job's view cannot show (its
-// cluster answers, but gantry cannot list that kind there: not synced yet,
-// or lists refused or failing). The engine GETs it by name and deletes it,
+// cluster answers, but has refused gantry the list of that kind, or its
+// lists have kept failing: Ladder::AnswersUnseen). The engine GETs it by name and deletes it,
 // with its uid as the precondition, only if it carries the job's uid label
 // and gantry's origin label at an epoch no newer than Action::epoch.
 enum class Verb { kCreate, kDelete, kOpenGate, kDeleteUnseen };

@@ -20,7 +20,8 @@ class UnseenAsks {
   UnseenAsks(int64_t first_ms, int64_t max_ms) : first_ms_(first_ms), max_ms_(max_ms) {}
   // Whether the row under key may be asked at now_ms.
   bool Due(const std::string& key, int64_t now_ms) const;
-  // It was asked at now_ms (the cluster answered, whatever it said).
+  // It was asked at now_ms (a connection was taken for it, whatever came
+  // back: an answer, none in time, or nothing to send).
   void Asked(const std::string& key, int64_t now_ms);
   size_t size() const;
 

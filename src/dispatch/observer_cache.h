@@ -95,6 +95,7 @@ class ResourceCache {
 
   // Takes every job of this cache out of the index (the cluster is retired).
   void Detach();
+  std::size_t size() const { return uid_of_.size(); }
 
   template <class Fn>
   void ForJob(const std::string& job_uid, Fn&& fn) const {

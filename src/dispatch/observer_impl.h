@@ -157,6 +157,7 @@ struct ClusterObserver::Impl {
   bool WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path);
   void SetUnserved(Cluster* c, std::size_t r, bool unserved);
   void SetServedNot(Cluster* c, std::size_t r);
+  void ForgetUnserved(Cluster* c, std::size_t r, int64_t for_ms);
   void ApplyList(Cluster* c, std::size_t r, const std::vector<nlohmann::json>& items);
   void ApplyEvent(Cluster* c, std::size_t r, const kube::WatchEvent& e);
   void Notify(Cluster* c, std::size_t r, const std::set<std::string>& job_uids, ClusterObserver::Observed what);

@@ -88,17 +88,28 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
   // asked again every unserved_recheck, not at ListWatch's backoff (a
   // cluster that does not grant gantry JobSets may never do).
   bool optional_refused = false;
-  lw.on_list_failed = [this, c, r, &lists_failing_since, &optional_refused](int status, const std::string& message) {
+  // When an optional kind's lists began to answer 404, none succeeding
+  // since (0: they do not).
+  int64_t unserved_since = 0;
+  lw.on_list_failed = [this, c, r, &lists_failing_since, &optional_refused, &unserved_since](
+                          int status, const std::string& message) {
     if (resources[r].optional && status == 404) {
       // Its CRD uninstalled (or unserved for a moment, in an upgrade): no
       // object of the kind can be there unseen, so the view is not behind;
       // what it held stays (a JobSet briefly unserved still runs), and the
       // relist goes on with its backoff. Not an error: a view not listed
-      // yet counts as listed and empty, and a refusal told is over.
+      // yet counts as listed and empty, and a refusal told is over. Once
+      // it has lasted list_errors_told_after, the CRD is taken to be gone,
+      // and every object of the kind with it: what the view held goes (its
+      // jobs see their objects gone), rather than showing them running.
       lists_failing_since = 0;
+      const int64_t now = NowMillis();
+      if (unserved_since == 0) unserved_since = now;
       SetServedNot(c, r);
+      if (now - unserved_since >= options.list_errors_told_after.count()) ForgetUnserved(c, r, now - unserved_since);
       return;
     }
+    unserved_since = 0;
     // Refused, not behind: an optional kind's 403 is told as such (below),
     // and leaves the view's age alone.
     optional_refused = resources[r].optional && status == 403;
@@ -152,6 +163,7 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
             **client, path, lw,
             [&](const std::vector<json>& items) {
               lists_failing_since = 0;
+              unserved_since = 0;
               ApplyList(c, r, items);
             },
             [&](const kube::WatchEvent& e) { ApplyEvent(c, r, e); },
@@ -230,6 +242,22 @@ void ClusterObserver::Impl::SetServedNot(Cluster* c, std::size_t r) {
     spdlog::info("observer: cluster {} answers 404 for {}: not served there, the refusal is over", c->config.name,
                  resources[r].name);
   }
+}
+
+// An optional kind unserved (404) for list_errors_told_after: what its view
+// still held is gone with its CRD.
+void ClusterObserver::Impl::ForgetUnserved(Cluster* c, std::size_t r, int64_t for_ms) {
+  std::size_t held = 0;
+  {
+    std::lock_guard lock(mu);
+    if (c->stopping()) return;
+    held = c->caches[r].size();
+  }
+  if (held == 0) return;
+  spdlog::warn("observer: cluster {} has not served {} for {} s (404): its {} object(s) of gantry's there are taken "
+               "to be gone with the kind",
+               c->config.name, resources[r].name, for_ms / 1000, held);
+  ApplyList(c, r, {});
 }
 
 // While unserved, a resource's thread waits in WaitUntilServed (or after a

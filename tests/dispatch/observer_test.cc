@@ -641,6 +641,30 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(ctl({"forbid", "c2"}) == 0);
   }
 
+  SECTION("an optional kind unserved (404) for list_errors_told_after: what its view held is gone with its CRD") {
+    const dispatch::JobKind trainjob{"trainer.kubeflow.org/v1alpha1", "TrainJob"};
+    REQUIRE(kc2->Create(kWorkloadsPath, Workload("w5", "uid-5"))->status == 201);
+    REQUIRE(kc2->Create(kTrainJobsPath, TrainJob("t5", "uid-5", "w5"))->status == 201);
+    REQUIRE(WaitFor([&] { return observer.ForJob("uid-5", trainjob).clusters["c2"].jobs.size() == 1; }));
+    // The CRD is uninstalled (or unserved a moment, in an upgrade): at first
+    // the view keeps what it held.
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2", "trainjobs=404"}).code == 0);
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "kill-watches", "c2"}).code == 0);
+    CHECK_FALSE(WaitFor([&] { return observer.ForJob("uid-5", trainjob).clusters["c2"].jobs.empty(); },
+                        std::chrono::seconds(2)));
+    CHECK(observer.ForJob("uid-5", trainjob).synced->count("c2") == 1);
+    // Unserved for a minute of the observer's clock: gone, the job told.
+    changes.Clear();
+    REQUIRE(WaitFor([&] {
+      clock.Advance(10'000);
+      return observer.ForJob("uid-5", trainjob).clusters["c2"].jobs.empty();
+    }, std::chrono::seconds(10)));
+    CHECK(changes.Has("uid-5"));  // the job is told (as by a relist that no longer shows it)
+    CHECK(in("c2", "uid-5").workloads.size() == 1);  // the Workloads are served: untouched
+    CHECK(observer.KindRefusals().empty());
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
+  }
+
   SECTION("a generic kind is watched like a Job") {
     REQUIRE(kc2->Create(kWorkloadsPath, Workload("w3", "uid-3"))->status == 201);
     REQUIRE(kc2->Create(kTrainJobsPath, TrainJob("t3", "uid-3", "w3"))->status == 201);

@@ -4,7 +4,7 @@
 
 namespace gantry::dispatch {
 
-TEST_CASE("UnseenAsks: each ask of a row doubles its wait, up to the max; rows are apart", "[dispatch]") {
+TEST_CASE("UnseenAsks: each ask of a row doubles its wait, up to the max, and rows are apart", "[dispatch]") {
   UnseenAsks asks(10'000, 40'000);
   CHECK(asks.Due("a", 0));  // never asked
   asks.Asked("a", 0);

@@ -97,5 +97,25 @@ TEST_CASE("a cluster whose JobSets cannot be listed still follows its Jobs after
                 std::chrono::seconds(20)));
 }
 
+TEST_CASE("a JobSet whose CRD is uninstalled from its cluster does not show Running for ever: it fails, saying why",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleet fleet(TwoClustersTellingListErrorsAfter2s());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", JobSetInC1("sweep", "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "sweep", {"Running"}));
+
+  // c1 stops serving JobSets (404 to every request, as for a CRD gone).
+  // Past listErrorsToldAfterSeconds (2 s here), the JobSet is taken to be
+  // gone with it; creating it again answers 404, and the job fails with that.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobsets=404"}).code == 0);
+  REQUIRE(fleet.Ctl({"kill-watches", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "sweep", {"Failed", "Succeeded"}, std::chrono::seconds(40)));
+  const nlohmann::json sweep = fleet.Job("team-a", "sweep");
+  CHECK(sweep["status"]["phase"] == "Failed");
+  CHECK_THAT(sweep["status"].value("message", ""), Catch::Contains("404"));
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+}
+
 }  // namespace
 }  // namespace gantry::testing

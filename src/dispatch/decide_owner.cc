@@ -75,11 +75,8 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   const bool refused = facts && facts->credentials_refused;
   // Its Workloads or Jobs, or the resource of this job's kind (a JobSet's
   // when only the cluster's JobSets cannot be listed).
-  const ClusterFacts::KindRefusal* kind_refused = nullptr;
-  if (facts && !in_.resource.empty()) {
-    if (auto k = facts->kind_refused.find(in_.resource); k != facts->kind_refused.end()) kind_refused = &k->second;
-  }
-  const bool watch_refused = facts && facts->ready && (!facts->watch_refused.empty() || kind_refused);
+  const ClusterFacts::KindRefusal* kind_refused = facts ? KindRefusalIn(owner) : nullptr;
+  const bool watch_refused = facts && ListRefused(owner);
   const bool declared = facts && facts->config.declared_lost;
   int64_t timeout = inventory::LostTimeoutMs(refused || watch_refused, opt_.cluster_lost_timeout_ms,
                                              opt_.credentials_refused_timeout_ms);

@@ -92,10 +92,21 @@ class Ladder {
   // The cluster keeps gantry from listing the resource of this job's kind
   // (its JobSets, say; ClusterFacts::kind_refused): a copy there could take
   // the lease for a job whose status would not be followed, so none goes.
-  bool KindRefused(const std::string& cluster) const {
-    if (in_.resource.empty()) return false;
+  bool KindRefused(const std::string& cluster) const { return KindRefusalIn(cluster) != nullptr; }
+  // That refusal (why, for how long), or null.
+  const ClusterFacts::KindRefusal* KindRefusalIn(const std::string& cluster) const {
+    if (in_.resource.empty()) return nullptr;
     auto f = in_.clusters->find(cluster);
-    return f != in_.clusters->end() && f->second.kind_refused.count(in_.resource) > 0;
+    if (f == in_.clusters->end()) return nullptr;
+    auto k = f->second.kind_refused.find(in_.resource);
+    return k == f->second.kind_refused.end() ? nullptr : &k->second;
+  }
+  // The cluster answers, but keeps gantry from listing this job's objects
+  // there: its Workloads or Jobs (ClusterFacts::watch_refused), or the
+  // resource of the job's kind (KindRefused).
+  bool ListRefused(const std::string& cluster) const {
+    auto f = in_.clusters->find(cluster);
+    return f != in_.clusters->end() && f->second.ready && (!f->second.watch_refused.empty() || KindRefused(cluster));
   }
   // Declared lost by an operator (ClusterConfig::declared_lost): still
   // watched, so Reachable() may hold, but trusted with nothing new.
@@ -157,10 +168,7 @@ class Ladder {
   // there), nor in a cluster declared lost: nothing waits for one, and its
   // rows stay until it confirms (LostWithIntents).
   bool AnswersUnseen(const RemoteIntent& i) const {
-    if (!i.refusal.empty() || Reachable(i.cluster) || DeclaredLost(i.cluster)) return false;
-    auto f = in_.clusters->find(i.cluster);
-    return f != in_.clusters->end() && f->second.ready &&
-           (!f->second.watch_refused.empty() || KindRefused(i.cluster));
+    return i.refusal.empty() && !Reachable(i.cluster) && !DeclaredLost(i.cluster) && ListRefused(i.cluster);
   }
   Action DeleteUnseen(const RemoteIntent& i) const { return DeleteUnseenAction(in_, i); }
   // Whether the real job j says it ended (Succeeded or Failed there).

@@ -26,16 +26,20 @@ Reconciler::Reconciler(JobStore& store, const Clock& clock, PassFn pass, int wor
 
 Reconciler::~Reconciler() { Stop(); }
 
+Status Reconciler::WakePhase(JobPhase phase, size_t* found) {
+  return ForEachJobInPhase(
+      store_, phase,
+      [&](const JobKey& job) {
+        Wake(job.uid);
+        ++*found;
+      },
+      scan_page_);
+}
+
 Result<size_t> Reconciler::WakeUnfinished() {
   size_t found = 0;
   for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning}) {
-    GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
-        store_, phase,
-        [&](const JobKey& job) {
-          Wake(job.uid);
-          ++found;
-        },
-        scan_page_));
+    GANTRY_RETURN_IF_ERROR(WakePhase(phase, &found));
   }
   auto waiting = WakeWaiting();
   if (!waiting.ok()) return waiting.status();
@@ -44,13 +48,7 @@ Result<size_t> Reconciler::WakeUnfinished() {
 
 Result<size_t> Reconciler::WakeWaiting() {
   size_t found = 0;
-  GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
-      store_, JobPhase::kNominating,
-      [&](const JobKey& job) {
-        Wake(job.uid);
-        ++found;
-      },
-      scan_page_));
+  GANTRY_RETURN_IF_ERROR(WakePhase(JobPhase::kNominating, &found));
   // Queued jobs go where new ones go: nominated by priority, then
   // submission order, after the jobs in flight.
   GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(

@@ -19,6 +19,11 @@ void RefuseLists(World& w) {
   w.synced.erase("c1");
 }
 
+// How many deletes by name the plan sends, anywhere.
+int UnseenDeletes(const Plan& p) {
+  return Count(p, Verb::kDeleteUnseen, "Workload") + Count(p, Verb::kDeleteUnseen, "Job");
+}
+
 const Action* Find(const Plan& p, Verb verb, const std::string& kind, const std::string& cluster) {
   for (const Action& a : p.actions) {
     if (a.verb == verb && a.kind == kind && a.cluster == cluster) return &a;
@@ -58,7 +63,7 @@ TEST_CASE("a cancel withdraws the job's objects by name from a cluster that refu
     w.clusters["c1"].watch_refused.clear();
     w.clusters["c1"].watch_refused_for_ms = 0;
     Plan q = Decide(w.Input());
-    CHECK(Count(q, Verb::kDeleteUnseen, "Workload") + Count(q, Verb::kDeleteUnseen, "Job") == 0);
+    CHECK(UnseenDeletes(q) == 0);
   }
   SECTION("not to a cluster out of reach") {
     w.clusters["c1"].ready = false;
@@ -80,12 +85,12 @@ TEST_CASE("a cancel withdraws the job's objects by name from a cluster that refu
     w.clusters["c1"].kind_refused.clear();
     w.clusters["c1"].kind_refused["trainjobs"] = {"listing trainjobs answered 500", 60'000};
     Plan other = Decide(w.Input());
-    CHECK(Count(other, Verb::kDeleteUnseen, "Workload") + Count(other, Verb::kDeleteUnseen, "Job") == 0);
+    CHECK(UnseenDeletes(other) == 0);
   }
   SECTION("not in a cluster declared lost: the cancel completes without it, as before") {
     w.clusters["c1"].config.declared_lost = true;
     Plan q = Decide(w.Input());
-    CHECK(Count(q, Verb::kDeleteUnseen, "Workload") + Count(q, Verb::kDeleteUnseen, "Job") == 0);
+    CHECK(UnseenDeletes(q) == 0);
     REQUIRE(q.write);
     REQUIRE(q.write->phase);
     CHECK(*q.write->phase == JobPhase::kCancelled);
@@ -100,7 +105,7 @@ TEST_CASE("a finished job's objects kept for finishedRetentionSeconds are not wi
   w.in.options.finished_retention_ms = 60'000;
   RefuseLists(w);
   Plan kept = Decide(w.Input());
-  CHECK(Count(kept, Verb::kDeleteUnseen, "Workload") + Count(kept, Verb::kDeleteUnseen, "Job") == 0);
+  CHECK(UnseenDeletes(kept) == 0);
   // Their time is up: withdrawn by name.
   w.job.finished_ms = w.in.now_ms - 61'000;
   Plan due = Decide(w.Input());

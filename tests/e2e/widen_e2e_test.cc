@@ -1,5 +1,5 @@
 // An AllAtOnce job sent to the one cluster that could take it then (the
-// other cordoned), full by now: once the other can take it, it gets a copy
+// other cordoned, or out of reach), full by now: once the other can take it, it gets a copy
 // there too and runs there, instead of waiting for the first to free up.
 #include <catch2/catch.hpp>
 
@@ -17,10 +17,24 @@ std::string WholeCluster(const std::string& name, const std::string& duration) {
   return SimJobYaml(name, "team-a", 2, 8, duration);
 }
 
-int CountReason(const std::vector<nlohmann::json>& events, const std::string& reason) {
-  int n = 0;
-  for (const auto& e : events) n += e.value("reason", "") == reason ? 1 : 0;
-  return n;
+// With c2 unable to take work: a filler fills c1, then the waiter, whose
+// only candidate is c1, is nominated there and waits.
+void FillC1ThenNominateWaiter(DispatchFleet& fleet) {
+  REQUIRE(fleet.Submit("team-a", WholeCluster("filler", "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "filler", {"Running"}));
+  REQUIRE(fleet.Job("team-a", "filler")["status"]["cluster"] == "c1");
+  REQUIRE(fleet.Submit("team-a", WholeCluster("waiter", "1s")) == 201);
+  REQUIRE(WaitFor([&] { return fleet.Phase("team-a", "waiter") == "Nominating"; }, seconds(10)));
+  CHECK(fleet.Job("team-a", "waiter")["status"].value("message", "") == "nominated to c1");
+}
+
+// The waiter ran once, in c2, at its first epoch, with one Widened event.
+void CheckWaiterRanInC2(DispatchFleet& fleet) {
+  const nlohmann::json waiter = fleet.Job("team-a", "waiter");
+  CHECK(waiter["status"]["cluster"] == "c2");
+  CHECK(waiter["status"]["epoch"] == 1);
+  CHECK(Count(Reasons(fleet, "team-a", "waiter"), "Widened") == 1);
+  CHECK(fleet.Runs(fleet.Uid("team-a", "waiter")).size() == 1);
 }
 
 }  // namespace
@@ -36,33 +50,22 @@ TEST_CASE("an AllAtOnce job waiting in a full cluster gets a copy in one that ca
   const std::string c2_config = ReadFile(c2_file);
   REQUIRE(!c2_config.empty());
 
-  // c2 is cordoned: the filler goes to c1 and fills it.
+  // c2 is cordoned: the filler goes to c1 and fills it; the waiter's only
+  // candidate is c1, where it cannot be admitted now.
   WriteFile(c2_file, c2_config + "cordoned: true\n");
   REQUIRE(fleet.ReloadClusters() == 200);
   REQUIRE(WaitFor([&] { return Cli(fleet.url(), {"clusters"}).out.find("Cordoned") != std::string::npos; },
                   seconds(10)));
-  REQUIRE(fleet.Submit("team-a", WholeCluster("filler", "120s")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "filler", {"Running"}));
-  REQUIRE(fleet.Job("team-a", "filler")["status"]["cluster"] == "c1");
-
-  // The waiter's only candidate is c1, where it cannot be admitted now.
-  REQUIRE(fleet.Submit("team-a", WholeCluster("waiter", "1s")) == 201);
-  REQUIRE(WaitFor([&] { return fleet.Phase("team-a", "waiter") == "Nominating"; }, seconds(10)));
-  CHECK(fleet.Job("team-a", "waiter")["status"].value("message", "") == "nominated to c1");
+  FillC1ThenNominateWaiter(fleet);
 
   // Uncordoned, c2 can take it: a copy goes there at the same epoch, is
   // admitted, and the job runs there while the filler still runs in c1.
   WriteFile(c2_file, c2_config);
   REQUIRE(fleet.ReloadClusters() == 200);
   REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Succeeded"}, seconds(30)));
-  const nlohmann::json waiter = fleet.Job("team-a", "waiter");
-  CHECK(waiter["status"]["cluster"] == "c2");
-  CHECK(waiter["status"]["epoch"] == 1);
-  const std::vector<nlohmann::json> events = fleet.Events("team-a", "waiter");
-  CHECK(CountReason(events, "Widened") == 1);
-  CHECK(CountReason(events, "Nominated") == 1);
+  CheckWaiterRanInC2(fleet);
+  CHECK(Count(Reasons(fleet, "team-a", "waiter"), "Nominated") == 1);
   CHECK(fleet.Phase("team-a", "filler") == "Running");
-  CHECK(fleet.Runs(fleet.Uid("team-a", "waiter")).size() == 1);
   RunResult check = fleet.Ctl({"check"});
   INFO(check.out << check.err);
   CHECK(check.code == 0);
@@ -80,22 +83,13 @@ TEST_CASE("an AllAtOnce job waiting in a full cluster gets a copy in one that co
   // candidate is c1.
   REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
   REQUIRE(PollFor([&] { return fleet.Cluster("c2")["status"].value("health", "") == "NotReady"; }, seconds(20)));
-  REQUIRE(fleet.Submit("team-a", WholeCluster("filler", "120s")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "filler", {"Running"}));
-  REQUIRE(fleet.Job("team-a", "filler")["status"]["cluster"] == "c1");
-  REQUIRE(fleet.Submit("team-a", WholeCluster("waiter", "1s")) == 201);
-  REQUIRE(WaitFor([&] { return fleet.Phase("team-a", "waiter") == "Nominating"; }, seconds(10)));
-  CHECK(fleet.Job("team-a", "waiter")["status"].value("message", "") == "nominated to c1");
+  FillC1ThenNominateWaiter(fleet);
 
   // c2 answers again: the health watch wakes the nominating job, which
   // takes a copy there and runs there. Its resync (30 s) is not waited for.
   REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
   REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Succeeded"}, seconds(15)));
-  const nlohmann::json waiter = fleet.Job("team-a", "waiter");
-  CHECK(waiter["status"]["cluster"] == "c2");
-  CHECK(waiter["status"]["epoch"] == 1);
-  CHECK(CountReason(fleet.Events("team-a", "waiter"), "Widened") == 1);
-  CHECK(fleet.Runs(fleet.Uid("team-a", "waiter")).size() == 1);
+  CheckWaiterRanInC2(fleet);
 }
 
 }  // namespace gantry::testing

@@ -86,6 +86,8 @@ class Reconciler final : public dispatch::JobIntake {
 
  private:
   void Run();
+  // Wakes every job in the phase (Wake); adds how many to *found.
+  Status WakePhase(JobPhase phase, size_t* found);
   enum class Lane { kUrgent, kPlain, kNew };
   void Enqueue(const std::string& job_uid, Lane lane, int32_t priority = 0, int64_t seq = 0);
   // REQUIRES: mu_ held. Whether a key waits in any lane.

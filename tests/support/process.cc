@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,8 +39,15 @@ Process::Process(std::vector<std::string> argv, const std::string& log_dir,
   out_path_ = log_dir + "/proc" + std::to_string(n) + ".out";
   err_path_ = log_dir + "/proc" + std::to_string(n) + ".err";
   std::vector<std::string> env = MergedEnv(extra_env);
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ == 0) {
+    // Dies with the test process: one that aborts (a crash, or Catch's own
+    // assertion while it prints a failure) leaves no daemon or simulator
+    // running. Every Process is started from the test's main thread, whose
+    // end is the process's.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // the test ended before prctl
     int out = open(out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int err = open(err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     int in = open("/dev/null", O_RDONLY);

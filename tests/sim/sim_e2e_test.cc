@@ -71,8 +71,15 @@ TEST_CASE("gantry-sim end to end over HTTPS", "[sim][e2e]") {
   }
 
   SECTION("404, 409, 422 as Status objects") {
-    CHECK(Do("GET", kWorkloads + "/nope").status == 404);
-    CHECK(Do("GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/nothings").status == 404);
+    auto missing = Do("GET", kWorkloads + "/nope");
+    CHECK(missing.status == 404);
+    // As the API server's: a missing object's NotFound names it; a path not
+    // served answers a 404 that names nothing.
+    CHECK(json::parse(missing.body)["details"] ==
+          json({{"name", "nope"}, {"group", "kueue.x-k8s.io"}, {"kind", "workloads"}}));
+    auto unserved = Do("GET", "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/nothings/nope");
+    CHECK(unserved.status == 404);
+    CHECK_FALSE(json::parse(unserved.body).contains("details"));
     CHECK(Do("POST", kWorkloads, testing::MakeWorkload("dup", 1, 1)).status == 201);
     auto again = Do("POST", kWorkloads, testing::MakeWorkload("dup", 1, 1));
     CHECK(again.status == 409);
@@ -86,7 +93,9 @@ TEST_CASE("gantry-sim end to end over HTTPS", "[sim][e2e]") {
     CHECK(other.status == 409);
     CHECK(json::parse(other.body)["reason"] == "Conflict");
     CHECK(Do("DELETE", kWorkloads + "/dup?propagationPolicy=Background").status == 200);
-    CHECK(Do("DELETE", kWorkloads + "/dup").status == 404);
+    auto deleted_again = Do("DELETE", kWorkloads + "/dup");
+    CHECK(deleted_again.status == 404);
+    CHECK(json::parse(deleted_again.body)["details"]["name"] == "dup");
     CHECK(Do("PUT", kWorkloads + "/dup").status == 405);
   }
 

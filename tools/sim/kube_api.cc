@@ -61,6 +61,17 @@ http::Response FromResult(const Result<json>& r, int ok_code) {
   return JsonResponse(ok_code, *r);
 }
 
+// The error of a call on one object. Its NotFound names the object in
+// details, as the API server's does (a path it does not serve answers a
+// 404 whose details are empty): clients tell "no such object" from "no
+// such resource" by it.
+http::Response ObjectError(const Status& status, const ResourceInfo& res, const std::string& name) {
+  if (status.code() != Code::kNotFound) return KubeErrorFrom(status);
+  json body = KubeStatusJson(404, "NotFound", status.message());
+  body["details"] = {{"name", name}, {"group", res.group}, {"kind", res.plural}};
+  return JsonResponse(404, body);
+}
+
 }  // namespace
 
 namespace {
@@ -212,13 +223,14 @@ http::Response KubeApi::Resource(const http::Request& req, const ResourceInfo& r
       }
     }
     auto deleted = state_->Delete(res, ns, name, policy, preconditions);
-    if (!deleted.ok()) return KubeErrorFrom(deleted.status());
+    if (!deleted.ok()) return ObjectError(deleted.status(), res, name);
     return TextJsonResponse(200, WithApiVersion(*deleted, api_version));
   } else {
     return MethodNotAllowed(req.method);
   }
-  if (out.ok()) (*out)["apiVersion"] = api_version;
-  return FromResult(out, 200);
+  if (!out.ok()) return ObjectError(out.status(), res, name);
+  (*out)["apiVersion"] = api_version;
+  return JsonResponse(200, *out);
 }
 
 }  // namespace gantry::sim

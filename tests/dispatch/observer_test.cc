@@ -531,7 +531,8 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK(WaitFor([&] { return fresh.SyncedForJobs("c2") && !fresh.KindRefusals().empty(); },
                   std::chrono::seconds(10)));
     CHECK_FALSE(fresh.Synced("c2"));
-    CHECK(fresh.Unlisted("c2") == std::set<std::string>{"jobsets"});
+    // The other kinds list (or answer 404, TrainJobs here) on their own threads, soon after.
+    CHECK(WaitFor([&] { return fresh.Unlisted("c2") == std::set<std::string>{"jobsets"}; }, std::chrono::seconds(10)));
     // Allowed again: listed, nothing refused.
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
     CHECK(WaitFor([&] { return fresh.Synced("c2") && fresh.KindRefusals().empty(); }, std::chrono::seconds(20)));

@@ -84,6 +84,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.list_errors_told_after_seconds, 1, 86400)) {
     return Status::Invalid("listErrorsToldAfterSeconds must be 1..86400");
   }
+  if (!in(c.not_found_confirms_after_seconds, 1, 86400)) {
+    return Status::Invalid("notFoundConfirmsAfterSeconds must be 1..86400");
+  }
   if (!in(c.preemption_gate_seconds, 0, 86400)) {
     return Status::Invalid("preemptionGateSeconds must be 0..86400 (0: no gates, every copy may preempt at once)");
   }
@@ -153,6 +156,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},
       {"preemptionGateSeconds", num(&c.preemption_gate_seconds)},
       {"listErrorsToldAfterSeconds", num(&c.list_errors_told_after_seconds)},
+      {"notFoundConfirmsAfterSeconds", num(&c.not_found_confirms_after_seconds)},
   };
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();

@@ -312,6 +312,12 @@ int64_t Engine::Pass(const std::string& uid) {
   in.job = &*job;
   in.spec = spec;
   in.intents = std::move(*intents);
+  for (const RemoteIntent& i : in.intents) {
+    if (i.present || !i.refusal.empty() || unseen_.size() == 0) continue;
+    if (const int64_t at = unseen_.GoneAt(UnseenAsks::Key(uid, i.cluster, i.kind, i.epoch))) {
+      in.read_gone[{i.cluster, i.kind}] = at;
+    }
+  }
   // Expectations are read before the observation. A watch event updates the
   // observer first and fulfils its expectation after (Engine::Observed), so
   // every expectation gone from this read is in the observation below. Read

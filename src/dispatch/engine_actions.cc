@@ -41,10 +41,9 @@ bool RefusedForGood(int status, const std::string& message) {
   return status == 422 || status == 400 || (status == 403 && !PassingForbidden(message));
 }
 
-// The key under which a kDeleteUnseen is remembered as asked (UnseenAsks):
-// the row's job, cluster, kind and epoch, as it has no object uid to go by.
+// The key under which a kDeleteUnseen is remembered as asked (UnseenAsks).
 std::string UnseenKey(const JobRecord& job, const Action& action) {
-  return fmt::format("unseen:{}/{}/{}@{}", job.uid, action.cluster, action.kind, action.epoch);
+  return UnseenAsks::Key(job.uid, action.cluster, action.kind, action.epoch);
 }
 
 const char* VerbName(Verb verb) {

@@ -4,7 +4,11 @@
 // (ladder.h, AnswersUnseen). The name is known from the job's row; what
 // holds the name now is read, and deleted only if it is the job's, of an
 // epoch the row covers, with its uid as the precondition: never a newer
-// epoch's object, never someone else's.
+// epoch's object, never someone else's. A NotFound that names the object
+// is remembered (UnseenAsks::Found): once the row has been withdrawn for
+// DecideOptions::not_found_confirms_after_ms, it confirms the object gone
+// (Ladder::ReadGone), so a cancel there completes while the list is still
+// refused.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -13,6 +17,21 @@
 #include "gantry/dispatch/remote_objects.h"
 
 namespace gantry::dispatch {
+namespace {
+
+// Whether a 404 says that this object is not there: the API server's
+// NotFound for an object names it in details. A path it does not serve (a
+// kind's version no longer served, say) answers a 404 without the name,
+// which says nothing of an object served under another version.
+bool NamesObject(const nlohmann::json& body, const std::string& name) {
+  if (!body.is_object()) return false;
+  auto details = body.find("details");
+  if (details == body.end() || !details->is_object()) return false;
+  auto n = details->find("name");
+  return n != details->end() && n->is_string() && n->get_ref<const std::string&>() == name;
+}
+
+}  // namespace
 
 bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::KubeClient& client) {
   if (action.path.empty()) return true;  // the template's kind has no path: nothing was created
@@ -22,7 +41,12 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
     spdlog::debug("dispatch: get {} in {}: {}", action.path, action.cluster, got.status().ToString());
     return false;
   }
-  if (got->status == 404) return true;  // gone already
+  const std::string key = UnseenAsks::Key(job.uid, action.cluster, action.kind, action.epoch);
+  if (got->status == 404) {  // gone already
+    unseen_.Found(key, NamesObject(got->body, action.name) ? clock_.NowMillis() : 0);
+    return true;
+  }
+  unseen_.Found(key, 0);
   if (!got->ok()) {
     spdlog::info("dispatch: {} {}/{} in {} cannot be listed there, nor read: HTTP {} {}; it is withdrawn once "
                  "the cluster lets gantry see it",

@@ -171,6 +171,17 @@ class Ladder {
     return i.refusal.empty() && !Reachable(i.cluster) && !DeclaredLost(i.cluster) && ListRefused(i.cluster);
   }
   Action DeleteUnseen(const RemoteIntent& i) const { return DeleteUnseenAction(in_, i); }
+  // Whether row i's object, withdrawn by name (AnswersUnseen), was read
+  // gone long enough after the row was withdrawn that no create of it can
+  // land after (DecideOptions::not_found_confirms_after_ms): confirmed, as
+  // a synced view's absence confirms it elsewhere. updated_ms is the
+  // store's clock, the engine's 404 time its own: the daemon's wall clock
+  // for both.
+  bool ReadGone(const RemoteIntent& i) const {
+    if (i.present || !AnswersUnseen(i)) return false;
+    auto it = in_.read_gone.find({i.cluster, i.kind});
+    return it != in_.read_gone.end() && it->second >= i.updated_ms + opt_.not_found_confirms_after_ms;
+  }
   // Whether the real job j says it ended (Succeeded or Failed there).
   static bool Ended(const ObservedJob* j) {
     return j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed);
@@ -222,6 +233,10 @@ class Ladder {
         continue;
       }
       if (!in_.clusters->count(i.cluster)) {
+        out.emplace_back(i.cluster, i.kind);
+        continue;
+      }
+      if (ReadGone(i)) {
         out.emplace_back(i.cluster, i.kind);
         continue;
       }

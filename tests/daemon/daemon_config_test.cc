@@ -21,6 +21,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "rejectionBackoffMaxSeconds: 30\n"
                      "preemptionGateSeconds: 0\n"
                      "listErrorsToldAfterSeconds: 5\n"
+                     "notFoundConfirmsAfterSeconds: 30\n"
                      "genericKinds:\n"
                      "- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}\n"
                      "- apiVersion: ray.io/v1\n"
@@ -48,6 +49,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(DaemonConfig{}.rejection_backoff_max_seconds == 600);
   CHECK(c->preemption_gate_seconds == 0);
   CHECK(DaemonConfig{}.preemption_gate_seconds == 60);  // gates on by default
+  CHECK(c->not_found_confirms_after_seconds == 30);
+  CHECK(DaemonConfig{}.not_found_confirms_after_seconds == 120);
   CHECK(c->list_errors_told_after_seconds == 5);
   CHECK(DaemonConfig{}.list_errors_told_after_seconds == 60);
 
@@ -75,6 +78,7 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"preemptionGateSeconds: -1\n", "preemptionGateSeconds must be 0..86400"},
       {"preemptionGateSeconds: 86401\n", "preemptionGateSeconds must be 0..86400"},
       {"listErrorsToldAfterSeconds: 0\n", "listErrorsToldAfterSeconds must be 1..86400"},
+      {"notFoundConfirmsAfterSeconds: 0\n", "notFoundConfirmsAfterSeconds must be 1..86400"},
       {"rejectionBackoffSeconds: 3601\n", "rejectionBackoffSeconds must be 1..3600"},
       {"rejectionBackoffSeconds: 0.5\n", "line 1: rejectionBackoffSeconds: wrong type"},
       {"origin: gantry\nrejectionBackoffMaxSeconds: never\n", "line 2: rejectionBackoffMaxSeconds: wrong type"},

@@ -24,6 +24,17 @@ int UnseenDeletes(const Plan& p) {
   return Count(p, Verb::kDeleteUnseen, "Workload") + Count(p, Verb::kDeleteUnseen, "Job");
 }
 
+// Running at epoch 3 in c2; c1, which refuses gantry its lists, holds the
+// epoch-2 rows, withdrawn.
+void MovedOnFromC1(World& w) {
+  w.OwnedBy(JobPhase::kRunning, "c2", 3);
+  w.Workload("c2", 3).admitted = true;
+  w.RemoteJob("c2", 3, RemoteJobState::kRunning);
+  w.Intent("c1", "Workload", 2, false);
+  w.Intent("c1", "Job", 2, false);
+  RefuseLists(w);
+}
+
 const Action* Find(const Plan& p, Verb verb, const std::string& kind, const std::string& cluster) {
   for (const Action& a : p.actions) {
     if (a.verb == verb && a.kind == kind && a.cluster == cluster) return &a;
@@ -133,12 +144,7 @@ TEST_CASE("a job moved on from an owner that refuses gantry their list has its o
   // Moved past credentialsRefusedTimeout: epoch 3 runs in c2; c1's epoch-2
   // rows are marked absent (their objects may still run there).
   World w;
-  w.OwnedBy(JobPhase::kRunning, "c2", 3);
-  w.Workload("c2", 3).admitted = true;
-  w.RemoteJob("c2", 3, RemoteJobState::kRunning);
-  w.Intent("c1", "Workload", 2, false);
-  w.Intent("c1", "Job", 2, false);
-  RefuseLists(w);
+  MovedOnFromC1(w);
   Plan p = Decide(w.Input());
   const Action* zombie = Find(p, Verb::kDeleteUnseen, "Job", "c1");
   REQUIRE(zombie);
@@ -154,6 +160,91 @@ TEST_CASE("a job moved on from an owner that refuses gantry their list has its o
   refused.Intent("c1", "Workload", 2, false);
   refused.in.intents.back().refusal = "cluster c1 refused Workload team-a/train: HTTP 403 denied";
   CHECK(Decide(refused.Input()).actions.empty());
+}
+
+TEST_CASE("a cancel completes once its objects, withdrawn long enough, are read gone by name where the list is refused",
+          "[dispatch][decide][cancel]") {
+  // Cancelling; an earlier pass marked c1's rows absent 130 s ago, and
+  // deleted their objects by name. A lookup has since found both gone.
+  World w;
+  w.OwnedBy(JobPhase::kRunning, "c1", 2);
+  w.job.phase = JobPhase::kCancelling;
+  for (RemoteIntent& i : w.in.intents) {
+    i.present = false;
+    i.updated_ms = w.in.now_ms - 130'000;
+  }
+  RefuseLists(w);
+  const int64_t read_at = w.in.now_ms - 5'000;
+  w.in.read_gone[{"c1", "Workload"}] = read_at;
+  w.in.read_gone[{"c1", "Job"}] = read_at;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  CHECK(p.write->drop_intents.size() == 2);
+  REQUIRE(p.write->phase);
+  CHECK(*p.write->phase == JobPhase::kCancelled);
+  CHECK(UnseenDeletes(p) == 0);  // nothing more to ask there
+
+  SECTION("not when the lookup came sooner after the withdrawal than notFoundConfirmsAfterSeconds") {
+    // A create sent before the withdrawal could still land after that read.
+    w.in.read_gone[{"c1", "Job"}] = w.in.now_ms - 130'000 + w.in.options.not_found_confirms_after_ms - 1;
+    Plan q = Decide(w.Input());
+    REQUIRE(q.write);
+    REQUIRE(q.write->drop_intents.size() == 1);
+    CHECK(q.write->drop_intents[0] == std::make_pair(std::string("c1"), std::string("Workload")));
+    CHECK_FALSE(q.write->phase);  // still waiting for c1
+    CHECK(Count(q, Verb::kDeleteUnseen, "Job", "c1") == 1);  // asked again (when due: the engine's UnseenAsks)
+    CHECK(Count(q, Verb::kDeleteUnseen, "Workload", "c1") == 0);
+  }
+  SECTION("not for a row withdrawn again after the read (updated since)") {
+    for (RemoteIntent& i : w.in.intents) i.updated_ms = read_at + 1;
+    Plan q = Decide(w.Input());
+    CHECK((!q.write || q.write->drop_intents.empty()));
+    CHECK(UnseenDeletes(q) == 2);
+  }
+  SECTION("not in a cluster that lets gantry list again: its view says, not a read by name") {
+    w.clusters["c1"].watch_refused.clear();
+    w.clusters["c1"].watch_refused_for_ms = 0;
+    w.synced.insert("c1");
+    w.RemoteJob("c1", 2, RemoteJobState::kRunning);  // the view shows the job still there
+    Plan q = Decide(w.Input());
+    REQUIRE(q.write);
+    REQUIRE(q.write->drop_intents.size() == 1);
+    CHECK(q.write->drop_intents[0].second == "Workload");
+    CHECK_FALSE(q.write->phase);
+    CHECK(Count(q, Verb::kDelete, "Job", "c1") == 1);
+  }
+  SECTION("not in a cluster out of reach") {
+    w.clusters["c1"].ready = false;
+    w.clusters["c1"].lost_for_ms = 1'000;
+    Plan q = Decide(w.Input());
+    CHECK((!q.write || q.write->drop_intents.empty()));
+  }
+}
+
+TEST_CASE("a row still wanted is never dropped by a read that found its object gone", "[dispatch][decide]") {
+  World w;
+  w.OwnedBy(JobPhase::kRunning, "c1", 2);
+  for (RemoteIntent& i : w.in.intents) i.updated_ms = w.in.now_ms - 600'000;
+  RefuseLists(w);
+  w.in.read_gone[{"c1", "Workload"}] = w.in.now_ms - 1'000;
+  w.in.read_gone[{"c1", "Job"}] = w.in.now_ms - 1'000;
+  Plan p = Decide(w.Input());
+  CHECK((!p.write || p.write->drop_intents.empty()));
+}
+
+TEST_CASE("an old epoch's rows where the list is refused are dropped once read gone by name", "[dispatch][decide]") {
+  // Moved on from c1 (epoch 2) to c2 (epoch 3); c1's rows were withdrawn
+  // 200 s ago and their objects since read gone.
+  World w;
+  MovedOnFromC1(w);
+  for (RemoteIntent& i : w.in.intents) i.updated_ms = w.in.now_ms - 200'000;
+  w.in.read_gone[{"c1", "Workload"}] = w.in.now_ms - 10'000;
+  w.in.read_gone[{"c1", "Job"}] = w.in.now_ms - 10'000;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  CHECK(p.write->drop_intents.size() == 2);
+  for (const auto& d : p.write->drop_intents) CHECK(d.first == "c1");
+  CHECK(UnseenDeletes(p) == 0);
 }
 
 }  // namespace gantry::dispatch

@@ -28,4 +28,24 @@ TEST_CASE("UnseenAsks: each ask of a row doubles its wait, up to the max, and ro
   CHECK(asks.Due("a", 300'000));
 }
 
+TEST_CASE("UnseenAsks: a row's last lookup says whether its object was found gone, and when", "[dispatch]") {
+  UnseenAsks asks(10'000, 40'000);
+  const std::string key = UnseenAsks::Key("uid-1", "c1", "Job", 2);
+  CHECK(key != UnseenAsks::Key("uid-1", "c1", "Job", 3));
+  CHECK(key != UnseenAsks::Key("uid-1", "c1", "Workload", 2));
+  CHECK(asks.GoneAt(key) == 0);  // never asked
+  asks.Found(key, 5'000);
+  asks.Asked(key, 5'000);
+  CHECK(asks.GoneAt(key) == 5'000);
+  CHECK_FALSE(asks.Due(key, 14'999));  // asking does not change because of it
+  CHECK(asks.GoneAt(UnseenAsks::Key("uid-1", "c1", "Workload", 2)) == 0);
+  // Found there again (created anew): not gone any more.
+  asks.Found(key, 0);
+  asks.Asked(key, 15'000);
+  CHECK(asks.GoneAt(key) == 0);
+  // Nothing learned on a row never asked: no entry made.
+  asks.Found(UnseenAsks::Key("uid-2", "c1", "Job", 1), 0);
+  CHECK(asks.size() == 1);
+}
+
 }  // namespace gantry::dispatch

@@ -21,6 +21,17 @@ DispatchFleetOptions TwoClusters() {
   return o;
 }
 
+bool ShowsJobsListRefused(DispatchFleet& fleet) {
+  return Cli(fleet.url(), {"clusters"}).out.find("listing jobs answered 403") != std::string::npos;
+}
+
+// gantry may still get and delete Jobs in cluster, but no longer list or
+// watch them; true once `gantry clusters` shows it.
+bool RefuseJobsList(DispatchFleet& fleet, const std::string& cluster) {
+  return fleet.Ctl({"forbid", cluster, "jobs:list"}).code == 0 && fleet.Ctl({"kill-watches", cluster}).code == 0 &&
+         PollFor([&] { return ShowsJobsListRefused(fleet); }, seconds(20));
+}
+
 }  // namespace
 
 TEST_CASE("a cancel reaches a job whose cluster no longer lets gantry list its Jobs: it stops there at once",
@@ -33,12 +44,7 @@ TEST_CASE("a cancel reaches a job whose cluster no longer lets gantry list its J
   REQUIRE(fleet.WaitPhase("team-a", "runner", {"Running"}));
   const std::string uid = fleet.Uid("team-a", "runner");
 
-  // gantry may still get and delete Jobs in c1, but not list or watch them.
-  REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:list"}).code == 0);
-  REQUIRE(fleet.Ctl({"kill-watches", "c1"}).code == 0);
-  REQUIRE(PollFor([&] {
-    return Cli(fleet.url(), {"clusters"}).out.find("listing jobs answered 403") != std::string::npos;
-  }, seconds(20)));
+  REQUIRE(RefuseJobsList(fleet, "c1"));
 
   REQUIRE(Cli(fleet.url(), {"cancel", "runner", "-n", "team-a"}).code == 0);
   // The run in c1 ends: the Job was deleted there, though gantry cannot see it.
@@ -56,6 +62,33 @@ TEST_CASE("a cancel reaches a job whose cluster no longer lets gantry list its J
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
   REQUIRE(fleet.WaitPhase("team-a", "runner", {"Cancelled"}, seconds(30)));
   CHECK(fleet.Runs(uid).size() == 1);
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out << check.err);
+  CHECK(check.code == 0);
+}
+
+TEST_CASE("a cancel where the list stays refused completes once the objects are read gone by name",
+          "[e2e][dispatch][cancel]") {
+  DispatchFleetOptions o = TwoClusters();
+  o.daemon_config_yaml = "notFoundConfirmsAfterSeconds: 1\n";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("stuck", "team-a", 1, 1, "120s", "  placement: {clusters: [c1]}")) ==
+          201);
+  REQUIRE(fleet.WaitPhase("team-a", "stuck", {"Running"}));
+  const std::string uid = fleet.Uid("team-a", "stuck");
+  REQUIRE(RefuseJobsList(fleet, "c1"));
+
+  REQUIRE(Cli(fleet.url(), {"cancel", "stuck", "-n", "team-a"}).code == 0);
+  // The list is never allowed again. The objects are deleted by name, and
+  // the next lookup (10 s on) finds them gone, a second after their rows
+  // were withdrawn: the cancel completes without the list.
+  REQUIRE(fleet.WaitPhase("team-a", "stuck", {"Cancelled"}, seconds(40)));
+  const std::vector<nlohmann::json> runs = fleet.Runs(uid);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].value("endReason", "") == "Deleted");
+  CHECK(ShowsJobsListRefused(fleet));  // still refused
   RunResult check = fleet.Ctl({"check"});
   INFO(check.out << check.err);
   CHECK(check.code == 0);

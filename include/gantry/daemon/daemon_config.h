@@ -80,6 +80,12 @@ struct DaemonConfig {
   // refusing gantry the watch: of Workloads or Jobs, for every job it owns;
   // of another kind, for the jobs of that kind (ObserverOptions::list_errors_told_after).
   int list_errors_told_after_seconds = 60;
+  // notFoundConfirmsAfterSeconds: in a cluster that answers but refuses
+  // gantry the list of a kind, a withdrawn object read by name and not
+  // found counts as deleted once its row has been withdrawn this long
+  // (DecideOptions::not_found_confirms_after_ms): longer than any create of
+  // it could still be at work in the API server.
+  int not_found_confirms_after_seconds = 120;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job
   // document) that gantry watches in every cluster, as it does Jobs and
   // JobSets: such jobs go Running, finish, and are withdrawn like a Job.

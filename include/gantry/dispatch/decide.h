@@ -151,6 +151,13 @@ struct DecideOptions {
   // so that one preemption finishes before another cluster may start one
   // (MultiKueue lets every candidate preempt at once). 0: no gates.
   int64_t preemption_gate_ms = 60'000;
+  // Where a cluster answers but refuses gantry the list of a kind, a
+  // withdrawn row's object is read by name (kDeleteUnseen). A NotFound that
+  // names it confirms it gone, and the row is dropped, only once the row
+  // has been withdrawn this long (notFoundConfirmsAfterSeconds): by then no
+  // create of it that gantry sent can still be at work in the API server
+  // (whose own request timeout is a minute by default) and land after.
+  int64_t not_found_confirms_after_ms = 120'000;
 };
 
 struct DecideInput {
@@ -176,6 +183,10 @@ struct DecideInput {
   // (cluster, kind) objects of the current epoch this engine created and has
   // not seen yet (expectations.h): not created again.
   std::set<std::pair<std::string, std::string>> expected;
+  // (cluster, kind) of withdrawn rows whose last lookup by name
+  // (kDeleteUnseen) found the object not there, and when (UnseenAsks, the
+  // engine's memory: after a restart it is read again).
+  std::map<std::pair<std::string, std::string>, int64_t> read_gone;
   int64_t now_ms = 0;
   DecideOptions options;
 };

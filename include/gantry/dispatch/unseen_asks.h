@@ -18,17 +18,29 @@ namespace gantry::dispatch {
 class UnseenAsks {
  public:
   UnseenAsks(int64_t first_ms, int64_t max_ms) : first_ms_(first_ms), max_ms_(max_ms) {}
+  // The key of a job's row: its cluster, kind and epoch (it has no object
+  // uid to go by).
+  static std::string Key(const std::string& job_uid, const std::string& cluster, const std::string& kind,
+                         int64_t epoch);
   // Whether the row under key may be asked at now_ms.
   bool Due(const std::string& key, int64_t now_ms) const;
   // It was asked at now_ms (a connection was taken for it, whatever came
   // back: an answer, none in time, or nothing to send).
   void Asked(const std::string& key, int64_t now_ms);
+  // What the row's last lookup found: at_ms, the object was not there (a
+  // NotFound that named it); 0, it was, or nothing was learned.
+  void Found(const std::string& key, int64_t gone_at_ms);
+  // When the row's last lookup found its object not there (0: it did not).
+  // Read by every pass of a job with withdrawn rows: cheap while no row of
+  // any job has been asked (the usual case).
+  int64_t GoneAt(const std::string& key) const;
   size_t size() const;
 
  private:
   struct Entry {
     int64_t next_ms = 0;
     int64_t wait_ms = 0;
+    int64_t gone_ms = 0;
   };
   const int64_t first_ms_;
   const int64_t max_ms_;

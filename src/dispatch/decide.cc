@@ -38,7 +38,8 @@ bool Ladder::Fence(Plan& plan) const {
 // Withdrawn copies (intents marked absent, e.g. the losers of a lease whose
 // cluster did not answer then) are deleted once reachable (by name while
 // the cluster answers but refuses gantry the list: AnswersUnseen), and their rows
-// dropped once the cluster shows them gone; a refused copy's row once its
+// dropped once the cluster shows them gone, or a read by name found them
+// gone long enough after (ReadGone); a refused copy's row once its
 // epoch's nomination is over (ConfirmedGone).
 void Ladder::Sweep(Plan& plan, Plan& deletes) const {
   auto touched = [&](const std::string& cluster, const std::string& kind) {

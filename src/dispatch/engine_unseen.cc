@@ -17,24 +17,11 @@
 #include "gantry/dispatch/remote_objects.h"
 
 namespace gantry::dispatch {
-namespace {
-
-// Whether a 404 says that this object is not there: the API server's
-// NotFound for an object names it in details. A path it does not serve (a
-// kind's version no longer served, say) answers a 404 without the name,
-// which says nothing of an object served under another version.
-bool NamesObject(const nlohmann::json& body, const std::string& name) {
-  if (!body.is_object()) return false;
-  auto details = body.find("details");
-  if (details == body.end() || !details->is_object()) return false;
-  auto n = details->find("name");
-  return n != details->end() && n->is_string() && n->get_ref<const std::string&>() == name;
-}
-
-}  // namespace
 
 bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::KubeClient& client) {
   if (action.path.empty()) return true;  // the template's kind has no path: nothing was created
+  // Read before the GET is sent: the cluster answered after it, never before.
+  const int64_t asked_ms = clock_.NowMillis();
   auto got = client.Get(action.path);
   if (metrics_) metrics_->RemoteCall(action.cluster, "get", got.ok() ? got->status : 0);
   if (!got.ok()) {
@@ -43,7 +30,7 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
   }
   const std::string key = UnseenAsks::Key(job.uid, action.cluster, action.kind, action.epoch);
   if (got->status == 404) {  // gone already
-    unseen_.Found(key, NamesObject(got->body, action.name) ? clock_.NowMillis() : 0);
+    unseen_.Found(key, NotFoundNames(got->body, action.name) ? asked_ms : 0);
     return true;
   }
   unseen_.Found(key, 0);

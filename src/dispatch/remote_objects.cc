@@ -354,4 +354,12 @@ json BuildRemoteJob(const RemoteJobParams& params) {
   return job;
 }
 
+bool NotFoundNames(const nlohmann::json& body, const std::string& name) {
+  if (!body.is_object()) return false;
+  auto details = body.find("details");
+  if (details == body.end() || !details->is_object()) return false;
+  auto n = details->find("name");
+  return n != details->end() && n->is_string() && n->get_ref<const std::string&>() == name;
+}
+
 }  // namespace gantry::dispatch

@@ -22,7 +22,8 @@ void UnseenAsks::Asked(const std::string& key, int64_t now_ms) {
   // A row not asked for twice the longest wait is done with (its cluster
   // lists again, or the row is gone): forgotten, at most once a minute.
   if (now_ms - pruned_ms_ >= 60'000 || now_ms < pruned_ms_) {
-    std::erase_if(rows_, [&](const auto& r) { return now_ms - r.second.next_ms >= 2 * max_ms_; });
+    // (An entry Found made a moment ago, not asked yet, has no time: kept.)
+    std::erase_if(rows_, [&](const auto& r) { return r.second.next_ms > 0 && now_ms - r.second.next_ms >= 2 * max_ms_; });
     pruned_ms_ = now_ms;
   }
   Entry& e = rows_[key];

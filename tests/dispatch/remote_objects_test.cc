@@ -173,6 +173,26 @@ std::vector<json> EnvValues(const json& container, const std::string& name) {
   return out;
 }
 
+TEST_CASE("NotFoundNames: only a NotFound that names the object says it is not there") {
+  const nlohmann::json object_missing = {{"kind", "Status"},
+                                         {"reason", "NotFound"},
+                                         {"code", 404},
+                                         {"details", {{"name", "train-1a2b3c4d"}, {"group", "batch"}, {"kind", "jobs"}}}};
+  CHECK(NotFoundNames(object_missing, "train-1a2b3c4d"));
+  CHECK_FALSE(NotFoundNames(object_missing, "train-ffffffff"));  // another object's
+  // A path not served: a Status that names nothing, or no JSON at all.
+  const nlohmann::json unserved = {{"kind", "Status"},
+                                   {"reason", "NotFound"},
+                                   {"code", 404},
+                                   {"message", "the server could not find the requested resource"},
+                                   {"details", nlohmann::json::object()}};
+  CHECK_FALSE(NotFoundNames(unserved, "train-1a2b3c4d"));
+  CHECK_FALSE(NotFoundNames({{"kind", "Status"}, {"code", 404}}, "train-1a2b3c4d"));
+  CHECK_FALSE(NotFoundNames(nullptr, "train-1a2b3c4d"));
+  CHECK_FALSE(NotFoundNames({{"details", "train-1a2b3c4d"}}, "train-1a2b3c4d"));
+  CHECK_FALSE(NotFoundNames({{"details", {{"name", 7}}}}, "7"));
+}
+
 TEST_CASE("DeletableEpoch: only the job's own object, made by gantry, at an epoch no newer than the row's") {
   const std::string uid = "0123abcd-0000-4000-8000-000000000001";
   auto object = [&](const std::string& origin, const std::string& job_uid, const std::string& epoch) {

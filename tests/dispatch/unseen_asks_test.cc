@@ -48,4 +48,22 @@ TEST_CASE("UnseenAsks: a row's last lookup says whether its object was found gon
   CHECK(asks.size() == 1);
 }
 
+TEST_CASE("UnseenAsks: a row's first lookup is kept through the prune that its own ask runs", "[dispatch]") {
+  // Wall-clock times: the first ask of a daemon's life prunes (as one does
+  // at most once a minute), and the entry Found made has no ask time yet.
+  const int64_t now = 1'780'000'000'000;
+  UnseenAsks asks(10'000, 300'000);
+  const std::string key = UnseenAsks::Key("uid-1", "c1", "Job", 1);
+  asks.Found(key, now);
+  asks.Asked(key, now);
+  CHECK(asks.GoneAt(key) == now);
+  // Another worker's ask, pruning meanwhile, keeps it too.
+  const std::string other = UnseenAsks::Key("uid-2", "c1", "Job", 1);
+  asks.Found(other, now + 61'000);
+  asks.Asked(UnseenAsks::Key("uid-3", "c1", "Job", 1), now + 61'000);
+  asks.Asked(other, now + 61'000);
+  CHECK(asks.GoneAt(other) == now + 61'000);
+  CHECK(asks.GoneAt(key) == now);
+}
+
 }  // namespace gantry::dispatch

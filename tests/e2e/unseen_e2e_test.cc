@@ -89,6 +89,8 @@ TEST_CASE("a cancel where the list stays refused completes once the objects are 
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].value("endReason", "") == "Deleted");
   CHECK(ShowsJobsListRefused(fleet));  // still refused
+  // Nothing of the job's is left there: its Workload copy went too.
+  CHECK(RemoteGone(fleet, "c1", "team-a", RemoteName("stuck", uid)));
   RunResult check = fleet.Ctl({"check"});
   INFO(check.out << check.err);
   CHECK(check.code == 0);

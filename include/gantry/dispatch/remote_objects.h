@@ -67,6 +67,13 @@ Result<std::string> KindPath(const std::string& api_version, const std::string& 
 Result<std::string> JobPath(const nlohmann::json& template_object, const std::string& ns,
                             const std::string& name = "");
 
+// Whether a 404's body says that the object `name` is not there: the API
+// server's NotFound for an object names it in its Status details. A path it
+// does not serve (a kind's version no longer served, say) answers a 404
+// that names nothing, which says nothing of the object under another
+// version (Verb::kDeleteUnseen: only the former confirms a deletion).
+bool NotFoundNames(const nlohmann::json& body, const std::string& name);
+
 // The epoch of a remote object read back (its kEpochAnnotation), if it is
 // job_uid's made by gantry under `origin` (its kOriginLabel and
 // kJobUidLabel) at a positive epoch no newer than max_epoch, and has a uid

@@ -200,7 +200,16 @@ void Engine::SetObservedClusters() {
 }
 
 void Engine::RefreshFleetLocked(int64_t now_ms) {
-  if (fleet_read_ms_ >= 0 && now_ms - fleet_read_ms_ < options_.fleet_refresh_ms && now_ms >= fleet_read_ms_) return;
+  // Read again every fleet_refresh_ms, and at once after a cluster's health
+  // changed: a job submitted once `gantry clusters` shows a cluster Ready is
+  // placed knowing it (it could otherwise be nominated without it, and an
+  // AllAtOnce job whose copy holds quota elsewhere would not widen to it).
+  const uint64_t generation = fleet_.Generation();
+  if (fleet_read_ms_ >= 0 && now_ms - fleet_read_ms_ < options_.fleet_refresh_ms && now_ms >= fleet_read_ms_ &&
+      generation == fleet_generation_) {
+    return;
+  }
+  fleet_generation_ = generation;
   auto facts = std::make_shared<FleetFacts>();
   const std::map<std::string, std::string> watch_refusals = observer_->WatchRefusals();  // one lock for all
   const auto kind_refusals = observer_->KindRefusals();

@@ -124,6 +124,7 @@ std::vector<ClusterFileError> Fleet::Load() {
     e.reprobe = e.probing;
   }
   entries_ = std::move(next);
+  generation_.fetch_add(1, std::memory_order_release);
   return load.errors;
 }
 
@@ -184,6 +185,7 @@ void Fleet::ProbeOne(const std::string& name) {
     }
     if (e.view.health.first_lost_ms != before) persist = e.view.health.first_lost_ms;
     if (old_state != e.view.health.state || old_refused != e.view.health.credentials_refused) {
+      generation_.fetch_add(1, std::memory_order_release);
       if (reading.ok()) {
         spdlog::info("cluster {} is Ready", name);
       } else if (e.view.health.credentials_refused) {

@@ -251,6 +251,33 @@ TEST_CASE("a probe on demand is not overwritten by an older probe still in fligh
   fleet.Stop();
 }
 
+TEST_CASE("the fleet's generation changes with a cluster's health and with a reload, not with every probe",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  fleet.ProbeAllNow();  // Ready, both (the workers' first probes may have been first)
+  const uint64_t ready = fleet.Generation();
+  CHECK(ready > 0);
+  fleet.ProbeAllNow();  // nothing changed
+  CHECK(fleet.Generation() == ready);
+  prober.up["c2"] = false;
+  fleet.ProbeAllNow();
+  const uint64_t c2_down = fleet.Generation();
+  CHECK(c2_down != ready);
+  prober.up["c2"] = true;
+  fleet.ProbeAllNow();
+  CHECK(fleet.Generation() != c2_down);
+  const uint64_t before_reload = fleet.Generation();
+  fleet.Reload();
+  CHECK(fleet.Generation() != before_reload);
+  fleet.Stop();
+}
+
 TEST_CASE("fleet reload adds, keeps and removes clusters", "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});
   auto& [dir, store, options] = fleet_dir;

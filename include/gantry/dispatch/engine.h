@@ -199,6 +199,7 @@ class Engine final : public JobIntake {
   std::atomic<bool> no_clusters_{false};
   std::mutex fleet_mu_;
   int64_t fleet_read_ms_ = -1;
+  uint64_t fleet_generation_ = 0;  // fleet_.Generation() when last read
   // When each cluster was first seen refusing gantry a watch (guarded by
   // fleet_mu_), as kept in cluster_state_: an entry stays until the cluster
   // has listed again without a refusal, or leaves the inventory. Keyed by

@@ -14,6 +14,7 @@
 // Thread-safety: every public method is safe from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -103,6 +104,11 @@ class Fleet {
 
   // Probes every cluster once, now, on the calling thread (tests).
   void ProbeAllNow();
+  // Changes each time a cluster's health changes (Ready, NotReady, refused)
+  // or the inventory is (re)loaded: a cached view of Clusters() older than
+  // a change is known to be stale. A change seen in Clusters() has already
+  // changed this.
+  uint64_t Generation() const { return generation_.load(std::memory_order_acquire); }
 
  private:
   struct Entry {
@@ -129,6 +135,7 @@ class Fleet {
   std::mt19937 rng_{std::random_device{}()};
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  std::atomic<uint64_t> generation_{0};  // see Generation(); bumped under mu_
 };
 
 }  // namespace gantry::inventory

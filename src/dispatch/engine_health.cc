@@ -15,13 +15,17 @@ namespace gantry::dispatch {
 
 // A cluster's readiness as the health watch compares it: Ready (answering,
 // its Workloads and Jobs listed) since when (a NotReady blip between two
-// looks changes the time), or not ready; and, when ready, the watched kinds
+// looks changes the time), or not ready; when ready, the watched kinds
 // that have not listed (a JobSet view that lists again concerns the JobSets
-// there, whatever other optional kind still fails).
+// there, whatever other optional kind still fails); and how often what has
+// listed there changed (ClusterObserver::ListedChanges): a cluster whose
+// watches listed and were refused again between two looks was ready, and
+// may have been given jobs, though neither look saw it.
 struct Readiness {
   bool ready = false;
   int64_t since_ms = 0;
   std::set<std::string> unlisted;
+  uint64_t listed_changes = 0;
   friend bool operator==(const Readiness&, const Readiness&) = default;
   // A kind this one shows listed that `before` did not.
   bool KindListedSince(const Readiness& before) const {
@@ -41,8 +45,11 @@ void Engine::RunHealthWatch() {
   };
   std::map<std::string, Answering> answering;
   std::unique_lock lock(gc_mu_);
-  while (!stopping_) {
-    gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
+  // The first look is at once: what it sees is what later looks compare
+  // with, and a cluster first seen later, not ready, is taken to hold
+  // nothing of ours (jobs dispatched there meanwhile would be missed).
+  for (bool first = true; !stopping_; first = false) {
+    if (!first) gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
     if (stopping_) return;
     lock.unlock();
     // While a cluster refuses a watch, keeps the fleet view, and with it the
@@ -54,7 +61,8 @@ void Engine::RunHealthWatch() {
       const std::string& name = view.config.name;
       const bool answers = view.health.state == inventory::HealthState::kReady;
       const bool ready = answers && observer_->SyncedForJobs(name);
-      now[name] = {ready, ready ? view.health.since_ms : 0, ready ? observer_->Unlisted(name) : std::set<std::string>{}};
+      now[name] = {ready, ready ? view.health.since_ms : 0, ready ? observer_->Unlisted(name) : std::set<std::string>{},
+                   observer_->ListedChanges(name)};
       auto before = answering.find(name);
       if (!answers) {
         if (view.health.state == inventory::HealthState::kNotReady) {

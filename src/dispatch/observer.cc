@@ -105,6 +105,14 @@ std::size_t ClusterObserver::Impl::ResourceNamed(const std::string& name) const 
 
 // Replaces `synced_for` and `behind_for` after a cluster's sync state may have changed.
 void ClusterObserver::Impl::PublishSyncedLocked() {
+  for (const auto& [name, c] : clusters) {
+    uint64_t bits = 0;
+    for (std::size_t r = 0; r < c->caches.size() && r < 64; ++r) bits |= uint64_t{c->caches[r].listed} << r;
+    if (bits != c->listed_bits) {
+      c->listed_bits = bits;
+      ++c->listed_changes;
+    }
+  }
   for (std::size_t r = 0; r < resources.size(); ++r) {
     auto now = std::make_shared<std::set<std::string>>();
     auto late = std::make_shared<std::set<std::string>>();
@@ -281,6 +289,12 @@ std::set<std::string> ClusterObserver::Unlisted(const std::string& cluster) cons
     if (!it->second->caches[r].listed) unlisted.insert(impl_->resources[r].name);
   }
   return unlisted;
+}
+
+uint64_t ClusterObserver::ListedChanges(const std::string& cluster) const {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  return it == impl_->clusters.end() ? 0 : it->second->listed_changes;
 }
 
 bool ClusterObserver::SyncedForJobs(const std::string& cluster) const {

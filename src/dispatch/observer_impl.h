@@ -108,6 +108,11 @@ struct ClusterObserver::Impl {
     }
     const ObservedCluster config;
     std::vector<ResourceCache> caches;  // one per Impl::resources; guarded by Impl::mu
+    // Which resources have listed (bit r: caches[r].listed) as last
+    // published, and how many times that has changed (ListedChanges);
+    // guarded by Impl::mu.
+    uint64_t listed_bits = 0;
+    uint64_t listed_changes = 0;
     // Relist() calls: each resource thread sees each one once (relist_now).
     std::atomic<uint64_t> relists{0};
     // Set once: ends the watches (their waits watch its fd) and the loops.

@@ -533,10 +533,14 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK_FALSE(fresh.Synced("c2"));
     // The other kinds list (or answer 404, TrainJobs here) on their own threads, soon after.
     CHECK(WaitFor([&] { return fresh.Unlisted("c2") == std::set<std::string>{"jobsets"}; }, std::chrono::seconds(10)));
-    // Allowed again: listed, nothing refused.
+    const uint64_t changes = fresh.ListedChanges("c2");
+    CHECK(changes > 0);  // from nothing listed to all but the JobSets
+    CHECK(fresh.ListedChanges("nope") == 0);
+    // Allowed again: listed, nothing refused; the change is counted.
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
     CHECK(WaitFor([&] { return fresh.Synced("c2") && fresh.KindRefusals().empty(); }, std::chrono::seconds(20)));
     CHECK(fresh.Unlisted("c2").empty());
+    CHECK(fresh.ListedChanges("c2") > changes);
     fresh.Stop();
   }
 

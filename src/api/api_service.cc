@@ -25,6 +25,7 @@ ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, di
   router_.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}", bind(&ApiService::GetJob));
   router_.Add("DELETE", "/api/v1/namespaces/{ns}/jobs/{name}", bind(&ApiService::CancelJob));
   router_.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}/events", bind(&ApiService::JobEvents));
+  router_.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}/remoteobjects", bind(&ApiService::JobRemoteObjects));
   router_.Add("GET", "/api/v1/jobs", bind(&ApiService::ListJobs));
   router_.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}/placement", bind(&ApiService::JobPlacement));
   router_.Add("GET", "/api/v1/clusters", bind(&ApiService::ListClusters));

@@ -1,5 +1,8 @@
 #include "gantry/api/job_view.h"
 
+#include <algorithm>
+#include <tuple>
+
 #include "gantry/common/clock.h"
 #include "gantry/common/json_text.h"
 
@@ -126,6 +129,23 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events) {
     items.push_back(std::move(item));
   }
   return {{"apiVersion", "gantry.dev/v1"}, {"kind", "EventList"}, {"items", items}};
+}
+
+nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents) {
+  std::sort(intents.begin(), intents.end(), [](const RemoteIntent& a, const RemoteIntent& b) {
+    return std::tie(a.cluster, a.kind) < std::tie(b.cluster, b.kind);
+  });
+  nlohmann::json items = nlohmann::json::array();
+  for (const RemoteIntent& i : intents) {
+    const char* state = i.present ? "Wanted" : i.refusal.empty() ? "Withdrawing" : "Refused";
+    nlohmann::json item = {{"cluster", i.cluster}, {"kind", i.kind},   {"namespace", i.ns},
+                           {"name", i.name},       {"epoch", i.epoch}, {"state", state}};
+    if (!i.refusal.empty()) item["refusal"] = i.refusal;
+    if (i.gate_opened_ms > 0) item["preemptionGateOpened"] = FormatRfc3339(i.gate_opened_ms);
+    if (i.updated_ms > 0) item["updateTime"] = FormatRfc3339(i.updated_ms);
+    items.push_back(std::move(item));
+  }
+  return {{"apiVersion", "gantry.dev/v1"}, {"kind", "RemoteObjectList"}, {"items", std::move(items)}};
 }
 
 // "v1:" marks the token format so a later format can be told apart.

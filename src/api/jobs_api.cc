@@ -1,4 +1,5 @@
-// The job routes of ApiService: submit, get, list, cancel/purge, events.
+// The job routes of ApiService: submit, get, list, cancel/purge, events,
+// remote objects.
 #include <spdlog/spdlog.h>
 
 #include "gantry/api/api_service.h"
@@ -217,6 +218,17 @@ void ApiService::JobEvents(http::Request req, Respond respond) {
     return;
   }
   respond(http::JsonResponse(200, EventsToJson(*events).dump()));
+}
+
+void ApiService::JobRemoteObjects(http::Request req, Respond respond) {
+  auto job = AuthorizedJob(req, respond);
+  if (!job) return;
+  auto intents = store_.Intents(job->uid);
+  if (!intents.ok()) {
+    respond(K8sStatusFrom(intents.status()));
+    return;
+  }
+  respond(http::JsonResponse(200, RemoteObjectsToJson(std::move(*intents)).dump()));
 }
 
 }  // namespace gantry::api

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <future>
 #include <memory>
 
 #include "api_fixture.h"
@@ -194,6 +195,58 @@ TEST_CASE("cancel, events and purge", "[api]") {
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/c1").status == 404);
   // The name is free again.
   CHECK(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("c1")).status == 201);
+}
+
+TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state", "[api]") {
+  ApiFixture api;
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("r1")).status == 201);
+  const std::string uid = api.Json(api.Call("GET", "/api/v1/namespaces/team-a/jobs/r1"))["metadata"]["uid"];
+  const std::string path = "/api/v1/namespaces/team-a/jobs/r1/remoteobjects";
+  CHECK(api.Json(api.Call("GET", path))["items"] == nlohmann::json::array());  // nothing dispatched yet
+
+  // As the engine would write them: a copy wanted in c2, one refused by c1,
+  // and c3's withdrawn.
+  auto row = [&](const std::string& cluster, bool present, const std::string& refusal) {
+    RemoteIntent i;
+    i.cluster = cluster;
+    i.kind = "Workload";
+    i.ns = "team-a";
+    i.name = "r1-0123abcd";
+    i.epoch = 1;
+    i.present = present;
+    i.refusal = refusal;
+    return i;
+  };
+  DispatchUpdate u;
+  u.uid = uid;
+  u.expected_phase = JobPhase::kQueued;
+  u.phase = JobPhase::kNominating;
+  u.epoch = 1;
+  u.upsert_intents = {row("c2", true, ""), row("c1", false, "HTTP 403 denied by policy"), row("c3", false, "")};
+  std::promise<Status> written;
+  api.store().ApplyDispatch(u, [&](Result<JobRecord> r) { written.set_value(r.status()); });
+  REQUIRE(written.get_future().get().ok());
+
+  auto r = api.Call("GET", path);
+  REQUIRE(r.status == 200);
+  nlohmann::json list = api.Json(r);
+  CHECK(list["kind"] == "RemoteObjectList");
+  const nlohmann::json& items = list["items"];
+  REQUIRE(items.size() == 3);
+  CHECK(items[0]["cluster"] == "c1");  // by cluster
+  CHECK(items[0]["state"] == "Refused");
+  CHECK(items[0]["refusal"] == "HTTP 403 denied by policy");
+  CHECK(items[1]["cluster"] == "c2");
+  CHECK(items[1]["state"] == "Wanted");
+  CHECK(items[1]["name"] == "r1-0123abcd");
+  CHECK(items[1]["epoch"] == 1);
+  CHECK(items[1]["kind"] == "Workload");
+  CHECK(items[1].contains("updateTime"));
+  CHECK_FALSE(items[1].contains("refusal"));
+  CHECK(items[2]["state"] == "Withdrawing");
+  // Like the job itself: no token is 401, a missing job 404.
+  CHECK(api.Call("GET", path, "", "").status == 401);
+  CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/nope/remoteobjects").status == 404);
 }
 
 }  // namespace gantry::testing

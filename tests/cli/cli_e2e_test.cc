@@ -62,6 +62,7 @@ TEST_CASE("CLI commands against a real daemon", "[cli][e2e]") {
   CHECK(status.out.find("Phase:      Queued") != std::string::npos);
   CHECK(status.out.find("main   3       cpu=4, memory=16Gi, nvidia.com/gpu=8") != std::string::npos);
   CHECK(status.out.find("Submitted") != std::string::npos);
+  CHECK(status.out.find("Remote objects: <none>") != std::string::npos);  // no cluster here: nothing dispatched
 
   auto as_json = Cli(daemon.url(), {"status", "e2e-train", "-n", "team-a", "-o", "json"});
   REQUIRE(as_json.code == 0);

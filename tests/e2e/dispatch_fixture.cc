@@ -183,15 +183,25 @@ nlohmann::json DispatchFleet::List(const std::string& ns) {
   return nlohmann::json::parse(r->body, nullptr, false);
 }
 
-std::vector<nlohmann::json> DispatchFleet::Events(const std::string& ns, const std::string& name) {
+// The items of GET /api/v1/namespaces/NS/jobs/NAME/SUB ({} on any error).
+std::vector<nlohmann::json> DispatchFleet::JobItems(const std::string& ns, const std::string& name,
+                                                   const std::string& sub) {
   auto client = ClientFor(url());
   if (!client) return {};
-  auto r = client->Do("GET", fmt::format("/api/v1/namespaces/{}/jobs/{}/events", ns, name));
+  auto r = client->Do("GET", fmt::format("/api/v1/namespaces/{}/jobs/{}/{}", ns, name, sub));
   if (!r.ok() || r->status != 200) return {};
   auto body = nlohmann::json::parse(r->body, nullptr, false);
   std::vector<nlohmann::json> out;
   for (auto& e : body.value("items", nlohmann::json::array())) out.push_back(e);
   return out;
+}
+
+std::vector<nlohmann::json> DispatchFleet::Events(const std::string& ns, const std::string& name) {
+  return JobItems(ns, name, "events");
+}
+
+std::vector<nlohmann::json> DispatchFleet::RemoteObjects(const std::string& ns, const std::string& name) {
+  return JobItems(ns, name, "remoteobjects");
 }
 
 RunResult DispatchFleet::Ctl(std::vector<std::string> args) {

@@ -62,6 +62,8 @@ class DispatchFleet {
   // GET a whole page of jobs in a namespace.
   nlohmann::json List(const std::string& ns);
   std::vector<nlohmann::json> Events(const std::string& ns, const std::string& name);
+  // Where gantry has the job's objects (GET .../remoteobjects): its rows.
+  std::vector<nlohmann::json> RemoteObjects(const std::string& ns, const std::string& name);
 
   // gantry-sim ctl ARGS...
   RunResult Ctl(std::vector<std::string> args);
@@ -81,6 +83,7 @@ class DispatchFleet {
   RemoteReply RemoteGet(const std::string& cluster, const std::string& path);
 
  private:
+  std::vector<nlohmann::json> JobItems(const std::string& ns, const std::string& name, const std::string& sub);
   DispatchFleetOptions options_;
   TempDir dir_;
   std::string sim_dir_;

@@ -57,6 +57,16 @@ TEST_CASE("a cancel reaches a job whose cluster no longer lets gantry list its J
   CHECK(fleet.Phase("team-a", "runner") == "Cancelling");
   CHECK(fleet.Job("team-a", "runner")["status"].value("message", "") ==
         "waiting for cluster(s) c1 to confirm deletion");
+  // Its rows say so too, in gantry status.
+  const RunResult status = Cli(fleet.url(), {"status", "runner", "-n", "team-a"});
+  INFO(status.out);
+  CHECK(status.out.find("Remote objects:") != std::string::npos);
+  int withdrawing = 0;
+  for (std::size_t at = status.out.find("Withdrawing"); at != std::string::npos;
+       at = status.out.find("Withdrawing", at + 1)) {
+    ++withdrawing;
+  }
+  CHECK(withdrawing == 2);  // the Workload and the Job in c1
 
   // Listed again: the objects are seen gone, and the job is Cancelled.
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
@@ -99,7 +109,7 @@ TEST_CASE("a cancel where the list stays refused completes once the objects are 
 TEST_CASE("a job moved on from an owner that no longer lets gantry list its Jobs is stopped there, unseen",
           "[e2e][dispatch][recovery]") {
   DispatchFleetOptions o = TwoClusters();
-  o.daemon_config_yaml = "credentialsRefusedTimeoutSeconds: 3\n";
+  o.daemon_config_yaml = "credentialsRefusedTimeoutSeconds: 3\nnotFoundConfirmsAfterSeconds: 1\n";
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
@@ -123,6 +133,14 @@ TEST_CASE("a job moved on from an owner that no longer lets gantry list its Jobs
     const std::vector<nlohmann::json> runs = fleet.Runs(uid);
     return !runs.empty() && runs[0].contains("endMs");
   }, seconds(20)));
+  // Still refused there: the first epoch's rows go once a read by name finds
+  // their objects gone.
+  auto rows_in_first = [&] {
+    int n = 0;
+    for (const nlohmann::json& o : fleet.RemoteObjects("team-a", "mover")) n += o.value("cluster", "") == first;
+    return n;
+  };
+  CHECK(PollFor([&] { return rows_in_first() == 0; }, seconds(30)));
   CHECK(fleet.Ctl({"forbid", first}).code == 0);
   REQUIRE(fleet.WaitPhase("team-a", "mover", {"Succeeded"}, seconds(40)));
   const std::vector<nlohmann::json> runs = fleet.Runs(uid);

@@ -83,6 +83,7 @@ class ApiService {
   void ListJobs(http::Request req, Respond respond);
   void CancelJob(http::Request req, Respond respond);
   void JobEvents(http::Request req, Respond respond);
+  void JobRemoteObjects(http::Request req, Respond respond);
   // A cluster as the API shows it (cluster_view.h), with what only the engine knows.
   nlohmann::json ClusterJson(const inventory::ClusterView& view, int64_t now_ms) const;
   void ListClusters(http::Request req, Respond respond);

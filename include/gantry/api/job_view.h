@@ -21,6 +21,15 @@ std::string JobJsonText(const JobRecord& job);
 std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq);
 nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
 
+// The job's remote objects as gantry means them (its intent rows), by
+// cluster and kind: a RemoteObjectList whose items have cluster, kind,
+// namespace, name, epoch, state (Wanted: to exist at that epoch;
+// Withdrawing: to be deleted, and kept until the cluster confirms it;
+// Refused: the cluster refused the Workload copy, whose answer is in
+// refusal), updateTime, and preemptionGateOpened when gantry opened the
+// copy's preemption gate.
+nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents);
+
 // The opaque continue token for a list page, and its inverse (nullopt for a
 // token that was not produced here).
 std::string EncodeContinue(int64_t after_seq);

@@ -205,7 +205,7 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, std::o
   // Where gantry has, or is withdrawing, the job's objects (a daemon from
   // before this route answers 404: the section is left out).
   ApiResult remote = api->Call("GET", JobPath(ns, name) + "/remoteobjects");
-  if (remote.exit_code == kExitOk) {
+  if (remote.exit_code == kExitOk && remote.body.is_object()) {
     rows.clear();
     for (const auto& o : remote.body.value("items", nlohmann::json::array())) {
       std::string state = o.value("state", "");
@@ -221,7 +221,7 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, std::o
     }
   }
   ApiResult ev = api->Call("GET", JobPath(ns, name) + "/events");
-  if (ev.exit_code == kExitOk) {
+  if (ev.exit_code == kExitOk && ev.body.is_object()) {
     out << "Events:\n";
     rows.clear();
     const auto& items = ev.body.value("items", nlohmann::json::array());

@@ -59,10 +59,13 @@ void Engine::RunHealthWatch() {
     std::map<std::string, Answering> answering_now;
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const std::string& name = view.config.name;
+      // The count first: a change after it is seen in the next look's count,
+      // whatever this look's other reads show.
+      const uint64_t listed_changes = observer_->ListedChanges(name);
       const bool answers = view.health.state == inventory::HealthState::kReady;
       const bool ready = answers && observer_->SyncedForJobs(name);
       now[name] = {ready, ready ? view.health.since_ms : 0, ready ? observer_->Unlisted(name) : std::set<std::string>{},
-                   observer_->ListedChanges(name)};
+                   listed_changes};
       auto before = answering.find(name);
       if (!answers) {
         if (view.health.state == inventory::HealthState::kNotReady) {

@@ -106,11 +106,11 @@ std::size_t ClusterObserver::Impl::ResourceNamed(const std::string& name) const 
 // Replaces `synced_for` and `behind_for` after a cluster's sync state may have changed.
 void ClusterObserver::Impl::PublishSyncedLocked() {
   for (const auto& [name, c] : clusters) {
-    uint64_t bits = 0;
-    for (std::size_t r = 0; r < c->caches.size() && r < 64; ++r) bits |= uint64_t{c->caches[r].listed} << r;
-    if (bits != c->listed_bits) {
-      c->listed_bits = bits;
-      ++c->listed_changes;
+    std::vector<bool> listed(c->caches.size());
+    for (std::size_t r = 0; r < c->caches.size(); ++r) listed[r] = c->caches[r].listed;
+    if (listed != c->listed_seen) {
+      c->listed_seen = std::move(listed);
+      c->listed_changes = ++listed_seq;
     }
   }
   for (std::size_t r = 0; r < resources.size(); ++r) {

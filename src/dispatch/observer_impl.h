@@ -108,10 +108,11 @@ struct ClusterObserver::Impl {
     }
     const ObservedCluster config;
     std::vector<ResourceCache> caches;  // one per Impl::resources; guarded by Impl::mu
-    // Which resources have listed (bit r: caches[r].listed) as last
-    // published, and how many times that has changed (ListedChanges);
-    // guarded by Impl::mu.
-    uint64_t listed_bits = 0;
+    // Which resources have listed (caches[r].listed) as last published,
+    // and the stamp of its last change (Impl::listed_seq, shared by every
+    // cluster, so a cluster added again never repeats an old value:
+    // ListedChanges); guarded by Impl::mu.
+    std::vector<bool> listed_seen;
     uint64_t listed_changes = 0;
     // Relist() calls: each resource thread sees each one once (relist_now).
     std::atomic<uint64_t> relists{0};
@@ -193,6 +194,7 @@ struct ClusterObserver::Impl {
   // Per resource r, the live clusters synced for a job of r's kind
   // (Cluster::SyncedFor); replaced, never changed in place. Guarded by mu.
   std::vector<std::shared_ptr<const std::set<std::string>>> synced_for;
+  uint64_t listed_seq = 0;  // stamps Cluster::listed_changes; guarded by mu
   // Per resource r, the live clusters whose view may miss changes for a job
   // of r's kind (Cluster::BehindFor); likewise.
   std::vector<std::shared_ptr<const std::set<std::string>>> behind_for;

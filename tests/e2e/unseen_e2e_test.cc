@@ -5,6 +5,7 @@
 // deletes them, and waits only to see them gone.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 
 #include "daemon_fixture.h"
@@ -135,12 +136,13 @@ TEST_CASE("a job moved on from an owner that no longer lets gantry list its Jobs
   }, seconds(20)));
   // Still refused there: the first epoch's rows go once a read by name finds
   // their objects gone.
-  auto rows_in_first = [&] {
-    int n = 0;
-    for (const nlohmann::json& o : fleet.RemoteObjects("team-a", "mover")) n += o.value("cluster", "") == first;
-    return n;
+  auto only_in_second = [&] {
+    const std::vector<nlohmann::json> rows = fleet.RemoteObjects("team-a", "mover");  // {} on an error
+    return !rows.empty() && std::all_of(rows.begin(), rows.end(), [&](const nlohmann::json& o) {
+      return o.value("cluster", "") == second;
+    });
   };
-  CHECK(PollFor([&] { return rows_in_first() == 0; }, seconds(30)));
+  CHECK(PollFor(only_in_second, seconds(30)));
   CHECK(fleet.Ctl({"forbid", first}).code == 0);
   REQUIRE(fleet.WaitPhase("team-a", "mover", {"Succeeded"}, seconds(40)));
   const std::vector<nlohmann::json> runs = fleet.Runs(uid);

@@ -202,9 +202,11 @@ class ClusterObserver {
   // The watched resources of the cluster that have not listed (by name:
   // "jobsets"); empty for a cluster not watched.
   std::set<std::string> Unlisted(const std::string& cluster) const;
-  // How many times the set of the cluster's resources that have listed has
-  // changed: a reader that compares two looks learns of a change it missed
-  // (listed and refused again between them).
+  // Changes each time the set of the cluster's resources that have listed
+  // changes (0: never listed anything, or not watched); never repeats a
+  // value, even for a cluster removed and added again: a reader that
+  // compares two looks learns of a change it missed (listed and refused
+  // again between them).
   uint64_t ListedChanges(const std::string& cluster) const;
   // Its Workloads and Jobs have listed (the resources every cluster must
   // let gantry list; an optional kind's do not count).

@@ -321,8 +321,10 @@ int64_t Engine::Pass(const std::string& uid) {
   in.job = &*job;
   in.spec = spec;
   in.intents = std::move(*intents);
+  // What lookups by name found (kDeleteUnseen): rarely any, so asked once.
+  const bool any_asked = unseen_.size() > 0;
   for (const RemoteIntent& i : in.intents) {
-    if (i.present || !i.refusal.empty() || unseen_.size() == 0) continue;
+    if (!any_asked || i.present || !i.refusal.empty()) continue;
     if (const int64_t at = unseen_.GoneAt(UnseenAsks::Key(uid, i.cluster, i.kind, i.epoch))) {
       in.read_gone[{i.cluster, i.kind}] = at;
     }

@@ -119,9 +119,13 @@ void Engine::RunHealthWatch() {
       });
       if (!scanned.ok()) spdlog::warn("dispatch: jobs in {}: {}", cluster, scanned.ToString());
       if (woken > 0) {
+        // Not ready at either look, yet what it lists changed between them.
+        const bool listing_only = before != last.end() && !before->second.ready && !ready;
         spdlog::info("dispatch: cluster {} {}: looking again at {} job(s) with objects there", cluster,
-                     kinds_only ? (kind_listed ? "lists a watched kind again" : "no longer lists a watched kind")
-                                : ready ? "is reachable" : "is unreachable",
+                     kinds_only     ? (kind_listed ? "lists a watched kind again" : "no longer lists a watched kind")
+                     : ready        ? "is reachable"
+                     : listing_only ? "changed which kinds it lets gantry list, and is not ready"
+                                    : "is unreachable",
                      woken);
       }
     }

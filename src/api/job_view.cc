@@ -142,6 +142,7 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents) {
                            {"name", i.name},       {"epoch", i.epoch}, {"state", state}};
     if (!i.refusal.empty()) item["refusal"] = i.refusal;
     if (i.gate_opened_ms > 0) item["preemptionGateOpened"] = FormatRfc3339(i.gate_opened_ms);
+    if (!i.gate_refusal.empty()) item["preemptionGateRefusal"] = i.gate_refusal;
     if (i.updated_ms > 0) item["updateTime"] = FormatRfc3339(i.updated_ms);
     items.push_back(std::move(item));
   }

@@ -223,6 +223,8 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
   u.phase = JobPhase::kNominating;
   u.epoch = 1;
   u.upsert_intents = {row("c2", true, ""), row("c1", false, "HTTP 403 denied by policy"), row("c3", false, "")};
+  u.upsert_intents[0].gate_opened_ms = 1'780'000'000'000;
+  u.upsert_intents[0].gate_refusal = "HTTP 403 patch denied";
   std::promise<Status> written;
   api.store().ApplyDispatch(u, [&](Result<JobRecord> r) { written.set_value(r.status()); });
   REQUIRE(written.get_future().get().ok());
@@ -243,6 +245,9 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
   CHECK(items[1]["kind"] == "Workload");
   CHECK(items[1].contains("updateTime"));
   CHECK_FALSE(items[1].contains("refusal"));
+  CHECK(items[1]["preemptionGateOpened"] == "2026-05-28T20:26:40Z");
+  CHECK(items[1]["preemptionGateRefusal"] == "HTTP 403 patch denied");
+  CHECK_FALSE(items[2].contains("preemptionGateOpened"));
   CHECK(items[2]["state"] == "Withdrawing");
   // Like the job itself: no token is 401, a missing job 404.
   CHECK(api.Call("GET", path, "", "").status == 401);

@@ -26,8 +26,8 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
 // namespace, name, epoch, state (Wanted: to exist at that epoch;
 // Withdrawing: to be deleted, and kept until the cluster confirms it;
 // Refused: the cluster refused the Workload copy, whose answer is in
-// refusal), updateTime, and preemptionGateOpened when gantry opened the
-// copy's preemption gate.
+// refusal), updateTime, preemptionGateOpened when gantry opened the copy's
+// preemption gate, and preemptionGateRefusal when the cluster refused that.
 nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents);
 
 // The opaque continue token for a list page, and its inverse (nullopt for a

@@ -98,7 +98,10 @@ void Engine::RunHealthWatch() {
       const bool ready = readiness.ready;
       auto before = last.find(cluster);
       if (before != last.end() && before->second == readiness) continue;
-      if (before == last.end() && !ready) continue;  // never seen ready: nothing of ours depends on it yet
+      // First seen, not ready: nothing of ours depends on it yet, unless its
+      // watches have listed (it may have been ready, and given jobs, before
+      // this look: a cluster added by a reload between two looks).
+      if (before == last.end() && !ready && readiness.listed_changes == 0) continue;
       // Ready anew, or a kind listed again there (jobs of that kind may go
       // there now); not when only a kind stopped listing.
       const bool kinds_only = before != last.end() && before->second.ready && ready &&

@@ -51,7 +51,7 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
   for (const RemoteIntent& i : in_.intents) {
     if (i.present || touched(i.cluster, i.kind)) continue;
     if (!Reachable(i.cluster)) {
-      if (AnswersUnseen(i) && !ReadGone(i)) deletes.actions.push_back(DeleteUnseen(i));
+      if (StillToReadByName(i)) deletes.actions.push_back(DeleteUnseen(i));
       continue;
     }
     const ClusterObservation* o = Observed(i.cluster);
@@ -136,9 +136,7 @@ Plan Ladder::Cleanup(const char* step) const {
   const auto keep = Retained(job_.phase, job_.finished_ms, false);  // nothing while Cancelling
   WithdrawObserved(plan, keep);
   for (const RemoteIntent& i : in_.intents) {
-    if (!keep.count({i.cluster, i.kind}) && AnswersUnseen(i) && !ReadGone(i)) {
-      plan.actions.push_back(DeleteUnseen(i));
-    }
+    if (!keep.count({i.cluster, i.kind}) && StillToReadByName(i)) plan.actions.push_back(DeleteUnseen(i));
   }
   DispatchUpdate u = Guarded(job_);
   MarkAllAbsent(u, keep);

@@ -17,8 +17,8 @@ namespace gantry::dispatch {
 // its Workloads and Jobs listed) since when (a NotReady blip between two
 // looks changes the time), or not ready; when ready, the watched kinds
 // that have not listed (a JobSet view that lists again concerns the JobSets
-// there, whatever other optional kind still fails); and how often what has
-// listed there changed (ClusterObserver::ListedChanges): a cluster whose
+// there, whatever other optional kind still fails); and the stamp of the
+// last change in what has listed there (ClusterObserver::ListedChanges): a cluster whose
 // watches listed and were refused again between two looks was ready, and
 // may have been given jobs, though neither look saw it.
 struct Readiness {
@@ -46,8 +46,8 @@ void Engine::RunHealthWatch() {
   std::map<std::string, Answering> answering;
   std::unique_lock lock(gc_mu_);
   // The first look is at once: what it sees is what later looks compare
-  // with, and a cluster first seen later, not ready, is taken to hold
-  // nothing of ours (jobs dispatched there meanwhile would be missed).
+  // with, and jobs dispatched before it to a cluster it then finds not
+  // ready could be missed.
   for (bool first = true; !stopping_; first = false) {
     if (!first) gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
     if (stopping_) return;
@@ -59,7 +59,7 @@ void Engine::RunHealthWatch() {
     std::map<std::string, Answering> answering_now;
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const std::string& name = view.config.name;
-      // The count first: a change after it is seen in the next look's count,
+      // The stamp first: a change after it is seen in the next look's stamp,
       // whatever this look's other reads show.
       const uint64_t listed_changes = observer_->ListedChanges(name);
       const bool answers = view.health.state == inventory::HealthState::kReady;

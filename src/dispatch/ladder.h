@@ -171,6 +171,9 @@ class Ladder {
     return i.refusal.empty() && !Reachable(i.cluster) && !DeclaredLost(i.cluster) && ListRefused(i.cluster);
   }
   Action DeleteUnseen(const RemoteIntent& i) const { return DeleteUnseenAction(in_, i); }
+  // Row i's object is still to be read and deleted by name: the cluster
+  // answers unseen, and no read has yet confirmed it gone (ReadGone).
+  bool StillToReadByName(const RemoteIntent& i) const { return AnswersUnseen(i) && !ReadGone(i); }
   // Whether row i's object, withdrawn by name (AnswersUnseen), was read
   // gone long enough after the row was withdrawn that no create of it can
   // land after (DecideOptions::not_found_confirms_after_ms): confirmed, as

@@ -9,6 +9,8 @@
 #   AllAtOnce    JOBS jobs as fast as CONNS connections post them
 #   Incremental  the same, dispatch {mode: Incremental, stepSize: 3, roundSeconds: 60}
 #   paced        RATE jobs/s for PACED_SECONDS s, once per mode in PACED_MODES: latency at that rate
+#   rest         only when SCENARIOS names it: REST_JOBS AllAtOnce jobs of a node's CPU for an hour,
+#                4 run per cluster and the rest wait; then REST_SECONDS of rest: passes/s and CPU
 #
 # Each run prints submitted and dispatched jobs/s, latency from the post to
 # LeaseTaken and to the job running on its owner, the time until all are
@@ -18,7 +20,8 @@
 # `gantry-sim ctl check` (no job ran twice). Then the issue's targets.
 #
 #   bench/dispatch_bench.sh [BUILD_DIR] [JOBS] [RATE]
-#   env: CLUSTERS (10: the fleet's size; e.g. 100 shows what grows with it), CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all), PACED_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), KEEP_ON_FAILURE (keep the work directory when a run fails), BENCH_DIR (where the temp dir goes),
+#   env: CLUSTERS (10: the fleet's size; e.g. 100 shows what grows with it), CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all but rest), PACED_SECONDS (5), REST_JOBS (2000), REST_SECONDS (60), REST_SETTLE_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), KEEP_ON_FAILURE (keep the work directory when a run fails), BENCH_DIR (where the temp dir goes),
+#        EXTRA_CONFIG (lines added to gantry.yaml, e.g. "resyncPassesPerSecond: 0"),
 #        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data),
 #        PROFILE_CALLGRAPH (perf record call-graph option, default -g; e.g. "--call-graph dwarf,8192")
 set -euo pipefail
@@ -102,6 +105,7 @@ clustersDir: $d/sim/clusters.d
 probeIntervalSeconds: 1
 logLevel: warn
 ${DISPATCH_WORKERS:+dispatchWorkers: $DISPATCH_WORKERS}
+${EXTRA_CONFIG:-}
 EOF
   "$BIN/gantry" serve --config "$d/gantry.yaml" --data-dir "$d/data" --listen 127.0.0.1:0 \
     --ready-file "$d/gantry.ready" 2>"$d/gantry.log" & local daemon=$!
@@ -119,7 +123,7 @@ EOF
   t0=$(date +%s.%N)
   local host0
   host0=$(cpu_counters)
-  "$BIN/dispatch_loadgen" "$(cat "$d/gantry.ready")" "$d/sim" "$d/data/gantry.db" "$jobs" "$CONNS" "$mode" $rate \
+  GANTRY_PID=$daemon SIM_PID=$sim "$BIN/dispatch_loadgen" "$(cat "$d/gantry.ready")" "$d/sim" "$d/data/gantry.db" "$jobs" "$CONNS" "$mode" $rate \
     >"$d/out" 2>&1 || rc=$?
   for p in "${perf_pids[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
   local wall host1
@@ -146,6 +150,7 @@ EOF
 }
 
 want() { [ -z "${SCENARIOS:-}" ] || [[ " $SCENARIOS " == *" $1 "* ]]; }
+named() { [[ " ${SCENARIOS:-} " == *" $1 "* ]]; }
 # The machine first: its costs set the figures below (builds from before
 # the probe have none).
 if [ -x "$BIN/machine_probe" ]; then "$BIN/machine_probe" "$work"; fi
@@ -162,6 +167,11 @@ if want paced; then
     echo "$mode paced at $RATE jobs/s for $PACED_SECONDS s (latency from the scheduled post time):"
     scenario "paced-$mode" "$mode" "$((RATE * PACED_SECONDS))" "$RATE"
   done
+fi
+
+if named rest; then
+  echo "A backlog at rest: ${REST_JOBS:-2000} AllAtOnce jobs of 96 CPUs for an hour, $CLUSTERS clusters of 384, then ${REST_SECONDS:-60} s of rest:"
+  REST_SECONDS=${REST_SECONDS:-60} scenario rest AllAtOnce "${REST_JOBS:-2000}"
 fi
 
 echo "targets:"

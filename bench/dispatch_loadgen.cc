@@ -28,6 +28,13 @@
 // Workload copy (Nominated, Widened) and per real job (LeaseTaken), each
 // object deleted once again.
 //
+// With REST_SECONDS set (a backlog at rest), every job asks for a whole
+// node's CPU (96) and runs for an hour, so 4 fit a cluster's quota and the
+// rest wait, their Workload copies pending in every cluster asked. Once no
+// job is Queued, and REST_SETTLE_SECONDS (5) more, the load generator
+// measures REST_SECONDS of that rest: reconciler passes, and the CPU of
+// GANTRY_PID and SIM_PID (from /proc); then it exits without waiting.
+//
 // The last line, "result k=v ...", is for the driver script.
 #include <sqlite3.h>
 
@@ -38,12 +45,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -70,16 +81,17 @@ double NowMs() {
 }
 
 // One pod of 100m CPU and 128 Mi that runs 200 ms: it fits every cluster.
-std::string JobDocument(const std::string& name, const std::string& ns, const std::string& mode) {
+// For a backlog at rest (REST_SECONDS), a node's CPU for an hour.
+std::string JobDocument(const std::string& name, const std::string& ns, const std::string& mode, bool rest) {
   json dispatch = {{"mode", mode}};
   if (mode == "Incremental") dispatch.update({{"stepSize", 3}, {"roundSeconds", 60}});
   json container = {{"name", "main"},
                     {"image", "registry.example.com/bench:1"},
-                    {"resources", {{"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}}};
+                    {"resources", {{"requests", {{"cpu", rest ? "96" : "100m"}, {"memory", "128Mi"}}}}}};
   json templ = {
       {"apiVersion", "batch/v1"},
       {"kind", "Job"},
-      {"metadata", {{"annotations", {{"sim.gantry.dev/duration", "200ms"}}}}},
+      {"metadata", {{"annotations", {{"sim.gantry.dev/duration", rest ? "1h" : "200ms"}}}}},
       {"spec",
        {{"parallelism", 1},
         {"completions", 1},
@@ -102,6 +114,7 @@ struct Run {
   std::string addr, sim_dir, db, mode;
   int jobs = 0, connections = 0;
   double rate = 0;
+  double rest_s = 0;  // REST_SECONDS: a backlog at rest
   std::vector<Sample> samples;
   std::atomic<int> next{0}, errors{0};
   std::string first_error;
@@ -134,7 +147,7 @@ void Submitter(Run& run, int index, double start_ms) {
     }
     const char* ns = kNamespaces[n % std::size(kNamespaces)];
     auto r = client->Do("POST", fmt::format("/api/v1/namespaces/{}/jobs", ns),
-                        JobDocument(fmt::format("bench-{}", n), ns, run.mode),
+                        JobDocument(fmt::format("bench-{}", n), ns, run.mode, run.rest_s > 0),
                         {{"Content-Type", "application/json"}});
     s.acked_ms = NowMs();
     if (r.ok() && r->status == 201) {
@@ -358,6 +371,75 @@ std::map<std::string, double> SettledRemoteCalls(gantry::http::Client& client) {
   return calls;
 }
 
+// CPU seconds (user + system) process `pid` has used, from /proc; -1 if unknown.
+double CpuSeconds(const char* pid) {
+  if (!pid || !*pid) return -1;
+  std::ifstream in(fmt::format("/proc/{}/stat", pid));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream fields(stat.substr(close + 2));
+  std::vector<std::string> f((std::istream_iterator<std::string>(fields)), std::istream_iterator<std::string>());
+  if (f.size() < 13) return -1;  // f[0] is field 3 (state): utime is field 14, stime 15
+  return (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Resident memory of process `pid` in MiB, from /proc; -1 if unknown.
+double ResidentMib(const char* pid) {
+  if (!pid || !*pid) return -1;
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr) / 1024;
+  }
+  return -1;
+}
+
+// REST_SECONDS: once no job is Queued (and REST_SETTLE_SECONDS more, 5 by
+// default, for the copies to be created and seen), what the backlog costs
+// while nothing happens.
+int RestPhase(gantry::http::Client& client, const Run& run, int accepted) {
+  const auto deadline = std::chrono::steady_clock::now() + kFinishTimeout;
+  std::map<std::string, int> phases;
+  for (;;) {
+    phases = JobsByPhase(Scrape(client));
+    int placed = phases["Nominating"] + phases["Admitted"] + phases["Running"];
+    if (phases["Queued"] == 0 && placed >= accepted) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::printf("  TIMEOUT     jobs still Queued after %lld s\n", static_cast<long long>(kFinishTimeout.count()));
+      return 1;
+    }
+    std::this_thread::sleep_for(kPollInterval);
+  }
+  const char* settle = std::getenv("REST_SETTLE_SECONDS");
+  std::this_thread::sleep_for(std::chrono::duration<double>(settle ? std::atof(settle) : 5.0));
+  const char* gantry_pid = std::getenv("GANTRY_PID");
+  const char* sim_pid = std::getenv("SIM_PID");
+  const double g0 = CpuSeconds(gantry_pid), s0 = CpuSeconds(sim_pid);
+  const std::map<std::string, double> p0 = Passes(Scrape(client));
+  const double t0 = NowMs();
+  std::this_thread::sleep_for(std::chrono::duration<double>(run.rest_s));
+  const double g1 = CpuSeconds(gantry_pid), s1 = CpuSeconds(sim_pid);
+  const std::map<std::string, double> p1 = Passes(Scrape(client));
+  const double seconds = (NowMs() - t0) / 1000;
+  phases = JobsByPhase(Scrape(client));
+  std::string by;
+  for (const auto& [step, n] : p1) {
+    auto before = p0.find(step);
+    double d = n - (before == p0.end() ? 0 : before->second);
+    if (d > 0) by += fmt::format(", {} {:.1f}", step, d / seconds);
+  }
+  const double passes_per_s = (Total(p1) - Total(p0)) / seconds;
+  std::printf("  backlog     %d Nominating, %d Admitted or Running\n", phases["Nominating"],
+              phases["Admitted"] + phases["Running"]);
+  std::printf("  at rest     over %.0f s: %.1f passes/s (%.4f per waiting job per second%s)\n", seconds, passes_per_s,
+              phases["Nominating"] > 0 ? passes_per_s / phases["Nominating"] : 0.0, by.c_str());
+  std::printf("  rest cpu    gantry %.1f%% of a core (resident %.0f MiB), gantry-sim %.1f%%\n",
+              g0 < 0 ? -1.0 : 100 * (g1 - g0) / seconds, ResidentMib(gantry_pid), s0 < 0 ? -1.0 : 100 * (s1 - s0) / seconds);
+  std::printf("result rest_passes_per_s=%.1f rest_gantry_cpu_pct=%.1f errors=%d\n", passes_per_s,
+              g0 < 0 ? -1.0 : 100 * (g1 - g0) / seconds, run.errors.load());
+  return run.errors == 0 ? 0 : 1;
+}
+
 struct Dist {
   std::vector<double> v;
   double At(double p) {
@@ -388,6 +470,7 @@ int main(int argc, char** argv) {
   run.connections = std::stoi(argv[5]);
   run.mode = argv[6];
   run.rate = argc > 7 ? std::stod(argv[7]) : 0;
+  if (const char* rest = std::getenv("REST_SECONDS")) run.rest_s = std::atof(rest);
   run.samples.resize(run.jobs);
 
   auto poller = Connect("http://" + run.addr);
@@ -411,6 +494,7 @@ int main(int argc, char** argv) {
               run.errors.load(),
               run.first_error.empty() ? "" : "; first: ", run.first_error.substr(0, 200).c_str());
 
+  if (run.rest_s > 0) return RestPhase(*poller, run, accepted);
   std::map<std::string, int> phases;
   const double done_ms = WaitFinished(*poller, accepted, &phases);
   std::map<std::string, double> calls =

@@ -87,6 +87,10 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.not_found_confirms_after_seconds, 1, 86400)) {
     return Status::Invalid("notFoundConfirmsAfterSeconds must be 1..86400");
   }
+  if (!in(c.resync_seconds, 1, 3600)) return Status::Invalid("resyncSeconds must be 1..3600");
+  if (!in(c.resync_passes_per_second, 0, 100000)) {
+    return Status::Invalid("resyncPassesPerSecond must be 0..100000 (0: the backstop never stretches)");
+  }
   if (!in(c.preemption_gate_seconds, 0, 86400)) {
     return Status::Invalid("preemptionGateSeconds must be 0..86400 (0: no gates, every copy may preempt at once)");
   }
@@ -157,6 +161,8 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"preemptionGateSeconds", num(&c.preemption_gate_seconds)},
       {"listErrorsToldAfterSeconds", num(&c.list_errors_told_after_seconds)},
       {"notFoundConfirmsAfterSeconds", num(&c.not_found_confirms_after_seconds)},
+      {"resyncSeconds", num(&c.resync_seconds)},
+      {"resyncPassesPerSecond", num(&c.resync_passes_per_second)},
   };
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();

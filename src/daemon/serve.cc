@@ -156,6 +156,8 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.redispatch_after_rejection_max_ms = int64_t{config.rejection_backoff_max_seconds} * 1000;
   engine_options.decide.preemption_gate_ms = int64_t{config.preemption_gate_seconds} * 1000;
   engine_options.decide.not_found_confirms_after_ms = int64_t{config.not_found_confirms_after_seconds} * 1000;
+  engine_options.decide.resync_ms = int64_t{config.resync_seconds} * 1000;
+  engine_options.resync_passes_per_s = config.resync_passes_per_second;
   engine_options.observer.list_errors_told_after = std::chrono::seconds(config.list_errors_told_after_seconds);
   engine_options.workers = config.dispatch_workers;
   for (const KindRef& k : config.generic_kinds) engine_options.observer.generic_kinds.push_back({k.api_version, k.kind});

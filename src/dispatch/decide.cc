@@ -428,4 +428,9 @@ bool MayBeLost(const Plan& plan, const std::vector<RemoteIntent>& intents) {
   return true;
 }
 
+int64_t BackstopMs(int64_t resync_ms, size_t waiting, int passes_per_s) {
+  if (passes_per_s <= 0) return resync_ms;
+  return std::max<int64_t>(resync_ms, static_cast<int64_t>(waiting) * 1000 / passes_per_s);
+}
+
 }  // namespace gantry::dispatch

@@ -349,6 +349,7 @@ int64_t Engine::Pass(const std::string& uid) {
   in.clusters = Facts(now);
   in.now_ms = now;
   in.options = options_.decide;
+  in.options.resync_ms = BackstopMs(options_.decide.resync_ms, reconciler_->timed(), options_.resync_passes_per_s);
   if (job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating) {
     placement::JobDemand demand = (*parsed)->demand;
     if (job->phase == JobPhase::kNominating && spec->dispatch.round_seconds > 0) {

@@ -22,6 +22,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "preemptionGateSeconds: 0\n"
                      "listErrorsToldAfterSeconds: 5\n"
                      "notFoundConfirmsAfterSeconds: 30\n"
+                     "resyncSeconds: 10\n"
+                     "resyncPassesPerSecond: 0\n"
                      "genericKinds:\n"
                      "- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}\n"
                      "- apiVersion: ray.io/v1\n"
@@ -53,6 +55,10 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(DaemonConfig{}.not_found_confirms_after_seconds == 120);
   CHECK(c->list_errors_told_after_seconds == 5);
   CHECK(DaemonConfig{}.list_errors_told_after_seconds == 60);
+  CHECK(c->resync_seconds == 10);
+  CHECK(DaemonConfig{}.resync_seconds == 30);
+  CHECK(c->resync_passes_per_second == 0);
+  CHECK(DaemonConfig{}.resync_passes_per_second == 100);
 
   testing::WriteFile(path, "");
   REQUIRE(LoadDaemonConfig(path).ok());  // an empty file is all defaults
@@ -76,6 +82,8 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"declaredLostGraceSeconds: 86401\n", "declaredLostGraceSeconds must be 0..86400"},
       {"rejectionBackoffSeconds: 0\n", "rejectionBackoffSeconds must be 1..3600"},
       {"preemptionGateSeconds: -1\n", "preemptionGateSeconds must be 0..86400"},
+      {"resyncSeconds: 0\n", "resyncSeconds must be 1..3600"},
+      {"resyncPassesPerSecond: -1\n", "resyncPassesPerSecond must be 0..100000"},
       {"preemptionGateSeconds: 86401\n", "preemptionGateSeconds must be 0..86400"},
       {"listErrorsToldAfterSeconds: 0\n", "listErrorsToldAfterSeconds must be 1..86400"},
       {"notFoundConfirmsAfterSeconds: 0\n", "notFoundConfirmsAfterSeconds must be 1..86400"},

@@ -1111,4 +1111,13 @@ TEST_CASE("which writes may be lost: only those a later pass makes again and no 
   CHECK_FALSE(MayBeLost(finish, g.in.intents));
 }
 
+TEST_CASE("the backstop resync stretches past its budget of passes a second, never below resync_ms", "[dispatch][decide]") {
+  CHECK(BackstopMs(30'000, 0, 100) == 30'000);
+  CHECK(BackstopMs(30'000, 3'000, 100) == 30'000);  // 100 passes a second exactly
+  CHECK(BackstopMs(30'000, 3'001, 100) == 30'010);
+  CHECK(BackstopMs(30'000, 100'000, 100) == 1'000'000);  // 100,000 waiting: each every 1,000 s
+  CHECK(BackstopMs(30'000, 100'000, 0) == 30'000);       // 0: never stretched
+  CHECK(BackstopMs(5'000, 100'000, 1'000) == 100'000);
+}
+
 }  // namespace gantry::dispatch

@@ -86,6 +86,13 @@ struct DaemonConfig {
   // (DecideOptions::not_found_confirms_after_ms): longer than any create of
   // it could still be at work in the API server.
   int not_found_confirms_after_seconds = 120;
+  // resyncSeconds: how often a job in flight is looked at again while
+  // nothing happens to it (a backstop: every change it waits for wakes it);
+  // resyncPassesPerSecond: past resyncSeconds x this many waiting jobs, the
+  // backstop stretches so that it takes no more passes a second than this
+  // (0: never stretched). DecideOptions::resync_ms, BackstopMs.
+  int resync_seconds = 30;
+  int resync_passes_per_second = 100;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job
   // document) that gantry watches in every cluster, as it does Jobs and
   // JobSets: such jobs go Running, finish, and are withdrawn like a Job.

@@ -125,7 +125,10 @@ struct DecideOptions {
   // is the backstop (a wake missed, an entry since removed).
   int64_t lost_recheck_ms = 300'000;
   bool lease_on_quota_reserved = false;  // take the lease at QuotaReserved instead of Admitted
-  int64_t resync_ms = 30'000;            // look again this often while nothing happens
+  // Look again this often while nothing happens: a backstop, since every
+  // change a job waits for wakes it (a watch event, a health change, its
+  // own timer). The engine stretches it for a large backlog (BackstopMs).
+  int64_t resync_ms = 30'000;
   int64_t retry_ms = 2'000;              // after an unreachable cluster or a failed action
   // The shortest epoch whose every copy was deactivated (an admission check
   // Rejected it everywhere) before the job is dispatched again: a check that
@@ -223,6 +226,13 @@ struct Plan {
 };
 
 Plan Decide(const DecideInput& in);
+
+// The backstop resync for a pass (DecideOptions::resync_ms): resync_ms, or
+// longer when `waiting` jobs looked at once per period would take more than
+// `passes_per_s` passes a second between them. A backlog of 100,000 jobs
+// at rest then costs a bounded trickle of passes, not 3,300 a second, and a
+// wake-up missed there is repaired within minutes instead of 30 s.
+int64_t BackstopMs(int64_t resync_ms, size_t waiting, int passes_per_s);
 
 // Whether plan's write may be lost in a power failure (DispatchUpdate::
 // durable false: no fsync of its own). True only when nothing remote depends

@@ -63,6 +63,9 @@ struct EngineOptions {
   size_t known_jobs_entries = 8192;  // jobs in flight as the engine last wrote them (known_jobs.h)
   int64_t bookkeeping_delay_ms = 200;  // see Engine::Observed
   int64_t expectation_ttl_ms = 10'000;  // how long a call waits for its watch event (expectations.h)
+  // The backstop resync's budget (BackstopMs): past decide.resync_ms x this
+  // many waiting jobs, each is looked at less often than every resync_ms.
+  int resync_passes_per_s = 100;
 };
 
 class Engine final : public JobIntake {

@@ -430,7 +430,8 @@ bool MayBeLost(const Plan& plan, const std::vector<RemoteIntent>& intents) {
 
 int64_t BackstopMs(int64_t resync_ms, size_t waiting, int passes_per_s) {
   if (passes_per_s <= 0) return resync_ms;
-  return std::max<int64_t>(resync_ms, static_cast<int64_t>(waiting) * 1000 / passes_per_s);
+  const int64_t spread = static_cast<int64_t>(waiting) * 1000 / passes_per_s;
+  return std::max(resync_ms, std::min(spread, kMaxBackstopMs));
 }
 
 }  // namespace gantry::dispatch

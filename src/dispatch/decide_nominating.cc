@@ -294,7 +294,8 @@ Plan Ladder::Copies() const {
   // An awaited copy that never shows (it was deleted at once) is created
   // again once its expectation lapses: look again soon, not at the resync.
   // So are the rows of withdrawn copies dropped.
-  plan.requeue_ms = plan.actions.empty() && !awaited && gone.empty() ? opt_.resync_ms : opt_.retry_ms;
+  const bool waits = plan.actions.empty() && !awaited && gone.empty();  // for admission, an event
+  plan.requeue_ms = waits ? opt_.backstop_ms : opt_.retry_ms;
   if (in_.spec->dispatch.mode == DispatchMode::kIncremental) {
     int64_t round = int64_t{in_.spec->dispatch.round_seconds} * 1000;
     int64_t next = round - (in_.now_ms - job_.nominated_ms) % round;
@@ -302,6 +303,7 @@ Plan Ladder::Copies() const {
   }
   Gates(plan);
   plan.requeue_ms = UntilTimeout(plan.requeue_ms);
+  plan.backstop = waits && plan.requeue_ms == opt_.backstop_ms;  // no round, gate or timeout due sooner
   return plan;
 }
 

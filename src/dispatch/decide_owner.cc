@@ -250,7 +250,10 @@ Plan Ladder::Owned() const {
     u.remote_status = j->summary;
     plan.write = std::move(u);
   }
-  plan.requeue_ms = opt_.resync_ms;
+  // Running or about to: its start, finish, eviction and status come as
+  // watch events, its owner's loss from the health watch.
+  plan.requeue_ms = opt_.backstop_ms;
+  plan.backstop = true;
   return plan;
 }
 

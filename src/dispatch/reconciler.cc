@@ -181,7 +181,6 @@ void Reconciler::ScheduleLocked(const std::string& uid, int64_t due_ms) {
   }
   delayed_.emplace(due_ms, uid);
   due_[uid] = Timer{due_ms, now};
-  timed_.store(due_.size(), std::memory_order_relaxed);
 }
 
 void Reconciler::DropTimerLocked(const std::string& uid, int64_t since_ms) {
@@ -189,7 +188,6 @@ void Reconciler::DropTimerLocked(const std::string& uid, int64_t since_ms) {
   if (it == due_.end() || it->second.set_ms >= since_ms) return;
   EraseEntry(delayed_, it->second.due_ms, uid);
   due_.erase(it);
-  timed_.store(due_.size(), std::memory_order_relaxed);
 }
 
 int64_t Reconciler::reconciled() const {
@@ -215,7 +213,6 @@ void Reconciler::Run() {
       std::string key = delayed_.begin()->second;
       delayed_.erase(delayed_.begin());
       due_.erase(key);
-      timed_.store(due_.size(), std::memory_order_relaxed);
       if (active_.count(key)) {
         dirty_.insert(key);
       } else if (queued_.insert(key).second) {

@@ -233,7 +233,7 @@ TEST_CASE("step 9: while the cluster whose gate opened waits for its victims to 
   Plan p = Decide(w.Input());
   CHECK(OpenGates(p) == 0);
   // Held at most four periods from its opening (woken sooner by the resync).
-  CHECK(p.requeue_ms == std::min<int64_t>(3 * kGateMs, w.in.options.resync_ms));
+  CHECK(p.requeue_ms == std::min<int64_t>(3 * kGateMs, w.in.options.backstop_ms));
 
   SECTION("a preemption that takes too long lets the next cluster try") {
     w.in.now_ms = opened + 4 * kGateMs;

@@ -1111,13 +1111,64 @@ TEST_CASE("which writes may be lost: only those a later pass makes again and no 
   CHECK_FALSE(MayBeLost(finish, g.in.intents));
 }
 
-TEST_CASE("the backstop resync stretches past its budget of passes a second, never below resync_ms", "[dispatch][decide]") {
+TEST_CASE("the backstop stretches past its budget of passes a second, never below resync_ms nor past an hour", "[dispatch][decide]") {
   CHECK(BackstopMs(30'000, 0, 100) == 30'000);
   CHECK(BackstopMs(30'000, 3'000, 100) == 30'000);  // 100 passes a second exactly
   CHECK(BackstopMs(30'000, 3'001, 100) == 30'010);
   CHECK(BackstopMs(30'000, 100'000, 100) == 1'000'000);  // 100,000 waiting: each every 1,000 s
   CHECK(BackstopMs(30'000, 100'000, 0) == 30'000);       // 0: never stretched
   CHECK(BackstopMs(5'000, 100'000, 1'000) == 100'000);
+  CHECK(BackstopMs(30'000, 1'000'000, 100) == kMaxBackstopMs);
+  CHECK(BackstopMs(30'000, 1'000'000, 1) == kMaxBackstopMs);
+}
+
+TEST_CASE("only copies waiting for admission and a running job wait on the backstop, no other step", "[dispatch][decide]") {
+  constexpr int64_t kBackstop = 500'000;  // stretched: apart from resync_ms (30 s)
+  auto stretched = [](World& w) {
+    w.in.options.backstop_ms = kBackstop;
+    w.in.options.preemption_gate_ms = 0;
+  };
+  SECTION("a nomination is looked at again after resync_ms: the next pass sets the job's own timers") {
+    World w;
+    stretched(w);
+    w.in.placement = Candidates({"c1", "c2"});
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "nominate");
+    CHECK(p.requeue_ms == w.in.options.resync_ms);
+    CHECK_FALSE(p.backstop);
+  }
+  SECTION("AllAtOnce copies seen, pending admission: the backstop") {
+    World w;
+    stretched(w);
+    w.job.phase = JobPhase::kNominating;
+    w.job.epoch = 1;
+    w.Intent("c1", "Workload", 1);
+    w.Workload("c1", 1);
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "copies");
+    CHECK(p.actions.empty());
+    CHECK(p.requeue_ms == kBackstop);
+    CHECK(p.backstop);
+  }
+  SECTION("an Incremental round due sooner than the backstop: its own timer") {
+    World w = IncrementalWithCopyInC1();
+    stretched(w);
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "copies");
+    CHECK(p.requeue_ms < kBackstop);
+    CHECK_FALSE(p.backstop);
+  }
+  SECTION("a job running in its owner: the backstop") {
+    World w;
+    stretched(w);
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    w.Workload("c1", 1).admitted = true;
+    w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "run");
+    CHECK(p.requeue_ms == kBackstop);
+    CHECK(p.backstop);
+  }
 }
 
 }  // namespace gantry::dispatch

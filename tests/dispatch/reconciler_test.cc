@@ -1,7 +1,6 @@
 // Reconciler: the order in which woken jobs are served.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -172,29 +171,6 @@ TEST_CASE("a pass answers the timers asked for before it began, not those asked 
   }
   cv.notify_all();
   REQUIRE(testing::WaitFor([&] { return count("held") == 2; }));
-  reconciler.Stop();
-}
-
-TEST_CASE("timed() counts the jobs waiting on a timer: set, merged, due and answered", "[dispatch]") {
-  testing::TempDir dir;
-  std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));
-  SystemClock clock;
-  std::atomic<int> passes{0};
-  Reconciler reconciler(*store, clock, [&](const std::string& uid) {
-    ++passes;
-    return uid == "again" ? int64_t{3'600'000} : int64_t{-1};  // "again" asks for a timer of its own
-  });
-  REQUIRE(reconciler.Start().ok());
-  CHECK(reconciler.timed() == 0);
-  reconciler.WakeAfter("a", 3'600'000);
-  reconciler.WakeAfter("b", 3'600'000);
-  reconciler.WakeAfter("a", 7'200'000);  // merges into a's earlier timer
-  CHECK(reconciler.timed() == 2);
-  reconciler.WakeAfter("due", 1);
-  REQUIRE(testing::WaitFor([&] { return passes == 1; }));
-  CHECK(reconciler.timed() == 2);  // "due" fired, and its pass asked for none
-  reconciler.WakeUrgent("again");
-  REQUIRE(testing::WaitFor([&] { return reconciler.timed() == 3; }));
   reconciler.Stop();
 }
 

@@ -87,10 +87,11 @@ struct DaemonConfig {
   // it could still be at work in the API server.
   int not_found_confirms_after_seconds = 120;
   // resyncSeconds: how often a job in flight is looked at again while
-  // nothing happens to it (a backstop: every change it waits for wakes it);
-  // resyncPassesPerSecond: past resyncSeconds x this many waiting jobs, the
-  // backstop stretches so that it takes no more passes a second than this
-  // (0: never stretched). DecideOptions::resync_ms, BackstopMs.
+  // nothing happens to it; resyncPassesPerSecond: past resyncSeconds x this
+  // many jobs whose copies wait for admission or whose job runs (every
+  // change they wait for wakes them), their backstop stretches so that it
+  // takes no more passes a second than this, up to an hour (0: never
+  // stretched). DecideOptions::resync_ms and backstop_ms, BackstopMs.
   int resync_seconds = 30;
   int resync_passes_per_second = 100;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job

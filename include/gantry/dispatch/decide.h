@@ -125,10 +125,13 @@ struct DecideOptions {
   // is the backstop (a wake missed, an entry since removed).
   int64_t lost_recheck_ms = 300'000;
   bool lease_on_quota_reserved = false;  // take the lease at QuotaReserved instead of Admitted
-  // Look again this often while nothing happens: a backstop, since every
-  // change a job waits for wakes it (a watch event, a health change, its
-  // own timer). The engine stretches it for a large backlog (BackstopMs).
-  int64_t resync_ms = 30'000;
+  int64_t resync_ms = 30'000;            // look again this often while nothing happens
+  // The same for a job whose only business is with its clusters: copies
+  // pending admission with no timer of its own due sooner, or a real job
+  // running. Every change it waits for then wakes it (a watch event, a
+  // health change, its own timers), so this is a backstop only, and the
+  // engine stretches it for a large backlog (BackstopMs).
+  int64_t backstop_ms = 30'000;
   int64_t retry_ms = 2'000;              // after an unreachable cluster or a failed action
   // The shortest epoch whose every copy was deactivated (an admission check
   // Rejected it everywhere) before the job is dispatched again: a check that
@@ -220,6 +223,7 @@ struct Plan {
   std::optional<DispatchUpdate> write;    // applied first; actions run only if it commits
   std::vector<Action> actions;
   int64_t requeue_ms = -1;                // -1 = only when something changes
+  bool backstop = false;                  // requeue_ms is DecideOptions::backstop_ms: nothing else is due
   // Step "lease": the other clusters whose copy had also won admission when
   // the lease went to write->cluster (their copies are withdrawn).
   std::vector<std::string> lease_losers;
@@ -227,11 +231,13 @@ struct Plan {
 
 Plan Decide(const DecideInput& in);
 
-// The backstop resync for a pass (DecideOptions::resync_ms): resync_ms, or
-// longer when `waiting` jobs looked at once per period would take more than
-// `passes_per_s` passes a second between them. A backlog of 100,000 jobs
-// at rest then costs a bounded trickle of passes, not 3,300 a second, and a
-// wake-up missed there is repaired within minutes instead of 30 s.
+// The backstop for a pass (DecideOptions::backstop_ms): resync_ms, or
+// longer when the `waiting` jobs on it, each looked at once per period,
+// would take more than `passes_per_s` passes a second between them; never
+// longer than kMaxBackstopMs (nor shorter than resync_ms). A backlog of
+// 100,000 jobs at rest then costs 100 passes a second, not 3,300, and a
+// wake-up missed there is repaired within 1,000 s instead of 30.
+inline constexpr int64_t kMaxBackstopMs = 3'600'000;
 int64_t BackstopMs(int64_t resync_ms, size_t waiting, int passes_per_s);
 
 // Whether plan's write may be lost in a power failure (DispatchUpdate::

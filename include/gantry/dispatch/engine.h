@@ -29,6 +29,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_set>
 
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
@@ -63,8 +64,8 @@ struct EngineOptions {
   size_t known_jobs_entries = 8192;  // jobs in flight as the engine last wrote them (known_jobs.h)
   int64_t bookkeeping_delay_ms = 200;  // see Engine::Observed
   int64_t expectation_ttl_ms = 10'000;  // how long a call waits for its watch event (expectations.h)
-  // The backstop resync's budget (BackstopMs): past decide.resync_ms x this
-  // many waiting jobs, each is looked at less often than every resync_ms.
+  // The backstop's budget (BackstopMs): past decide.resync_ms x this many
+  // jobs on it, each is looked at less often than every resync_ms.
   int resync_passes_per_s = 100;
 };
 
@@ -126,6 +127,9 @@ class Engine final : public JobIntake {
   // Drops what the engine holds in memory for a job that needs nothing more
   // (finished and withdrawn, or purged).
   void ForgetJob(const std::string& uid);
+  // Pass itself, and whether the job it leaves waits on the backstop alone
+  // (Plan::backstop); Pass keeps backstopped_ from that.
+  int64_t PassOnce(const std::string& uid, bool* on_backstop);
   // Why an action can never succeed, so the job must fail instead of
   // retrying: an object gantry did not make holds the name (NameTaken), or
   // the cluster refuses the object itself (Refused).
@@ -195,6 +199,11 @@ class Engine final : public JobIntake {
   UnseenAsks unseen_{10'000, 300'000};  // kDeleteUnseen: 10 s after the first ask, doubling up to 5 min
   std::mutex settling_mu_;
   std::set<std::string> settling_;  // finished jobs with remote objects left to withdraw
+  // Jobs whose last pass left them on the backstop (DecideOptions::backstop_ms,
+  // stretched by BackstopMs over their number).
+  std::mutex backstop_mu_;
+  std::unordered_set<std::string> backstopped_;
+  std::atomic<size_t> backstopped_count_{0};
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;
 

@@ -21,7 +21,6 @@
 // Thread-safety: Wake from any thread.
 #pragma once
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -84,9 +83,6 @@ class Reconciler final : public dispatch::JobIntake {
   // (for tests: a wake that is not needed costs two context switches).
   int idle_workers() const;
   int64_t wakeups() const;
-  // Jobs waiting on a timer now (a resync, a retry, a round): about how many
-  // jobs the backstop resync covers (BackstopMs). Read without the lock.
-  size_t timed() const { return timed_.load(std::memory_order_relaxed); }
 
  private:
   void Run();
@@ -143,7 +139,6 @@ class Reconciler final : public dispatch::JobIntake {
     int64_t set_ms = 0;  // when it was last asked for
   };
   std::map<std::string, Timer> due_;              // key -> its one entry in delayed_
-  std::atomic<size_t> timed_{0};                  // due_.size(), for timed()
   bool stopping_ = false;
   int64_t reconciled_ = 0;
   std::vector<std::thread> workers_;

@@ -140,6 +140,11 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       if (c->caches[r].listed) {
         c->caches[r].listed = false;
         PublishSyncedLocked();
+      } else if (first) {
+        // Never listed, and now told: the jobs with objects there see it
+        // (KindRefused) once woken, and the health watch wakes them when
+        // this stamp moves, as it does for a view that had listed.
+        c->listed_changes = ++listed_seq;
       }
     }
     if (first) {

@@ -230,10 +230,12 @@ TEST_CASE("step 9: while the cluster whose gate opened waits for its victims to 
   c3.gate_open = true;
   c3.preempting = true;  // Kueue: "Pending the preemption of 1 workload(s)"
   w.in.now_ms = opened + kGateMs;
+  w.in.options.backstop_ms = 500'000;  // a stretched backstop, longer than the hold
   Plan p = Decide(w.Input());
   CHECK(OpenGates(p) == 0);
-  // Held at most four periods from its opening (woken sooner by the resync).
-  CHECK(p.requeue_ms == std::min<int64_t>(3 * kGateMs, w.in.options.backstop_ms));
+  // Held at most four periods from its opening: woken when they end.
+  CHECK(p.requeue_ms == 3 * kGateMs);
+  CHECK_FALSE(p.backstop);
 
   SECTION("a preemption that takes too long lets the next cluster try") {
     w.in.now_ms = opened + 4 * kGateMs;

@@ -1137,6 +1137,14 @@ TEST_CASE("only copies waiting for admission and a running job wait on the backs
     CHECK(p.requeue_ms == w.in.options.resync_ms);
     CHECK_FALSE(p.backstop);
   }
+  SECTION("no cluster can take a queued job now: resync_ms (a capacity readable again wakes nothing)") {
+    World w;
+    stretched(w);
+    w.in.placement = Candidates({});
+    Plan p = Decide(w.Input());
+    CHECK(p.requeue_ms == w.in.options.resync_ms);
+    CHECK_FALSE(p.backstop);
+  }
   SECTION("AllAtOnce copies seen, pending admission: the backstop") {
     World w;
     stretched(w);
@@ -1155,7 +1163,21 @@ TEST_CASE("only copies waiting for admission and a running job wait on the backs
     stretched(w);
     Plan p = Decide(w.Input());
     CHECK(p.step == "copies");
-    CHECK(p.requeue_ms < kBackstop);
+    CHECK(p.requeue_ms == 20'000);  // nominated at 0, now 1,000 s: the next 60 s round in 20 s
+    CHECK_FALSE(p.backstop);
+  }
+  SECTION("a running job with a withdrawn copy still shown elsewhere: its delete, and a retry") {
+    World w;
+    stretched(w);
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    w.Workload("c1", 1).admitted = true;
+    w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+    w.Intent("c2", "Workload", 1, false);  // the lease's loser, withdrawn
+    w.Workload("c2", 1);                   // and still there
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "run");
+    CHECK(Count(p, Verb::kDelete, "Workload", "c2") == 1);
+    CHECK(p.requeue_ms == w.in.options.retry_ms);
     CHECK_FALSE(p.backstop);
   }
   SECTION("a job running in its owner: the backstop") {

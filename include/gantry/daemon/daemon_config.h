@@ -88,8 +88,9 @@ struct DaemonConfig {
   int not_found_confirms_after_seconds = 120;
   // resyncSeconds: how often a job in flight is looked at again while
   // nothing happens to it; resyncPassesPerSecond: past resyncSeconds x this
-  // many jobs whose copies wait for admission or whose job runs (every
-  // change they wait for wakes them), their backstop stretches so that it
+  // many jobs whose copies wait for admission or whose job runs (the
+  // changes they wait for wake them, but for a widening to a cluster whose
+  // quota was freed), their backstop stretches so that it
   // takes no more passes a second than this, up to an hour (0: never
   // stretched). DecideOptions::resync_ms and backstop_ms, BackstopMs.
   int resync_seconds = 30;

@@ -128,9 +128,10 @@ struct DecideOptions {
   int64_t resync_ms = 30'000;            // look again this often while nothing happens
   // The same for a job whose only business is with its clusters: copies
   // pending admission with no timer of its own due sooner, or a real job
-  // running. Every change it waits for then wakes it (a watch event, a
-  // health change, its own timers), so this is a backstop only, and the
-  // engine stretches it for a large backlog (BackstopMs).
+  // running. The changes it waits for then wake it (a watch event, a health
+  // change), so this is a backstop, and the engine stretches it for a large
+  // backlog (BackstopMs); only an AllAtOnce widening to a cluster whose
+  // quota was freed elsewhere waits for it.
   int64_t backstop_ms = 30'000;
   int64_t retry_ms = 2'000;              // after an unreachable cluster or a failed action
   // The shortest epoch whose every copy was deactivated (an admission check

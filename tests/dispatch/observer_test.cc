@@ -614,10 +614,17 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     CHECK_FALSE(optional.Synced("c2"));
     CHECK_FALSE(optional.Listed("c2", "jobsets"));
     CHECK(optional.KindRefusals().empty());
+    // The other kinds have listed; JobSets never have. Their refusal, once
+    // told, still moves the cluster's stamp: the health watch wakes the jobs
+    // with objects there, which see it (a JobSet job's copy is withdrawn).
+    REQUIRE(WaitFor([&] { return optional.Unlisted("c2") == std::set<std::string>{"jobsets"}; },
+                    std::chrono::seconds(10)));
+    const uint64_t stamp = optional.ListedChanges("c2");
     REQUIRE(WaitFor([&] {
       clock.Advance(1'000);
       return !optional.KindRefusals().empty();
     }, std::chrono::seconds(10)));
+    CHECK(optional.ListedChanges("c2") > stamp);
     CHECK(optional.KindRefusals()["c2"]["jobsets"].find("listing jobsets answered 500") != std::string::npos);
     CHECK(optional.WatchRefusals().empty());
     CHECK(optional.ForJob("uid-x", job).synced->count("c2") == 1);

@@ -103,7 +103,8 @@ Plan Ladder::Run() {
   // One action per object: fencing and a step may name the same copy.
   std::set<std::tuple<Verb, std::string, std::string>> seen;
   std::erase_if(plan.actions, [&](const Action& a) { return !seen.emplace(a.verb, a.cluster, a.kind).second; });
-  // Deletes added above bring the job back sooner: then not on the backstop.
+  // Only while nothing is due sooner: a round, a gate or a timeout of the
+  // step's, or a retry after the deletes added above.
   plan.backstop = plan.backstop && plan.requeue_ms == opt_.backstop_ms;
   return plan;
 }

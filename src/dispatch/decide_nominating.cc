@@ -303,7 +303,7 @@ Plan Ladder::Copies() const {
   }
   Gates(plan);
   plan.requeue_ms = UntilTimeout(plan.requeue_ms);
-  plan.backstop = waits && plan.requeue_ms == opt_.backstop_ms;  // no round, gate or timeout due sooner
+  plan.backstop = waits;  // unless a round, gate or timeout is due sooner (Ladder::Run)
   return plan;
 }
 

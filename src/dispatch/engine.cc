@@ -284,17 +284,7 @@ std::shared_ptr<kube::ClientPool> Engine::PoolFor(const std::string& cluster) {
   return pool;
 }
 
-int64_t Engine::Pass(const std::string& uid) {
-  bool on_backstop = false;
-  const int64_t requeue = PassOnce(uid, &on_backstop);
-  std::lock_guard lock(backstop_mu_);
-  if (on_backstop ? backstopped_.insert(uid).second : backstopped_.erase(uid) > 0) {
-    backstopped_count_.store(backstopped_.size(), std::memory_order_relaxed);
-  }
-  return requeue;
-}
-
-int64_t Engine::PassOnce(const std::string& uid, bool* on_backstop) {
+Reconciler::PassResult Engine::Pass(const std::string& uid) {
   // A job created a moment ago comes as the API parsed and the store
   // committed it (see fresh_jobs.h); it has no remote intents yet.
   std::optional<FreshJobs::Entry> fresh = fresh_.Take(uid);
@@ -359,8 +349,10 @@ int64_t Engine::PassOnce(const std::string& uid, bool* on_backstop) {
   in.clusters = Facts(now);
   in.now_ms = now;
   in.options = options_.decide;
-  in.options.backstop_ms = BackstopMs(options_.decide.resync_ms, backstopped_count_.load(std::memory_order_relaxed),
-                                     options_.resync_passes_per_s);
+  // Stretched over the jobs that wait on it now (their timers, marked by
+  // the reconciler from Plan::backstop).
+  in.options.backstop_ms =
+      BackstopMs(options_.decide.resync_ms, reconciler_->backstop_timers(), options_.resync_passes_per_s);
   if (job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating) {
     placement::JobDemand demand = (*parsed)->demand;
     if (job->phase == JobPhase::kNominating && spec->dispatch.round_seconds > 0) {
@@ -469,8 +461,7 @@ int64_t Engine::PassOnce(const std::string& uid, bool* on_backstop) {
     return options_.decide.retry_ms;
   }
   if (plan.requeue_ms < 0) ForgetJob(uid);  // nothing left to do for this job
-  *on_backstop = plan.backstop;
-  return plan.requeue_ms;
+  return {plan.requeue_ms, plan.backstop};
 }
 
 Result<JobRecord> Engine::WriteSync(DispatchUpdate update) {

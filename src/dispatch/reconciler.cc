@@ -169,7 +169,7 @@ void EraseEntry(std::multimap<int64_t, std::string>& delayed, int64_t due_ms, co
 
 }  // namespace
 
-void Reconciler::ScheduleLocked(const std::string& uid, int64_t due_ms) {
+void Reconciler::ScheduleLocked(const std::string& uid, int64_t due_ms, bool backstop) {
   const int64_t now = clock_.NowMillis();
   auto it = due_.find(uid);
   if (it != due_.end()) {
@@ -178,16 +178,23 @@ void Reconciler::ScheduleLocked(const std::string& uid, int64_t due_ms) {
       return;
     }
     EraseEntry(delayed_, it->second.due_ms, uid);
+    EraseTimerLocked(it);
   }
   delayed_.emplace(due_ms, uid);
-  due_[uid] = Timer{due_ms, now};
+  due_[uid] = Timer{due_ms, now, backstop};
+  if (backstop) backstop_timers_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Reconciler::EraseTimerLocked(std::map<std::string, Timer>::iterator it) {
+  if (it->second.backstop) backstop_timers_.fetch_sub(1, std::memory_order_relaxed);
+  due_.erase(it);
 }
 
 void Reconciler::DropTimerLocked(const std::string& uid, int64_t since_ms) {
   auto it = due_.find(uid);
   if (it == due_.end() || it->second.set_ms >= since_ms) return;
   EraseEntry(delayed_, it->second.due_ms, uid);
-  due_.erase(it);
+  EraseTimerLocked(it);
 }
 
 int64_t Reconciler::reconciled() const {
@@ -212,7 +219,7 @@ void Reconciler::Run() {
     while (!delayed_.empty() && delayed_.begin()->first <= now) {
       std::string key = delayed_.begin()->second;
       delayed_.erase(delayed_.begin());
-      due_.erase(key);
+      if (auto it = due_.find(key); it != due_.end()) EraseTimerLocked(it);
       if (active_.count(key)) {
         dirty_.insert(key);
       } else if (queued_.insert(key).second) {
@@ -261,13 +268,14 @@ void Reconciler::Run() {
     active_.insert(uid);
     const int64_t started = clock_.NowMillis();
     lock.unlock();
-    int64_t requeue = -1;
+    PassResult result(-1);
     try {
-      requeue = pass_ ? pass_(uid) : Reconcile(uid);
+      result = pass_ ? pass_(uid) : PassResult(Reconcile(uid));
     } catch (const std::exception& e) {
       spdlog::error("reconciler: job {}: {}", uid, e.what());
-      requeue = 5'000;
+      result = PassResult(5'000);
     }
+    const int64_t requeue = result.requeue_ms;
     lock.lock();
     ++reconciled_;
     active_.erase(uid);
@@ -280,7 +288,7 @@ void Reconciler::Run() {
       queued_.insert(uid);
       if (in_urgent_.insert(uid).second) urgent_.push_back(uid);
     } else if (requeue > 0) {
-      ScheduleLocked(uid, clock_.NowMillis() + requeue);
+      ScheduleLocked(uid, clock_.NowMillis() + requeue, result.backstop);
       TimerSetLocked();
     }
   }

@@ -174,6 +174,42 @@ TEST_CASE("a pass answers the timers asked for before it began, not those asked 
   reconciler.Stop();
 }
 
+TEST_CASE("backstop_timers() counts the timers a pass marked as a backstop until they fire or are answered", "[dispatch]") {
+  testing::TempDir dir;
+  std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));
+  SystemClock clock;
+  std::mutex mu;
+  std::map<std::string, int> passes;
+  Reconciler reconciler(*store, clock, [&](const std::string& uid) -> Reconciler::PassResult {
+    std::lock_guard lock(mu);
+    ++passes[uid];
+    if (uid == "waits") return {3'600'000, true};    // on the backstop for an hour
+    if (uid == "soon") return {passes[uid] == 1 ? 1 : -1, true};  // a backstop that fires at once
+    return {3'600'000, false};                     // a timer of its own
+  });
+  auto count = [&](const std::string& uid) {
+    std::lock_guard lock(mu);
+    return passes[uid];
+  };
+  REQUIRE(reconciler.Start().ok());
+  reconciler.WakeUrgent("waits");
+  reconciler.WakeUrgent("own");
+  REQUIRE(testing::WaitFor([&] { return count("waits") == 1 && count("own") == 1; }));
+  REQUIRE(testing::WaitFor([&] { return reconciler.backstop_timers() == 1; }));
+  reconciler.WakeAfter("waits", 100);  // an earlier timer of another kind replaces it
+  CHECK(reconciler.backstop_timers() == 0);
+  REQUIRE(testing::WaitFor([&] { return count("waits") == 2; }));  // fired; its pass marks a backstop again
+  REQUIRE(testing::WaitFor([&] { return reconciler.backstop_timers() == 1; }));
+  reconciler.WakeUrgent("soon");  // a backstop that fires, then none
+  REQUIRE(testing::WaitFor([&] { return count("soon") == 2; }));
+  CHECK(reconciler.backstop_timers() == 1);
+  // A wake answers the backstop timer; the pass marks it again.
+  reconciler.WakeUrgent("waits");
+  REQUIRE(testing::WaitFor([&] { return count("waits") == 3; }));
+  REQUIRE(testing::WaitFor([&] { return reconciler.backstop_timers() == 1; }));
+  reconciler.Stop();
+}
+
 TEST_CASE("idle workers: a timer wakes one of them, a later timer none, a burst all of them", "[dispatch]") {
   testing::TempDir dir;
   std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));

@@ -29,7 +29,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <unordered_set>
 
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
@@ -117,7 +116,7 @@ class Engine final : public JobIntake {
   // Whether the observer sees jobs of this template's kind: a Job, a JobSet,
   // or a kind of ObserverOptions::generic_kinds.
   bool Watches(const nlohmann::json& template_object) const;
-  int64_t Pass(const std::string& uid);
+  Reconciler::PassResult Pass(const std::string& uid);
   // The job changed outside the passes: its held new-job entry and the
   // engine's last write of it no longer stand (fresh_jobs.h, known_jobs.h).
   void DropHeld(const std::string& job_uid);
@@ -127,9 +126,6 @@ class Engine final : public JobIntake {
   // Drops what the engine holds in memory for a job that needs nothing more
   // (finished and withdrawn, or purged).
   void ForgetJob(const std::string& uid);
-  // Pass itself, and whether the job it leaves waits on the backstop alone
-  // (Plan::backstop); Pass keeps backstopped_ from that.
-  int64_t PassOnce(const std::string& uid, bool* on_backstop);
   // Why an action can never succeed, so the job must fail instead of
   // retrying: an object gantry did not make holds the name (NameTaken), or
   // the cluster refuses the object itself (Refused).
@@ -199,11 +195,6 @@ class Engine final : public JobIntake {
   UnseenAsks unseen_{10'000, 300'000};  // kDeleteUnseen: 10 s after the first ask, doubling up to 5 min
   std::mutex settling_mu_;
   std::set<std::string> settling_;  // finished jobs with remote objects left to withdraw
-  // Jobs whose last pass left them on the backstop (DecideOptions::backstop_ms,
-  // stretched by BackstopMs over their number).
-  std::mutex backstop_mu_;
-  std::unordered_set<std::string> backstopped_;
-  std::atomic<size_t> backstopped_count_{0};
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;
 

@@ -21,6 +21,7 @@
 // Thread-safety: Wake from any thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -43,8 +44,15 @@ namespace gantry {
 
 class Reconciler final : public dispatch::JobIntake {
  public:
-  // One pass over one job: a requeue delay in ms, or -1 for "only when woken".
-  using PassFn = std::function<int64_t(const std::string& job_uid)>;
+  // What one pass over one job asks for: a requeue delay in ms, or -1 for
+  // "only when woken"; and whether that delay is a backstop only (nothing
+  // of the job's own is due then: backstop_timers()).
+  struct PassResult {
+    PassResult(int64_t requeue, bool is_backstop = false) : requeue_ms(requeue), backstop(is_backstop) {}
+    int64_t requeue_ms;
+    bool backstop;
+  };
+  using PassFn = std::function<PassResult(const std::string& job_uid)>;
 
   // scan_page: rows per store read in the scans (job_scan.h).
   Reconciler(JobStore& store, const Clock& clock, PassFn pass = nullptr, int workers = 1,
@@ -77,6 +85,9 @@ class Reconciler final : public dispatch::JobIntake {
   // Processes job_uid no earlier than delay_ms from now.
   void WakeAfter(const std::string& job_uid, int64_t delay_ms);
 
+  // Jobs waiting on a backstop timer now (PassResult::backstop, not yet
+  // due or answered by an earlier pass). Read without the lock.
+  size_t backstop_timers() const { return backstop_timers_.load(std::memory_order_relaxed); }
   // Jobs reconciled since start (for tests and metrics).
   int64_t reconciled() const;
   // Idle workers now, and how often a worker has woken from its idle wait
@@ -99,7 +110,7 @@ class Reconciler final : public dispatch::JobIntake {
   void TimerSetLocked();
   // REQUIRES: mu_ held. Keeps only the earliest due time per key, stamped
   // with the time of the latest request it stands for.
-  void ScheduleLocked(const std::string& uid, int64_t due_ms);
+  void ScheduleLocked(const std::string& uid, int64_t due_ms, bool backstop = false);
   // REQUIRES: mu_ held. Drops uid's timer if nothing asked for it since
   // since_ms: a pass that began then has seen what it was for, and its own
   // result says when to look again.
@@ -137,8 +148,12 @@ class Reconciler final : public dispatch::JobIntake {
   struct Timer {
     int64_t due_ms = 0;  // its entry in delayed_
     int64_t set_ms = 0;  // when it was last asked for
+    bool backstop = false;
   };
   std::map<std::string, Timer> due_;              // key -> its one entry in delayed_
+  // REQUIRES: mu_ held. Erases `it` from due_ (not from delayed_), counted.
+  void EraseTimerLocked(std::map<std::string, Timer>::iterator it);
+  std::atomic<size_t> backstop_timers_{0};        // entries of due_ with backstop set
   bool stopping_ = false;
   int64_t reconciled_ = 0;
   std::vector<std::thread> workers_;

@@ -1128,6 +1128,11 @@ TEST_CASE("only copies waiting for admission and a running job wait on the backs
     w.in.options.backstop_ms = kBackstop;
     w.in.options.preemption_gate_ms = 0;
   };
+  auto running_in_c1 = [](World& w) {
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    w.Workload("c1", 1).admitted = true;
+    w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  };
   SECTION("a nomination is looked at again after resync_ms: the next pass sets the job's own timers") {
     World w;
     stretched(w);
@@ -1169,9 +1174,7 @@ TEST_CASE("only copies waiting for admission and a running job wait on the backs
   SECTION("a running job with a withdrawn copy still shown elsewhere: its delete, and a retry") {
     World w;
     stretched(w);
-    w.OwnedBy(JobPhase::kRunning, "c1", 1);
-    w.Workload("c1", 1).admitted = true;
-    w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+    running_in_c1(w);
     w.Intent("c2", "Workload", 1, false);  // the lease's loser, withdrawn
     w.Workload("c2", 1);                   // and still there
     Plan p = Decide(w.Input());
@@ -1183,9 +1186,7 @@ TEST_CASE("only copies waiting for admission and a running job wait on the backs
   SECTION("a job running in its owner: the backstop") {
     World w;
     stretched(w);
-    w.OwnedBy(JobPhase::kRunning, "c1", 1);
-    w.Workload("c1", 1).admitted = true;
-    w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+    running_in_c1(w);
     Plan p = Decide(w.Input());
     CHECK(p.step == "run");
     CHECK(p.requeue_ms == kBackstop);

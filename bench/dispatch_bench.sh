@@ -22,6 +22,7 @@
 #   bench/dispatch_bench.sh [BUILD_DIR] [JOBS] [RATE]
 #   env: CLUSTERS (10: the fleet's size; e.g. 100 shows what grows with it), CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all but rest), PACED_SECONDS (5), REST_JOBS (2000), REST_SECONDS (60), REST_SETTLE_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), KEEP_ON_FAILURE (keep the work directory when a run fails), BENCH_DIR (where the temp dir goes),
 #        EXTRA_CONFIG (lines added to gantry.yaml, e.g. "resyncPassesPerSecond: 0"),
+#        SIM_LATENCY_MS (every cluster answers each request this much later, as a distant one would; what the request does, and its watch events, are not delayed),
 #        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data),
 #        PROFILE_CALLGRAPH (perf record call-graph option, default -g; e.g. "--call-graph dwarf,8192")
 set -euo pipefail
@@ -74,6 +75,12 @@ cpu_by_thread() {
     END { for (n in c) if (c[n] > 0) printf "%s %.2f\n", n, c[n] / hz }' |
     sort -k2 -nr | head -8 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 } END { print "" }'
 }
+# Writes to objects so far, summed over the simulated clusters (each
+# cluster's resourceVersion counts them).
+sim_writes() {
+  "$BIN/gantry-sim" ctl --out-dir "$1" clusters 2>/dev/null |
+    grep -o '"resourceVersion": *[0-9]*' | awk -F: '{ s += $2 } END { print s + 0 }'
+}
 # The machine's CPU counters (/proc/stat's first line: user nice system idle
 # iowait irq softirq steal), to compare two moments with host_shares.
 cpu_counters() { head -1 /proc/stat | cut -d' ' -f3-10; }
@@ -100,6 +107,9 @@ scenario() {
   "$BIN/gantry-sim" --clusters "$CLUSTERS" --out-dir "$d/sim" >"$d/sim.log" 2>&1 & local sim=$!
   pids+=("$sim")
   wait_ready "$d/sim/ready"
+  if [ "${SIM_LATENCY_MS:-0}" != 0 ]; then  # every answer of every cluster this much later, as a distant cluster's
+    for ((i = 1; i <= CLUSTERS; i++)); do "$BIN/gantry-sim" ctl --out-dir "$d/sim" latency "c$i" "$SIM_LATENCY_MS" >/dev/null; done
+  fi
   cat >"$d/gantry.yaml" <<EOF
 clustersDir: $d/sim/clusters.d
 probeIntervalSeconds: 1
@@ -121,8 +131,9 @@ EOF
     pids+=("${perf_pids[@]}")
   fi
   t0=$(date +%s.%N)
-  local host0
+  local host0 writes0
   host0=$(cpu_counters)
+  writes0=$(sim_writes "$d/sim")
   GANTRY_PID=$daemon SIM_PID=$sim "$BIN/dispatch_loadgen" "$(cat "$d/gantry.ready")" "$d/sim" "$d/data/gantry.db" "$jobs" "$CONNS" "$mode" $rate \
     >"$d/out" 2>&1 || rc=$?
   for p in "${perf_pids[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done
@@ -135,6 +146,7 @@ EOF
   echo "  host        $(host_shares "$host0" "$host1") of the machine's CPU time meanwhile"
   echo "  by thread   gantry: $(cpu_by_thread "$daemon")"
   echo "              gantry-sim: $(cpu_by_thread "$sim")"
+  echo "  sim writes  $(awk -v a="$writes0" -v b="$(sim_writes "$d/sim")" -v n="$jobs" 'BEGIN { printf "%.1f", (b - a) / n }') object writes per job in the simulated clusters (creates, status changes, deletes: each is a watch event)"
   echo "  store       gantry wrote $(written_kib_per_job "$daemon" "$jobs") KiB to files per job (its SQLite WAL, database and log)"
   echo "  switches    gantry $(switches_per_job "$daemon" "$jobs"), gantry-sim $(switches_per_job "$sim" "$jobs") context switches per job (threads still alive)"
   echo "  memory      peak resident: gantry $(peak_mib "$daemon") MiB, gantry-sim $(peak_mib "$sim") MiB"

@@ -72,6 +72,7 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Status::Invalid("leaseOn must be Admitted or QuotaReserved");
   }
   if (!in(c.dispatch_workers, 1, 256)) return Status::Invalid("dispatchWorkers must be 1..256");
+  if (!in(c.cluster_connections, 1, 256)) return Status::Invalid("clusterConnections must be 1..256");
   if (!in(c.probe_interval_seconds, 1, 3600)) return Status::Invalid("probeIntervalSeconds must be 1..3600");
   if (!in(c.rejection_backoff_seconds, 1, 3600)) return Status::Invalid("rejectionBackoffSeconds must be 1..3600");
   if (!in(c.rejection_backoff_max_seconds, 1, 86400)) {
@@ -155,6 +156,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"finishedRetentionSeconds", num(&c.finished_retention_seconds)},
       {"leaseOn", str(&c.lease_on)},
       {"dispatchWorkers", num(&c.dispatch_workers)},
+      {"clusterConnections", num(&c.cluster_connections)},
       {"probeIntervalSeconds", num(&c.probe_interval_seconds)},
       {"rejectionBackoffSeconds", num(&c.rejection_backoff_seconds)},
       {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},

@@ -160,6 +160,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.resync_passes_per_s = config.resync_passes_per_second;
   engine_options.observer.list_errors_told_after = std::chrono::seconds(config.list_errors_told_after_seconds);
   engine_options.workers = config.dispatch_workers;
+  engine_options.pool.size = config.cluster_connections;
   for (const KindRef& k : config.generic_kinds) engine_options.observer.generic_kinds.push_back({k.api_version, k.kind});
   dispatch::Engine engine(job_store, fleet, clock, engine_options, &metrics, store.value().get());
   if (Status s = engine.Start(); !s.ok()) {

@@ -61,8 +61,15 @@ struct DaemonConfig {
   int finished_retention_seconds = 0;
   // Admitted | QuotaReserved: the worker condition that wins the lease.
   std::string lease_on = "Admitted";
-  // Reconciler threads (a pass waits on cluster calls).
-  int dispatch_workers = 8;
+  // Reconciler threads. A pass waits on its cluster calls, so a pass's
+  // round trips, not the cores, bound how many jobs a second the workers
+  // move: about dispatchWorkers / (5 x the round trip) for AllAtOnce jobs.
+  int dispatch_workers = 32;
+  // clusterConnections: keep-alive connections to each cluster, and so the
+  // requests gantry has in flight there at once (kube::ClientPoolOptions::size).
+  // A pass asks a request of every cluster it nominates at once, so with
+  // many workers a cluster's connections run out before the workers do.
+  int cluster_connections = 16;
   // Probe interval of a healthy cluster (readiness and quota).
   int probe_interval_seconds = 5;
   // How old an epoch whose every copy an admission check rejected (or whose

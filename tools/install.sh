@@ -9,6 +9,7 @@ install -D -m 0644 systemd/gantry.service /etc/systemd/system/gantry.service
 install -d -m 0755 /etc/gantry /etc/gantry/clusters.d
 [ -f /etc/gantry/gantry.yaml ] || install -m 0644 config/gantry.example.yaml /etc/gantry/gantry.yaml
 install -D -m 0644 README.md /usr/local/share/doc/gantry/README.md
+install -D -m 0644 config/worker-rbac.yaml /usr/local/share/doc/gantry/worker-rbac.yaml  # for each worker cluster
 if [ -d /run/systemd/system ]; then
   systemctl daemon-reload
   echo "installed; start with: systemctl enable --now gantry"

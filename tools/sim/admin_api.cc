@@ -55,7 +55,8 @@ AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
       s["server"] = c->server_url();
       s["faults"] = {{"latencyMs", f.latency_ms}, {"errorFraction", f.error_fraction},
                      {"errorCodes", f.error_codes}, {"partitionMode", f.partition_mode},
-                     {"apiserverStopped", f.apiserver_stopped}, {"forbidden", f.forbidden}, {"failing", f.failing}};
+                     {"apiserverStopped", f.apiserver_stopped}, {"forbidden", f.forbidden}, {"failing", f.failing},
+                     {"rbac", f.rbac != nullptr}};
       out.push_back(std::move(s));
     }
     respond(JsonResponse(200, out));
@@ -119,6 +120,7 @@ http::Response AdminApi::ClusterAction(const http::Request& req) const {
       }
       return FromStatus(c->SetForbidden(std::move(resources)));
     }
+    if (action == "rbac") return FromStatus(c->SetRbac(req.body));
     if (action == "kill-watches") {
       c->state().KillWatches();
       return FromStatus(Status::Ok());

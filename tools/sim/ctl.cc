@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -32,7 +33,7 @@ namespace gantry::sim {
 
 int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   if (args.empty()) {
-    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|admission-check|partition|heal|stop|start|latency|errors|forbid|kill-watches|quota ...\n");
+    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|admission-check|partition|heal|stop|start|latency|errors|forbid|rbac|kill-watches|quota ...\n");
     return kExitUsage;
   }
   const std::string& cmd = args[0];
@@ -75,6 +76,17 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   } else if (cmd == "forbid") {  // forbid CLUSTER [RESOURCE[:VERB|=CODE],...]: none to allow everything again
     if (!need(1)) return kExitUsage;
     target = fmt::format("/clusters/{}/forbid?resources={}", args[1], args.size() > 2 ? args[2] : "");
+  } else if (cmd == "rbac") {  // rbac CLUSTER [FILE]: only FILE's ClusterRole rules granted; none: everything
+    if (!need(1)) return kExitUsage;
+    target = fmt::format("/clusters/{}/rbac", args[1]);
+    if (args.size() > 2) {
+      std::ifstream in(args[2]);
+      if (!in) {
+        std::fprintf(stderr, "gantry-sim ctl rbac: cannot read %s\n", args[2].c_str());
+        return kExitUsage;
+      }
+      body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
   } else if (cmd == "quota") {
     if (!need(2)) return kExitUsage;
     json q = json::object();

@@ -11,9 +11,7 @@ namespace gantry::sim {
 
 using nlohmann::json;
 
-namespace {
-
-std::vector<std::string> Split(const std::string& path) {
+std::vector<std::string> PathSegments(const std::string& path) {
   std::vector<std::string> out;
   std::size_t start = 1;
   while (start <= path.size()) {
@@ -24,6 +22,8 @@ std::vector<std::string> Split(const std::string& path) {
   }
   return out;
 }
+
+namespace {
 
 http::Response NotFound(const std::string& path) {
   return KubeError(404, "NotFound", fmt::format("the server could not find the requested resource ({})", path));
@@ -86,18 +86,18 @@ std::size_t ResourceIndex(const std::vector<std::string>& seg) {
 }  // namespace
 
 std::string ResourceOf(const std::string& path) {
-  std::vector<std::string> seg = Split(path);
+  std::vector<std::string> seg = PathSegments(path);
   std::size_t i = ResourceIndex(seg);
   return i < seg.size() ? seg[i] : "";
 }
 
 bool NamesObject(const std::string& path) {
-  std::vector<std::string> seg = Split(path);
+  std::vector<std::string> seg = PathSegments(path);
   return ResourceIndex(seg) + 1 < seg.size();
 }
 
 http::Response KubeApi::Handle(const http::Request& req) {
-  std::vector<std::string> seg = Split(req.path);
+  std::vector<std::string> seg = PathSegments(req.path);
   bool get = req.method == "GET";
   if (seg.empty()) return JsonResponse(200, {{"paths", {"/api", "/apis", "/version"}}});
   if (seg[0] == "version" && seg.size() == 1) return get ? JsonResponse(200, VersionDocument()) : MethodNotAllowed(req.method);

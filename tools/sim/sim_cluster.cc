@@ -120,6 +120,13 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
         return;
       }
     }
+    if (faults_.rbac) {
+      const RequestAttributes a = AttributesOf(req);
+      if (!faults_.rbac->Allows(a)) {
+        respond(KubeError(403, "Forbidden", Rbac::Refusal(a)));
+        return;
+      }
+    }
     if (faults_.error_fraction > 0 && !faults_.error_codes.empty() &&
         std::uniform_real_distribution<double>(0, 1)(rng_) < faults_.error_fraction) {
       int code = faults_.error_codes[rng_() % faults_.error_codes.size()];
@@ -242,6 +249,18 @@ Status SimCluster::SetForbidden(std::set<std::string> resources) {
   std::lock_guard lock(fault_mu_);
   faults_.forbidden = std::move(forbidden);
   faults_.failing = std::move(failing);
+  return Status::Ok();
+}
+
+Status SimCluster::SetRbac(const std::string& yaml_text) {
+  std::shared_ptr<const Rbac> rbac;
+  if (!yaml_text.empty()) {
+    auto parsed = Rbac::Parse(yaml_text);
+    if (!parsed.ok()) return parsed.status();
+    rbac = std::make_shared<const Rbac>(std::move(*parsed));
+  }
+  std::lock_guard lock(fault_mu_);
+  faults_.rbac = std::move(rbac);
   return Status::Ok();
 }
 

@@ -24,6 +24,7 @@
 
 #include "certs.h"
 #include "cluster_state.h"
+#include "rbac.h"
 #include "gantry/http/server.h"
 #include "kube_api.h"
 
@@ -42,6 +43,8 @@ struct FaultSettings {
   // a CRD whose conversion webhook is broken, say).
   std::map<std::string, int> failing;
   bool apiserver_stopped = false;
+  // Set: only what these rules grant is allowed (rbac.h), on top of the above.
+  std::shared_ptr<const Rbac> rbac;
 };
 
 class SimCluster {
@@ -75,6 +78,9 @@ class SimCluster {
   // Each entry: RESOURCE or RESOURCE:VERB (403), or RESOURCE=CODE (that
   // error, 400..599, for every verb). Replaces what was set before.
   Status SetForbidden(std::set<std::string> resources);
+  // The ClusterRole(s) in this YAML become the token's only grants; "" grants
+  // everything again.
+  Status SetRbac(const std::string& yaml_text);
   FaultSettings faults();
 
  private:

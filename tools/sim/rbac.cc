@@ -1,0 +1,115 @@
+#include "rbac.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "kube_api.h"
+
+namespace gantry::sim {
+namespace {
+
+bool Names(const std::vector<std::string>& list, const std::string& value) {
+  return std::any_of(list.begin(), list.end(), [&](const std::string& x) { return x == "*" || x == value; });
+}
+
+Result<std::vector<std::string>> Strings(const YAML::Node& node, const std::string& at) {
+  if (!node || node.IsNull()) return std::vector<std::string>{};
+  if (!node.IsSequence()) return Status::Invalid(at + ": must be a list");
+  std::vector<std::string> out;
+  for (const YAML::Node& item : node) {
+    if (!item.IsScalar()) return Status::Invalid(at + ": must hold strings");
+    out.push_back(item.as<std::string>());
+  }
+  return out;
+}
+
+}  // namespace
+
+RequestAttributes AttributesOf(const http::Request& req) {
+  RequestAttributes a;
+  const std::vector<std::string> seg = PathSegments(req.path);
+  std::size_t i;  // the resource's segment
+  if (!seg.empty() && seg[0] == "api" && seg.size() >= 2) {
+    i = 2;
+  } else if (!seg.empty() && seg[0] == "apis" && seg.size() >= 3) {
+    a.group = seg[1];
+    i = 3;
+  } else {
+    return a;  // not a resource: /readyz, /version, /api, /apis, /apis/GROUP
+  }
+  if (i + 2 < seg.size() && seg[i] == "namespaces") {
+    a.ns = seg[i + 1];
+    i += 2;
+  }
+  if (i >= seg.size()) return a;  // discovery of a group version
+  a.resource_request = true;
+  a.resource = seg[i];
+  const bool one = i + 1 < seg.size();
+  if (i + 2 < seg.size()) a.resource += "/" + seg[i + 2];
+  const auto watch = req.Query("watch");
+  if (req.method == "GET" || req.method == "HEAD") {
+    a.verb = one ? "get" : watch && (*watch == "true" || *watch == "1") ? "watch" : "list";
+  } else if (req.method == "POST") {
+    a.verb = "create";
+  } else if (req.method == "PUT") {
+    a.verb = "update";
+  } else if (req.method == "PATCH") {
+    a.verb = "patch";
+  } else if (req.method == "DELETE") {
+    a.verb = one ? "delete" : "deletecollection";
+  } else {
+    a.verb = req.method;
+  }
+  return a;
+}
+
+Result<Rbac> Rbac::Parse(const std::string& yaml_text) {
+  Rbac out;
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(yaml_text);
+  } catch (const YAML::Exception& e) {
+    return Status::Invalid(fmt::format("line {}: {}", e.mark.line + 1, e.msg));
+  }
+  for (const YAML::Node& doc : docs) {
+    if (!doc.IsMap() || !doc["kind"]) continue;
+    const std::string kind = doc["kind"].as<std::string>("");
+    if (kind != "ClusterRole" && kind != "Role") continue;
+    const YAML::Node rules = doc["rules"];
+    if (!rules || !rules.IsSequence()) return Status::Invalid(kind + ": rules: must be a list");
+    for (std::size_t r = 0; r < rules.size(); ++r) {
+      const std::string at = fmt::format("{}: rules[{}]", kind, r);
+      RbacRule rule;
+      auto groups = Strings(rules[r]["apiGroups"], at + ".apiGroups");
+      auto resources = Strings(rules[r]["resources"], at + ".resources");
+      auto verbs = Strings(rules[r]["verbs"], at + ".verbs");
+      if (!groups.ok()) return groups.status();
+      if (!resources.ok()) return resources.status();
+      if (!verbs.ok()) return verbs.status();
+      rule.api_groups = std::move(*groups);
+      rule.resources = std::move(*resources);
+      rule.verbs = std::move(*verbs);
+      out.rules_.push_back(std::move(rule));
+    }
+  }
+  if (out.rules_.empty()) return Status::Invalid("no ClusterRole or Role with rules");
+  return out;
+}
+
+bool Rbac::Allows(const RequestAttributes& a) const {
+  if (!a.resource_request) return true;
+  return std::any_of(rules_.begin(), rules_.end(), [&](const RbacRule& r) {
+    return Names(r.api_groups, a.group) && Names(r.resources, a.resource) && Names(r.verbs, a.verb);
+  });
+}
+
+std::string Rbac::Refusal(const RequestAttributes& a) {
+  std::string where = a.ns.empty() ? "at the cluster scope" : fmt::format("in the namespace \"{}\"", a.ns);
+  return fmt::format("{}{} is forbidden: User \"gantry\" cannot {} resource \"{}\" in API group \"{}\" {} (gantry-sim)",
+                     a.resource.substr(0, a.resource.find('/')), a.group.empty() ? "" : "." + a.group, a.verb,
+                     a.resource, a.group, where);
+}
+
+}  // namespace gantry::sim

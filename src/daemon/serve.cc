@@ -18,6 +18,7 @@
 #include "gantry/api/k8s_status.h"
 #include "gantry/api/token_auth.h"
 #include "gantry/daemon/daemon_config.h"
+#include "gantry/daemon/open_files.h"
 #include "gantry/daemon/logging.h"
 #include "gantry/dispatch/engine.h"
 #include "gantry/http/server.h"
@@ -103,6 +104,7 @@ int RunServe(const ServeFlags& flags) {
   }
   ::chmod(config.data_dir.c_str(), 0700);
 
+  const uint64_t open_files = RaiseOpenFileLimit();
   SystemClock clock;
   api::ApiMetrics metrics;
   SqliteStoreOptions store_options;
@@ -144,6 +146,13 @@ int RunServe(const ServeFlags& flags) {
     spdlog::info("inventory: {} cluster(s) from {} ({} file(s) refused)", fleet.Clusters().size(),
                  config.clusters_dir, file_errors.size());
   }
+  // Workloads, Jobs, JobSets and each generic kind are watched in every cluster.
+  const std::size_t watched_kinds = 3 + config.generic_kinds.size();
+  auto check_open_files = [&] {
+    const std::size_t n = fleet.Clusters().size();
+    WarnIfOpenFilesShort(open_files, OpenFilesWanted(n, config.cluster_connections, watched_kinds), n);
+  };
+  check_open_files();
 
   dispatch::EngineOptions engine_options;
   engine_options.decide.origin = config.origin;
@@ -237,6 +246,7 @@ int RunServe(const ServeFlags& flags) {
       engine.InventoryChanged();
       spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused", fleet.Clusters().size(),
                    refused.size());
+      check_open_files();
       Status s = (*auth)->Reload();
       if (s.ok()) {
         spdlog::info("SIGHUP: {} API token(s) reloaded", (*auth)->size());

@@ -24,15 +24,16 @@ uint64_t RaiseOpenFileLimit() {
 }
 
 uint64_t OpenFilesWanted(std::size_t clusters, int connections_per_cluster, std::size_t watched_kinds) {
+  // A watched kind's thread keeps two connections: its lists' and its watch's.
   const uint64_t per_cluster = static_cast<uint64_t>(connections_per_cluster > 0 ? connections_per_cluster : 0) +
-                               watched_kinds + 1;
+                               2 * watched_kinds + 1;
   return static_cast<uint64_t>(clusters) * per_cluster + kMargin;
 }
 
 bool WarnIfOpenFilesShort(uint64_t limit, uint64_t wanted, std::size_t clusters) {
   if (limit == 0 || limit >= wanted) return false;
-  spdlog::warn("open files: the limit is {}, and {} cluster(s) may use {} at once (clusterConnections, a watch per "
-               "kind and the prober per cluster); requests past it fail. Raise LimitNOFILE in the systemd unit or "
+  spdlog::warn("open files: the limit is {}, and {} cluster(s) may use {} at once (clusterConnections, a list and a "
+               "watch per kind, and the prober per cluster); requests past it fail. Raise LimitNOFILE in the systemd unit or "
                "`ulimit -n`, or lower clusterConnections",
                limit, clusters, wanted);
   return true;

@@ -7,21 +7,21 @@
 
 namespace gantry {
 
-TEST_CASE("OpenFilesWanted counts connections, watches and the prober per cluster, plus a margin",
+TEST_CASE("OpenFilesWanted counts connections, lists and watches, and the prober per cluster, plus a margin",
           "[daemon][open_files]") {
   CHECK(OpenFilesWanted(0, 16, 3) == 256);
-  CHECK(OpenFilesWanted(1, 16, 3) == 256 + 20);
-  // The defaults at fifty clusters pass systemd's and most shells' soft limit of 1,024.
-  CHECK(OpenFilesWanted(50, 16, 3) == 1256);
-  CHECK(OpenFilesWanted(1000, 16, 4) == 21256);
-  CHECK(OpenFilesWanted(2, -1, 3) == 256 + 8);  // a nonsense count counts as none
+  CHECK(OpenFilesWanted(1, 16, 3) == 256 + 16 + 6 + 1);
+  // The defaults at forty clusters pass systemd's and most shells' soft limit of 1,024.
+  CHECK(OpenFilesWanted(40, 16, 3) == 1176);
+  CHECK(OpenFilesWanted(1000, 16, 4) == 25256);
+  CHECK(OpenFilesWanted(2, -1, 3) == 256 + 14);  // a nonsense count counts as none
 }
 
 TEST_CASE("WarnIfOpenFilesShort warns only when a known limit is below the need", "[daemon][open_files]") {
-  CHECK(WarnIfOpenFilesShort(1024, 1256, 50));
-  CHECK_FALSE(WarnIfOpenFilesShort(1256, 1256, 50));
-  CHECK_FALSE(WarnIfOpenFilesShort(65536, 1256, 50));
-  CHECK_FALSE(WarnIfOpenFilesShort(0, 1256, 50));  // unknown
+  CHECK(WarnIfOpenFilesShort(1024, 1176, 40));
+  CHECK_FALSE(WarnIfOpenFilesShort(1176, 1176, 40));
+  CHECK_FALSE(WarnIfOpenFilesShort(65536, 1176, 40));
+  CHECK_FALSE(WarnIfOpenFilesShort(0, 1176, 40));  // unknown
 }
 
 TEST_CASE("RaiseOpenFileLimit lifts the soft limit to the hard one", "[daemon][open_files]") {

@@ -1,6 +1,7 @@
 // The daemon's open files: a socket per connection to a cluster (up to
-// clusterConnections each), one per watch stream (one per watched kind per
-// cluster) and the prober's, on top of the store and the API's clients.
+// clusterConnections each), two per watched kind per cluster (its lists'
+// connection and its watch's) and the prober's, on top of the store and
+// the API's clients.
 // systemd and most shells start a process with a soft limit of 1,024, which
 // a fleet of about fifty clusters at the default settings would pass; the
 // hard limit is usually far higher. So the daemon raises its soft limit to
@@ -18,7 +19,7 @@ namespace gantry {
 uint64_t RaiseOpenFileLimit();
 
 // Open files `clusters` clusters may hold at once: per cluster, its
-// connections, one stream per watched kind and the prober's connection;
+// connections, two per watched kind and the prober's connection;
 // plus a margin for the store, logs and the API's clients.
 uint64_t OpenFilesWanted(std::size_t clusters, int connections_per_cluster, std::size_t watched_kinds);
 

@@ -24,7 +24,7 @@
 #        EXTRA_CONFIG (lines added to gantry.yaml, e.g. "resyncPassesPerSecond: 0"),
 #        SIM_LATENCY_MS (every cluster answers each request this much later, as a distant one would; what the request does, and its watch events, are not delayed),
 #        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data),
-#        PROFILE_CALLGRAPH (perf record call-graph option, default -g; e.g. "--call-graph dwarf,8192")
+#        PROFILE_CALLGRAPH (perf record call-graph option, default -g; e.g. "--call-graph dwarf,8192"), PROFILE_FREQ (samples a second, default 499)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
@@ -124,9 +124,9 @@ EOF
   local t0 rc=0 perf_pids=()
   if [ -n "${PROFILE:-}" ]; then
     mkdir -p "$PROFILE"
-    perf record -q -e cpu-clock -F 499 ${PROFILE_CALLGRAPH:--g} -p "$daemon" -o "$PROFILE/$name.gantry.data" >/dev/null 2>&1 &
+    perf record -q -e cpu-clock -F "${PROFILE_FREQ:-499}" ${PROFILE_CALLGRAPH:--g} -p "$daemon" -o "$PROFILE/$name.gantry.data" >/dev/null 2>&1 &
     perf_pids+=($!)
-    perf record -q -e cpu-clock -F 499 ${PROFILE_CALLGRAPH:--g} -p "$sim" -o "$PROFILE/$name.sim.data" >/dev/null 2>&1 &
+    perf record -q -e cpu-clock -F "${PROFILE_FREQ:-499}" ${PROFILE_CALLGRAPH:--g} -p "$sim" -o "$PROFILE/$name.sim.data" >/dev/null 2>&1 &
     perf_pids+=($!)
     pids+=("${perf_pids[@]}")
   fi

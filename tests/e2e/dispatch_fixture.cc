@@ -296,20 +296,31 @@ bool PollFor(const std::function<bool()>& cond, std::chrono::milliseconds deadli
   }
 }
 
-std::string SimJobYaml(const std::string& name, const std::string& ns, int pods, int gpus,
-                       const std::string& duration, const std::string& extra_spec, bool fail) {
-  std::string gpu = gpus > 0 ? fmt::format(", nvidia.com/gpu: {}", gpus) : "";
+namespace {
+
+// A gantry job document's lines before its template's body.
+std::string JobDocumentHead(const std::string& name, const std::string& ns, const std::string& extra_spec,
+                            const std::string& api_version, const std::string& kind) {
   return fmt::format(R"(apiVersion: gantry.dev/v1
 kind: Job
 metadata: {{name: {0}, namespace: {1}}}
 spec:
   queue: {1}
-{5}
+{2}
   template:
-    apiVersion: batch/v1
-    kind: Job
-    metadata:
-      annotations: {{sim.gantry.dev/duration: "{4}"{6}}}
+    apiVersion: {3}
+    kind: {4}
+)",
+                     name, ns, extra_spec, api_version, kind);
+}
+
+}  // namespace
+
+std::string SimJobYaml(const std::string& name, const std::string& ns, int pods, int gpus,
+                       const std::string& duration, const std::string& extra_spec, bool fail) {
+  std::string gpu = gpus > 0 ? fmt::format(", nvidia.com/gpu: {}", gpus) : "";
+  return JobDocumentHead(name, ns, extra_spec, "batch/v1", "Job") + fmt::format(R"(    metadata:
+      annotations: {{sim.gantry.dev/duration: "{0}"{1}}}
     spec:
       parallelism: {2}
       completions: {2}
@@ -322,7 +333,29 @@ spec:
             resources:
               requests: {{cpu: "1", memory: 1Gi{3}}}
 )",
-                     name, ns, pods, gpu, duration, extra_spec, fail ? ", sim.gantry.dev/outcome: Failed" : "");
+                     duration, fail ? ", sim.gantry.dev/outcome: Failed" : "", pods, gpu);
+}
+
+std::string JobSetYaml(const std::string& name, const std::string& ns, const std::string& duration,
+                       const std::string& cluster) {
+  const std::string placement = cluster.empty() ? "" : fmt::format("  placement: {{clusters: [{}]}}", cluster);
+  return JobDocumentHead(name, ns, placement, "jobset.x-k8s.io/v1alpha2", "JobSet") + fmt::format(R"(    metadata:
+      annotations: {{sim.gantry.dev/duration: "{0}"}}
+    spec:
+      replicatedJobs:
+      - name: main
+        replicas: 1
+        template:
+          spec:
+            template:
+              spec:
+                restartPolicy: Never
+                containers:
+                - name: main
+                  image: registry.example.com/train:1
+                  resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
+)",
+                     duration);
 }
 
 bool StoppedByDelete(const nlohmann::json& run) {

@@ -104,6 +104,11 @@ std::string SimJobYaml(const std::string& name, const std::string& ns, int pods,
                        const std::string& duration = "1s", const std::string& extra_spec = "",
                        bool fail = false);
 
+// A JobSet document for the simulator: one replicated job of one 1-CPU pod
+// that runs `duration`, placed in `cluster` ("" = anywhere).
+std::string JobSetYaml(const std::string& name, const std::string& ns, const std::string& duration,
+                       const std::string& cluster = "");
+
 // The name of a job's Workload and real job in the workers: the engine's own
 // RemoteName (its rows are pinned in remote_objects_test).
 using dispatch::RemoteName;

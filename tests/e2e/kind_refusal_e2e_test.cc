@@ -19,36 +19,6 @@ DispatchFleetOptions TwoClustersTellingListErrorsAfter2s() {
   return o;
 }
 
-// A JobSet of one 1-pod job that runs for duration, placed in c1 only.
-std::string JobSetInC1(const std::string& name, const std::string& duration) {
-  return fmt::format(R"(apiVersion: gantry.dev/v1
-kind: Job
-metadata: {{name: {0}, namespace: team-a}}
-spec:
-  queue: team-a
-  placement: {{clusters: [c1]}}
-  template:
-    apiVersion: jobset.x-k8s.io/v1alpha2
-    kind: JobSet
-    metadata:
-      annotations: {{sim.gantry.dev/duration: "{1}"}}
-    spec:
-      replicatedJobs:
-      - name: main
-        replicas: 1
-        template:
-          spec:
-            template:
-              spec:
-                restartPolicy: Never
-                containers:
-                - name: main
-                  image: registry.example.com/train:1
-                  resources: {{requests: {{cpu: "1", memory: 1Gi}}}}
-)",
-                     name, duration);
-}
-
 TEST_CASE("a cluster whose JobSets cannot be listed still follows its Jobs after a restart, and takes no JobSet",
           "[e2e][dispatch][inventory][recovery]") {
   DispatchFleet fleet(TwoClustersTellingListErrorsAfter2s());
@@ -70,7 +40,7 @@ TEST_CASE("a cluster whose JobSets cannot be listed still follows its Jobs after
     return Cli(fleet.url(), {"clusters"}).out.find("listing jobsets answered 500") != std::string::npos;
   }, std::chrono::seconds(30)));
   // A JobSet that only c1 may run waits, saying why, with no copy there.
-  REQUIRE(fleet.Submit("team-a", JobSetInC1("sweep", "1s")) == 201);
+  REQUIRE(fleet.Submit("team-a", JobSetYaml("sweep", "team-a", "1s", "c1")) == 201);
   REQUIRE(WaitFor([&] {
     return fleet.Job("team-a", "sweep")["status"].value("message", "").find("keep gantry from listing its kind "
                                                                            "(jobsets)") != std::string::npos;
@@ -102,7 +72,7 @@ TEST_CASE("a JobSet whose CRD is uninstalled from its cluster does not show Runn
   DispatchFleet fleet(TwoClustersTellingListErrorsAfter2s());
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", JobSetInC1("sweep", "120s")) == 201);
+  REQUIRE(fleet.Submit("team-a", JobSetYaml("sweep", "team-a", "120s", "c1")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "sweep", {"Running"}));
 
   // c1 stops serving JobSets (404 to every request, as for a CRD gone).

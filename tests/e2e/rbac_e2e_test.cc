@@ -1,9 +1,11 @@
 // gantry under exactly the permissions of the worker manifest it ships
 // (config/worker-rbac.yaml): the simulated clusters grant its token those
-// rules and nothing else (gantry-sim ctl rbac), and every step of the
-// protocol that touches a cluster still works: the probe's list of
+// rules and nothing else (gantry-sim ctl rbac), and the steps of the
+// protocol that touch a cluster still work: the probe's list of
 // ClusterQueues, the watches of every kind, copies created, their
-// preemption gates opened, real jobs created and deleted, a cancel.
+// preemption gates opened, Jobs and a JobSet created and deleted, cancels.
+// (The reads by name, after a create answered AlreadyExists or where a
+// list is refused, are not reached here; rbac_test checks the grant.)
 #include <catch2/catch.hpp>
 
 #include <sstream>
@@ -67,12 +69,6 @@ TEST_CASE("under only the worker manifest's grants, jobs are dispatched, gated, 
   fleet.RestartDaemon(false);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  for (const char* c : {"c1", "c2"}) {
-    INFO(c);
-    auto cluster = fleet.Cluster(c);
-    CHECK_FALSE(cluster["status"].contains("capacityError"));
-    CHECK_FALSE(cluster["status"].contains("watchRefused"));
-  }
 
   // Every GPU taken: hog-1 runs in c1, hog-2 in c2.
   REQUIRE(fleet.Submit("team-a", SimJobYaml("hog-1", "team-a", 2, 8, "60s", "  placement: {clusters: [c1]}")) == 201);
@@ -90,16 +86,24 @@ TEST_CASE("under only the worker manifest's grants, jobs are dispatched, gated, 
   REQUIRE(Cli(fleet.url(), {"cancel", "hog-2", "-n", "team-a"}).code == 0);
   REQUIRE(fleet.WaitPhase("team-a", "hog-2", {"Cancelled"}, seconds(20)));
   CHECK(WaitFor([&] { return RemoteGone(fleet, "c2", "team-a", remote); }, seconds(20)));
-  // Jobs that run to the end, in the freed cluster.
+  // Jobs and a JobSet that run to the end, in the freed cluster.
   for (const char* name : {"short-1", "short-2", "short-3"}) {
     REQUIRE(fleet.Submit("team-a", SimJobYaml(name, "team-a", 1, 1, "1s")) == 201);
   }
-  for (const char* name : {"short-1", "short-2", "short-3"}) {
+  REQUIRE(fleet.Submit("team-a", JobSetYaml("set", "team-a", "1s")) == 201);
+  for (const char* name : {"short-1", "short-2", "short-3", "set"}) {
     INFO(name);
     REQUIRE(fleet.WaitPhase("team-a", name, {"Succeeded", "Failed"}));
     CHECK(fleet.Phase("team-a", name) == "Succeeded");
   }
   CHECK(ForbiddenCalls(fleet).empty());
+  // Every watched kind listed: none refused, in either cluster.
+  for (const char* c : {"c1", "c2"}) {
+    INFO(c);
+    auto cluster = fleet.Cluster(c);
+    CHECK_FALSE(cluster["status"].contains("capacityError"));
+    CHECK_FALSE(cluster["status"].contains("watchRefused"));
+  }
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 

@@ -27,10 +27,22 @@ const char* const kRole = R"(apiVersion: v1
 kind: ServiceAccount
 metadata: {name: gantry}
 ---
-apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: b}
+roleRef: {kind: ClusterRole, name: r}
+---
+kind: ClusterRole
+metadata: {name: unbound}
+rules:
+- {apiGroups: ["batch"], resources: ["jobs"], verbs: ["*"]}
+---
 kind: ClusterRole
 metadata: {name: r}
 rules:
+- apiGroups: ["kueue.x-k8s.io"]
+  resources: ["clusterqueues"]
+  resourceNames: ["cluster-queue"]
+  verbs: ["get", "list"]
 - apiGroups: ["kueue.x-k8s.io"]
   resources: ["workloads"]
   verbs: ["get", "list", "watch", "create", "delete"]
@@ -62,7 +74,10 @@ TEST_CASE("AttributesOf reads group, resource, subresource, verb and namespace a
         "watch workloads in \"kueue.x-k8s.io\" ns \"\"");
   CHECK(Judge(Req("POST", "/api/v1/namespaces/team-a/pods")) == "create pods in \"\" ns \"team-a\"");
   CHECK(Judge(Req("GET", "/api/v1/namespaces")) == "list namespaces in \"\" ns \"\"");
-  CHECK(Judge(Req("GET", "/api/v1/namespaces/team-a")) == "get namespaces in \"\" ns \"\"");
+  CHECK(Judge(Req("GET", "/api/v1/namespaces/team-a")) == "get namespaces in \"\" ns \"team-a\"");
+  CHECK(Judge(Req("PUT", "/api/v1/namespaces/team-a/status")) == "update namespaces/status in \"\" ns \"team-a\"");
+  CHECK(Judge(Req("PUT", "/api/v1/namespaces/team-a/finalize")) ==
+        "update namespaces/finalize in \"\" ns \"team-a\"");
   for (const char* path : {"/readyz", "/version", "/api", "/api/v1", "/apis", "/apis/batch", "/apis/batch/v1"}) {
     INFO(path);
     CHECK(Judge(Req("GET", path)) == "non-resource");
@@ -80,8 +95,8 @@ TEST_CASE("Rbac grants what one rule names, whole, and nothing else", "[sim][rba
   CHECK_FALSE(allows(Req("PATCH", wl + "/w1")));         // the object, not its status
   CHECK_FALSE(allows(Req("GET", wl + "/w1/status")));    // status: patch only
   CHECK_FALSE(allows(Req("DELETE", wl)));                // delete is not deletecollection
-  CHECK_FALSE(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues")));
-  CHECK_FALSE(allows(Req("GET", "/apis/batch/v1/namespaces/team-a/jobs/j")));  // another group
+  CHECK_FALSE(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues")));  // resourceNames: not modelled
+  CHECK_FALSE(allows(Req("GET", "/apis/batch/v1/namespaces/team-a/jobs/j")));  // only an unbound role grants it
   CHECK(allows(Req("GET", "/api/v1/namespaces/team-a/pods/p")));               // "*" resources
   CHECK_FALSE(allows(Req("GET", "/api/v1/namespaces/team-a/pods")));
   CHECK(allows(Req("GET", "/readyz")));
@@ -90,12 +105,24 @@ TEST_CASE("Rbac grants what one rule names, whole, and nothing else", "[sim][rba
                      "namespace \"team-a\"") != std::string::npos);
 }
 
-TEST_CASE("Rbac refuses a manifest without a role, or with rules of the wrong shape", "[sim][rbac]") {
-  CHECK(Rbac::Parse("kind: ServiceAccount\n").status().message().find("no ClusterRole") != std::string::npos);
-  CHECK(Rbac::Parse("kind: ClusterRole\nrules: {a: b}\n").status().message().find("rules: must be a list") !=
+TEST_CASE("Rbac refuses a manifest without a bound role, or with rules of the wrong shape", "[sim][rbac]") {
+  auto message = [](const std::string& yaml) { return Rbac::Parse(yaml).status().message(); };
+  const std::string binding = "kind: ClusterRoleBinding\nroleRef: {kind: ClusterRole, name: r}\n---\n";
+  CHECK(message("kind: ServiceAccount\n").find("no ClusterRole") != std::string::npos);
+  // Rules, but no binding; or a binding of a Role; or a namespaced Role.
+  CHECK(message("kind: ClusterRole\nmetadata: {name: r}\nrules:\n- {apiGroups: [''], resources: [pods], verbs: [get]}\n")
+            .find("that a ClusterRoleBinding binds") != std::string::npos);
+  CHECK(message("kind: ClusterRoleBinding\nroleRef: {kind: Role, name: r}\n---\nkind: ClusterRole\n"
+                "metadata: {name: r}\nrules:\n- {apiGroups: [''], resources: [pods], verbs: [get]}\n")
+            .find("that a ClusterRoleBinding binds") != std::string::npos);
+  CHECK(message(binding + "kind: Role\nmetadata: {name: r}\nrules:\n- {apiGroups: [''], resources: [pods], verbs: [get]}\n")
+            .find("no ClusterRole") != std::string::npos);
+  CHECK(message(binding + "kind: ClusterRole\nmetadata: {name: r}\nrules: {a: b}\n").find("rules: must be a list") !=
         std::string::npos);
-  CHECK(Rbac::Parse("kind: ClusterRole\nrules:\n- verbs: get\n").status().message().find(
-            "rules[0].verbs: must be a list") != std::string::npos);
+  CHECK(message(binding + "kind: ClusterRole\nmetadata: {name: r}\nrules:\n- verbs: get\n")
+            .find("rules[0].verbs: must be a list") != std::string::npos);
+  CHECK(message(binding + "kind: ClusterRole\nmetadata: {name: r}\nrules: [get]\n").find("rules[0]: must be a mapping") !=
+        std::string::npos);
   CHECK_FALSE(Rbac::Parse("kind: [unclosed\n").ok());
 }
 

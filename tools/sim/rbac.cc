@@ -1,6 +1,8 @@
 #include "rbac.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
@@ -39,9 +41,13 @@ RequestAttributes AttributesOf(const http::Request& req) {
   } else {
     return a;  // not a resource: /readyz, /version, /api, /apis, /apis/GROUP
   }
-  if (i + 2 < seg.size() && seg[i] == "namespaces") {
+  // As the API server's RequestInfoFactory: /namespaces/NS/... names the
+  // namespace, and the resource after it, unless that is a namespace's own
+  // subresource (status, finalize): /api/v1/namespaces/NS is the
+  // namespace NS itself, in its own namespace.
+  if (i + 1 < seg.size() && seg[i] == "namespaces") {
     a.ns = seg[i + 1];
-    i += 2;
+    if (i + 2 < seg.size() && seg[i + 2] != "status" && seg[i + 2] != "finalize") i += 2;
   }
   if (i >= seg.size()) return a;  // discovery of a group version
   a.resource_request = true;
@@ -67,34 +73,52 @@ RequestAttributes AttributesOf(const http::Request& req) {
 
 Result<Rbac> Rbac::Parse(const std::string& yaml_text) {
   Rbac out;
-  std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(yaml_text);
+    std::map<std::string, std::vector<RbacRule>> roles;  // ClusterRoles by name
+    std::set<std::string> bound;                         // ClusterRoles a ClusterRoleBinding names
+    for (const YAML::Node& doc : YAML::LoadAll(yaml_text)) {
+      if (!doc.IsMap() || !doc["kind"]) continue;
+      const std::string kind = doc["kind"].as<std::string>("");
+      if (kind == "ClusterRoleBinding") {
+        const YAML::Node ref = doc["roleRef"];
+        if (ref && ref.IsMap() && ref["kind"].as<std::string>("") == "ClusterRole") {
+          bound.insert(ref["name"].as<std::string>(""));
+        }
+        continue;
+      }
+      if (kind != "ClusterRole") continue;  // Roles and RoleBindings: namespaced, not modelled
+      const std::string name = doc["metadata"] && doc["metadata"].IsMap() ? doc["metadata"]["name"].as<std::string>("") : "";
+      const YAML::Node rules = doc["rules"];
+      if (!rules || !rules.IsSequence()) return Status::Invalid(fmt::format("ClusterRole {}: rules: must be a list", name));
+      std::vector<RbacRule>& into = roles[name];
+      for (std::size_t r = 0; r < rules.size(); ++r) {
+        const std::string at = fmt::format("ClusterRole {}: rules[{}]", name, r);
+        if (!rules[r].IsMap()) return Status::Invalid(at + ": must be a mapping");
+        // A rule limited to named objects grants no list, watch or create;
+        // not modelled: it grants nothing here.
+        if (rules[r]["resourceNames"]) continue;
+        RbacRule rule;
+        auto groups = Strings(rules[r]["apiGroups"], at + ".apiGroups");
+        auto resources = Strings(rules[r]["resources"], at + ".resources");
+        auto verbs = Strings(rules[r]["verbs"], at + ".verbs");
+        if (!groups.ok()) return groups.status();
+        if (!resources.ok()) return resources.status();
+        if (!verbs.ok()) return verbs.status();
+        rule.api_groups = std::move(*groups);
+        rule.resources = std::move(*resources);
+        rule.verbs = std::move(*verbs);
+        into.push_back(std::move(rule));
+      }
+    }
+    for (const std::string& name : bound) {
+      auto role = roles.find(name);
+      if (role == roles.end()) continue;  // bound, but defined elsewhere: nothing known of it
+      out.rules_.insert(out.rules_.end(), role->second.begin(), role->second.end());
+    }
   } catch (const YAML::Exception& e) {
     return Status::Invalid(fmt::format("line {}: {}", e.mark.line + 1, e.msg));
   }
-  for (const YAML::Node& doc : docs) {
-    if (!doc.IsMap() || !doc["kind"]) continue;
-    const std::string kind = doc["kind"].as<std::string>("");
-    if (kind != "ClusterRole" && kind != "Role") continue;
-    const YAML::Node rules = doc["rules"];
-    if (!rules || !rules.IsSequence()) return Status::Invalid(kind + ": rules: must be a list");
-    for (std::size_t r = 0; r < rules.size(); ++r) {
-      const std::string at = fmt::format("{}: rules[{}]", kind, r);
-      RbacRule rule;
-      auto groups = Strings(rules[r]["apiGroups"], at + ".apiGroups");
-      auto resources = Strings(rules[r]["resources"], at + ".resources");
-      auto verbs = Strings(rules[r]["verbs"], at + ".verbs");
-      if (!groups.ok()) return groups.status();
-      if (!resources.ok()) return resources.status();
-      if (!verbs.ok()) return verbs.status();
-      rule.api_groups = std::move(*groups);
-      rule.resources = std::move(*resources);
-      rule.verbs = std::move(*verbs);
-      out.rules_.push_back(std::move(rule));
-    }
-  }
-  if (out.rules_.empty()) return Status::Invalid("no ClusterRole or Role with rules");
+  if (out.rules_.empty()) return Status::Invalid("no ClusterRole with rules that a ClusterRoleBinding binds");
   return out;
 }
 

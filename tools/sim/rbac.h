@@ -38,8 +38,11 @@ RequestAttributes AttributesOf(const http::Request& req);
 
 class Rbac {
  public:
-  // The rules of every ClusterRole and Role in a YAML stream (other
-  // documents, e.g. the ServiceAccount and the binding, are skipped).
+  // The rules of the ClusterRoles in a YAML stream that a
+  // ClusterRoleBinding of the same stream binds (its subjects are taken to
+  // be gantry's token). Namespaced Roles and RoleBindings, and rules limited
+  // by resourceNames, grant nothing here: gantry's watches span every
+  // namespace, and a manifest that leans on them would fail in a real cluster.
   static Result<Rbac> Parse(const std::string& yaml_text);
   bool Allows(const RequestAttributes& a) const;
   // The API server's words for a request it refuses.

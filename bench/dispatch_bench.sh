@@ -22,6 +22,7 @@
 #   bench/dispatch_bench.sh [BUILD_DIR] [JOBS] [RATE]
 #   env: CLUSTERS (10: the fleet's size; e.g. 100 shows what grows with it), CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all but rest), PACED_SECONDS (5), REST_JOBS (2000), REST_SECONDS (60), REST_SETTLE_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), KEEP_ON_FAILURE (keep the work directory when a run fails), BENCH_DIR (where the temp dir goes),
 #        EXTRA_CONFIG (lines added to gantry.yaml, e.g. "resyncPassesPerSecond: 0"),
+#        SIM_CTL (gantry-sim ctl commands run once the simulator is up, ';' between them, e.g. "errors c1 0.2 429"),
 #        SIM_LATENCY_MS (every cluster answers each request this much later, as a distant one would; what the request does, and its watch events, are not delayed),
 #        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data),
 #        PROFILE_CALLGRAPH (perf record call-graph option, default -g; e.g. "--call-graph dwarf,8192"), PROFILE_FREQ (samples a second, default 499)
@@ -110,6 +111,14 @@ scenario() {
   if [ "${SIM_LATENCY_MS:-0}" != 0 ]; then  # every answer of every cluster this much later, as a distant cluster's
     for ((i = 1; i <= CLUSTERS; i++)); do "$BIN/gantry-sim" ctl --out-dir "$d/sim" latency "c$i" "$SIM_LATENCY_MS" >/dev/null; done
   fi
+  if [ -n "${SIM_CTL:-}" ]; then  # e.g. "errors c1 0.2 429; latency c2 50"
+    local cmd
+    IFS=';' read -ra cmds <<<"$SIM_CTL"
+    for cmd in "${cmds[@]}"; do
+      # shellcheck disable=SC2086
+      "$BIN/gantry-sim" ctl --out-dir "$d/sim" $cmd >/dev/null || { echo "SIM_CTL: $cmd failed"; exit 1; }
+    done
+  fi
   cat >"$d/gantry.yaml" <<EOF
 clustersDir: $d/sim/clusters.d
 probeIntervalSeconds: 1
@@ -154,7 +163,7 @@ EOF
   # Without a tokensFile the daemon warns once at start; that one is expected.
   grep -E ' (warning|error|critical) ' "$d/gantry.log" | grep -v 'no tokensFile' >"$d/warnings" || true
   echo "  gantry log  $(wc -l <"$d/warnings") warning(s) or error(s)"
-  sed 's/^/    /' "$d/warnings" | head -3
+  head -3 "$d/warnings" | sed 's/^/    /'  # head first: sed cut off by head would fail the script (pipefail)
   [ "$rc" = 0 ] || { echo "  (dispatch_loadgen exited $rc)"; failed=1; }
   stop "$daemon"
   stop "$sim"

@@ -99,6 +99,21 @@ TEST_CASE("gantry-sim end to end over HTTPS", "[sim][e2e]") {
     CHECK(Do("PUT", kWorkloads + "/dup").status == 405);
   }
 
+  SECTION("injected errors can be limited to some verbs, sparing the rest") {
+    auto ctl = [&](std::vector<std::string> args) {
+      args.insert(args.begin(), {GANTRY_BIN_DIR "/gantry-sim", "ctl", "--out-dir", sim.dir()});
+      return gantry::testing::Run(args).code;
+    };
+    REQUIRE(ctl({"errors", "c1", "1", "503", "create"}) == 0);
+    auto refused = Do("POST", kWorkloads, testing::MakeWorkload("erred", 1, 1));
+    CHECK(refused.status == 503);
+    CHECK(json::parse(refused.body)["reason"] == "ServiceUnavailable");
+    CHECK(Do("GET", kWorkloads).status == 200);
+    CHECK(Do("GET", "/readyz").status == 200);
+    REQUIRE(ctl({"errors", "c1", "0"}) == 0);
+    CHECK(Do("POST", kWorkloads, testing::MakeWorkload("erred", 1, 1)).status == 201);
+  }
+
   SECTION("watch sees ADDED and MODIFIED; an old resourceVersion gets 410") {
     json list = json::parse(Do("GET", kWorkloads + "?labelSelector=kueue.x-k8s.io%2Fmultikueue-origin%3Dgantry").body);
     std::string rv = list["metadata"]["resourceVersion"];

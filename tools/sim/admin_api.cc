@@ -1,5 +1,8 @@
 #include "admin_api.h"
 
+#include <algorithm>
+#include <set>
+
 #include <fmt/format.h>
 
 #include "kube_errors.h"
@@ -13,6 +16,17 @@ namespace {
 http::Response FromStatus(const Status& s) {
   if (s.ok()) return JsonResponse(200, {{"ok", true}});
   return KubeErrorFrom(s.code() == Code::kInternal ? Status::Invalid(s.message()) : s);
+}
+
+// "a,b,,c" -> {a, b, c}.
+std::set<std::string> SplitCommas(const std::string& list) {
+  std::set<std::string> out;
+  for (std::size_t at = 0; at < list.size();) {
+    std::size_t comma = std::min(list.find(',', at), list.size());
+    if (comma > at) out.insert(list.substr(at, comma - at));
+    at = comma + 1;
+  }
+  return out;
 }
 
 std::vector<int> ParseCodes(const std::string& text) {
@@ -54,7 +68,7 @@ AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
       FaultSettings f = c->faults();
       s["server"] = c->server_url();
       s["faults"] = {{"latencyMs", f.latency_ms}, {"errorFraction", f.error_fraction},
-                     {"errorCodes", f.error_codes}, {"partitionMode", f.partition_mode},
+                     {"errorCodes", f.error_codes}, {"errorVerbs", f.error_verbs}, {"partitionMode", f.partition_mode},
                      {"apiserverStopped", f.apiserver_stopped}, {"forbidden", f.forbidden}, {"failing", f.failing},
                      {"rbac", f.rbac != nullptr}};
       out.push_back(std::move(s));
@@ -108,17 +122,11 @@ http::Response AdminApi::ClusterAction(const http::Request& req) const {
     }
     if (action == "errors") {
       return FromStatus(c->SetErrors(std::stod(req.Query("fraction").value_or("0")),
-                                     ParseCodes(req.Query("codes").value_or(""))));
+                                     ParseCodes(req.Query("codes").value_or("")),
+                                     SplitCommas(req.Query("verbs").value_or(""))));
     }
     if (action == "forbid") {
-      std::set<std::string> resources;
-      std::string list = req.Query("resources").value_or("");
-      for (std::size_t at = 0; at < list.size();) {
-        std::size_t comma = std::min(list.find(',', at), list.size());
-        if (comma > at) resources.insert(list.substr(at, comma - at));
-        at = comma + 1;
-      }
-      return FromStatus(c->SetForbidden(std::move(resources)));
+      return FromStatus(c->SetForbidden(SplitCommas(req.Query("resources").value_or(""))));
     }
     if (action == "rbac") return FromStatus(c->SetRbac(req.body));
     if (action == "kill-watches") {

@@ -70,9 +70,10 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   } else if (cmd == "latency") {
     if (!need(2)) return kExitUsage;
     target = fmt::format("/clusters/{}/latency?ms={}", args[1], args[2]);
-  } else if (cmd == "errors") {
+  } else if (cmd == "errors") {  // errors CLUSTER FRACTION [CODES [VERBS]]: VERBS e.g. create,delete (none: every request)
     if (!need(2)) return kExitUsage;
-    target = fmt::format("/clusters/{}/errors?fraction={}&codes={}", args[1], args[2], args.size() > 3 ? args[3] : "");
+    target = fmt::format("/clusters/{}/errors?fraction={}&codes={}&verbs={}", args[1], args[2],
+                         args.size() > 3 ? args[3] : "", args.size() > 4 ? args[4] : "");
   } else if (cmd == "forbid") {  // forbid CLUSTER [RESOURCE[:VERB|=CODE],...]: none to allow everything again
     if (!need(1)) return kExitUsage;
     target = fmt::format("/clusters/{}/forbid?resources={}", args[1], args.size() > 2 ? args[2] : "");

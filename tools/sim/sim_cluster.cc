@@ -128,6 +128,7 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
       }
     }
     if (faults_.error_fraction > 0 && !faults_.error_codes.empty() &&
+        (faults_.error_verbs.empty() || faults_.error_verbs.count(AttributesOf(req).verb)) &&
         std::uniform_real_distribution<double>(0, 1)(rng_) < faults_.error_fraction) {
       int code = faults_.error_codes[rng_() % faults_.error_codes.size()];
       http::Response r = KubeError(code, code == 429 ? "TooManyRequests" : code == 503 ? "ServiceUnavailable" : "InternalError",
@@ -217,7 +218,7 @@ void SimCluster::SetLatency(int64_t ms) {
   faults_.latency_ms = std::max<int64_t>(0, ms);
 }
 
-Status SimCluster::SetErrors(double fraction, std::vector<int> codes) {
+Status SimCluster::SetErrors(double fraction, std::vector<int> codes, std::set<std::string> verbs) {
   if (fraction < 0 || fraction > 1) return Status::Invalid("error fraction must be within [0, 1]");
   for (int c : codes) {
     if (c < 400 || c > 599) return Status::Invalid(fmt::format("error code {} is not an HTTP error", c));
@@ -225,6 +226,7 @@ Status SimCluster::SetErrors(double fraction, std::vector<int> codes) {
   std::lock_guard lock(fault_mu_);
   faults_.error_fraction = fraction;
   if (!codes.empty()) faults_.error_codes = std::move(codes);
+  faults_.error_verbs = std::move(verbs);
   return Status::Ok();
 }
 

@@ -34,6 +34,9 @@ struct FaultSettings {
   int64_t latency_ms = 0;
   double error_fraction = 0;
   std::vector<int> error_codes = {500, 503, 429};
+  // The verbs (as RBAC names them: create, delete, list, ...) the errors
+  // above hit; empty: every request, the health probe's and watches' too.
+  std::set<std::string> error_verbs;
   int partition_mode = 0;  // 0 none, 1 apiserver down, 2 stalls requests
   // Resources (plural names, e.g. clusterqueues; or jobs:create for one
   // verb: create, delete, update, list) gantry's token may not touch: 403
@@ -74,7 +77,7 @@ class SimCluster {
   Status Partition(int mode);
   Status Heal();
   void SetLatency(int64_t ms);
-  Status SetErrors(double fraction, std::vector<int> codes);
+  Status SetErrors(double fraction, std::vector<int> codes, std::set<std::string> verbs = {});
   // Each entry: RESOURCE or RESOURCE:VERB (403), or RESOURCE=CODE (that
   // error, 400..599, for every verb). Replaces what was set before.
   Status SetForbidden(std::set<std::string> resources);

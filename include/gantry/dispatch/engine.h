@@ -52,7 +52,7 @@ namespace gantry::dispatch {
 struct EngineOptions {
   DecideOptions decide;
   int workers = 4;                 // reconciler threads (passes block on cluster calls)
-  kube::ClientPoolOptions pool;    // per cluster
+  kube::ClientPoolOptions pool;    // per cluster (its client makes one attempt: see Engine::Engine)
   ObserverOptions observer;
   placement::PlacementOptions placement;
   int64_t fleet_refresh_ms = 200;  // how stale the cached fleet view may be

@@ -461,10 +461,12 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     // Decide again now: another candidate, or none left.
     return RecordCopyRefusals(uid, acted.copy_refusals) ? 0 : options_.decide.retry_ms;
   }
-  const bool all_ok = acted.all_ok;
-  if (!all_ok && (plan.requeue_ms < 0 || plan.requeue_ms > options_.decide.retry_ms)) {
-    return options_.decide.retry_ms;
+  if (!acted.all_ok) {
+    const int64_t retry = ActionRetryMs(NoteFailure(uid), options_.decide.retry_ms, acted.retry_after_ms);
+    if (plan.requeue_ms < 0 || plan.requeue_ms > retry) return retry;
+    return {plan.requeue_ms, plan.backstop};
   }
+  ClearFailures(uid);
   if (plan.requeue_ms < 0) ForgetJob(uid);  // nothing left to do for this job
   return {plan.requeue_ms, plan.backstop};
 }
@@ -475,7 +477,22 @@ Result<JobRecord> Engine::WriteSync(DispatchUpdate update) {
   return done.get_future().get();
 }
 
+int Engine::NoteFailure(const std::string& uid) {
+  std::lock_guard lock(failures_mu_);
+  const int n = ++failures_[uid];
+  failing_.store(failures_.size(), std::memory_order_relaxed);
+  return n;
+}
+
+void Engine::ClearFailures(const std::string& uid) {
+  if (failing_.load(std::memory_order_relaxed) == 0) return;  // the usual case: no lock on every pass
+  std::lock_guard lock(failures_mu_);
+  failures_.erase(uid);
+  failing_.store(failures_.size(), std::memory_order_relaxed);
+}
+
 void Engine::ForgetJob(const std::string& uid) {
+  ClearFailures(uid);
   known_.Drop(uid);
   specs_.Forget(uid);
   expected_.Forget(uid);

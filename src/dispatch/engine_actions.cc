@@ -92,8 +92,18 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action)
   return std::move(*lease);
 }
 
+namespace {
+
+// Raises *at_least to the answer's Retry-After, in ms.
+void NoteRetryAfter(const Result<kube::KubeReply>& reply, int64_t* at_least) {
+  if (!at_least || !reply.ok() || !reply->error || reply->error->retry_after_seconds <= 0) return;
+  *at_least = std::max<int64_t>(*at_least, int64_t{reply->error->retry_after_seconds} * 1000);
+}
+
+}  // namespace
+
 bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease,
-                          Refusal* refusal) {
+                          Refusal* refusal, int64_t* retry_after_ms) {
   if (action.verb == Verb::kCreate && action.path.empty()) {
     *refusal = {"Refused",
                 fmt::format("cannot create the job in {}: the template's kind has no REST path", action.cluster)};
@@ -104,6 +114,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   if (action.verb == Verb::kDeleteUnseen) return DeleteUnseen(job, action, client);
   if (action.verb == Verb::kOpenGate) {
     auto reply = client.Finish();
+    NoteRetryAfter(reply, retry_after_ms);
     if (metrics_) metrics_->RemoteCall(action.cluster, "patch", reply.ok() ? reply->status : 0);
     if (reply.ok() && reply->ok()) {
       spdlog::info("dispatch: {}/{} may preempt in {} (its Workload copy's preemption gate is open)", action.ns,
@@ -135,6 +146,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   }
   if (action.verb == Verb::kDelete) {
     auto reply = client.Finish();
+    NoteRetryAfter(reply, retry_after_ms);
     if (metrics_) metrics_->RemoteCall(action.cluster, "delete", reply.ok() ? reply->status : 0);
     if (!reply.ok()) {
       spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, reply.status().ToString());
@@ -147,6 +159,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     return false;
   }
   auto reply = client.Finish();
+  NoteRetryAfter(reply, retry_after_ms);
   if (metrics_) metrics_->RemoteCall(action.cluster, "create", reply.ok() ? reply->status : 0);
   if (!reply.ok()) {
     spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,
@@ -245,7 +258,7 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       if (!run[i]) continue;
       const Action& action = *wave[i];
       Refusal refusal;
-      const bool done = FinishAction(job, action, leases[i], &refusal);
+      const bool done = FinishAction(job, action, leases[i], &refusal, &out.retry_after_ms);
       if (action.verb == Verb::kDeleteUnseen && leases[i]) unseen_.Asked(UnseenKey(job, action), clock_.NowMillis());
       if (!done) {
         out.all_ok = false;

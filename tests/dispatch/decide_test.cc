@@ -1122,6 +1122,21 @@ TEST_CASE("the backstop stretches past its budget of passes a second, never belo
   CHECK(BackstopMs(30'000, 1'000'000, 1) == kMaxBackstopMs);
 }
 
+TEST_CASE("a failed action is retried after a quarter second, doubling to retry_ms, never before Retry-After",
+          "[dispatch][decide]") {
+  CHECK(ActionRetryMs(1, 2'000, 0) == 250);
+  CHECK(ActionRetryMs(2, 2'000, 0) == 500);
+  CHECK(ActionRetryMs(3, 2'000, 0) == 1'000);
+  CHECK(ActionRetryMs(4, 2'000, 0) == 2'000);
+  CHECK(ActionRetryMs(50, 2'000, 0) == 2'000);
+  CHECK(ActionRetryMs(1'000'000, 2'000, 0) == 2'000);
+  CHECK(ActionRetryMs(0, 2'000, 0) == 250);
+  CHECK(ActionRetryMs(1, 100, 0) == 100);            // a retry_ms below the first step
+  CHECK(ActionRetryMs(1, 2'000, 1'000) == 1'000);    // the cluster's Retry-After: 1 s
+  CHECK(ActionRetryMs(4, 2'000, 1'000) == 2'000);
+  CHECK(ActionRetryMs(1, 2'000, 3'600'000) == kMaxRetryAfterMs);
+}
+
 TEST_CASE("only copies waiting for admission and a running job wait on the backstop, no other step", "[dispatch][decide]") {
   constexpr int64_t kBackstop = 500'000;  // stretched: apart from resync_ms (30 s)
   auto stretched = [](World& w) {

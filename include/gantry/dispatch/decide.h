@@ -241,6 +241,16 @@ Plan Decide(const DecideInput& in);
 inline constexpr int64_t kMaxBackstopMs = 3'600'000;
 int64_t BackstopMs(int64_t resync_ms, size_t waiting, int passes_per_s);
 
+// When a job whose pass had an action fail (a cluster's 429 or 5xx, no
+// answer, or an action held back) is looked at again: after its
+// `failures`-th failure in a row, kFirstActionRetryMs doubled per failure
+// up to retry_ms, and never before the cluster's Retry-After (capped at
+// kMaxRetryAfterMs). A transient error costs a quarter of a second, not
+// retry_ms; a cluster that keeps failing is asked every retry_ms.
+inline constexpr int64_t kFirstActionRetryMs = 250;
+inline constexpr int64_t kMaxRetryAfterMs = 60'000;
+int64_t ActionRetryMs(int failures, int64_t retry_ms, int64_t retry_after_ms);
+
 // Whether plan's write may be lost in a power failure (DispatchUpdate::
 // durable false: no fsync of its own). True only when nothing remote depends
 // on it and a pass after the loss writes it again from what it observes:

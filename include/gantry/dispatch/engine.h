@@ -29,6 +29,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
@@ -139,8 +140,9 @@ class Engine final : public JobIntake {
   // leased connection (none when the cluster cannot be reached now), then
   // its answer is read and judged.
   std::optional<kube::ClientPool::Lease> StartAction(const Action& action);
+  // *retry_after_ms (when given) is raised to the cluster's Retry-After, if its answer had one.
   bool FinishAction(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease,
-                    Refusal* refusal);
+                    Refusal* refusal, int64_t* retry_after_ms = nullptr);
   // A kDeleteUnseen (engine_unseen.cc): GET by name, then a delete with the
   // uid as precondition if the object is the job's; true when it is gone
   // or not the job's to delete.
@@ -158,6 +160,7 @@ class Engine final : public JobIntake {
   };
   struct ActionsOutcome {
     bool all_ok = true;
+    int64_t retry_after_ms = 0;  // the longest Retry-After of the answers (0: none)
     Refusal refusal;
     std::string taken_cluster;
     std::vector<CopyRefusal> copy_refusals;
@@ -195,6 +198,15 @@ class Engine final : public JobIntake {
   UnseenAsks unseen_{10'000, 300'000};  // kDeleteUnseen: 10 s after the first ask, doubling up to 5 min
   std::mutex settling_mu_;
   std::set<std::string> settling_;  // finished jobs with remote objects left to withdraw
+  // Passes in a row whose actions did not all go through, by job (only
+  // jobs with one): the delay before the next is ActionRetryMs of it.
+  std::mutex failures_mu_;
+  std::unordered_map<std::string, int> failures_;
+  std::atomic<size_t> failing_{0};  // failures_.size(), read without the lock
+  // Counts a failed pass of the job; returns how many in a row. Forgotten
+  // by a pass whose actions all went through, and by ForgetJob.
+  int NoteFailure(const std::string& uid);
+  void ClearFailures(const std::string& uid);
   std::unique_ptr<ClusterObserver> observer_;
   std::unique_ptr<Reconciler> reconciler_;
 

@@ -440,7 +440,7 @@ int64_t BackstopMs(int64_t resync_ms, size_t waiting, int passes_per_s) {
 int64_t ActionRetryMs(int failures, int64_t retry_ms, int64_t retry_after_ms) {
   int64_t delay = std::min(kFirstActionRetryMs, retry_ms);
   for (int i = 1; i < failures && delay < retry_ms; ++i) delay = std::min(delay * 2, retry_ms);
-  return std::max(delay, std::min(retry_after_ms, kMaxRetryAfterMs));
+  return std::max(delay, std::min(retry_after_ms, retry_ms));
 }
 
 }  // namespace gantry::dispatch

@@ -463,8 +463,8 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   }
   if (!acted.all_ok) {
     const int64_t retry = ActionRetryMs(NoteFailure(uid), options_.decide.retry_ms, acted.retry_after_ms);
-    if (plan.requeue_ms < 0 || plan.requeue_ms > retry) return retry;
-    return {plan.requeue_ms, plan.backstop};
+    // Not a backstop: an action is still to be sent.
+    return plan.requeue_ms < 0 || plan.requeue_ms > retry ? retry : plan.requeue_ms;
   }
   ClearFailures(uid);
   if (plan.requeue_ms < 0) ForgetJob(uid);  // nothing left to do for this job

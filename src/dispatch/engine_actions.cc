@@ -259,7 +259,6 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       const Action& action = *wave[i];
       Refusal refusal;
       const bool done = FinishAction(job, action, leases[i], &refusal, &out.retry_after_ms);
-      if (action.verb == Verb::kDeleteUnseen && leases[i]) unseen_.Asked(UnseenKey(job, action), clock_.NowMillis());
       if (!done) {
         out.all_ok = false;
         if (action.verb == Verb::kDelete || action.verb == Verb::kDeleteUnseen) delete_failed.insert(action.cluster);

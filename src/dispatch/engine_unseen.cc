@@ -18,17 +18,40 @@
 
 namespace gantry::dispatch {
 
+namespace {
+
+// An answer that says nothing of the object: none at all, or the cluster
+// too busy or failing for the moment (429, 5xx). Asked again at the job's
+// next pass, not after the row's next wait (UnseenAsks).
+bool Transient(const Result<kube::KubeReply>& reply) {
+  return !reply.ok() || reply->status == 429 || reply->status >= 500;
+}
+
+}  // namespace
+
 bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::KubeClient& client) {
+  const std::string key = UnseenAsks::Key(job.uid, action.cluster, action.kind, action.epoch);
+  // Every way out counts as the row's ask (so that a refused GET is not
+  // sent again on every pass), but a transient answer's.
+  struct Ask {
+    Engine* engine;
+    const std::string& key;
+    bool transient = false;
+    ~Ask() {
+      if (!transient) engine->unseen_.Asked(key, engine->clock_.NowMillis());
+    }
+  } ask{this, key};
   if (action.path.empty()) return true;  // the template's kind has no path: nothing was created
   // Read before the GET is sent: the cluster answered after it, never before.
   const int64_t asked_ms = clock_.NowMillis();
   auto got = client.Get(action.path);
   if (metrics_) metrics_->RemoteCall(action.cluster, "get", got.ok() ? got->status : 0);
-  if (!got.ok()) {
-    spdlog::debug("dispatch: get {} in {}: {}", action.path, action.cluster, got.status().ToString());
+  if (Transient(got)) {
+    ask.transient = true;
+    spdlog::debug("dispatch: get {} in {}: {}", action.path, action.cluster,
+                  got.ok() ? fmt::format("HTTP {}", got->status) : got.status().ToString());
     return false;
   }
-  const std::string key = UnseenAsks::Key(job.uid, action.cluster, action.kind, action.epoch);
   if (got->status == 404) {  // gone already
     unseen_.Found(key, NotFoundNames(got->body, action.name) ? asked_ms : 0);
     return true;
@@ -53,6 +76,7 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
   opts.precondition_uid = JsonStringAt(object, {"metadata", "uid"});
   auto deleted = client.Delete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
   if (metrics_) metrics_->RemoteCall(action.cluster, "delete", deleted.ok() ? deleted->status : 0);
+  ask.transient = Transient(deleted);
   if (!deleted.ok()) {
     spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, deleted.status().ToString());
     return false;

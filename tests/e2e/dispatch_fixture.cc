@@ -336,6 +336,25 @@ std::string SimJobYaml(const std::string& name, const std::string& ns, int pods,
                      duration, fail ? ", sim.gantry.dev/outcome: Failed" : "", pods, gpu);
 }
 
+double DispatchFleet::RemoteCalls(const std::string& cluster, const std::string& verb, int code) {
+  auto client = http::Client::Create(url());
+  if (!client.ok()) return -1;
+  auto metrics = (*client)->Do("GET", "/metrics");
+  if (!metrics.ok() || metrics->status != 200) return -1;
+  std::istringstream lines(metrics->body);
+  double sum = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("gantry_dispatch_remote_calls_total{", 0) != 0) continue;
+    if ((!cluster.empty() && line.find("cluster=\"" + cluster + "\"") == std::string::npos) ||
+        line.find("verb=\"" + verb + "\"") == std::string::npos ||
+        line.find("code=\"" + std::to_string(code) + "\"") == std::string::npos) {
+      continue;
+    }
+    sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
 std::string JobSetYaml(const std::string& name, const std::string& ns, const std::string& duration,
                        const std::string& cluster) {
   const std::string placement = cluster.empty() ? "" : fmt::format("  placement: {{clusters: [{}]}}", cluster);

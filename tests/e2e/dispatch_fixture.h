@@ -65,6 +65,11 @@ class DispatchFleet {
   // Where gantry has the job's objects (GET .../remoteobjects): its rows.
   std::vector<nlohmann::json> RemoteObjects(const std::string& ns, const std::string& name);
 
+  // The daemon's gantry_dispatch_remote_calls_total for cluster ("" = all
+  // clusters, summed), verb and code (0 when it has no such series, -1 when
+  // /metrics cannot be read).
+  double RemoteCalls(const std::string& cluster, const std::string& verb, int code);
+
   // gantry-sim ctl ARGS...
   RunResult Ctl(std::vector<std::string> args);
   // Every run the simulator recorded (journal lines parsed).

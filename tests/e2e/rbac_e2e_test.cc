@@ -36,23 +36,6 @@ std::string ForbiddenCalls(DispatchFleet& fleet) {
   return out;
 }
 
-// How many remote calls of this verb the daemon counts as answered 200.
-double Answered(DispatchFleet& fleet, const std::string& verb) {
-  auto client = http::Client::Create(fleet.url());
-  if (!client.ok()) return -1;
-  auto metrics = (*client)->Do("GET", "/metrics");
-  if (!metrics.ok() || metrics->status != 200) return -1;
-  std::istringstream lines(metrics->body);
-  double n = 0;
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("gantry_dispatch_remote_calls_total{", 0) == 0 &&
-        line.find("verb=\"" + verb + "\"") != std::string::npos && line.find("code=\"200\"") != std::string::npos) {
-      n += std::stod(line.substr(line.rfind(' ') + 1));
-    }
-  }
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("under only the worker manifest's grants, jobs are dispatched, gated, run, finish and are cancelled",
@@ -78,7 +61,7 @@ TEST_CASE("under only the worker manifest's grants, jobs are dispatched, gated, 
   // A job that fits nowhere now: its copies wait, and a gate opens each second (a status patch).
   REQUIRE(fleet.Submit("team-a", SimJobYaml("waiting", "team-a", 1, 8, "1s")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "waiting", {"Nominating"}));
-  REQUIRE(WaitFor([&] { return Answered(fleet, "patch") >= 1; }, seconds(20)));
+  REQUIRE(WaitFor([&] { return fleet.RemoteCalls("", "patch", 200) >= 1; }, seconds(20)));
   REQUIRE(Cli(fleet.url(), {"cancel", "waiting", "-n", "team-a"}).code == 0);
   REQUIRE(fleet.WaitPhase("team-a", "waiting", {"Cancelled"}, seconds(20)));
   // A running job cancelled: its objects go from its cluster.

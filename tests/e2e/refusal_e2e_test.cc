@@ -18,27 +18,6 @@ namespace {
 
 using std::chrono::seconds;
 
-// The value of gantry_dispatch_remote_calls_total for cluster, verb and
-// code, from the daemon's /metrics (0 when it has no such series, -1 when
-// the scrape fails).
-double RemoteCalls(DispatchFleet& fleet, const std::string& cluster, const std::string& verb, int code) {
-  auto client = http::Client::Create(fleet.url());
-  if (!client.ok()) return -1;
-  auto metrics = (*client)->Do("GET", "/metrics");
-  if (!metrics.ok() || metrics->status != 200) return -1;
-  std::istringstream lines(metrics->body);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("gantry_dispatch_remote_calls_total{", 0) != 0) continue;
-    if (line.find("cluster=\"" + cluster + "\"") == std::string::npos ||
-        line.find("verb=\"" + verb + "\"") == std::string::npos ||
-        line.find("code=\"" + std::to_string(code) + "\"") == std::string::npos) {
-      continue;
-    }
-    return std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return 0;
-}
-
 // Rows in the daemon's cluster_watch_refusals table (-1 when it cannot be read).
 int WatchRefusalRows(DispatchFleet& fleet) {
   sqlite3* db = nullptr;
@@ -85,7 +64,7 @@ TEST_CASE("a candidate that forbids the Workload copy is asked once: the job run
   }
   CHECK(refused == 1);
   // c1 was asked once, not at every pass while c2 took its 2 s to admit.
-  CHECK(RemoteCalls(fleet, "c1", "create", 403) == 1);
+  CHECK(fleet.RemoteCalls("c1", "create", 403) == 1);
   CHECK(fleet.Runs(fleet.Uid("team-a", "elsewhere")).size() == 1);
   CHECK(fleet.Ctl({"check"}).code == 0);
 
@@ -116,7 +95,7 @@ TEST_CASE("a refusal is kept across a daemon restart: the refusing cluster is no
   CHECK(job["status"]["cluster"] == "c2");
   CHECK(job["status"]["epoch"] == 1);
   // The restarted daemon (its counters start at 0) never asked c1.
-  CHECK(RemoteCalls(fleet, "c1", "create", 403) == 0);
+  CHECK(fleet.RemoteCalls("c1", "create", 403) == 0);
   CHECK(Count(Reasons(fleet, "team-a", "kept"), "Refused") == 1);
 }
 
@@ -141,8 +120,8 @@ TEST_CASE("a job whose every candidate refuses its Workload copy fails with each
   CHECK(message.find("403") != std::string::npos);
   // One event per cluster, and the failure.
   CHECK(Count(Reasons(fleet, "team-a", "nowhere"), "Refused") == 3);
-  CHECK(RemoteCalls(fleet, "c1", "create", 403) == 1);
-  CHECK(RemoteCalls(fleet, "c2", "create", 403) == 1);
+  CHECK(fleet.RemoteCalls("c1", "create", 403) == 1);
+  CHECK(fleet.RemoteCalls("c2", "create", 403) == 1);
   CHECK(fleet.Runs(fleet.Uid("team-a", "nowhere")).empty());
 }
 

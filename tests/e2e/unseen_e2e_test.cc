@@ -33,6 +33,25 @@ bool RefuseJobsList(DispatchFleet& fleet, const std::string& cluster) {
          PollFor([&] { return ShowsJobsListRefused(fleet); }, seconds(20));
 }
 
+// Two clusters whose objects read gone by name count as deleted a second
+// after their rows were withdrawn.
+DispatchFleetOptions ConfirmedGoneAfter1s() {
+  DispatchFleetOptions o = TwoClusters();
+  o.daemon_config_yaml = "notFoundConfirmsAfterSeconds: 1\n";
+  return o;
+}
+
+// Runs team-a/name (2 minutes) in c1, then takes gantry's list of Jobs
+// there away; returns the job's uid.
+std::string RunningInC1ThenUnlisted(DispatchFleet& fleet, const std::string& name) {
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml(name, "team-a", 1, 1, "120s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", name, {"Running"}));
+  REQUIRE(RefuseJobsList(fleet, "c1"));
+  return fleet.Uid("team-a", name);
+}
+
 }  // namespace
 
 TEST_CASE("a cancel reaches a job whose cluster no longer lets gantry list its Jobs: it stops there at once",
@@ -80,16 +99,8 @@ TEST_CASE("a cancel reaches a job whose cluster no longer lets gantry list its J
 
 TEST_CASE("a cancel where the list stays refused completes once the objects are read gone by name",
           "[e2e][dispatch][cancel]") {
-  DispatchFleetOptions o = TwoClusters();
-  o.daemon_config_yaml = "notFoundConfirmsAfterSeconds: 1\n";
-  DispatchFleet fleet(o);
-  REQUIRE(fleet.ok());
-  REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("stuck", "team-a", 1, 1, "120s", "  placement: {clusters: [c1]}")) ==
-          201);
-  REQUIRE(fleet.WaitPhase("team-a", "stuck", {"Running"}));
-  const std::string uid = fleet.Uid("team-a", "stuck");
-  REQUIRE(RefuseJobsList(fleet, "c1"));
+  DispatchFleet fleet(ConfirmedGoneAfter1s());
+  const std::string uid = RunningInC1ThenUnlisted(fleet, "stuck");
 
   REQUIRE(Cli(fleet.url(), {"cancel", "stuck", "-n", "team-a"}).code == 0);
   // The list is never allowed again. The objects are deleted by name, and
@@ -105,6 +116,24 @@ TEST_CASE("a cancel where the list stays refused completes once the objects are 
   RunResult check = fleet.Ctl({"check"});
   INFO(check.out << check.err);
   CHECK(check.code == 0);
+}
+
+TEST_CASE("a lookup by name answered 503 is asked again at the job's next pass, not after the row's next wait",
+          "[e2e][dispatch][cancel]") {
+  DispatchFleet fleet(ConfirmedGoneAfter1s());
+  const std::string uid = RunningInC1ThenUnlisted(fleet, "busy");
+  // Every read by name in c1 answers 503 for now.
+  REQUIRE(fleet.Ctl({"errors", "c1", "1", "503", "get"}).code == 0);
+  REQUIRE(Cli(fleet.url(), {"cancel", "busy", "-n", "team-a"}).code == 0);
+  // Three lookups within seconds: the job's own backoff (250 ms, 500 ms,
+  // 1 s), where counting each 503 as an ask would space them 10 s and 20 s.
+  CHECK(WaitFor([&] { return fleet.RemoteCalls("c1", "get", 503) >= 3; }, seconds(8)));
+  REQUIRE(fleet.Ctl({"errors", "c1", "0"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "busy", {"Cancelled"}, seconds(40)));
+  const std::vector<nlohmann::json> runs = fleet.Runs(uid);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].value("endReason", "") == "Deleted");
+  CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
 TEST_CASE("a job moved on from an owner that no longer lets gantry list its Jobs is stopped there, unseen",

@@ -244,11 +244,12 @@ int64_t BackstopMs(int64_t resync_ms, size_t waiting, int passes_per_s);
 // When a job whose pass had an action fail (a cluster's 429 or 5xx, no
 // answer, or an action held back) is looked at again: after its
 // `failures`-th failure in a row, kFirstActionRetryMs doubled per failure
-// up to retry_ms, and never before the cluster's Retry-After (capped at
-// kMaxRetryAfterMs). A transient error costs a quarter of a second, not
-// retry_ms; a cluster that keeps failing is asked every retry_ms.
+// up to retry_ms, and not before the cluster's Retry-After, up to
+// retry_ms (one cluster's long Retry-After must not hold back the job's
+// actions in the others). A transient error costs a quarter of a second,
+// not retry_ms; a cluster that keeps failing is asked every retry_ms. (A
+// watch event may still wake the job sooner.)
 inline constexpr int64_t kFirstActionRetryMs = 250;
-inline constexpr int64_t kMaxRetryAfterMs = 60'000;
 int64_t ActionRetryMs(int failures, int64_t retry_ms, int64_t retry_after_ms);
 
 // Whether plan's write may be lost in a power failure (DispatchUpdate::

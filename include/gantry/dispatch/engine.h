@@ -145,7 +145,8 @@ class Engine final : public JobIntake {
                     Refusal* refusal, int64_t* retry_after_ms = nullptr);
   // A kDeleteUnseen (engine_unseen.cc): GET by name, then a delete with the
   // uid as precondition if the object is the job's; true when it is gone
-  // or not the job's to delete.
+  // or not the job's to delete. Records the row's ask (UnseenAsks) unless
+  // the cluster gave no answer, or a 429 or 5xx.
   bool DeleteUnseen(const JobRecord& job, const Action& action, kube::KubeClient& client);
   // Runs a plan's actions in waves of at most one per cluster (see
   // engine_actions.cc). all_ok is false when any failed or was held back;

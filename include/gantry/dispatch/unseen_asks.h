@@ -5,7 +5,8 @@
 // refusal lasts. Each ask of a row doubles its wait, from `first` up to
 // `max`, whatever the answer: an object deleted, gone already, or left
 // alone is asked after now and then only in case it came back; a refused
-// GET does not become a storm.
+// GET does not become a storm. (No answer, a 429 or a 5xx is not an ask:
+// the job's next pass asks again, at its own backoff.)
 #pragma once
 
 #include <cstdint>
@@ -24,8 +25,8 @@ class UnseenAsks {
                          int64_t epoch);
   // Whether the row under key may be asked at now_ms.
   bool Due(const std::string& key, int64_t now_ms) const;
-  // It was asked at now_ms (a connection was taken for it, whatever came
-  // back: an answer, none in time, or nothing to send).
+  // It was asked at now_ms: the cluster answered (but with a 429 or 5xx,
+  // which say nothing of the object), or there was nothing to send.
   void Asked(const std::string& key, int64_t now_ms);
   // What the row's last lookup found: at_ms, the object was not there (a
   // NotFound that named it); 0, it was, or nothing was learned.

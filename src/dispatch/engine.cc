@@ -51,7 +51,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
   // A pass does not sleep on a retry: it holds a worker and a connection in
   // every cluster of its wave, and a throttling cluster's Retry-After would
   // keep them all from the other passes. A failed request fails the action;
-  // the job is looked at again after retry_ms, as a controller requeues.
+  // the job is looked at again after ActionRetryMs, as a controller requeues.
   options_.pool.client.max_attempts = 1;
   observer_ = std::make_unique<ClusterObserver>(
       options_.observer, [this](const ClusterObserver::Observed& what) { Observed(what); });

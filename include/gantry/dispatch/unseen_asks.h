@@ -25,8 +25,8 @@ class UnseenAsks {
                          int64_t epoch);
   // Whether the row under key may be asked at now_ms.
   bool Due(const std::string& key, int64_t now_ms) const;
-  // It was asked at now_ms: the cluster answered (but with a 429 or 5xx,
-  // which say nothing of the object), or there was nothing to send.
+  // It was asked at now_ms: the cluster answered with anything but a 429
+  // or a 5xx (which say nothing of the object), or there was nothing to send.
   void Asked(const std::string& key, int64_t now_ms);
   // What the row's last lookup found: at_ms, the object was not there (a
   // NotFound that named it); 0, it was, or nothing was learned.

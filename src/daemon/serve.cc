@@ -179,7 +179,10 @@ int RunServe(const ServeFlags& flags) {
 
   api::ApiOptions api_options;
   api_options.stale_after_ms = fleet_options.stale_after_ms;
-  api_options.after_reload = [&engine] { engine.InventoryChanged(); };
+  api_options.after_reload = [&engine, &check_open_files] {
+    engine.InventoryChanged();
+    check_open_files();
+  };
   api_options.watch_refused = [&engine](const std::string& cluster) { return engine.WatchRefused(cluster); };
   api_options.watch_refused_since = [&engine](const std::string& cluster) {
     return engine.WatchRefusedSince(cluster);

@@ -1,7 +1,8 @@
 // Engine::RunHealthWatch: turns changes of cluster readiness into wake-ups.
 // Watches report object changes, but a partition changes no object: without
 // this, a job whose owner went away would wait for its next resync before
-// its cluster-lost clock was looked at.
+// its cluster-lost clock was looked at. Likewise a cluster whose quota can
+// be read again: a job queued for it has nothing else to wake it.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -26,6 +27,10 @@ struct Readiness {
   int64_t since_ms = 0;
   std::set<std::string> unlisted;
   uint64_t listed_changes = 0;
+  // Its quota can be read (no capacityError): placement can weigh it. A
+  // cluster whose ClusterQueues gantry may not list stays Ready, but takes
+  // no new job until it can be read again.
+  bool capacity_readable = false;
   friend bool operator==(const Readiness&, const Readiness&) = default;
   // A kind this one shows listed that `before` did not.
   bool KindListedSince(const Readiness& before) const {
@@ -65,7 +70,7 @@ void Engine::RunHealthWatch() {
       const bool answers = view.health.state == inventory::HealthState::kReady;
       const bool ready = answers && observer_->SyncedForJobs(name);
       now[name] = {ready, ready ? view.health.since_ms : 0, ready ? observer_->Unlisted(name) : std::set<std::string>{},
-                   listed_changes};
+                   listed_changes, ready && view.capacity.has_value() && view.capacity_error.empty()};
       auto before = answering.find(name);
       if (!answers) {
         if (view.health.state == inventory::HealthState::kNotReady) {
@@ -98,6 +103,19 @@ void Engine::RunHealthWatch() {
       const bool ready = readiness.ready;
       auto before = last.find(cluster);
       if (before != last.end() && before->second == readiness) continue;
+      // Its quota readable again, all else as it was (RBAC mended): it may
+      // be the first candidate of a queued job, which nothing else wakes;
+      // its own jobs need no look.
+      if (before != last.end() && readiness.capacity_readable != before->second.capacity_readable) {
+        Readiness same_else = readiness;
+        same_else.capacity_readable = before->second.capacity_readable;
+        if (readiness.capacity_readable) {
+          became_ready = true;
+          spdlog::info("dispatch: cluster {}'s quota can be read again: looking again at queued and nominating jobs",
+                       cluster);
+        }
+        if (same_else == before->second) continue;
+      }
       // First seen, not ready: nothing of ours depends on it yet, unless its
       // watches have listed (it may have been ready, and given jobs, before
       // this look: a cluster added by a reload between two looks).

@@ -381,6 +381,30 @@ TEST_CASE("a cluster whose ClusterQueues gantry may not list stays Ready: its ru
   CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
 }
 
+TEST_CASE("a job waiting for the one cluster whose quota was never readable is dispatched once it can be read",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  // A daemon that has never read c1's ClusterQueues.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "clusterqueues"}).code == 0);
+  fleet.RestartDaemon(false);
+  REQUIRE(fleet.ok());
+  REQUIRE(WaitFor([&] {
+    return Cli(fleet.url(), {"clusters"}).out.find("Ready,CapacityUnreadable") != std::string::npos;
+  }, std::chrono::seconds(20)));
+  REQUIRE(fleet.Submit("team-a", GpuJob("waiting", 1, 1, "1s", "  placement: {clusters: [c1]}")) == 201);
+  const bool waits = WaitFor([&] {
+    auto j = fleet.Job("team-a", "waiting");
+    return j.is_object() && j["status"]["phase"] == "Queued" && !j["status"].value("message", "").empty();
+  }, std::chrono::seconds(10));
+  INFO(fleet.Job("team-a", "waiting")["status"].dump());
+  REQUIRE(waits);
+  // Readable again: the job is looked at at once, not at its next resync (30 s).
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  CHECK(fleet.WaitPhase("team-a", "waiting", {"Running", "Succeeded"}, std::chrono::seconds(10)));
+  CHECK(fleet.Job("team-a", "waiting")["status"]["cluster"] == "c1");
+}
+
 // gantry_cluster_view_behind_seconds{cluster} from the daemon's /metrics
 // (-1 when absent or unreadable).
 double ViewBehindSeconds(DispatchFleet& fleet, const std::string& cluster) {

@@ -103,17 +103,23 @@ void Engine::RunHealthWatch() {
       const bool ready = readiness.ready;
       auto before = last.find(cluster);
       if (before != last.end() && before->second == readiness) continue;
-      // Its quota readable again, all else as it was (RBAC mended): it may
-      // be the first candidate of a queued job, which nothing else wakes;
-      // its own jobs need no look.
-      if (before != last.end() && readiness.capacity_readable != before->second.capacity_readable) {
+      // Its quota readable again while it stayed Ready (RBAC mended): it may
+      // be the first candidate of a queued job, which nothing else wakes.
+      // The passes woken must not read a fleet view cached before it.
+      if (before != last.end() && before->second.ready && ready && !before->second.capacity_readable &&
+          readiness.capacity_readable) {
+        became_ready = true;
+        {
+          std::lock_guard fleet_lock(fleet_mu_);
+          fleet_read_ms_ = -1;
+        }
+        spdlog::info("dispatch: cluster {}'s quota can be read again: looking again at queued and nominating jobs",
+                     cluster);
+      }
+      // Only its quota's readability changed: its own jobs need no look.
+      if (before != last.end()) {
         Readiness same_else = readiness;
         same_else.capacity_readable = before->second.capacity_readable;
-        if (readiness.capacity_readable) {
-          became_ready = true;
-          spdlog::info("dispatch: cluster {}'s quota can be read again: looking again at queued and nominating jobs",
-                       cluster);
-        }
         if (same_else == before->second) continue;
       }
       // First seen, not ready: nothing of ours depends on it yet, unless its

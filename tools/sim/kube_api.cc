@@ -74,28 +74,6 @@ http::Response ObjectError(const Status& status, const ResourceInfo& res, const 
 
 }  // namespace
 
-namespace {
-
-// The index of the resource segment of an API path (seg.size() when none).
-std::size_t ResourceIndex(const std::vector<std::string>& seg) {
-  std::size_t i = !seg.empty() && seg[0] == "api" ? 2 : !seg.empty() && seg[0] == "apis" ? 3 : seg.size();
-  if (i + 2 < seg.size() && seg[i] == "namespaces") i += 2;
-  return i;
-}
-
-}  // namespace
-
-std::string ResourceOf(const std::string& path) {
-  std::vector<std::string> seg = PathSegments(path);
-  std::size_t i = ResourceIndex(seg);
-  return i < seg.size() ? seg[i] : "";
-}
-
-bool NamesObject(const std::string& path) {
-  std::vector<std::string> seg = PathSegments(path);
-  return ResourceIndex(seg) + 1 < seg.size();
-}
-
 http::Response KubeApi::Handle(const http::Request& req) {
   std::vector<std::string> seg = PathSegments(req.path);
   bool get = req.method == "GET";

@@ -29,12 +29,7 @@ class KubeApi {
   ClusterState* state_;
 };
 
-// The resource (plural) a request path names: /api/v1/[namespaces/NS/]R[/NAME]
-// or /apis/GROUP/VERSION/[namespaces/NS/]R[/NAME]; "" for other paths.
-std::string ResourceOf(const std::string& path);
 // A path's non-empty segments: "/apis/batch/v1/jobs" -> {apis, batch, v1, jobs}.
 std::vector<std::string> PathSegments(const std::string& path);
-// Whether an API path names one object (or its subresource), not a collection.
-bool NamesObject(const std::string& path);
 
 }  // namespace gantry::sim

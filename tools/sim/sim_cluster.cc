@@ -87,6 +87,20 @@ void SimCluster::Shutdown() {
   StopServerLocked();
 }
 
+namespace {
+
+// The verbs `forbid` names, coarser than RBAC's: update for a PATCH too,
+// list for a watch too, delete for a whole collection too.
+std::string ForbidVerb(const RequestAttributes& a) {
+  if (a.verb == "create" || a.verb == "get" || a.verb == "list" || a.verb == "update") return a.verb;
+  if (a.verb == "patch") return "update";
+  if (a.verb == "watch") return "list";
+  if (a.verb == "delete" || a.verb == "deletecollection") return "delete";
+  return a.verb;
+}
+
+}  // namespace
+
 void SimCluster::Handle(http::Request req, http::Responder respond) {
   int64_t delay = 0;
   {
@@ -100,19 +114,20 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
       respond(KubeError(401, "Unauthorized", "Unauthorized"));
       return;
     }
-    if (auto failing = faults_.failing.find(ResourceOf(req.path)); failing != faults_.failing.end()) {
+    // What RBAC would judge of the request, read once, and only when some
+    // fault needs it.
+    const bool judged = !faults_.failing.empty() || !faults_.forbidden.empty() || faults_.rbac ||
+                        !faults_.error_verbs.empty();
+    const RequestAttributes a = judged ? AttributesOf(req) : RequestAttributes{};
+    const std::string resource = a.resource.substr(0, a.resource.find('/'));  // "workloads" of "workloads/status"
+    if (auto failing = faults_.failing.find(resource); failing != faults_.failing.end()) {
       respond(KubeError(failing->second, ReasonOfCode(failing->second),
                         fmt::format("injected fault for {} (gantry-sim)", failing->first)));
       return;
     }
     if (!faults_.forbidden.empty()) {
       // RESOURCE forbids every verb, RESOURCE:VERB only that one.
-      const std::string resource = ResourceOf(req.path);
-      const std::string verb = req.method == "POST"                          ? "create"
-                               : req.method == "DELETE"                      ? "delete"
-                               : req.method == "PUT" || req.method == "PATCH" ? "update"
-                               : NamesObject(req.path)                       ? "get"
-                                                                              : "list";
+      const std::string verb = ForbidVerb(a);
       if (faults_.forbidden.count(resource) || faults_.forbidden.count(resource + ":" + verb)) {
         respond(KubeError(403, "Forbidden",
                           fmt::format("{} is forbidden: User \"gantry\" cannot {} resource \"{}\" (gantry-sim)",
@@ -120,15 +135,12 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
         return;
       }
     }
-    if (faults_.rbac) {
-      const RequestAttributes a = AttributesOf(req);
-      if (!faults_.rbac->Allows(a)) {
-        respond(KubeError(403, "Forbidden", Rbac::Refusal(a)));
-        return;
-      }
+    if (faults_.rbac && !faults_.rbac->Allows(a)) {
+      respond(KubeError(403, "Forbidden", Rbac::Refusal(a)));
+      return;
     }
     if (faults_.error_fraction > 0 && !faults_.error_codes.empty() &&
-        (faults_.error_verbs.empty() || faults_.error_verbs.count(AttributesOf(req).verb)) &&
+        (faults_.error_verbs.empty() || faults_.error_verbs.count(a.verb)) &&
         std::uniform_real_distribution<double>(0, 1)(rng_) < faults_.error_fraction) {
       int code = faults_.error_codes[rng_() % faults_.error_codes.size()];
       http::Response r = KubeError(code, code == 429 ? "TooManyRequests" : code == 503 ? "ServiceUnavailable" : "InternalError",

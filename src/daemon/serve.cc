@@ -146,14 +146,6 @@ int RunServe(const ServeFlags& flags) {
     spdlog::info("inventory: {} cluster(s) from {} ({} file(s) refused)", fleet.Clusters().size(),
                  config.clusters_dir, file_errors.size());
   }
-  // Workloads, Jobs, JobSets and each generic kind are watched in every cluster.
-  const std::size_t watched_kinds = 3 + config.generic_kinds.size();
-  auto check_open_files = [&] {
-    const std::size_t n = fleet.Clusters().size();
-    WarnIfOpenFilesShort(open_files, OpenFilesWanted(n, config.cluster_connections, watched_kinds), n);
-  };
-  check_open_files();
-
   dispatch::EngineOptions engine_options;
   engine_options.decide.origin = config.origin;
   engine_options.decide.cluster_lost_timeout_ms = fleet_options.lost_timeout_ms;
@@ -171,6 +163,12 @@ int RunServe(const ServeFlags& flags) {
   engine_options.workers = config.dispatch_workers;
   engine_options.pool.size = config.cluster_connections;
   for (const KindRef& k : config.generic_kinds) engine_options.observer.generic_kinds.push_back({k.api_version, k.kind});
+  const std::size_t watched_kinds = dispatch::ClusterObserver::WatchedKinds(engine_options.observer);
+  auto check_open_files = [&] {
+    const std::size_t n = fleet.Clusters().size();
+    WarnIfOpenFilesShort(open_files, OpenFilesWanted(n, config.cluster_connections, watched_kinds), n);
+  };
+  check_open_files();
   dispatch::Engine engine(job_store, fleet, clock, engine_options, &metrics, store.value().get());
   if (Status s = engine.Start(); !s.ok()) {
     spdlog::critical("dispatch engine: {}", s.ToString());

@@ -132,6 +132,10 @@ void ClusterObserver::Impl::RetireLocked(std::unique_ptr<Cluster> c) {
   retired.push_back(std::move(c));
 }
 
+std::size_t ClusterObserver::WatchedKinds(const ObserverOptions& options) {
+  return observer_internal::ResourcesOf(options).size();
+}
+
 ClusterObserver::ClusterObserver(ObserverOptions options, OnChange on_change)
     : impl_(std::make_unique<Impl>(std::move(options), std::move(on_change))) {}
 

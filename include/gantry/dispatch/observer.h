@@ -186,6 +186,10 @@ class ClusterObserver {
   ClusterObserver(ObserverOptions options, OnChange on_change);
   ~ClusterObserver();  // Stop()s
 
+  // How many resources it watches in each cluster under these options (a
+  // thread, and a list's and a watch's connection, each).
+  static std::size_t WatchedKinds(const ObserverOptions& options);
+
   // Makes the watched set equal `clusters`: starts watches for new names,
   // stops and forgets removed ones, restarts those whose credentials or
   // Kueue version changed. Call at start and after every inventory reload.

@@ -108,17 +108,18 @@ scenario() {
   "$BIN/gantry-sim" --clusters "$CLUSTERS" --out-dir "$d/sim" >"$d/sim.log" 2>&1 & local sim=$!
   pids+=("$sim")
   wait_ready "$d/sim/ready"
-  if [ "${SIM_LATENCY_MS:-0}" != 0 ]; then  # every answer of every cluster this much later, as a distant cluster's
-    for ((i = 1; i <= CLUSTERS; i++)); do "$BIN/gantry-sim" ctl --out-dir "$d/sim" latency "c$i" "$SIM_LATENCY_MS" >/dev/null; done
+  # SIM_LATENCY_MS: every answer of every cluster this much later, as a
+  # distant cluster's; then SIM_CTL's own commands, e.g. "errors c1 0.2 429".
+  local cmd ctl="" cmds=()
+  if [ "${SIM_LATENCY_MS:-0}" != 0 ]; then
+    for ((i = 1; i <= CLUSTERS; i++)); do ctl+="latency c$i $SIM_LATENCY_MS;"; done
   fi
-  if [ -n "${SIM_CTL:-}" ]; then  # e.g. "errors c1 0.2 429; latency c2 50"
-    local cmd
-    IFS=';' read -ra cmds <<<"$SIM_CTL"
-    for cmd in "${cmds[@]}"; do
-      # shellcheck disable=SC2086
-      "$BIN/gantry-sim" ctl --out-dir "$d/sim" $cmd >/dev/null || { echo "SIM_CTL: $cmd failed"; exit 1; }
-    done
-  fi
+  IFS=';' read -ra cmds <<<"$ctl${SIM_CTL:-}"
+  for cmd in "${cmds[@]}"; do
+    [ -n "${cmd// /}" ] || continue
+    # shellcheck disable=SC2086
+    "$BIN/gantry-sim" ctl --out-dir "$d/sim" $cmd >/dev/null || { echo "gantry-sim ctl $cmd failed"; exit 1; }
+  done
   cat >"$d/gantry.yaml" <<EOF
 clustersDir: $d/sim/clusters.d
 probeIntervalSeconds: 1
@@ -155,7 +156,7 @@ EOF
   echo "  host        $(host_shares "$host0" "$host1") of the machine's CPU time meanwhile"
   echo "  by thread   gantry: $(cpu_by_thread "$daemon")"
   echo "              gantry-sim: $(cpu_by_thread "$sim")"
-  echo "  sim writes  $(awk -v a="$writes0" -v b="$(sim_writes "$d/sim")" -v n="$jobs" 'BEGIN { printf "%.1f", (b - a) / n }') object writes per job in the simulated clusters (creates, status changes, deletes: each is a watch event)"
+  echo "  sim writes  $(awk -v a="$writes0" -v b="$(sim_writes "$d/sim")" -v n="$jobs" 'BEGIN { printf "%.1f", (b - a) / n }') object writes per job in the simulated clusters (creates, status changes, deletes: each an event of its cluster's watch history)"
   echo "  store       gantry wrote $(written_kib_per_job "$daemon" "$jobs") KiB to files per job (its SQLite WAL, database and log)"
   echo "  switches    gantry $(switches_per_job "$daemon" "$jobs"), gantry-sim $(switches_per_job "$sim" "$jobs") context switches per job (threads still alive)"
   echo "  memory      peak resident: gantry $(peak_mib "$daemon") MiB, gantry-sim $(peak_mib "$sim") MiB"

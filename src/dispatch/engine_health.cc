@@ -27,9 +27,9 @@ struct Readiness {
   int64_t since_ms = 0;
   std::set<std::string> unlisted;
   uint64_t listed_changes = 0;
-  // Its quota can be read (no capacityError): placement can weigh it. A
-  // cluster whose ClusterQueues gantry may not list stays Ready, but takes
-  // no new job until it can be read again.
+  // Its quota can be read (no capacityError). A cluster whose ClusterQueues
+  // gantry may not list stays Ready; placement weighs it by its last
+  // reading, and with none sends it no new job until it can be read.
   bool capacity_readable = false;
   friend bool operator==(const Readiness&, const Readiness&) = default;
   // A kind this one shows listed that `before` did not.

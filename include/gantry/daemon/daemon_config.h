@@ -61,9 +61,10 @@ struct DaemonConfig {
   int finished_retention_seconds = 0;
   // Admitted | QuotaReserved: the worker condition that wins the lease.
   std::string lease_on = "Admitted";
-  // Reconciler threads. A pass waits on its cluster calls, so a pass's
-  // round trips, not the cores, bound how many jobs a second the workers
-  // move: about dispatchWorkers / (5 x the round trip) for AllAtOnce jobs.
+  // Reconciler threads. A pass waits on its cluster calls, so with distant
+  // clusters the round trips, not the cores, bound how many jobs a second
+  // the workers and connections move (config/gantry.example.yaml has the
+  // figures).
   int dispatch_workers = 32;
   // clusterConnections: keep-alive connections to each cluster, and so the
   // requests gantry has in flight there at once (kube::ClientPoolOptions::size).

@@ -3,7 +3,8 @@
 // connection and its watch's) and the prober's, on top of the store and
 // the API's clients.
 // systemd and most shells start a process with a soft limit of 1,024, which
-// a fleet of about fifty clusters at the default settings would pass; the
+// a fleet of about 35 clusters at the default settings would pass (1,024 - 256
+// over 16 + 2 x 3 + 1 a cluster); the
 // hard limit is usually far higher. So the daemon raises its soft limit to
 // the hard one at start (as Go's runtime does for every program), and says
 // so in the log when even that is short of what its fleet may use.

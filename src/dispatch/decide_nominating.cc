@@ -44,9 +44,20 @@ std::optional<Plan> Ladder::Lease() const {
     const ClusterObservation* o = Observed(i.cluster);
     for (const ObservedWorkload& w : o->workloads) plan.actions.push_back(DeleteWorkload(i.cluster, w));
   }
-  plan.actions.push_back(std::move(create));
-  plan.write = std::move(u);
   plan.requeue_ms = opt_.resync_ms;
+  // The real job is created in this pass, unless an earlier run of the job
+  // may still go on (EarlierRunGate): step 13 creates it then.
+  const std::optional<EarlierRun> earlier = EarlierRunGate(winner, in_.now_ms);
+  if (earlier) {
+    u.message = earlier->message;
+    u.events.push_back(earlier->event);
+  }
+  if (earlier && earlier->wait_ms > 0) {
+    plan.requeue_ms = earlier->wait_ms;
+  } else {
+    plan.actions.push_back(std::move(create));
+  }
+  plan.write = std::move(u);
   return plan;
 }
 

@@ -225,6 +225,20 @@ Plan Ladder::Owned() const {
                   fmt::format("{}; onClusterLoss is {}: an at-most-once job is not dispatched again once leased", why,
                               OnClusterLossName(in_.spec->on_cluster_loss)));
   }
+  if (!j && !Expected(owner, kJob)) {
+    if (const std::optional<EarlierRun> earlier = EarlierRunGate(owner, job_.lease_ms)) {
+      if (job_.message != earlier->message) {
+        DispatchUpdate u = Guarded(job_);
+        u.message = earlier->message;
+        u.events.push_back(earlier->event);
+        plan.write = std::move(u);
+      }
+      if (earlier->wait_ms > 0) {
+        plan.requeue_ms = earlier->wait_ms;
+        return plan;
+      }
+    }
+  }
   if (!j) {
     if (Expected(owner, kJob)) {
       // Created a moment ago and not seen yet: its echo fulfils the
@@ -255,6 +269,60 @@ Plan Ladder::Owned() const {
   plan.requeue_ms = opt_.backstop_ms;
   plan.backstop = true;
   return plan;
+}
+
+// A job moved on (evicted, or its owner out of reach or refusing) whose
+// earlier run may still go on in a cluster that answers: its delete went out
+// (fencing, Sweep) and is not confirmed yet, for instance while that cluster
+// answers it 429 or 503. Started now, the job would run in two clusters at
+// once. It starts once that run is seen gone, or once the wait has lasted
+// clusterLostTimeout from the lease: that cluster has then kept gantry from
+// stopping it as long as a lost owner would have.
+std::optional<Ladder::EarlierRun> Ladder::EarlierRunGate(const std::string& owner, int64_t lease_ms) const {
+  const std::string older = OlderRunIn();
+  if (older.empty()) return std::nullopt;
+  const int64_t waited = lease_ms > 0 ? in_.now_ms - lease_ms : 0;
+  EarlierRun out;
+  if (waited < opt_.cluster_lost_timeout_ms) {
+    out.wait_ms = std::min(opt_.retry_ms, opt_.cluster_lost_timeout_ms - waited);
+    out.message = fmt::format("admitted by {} at epoch {}; starts there once its earlier run in {} is seen deleted",
+                              owner, job_.epoch, older);
+    out.event = Event("WaitingForEarlierRun", out.message, older);
+  } else {
+    out.message = fmt::format(
+        "starting in {} at epoch {} although its earlier run in {} is not seen deleted after {} s "
+        "(clusterLostTimeout)",
+        owner, job_.epoch, older, waited / 1000);
+    out.event = Event("EarlierRunNotSeenDeleted", out.message, older, "Warning");
+  }
+  return out;
+}
+
+std::string Ladder::OlderRunIn() const {
+  // Seen: fencing deletes it in this pass.
+  for (const auto& [cluster, o] : in_.observed) {
+    if (!Reachable(cluster)) continue;
+    for (const ObservedJob& j : o.jobs) {
+      if (j.epoch < job_.epoch) return cluster;
+    }
+  }
+  // Withdrawn and not confirmed gone, in a cluster that answers: its view
+  // shows it (above), is behind, or is refused and the object is deleted by
+  // name (Sweep). Out of reach, it is not waited for here: the job moved on
+  // from a lost owner (onClusterLoss Requeue) or from an eviction, which
+  // stopped the run.
+  std::vector<std::pair<std::string, std::string>> gone;
+  bool gone_read = false;
+  for (const RemoteIntent& i : in_.intents) {
+    if (i.kind == kWorkload || i.present || i.epoch >= job_.epoch || !i.refusal.empty()) continue;
+    if (!in_.clusters->count(i.cluster) || !(Reachable(i.cluster) || AnswersUnseen(i))) continue;
+    if (!gone_read) {
+      gone = ConfirmedGone();
+      gone_read = true;
+    }
+    if (std::find(gone.begin(), gone.end(), std::make_pair(i.cluster, i.kind)) == gone.end()) return i.cluster;
+  }
+  return "";
 }
 
 // Step 10's flags (condition OwnerUnreachable, reason OwnerLost or

@@ -325,6 +325,18 @@ class Ladder {
   void Gates(Plan& plan) const;
   Plan AllRefused(const std::vector<std::string>& refused) const;
   Plan Owned() const;
+  // Where an older epoch's run may still go on while gantry can still stop
+  // it (see decide_owner.cc); "" when nowhere.
+  std::string OlderRunIn() const;
+  // The gate before the real job is created in owner, leased at lease_ms
+  // (at the lease, and step 13): none, or what the job says, and how long
+  // until it looks again (0: it waited long enough, and starts).
+  struct EarlierRun {
+    std::string message;
+    JobEvent event;
+    int64_t wait_ms = 0;
+  };
+  std::optional<EarlierRun> EarlierRunGate(const std::string& owner, int64_t lease_ms) const;
   Plan OwnerUnreachable(bool removed) const;
   DispatchUpdate OwnerFlag(const std::string& reason, const std::string& message) const;
   void OwnerReturned(Plan& plan) const;

@@ -1,0 +1,183 @@
+// Decide() step 13's gate: a job that moved on to a new owner starts there
+// only once its earlier run is seen gone from a cluster that answers, so that
+// a delete the old cluster answers 429 or 503 does not leave the job running
+// in two clusters at once.
+#include <catch2/catch.hpp>
+
+#include "decide_world.h"
+
+namespace gantry::dispatch {
+using namespace decide_world;
+
+namespace {
+
+// Leased by c2 at epoch 2 a second ago; its copy there admitted, the real
+// job not created yet. The epoch-1 run in c1 is withdrawn (rows absent) and
+// still seen there: its delete has not gone through.
+World MovedToC2() {
+  World w;
+  w.OwnedBy(JobPhase::kAdmitted, "c2", 2);
+  w.job.lease_ms = w.in.now_ms - 1'000;
+  w.Workload("c2", 2).admitted = true;
+  w.Intent("c1", "Workload", 1, false);
+  w.Intent("c1", "Job", 1, false);
+  w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  return w;
+}
+
+bool Drops(const Plan& p, const std::string& cluster, const std::string& kind) {
+  if (!p.write) return false;
+  const auto& d = p.write->drop_intents;
+  return std::find(d.begin(), d.end(), std::make_pair(cluster, kind)) != d.end();
+}
+
+}  // namespace
+
+TEST_CASE("step 13: a moved job starts in its new owner only once its earlier run is seen gone",
+          "[dispatch][decide]") {
+  World w = MovedToC2();
+  Plan wait = Decide(w.Input());
+  CHECK(wait.step == "run");
+  CHECK(Count(wait, Verb::kCreate, "Job") == 0);
+  CHECK(Count(wait, Verb::kDelete, "Job", "c1") == 1);  // fencing sends the delete again
+  CHECK(wait.requeue_ms == w.in.options.retry_ms);
+  REQUIRE(wait.write);
+  REQUIRE(wait.write->message);
+  CHECK_THAT(*wait.write->message, Catch::Contains("earlier run in c1"));
+  REQUIRE(wait.write->events.size() == 1);
+  CHECK(wait.write->events[0].reason == "WaitingForEarlierRun");
+  CHECK(wait.write->events[0].cluster == "c1");
+
+  SECTION("told once: the next pass neither tells it again nor creates the job") {
+    w.job.message = *wait.write->message;
+    Plan again = Decide(w.Input());
+    CHECK((!again.write || (again.write->events.empty() && !again.write->message)));
+    CHECK(Count(again, Verb::kCreate, "Job") == 0);
+  }
+  SECTION("seen gone: the row goes and the job is created in the same pass") {
+    w.in.observed.erase("c1");
+    Plan go = Decide(w.Input());
+    CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+    CHECK(Drops(go, "c1", "Job"));
+  }
+  SECTION("not seen, but c1's view is behind (a watch there broke): it waits for the relist") {
+    w.in.observed.erase("c1");
+    w.behind.insert("c1");
+    Plan behind = Decide(w.Input());
+    CHECK(Count(behind, Verb::kCreate, "Job") == 0);
+  }
+  SECTION("c1 out of reach: not waited for (a lost owner's run, or an evicted one, which Kueue stopped)") {
+    w.clusters["c1"].ready = false;
+    Plan go = Decide(w.Input());
+    CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+  }
+  SECTION("c1 removed from the inventory: nothing can stop it there, nothing waits") {
+    w.clusters.erase("c1");
+    w.synced.erase("c1");
+    w.in.observed.erase("c1");
+    Plan go = Decide(w.Input());
+    CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+  }
+  SECTION("waited clusterLostTimeout from the lease: it starts, with a warning") {
+    w.job.lease_ms = w.in.now_ms - w.in.options.cluster_lost_timeout_ms;
+    Plan go = Decide(w.Input());
+    CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+    CHECK(Count(go, Verb::kDelete, "Job", "c1") == 1);  // still asked to stop
+    REQUIRE(go.write);
+    REQUIRE(go.write->events.size() == 1);
+    CHECK(go.write->events[0].reason == "EarlierRunNotSeenDeleted");
+    CHECK(go.write->events[0].type == "Warning");
+  }
+  SECTION("the wake-up comes no later than that timeout") {
+    w.job.lease_ms = w.in.now_ms - w.in.options.cluster_lost_timeout_ms + 100;
+    CHECK(Decide(w.Input()).requeue_ms == 100);
+  }
+  SECTION("a copy of the earlier epoch is no run: only the real job is waited for") {
+    w.in.observed.erase("c1");
+    w.in.intents.erase(std::remove_if(w.in.intents.begin(), w.in.intents.end(),
+                                      [](const RemoteIntent& i) { return i.cluster == "c1" && i.kind == "Job"; }),
+                       w.in.intents.end());
+    w.Workload("c1", 1);
+    Plan go = Decide(w.Input());
+    CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+    CHECK(Count(go, Verb::kDelete, "Workload", "c1") == 1);
+  }
+}
+
+TEST_CASE("step 13: an earlier run in the new owner itself is deleted before the job is created there",
+          "[dispatch][decide]") {
+  World w;
+  w.OwnedBy(JobPhase::kAdmitted, "c1", 2);
+  w.job.lease_ms = w.in.now_ms - 1'000;
+  w.Workload("c1", 2).admitted = true;
+  w.RemoteJob("c1", 1, RemoteJobState::kRunning);  // same name, epoch 1
+  Plan wait = Decide(w.Input());
+  CHECK(Count(wait, Verb::kDelete, "Job", "c1") == 1);
+  CHECK(Count(wait, Verb::kCreate, "Job") == 0);
+  w.in.observed["c1"].jobs.clear();
+  CHECK(Count(Decide(w.Input()), Verb::kCreate, "Job", "c1") == 1);
+}
+
+TEST_CASE("step 13: where gantry may not list the earlier run's cluster, a read by name that finds it gone lets "
+          "the job start",
+          "[dispatch][decide]") {
+  World w = MovedToC2();
+  w.in.observed.erase("c1");
+  w.clusters["c1"].watch_refused = "listing jobs answered 403: forbidden";
+  w.clusters["c1"].watch_refused_for_ms = 60'000;
+  w.synced.erase("c1");
+  for (RemoteIntent& i : w.in.intents) {
+    if (i.cluster == "c1") i.updated_ms = w.in.now_ms - 10'000;
+  }
+  Plan wait = Decide(w.Input());
+  CHECK(Count(wait, Verb::kCreate, "Job") == 0);
+  CHECK(Count(wait, Verb::kDeleteUnseen, "Job", "c1") == 1);
+
+  w.in.read_gone[{"c1", "Job"}] = w.in.now_ms - 10'000 + w.in.options.not_found_confirms_after_ms;
+  Plan go = Decide(w.Input());
+  CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+  CHECK(Drops(go, "c1", "Job"));
+}
+
+TEST_CASE("step 13: a first dispatch has no earlier run and is created at once", "[dispatch][decide]") {
+  World w;
+  w.OwnedBy(JobPhase::kAdmitted, "c1", 1);
+  w.job.lease_ms = w.in.now_ms;
+  w.Workload("c1", 1).admitted = true;
+  Plan p = Decide(w.Input());
+  CHECK(Count(p, Verb::kCreate, "Job", "c1") == 1);
+  CHECK_FALSE(p.write);
+}
+
+TEST_CASE("step 5: the lease is taken but the real job waits while the earlier run may still go on",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 2;
+  w.Intent("c2", "Workload", 2);
+  w.Workload("c2", 2).admitted = true;
+  w.Intent("c1", "Job", 1, false);
+  w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  Plan lease = Decide(w.Input());
+  CHECK(lease.step == "lease");
+  REQUIRE(lease.write);
+  CHECK(*lease.write->phase == JobPhase::kAdmitted);
+  CHECK(*lease.write->cluster == "c2");
+  CHECK(*lease.write->lease_ms == w.in.now_ms);
+  CHECK_THAT(*lease.write->message, Catch::Contains("earlier run in c1"));
+  CHECK(std::any_of(lease.write->events.begin(), lease.write->events.end(),
+                    [](const JobEvent& e) { return e.reason == "WaitingForEarlierRun"; }));
+  const RemoteIntent* row = FindIntent(*lease.write, "c2", "Job");
+  REQUIRE(row);  // recorded now; step 13 creates it
+  CHECK(row->present);
+  CHECK(Count(lease, Verb::kCreate, "Job") == 0);
+  CHECK(Count(lease, Verb::kDelete, "Job", "c1") == 1);
+  CHECK(lease.requeue_ms == w.in.options.retry_ms);
+
+  w.in.observed.erase("c1");
+  Plan go = Decide(w.Input());
+  CHECK(go.step == "lease");
+  CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+}
+
+}  // namespace gantry::dispatch

@@ -161,6 +161,7 @@ void Fleet::ProbeOne(const std::string& name) {
       }
       e.next_probe_ms = now + options_.probe_interval_ms;
       if (e.view.capacity_error != old_capacity_error) {
+        generation_.fetch_add(1, std::memory_order_release);  // placement reads it as stale, or fresh again
         if (!e.view.capacity_error.empty()) {
           spdlog::warn("cluster {} answers, but its capacity cannot be read: {}; its jobs are followed as usual, and "
                        "placement uses its last reading, if any, as stale",

@@ -251,7 +251,8 @@ TEST_CASE("a probe on demand is not overwritten by an older probe still in fligh
   fleet.Stop();
 }
 
-TEST_CASE("the fleet's generation changes with a cluster's health and with a reload, not with every probe",
+TEST_CASE("the fleet's generation changes with a cluster's health, whether its quota can be read, and a reload, "
+          "not with every probe",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1", "c2"});
   auto& [dir, store, options] = fleet_dir;
@@ -271,6 +272,19 @@ TEST_CASE("the fleet's generation changes with a cluster's health and with a rel
   prober.up["c2"] = true;
   fleet.ProbeAllNow();
   CHECK(fleet.Generation() != c2_down);
+  // Ready all along, its quota unreadable, then readable again: placement
+  // reads a cluster whose quota is unreadable as stale, so both count.
+  const uint64_t c2_up = fleet.Generation();
+  prober.forbids_queues["c2"] = true;
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  const uint64_t unreadable = fleet.Generation();
+  CHECK(unreadable != c2_up);
+  fleet.ProbeAllNow();
+  CHECK(fleet.Generation() == unreadable);
+  prober.forbids_queues["c2"] = false;
+  fleet.ProbeAllNow();
+  CHECK(fleet.Generation() != unreadable);
   const uint64_t before_reload = fleet.Generation();
   fleet.Reload();
   CHECK(fleet.Generation() != before_reload);

@@ -104,8 +104,9 @@ class Fleet {
 
   // Probes every cluster once, now, on the calling thread (tests).
   void ProbeAllNow();
-  // Changes each time a cluster's health changes (Ready, NotReady, refused)
-  // or the inventory is (re)loaded: a cached view of Clusters() older than
+  // Changes each time a cluster's health changes (Ready, NotReady, refused),
+  // its quota becomes unreadable or readable again (capacity_error), or the
+  // inventory is (re)loaded: a cached view of Clusters() older than
   // a change is known to be stale. A change seen in Clusters() has already
   // changed this.
   uint64_t Generation() const { return generation_.load(std::memory_order_acquire); }

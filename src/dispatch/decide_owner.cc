@@ -250,6 +250,11 @@ Plan Ladder::Owned() const {
     }
     plan.actions.push_back(CreateJobAction(in_, owner, job_.epoch));
     plan.requeue_ms = opt_.retry_ms;
+    if (job_.message.starts_with(WaitingPrefix(owner))) {
+      // The gate opened: the job no longer waits for its earlier run.
+      if (!plan.write) plan.write = Guarded(job_);
+      if (!plan.write->message) plan.write->message = fmt::format("admitted by {} at epoch {}", owner, job_.epoch);
+    }
     return plan;
   }
   if (j->state == RemoteJobState::kRunning && job_.phase == JobPhase::kAdmitted) {
@@ -285,17 +290,21 @@ std::optional<Ladder::EarlierRun> Ladder::EarlierRunGate(const std::string& owne
   EarlierRun out;
   if (waited < opt_.cluster_lost_timeout_ms) {
     out.wait_ms = std::min(opt_.retry_ms, opt_.cluster_lost_timeout_ms - waited);
-    out.message = fmt::format("admitted by {} at epoch {}; starts there once its earlier run in {} is seen deleted",
-                              owner, job_.epoch, older);
+    out.message = fmt::format("{}{} is seen deleted", WaitingPrefix(owner), older);
     out.event = Event("WaitingForEarlierRun", out.message, older);
   } else {
+    // Not the time waited: the message (and its event) is written once.
     out.message = fmt::format(
-        "starting in {} at epoch {} although its earlier run in {} is not seen deleted after {} s "
+        "starting in {} at epoch {} although its earlier run in {} is not seen deleted {} s after the lease "
         "(clusterLostTimeout)",
-        owner, job_.epoch, older, waited / 1000);
+        owner, job_.epoch, older, opt_.cluster_lost_timeout_ms / 1000);
     out.event = Event("EarlierRunNotSeenDeleted", out.message, older, "Warning");
   }
   return out;
+}
+
+std::string Ladder::WaitingPrefix(const std::string& owner) const {
+  return fmt::format("admitted by {} at epoch {}; starts there once its earlier run in ", owner, job_.epoch);
 }
 
 std::string Ladder::OlderRunIn() const {
@@ -306,16 +315,25 @@ std::string Ladder::OlderRunIn() const {
       if (j.epoch < job_.epoch) return cluster;
     }
   }
-  // Withdrawn and not confirmed gone, in a cluster that answers: its view
-  // shows it (above), is behind, or is refused and the object is deleted by
-  // name (Sweep). Out of reach, it is not waited for here: the job moved on
-  // from a lost owner (onClusterLoss Requeue) or from an eviction, which
-  // stopped the run.
+  // Withdrawn and not confirmed gone: its cluster's view shows it (above),
+  // is behind, is not synced yet (after a restart), or is refused and the
+  // object is deleted by name (Sweep); or the cluster is out of reach for a
+  // moment (a probe failed). Not waited for in a cluster removed, or lost
+  // (out of reach as long as step 10 asks of an owner): nothing can stop
+  // the run there, as for the lost owner a Requeue job moves away from.
   std::vector<std::pair<std::string, std::string>> gone;
   bool gone_read = false;
   for (const RemoteIntent& i : in_.intents) {
     if (i.kind == kWorkload || i.present || i.epoch >= job_.epoch || !i.refusal.empty()) continue;
-    if (!in_.clusters->count(i.cluster) || !(Reachable(i.cluster) || AnswersUnseen(i))) continue;
+    auto facts = in_.clusters->find(i.cluster);
+    if (facts == in_.clusters->end()) continue;
+    const ClusterFacts& f = facts->second;
+    if (!f.ready) {
+      int64_t timeout = inventory::LostTimeoutMs(f.credentials_refused, opt_.cluster_lost_timeout_ms,
+                                                 opt_.credentials_refused_timeout_ms);
+      if (f.config.declared_lost) timeout = std::min(timeout, std::max<int64_t>(opt_.declared_lost_grace_ms, 1));
+      if (f.lost_for_ms >= timeout) continue;
+    }
     if (!gone_read) {
       gone = ConfirmedGone();
       gone_read = true;

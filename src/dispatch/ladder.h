@@ -337,6 +337,8 @@ class Ladder {
     int64_t wait_ms = 0;
   };
   std::optional<EarlierRun> EarlierRunGate(const std::string& owner, int64_t lease_ms) const;
+  // How the job's message begins while that gate holds it.
+  std::string WaitingPrefix(const std::string& owner) const;
   Plan OwnerUnreachable(bool removed) const;
   DispatchUpdate OwnerFlag(const std::string& reason, const std::string& message) const;
   void OwnerReturned(Plan& plan) const;

@@ -54,11 +54,14 @@ TEST_CASE("step 13: a moved job starts in its new owner only once its earlier ru
     CHECK((!again.write || (again.write->events.empty() && !again.write->message)));
     CHECK(Count(again, Verb::kCreate, "Job") == 0);
   }
-  SECTION("seen gone: the row goes and the job is created in the same pass") {
+  SECTION("seen gone: the row goes and the job is created in the same pass, its message no longer waiting") {
+    w.job.message = *wait.write->message;
     w.in.observed.erase("c1");
     Plan go = Decide(w.Input());
     CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
     CHECK(Drops(go, "c1", "Job"));
+    REQUIRE(go.write->message);
+    CHECK(*go.write->message == "admitted by c2 at epoch 2");
   }
   SECTION("not seen, but c1's view is behind (a watch there broke): it waits for the relist") {
     w.in.observed.erase("c1");
@@ -66,10 +69,34 @@ TEST_CASE("step 13: a moved job starts in its new owner only once its earlier ru
     Plan behind = Decide(w.Input());
     CHECK(Count(behind, Verb::kCreate, "Job") == 0);
   }
-  SECTION("c1 out of reach: not waited for (a lost owner's run, or an evicted one, which Kueue stopped)") {
+  SECTION("not seen, but c1's view is not synced yet (a restart): it waits for the list") {
+    w.in.observed.erase("c1");
+    w.synced.erase("c1");
+    CHECK(Count(Decide(w.Input()), Verb::kCreate, "Job") == 0);
+  }
+  SECTION("c1 out of reach a moment (a probe failed): still waited for") {
     w.clusters["c1"].ready = false;
-    Plan go = Decide(w.Input());
-    CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+    w.clusters["c1"].lost_for_ms = 5'000;
+    CHECK(Count(Decide(w.Input()), Verb::kCreate, "Job") == 0);
+  }
+  SECTION("c1 lost (out of reach for clusterLostTimeout): not waited for, as for a lost owner") {
+    w.clusters["c1"].ready = false;
+    w.clusters["c1"].lost_for_ms = w.in.options.cluster_lost_timeout_ms;
+    CHECK(Count(Decide(w.Input()), Verb::kCreate, "Job", "c2") == 1);
+  }
+  SECTION("c1 refusing gantry's credentials for their own timeout: not waited for") {
+    w.clusters["c1"].ready = false;
+    w.clusters["c1"].credentials_refused = true;
+    w.clusters["c1"].lost_for_ms = w.in.options.credentials_refused_timeout_ms - 1;
+    CHECK(Count(Decide(w.Input()), Verb::kCreate, "Job") == 0);
+    w.clusters["c1"].lost_for_ms = w.in.options.credentials_refused_timeout_ms;
+    CHECK(Count(Decide(w.Input()), Verb::kCreate, "Job", "c2") == 1);
+  }
+  SECTION("c1 declared lost and silent past declaredLostGraceSeconds: not waited for") {
+    w.clusters["c1"].ready = false;
+    w.clusters["c1"].config.declared_lost = true;
+    w.clusters["c1"].lost_for_ms = w.in.options.declared_lost_grace_ms;
+    CHECK(Count(Decide(w.Input()), Verb::kCreate, "Job", "c2") == 1);
   }
   SECTION("c1 removed from the inventory: nothing can stop it there, nothing waits") {
     w.clusters.erase("c1");
@@ -78,7 +105,7 @@ TEST_CASE("step 13: a moved job starts in its new owner only once its earlier ru
     Plan go = Decide(w.Input());
     CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
   }
-  SECTION("waited clusterLostTimeout from the lease: it starts, with a warning") {
+  SECTION("waited clusterLostTimeout from the lease: it starts, with a warning told once") {
     w.job.lease_ms = w.in.now_ms - w.in.options.cluster_lost_timeout_ms;
     Plan go = Decide(w.Input());
     CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
@@ -87,6 +114,12 @@ TEST_CASE("step 13: a moved job starts in its new owner only once its earlier ru
     REQUIRE(go.write->events.size() == 1);
     CHECK(go.write->events[0].reason == "EarlierRunNotSeenDeleted");
     CHECK(go.write->events[0].type == "Warning");
+    // A pass later (the create not seen yet, or not sent), nothing is told again.
+    w.job.message = *go.write->message;
+    w.in.now_ms += 5'000;
+    Plan later = Decide(w.Input());
+    CHECK(Count(later, Verb::kCreate, "Job", "c2") == 1);
+    CHECK((!later.write || (later.write->events.empty() && !later.write->message)));
   }
   SECTION("the wake-up comes no later than that timeout") {
     w.job.lease_ms = w.in.now_ms - w.in.options.cluster_lost_timeout_ms + 100;

@@ -67,11 +67,12 @@ struct Mover {
   std::string second;  // the other cluster
 };
 
-// team-a/mover (20 s, onClusterLoss Requeue) submitted and running.
-Mover RunningMover(DispatchFleet& fleet) {
+// team-a/mover (onClusterLoss Requeue) submitted and running; it runs for
+// duration ("20s").
+Mover RunningMover(DispatchFleet& fleet, const std::string& duration) {
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("mover", "team-a", 1, 1, "20s")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("mover", "team-a", 1, 1, duration)) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "mover", {"Running"}));
   Mover m;
   m.uid = fleet.Uid("team-a", "mover");
@@ -175,7 +176,7 @@ TEST_CASE("a lookup by name answered 503 is asked again at the job's next pass, 
 TEST_CASE("a job moved on from an owner that no longer lets gantry list its Jobs is stopped there, unseen",
           "[e2e][dispatch][recovery]") {
   DispatchFleet fleet(MoverOptions());
-  const Mover m = RunningMover(fleet);
+  const Mover m = RunningMover(fleet, "20s");
   const std::string &uid = m.uid, &first = m.first, &second = m.second;
 
   // The owner stops letting gantry list its Jobs: past the timeout, the job
@@ -216,7 +217,9 @@ TEST_CASE("a job moved on from an owner that no longer lets gantry list its Jobs
 TEST_CASE("a job moved on from an owner that answers its deletes 503 starts again only once its first run is stopped",
           "[e2e][dispatch][recovery]") {
   DispatchFleet fleet(MoverOptions());
-  const Mover m = RunningMover(fleet);
+  // Long enough not to end on its own on a slow machine: it is cancelled
+  // once the order of the two runs is seen.
+  const Mover m = RunningMover(fleet, "600s");
   const std::string &uid = m.uid, &first = m.first, &second = m.second;
 
   // The owner, overloaded, answers every delete 503, and stops letting
@@ -238,14 +241,18 @@ TEST_CASE("a job moved on from an owner that answers its deletes 503 starts agai
 
   // The owner takes deletes again: the first run is stopped, then the second starts.
   REQUIRE(fleet.Ctl({"errors", first, "0"}).code == 0);
-  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Succeeded"}, seconds(60)));
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Running"}, seconds(60)));
+  REQUIRE(PollFor([&] { return fleet.Runs(uid).size() == 2; }, seconds(20)));
   runs = fleet.Runs(uid);
   REQUIRE(runs.size() == 2);
   CHECK(runs[0].value("cluster", "") == first);
   CHECK(runs[0].value("endReason", "") == "Deleted");
   CHECK(runs[1].value("cluster", "") == second);
   CHECK(runs[0].value("endMs", int64_t{0}) <= runs[1].value("startMs", int64_t{0}));
+  CHECK_THAT(fleet.Job("team-a", "mover")["status"].value("message", ""), !Catch::Contains("earlier run"));
   CHECK(fleet.Ctl({"forbid", first}).code == 0);
+  REQUIRE(Cli(fleet.url(), {"cancel", "mover", "-n", "team-a"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Cancelled"}, seconds(40)));
   RunResult check = fleet.Ctl({"check"});
   INFO(check.out << check.err);
   CHECK(check.code == 0);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/clock.h"
 #include "gantry/common/json_path.h"
 #include "gantry/common/json_text.h"
 #include "gantry/common/names.h"
@@ -230,11 +231,26 @@ Result<std::string> ClusterState::Delete(const ResourceInfo& res, const std::str
   }
   std::lock_guard lock(mu_);
   int64_t now = clock_->NowMillis();
-  if (preconditions.is_object()) {
-    const json* cur = store_.Get(res.plural, res.namespaced ? ns : "", name);
-    if (cur) GANTRY_RETURN_IF_ERROR(CheckDeletePreconditions(res, *cur, preconditions));
+  const std::string at_ns = res.namespaced ? ns : "";
+  const json* cur = store_.Get(res.plural, at_ns, name);
+  if (cur && preconditions.is_object()) GANTRY_RETURN_IF_ERROR(CheckDeletePreconditions(res, *cur, preconditions));
+  // Being deleted in the foreground already, its pods still stopping: asked
+  // so again, it goes when they are gone; asked another way (Background,
+  // Orphan), the API server drops the foregroundDeletion finalizer and it
+  // goes now, as below.
+  const bool foreground = propagation_policy == "Foreground";
+  if (cur && foreground && JsonAt(*cur, {"metadata", "deletionTimestamp"})) return TextOf(store_, *cur);
+  if (cur && IsRunnable(res.plural) && foreground && kueue_.OnJobDeletingForeground(res.plural, *cur, now)) {
+    auto marked = store_.Mutate(res.plural, at_ns, name, [&](json& job) {
+      job["metadata"]["deletionTimestamp"] = FormatRfc3339(now);
+      json& finalizers = job["metadata"]["finalizers"];
+      if (!finalizers.is_array()) finalizers = json::array();
+      finalizers.push_back("foregroundDeletion");
+    });
+    if (!marked.ok()) return marked.status();
+    return TextOf(store_, **marked);
   }
-  auto deleted = store_.Delete(res.plural, res.namespaced ? ns : "", name);
+  auto deleted = store_.Delete(res.plural, at_ns, name);
   if (!deleted.ok()) {
     return Status::NotFound(fmt::format("{}.{} \"{}\" not found", res.plural, res.group, name));
   }

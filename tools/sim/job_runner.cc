@@ -66,6 +66,10 @@ KueueController::RunningJob KueueController::EraseRun(std::map<std::string, Runn
 bool KueueController::TryAdopt(const std::string& resource, const json& job, int64_t now_ms) {
   std::string prebuilt = LabelOrAnnotation(job, kPrebuiltWorkloadKey);
   if (prebuilt.empty()) return false;
+  if (JsonAt(job, {"metadata", "deletionTimestamp"})) return false;  // being deleted: it starts nothing
+  // Its last run's pods still stopping (terminationGrace): once they are
+  // gone (EndTerminatingRuns looks at its Workload again).
+  if (Stopping(JsonStringAt(job, {"metadata", "uid"}))) return false;
   std::string ns = NamespaceOf(job);
   const json* wl = store_->Get("workloads", ns, prebuilt);
   if (!wl || !HasCondition(*wl, "Admitted") || HasCondition(*wl, "Finished") || HasCondition(*wl, "Evicted")) {
@@ -92,7 +96,7 @@ void KueueController::StartRun(const std::string& resource, json job, const std:
     if (auto ms = ParseDurationMs(d); ms.ok()) duration = *ms;
   }
   RunningJob run{resource, NamespaceOf(job), NameOf(job), wl_key, now_ms + duration,
-                 Annotation(job, kOutcomeAnnotation) == "Failed", 0};
+                 Annotation(job, kOutcomeAnnotation) == "Failed", 0, JsonStringAt(job, {"metadata", "uid"})};
   Run entry{config_.name, KindFor(resource), run.ns, run.name, Label(job, kJobUidLabel),
             Annotation(job, kEpochAnnotation), Annotation(job, kAtMostOnceAnnotation) == "true", now_ms, 0, ""};
   run.journal_id = journal_->Start(std::move(entry));
@@ -167,7 +171,13 @@ void KueueController::StopRun(const std::string& run_key, const std::string& rea
   auto it = running_.find(run_key);
   if (it == running_.end()) return;
   RunningJob run = EraseRun(it);
-  journal_->Stop(run.journal_id, now_ms, reason);
+  if (config_.termination_grace_ms > 0) {
+    // Its pods stop over their grace period: the run ends then.
+    terminating_[run.journal_id] = {now_ms + config_.termination_grace_ms, reason, run_key, run.uid,
+                                    run.workload_key, false};
+  } else {
+    journal_->Stop(run.journal_id, now_ms, reason);
+  }
   // The Workload is free again: a job waiting on it may adopt it now.
   if (!run.workload_key.empty()) touched_.insert(run.workload_key);
   if (!suspend_job) return;
@@ -204,8 +214,9 @@ void KueueController::OnJobCreated(const std::string& resource, const json& job,
 
 void KueueController::OnJobDeleted(const std::string& resource, const json& job, int64_t now_ms) {
   std::string ns = NamespaceOf(job);
-  RemoveWaitingJob(RunKey(resource, ns, NameOf(job)));
-  StopRun(RunKey(resource, ns, NameOf(job)), "Deleted", false, now_ms);
+  const std::string run_key = RunKey(resource, ns, NameOf(job));
+  RemoveWaitingJob(run_key);
+  StopRun(run_key, "Deleted", false, now_ms);  // its pods may outlive it (terminationGrace)
   std::string prebuilt = LabelOrAnnotation(job, kPrebuiltWorkloadKey);
   if (prebuilt.empty()) return;
   const json* wl = store_->Get("workloads", ns, prebuilt);
@@ -217,6 +228,53 @@ void KueueController::OnJobDeleted(const std::string& resource, const json& job,
       if (deleted.ok()) OnWorkloadDeleted(*deleted, now_ms);
       return;
     }
+  }
+}
+
+bool KueueController::OnJobDeletingForeground(const std::string& resource, const json& job, int64_t now_ms) {
+  if (config_.termination_grace_ms <= 0) return false;
+  const std::string run_key = RunKey(resource, NamespaceOf(job), NameOf(job));
+  RemoveWaitingJob(run_key);
+  StopRun(run_key, "Deleted", false, now_ms);  // its pods start stopping now, if they had not
+  const std::string uid = JsonStringAt(job, {"metadata", "uid"});
+  bool stopping = false;
+  for (auto& [id, t] : terminating_) {
+    if (t.uid != uid) continue;
+    t.remove_object = true;
+    stopping = true;
+  }
+  return stopping;
+}
+
+bool KueueController::Stopping(const std::string& uid) const {
+  return std::any_of(terminating_.begin(), terminating_.end(), [&](const auto& t) { return t.second.uid == uid; });
+}
+
+void KueueController::EndTerminatingRuns(int64_t now_ms) {
+  for (auto it = terminating_.begin(); it != terminating_.end();) {
+    if (it->second.end_ms > now_ms) {
+      ++it;
+      continue;
+    }
+    const std::size_t journal_id = it->first;
+    const Terminating t = std::move(it->second);
+    it = terminating_.erase(it);
+    journal_->Stop(journal_id, now_ms, t.reason);
+    if (!t.workload_key.empty()) {
+      touched_.insert(t.workload_key);  // a job waiting on it may be adopted now
+      dirty_ = true;
+    }
+    if (!t.remove_object || Stopping(t.uid)) continue;  // the object goes with its last run
+    // Its dependents gone, the foreground deletion completes: the object
+    // goes, and what it owns with it. Only that object: deleted otherwise
+    // meanwhile, its name may hold another by now.
+    const std::size_t first = t.run_key.find('/'), second = t.run_key.find('/', first + 1);
+    const std::string resource = t.run_key.substr(0, first);
+    const std::string ns = t.run_key.substr(first + 1, second - first - 1), name = t.run_key.substr(second + 1);
+    const json* cur = store_->Get(resource, ns, name);
+    if (!cur || JsonStringAt(*cur, {"metadata", "uid"}) != t.uid) continue;
+    auto deleted = store_->Delete(resource, ns, name);
+    if (deleted.ok()) OnJobDeleted(resource, *deleted, now_ms);
   }
 }
 

@@ -116,6 +116,7 @@ void KueueController::Release(const std::string& wl_key) {
 
 void KueueController::Tick(int64_t now_ms) {
   FinishDueRuns(now_ms);
+  EndTerminatingRuns(now_ms);
   ReleaseStoppedVictims(now_ms);  // quota freed: dirty_, the pass runs now
   if (!dirty_ && now_ms < next_wake_ms_) return;
   dirty_ = false;

@@ -69,6 +69,11 @@ class KueueController {
   // Workload is admitted; run unmanaged when it has none and is not suspended.
   void OnJobCreated(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
   void OnJobDeleted(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
+  // A job deleted with propagationPolicy Foreground whose run goes on or
+  // is still stopping (terminationGrace): the object, marked for deletion
+  // by the caller, is deleted once the run has ended. False when no run
+  // goes on: the caller deletes it at once.
+  bool OnJobDeletingForeground(const std::string& resource, const nlohmann::json& job, int64_t now_ms);
   // A job changed through the API: if it names a prebuilt Workload, it is
   // retried for adoption on the next admission pass.
   void OnJobUpdated(const std::string& resource, const nlohmann::json& job);
@@ -103,6 +108,7 @@ class KueueController {
     int64_t finish_ms = 0;
     bool fail = false;
     std::size_t journal_id = 0;
+    std::string uid;  // the job object's metadata.uid
   };
   // A suspended job that names a prebuilt Workload not yet adoptable.
   struct WaitingJob {
@@ -181,8 +187,13 @@ class KueueController {
   void StartRun(const std::string& resource, nlohmann::json job, const std::string& wl_key, int64_t now_ms);
   void FinishDueRuns(int64_t now_ms);
   void FinishRun(const std::string& run_key, int64_t now_ms);
-  // Stops a running job: journal stop, job suspended (unless deleted).
+  // Stops a running job: journal stop (terminationGrace later), job
+  // suspended (unless deleted).
   void StopRun(const std::string& run_key, const std::string& reason, bool suspend_job, int64_t now_ms);
+  // Runs stopped (suspended, deleted) while their pods stop, over the
+  // cluster's terminationGrace: each ends then, in EndTerminatingRuns, and
+  // a job deleted in the foreground goes with it.
+  void EndTerminatingRuns(int64_t now_ms);
   // Removes a run from running_ and its indexes; returns it.
   RunningJob EraseRun(std::map<std::string, RunningJob>::iterator it);
   void Release(const std::string& wl_key);
@@ -207,6 +218,17 @@ class KueueController {
   std::map<std::string, RunningJob> running_;      // resource/ns/name -> run
   std::map<std::string, std::string> run_of_workload_;   // workload key -> run key
   std::set<std::pair<int64_t, std::string>> deadlines_;  // (finish_ms, run key) of running_
+  struct Terminating {
+    int64_t end_ms = 0;
+    std::string reason;  // the journal's end reason
+    std::string run_key;
+    std::string uid;           // the job object's, which may be re-created under the same name
+    std::string workload_key;  // looked at again once the run ended (TryAdopt waits for it)
+    bool remove_object = false;  // deleted in the foreground: the job goes at end_ms
+  };
+  // Whether a run of the job object with this uid is still stopping.
+  bool Stopping(const std::string& uid) const;
+  std::map<std::size_t, Terminating> terminating_;  // journal id -> run stopping
   // A stopping victim deleted: its quota stays held until it has stopped.
   void KeepStoppingVictim(const std::string& key, int64_t now_ms);
   // (release_ms, workload key) of the victims in reserved_ still stopping.

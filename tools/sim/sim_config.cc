@@ -93,7 +93,7 @@ Status ReadCluster(const YAML::Node& n, ClusterConfig* c) {
   static const std::set<std::string> kFields = {
       "name", "region", "zone", "labels", "accelerator", "nodes", "cpuPerNode", "memoryPerNode", "flavor",
       "clusterQueue", "quota", "localQueues", "pricePerGPUHour", "datasets", "complianceZones",
-      "kueueAPIVersion", "admissionDelay", "admissionChecks", "preemption", "jobDuration", "apiLatency",
+      "kueueAPIVersion", "admissionDelay", "admissionChecks", "preemption", "jobDuration", "terminationGrace", "apiLatency",
       "watchTimeout", "historyLimit", "bookmarkInterval", "port"};
   for (const auto& kv : n) {
     std::string key = kv.first.as<std::string>();
@@ -144,6 +144,7 @@ Status ReadCluster(const YAML::Node& n, ClusterConfig* c) {
   if (n["kueueAPIVersion"]) c->kueue_api_version = n["kueueAPIVersion"].as<std::string>();
   struct Dur { const char* field; int64_t* out; };
   for (Dur d : {Dur{"admissionDelay", &c->admission_delay_ms}, Dur{"jobDuration", &c->job_duration_ms},
+                Dur{"terminationGrace", &c->termination_grace_ms},
                 Dur{"apiLatency", &c->api_latency_ms}, Dur{"bookmarkInterval", &c->bookmark_interval_ms}}) {
     if (!n[d.field]) continue;
     auto ms = ParseDurationMs(n[d.field].as<std::string>());

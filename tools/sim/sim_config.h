@@ -24,6 +24,7 @@
 //       withinClusterQueue: LowerPriority
 //       victimStopDelay: 3s           # a victim's quota held this long after its eviction
 //     jobDuration: 10s
+//     terminationGrace: 0s            # a deleted job's pods run on this long (see ClusterConfig)
 //     apiLatency: 0ms
 //     watchTimeout: [30m, 60m]        # randomized per watch within [min, max]
 //     historyLimit: 1000              # watch events kept for resume
@@ -98,6 +99,12 @@ struct ClusterConfig {
   // admitted in the pass that evicts its victims.
   int64_t victim_stop_delay_ms = 0;
   int64_t job_duration_ms = 10'000;
+  // How long a deleted job's pods take to stop (their grace period). With
+  // propagationPolicy Background (or Orphan) the job's object goes at once
+  // and its run ends this much later; with Foreground the object stays,
+  // marked for deletion (deletionTimestamp, finalizer foregroundDeletion),
+  // until its run ends. 0: the run ends with the delete.
+  int64_t termination_grace_ms = 0;
   int64_t api_latency_ms = 0;
   int64_t watch_timeout_min_ms = 30 * 60'000;
   int64_t watch_timeout_max_ms = 60 * 60'000;

@@ -103,6 +103,19 @@ Plan Ladder::Run() {
   // One action per object: fencing and a step may name the same copy.
   std::set<std::tuple<Verb, std::string, std::string>> seen;
   std::erase_if(plan.actions, [&](const Action& a) { return !seen.emplace(a.verb, a.cluster, a.kind).second; });
+  // The pass that ends the job (finished, failed, cancelled): nothing runs
+  // after, and its deletes go in the background (MovesOn).
+  const bool ends = plan.write && plan.write->phase &&
+                    (IsFinal(*plan.write->phase) || *plan.write->phase == JobPhase::kCancelling);
+  for (Action& a : plan.actions) a.foreground = a.foreground && !ends;
+  // A run already being deleted in the foreground (its pods stopping):
+  // asked again, nothing changes. Its view shows it gone once they are.
+  std::erase_if(plan.actions, [&](const Action& a) {
+    if (a.verb != Verb::kDelete || !a.foreground) return false;
+    const std::vector<ObservedJob>& jobs = Observed(a.cluster)->jobs;
+    return std::any_of(jobs.begin(), jobs.end(),
+                       [&](const ObservedJob& j) { return j.deleting && j.k8s_uid == a.precondition_uid; });
+  });
   // Only while nothing is due sooner: a round, a gate or a timeout of the
   // step's, or a retry after the deletes added above.
   plan.backstop = plan.backstop && plan.requeue_ms == opt_.backstop_ms;

@@ -83,7 +83,7 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action)
     (*lease)->StartMergePatch(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
   } else if (action.verb == Verb::kDelete) {
     kube::DeleteOptions opts;
-    opts.propagation_policy = "Background";
+    opts.propagation_policy = action.foreground ? "Foreground" : "Background";
     opts.precondition_uid = action.precondition_uid;
     (*lease)->StartDelete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
   } else {

@@ -72,7 +72,7 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
     return true;
   }
   kube::DeleteOptions opts;
-  opts.propagation_policy = "Background";
+  opts.propagation_policy = action.foreground ? "Foreground" : "Background";
   opts.precondition_uid = JsonStringAt(object, {"metadata", "uid"});
   auto deleted = client.Delete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
   if (metrics_) metrics_->RemoteCall(action.cluster, "delete", deleted.ok() ? deleted->status : 0);

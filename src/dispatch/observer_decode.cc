@@ -109,6 +109,7 @@ std::optional<ObservedJob> ParseJob(const std::string& kind, const json& object)
   ObservedJob j;
   j.kind = kind;
   if (!ParseMeta(object, &j)) return std::nullopt;
+  j.deleting = JsonAt(object, {"metadata", "deletionTimestamp"}) != nullptr;
   const json* complete = TrueCondition(object, "Complete");
   if (!complete) complete = TrueCondition(object, "Completed");
   const json* failed = TrueCondition(object, "Failed");

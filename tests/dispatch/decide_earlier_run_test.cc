@@ -25,6 +25,13 @@ World MovedToC2() {
   return w;
 }
 
+const Action* Find(const Plan& p, Verb verb, const std::string& kind, const std::string& cluster) {
+  for (const Action& a : p.actions) {
+    if (a.verb == verb && a.kind == kind && a.cluster == cluster) return &a;
+  }
+  return nullptr;
+}
+
 bool Drops(const Plan& p, const std::string& cluster, const std::string& kind) {
   if (!p.write) return false;
   const auto& d = p.write->drop_intents;
@@ -40,6 +47,9 @@ TEST_CASE("step 13: a moved job starts in its new owner only once its earlier ru
   CHECK(wait.step == "run");
   CHECK(Count(wait, Verb::kCreate, "Job") == 0);
   CHECK(Count(wait, Verb::kDelete, "Job", "c1") == 1);  // fencing sends the delete again
+  // In the foreground: the object stays until its pods are gone, so the
+  // view that shows it gone shows the run stopped.
+  CHECK(Find(wait, Verb::kDelete, "Job", "c1")->foreground);
   CHECK(wait.requeue_ms == w.in.options.retry_ms);
   REQUIRE(wait.write);
   REQUIRE(wait.write->message);
@@ -48,6 +58,14 @@ TEST_CASE("step 13: a moved job starts in its new owner only once its earlier ru
   CHECK(wait.write->events[0].reason == "WaitingForEarlierRun");
   CHECK(wait.write->events[0].cluster == "c1");
 
+  SECTION("being deleted there already (its pods stopping): not asked again, still waited for") {
+    w.in.observed["c1"].jobs[0].deleting = true;
+    w.in.observed["c1"].jobs[0].k8s_uid = "job-c1";
+    Plan again = Decide(w.Input());
+    CHECK(Count(again, Verb::kDelete, "Job", "c1") == 0);
+    CHECK(Count(again, Verb::kCreate, "Job") == 0);
+    CHECK(again.requeue_ms == w.in.options.retry_ms);
+  }
   SECTION("told once: the next pass neither tells it again nor creates the job") {
     w.job.message = *wait.write->message;
     Plan again = Decide(w.Input());
@@ -164,7 +182,8 @@ TEST_CASE("step 13: where gantry may not list the earlier run's cluster, a read 
   }
   Plan wait = Decide(w.Input());
   CHECK(Count(wait, Verb::kCreate, "Job") == 0);
-  CHECK(Count(wait, Verb::kDeleteUnseen, "Job", "c1") == 1);
+  REQUIRE(Count(wait, Verb::kDeleteUnseen, "Job", "c1") == 1);
+  CHECK(Find(wait, Verb::kDeleteUnseen, "Job", "c1")->foreground);
 
   w.in.read_gone[{"c1", "Job"}] = w.in.now_ms - 10'000 + w.in.options.not_found_confirms_after_ms;
   Plan go = Decide(w.Input());
@@ -211,6 +230,53 @@ TEST_CASE("step 5: the lease is taken but the real job waits while the earlier r
   Plan go = Decide(w.Input());
   CHECK(go.step == "lease");
   CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+}
+
+TEST_CASE("a cancelled job's runs, its current one and an earlier one, are deleted in the background",
+          "[dispatch][decide]") {
+  World w;
+  w.OwnedBy(JobPhase::kRunning, "c1", 2);
+  w.Workload("c1", 2).admitted = true;
+  w.RemoteJob("c1", 2, RemoteJobState::kRunning);
+  w.RemoteJob("c2", 1, RemoteJobState::kRunning);  // the epoch-1 run, still there
+  w.job.phase = JobPhase::kCancelling;
+  Plan cancel = Decide(w.Input());
+  REQUIRE(Find(cancel, Verb::kDelete, "Job", "c1"));
+  CHECK_FALSE(Find(cancel, Verb::kDelete, "Job", "c1")->foreground);
+  CHECK_FALSE(Find(cancel, Verb::kDelete, "Workload", "c1")->foreground);
+  REQUIRE(Find(cancel, Verb::kDelete, "Job", "c2"));
+  CHECK_FALSE(Find(cancel, Verb::kDelete, "Job", "c2")->foreground);  // nothing runs after a cancel
+}
+
+TEST_CASE("a requeued job's run (evicted, its rows withdrawn) is deleted in the foreground", "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kQueued;  // requeued at epoch 1; the next dispatch uses epoch 2
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1, false);
+  w.Intent("c1", "Job", 1, false);
+  w.Workload("c1", 1).evicted = true;
+  w.RemoteJob("c1", 1, RemoteJobState::kSuspended);
+  Plan p = Decide(w.Input());
+  REQUIRE(Find(p, Verb::kDelete, "Job", "c1"));
+  CHECK(Find(p, Verb::kDelete, "Job", "c1")->foreground);
+  CHECK_FALSE(Find(p, Verb::kDelete, "Workload", "c1")->foreground);  // a copy runs nothing
+
+  // The pass that finishes the job (still Running as it decides) deletes in the background.
+  World ending;
+  ending.OwnedBy(JobPhase::kRunning, "c1", 1);
+  ending.Workload("c1", 1).admitted = true;
+  ending.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
+  Plan finish = Decide(ending.Input());
+  CHECK(finish.step == "finish");
+  REQUIRE(Find(finish, Verb::kDelete, "Job", "c1"));
+  CHECK_FALSE(Find(finish, Verb::kDelete, "Job", "c1")->foreground);
+
+  World done;
+  done.FinishedOn("c1", 1);
+  done.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
+  Plan cleanup = Decide(done.Input());
+  REQUIRE(Find(cleanup, Verb::kDelete, "Job", "c1"));
+  CHECK_FALSE(Find(cleanup, Verb::kDelete, "Job", "c1")->foreground);
 }
 
 }  // namespace gantry::dispatch

@@ -242,6 +242,9 @@ TEST_CASE("ParseJob: state, reason and summary of Jobs and JobSets", "[observer]
 
   json job = {{"metadata", Meta("uid-9")}, {"status", {{"active", 2}, {"failed", 1}}}};
   CHECK(ParseJob("Job", job)->summary == "active 2, succeeded 0, failed 1");
+  CHECK_FALSE(ParseJob("Job", job)->deleting);
+  job["metadata"]["deletionTimestamp"] = "2026-12-04T00:00:00Z";  // a foreground delete's, its pods stopping
+  CHECK(ParseJob("Job", job)->deleting);
   json jobset = {{"metadata", Meta("uid-9")}};
   jobset["status"]["replicatedJobsStatus"] = {{{"name", "a"}, {"active", 1}, {"succeeded", 2}},
                                               {{"name", "b"}, {"active", 3}, {"failed", 1}}};

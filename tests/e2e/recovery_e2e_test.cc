@@ -481,5 +481,47 @@ TEST_CASE("a worker evicts running jobs: one runs again at epoch 2 after its fir
   }, seconds(20), milliseconds(250)));
 }
 
+TEST_CASE("an evicted job whose pods take 8 s to stop runs again only once they have stopped",
+          "[e2e][recovery][evict]") {
+  // Kueue suspends an evicted job; its pods then stop over their grace
+  // period. gantry deletes the old epoch's job in the foreground, so its
+  // object stays until they are gone, and the next epoch's run waits for
+  // that (deleted in the background, the object would go at once).
+  DispatchFleetOptions o;
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2, terminationGrace: 8s}
+- {name: c2, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2, terminationGrace: 8s}
+)";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("slow-stop", "team-a", 1, 1, "600s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "slow-stop", {"Running"}, seconds(30)));
+  const std::string uid = fleet.Uid("team-a", "slow-stop");
+  const std::string first = fleet.Job("team-a", "slow-stop")["status"].value("cluster", "");
+  REQUIRE(fleet.Ctl({"evict", first, "team-a/" + RemoteName("slow-stop", uid)}).code == 0);
+
+  REQUIRE(PollFor([&] {
+    const json j = fleet.Job("team-a", "slow-stop");
+    return j.is_object() && j["status"].value("epoch", 0) == 2 && j["status"].value("phase", "") == "Running";
+  }, seconds(40)));
+  REQUIRE(PollFor([&] { return fleet.Runs(uid).size() == 2; }, seconds(20)));
+  const std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  CHECK(runs[0].value("cluster", "") == first);
+  CHECK(runs[0].value("endReason", "") == "Evicted");
+  CHECK(runs[0].value("endMs", int64_t{0}) - runs[0].value("startMs", int64_t{0}) > 0);
+  CHECK(runs[1].value("epoch", "") == "2");
+  CHECK(runs[1].value("startMs", int64_t{0}) >= runs[0].value("endMs", int64_t{1} << 62));
+  const std::vector<std::string> reasons = Reasons(fleet, "team-a", "slow-stop");
+  INFO(fmt::format("events: {}", fmt::join(reasons, ", ")));
+  CHECK(std::find(reasons.begin(), reasons.end(), "WaitingForEarlierRun") != reasons.end());
+  REQUIRE(Cli(fleet.url(), {"cancel", "slow-stop", "-n", "team-a"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "slow-stop", {"Cancelled"}, seconds(40)));
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out << check.err);
+  CHECK(check.code == 0);
+}
+
 }  // namespace gantry::testing
 

@@ -217,6 +217,12 @@ struct Action {
   std::string path;        // collection path for create, object path for the deletes, status path for kOpenGate
   nlohmann::json body;     // the object, for create; the patch, for kOpenGate
   std::string precondition_uid;  // delete only this incarnation ("" = any)
+  // The deletes: propagationPolicy Foreground instead of Background. For a
+  // real job the job moves on from (an older epoch's, or its current one's
+  // when it is requeued): its object stays, marked for deletion, until its
+  // pods are gone, so that a view that shows it gone shows its run stopped
+  // (step 13's gate waits for that).
+  bool foreground = false;
 };
 
 struct Plan {

@@ -88,6 +88,9 @@ struct ObservedJob {
   std::string reason;         // the deciding condition's reason, if any
   std::string message;
   std::string summary;        // e.g. "active 2, succeeded 0, failed 0" (Job status counts); "" for generic kinds
+  // metadata.deletionTimestamp set: being deleted, its pods stopping (a
+  // foreground delete keeps it until they are gone).
+  bool deleting = false;
 };
 
 // A kind run by the generic adapter (any kind with spec.suspend, its pod

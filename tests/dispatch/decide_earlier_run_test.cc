@@ -25,13 +25,6 @@ World MovedToC2() {
   return w;
 }
 
-const Action* Find(const Plan& p, Verb verb, const std::string& kind, const std::string& cluster) {
-  for (const Action& a : p.actions) {
-    if (a.verb == verb && a.kind == kind && a.cluster == cluster) return &a;
-  }
-  return nullptr;
-}
-
 bool Drops(const Plan& p, const std::string& cluster, const std::string& kind) {
   if (!p.write) return false;
   const auto& d = p.write->drop_intents;

@@ -35,13 +35,6 @@ void MovedOnFromC1(World& w) {
   RefuseLists(w);
 }
 
-const Action* Find(const Plan& p, Verb verb, const std::string& kind, const std::string& cluster) {
-  for (const Action& a : p.actions) {
-    if (a.verb == verb && a.kind == kind && a.cluster == cluster) return &a;
-  }
-  return nullptr;
-}
-
 }  // namespace
 
 TEST_CASE("a cancel withdraws the job's objects by name from a cluster that refuses gantry their list",

@@ -127,6 +127,14 @@ inline int Count(const Plan& p, Verb verb, const std::string& kind, const std::s
   }));
 }
 
+// The plan's action of that verb on cluster's object of kind, or null.
+inline const Action* Find(const Plan& p, Verb verb, const std::string& kind, const std::string& cluster) {
+  for (const Action& a : p.actions) {
+    if (a.verb == verb && a.kind == kind && a.cluster == cluster) return &a;
+  }
+  return nullptr;
+}
+
 inline const RemoteIntent* FindIntent(const DispatchUpdate& u, const std::string& cluster, const std::string& kind) {
   for (const RemoteIntent& i : u.upsert_intents) {
     if (i.cluster == cluster && i.kind == kind) return &i;

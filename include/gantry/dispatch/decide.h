@@ -218,10 +218,11 @@ struct Action {
   nlohmann::json body;     // the object, for create; the patch, for kOpenGate
   std::string precondition_uid;  // delete only this incarnation ("" = any)
   // The deletes: propagationPolicy Foreground instead of Background. For a
-  // real job the job moves on from (an older epoch's, or its current one's
-  // when it is requeued): its object stays, marked for deletion, until its
-  // pods are gone, so that a view that shows it gone shows its run stopped
-  // (step 13's gate waits for that).
+  // real job's run that the job moves on from while it is to run again
+  // (requeued, or an older epoch's fenced; not once it is over or
+  // cancelled): its object stays, marked for deletion, until its pods are
+  // gone, so that a view that shows it gone shows its run stopped (step
+  // 13's gate waits for that).
   bool foreground = false;
 };
 

@@ -56,8 +56,8 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
     unseen_.Found(key, NotFoundNames(got->body, action.name) ? asked_ms : 0);
     return true;
   }
-  unseen_.Found(key, 0);
   if (!got->ok()) {
+    unseen_.Found(key, 0);
     spdlog::info("dispatch: {} {}/{} in {} cannot be listed there, nor read: HTTP {} {}; it is withdrawn once "
                  "the cluster lets gantry see it",
                  action.kind, action.ns, action.name, action.cluster, got->status,
@@ -67,10 +67,14 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
   const nlohmann::json& object = got->body;
   const std::optional<int64_t> epoch = DeletableEpoch(object, job.uid, options_.decide.origin, action.epoch);
   if (!epoch) {
+    // Another's object holds the name (or this job's at a newer epoch):
+    // the row's object is not there, as after a 404.
+    unseen_.Found(key, asked_ms);
     spdlog::info("dispatch: {} {}/{} in {} is not this job's at epoch {} or before; left alone", action.kind,
                  action.ns, action.name, action.cluster, action.epoch);
     return true;
   }
+  unseen_.Found(key, 0);
   kube::DeleteOptions opts;
   opts.propagation_policy = action.foreground ? "Foreground" : "Background";
   opts.precondition_uid = JsonStringAt(object, {"metadata", "uid"});

@@ -29,7 +29,8 @@ class UnseenAsks {
   // or a 5xx (which say nothing of the object), or there was nothing to send.
   void Asked(const std::string& key, int64_t now_ms);
   // What the row's last lookup found: at_ms, the object was not there (a
-  // NotFound that named it); 0, it was, or nothing was learned.
+  // NotFound that named it, or another's object under its name); 0, it was,
+  // or nothing was learned.
   void Found(const std::string& key, int64_t gone_at_ms);
   // When the row's last lookup found its object not there (0: it did not).
   // Read by every pass of a job with withdrawn rows: cheap while no row of

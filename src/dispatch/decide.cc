@@ -103,11 +103,17 @@ Plan Ladder::Run() {
   // One action per object: fencing and a step may name the same copy.
   std::set<std::tuple<Verb, std::string, std::string>> seen;
   std::erase_if(plan.actions, [&](const Action& a) { return !seen.emplace(a.verb, a.cluster, a.kind).second; });
-  // The pass that ends the job (finished, failed, cancelled): nothing runs
-  // after, and its deletes go in the background (MovesOn).
-  const bool ends = plan.write && plan.write->phase &&
-                    (IsFinal(*plan.write->phase) || *plan.write->phase == JobPhase::kCancelling);
-  for (Action& a : plan.actions) a.foreground = a.foreground && !ends;
+  // While the job is to run again (neither over nor cancelled, before or
+  // after this pass's write), the runs it moves on from (requeued, fenced)
+  // are deleted in the foreground (Action::foreground): its next run waits
+  // for their pods (step 13's gate). A finished or cancelled job's go in
+  // the background.
+  auto runs_again = [](JobPhase p) { return !IsFinal(p) && p != JobPhase::kCancelling; };
+  const JobPhase after = plan.write && plan.write->phase ? *plan.write->phase : job_.phase;
+  const bool moves_on = runs_again(job_.phase) && runs_again(after);
+  for (Action& a : plan.actions) {
+    a.foreground = moves_on && a.kind != kWorkload && (a.verb == Verb::kDelete || a.verb == Verb::kDeleteUnseen);
+  }
   // A run already being deleted in the foreground (its pods stopping):
   // asked again, nothing changes. Its view shows it gone once they are.
   std::erase_if(plan.actions, [&](const Action& a) {

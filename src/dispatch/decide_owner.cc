@@ -61,6 +61,13 @@ DispatchUpdate Ladder::OwnerFlag(const std::string& reason, const std::string& m
   return u;
 }
 
+int64_t Ladder::LostAfterMs(const ClusterFacts& f, bool refused) const {
+  int64_t timeout =
+      inventory::LostTimeoutMs(refused, opt_.cluster_lost_timeout_ms, opt_.credentials_refused_timeout_ms);
+  if (f.config.declared_lost) timeout = std::min(timeout, std::max<int64_t>(opt_.declared_lost_grace_ms, 1));
+  return timeout;
+}
+
 // Step 10: the owner is out of reach (removed: gone from the inventory). An
 // owner declared lost by an operator waits only declared_lost_grace_ms (if
 // shorter than its timeout), from a failure a probe saw: an owner that is
@@ -78,9 +85,7 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   const ClusterFacts::KindRefusal* kind_refused = facts ? KindRefusalIn(owner) : nullptr;
   const bool watch_refused = facts && ListRefused(owner);
   const bool declared = facts && facts->config.declared_lost;
-  int64_t timeout = inventory::LostTimeoutMs(refused || watch_refused, opt_.cluster_lost_timeout_ms,
-                                             opt_.credentials_refused_timeout_ms);
-  if (declared) timeout = std::min(timeout, std::max<int64_t>(opt_.declared_lost_grace_ms, 1));
+  const int64_t timeout = facts ? LostAfterMs(*facts, refused || watch_refused) : opt_.cluster_lost_timeout_ms;
   int64_t refused_for = 0;
   if (watch_refused) {
     if (!facts->watch_refused.empty()) refused_for = facts->watch_refused_for_ms;
@@ -328,12 +333,7 @@ std::string Ladder::OlderRunIn() const {
     auto facts = in_.clusters->find(i.cluster);
     if (facts == in_.clusters->end()) continue;
     const ClusterFacts& f = facts->second;
-    if (!f.ready) {
-      int64_t timeout = inventory::LostTimeoutMs(f.credentials_refused, opt_.cluster_lost_timeout_ms,
-                                                 opt_.credentials_refused_timeout_ms);
-      if (f.config.declared_lost) timeout = std::min(timeout, std::max<int64_t>(opt_.declared_lost_grace_ms, 1));
-      if (f.lost_for_ms >= timeout) continue;
-    }
+    if (!f.ready && f.lost_for_ms >= LostAfterMs(f, f.credentials_refused)) continue;
     if (!gone_read) {
       gone = ConfirmedGone();
       gone_read = true;

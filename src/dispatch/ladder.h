@@ -114,6 +114,11 @@ class Ladder {
     auto f = in_.clusters->find(cluster);
     return f != in_.clusters->end() && f->second.config.declared_lost;
   }
+  // How long cluster f may be out of reach before it is lost (step 10):
+  // clusterLostTimeout, or credentialsRefusedTimeout while it refuses
+  // gantry (its credentials, or for an owner a watch), and no longer than
+  // the grace of one declared lost.
+  int64_t LostAfterMs(const ClusterFacts& f, bool refused) const;  // decide_owner.cc
   // Removed from the inventory, or declared lost: no copy there takes a lease.
   bool Gone(const std::string& cluster) const { return !in_.clusters->count(cluster) || DeclaredLost(cluster); }
   // What cluster shows of the job (nothing, when it is not in in_.observed).
@@ -157,17 +162,7 @@ class Ladder {
   Action DeleteWorkload(const std::string& cluster, const ObservedWorkload& w) const {
     return DeleteWorkloadAction(cluster, KueueVersionOf(*in_.clusters, cluster), w);
   }
-  // While the job will run again (neither over nor cancelled), the runs it
-  // moves on from (requeued, fenced) are deleted in the foreground
-  // (Action::foreground): its next run waits for their pods (step 13's
-  // gate). A finished or cancelled job's, in the background (Run() also
-  // clears it in the pass that makes the job so).
-  bool MovesOn() const { return !IsFinal(job_.phase) && job_.phase != JobPhase::kCancelling; }
-  Action DeleteJob(const std::string& cluster, const ObservedJob& j) const {
-    Action a = DeleteJobAction(cluster, j);
-    a.foreground = MovesOn();
-    return a;
-  }
+  Action DeleteJob(const std::string& cluster, const ObservedJob& j) const { return DeleteJobAction(cluster, j); }
   // Whether row i's object is to be withdrawn by name (kDeleteUnseen): its
   // cluster answers (health Ready, credentials accepted), the job's view
   // there is not synced, and the cluster has a told refusal of a list
@@ -180,11 +175,7 @@ class Ladder {
   bool AnswersUnseen(const RemoteIntent& i) const {
     return i.refusal.empty() && !Reachable(i.cluster) && !DeclaredLost(i.cluster) && ListRefused(i.cluster);
   }
-  Action DeleteUnseen(const RemoteIntent& i) const {
-    Action a = DeleteUnseenAction(in_, i);
-    a.foreground = i.kind != kWorkload && MovesOn();
-    return a;
-  }
+  Action DeleteUnseen(const RemoteIntent& i) const { return DeleteUnseenAction(in_, i); }
   // Row i's object is still to be read and deleted by name: the cluster
   // answers unseen, and no read has yet confirmed it gone (ReadGone).
   bool StillToReadByName(const RemoteIntent& i) const { return AnswersUnseen(i) && !ReadGone(i); }

@@ -105,14 +105,11 @@ void Engine::RunHealthWatch() {
       if (before != last.end() && before->second == readiness) continue;
       // Its quota readable again while it stayed Ready (RBAC mended): it may
       // be the first candidate of a queued job, which nothing else wakes.
-      // The passes woken must not read a fleet view cached before it.
+      // (The passes woken read a fresh fleet view: the change moved the
+      // fleet's generation.)
       if (before != last.end() && before->second.ready && ready && !before->second.capacity_readable &&
           readiness.capacity_readable) {
         became_ready = true;
-        {
-          std::lock_guard fleet_lock(fleet_mu_);
-          fleet_read_ms_ = -1;
-        }
         spdlog::info("dispatch: cluster {}'s quota can be read again: looking again at queued and nominating jobs",
                      cluster);
       }

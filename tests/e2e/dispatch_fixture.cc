@@ -241,16 +241,22 @@ std::string DispatchFleet::Uid(const std::string& ns, const std::string& name) {
   return j["metadata"].value("uid", "");
 }
 
+std::unique_ptr<kube::KubeClient> DispatchFleet::RemoteClient(const std::string& cluster,
+                                                              const kube::KubeClientOptions& options) {
+  auto creds = inventory::LoadKubeconfig(sim_dir_ + "/" + cluster + ".kubeconfig", "", false);
+  if (!creds.ok()) return nullptr;
+  auto client = kube::KubeClient::Create(*creds, options);
+  return client.ok() ? std::move(*client) : nullptr;
+}
+
 DispatchFleet::RemoteReply DispatchFleet::RemoteGet(const std::string& cluster, const std::string& path) {
   RemoteReply out;
-  auto creds = inventory::LoadKubeconfig(sim_dir_ + "/" + cluster + ".kubeconfig", "", false);
-  if (!creds.ok()) return out;
   kube::KubeClientOptions options;
   options.timeout = std::chrono::seconds(5);
   options.max_attempts = 1;
-  auto client = kube::KubeClient::Create(*creds, options);
-  if (!client.ok()) return out;
-  auto reply = (*client)->Get(path);
+  auto client = RemoteClient(cluster, options);
+  if (!client) return out;
+  auto reply = client->Get(path);
   if (!reply.ok()) return out;
   out.status = reply->status;
   out.body = reply->body;

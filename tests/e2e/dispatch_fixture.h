@@ -15,6 +15,7 @@
 
 #include "daemon_fixture.h"
 #include "gantry/dispatch/remote_objects.h"
+#include "gantry/kube/kube_client.h"
 #include "process.h"
 #include "test_support.h"
 
@@ -86,6 +87,10 @@ class DispatchFleet {
     nlohmann::json body;
   };
   RemoteReply RemoteGet(const std::string& cluster, const std::string& path);
+  // A client of simulated cluster `cluster` with gantry's credentials (its
+  // kubeconfig in sim_dir()); null when they cannot be read.
+  std::unique_ptr<kube::KubeClient> RemoteClient(const std::string& cluster,
+                                                 const kube::KubeClientOptions& options = {});
 
  private:
   std::vector<nlohmann::json> JobItems(const std::string& ns, const std::string& name, const std::string& sub);

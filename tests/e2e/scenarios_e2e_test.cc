@@ -10,7 +10,6 @@
 
 #include "dispatch_fixture.h"
 #include "gantry/http/client.h"
-#include "gantry/inventory/kubeconfig.h"
 #include "gantry/kube/kube_client.h"
 
 namespace gantry::testing {
@@ -68,14 +67,12 @@ struct RemoteCounts {
 
 RemoteCounts Remote(DispatchFleet& fleet, const std::string& cluster) {
   RemoteCounts out{-1, -1};
-  auto creds = inventory::LoadKubeconfig(fleet.sim_dir() + "/" + cluster + ".kubeconfig", "", false);
-  if (!creds.ok()) return out;
-  auto client = kube::KubeClient::Create(*creds);
-  if (!client.ok()) return out;
+  auto client = fleet.RemoteClient(cluster);
+  if (!client) return out;
   kube::ListOptions opts;
   opts.label_selector = "kueue.x-k8s.io/multikueue-origin=gantry";
-  auto w = (*client)->List("/apis/kueue.x-k8s.io/v1beta2/workloads", opts);
-  auto j = (*client)->List("/apis/batch/v1/jobs", opts);
+  auto w = client->List("/apis/kueue.x-k8s.io/v1beta2/workloads", opts);
+  auto j = client->List("/apis/batch/v1/jobs", opts);
   if (!w.ok() || !j.ok() || !w->ok() || !j->ok()) return out;
   out.workloads = static_cast<int>(w->body["items"].size());
   out.jobs = static_cast<int>(j->body["items"].size());
@@ -236,17 +233,15 @@ TEST_CASE("a same-named object gantry did not create is never adopted: the job f
   // Someone else's Workload takes the name: gantry's copy is deleted and a
   // same-named one without gantry's labels is created in its place. (Should
   // gantry re-create its copy in between, the create finds it: try again.)
-  auto creds = inventory::LoadKubeconfig(fleet.sim_dir() + "/c1.kubeconfig", "", false);
-  REQUIRE(creds.ok());
-  auto client = kube::KubeClient::Create(*creds);
-  REQUIRE(client.ok());
+  auto client = fleet.RemoteClient("c1");
+  REQUIRE(client);
   nlohmann::json foreign = fleet.RemoteGet("c1", path).body;
   foreign.erase("status");
   foreign["metadata"] = {{"name", name}, {"namespace", "team-a"}, {"labels", {{"owner", "someone-else"}}}};
   bool replaced = false;
   for (int attempt = 0; attempt < 10 && !replaced; ++attempt) {
-    (void)(*client)->Delete(path);
-    auto created = (*client)->Create("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads", foreign);
+    (void)client->Delete(path);
+    auto created = client->Create("/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads", foreign);
     replaced = created.ok() && created->status == 201;
   }
   REQUIRE(replaced);
@@ -630,15 +625,13 @@ TEST_CASE("a generic kind in genericKinds is watched: it goes Running, finishes,
   CHECK(Runs(fleet, fleet.Uid("team-a", "tj")) == 1);
 
   // Withdrawn: the TrainJob as well as its Workload.
-  auto creds = inventory::LoadKubeconfig(fleet.sim_dir() + "/c1.kubeconfig", "", false);
-  REQUIRE(creds.ok());
-  auto client = kube::KubeClient::Create(*creds);
-  REQUIRE(client.ok());
+  auto client = fleet.RemoteClient("c1");
+  REQUIRE(client);
   auto left = [&] {
     kube::ListOptions opts;
     opts.label_selector = "kueue.x-k8s.io/multikueue-origin=gantry";
-    auto t = (*client)->List("/apis/trainer.kubeflow.org/v1alpha1/trainjobs", opts);
-    auto w = (*client)->List("/apis/kueue.x-k8s.io/v1beta2/workloads", opts);
+    auto t = client->List("/apis/trainer.kubeflow.org/v1alpha1/trainjobs", opts);
+    auto w = client->List("/apis/kueue.x-k8s.io/v1beta2/workloads", opts);
     if (!t.ok() || !w.ok() || !t->ok() || !w->ok()) return -1;
     return static_cast<int>(t->body["items"].size() + w->body["items"].size());
   };

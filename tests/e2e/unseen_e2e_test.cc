@@ -10,8 +10,6 @@
 
 #include "daemon_fixture.h"
 #include "dispatch_fixture.h"
-#include "gantry/inventory/kubeconfig.h"
-#include "gantry/kube/kube_client.h"
 
 namespace gantry::testing {
 namespace {
@@ -266,12 +264,10 @@ TEST_CASE("a cancel where the list is refused completes when the job's name ther
   const std::string uid = RunningInC1ThenUnlisted(fleet, "swapped");
   // Someone deletes the job's Job in c1 and makes one of their own under
   // the same name (no gantry labels): the job's object is gone from c1.
-  auto creds = inventory::LoadKubeconfig(fleet.sim_dir() + "/c1.kubeconfig", "", false);
-  REQUIRE(creds.ok());
-  auto client = kube::KubeClient::Create(*creds);
-  REQUIRE(client.ok());
+  auto client = fleet.RemoteClient("c1");
+  REQUIRE(client);
   const std::string name = RemoteName("swapped", uid);
-  auto deleted = (*client)->Delete(RemoteJobPath("team-a", name));
+  auto deleted = client->Delete(RemoteJobPath("team-a", name));
   REQUIRE(deleted.ok());
   REQUIRE(deleted->ok());
   nlohmann::json theirs = nlohmann::json::parse(R"({"apiVersion": "batch/v1", "kind": "Job",
@@ -279,7 +275,7 @@ TEST_CASE("a cancel where the list is refused completes when the job's name ther
       "spec": {"suspend": true, "template": {"spec": {"restartPolicy": "Never",
         "containers": [{"name": "c", "image": "busybox"}]}}}})");
   theirs["metadata"]["name"] = name;
-  auto created = (*client)->Create("/apis/batch/v1/namespaces/team-a/jobs", theirs);
+  auto created = client->Create("/apis/batch/v1/namespaces/team-a/jobs", theirs);
   REQUIRE(created.ok());
   REQUIRE(created->status == 201);
 
@@ -287,7 +283,7 @@ TEST_CASE("a cancel where the list is refused completes when the job's name ther
   // as the job's object gone, so the cancel completes.
   REQUIRE(Cli(fleet.url(), {"cancel", "swapped", "-n", "team-a"}).code == 0);
   REQUIRE(fleet.WaitPhase("team-a", "swapped", {"Cancelled"}, seconds(30)));
-  auto still = (*client)->Get(RemoteJobPath("team-a", name));
+  auto still = client->Get(RemoteJobPath("team-a", name));
   REQUIRE(still.ok());
   CHECK(still->status == 200);  // theirs, untouched
   CHECK(fleet.Ctl({"check"}).code == 0);

@@ -66,6 +66,17 @@ switches_per_job() {
   cat /proc/"$1"/task/*/status 2>/dev/null |
     awk -v n="$2" '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { printf "%.1f", s / n }'
 }
+# Context switches per job of a live process's threads, summed by thread
+# name as cpu_by_thread does: which hand-offs cost the trips.
+switches_by_thread() {
+  for t in /proc/"$1"/task/*; do
+    printf '%s %s\n' "$(tr ' ' '_' <"$t/comm" 2>/dev/null)" \
+      "$(awk '/^(non)?voluntary_ctxt_switches:/ { s += $2 } END { print s + 0 }' "$t/status" 2>/dev/null)"
+  done | awk -v n="$2" '
+    { k = $1; sub(/^watch-.*/, "watch", k); sub(/[-_]?[0-9]+$/, "", k); c[k] += $2 }
+    END { for (k in c) if (c[k] > 0) printf "%s %.1f\n", k, c[k] / n }' |
+    sort -k2 -nr | head -8 | awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $2 } END { print "" }'
+}
 # CPU seconds of a live process's threads, summed by thread name (numbers
 # and the cluster after "watch-" dropped), largest first: where the time goes.
 cpu_by_thread() {
@@ -159,6 +170,8 @@ EOF
   echo "  sim writes  $(awk -v a="$writes0" -v b="$(sim_writes "$d/sim")" -v n="$jobs" 'BEGIN { printf "%.1f", (b - a) / n }') object writes per job in the simulated clusters (creates, status changes, deletes: each an event of its cluster's watch history)"
   echo "  store       gantry wrote $(written_kib_per_job "$daemon" "$jobs") KiB to files per job (its SQLite WAL, database and log)"
   echo "  switches    gantry $(switches_per_job "$daemon" "$jobs"), gantry-sim $(switches_per_job "$sim" "$jobs") context switches per job (threads still alive)"
+  echo "              gantry: $(switches_by_thread "$daemon" "$jobs")"
+  echo "              gantry-sim: $(switches_by_thread "$sim" "$jobs")"
   echo "  memory      peak resident: gantry $(peak_mib "$daemon") MiB, gantry-sim $(peak_mib "$sim") MiB"
   echo "  check       $("$BIN/gantry-sim" ctl --out-dir "$d/sim" check 2>&1 | head -5 | tr '\n' ' ')"
   # Without a tokensFile the daemon warns once at start; that one is expected.

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "gantry/common/json_path.h"
 #include "gantry/dispatch/engine.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "ladder.h"
@@ -173,10 +174,17 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     if (!existing.ok() || !existing->ok()) return false;  // gone meanwhile, or unreachable: next pass
     if (Label(existing->body, kOriginLabel) == options_.decide.origin &&
         Label(existing->body, kJobUidLabel) == job.uid) {
-      // ours: an earlier attempt, or an older epoch the next pass fences
-      spdlog::debug("dispatch: create {} {}/{} in {}: already there, and ours", action.kind, action.ns, action.name,
-                    action.cluster);
-      return true;
+      const std::string epoch = JsonStringAt(existing->body, {"metadata", "annotations", kEpochAnnotation});
+      if (epoch == std::to_string(action.epoch)) {
+        spdlog::debug("dispatch: create {} {}/{} in {}: already there, and ours (an earlier attempt)", action.kind,
+                      action.ns, action.name, action.cluster);
+        return true;
+      }
+      // Another epoch's object under the name, being fenced: this create
+      // is not done; it is sent again once the view shows that one gone.
+      spdlog::info("dispatch: create {} {}/{} in {} at epoch {}: the job's epoch {} object still holds the name",
+                   action.kind, action.ns, action.name, action.cluster, action.epoch, epoch);
+      return false;
     }
     *refusal = {"NameTaken",
                 fmt::format("{} {}/{} already exists in cluster {} and was not created by gantry for this job; "

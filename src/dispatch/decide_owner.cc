@@ -287,9 +287,15 @@ Plan Ladder::Owned() const {
 // answers it 429 or 503. Started now, the job would run in two clusters at
 // once. It starts once that run is seen gone, or once the wait has lasted
 // clusterLostTimeout from the lease: that cluster has then kept gantry from
-// stopping it as long as a lost owner would have.
+// stopping it as long as a lost owner would have. Unless that run's object
+// is in the owner itself: it holds the name the real job is created under
+// (the same at every epoch), so a create could not succeed; the job waits
+// on, and says so once.
 std::optional<Ladder::EarlierRun> Ladder::EarlierRunGate(const std::string& owner, int64_t lease_ms) const {
-  const std::string older = OlderRunIn();
+  const auto& in_owner = Observed(owner)->jobs;
+  const bool name_held = std::any_of(in_owner.begin(), in_owner.end(),
+                                     [&](const ObservedJob& j) { return j.epoch < job_.epoch; });
+  const std::string older = name_held ? owner : OlderRunIn();
   if (older.empty()) return std::nullopt;
   const int64_t waited = lease_ms > 0 ? in_.now_ms - lease_ms : 0;
   EarlierRun out;
@@ -297,6 +303,13 @@ std::optional<Ladder::EarlierRun> Ladder::EarlierRunGate(const std::string& owne
     out.wait_ms = std::min(opt_.retry_ms, opt_.cluster_lost_timeout_ms - waited);
     out.message = fmt::format("{}{} is seen deleted", WaitingPrefix(owner), older);
     out.event = Event("WaitingForEarlierRun", out.message, older);
+  } else if (name_held) {
+    out.wait_ms = opt_.retry_ms;
+    out.message = fmt::format(
+        "{}{} is seen deleted: its object there is not gone {} s after the lease (clusterLostTimeout) and holds "
+        "the name the job runs under",
+        WaitingPrefix(owner), owner, opt_.cluster_lost_timeout_ms / 1000);
+    out.event = Event("EarlierRunNotSeenDeleted", out.message, owner, "Warning");
   } else {
     // Not the time waited: the message (and its event) is written once.
     out.message = fmt::format(

@@ -162,6 +162,46 @@ TEST_CASE("step 13: an earlier run in the new owner itself is deleted before the
   CHECK(Count(Decide(w.Input()), Verb::kCreate, "Job", "c1") == 1);
 }
 
+TEST_CASE("step 13: past clusterLostTimeout, an earlier run's object in the new owner itself still holds the "
+          "job's name: the job waits on, and says why once",
+          "[dispatch][decide]") {
+  World w;
+  w.OwnedBy(JobPhase::kAdmitted, "c1", 2);
+  w.job.lease_ms = w.in.now_ms - w.in.options.cluster_lost_timeout_ms - 1'000;
+  w.Workload("c1", 2).admitted = true;
+  w.Intent("c1", "Job", 1, false);
+  ObservedJob& old = w.RemoteJob("c1", 1, RemoteJobState::kRunning);  // same name, epoch 1
+  old.deleting = true;  // its pods stuck stopping (a node gone NotReady)
+  old.k8s_uid = "job-c1-epoch-1";
+  Plan wait = Decide(w.Input());
+  // A create would answer 409 under the older object's name.
+  CHECK(Count(wait, Verb::kCreate, "Job") == 0);
+  CHECK(wait.requeue_ms == w.in.options.retry_ms);
+  REQUIRE(wait.write);
+  REQUIRE(wait.write->message);
+  CHECK_THAT(*wait.write->message, Catch::Contains("earlier run in c1") && Catch::Contains("holds the name"));
+  REQUIRE(wait.write->events.size() == 1);
+  CHECK(wait.write->events[0].reason == "EarlierRunNotSeenDeleted");
+  CHECK(wait.write->events[0].type == "Warning");
+
+  SECTION("told once: a later pass writes nothing and still creates nothing") {
+    w.job.message = *wait.write->message;
+    w.in.now_ms += 60'000;
+    Plan later = Decide(w.Input());
+    CHECK(Count(later, Verb::kCreate, "Job") == 0);
+    CHECK((!later.write || (later.write->events.empty() && !later.write->message)));
+  }
+  SECTION("once it is gone, the job is created there and no longer says it waits") {
+    w.job.message = *wait.write->message;
+    w.in.observed["c1"].jobs.clear();
+    Plan go = Decide(w.Input());
+    CHECK(Count(go, Verb::kCreate, "Job", "c1") == 1);
+    REQUIRE(go.write);
+    REQUIRE(go.write->message);
+    CHECK(*go.write->message == "admitted by c1 at epoch 2");
+  }
+}
+
 TEST_CASE("step 13: where gantry may not list the earlier run's cluster, a read by name that finds it gone lets "
           "the job start",
           "[dispatch][decide]") {

@@ -523,5 +523,55 @@ TEST_CASE("an evicted job whose pods take 8 s to stop runs again only once they 
   CHECK(check.code == 0);
 }
 
-}  // namespace gantry::testing
+TEST_CASE("an evicted job whose pods outlast clusterLostTimeout in its only cluster waits for them there",
+          "[e2e][recovery][evict]") {
+  // One cluster: the job is leased there again at epoch 2, and its new job
+  // takes the name the evicted one still holds while its pods stop (a node
+  // gone NotReady keeps them far longer than a grace period). Past
+  // clusterLostTimeout the gate no longer waits for an earlier run, but a
+  // create could not succeed under that name: the job waits on, says why,
+  // and runs once the old object is gone, never twice at once.
+  DispatchFleetOptions o;
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, accelerator: {model: H100-80GB, gpusPerNode: 8}, nodes: 2, terminationGrace: 12s}
+)";
+  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 2";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("held-name", "team-a", 1, 1, "600s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "held-name", {"Running"}, seconds(30)));
+  const std::string uid = fleet.Uid("team-a", "held-name");
+  REQUIRE(fleet.Ctl({"evict", "c1", "team-a/" + RemoteName("held-name", uid)}).code == 0);
 
+  // Leased again in c1, then past clusterLostTimeout: told why it waits.
+  REQUIRE(PollFor([&] {
+    const json j = fleet.Job("team-a", "held-name");
+    return j.is_object() && j["status"].value("message", "").find("holds the name") != std::string::npos;
+  }, seconds(20)));
+  const json waiting = fleet.Job("team-a", "held-name");
+  CHECK(waiting["status"].value("epoch", 0) == 2);
+  CHECK(waiting["status"].value("phase", "") == "Admitted");
+  CHECK(fleet.Runs(uid).size() == 1);
+
+  REQUIRE(PollFor([&] {
+    const json j = fleet.Job("team-a", "held-name");
+    return j.is_object() && j["status"].value("epoch", 0) == 2 && j["status"].value("phase", "") == "Running";
+  }, seconds(40)));
+  REQUIRE(PollFor([&] { return fleet.Runs(uid).size() == 2; }, seconds(20)));
+  const std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  CHECK(runs[0].value("endReason", "") == "Evicted");
+  CHECK(runs[1].value("epoch", "") == "2");
+  CHECK(runs[1].value("startMs", int64_t{0}) >= runs[0].value("endMs", int64_t{1} << 62));
+  const std::vector<std::string> reasons = Reasons(fleet, "team-a", "held-name");
+  INFO(fmt::format("events: {}", fmt::join(reasons, ", ")));
+  CHECK(std::count(reasons.begin(), reasons.end(), "EarlierRunNotSeenDeleted") == 1);
+  REQUIRE(Cli(fleet.url(), {"cancel", "held-name", "-n", "team-a"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "held-name", {"Cancelled"}, seconds(40)));
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out << check.err);
+  CHECK(check.code == 0);
+}
+
+}  // namespace gantry::testing

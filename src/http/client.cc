@@ -90,6 +90,7 @@ class Client::Impl {
                                     std::chrono::milliseconds idle_timeout,
                                     const std::function<bool(std::string_view)>& on_data,
                                     const std::function<bool()>& stop_requested, int stop_fd);
+  int connects() const { return connects_; }
 
  private:
   using Request = bhttp::request<bhttp::string_body>;
@@ -117,6 +118,7 @@ class Client::Impl {
   // went out on a kept-alive connection (one the server may have closed).
   std::optional<Request> pending_;
   bool pending_reused_ = false;
+  int connects_ = 0;
 };
 
 Status Client::Impl::Init() {
@@ -129,6 +131,7 @@ Status Client::Impl::Init() {
 
 Status Client::Impl::Connect() {
   Reset();
+  ++connects_;
   auto conn = Connection::Open(host_, port_, tls_ ? ssl_->native_handle() : nullptr,
                                Connection::Clock::now() + options_.connect_timeout);
   if (!conn.ok()) return conn.status();
@@ -391,5 +394,7 @@ Status Client::Begin(const std::string& method, const std::string& target, const
 }
 
 Result<ClientResponse> Client::Finish() { return impl_->Finish(); }
+
+int Client::connects() const { return impl_->connects(); }
 
 }  // namespace gantry::http

@@ -5,19 +5,37 @@
 namespace gantry::kube {
 
 ClientPool::Lease::~Lease() {
-  if (pool_ && client_) pool_->Return(std::move(client_));
+  if (pool_ && client_) pool_->Return(std::move(client_), in_flight_);
+}
+
+ClientPool::ClientPool(Passkey, inventory::ClusterCredentials creds, ClientPoolOptions options)
+    : creds_(std::move(creds)), options_(options) {
+  if (options_.min_size > 0 && options_.min_size < options_.size) {
+    ConcurrencyLimitOptions limit;
+    limit.min = options_.min_size;
+    limit.max = options_.size;
+    limit.initial = options_.min_size;
+    adaptive_.emplace(limit);
+  }
+}
+
+int ClientPool::limit() const {
+  std::lock_guard lock(mu_);
+  return adaptive_ ? adaptive_->limit() : options_.size;
 }
 
 Result<ClientPool::Lease> ClientPool::Acquire() {
   std::unique_lock lock(mu_);
-  if (!cv_.wait_for(lock, options_.acquire_timeout, [&] { return in_use_ < options_.size; })) {
-    return Status::Unavailable(fmt::format("all {} connections to {} are busy", options_.size, creds_.server));
+  auto limit = [this] { return adaptive_ ? adaptive_->limit() : options_.size; };
+  if (!cv_.wait_for(lock, options_.acquire_timeout, [&] { return in_use_ < limit(); })) {
+    return Status::Unavailable(
+        fmt::format("all {} connections to {} in use (the limit now) are busy", limit(), creds_.server));
   }
-  ++in_use_;
+  const int in_flight = ++in_use_;
   if (!idle_.empty()) {
     auto client = std::move(idle_.back());
     idle_.pop_back();
-    return Lease(shared_from_this(), std::move(client));
+    return Lease(shared_from_this(), std::move(client), in_flight);
   }
   lock.unlock();
   auto client = KubeClient::Create(creds_, options_.client);  // connects lazily on first use
@@ -27,16 +45,34 @@ Result<ClientPool::Lease> ClientPool::Acquire() {
     cv_.notify_one();
     return client.status();
   }
-  return Lease(shared_from_this(), std::move(client.value()));
+  return Lease(shared_from_this(), std::move(client.value()), in_flight);
 }
 
-void ClientPool::Return(std::unique_ptr<KubeClient> client) {
+void ClientPool::Return(std::unique_ptr<KubeClient> client, int in_flight) {
+  const KubeClient::Exchange exchange = client->TakeExchange();
+  bool grew = false;
   {
     std::lock_guard lock(mu_);
     --in_use_;
     idle_.push_back(std::move(client));
+    if (adaptive_) {
+      const int before = adaptive_->limit();
+      if (exchange.outcome == KubeClient::Exchange::Outcome::kAnswered) {
+        const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count();
+        adaptive_->OnAnswer(exchange.round_trip, in_flight, now_ms);
+      } else if (exchange.outcome == KubeClient::Exchange::Outcome::kOverloaded) {
+        adaptive_->OnOverload();
+      }
+      grew = adaptive_->limit() > before;
+    }
   }
-  cv_.notify_one();
+  if (grew) {
+    cv_.notify_all();  // room for more than the one returned
+  } else {
+    cv_.notify_one();
+  }
 }
 
 int ClientPool::in_use() const {

@@ -1,6 +1,7 @@
 #include "gantry/kube/kube_client.h"
 
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -88,13 +89,18 @@ void KubeClient::Start(const std::string& method, const std::string& target, std
   p.body = std::move(body);
   p.reply_body = reply_body;
   p.headers = Headers(content_type, &p.token);
+  p.connects = client_->connects();
+  p.sent_at = std::chrono::steady_clock::now();
   if (p.headers.ok()) p.sent = client_->Begin(p.method, p.target, p.body, *p.headers);
 }
+
+KubeClient::Exchange KubeClient::TakeExchange() { return std::exchange(exchange_, Exchange{}); }
 
 Result<KubeReply> KubeClient::Finish() {
   if (!pending_) return Status::Internal("kube client: Finish without a call started");
   Pending p = std::move(*pending_);
   pending_.reset();
+  exchange_ = {};
   if (!p.headers.ok()) return p.headers.status();
   std::chrono::milliseconds backoff = options_.first_backoff;
   Status last = Status::Unavailable("no attempt made");
@@ -104,6 +110,17 @@ Result<KubeReply> KubeClient::Finish() {
         attempt > 1 ? client_->Do(p.method, p.target, p.body, *p.headers)
                     : (p.sent.ok() ? client_->Finish() : Result<http::ClientResponse>(p.sent));
     std::chrono::milliseconds wait = backoff;
+    if (attempt == 1) {
+      // The first try's round trip: the one the request's own connection
+      // carried, sent by Start.
+      if (!res.ok() || res->status == 429 || res->status == 503) {
+        exchange_.outcome = Exchange::Outcome::kOverloaded;
+      } else if (client_->connects() == p.connects) {
+        exchange_.outcome = Exchange::Outcome::kAnswered;
+        exchange_.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(
+            std::chrono::steady_clock::now() - p.sent_at);
+      }
+    }
     if (res.ok()) {
       KubeReply reply;
       reply.status = res->status;

@@ -63,6 +63,9 @@ class Client {
   Status Begin(const std::string& method, const std::string& target, const std::string& body = "",
                const std::vector<std::pair<std::string, std::string>>& headers = {});
   Result<ClientResponse> Finish();
+  // How many connections this client has opened so far: a request that
+  // moved it on opened one (and made its TLS handshake).
+  int connects() const;
   // Sends a request and hands the response body to on_data piece by piece as
   // it arrives (a watch). Returns when the body ends, on_data returns false,
   // or no byte arrived for idle_timeout (kDeadlineExceeded). The status and

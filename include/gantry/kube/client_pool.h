@@ -18,12 +18,17 @@
 #include <mutex>
 #include <vector>
 
+#include "gantry/kube/concurrency_limit.h"
 #include "gantry/kube/kube_client.h"
 
 namespace gantry::kube {
 
 struct ClientPoolOptions {
-  int size = 8;  // connections (and concurrent requests) per cluster
+  int size = 8;  // connections (and concurrent requests) per cluster, at most
+  // At least this many may be in flight; between min_size and size, the
+  // pool follows the cluster's round trips (ConcurrencyLimit). 0 (or size):
+  // always size.
+  int min_size = 0;
   std::chrono::milliseconds acquire_timeout{2'000};
   KubeClientOptions client;
 };
@@ -34,8 +39,8 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
  public:
   class Lease {
    public:
-    Lease(std::shared_ptr<ClientPool> pool, std::unique_ptr<KubeClient> client)
-        : pool_(std::move(pool)), client_(std::move(client)) {}
+    Lease(std::shared_ptr<ClientPool> pool, std::unique_ptr<KubeClient> client, int in_flight = 0)
+        : pool_(std::move(pool)), client_(std::move(client)), in_flight_(in_flight) {}
     Lease(Lease&&) = default;
     Lease& operator=(Lease&&) = delete;
     ~Lease();
@@ -45,20 +50,22 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
    private:
     std::shared_ptr<ClientPool> pool_;  // kept alive until the client is back
     std::unique_ptr<KubeClient> client_;
+    int in_flight_;  // the pool's requests out when this one was taken, itself included
   };
 
   static std::shared_ptr<ClientPool> Create(inventory::ClusterCredentials creds, ClientPoolOptions options) {
     return std::make_shared<ClientPool>(Passkey{}, std::move(creds), options);
   }
-  ClientPool(Passkey, inventory::ClusterCredentials creds, ClientPoolOptions options)
-      : creds_(std::move(creds)), options_(options) {}
+  ClientPool(Passkey, inventory::ClusterCredentials creds, ClientPoolOptions options);
 
   // A client for one caller. kUnavailable when all are busy past the timeout.
   Result<Lease> Acquire();
   int in_use() const;
+  // How many may be in flight now (size, or the adapted limit).
+  int limit() const;
 
  private:
-  void Return(std::unique_ptr<KubeClient> client);
+  void Return(std::unique_ptr<KubeClient> client, int in_flight);
 
   inventory::ClusterCredentials creds_;
   ClientPoolOptions options_;
@@ -66,6 +73,7 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<KubeClient>> idle_;
   int in_use_ = 0;
+  std::optional<ConcurrencyLimit> adaptive_;  // set when min_size < size
 };
 
 }  // namespace gantry::kube

@@ -128,6 +128,17 @@ class KubeClient {
   void StartMergePatch(const std::string& path, const nlohmann::json& patch, Body body = Body::kParse);
   Result<KubeReply> Finish();
 
+  // How the last exchange Finish read went, for the pool's concurrency
+  // limit (concurrency_limit.h); taken once, then kNone until the next.
+  struct Exchange {
+    enum class Outcome { kNone, kAnswered, kOverloaded } outcome = Outcome::kNone;
+    // kAnswered: from the request sent to its answer read, on a connection
+    // already open (a round trip that opened one, with its TLS handshake,
+    // says nothing of the cluster's queue and is not told).
+    std::chrono::microseconds round_trip{0};
+  };
+  Exchange TakeExchange();
+
   // Streams watch events to handler (return false to stop) until the server
   // ends the stream, the resume point expires (410), or the stream goes idle
   // (kDeadlineExceeded). Call again from WatchEnd::last_resource_version to
@@ -150,6 +161,8 @@ class KubeClient {
     Result<std::vector<std::pair<std::string, std::string>>> headers = Status::Unavailable("not started");
     std::string token;  // the bearer token in headers, handed back on a 401
     Status sent;
+    std::chrono::steady_clock::time_point sent_at;
+    int connects = 0;  // the connections client_ had opened before it was sent
   };
   // The request headers; *token is set to the bearer token they carry.
   Result<std::vector<std::pair<std::string, std::string>>> Headers(const std::string& content_type,
@@ -159,6 +172,7 @@ class KubeClient {
   void Refused(const std::string& token);
   Result<std::unique_ptr<http::Client>> NewConnection() const;
 
+  Exchange exchange_;
   inventory::ClusterCredentials creds_;
   KubeClientOptions options_;
   std::unique_ptr<http::Client> client_;

@@ -22,7 +22,8 @@ Reconciler::Reconciler(JobStore& store, const Clock& clock, PassFn pass, int wor
       clock_(clock),
       pass_(std::move(pass)),
       worker_count_(std::max(1, workers)),
-      scan_page_(std::max(1, scan_page)) {}
+      scan_page_(std::max(1, scan_page)),
+      allowed_(worker_count_) {}
 
 Reconciler::~Reconciler() { Stop(); }
 
@@ -93,6 +94,7 @@ void Reconciler::Stop() {
   }
   cv_.notify_all();
   timer_cv_.notify_all();
+  gate_cv_.notify_all();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
 }
@@ -202,6 +204,17 @@ int64_t Reconciler::reconciled() const {
   return reconciled_;
 }
 
+void Reconciler::SetConcurrency(int passes) {
+  bool more = false;
+  {
+    std::lock_guard lock(mu_);
+    const int allowed = std::clamp(passes, 1, worker_count_);
+    more = allowed > allowed_;
+    allowed_ = allowed;
+  }
+  if (more) gate_cv_.notify_all();
+}
+
 int Reconciler::idle_workers() const {
   std::lock_guard lock(mu_);
   return sleeping_ + (timer_waiter_ ? 1 : 0);
@@ -243,6 +256,14 @@ void Reconciler::Run() {
         timer_waiter_ = false;
       }
       ++wakeups_;
+      continue;
+    }
+    if (static_cast<int>(active_.size()) >= allowed_) {
+      // As many passes at work as allowed: one of their workers takes the
+      // next job when it is done.
+      ++gated_;
+      gate_cv_.wait(lock);
+      --gated_;
       continue;
     }
     std::string uid;

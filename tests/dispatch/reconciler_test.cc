@@ -1,7 +1,10 @@
 // Reconciler: the order in which woken jobs are served.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <condition_variable>
+#include <thread>
 #include <map>
 #include <mutex>
 #include <string>
@@ -274,6 +277,65 @@ TEST_CASE("idle workers: a timer wakes one of them, a later timer none, a burst 
     }));
     std::lock_guard lock(mu);
     CHECK(most_in_pass == kWorkers);
+  }
+  reconciler.Stop();
+}
+
+}  // namespace gantry
+
+namespace gantry {
+
+TEST_CASE("SetConcurrency bounds the passes at work at once, and the queue's order holds", "[dispatch]") {
+  testing::TempDir dir;
+  std::unique_ptr<SqliteStore> store = testing::OpenStore(dir.File("gantry.db"));
+  SystemClock clock;
+  std::mutex mu;
+  std::vector<std::string> served;
+  int at_work = 0, most_at_work = 0;
+  Reconciler reconciler{*store, clock,
+                        [&](const std::string& uid) {
+                          {
+                            std::lock_guard lock(mu);
+                            served.push_back(uid);
+                            most_at_work = std::max(most_at_work, ++at_work);
+                          }
+                          // Long enough for the other workers to take a job, were they allowed to.
+                          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+                          std::lock_guard lock(mu);
+                          --at_work;
+                          return int64_t{-1};
+                        },
+                        8};
+  reconciler.SetConcurrency(2);
+  std::vector<std::string> want;
+  for (int i = 0; i < 40; ++i) {
+    want.push_back("job-" + std::to_string(100 + i));
+    reconciler.WakeNew(want.back(), 0, i + 1);
+  }
+  REQUIRE(reconciler.Start().ok());
+  REQUIRE(testing::WaitFor([&] {
+    std::lock_guard lock(mu);
+    return served.size() >= 40;
+  }));
+  {
+    std::lock_guard lock(mu);
+    CHECK(most_at_work == 2);
+    // Taken in the queue's order (two at a time may begin in either order).
+    for (std::size_t i = 0; i + 2 < served.size(); ++i) {
+      INFO(i);
+      CHECK(std::find(want.begin(), want.end(), served[i]) - want.begin() <= static_cast<long>(i) + 1);
+    }
+  }
+  SECTION("raised, more go at once") {
+    reconciler.SetConcurrency(8);
+    for (int i = 0; i < 40; ++i) reconciler.WakeNew("more-" + std::to_string(i), 0, 100 + i);
+    REQUIRE(testing::WaitFor([&] {
+      std::lock_guard lock(mu);
+      return served.size() >= 80;
+    }));
+    std::lock_guard lock(mu);
+    CHECK(most_at_work > 2);
+    CHECK(most_at_work <= 8);
   }
   reconciler.Stop();
 }

@@ -90,6 +90,11 @@ class Reconciler final : public dispatch::JobIntake {
   size_t backstop_timers() const { return backstop_timers_.load(std::memory_order_relaxed); }
   // Jobs reconciled since start (for tests and metrics).
   int64_t reconciled() const;
+  // At most this many passes at once (clamped to 1..workers; initially
+  // workers): the other workers wait before they take a job, so the queue's
+  // order holds. The engine sets it from its clusters' connection limits.
+  void SetConcurrency(int passes);
+
   // Idle workers now, and how often a worker has woken from its idle wait
   // (for tests: a wake that is not needed costs two context switches).
   int idle_workers() const;
@@ -135,6 +140,11 @@ class Reconciler final : public dispatch::JobIntake {
   std::condition_variable cv_;
   std::condition_variable timer_cv_;
   int sleeping_ = 0;          // idle workers on cv_
+  // SetConcurrency: the passes allowed at once, and the workers waiting on
+  // gate_cv_ because that many are at work.
+  int allowed_ = 0;
+  int gated_ = 0;
+  std::condition_variable gate_cv_;
   bool timer_waiter_ = false;  // an idle worker is on timer_cv_
   int64_t timer_due_ms_ = 0;  // the clock time it wakes at (INT64_MAX: only its idle poll)
   int64_t wakeups_ = 0;

@@ -110,7 +110,11 @@ void ApiService::Metrics(http::Request, Respond respond) {
         if (!b.resources.empty()) behind_since[view.config.name] = b.since_ms;
       }
     }
-    metrics_.SetClusters(clusters, clock_.NowMillis(), behind_since);
+    std::map<std::string, int> connections;
+    if (options_.connections_limit) {
+      for (const auto& view : clusters) connections[view.config.name] = options_.connections_limit(view.config.name);
+    }
+    metrics_.SetClusters(clusters, clock_.NowMillis(), behind_since, connections);
   }
   respond(http::TextResponse(200, metrics_.Serialize(), "text/plain; version=0.0.4"));
 }

@@ -25,7 +25,8 @@ void Add(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Labe
 
 std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<inventory::ClusterView>& clusters,
                                                             int64_t now_ms,
-                                                            const std::map<std::string, int64_t>& behind_since) {
+                                                            const std::map<std::string, int64_t>& behind_since,
+                                                            const std::map<std::string, int>& connections_limit) {
   auto ready = Gauge("gantry_cluster_ready", "1 when the worker cluster is Ready (probed, answering), else 0");
   auto refused = Gauge("gantry_cluster_credentials_refused",
                        "1 when the cluster answers but refuses gantry's credentials: NotReady, and lost only after "
@@ -46,6 +47,9 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
   auto reserved = Gauge("gantry_cluster_quota_reserved", "Quota reserved by admitted workloads, by resource");
   auto pending = Gauge("gantry_cluster_pending_workloads", "Workloads pending in the cluster's ClusterQueues");
   auto age = Gauge("gantry_cluster_capacity_age_seconds", "Time since the cluster's quota was last read");
+  auto connections = Gauge("gantry_cluster_connections_limit",
+                           "Requests the dispatch engine allows in flight to the cluster now: from "
+                           "clusterConnectionsMin up to clusterConnections, following its round trips");
   for (const inventory::ClusterView& view : clusters) {
     const prometheus::ClientMetric::Label cluster{"cluster", view.config.name};
     const inventory::ClusterHealth& h = view.health;
@@ -58,6 +62,9 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
     auto b = behind_since.find(view.config.name);
     const int64_t behind_ms = b == behind_since.end() ? 0 : std::max<int64_t>(0, now_ms - b->second);
     Add(behind, {cluster}, static_cast<double>(behind_ms) / 1000.0);
+    if (auto c = connections_limit.find(view.config.name); c != connections_limit.end() && c->second > 0) {
+      Add(connections, {cluster}, c->second);
+    }
     if (!view.capacity) continue;
     for (const auto& [resource, q] : view.capacity->quota) {
       const prometheus::ClientMetric::Label res{"resource", resource};
@@ -69,7 +76,7 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
   }
   return {std::move(ready),      std::move(refused),    std::move(outage),   std::move(cordoned),
           std::move(declared_lost), std::move(unreadable), std::move(behind), std::move(quota), std::move(reserved),
-          std::move(pending),    std::move(age)};
+          std::move(pending),    std::move(age),        std::move(connections)};
 }
 
 }  // namespace gantry::api

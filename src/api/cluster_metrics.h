@@ -12,6 +12,8 @@
 //   gantry_cluster_quota_reserved{cluster,resource}
 //   gantry_cluster_pending_workloads{cluster}
 //   gantry_cluster_capacity_age_seconds{cluster}  since its quota was last read
+//   gantry_cluster_connections_limit{cluster}     requests the engine allows in flight there now
+//                                                 (clusterConnectionsMin..clusterConnections, by its round trips)
 //
 // The quota series exist once a probe has read it.
 #pragma once
@@ -29,8 +31,12 @@ namespace gantry::api {
 
 // behind_since: when each cluster's view fell behind (ApiOptions::view_behind),
 // for gantry_cluster_view_behind_seconds; a cluster not in it is current.
+// connections_limit: the requests the dispatch engine allows in flight to
+// each cluster now, for gantry_cluster_connections_limit (a cluster not in
+// it has no series).
 std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<inventory::ClusterView>& clusters,
                                                             int64_t now_ms,
-                                                            const std::map<std::string, int64_t>& behind_since = {});
+                                                            const std::map<std::string, int64_t>& behind_since = {},
+                                                            const std::map<std::string, int>& connections_limit = {});
 
 }  // namespace gantry::api

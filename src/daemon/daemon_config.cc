@@ -72,7 +72,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Status::Invalid("leaseOn must be Admitted or QuotaReserved");
   }
   if (!in(c.dispatch_workers, 1, 256)) return Status::Invalid("dispatchWorkers must be 1..256");
+  if (!in(c.dispatch_workers_min, 1, 256)) return Status::Invalid("dispatchWorkersMin must be 1..256");
   if (!in(c.cluster_connections, 1, 256)) return Status::Invalid("clusterConnections must be 1..256");
+  if (!in(c.cluster_connections_min, 1, 256)) return Status::Invalid("clusterConnectionsMin must be 1..256");
   if (!in(c.probe_interval_seconds, 1, 3600)) return Status::Invalid("probeIntervalSeconds must be 1..3600");
   if (!in(c.rejection_backoff_seconds, 1, 3600)) return Status::Invalid("rejectionBackoffSeconds must be 1..3600");
   if (!in(c.rejection_backoff_max_seconds, 1, 86400)) {
@@ -156,7 +158,9 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"finishedRetentionSeconds", num(&c.finished_retention_seconds)},
       {"leaseOn", str(&c.lease_on)},
       {"dispatchWorkers", num(&c.dispatch_workers)},
+      {"dispatchWorkersMin", num(&c.dispatch_workers_min)},
       {"clusterConnections", num(&c.cluster_connections)},
+      {"clusterConnectionsMin", num(&c.cluster_connections_min)},
       {"probeIntervalSeconds", num(&c.probe_interval_seconds)},
       {"rejectionBackoffSeconds", num(&c.rejection_backoff_seconds)},
       {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},

@@ -161,7 +161,9 @@ int RunServe(const ServeFlags& flags) {
   engine_options.resync_passes_per_s = config.resync_passes_per_second;
   engine_options.observer.list_errors_told_after = std::chrono::seconds(config.list_errors_told_after_seconds);
   engine_options.workers = config.dispatch_workers;
+  engine_options.min_active_passes = std::min(config.dispatch_workers_min, config.dispatch_workers);
   engine_options.pool.size = config.cluster_connections;
+  engine_options.pool.min_size = std::min(config.cluster_connections_min, config.cluster_connections);
   for (const KindRef& k : config.generic_kinds) engine_options.observer.generic_kinds.push_back({k.api_version, k.kind});
   const std::size_t watched_kinds = dispatch::ClusterObserver::WatchedKinds(engine_options.observer);
   auto check_open_files = [&] {
@@ -189,6 +191,7 @@ int RunServe(const ServeFlags& flags) {
     dispatch::ClusterObserver::BehindView b = engine.ViewBehind(cluster);
     return api::ViewBehind{std::move(b.resources), b.since_ms};
   };
+  api_options.connections_limit = [&engine](const std::string& cluster) { return engine.ConnectionsLimit(cluster); };
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";

@@ -57,6 +57,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       options_.observer, [this](const ClusterObserver::Observed& what) { Observed(what); });
   reconciler_ = std::make_unique<Reconciler>(
       store_, clock_, [this](const std::string& uid) { return Pass(uid); }, options_.workers);
+  SetPassAllowance();
 }
 
 Engine::~Engine() { Stop(); }
@@ -287,6 +288,23 @@ std::shared_ptr<kube::ClientPool> Engine::PoolFor(const std::string& cluster) {
   auto pool = kube::ClientPool::Create(std::move(*creds), options_.pool);
   pools_.emplace(cluster, pool);
   return pool;
+}
+
+int Engine::ConnectionsLimit(const std::string& cluster) {
+  std::lock_guard lock(pools_mu_);
+  auto it = pools_.find(cluster);
+  return it == pools_.end() ? 0 : it->second->limit();
+}
+
+void Engine::SetPassAllowance() {
+  const int least = options_.min_active_passes > 0 ? std::min(options_.min_active_passes, options_.workers)
+                                                   : options_.workers;
+  int largest = 0;
+  if (least < options_.workers) {
+    std::lock_guard lock(pools_mu_);
+    for (const auto& [cluster, pool] : pools_) largest = std::max(largest, pool->limit());
+  }
+  reconciler_->SetConcurrency(std::clamp(2 * largest, least, options_.workers));
 }
 
 Reconciler::PassResult Engine::Pass(const std::string& uid) {

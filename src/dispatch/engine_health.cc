@@ -57,6 +57,7 @@ void Engine::RunHealthWatch() {
     if (!first) gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
     if (stopping_) return;
     lock.unlock();
+    SetPassAllowance();
     // While a cluster refuses a watch, keeps the fleet view, and with it the
     // refusal's clock and its row in the store, current when no pass runs.
     if (WatchRefusalsToNote()) (void)Facts(clock_.NowMillis());

@@ -17,7 +17,9 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "finishedRetentionSeconds: 3600\n"
                      "leaseOn: QuotaReserved\n"
                      "dispatchWorkers: 4\n"
+                     "dispatchWorkersMin: 2\n"
                      "clusterConnections: 3\n"
+                     "clusterConnectionsMin: 5\n"
                      "rejectionBackoffSeconds: 1\n"
                      "rejectionBackoffMaxSeconds: 30\n"
                      "preemptionGateSeconds: 0\n"
@@ -39,9 +41,13 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(c->finished_retention_seconds == 3600);
   CHECK(c->lease_on == "QuotaReserved");
   CHECK(c->dispatch_workers == 4);
-  CHECK(DaemonConfig{}.dispatch_workers == 32);
+  CHECK(c->dispatch_workers_min == 2);
+  CHECK(DaemonConfig{}.dispatch_workers == 128);
+  CHECK(DaemonConfig{}.dispatch_workers_min == 32);
   CHECK(c->cluster_connections == 3);
-  CHECK(DaemonConfig{}.cluster_connections == 16);
+  CHECK(c->cluster_connections_min == 5);  // above clusterConnections: the daemon uses 3, fixed
+  CHECK(DaemonConfig{}.cluster_connections == 64);
+  CHECK(DaemonConfig{}.cluster_connections_min == 16);
   CHECK(c->rejection_backoff_seconds == 1);
   CHECK(c->rejection_backoff_max_seconds == 30);
   REQUIRE(c->generic_kinds.size() == 2);
@@ -84,6 +90,8 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"dispatchWorkers: 0\n", "dispatchWorkers must be 1..256"},
       {"clusterConnections: 0\n", "clusterConnections must be 1..256"},
       {"clusterConnections: 257\n", "clusterConnections must be 1..256"},
+      {"clusterConnectionsMin: 0\n", "clusterConnectionsMin must be 1..256"},
+      {"dispatchWorkersMin: 257\n", "dispatchWorkersMin must be 1..256"},
       {"credentialsRefusedTimeoutSeconds: -1\n", "credentialsRefusedTimeoutSeconds must be 0..2592000 (0: never)"},
       {"declaredLostGraceSeconds: 86401\n", "declaredLostGraceSeconds must be 0..86400"},
       {"rejectionBackoffSeconds: 0\n", "rejectionBackoffSeconds must be 1..3600"},

@@ -11,7 +11,7 @@ TEST_CASE("OpenFilesWanted counts connections, lists and watches, and the prober
           "[daemon][open_files]") {
   CHECK(OpenFilesWanted(0, 16, 3) == 256);
   CHECK(OpenFilesWanted(1, 16, 3) == 256 + 16 + 6 + 1);
-  // The defaults at forty clusters pass systemd's and most shells' soft limit of 1,024.
+  // 16 connections each at forty clusters pass systemd's and most shells' soft limit of 1,024.
   CHECK(OpenFilesWanted(40, 16, 3) == 1176);
   CHECK(OpenFilesWanted(1000, 16, 4) == 25256);
   CHECK(OpenFilesWanted(2, -1, 3) == 256 + 14);  // a nonsense count counts as none

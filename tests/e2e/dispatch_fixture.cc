@@ -342,6 +342,23 @@ std::string SimJobYaml(const std::string& name, const std::string& ns, int pods,
                      duration, fail ? ", sim.gantry.dev/outcome: Failed" : "", pods, gpu);
 }
 
+std::map<std::string, double> DispatchFleet::ClusterGauge(const std::string& name) {
+  std::map<std::string, double> out;
+  auto client = http::Client::Create(url());
+  if (!client.ok()) return out;
+  auto metrics = (*client)->Do("GET", "/metrics");
+  if (!metrics.ok() || metrics->status != 200) return out;
+  std::istringstream lines(metrics->body);
+  const std::string lead = name + "{cluster=\"";
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(lead, 0) != 0) continue;
+    const std::size_t end = line.find('"', lead.size());
+    if (end == std::string::npos) continue;
+    out[line.substr(lead.size(), end - lead.size())] = std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return out;
+}
+
 double DispatchFleet::RemoteCalls(const std::string& cluster, const std::string& verb, int code) {
   auto client = http::Client::Create(url());
   if (!client.ok()) return -1;

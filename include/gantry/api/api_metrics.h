@@ -52,7 +52,8 @@ class ApiMetrics final : public dispatch::EngineMetrics {
   // leaves no series).
   // behind_since: see ClusterMetricFamilies.
   void SetClusters(const std::vector<inventory::ClusterView>& clusters, int64_t now_ms,
-                   const std::map<std::string, int64_t>& behind_since = {});
+                   const std::map<std::string, int64_t>& behind_since = {},
+                   const std::map<std::string, int>& connections_limit = {});
   // Prometheus text format 0.0.4.
   std::string Serialize() const;
 

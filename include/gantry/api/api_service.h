@@ -52,6 +52,9 @@ struct ApiOptions {
   // of, and since when: shown as status.viewBehind and viewBehindSince, and
   // as gantry_cluster_view_behind_seconds. Optional.
   std::function<ViewBehind(const std::string& cluster)> view_behind;
+  // The requests the dispatch engine allows in flight to the cluster now:
+  // gantry_cluster_connections_limit. Optional.
+  std::function<int(const std::string& cluster)> connections_limit;
 };
 
 class ApiService {

@@ -61,16 +61,27 @@ struct DaemonConfig {
   int finished_retention_seconds = 0;
   // Admitted | QuotaReserved: the worker condition that wins the lease.
   std::string lease_on = "Admitted";
-  // Reconciler threads. A pass waits on its cluster calls, so with distant
-  // clusters the round trips, not the cores, bound how many jobs a second
-  // the workers and connections move (config/gantry.example.yaml has the
-  // figures).
-  int dispatch_workers = 32;
-  // clusterConnections: keep-alive connections to each cluster, and so the
-  // requests gantry has in flight there at once (kube::ClientPoolOptions::size).
-  // A pass asks a request of every cluster it nominates at once, so with
-  // many workers a cluster's connections run out before the workers do.
-  int cluster_connections = 16;
+  // Reconciler threads, at most. A pass waits on its cluster calls, so with
+  // distant clusters the round trips, not the cores, bound how many jobs a
+  // second the workers and connections move (config/gantry.example.yaml
+  // has the figures).
+  int dispatch_workers = 128;
+  // dispatchWorkersMin: passes at work at once while every cluster answers
+  // quickly; up to dispatchWorkers as distant ones take more connections
+  // (dispatch::EngineOptions::min_active_passes). Equal to dispatchWorkers
+  // (or above it): always that many.
+  int dispatch_workers_min = 32;
+  // clusterConnections: keep-alive connections to each cluster, at most, and
+  // so the requests gantry has in flight there at once
+  // (kube::ClientPoolOptions::size). A pass asks a request of every cluster
+  // it nominates at once, so with many workers a cluster's connections run
+  // out before the workers do.
+  int cluster_connections = 64;
+  // clusterConnectionsMin: at least this many in flight; between it and
+  // clusterConnections, each cluster's limit follows its round trips
+  // (kube::ConcurrencyLimit). Equal to clusterConnections (or above it):
+  // always that many.
+  int cluster_connections_min = 16;
   // Probe interval of a healthy cluster (readiness and quota).
   int probe_interval_seconds = 5;
   // How old an epoch whose every copy an admission check rejected (or whose

@@ -53,6 +53,12 @@ namespace gantry::dispatch {
 struct EngineOptions {
   DecideOptions decide;
   int workers = 4;                 // reconciler threads (passes block on cluster calls)
+  // Passes at work at once: at least this many (0 = workers), up to
+  // `workers` as the clusters' connection limits grow (pool.min_size below
+  // pool.size): twice the largest. Nearby clusters keep few connections, and
+  // more passes at once there only share the cores; distant ones take many,
+  // and each needs a pass waiting on its round trip.
+  int min_active_passes = 0;
   kube::ClientPoolOptions pool;    // per cluster (its client makes one attempt: see Engine::Engine)
   ObserverOptions observer;
   placement::PlacementOptions placement;
@@ -92,6 +98,9 @@ class Engine final : public JobIntake {
   std::string WatchRefused(const std::string& cluster);
   // ClusterObserver::ViewBehind, for the API's view of the cluster and its gauge.
   ClusterObserver::BehindView ViewBehind(const std::string& cluster) const { return observer_->ViewBehind(cluster); }
+  // The requests the engine allows in flight to the cluster now (its pool's
+  // limit; 0 before its first request), for its gauge.
+  int ConnectionsLimit(const std::string& cluster);
   // Since when (ms) the cluster refuses gantry a watch, as the engine counts
   // it (kept across restarts, noted within a health poll); 0 when not noted.
   int64_t WatchRefusedSince(const std::string& cluster);
@@ -241,6 +250,10 @@ class Engine final : public JobIntake {
 
   std::mutex pools_mu_;
   std::map<std::string, std::shared_ptr<kube::ClientPool>> pools_;
+  // Tells the reconciler how many passes may be at work at once
+  // (EngineOptions::min_active_passes), from the pools' limits; at the
+  // start and at each look of the health watch.
+  void SetPassAllowance();
 
   std::mutex gc_mu_;
   std::condition_variable gc_cv_;

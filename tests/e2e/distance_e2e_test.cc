@@ -1,0 +1,57 @@
+// Distant clusters: a cluster whose every answer comes 25 ms late is given
+// more requests in flight than the least (clusterConnectionsMin), because
+// its round trips stay near its own while more are out; the jobs all run,
+// each once.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using std::chrono::seconds;
+
+}  // namespace
+
+TEST_CASE("a distant cluster gets more connections than the least, and a burst of jobs all runs once",
+          "[e2e][dispatch][distance]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, nodes: 4, cpuPerNode: "256", apiLatency: 25ms}
+- {name: c2, nodes: 4, cpuPerNode: "256", apiLatency: 25ms}
+- {name: c3, nodes: 4, cpuPerNode: "256", apiLatency: 25ms}
+)";
+  // Fixed at 16 connections, the limit could not pass 16.
+  o.daemon_config_yaml = "clusterConnections: 64\nclusterConnectionsMin: 16\n";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  const int kJobs = 200;
+  for (int i = 0; i < kJobs; ++i) {
+    REQUIRE(fleet.Submit("team-a", SimJobYaml("far-" + std::to_string(i), "team-a", 1, 0, "1s")) == 201);
+  }
+  double most = 0;
+  CHECK(PollFor([&] {
+    for (const auto& [cluster, limit] : fleet.ClusterGauge("gantry_cluster_connections_limit")) {
+      most = std::max(most, limit);
+    }
+    return most > 16;
+  }, seconds(40)));
+  INFO("largest limit seen: " << most);
+  CHECK(most <= 64);
+  REQUIRE(PollFor([&] {
+    for (int i = 0; i < kJobs; ++i) {
+      if (fleet.Phase("team-a", "far-" + std::to_string(i)) != "Succeeded") return false;
+    }
+    return true;
+  }, seconds(90)));
+  RunResult check = fleet.Ctl({"check"});
+  INFO(check.out << check.err);
+  CHECK(check.code == 0);
+}
+
+}  // namespace gantry::testing

@@ -91,6 +91,7 @@ class Client::Impl {
                                     const std::function<bool(std::string_view)>& on_data,
                                     const std::function<bool()>& stop_requested, int stop_fd);
   int connects() const { return connects_; }
+  int read_waits() const { return conn_ ? conn_->read_waits() : 0; }
 
  private:
   using Request = bhttp::request<bhttp::string_body>;
@@ -396,5 +397,7 @@ Status Client::Begin(const std::string& method, const std::string& target, const
 Result<ClientResponse> Client::Finish() { return impl_->Finish(); }
 
 int Client::connects() const { return impl_->connects(); }
+
+int Client::read_waits() const { return impl_->read_waits(); }
 
 }  // namespace gantry::http

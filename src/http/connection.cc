@@ -111,6 +111,7 @@ Connection::~Connection() {
 }
 
 bool Connection::Wait(short events, error_code& ec) {
+  if (events & POLLIN) ++read_waits_;
   while (true) {
     int left = MillisLeft(deadline_);
     if (left == 0) {

@@ -119,6 +119,12 @@ class Connection {
   // Waits until the socket is ready for events (POLLIN or POLLOUT), the
   // deadline passes (timeout) or stop or stop_fd says so (operation_aborted).
   bool Wait(short events, boost::system::error_code& ec);
+ public:
+  // How many times a read has waited for bytes on this connection: an
+  // answer read without a wait had come already.
+  int read_waits() const { return read_waits_; }
+
+ private:
   // What an OpenSSL call's failure means: true when it should be retried
   // after Wait (which it did), false with ec set otherwise.
   bool Retry(int result, boost::system::error_code& ec);
@@ -126,6 +132,7 @@ class Connection {
   int fd_ = -1;
   SSL* ssl_ = nullptr;
   Clock::time_point deadline_ = Clock::time_point::max();
+  int read_waits_ = 0;
   std::function<bool()> stop_;
   std::chrono::milliseconds stop_poll_{100};
   int stop_fd_ = -1;

@@ -19,6 +19,16 @@ ClientPool::ClientPool(Passkey, inventory::ClusterCredentials creds, ClientPoolO
   }
 }
 
+ClientPool::Load ClientPool::load(int64_t now_ms) const {
+  std::lock_guard lock(mu_);
+  Load l;
+  if (!adaptive_) return l;
+  l.adaptive = true;
+  l.answered = adaptive_->answered_since(now_ms);
+  l.congested = l.answered && adaptive_->congested();
+  return l;
+}
+
 int ClientPool::limit() const {
   std::lock_guard lock(mu_);
   return adaptive_ ? adaptive_->limit() : options_.size;
@@ -54,6 +64,9 @@ void ClientPool::Return(std::unique_ptr<KubeClient> client, int in_flight) {
   {
     std::lock_guard lock(mu_);
     --in_use_;
+    // Kept open for the next request, also beyond a limit that shrank:
+    // closing them as the limit moves down and up would cost a TLS
+    // handshake each time it grows again (measured: a worse tail nearby).
     idle_.push_back(std::move(client));
     if (adaptive_) {
       const int before = adaptive_->limit();

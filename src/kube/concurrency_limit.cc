@@ -29,8 +29,17 @@ std::chrono::microseconds ConcurrencyLimit::base() const {
   return std::chrono::microseconds(Least(least_us_, previous_least_us_));
 }
 
+bool ConcurrencyLimit::congested() const {
+  const int64_t base_us = Least(least_us_, previous_least_us_);
+  return base_us > 0 && recent_us_ > kTolerance * static_cast<double>(base_us);
+}
+
 void ConcurrencyLimit::OnAnswer(std::chrono::microseconds round_trip, int in_flight, int64_t now_ms) {
   const int64_t rtt_us = std::max<int64_t>(1, round_trip.count());
+  last_answer_ms_ = now_ms;
+  if (window_start_ms_ >= 0 && now_ms - window_start_ms_ >= 2 * options_.window_ms) {
+    least_us_ = 0;  // quiet for a window or more: what came before is too old to be the base
+  }
   if (window_start_ms_ < 0 || now_ms - window_start_ms_ >= options_.window_ms) {
     previous_least_us_ = least_us_;
     least_us_ = 0;

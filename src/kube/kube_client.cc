@@ -102,6 +102,7 @@ Result<KubeReply> KubeClient::Finish() {
   pending_.reset();
   exchange_ = {};
   if (!p.headers.ok()) return p.headers.status();
+  const int read_waits = client_->read_waits();
   std::chrono::milliseconds backoff = options_.first_backoff;
   Status last = Status::Unavailable("no attempt made");
   for (int attempt = 1; attempt <= std::max(1, options_.max_attempts); ++attempt) {
@@ -115,7 +116,11 @@ Result<KubeReply> KubeClient::Finish() {
       // carried, sent by Start.
       if (!res.ok() || res->status == 429 || res->status == 503) {
         exchange_.outcome = Exchange::Outcome::kOverloaded;
-      } else if (client_->connects() == p.connects) {
+      } else if (client_->connects() == p.connects && client_->read_waits() != read_waits) {
+        // Waited for: the answer came while this Finish read, so the time
+        // since the request went out is its round trip. One there already
+        // (the caller was busy with other clusters' answers meanwhile) came
+        // at an unknown moment, and is not told.
         exchange_.outcome = Exchange::Outcome::kAnswered;
         exchange_.round_trip = std::chrono::duration_cast<std::chrono::microseconds>(
             std::chrono::steady_clock::now() - p.sent_at);

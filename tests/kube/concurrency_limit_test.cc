@@ -70,6 +70,18 @@ TEST_CASE("a nearby cluster, answering in well under a millisecond, stays at the
   CHECK(l.limit() == 8);
 }
 
+TEST_CASE("a limit tells whether its cluster answered lately, and whether its answers come late", "[kube][limit]") {
+  kube::ConcurrencyLimit l(Options());
+  CHECK_FALSE(l.answered_since(0));
+  CHECK_FALSE(l.congested());
+  int64_t now = Answer(l, 20, microseconds(20'000), 1'000);
+  CHECK(l.answered_since(now));
+  CHECK_FALSE(l.answered_since(now + 10'000));  // a window later, nothing since
+  CHECK_FALSE(l.congested());
+  Answer(l, 30, microseconds(50'000), now);  // beyond twice its base
+  CHECK(l.congested());
+}
+
 TEST_CASE("a limit that is not used does not grow", "[kube][limit]") {
   kube::ConcurrencyLimit l(Options());
   // Round trips at the base, but never more than 2 of 8 in flight.
@@ -98,6 +110,10 @@ TEST_CASE("the base follows a cluster that moved farther away", "[kube][limit]")
   Answer(l, 100, microseconds(40'000), 20'000);
   CHECK(l.base() == microseconds(40'000));
   CHECK(l.limit() == 64);
+  SECTION("after a quiet spell, the base is what comes next") {
+    Answer(l, 1, microseconds(90'000), 60'000);
+    CHECK(l.base() == microseconds(90'000));
+  }
 }
 
 TEST_CASE("a pool with a least size starts there and adapts up to its size, and without one it is fixed",

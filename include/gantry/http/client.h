@@ -66,6 +66,9 @@ class Client {
   // How many connections this client has opened so far: a request that
   // moved it on opened one (and made its TLS handshake).
   int connects() const;
+  // How many times a read on the current connection has waited for bytes:
+  // a Finish that did not move it found its answer there already.
+  int read_waits() const;
   // Sends a request and hands the response body to on_data piece by piece as
   // it arrives (a watch). Returns when the body ends, on_data returns false,
   // or no byte arrived for idle_timeout (kDeadlineExceeded). The status and

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <vector>
 
@@ -63,6 +64,13 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   int in_use() const;
   // How many may be in flight now (size, or the adapted limit).
   int limit() const;
+  // For the engine's count of passes at work (Engine::SetPassAllowance).
+  struct Load {
+    bool adaptive = false;   // min_size < size
+    bool answered = false;   // an answer was timed within the limit's window before now
+    bool congested = false;  // its recent round trips are beyond twice its base
+  };
+  Load load(int64_t now_ms) const;
 
  private:
   void Return(std::unique_ptr<KubeClient> client, int in_flight);

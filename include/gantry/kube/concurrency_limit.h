@@ -12,9 +12,10 @@
 // The limit compares the recent round trips with the least seen lately (the
 // cluster's own round trip, its base). While they stay within twice the
 // base, it grows (by about the square root of itself per few answers);
-// beyond that, requests are queueing in the cluster and it shrinks in
-// proportion (a gradient, as in Netflix's concurrency-limits), between min
-// and max. A failure (no answer in time, the connection lost) or an answer
+// beyond that, requests are queueing in the cluster and it is pulled down
+// in proportion (a gradient, as in Netflix's concurrency-limits), between
+// min and max. With the square-root headroom it settles where the round
+// trips are about 2.3 (at 64) to 2.7 (at 16) times the base. A failure (no answer in time, the connection lost) or an answer
 // saying the cluster is overloaded (429, 503) shrinks it by a tenth. The
 // base is the least round trip of the last two windows, so that it follows
 // a cluster that moved farther away.
@@ -50,6 +51,13 @@ class ConcurrencyLimit {
 
   // The base round trip now (0 before any answer).
   std::chrono::microseconds base() const;
+  // Whether an answer came within the last window before now_ms, and
+  // whether the recent round trips are beyond twice the base (requests
+  // queue in the cluster, or gantry reads its answers late).
+  bool answered_since(int64_t now_ms) const {
+    return last_answer_ms_ >= 0 && now_ms - last_answer_ms_ < options_.window_ms;
+  }
+  bool congested() const;
 
  private:
   ConcurrencyLimitOptions options_;
@@ -58,6 +66,7 @@ class ConcurrencyLimit {
   int64_t least_us_ = 0;         // this window's least round trip (0: none yet)
   int64_t previous_least_us_ = 0;  // the last window's
   double recent_us_ = 0;           // the recent round trips' moving average (0: none yet)
+  int64_t last_answer_ms_ = -1;
 };
 
 }  // namespace gantry::kube

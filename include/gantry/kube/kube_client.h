@@ -133,8 +133,10 @@ class KubeClient {
   struct Exchange {
     enum class Outcome { kNone, kAnswered, kOverloaded } outcome = Outcome::kNone;
     // kAnswered: from the request sent to its answer read, on a connection
-    // already open (a round trip that opened one, with its TLS handshake,
-    // says nothing of the cluster's queue and is not told).
+    // already open, when the answer was waited for (a round trip that
+    // opened one, with its TLS handshake, says nothing of the cluster's
+    // queue, and an answer found already there came at an unknown moment:
+    // neither is told).
     std::chrono::microseconds round_trip{0};
   };
   Exchange TakeExchange();

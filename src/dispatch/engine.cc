@@ -299,12 +299,37 @@ int Engine::ConnectionsLimit(const std::string& cluster) {
 void Engine::SetPassAllowance() {
   const int least = options_.min_active_passes > 0 ? std::min(options_.min_active_passes, options_.workers)
                                                    : options_.workers;
-  int largest = 0;
-  if (least < options_.workers) {
-    std::lock_guard lock(pools_mu_);
-    for (const auto& [cluster, pool] : pools_) largest = std::max(largest, pool->limit());
+  if (least >= options_.workers || options_.pool.min_size <= 0 || options_.pool.min_size >= options_.pool.size) {
+    // Fixed: the workers configured, all at work (as before the pools adapted).
+    allowed_passes_ = options_.workers;
+    reconciler_->SetConcurrency(allowed_passes_);
+    return;
   }
-  reconciler_->SetConcurrency(std::clamp(2 * largest, least, options_.workers));
+  int answering = 0, congested = 0;
+  {
+    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    std::lock_guard lock(pools_mu_);
+    for (const auto& [cluster, pool] : pools_) {
+      const kube::ClientPool::Load l = pool->load(now);
+      answering += l.answered;
+      congested += l.congested;
+    }
+  }
+  // More passes while jobs wait for one and the clusters answering lately
+  // mostly answer within twice their own round trip (passes, not the
+  // clusters or the cores, hold dispatch back: distant clusters); fewer
+  // while most answer later than that (requests queue in them, or the cores
+  // here are full and answers are read late). Between least and workers.
+  int allowed = std::max(allowed_passes_, least);
+  if (answering > 0 && 2 * congested > answering) {
+    allowed = allowed * 3 / 4;
+  } else if (answering > 0 && reconciler_->gated() > 0) {
+    allowed += std::max(4, allowed / 2);
+  }
+  allowed_passes_ = std::clamp(allowed, least, options_.workers);
+  reconciler_->SetConcurrency(allowed_passes_);
 }
 
 Reconciler::PassResult Engine::Pass(const std::string& uid) {

@@ -215,6 +215,11 @@ void Reconciler::SetConcurrency(int passes) {
   if (more) gate_cv_.notify_all();
 }
 
+int Reconciler::gated() const {
+  std::lock_guard lock(mu_);
+  return gated_;
+}
+
 int Reconciler::idle_workers() const {
   std::lock_guard lock(mu_);
   return sleeping_ + (timer_waiter_ ? 1 : 0);

@@ -54,10 +54,11 @@ struct EngineOptions {
   DecideOptions decide;
   int workers = 4;                 // reconciler threads (passes block on cluster calls)
   // Passes at work at once: at least this many (0 = workers), up to
-  // `workers` as the clusters' connection limits grow (pool.min_size below
-  // pool.size): twice the largest. Nearby clusters keep few connections, and
-  // more passes at once there only share the cores; distant ones take many,
-  // and each needs a pass waiting on its round trip.
+  // `workers` while jobs wait for a pass and the clusters answer within
+  // twice their own round trip (with pool.min_size below pool.size; else
+  // always `workers`). Nearby clusters answer in well under a millisecond,
+  // and more passes at once there only share the cores; distant ones need
+  // a pass waiting on each round trip.
   int min_active_passes = 0;
   kube::ClientPoolOptions pool;    // per cluster (its client makes one attempt: see Engine::Engine)
   ObserverOptions observer;
@@ -251,9 +252,10 @@ class Engine final : public JobIntake {
   std::mutex pools_mu_;
   std::map<std::string, std::shared_ptr<kube::ClientPool>> pools_;
   // Tells the reconciler how many passes may be at work at once
-  // (EngineOptions::min_active_passes), from the pools' limits; at the
-  // start and at each look of the health watch.
+  // (EngineOptions::min_active_passes), from how the clusters answer; at
+  // the start and at each look of the health watch (its thread only).
   void SetPassAllowance();
+  int allowed_passes_ = 0;
 
   std::mutex gc_mu_;
   std::condition_variable gc_cv_;

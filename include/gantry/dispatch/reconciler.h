@@ -94,6 +94,9 @@ class Reconciler final : public dispatch::JobIntake {
   // workers): the other workers wait before they take a job, so the queue's
   // order holds. The engine sets it from its clusters' connection limits.
   void SetConcurrency(int passes);
+  // Workers waiting because that many passes are at work (so jobs are
+  // queued for them).
+  int gated() const;
 
   // Idle workers now, and how often a worker has woken from its idle wait
   // (for tests: a wake that is not needed costs two context switches).

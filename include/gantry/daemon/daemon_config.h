@@ -66,8 +66,9 @@ struct DaemonConfig {
   // second the workers and connections move (config/gantry.example.yaml
   // has the figures).
   int dispatch_workers = 128;
-  // dispatchWorkersMin: passes at work at once while every cluster answers
-  // quickly; up to dispatchWorkers as distant ones take more connections
+  // dispatchWorkersMin: passes at work at once to begin with, and while
+  // the clusters answer late; up to dispatchWorkers while jobs wait for a
+  // pass and they answer within twice their own round trip
   // (dispatch::EngineOptions::min_active_passes). Equal to dispatchWorkers
   // (or above it): always that many.
   int dispatch_workers_min = 32;

@@ -92,7 +92,8 @@ class Reconciler final : public dispatch::JobIntake {
   int64_t reconciled() const;
   // At most this many passes at once (clamped to 1..workers; initially
   // workers): the other workers wait before they take a job, so the queue's
-  // order holds. The engine sets it from its clusters' connection limits.
+  // order holds. The engine sets it from how its clusters answer
+  // (Engine::SetPassAllowance).
   void SetConcurrency(int passes);
   // Workers waiting because that many passes are at work (so jobs are
   // queued for them).

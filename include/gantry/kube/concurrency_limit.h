@@ -1,5 +1,6 @@
 // ConcurrencyLimit: how many requests gantry keeps in flight to one cluster,
-// adapted from their round trips in the manner of TCP Vegas.
+// adapted from their round trips (a gradient limit, after TCP Vegas and
+// Netflix's concurrency-limits).
 //
 // A request to a cluster holds one of its pooled connections for a round
 // trip. A distant cluster (tens of ms away) needs many in flight to carry
@@ -7,18 +8,19 @@
 // there more requests in flight only queue in its API server, where every
 // pass's next round trip waits behind them: the tail latency of a lease
 // grows with the connections (on one 2-core machine, AllAtOnce p99 at 500
-// jobs/s: 27 ms at 8 connections per cluster, 50 ms at 16, 88 ms at 64).
+// jobs/s with the connections fixed: 27 ms at 8 per cluster, 50 ms at 16,
+// 88 ms at 64).
 //
 // The limit compares the recent round trips with the least seen lately (the
 // cluster's own round trip, its base). While they stay within twice the
 // base, it grows (by about the square root of itself per few answers);
 // beyond that, requests are queueing in the cluster and it is pulled down
-// in proportion (a gradient, as in Netflix's concurrency-limits), between
-// min and max. With the square-root headroom it settles where the round
-// trips are about 2.3 (at 64) to 2.7 (at 16) times the base. A failure (no answer in time, the connection lost) or an answer
-// saying the cluster is overloaded (429, 503) shrinks it by a tenth. The
-// base is the least round trip of the last two windows, so that it follows
-// a cluster that moved farther away.
+// in proportion to how much, between min and max. With the square-root
+// headroom it settles where the round trips are about 2.3 (at 64) to 2.7
+// (at 16) times the base. A failure (no answer in time, the connection
+// lost) or an answer saying the cluster is overloaded (429, 503) shrinks it
+// by a tenth. The base is the least round trip of the last two windows, so
+// that it follows a cluster that moved farther away.
 //
 // Not thread-safe: the pool calls it under its lock.
 #pragma once

@@ -321,12 +321,15 @@ void Engine::SetPassAllowance() {
   // mostly answer within twice their own round trip (passes, not the
   // clusters or the cores, hold dispatch back: distant clusters); fewer
   // while most answer later than that (requests queue in them, or the cores
-  // here are full and answers are read late). Between least and workers.
+  // here are full and answers are read late), and while fewer than half of
+  // those allowed are at work (a burst is over). Between least and workers.
   int allowed = std::max(allowed_passes_, least);
   if (answering > 0 && 2 * congested > answering) {
     allowed = allowed * 3 / 4;
   } else if (answering > 0 && reconciler_->gated() > 0) {
     allowed += std::max(4, allowed / 2);
+  } else if (2 * reconciler_->active() < allowed) {
+    allowed = allowed * 3 / 4;
   }
   allowed_passes_ = std::clamp(allowed, least, options_.workers);
   reconciler_->SetConcurrency(allowed_passes_);

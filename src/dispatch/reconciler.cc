@@ -217,7 +217,12 @@ void Reconciler::SetConcurrency(int passes) {
 
 int Reconciler::gated() const {
   std::lock_guard lock(mu_);
-  return gated_;
+  return HasWorkLocked() ? gated_ : 0;  // waiting at the gate with nothing queued is idling
+}
+
+int Reconciler::active() const {
+  std::lock_guard lock(mu_);
+  return static_cast<int>(active_.size());
 }
 
 int Reconciler::idle_workers() const {

@@ -91,7 +91,9 @@ class Client::Impl {
                                     const std::function<bool(std::string_view)>& on_data,
                                     const std::function<bool()>& stop_requested, int stop_fd);
   int connects() const { return connects_; }
-  int read_waits() const { return conn_ ? conn_->read_waits() : 0; }
+  // Summed over this client's connections, the closed ones included (an
+  // answer that closes its connection must still show whether it waited).
+  uint64_t read_waits() const { return closed_read_waits_ + (conn_ ? conn_->read_waits() : 0); }
 
  private:
   using Request = bhttp::request<bhttp::string_body>;
@@ -108,7 +110,10 @@ class Client::Impl {
   Result<ClientResponse> Read(const Request& req);
   Status TransportError(error_code ec, const Request& req) const;
   bool connected() const { return conn_ != nullptr; }
-  void Reset() { conn_.reset(); }
+  void Reset() {
+    if (conn_) closed_read_waits_ += conn_->read_waits();
+    conn_.reset();
+  }
 
   bool tls_;
   std::string host_, port_;
@@ -120,6 +125,7 @@ class Client::Impl {
   std::optional<Request> pending_;
   bool pending_reused_ = false;
   int connects_ = 0;
+  uint64_t closed_read_waits_ = 0;
 };
 
 Status Client::Impl::Init() {
@@ -398,6 +404,6 @@ Result<ClientResponse> Client::Finish() { return impl_->Finish(); }
 
 int Client::connects() const { return impl_->connects(); }
 
-int Client::read_waits() const { return impl_->read_waits(); }
+uint64_t Client::read_waits() const { return impl_->read_waits(); }
 
 }  // namespace gantry::http

@@ -17,6 +17,7 @@
 #include <openssl/ssl.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -47,6 +48,9 @@ class Connection {
 
   // Reads and writes fail with beast::error::timeout once it passes.
   void set_deadline(Clock::time_point deadline) { deadline_ = deadline; }
+  // How many times a read has waited for bytes on this connection: an
+  // answer read without a wait had come already.
+  uint64_t read_waits() const { return read_waits_; }
   // Asked every poll_interval while a read or write waits; true fails it
   // with operation_aborted. Empty: never asked. With a stop_fd (a
   // descriptor that becomes readable when the owner wants to stop, e.g. a
@@ -119,12 +123,6 @@ class Connection {
   // Waits until the socket is ready for events (POLLIN or POLLOUT), the
   // deadline passes (timeout) or stop or stop_fd says so (operation_aborted).
   bool Wait(short events, boost::system::error_code& ec);
- public:
-  // How many times a read has waited for bytes on this connection: an
-  // answer read without a wait had come already.
-  int read_waits() const { return read_waits_; }
-
- private:
   // What an OpenSSL call's failure means: true when it should be retried
   // after Wait (which it did), false with ec set otherwise.
   bool Retry(int result, boost::system::error_code& ec);
@@ -132,7 +130,7 @@ class Connection {
   int fd_ = -1;
   SSL* ssl_ = nullptr;
   Clock::time_point deadline_ = Clock::time_point::max();
-  int read_waits_ = 0;
+  uint64_t read_waits_ = 0;
   std::function<bool()> stop_;
   std::chrono::milliseconds stop_poll_{100};
   int stop_fd_ = -1;

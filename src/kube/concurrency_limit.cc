@@ -38,7 +38,10 @@ void ConcurrencyLimit::OnAnswer(std::chrono::microseconds round_trip, int in_fli
   const int64_t rtt_us = std::max<int64_t>(1, round_trip.count());
   last_answer_ms_ = now_ms;
   if (window_start_ms_ >= 0 && now_ms - window_start_ms_ >= 2 * options_.window_ms) {
-    least_us_ = 0;  // quiet for a window or more: what came before is too old to be the base
+    // Quiet for a window or more: what came before is too old to be the
+    // base, or the recent round trip.
+    least_us_ = 0;
+    recent_us_ = 0;
   }
   if (window_start_ms_ < 0 || now_ms - window_start_ms_ >= options_.window_ms) {
     previous_least_us_ = least_us_;

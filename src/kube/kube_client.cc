@@ -102,7 +102,7 @@ Result<KubeReply> KubeClient::Finish() {
   pending_.reset();
   exchange_ = {};
   if (!p.headers.ok()) return p.headers.status();
-  const int read_waits = client_->read_waits();
+  const uint64_t read_waits = client_->read_waits();
   std::chrono::milliseconds backoff = options_.first_backoff;
   Status last = Status::Unavailable("no attempt made");
   for (int attempt = 1; attempt <= std::max(1, options_.max_attempts); ++attempt) {

@@ -328,6 +328,9 @@ TEST_CASE("SetConcurrency bounds the passes at work at once, and the queue's ord
       CHECK(std::find(want.begin(), want.end(), served[i]) - want.begin() <= static_cast<long>(i) + 1);
     }
   }
+  // Drained: workers still waiting at the gate are idle, not jobs waiting for a pass.
+  REQUIRE(testing::WaitFor([&] { return reconciler.active() == 0; }));
+  CHECK(reconciler.gated() == 0);
   SECTION("raised, more go at once") {
     {
       std::lock_guard lock(mu);

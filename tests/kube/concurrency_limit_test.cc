@@ -78,8 +78,11 @@ TEST_CASE("a limit tells whether its cluster answered lately, and whether its an
   CHECK(l.answered_since(now));
   CHECK_FALSE(l.answered_since(now + 10'000));  // a window later, nothing since
   CHECK_FALSE(l.congested());
-  Answer(l, 30, microseconds(50'000), now);  // beyond twice its base
+  now = Answer(l, 30, microseconds(50'000), now);  // beyond twice its base
   CHECK(l.congested());
+  // Quiet for two windows, then quick again: the late answers before are forgotten.
+  Answer(l, 1, microseconds(20'000), now + 20'000);
+  CHECK_FALSE(l.congested());
 }
 
 TEST_CASE("a limit that is not used does not grow", "[kube][limit]") {

@@ -95,9 +95,11 @@ class Reconciler final : public dispatch::JobIntake {
   // order holds. The engine sets it from how its clusters answer
   // (Engine::SetPassAllowance).
   void SetConcurrency(int passes);
-  // Workers waiting because that many passes are at work (so jobs are
-  // queued for them).
+  // Workers waiting because that many passes are at work while jobs are
+  // queued for them (0 when none is queued).
   int gated() const;
+  // Passes at work now.
+  int active() const;
 
   // Idle workers now, and how often a worker has woken from its idle wait
   // (for tests: a wake that is not needed costs two context switches).

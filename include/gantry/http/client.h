@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string_view>
 #include <map>
@@ -68,7 +69,7 @@ class Client {
   int connects() const;
   // How many times a read on the current connection has waited for bytes:
   // a Finish that did not move it found its answer there already.
-  int read_waits() const;
+  uint64_t read_waits() const;
   // Sends a request and hands the response body to on_data piece by piece as
   // it arrives (a watch). Returns when the body ends, on_data returns false,
   // or no byte arrived for idle_timeout (kDeadlineExceeded). The status and

@@ -57,6 +57,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       options_.observer, [this](const ClusterObserver::Observed& what) { Observed(what); });
   reconciler_ = std::make_unique<Reconciler>(
       store_, clock_, [this](const std::string& uid) { return Pass(uid); }, options_.workers);
+  reconciler_->SetConcurrency(LeastPasses());  // where the allowance starts
   SetPassAllowance();
 }
 
@@ -296,23 +297,22 @@ int Engine::ConnectionsLimit(const std::string& cluster) {
   return it == pools_.end() ? 0 : it->second->limit();
 }
 
+int Engine::LeastPasses() const {
+  return options_.min_active_passes > 0 ? std::min(options_.min_active_passes, options_.workers) : options_.workers;
+}
+
 void Engine::SetPassAllowance() {
-  const int least = options_.min_active_passes > 0 ? std::min(options_.min_active_passes, options_.workers)
-                                                   : options_.workers;
-  if (least >= options_.workers || options_.pool.min_size <= 0 || options_.pool.min_size >= options_.pool.size) {
+  const int least = LeastPasses();
+  if (least >= options_.workers || !options_.pool.adaptive()) {
     // Fixed: the workers configured, all at work (as before the pools adapted).
-    allowed_passes_ = options_.workers;
-    reconciler_->SetConcurrency(allowed_passes_);
+    reconciler_->SetConcurrency(options_.workers);
     return;
   }
   int answering = 0, congested = 0;
   {
-    const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::steady_clock::now().time_since_epoch())
-                            .count();
     std::lock_guard lock(pools_mu_);
     for (const auto& [cluster, pool] : pools_) {
-      const kube::ClientPool::Load l = pool->load(now);
+      const kube::ClientPool::Load l = pool->load();
       answering += l.answered;
       congested += l.congested;
     }
@@ -323,7 +323,7 @@ void Engine::SetPassAllowance() {
   // while most answer later than that (requests queue in them, or the cores
   // here are full and answers are read late), and while fewer than half of
   // those allowed are at work (a burst is over). Between least and workers.
-  int allowed = std::max(allowed_passes_, least);
+  int allowed = std::max(reconciler_->concurrency(), least);
   if (answering > 0 && 2 * congested > answering) {
     allowed = allowed * 3 / 4;
   } else if (answering > 0 && reconciler_->gated() > 0) {
@@ -331,8 +331,7 @@ void Engine::SetPassAllowance() {
   } else if (2 * reconciler_->active() < allowed) {
     allowed = allowed * 3 / 4;
   }
-  allowed_passes_ = std::clamp(allowed, least, options_.workers);
-  reconciler_->SetConcurrency(allowed_passes_);
+  reconciler_->SetConcurrency(std::clamp(allowed, least, options_.workers));
 }
 
 Reconciler::PassResult Engine::Pass(const std::string& uid) {

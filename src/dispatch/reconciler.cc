@@ -215,6 +215,11 @@ void Reconciler::SetConcurrency(int passes) {
   if (more) gate_cv_.notify_all();
 }
 
+int Reconciler::concurrency() const {
+  std::lock_guard lock(mu_);
+  return allowed_;
+}
+
 int Reconciler::gated() const {
   std::lock_guard lock(mu_);
   return HasWorkLocked() ? gated_ : 0;  // waiting at the gate with nothing queued is idling

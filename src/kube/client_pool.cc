@@ -3,6 +3,15 @@
 #include <fmt/format.h>
 
 namespace gantry::kube {
+namespace {
+
+// The limit's windows are kept on the steady clock.
+int64_t SteadyMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 ClientPool::Lease::~Lease() {
   if (pool_ && client_) pool_->Return(std::move(client_), in_flight_);
@@ -10,7 +19,7 @@ ClientPool::Lease::~Lease() {
 
 ClientPool::ClientPool(Passkey, inventory::ClusterCredentials creds, ClientPoolOptions options)
     : creds_(std::move(creds)), options_(options) {
-  if (options_.min_size > 0 && options_.min_size < options_.size) {
+  if (options_.adaptive()) {
     ConcurrencyLimitOptions limit;
     limit.min = options_.min_size;
     limit.max = options_.size;
@@ -19,11 +28,11 @@ ClientPool::ClientPool(Passkey, inventory::ClusterCredentials creds, ClientPoolO
   }
 }
 
-ClientPool::Load ClientPool::load(int64_t now_ms) const {
+ClientPool::Load ClientPool::load() const {
+  const int64_t now_ms = SteadyMillis();
   std::lock_guard lock(mu_);
   Load l;
   if (!adaptive_) return l;
-  l.adaptive = true;
   l.answered = adaptive_->answered_since(now_ms);
   l.congested = l.answered && adaptive_->congested();
   return l;
@@ -31,15 +40,14 @@ ClientPool::Load ClientPool::load(int64_t now_ms) const {
 
 int ClientPool::limit() const {
   std::lock_guard lock(mu_);
-  return adaptive_ ? adaptive_->limit() : options_.size;
+  return LimitLocked();
 }
 
 Result<ClientPool::Lease> ClientPool::Acquire() {
   std::unique_lock lock(mu_);
-  auto limit = [this] { return adaptive_ ? adaptive_->limit() : options_.size; };
-  if (!cv_.wait_for(lock, options_.acquire_timeout, [&] { return in_use_ < limit(); })) {
+  if (!cv_.wait_for(lock, options_.acquire_timeout, [&] { return in_use_ < LimitLocked(); })) {
     return Status::Unavailable(
-        fmt::format("all {} connections to {} in use (the limit now) are busy", limit(), creds_.server));
+        fmt::format("all {} connections to {} in use (the limit now) are busy", LimitLocked(), creds_.server));
   }
   const int in_flight = ++in_use_;
   if (!idle_.empty()) {
@@ -71,10 +79,7 @@ void ClientPool::Return(std::unique_ptr<KubeClient> client, int in_flight) {
     if (adaptive_) {
       const int before = adaptive_->limit();
       if (exchange.outcome == KubeClient::Exchange::Outcome::kAnswered) {
-        const int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count();
-        adaptive_->OnAnswer(exchange.round_trip, in_flight, now_ms);
+        adaptive_->OnAnswer(exchange.round_trip, in_flight, SteadyMillis());
       } else if (exchange.outcome == KubeClient::Exchange::Outcome::kOverloaded) {
         adaptive_->OnOverload();
       }

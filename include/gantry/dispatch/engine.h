@@ -255,7 +255,7 @@ class Engine final : public JobIntake {
   // (EngineOptions::min_active_passes), from how the clusters answer; at
   // the start and at each look of the health watch (its thread only).
   void SetPassAllowance();
-  int allowed_passes_ = 0;
+  int LeastPasses() const;  // EngineOptions::min_active_passes, within 1..workers
 
   std::mutex gc_mu_;
   std::condition_variable gc_cv_;

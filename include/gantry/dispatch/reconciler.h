@@ -95,6 +95,7 @@ class Reconciler final : public dispatch::JobIntake {
   // order holds. The engine sets it from how its clusters answer
   // (Engine::SetPassAllowance).
   void SetConcurrency(int passes);
+  int concurrency() const;
   // Workers waiting because that many passes are at work while jobs are
   // queued for them (0 when none is queued).
   int gated() const;

@@ -32,6 +32,9 @@ struct ClientPoolOptions {
   int min_size = 0;
   std::chrono::milliseconds acquire_timeout{2'000};
   KubeClientOptions client;
+
+  // Whether the limit follows the round trips (min_size below size).
+  bool adaptive() const { return min_size > 0 && min_size < size; }
 };
 
 class ClientPool : public std::enable_shared_from_this<ClientPool> {
@@ -64,16 +67,17 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   int in_use() const;
   // How many may be in flight now (size, or the adapted limit).
   int limit() const;
-  // For the engine's count of passes at work (Engine::SetPassAllowance).
+  // For the engine's count of passes at work (Engine::SetPassAllowance);
+  // both false for a pool that does not adapt.
   struct Load {
-    bool adaptive = false;   // min_size < size
     bool answered = false;   // an answer was timed within the limit's window before now
     bool congested = false;  // its recent round trips are beyond twice its base
   };
-  Load load(int64_t now_ms) const;
+  Load load() const;
 
  private:
   void Return(std::unique_ptr<KubeClient> client, int in_flight);
+  int LimitLocked() const { return adaptive_ ? adaptive_->limit() : options_.size; }
 
   inventory::ClusterCredentials creds_;
   ClientPoolOptions options_;
@@ -81,7 +85,7 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<KubeClient>> idle_;
   int in_use_ = 0;
-  std::optional<ConcurrencyLimit> adaptive_;  // set when min_size < size
+  std::optional<ConcurrencyLimit> adaptive_;  // set when options_.adaptive()
 };
 
 }  // namespace gantry::kube

@@ -292,9 +292,7 @@ Plan Ladder::Owned() const {
 // (the same at every epoch), so a create could not succeed; the job waits
 // on, and says so once.
 std::optional<Ladder::EarlierRun> Ladder::EarlierRunGate(const std::string& owner, int64_t lease_ms) const {
-  const auto& in_owner = Observed(owner)->jobs;
-  const bool name_held = std::any_of(in_owner.begin(), in_owner.end(),
-                                     [&](const ObservedJob& j) { return j.epoch < job_.epoch; });
+  const bool name_held = OlderJobSeenIn(owner);
   const std::string older = name_held ? owner : OlderRunIn();
   if (older.empty()) return std::nullopt;
   const int64_t waited = lease_ms > 0 ? in_.now_ms - lease_ms : 0;
@@ -328,10 +326,7 @@ std::string Ladder::WaitingPrefix(const std::string& owner) const {
 std::string Ladder::OlderRunIn() const {
   // Seen: fencing deletes it in this pass.
   for (const auto& [cluster, o] : in_.observed) {
-    if (!Reachable(cluster)) continue;
-    for (const ObservedJob& j : o.jobs) {
-      if (j.epoch < job_.epoch) return cluster;
-    }
+    if (Reachable(cluster) && OlderJobSeenIn(cluster)) return cluster;
   }
   // Withdrawn and not confirmed gone: its cluster's view shows it (above),
   // is behind, is not synced yet (after a restart), or is refused and the

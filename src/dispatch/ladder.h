@@ -119,6 +119,11 @@ class Ladder {
   // gantry (its credentials, or for an owner a watch), and no longer than
   // the grace of one declared lost.
   int64_t LostAfterMs(const ClusterFacts& f, bool refused) const;  // decide_owner.cc
+  // Whether cluster's view shows the job's real job at an older epoch.
+  bool OlderJobSeenIn(const std::string& cluster) const {
+    const auto& jobs = Observed(cluster)->jobs;
+    return std::any_of(jobs.begin(), jobs.end(), [&](const ObservedJob& j) { return j.epoch < job_.epoch; });
+  }
   // Removed from the inventory, or declared lost: no copy there takes a lease.
   bool Gone(const std::string& cluster) const { return !in_.clusters->count(cluster) || DeclaredLost(cluster); }
   // What cluster shows of the job (nothing, when it is not in in_.observed).

@@ -342,13 +342,19 @@ std::string SimJobYaml(const std::string& name, const std::string& ns, int pods,
                      duration, fail ? ", sim.gantry.dev/outcome: Failed" : "", pods, gpu);
 }
 
+std::optional<std::string> DispatchFleet::Metrics() {
+  auto client = http::Client::Create(url());
+  if (!client.ok()) return std::nullopt;
+  auto metrics = (*client)->Do("GET", "/metrics");
+  if (!metrics.ok() || metrics->status != 200) return std::nullopt;
+  return std::move(metrics->body);
+}
+
 std::map<std::string, double> DispatchFleet::ClusterGauge(const std::string& name) {
   std::map<std::string, double> out;
-  auto client = http::Client::Create(url());
-  if (!client.ok()) return out;
-  auto metrics = (*client)->Do("GET", "/metrics");
-  if (!metrics.ok() || metrics->status != 200) return out;
-  std::istringstream lines(metrics->body);
+  const std::optional<std::string> metrics = Metrics();
+  if (!metrics) return out;
+  std::istringstream lines(*metrics);
   const std::string lead = name + "{cluster=\"";
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind(lead, 0) != 0) continue;
@@ -360,11 +366,9 @@ std::map<std::string, double> DispatchFleet::ClusterGauge(const std::string& nam
 }
 
 double DispatchFleet::RemoteCalls(const std::string& cluster, const std::string& verb, int code) {
-  auto client = http::Client::Create(url());
-  if (!client.ok()) return -1;
-  auto metrics = (*client)->Do("GET", "/metrics");
-  if (!metrics.ok() || metrics->status != 200) return -1;
-  std::istringstream lines(metrics->body);
+  const std::optional<std::string> metrics = Metrics();
+  if (!metrics) return -1;
+  std::istringstream lines(*metrics);
   double sum = 0;
   for (std::string line; std::getline(lines, line);) {
     if (line.rfind("gantry_dispatch_remote_calls_total{", 0) != 0) continue;

@@ -70,6 +70,8 @@ class DispatchFleet {
   // clusters, summed), verb and code (0 when it has no such series, -1 when
   // /metrics cannot be read).
   double RemoteCalls(const std::string& cluster, const std::string& verb, int code);
+  // The daemon's /metrics text (nullopt when it cannot be read).
+  std::optional<std::string> Metrics();
   // A per-cluster gauge of the daemon's /metrics (gantry_cluster_...), by
   // cluster; empty when /metrics cannot be read or has no such series.
   std::map<std::string, double> ClusterGauge(const std::string& name);

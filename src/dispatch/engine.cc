@@ -53,6 +53,8 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
   // keep them all from the other passes. A failed request fails the action;
   // the job is looked at again after ActionRetryMs, as a controller requeues.
   options_.pool.client.max_attempts = 1;
+  pools_ = std::make_unique<kube::ClientPools>(
+      options_.pool, [this](const std::string& cluster) { return fleet_.Credentials(cluster); });
   observer_ = std::make_unique<ClusterObserver>(
       options_.observer, [this](const ClusterObserver::Observed& what) { Observed(what); });
   reconciler_ = std::make_unique<Reconciler>(
@@ -179,9 +181,9 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
 
 void Engine::InventoryChanged() {
   SetObservedClusters();
-  {
-    std::lock_guard lock(pools_mu_);
-    pools_.clear();  // leases in flight keep their pool alive
+  if (int dropped = pools_->Retain(); dropped > 0) {
+    spdlog::info("dispatch: inventory reloaded: {} cluster(s) changed connection or left; their connections are closed",
+                 dropped);
   }
   {
     std::lock_guard lock(fleet_mu_);
@@ -280,22 +282,7 @@ std::shared_ptr<const std::vector<placement::ClusterSnapshot>> Engine::Snapshots
   return snapshots_;
 }
 
-std::shared_ptr<kube::ClientPool> Engine::PoolFor(const std::string& cluster) {
-  std::lock_guard lock(pools_mu_);
-  auto it = pools_.find(cluster);
-  if (it != pools_.end()) return it->second;
-  auto creds = fleet_.Credentials(cluster);
-  if (!creds) return nullptr;
-  auto pool = kube::ClientPool::Create(std::move(*creds), options_.pool);
-  pools_.emplace(cluster, pool);
-  return pool;
-}
-
-int Engine::ConnectionsLimit(const std::string& cluster) {
-  std::lock_guard lock(pools_mu_);
-  auto it = pools_.find(cluster);
-  return it == pools_.end() ? 0 : it->second->limit();
-}
+int Engine::ConnectionsLimit(const std::string& cluster) { return pools_->Limit(cluster); }
 
 int Engine::LeastPasses() const {
   return options_.min_active_passes > 0 ? std::min(options_.min_active_passes, options_.workers) : options_.workers;
@@ -308,15 +295,7 @@ void Engine::SetPassAllowance() {
     reconciler_->SetConcurrency(options_.workers);
     return;
   }
-  int answering = 0, congested = 0;
-  {
-    std::lock_guard lock(pools_mu_);
-    for (const auto& [cluster, pool] : pools_) {
-      const kube::ClientPool::Load l = pool->load();
-      answering += l.answered;
-      congested += l.congested;
-    }
-  }
+  const auto [answering, congested] = pools_->Load();
   // More passes while jobs wait for one and the clusters answering lately
   // mostly answer within twice their own round trip (passes, not the
   // clusters or the cores, hold dispatch back: distant clusters); fewer

@@ -70,7 +70,7 @@ std::string Cut(const std::string& answer, std::size_t limit = 300) {
 
 std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action) {
   if (action.verb == Verb::kCreate && action.path.empty()) return std::nullopt;  // FinishAction says why
-  auto pool = PoolFor(action.cluster);
+  auto pool = pools_->For(action.cluster);
   if (!pool) return std::nullopt;
   auto lease = pool->Acquire();
   if (!lease.ok()) {  // the action is retried by the job's next pass

@@ -1,11 +1,12 @@
 // Distant clusters: a cluster whose every answer comes 25 ms late is given
 // more requests in flight than the least (clusterConnectionsMin), because
 // its round trips stay near its own while more are out; the jobs all run,
-// each once.
+// each once; and an inventory reload keeps what the pools learned.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
 
 #include "dispatch_fixture.h"
@@ -52,6 +53,19 @@ TEST_CASE("a distant cluster gets more connections than the least, and a burst o
   RunResult check = fleet.Ctl({"check"});
   INFO(check.out << check.err);
   CHECK(check.code == 0);
+
+  // An inventory reload that changes no cluster's connection keeps what
+  // each pool learned (and its open connections): the limits read the same
+  // right after it, not the least, nor absent until the next request.
+  std::map<std::string, double> before = fleet.ClusterGauge("gantry_cluster_connections_limit");
+  REQUIRE(fleet.ReloadClusters() == 200);
+  std::map<std::string, double> after = fleet.ClusterGauge("gantry_cluster_connections_limit");
+  for (const auto& [cluster, limit] : before) {
+    INFO(cluster << ": " << limit << " before the reload");
+    REQUIRE(after.count(cluster));
+    CHECK(after[cluster] == limit);
+  }
+  CHECK(std::any_of(before.begin(), before.end(), [](const auto& c) { return c.second > 16; }));
 }
 
 }  // namespace gantry::testing

@@ -43,7 +43,7 @@
 #include "gantry/dispatch/spec_cache.h"
 #include "gantry/dispatch/unseen_asks.h"
 #include "gantry/inventory/fleet.h"
-#include "gantry/kube/client_pool.h"
+#include "gantry/kube/client_pools.h"
 #include "gantry/placement/placement_options.h"
 #include "gantry/store/cluster_state_store.h"
 #include "gantry/store/job_store.h"
@@ -185,7 +185,6 @@ class Engine final : public JobIntake {
   // The store's guarded write, waited for.
   Result<JobRecord> WriteSync(DispatchUpdate update);
   ActionsOutcome RunActions(const JobRecord& job, const std::vector<Action>& actions);
-  std::shared_ptr<kube::ClientPool> PoolFor(const std::string& cluster);
   // The fleet as last read (at most fleet_refresh_ms ago), shared, not copied.
   std::shared_ptr<const FleetFacts> Facts(int64_t now_ms);
   std::shared_ptr<const std::vector<placement::ClusterSnapshot>> Snapshots(int64_t now_ms);
@@ -249,8 +248,7 @@ class Engine final : public JobIntake {
   std::shared_ptr<const std::vector<placement::ClusterSnapshot>> snapshots_ =
       SharedEmpty<std::vector<placement::ClusterSnapshot>>();
 
-  std::mutex pools_mu_;
-  std::map<std::string, std::shared_ptr<kube::ClientPool>> pools_;
+  std::unique_ptr<kube::ClientPools> pools_;  // kept across reloads for clusters whose connection is unchanged
   // Tells the reconciler how many passes may be at work at once
   // (EngineOptions::min_active_passes), from how the clusters answer; at
   // the start and at each look of the health watch (its thread only).

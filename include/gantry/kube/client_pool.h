@@ -67,6 +67,8 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   int in_use() const;
   // How many may be in flight now (size, or the adapted limit).
   int limit() const;
+  // What its clients are made from (ClientPools compares it after a reload).
+  const inventory::ClusterCredentials& credentials() const { return creds_; }
   // For the engine's count of passes at work (Engine::SetPassAllowance);
   // both false for a pool that does not adapt.
   struct Load {

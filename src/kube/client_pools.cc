@@ -1,0 +1,62 @@
+#include "gantry/kube/client_pools.h"
+
+#include <utility>
+#include <vector>
+
+namespace gantry::kube {
+
+ClientPools::ClientPools(ClientPoolOptions options, CredentialsFn credentials)
+    : options_(options), credentials_(std::move(credentials)) {}
+
+std::shared_ptr<ClientPool> ClientPools::For(const std::string& cluster) {
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(cluster);
+  if (it != pools_.end()) return it->second;
+  auto creds = credentials_(cluster);
+  if (!creds) return nullptr;
+  auto pool = ClientPool::Create(std::move(*creds), options_);
+  pools_.emplace(cluster, pool);
+  return pool;
+}
+
+int ClientPools::Limit(const std::string& cluster) const {
+  std::lock_guard lock(mu_);
+  auto it = pools_.find(cluster);
+  return it == pools_.end() ? 0 : it->second->limit();
+}
+
+int ClientPools::Retain() {
+  // Credentials are read outside the lock: a lookup may take the fleet's
+  // lock, and passes take this one.
+  std::map<std::string, std::shared_ptr<ClientPool>> pools;
+  {
+    std::lock_guard lock(mu_);
+    pools = pools_;
+  }
+  std::vector<std::pair<std::string, std::shared_ptr<ClientPool>>> stale;
+  for (const auto& [cluster, pool] : pools) {
+    auto now = credentials_(cluster);
+    if (!now || !inventory::SameConnection(pool->credentials(), *now)) stale.emplace_back(cluster, pool);
+  }
+  std::lock_guard lock(mu_);
+  // Only the very pool found stale: one made meanwhile (by a pass's first
+  // request since the reload) came from the new credentials.
+  for (const auto& [cluster, pool] : stale) {
+    auto it = pools_.find(cluster);
+    if (it != pools_.end() && it->second == pool) pools_.erase(it);
+  }
+  return static_cast<int>(stale.size());
+}
+
+ClientPools::Totals ClientPools::Load() const {
+  std::lock_guard lock(mu_);
+  Totals t;
+  for (const auto& [cluster, pool] : pools_) {
+    const ClientPool::Load l = pool->load();
+    t.answering += l.answered;
+    t.congested += l.congested;
+  }
+  return t;
+}
+
+}  // namespace gantry::kube

@@ -15,7 +15,8 @@
 # Each run prints submitted and dispatched jobs/s, latency from the post to
 # LeaseTaken and to the job running on its owner, the time until all are
 # Succeeded, remote API calls and reconciler passes per job, the CPU seconds
-# (user and system) and peak resident memory of each process, how the
+# (user and system) and peak resident memory of each process (and gantry's
+# anonymous and file-backed memory at the end), how the
 # machine's CPU time went meanwhile (steal: taken by the hypervisor), and
 # `gantry-sim ctl check` (no job ran twice). Then the issue's targets.
 #
@@ -109,6 +110,10 @@ host_shares() {
 }
 # Peak resident memory of a live process, in MiB.
 peak_mib() { awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$1/status"; }
+# Resident memory now, split: anonymous (heaps, stacks, buffers: what grows
+# if something leaks) and file-backed (gantry's mapped database: it grows
+# with the store, and the kernel can drop it).
+rss_split() { awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } END { printf "%.0f MiB anonymous, %.0f MiB file-backed", a / 1024, f / 1024 }' "/proc/$1/status"; }
 field() { sed -n "s/^result.* $1=\([-0-9.]*\).*/\1/p"; }
 
 # scenario NAME MODE JOBS [RATE]: prints the figures; the loadgen's result line goes to $work/NAME.result.
@@ -172,7 +177,7 @@ EOF
   echo "  switches    gantry $(switches_per_job "$daemon" "$jobs"), gantry-sim $(switches_per_job "$sim" "$jobs") context switches per job (threads still alive)"
   echo "              gantry: $(switches_by_thread "$daemon" "$jobs")"
   echo "              gantry-sim: $(switches_by_thread "$sim" "$jobs")"
-  echo "  memory      peak resident: gantry $(peak_mib "$daemon") MiB, gantry-sim $(peak_mib "$sim") MiB"
+  echo "  memory      peak resident: gantry $(peak_mib "$daemon") MiB, gantry-sim $(peak_mib "$sim") MiB; gantry at the end: $(rss_split "$daemon")"
   echo "  check       $("$BIN/gantry-sim" ctl --out-dir "$d/sim" check 2>&1 | head -5 | tr '\n' ' ')"
   # Without a tokensFile the daemon warns once at start; that one is expected.
   grep -E ' (warning|error|critical) ' "$d/gantry.log" | grep -v 'no tokensFile' >"$d/warnings" || true

@@ -11,24 +11,13 @@
 #include <string>
 
 #include "gantry/kube/client_pools.h"
+#include "unreachable.h"
 
 namespace gantry::testing {
-namespace {
-
-inventory::ClusterCredentials Unreachable(uint16_t port) {
-  inventory::ClusterCredentials creds;
-  creds.server = "https://127.0.0.1:" + std::to_string(port);
-  creds.host = "127.0.0.1";
-  creds.port = port;
-  return creds;
-}
-
-}  // namespace
-
 TEST_CASE("ClientPools keeps a cluster's pool across a reload while its connection is unchanged",
           "[kube][pools]") {
   std::map<std::string, inventory::ClusterCredentials> inventory = {
-      {"a", Unreachable(1)}, {"b", Unreachable(2)}, {"c", Unreachable(3)}};
+      {"a", UnreachableCluster(1)}, {"b", UnreachableCluster(2)}, {"c", UnreachableCluster(3)}};
   kube::ClientPoolOptions options;
   options.size = 16;
   options.min_size = 4;
@@ -65,9 +54,9 @@ TEST_CASE("ClientPools keeps a cluster's pool across a reload while its connecti
   }
 
   SECTION("a changed server and a cluster gone: those two dropped, the rest kept") {
-    inventory["b"] = Unreachable(4);
+    inventory["b"] = UnreachableCluster(4);
     inventory.erase("c");
-    inventory["d"] = Unreachable(5);
+    inventory["d"] = UnreachableCluster(5);
     CHECK(pools.Retain() == 2);
     CHECK(pools.For("a") == a);
     std::shared_ptr<kube::ClientPool> b2 = pools.For("b");

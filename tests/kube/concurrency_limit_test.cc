@@ -9,6 +9,7 @@
 
 #include "gantry/kube/client_pool.h"
 #include "gantry/kube/concurrency_limit.h"
+#include "unreachable.h"
 
 namespace gantry::testing {
 namespace {
@@ -121,10 +122,7 @@ TEST_CASE("the base follows a cluster that moved farther away", "[kube][limit]")
 
 TEST_CASE("a pool with a least size starts there and adapts up to its size, and without one it is fixed",
           "[kube][limit]") {
-  inventory::ClusterCredentials creds;
-  creds.server = "https://127.0.0.1:1";
-  creds.host = "127.0.0.1";
-  creds.port = 1;
+  inventory::ClusterCredentials creds = UnreachableCluster();
   kube::ClientPoolOptions options;
   options.size = 16;
   options.acquire_timeout = milliseconds(20);

@@ -16,6 +16,7 @@
 #include "certs.h"
 #include "gantry/http/server.h"
 #include "gantry/kube/kube_client.h"
+#include "unreachable.h"
 
 namespace gantry::testing {
 namespace {
@@ -142,10 +143,7 @@ TEST_CASE("a request tells its pool a round trip only when it waited for the ans
 }
 
 TEST_CASE("a request to a cluster that does not answer is an overload", "[kube][exchange]") {
-  inventory::ClusterCredentials creds;
-  creds.server = "https://127.0.0.1:1";
-  creds.host = "127.0.0.1";
-  creds.port = 1;
+  inventory::ClusterCredentials creds = UnreachableCluster();
   kube::KubeClientOptions options;
   options.max_attempts = 1;
   auto client = kube::KubeClient::Create(creds, options);

@@ -18,6 +18,7 @@
 #include "gantry/kube/list_watch.h"
 #include "process.h"
 #include "test_support.h"
+#include "unreachable.h"
 
 namespace gantry::testing {
 namespace {
@@ -412,10 +413,7 @@ namespace gantry::testing {
 
 TEST_CASE("the client pool bounds concurrent requests per cluster", "[kube]") {
   // No server is needed: leases are handed out before any connection is made.
-  inventory::ClusterCredentials creds;
-  creds.server = "https://127.0.0.1:1";
-  creds.host = "127.0.0.1";
-  creds.port = 1;
+  inventory::ClusterCredentials creds = UnreachableCluster();
   kube::ClientPoolOptions options;
   options.size = 2;
   options.acquire_timeout = std::chrono::milliseconds(50);
@@ -439,10 +437,7 @@ TEST_CASE("the client pool bounds concurrent requests per cluster", "[kube]") {
 // pools while a pass still held a lease: the lease gave its client back to a
 // destroyed pool. A lease now keeps its pool alive.
 TEST_CASE("a client pool lives until its last lease is returned", "[kube]") {
-  inventory::ClusterCredentials creds;
-  creds.server = "https://127.0.0.1:1";
-  creds.host = "127.0.0.1";
-  creds.port = 1;
+  inventory::ClusterCredentials creds = UnreachableCluster();
   std::shared_ptr<kube::ClientPool> pool = kube::ClientPool::Create(creds, kube::ClientPoolOptions{});
   std::weak_ptr<kube::ClientPool> watch = pool;
   auto lease = pool->Acquire();

@@ -174,6 +174,12 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
   const bool bookkeeping = change != ClusterObserver::Change::kChanged || settling;
   if (bookkeeping) {
     reconciler_->WakeAfter(uid, options_.bookkeeping_delay_ms);
+  } else if (what.status_only) {
+    // A running job's pod counts: shown, not acted on. A large gang's status
+    // changes many times as its pods start and end; its pass records them
+    // together a moment later, or at once with the next change that matters
+    // (the run's end comes as a state change, with the counts at the end).
+    reconciler_->WakeAfter(uid, options_.status_delay_ms);
   } else {
     reconciler_->WakeUrgent(uid);
   }

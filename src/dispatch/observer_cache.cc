@@ -18,6 +18,13 @@ bool SameForDecisions(const Entry& a, const Entry& b) {
   return ja.k8s_uid == jb.k8s_uid && ja.epoch == jb.epoch && ja.state == jb.state && ja.summary == jb.summary;
 }
 
+bool OnlyStatusDiffers(const Entry& a, const Entry& b) {
+  const auto* ja = std::get_if<ObservedJob>(&a.object);
+  const auto* jb = std::get_if<ObservedJob>(&b.object);
+  return ja && jb && a.job_uid == b.job_uid && ja->k8s_uid == jb->k8s_uid && ja->epoch == jb->epoch &&
+         ja->state == jb->state && ja->summary != jb->summary;
+}
+
 void JobIndex::Add(const std::string& job_uid, const ResourceCache* cache) {
   std::vector<const ResourceCache*>& caches = where_[job_uid];
   auto before = [](const ResourceCache* a, const ResourceCache* b) {
@@ -42,7 +49,7 @@ std::vector<std::string> JobIndex::Uids() const {
   return out;
 }
 
-void ResourceCache::Put(const std::string& key, Entry e, std::set<std::string>* changed) {
+void ResourceCache::Put(const std::string& key, Entry e, std::set<std::string>* changed, bool* status_only) {
   auto it = uid_of_.find(key);
   if (it != uid_of_.end()) {
     const std::string old_uid = it->second;
@@ -53,6 +60,7 @@ void ResourceCache::Put(const std::string& key, Entry e, std::set<std::string>* 
         old->second = std::move(e);  // newer message or reason, same decision
         return;
       }
+      if (status_only) *status_only = OnlyStatusDiffers(old->second, e);
       by_uid_.erase(old);
     }
     uid_of_.erase(it);

@@ -28,6 +28,9 @@ struct Entry {
 // bumps) updates the cache without waking the job: under load most watch
 // events are such, and each wake-up is a whole pass.
 bool SameForDecisions(const Entry& a, const Entry& b);
+// Whether b differs from a in a real job's status summary alone (the pod
+// counts `gantry status` shows): a change to record, but none to act on.
+bool OnlyStatusDiffers(const Entry& a, const Entry& b);
 
 class ResourceCache;
 
@@ -87,7 +90,9 @@ class ResourceCache {
   const std::string& cluster() const { return *cluster_; }
   std::size_t resource() const { return resource_; }
 
-  void Put(const std::string& key, Entry e, std::set<std::string>* changed);
+  // *status_only (when given) is set true when e replaced an object of the
+  // same job that differs from it in its status summary alone.
+  void Put(const std::string& key, Entry e, std::set<std::string>* changed, bool* status_only = nullptr);
 
   void Erase(const std::string& key, std::set<std::string>* changed);
 

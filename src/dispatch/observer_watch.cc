@@ -323,7 +323,8 @@ void ClusterObserver::Impl::ApplyEvent(Cluster* c, std::size_t r, const kube::Wa
     std::lock_guard lock(mu);
     if (c->stopping()) return;  // retired: out of the index for good
     if (entry) {
-      c->caches[r].Put(KeyOf(e.object), std::move(*entry), &changed);
+      c->caches[r].Put(KeyOf(e.object), std::move(*entry), &changed,
+                       what.change == Change::kChanged ? &what.status_only : nullptr);
     } else {
       c->caches[r].Erase(KeyOf(e.object), &changed);
     }

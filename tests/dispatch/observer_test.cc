@@ -318,6 +318,18 @@ class ChangeLog {
       appeared_.push_back(what.cluster + " " + what.kind + " " + std::to_string(what.epoch) +
                           (what.as_created ? " as created" : " changed"));
     }
+    if (what.change == ClusterObserver::Change::kChanged) {
+      changed_.push_back(what.job_uid + " " + what.kind + (what.status_only ? " status only" : " for decisions"));
+    }
+  }
+  // "<uid> <kind> status only|for decisions", each change in turn.
+  std::vector<std::string> Changed(const std::string& uid) const {
+    std::lock_guard lock(mu_);
+    std::vector<std::string> out;
+    for (const std::string& c : changed_) {
+      if (c.rfind(uid + " ", 0) == 0) out.push_back(c);
+    }
+    return out;
   }
   std::vector<std::string> Appeared(const std::string& prefix) const {
     std::lock_guard lock(mu_);
@@ -346,6 +358,7 @@ class ChangeLog {
   std::set<std::string> uids_;
   std::set<std::string> gone_;
   std::vector<std::string> appeared_;  // "cluster kind epoch as created|changed"
+  std::vector<std::string> changed_;   // see Changed
 };
 
 template <class Fn>
@@ -453,6 +466,32 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(kc1->Delete(kJobsPath + "/j1")->ok());
     CHECK(WaitFor([&] { return observer.ForJob("uid-1").clusters.empty(); }));
     CHECK(observer.AllJobUids().empty());
+  }
+
+  SECTION("a running job whose pod counts alone change is told so; a change of state is not status only") {
+    REQUIRE(kc1->Create(kWorkloadsPath, Workload("w5", "uid-5"))->status == 201);
+    REQUIRE(kc1->Create(kJobsPath, Job("j5", "uid-5", "w5"))->status == 201);
+    REQUIRE(WaitFor([&] {
+      auto o = in("c1", "uid-5");
+      return o.jobs.size() == 1 && o.jobs[0].state == dispatch::RemoteJobState::kRunning;
+    }));
+    // It started: a change for decisions (the sim's unsuspend).
+    CHECK(changes.Changed("uid-5 Job") == std::vector<std::string>{"uid-5 Job for decisions"});
+    auto counts = kc1->MergePatch(kJobsPath + "/j5/status", {{"status", {{"active", 7}}}});
+    REQUIRE(counts.ok());
+    REQUIRE(counts->ok());
+    REQUIRE(WaitFor([&] { return changes.Changed("uid-5 Job").size() == 2; }));
+    CHECK(changes.Changed("uid-5 Job").back() == "uid-5 Job status only");
+    CHECK(in("c1", "uid-5").jobs[0].summary.find("active 7") != std::string::npos);
+    // Its end is a change of state, whatever the counts.
+    json complete = {{"type", "Complete"}, {"status", "True"}, {"reason", "Done"}};
+    auto done = kc1->MergePatch(kJobsPath + "/j5/status",
+                                {{"status", {{"active", 0}, {"succeeded", 1}, {"conditions", {complete}}}}});
+    REQUIRE(done.ok());
+    REQUIRE(done->ok());
+    REQUIRE(WaitFor([&] { return changes.Changed("uid-5 Job").size() == 3; }));
+    CHECK(changes.Changed("uid-5 Job").back() == "uid-5 Job for decisions");
+    CHECK(in("c1", "uid-5").jobs[0].state == dispatch::RemoteJobState::kSucceeded);
   }
 
   SECTION("a cluster whose watches break is behind, still synced, until a relist shows what came meanwhile") {

@@ -89,3 +89,41 @@ TEST_CASE("30 jobs of mixed shapes all succeed, each once, on a cluster that fit
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+// A running job's pod counts are shown, not acted on: a change to them alone
+// is recorded a moment later (EngineOptions::status_delay_ms), so that a
+// large gang's many status updates cost a pass or so a second, not one each.
+TEST_CASE("a running job's pod counts show in its status a moment after they change", "[e2e][dispatch][status]") {
+  DispatchFleet fleet;
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("counted", "team-a", 2, 0, "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "counted", {"Running"}));
+  auto remote_status = [&] { return fleet.Job("team-a", "counted")["status"].value("remote", ""); };
+  REQUIRE(PollFor([&] { return remote_status().find("active 2") != std::string::npos; }, std::chrono::seconds(20)));
+  INFO(remote_status());
+
+  // Pods end one by one (their counts, as the worker's job controller
+  // writes them). Each change is recorded by a pass within a moment: its own
+  // (status_delay_ms), or one already due after the lease (this test does
+  // not tell which; the observer's test pins that such a change is told as
+  // status only).
+  const std::string cluster = fleet.Job("team-a", "counted")["status"].value("cluster", "");
+  auto client = fleet.RemoteClient(cluster);
+  REQUIRE(client);
+  const std::string path =
+      RemoteJobPath("team-a", RemoteName("counted", fleet.Uid("team-a", "counted"))) + "/status";
+  for (int failed = 1; failed <= 2; ++failed) {
+    auto patched = client->MergePatch(path, {{"status", {{"active", 2 - failed}, {"failed", failed}}}});
+    REQUIRE(patched.ok());
+    REQUIRE(patched->ok());
+    const std::string want = fmt::format("active {}, succeeded 0, failed {}", 2 - failed, failed);
+    INFO(want);
+    CHECK(PollFor([&] { return remote_status().find(want) != std::string::npos; }, std::chrono::seconds(20)));
+  }
+  CHECK(fleet.Phase("team-a", "counted") == "Running");
+}
+
+}  // namespace gantry::testing

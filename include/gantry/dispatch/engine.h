@@ -70,6 +70,9 @@ struct EngineOptions {
   size_t fresh_jobs_entries = 4096;  // new jobs held for their first pass (fresh_jobs.h)
   size_t known_jobs_entries = 8192;  // jobs in flight as the engine last wrote them (known_jobs.h)
   int64_t bookkeeping_delay_ms = 200;  // see Engine::Observed
+  // How late a running job's new pod counts may show in `gantry status`
+  // (Engine::Observed): its pass waits this long for other changes.
+  int64_t status_delay_ms = 1'000;
   int64_t expectation_ttl_ms = 10'000;  // how long a call waits for its watch event (expectations.h)
   // The backstop's budget (BackstopMs): past decide.resync_ms x this many
   // jobs on it, each is looked at less often than every resync_ms.

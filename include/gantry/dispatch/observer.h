@@ -183,6 +183,9 @@ class ClusterObserver {
     // tells nothing a create's answer did not.
     int64_t epoch = 0;
     bool as_created = false;
+    // kChanged only: the real job's status summary alone changed (its pod
+    // counts, which `gantry status` shows and nothing is decided on).
+    bool status_only = false;
   };
   using OnChange = std::function<void(const Observed& what)>;
 

@@ -18,7 +18,7 @@ using std::chrono::seconds;
 
 }  // namespace
 
-TEST_CASE("a distant cluster gets more connections than the least, and a burst of jobs all runs once",
+TEST_CASE("a distant cluster gets more connections than the least, a burst of jobs all runs once, and a reload keeps the limits",
           "[e2e][dispatch][distance]") {
   DispatchFleetOptions o;
   o.sim_config_yaml = R"(clusters:

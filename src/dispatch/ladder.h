@@ -298,9 +298,16 @@ class Ladder {
   }
 
   // How long this job keeps its objects after it finished: its own
-  // finishedRetentionSeconds, else the daemon's finished_retention_ms.
+  // finishedRetentionSeconds, else its template's ttlSecondsAfterFinished
+  // (which the worker never sees: TemplateTtlSeconds), within the same
+  // bound, else the daemon's finished_retention_ms.
   int64_t RetentionMs() const {
     if (in_.spec && in_.spec->finished_retention_seconds) return int64_t{*in_.spec->finished_retention_seconds} * 1000;
+    if (in_.spec) {
+      if (std::optional<int64_t> ttl = TemplateTtlSeconds(in_.spec->template_object)) {
+        return std::min<int64_t>(*ttl, kMaxFinishedRetentionSeconds) * 1000;
+      }
+    }
     return opt_.finished_retention_ms;
   }
   // The owner's objects a job that finished there keeps for

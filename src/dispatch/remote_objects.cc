@@ -59,6 +59,15 @@ bool HasAdapter(const std::string& api_version, const std::string& kind) {
   return Classify(api_version, kind) != TemplateKind::kOther;
 }
 
+std::optional<int64_t> TemplateTtlSeconds(const json& template_object) {
+  if (Classify(template_object) == TemplateKind::kOther) return std::nullopt;
+  auto spec = template_object.find("spec");
+  if (spec == template_object.end() || !spec->is_object()) return std::nullopt;
+  auto ttl = spec->find("ttlSecondsAfterFinished");
+  if (ttl == spec->end() || !ttl->is_number_integer() || ttl->get<int64_t>() < 0) return std::nullopt;
+  return ttl->get<int64_t>();
+}
+
 bool HasAdapter(const json& template_object) { return Classify(template_object) != TemplateKind::kOther; }
 
 namespace {
@@ -142,6 +151,7 @@ void ClearCopiedJobFields(json& job, TemplateKind kind) {
   json* spec = Find(job, {"spec"});
   if (spec == nullptr || kind == TemplateKind::kOther) return;
   spec->erase("managedBy");
+  spec->erase("ttlSecondsAfterFinished");  // kept by the engine instead (TemplateTtlSeconds)
   if (kind != TemplateKind::kJob) return;
   auto manual = spec->find("manualSelector");
   if (manual != spec->end() && manual->is_boolean() && manual->get<bool>()) return;

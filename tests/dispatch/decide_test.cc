@@ -1051,6 +1051,18 @@ TEST_CASE("a job's own finishedRetentionSeconds takes the place of the daemon's,
   Plan kept = Decide(daemon.Input());
   CHECK(Count(kept, Verb::kDelete, "Workload", "c1") == 0);
   CHECK(retained_event(kept).find("for 3600 s") != std::string::npos);
+
+  // Unset, and the template asks the worker to delete the Job 45 s after it
+  // finished (ttlSecondsAfterFinished, never sent): the engine keeps its
+  // objects those 45 s itself. Its own retention, where set, still wins.
+  World ttl = finishing(0, std::nullopt);
+  ttl.spec.template_object["spec"]["ttlSecondsAfterFinished"] = 45;
+  Plan by_ttl = Decide(ttl.Input());
+  CHECK(Count(by_ttl, Verb::kDelete, "Job", "c1") == 0);
+  CHECK(retained_event(by_ttl).find("for 45 s") != std::string::npos);
+  World own = finishing(0, 0);
+  own.spec.template_object["spec"]["ttlSecondsAfterFinished"] = 45;
+  CHECK(Count(Decide(own.Input()), Verb::kDelete, "Job", "c1") == 1);
 }
 
 TEST_CASE("which writes may be lost: only those a later pass makes again and no action depends on",

@@ -458,6 +458,34 @@ TEST_CASE("BuildRemoteJob drops what the API server set on a template read back 
   CHECK(RemoteJob(spec)["spec"].contains("selector"));
 }
 
+// The worker's TTL controller would delete a finished job and, with it, the
+// Workload Kueue made it own, before gantry may have seen it finish: a job
+// whose objects vanished is dispatched again. The engine keeps them that
+// long instead (its retention), and the field never reaches a worker.
+TEST_CASE("BuildRemoteJob never sends ttlSecondsAfterFinished, which the engine keeps as the retention instead") {
+  JobSpec job_spec = MustParse(kJobDoc);
+  CHECK_FALSE(TemplateTtlSeconds(job_spec.template_object));
+  job_spec.template_object["spec"]["ttlSecondsAfterFinished"] = 600;
+  CHECK(TemplateTtlSeconds(job_spec.template_object) == 600);
+  CHECK_FALSE(RemoteJob(job_spec)["spec"].contains("ttlSecondsAfterFinished"));
+  job_spec.template_object["spec"]["ttlSecondsAfterFinished"] = 0;
+  CHECK(TemplateTtlSeconds(job_spec.template_object) == 0);
+  job_spec.template_object["spec"]["ttlSecondsAfterFinished"] = "600";  // not a number: no retention from it
+  CHECK_FALSE(TemplateTtlSeconds(job_spec.template_object));
+  CHECK_FALSE(RemoteJob(job_spec)["spec"].contains("ttlSecondsAfterFinished"));
+
+  JobSpec jobset = MustParse(kJobSetDoc);
+  jobset.template_object["spec"]["ttlSecondsAfterFinished"] = 30;
+  CHECK(TemplateTtlSeconds(jobset.template_object) == 30);
+  CHECK_FALSE(RemoteJob(jobset)["spec"].contains("ttlSecondsAfterFinished"));
+
+  // Another kind's field of that name means what that kind says: left as it is.
+  JobSpec torch = MustParse(kTorchDoc);
+  torch.template_object["spec"]["ttlSecondsAfterFinished"] = 30;
+  CHECK_FALSE(TemplateTtlSeconds(torch.template_object));
+  CHECK(RemoteJob(torch)["spec"]["ttlSecondsAfterFinished"] == 30);
+}
+
 // ---------------------------------------------------------------------------
 // Validation against the Workload CRD's openAPIV3Schema (crd_schema.h).
 

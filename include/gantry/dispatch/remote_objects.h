@@ -56,6 +56,16 @@ std::string AllWorkloadsPath(inventory::KueueApiVersion version);
 bool HasAdapter(const nlohmann::json& template_object);
 bool HasAdapter(const std::string& api_version, const std::string& kind);
 
+// A Job's or JobSet's own spec.ttlSecondsAfterFinished (a whole number of
+// seconds, 0 or more), else nullopt. gantry never sends it to a worker:
+// there the job, and with it the Workload Kueue made it own, would be
+// deleted as soon as that long after it finished, before gantry may have seen
+// it finish (a restart, a partition, a busy watch), and a job whose objects
+// vanished is taken to have lost its Workload and is dispatched again. The
+// engine keeps the finished job's objects that long instead, as its
+// finishedRetentionSeconds would (the job's own retention, where set, wins).
+std::optional<int64_t> TemplateTtlSeconds(const nlohmann::json& template_object);
+
 // The REST collection path of a kind in ns, or in all namespaces when ns is
 // "": /apis/<group>/<version>[/namespaces/<ns>]/<resource> (core "v1" ->
 // /api/v1), the resource guessed from the kind as Kubernetes does

@@ -188,12 +188,24 @@ Plan Ladder::Owned() const {
         return plan;
       }
     }
+    if (w && w->finished && j && j->state == RemoteJobState::kSuspended) {
+      // Kueue finished the Workload before the job started, and will never
+      // start it: the job does not match its Workload (OutOfSync), or its
+      // start failed for good (FailedToStart). Not dispatched again: the
+      // next run would most likely meet the same.
+      return Finish("finish", JobPhase::kFailed, "NotStarted",
+                    fmt::format("{}'s Kueue finished the job's Workload before the job started ({}: {})", owner,
+                                w->reason, w->message));
+    }
     if (w && (w->evicted || !w->active)) {  // Kueue evicts a deactivated copy in a write of its own
       reason = "Evicted";
       message = fmt::format("{} evicted the job's Workload ({}: {})", owner, w->reason, w->message);
-    } else if (!w && !j) {
+    } else if (!w && (!j || j->state == RemoteJobState::kSuspended)) {
+      // Gone with its job, or without it: Kueue holds a job whose prebuilt
+      // Workload is gone suspended (stopping it if it ran) for good.
       reason = "WorkloadGone";
-      message = fmt::format("the admitted Workload vanished from {}", owner);
+      message = j ? fmt::format("the admitted Workload vanished from {}, where its job waits suspended", owner)
+                  : fmt::format("the admitted Workload vanished from {}", owner);
     }
     if (!reason.empty()) {
       if (!at_most_once) return Requeue("evicted", reason, message);
@@ -213,7 +225,9 @@ Plan Ladder::Owned() const {
     return p;
   }
   if (WorkloadTells(j, w)) {
-    bool ok = w->reason != "Failed";
+    // Succeeded or Failed as its job ended; any other reason (OutOfSync,
+    // FailedToStart, OwnerNotFound) is not a success.
+    bool ok = w->reason == "Succeeded";
     return Finish("finish", ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed",
                   fmt::format("finished in {}: {} {}", owner, w->reason, w->message));
   }

@@ -999,6 +999,16 @@ TEST_CASE("step 12 for a generic kind: the owner's finished Workload ends the jo
   Plan run = Decide(batch.Input());
   CHECK(run.step == "run");
   CHECK((!run.write || !run.write->phase));
+  // For a generic kind only Succeeded is a success: OutOfSync, FailedToStart
+  // or OwnerNotFound end it as failed, not succeeded.
+  for (const char* reason : {"OutOfSync", "FailedToStart", "OwnerNotFound"}) {
+    INFO(reason);
+    World other = running_with_finished_workload("ray.io/v1", "RayJob", reason);
+    Plan p = Decide(other.Input());
+    REQUIRE(p.write);
+    REQUIRE(p.write->phase);
+    CHECK(*p.write->phase == JobPhase::kFailed);
+  }
 }
 
 TEST_CASE("a job's own finishedRetentionSeconds takes the place of the daemon's, in both directions",
@@ -1063,6 +1073,54 @@ TEST_CASE("a job's own finishedRetentionSeconds takes the place of the daemon's,
   World own = finishing(0, 0);
   own.spec.template_object["spec"]["ttlSecondsAfterFinished"] = 45;
   CHECK(Count(Decide(own.Input()), Verb::kDelete, "Job", "c1") == 1);
+}
+
+TEST_CASE("a job whose owner's Kueue will never start it fails or moves instead of waiting Admitted forever",
+          "[dispatch][decide]") {
+  auto leased = [](JobPhase phase) {
+    World w;
+    w.OwnedBy(phase, "c1", 1);
+    ObservedWorkload& wl = w.Workload("c1", 1);
+    wl.admitted = true;
+    w.RemoteJob("c1", 1, RemoteJobState::kSuspended);
+    return w;
+  };
+  SECTION("Kueue finished the Workload before the job started (OutOfSync): failed, saying so, not dispatched again") {
+    World w = leased(JobPhase::kAdmitted);
+    w.in.observed["c1"].workloads[0].finished = true;
+    w.in.observed["c1"].workloads[0].reason = "OutOfSync";
+    w.in.observed["c1"].workloads[0].message = "The prebuilt workload is out of sync with its user job";
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    REQUIRE(p.write->phase);
+    CHECK(*p.write->phase == JobPhase::kFailed);
+    CHECK(p.write->message->find("before the job started (OutOfSync") != std::string::npos);
+    CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);  // nothing kept of a run that never was
+    CHECK(Count(p, Verb::kCreate, "Workload") == 0);
+  }
+  SECTION("its Workload is gone and the job waits suspended: moved like a Workload gone with its job") {
+    World w = leased(JobPhase::kRunning);
+    w.in.observed["c1"].workloads.clear();
+    w.spec.on_cluster_loss = OnClusterLoss::kRequeue;
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    REQUIRE(p.write->phase);
+    CHECK(*p.write->phase == JobPhase::kQueued);  // dispatched again, at epoch 2
+    CHECK(p.write->events.back().reason == "WorkloadGone");
+    CHECK(p.write->message->find("where its job waits suspended") != std::string::npos);
+    // At most once: failed instead.
+    w.spec.on_cluster_loss = OnClusterLoss::kFail;
+    Plan f = Decide(w.Input());
+    REQUIRE(f.write);
+    REQUIRE(f.write->phase);
+    CHECK(*f.write->phase == JobPhase::kFailed);
+  }
+  SECTION("a job just created, its Workload admitted: waits to be started, as before") {
+    World w = leased(JobPhase::kAdmitted);
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "run");
+    CHECK((!p.write || !p.write->phase));
+  }
 }
 
 TEST_CASE("which writes may be lost: only those a later pass makes again and no action depends on",

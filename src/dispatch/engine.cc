@@ -188,7 +188,8 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
 void Engine::InventoryChanged() {
   SetObservedClusters();
   if (int dropped = pools_->Retain(); dropped > 0) {
-    spdlog::info("dispatch: inventory reloaded: {} cluster(s) changed connection or left; their connections are closed",
+    spdlog::info("dispatch: inventory reloaded: {} cluster(s) changed connection or left; their pooled connections "
+                 "close as their requests in flight end",
                  dropped);
   }
   {

@@ -55,17 +55,19 @@ TEST_CASE("a distant cluster gets more connections than the least, a burst of jo
   CHECK(check.code == 0);
 
   // An inventory reload that changes no cluster's connection keeps what
-  // each pool learned (and its open connections): the limits read the same
-  // right after it, not the least, nor absent until the next request.
+  // each pool learned (and its open connections): right after it, each
+  // limit is still there (a dropped pool has no series until its next
+  // request) and above the least where it was (a new one starts there).
+  // Not read for equality: the last cleanup deletes may still move a limit.
   std::map<std::string, double> before = fleet.ClusterGauge("gantry_cluster_connections_limit");
   REQUIRE(fleet.ReloadClusters() == 200);
   std::map<std::string, double> after = fleet.ClusterGauge("gantry_cluster_connections_limit");
   for (const auto& [cluster, limit] : before) {
     INFO(cluster << ": " << limit << " before the reload");
     REQUIRE(after.count(cluster));
-    CHECK(after[cluster] == limit);
+    if (limit > 20) CHECK(after[cluster] > 16);
   }
-  CHECK(std::any_of(before.begin(), before.end(), [](const auto& c) { return c.second > 16; }));
+  CHECK(std::any_of(before.begin(), before.end(), [](const auto& c) { return c.second > 20; }));
 }
 
 }  // namespace gantry::testing

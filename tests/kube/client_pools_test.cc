@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "gantry/inventory/token_source.h"
 #include "gantry/kube/client_pools.h"
 #include "unreachable.h"
 
@@ -71,6 +72,22 @@ TEST_CASE("ClientPools keeps a cluster's pool across a reload while its connecti
     held.reset();
     CHECK(b->in_use() == 0);
     CHECK(b2->in_use() == 0);
+  }
+
+  SECTION("a changed identity drops the pool; the same token from a source read again keeps it") {
+    inventory["a"].token_source = inventory::TokenSource::Static("token-1");
+    inventory["b"].token_source = inventory::TokenSource::Static("token-1");
+    CHECK(pools.Retain() == 2);  // no token before, one now
+    std::shared_ptr<kube::ClientPool> a2 = pools.For("a");
+    std::shared_ptr<kube::ClientPool> b2 = pools.For("b");
+    inventory["a"].token_source = inventory::TokenSource::Static("token-2");  // another identity
+    inventory["b"].token_source = inventory::TokenSource::Static("token-1");  // read again, the same
+    CHECK(pools.Retain() == 1);
+    CHECK(pools.For("a") != a2);
+    CHECK(pools.For("b") == b2);
+    inventory["b"].client_cert_pem = "a client certificate";
+    CHECK(pools.Retain() == 1);
+    CHECK(pools.For("b") != b2);
   }
 
   SECTION("a changed trust drops the pool as a changed server does") {

@@ -24,7 +24,9 @@ namespace {
 using std::chrono::milliseconds;
 using Outcome = kube::KubeClient::Exchange::Outcome;
 
-constexpr milliseconds kLate{50};
+// Long enough that the client reads before the answer comes, even on a busy
+// machine (a read that finds the answer there already is not told).
+constexpr milliseconds kLate{200};
 
 // An HTTPS server whose answers are chosen by path: /late answers kLate
 // after the request came (from a thread of its own, so that the client's

@@ -5,8 +5,9 @@
 // slow cluster from tying up every thread that talks to clusters.
 //
 // A pool lives in a shared_ptr (Create), and each Lease holds one: the
-// engine drops its pools when the inventory is reloaded while passes still
-// hold leases, and a lease must not return its client to a destroyed pool.
+// engine drops a cluster's pool when a reload changes its connection
+// (ClientPools::Retain) while passes may still hold leases, and a lease must
+// not return its client to a destroyed pool.
 //
 // Thread-safety: Acquire from any thread; a Lease is used by one thread and
 // returns its client to the pool when destroyed.

@@ -15,14 +15,17 @@ namespace gantry::dispatch {
 namespace ladder {
 
 // Step 1: an object of an older epoch, a job while nobody holds the lease,
-// or a job outside the owner is deleted on sight. Never the owner's current one.
+// or, once one holds it, anything outside the owner is deleted on sight.
+// Never the owner's current one. (A loser's copy whose create landed after
+// its withdrawal was confirmed has no row left: it would hold quota there
+// until the job ends.)
 bool Ladder::Fence(Plan& plan) const {
   const bool has_owner = !job_.cluster.empty() &&
                          (job_.phase == JobPhase::kAdmitted || job_.phase == JobPhase::kRunning);
   for (const auto& [cluster, o] : in_.observed) {
     if (!Reachable(cluster)) continue;
     for (const ObservedWorkload& w : o.workloads) {
-      if (w.epoch < job_.epoch || job_.phase == JobPhase::kQueued) {
+      if (w.epoch < job_.epoch || job_.phase == JobPhase::kQueued || (has_owner && cluster != job_.cluster)) {
         plan.actions.push_back(DeleteWorkload(cluster, w));
       }
     }

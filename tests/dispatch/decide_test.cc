@@ -355,7 +355,7 @@ TEST_CASE("steps 9 and 13: an object created but not yet seen is not created aga
   CHECK(Count(Decide(o.Input()), Verb::kCreate, "Job", "c1") == 1);
 }
 
-TEST_CASE("step 1: fencing deletes older epochs and jobs outside the owner", "[dispatch][decide]") {
+TEST_CASE("step 1: fencing deletes older epochs, and jobs and copies outside the owner", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kRunning;
   w.job.epoch = 3;
@@ -374,6 +374,13 @@ TEST_CASE("step 1: fencing deletes older epochs and jobs outside the owner", "[d
   CHECK(Count(p, Verb::kDelete, "Job", "c2") == 0);
   CHECK(Count(p, Verb::kDelete, "Workload", "c2") == 0);
   CHECK(p.actions.front().verb == Verb::kDelete);
+
+  // A loser's copy at the current epoch with no row: its create landed after
+  // its withdrawal was confirmed. It would hold quota in c3 while the job runs.
+  w.Workload("c3", 3).admitted = true;
+  Plan stray = Decide(w.Input());
+  CHECK(Count(stray, Verb::kDelete, "Workload", "c3") == 1);
+  CHECK(Count(stray, Verb::kDelete, "Workload", "c2") == 0);
 }
 
 TEST_CASE("step 10: an unreachable owner is waited for, then onClusterLoss applies", "[dispatch][decide]") {

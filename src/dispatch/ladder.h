@@ -302,11 +302,10 @@ class Ladder {
   // (which the worker never sees: TemplateTtlSeconds), within the same
   // bound, else the daemon's finished_retention_ms.
   int64_t RetentionMs() const {
-    if (in_.spec && in_.spec->finished_retention_seconds) return int64_t{*in_.spec->finished_retention_seconds} * 1000;
-    if (in_.spec) {
-      if (std::optional<int64_t> ttl = TemplateTtlSeconds(in_.spec->template_object)) {
-        return std::min<int64_t>(*ttl, kMaxFinishedRetentionSeconds) * 1000;
-      }
+    if (!in_.spec) return opt_.finished_retention_ms;
+    if (in_.spec->finished_retention_seconds) return int64_t{*in_.spec->finished_retention_seconds} * 1000;
+    if (std::optional<int64_t> ttl = TemplateTtlSeconds(in_.spec->template_object)) {
+      return std::min<int64_t>(*ttl, kMaxFinishedRetentionSeconds) * 1000;
     }
     return opt_.finished_retention_ms;
   }

@@ -4,6 +4,15 @@
 
 namespace gantry::dispatch::observer_internal {
 
+namespace {
+
+// The same real job (object and epoch) in the same state.
+bool SameRunState(const ObservedJob& a, const ObservedJob& b) {
+  return a.k8s_uid == b.k8s_uid && a.epoch == b.epoch && a.state == b.state;
+}
+
+}  // namespace
+
 bool SameForDecisions(const Entry& a, const Entry& b) {
   if (a.job_uid != b.job_uid || a.object.index() != b.object.index()) return false;
   if (const auto* wa = std::get_if<ObservedWorkload>(&a.object)) {
@@ -15,14 +24,13 @@ bool SameForDecisions(const Entry& a, const Entry& b) {
   }
   const auto& ja = std::get<ObservedJob>(a.object);
   const auto& jb = std::get<ObservedJob>(b.object);
-  return ja.k8s_uid == jb.k8s_uid && ja.epoch == jb.epoch && ja.state == jb.state && ja.summary == jb.summary;
+  return SameRunState(ja, jb) && ja.summary == jb.summary;
 }
 
 bool OnlyStatusDiffers(const Entry& a, const Entry& b) {
   const auto* ja = std::get_if<ObservedJob>(&a.object);
   const auto* jb = std::get_if<ObservedJob>(&b.object);
-  return ja && jb && a.job_uid == b.job_uid && ja->k8s_uid == jb->k8s_uid && ja->epoch == jb->epoch &&
-         ja->state == jb->state && ja->summary != jb->summary;
+  return ja && jb && a.job_uid == b.job_uid && SameRunState(*ja, *jb) && ja->summary != jb->summary;
 }
 
 void JobIndex::Add(const std::string& job_uid, const ResourceCache* cache) {

@@ -59,6 +59,8 @@ bool HasAdapter(const std::string& api_version, const std::string& kind) {
   return Classify(api_version, kind) != TemplateKind::kOther;
 }
 
+bool HasAdapter(const json& template_object) { return Classify(template_object) != TemplateKind::kOther; }
+
 std::optional<int64_t> TemplateTtlSeconds(const json& template_object) {
   if (Classify(template_object) == TemplateKind::kOther) return std::nullopt;
   auto spec = template_object.find("spec");
@@ -67,8 +69,6 @@ std::optional<int64_t> TemplateTtlSeconds(const json& template_object) {
   if (ttl == spec->end() || !ttl->is_number_integer() || ttl->get<int64_t>() < 0) return std::nullopt;
   return ttl->get<int64_t>();
 }
-
-bool HasAdapter(const json& template_object) { return Classify(template_object) != TemplateKind::kOther; }
 
 namespace {
 

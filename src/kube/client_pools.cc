@@ -26,8 +26,8 @@ int ClientPools::Limit(const std::string& cluster) const {
 }
 
 int ClientPools::Retain() {
-  // Credentials are read outside the lock: a lookup may take the fleet's
-  // lock, and passes take this one.
+  // Every cluster's credentials are read outside the lock, so that passes
+  // asking for a pool meanwhile are not held up by the whole reload.
   std::map<std::string, std::shared_ptr<ClientPool>> pools;
   {
     std::lock_guard lock(mu_);

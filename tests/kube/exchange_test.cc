@@ -2,7 +2,8 @@
 // (concurrency_limit.h): a round trip only when the answer was waited for on
 // a connection already open; an overload from a 429, a 503 or no answer;
 // nothing from a request that opened its connection, including the first
-// after an answer that closed the last one (Connection: close).
+// after an answer that closed the last one (Connection: close), nor from an
+// answer that was already there when Finish read.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -142,6 +143,26 @@ TEST_CASE("a request tells its pool a round trip only when it waited for the ans
     CHECK(Exchange(*client, "/503").outcome == Outcome::kOverloaded);
     CHECK(Exchange(*client, "/late").outcome == Outcome::kAnswered);
   }
+}
+
+TEST_CASE("an answer already there when the request's Finish reads it is not told as a round trip",
+          "[kube][exchange]") {
+  Cluster cluster;
+  std::unique_ptr<kube::KubeClient> client = cluster.Client();
+  (void)Exchange(*client, "/fine");  // opens the connection
+  client->StartDelete("/fine", {}, kube::KubeClient::Body::kOnlyOnError);  // answered at once
+  // Meanwhile a round trip on a connection of its own. The server's one
+  // thread wrote the first answer when the request came, and this one's
+  // kLate after: once it is read, the first answer waits in the socket.
+  std::unique_ptr<kube::KubeClient> other = cluster.Client();
+  (void)Exchange(*other, "/fine");
+  REQUIRE(Exchange(*other, "/late").outcome == Outcome::kAnswered);
+  auto reply = client->Finish();
+  REQUIRE(reply.ok());
+  CHECK(reply->status == 200);
+  CHECK(client->TakeExchange().outcome == Outcome::kNone);
+  // The same request, waited for, is told: only the timing differs.
+  CHECK(Exchange(*client, "/late").outcome == Outcome::kAnswered);
 }
 
 TEST_CASE("a request to a cluster that does not answer is an overload", "[kube][exchange]") {

@@ -1286,4 +1286,29 @@ TEST_CASE("only copies waiting for admission and a running job wait on the backs
   }
 }
 
+// An Unschedulable job holds no lease: its passes only withdraw what is left
+// of its copies (an old epoch's, or one seen again when a cluster returns),
+// whatever its onClusterLoss. Before, it fell through to the lease holder's
+// steps with no owner, which read as "owner removed from the inventory":
+// Failed (Fail), requeued with a ClusterLost event (Requeue), or polled for
+// ever with its copy left holding quota (Wait).
+TEST_CASE("an Unschedulable job only withdraws its copies, whatever its onClusterLoss", "[dispatch][decide]") {
+  for (const char* policy : {"Fail", "Wait", "Requeue"}) {
+    CAPTURE(policy);
+    World w;
+    w.spec = Spec(policy);
+    w.job.phase = JobPhase::kUnschedulable;
+    w.job.epoch = 1;
+    w.Workload("c1", 1);
+    Plan p = Decide(w.Input());
+    CHECK(p.step != "owner-lost");
+    CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
+    CHECK(Count(p, Verb::kCreate, "Workload") == 0);
+    if (p.write) {
+      CHECK_FALSE(p.write->phase);
+      CHECK(p.write->events.empty());
+    }
+  }
+}
+
 }  // namespace gantry::dispatch

@@ -13,6 +13,8 @@
 #include <charconv>
 #include <cmath>
 #include <optional>
+#include <string_view>
+#include <utility>
 
 #include "gantry/job/job_document.h"
 
@@ -23,8 +25,57 @@ using nlohmann::json;
 
 // Nesting deeper than any Kubernetes object; also stops alias cycles.
 constexpr int kMaxDepth = 128;
-// Aliases can expand a small text exponentially ("billion laughs").
+// Aliases can expand a small text exponentially ("billion laughs"): in
+// nodes, and in bytes (one large scalar named by many aliases).
 constexpr std::size_t kMaxNodes = 1'000'000;
+constexpr std::size_t kMaxBytes = 16 << 20;
+
+// The offset of the first byte that is not part of well-formed UTF-8 (RFC
+// 3629: no overlong forms, no surrogates, nothing above U+10FFFF), or npos.
+// yaml-cpp passes such bytes through; JSON text must not hold them.
+std::size_t FirstInvalidUtf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the second byte's range
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;
+    } else {
+      return i;
+    }
+    if (i + len > s.size()) return i;
+    const auto second = static_cast<unsigned char>(s[i + 1]);
+    if (second < lo || second > hi) return i;
+    for (std::size_t k = 2; k < len; ++k) {
+      const auto b = static_cast<unsigned char>(s[i + k]);
+      if (b < 0x80 || b > 0xBF) return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+// Line and column (from 1, in bytes) of an offset, as YAML errors give them.
+std::pair<std::size_t, std::size_t> LineColumn(std::string_view s, std::size_t offset) {
+  std::size_t line = 1, start = 0;
+  for (std::size_t i = 0; i < offset; ++i) {
+    if (s[i] == '\n') ++line, start = i + 1;
+  }
+  return {line, offset - start + 1};
+}
 
 DocumentError YamlError(const YAML::Mark& mark, std::string_view msg) {
   if (mark.is_null()) return {400, fmt::format("invalid YAML: {}", msg), {}};
@@ -125,6 +176,7 @@ class Converter {
       case YAML::NodeType::Undefined:
         return nullptr;
       case YAML::NodeType::Scalar:
+        if (!Spend(node, node.Scalar().size())) return nullptr;
         return Scalar(node);
       case YAML::NodeType::Sequence: {
         json out = json::array();
@@ -139,6 +191,15 @@ class Converter {
 
  private:
   std::size_t nodes_ = 0;
+  std::size_t bytes_ = 0;
+
+  // Counts the text a node adds to the converted document.
+  bool Spend(const YAML::Node& node, std::size_t bytes) {
+    bytes_ += bytes;
+    if (bytes_ <= kMaxBytes) return true;
+    Fail(node, fmt::format("document expands to more than {} MiB of text (alias expansion?)", kMaxBytes >> 20));
+    return false;
+  }
 
   json Fail(const YAML::Node& node, std::string_view msg) {
     if (!error) error = YamlError(node.Mark(), msg);
@@ -168,6 +229,7 @@ class Converter {
       } else {
         return Fail(key, "map keys must be scalars");
       }
+      if (!Spend(key, name.size())) return nullptr;
       if (out.contains(name)) return Fail(key, fmt::format("duplicate key \"{}\"", name));
       out[name] = Convert(pair.second, depth + 1);
       if (error) return nullptr;
@@ -179,6 +241,14 @@ class Converter {
 }  // namespace
 
 std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
+  if (const std::size_t bad = FirstInvalidUtf8(yaml); bad != std::string_view::npos) {
+    const auto [line, column] = LineColumn(yaml, bad);
+    return DocumentError{
+        400,
+        fmt::format("invalid YAML: line {}, column {}: byte 0x{:02X} is not valid UTF-8 (the text must be UTF-8)",
+                    line, column, static_cast<unsigned char>(yaml[bad])),
+        {}};
+  }
   std::vector<YAML::Node> docs;
   try {
     for (YAML::Node& doc : YAML::LoadAll(std::string(yaml))) {

@@ -105,5 +105,49 @@ TEST_CASE("YamlToJson stops alias expansion bombs", "[job][yaml]") {
   CHECK(std::get<DocumentError>(got).code == 400);
 }
 
+TEST_CASE("YamlToJson stops a large scalar named by many aliases", "[job][yaml]") {
+  // About 100 KB of text, 10^5 nodes after expansion (under the node limit),
+  // 10 GB of text after it.
+  std::string yaml = "s: &s \"" + std::string(100'000, 'x') + "\"\n";
+  yaml += "a: &a [*s, *s, *s, *s, *s, *s, *s, *s, *s, *s]\n";
+  for (const char* name : {"b", "c", "d", "e"}) {
+    const char prev = static_cast<char>(name[0] - 1);
+    yaml += std::string(name) + ": &" + name + " [";
+    for (int j = 0; j < 10; ++j) yaml += std::string(j ? ", *" : "*") + prev;
+    yaml += "]\n";
+  }
+  auto got = YamlToJson(yaml);
+  REQUIRE(std::holds_alternative<DocumentError>(got));
+  CHECK(std::get<DocumentError>(got).code == 400);
+  CHECK_THAT(std::get<DocumentError>(got).message, Catch::Contains("MiB of text"));
+}
+
+TEST_CASE("YamlToJson refuses text that is not UTF-8, with where it is", "[job][yaml]") {
+  struct Case {
+    std::string yaml;
+    const char* where;
+  };
+  const Case cases[] = {
+      {"a: 1\nargs: [\"caf\xE9\"]\n", "line 2, column 12: byte 0xE9"},  // Latin-1
+      {"k: \xC0\xAF\n", "line 1, column 4: byte 0xC0"},                    // overlong "/"
+      {"k: \xED\xA0\x80\n", "line 1, column 4: byte 0xED"},                // a surrogate
+      {"k: \xF4\x90\x80\x80\n", "line 1, column 4: byte 0xF4"},            // above U+10FFFF
+      {"k: ab\xE2\x82", "line 1, column 6: byte 0xE2"},                    // cut short at the end
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.where);
+    auto got = YamlToJson(c.yaml);
+    REQUIRE(std::holds_alternative<DocumentError>(got));
+    CHECK(std::get<DocumentError>(got).code == 400);
+    CHECK_THAT(std::get<DocumentError>(got).message, Catch::Contains(c.where));
+    // The message itself is valid UTF-8: it can be put in a JSON answer.
+    CHECK_NOTHROW(json(std::get<DocumentError>(got).message).dump());
+  }
+  // Well-formed text of 2, 3 and 4 bytes a character passes through.
+  auto ok = YamlToJson("k: \"caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x9A\x80\"\n");
+  REQUIRE(std::holds_alternative<json>(ok));
+  CHECK(std::get<json>(ok)["k"] == "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x9A\x80");
+}
+
 }  // namespace
 }  // namespace gantry

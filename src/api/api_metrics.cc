@@ -91,8 +91,25 @@ ApiMetrics::ApiMetrics() : impl_(std::make_unique<Impl>()) {
 }
 ApiMetrics::~ApiMetrics() = default;
 
-void ApiMetrics::ObserveRequest(const std::string& method, const std::string& route, int code,
+namespace {
+
+// A client chooses the method it sends, any token up to the header limit:
+// one label value per distinct method would grow the registry (and
+// /metrics) without bound.
+const std::string& MethodLabel(const std::string& method) {
+  static const std::string kKnown[] = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"};
+  static const std::string kOther = "other";
+  for (const std::string& m : kKnown) {
+    if (method == m) return m;
+  }
+  return kOther;
+}
+
+}  // namespace
+
+void ApiMetrics::ObserveRequest(const std::string& sent_method, const std::string& route, int code,
                                 double seconds) {
+  const std::string& method = MethodLabel(sent_method);
   prometheus::Counter* counter;
   prometheus::Histogram* hist;
   {

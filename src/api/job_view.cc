@@ -1,6 +1,7 @@
 #include "gantry/api/job_view.h"
 
 #include <algorithm>
+#include <charconv>
 #include <tuple>
 
 #include "gantry/common/clock.h"
@@ -155,10 +156,11 @@ std::string EncodeContinue(int64_t after_seq) { return "v1:" + std::to_string(af
 std::optional<int64_t> DecodeContinue(const std::string& token) {
   if (token.size() < 4 || token.rfind("v1:", 0) != 0 || token.size() > 23) return std::nullopt;
   int64_t value = 0;
-  for (std::size_t i = 3; i < token.size(); ++i) {
-    if (token[i] < '0' || token[i] > '9') return std::nullopt;
-    value = value * 10 + (token[i] - '0');
-  }
+  const char* first = token.data() + 3;
+  const char* last = token.data() + token.size();
+  if (*first < '0' || *first > '9') return std::nullopt;  // no sign, no space
+  auto [end, ec] = std::from_chars(first, last, value);
+  if (ec != std::errc() || end != last) return std::nullopt;  // not all digits, or beyond int64
   return value;
 }
 

@@ -23,6 +23,17 @@ std::string ReasonForCode(int code) {
   }
 }
 
+namespace {
+
+// Messages quote what the client sent (a path, a parameter, a parser's
+// view of the body), which need not be UTF-8: such bytes are written as
+// U+FFFD, where dump() would throw and the client get a 500.
+std::string Text(const nlohmann::json& body) {
+  return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
 http::Response K8sStatus(int code, std::string reason, std::string message,
                          const std::vector<Cause>& causes) {
   nlohmann::json body = {{"kind", "Status"},   {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
@@ -35,7 +46,7 @@ http::Response K8sStatus(int code, std::string reason, std::string message,
   }
   http::Response r;
   r.status = code;
-  r.body = body.dump();
+  r.body = Text(body);
   return r;
 }
 
@@ -63,7 +74,7 @@ http::Response K8sSuccess(int code, std::string message) {
                          {"status", "Success"}, {"message", message}, {"code", code}};
   http::Response r;
   r.status = code;
-  r.body = body.dump();
+  r.body = Text(body);
   return r;
 }
 

@@ -112,6 +112,16 @@ TEST_CASE("error codes are Kubernetes Status objects", "[api]") {
       {"bad purge", "DELETE", "/api/v1/namespaces/team-a/jobs/x?purge=maybe", "", "", 400, "BadRequest", "purge"},
       {"cancel unknown job", "DELETE", "/api/v1/namespaces/team-a/jobs/nope", "", "", 404, "NotFound", ""},
       {"events of unknown job", "GET", "/api/v1/namespaces/team-a/jobs/nope/events", "", "", 404, "NotFound", ""},
+      // Bytes that are not UTF-8 are quoted in the answer's message: never a 500.
+      {"JSON body not UTF-8", "POST", "/api/v1/namespaces/team-a/jobs", "{\"a\":\"\xFF\"}", "application/json", 400,
+       "BadRequest", ""},
+      {"YAML body not UTF-8", "POST", "/api/v1/namespaces/team-a/jobs",
+       "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: x}\nspec: {queue: \"caf\xE9\"}\n", "application/yaml",
+       400, "BadRequest", ""},
+      {"phase not UTF-8", "GET", "/api/v1/jobs?phase=%FF", "", "", 400, "BadRequest", "phase"},
+      {"route not UTF-8", "GET", "/api/v2/%FF", "", "", 404, "NotFound", ""},
+      {"continue beyond int64", "GET", "/api/v1/jobs?continue=v1:99999999999999999999", "", "", 400, "BadRequest",
+       "continue"},
   };
   for (const Row& row : rows) {
     INFO(row.what);

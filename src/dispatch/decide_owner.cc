@@ -206,6 +206,12 @@ Plan Ladder::Owned() const {
       reason = "WorkloadGone";
       message = j ? fmt::format("the admitted Workload vanished from {}, where its job waits suspended", owner)
                   : fmt::format("the admitted Workload vanished from {}", owner);
+    } else if (w && !j && at_most_once && job_.phase == JobPhase::kRunning) {
+      // Seen running, and now gone (deleted in the cluster, with its pods or
+      // orphaning them): creating it again would run an at-most-once job a
+      // second time. (A Requeue job's is created again below, as a rerun.)
+      reason = "JobGone";
+      message = fmt::format("the running job vanished from {}", owner);
     }
     if (!reason.empty()) {
       if (!at_most_once) return Requeue("evicted", reason, message);

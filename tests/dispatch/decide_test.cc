@@ -1311,4 +1311,31 @@ TEST_CASE("an Unschedulable job only withdraws its copies, whatever its onCluste
   }
 }
 
+// An at-most-once job seen running whose real job then vanished from its
+// owner (deleted there) is not created again: that would be a second run.
+// A Requeue job's is created again, at the same epoch.
+TEST_CASE("a running at-most-once job whose real job vanished fails, and a Requeue job gets it created again",
+          "[dispatch][decide]") {
+  for (const char* policy : {"Fail", "Wait", "Requeue"}) {
+    CAPTURE(policy);
+    World w;
+    w.spec = Spec(policy);
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    ObservedWorkload& wl = w.Workload("c1", 1);
+    wl.quota_reserved = true;
+    wl.admitted = true;
+    Plan p = Decide(w.Input());
+    if (std::string(policy) == "Requeue") {
+      CHECK(Count(p, Verb::kCreate, "Job", "c1") == 1);
+      CHECK((!p.write || !p.write->phase));
+    } else {
+      CHECK(Count(p, Verb::kCreate, "Job") == 0);
+      REQUIRE(p.write);
+      REQUIRE(p.write->phase);
+      CHECK(*p.write->phase == JobPhase::kFailed);
+      CHECK_THAT(*p.write->message, Catch::Contains("vanished from c1"));
+    }
+  }
+}
+
 }  // namespace gantry::dispatch

@@ -28,6 +28,23 @@ void ClusterHealth::OnProbeOk(int64_t now_ms) {
 }
 
 void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error) {
+  // After refusals, a failure of another kind starts clusterLostTimeout's
+  // clock afresh: measured from the start of the refusals, one timeout of
+  // an unreachable cluster that had refused gantry for longer than
+  // clusterLostTimeout would declare it lost at once (its jobs, most likely
+  // still running there, re-run elsewhere).
+  const bool after_refusal = credentials_refused;
+  Fail(now_ms, std::move(error));
+  if (after_refusal) first_lost_ms = now_ms;
+  credentials_refused = false;
+}
+
+void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error) {
+  Fail(now_ms, std::move(error));
+  credentials_refused = true;
+}
+
+void ClusterHealth::Fail(int64_t now_ms, std::string error) {
   if (state != HealthState::kNotReady) {
     state = HealthState::kNotReady;
     since_ms = now_ms;
@@ -35,12 +52,6 @@ void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error) {
   if (!first_lost_ms) first_lost_ms = now_ms;
   last_error = std::move(error);
   if (consecutive_failures < std::numeric_limits<int>::max()) ++consecutive_failures;
-  credentials_refused = false;
-}
-
-void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error) {
-  OnProbeFailed(now_ms, std::move(error));
-  credentials_refused = true;
 }
 
 int64_t LostTimeoutMs(bool credentials_refused, int64_t lost_timeout_ms, int64_t refused_timeout_ms) {

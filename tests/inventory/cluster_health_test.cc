@@ -96,12 +96,16 @@ TEST_CASE("A refusal is an outage with a timeout of its own, and its clock runs 
   CHECK(h.consecutive_failures == 2);  // still backs off
   CHECK(h.last_error == "/readyz answered 401");
 
-  // Alternating with plain failures: the clock runs on, and the timeout
-  // follows the latest failure.
+  // A plain failure after refusals: the timeout follows the latest failure,
+  // and its clock starts now (measured from the refusals' start, a cluster
+  // that refused for longer than the plain timeout would be lost at once).
   h.OnProbeFailed(kT0 + 9000, "connect: connection refused");
   CHECK_FALSE(h.credentials_refused);
-  CHECK(h.first_lost_ms == kT0 + 1000);
+  CHECK(h.first_lost_ms == kT0 + 9000);
+  CHECK(h.LostForMs(kT0 + 9000) == 0);
   CHECK(h.LostTimeoutMs(60'000, 3'600'000) == 60'000);
+  h.OnProbeFailed(kT0 + 11000, "connect: connection refused");  // and it runs on
+  CHECK(h.first_lost_ms == kT0 + 9000);
 
   h.OnProbeRefused(kT0 + 12000, "/readyz answered 403");
   h.OnProbeOk(kT0 + 15000);
@@ -109,6 +113,18 @@ TEST_CASE("A refusal is an outage with a timeout of its own, and its clock runs 
   CHECK_FALSE(h.credentials_refused);
   CHECK_FALSE(h.first_lost_ms.has_value());
   CHECK(h.consecutive_failures == 0);
+}
+
+TEST_CASE("Two hours of refusals, then one probe out of reach: not lost at once", "[inventory][health]") {
+  ClusterHealth h;
+  h.OnProbeOk(kT0);
+  h.OnProbeRefused(kT0 + 1000, "/readyz answered 401");
+  h.OnProbeRefused(kT0 + 7'200'000, "/readyz answered 401");
+  REQUIRE(h.LostForMs(kT0 + 7'200'000) == 7'199'000);  // past clusterLostTimeout, within the refused one
+  h.OnProbeFailed(kT0 + 7'205'000, "TLS handshake: timed out");
+  CHECK(h.LostTimeoutMs(900'000, 86'400'000) == 900'000);
+  CHECK(h.LostForMs(kT0 + 7'205'000) < 900'000);
+  CHECK(h.LostForMs(kT0 + 7'205'000 + 900'000) >= 900'000);  // out of reach for the whole timeout since
 }
 
 TEST_CASE("A refusal at the first probe after a restart keeps the persisted outage", "[inventory][health]") {

@@ -12,12 +12,14 @@
 // "refused" is a failure of its own kind: the cluster answers, over TLS
 // verified against its CA, with the API server's own 401 or 403, or its
 // token cannot be had (a failing exec plugin) while its /readyz answers.
-// It is an outage like any other (first_lost_ms set, the clock runs on
-// across refusals and other failures alike), flagged credentials_refused
-// while the latest failure is one, so that the caller can give it a timeout
-// of its own: the cluster is known to be up and its jobs most likely run on,
-// so an expired cloud login must not re-run them elsewhere after the usual
-// clusterLostTimeout.
+// It is an outage like any other (first_lost_ms set; the clock runs on from
+// other failures into refusals), flagged credentials_refused while the
+// latest failure is one, so that the caller can give it a timeout of its
+// own: the cluster is known to be up and its jobs most likely run on, so an
+// expired cloud login must not re-run them elsewhere after the usual
+// clusterLostTimeout. A failure of another kind after refusals restarts the
+// clock (first_lost_ms = now): the usual timeout counts from when the
+// cluster stopped answering, not from its first refusal.
 // first_lost_ms is the start of the current outage: set by the first failure
 // when unset, cleared by a success. It is what `clusterLostTimeout` is measured
 // from, so it is persisted by the caller and handed back via RestoreFirstLost()
@@ -75,6 +77,10 @@ struct ClusterHealth {
   // Delay before the next reconnect attempt: BackoffDelayMs over
   // consecutive_failures (see backoff.h for the formula and the jitter).
   int64_t NextRetryDelayMs(std::mt19937& rng, const BackoffPolicy& policy = {}) const;
+
+ private:
+  // What every failed probe, refused or not, does.
+  void Fail(int64_t now_ms, std::string error);
 };
 
 }  // namespace gantry::inventory

@@ -15,7 +15,12 @@ namespace gantry::cli {
 namespace {
 
 std::string Str(const nlohmann::json& j, const char* pointer, const std::string& fallback = "") {
-  auto v = j.value(nlohmann::json::json_pointer(pointer), nlohmann::json());
+  nlohmann::json v;
+  try {
+    v = j.value(nlohmann::json::json_pointer(pointer), nlohmann::json());
+  } catch (const nlohmann::json::exception&) {
+    return fallback;  // a parent of another type ("metadata: []"): the server names the field
+  }
   if (v.is_string()) return v.get<std::string>();
   if (v.is_number()) return v.dump();
   return fallback;
@@ -145,6 +150,10 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     return kExitUsage;
   }
   const nlohmann::json& doc = std::get<nlohmann::json>(parsed);
+  if (!doc.is_object()) {
+    err << "error: " << file << ": the document must be a mapping (a job: apiVersion, kind, metadata, spec)\n";
+    return kExitUsage;
+  }
   std::string ns = flags.ns.empty() ? Str(doc, "/metadata/namespace", "default") : flags.ns;
   std::string name = Str(doc, "/metadata/name");
   int code = kExitOk;

@@ -98,6 +98,20 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
   CHECK(Cli(daemon.url(), {"frobnicate"}).code == 2);
   CHECK(Cli(daemon.url(), {"submit", "-f", dir.File("absent.yaml")}).code == 2);
   CHECK(Cli(daemon.url(), {"list", "-o", "xml"}).code == 2);
+  // Not a mapping: exit 2 with a line that says so, not an abort.
+  for (const char* text : {"hello\n", "- a\n- b\n"}) {
+    std::string file = dir.File("not-a-job.yaml");
+    WriteFile(file, text);
+    auto r = Cli(daemon.url(), {"submit", "-f", file});
+    CHECK(r.code == 2);
+    CHECK(r.err.find("must be a mapping") != std::string::npos);
+  }
+  // A mapping of the wrong shape goes to the server, which names the field.
+  std::string shaped = dir.File("shaped.yaml");
+  WriteFile(shaped, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: []\nspec: {queue: q}\n");
+  auto wrong = Cli(daemon.url(), {"submit", "-f", shaped, "-n", "team-a"});
+  CHECK(wrong.code == 1);
+  CHECK(wrong.err.find("metadata") != std::string::npos);
   // 3: nobody listens there.
   auto unreachable = Cli("http://127.0.0.1:1", {"list"});
   CHECK(unreachable.code == 3);

@@ -14,7 +14,6 @@
 #include <cmath>
 #include <optional>
 #include <string_view>
-#include <utility>
 
 #include "gantry/job/job_document.h"
 
@@ -68,13 +67,16 @@ std::size_t FirstInvalidUtf8(std::string_view s) {
   return std::string_view::npos;
 }
 
-// Line and column (from 1, in bytes) of an offset, as YAML errors give them.
-std::pair<std::size_t, std::size_t> LineColumn(std::string_view s, std::size_t offset) {
-  std::size_t line = 1, start = 0;
+// Where an offset is, as yaml-cpp marks a node (from 0; column in bytes).
+YAML::Mark MarkAt(std::string_view s, std::size_t offset) {
+  YAML::Mark mark;
+  std::size_t start = 0;
   for (std::size_t i = 0; i < offset; ++i) {
-    if (s[i] == '\n') ++line, start = i + 1;
+    if (s[i] == '\n') ++mark.line, start = i + 1;
   }
-  return {line, offset - start + 1};
+  mark.pos = static_cast<int>(offset);
+  mark.column = static_cast<int>(offset - start);
+  return mark;
 }
 
 DocumentError YamlError(const YAML::Mark& mark, std::string_view msg) {
@@ -242,12 +244,8 @@ class Converter {
 
 std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
   if (const std::size_t bad = FirstInvalidUtf8(yaml); bad != std::string_view::npos) {
-    const auto [line, column] = LineColumn(yaml, bad);
-    return DocumentError{
-        400,
-        fmt::format("invalid YAML: line {}, column {}: byte 0x{:02X} is not valid UTF-8 (the text must be UTF-8)",
-                    line, column, static_cast<unsigned char>(yaml[bad])),
-        {}};
+    return YamlError(MarkAt(yaml, bad), fmt::format("byte 0x{:02X} is not valid UTF-8 (the text must be UTF-8)",
+                                                    static_cast<unsigned char>(yaml[bad])));
   }
   std::vector<YAML::Node> docs;
   try {

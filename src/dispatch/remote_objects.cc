@@ -20,6 +20,8 @@ using nlohmann::json;
 // must fit a label value (63), not only an object name (253).
 constexpr std::size_t kMaxRemoteNameLength = 63;
 constexpr std::size_t kUidHexChars = 8;
+static_assert(kMaxJobNameLength + 1 + kUidHexChars == kMaxRemoteNameLength,
+              "submission checks the names a worker derives from this length");
 constexpr const char* kKueueGroup = "kueue.x-k8s.io";
 
 // Metadata the API server sets. A create carrying resourceVersion is refused;

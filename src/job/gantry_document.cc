@@ -1,6 +1,7 @@
 #include "document_parsers.h"
 #include "pod_sets.h"
 #include "spec_fields.h"
+#include "worker_names.h"
 
 namespace gantry::job_internal {
 namespace {
@@ -28,6 +29,7 @@ void ReadSpec(const json& s, JobSpec& spec, FieldErrors& errors) {
   if (tmpl == nullptr || !CheckTemplateHeader(*tmpl, "spec.template", errors)) return;
   spec.pod_sets =
       DerivePodSets(*tmpl, "spec.template", Member(s, "podSets"), "spec.podSets", errors);
+  CheckWorkerNames(*tmpl, "spec.template", spec.name, "metadata.name", errors);
 }
 
 }  // namespace

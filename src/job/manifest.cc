@@ -24,6 +24,7 @@
 #include "document_parsers.h"
 #include "pod_sets.h"
 #include "spec_fields.h"
+#include "worker_names.h"
 
 namespace gantry::job_internal {
 namespace {
@@ -146,6 +147,7 @@ JobSpec ReadManifest(const json& doc, std::optional<std::string_view> path_names
                     Key("metadata.annotations", key), spec, errors);
   }
   spec.pod_sets = DerivePodSets(doc, "", nullptr, "", errors);
+  CheckWorkerNames(doc, "", spec.name, "metadata.name", errors);
   return spec;
 }
 

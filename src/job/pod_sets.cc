@@ -134,6 +134,8 @@ void EraseIfEmpty(json& obj, std::string_view key) {
 
 }  // namespace
 
+bool IsJobSetTemplate(const json& object) { return Classify(object) == TemplateKind::kJobSet; }
+
 json NormalizeTemplate(json object) {
   object.erase("status");
   auto meta = object.find("metadata");

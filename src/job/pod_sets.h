@@ -30,6 +30,9 @@ inline constexpr int64_t kMaxPodCount = 10000;
 // Pass a copy, or move a template the caller no longer needs.
 json NormalizeTemplate(json object);
 
+// True for a jobset.x-k8s.io/* JobSet template.
+bool IsJobSetTemplate(const json& object);
+
 // Reports a template that is not an object with string apiVersion and kind.
 // Returns false then.
 bool CheckTemplateHeader(const json& object, std::string_view path, FieldErrors& errors);

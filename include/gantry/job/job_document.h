@@ -95,8 +95,10 @@ enum class DocumentFormat { kJson, kYaml };
 // daemon's finishedRetentionSeconds has the same bound).
 inline constexpr int32_t kMaxFinishedRetentionSeconds = 7 * 86400;
 
-// Largest name a job may have: 63 minus "-" and 8 hex of the uid.
-inline constexpr std::size_t kMaxJobNameLength = 54;
+// What a job's name gains in a worker cluster: "-" and 8 hex of its uid.
+inline constexpr std::size_t kRemoteNameSuffixLength = 9;
+// Largest name a job may have: its worker name is a DNS-1123 label (63).
+inline constexpr std::size_t kMaxJobNameLength = 63 - kRemoteNameSuffixLength;
 
 // Parses and validates a submitted document. path_namespace, when set, is the
 // namespace from the URL: a document naming another namespace is refused (422

@@ -28,6 +28,19 @@ std::vector<ClusterFileError> Fleet::Start() {
     spdlog::error("inventory: reading persisted outages: {}", outages.status().ToString());
   }
   auto errors = Load();
+  // Restored once, for the clusters the inventory has at start. The outage
+  // of one it no longer has is over for gantry: a cluster added later, even
+  // under the same name, starts afresh (an outage months old would make it
+  // lost at its first failed probe).
+  std::vector<std::string> gone;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, outage] : restored_outages_) {
+      if (!entries_.count(name)) gone.push_back(name);
+    }
+    restored_outages_.clear();
+  }
+  for (const std::string& name : gone) ForgetOutage(name);
   for (int i = 0; i < std::max(1, options_.probe_workers); ++i) workers_.emplace_back([this] {
     SetThreadName("probe");
     Run();
@@ -73,7 +86,7 @@ std::vector<ClusterFileError> Fleet::Load() {
     }
     if (entry.view.config.name.empty()) {  // new cluster
       if (auto it = restored_outages_.find(config.name); it != restored_outages_.end()) {
-        entry.view.health.RestoreFirstLost(it->second);
+        entry.view.health.RestoreFirstLost(it->second.first_lost_ms, it->second.credentials_refused);
       }
     }
     auto creds = LoadCredentials(config);
@@ -98,9 +111,12 @@ std::vector<ClusterFileError> Fleet::Load() {
     std::string name = entry.view.config.name;
     next.emplace(std::move(name), std::move(entry));
   }
-  std::lock_guard lock(mu_);
+  std::vector<std::string> removed;
+  std::unique_lock lock(mu_);
   for (const auto& [name, e] : entries_) {
-    if (!next.count(name)) spdlog::info("inventory: cluster {} removed", name);
+    if (next.count(name)) continue;
+    spdlog::info("inventory: cluster {} removed", name);
+    removed.push_back(name);
   }
   for (auto& [name, e] : next) {
     auto old = entries_.find(name);
@@ -125,7 +141,15 @@ std::vector<ClusterFileError> Fleet::Load() {
   }
   entries_ = std::move(next);
   generation_.fetch_add(1, std::memory_order_release);
+  lock.unlock();
+  for (const std::string& name : removed) ForgetOutage(name);
   return load.errors;
+}
+
+void Fleet::ForgetOutage(const std::string& name) {
+  store_.SaveOutage(name, std::nullopt, "", [name](Result<bool> r) {
+    if (!r.ok()) spdlog::error("inventory: clearing the outage of {}: {}", name, r.status().ToString());
+  });
 }
 
 void Fleet::ProbeOne(const std::string& name) {
@@ -141,7 +165,7 @@ void Fleet::ProbeOne(const std::string& name) {
   Result<CapacityReading> reading =
       creds ? prober_.Probe(config, *creds) : Result<CapacityReading>(Status::Invalid("no usable kubeconfig"));
   int64_t now = clock_.NowMillis();
-  std::optional<std::optional<int64_t>> persist;  // set when first_lost changed
+  std::optional<std::optional<ClusterOutage>> persist;  // set when the outage's start or kind changed
   std::string error;
   {
     std::lock_guard lock(mu_);
@@ -184,7 +208,11 @@ void Fleet::ProbeOne(const std::string& name) {
       e.next_probe_ms = now;
       e.reprobe = false;
     }
-    if (e.view.health.first_lost_ms != before) persist = e.view.health.first_lost_ms;
+    const ClusterHealth& h = e.view.health;
+    if (h.first_lost_ms != before || (h.first_lost_ms && h.credentials_refused != old_refused)) {
+      persist = h.first_lost_ms ? std::optional<ClusterOutage>({*h.first_lost_ms, h.credentials_refused})
+                                : std::nullopt;
+    }
     if (old_state != e.view.health.state || old_refused != e.view.health.credentials_refused) {
       generation_.fetch_add(1, std::memory_order_release);
       if (reading.ok()) {

@@ -20,9 +20,18 @@ Result<std::map<std::string, int64_t>> ReadClusterTimes(Result<Statement> stmt) 
 
 }  // namespace
 
-Result<std::map<std::string, int64_t>> SqliteStore::LoadOutages() {
+Result<std::map<std::string, ClusterOutage>> SqliteStore::LoadOutages() {
   std::lock_guard lock(read_mu_);
-  return ReadClusterTimes(reader_->Prepare("SELECT cluster, first_lost_ms FROM cluster_outages"));
+  auto stmt = reader_->Prepare("SELECT cluster, first_lost_ms, credentials_refused FROM cluster_outages");
+  if (!stmt.ok()) return stmt.status();
+  std::map<std::string, ClusterOutage> out;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out[stmt->Text(0)] = {stmt->Int(1), stmt->Int(2) != 0};
+  }
+  return out;
 }
 
 Result<std::map<std::string, int64_t>> SqliteStore::LoadWatchRefusals() {
@@ -50,22 +59,25 @@ void SqliteStore::SaveWatchRefusal(std::string cluster, std::optional<int64_t> s
       });
 }
 
-void SqliteStore::SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms,
+void SqliteStore::SaveOutage(std::string cluster, std::optional<ClusterOutage> outage,
                              std::string last_error, StoreCallback<bool> done) {
   writer_->Enqueue(
-      GroupCommitter::Op([cluster, first_lost_ms, last_error](SqliteConnection& conn) -> Status {
-        if (!first_lost_ms) {
+      GroupCommitter::Op([cluster, outage, last_error](SqliteConnection& conn) -> Status {
+        if (!outage) {
           auto stmt = conn.Prepare("DELETE FROM cluster_outages WHERE cluster = ?1");
           if (!stmt.ok()) return stmt.status();
           stmt->Bind(1, cluster);
           return stmt->Run();
         }
-        // The first loss is kept: a later failure in the same outage does not move it.
+        // What the caller saves stands: it saves when the outage's start or
+        // kind changed (a failure after refusals starts the clock afresh).
         auto stmt = conn.Prepare(
-            "INSERT INTO cluster_outages(cluster, first_lost_ms, last_error) VALUES (?1, ?2, ?3) "
-            "ON CONFLICT(cluster) DO UPDATE SET last_error = excluded.last_error");
+            "INSERT INTO cluster_outages(cluster, first_lost_ms, last_error, credentials_refused) "
+            "VALUES (?1, ?2, ?3, ?4) ON CONFLICT(cluster) DO UPDATE SET first_lost_ms = excluded.first_lost_ms, "
+            "last_error = excluded.last_error, credentials_refused = excluded.credentials_refused");
         if (!stmt.ok()) return stmt.status();
-        stmt->Bind(1, cluster).Bind(2, *first_lost_ms).Bind(3, last_error);
+        stmt->Bind(1, cluster).Bind(2, outage->first_lost_ms).Bind(3, last_error);
+        stmt->Bind(4, int64_t{outage->credentials_refused ? 1 : 0});
         return stmt->Run();
       }),
       [done](Status s) {

@@ -204,6 +204,80 @@ TEST_CASE("a cluster that refuses the credentials is lost only after refused_tim
   CHECK(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
 }
 
+TEST_CASE("an outage's kind survives a restart: after refusals, a timeout starts the clock afresh",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  options.lost_timeout_ms = 60'000;
+  options.refused_timeout_ms = 0;  // never lost while it refuses
+  constexpr int64_t kT0 = 1'000'000, kHours2 = 2 * 3'600'000;
+  FakeClock clock(kT0);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  prober.refuses = {{"c1", true}, {"c2", true}};
+  {
+    Fleet fleet(prober, *store, clock, options);
+    fleet.Start();
+    fleet.ProbeAllNow();  // both refuse from kT0
+    clock.Advance(kHours2);
+    prober.up["c1"] = false;  // c1 stops answering before the restart
+    fleet.ProbeAllNow();
+    CHECK(fleet.Cluster("c1")->health.first_lost_ms == kT0 + kHours2);
+    fleet.Stop();
+  }
+  REQUIRE(testing::WaitFor([&] {
+    auto outages = store->LoadOutages();
+    return outages->count("c1") && outages->at("c1") == ClusterOutage{kT0 + kHours2, false};
+  }));
+  prober.up["c2"] = false;  // c2 stops answering during the restart
+  clock.Advance(30'000);
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  fleet.ProbeAllNow();
+  // Both have been out of reach for at most 30 s: neither is lost, though
+  // their outages began two hours ago with refusals.
+  CHECK(fleet.Cluster("c1")->health.first_lost_ms == kT0 + kHours2);
+  CHECK(fleet.Cluster("c2")->health.first_lost_ms == clock.NowMillis());
+  for (const auto& c : fleet.Snapshot(clock.NowMillis())) {
+    INFO(c.name);
+    CHECK(c.health == placement::ClusterHealth::kNotReady);
+  }
+  fleet.Stop();
+}
+
+TEST_CASE("a cluster that leaves the inventory leaves its outage behind", "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", false}, {"c2", false}};
+  {
+    Fleet fleet(prober, *store, clock, options);
+    fleet.Start();
+    fleet.ProbeAllNow();
+    std::filesystem::remove(dir.File("clusters.d/c1.yaml"));
+    fleet.Reload();  // c1 removed: its row goes
+    REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c1") == 0; }));
+    fleet.Stop();
+  }
+  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c2") == 1; }));
+  std::filesystem::remove(dir.File("clusters.d/c2.yaml"));
+  clock.Advance(3'600'000);
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();  // without c2: its outage is over for gantry
+  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
+  // Both added back an hour later, still down: fresh outages, not lost at once.
+  WriteCluster(dir.path(), "c1");
+  WriteCluster(dir.path(), "c2");
+  fleet.Reload();
+  fleet.ProbeAllNow();
+  for (const char* name : {"c1", "c2"}) {
+    INFO(name);
+    CHECK(fleet.Cluster(name)->health.first_lost_ms == clock.NowMillis());
+  }
+  fleet.Stop();
+}
+
 // A prober whose first probe of "slow" reads its answer, then waits until
 // the test opens the gate: the background probe still in flight when the
 // cluster comes back.

@@ -8,10 +8,10 @@
 namespace gantry {
 namespace {
 
-bool Save(SqliteStore& store, const std::string& cluster, std::optional<int64_t> first_lost,
+bool Save(SqliteStore& store, const std::string& cluster, std::optional<ClusterOutage> outage,
           const std::string& error = "") {
   std::promise<bool> done;
-  store.SaveOutage(cluster, first_lost, error, [&](Result<bool> r) { done.set_value(r.ok()); });
+  store.SaveOutage(cluster, outage, error, [&](Result<bool> r) { done.set_value(r.ok()); });
   return done.get_future().get();
 }
 
@@ -23,7 +23,7 @@ bool SaveRefusal(SqliteStore& store, const std::string& cluster, std::optional<i
 
 }  // namespace
 
-TEST_CASE("cluster outages survive a reopen, the first loss is kept", "[store]") {
+TEST_CASE("cluster outages survive a reopen with their kind, and the last one saved stands", "[store]") {
   testing::TempDir dir;
   SqliteStoreOptions options;
   options.path = dir.File("gantry.db");
@@ -31,17 +31,20 @@ TEST_CASE("cluster outages survive a reopen, the first loss is kept", "[store]")
     auto store = OpenSqliteStore(options);
     REQUIRE(store.ok());
     CHECK((*store)->LoadOutages()->empty());
-    REQUIRE(Save(**store, "c1", 1000, "connection refused"));
-    REQUIRE(Save(**store, "c1", 5000, "timeout"));  // same outage: 1000 stays
-    REQUIRE(Save(**store, "c2", 2000));
+    REQUIRE(Save(**store, "c1", ClusterOutage{1000, true}, "/readyz answered 401"));
+    // Refusals ended by a timeout: the clock starts afresh (ClusterHealth),
+    // and the store must keep the new start, not the refusals'.
+    REQUIRE(Save(**store, "c1", ClusterOutage{5000, false}, "timeout"));
+    REQUIRE(Save(**store, "c2", ClusterOutage{2000, false}));
     REQUIRE(Save(**store, "c2", std::nullopt));  // recovered
+    REQUIRE(Save(**store, "c3", ClusterOutage{3000, true}));
   }
   auto store = OpenSqliteStore(options);
   REQUIRE(store.ok());
   auto outages = (*store)->LoadOutages();
   REQUIRE(outages.ok());
-  CHECK(*outages == std::map<std::string, int64_t>{{"c1", 1000}});
-  CHECK(LatestSchemaVersion() >= 2);
+  CHECK(*outages == std::map<std::string, ClusterOutage>{{"c1", {5000, false}}, {"c3", {3000, true}}});
+  CHECK(LatestSchemaVersion() >= 10);
 }
 
 TEST_CASE("watch refusals survive a reopen, the last time written stands", "[store]") {

@@ -22,7 +22,8 @@
 // cluster stopped answering, not from its first refusal.
 // first_lost_ms is the start of the current outage: set by the first failure
 // when unset, cleared by a success. It is what `clusterLostTimeout` is measured
-// from, so it is persisted by the caller and handed back via RestoreFirstLost()
+// from, so it is persisted by the caller (with credentials_refused) and
+// handed back via RestoreFirstLost()
 // after a daemon restart (the health then starts Unknown with the old
 // outage start; a failing probe keeps it, a succeeding one clears it).
 // A cluster that fails from its very first probe gets first_lost_ms at that
@@ -62,8 +63,13 @@ struct ClusterHealth {
   void OnProbeFailed(int64_t now_ms, std::string error);
   void OnProbeRefused(int64_t now_ms, std::string error);
 
-  // After a restart: the outage start the store kept (unset = none).
-  void RestoreFirstLost(std::optional<int64_t> persisted_ms) { first_lost_ms = persisted_ms; }
+  // After a restart: the outage start the store kept (unset = none), and
+  // whether its latest failure was a refusal (so that a failure of another
+  // kind restarts the clock, as it would have without the restart).
+  void RestoreFirstLost(std::optional<int64_t> persisted_ms, bool refused = false) {
+    first_lost_ms = persisted_ms;
+    credentials_refused = persisted_ms && refused;
+  }
 
   // How long the current outage has lasted at now_ms; 0 when not in one,
   // and 0 while Unknown: an outage restored after a restart counts (from its

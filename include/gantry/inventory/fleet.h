@@ -122,6 +122,8 @@ class Fleet {
   std::vector<ClusterFileError> Load();
   void Run();
   void ProbeOne(const std::string& name);
+  // Deletes a cluster's persisted outage (it left the inventory).
+  void ForgetOutage(const std::string& name);
   // Ends the claim (Entry::probing) on a cluster probed. REQUIRES: mu_ held.
   void ReleaseLocked(const std::string& name);
 
@@ -132,7 +134,7 @@ class Fleet {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Entry> entries_;
-  std::map<std::string, int64_t> restored_outages_;
+  std::map<std::string, ClusterOutage> restored_outages_;
   std::mt19937 rng_{std::random_device{}()};
   bool stopping_ = false;
   std::vector<std::thread> workers_;

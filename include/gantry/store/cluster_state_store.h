@@ -16,13 +16,21 @@
 
 namespace gantry {
 
+// A cluster's current outage: when it began, and whether its latest failure
+// was a refusal of gantry's credentials (inventory::ClusterHealth).
+struct ClusterOutage {
+  int64_t first_lost_ms = 0;
+  bool credentials_refused = false;
+  bool operator==(const ClusterOutage&) const = default;
+};
+
 class ClusterStateStore {
  public:
   virtual ~ClusterStateStore() = default;
-  // cluster -> first_lost_ms for every cluster in an outage.
-  virtual Result<std::map<std::string, int64_t>> LoadOutages() = 0;
-  // Records (first_lost_ms set) or clears (nullopt) a cluster's outage.
-  virtual void SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms,
+  // cluster -> its outage, for every cluster in one.
+  virtual Result<std::map<std::string, ClusterOutage>> LoadOutages() = 0;
+  // Records (replacing any row) or clears (nullopt) a cluster's outage.
+  virtual void SaveOutage(std::string cluster, std::optional<ClusterOutage> outage,
                           std::string last_error, StoreCallback<bool> done) = 0;
   // key -> since_ms for every watch refusal: the key is a cluster's name
   // (its Workloads or Jobs), or "<cluster>/<resource>" for one optional

@@ -82,8 +82,8 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
   Result<std::vector<std::string>> UidsWithIntentsIn(const std::string& cluster, const std::string& after_uid,
                                                      int limit) override;
 
-  Result<std::map<std::string, int64_t>> LoadOutages() override;
-  void SaveOutage(std::string cluster, std::optional<int64_t> first_lost_ms, std::string last_error,
+  Result<std::map<std::string, ClusterOutage>> LoadOutages() override;
+  void SaveOutage(std::string cluster, std::optional<ClusterOutage> outage, std::string last_error,
                   StoreCallback<bool> done) override;
   Result<std::map<std::string, int64_t>> LoadWatchRefusals() override;
   void SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) override;

@@ -18,19 +18,25 @@ namespace ladder {
 // or, once one holds it, anything outside the owner is deleted on sight.
 // Never the owner's current one. (A loser's copy whose create landed after
 // its withdrawal was confirmed has no row left: it would hold quota there
-// until the job ends.)
+// until the job ends.) A current-epoch object outside the owner is taken
+// for such a stray only while the owner answers: with the owner out of
+// reach or out of the inventory, it may be the owner's own run seen under
+// another entry's name (an entry renamed, two entries for one server), and
+// deleting it would stop a run that onClusterLoss: Wait keeps for its owner.
 bool Ladder::Fence(Plan& plan) const {
   const bool has_owner = !job_.cluster.empty() &&
                          (job_.phase == JobPhase::kAdmitted || job_.phase == JobPhase::kRunning);
+  const bool strays_known = has_owner && Reachable(job_.cluster);
   for (const auto& [cluster, o] : in_.observed) {
     if (!Reachable(cluster)) continue;
+    const bool stray = strays_known && cluster != job_.cluster;
     for (const ObservedWorkload& w : o.workloads) {
-      if (w.epoch < job_.epoch || job_.phase == JobPhase::kQueued || (has_owner && cluster != job_.cluster)) {
+      if (w.epoch < job_.epoch || job_.phase == JobPhase::kQueued || stray) {
         plan.actions.push_back(DeleteWorkload(cluster, w));
       }
     }
     for (const ObservedJob& j : o.jobs) {
-      if (j.epoch < job_.epoch || !has_owner || cluster != job_.cluster) {
+      if (j.epoch < job_.epoch || !has_owner || stray) {
         plan.actions.push_back(DeleteJob(cluster, j));
       }
     }

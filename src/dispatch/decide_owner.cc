@@ -118,7 +118,9 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
         }
         // A cluster declared lost may never return: the health watch wakes
         // the job if it does (the job's rows name it), so it is not polled.
-        plan.requeue_ms = declared ? opt_.lost_recheck_ms : opt_.retry_ms;
+        // Nor is one removed from the inventory: a reload that brings it
+        // back wakes every unfinished job.
+        plan.requeue_ms = declared || removed ? opt_.lost_recheck_ms : opt_.retry_ms;
         return plan;
       }
     }

@@ -390,3 +390,50 @@ TEST_CASE("an optional kind the owner cannot list holds the jobs of that kind on
 }
 
 }  // namespace gantry::dispatch
+
+namespace gantry::dispatch {
+
+TEST_CASE("an owner removed or out of reach: a run at its epoch seen under another entry's name is not fenced",
+          "[dispatch][decide][lost]") {
+  // c1, the owner, is renamed c2 in the inventory (or c2 is a second entry
+  // for c1's server): c2 shows the owner's Workload and running job at the
+  // current epoch. Deleting them would stop a run that Wait keeps for c1.
+  for (bool removed : {true, false}) {
+    INFO((removed ? "c1 removed from the inventory" : "c1 out of reach"));
+    World w;
+    w.spec = Spec("Wait");
+    w.OwnedBy(JobPhase::kRunning, "c1", 3);
+    if (removed) {
+      w.clusters.erase("c1");
+    } else {
+      w.clusters["c1"].ready = false;
+      w.clusters["c1"].lost_for_ms = 60'000;
+    }
+    w.synced.erase("c1");
+    w.Workload("c2", 3);
+    w.RemoteJob("c2", 3, RemoteJobState::kRunning);
+    w.RemoteJob("c3", 2, RemoteJobState::kRunning);  // an older epoch's run: fenced as ever
+    Plan p = Decide(w.Input());
+    CHECK(Count(p, Verb::kDelete, "Workload", "c2") == 0);
+    CHECK(Count(p, Verb::kDelete, "Job", "c2") == 0);
+    CHECK(Count(p, Verb::kDelete, "Job", "c3") == 1);
+    CHECK(p.step == "owner-lost");
+    if (removed) {  // with no fencing delete to follow up, not polled: a reload wakes it
+      w.in.observed.erase("c3");
+      CHECK(Decide(w.Input()).requeue_ms == w.in.options.lost_recheck_ms);
+    }
+  }
+  // With the owner answering, the same objects are strays, deleted.
+  World w;
+  w.OwnedBy(JobPhase::kRunning, "c1", 3);
+  w.Workload("c1", 3);
+  w.RemoteJob("c1", 3, RemoteJobState::kRunning);
+  w.Workload("c2", 3);
+  w.RemoteJob("c2", 3, RemoteJobState::kRunning);
+  Plan p = Decide(w.Input());
+  CHECK(Count(p, Verb::kDelete, "Workload", "c2") == 1);
+  CHECK(Count(p, Verb::kDelete, "Job", "c2") == 1);
+  CHECK(Count(p, Verb::kDelete, "Job", "c1") == 0);
+}
+
+}  // namespace gantry::dispatch

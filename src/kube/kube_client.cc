@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/json_path.h"
 #include "gantry/common/json_text.h"
 #include "gantry/http/message.h"
 #include "gantry/kube/watch_line.h"
@@ -207,6 +208,12 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
   }
   WatchEnd end;
   end.last_resource_version = options.resource_version;
+  // Why the stream cannot be followed on: an ERROR event other than 410
+  // (the watch cache failing, say), or a line that is not a JSON object. An
+  // event skipped would stay unseen until the next list, while later events
+  // move the resume point past it; and resuming from the same point would
+  // meet the same error at once, again and again.
+  std::string failure;
   std::string pending;  // a partial line between chunks
   auto on_data = [&](std::string_view data) {
     pending.append(data);
@@ -214,15 +221,27 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
     while (true) {
       std::size_t nl = pending.find('\n', start);
       if (nl == std::string::npos) break;
-      auto line = ParseWatchLine(std::string_view(pending).substr(start, nl - start), options.only_fields);
+      const std::string_view raw = std::string_view(pending).substr(start, nl - start);
+      auto line = ParseWatchLine(raw, options.only_fields);
       start = nl + 1;
-      if (!line.is_object()) continue;
+      if (!line.is_object()) {
+        if (raw.find_first_not_of(" \t\r") == std::string_view::npos) continue;  // a blank line
+        failure = fmt::format("a watch line that is not a JSON object ({} bytes)", raw.size());
+        pending.clear();
+        return false;
+      }
       WatchEvent event;
       if (auto t = line.find("type"); t != line.end() && t->is_string()) event.type = t->get<std::string>();
       auto o = line.find("object");
       event.object = o != line.end() ? std::move(*o) : nlohmann::json::object();
       if (event.type == "ERROR") {
-        if (event.object.value("code", 0) == 410) end.expired = true;
+        const int64_t code = JsonIntAt(event.object, {"code"}, 0);
+        if (code == 410) {
+          end.expired = true;
+        } else {
+          failure = fmt::format("the server ended the watch with an error: {} {}", code,
+                                JsonStringAt(event.object, {"message"}));
+        }
         pending.clear();
         return false;
       }
@@ -259,6 +278,7 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
     KubeError e = DecodeError(res->status, res->body, "");
     return Status::Unavailable(fmt::format("watch {} answered {} {}: {}", path, e.code, e.reason, e.message));
   }
+  if (!failure.empty()) return Status::Unavailable(fmt::format("watch {}: {}", path, failure));
   return end;
 }
 

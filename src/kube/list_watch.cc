@@ -7,13 +7,18 @@
 namespace gantry::kube {
 namespace {
 
-// Lists every page. Returns the list's resourceVersion, or "" on failure.
+// A watch that ends cleanly sooner than this with no event is a failure
+// (client-go's "very short watch").
+constexpr auto kShortWatch = std::chrono::seconds(1);
+
+// Lists every page. Returns the list's resourceVersion, or "" on failure
+// or when stop() asks between pages (a large cluster's list is many).
 std::string ListAll(KubeClient& client, const std::string& path, const ListWatchOptions& options,
-                    std::vector<nlohmann::json>* items) {
+                    std::vector<nlohmann::json>* items, const std::function<bool()>& stop) {
   ListOptions page;
   page.label_selector = options.label_selector;
   page.limit = options.page_size;
-  while (true) {
+  while (!stop()) {
     auto r = client.List(path, page);
     if (!r.ok() || !r->ok()) {
       const std::string message = r.ok() ? (r->error ? r->error->message : "HTTP " + std::to_string(r->status))
@@ -26,6 +31,7 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
     page.continue_token = r->body.value("/metadata/continue"_json_pointer, "");
     if (page.continue_token.empty()) return r->body.value("/metadata/resourceVersion"_json_pointer, "");
   }
+  return "";
 }
 
 // A backoff wait that a stop request or options.relist_now cuts short
@@ -61,7 +67,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
   while (!stop()) {
     if (rv.empty()) {
       std::vector<nlohmann::json> items;
-      rv = ListAll(client, path, options, &items);
+      rv = ListAll(client, path, options, &items, stop);
       if (rv.empty()) {
         back_off();
         continue;
@@ -78,10 +84,21 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
     w.stop_requested = stop;
     w.stop_fd = options.stop_fd;
     ++stats.watches;
+    const auto started = std::chrono::steady_clock::now();
+    std::size_t events = 0;
     auto end = client.Watch(path, w, [&](const WatchEvent& e) {
+      ++events;
       on_event(e);
       return !stop();
     });
+    if (end.ok() && !end->expired && !end->stopped && events == 0 && !stop() &&
+        std::chrono::steady_clock::now() - started < kShortWatch) {
+      // A clean end at once, with nothing in it (a proxy cutting streams, a
+      // conversion webhook failing): resuming at once would spin against
+      // the server and leave the view as it is; a list after a backoff, as
+      // for a failure.
+      end = Status::Unavailable("the watch ended at once, with no event");
+    }
     if (!end.ok()) {
       spdlog::warn("watch {}: {}; listing again in {} ms", path, end.status().message(), backoff.count());
       if (options.on_watch_failed) options.on_watch_failed(end.status().message());

@@ -1,0 +1,144 @@
+// ListWatch against a cluster whose watches cannot be followed: an ERROR
+// event other than 410, a line that is not JSON, a stream that ends at once
+// with nothing in it. Each is a failure (the view is told, and listed again
+// after a backoff), not a clean end resumed at once from the same point,
+// which spun against the server and left the view as it was, unflagged.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "certs.h"
+#include "gantry/http/server.h"
+#include "gantry/kube/kube_client.h"
+#include "gantry/kube/list_watch.h"
+#include "test_support.h"
+
+namespace gantry::testing {
+namespace {
+
+const char* const kList =
+    R"({"kind":"WorkloadList","apiVersion":"kueue.x-k8s.io/v1beta2","metadata":{"resourceVersion":"5"},"items":[]})";
+
+// An HTTPS server that answers every list with kList and every watch with
+// watch_body, at once.
+class Cluster {
+ public:
+  explicit Cluster(std::string watch_body) : watch_body_(std::move(watch_body)) {
+    auto certs = sim::MakeClusterCerts("watch-failure-test");
+    REQUIRE(certs.ok());
+    certs_ = *certs;
+    http::ServerOptions options;
+    options.address = "127.0.0.1";
+    options.tls = http::TlsServerOptions{certs_.cert_pem, certs_.key_pem};
+    server_ = std::make_unique<http::Server>(options, [this](http::Request req, http::Responder respond) {
+      const bool watch = req.Query("watch").value_or("") == "true";
+      (watch ? watches : lists).fetch_add(1);
+      respond(http::JsonResponse(200, watch ? watch_body_ : kList));
+    });
+    REQUIRE(server_->Start().ok());
+  }
+  ~Cluster() { server_->Stop(std::chrono::milliseconds(0)); }
+
+  std::unique_ptr<kube::KubeClient> Client() const {
+    inventory::ClusterCredentials creds;
+    creds.server = "https://127.0.0.1:" + std::to_string(server_->port());
+    creds.host = "127.0.0.1";
+    creds.port = server_->port();
+    creds.ca_pem = certs_.ca_pem;
+    kube::KubeClientOptions options;
+    options.max_attempts = 1;
+    auto c = kube::KubeClient::Create(creds, options);
+    REQUIRE(c.ok());
+    return std::move(c.value());
+  }
+
+  std::atomic<int> lists{0}, watches{0};
+
+ private:
+  std::string watch_body_;
+  sim::ClusterCerts certs_;
+  std::unique_ptr<http::Server> server_;
+};
+
+// ListWatch on a thread of its own until stopped, recording what it tells.
+struct Follower {
+  std::atomic<int> listed{0}, events{0};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  explicit Follower(kube::KubeClient& client) {
+    thread = std::thread([this, &client] {
+      kube::ListWatchOptions lw;
+      lw.max_backoff = std::chrono::milliseconds(50);
+      lw.on_watch_failed = [this](const std::string& m) {
+        std::lock_guard lock(mu);
+        failures.push_back(m);
+      };
+      kube::ListWatch(
+          client, "/apis/kueue.x-k8s.io/v1beta2/workloads", lw,
+          [this](const std::vector<nlohmann::json>&) { listed.fetch_add(1); },
+          [this](const kube::WatchEvent&) { events.fetch_add(1); }, [this] { return stop.load(); });
+    });
+  }
+  ~Follower() {
+    stop = true;
+    thread.join();
+  }
+  std::string FirstFailure() {
+    std::lock_guard lock(mu);
+    return failures.empty() ? "" : failures.front();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a watch that cannot be followed is a failure: listed again after a backoff, the view told",
+          "[kube][watch]") {
+  struct Case {
+    const char* name;
+    std::string body;
+    const char* told;
+  };
+  const Case cases[] = {
+      {"an ERROR event other than 410",
+       R"({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",)"
+       R"("message":"etcdserver: leader changed","code":500}})"
+       "\n",
+       "500 etcdserver: leader changed"},
+      {"a line that is not JSON", "<html>bad gateway</html>\n", "not a JSON object"},
+      {"a stream that ends at once, empty", "", "at once, with no event"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Cluster cluster(c.body);
+    auto client = cluster.Client();
+    Follower follower(*client);
+    // Resumed at once from the same point, as before, it would never list again.
+    REQUIRE(WaitFor([&] { return follower.listed >= 3; }, std::chrono::seconds(20)));
+    follower.stop = true;
+    CHECK(cluster.watches <= cluster.lists + 1);  // one watch per list: each failed and was listed again
+    CHECK_THAT(follower.FirstFailure(), Catch::Contains(c.told));
+    CHECK(follower.events == 0);
+  }
+}
+
+TEST_CASE("a short watch with an event in it is a clean end: resumed, not listed again", "[kube][watch]") {
+  Cluster cluster(
+      R"({"type":"ADDED","object":{"kind":"Workload","metadata":{"name":"w","namespace":"a","resourceVersion":"6"}}})"
+      "\n");
+  auto client = cluster.Client();
+  Follower follower(*client);
+  REQUIRE(WaitFor([&] { return cluster.watches >= 5; }, std::chrono::seconds(20)));
+  follower.stop = true;
+  CHECK(follower.listed == 1);
+  CHECK(follower.events >= 4);
+  CHECK(follower.FirstFailure().empty());
+}
+
+}  // namespace gantry::testing

@@ -67,8 +67,10 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
   lw.label_selector = Selector();
   lw.watch_timeout_seconds = options.watch_timeout_seconds;
   auto watch_length = std::chrono::seconds(options.watch_timeout_seconds);
-  lw.idle_timeout =
-      std::max<std::chrono::milliseconds>(lw.idle_timeout, watch_length + kIdleMargin);
+  // Not at least ListWatchOptions' default (120 s): a stream that died
+  // without a reset (a control-plane node gone) must not leave the view
+  // quietly stale, and not behind, for two minutes.
+  lw.idle_timeout = watch_length + kIdleMargin;
   lw.max_backoff = options.max_backoff;
   lw.stop_fd = c->stop_signal.fd();
   lw.on_watch_failed = [this, c, r](const std::string&) { SetBehind(c, r, true); };

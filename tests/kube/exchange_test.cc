@@ -68,18 +68,7 @@ class Cluster {
     server_->Stop(milliseconds(0));
   }
 
-  std::unique_ptr<kube::KubeClient> Client() const {
-    inventory::ClusterCredentials creds;
-    creds.server = "https://127.0.0.1:" + std::to_string(server_->port());
-    creds.host = "127.0.0.1";
-    creds.port = server_->port();
-    creds.ca_pem = certs_.ca_pem;
-    kube::KubeClientOptions options;
-    options.max_attempts = 1;
-    auto c = kube::KubeClient::Create(creds, options);
-    REQUIRE(c.ok());
-    return std::move(c.value());
-  }
+  std::unique_ptr<kube::KubeClient> Client() const { return LocalClient(server_->port(), certs_.ca_pem); }
 
  private:
   void AnswerLate() {

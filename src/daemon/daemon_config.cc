@@ -91,6 +91,7 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Status::Invalid("notFoundConfirmsAfterSeconds must be 1..86400");
   }
   if (!in(c.resync_seconds, 1, 3600)) return Status::Invalid("resyncSeconds must be 1..3600");
+  if (!in(c.gc_interval_seconds, 1, 3600)) return Status::Invalid("gcIntervalSeconds must be 1..3600");
   if (!in(c.resync_passes_per_second, 0, 100000)) {
     return Status::Invalid("resyncPassesPerSecond must be 0..100000 (0: the backstop never stretches)");
   }
@@ -168,6 +169,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"listErrorsToldAfterSeconds", num(&c.list_errors_told_after_seconds)},
       {"notFoundConfirmsAfterSeconds", num(&c.not_found_confirms_after_seconds)},
       {"resyncSeconds", num(&c.resync_seconds)},
+      {"gcIntervalSeconds", num(&c.gc_interval_seconds)},
       {"resyncPassesPerSecond", num(&c.resync_passes_per_second)},
   };
   for (const auto& kv : root) {

@@ -6,6 +6,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "gantry/dispatch/demand.h"
@@ -531,6 +532,22 @@ void Engine::ForgetJob(const std::string& uid) {
   settling_.erase(uid);
 }
 
+void Engine::LeaveUnknown(const std::string& uid, const JobObservation& observation) {
+  // Once per uid and run of the daemon; the set is bounded (a store
+  // replaced under a large fleet would name many).
+  constexpr std::size_t kMaxTold = 10'000;
+  if (gc_told_.size() >= kMaxTold || !gc_told_.insert(uid).second) return;
+  std::vector<std::string> where;
+  for (const auto& [cluster, o] : observation.clusters) {
+    if (!o.workloads.empty() || !o.jobs.empty()) where.push_back(cluster);
+  }
+  if (where.empty()) return;
+  spdlog::warn("dispatch: objects labelled with origin {} for job uid {} in {}: this daemon never had that job "
+               "(another gantry with the same origin, or its database was replaced), so they are left alone; "
+               "delete them by their gantry.dev/job-uid label if nothing should run them",
+               options_.decide.origin, uid, fmt::join(where, ", "));
+}
+
 void Engine::RunGc() {
   std::unique_lock lock(gc_mu_);
   while (!stopping_) {
@@ -541,7 +558,13 @@ void Engine::RunGc() {
     for (const std::string& uid : observer_->AllJobUids()) {
       auto job = store_.GetByUid(uid);
       if (job.ok() || job.status().code() != Code::kNotFound) continue;
+      auto purged = store_.WasPurged(uid);
+      if (!purged.ok()) continue;  // asked again at the next round
       const JobObservation observation = observer_->ForJob(uid);
+      if (!*purged) {
+        LeaveUnknown(uid, observation);
+        continue;
+      }
       for (const auto& [cluster, o] : observation.clusters) {
         if (!observation.synced->count(cluster)) continue;
         JobRecord ghost;
@@ -554,7 +577,7 @@ void Engine::RunGc() {
           Refusal ignored;
           deleted += Execute(ghost, a, &ignored);
         }
-        if (deleted > 0) spdlog::info("dispatch: deleted {} object(s) of unknown job uid {} in {}", deleted, uid, cluster);
+        if (deleted > 0) spdlog::info("dispatch: deleted {} object(s) of purged job uid {} in {}", deleted, uid, cluster);
       }
     }
     lock.lock();

@@ -79,6 +79,14 @@ Result<JobRecord> SqliteStore::GetByUid(const std::string& uid) {
   return SelectJobByUid(*reader_, uid);
 }
 
+Result<bool> SqliteStore::WasPurged(const std::string& uid) {
+  std::lock_guard lock(read_mu_);
+  auto stmt = reader_->Prepare("SELECT 1 FROM purged_jobs WHERE uid = ?1");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, uid);
+  return stmt->Step();
+}
+
 Result<JobPage> SqliteStore::List(const ListQuery& query) {
   if (query.allowed_namespaces.size() > kMaxAllowedNamespaces) {
     return Status::Invalid(fmt::format("too many allowed namespaces ({} > {})",

@@ -119,7 +119,8 @@ void SqliteStore::RequestCancel(std::string ns, std::string name, StoreCallback<
 }
 
 void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<std::string> done) {
-  auto op = [ns = std::move(ns), name = std::move(name)](SqliteConnection& conn) -> Result<std::string> {
+  auto op = [this, ns = std::move(ns), name = std::move(name)](SqliteConnection& conn) -> Result<std::string> {
+    const int64_t now = Now();
     Result<JobRecord> job = SelectJobByName(conn, ns, name);
     if (!job.ok()) return job.status();
     if (!IsFinal(job->phase)) {
@@ -132,6 +133,10 @@ void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<std::str
     Result<Statement> jobs = conn.Prepare("DELETE FROM jobs WHERE seq = ?1");
     if (!jobs.ok()) return jobs.status();
     GANTRY_RETURN_IF_ERROR(jobs->Bind(1, job->seq).Run());
+    // What the garbage collector may delete (011_purged_jobs).
+    Result<Statement> purged = conn.Prepare("INSERT OR REPLACE INTO purged_jobs(uid, purged_ms) VALUES (?1, ?2)");
+    if (!purged.ok()) return purged.status();
+    GANTRY_RETURN_IF_ERROR(purged->Bind(1, job->uid).Bind(2, now).Run());
     return std::move(job->uid);
   };
   EnqueueWrite<std::string>(*writer_, std::move(op), std::move(done));

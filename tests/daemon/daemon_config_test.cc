@@ -27,6 +27,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "notFoundConfirmsAfterSeconds: 30\n"
                      "resyncSeconds: 10\n"
                      "resyncPassesPerSecond: 0\n"
+                     "gcIntervalSeconds: 5\n"
                      "genericKinds:\n"
                      "- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}\n"
                      "- apiVersion: ray.io/v1\n"
@@ -69,6 +70,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(DaemonConfig{}.resync_seconds == 30);
   CHECK(c->resync_passes_per_second == 0);
   CHECK(DaemonConfig{}.resync_passes_per_second == 100);
+  CHECK(c->gc_interval_seconds == 5);
+  CHECK(DaemonConfig{}.gc_interval_seconds == 60);
 
   testing::WriteFile(path, "");
   REQUIRE(LoadDaemonConfig(path).ok());  // an empty file is all defaults

@@ -128,7 +128,9 @@ TEST_CASE("RequestCancel, Purge and Transition follow the phase rules", "[store]
       CHECK(purged.ok());
       CHECK(store->Get("ns", name).status().code() == Code::kNotFound);
       CHECK(store->Events(job.uid)->empty());
+      CHECK(*store->WasPurged(job.uid));  // its objects left behind are gantry's to delete
     } else {
+      CHECK_FALSE(*store->WasPurged(job.uid));
       CHECK(purged.status().code() == Code::kConflict);
       CHECK(purged.status().message() == "job ns/" + name + " is " +
                                              std::string(JobPhaseName(now)) +
@@ -138,6 +140,7 @@ TEST_CASE("RequestCancel, Purge and Transition follow the phase rules", "[store]
   }
   CHECK(CancelSync(*store, "ns", "absent").status().code() == Code::kNotFound);
   CHECK(PurgeSync(*store, "ns", "absent").status().code() == Code::kNotFound);
+  CHECK_FALSE(*store->WasPurged("a-uid-this-store-never-had"));
 }
 
 TEST_CASE("Transition is a compare-and-set on the phase", "[store]") {

@@ -115,6 +115,9 @@ struct DaemonConfig {
   // stretched). DecideOptions::resync_ms and backstop_ms, BackstopMs.
   int resync_seconds = 30;
   int resync_passes_per_second = 100;
+  // How often the garbage collector looks for objects of purged jobs left
+  // in the clusters (EngineOptions::gc_interval_ms).
+  int gc_interval_seconds = 60;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job
   // document) that gantry watches in every cluster, as it does Jobs and
   // JobSets: such jobs go Running, finish, and are withdrawn like a Job.

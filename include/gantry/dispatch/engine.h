@@ -13,8 +13,9 @@
 // job fails with that message rather than adopting it.
 //
 // A garbage collector runs every gc_interval: objects with our origin label
-// whose job uid the store does not know (purged jobs, or a store that was
-// replaced) are deleted.
+// of a job the store purged are deleted. Those of a job uid the store never
+// had (another gantry with the same origin, or a store that was replaced)
+// are left alone, and logged once: gantry deletes only what it made.
 //
 // Thread-safety: Start/Stop/InventoryChanged from one thread; passes run on
 // the reconciler's workers.
@@ -194,6 +195,8 @@ class Engine final : public JobIntake {
   void RefreshFleetLocked(int64_t now_ms);
   void SetObservedClusters();
   void RunGc();
+  // Logs, once per uid, the objects of a job uid the store never had.
+  void LeaveUnknown(const std::string& uid, const JobObservation& observation);
   // Every health_poll: wakes the jobs with intents in a cluster whose
   // readiness changed (a partition or a recovery needs no watch event).
   void RunHealthWatch();
@@ -260,6 +263,7 @@ class Engine final : public JobIntake {
 
   std::mutex gc_mu_;
   std::condition_variable gc_cv_;
+  std::set<std::string> gc_told_;  // uids LeaveUnknown logged; the GC thread's own
   bool stopping_ = false;
   std::thread gc_thread_;
   std::thread health_thread_;

@@ -172,8 +172,9 @@ class JobStore {
   // when absent.
   virtual void RequestCancel(std::string ns, std::string name, StoreCallback<JobRecord> done) = 0;
 
-  // Removes a finished job and its events; done gets the removed job's uid.
-  // kConflict when the job is not in a final phase; kNotFound when absent.
+  // Removes a finished job and its events, and records its uid as purged
+  // (WasPurged); done gets the removed job's uid. kConflict when the job is
+  // not in a final phase; kNotFound when absent.
   virtual void Purge(std::string ns, std::string name, StoreCallback<std::string> done) = 0;
 
   // Sets phase/message (and optionally appends an event) if the job is still
@@ -199,6 +200,9 @@ class JobStore {
 
   virtual Result<JobRecord> Get(const std::string& ns, const std::string& name) = 0;
   virtual Result<JobRecord> GetByUid(const std::string& uid) = 0;
+  // Whether this store purged a job of that uid (so that objects of it left
+  // in a cluster are gantry's to delete; a uid it never had is not).
+  virtual Result<bool> WasPurged(const std::string& uid) = 0;
   virtual Result<JobPage> List(const ListQuery& query) = 0;
   virtual Result<std::vector<JobEvent>> Events(const std::string& uid) = 0;
   // Every phase with its count (phases with no job are 0).

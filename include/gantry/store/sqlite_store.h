@@ -68,6 +68,7 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
 
   Result<JobRecord> Get(const std::string& ns, const std::string& name) override;
   Result<JobRecord> GetByUid(const std::string& uid) override;
+  Result<bool> WasPurged(const std::string& uid) override;
   // limit is clamped to 1..kMaxListLimit.
   Result<JobPage> List(const ListQuery& query) override;
   // Oldest first; an unknown uid has no events (empty, not NotFound).

@@ -237,12 +237,24 @@ Plan Ladder::Cancel() const {
   plan.write->phase = JobPhase::kCancelled;
   plan.write->message = "cancelled by request";
   plan.write->conditions_json = "[]";
-  plan.write->events.push_back(
-      Event("Cancelled", lost_left ? fmt::format("remote objects withdrawn, except in cluster(s) declared lost ({}), "
-                                                 "where they are deleted if they answer again; job cancelled",
-                                                 fmt::join(LostWithIntents(), ", "))
-                         : job_.epoch > 0 ? "remote objects withdrawn from every cluster; job cancelled"
-                                          : "nothing was dispatched; job cancelled"));
+  // What may be left, and where: a removed cluster's rows go (nothing can
+  // confirm them), a declared-lost one's stay, so that it is cleaned up if
+  // it answers again.
+  std::vector<std::string> except;
+  if (std::vector<std::string> removed = RemovedWithIntents(); !removed.empty()) {
+    except.push_back(fmt::format("in cluster(s) removed from the inventory ({}), which gantry no longer reaches: "
+                                 "what the job may still run there goes on until they are added back",
+                                 fmt::join(removed, ", ")));
+  }
+  if (lost_left) {
+    except.push_back(fmt::format("in cluster(s) declared lost ({}), where they are deleted if they answer again",
+                                 fmt::join(LostWithIntents(), ", ")));
+  }
+  const std::string told =
+      !except.empty()  ? fmt::format("remote objects withdrawn, except {}; job cancelled", fmt::join(except, "; and "))
+      : job_.epoch > 0 ? "remote objects withdrawn from every cluster; job cancelled"
+                       : "nothing was dispatched; job cancelled";
+  plan.write->events.push_back(Event("Cancelled", told));
   plan.requeue_ms = lost_left ? opt_.lost_recheck_ms : -1;  // the backstop, as for a finished job
   return plan;
 }

@@ -271,6 +271,18 @@ class Ladder {
     return !i.present && !i.refusal.empty() && i.epoch == job_.epoch && job_.phase == JobPhase::kNominating;
   }
   // The clusters declared lost and silent that hold rows of the job.
+  // The clusters gone from the inventory that held rows of the job: their
+  // rows are dropped (ConfirmedGone), but what they held may still be there.
+  std::vector<std::string> RemovedWithIntents() const {
+    std::vector<std::string> out;
+    for (const RemoteIntent& i : in_.intents) {
+      if (i.refusal.empty() && !in_.clusters->count(i.cluster) &&
+          std::find(out.begin(), out.end(), i.cluster) == out.end()) {
+        out.push_back(i.cluster);
+      }
+    }
+    return out;
+  }
   std::vector<std::string> LostWithIntents() const {
     std::vector<std::string> out;
     for (const RemoteIntent& i : in_.intents) {

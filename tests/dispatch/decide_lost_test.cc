@@ -436,4 +436,23 @@ TEST_CASE("an owner removed or out of reach: a run at its epoch seen under anoth
   CHECK(Count(p, Verb::kDelete, "Job", "c1") == 0);
 }
 
+TEST_CASE("removed: a cancel does not wait for the cluster, and says the job may still run there",
+          "[dispatch][decide][lost]") {
+  World w;
+  w.job.phase = JobPhase::kCancelling;
+  w.job.epoch = 1;
+  w.job.cluster = "c1";
+  w.Intent("c1", "Workload", 1, false);  // marked absent by the cancel's first pass
+  w.Intent("c1", "Job", 1, false);
+  w.clusters.erase("c1");
+  w.synced.erase("c1");
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->phase);
+  CHECK(*p.write->phase == JobPhase::kCancelled);
+  REQUIRE(p.write->events.size() == 1);
+  CHECK_THAT(p.write->events[0].message, Catch::Contains("removed from the inventory (c1)"));
+  CHECK_THAT(p.write->events[0].message, !Catch::Contains("from every cluster"));
+}
+
 }  // namespace gantry::dispatch

@@ -67,6 +67,7 @@ std::vector<ClusterFileError> Fleet::Reload() {
 
 std::vector<ClusterFileError> Fleet::Load() {
   if (options_.clusters_dir.empty()) return {};
+  std::lock_guard load_lock(load_mu_);
   std::vector<ClusterConfig> previous;
   {
     std::lock_guard lock(mu_);
@@ -138,6 +139,12 @@ std::vector<ClusterFileError> Fleet::Load() {
     // not run at once (the later to end would overwrite the newer reading).
     e.probing = old->second.probing;
     e.reprobe = e.probing;
+    // What a probe that ended since the copy above read stands (a recovery
+    // would otherwise turn back into the outage it ended).
+    e.view.health = old->second.view.health;
+    e.view.capacity = old->second.view.capacity;
+    e.view.capacity_at_ms = old->second.view.capacity_at_ms;
+    e.view.capacity_error = old->second.view.capacity_error;
   }
   entries_ = std::move(next);
   generation_.fetch_add(1, std::memory_order_release);

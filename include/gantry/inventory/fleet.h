@@ -131,6 +131,7 @@ class Fleet {
   ClusterStateStore& store_;
   const Clock& clock_;
   FleetOptions options_;
+  std::mutex load_mu_;  // one Load at a time (a SIGHUP and an API reload); taken before mu_
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Entry> entries_;

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -97,12 +98,17 @@ int RunServe(const ServeFlags& flags) {
   SetUpLogging(config.log_format, config.log_level);
 
   std::error_code ec;
-  std::filesystem::create_directories(config.data_dir, ec);
+  const bool created = std::filesystem::create_directories(config.data_dir, ec);
   if (ec) {
     spdlog::critical("data directory {}: {}", config.data_dir, ec.message());
     return 1;
   }
-  ::chmod(config.data_dir.c_str(), 0700);
+  // Made private when gantry made it; one given (/var/lib/gantry from the
+  // unit, or a directory of the operator's) keeps its mode: the database
+  // files are 0600 whatever it is.
+  if (created && ::chmod(config.data_dir.c_str(), 0700) != 0) {
+    spdlog::warn("data directory {}: cannot make it private: {}", config.data_dir, std::strerror(errno));
+  }
 
   const uint64_t open_files = RaiseOpenFileLimit();
   SystemClock clock;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,12 +17,25 @@ namespace {
 // Owner read/write only: job specs may carry credentials-adjacent data.
 constexpr mode_t kFileMode = 0600;
 
+// An existing database that others may read or write (restored from a
+// backup as 0644, say) is made private again, and the operator told.
+Status KeepPrivate(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & 077) == 0) return Status::Ok();
+  if (::chmod(path.c_str(), kFileMode) != 0) {
+    return Status::Io(fmt::format("database {} is open to others (mode {:o}) and cannot be made private: {}", path,
+                                  st.st_mode & 0777, std::strerror(errno)));
+  }
+  spdlog::warn("store: database {} was open to others (mode {:o}): now 0600", path, st.st_mode & 0777);
+  return Status::Ok();
+}
+
 // Creates path with mode 0600 unless it exists. fchmod makes the mode exact
 // whatever the umask (open's mode argument is masked by it).
 Status CreateFileIfMissing(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, kFileMode);
   if (fd < 0) {
-    if (errno == EEXIST) return Status::Ok();
+    if (errno == EEXIST) return KeepPrivate(path);
     return Status::Io(fmt::format("create database {}: {}", path, std::strerror(errno)));
   }
   Status st;

@@ -28,8 +28,16 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
   SystemClock system_clock;
   const Clock* clock = options.clock != nullptr ? options.clock : &system_clock;
 
+  Result<DatabaseLock> lock = DatabaseLock::Take(options.path);
+  if (!lock.ok()) return lock.status();
   Result<std::unique_ptr<SqliteConnection>> writer = SqliteConnection::Open(options.path, {});
   if (!writer.ok()) return writer.status();
+  // SQLite opens a file it cannot write read-only, silently: every write
+  // would then fail, long after a start that looked fine.
+  if (sqlite3_db_readonly((*writer)->db(), "main") == 1) {
+    return Status::Io(fmt::format("database {} can only be read (its permissions, or a read-only filesystem)",
+                                  options.path));
+  }
   Result<int> migrated = MigrateSchema(**writer, EmbeddedMigrations(), clock->NowMillis());
   if (!migrated.ok()) return migrated.status();
 
@@ -51,13 +59,15 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
   commit_options.max_batch = options.max_batch;
   commit_options.on_commit = options.on_commit;
   auto committer = std::make_unique<GroupCommitter>(std::move(*writer), std::move(commit_options));
-  return std::unique_ptr<SqliteStore>(
-      new SqliteStore(std::move(*reader), std::move(*checkpointer), std::move(committer), options.clock));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(*lock), std::move(*reader), std::move(*checkpointer),
+                                                      std::move(committer), options.clock));
 }
 
-SqliteStore::SqliteStore(std::unique_ptr<SqliteConnection> reader, std::unique_ptr<Checkpointer> checkpointer,
-                         std::unique_ptr<GroupCommitter> writer, const Clock* clock)
-    : clock_(clock != nullptr ? clock : &system_clock_),
+SqliteStore::SqliteStore(DatabaseLock lock, std::unique_ptr<SqliteConnection> reader,
+                         std::unique_ptr<Checkpointer> checkpointer, std::unique_ptr<GroupCommitter> writer,
+                         const Clock* clock)
+    : lock_(std::move(lock)),
+      clock_(clock != nullptr ? clock : &system_clock_),
       reader_(std::move(reader)),
       checkpointer_(std::move(checkpointer)),
       writer_(std::move(writer)) {}

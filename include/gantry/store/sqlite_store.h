@@ -21,6 +21,7 @@
 #include "gantry/store/checkpointer.h"
 #include "gantry/store/group_commit.h"
 #include "gantry/store/cluster_state_store.h"
+#include "gantry/store/database_lock.h"
 #include "gantry/store/job_store.h"
 #include "gantry/store/sqlite_connection.h"
 
@@ -103,11 +104,12 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
 
  private:
   friend Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& options);
-  SqliteStore(std::unique_ptr<SqliteConnection> reader, std::unique_ptr<Checkpointer> checkpointer,
+  SqliteStore(DatabaseLock lock, std::unique_ptr<SqliteConnection> reader, std::unique_ptr<Checkpointer> checkpointer,
               std::unique_ptr<GroupCommitter> writer, const Clock* clock);
 
   int64_t Now() const { return clock_->NowMillis(); }
 
+  DatabaseLock lock_;  // first: released after every connection is closed
   SystemClock system_clock_;
   const Clock* clock_;  // options.clock or &system_clock_
   std::mutex read_mu_;  // serializes use of reader_ (a connection is single-threaded)

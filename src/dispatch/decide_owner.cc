@@ -208,10 +208,19 @@ Plan Ladder::Owned() const {
       reason = "WorkloadGone";
       message = j ? fmt::format("the admitted Workload vanished from {}, where its job waits suspended", owner)
                   : fmt::format("the admitted Workload vanished from {}", owner);
-    } else if (w && !j && at_most_once && job_.phase == JobPhase::kRunning) {
+    } else if (w && j && at_most_once && EvictedSinceCreated(*w, *j)) {
+      // Evicted and admitted again since its job was created, unseen (the
+      // daemon down, the cluster cut off, or both events read together):
+      // the worker's Kueue stopped the job and started it over in place.
+      reason = "Evicted";
+      message = fmt::format("{} evicted the job's Workload after its job was created, and admitted it again: "
+                            "the job started over there",
+                            owner);
+    } else if (w && !j && !w->finished && at_most_once && job_.phase == JobPhase::kRunning) {
       // Seen running, and now gone (deleted in the cluster, with its pods or
       // orphaning them): creating it again would run an at-most-once job a
-      // second time. (A Requeue job's is created again below, as a rerun.)
+      // second time. (A Requeue job's is created again below, as a rerun.
+      // One that finished, its Workload saying so, is told at step 12.)
       reason = "JobGone";
       message = fmt::format("the running job vanished from {}", owner);
     }

@@ -204,6 +204,12 @@ class Ladder {
   // watch), or is of a generic kind, which may report its end only in its
   // status (a RayJob's jobDeploymentStatus) where Kueue reads it and
   // finishes the Workload. A Job or JobSet says it with its own conditions.
+  // The Workload's Evicted condition changed at or after its job's creation
+  // (both the cluster's own times, in whole seconds: a change in the same
+  // second counts, erring towards at-most-once).
+  static bool EvictedSinceCreated(const ObservedWorkload& w, const ObservedJob& j) {
+    return w.evicted_changed_ms > 0 && j.created_ms > 0 && w.evicted_changed_ms >= j.created_ms;
+  }
   static bool WorkloadTells(const ObservedJob* j, const ObservedWorkload* w) {
     return w && w->finished && (!j || !HasAdapter(ApiVersionOf(*j), j->kind));
   }

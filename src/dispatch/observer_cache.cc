@@ -18,7 +18,8 @@ bool SameForDecisions(const Entry& a, const Entry& b) {
   if (const auto* wa = std::get_if<ObservedWorkload>(&a.object)) {
     const auto& wb = std::get<ObservedWorkload>(b.object);
     return wa->k8s_uid == wb.k8s_uid && wa->epoch == wb.epoch && wa->admitted == wb.admitted &&
-           wa->quota_reserved == wb.quota_reserved && wa->evicted == wb.evicted && wa->finished == wb.finished &&
+           wa->quota_reserved == wb.quota_reserved && wa->evicted == wb.evicted &&
+           wa->evicted_changed_ms == wb.evicted_changed_ms && wa->finished == wb.finished &&
            wa->active == wb.active && wa->check_failed == wb.check_failed && wa->gated == wb.gated &&
            wa->gate_open == wb.gate_open && wa->held_by_gate == wb.held_by_gate && wa->preempting == wb.preempting;
   }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/clock.h"
 #include "gantry/common/json_path.h"
 #include "gantry/dispatch/observer.h"
 #include "gantry/dispatch/remote_objects.h"
@@ -67,6 +68,9 @@ std::optional<ObservedWorkload> ParseWorkload(const json& object) {
   w.quota_reserved = quota && JsonStringAt(*quota, {"status"}) == "True";
   w.admitted = TrueCondition(object, "Admitted") != nullptr;
   w.evicted = evicted != nullptr;
+  if (const json* any_evicted = Condition(object, "Evicted")) {
+    w.evicted_changed_ms = ParseRfc3339(JsonStringAt(*any_evicted, {"lastTransitionTime"})).value_or(0);
+  }
   w.finished = finished != nullptr;
   const json* active = JsonAt(object, {"spec", "active"});
   w.active = !active || !active->is_boolean() || active->get<bool>();
@@ -110,6 +114,7 @@ std::optional<ObservedJob> ParseJob(const std::string& kind, const json& object)
   j.kind = kind;
   if (!ParseMeta(object, &j)) return std::nullopt;
   j.deleting = JsonAt(object, {"metadata", "deletionTimestamp"}) != nullptr;
+  j.created_ms = ParseRfc3339(JsonStringAt(object, {"metadata", "creationTimestamp"})).value_or(0);
   const json* complete = TrueCondition(object, "Complete");
   if (!complete) complete = TrueCondition(object, "Completed");
   const json* failed = TrueCondition(object, "Failed");

@@ -8,6 +8,7 @@
 #include <set>
 #include <vector>
 
+#include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/kube/kube_client.h"
@@ -58,6 +59,25 @@ TEST_CASE("ParseWorkload reads identity, epoch and conditions", "[observer]") {
   CHECK_FALSE(w->finished);
   CHECK(w->reason == "QuotaReserved");
   CHECK(w->message == "QuotaReserved message");
+}
+
+TEST_CASE("ParseWorkload and ParseJob read when Evicted last changed and when the job was created", "[observer]") {
+  json again = Condition("Evicted", "False", "QuotaReserved");  // admitted again after an eviction
+  again["lastTransitionTime"] = "2026-12-04T10:00:07Z";
+  auto w = ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}},
+                                        {Condition("Admitted", "True", "Admitted"), again}));
+  REQUIRE(w);
+  CHECK_FALSE(w->evicted);
+  CHECK(w->evicted_changed_ms == *ParseRfc3339("2026-12-04T10:00:07Z"));
+  auto never = ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}}, {Condition("Admitted", "True")}));
+  REQUIRE(never);
+  CHECK(never->evicted_changed_ms == 0);
+
+  json job = {{"apiVersion", "batch/v1"}, {"kind", "Job"}, {"metadata", Meta("uid-1")}};
+  job["metadata"]["creationTimestamp"] = "2026-12-04T10:00:05Z";
+  auto j = ParseJob("Job", job);
+  REQUIRE(j);
+  CHECK(j->created_ms == *ParseRfc3339("2026-12-04T10:00:05Z"));
 }
 
 TEST_CASE("ParseWorkload: which condition gives the reason", "[observer]") {

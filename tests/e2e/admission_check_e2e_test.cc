@@ -214,6 +214,46 @@ TEST_CASE("a check's Retry before the lease only delays that copy: evicted, give
   ReadyThenSucceededOnce(fleet, "retried", remote, "c1", 1);
 }
 
+TEST_CASE("an at-most-once job its worker evicted and started over while no daemon ran fails once seen, "
+          "its second run stopped",
+          "[e2e][dispatch][checks][evict]") {
+  DispatchFleet fleet(Fleet(kHeldChecks));
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("unseen", "team-a", 1, 0, "60s",
+                                            "  onClusterLoss: Fail\n  placement: {clusters: [c1]}")) == 201);
+  const std::string uid = fleet.Uid("team-a", "unseen");
+  const std::string remote = RemoteName("unseen", uid);
+  REQUIRE(PollFor([&] { return Reserved(fleet, "c1", remote, 1); }, seconds(20)));
+  SetCheck(fleet, "c1", remote, "Ready");
+  REQUIRE(fleet.WaitPhase("team-a", "unseen", {"Running"}, seconds(30)));
+  REQUIRE(fleet.Runs(uid).size() == 1);
+
+  // With the daemon down, c1's check turns Retry: Kueue evicts the
+  // Workload, queues it again and, its check Ready once more, admits it
+  // again (Evicted back to False); the job starts over. Nothing on the
+  // worker prevents the second run.
+  fleet.StopDaemon(false);
+  SetCheck(fleet, "c1", remote, "Retry");
+  REQUIRE(PollFor([&] { return Reserved(fleet, "c1", remote, 1); }, seconds(20)));
+  SetCheck(fleet, "c1", remote, "Ready");
+  REQUIRE(PollFor([&] { return fleet.Runs(uid).size() == 2; }, seconds(20)));
+
+  // Back, gantry sees the eviction it missed: the job fails, and the run
+  // started over is stopped rather than left to finish.
+  fleet.StartDaemon();
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitPhase("team-a", "unseen", {"Failed", "Succeeded"}, seconds(30)));
+  json job = fleet.Job("team-a", "unseen");
+  CHECK(job["status"]["phase"] == "Failed");
+  CHECK_THAT(job["status"].value("message", ""), Catch::Contains("admitted it again"));
+  CHECK(Count(Reasons(fleet, "team-a", "unseen"), "Evicted") == 1);
+  CHECK(PollFor([&] {
+    std::vector<json> runs = fleet.Runs(uid);
+    return runs.size() == 2 && StoppedByDelete(runs[1]);
+  }, seconds(20)));
+}
+
 TEST_CASE("a check Rejected in every cluster dispatches the job again, and it runs once where a check passes",
           "[e2e][dispatch][checks]") {
   DispatchFleet fleet(Fleet(kHeldChecks, kShortRejectionFloor));

@@ -73,11 +73,19 @@ DispatchFleet::~DispatchFleet() {
 }
 
 void DispatchFleet::RestartDaemon(bool kill) {
+  StopDaemon(kill);
+  StartDaemon();
+}
+
+void DispatchFleet::StopDaemon(bool kill) {
   if (daemon_ && kill && daemon_->process().Running()) {
     daemon_->process().Signal(SIGKILL);
     daemon_->process().Wait(std::chrono::seconds(10));
   }
   daemon_.reset();
+}
+
+void DispatchFleet::StartDaemon() {
   daemon_ = std::make_unique<Daemon>(dir_.File("data"), dir_.path(),
                                      std::vector<std::string>{"--config", config_path_, "--log-level", "debug"});
 }

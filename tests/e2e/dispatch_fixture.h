@@ -39,6 +39,9 @@ class DispatchFleet {
 
   // Stops the daemon (SIGKILL when kill) and starts it again on the same data.
   void RestartDaemon(bool kill);
+  // The same in two steps, for what happens while no daemon runs.
+  void StopDaemon(bool kill);
+  void StartDaemon();
   // Rewrites gantry.yaml with these extra lines in place of the options'
   // daemon_config_yaml; the next RestartDaemon reads it.
   void SetDaemonConfig(const std::string& extra_yaml);

@@ -52,6 +52,11 @@ struct ObservedWorkload {
   bool quota_reserved = false;  // condition QuotaReserved=True
   bool admitted = false;        // condition Admitted=True
   bool evicted = false;         // condition Evicted=True
+  // lastTransitionTime of condition Evicted, whatever its status (0: none).
+  // Kueue sets Evicted back to False (reason QuotaReserved) when it admits
+  // an evicted Workload again: this time is what tells, afterwards, that
+  // the job was stopped and started over in place.
+  int64_t evicted_changed_ms = 0;
   bool finished = false;        // condition Finished=True
   bool active = true;           // spec.active (false: deactivated, e.g. an admission check Rejected)
   bool check_failed = false;    // an admission check in status.admissionChecks is Retry or Rejected
@@ -82,6 +87,7 @@ struct ObservedJob {
   std::string k8s_uid;
   std::string job_uid;
   int64_t epoch = 0;
+  int64_t created_ms = 0;     // metadata.creationTimestamp (whole seconds; 0 when missing)
   RemoteJobState state = RemoteJobState::kSuspended;
   // Complete/Completed=True -> kSucceeded, Failed=True -> kFailed, else
   // spec.suspend false -> kRunning, else kSuspended.

@@ -459,14 +459,12 @@ void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& inten
   }
 }
 
-bool MayBeLost(const Plan& plan, const std::vector<RemoteIntent>& intents) {
+bool MayBeLost(const Plan& plan, const std::vector<RemoteIntent>& intents, bool at_most_once) {
   if (!plan.write || !plan.actions.empty()) return false;
   const DispatchUpdate& w = *plan.write;
   if (w.epoch || w.cluster || w.lease_ms || w.nominated_ms || !w.upsert_intents.empty()) return false;
-  if (w.phase && !(*w.phase == JobPhase::kRunning && w.expected_phase == JobPhase::kAdmitted) &&
-      *w.phase != w.expected_phase) {
-    return false;
-  }
+  const bool starts_running = w.phase && *w.phase == JobPhase::kRunning && w.expected_phase == JobPhase::kAdmitted;
+  if (w.phase && (starts_running ? at_most_once : *w.phase != w.expected_phase)) return false;
   for (const auto& [cluster, kind] : w.drop_intents) {
     auto it = std::find_if(intents.begin(), intents.end(),
                            [&](const RemoteIntent& i) { return i.cluster == cluster && i.kind == kind; });

@@ -415,7 +415,8 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     intent_changes.uid = uid;
     intent_changes.upsert_intents = plan.write->upsert_intents;
     intent_changes.drop_intents = plan.write->drop_intents;
-    plan.write->durable = !MayBeLost(plan, in.intents);
+    plan.write->durable =
+        !MayBeLost(plan, in.intents, in.spec != nullptr && in.spec->on_cluster_loss != OnClusterLoss::kRequeue);
     auto written = WriteSync(std::move(*plan.write));
     if (!written.ok()) {
       if (written.status().code() == Code::kConflict) {

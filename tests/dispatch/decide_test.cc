@@ -1146,6 +1146,8 @@ TEST_CASE("which writes may be lost: only those a later pass makes again and no 
   REQUIRE(run.write);
   REQUIRE(run.actions.empty());
   CHECK(MayBeLost(run, w.in.intents));
+  // Not for an at-most-once job: Running is what says it ran.
+  CHECK_FALSE(MayBeLost(run, w.in.intents, true));
 
   // The same write with anything more is durable.
   auto changed = [&](auto change) {

@@ -266,8 +266,11 @@ int64_t ActionRetryMs(int failures, int64_t retry_ms, int64_t retry_after_ms);
 // one phase change is Admitted -> Running (the running job is observed
 // again), it records no intent, and it drops only intents already marked
 // absent (their objects confirmed gone: after a loss they are looked for,
-// not found, and dropped again).
-bool MayBeLost(const Plan& plan, const std::vector<RemoteIntent>& intents);
+// not found, and dropped again). For an at-most-once job Running is kept
+// durably too: it is what says the job ran (step 11: a job seen running and
+// then gone is not created again), and a job deleted in its cluster after
+// the loss would otherwise be created, and run, a second time.
+bool MayBeLost(const Plan& plan, const std::vector<RemoteIntent>& intents, bool at_most_once = false);
 
 // Adds to u every present intent, marked absent (the write withdraws the
 // objects), except those of the (cluster, kind) pairs in keep.

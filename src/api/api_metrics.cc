@@ -66,6 +66,12 @@ struct ApiMetrics::Impl {
   prometheus::Family<prometheus::Counter>& passes =
       prometheus::BuildCounter().Name("gantry_dispatch_passes_total")
           .Help("Reconciler passes over jobs, by the ladder step that decided each").Register(*registry);
+  prometheus::Counter& commit_failures =
+      prometheus::BuildCounter().Name("gantry_store_commit_failures_total")
+          .Help("Store commits that failed as a whole (a full disk, an I/O error): every write in them was refused")
+          .Register(*registry).Add({});
+  mutable std::mutex store_mu;
+  std::string store_failing;  // guarded by store_mu
   std::mutex mu;  // guards Family::Add's lookup-or-create with our own cache
   std::map<std::tuple<std::string, std::string, int>, prometheus::Counter*> remote_cache;
   std::map<std::tuple<JobPhase, JobPhase, std::string>, prometheus::Counter*> transition_cache;
@@ -129,6 +135,19 @@ void ApiMetrics::ObserveCommit(double seconds, int writes, bool synced) {
   impl_->commit.Observe(seconds);
   impl_->writes.Observe(writes);
   (synced ? impl_->commits_synced : impl_->commits_unsynced).Increment();
+  std::lock_guard lock(impl_->store_mu);
+  impl_->store_failing.clear();
+}
+
+void ApiMetrics::ObserveCommitFailure(const std::string& error) {
+  impl_->commit_failures.Increment();
+  std::lock_guard lock(impl_->store_mu);
+  impl_->store_failing = error;
+}
+
+std::string ApiMetrics::StoreFailing() const {
+  std::lock_guard lock(impl_->store_mu);
+  return impl_->store_failing;
 }
 
 void ApiMetrics::SetJobsByPhase(const std::map<JobPhase, int64_t>& counts) {

@@ -95,6 +95,12 @@ void ApiService::Readyz(http::Request, Respond respond) {
     respond(http::TextResponse(503, "not ready\n"));
     return;
   }
+  // Every write refused until the store commits again: not ready for work,
+  // though reads are served.
+  if (std::string failing = metrics_.StoreFailing(); !failing.empty()) {
+    respond(http::TextResponse(503, "store failing: " + failing + "\n"));
+    return;
+  }
   respond(http::TextResponse(200, "ok\n"));
 }
 

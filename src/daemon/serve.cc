@@ -119,6 +119,11 @@ int RunServe(const ServeFlags& flags) {
   store_options.on_commit = [&metrics](double seconds, int writes, bool synced) {
     metrics.ObserveCommit(seconds, writes, synced);
   };
+  store_options.on_commit_failed = [&metrics](const Status& error, int writes) {
+    spdlog::error("store: a commit of {} write(s) failed, each refused: {}; /readyz answers 503 until one succeeds",
+                  writes, error.ToString());
+    metrics.ObserveCommitFailure(error.ToString());
+  };
   auto store = OpenSqliteStore(store_options);
   if (!store.ok()) {
     spdlog::critical("store: {}", store.status().ToString());

@@ -142,6 +142,13 @@ void GroupCommitter::CommitBatch(std::deque<Pending>& batch) {
       if (!st.ok()) spdlog::error("store: rollback after failed batch: {}", st.ToString());
     }
     spdlog::warn("store: batch of {} writes failed: {}", batch.size(), batch_error.ToString());
+    if (options_.on_failure) {
+      try {
+        options_.on_failure(batch_error, static_cast<int>(batch.size()));
+      } catch (...) {
+        spdlog::error("store: on_failure threw");
+      }
+    }
     for (auto& p : batch) Complete(p.done, batch_error);
     return;
   }

@@ -58,6 +58,7 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
   GroupCommitOptions commit_options;
   commit_options.max_batch = options.max_batch;
   commit_options.on_commit = options.on_commit;
+  commit_options.on_failure = options.on_commit_failed;
   auto committer = std::make_unique<GroupCommitter>(std::move(*writer), std::move(commit_options));
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(*lock), std::move(*reader), std::move(*checkpointer),
                                                       std::move(committer), options.clock));

@@ -43,6 +43,7 @@ class ApiFixture {
   nlohmann::json Json(const http::ClientResponse& r) { return nlohmann::json::parse(r.body); }
   uint16_t port() const { return server_->port(); }
   JobStore& store() { return *store_; }
+  api::ApiMetrics& metrics() { return metrics_; }
   // Passes the reconciler (the API's job intake) has run.
   int64_t reconciled() const { return reconciler_->reconciled(); }
 

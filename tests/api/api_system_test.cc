@@ -66,6 +66,20 @@ TEST_CASE("the fleet's gauges follow the inventory, and a removed cluster leaves
   CHECK_THAT(after, !Catch::Contains(R"(cluster="c3")"));
 }
 
+TEST_CASE("readiness: 503 while the store's commits fail, ready again once one succeeds", "[api]") {
+  ApiFixture api;
+  REQUIRE(api.Call("GET", "/readyz", "", "").status == 200);
+  api.metrics().ObserveCommitFailure("sqlite gantry.db: COMMIT: database or disk is full");
+  auto failing = api.Call("GET", "/readyz", "", "");
+  CHECK(failing.status == 503);
+  CHECK_THAT(failing.body, Catch::Contains("disk is full"));
+  CHECK_THAT(api.Call("GET", "/metrics", "", "").body, Catch::Contains("gantry_store_commit_failures_total 1"));
+  CHECK(api.Call("GET", "/healthz", "", "").status == 200);  // alive, not ready
+  // A submit commits: the store works again.
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("after")).status == 201);
+  CHECK(api.Call("GET", "/readyz", "", "").status == 200);
+}
+
 TEST_CASE("health, readiness and metrics", "[api]") {
   ApiFixture api;
   CHECK(api.Call("GET", "/healthz", "", "").status == 200);

@@ -175,9 +175,16 @@ TEST_CASE("a batch of ops that may be lost commits without an fsync, one durable
   CHECK(mixed.synced - lazy.synced == 1);
 }
 
-TEST_CASE("a failed COMMIT fails every op of the batch", "[store][group_commit]") {
+TEST_CASE("a failed COMMIT fails every op of the batch, and says so", "[store][group_commit]") {
   TempDir dir;
-  auto committer = MakeCommitter(dir, {});
+  std::mutex mu;
+  std::vector<std::pair<Code, int>> failures;  // on_failure's calls
+  GroupCommitOptions options;
+  options.on_failure = [&](const Status& error, int writes) {
+    std::lock_guard lock(mu);
+    failures.emplace_back(error.code(), writes);
+  };
+  auto committer = MakeCommitter(dir, std::move(options));
   Outcomes out;
   // A deferred foreign key is only checked at COMMIT: one dangling child
   // makes the whole transaction fail there.
@@ -204,6 +211,10 @@ TEST_CASE("a failed COMMIT fails every op of the batch", "[store][group_commit]"
   CHECK(out.statuses[2].code() == Code::kConflict);
   CHECK(out.statuses[3].code() == Code::kConflict);
   CHECK(committer->commits() == 2);
+  {
+    std::lock_guard lock(mu);
+    CHECK(failures == std::vector<std::pair<Code, int>>{{Code::kConflict, 2}});
+  }
 
   // The writer recovers: the next batch commits.
   committer->Enqueue(InsertKey("after"), out.At(4));

@@ -47,6 +47,12 @@ class ApiMetrics final : public dispatch::EngineMetrics {
 
   void ObserveRequest(const std::string& method, const std::string& route, int code, double seconds);
   void ObserveCommit(double seconds, int writes, bool synced);
+  // A store commit that failed as a whole (a full disk, an I/O error): counted
+  // (gantry_store_commit_failures_total), and its error kept until the next
+  // commit succeeds, for /readyz.
+  void ObserveCommitFailure(const std::string& error);
+  // The last failed commit's error while no commit has succeeded since, else "".
+  std::string StoreFailing() const;
   void SetJobsByPhase(const std::map<JobPhase, int64_t>& counts);
   // The fleet's gauges, in place of the previous scrape's (a removed cluster
   // leaves no series).

@@ -63,6 +63,10 @@ struct GroupCommitOptions {
   // carried (failed ops included), and whether it was fsync'd (false: all of
   // its ops were kMayBeLost). Optional.
   std::function<void(double seconds, int writes, bool synced)> on_commit;
+  // Called on the writer thread after a batch failed as a whole (BEGIN or
+  // COMMIT failed, or an op's error ended the transaction: a full disk, an
+  // I/O error), with that error and the number of ops it failed. Optional.
+  std::function<void(const Status& error, int writes)> on_failure;
 };
 
 class GroupCommitter {

@@ -36,6 +36,9 @@ struct SqliteStoreOptions {
   // Called after every commit with its latency in seconds and the number of
   // writes it carried (for the store commit latency metric). Optional.
   std::function<void(double seconds, int writes, bool synced)> on_commit;
+  // Called after a commit failed as a whole (GroupCommitOptions::on_failure):
+  // every write in it was refused. Optional.
+  std::function<void(const Status& error, int writes)> on_commit_failed;
   // Time source for event timestamps written by the store. Must outlive the store.
   const Clock* clock = nullptr;  // nullptr = system clock
 };

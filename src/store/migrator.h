@@ -3,10 +3,11 @@
 //
 // Contract: schema_version(version, name, applied_at_ms) holds one row per
 // applied migration. Every migration above the highest applied version runs
-// in ascending order, each in its own BEGIN IMMEDIATE transaction together
-// with its schema_version row, so a crash leaves either all of a migration or
-// none. The version is re-read inside each transaction, so two processes
-// opening the same file at once do not apply a migration twice. A database
+// in ascending order, all in one BEGIN IMMEDIATE transaction with their
+// schema_version rows, so a crash or a failure leaves either every pending
+// migration or none (never a version between that neither the old binary
+// nor the new one opens). The version is re-read inside the transaction, so
+// two processes opening the same file at once do not apply a migration twice. A database
 // whose version is above what this binary knows (a downgrade) is refused:
 // the old binary cannot know what the newer schema means.
 #pragma once

@@ -188,6 +188,31 @@ TEST_CASE("migration 007 gives every intent an empty refusal", "[store][migratio
   CHECK((*intents)[0].refusal.empty());
 }
 
+TEST_CASE("an upgrade that fails half way leaves the database at its old version, whole", "[store][migration]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  const int old_version = 8;
+  OlderDatabase(path, old_version, "SELECT 1");
+  // The rest of the embedded migrations, then one that fails.
+  std::vector<Migration> upgrade(EmbeddedMigrations().begin(), EmbeddedMigrations().end());
+  upgrade.push_back({upgrade.back().version + 1, "broken", "CREATE TABLE t (x INTEGER); SELECT * FROM missing;"});
+  {
+    Result<std::unique_ptr<SqliteConnection>> conn = SqliteConnection::Open(path, {});
+    REQUIRE(conn.ok());
+    Result<int> migrated = MigrateSchema(**conn, upgrade, 2'000);
+    REQUIRE_FALSE(migrated.ok());
+    CHECK_THAT(migrated.status().message(), Catch::Contains("broken"));
+    CHECK_THAT(migrated.status().message(), Catch::Contains("left at schema version 8"));
+  }
+  RawDb raw(path);
+  CHECK(raw.Int("SELECT MAX(version) FROM schema_version") == old_version);
+  // Nothing of the migrations after 8 is there: 009's column, 011's table.
+  CHECK(raw.Int("SELECT COUNT(*) FROM pragma_table_info('remote_intents') WHERE name = 'gate_opened_ms'") == 0);
+  CHECK(raw.Int("SELECT COUNT(*) FROM sqlite_master WHERE name = 'purged_jobs'") == 0);
+  // The binary of this build still opens it, and brings it up to date.
+  CHECK(OpenStore(path) != nullptr);
+}
+
 TEST_CASE("a database from a newer binary is refused", "[store][migration]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");

@@ -160,7 +160,8 @@ struct ClusterObserver::Impl {
   void Run(Cluster* c, std::size_t r);
   // Whether the view of resource r in c may miss changes (until its next list).
   void SetBehind(Cluster* c, std::size_t r, bool behind);
-  bool WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path);
+  bool WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path,
+                       int64_t& unserved_since);
   void SetUnserved(Cluster* c, std::size_t r, bool unserved);
   void SetServedNot(Cluster* c, std::size_t r);
   void ForgetUnserved(Cluster* c, std::size_t r, int64_t for_ms);

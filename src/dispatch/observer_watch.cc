@@ -165,7 +165,7 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       auto client = kube::KubeClient::Create(c->config.credentials, client_options);
       if (!client.ok()) {
         spdlog::warn("observer: cluster {}: {}", c->config.name, client.status().message());
-      } else if (!resources[r].optional || WaitUntilServed(c, **client, r, path)) {
+      } else if (!resources[r].optional || WaitUntilServed(c, **client, r, path, unserved_since)) {
         kube::ListWatch(
             **client, path, lw,
             [&](const std::vector<json>& items) {
@@ -204,10 +204,15 @@ void ClusterObserver::Impl::SetBehind(Cluster* c, std::size_t r, bool behind) {
 }
 
 // While the path answers 404 (its CRD is not installed there), the
-// resource counts as listed and empty. True once it answers anything else
-// (ListWatch handles failures: a 403, gantry not allowed to list the kind
-// there, is a refusal for the jobs of that kind), false when stopping.
-bool ClusterObserver::Impl::WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path) {
+// resource counts as listed; what its view held goes once the 404s have
+// lasted list_errors_told_after (from unserved_since), as when a relist
+// meets them, not at the first (a CRD unserved for a moment, in an
+// upgrade, after a 403 or an error restarted the thread). True once it
+// answers anything else (ListWatch handles failures: a 403, gantry not
+// allowed to list the kind there, is a refusal for the jobs of that kind),
+// false when stopping.
+bool ClusterObserver::Impl::WaitUntilServed(Cluster* c, kube::KubeClient& client, std::size_t r, const std::string& path,
+                                            int64_t& unserved_since) {
   kube::ListOptions probe;
   probe.label_selector = Selector();
   probe.limit = 1;
@@ -222,7 +227,10 @@ bool ClusterObserver::Impl::WaitUntilServed(Cluster* c, kube::KubeClient& client
                    c->config.name, resources[r].name,
                    std::chrono::duration_cast<std::chrono::seconds>(options.unserved_recheck).count());
     }
-    ApplyList(c, r, {});
+    const int64_t now = NowMillis();
+    if (unserved_since == 0) unserved_since = now;
+    SetServedNot(c, r);
+    if (now - unserved_since >= options.list_errors_told_after.count()) ForgetUnserved(c, r, now - unserved_since);
     SetUnserved(c, r, true);
     if (!c->Wait(options.unserved_recheck)) return false;
   }

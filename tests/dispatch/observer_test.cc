@@ -739,6 +739,24 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
   }
 
+  SECTION("an optional kind refused, then unserved (404) a moment: its view keeps what it held") {
+    const dispatch::JobKind trainjob{"trainer.kubeflow.org/v1alpha1", "TrainJob"};
+    REQUIRE(kc2->Create(kWorkloadsPath, Workload("w6", "uid-6"))->status == 201);
+    REQUIRE(kc2->Create(kTrainJobsPath, TrainJob("t6", "uid-6", "w6"))->status == 201);
+    REQUIRE(WaitFor([&] { return observer.ForJob("uid-6", trainjob).clusters["c2"].jobs.size() == 1; }));
+    // Refused (403): the kind's thread waits unserved_recheck, then asks again.
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2", "trainjobs"}).code == 0);
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "kill-watches", "c2"}).code == 0);
+    REQUIRE(WaitFor([&] { return !observer.KindRefusals().empty(); }, std::chrono::seconds(10)));
+    // Asked again, it answers 404 (its CRD unserved for a moment): the
+    // refusal is over, and what the view held stays until the 404s have
+    // lasted list_errors_told_after.
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2", "trainjobs=404"}).code == 0);
+    REQUIRE(WaitFor([&] { return observer.KindRefusals().empty(); }, std::chrono::seconds(10)));
+    CHECK(observer.ForJob("uid-6", trainjob).clusters["c2"].jobs.size() == 1);
+    REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
+  }
+
   SECTION("a generic kind is watched like a Job") {
     REQUIRE(kc2->Create(kWorkloadsPath, Workload("w3", "uid-3"))->status == 201);
     REQUIRE(kc2->Create(kTrainJobsPath, TrainJob("t3", "uid-3", "w3"))->status == 201);

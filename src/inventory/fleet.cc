@@ -99,9 +99,15 @@ std::vector<ClusterFileError> Fleet::Load() {
       if (kept && creds->token_source && kept->SameSource(*creds->token_source)) creds->token_source = kept;
       entry.creds = std::move(*creds);
       entry.view.credentials_error.clear();
+      entry.view.credentials_warning.clear();
       if (entry.creds->insecure) {
         spdlog::warn("inventory: cluster {}: TLS verification is OFF (allowInsecure)", config.name);
       }
+    } else if (entry.creds && entry.view.config.name == config.name) {
+      // A typo in a kubeconfig, or a token file missing a moment, must not
+      // cut gantry off a cluster that works: its jobs would look lost.
+      entry.view.credentials_warning = creds.status().message();
+      spdlog::error("inventory: {} (the last good credentials stay in use until it loads)", creds.status().message());
     } else {
       entry.creds.reset();
       entry.view.credentials_error = creds.status().message();
@@ -169,9 +175,20 @@ void Fleet::ProbeOne(const std::string& name) {
     config = it->second.view.config;
     creds = it->second.creds;
   }
-  Result<CapacityReading> reading =
-      creds ? prober_.Probe(config, *creds) : Result<CapacityReading>(Status::Invalid("no usable kubeconfig"));
   int64_t now = clock_.NowMillis();
+  if (!creds) {
+    // A local configuration error, not an outage: its health stays as it
+    // was (Unknown at a start), so no clusterLostTimeout runs and no job it
+    // owns moves while the operator fixes the kubeconfig (credentials_error).
+    std::lock_guard lock(mu_);
+    auto it = entries_.find(name);
+    if (it == entries_.end()) return;
+    it->second.next_probe_ms = it->second.reprobe ? now : now + options_.probe_interval_ms;
+    it->second.reprobe = false;
+    return;
+  }
+  Result<CapacityReading> reading = prober_.Probe(config, *creds);
+  now = clock_.NowMillis();
   std::optional<std::optional<ClusterOutage>> persist;  // set when the outage's start or kind changed
   std::string error;
   {

@@ -278,6 +278,43 @@ TEST_CASE("a cluster that leaves the inventory leaves its outage behind", "[inve
   fleet.Stop();
 }
 
+TEST_CASE("a kubeconfig broken at a reload keeps the last good credentials, and one broken from the start is no outage",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  std::ofstream(dir.File("c2.kubeconfig")) << "apiVersion: v1\nkind: Config\nclusters: [\n";  // broken at start
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c1")->health.state == HealthState::kReady);
+  // c2: nothing to probe with, but nothing known of it either: no outage,
+  // no clusterLostTimeout running for the jobs it may own.
+  auto c2 = fleet.Cluster("c2");
+  CHECK_FALSE(c2->credentials_error.empty());
+  CHECK(c2->health.state == HealthState::kUnknown);
+  CHECK_FALSE(c2->health.first_lost_ms.has_value());
+
+  // An operator's typo in c1's kubeconfig, and a reload.
+  std::ofstream(dir.File("c1.kubeconfig")) << "apiVersion: v1\nkind: Config\nusers: {{\n";
+  fleet.Reload();
+  clock.Advance(60'000);
+  fleet.ProbeAllNow();
+  auto c1 = fleet.Cluster("c1");
+  CHECK(fleet.Credentials("c1").has_value());
+  CHECK(c1->credentials_error.empty());
+  CHECK_FALSE(c1->credentials_warning.empty());
+  CHECK(c1->health.state == HealthState::kReady);
+  CHECK_FALSE(c1->health.first_lost_ms.has_value());
+  // Fixed: the warning goes.
+  WriteCluster(dir.path(), "c1");
+  fleet.Reload();
+  CHECK(fleet.Cluster("c1")->credentials_warning.empty());
+  fleet.Stop();
+}
+
 // A prober whose first probe of "slow" reads its answer, then waits until
 // the test opens the gate: the background probe still in flight when the
 // cluster comes back.

@@ -78,6 +78,9 @@ struct ClusterView {
   std::optional<CapacityReading> capacity;
   int64_t capacity_at_ms = 0;   // when capacity was read
   std::string credentials_error;  // kubeconfig problems (the cluster is not probed)
+  // The kubeconfig failed to load at a reload, and the last good
+  // credentials are kept in use: the error, for the operator to fix.
+  std::string credentials_warning;
   std::string capacity_error;     // CapacityReading::unreadable of the last probe
 };
 

@@ -1,4 +1,5 @@
 #include "gantry/inventory/exec_plugin.h"
+#include "server_url.h"
 
 #include <fmt/format.h>
 
@@ -61,41 +62,11 @@ bool TokenLike(std::string_view word) {
   return (upper && lower && digit) || (hex && word.size() >= 32 && digit && lower);
 }
 
-// A URL keeps its scheme, host and path; its user information and the
-// values of its query are redacted, as they are where credentials go.
-std::string RedactUrl(std::string_view url) {
-  const std::size_t scheme_end = url.find("://") + 3;
-  std::string out(url.substr(0, scheme_end));
-  std::string_view rest = url.substr(scheme_end);
-  const std::size_t at = rest.find('@');
-  if (at != std::string_view::npos && at < rest.find('/')) {
-    out += "[redacted]@";
-    rest.remove_prefix(at + 1);
-  }
-  const std::size_t query = rest.find('?');
-  out += rest.substr(0, query);
-  if (query == std::string_view::npos) return out;
-  out.push_back('?');
-  rest.remove_prefix(query + 1);
-  while (!rest.empty()) {
-    const std::size_t amp = rest.find('&');
-    const std::string_view pair = rest.substr(0, amp);
-    out += pair.substr(0, pair.find('='));
-    if (pair.find('=') != std::string_view::npos) out += "=[redacted]";
-    if (amp == std::string_view::npos) break;
-    out.push_back('&');
-    rest.remove_prefix(amp + 1);
-  }
-  return out;
-}
-
 std::string RedactWord(std::string_view word) {
-  if (word.find("://") != std::string_view::npos) return RedactUrl(word);
+  if (word.find("://") != std::string_view::npos) return internal::RedactUrl(word);
   // key=value: the value alone may be the secret (token=..., --password=...).
   const std::size_t eq = word.find('=');
-  if (eq != std::string_view::npos && eq + 1 < word.size()) {
-    return std::string(word.substr(0, eq + 1)) + RedactWord(word.substr(eq + 1));
-  }
+  if (eq != std::string_view::npos && eq + 1 < word.size()) return std::string(word.substr(0, eq + 1)) + "[redacted]";
   return TokenLike(word) ? std::string("[redacted]") : std::string(word);
 }
 

@@ -6,15 +6,43 @@
 
 namespace gantry::inventory::internal {
 
+std::string RedactUrl(std::string_view url) {
+  const std::size_t scheme = url.find("://");
+  const std::size_t scheme_end = scheme == std::string_view::npos ? 0 : scheme + 3;
+  std::string out(url.substr(0, scheme_end));
+  std::string_view rest = url.substr(scheme_end);
+  const std::size_t at = rest.find('@');
+  if (at != std::string_view::npos && at < rest.find('/')) {
+    out += "[redacted]@";
+    rest.remove_prefix(at + 1);
+  }
+  const std::size_t query = rest.find_first_of("?#");
+  out += rest.substr(0, query);
+  if (query == std::string_view::npos) return out;
+  out.push_back(rest[query]);
+  rest.remove_prefix(query + 1);
+  while (!rest.empty()) {
+    const std::size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    out += pair.substr(0, pair.find('='));
+    if (pair.find('=') != std::string_view::npos) out += "=[redacted]";
+    if (amp == std::string_view::npos) break;
+    out.push_back('&');
+    rest.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
 Result<ServerAddress> ParseServerUrl(std::string_view url) {
+  const std::string quoted = RedactUrl(url);
   constexpr std::string_view kScheme = "https://";
   if (!url.starts_with(kScheme)) {
-    return Status::Invalid(fmt::format("server '{}' must be an https:// URL", url));
+    return Status::Invalid(fmt::format("server '{}' must be an https:// URL", quoted));
   }
   std::string_view rest = url.substr(kScheme.size());
   if (rest.find_first_of("?#@") != std::string_view::npos) {
     return Status::Invalid(
-        fmt::format("server '{}' must not have user info, query or fragment", url));
+        fmt::format("server '{}' must not have user info, query or fragment", quoted));
   }
   ServerAddress out;
   const size_t slash = rest.find('/');
@@ -28,12 +56,12 @@ Result<ServerAddress> ParseServerUrl(std::string_view url) {
   if (authority.starts_with('[')) {
     const size_t close = authority.find(']');
     if (close == std::string_view::npos) {
-      return Status::Invalid(fmt::format("server '{}': unterminated IPv6 address", url));
+      return Status::Invalid(fmt::format("server '{}': unterminated IPv6 address", quoted));
     }
     out.host = std::string(authority.substr(1, close - 1));
     std::string_view after = authority.substr(close + 1);
     if (!after.empty() && !after.starts_with(':')) {
-      return Status::Invalid(fmt::format("server '{}': bad text after IPv6 address", url));
+      return Status::Invalid(fmt::format("server '{}': bad text after IPv6 address", quoted));
     }
     if (!after.empty()) port_text = after.substr(1);
   } else {
@@ -41,13 +69,13 @@ Result<ServerAddress> ParseServerUrl(std::string_view url) {
     out.host = std::string(authority.substr(0, colon));
     if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
   }
-  if (out.host.empty()) return Status::Invalid(fmt::format("server '{}' has no host", url));
+  if (out.host.empty()) return Status::Invalid(fmt::format("server '{}' has no host", quoted));
   if (!port_text.empty() || authority.ends_with(':')) {
     unsigned port = 0;
     auto [end, ec] = std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
     if (ec != std::errc() || end != port_text.data() + port_text.size() || port == 0 ||
         port > 65535) {
-      return Status::Invalid(fmt::format("server '{}': port must be from 1 to 65535", url));
+      return Status::Invalid(fmt::format("server '{}': port must be from 1 to 65535", quoted));
     }
     out.port = static_cast<uint16_t>(port);
   }

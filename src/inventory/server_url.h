@@ -19,4 +19,8 @@ struct ServerAddress {
 // refused (they would be silently dropped otherwise).
 Result<ServerAddress> ParseServerUrl(std::string_view url);
 
+// url as a message may quote it: scheme, host and path kept; its user
+// information and the values of its query redacted, as credentials go there.
+std::string RedactUrl(std::string_view url);
+
 }  // namespace gantry::inventory::internal

@@ -282,6 +282,9 @@ TEST_CASE("Exec plugin: a stderr line keeps its words and loses what looks like 
         "POST https://[redacted]@idp.example.com/oauth/token?grant=[redacted]&X-Amz-Security-Token=[redacted] 400");
   // key=value: the value alone; hex secrets too.
   CHECK(StderrLine("--secret=0123456789abcdef0123456789abcdef0123 refused") == "--secret=[redacted] refused");
+  // Whatever the value looks like: short passwords, kubeadm's bootstrap tokens.
+  CHECK(StderrLine("login failed: password=hunter2") == "login failed: password=[redacted]");
+  CHECK(StderrLine("join token=abcdef.0123456789abcdef refused") == "join token=[redacted] refused");
   // Redacted before the line is cut: a secret across the cut leaves nothing of itself.
   const std::string secret = "Zq8" + std::string(40, 'x') + "Kp9vQ";
   const std::string cut = StderrLine(std::string(190, 'a') + " " + secret);

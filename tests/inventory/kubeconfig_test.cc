@@ -309,6 +309,13 @@ std::vector<BadKube> BadKubes() {
        "must be an https:// URL"},
       {"bad port", with([](Kube& k) { k.server = "server: https://h:99999"; }), "",
        "port must be from 1 to 65535"},
+      // The URL is quoted with its user information and query values redacted.
+      {"server with user info", with([](Kube& k) { k.server = std::string("server: https://admin:") + kSecret + "@h:6443"; }),
+       "", "server 'https://[redacted]@h:6443' must not have user info"},
+      {"http server with user info", with([](Kube& k) { k.server = std::string("server: http://u:") + kSecret + "@h"; }),
+       "", "must be an https:// URL"},
+      {"server with a query", with([](Kube& k) { k.server = std::string("server: https://h/?token=") + kSecret; }), "",
+       "server 'https://h/?token=[redacted]' must not have"},
       {"proxy", with([](Kube& k) { k.cluster = "proxy-url: http://proxy:3128"; }), "",
        "proxy-url: proxies are not supported"},
       {"ca data and file", with([&](Kube& k) {

@@ -170,6 +170,15 @@ bool ServerConn::Read() {
         return Refuse(413, fmt::format("request body is over the limit of {} bytes", env_.options->body_limit));
       }
       if (ec && ec != bhttp::error::need_more) return Refuse(400, "malformed request: " + ec.message());
+      // The parser takes a line only whole. Past the header, no limit of
+      // its own bounds a chunk's size line (its extensions) or a trailer:
+      // bytes without an end of line would be buffered until the read
+      // deadline, a gigabyte in seconds.
+      if (ec == bhttp::error::need_more && parser_->is_header_done() &&
+          in_.size() - in_used_ > env_.options->header_limit) {
+        return Refuse(400, fmt::format("malformed request: a chunk line or trailer over {} bytes",
+                                       env_.options->header_limit));
+      }
       if (parser_->is_done()) return Dispatch();
       if (parser_->is_header_done() && !continue_sent_ &&
           boost::beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {

@@ -146,3 +146,27 @@ TEST_CASE("connections beyond max_connections are closed at accept, and the othe
 }
 
 }  // namespace gantry::http
+
+namespace gantry::http {
+
+TEST_CASE("a chunk line or trailer with no end gets 400 once over the header limit, not buffered", "[http][wire]") {
+  ServerOptions options;
+  options.header_limit = 4 << 10;
+  options.read_timeout = 60s;  // the refusal, not the deadline, must end it
+  auto server = Started(Echo(), options);
+  const std::string endless(3 * options.header_limit, 'a');
+  for (const char* prefix : {"5;", "0\r\nX-Trailer: "}) {
+    INFO(prefix);
+    RawSocket raw(server->port());
+    raw.Send("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(prefix) + endless);
+    std::string got = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+    CHECK(got.rfind("HTTP/1.1 400", 0) == 0);
+  }
+  // A well-formed chunked body, with an extension and a trailer, still goes through.
+  RawSocket raw(server->port());
+  raw.Send("POST /y HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3;ext=1\r\nabc\r\n0\r\nX-T: 1\r\n\r\n");
+  std::string got = raw.ReadUntil([](const std::string& s) { return s.find("POST /y abc") != std::string::npos; });
+  CHECK(got.find("HTTP/1.1 200 OK") != std::string::npos);
+}
+
+}  // namespace gantry::http

@@ -43,7 +43,7 @@ void ApiService::ListClusters(http::Request req, Respond respond) {
   }
   nlohmann::json list = {{"apiVersion", "gantry.dev/v1"}, {"kind", "ClusterList"}, {"metadata", nlohmann::json::object()},
                         {"items", items}};
-  respond(http::JsonResponse(200, list.dump()));
+  respond(JsonAnswer(list));
 }
 
 void ApiService::GetCluster(http::Request req, Respond respond) {
@@ -54,7 +54,7 @@ void ApiService::GetCluster(http::Request req, Respond respond) {
     respond(K8sStatus(404, "NotFound", "cluster " + name + " not found"));
     return;
   }
-  respond(http::JsonResponse(200, ClusterJson(*view, clock_.NowMillis()).dump()));
+  respond(JsonAnswer(ClusterJson(*view, clock_.NowMillis())));
 }
 
 void ApiService::ReloadClusters(http::Request req, Respond respond) {
@@ -98,7 +98,7 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   body["kind"] = "PlacementDecision";
   body["job"] = ns + "/" + job->name;
   body["decidedAt"] = FormatRfc3339(now);
-  respond(http::JsonResponse(200, body.dump()));
+  respond(JsonAnswer(body));
 }
 
 }  // namespace gantry::api

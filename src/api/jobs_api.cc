@@ -217,7 +217,7 @@ void ApiService::JobEvents(http::Request req, Respond respond) {
     respond(K8sStatusFrom(events.status()));
     return;
   }
-  respond(http::JsonResponse(200, EventsToJson(*events).dump()));
+  respond(JsonAnswer(EventsToJson(*events)));
 }
 
 void ApiService::JobRemoteObjects(http::Request req, Respond respond) {
@@ -228,7 +228,7 @@ void ApiService::JobRemoteObjects(http::Request req, Respond respond) {
     respond(K8sStatusFrom(intents.status()));
     return;
   }
-  respond(http::JsonResponse(200, RemoteObjectsToJson(std::move(*intents)).dump()));
+  respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents))));
 }
 
 }  // namespace gantry::api

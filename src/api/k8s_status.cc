@@ -34,6 +34,8 @@ std::string Text(const nlohmann::json& body) {
 
 }  // namespace
 
+http::Response JsonAnswer(const nlohmann::json& body, int code) { return http::JsonResponse(code, Text(body)); }
+
 http::Response K8sStatus(int code, std::string reason, std::string message,
                          const std::vector<Cause>& causes) {
   nlohmann::json body = {{"kind", "Status"},   {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},

@@ -21,12 +21,19 @@ KubeError DecodeError(int http_status, const std::string& body, const std::strin
   KubeError e;
   e.code = http_status;
   auto j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_object() && j.value("kind", "") == "Status") {
-    e.reason = j.value("reason", "");
-    e.message = j.value("message", "");
+  if (j.is_object() && JsonStringAt(j, {"kind"}) == "Status") {
+    e.reason = JsonStringAt(j, {"reason"});
+    e.message = JsonStringAt(j, {"message"});
     if (j.contains("code") && j["code"].is_number_integer()) e.code = j["code"].get<int>();
   } else {
+    // Someone else's page (a proxy's, a load balancer's): its first 200
+    // bytes, as printable ASCII, so that no cut character or stray byte
+    // reaches a log line, an event or a JSON answer.
     e.message = body.substr(0, 200);
+    for (char& c : e.message) {
+      const auto b = static_cast<unsigned char>(c);
+      if (b < 0x20 || b >= 0x7f) c = b == '\n' || b == '\t' || b == '\r' ? ' ' : '?';
+    }
   }
   if (!retry_after.empty() && retry_after.find_first_not_of("0123456789") == std::string::npos &&
       retry_after.size() < 6) {

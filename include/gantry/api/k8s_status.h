@@ -27,4 +27,10 @@ http::Response K8sSuccess(int code, std::string message);
 // The reason word Kubernetes uses for an HTTP code ("NotFound", "Invalid", ...).
 std::string ReasonForCode(int code);
 
+// A 200 (or code) JSON answer of body. Text from the worker clusters (an
+// error's body, a condition's message) is kept in events and cluster views,
+// and need not be UTF-8: such bytes are written as U+FFFD, where dump()
+// would throw and the request end in a 500.
+http::Response JsonAnswer(const nlohmann::json& body, int code = 200);
+
 }  // namespace gantry::api

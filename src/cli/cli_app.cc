@@ -94,12 +94,20 @@ int RunCli(int argc, char** argv) {
     return cli::kExitUsage;
   }
   if (serve_cmd->parsed()) return RunServe(serve);
-  if (submit->parsed()) return cli::Submit(flags, file, wait, std::cout, std::cerr);
-  if (status->parsed()) return cli::Status(flags, name, watch, std::cout, std::cerr);
-  if (list->parsed()) return cli::List(flags, all, phase, queue, std::cout, std::cerr);
-  if (cancel->parsed()) return cli::Cancel(flags, name, purge, wait, std::cout, std::cerr);
-  if (clusters->parsed()) return cli::Clusters(flags, std::cout, std::cerr);
-  if (explain->parsed()) return cli::Explain(flags, name, std::cout, std::cerr);
+  // An answer of an unexpected shape (GANTRY_SERVER naming another service,
+  // a proxy's page) must end in a message and exit 1, not an abort.
+  try {
+    if (submit->parsed()) return cli::Submit(flags, file, wait, std::cout, std::cerr);
+    if (status->parsed()) return cli::Status(flags, name, watch, std::cout, std::cerr);
+    if (list->parsed()) return cli::List(flags, all, phase, queue, std::cout, std::cerr);
+    if (cancel->parsed()) return cli::Cancel(flags, name, purge, wait, std::cout, std::cerr);
+    if (clusters->parsed()) return cli::Clusters(flags, std::cout, std::cerr);
+    if (explain->parsed()) return cli::Explain(flags, name, std::cout, std::cerr);
+  } catch (const std::exception& e) {
+    std::cerr << "error: the server's answer is not what gantry expects (is it a gantry daemon?): " << e.what()
+              << "\n";
+    return cli::kExitRefused;
+  }
   return cli::kExitUsage;
 }
 

@@ -48,9 +48,10 @@ std::string JobPath(const std::string& ns, const std::string& name) {
 }
 
 // Polls the job until it reaches a final phase (or the deadline). Prints each
-// phase change. Exit 0 for Succeeded/Cancelled as wanted, 1 otherwise.
+// phase change. Exit 0 for Succeeded/Cancelled as wanted, 1 otherwise (a
+// request the server refused too: reached_final, when given, tells which).
 int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name, const WaitFlags& wait,
-                 const std::string& wanted, std::ostream& out, std::ostream& err) {
+                 const std::string& wanted, std::ostream& out, std::ostream& err, bool* reached_final = nullptr) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait.timeout_seconds);
   std::string last;
   while (true) {
@@ -67,6 +68,7 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
       last = phase;
     }
     if (IsFinalPhase(phase)) {
+      if (reached_final != nullptr) *reached_final = true;
       if (phase == wanted) return kExitOk;
       std::string message = Str(r.body, "/status/message");
       if (!message.empty()) err << "job " << name << " is " << phase << ": " << message << "\n";
@@ -183,8 +185,9 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, std::o
   std::string ns = NamespaceOf(flags);
   if (watch) {
     WaitFlags wait{true, 0, 1000};
-    int rc = WaitForFinal(*api, ns, name, wait, "", out, err);
-    return rc == kExitRefused ? kExitOk : rc;  // reaching any final phase ends a watch normally
+    bool final = false;
+    int rc = WaitForFinal(*api, ns, name, wait, "", out, err, &final);
+    return final ? kExitOk : rc;  // reaching any final phase ends a watch normally; a 404 does not
   }
   auto body = Fetch(*api, JobPath(ns, name), err, &code);
   if (!body) return code;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "daemon_fixture.h"
+#include "gantry/http/server.h"
 
 namespace gantry::testing {
 namespace {
@@ -88,6 +89,10 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
   auto missing = Cli(daemon.url(), {"status", "nope", "-n", "team-a"});
   CHECK(missing.code == 1);
   CHECK(missing.err.find("(404)") != std::string::npos);
+  // So does watching it: a 404 is no final phase.
+  auto watched = Cli(daemon.url(), {"status", "nope", "-n", "team-a", "-w"});
+  CHECK(watched.code == 1);
+  CHECK(watched.err.find("(404)") != std::string::npos);
   std::string bad = dir.File("bad.yaml");
   WriteFile(bad, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: x}\nspec: {priority: 1}\n");
   auto invalid = Cli(daemon.url(), {"submit", "-f", bad});
@@ -112,6 +117,21 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
   auto wrong = Cli(daemon.url(), {"submit", "-f", shaped, "-n", "team-a"});
   CHECK(wrong.code == 1);
   CHECK(wrong.err.find("metadata") != std::string::npos);
+  // 1, with a message, when the server is not gantry (a proxy's page).
+  http::ServerOptions other;
+  other.address = "127.0.0.1";
+  http::Server page(other, [](http::Request, http::Responder respond) {
+    respond(http::TextResponse(200, "<html>sign in</html>"));
+  });
+  REQUIRE(page.Start().ok());
+  const std::string page_url = "http://127.0.0.1:" + std::to_string(page.port());
+  for (std::vector<std::string> args : {std::vector<std::string>{"list"}, {"status", "x"}, {"clusters"}}) {
+    auto r = Cli(page_url, args);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.code == 1);
+    CHECK(r.err.find("is it a gantry daemon") != std::string::npos);
+  }
+  page.Stop(std::chrono::milliseconds(0));
   // 3: nobody listens there.
   auto unreachable = Cli("http://127.0.0.1:1", {"list"});
   CHECK(unreachable.code == 3);

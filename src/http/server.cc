@@ -247,7 +247,15 @@ class Server::Impl {
   std::map<uint64_t, std::unique_ptr<ServerConn>> conns_;
   uint64_t next_id_ = kFirstConnKey;
   Clock::time_point next_expiry_ = Clock::time_point::max();
+  // Out of descriptors (EMFILE): the listener is out of the epoll set until
+  // then, so that its pending connections do not wake the loop at once, for
+  // ever; and the warning is written once a window, with the count.
+  Clock::time_point accept_resume_at_ = Clock::time_point::max();
+  Clock::time_point accept_warned_at_{};
+  uint64_t accept_failures_ = 0;
   bool exit_ = false;
+  void PauseAccept(int error);
+  void ResumeAccept();
 };
 
 Status Server::Impl::Start() {
@@ -337,6 +345,7 @@ void Server::Impl::Run() {
       Settle(it, !(hung_up && it->second->streaming()) && it->second->Advance());
     }
     DrainMailbox();
+    if (Clock::now() >= accept_resume_at_) ResumeAccept();
     if (Clock::now() >= next_expiry_) ExpireDeadlines();
   }
   conns_.clear();
@@ -344,8 +353,9 @@ void Server::Impl::Run() {
 
 int Server::Impl::WaitMillis() const {
   if (!mailbox_->empty()) return 0;
-  if (next_expiry_ == Clock::time_point::max()) return -1;
-  auto left = std::chrono::ceil<std::chrono::milliseconds>(next_expiry_ - Clock::now()).count();
+  const Clock::time_point until = std::min(next_expiry_, accept_resume_at_);
+  if (until == Clock::time_point::max()) return -1;
+  auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
   return static_cast<int>(std::clamp<int64_t>(left, 0, 60'000));
 }
 
@@ -356,9 +366,7 @@ void Server::Impl::AcceptAll() {
     int fd = ::accept4(listener_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) {  // e.g. EMFILE: keep serving the connections we have
-        spdlog::warn("http server {}: accept: {}", options_.thread_name, std::strerror(errno));
-      }
+      if (errno != EAGAIN && errno != EWOULDBLOCK) PauseAccept(errno);  // EMFILE: serve the connections we have
       return;
     }
     if (conns_.size() >= options_.max_connections) {
@@ -450,6 +458,35 @@ void Server::Impl::ExpireDeadlines() {
     next_expiry_ = std::min(next_expiry_, due);
     ++it;
   }
+}
+
+void Server::Impl::PauseAccept(int error) {
+  constexpr auto kPause = std::chrono::milliseconds(100);
+  constexpr auto kWarnEvery = std::chrono::seconds(10);
+  const Clock::time_point now = Clock::now();
+  ++accept_failures_;
+  if (now - accept_warned_at_ >= kWarnEvery) {
+    spdlog::warn("http server {}: accept: {} ({} time(s) since the last warning); new connections wait while the "
+                 "ones open are served",
+                 options_.thread_name, std::strerror(error), accept_failures_);
+    accept_warned_at_ = now;
+    accept_failures_ = 0;
+  }
+  if (listener_ >= 0 && accept_resume_at_ == Clock::time_point::max()) {
+    (void)::epoll_ctl(epoll_, EPOLL_CTL_DEL, listener_, nullptr);
+    accept_resume_at_ = now + kPause;
+  }
+}
+
+void Server::Impl::ResumeAccept() {
+  accept_resume_at_ = Clock::time_point::max();
+  if (listener_ < 0) return;
+  epoll_event listen_event{EPOLLIN, {.u64 = kListenerKey}};
+  if (::epoll_ctl(epoll_, EPOLL_CTL_ADD, listener_, &listen_event) != 0) {
+    spdlog::error("http server {}: epoll: {}", options_.thread_name, std::strerror(errno));
+    return;
+  }
+  AcceptAll();
 }
 
 void Server::Impl::CloseListener() {

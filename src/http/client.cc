@@ -140,7 +140,7 @@ Status Client::Impl::Connect() {
   Reset();
   ++connects_;
   auto conn = Connection::Open(host_, port_, tls_ ? ssl_->native_handle() : nullptr,
-                               Connection::Clock::now() + options_.connect_timeout);
+                               Connection::Clock::now() + options_.connect_timeout, options_.tls_server_name);
   if (!conn.ok()) return conn.status();
   conn_ = std::move(*conn);
   return Status::Ok();

@@ -36,7 +36,7 @@ int MillisLeft(Connection::Clock::time_point deadline) {
 }  // namespace
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, const std::string& port, SSL_CTX* tls,
-                                                     Clock::time_point deadline) {
+                                                     Clock::time_point deadline, const std::string& tls_name) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -58,7 +58,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, co
     if (ec) continue;
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (tls) GANTRY_RETURN_IF_ERROR(conn->Handshake(tls, host, port));
+    if (tls) GANTRY_RETURN_IF_ERROR(conn->Handshake(tls, host, port, tls_name.empty() ? host : tls_name));
     conn->deadline_ = Clock::time_point::max();
     return conn;
   }
@@ -76,7 +76,8 @@ error_code Connection::Connect(const addrinfo& addr) {
   return err ? Errno(err) : error_code();
 }
 
-Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::string& port) {
+Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::string& port,
+                             const std::string& name) {
   ssl_ = SSL_new(tls);
   BIO* bio = ssl_ ? NewSocketBio(fd_) : nullptr;
   if (!bio) return Status::Unavailable(fmt::format("TLS with {}:{}: out of memory", host, port));
@@ -87,12 +88,12 @@ Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::s
   // SSL_read still answers WANT_READ only when no whole record is buffered.
   SSL_set_read_ahead(ssl_, 1);
   unsigned char addr[sizeof(in6_addr)];
-  if (inet_pton(AF_INET, host.c_str(), addr) == 1 || inet_pton(AF_INET6, host.c_str(), addr) == 1) {
+  if (inet_pton(AF_INET, name.c_str(), addr) == 1 || inet_pton(AF_INET6, name.c_str(), addr) == 1) {
     // An IP address: checked against the certificate's IP SANs.
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), host.c_str());
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), name.c_str());
   } else {  // a DNS name: sent as SNI and checked
-    SSL_set_tlsext_host_name(ssl_, host.c_str());
-    SSL_set1_host(ssl_, host.c_str());
+    SSL_set_tlsext_host_name(ssl_, name.c_str());
+    SSL_set1_host(ssl_, name.c_str());
   }
   SSL_set_connect_state(ssl_);
   error_code ec;

@@ -40,8 +40,9 @@ class Connection {
   // the certificate against host (a DNS name, sent as SNI, or an IP address).
   // Every error is kUnavailable, a passed deadline included, with the step
   // (resolve, connect, TLS handshake) and the reason in its message.
+  // tls_name: the name to send as SNI and verify ("" = host).
   static Result<std::unique_ptr<Connection>> Open(const std::string& host, const std::string& port, SSL_CTX* tls,
-                                                  Clock::time_point deadline);
+                                                  Clock::time_point deadline, const std::string& tls_name = "");
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -115,7 +116,7 @@ class Connection {
   explicit Connection(int fd) : fd_(fd) {}
   // Connects the socket to addr before the deadline.
   boost::system::error_code Connect(const addrinfo& addr);
-  Status Handshake(SSL_CTX* tls, const std::string& host, const std::string& port);
+  Status Handshake(SSL_CTX* tls, const std::string& host, const std::string& port, const std::string& name);
   enum class Direction { kRead, kWrite };
   // One read into, or one write from, data (a write never changes it):
   // waits until the socket is ready, then moves what it can.

@@ -23,9 +23,12 @@ inline inventory::ClusterCredentials UnreachableCluster(uint16_t port = 1) {
 
 // A client of the test's HTTPS server at 127.0.0.1:port, trusting ca_pem,
 // one attempt per request.
-inline std::unique_ptr<kube::KubeClient> LocalClient(uint16_t port, const std::string& ca_pem) {
+// tls_server_name: the kubeconfig's tls-server-name ("" = none).
+inline std::unique_ptr<kube::KubeClient> LocalClient(uint16_t port, const std::string& ca_pem,
+                                                     const std::string& tls_server_name = "") {
   inventory::ClusterCredentials creds = UnreachableCluster(port);
   creds.ca_pem = ca_pem;
+  creds.tls_server_name = tls_server_name;
   kube::KubeClientOptions options;
   options.max_attempts = 1;
   auto c = kube::KubeClient::Create(creds, options);

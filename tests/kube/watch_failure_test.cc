@@ -44,7 +44,9 @@ class Cluster {
   }
   ~Cluster() { server_->Stop(std::chrono::milliseconds(0)); }
 
-  std::unique_ptr<kube::KubeClient> Client() const { return LocalClient(server_->port(), certs_.ca_pem); }
+  std::unique_ptr<kube::KubeClient> Client(const std::string& tls_server_name = "") const {
+    return LocalClient(server_->port(), certs_.ca_pem, tls_server_name);
+  }
 
   std::atomic<int> lists{0}, watches{0};
 
@@ -129,6 +131,21 @@ TEST_CASE("a short watch with an event in it is a clean end: resumed, not listed
   CHECK(follower.listed == 1);
   CHECK(follower.events >= 4);
   CHECK(follower.FirstFailure().empty());
+}
+
+TEST_CASE("a kubeconfig's tls-server-name is the name the certificate is checked against", "[kube][tls]") {
+  // The server's certificate names IP 127.0.0.1 and DNS localhost; the
+  // client reaches it at 127.0.0.1 in every case.
+  Cluster cluster("");
+  auto by_address = cluster.Client();
+  CHECK(by_address->Get("/api").ok());
+  auto by_name = cluster.Client("localhost");
+  CHECK(by_name->Get("/api").ok());
+  // A name the certificate does not hold is refused, though the address is in it.
+  auto other = cluster.Client("api.internal.example");
+  auto refused = other->Get("/api");
+  REQUIRE_FALSE(refused.ok());
+  CHECK_THAT(refused.status().message(), Catch::Contains("TLS handshake"));
 }
 
 }  // namespace gantry::testing

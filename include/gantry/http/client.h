@@ -32,6 +32,10 @@ struct ClientOptions {
   // Client certificate for mutual TLS (PEM), optional.
   std::string client_cert_pem;
   std::string client_key_pem;
+  // The name sent as SNI and checked against the server's certificate, in
+  // place of the URL's host (a kubeconfig's tls-server-name: an API server
+  // reached by address whose certificate names it). "" = the URL's host.
+  std::string tls_server_name;
 };
 
 struct ClientResponse {

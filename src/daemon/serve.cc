@@ -254,7 +254,15 @@ int RunServe(const ServeFlags& flags) {
   while (true) {
     siginfo_t info;
     int sig = sigtimedwait(&signals, &info, &wait);
-    if (watchdog) sd_notify(0, "WATCHDOG=1");
+    // Pinged only while the API's loop thread answers: a wedged loop (every
+    // handler runs there) is then restarted by systemd.
+    if (watchdog) {
+      if (server.Responsive(std::chrono::seconds(1))) {
+        sd_notify(0, "WATCHDOG=1");
+      } else {
+        spdlog::error("the API's loop thread has not answered for 1 s; the watchdog is not pinged");
+      }
+    }
     if (sig < 0) continue;  // timeout or EINTR
     if (sig == SIGHUP) {
       sd_notify(0, "RELOADING=1");

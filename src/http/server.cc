@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -47,10 +48,11 @@ constexpr uint64_t kFirstConnKey = 2;
 
 // What other threads hand to the loop.
 struct Posted {
-  enum class Kind { kAnswer, kWake, kCloseIdle, kExit };
+  enum class Kind { kAnswer, kWake, kCloseIdle, kExit, kPing };
   Kind kind;
   uint64_t id = 0;
   Response response;
+  std::shared_ptr<std::promise<void>> pong;  // kPing: set by the loop
 };
 
 // Shared with responders and stream notifiers, which may outlive the server:
@@ -104,11 +106,11 @@ class Once {
   Once(std::shared_ptr<Mailbox> box, uint64_t id) : box_(std::move(box)), id_(id) {}
   ~Once() {
     if (!fired_.exchange(true)) {
-      box_->Post({Posted::Kind::kAnswer, id_, TextResponse(500, "handler dropped the request\n")});
+      box_->Post({Posted::Kind::kAnswer, id_, TextResponse(500, "handler dropped the request\n"), nullptr});
     }
   }
   void Fire(Response r) {
-    if (!fired_.exchange(true)) box_->Post({Posted::Kind::kAnswer, id_, std::move(r)});
+    if (!fired_.exchange(true)) box_->Post({Posted::Kind::kAnswer, id_, std::move(r), nullptr});
   }
 
  private:
@@ -197,7 +199,7 @@ class Server::Impl {
     env_.read_buffer_size = kReadBufferBytes;
     env_.dispatch = [this](uint64_t id, Request request) { Dispatch(id, std::move(request)); };
     env_.subscribe = [this](uint64_t id, const std::shared_ptr<ResponseStream>& stream) {
-      stream->SetNotifier([box = mailbox_, id] { box->Post({Posted::Kind::kWake, id, {}}); });
+      stream->SetNotifier([box = mailbox_, id] { box->Post({Posted::Kind::kWake, id, {}, nullptr}); });
     };
   }
   ~Impl() {
@@ -211,6 +213,8 @@ class Server::Impl {
   void Stop(std::chrono::milliseconds drain);
   uint16_t port() const { return port_; }
   int in_flight() const { return in_flight_.load(); }
+  bool started() const { return started_; }
+  void Post(Posted item) { mailbox_->Post(std::move(item)); }
 
  private:
   Status Listen();
@@ -433,6 +437,9 @@ void Server::Impl::DrainMailbox() {
         case Posted::Kind::kExit:
           exit_ = true;
           break;
+        case Posted::Kind::kPing:
+          p.pong->set_value();
+          break;
       }
     }
   }
@@ -501,13 +508,21 @@ void Server::Impl::Stop(std::chrono::milliseconds drain) {
   stopping_ = true;
   // Close the listener, idle keep-alive connections and streams now; busy
   // ones get the drain time, and close after their answer (stopping_).
-  mailbox_->Post({Posted::Kind::kCloseIdle, 0, {}});
+  mailbox_->Post({Posted::Kind::kCloseIdle, 0, {}, nullptr});
   auto deadline = std::chrono::steady_clock::now() + drain;
   while (in_flight_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  mailbox_->Post({Posted::Kind::kExit, 0, {}});
+  mailbox_->Post({Posted::Kind::kExit, 0, {}, nullptr});
   thread_.join();
+}
+
+bool Server::Responsive(std::chrono::milliseconds within) {
+  if (!impl_->started()) return false;
+  auto pong = std::make_shared<std::promise<void>>();
+  std::future<void> answered = pong->get_future();
+  impl_->Post({Posted::Kind::kPing, 0, {}, std::move(pong)});
+  return answered.wait_for(within) == std::future_status::ready;
 }
 
 Server::Server(ServerOptions options, Handler handler)

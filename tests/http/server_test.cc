@@ -147,6 +147,29 @@ TEST_CASE("a handler may answer later from another thread", "[http]") {
   for (auto& t : threads) t.join();
 }
 
+TEST_CASE("Responsive tells a loop held by a handler from one that answers", "[http]") {
+  ServerOptions options;
+  options.port = 0;
+  std::atomic<bool> entered{false}, release{false};
+  Server server(options, [&](Request, Responder respond) {
+    entered = true;  // on the loop thread: nothing else runs there meanwhile
+    (void)testing::WaitFor([&] { return release.load(); }, std::chrono::seconds(20));  // no REQUIRE off the test's thread
+    respond(TextResponse(200, "done"));
+  });
+  CHECK_FALSE(server.Responsive(std::chrono::milliseconds(100)));  // not started
+  REQUIRE(server.Start().ok());
+  CHECK(server.Responsive(std::chrono::seconds(5)));
+  auto client = ClientFor(server);
+  std::thread caller([&] { (void)client->Do("GET", "/slow"); });
+  REQUIRE(testing::WaitFor([&] { return entered.load(); }, std::chrono::seconds(10)));
+  CHECK_FALSE(server.Responsive(std::chrono::milliseconds(200)));
+  release = true;
+  caller.join();
+  CHECK(server.Responsive(std::chrono::seconds(5)));
+  server.Stop(std::chrono::milliseconds(0));
+  CHECK_FALSE(server.Responsive(std::chrono::milliseconds(100)));
+}
+
 TEST_CASE("a dropped responder gets 500 instead of a hang", "[http]") {
   ServerOptions options;
   options.port = 0;

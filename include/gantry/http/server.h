@@ -77,6 +77,10 @@ class Server {
   uint16_t port() const;
   // Requests currently being handled (not counting idle or streaming ones).
   int in_flight() const;
+  // Whether the loop thread takes up a message posted now within `within`:
+  // false while a handler (or anything else) holds it, and when stopped.
+  // For the service manager's watchdog: a wedged loop answers nobody.
+  bool Responsive(std::chrono::milliseconds within);
   void Stop(std::chrono::milliseconds drain = std::chrono::seconds(10));
 
  private:

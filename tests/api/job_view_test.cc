@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/api/job_view.h"
+#include "gantry/api/k8s_status.h"
 
 namespace gantry::api {
 namespace {
@@ -61,6 +62,21 @@ TEST_CASE("a job's JSON text says what its JSON value says", "[api]") {
   CHECK(parsed["status"]["leaseTime"] == "2025-11-24T16:00:50Z");
   CHECK_FALSE(parsed["status"].contains("completionTime"));
   CHECK(nlohmann::json::parse(JobJsonText(finished))["status"]["completionTime"] == "2025-11-24T16:01:50Z");
+}
+
+}  // namespace gantry::api
+
+namespace gantry::api {
+
+TEST_CASE("a JSON answer quoting bytes that are not UTF-8 writes them as U+FFFD, not a 500", "[api]") {
+  // An event's message or a cluster's lastError quoting a worker's error
+  // page cut inside a character.
+  const nlohmann::json body = {{"items", {{{"message", "caf\xC3"}}}}};
+  http::Response r = JsonAnswer(body);
+  CHECK(r.status == 200);
+  auto parsed = nlohmann::json::parse(r.body, nullptr, false);
+  REQUIRE_FALSE(parsed.is_discarded());
+  CHECK(parsed["items"][0]["message"] == "caf\xEF\xBF\xBD");
 }
 
 }  // namespace gantry::api

@@ -459,10 +459,12 @@ void Server::Impl::ExpireDeadlines() {
   for (auto it = conns_.begin(); it != conns_.end();) {
     const Clock::time_point due = it->second->deadline();
     if (due <= now) {  // a slow or silent client, or an idle keep-alive connection
-      it = conns_.erase(it);
-      continue;
+      if (!it->second->TimedOut()) {  // else a 408 is being written, to the write deadline
+        it = conns_.erase(it);
+        continue;
+      }
     }
-    next_expiry_ = std::min(next_expiry_, due);
+    next_expiry_ = std::min(next_expiry_, it->second->deadline());
     ++it;
   }
 }

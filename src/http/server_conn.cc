@@ -249,6 +249,11 @@ bool ServerConn::Answer(Response response) {
   return Advance();
 }
 
+bool ServerConn::TimedOut() {
+  if (state_ != State::kReading || !request_started_) return false;
+  return Refuse(408, "request not received whole within the read timeout");
+}
+
 bool ServerConn::Refuse(int status, const std::string& message) {
   QueueAnswer(env_.options->error_response(status, message), false, false);
   state_ = State::kClosing;

@@ -63,6 +63,10 @@ class ServerConn {
   bool Answer(Response response);
   // The stream being sent has something new (or finished).
   bool Wake() { return Advance(); }
+  // The deadline passed. A request begun and not received whole by then
+  // gets 408 before the connection closes (true: keep it until that is
+  // written, to a deadline of its own); anything else just ends (false).
+  bool TimedOut();
 
   // Nothing is due before this (Clock::time_point::max() when nothing is).
   Clock::time_point deadline() const { return deadline_; }

@@ -169,4 +169,20 @@ TEST_CASE("a chunk line or trailer with no end gets 400 once over the header lim
   CHECK(got.find("HTTP/1.1 200 OK") != std::string::npos);
 }
 
+TEST_CASE("a request not received whole by the read deadline gets 408, then the connection closes", "[http][wire]") {
+  ServerOptions options;
+  options.read_timeout = 200ms;
+  options.idle_timeout = 200ms;
+  auto server = Started(Echo(), options);
+  RawSocket raw(server->port());
+  raw.Send("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n");  // the head never ends
+  std::string got = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+  CHECK(got.rfind("HTTP/1.1 408", 0) == 0);
+  CHECK(raw.Closed(5s));
+  // Silence before a first byte is no request: closed, with no 408.
+  RawSocket quiet(server->port());
+  CHECK(quiet.Closed(5s));
+  CHECK(quiet.ReadUntil([](const std::string&) { return true; }).empty());
+}
+
 }  // namespace gantry::http

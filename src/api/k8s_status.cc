@@ -62,6 +62,7 @@ http::Response K8sStatusFrom(const Status& status) {
     case Code::kUnauthenticated: return K8sStatus(401, "Unauthorized", status.message());
     case Code::kPermissionDenied: return K8sStatus(403, "Forbidden", status.message());
     case Code::kTooLarge: return K8sStatus(413, "RequestEntityTooLarge", status.message());
+    case Code::kMethodNotAllowed: return K8sStatus(405, "MethodNotAllowed", status.message());
     case Code::kUnavailable: return K8sStatus(503, "ServiceUnavailable", status.message());
     case Code::kDeadlineExceeded: return K8sStatus(504, "Timeout", status.message());
     case Code::kIo:

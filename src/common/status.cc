@@ -12,6 +12,7 @@ const char* CodeName(Code code) {
     case Code::kUnauthenticated: return "Unauthenticated";
     case Code::kPermissionDenied: return "PermissionDenied";
     case Code::kTooLarge: return "TooLarge";
+    case Code::kMethodNotAllowed: return "MethodNotAllowed";
     case Code::kUnavailable: return "Unavailable";
     case Code::kDeadlineExceeded: return "DeadlineExceeded";
     case Code::kIo: return "IO";

@@ -99,6 +99,29 @@ TEST_CASE("gantry-sim end to end over HTTPS", "[sim][e2e]") {
     CHECK(Do("PUT", kWorkloads + "/dup").status == 405);
   }
 
+  SECTION("the JobSet webhook refuses names its controller could not derive (403)") {
+    const std::string jobsets = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets";
+    auto jobset = [](const std::string& name, const std::string& rj, int replicas) {
+      json pod = {{"spec", {{"containers", {{{"name", "c"}, {"image", "i"}}}}}}};
+      return json{{"apiVersion", "jobset.x-k8s.io/v1alpha2"},
+                  {"kind", "JobSet"},
+                  {"metadata", {{"name", name}}},
+                  {"spec",
+                   {{"suspend", true},
+                    {"replicatedJobs",
+                     {{{"name", rj}, {"replicas", replicas}, {"template", {{"spec", {{"template", pod}}}}}}}}}}};
+    };
+    // <name>-workers-1 is 63 characters: accepted; 64: refused.
+    CHECK(Do("POST", jobsets, jobset(std::string(53, 'a'), "workers", 2)).status == 201);
+    auto too_long = Do("POST", jobsets, jobset(std::string(54, 'a'), "workers", 2));
+    CHECK(too_long.status == 403);
+    CHECK_THAT(json::parse(too_long.body)["message"].get<std::string>(),
+               Catch::Contains("admission webhook \"vjobset.kb.io\" denied the request: JobSet name is too long"));
+    auto digit = Do("POST", jobsets, jobset("7b", "workers", 1));
+    CHECK(digit.status == 403);
+    CHECK_THAT(json::parse(digit.body)["message"].get<std::string>(), Catch::Contains("DNS-1035"));
+  }
+
   SECTION("injected errors can be limited to some verbs, sparing the rest") {
     auto ctl = [&](std::vector<std::string> args) {
       args.insert(args.begin(), {GANTRY_BIN_DIR "/gantry-sim", "ctl", "--out-dir", sim.dir()});

@@ -59,7 +59,7 @@ std::string TextOf(const ObjectStore& store, const json& object) {
 
 Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::string& ns, json object,
                                          const std::string& version) {
-  if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("create is not supported on {}", res.plural));
+  if (!res.writable) return Status(Code::kMethodNotAllowed, fmt::format("create is not supported on {}", res.plural));
   if (!object.is_object()) return Status::Invalid("the body must be a JSON object");
   json& md = object["metadata"];
   if (!md.is_object()) md = json::object();
@@ -83,6 +83,7 @@ Result<std::string> ClusterState::Create(const ResourceInfo& res, const std::str
   }
   if (!object.contains("spec") || object["spec"].is_null()) object["spec"] = json::object();
   if (IsRunnable(res.plural)) GANTRY_RETURN_IF_ERROR(ValidateRunnable(res, object));
+  if (res.plural == "jobsets") GANTRY_RETURN_IF_ERROR(JobSetWebhook(object));
   int64_t now = clock_->NowMillis();
   auto created = store_.Create(res.plural, std::move(object), now);
   if (!created.ok()) return created.status();
@@ -179,7 +180,7 @@ Status ClusterState::CheckPatchedMetadata(const ResourceInfo& res, const json& c
 Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns, const std::string& name,
                                  const std::string& patch_type, const json& patch, bool status,
                                  const std::string& version) {
-  if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("patch is not supported on {}", res.plural));
+  if (!res.writable) return Status(Code::kMethodNotAllowed, fmt::format("patch is not supported on {}", res.plural));
   std::lock_guard lock(mu_);
   const json* cur = store_.Get(res.plural, res.namespaced ? ns : "", name);
   if (!cur) return Status::NotFound(fmt::format("{}.{} \"{}\" not found", res.plural, res.group, name));
@@ -224,7 +225,7 @@ Result<json> ClusterState::Patch(const ResourceInfo& res, const std::string& ns,
 
 Result<std::string> ClusterState::Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
                                          const std::string& propagation_policy, const json& preconditions) {
-  if (!res.writable) return Status(Code::kPermissionDenied, fmt::format("delete is not supported on {}", res.plural));
+  if (!res.writable) return Status(Code::kMethodNotAllowed, fmt::format("delete is not supported on {}", res.plural));
   if (!propagation_policy.empty() && propagation_policy != "Background" && propagation_policy != "Foreground" &&
       propagation_policy != "Orphan") {
     return Status::Invalid(fmt::format("propagationPolicy: Unsupported value: \"{}\"", propagation_policy));

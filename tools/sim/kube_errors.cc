@@ -22,7 +22,8 @@ http::Response KubeErrorFrom(const Status& status) {
     case Code::kAlreadyExists: return KubeError(409, "AlreadyExists", status.message());
     case Code::kConflict: return KubeError(409, "Conflict", status.message());
     case Code::kInvalidArgument: return KubeError(422, "Invalid", status.message());
-    case Code::kPermissionDenied: return KubeError(405, "MethodNotAllowed", status.message());
+    case Code::kPermissionDenied: return KubeError(403, "Forbidden", status.message());
+    case Code::kMethodNotAllowed: return KubeError(405, "MethodNotAllowed", status.message());
     case Code::kUnavailable: return KubeError(503, "ServiceUnavailable", status.message());
     default: return KubeError(500, "InternalError", "internal error");
   }

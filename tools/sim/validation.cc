@@ -1,5 +1,7 @@
 #include "validation.h"
 
+#include <algorithm>
+#include <cctype>
 #include <set>
 #include <string>
 #include <vector>
@@ -7,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gantry/common/clock.h"
+#include "gantry/common/json_path.h"
 #include "gantry/common/names.h"
 #include "object_store.h"
 
@@ -149,6 +152,62 @@ Status ValidateRunnable(const ResourceInfo& res, const json& object) {
     }
   }
   return e.ToStatus(res.kind + "." + res.group, name);
+}
+
+namespace {
+
+// The reasons IsDNS1035Label gives, or "" for a valid label.
+std::string Dns1035Problem(const std::string& name) {
+  if (name.size() > 63) return "must be no more than 63 characters";
+  const bool ok = !name.empty() && name.front() >= 'a' && name.front() <= 'z' &&
+                  std::isalnum(static_cast<unsigned char>(name.back())) &&
+                  std::all_of(name.begin(), name.end(), [](char c) {
+                    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+                  });
+  if (ok) return "";
+  return "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
+         "character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for "
+         "validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+}
+
+int64_t CountOr(const json& o, const char* key, int64_t fallback) {
+  auto it = o.find(key);
+  return it != o.end() && it->is_number_integer() ? it->get<int64_t>() : fallback;
+}
+
+}  // namespace
+
+Status JobSetWebhook(const json& object) {
+  const std::string name = JsonStringAt(object, {"metadata", "name"});
+  const json* rjs = JsonAt(object, {"spec", "replicatedJobs"});
+  if (!rjs || !rjs->is_array()) return Status::Ok();
+  std::vector<std::string> problems;
+  for (const json& rj : *rjs) {
+    if (!rj.is_object()) continue;
+    const std::string rj_name = JsonStringAt(rj, {"name"});
+    const int64_t replicas = CountOr(rj, "replicas", 1);
+    const std::string job = fmt::format("{}-{}-{}", name, rj_name, replicas - 1);
+    if (std::string p = Dns1035Problem(job); !p.empty()) {
+      problems.push_back(job.size() > 63 ? "JobSet name is too long, job names generated for this JobSet will "
+                                           "exceed 63 characters"
+                                         : p);
+      continue;
+    }
+    const json* spec = JsonAt(rj, {"template", "spec"});
+    if (!spec || !spec->is_object() || JsonStringAt(*spec, {"completionMode"}) != "Indexed") continue;
+    if (!spec->contains("completions")) continue;
+    const std::string pod = fmt::format("{}-{}-abcde", job, CountOr(*spec, "completions", 1) - 1);
+    if (std::string p = Dns1035Problem(pod); !p.empty()) {
+      problems.push_back(pod.size() > 63 ? "JobSet name is too long, pod names generated for this JobSet will "
+                                           "exceed 63 characters"
+                                         : p);
+    }
+  }
+  if (problems.empty()) return Status::Ok();
+  std::string joined;
+  for (const std::string& p : problems) joined += (joined.empty() ? "" : "\n") + p;
+  return Status(Code::kPermissionDenied,
+                fmt::format("admission webhook \"vjobset.kb.io\" denied the request: {}", joined));
 }
 
 Status ValidateMetadata(const ResourceInfo& res, const json& object) {

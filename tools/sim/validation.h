@@ -41,6 +41,13 @@ Status ValidateWorkload(const nlohmann::json& workload, std::string_view version
 // spec an object (required), spec.suspend a boolean, counts integers >= 0, lists and
 // templates of the right shape.
 Status ValidateRunnable(const ResourceInfo& res, const nlohmann::json& object);
+
+// The JobSet webhook's create check (vjobset.kb.io) of the names the JobSet
+// controller will derive: <jobset>-<replicatedJob>-<last index> for Jobs
+// and, for an Indexed Job with completions, that plus -<last pod index>-
+// and a 5-character suffix for pods, each a DNS-1035 label. Refused as the
+// API server passes a webhook's denial on: 403, kPermissionDenied.
+Status JobSetWebhook(const nlohmann::json& object);
 // Rules of an update, comparing it with the stored object (old), and of
 // the status it writes.
 Status ValidateWorkloadUpdate(const nlohmann::json& old, const nlohmann::json& updated,

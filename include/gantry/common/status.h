@@ -23,6 +23,7 @@ enum class Code {
   kUnauthenticated,   // 401
   kPermissionDenied,  // 403
   kTooLarge,          // 413
+  kMethodNotAllowed,  // 405 (a verb the resource does not serve)
   kUnavailable,       // try again later (network, remote 503, shutting down)
   kDeadlineExceeded,  // a wait ran past its deadline
   kIo,                // disk or socket error

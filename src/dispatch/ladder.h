@@ -276,39 +276,29 @@ class Ladder {
   bool RefusedNow(const RemoteIntent& i) const {
     return !i.present && !i.refusal.empty() && i.epoch == job_.epoch && job_.phase == JobPhase::kNominating;
   }
-  // The clusters declared lost and silent that hold rows of the job.
   // The clusters gone from the inventory that held rows of the job: their
   // rows are dropped (ConfirmedGone), but what they held may still be there.
   std::vector<std::string> RemovedWithIntents() const {
-    std::vector<std::string> out;
-    for (const RemoteIntent& i : in_.intents) {
-      if (i.refusal.empty() && !in_.clusters->count(i.cluster) &&
-          std::find(out.begin(), out.end(), i.cluster) == out.end()) {
-        out.push_back(i.cluster);
-      }
-    }
-    return out;
+    return ClustersWithIntents([&](const std::string& c) { return !in_.clusters->count(c); });
   }
+  // The clusters declared lost and silent that hold rows of the job.
   std::vector<std::string> LostWithIntents() const {
-    std::vector<std::string> out;
-    for (const RemoteIntent& i : in_.intents) {
-      if (!i.refusal.empty()) continue;  // nothing of the job's is there
-      if (DeclaredLost(i.cluster) && !Reachable(i.cluster) &&
-          std::find(out.begin(), out.end(), i.cluster) == out.end()) {
-        out.push_back(i.cluster);
-      }
-    }
-    return out;
+    return ClustersWithIntents([&](const std::string& c) { return DeclaredLost(c) && !Reachable(c); });
   }
   // The clusters, not declared lost, that hold rows of the job and cannot
   // confirm them gone now: out of reach, or with a view behind (its watches
   // not relisted yet).
   std::vector<std::string> UnreachableWithIntents() const {
+    return ClustersWithIntents(
+        [&](const std::string& c) { return in_.clusters->count(c) && !ConfirmsAbsence(c) && !DeclaredLost(c); });
+  }
+  // Each cluster, once, holding a row of the job that is not a refusal
+  // (a refused row has nothing of the job's there) and meeting `which`.
+  template <class Which>
+  std::vector<std::string> ClustersWithIntents(Which which) const {
     std::vector<std::string> out;
     for (const RemoteIntent& i : in_.intents) {
-      if (!i.refusal.empty()) continue;  // nothing of the job's is there
-      if (in_.clusters->count(i.cluster) && !ConfirmsAbsence(i.cluster) && !DeclaredLost(i.cluster) &&
-          std::find(out.begin(), out.end(), i.cluster) == out.end()) {
+      if (i.refusal.empty() && which(i.cluster) && std::find(out.begin(), out.end(), i.cluster) == out.end()) {
         out.push_back(i.cluster);
       }
     }

@@ -144,6 +144,7 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents) {
     if (!i.refusal.empty()) item["refusal"] = i.refusal;
     if (i.gate_opened_ms > 0) item["preemptionGateOpened"] = FormatRfc3339(i.gate_opened_ms);
     if (!i.gate_refusal.empty()) item["preemptionGateRefusal"] = i.gate_refusal;
+    if (i.created_ms > 0) item["createConfirmed"] = FormatRfc3339(i.created_ms);
     if (i.updated_ms > 0) item["updateTime"] = FormatRfc3339(i.updated_ms);
     items.push_back(std::move(item));
   }

@@ -261,6 +261,9 @@ Plan Ladder::Owned() const {
                   fmt::format("{}; onClusterLoss is {}: an at-most-once job is not dispatched again once leased", why,
                               OnClusterLossName(in_.spec->on_cluster_loss)));
   }
+  if (!j && in_.spec->on_cluster_loss != OnClusterLoss::kRequeue && !Expected(owner, kJob)) {
+    if (const int64_t created = JobCreatedMs(owner); created > 0) return CreatedAndGone(owner, created);
+  }
   if (!j && !Expected(owner, kJob)) {
     if (const std::optional<EarlierRun> earlier = EarlierRunGate(owner, job_.lease_ms)) {
       if (job_.message != earlier->message) {
@@ -310,6 +313,35 @@ Plan Ladder::Owned() const {
   plan.requeue_ms = opt_.backstop_ms;
   plan.backstop = true;
   return plan;
+}
+
+// Step 13, an at-most-once job whose real job its owner confirmed created
+// at this epoch (RemoteIntent::created_ms) and which the owner's view does
+// not show: it was deleted there before gantry saw it run (while the daemon
+// was down, say), and may have started. Never created again; it fails as
+// JobGone once the owner's view confirms the absence, and not before
+// notFoundConfirmsAfter from the create: by then a watch that missed the
+// job's appearing has been found dead and listed again.
+Plan Ladder::CreatedAndGone(const std::string& owner, int64_t created_ms) const {
+  Plan plan;
+  plan.step = "run";
+  if (in_.resource.empty()) {
+    // The kind is not watched (genericKinds): the job is never seen, gone
+    // or not. Left as it is.
+    plan.requeue_ms = opt_.backstop_ms;
+    plan.backstop = true;
+    return plan;
+  }
+  const int64_t due = created_ms + opt_.not_found_confirms_after_ms;
+  if (!ConfirmsAbsence(owner) || in_.now_ms < due) {
+    plan.requeue_ms = std::max(opt_.retry_ms, due - in_.now_ms);
+    return plan;
+  }
+  return Finish("run", JobPhase::kFailed, "JobGone",
+                fmt::format("the job created in {} at epoch {} vanished from there before it was seen running, and "
+                            "may have started; onClusterLoss is {}: an at-most-once job is not dispatched again once "
+                            "leased",
+                            owner, job_.epoch, OnClusterLossName(in_.spec->on_cluster_loss)));
 }
 
 // A job moved on (evicted, or its owner out of reach or refusing) whose

@@ -409,6 +409,8 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   }
 
   JobPhase phase_after = job->phase;
+  const JobRecord* stored = &*job;  // the job as stored after this pass's write
+  std::optional<JobRecord> written_job;
   if (plan.write) {
     std::optional<JobPhase> to = plan.write->phase;
     DispatchUpdate intent_changes;  // what the write does to the intents, for known_
@@ -430,20 +432,23 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
       spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name, written.status().ToString());
       return options_.decide.retry_ms;
     }
-    known_.Put({*written, IntentsAfter(in.intents, intent_changes, written->updated_ms)});
+    in.intents = IntentsAfter(std::move(in.intents), intent_changes, written->updated_ms);
+    known_.Put({*written, in.intents});
+    written_job = std::move(*written);
+    stored = &*written_job;
     if (to) phase_after = *to;
     if (to && *to != job->phase) {
       if (metrics_) {
         metrics_->Transition(job->phase, *to, plan.step);
         if (*to == JobPhase::kAdmitted) metrics_->Admitted(static_cast<double>(now - job->created_ms) / 1000.0);
         if (plan.step == "lease") {
-          metrics_->Lease(written->cluster, true);
+          metrics_->Lease(stored->cluster, true);
           for (const std::string& loser : plan.lease_losers) metrics_->Lease(loser, false);
         }
       }
       spdlog::info("job {}/{} {} -> {} epoch={} cluster={} ({}): {}", job->ns, job->name, JobPhaseName(job->phase),
-                   JobPhaseName(*to), written->epoch, written->cluster.empty() ? "-" : written->cluster, plan.step,
-                   written->message);
+                   JobPhaseName(*to), stored->epoch, stored->cluster.empty() ? "-" : stored->cluster, plan.step,
+                   stored->message);
     }
   } else {
     known_.Put({*job, in.intents});
@@ -489,6 +494,10 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
       spdlog::warn("job {}/{}: {}", job->ns, job->name, taken);
     }
     return 0;
+  }
+  if (acted.job_created && spec->on_cluster_loss != OnClusterLoss::kRequeue &&
+      !RecordJobCreated(*stored, in.intents, *acted.job_created)) {
+    return options_.decide.retry_ms;
   }
   if (!acted.copy_refusals.empty()) {
     // Decide again now: another candidate, or none left.

@@ -272,6 +272,7 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
         if (action.verb == Verb::kDelete || action.verb == Verb::kDeleteUnseen) delete_failed.insert(action.cluster);
       } else if (action.verb == Verb::kCreate) {
         expected_.Created(job.uid, action.cluster, action.kind, action.epoch, clock_.NowMillis());
+        if (action.kind == kJob) out.job_created = &action;
       } else if (action.verb == Verb::kDelete) {
         expected_.Deleted(action.precondition_uid, clock_.NowMillis());
       }
@@ -341,6 +342,33 @@ bool Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRe
     return false;
   }
   return true;
+}
+
+bool Engine::RecordJobCreated(const JobRecord& job, const std::vector<RemoteIntent>& intents,
+                              const Action& create) {
+  auto row = std::find_if(intents.begin(), intents.end(), [&](const RemoteIntent& i) {
+    return i.cluster == create.cluster && i.kind == kJob && i.epoch == create.epoch && i.present;
+  });
+  if (row == intents.end() || row->created_ms > 0) return true;  // withdrawn meanwhile, or known already
+  DispatchUpdate u;
+  u.uid = job.uid;
+  u.expected_phase = job.phase;
+  u.expected_epoch = job.epoch;
+  u.expected_cluster = job.cluster;
+  RemoteIntent confirmed = *row;
+  confirmed.created_ms = clock_.NowMillis();
+  u.upsert_intents.push_back(std::move(confirmed));
+  u.durable = true;
+  known_.Drop(job.uid);  // written outside the entry's bookkeeping
+  auto written = WriteSync(std::move(u));
+  // The job moved on meanwhile (a watch event's pass): its next pass sees
+  // the job there, or writes nothing that needs this.
+  if (written.ok() || written.status().code() == Code::kConflict || written.status().code() == Code::kNotFound) {
+    return true;
+  }
+  spdlog::warn("dispatch: job {}/{}: could not record that its job was created in {}: {}", job.ns, job.name,
+               create.cluster, written.status().ToString());
+  return false;
 }
 
 }  // namespace gantry::dispatch

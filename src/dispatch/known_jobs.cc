@@ -17,6 +17,9 @@ std::vector<RemoteIntent> IntentsAfter(std::vector<RemoteIntent> before, const D
     auto it = std::find_if(before.begin(), before.end(),
                            [&](const RemoteIntent& r) { return same_key(r, up.cluster, up.kind); });
     if (it != before.end()) {
+      // As the store keeps it (UpsertIntent): a confirmed create stays
+      // confirmed for its epoch.
+      if (it->epoch == row.epoch) row.created_ms = std::max(row.created_ms, it->created_ms);
       *it = std::move(row);
     } else {
       before.push_back(std::move(row));

@@ -155,6 +155,14 @@ class Ladder {
   bool Expected(const std::string& cluster, const char* kind) const {
     return in_.expected.count({cluster, kind}) > 0;
   }
+  // When cluster confirmed the create of the job's real job at the current
+  // epoch (RemoteIntent::created_ms; 0: not confirmed, or not recorded).
+  int64_t JobCreatedMs(const std::string& cluster) const {
+    for (const RemoteIntent& i : in_.intents) {
+      if (i.cluster == cluster && i.kind == kJob && i.epoch == job_.epoch && i.present) return i.created_ms;
+    }
+    return 0;
+  }
   // The job's real job in cluster at the current epoch.
   const ObservedJob* JobIn(const std::string& cluster) const {
     return AtCurrentEpoch(Observed(cluster)->jobs);
@@ -349,6 +357,9 @@ class Ladder {
   void Gates(Plan& plan) const;
   Plan AllRefused(const std::vector<std::string>& refused) const;
   Plan Owned() const;
+  // Step 13 for an at-most-once job whose real job was created in owner at
+  // created_ms and is not seen there (decide_owner.cc).
+  Plan CreatedAndGone(const std::string& owner, int64_t created_ms) const;
   // Where an older epoch's run may still go on while gantry can still stop
   // it (see decide_owner.cc); "" when nowhere.
   std::string OlderRunIn() const;

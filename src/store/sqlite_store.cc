@@ -219,7 +219,7 @@ Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt = reader_->Prepare(
       "SELECT job_uid, cluster, kind, namespace, name, epoch, present, updated_ms, refusal, gate_opened_ms, "
-      "gate_refusal "
+      "gate_refusal, created_ms "
       "FROM remote_intents WHERE job_uid = ?1 ORDER BY cluster, kind");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, uid);
@@ -240,6 +240,7 @@ Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
     i.refusal = stmt->Text(8);
     i.gate_opened_ms = stmt->Int(9);
     i.gate_refusal = stmt->Text(10);
+    i.created_ms = stmt->Int(11);
     out.push_back(std::move(i));
   }
 }

@@ -77,4 +77,80 @@ TEST_CASE("a job that finished unseen and whose job was deleted is told from its
   CHECK(*p.write->phase == JobPhase::kSucceeded);
 }
 
+// An Admitted job at epoch 2 in c1 whose create there c1 confirmed at
+// created_ms (the row's created_ms), its Workload admitted and its real
+// job not in the view: deleted there before gantry saw it run.
+World CreatedNotSeen(const std::string& policy, int64_t created_ms) {
+  World w;
+  w.spec = Spec(policy);
+  w.OwnedBy(JobPhase::kAdmitted, "c1", 2);
+  for (RemoteIntent& i : w.in.intents) {
+    if (i.kind == "Job") i.created_ms = created_ms;
+  }
+  ObservedWorkload& wl = w.Workload("c1", 2);
+  wl.quota_reserved = wl.admitted = true;
+  w.in.resource = "jobs.batch";
+  return w;
+}
+
+TEST_CASE("an at-most-once job created in its owner and gone unseen fails as JobGone, never created again",
+          "[dispatch][decide][evicted]") {
+  for (const char* policy : {"Fail", "Wait"}) {
+    INFO(policy);
+    World w = CreatedNotSeen(policy, 0);
+    const int64_t confirm = w.in.options.not_found_confirms_after_ms;
+    w = CreatedNotSeen(policy, w.in.now_ms - confirm);
+    Plan p = Decide(w.Input());
+    CHECK(Count(p, Verb::kCreate, "Job") == 0);
+    REQUIRE(p.write);
+    REQUIRE(p.write->phase);
+    CHECK(*p.write->phase == JobPhase::kFailed);
+    REQUIRE_FALSE(p.write->events.empty());
+    CHECK(p.write->events.front().reason == "JobGone");
+    CHECK_THAT(*p.write->message, Catch::Contains("before it was seen running"));
+    CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);  // its quota there is given back
+  }
+}
+
+TEST_CASE("an at-most-once job's confirmed create waits for a view that can confirm it gone",
+          "[dispatch][decide][evicted]") {
+  World probe = CreatedNotSeen("Fail", 0);
+  const int64_t now = probe.in.now_ms;
+  const int64_t confirm = probe.in.options.not_found_confirms_after_ms;
+  SECTION("created a moment ago: a watch may not have shown it yet") {
+    World w = CreatedNotSeen("Fail", now - 5'000);
+    Plan p = Decide(w.Input());
+    CHECK(Count(p, Verb::kCreate, "Job") == 0);
+    CHECK((!p.write || !p.write->phase));
+    CHECK(p.requeue_ms == confirm - 5'000);  // looked at again when the absence confirms it gone
+  }
+  SECTION("long ago, but the owner's view is behind") {
+    World w = CreatedNotSeen("Wait", now - 2 * confirm);
+    w.behind.insert("c1");
+    Plan p = Decide(w.Input());
+    CHECK(Count(p, Verb::kCreate, "Job") == 0);
+    CHECK((!p.write || !p.write->phase));
+  }
+  SECTION("long ago, of a kind gantry does not watch: never seen, so never judged gone, nor created again") {
+    World w = CreatedNotSeen("Fail", now - 2 * confirm);
+    w.in.resource.clear();
+    Plan p = Decide(w.Input());
+    CHECK(Count(p, Verb::kCreate, "Job") == 0);
+    CHECK((!p.write || !p.write->phase));
+  }
+}
+
+TEST_CASE("a real job whose create was never confirmed, or a Requeue job's, is created again when missing",
+          "[dispatch][decide][evicted]") {
+  World probe = CreatedNotSeen("Fail", 0);
+  const int64_t long_ago = probe.in.now_ms - 2 * probe.in.options.not_found_confirms_after_ms;
+  // No confirmation: the create may never have been sent (a crash between
+  // the row's write and the call).
+  World unconfirmed = CreatedNotSeen("Fail", 0);
+  CHECK(Count(Decide(unconfirmed.Input()), Verb::kCreate, "Job", "c1") == 1);
+  // A Requeue job may run again: its job is created again.
+  World requeue = CreatedNotSeen("Requeue", long_ago);
+  CHECK(Count(Decide(requeue.Input()), Verb::kCreate, "Job", "c1") == 1);
+}
+
 }  // namespace gantry::dispatch

@@ -180,6 +180,67 @@ TEST_CASE("leaseOn QuotaReserved: the lease is taken while a check is Pending, t
   CHECK(Count(reasons, "LeaseTaken") == 2);
 }
 
+// Whether the job's real job row in cluster says its create was confirmed.
+bool CreateConfirmed(DispatchFleet& fleet, const std::string& name, const std::string& cluster) {
+  for (const json& row : fleet.RemoteObjects("team-a", name)) {
+    if (row.value("cluster", "") == cluster && row.value("kind", "") == "Job" && row.contains("createConfirmed")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST_CASE("a real job deleted in its owner while the daemon is down, before it was seen running: an at-most-once job "
+          "fails as JobGone and is not created again, a Requeue job's is",
+          "[e2e][dispatch][checks][recovery]") {
+  // leaseOn QuotaReserved with the check held: the real jobs are created
+  // and wait, suspended, which leaves the moment before Running wide open.
+  DispatchFleet fleet(Fleet("clusters:\n- {name: c1, admissionChecks: [{name: provisioning, outcome: Pending}]}\n",
+                            "leaseOn: QuotaReserved\nnotFoundConfirmsAfterSeconds: 1"));
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("once", "team-a", 1, 0, "500ms", "  onClusterLoss: Fail")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("again", "team-a", 1, 0, "500ms")) == 201);
+  const std::string once_uid = fleet.Uid("team-a", "once"), once = RemoteName("once", once_uid);
+  const std::string again_uid = fleet.Uid("team-a", "again"), again = RemoteName("again", again_uid);
+  for (const std::string& remote : {once, again}) {
+    REQUIRE(PollFor([&] { return fleet.RemoteGet("c1", RemoteJobPath("team-a", remote)).status == 200; },
+                    seconds(30)));
+  }
+  // The at-most-once job's create is on record; the Requeue job's is not
+  // written (it may be created again anyway).
+  REQUIRE(PollFor([&] { return CreateConfirmed(fleet, "once", "c1"); }, seconds(10)));
+  CHECK_FALSE(CreateConfirmed(fleet, "again", "c1"));
+  CHECK(fleet.Phase("team-a", "once") == "Admitted");
+
+  fleet.StopDaemon(/*kill=*/true);
+  auto client = fleet.RemoteClient("c1");
+  REQUIRE(client);
+  for (const std::string& remote : {once, again}) {
+    kube::DeleteOptions background;
+    background.propagation_policy = "Background";
+    auto deleted = client->Delete(RemoteJobPath("team-a", remote), background);
+    REQUIRE(deleted.ok());
+    REQUIRE(deleted->ok());
+  }
+  fleet.StartDaemon();
+  REQUIRE(fleet.ok());
+
+  REQUIRE(fleet.WaitPhase("team-a", "once", {"Failed", "Succeeded"}, seconds(30)));
+  CHECK(fleet.Phase("team-a", "once") == "Failed");
+  CHECK_THAT(fleet.Job("team-a", "once")["status"].value("message", ""),
+             Catch::Contains("before it was seen running") && Catch::Contains("at-most-once"));
+  CHECK(Count(Reasons(fleet, "team-a", "once"), "JobGone") == 1);
+  // Not created again: its copy goes too, and nothing of it ran.
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", once); }, seconds(20)));
+  CHECK(fleet.RemoteGet("c1", RemoteJobPath("team-a", once)).status == 404);
+  CHECK(fleet.Runs(once_uid).empty());
+
+  // The Requeue job's is created again, and runs once its check is Ready.
+  REQUIRE(PollFor([&] { return fleet.RemoteGet("c1", RemoteJobPath("team-a", again)).status == 200; }, seconds(30)));
+  ReadyThenSucceededOnce(fleet, "again", again, "c1", 1);
+}
+
 TEST_CASE("leaseOn Admitted: a copy holding quota with a check Pending does not take the lease, the cluster that "
           "admits does",
           "[e2e][dispatch][checks]") {

@@ -250,4 +250,45 @@ TEST_CASE("an intent's preemption gate time and refusal are stored, and a new ep
   CHECK(intents->at(1).gate_refusal.empty());
 }
 
+TEST_CASE("a real job's confirmed create stays confirmed at its epoch, and a new epoch's row starts unconfirmed",
+          "[store][dispatch]") {
+  TempDir dir;
+  auto store = OpenStore(dir.File("db"));
+  JobRecord job = MakeJob("team-a", "once");
+  REQUIRE(SubmitSync(*store, job).ok());
+  DispatchUpdate lease = Upsert(job, JobPhase::kQueued, 0, {Intent("c1", "Job", 1, true)});
+  lease.phase = JobPhase::kAdmitted;
+  lease.epoch = 1;
+  lease.cluster = "c1";
+  REQUIRE(ApplySync(*store, lease).ok());
+  auto created_ms = [&] {
+    auto intents = store->Intents(job.uid);
+    REQUIRE(intents.ok());
+    REQUIRE(intents->size() == 1);
+    return intents->at(0).created_ms;
+  };
+  CHECK(created_ms() == 0);
+
+  RemoteIntent confirmed = Intent("c1", "Job", 1, true);
+  confirmed.created_ms = 40'000;
+  DispatchUpdate confirm = Upsert(job, JobPhase::kAdmitted, 1, {confirmed});
+  confirm.expected_cluster = "c1";
+  REQUIRE(ApplySync(*store, confirm).ok());
+  CHECK(created_ms() == 40'000);
+
+  // A later write of the row at the same epoch by one that did not know
+  // (a row built afresh, created_ms 0) keeps the confirmation.
+  DispatchUpdate absent = Upsert(job, JobPhase::kAdmitted, 1, {Intent("c1", "Job", 1, false)});
+  absent.expected_cluster = "c1";
+  REQUIRE(ApplySync(*store, absent).ok());
+  CHECK(created_ms() == 40'000);
+
+  // The next epoch's row is another create, not confirmed yet.
+  DispatchUpdate next = Upsert(job, JobPhase::kAdmitted, 1, {Intent("c1", "Job", 2, true)});
+  next.expected_cluster = "c1";
+  next.epoch = 2;
+  REQUIRE(ApplySync(*store, next).ok());
+  CHECK(created_ms() == 0);
+}
+
 }  // namespace gantry::testing

@@ -179,6 +179,7 @@ class Engine final : public JobIntake {
     Refusal refusal;
     std::string taken_cluster;
     std::vector<CopyRefusal> copy_refusals;
+    const Action* job_created = nullptr;  // the real job's create, when its cluster confirmed it
   };
   // Records the candidates that refused the job's Workload copies (their
   // rows absent, with the answer), or the opening of a copy's preemption
@@ -186,6 +187,12 @@ class Engine final : public JobIntake {
   // each, if the job is still nominating at their epoch. False when the store could not be read or
   // written: the job is looked at again after a while, not at once.
   bool RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals);
+  // An at-most-once job's real job was created (its cluster answered 201,
+  // or 409 for the job's own object): its row's created_ms is written, and
+  // fsync'd, so that a job seen gone afterwards, even after a restart, is
+  // never created again (Ladder::Owned, JobGone). False when the store
+  // could not be written.
+  bool RecordJobCreated(const JobRecord& job, const std::vector<RemoteIntent>& intents, const Action& create);
   // The store's guarded write, waited for.
   Result<JobRecord> WriteSync(DispatchUpdate update);
   ActionsOutcome RunActions(const JobRecord& job, const std::vector<Action>& actions);

@@ -87,6 +87,11 @@ struct RemoteIntent {
   // The cluster's answer when it refused that patch (e.g. a 403: gantry may
   // not patch workloads/status there): not sent again at this epoch.
   std::string gate_refusal;
+  // A real job's row: when its cluster confirmed the create at this epoch
+  // (201, or 409 for the job's own object; 0: not confirmed). Kept by later
+  // writes of the row at the same epoch (schema 012). Written for
+  // at-most-once jobs, which must not create again a job that was there.
+  int64_t created_ms = 0;
   int64_t updated_ms = 0;
 };
 

@@ -1,0 +1,15 @@
+-- 012_intent_created: when the owner confirmed the create of a real job.
+--
+-- A real job's row is written before its create is sent, so after a crash
+-- the row alone cannot tell a create never sent from one that made the job
+-- there. For an at-most-once job (onClusterLoss Fail or Wait) the two must
+-- be told apart: a job that was created and then vanished (deleted in the
+-- cluster while gantry was down, before gantry saw it run) may have run,
+-- and creating it again could run it a second time.
+--
+-- created_ms: when the cluster answered the create of this row's object at
+-- this row's epoch (201, or 409 for gantry's own object); 0 while not
+-- confirmed. Written durably for at-most-once jobs only, and kept by later
+-- writes of the row at the same epoch. Existing rows get 0, which leaves
+-- them as before: created again if missing.
+ALTER TABLE remote_intents ADD COLUMN created_ms INTEGER NOT NULL DEFAULT 0;

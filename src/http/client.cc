@@ -76,7 +76,11 @@ Result<std::shared_ptr<TlsContext>> SharedTlsContext(const ClientOptions& o) {
 class Client::Impl {
  public:
   Impl(bool tls, std::string host, std::string port, ClientOptions options)
-      : tls_(tls), host_(std::move(host)), port_(std::move(port)), options_(std::move(options)) {}
+      : tls_(tls),
+        host_(std::move(host)),
+        port_(std::move(port)),
+        authority_(HostPort(host_, port_)),
+        options_(std::move(options)) {}
 
   Status Init();
   Result<ClientResponse> Do(const std::string& method, const std::string& target,
@@ -116,7 +120,8 @@ class Client::Impl {
   }
 
   bool tls_;
-  std::string host_, port_;
+  std::string host_, port_;  // an IPv6 address without its brackets
+  std::string authority_;    // "host:port", "[::1]:port": the Host header, and messages
   ClientOptions options_;
   std::shared_ptr<net::ssl::context> ssl_;  // shared, never changed; each connection's SSL comes from it
   std::unique_ptr<Connection> conn_;
@@ -148,8 +153,9 @@ Status Client::Impl::Connect() {
 
 Status Client::Impl::TransportError(error_code ec, const Request& req) const {
   if (ec == beast::error::timeout) {
-    return Status::Deadline(fmt::format("{} {}: no answer from {}:{} within {} ms", req.method_string(),
-                                        req.target(), host_, port_, options_.request_timeout.count()));
+    return Status::Deadline(fmt::format("{} {}: no answer from {} within {} ms",
+                                        req.method_string(), req.target(), authority_,
+                                        options_.request_timeout.count()));
   }
   return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
 }
@@ -194,7 +200,7 @@ Client::Impl::Request Client::Impl::MakeRequest(const std::string& method, const
   req.method_string(method);
   req.target(target);
   req.version(11);
-  req.set(bhttp::field::host, host_ + ":" + port_);
+  req.set(bhttp::field::host, authority_);
   req.set(bhttp::field::user_agent, "gantry");
   for (const auto& [k, v] : headers) req.set(k, v);
   req.body() = body;
@@ -248,8 +254,8 @@ Result<ClientResponse> Client::Impl::Finish() {
   Reset();
   if (!pending_reused_ || r.status().code() == Code::kDeadlineExceeded) return r;
   // The server closed the kept-alive connection before answering.
-  spdlog::debug("http client: {} {} on {}:{}: {}; sending it again on a new connection", req.method_string(),
-                req.target(), host_, port_, r.status().message());
+  spdlog::debug("http client: {} {} on {}: {}; sending it again on a new connection",
+                req.method_string(), req.target(), authority_, r.status().message());
   GANTRY_RETURN_IF_ERROR(Connect());
   r = Exchange(req);
   if (!r.ok()) Reset();

@@ -21,6 +21,8 @@
 #include <boost/beast/core/error.hpp>
 #include <fmt/format.h>
 
+#include "gantry/http/message.h"
+
 namespace gantry::http {
 namespace {
 
@@ -62,7 +64,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, co
     conn->deadline_ = Clock::time_point::max();
     return conn;
   }
-  return Status::Unavailable(fmt::format("connect to {}:{}: {}", host, port, ec.message()));
+  return Status::Unavailable(fmt::format("connect to {}: {}", HostPort(host, port), ec.message()));
 }
 
 error_code Connection::Connect(const addrinfo& addr) {
@@ -80,7 +82,7 @@ Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::s
                              const std::string& name) {
   ssl_ = SSL_new(tls);
   BIO* bio = ssl_ ? NewSocketBio(fd_) : nullptr;
-  if (!bio) return Status::Unavailable(fmt::format("TLS with {}:{}: out of memory", host, port));
+  if (!bio) return Status::Unavailable(fmt::format("TLS with {}: out of memory", HostPort(host, port)));
   SSL_set_bio(ssl_, bio, bio);
   SSL_set_mode(ssl_, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   // Whatever the socket holds is read at once: without read-ahead OpenSSL
@@ -103,7 +105,7 @@ Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::s
     if (r == 1) return Status::Ok();
     if (!Retry(r, ec)) break;
   }
-  return Status::Unavailable(fmt::format("TLS handshake with {}:{}: {}", host, port, ec.message()));
+  return Status::Unavailable(fmt::format("TLS handshake with {}: {}", HostPort(host, port), ec.message()));
 }
 
 Connection::~Connection() {

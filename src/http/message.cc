@@ -109,6 +109,18 @@ std::string ToLowerAscii(std::string_view s) {
   return out;
 }
 
+std::string HostPort(std::string_view host, std::string_view port) {
+  const bool ipv6 = host.find(':') != std::string_view::npos;
+  std::string out;
+  out.reserve(host.size() + port.size() + 3);
+  if (ipv6) out += '[';
+  out += host;
+  if (ipv6) out += ']';
+  out += ':';
+  out += port;
+  return out;
+}
+
 std::string PercentDecode(std::string_view s, bool plus_is_space) {
   std::string out;
   out.reserve(s.size());

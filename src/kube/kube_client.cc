@@ -51,8 +51,7 @@ Result<std::unique_ptr<http::Client>> KubeClient::NewConnection() const {
   options.client_cert_pem = creds_.client_cert_pem;
   options.client_key_pem = creds_.client_key_pem;
   options.tls_server_name = creds_.tls_server_name;
-  std::string host = creds_.host.find(':') != std::string::npos ? "[" + creds_.host + "]" : creds_.host;
-  return http::Client::Create(fmt::format("https://{}:{}", host, creds_.port), options);
+  return http::Client::Create("https://" + http::HostPort(creds_.host, std::to_string(creds_.port)), options);
 }
 
 Result<std::unique_ptr<KubeClient>> KubeClient::Create(const inventory::ClusterCredentials& creds,

@@ -99,6 +99,11 @@ std::string PercentDecode(std::string_view s, bool plus_is_space);
 std::string PercentEncode(std::string_view s);
 // ASCII lower case (header names, media types).
 std::string ToLowerAscii(std::string_view s);
+
+// host and port as a URL's authority and the Host header write them:
+// "example.com:443", "[::1]:6443". An IPv6 address goes in brackets, or its
+// colons would run into the port's (RFC 3986 section 3.2.2).
+std::string HostPort(std::string_view host, std::string_view port);
 std::multimap<std::string, std::string> ParseQuery(std::string_view query);
 std::string_view ReasonPhrase(int status);
 

@@ -1,6 +1,7 @@
 #include "gantry/http/client.h"
 #include "gantry/http/message.h"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -317,8 +318,12 @@ Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::m
     std::size_t got = sizeof(chunk) - parser.get().body().size;
     if (got == 0) continue;
     if (!success) {
-      out.body.append(chunk, got);
-      continue;
+      const std::size_t room = kStreamErrorBodyLimit - out.body.size();
+      out.body.append(chunk, std::min(got, room));
+      if (got <= room) continue;
+      out.body_cut = true;
+      Reset();  // the rest is not read: the connection goes with it
+      return out;
     }
     if (!on_data(std::string_view(chunk, got))) {
       Reset();  // the rest of the stream is abandoned with the connection

@@ -283,7 +283,10 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
   if (res->status < 200 || res->status >= 300) {
     if (res->status == 401) Refused(token);
     KubeError e = DecodeError(res->status, res->body, "");
-    return Status::Unavailable(fmt::format("watch {} answered {} {}: {}", path, e.code, e.reason, e.message));
+    const std::string cut =
+        res->body_cut ? fmt::format(" (the body cut at {} KiB)", http::kStreamErrorBodyLimit >> 10) : "";
+    return Status::Unavailable(
+        fmt::format("watch {} answered {} {}: {}{}", path, e.code, e.reason, e.message, cut));
   }
   if (!failure.empty()) return Status::Unavailable(fmt::format("watch {}: {}", path, failure));
   return end;

@@ -1,9 +1,17 @@
 // The client as a server sees it, over plain HTTP on loopback: the Host
-// header it sends.
+// header it sends, and how much of a stream's error answer it reads.
 #include <catch2/catch.hpp>
 
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "gantry/http/client.h"
 #include "gantry/http/message.h"
@@ -23,6 +31,84 @@ std::unique_ptr<Server> HostEcho(const std::string& address) {
   if (!server->Start().ok()) return nullptr;
   return server;
 }
+
+// A server on a free loopback port that answers its one request with a 500
+// whose chunked body does not end: 16 KiB chunks until the client hangs up,
+// kMaxChunks (16 MiB), or kGiveUp.
+class EndlessErrorServer {
+ public:
+  static constexpr int kMaxChunks = 1024;
+  static constexpr auto kGiveUp = std::chrono::seconds(30);
+
+  EndlessErrorServer() : listener_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+    REQUIRE(::listen(listener_, 4) == 0);
+    REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~EndlessErrorServer() {
+    Join();
+    ::close(listener_);
+  }
+  uint16_t port() const { return port_; }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+  // After Join: chunks sent, and whether a send found the client gone.
+  int chunks() const { return chunks_; }
+  bool hung_up() const { return hung_up_; }
+
+ private:
+  void Serve() {
+    const auto give_up = std::chrono::steady_clock::now() + kGiveUp;
+    auto left_ms = [&] {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - std::chrono::steady_clock::now());
+      return static_cast<int>(std::max<int64_t>(left.count(), 0));
+    };
+    pollfd p{listener_, POLLIN, 0};
+    if (::poll(&p, 1, left_ms()) != 1) return;
+    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    timeval send_timeout{5, 0};  // a client that stops reading without closing
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &send_timeout, sizeof send_timeout);
+    std::string request;
+    char buf[4096];
+    while (request.find("\r\n\r\n") == std::string::npos) {
+      pollfd r{fd, POLLIN, 0};
+      if (::poll(&r, 1, left_ms()) != 1) break;
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      request.append(buf, static_cast<size_t>(n));
+    }
+    auto send = [&](const std::string& text) {
+      return ::send(fd, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
+    };
+    bool sent = send(
+        "HTTP/1.1 500 Internal Server Error\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n");
+    const std::string chunk = "4000\r\n" + std::string(16 << 10, 'e') + "\r\n";
+    while (sent && chunks_ < kMaxChunks && left_ms() > 0) {
+      sent = send(chunk);
+      if (sent) ++chunks_;
+    }
+    hung_up_ = !sent;
+    // Still there: wait for the client to go (or kGiveUp) without ending the body.
+    pollfd r{fd, POLLIN, 0};
+    while (!hung_up_ && ::poll(&r, 1, left_ms()) == 1 && ::recv(fd, buf, sizeof buf, 0) > 0) {
+    }
+    ::close(fd);
+  }
+
+  int listener_;
+  uint16_t port_ = 0;
+  std::atomic<int> chunks_{0};
+  std::atomic<bool> hung_up_{false};
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -49,6 +135,31 @@ TEST_CASE("the Host header of a request to an IPv6 server has the address in bra
     CHECK(res->status == 200);
     CHECK(res->body == authority);  // "[::1]:port", not "::1:port"
   }
+}
+
+TEST_CASE("a stream's error answer is kept up to its limit, and the rest is not read", "[http][stream]") {
+  EndlessErrorServer server;
+  auto client = Client::Create("http://127.0.0.1:" + std::to_string(server.port()));
+  REQUIRE(client.ok());
+  bool streamed = false;
+  const auto start = std::chrono::steady_clock::now();
+  auto res = (*client)->Stream("GET", "/watch?watch=true", {}, std::chrono::seconds(10), [&](std::string_view) {
+    streamed = true;
+    return true;
+  });
+  const auto took = std::chrono::steady_clock::now() - start;
+  server.Join();
+  // Read whole, as before, it took all 16 MiB, then waited out the idle
+  // deadline for an end that never came.
+  REQUIRE(res.ok());
+  CHECK(res->status == 500);
+  CHECK(res->body.size() == kStreamErrorBodyLimit);
+  CHECK(res->body.find_first_not_of('e') == std::string::npos);
+  CHECK(res->body_cut);
+  CHECK_FALSE(streamed);
+  CHECK(took < std::chrono::seconds(5));
+  CHECK(server.hung_up());  // the client closed the connection, with the body unread
+  CHECK(server.chunks() < EndlessErrorServer::kMaxChunks);
 }
 
 }  // namespace gantry::http

@@ -1,6 +1,6 @@
 // ListWatch against a cluster whose watches cannot be followed: an ERROR
 // event other than 410, a line that is not JSON, a stream that ends at once
-// with nothing in it. Each is a failure (the view is told, and listed again
+// with nothing in it, an error answer too large to keep. Each is a failure (the view is told, and listed again
 // after a backoff), not a clean end resumed at once from the same point,
 // which spun against the server and left the view as it was, unflagged.
 #include <catch2/catch.hpp>
@@ -25,10 +25,11 @@ const char* const kList =
     R"({"kind":"WorkloadList","apiVersion":"kueue.x-k8s.io/v1beta2","metadata":{"resourceVersion":"5"},"items":[]})";
 
 // An HTTPS server that answers every list with kList and every watch with
-// watch_body, at once.
+// watch_status and watch_body, at once.
 class Cluster {
  public:
-  explicit Cluster(std::string watch_body) : watch_body_(std::move(watch_body)) {
+  explicit Cluster(std::string watch_body, int watch_status = 200)
+      : watch_body_(std::move(watch_body)), watch_status_(watch_status) {
     auto certs = sim::MakeClusterCerts("watch-failure-test");
     REQUIRE(certs.ok());
     certs_ = *certs;
@@ -38,7 +39,7 @@ class Cluster {
     server_ = std::make_unique<http::Server>(options, [this](http::Request req, http::Responder respond) {
       const bool watch = req.Query("watch").value_or("") == "true";
       (watch ? watches : lists).fetch_add(1);
-      respond(http::JsonResponse(200, watch ? watch_body_ : kList));
+      respond(http::JsonResponse(watch ? watch_status_ : 200, watch ? watch_body_ : kList));
     });
     REQUIRE(server_->Start().ok());
   }
@@ -52,6 +53,7 @@ class Cluster {
 
  private:
   std::string watch_body_;
+  int watch_status_;
   sim::ClusterCerts certs_;
   std::unique_ptr<http::Server> server_;
 };
@@ -96,6 +98,7 @@ TEST_CASE("a watch that cannot be followed is a failure: listed again after a ba
     const char* name;
     std::string body;
     const char* told;
+    int status = 200;
   };
   const Case cases[] = {
       {"an ERROR event other than 410",
@@ -105,10 +108,15 @@ TEST_CASE("a watch that cannot be followed is a failure: listed again after a ba
        "500 etcdserver: leader changed"},
       {"a line that is not JSON", "<html>bad gateway</html>\n", "not a JSON object"},
       {"a stream that ends at once, empty", "", "at once, with no event"},
+      // Read whole, as before, it was kept whole, however large.
+      {"an error answer with a body larger than the client keeps",
+       R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":")" + std::string(1 << 20, 'x') +
+           R"(","reason":"InternalError","code":500})",
+       "(the body cut at 64 KiB)", 500},
   };
   for (const Case& c : cases) {
     INFO(c.name);
-    Cluster cluster(c.body);
+    Cluster cluster(c.body, c.status);
     auto client = cluster.Client();
     Follower follower(*client);
     // Resumed at once from the same point, as before, it would never list again.
@@ -116,6 +124,7 @@ TEST_CASE("a watch that cannot be followed is a failure: listed again after a ba
     follower.stop = true;
     CHECK(cluster.watches <= cluster.lists + 1);  // one watch per list: each failed and was listed again
     CHECK_THAT(follower.FirstFailure(), Catch::Contains(c.told));
+    CHECK(follower.FirstFailure().size() < 1000);  // a log line's worth, whatever the server sent
     CHECK(follower.events == 0);
   }
 }

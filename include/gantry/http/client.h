@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -38,10 +39,19 @@ struct ClientOptions {
   std::string tls_server_name;
 };
 
+// How much of a non-2xx answer's body Stream keeps: an error body is a
+// Kubernetes Status or a proxy's page, a few KiB at most. A server that
+// sends more (or never ends) would otherwise be buffered without limit.
+constexpr std::size_t kStreamErrorBodyLimit = 64 << 10;
+
 struct ClientResponse {
   int status = 0;
   std::string body;
   std::map<std::string, std::string> headers;  // lower-cased names
+  // Stream only: the non-2xx body was longer than kStreamErrorBodyLimit
+  // and body holds its first kStreamErrorBodyLimit bytes (the rest was
+  // left unread, its connection closed).
+  bool body_cut = false;
 };
 
 class Client {
@@ -78,7 +88,8 @@ class Client {
   // it arrives (a watch). Returns when the body ends, on_data returns false,
   // or no byte arrived for idle_timeout (kDeadlineExceeded). The status and
   // headers are in the result; its body is empty. A non-2xx answer's body is
-  // read whole into the result instead of being streamed. stop_requested,
+  // read into the result instead of being streamed, up to
+  // kStreamErrorBodyLimit (see body_cut). stop_requested,
   // when given, is asked about every 100 ms while waiting for data: true
   // abandons the stream (and its connection) as if on_data had said false,
   // so a quiet stream does not hold up its owner's shutdown (a stop before

@@ -1,4 +1,5 @@
 #include "connection.h"
+#include "resolve.h"
 #include "socket_bio.h"
 
 #include <arpa/inet.h>
@@ -39,16 +40,10 @@ int MillisLeft(Connection::Clock::time_point deadline) {
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, const std::string& port, SSL_CTX* tls,
                                                      Clock::time_point deadline, const std::string& tls_name) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (int rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0) {
-    return Status::Unavailable(fmt::format("resolve {}: {}", host, gai_strerror(rc)));
-  }
-  std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> addrs(found, freeaddrinfo);
+  auto addrs = Resolve(host, port, deadline);
+  if (!addrs.ok()) return addrs.status();
   error_code ec = boost::asio::error::host_not_found;
-  for (const addrinfo* a = addrs.get(); a; a = a->ai_next) {
+  for (const addrinfo* a = addrs->get(); a; a = a->ai_next) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) {
       ec = Errno(errno);

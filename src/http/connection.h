@@ -35,11 +35,12 @@ class Connection {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Connects to host:port (every resolved address in turn) before deadline;
-  // with tls (an SSL_CTX that verifies peers), then shakes hands, checking
-  // the certificate against host (a DNS name, sent as SNI, or an IP address).
-  // Every error is kUnavailable, a passed deadline included, with the step
-  // (resolve, connect, TLS handshake) and the reason in its message.
+  // Resolves host (resolve.h) and connects to port (every address in turn)
+  // before deadline, the lookup included; with tls (an SSL_CTX that verifies
+  // peers), then shakes hands, checking the certificate against host (a DNS
+  // name, sent as SNI, or an IP address). Every error is kUnavailable, a
+  // passed deadline included, with the step (resolve, connect, TLS
+  // handshake) and the reason in its message.
   // tls_name: the name to send as SNI and verify ("" = host).
   static Result<std::unique_ptr<Connection>> Open(const std::string& host, const std::string& port, SSL_CTX* tls,
                                                   Clock::time_point deadline, const std::string& tls_name = "");

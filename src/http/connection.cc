@@ -42,24 +42,41 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, co
                                                      Clock::time_point deadline, const std::string& tls_name) {
   auto addrs = Resolve(host, port, deadline);
   if (!addrs.ok()) return addrs.status();
+  return Dial(addrs->get(), host, port, tls, deadline, tls_name);
+}
+
+Result<std::unique_ptr<Connection>> Connection::Dial(const addrinfo* addrs, const std::string& host,
+                                                     const std::string& port, SSL_CTX* tls,
+                                                     Clock::time_point deadline, const std::string& tls_name) {
+  int addresses_left = 0;
+  for (const addrinfo* a = addrs; a; a = a->ai_next) ++addresses_left;
   error_code ec = boost::asio::error::host_not_found;
-  for (const addrinfo* a = addrs->get(); a; a = a->ai_next) {
+  for (const addrinfo* a = addrs; a; a = a->ai_next, --addresses_left) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) {
       ec = Errno(errno);
       continue;
     }
     std::unique_ptr<Connection> conn(new Connection(fd));
-    conn->deadline_ = deadline;
+    conn->deadline_ = AddressDeadline(Clock::now(), deadline, addresses_left);
     ec = conn->Connect(*a);
     if (ec) continue;
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    conn->deadline_ = deadline;
     if (tls) GANTRY_RETURN_IF_ERROR(conn->Handshake(tls, host, port, tls_name.empty() ? host : tls_name));
     conn->deadline_ = Clock::time_point::max();
     return conn;
   }
   return Status::Unavailable(fmt::format("connect to {}: {}", HostPort(host, port), ec.message()));
+}
+
+Connection::Clock::time_point Connection::AddressDeadline(Clock::time_point now, Clock::time_point deadline,
+                                                          int addresses_left) {
+  if (deadline == Clock::time_point::max() || addresses_left <= 1 || deadline <= now) return deadline;
+  const Clock::duration left = deadline - now;
+  const Clock::duration least = std::min<Clock::duration>(left, kMinAddressTime);
+  return now + std::max<Clock::duration>(left / addresses_left, least);
 }
 
 error_code Connection::Connect(const addrinfo& addr) {

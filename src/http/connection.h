@@ -35,15 +35,32 @@ class Connection {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Resolves host (resolve.h) and connects to port (every address in turn)
-  // before deadline, the lookup included; with tls (an SSL_CTX that verifies
-  // peers), then shakes hands, checking the certificate against host (a DNS
-  // name, sent as SNI, or an IP address). Every error is kUnavailable, a
-  // passed deadline included, with the step (resolve, connect, TLS
-  // handshake) and the reason in its message.
+  // Resolves host (resolve.h) and connects to port (every address in turn,
+  // each with its share of the time: Dial) before deadline, the lookup
+  // included; with tls (an SSL_CTX that verifies peers), then shakes hands,
+  // checking the certificate against host (a DNS name, sent as SNI, or an
+  // IP address). Every error is kUnavailable, a passed deadline included,
+  // with the step (resolve, connect, TLS handshake) and the reason in its
+  // message.
   // tls_name: the name to send as SNI and verify ("" = host).
   static Result<std::unique_ptr<Connection>> Open(const std::string& host, const std::string& port, SSL_CTX* tls,
                                                   Clock::time_point deadline, const std::string& tls_name = "");
+  // Open's second half, on addresses already resolved (getaddrinfo's list,
+  // tried in its order): each gets its share of the time left
+  // (AddressDeadline), and the TLS handshake whatever is left of deadline.
+  static Result<std::unique_ptr<Connection>> Dial(const addrinfo* addrs, const std::string& host,
+                                                  const std::string& port, SSL_CTX* tls,
+                                                  Clock::time_point deadline, const std::string& tls_name = "");
+  // The least time an address is given, unless less is left: an even share
+  // of a short deadline among many addresses would fail a slow but working
+  // one (Go's net.Dialer keeps the same 2 s).
+  static constexpr std::chrono::seconds kMinAddressTime{2};
+  // The deadline for connecting to the next of addresses_left addresses, as
+  // Go's net.Dialer spreads one: the time left shared evenly, but no less
+  // than kMinAddressTime, and never past deadline. An address that drops
+  // packets then no longer takes the time of the addresses after it.
+  static Clock::time_point AddressDeadline(Clock::time_point now, Clock::time_point deadline,
+                                           int addresses_left);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;

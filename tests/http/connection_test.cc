@@ -1,8 +1,11 @@
 // The client's connection (src/http/connection.cc, resolve.cc) as it opens:
-// the name lookup under the connect deadline.
+// the name lookup under the connect deadline, and the deadline spread over
+// the addresses a name has.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,6 +14,7 @@
 #include <cstdlib>
 #include <future>
 #include <string>
+#include <vector>
 
 #include "connection.h"
 #include "resolve.h"
@@ -22,7 +26,117 @@ namespace {
 using namespace std::chrono_literals;
 using std::chrono::steady_clock;
 
+// A listening socket on a free loopback port (listen_backlog as given).
+class Listener {
+ public:
+  explicit Listener(int listen_backlog) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+    REQUIRE(::listen(fd_, listen_backlog) == 0);
+    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~Listener() { ::close(fd_); }
+  uint16_t port() const { return port_; }
+
+ private:
+  int fd_;
+  uint16_t port_ = 0;
+};
+
+// An address that drops connection attempts, as one behind a firewall
+// does: a listener whose accept queue (of one) is full, so the kernel drops
+// every further SYN and a connect there waits until its deadline.
+class Blackhole {
+ public:
+  Blackhole() : listener_(0), filler_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(listener_.port());
+    REQUIRE(::connect(filler_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);  // never accepted
+  }
+  ~Blackhole() { ::close(filler_); }
+  uint16_t port() const { return listener_.port(); }
+
+ private:
+  Listener listener_;
+  int filler_;
+};
+
+// getaddrinfo's list for 127.0.0.1 at each of ports, in that order.
+class Addresses {
+ public:
+  explicit Addresses(std::vector<uint16_t> ports) : sockaddrs_(ports.size()), infos_(ports.size()) {
+    for (std::size_t i = 0; i < ports.size(); ++i) {
+      sockaddrs_[i].sin_family = AF_INET;
+      sockaddrs_[i].sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      sockaddrs_[i].sin_port = htons(ports[i]);
+      infos_[i].ai_family = AF_INET;
+      infos_[i].ai_socktype = SOCK_STREAM;
+      infos_[i].ai_protocol = IPPROTO_TCP;
+      infos_[i].ai_addrlen = sizeof(sockaddr_in);
+      infos_[i].ai_addr = reinterpret_cast<sockaddr*>(&sockaddrs_[i]);
+      infos_[i].ai_next = i + 1 < ports.size() ? &infos_[i + 1] : nullptr;
+    }
+  }
+  const addrinfo* get() const { return infos_.data(); }
+
+ private:
+  std::vector<sockaddr_in> sockaddrs_;
+  std::vector<addrinfo> infos_;
+};
+
 }  // namespace
+
+TEST_CASE("each address gets its share of the connect deadline, as Go's dialer gives it", "[http][dial]") {
+  using Clock = Connection::Clock;
+  const Clock::time_point now{std::chrono::hours(1)};
+  struct Case {
+    Clock::duration left;
+    int addresses;
+    Clock::duration given;
+  };
+  const Case cases[] = {
+      {10s, 1, 10s},     // one address: all of it
+      {10s, 2, 5s},      // shared evenly
+      {10s, 4, 2500ms},  //
+      {10s, 10, 2s},     // no less than the least
+      {3s, 2, 2s},       //
+      {1s, 3, 1s},       // never past the deadline
+      {0s, 2, 0s},       // passed: the deadline itself
+      {-1s, 2, -1s},     //
+  };
+  for (const Case& c : cases) {
+    INFO(std::chrono::duration<double>(c.left).count() << " s left, " << c.addresses << " addresses");
+    CHECK(Connection::AddressDeadline(now, now + c.left, c.addresses) - now == c.given);
+  }
+  CHECK(Connection::AddressDeadline(now, Clock::time_point::max(), 2) == Clock::time_point::max());
+}
+
+TEST_CASE("an address that drops connection attempts leaves time for the next one", "[http][dial]") {
+  Blackhole blackhole;
+  Listener listener(16);
+  SECTION("alone, it has the whole deadline, and fails at it") {
+    Addresses addrs({blackhole.port()});
+    auto conn = Connection::Dial(addrs.get(), "127.0.0.1", std::to_string(blackhole.port()), nullptr,
+                                 steady_clock::now() + 300ms);
+    REQUIRE_FALSE(conn.ok());
+    CHECK(conn.status().code() == Code::kUnavailable);
+    CHECK_THAT(conn.status().message(), Catch::Contains("connect to 127.0.0.1:") && Catch::Contains("timeout"));
+  }
+  SECTION("first of two, it has half the deadline, and the second answers") {
+    // With one deadline for every address, as before, the first took it all.
+    Addresses addrs({blackhole.port(), listener.port()});
+    const auto start = steady_clock::now();
+    auto conn = Connection::Dial(addrs.get(), "localhost", std::to_string(listener.port()), nullptr, start + 4s);
+    CHECK(conn.ok());
+    CHECK(steady_clock::now() - start < 4s);
+  }
+}
 
 TEST_CASE("an IP literal resolves with no lookup, even with no time left", "[http][dial]") {
   for (const char* host : {"127.0.0.1", "::1"}) {

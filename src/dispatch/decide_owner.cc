@@ -308,6 +308,17 @@ Plan Ladder::Owned() const {
     u.remote_status = j->summary;
     plan.write = std::move(u);
   }
+  // An at-most-once job's real job, seen, whose create is not on record
+  // (the write after its 201 failed, or the daemon stopped before it; or
+  // created by a release that did not record it): its being there proves
+  // the create, so that a later vanishing is never answered by another.
+  if (const RemoteIntent* row = JobRow(owner);
+      row && row->created_ms == 0 && in_.spec->on_cluster_loss != OnClusterLoss::kRequeue) {
+    if (!plan.write) plan.write = Guarded(job_);
+    RemoteIntent confirmed = *row;
+    confirmed.created_ms = in_.now_ms;
+    plan.write->upsert_intents.push_back(std::move(confirmed));
+  }
   // Running or about to: its start, finish, eviction and status come as
   // watch events, its owner's loss from the health watch.
   plan.requeue_ms = opt_.backstop_ms;

@@ -158,10 +158,16 @@ class Ladder {
   // When cluster confirmed the create of the job's real job at the current
   // epoch (RemoteIntent::created_ms; 0: not confirmed, or not recorded).
   int64_t JobCreatedMs(const std::string& cluster) const {
+    const RemoteIntent* row = JobRow(cluster);
+    return row ? row->created_ms : 0;
+  }
+  // The row of the job's real job in cluster at the current epoch, wanted
+  // there (null: none).
+  const RemoteIntent* JobRow(const std::string& cluster) const {
     for (const RemoteIntent& i : in_.intents) {
-      if (i.cluster == cluster && i.kind == kJob && i.epoch == job_.epoch && i.present) return i.created_ms;
+      if (i.cluster == cluster && i.kind == kJob && i.epoch == job_.epoch && i.present) return &i;
     }
-    return 0;
+    return nullptr;
   }
   // The job's real job in cluster at the current epoch.
   const ObservedJob* JobIn(const std::string& cluster) const {

@@ -153,4 +153,40 @@ TEST_CASE("a real job whose create was never confirmed, or a Requeue job's, is c
   CHECK(Count(Decide(requeue.Input()), Verb::kCreate, "Job", "c1") == 1);
 }
 
+TEST_CASE("an at-most-once job's real job seen in its owner with its create not on record has it recorded",
+          "[dispatch][decide][evicted]") {
+  for (JobPhase phase : {JobPhase::kAdmitted, JobPhase::kRunning}) {
+    World w;
+    w.spec = Spec("Wait");
+    w.OwnedBy(phase, "c1", 2);
+    ObservedWorkload& wl = w.Workload("c1", 2);
+    wl.quota_reserved = wl.admitted = true;
+    w.RemoteJob("c1", 2, RemoteJobState::kRunning);
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    const RemoteIntent* row = FindIntent(*p.write, "c1", "Job");
+    REQUIRE(row);
+    CHECK(row->epoch == 2);
+    CHECK(row->present);
+    CHECK(row->created_ms == w.in.now_ms);
+    CHECK(Count(p, Verb::kCreate, "Job") == 0);
+
+    // Once recorded, nothing more is written for it; nor for a Requeue job.
+    for (RemoteIntent& i : w.in.intents) {
+      if (i.kind == "Job") i.created_ms = w.in.now_ms - 1'000;
+    }
+    w.job.phase = JobPhase::kRunning;
+    Plan again = Decide(w.Input());
+    CHECK((!again.write || !FindIntent(*again.write, "c1", "Job")));
+  }
+  World requeue;
+  requeue.spec = Spec("Requeue");
+  requeue.OwnedBy(JobPhase::kRunning, "c1", 2);
+  ObservedWorkload& wl = requeue.Workload("c1", 2);
+  wl.quota_reserved = wl.admitted = true;
+  requeue.RemoteJob("c1", 2, RemoteJobState::kRunning);
+  Plan p = Decide(requeue.Input());
+  CHECK((!p.write || !FindIntent(*p.write, "c1", "Job")));
+}
+
 }  // namespace gantry::dispatch

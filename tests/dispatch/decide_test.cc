@@ -468,9 +468,12 @@ TEST_CASE("step 10: a Wait job's OwnerLost condition is lifted when its owner an
   CHECK(*done.write->conditions_json == "[]");
   CHECK_THAT(*done.write->message, Catch::Contains("succeeded in c1"));
 
-  // Never flagged: no extra write.
+  // Never flagged: no extra write (its create on record, as it is once seen).
   w.job.conditions_json = "[]";
   w.in.observed["c1"].jobs[0].state = RemoteJobState::kRunning;
+  for (RemoteIntent& i : w.in.intents) {
+    if (i.kind == "Job") i.created_ms = 1'000;
+  }
   CHECK_FALSE(Decide(w.Input()).write);
 }
 

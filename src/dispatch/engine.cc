@@ -187,6 +187,9 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
 }
 
 void Engine::InventoryChanged() {
+  // Called by a SIGHUP's thread and by the API's reload: one at a time, so
+  // that the observer is not left watching the older of two cluster sets.
+  std::lock_guard reload(inventory_mu_);
   SetObservedClusters();
   if (int dropped = pools_->Retain(); dropped > 0) {
     spdlog::info("dispatch: inventory reloaded: {} cluster(s) changed connection or left; their pooled connections "
@@ -341,9 +344,26 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   auto parsed = fresh ? Result<std::shared_ptr<const ParsedSpec>>(specs_.Put(uid, std::move(*fresh->spec)))
                       : specs_.Get(*job);
   if (!parsed.ok()) {
-    spdlog::error("dispatch: job {}/{} uid={}: stored spec unreadable: {}", job->ns, job->name, uid,
-                  parsed.status().ToString());
-    return -1;
+    // Written by a gantry that read it (a newer release, say, before a
+    // rollback): nothing is decided for the job, neither a failure, whose
+    // cleanup would stop a run this release cannot follow, nor anything
+    // else; it says so, and is looked at again now and then (the release
+    // that reads it may be back).
+    const std::string why = fmt::format("this gantry cannot read the job's stored spec ({}); the job is left as "
+                                        "it is until a gantry that reads it runs",
+                                        parsed.status().message());
+    spdlog::error("dispatch: job {}/{} uid={}: {}", job->ns, job->name, uid, why);
+    if (!IsFinal(job->phase) && job->message != why) {
+      DispatchUpdate u;
+      u.uid = uid;
+      u.expected_phase = job->phase;
+      u.expected_epoch = job->epoch;
+      u.expected_cluster = job->cluster;
+      u.message = why;
+      known_.Drop(uid);
+      (void)WriteSync(std::move(u));  // only a message: the next look writes it again
+    }
+    return options_.decide.lost_recheck_ms;
   }
   const JobSpec* spec = &(*parsed)->spec;
   auto intents = fresh   ? Result<std::vector<RemoteIntent>>(std::vector<RemoteIntent>{})
@@ -475,7 +495,11 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     const std::string& taken = acted.refusal.message;
     known_.Drop(uid);  // written below, outside the entry's bookkeeping
     auto current = store_.GetByUid(uid);
-    if (current.ok() && !IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
+    // Not read, or not written (below): looked at again after the usual
+    // backoff, not at once (each pass sends the refused create again).
+    const int64_t later = ActionRetryMs(NoteFailure(uid), options_.decide.retry_ms, acted.retry_after_ms);
+    if (!current.ok()) return current.status().code() == Code::kNotFound ? 0 : later;
+    if (!IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
       DispatchUpdate u;
       u.uid = uid;
       u.expected_phase = current->phase;
@@ -490,9 +514,16 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
       e.cluster = acted.taken_cluster;
       u.events.push_back(e);
       MarkIntentsAbsent(u, in.intents);
-      (void)WriteSync(std::move(u));
+      auto written = WriteSync(std::move(u));
+      if (!written.ok() && written.status().code() != Code::kConflict &&
+          written.status().code() != Code::kNotFound) {
+        spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name,
+                     written.status().ToString());
+        return later;
+      }
       spdlog::warn("job {}/{}: {}", job->ns, job->name, taken);
     }
+    ClearFailures(uid);
     return 0;
   }
   if (acted.job_created && spec->on_cluster_loss != OnClusterLoss::kRequeue &&
@@ -566,6 +597,9 @@ void Engine::RunGc() {
     lock.unlock();
     const std::shared_ptr<const FleetFacts> facts = Facts(clock_.NowMillis());
     for (const std::string& uid : observer_->AllJobUids()) {
+      // Each delete may wait out its client's deadline (a cluster cut off
+      // since its view synced): a shutdown does not wait for the round.
+      if (stopping_) return;
       auto job = store_.GetByUid(uid);
       if (job.ok() || job.status().code() != Code::kNotFound) continue;
       auto purged = store_.WasPurged(uid);
@@ -576,7 +610,10 @@ void Engine::RunGc() {
         continue;
       }
       for (const auto& [cluster, o] : observation.clusters) {
-        if (!observation.synced->count(cluster)) continue;
+        // Only where the cluster answers: a view stays synced through a
+        // partition, and each delete there would wait out its deadline.
+        auto f = facts->find(cluster);
+        if (!observation.synced->count(cluster) || f == facts->end() || !f->second.ready) continue;
         JobRecord ghost;
         ghost.uid = uid;
         std::vector<Action> deletes;

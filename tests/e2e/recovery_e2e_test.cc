@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <sqlite3.h>
 
 #include "dispatch_fixture.h"
 #include "gantry/http/client.h"
@@ -399,6 +400,47 @@ TEST_CASE("long crash campaign (GANTRY_LONG_CAMPAIGN=1): 1000 jobs, 100 kills", 
     return;
   }
   CrashCampaign(1000, 100, milliseconds(2000), seconds(300));
+}
+
+TEST_CASE("a job whose stored spec this gantry cannot read is left as it is, running where it runs, and says so",
+          "[e2e][recovery]") {
+  DispatchFleet fleet;
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("unreadable", "team-a", 1, 0, "120s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "unreadable", {"Running"}, seconds(30)));
+  const json before = fleet.Job("team-a", "unreadable");
+  const std::string cluster = before["status"].value("cluster", "");
+  const std::string remote = dispatch::RemoteName("unreadable", fleet.Uid("team-a", "unreadable"));
+
+  // As a newer release might have written it: a field this one does not know.
+  fleet.StopDaemon(/*kill=*/false);
+  {
+    sqlite3* db = nullptr;
+    const std::string path = fleet.dir().File("data") + "/gantry.db";
+    REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) == SQLITE_OK);
+    char* err = nullptr;
+    const int rc = sqlite3_exec(
+        db, "UPDATE jobs SET spec_json = json_set(spec_json, '$.spec.fieldOfALaterRelease', 1) WHERE name = 'unreadable'",
+        nullptr, nullptr, &err);
+    INFO((err ? err : ""));
+    CHECK(rc == SQLITE_OK);
+    CHECK(sqlite3_changes(db) == 1);
+    sqlite3_free(err);
+    sqlite3_close(db);
+  }
+  fleet.StartDaemon();
+  REQUIRE(fleet.ok());
+  REQUIRE(PollFor([&] {
+    return fleet.Job("team-a", "unreadable")["status"].value("message", "").find("cannot read the job's stored spec") !=
+           std::string::npos;
+  }, seconds(20)));
+  const json after = fleet.Job("team-a", "unreadable");
+  CHECK(after["status"]["phase"] == "Running");
+  CHECK(after["status"]["epoch"] == before["status"]["epoch"]);
+  // Its run goes on: nothing was deleted, nothing created elsewhere.
+  CHECK(fleet.RemoteGet(cluster, RemoteJobPath("team-a", remote)).status == 200);
+  CHECK(fleet.Runs(fleet.Uid("team-a", "unreadable")).size() == 1);
 }
 
 TEST_CASE("a worker evicts running jobs: one runs again at epoch 2 after its first run stopped, "

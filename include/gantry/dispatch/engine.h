@@ -17,7 +17,8 @@
 // had (another gantry with the same origin, or a store that was replaced)
 // are left alone, and logged once: gantry deletes only what it made.
 //
-// Thread-safety: Start/Stop/InventoryChanged from one thread; passes run on
+// Thread-safety: Start/Stop from one thread; InventoryChanged from any (a
+// SIGHUP's reload, the API's), one at a time; passes run on
 // the reconciler's workers.
 #pragma once
 
@@ -271,7 +272,10 @@ class Engine final : public JobIntake {
   std::mutex gc_mu_;
   std::condition_variable gc_cv_;
   std::set<std::string> gc_told_;  // uids LeaveUnknown logged; the GC thread's own
-  bool stopping_ = false;
+  // Set under gc_mu_ (the waits on gc_cv_ read it there); read without it
+  // between the steps of a garbage-collection round.
+  std::atomic<bool> stopping_ = false;
+  std::mutex inventory_mu_;  // one InventoryChanged at a time
   std::thread gc_thread_;
   std::thread health_thread_;
 };

@@ -24,7 +24,7 @@ constexpr std::size_t kMaxDecimalDigits = 36;
 constexpr std::size_t kMaxBinaryDigits = 18;
 // Exponents beyond these are certainly overflow or certainly below 1m.
 constexpr int kMaxExponent = 1000;
-constexpr Int128 kMaxMilli = std::numeric_limits<int64_t>::max();
+constexpr Int128 kMaxMilli = kMaxQuantityMilli;
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -65,9 +65,14 @@ Status TooLarge(std::string_view text) {
   return Status::Invalid(fmt::format("quantity \"{}\" is too large", text));
 }
 
-}  // namespace
+// What a value beyond int64 milli-units reads as.
+enum class Overflow { kRefuse, kSaturate };
 
-Result<int64_t> ParseQuantityMilli(std::string_view text) {
+Result<int64_t> ParseText(std::string_view text, Overflow overflow) {
+  auto too_large = [&]() -> Result<int64_t> {
+    if (overflow == Overflow::kSaturate) return kMaxQuantityMilli;
+    return TooLarge(text);
+  };
   std::string_view s = text;
   bool negative = false;
   if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
@@ -114,10 +119,10 @@ Result<int64_t> ParseQuantityMilli(std::string_view text) {
   n <<= 10 * bin_exp;
 
   if (exp10 >= 0) {
-    if (n > kMaxMilli) return TooLarge(text);
+    if (n > kMaxMilli) return too_large();
     for (int k = 0; k < exp10; ++k) {
       n *= 10;
-      if (n > kMaxMilli) return TooLarge(text);
+      if (n > kMaxMilli) return too_large();
     }
     if (inexact) ++n;
   } else {
@@ -129,15 +134,16 @@ Result<int64_t> ParseQuantityMilli(std::string_view text) {
     if (n % divisor != 0 || inexact) ++q;
     n = q;
   }
-  if (n > kMaxMilli) return TooLarge(text);
+  if (n > kMaxMilli) return too_large();
   return static_cast<int64_t>(n);
 }
 
-Result<int64_t> ParseQuantityMilli(const nlohmann::json& value) {
-  if (value.is_string()) return ParseQuantityMilli(value.get_ref<const std::string&>());
+Result<int64_t> ParseJson(const nlohmann::json& value, Overflow overflow) {
+  if (value.is_string()) return ParseText(value.get_ref<const std::string&>(), overflow);
   if (value.is_number_unsigned()) {
     uint64_t u = value.get<uint64_t>();
     if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max() / 1000)) {
+      if (overflow == Overflow::kSaturate) return kMaxQuantityMilli;
       return TooLarge(value.dump());
     }
     return static_cast<int64_t>(u) * 1000;
@@ -150,11 +156,25 @@ Result<int64_t> ParseQuantityMilli(const nlohmann::json& value) {
   if (value.is_number_float()) {
     if (!std::isfinite(value.get<double>())) return Malformed(value.dump());
     // dump() prints the shortest text that reads back as the same double.
-    return ParseQuantityMilli(value.dump());
+    return ParseText(value.dump(), overflow);
   }
-  if (value.is_number()) return ParseQuantityMilli(value.dump());
+  if (value.is_number()) return ParseText(value.dump(), overflow);
   return Status::Invalid(fmt::format("quantity must be a string or a number, got {}",
                                      value.is_null() ? "null" : value.type_name()));
+}
+
+}  // namespace
+
+Result<int64_t> ParseQuantityMilli(std::string_view text) {
+  return ParseText(text, Overflow::kRefuse);
+}
+
+Result<int64_t> ParseQuantityMilli(const nlohmann::json& value) {
+  return ParseJson(value, Overflow::kRefuse);
+}
+
+Result<int64_t> ParseQuantityMilliSaturating(const nlohmann::json& value) {
+  return ParseJson(value, Overflow::kSaturate);
 }
 
 std::string FormatQuantityMilli(int64_t milli) {

@@ -81,6 +81,29 @@ TEST_CASE("ParseQuantityMilli reads JSON numbers and strings", "[job][quantity]"
   CHECK_FALSE(ParseQuantityMilli(json(uint64_t{1} << 62)).ok());
 }
 
+TEST_CASE("ParseQuantityMilliSaturating reads a quantity past int64 milli-units as the largest",
+          "[job][quantity]") {
+  using nlohmann::json;
+  for (const json& huge :
+       {json("10Pi"), json("1000Pi"), json("8E"), json("16Ei"), json("1e20"), json("1e1000"),
+        json("99999999999999999999"), json(uint64_t{1} << 62), json(1e300)}) {
+    INFO(huge.dump());
+    CHECK_FALSE(ParseQuantityMilli(huge).ok());
+    Result<int64_t> r = ParseQuantityMilliSaturating(huge);
+    REQUIRE(r.ok());
+    CHECK(*r == kMaxQuantityMilli);
+  }
+  CHECK(*ParseQuantityMilliSaturating(json("4Gi")) == 4 * kGi * 1000);
+  CHECK(*ParseQuantityMilliSaturating(json("9P")) == 9000000000000000000);
+  CHECK(*ParseQuantityMilliSaturating(json(2)) == 2000);
+  // Only size saturates: what is not a quantity is still an error.
+  for (const json& bad :
+       {json("plenty"), json("-10Pi"), json(-1), json(nullptr), json(true), json("1e")}) {
+    INFO(bad.dump());
+    CHECK_FALSE(ParseQuantityMilliSaturating(bad).ok());
+  }
+}
+
 TEST_CASE("FormatQuantityMilli is canonical and reads back", "[job][quantity]") {
   struct Case {
     int64_t milli;

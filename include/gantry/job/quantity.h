@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -24,6 +25,15 @@ inline Result<int64_t> ParseQuantityMilli(const std::string& text) {
 inline Result<int64_t> ParseQuantityMilli(const char* text) {
   return ParseQuantityMilli(std::string_view(text));
 }
+
+// The largest amount: what ParseQuantityMilliSaturating reads a larger one as.
+inline constexpr int64_t kMaxQuantityMilli = std::numeric_limits<int64_t>::max();
+
+// As ParseQuantityMilli, but a value beyond int64 milli-units reads as
+// kMaxQuantityMilli: for a capacity read from a cluster, where a huge
+// quota ("1000Pi" of memory, bytes x 1000) stands for "unlimited" and is
+// valid to Kubernetes. Garbage and negative values are still errors.
+Result<int64_t> ParseQuantityMilliSaturating(const nlohmann::json& value);
 
 // Canonical text of a milli-unit amount: "250m", "4", and for values that are
 // exact multiples of 2^30 / 2^20 bytes with memory-like use, callers format

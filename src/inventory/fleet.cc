@@ -347,7 +347,8 @@ std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
       s.capacity.quota = e.view.capacity->quota;
       s.capacity.pending_workloads = e.view.capacity->pending_workloads;
       s.capacity.age_ms = now_ms - e.view.capacity_at_ms;
-      // Unreadable now (403): the last reading is no better than a stale one.
+      // Unreadable now (a 403, a bad quantity): the last reading is no
+      // better than a stale one.
       s.capacity.stale = s.capacity.age_ms > options_.stale_after_ms || !e.view.capacity_error.empty();
     } else {
       s.capacity.stale = true;

@@ -3,42 +3,27 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <limits>
+
 #include "gantry/job/quantity.h"
 
 namespace gantry::kube {
 
-Result<inventory::CapacityReading> ParseClusterQueues(const nlohmann::json& list) {
-  if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
-    return Status::Invalid("ClusterQueue list is not a Kubernetes list");
-  }
-  inventory::CapacityReading reading;
-  try {
-    for (const auto& cq : list["items"]) {
-      reading.cluster_queues.push_back(cq.value("/metadata/name"_json_pointer, ""));
-      for (const auto& group : cq.value("/spec/resourceGroups"_json_pointer, nlohmann::json::array())) {
-        for (const auto& flavor : group.value("flavors", nlohmann::json::array())) {
-          for (const auto& res : flavor.value("resources", nlohmann::json::array())) {
-            auto q = ParseQuantityMilli(res.value("nominalQuota", nlohmann::json("0")));
-            if (!q.ok()) return Status::Invalid("nominalQuota of " + res.value("name", "?") + ": " + q.status().message());
-            reading.quota[res.value("name", "")].nominal_milli += *q;
-          }
-        }
-      }
-      for (const auto& flavor : cq.value("/status/flavorsReservation"_json_pointer, nlohmann::json::array())) {
-        for (const auto& res : flavor.value("resources", nlohmann::json::array())) {
-          auto q = ParseQuantityMilli(res.value("total", nlohmann::json("0")));
-          if (q.ok()) reading.quota[res.value("name", "")].reserved_milli += *q;
-        }
-      }
-      reading.pending_workloads += cq.value("/status/pendingWorkloads"_json_pointer, 0);
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return Status::Invalid(std::string("ClusterQueue list: ") + e.what());
-  }
-  return reading;
+namespace {
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? kMaxQuantityMilli : sum;
 }
 
-namespace {
+// A capacity that cannot be read, told in the reading, never as a probe
+// error: /readyz answered, so the cluster is up (CapacityReading::unreadable).
+inventory::CapacityReading Unreadable(std::string why) {
+  inventory::CapacityReading none;
+  none.unreadable = std::move(why);
+  return none;
+}
 
 // The API server's own refusal: 401 or 403 with a Kubernetes Status object,
 // as kube-apiserver writes them (a proxy's or a load balancer's error page
@@ -49,6 +34,54 @@ bool ApiServerRefusal(const KubeReply& reply) {
 }
 
 }  // namespace
+
+inventory::CapacityReading ParseClusterQueues(const nlohmann::json& list) {
+  if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
+    return Unreadable("the ClusterQueue list is not a Kubernetes list");
+  }
+  inventory::CapacityReading reading;
+  int64_t pending = 0;
+  try {
+    for (const auto& cq : list["items"]) {
+      const std::string cq_name = cq.value("/metadata/name"_json_pointer, "");
+      reading.cluster_queues.push_back(cq_name);
+      // One resource's amount: its nominalQuota, or a reservation's total.
+      auto read = [&](const nlohmann::json& res, const char* field) -> Result<int64_t> {
+        Result<int64_t> q = ParseQuantityMilliSaturating(res.value(field, nlohmann::json("0")));
+        if (q.ok()) return q;
+        return Status::Invalid(fmt::format("ClusterQueue {}: {} of {}: {}", cq_name, field,
+                                           res.value("name", "?"), q.status().message()));
+      };
+      // Sums saturate: ten ClusterQueues of 1Pi memory (bytes x 1000) are
+      // more than int64 holds, and a quota that large is as good as unlimited.
+      for (const auto& group : cq.value("/spec/resourceGroups"_json_pointer, nlohmann::json::array())) {
+        for (const auto& flavor : group.value("flavors", nlohmann::json::array())) {
+          for (const auto& res : flavor.value("resources", nlohmann::json::array())) {
+            Result<int64_t> q = read(res, "nominalQuota");
+            if (!q.ok()) return Unreadable(q.status().message());
+            int64_t& nominal = reading.quota[res.value("name", "")].nominal_milli;
+            nominal = SaturatingAdd(nominal, *q);
+          }
+        }
+      }
+      for (const auto& flavor : cq.value("/status/flavorsReservation"_json_pointer, nlohmann::json::array())) {
+        for (const auto& res : flavor.value("resources", nlohmann::json::array())) {
+          Result<int64_t> q = read(res, "total");
+          if (!q.ok()) return Unreadable(q.status().message());
+          int64_t& reserved = reading.quota[res.value("name", "")].reserved_milli;
+          reserved = SaturatingAdd(reserved, *q);
+        }
+      }
+      const int64_t cq_pending = cq.value("/status/pendingWorkloads"_json_pointer, int64_t{0});
+      pending = SaturatingAdd(pending, std::max<int64_t>(0, cq_pending));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Unreadable(std::string("the ClusterQueue list: ") + e.what());
+  }
+  reading.pending_workloads =
+      static_cast<int32_t>(std::min<int64_t>(pending, std::numeric_limits<int32_t>::max()));
+  return reading;
+}
 
 Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what) {
   // Without TLS verification anyone on the path could have answered.
@@ -127,11 +160,10 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     // /readyz took the token: the credentials work, only this permission is
     // missing (RBAC drift, e.g. after a Kueue upgrade). The cluster stays
     // Ready for the jobs it runs, whose watches need other permissions.
-    inventory::CapacityReading none;
-    none.unreadable = fmt::format("listing ClusterQueues is forbidden (403: {}); grant gantry list on "
-                                  "clusterqueues.kueue.x-k8s.io",
-                                  cqs->error ? cqs->error->message : "");
-    return none;
+    return Unreadable(
+        fmt::format("listing ClusterQueues is forbidden (403: {}); grant gantry list on "
+                    "clusterqueues.kueue.x-k8s.io",
+                    cqs->error ? cqs->error->message : ""));
   }
   if (!cqs->ok()) {
     return RefusalOrOutage(

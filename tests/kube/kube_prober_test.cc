@@ -10,7 +10,9 @@
 #include "gantry/inventory/exec_credential.h"
 #include "gantry/inventory/kubeconfig.h"
 #include "gantry/inventory/token_source.h"
+#include "gantry/job/quantity.h"
 #include "gantry/kube/kube_prober.h"
+#include "gantry/placement/place.h"
 #include "process.h"
 #include "test_support.h"
 
@@ -26,7 +28,92 @@ inventory::ClusterConfig ConfigFor(const std::string& dir, const std::string& na
   return c;
 }
 
+// A ClusterQueueList of one ClusterQueue per entry of `memory`, each with
+// that nominalQuota of memory and 1 of it reserved.
+nlohmann::json ClusterQueueList(const std::vector<nlohmann::json>& memory) {
+  nlohmann::json items = nlohmann::json::array();
+  for (std::size_t i = 0; i < memory.size(); ++i) {
+    nlohmann::json res = {{"name", "memory"}, {"nominalQuota", memory[i]}};
+    items.push_back(
+        {{"metadata", {{"name", "cq-" + std::to_string(i)}}},
+         {"spec",
+          {{"resourceGroups", {{{"flavors", {{{"name", "default"}, {"resources", {res}}}}}}}}}},
+         {"status",
+          {{"pendingWorkloads", 1},
+           {"flavorsReservation",
+            {{{"name", "default"}, {"resources", {{{"name", "memory"}, {"total", "1"}}}}}}}}}});
+  }
+  return {{"kind", "ClusterQueueList"}, {"items", items}};
+}
+
 }  // namespace
+
+TEST_CASE(
+    "ClusterQueue quotas too large for int64 saturate, and do not wrap negative or fail the probe",
+    "[kube][prober]") {
+  // Memory is bytes x 1000: ten 1Pi queues are 1.1e19 milli, past int64.
+  inventory::CapacityReading ten =
+      kube::ParseClusterQueues(ClusterQueueList(std::vector<nlohmann::json>(10, "1Pi")));
+  CHECK(ten.unreadable.empty());
+  CHECK(ten.quota.at("memory").nominal_milli == kMaxQuantityMilli);
+  CHECK(ten.quota.at("memory").reserved_milli == 10'000);
+  CHECK(ten.pending_workloads == 10);
+  CHECK(ten.cluster_queues.size() == 10);
+  // One "unlimited" placeholder, as a string or a JSON number.
+  for (const nlohmann::json& huge : {nlohmann::json("10Pi"), nlohmann::json("1000Pi"),
+                                     nlohmann::json("1e30"), nlohmann::json(uint64_t{1} << 63)}) {
+    INFO(huge.dump());
+    inventory::CapacityReading one = kube::ParseClusterQueues(ClusterQueueList({huge, "1Gi"}));
+    CHECK(one.unreadable.empty());
+    CHECK(one.quota.at("memory").nominal_milli == kMaxQuantityMilli);
+  }
+  // Below the limit the sum is exact.
+  CHECK(
+      kube::ParseClusterQueues(ClusterQueueList({"1Pi", "2Gi"})).quota.at("memory").nominal_milli ==
+      ((int64_t{1} << 50) + (int64_t{2} << 30)) * 1000);
+
+  // The cluster stays a candidate for a job that fits: a wrapped sum was
+  // clamped to 0 and excluded it on Quota for good.
+  placement::ClusterSnapshot cluster;
+  cluster.name = "c1";
+  cluster.health = placement::ClusterHealth::kReady;
+  cluster.capacity.quota = ten.quota;
+  placement::JobDemand job;
+  job.pod_sets.push_back({"main", 4, {{"memory", (int64_t{64} << 30) * 1000}}});
+  placement::Decision d = placement::Place(job, std::span(&cluster, 1));
+  CHECK_FALSE(d.unschedulable);
+  CHECK(d.candidates == std::vector<std::string>{"c1"});
+}
+
+TEST_CASE(
+    "a ClusterQueue list that cannot be read is a reading marked unreadable, not a probe error",
+    "[kube][prober]") {
+  struct Case {
+    nlohmann::json list;
+    const char* want;  // in `unreadable`
+  };
+  nlohmann::json bad_reserved = ClusterQueueList({"1Gi"});
+  bad_reserved["items"][0]["status"]["flavorsReservation"][0]["resources"][0]["total"] = "lots";
+  nlohmann::json bad_pending = ClusterQueueList({"1Gi"});
+  bad_pending["items"][0]["status"]["pendingWorkloads"] = "many";
+  const Case cases[] = {
+      {ClusterQueueList({"1Gi", "plenty"}),
+       "ClusterQueue cq-1: nominalQuota of memory: invalid quantity \"plenty\""},
+      {ClusterQueueList({"-1Gi"}),
+       "ClusterQueue cq-0: nominalQuota of memory: quantity \"-1Gi\" must not be negative"},
+      {ClusterQueueList({true}), "nominalQuota of memory: quantity must be a string or a number"},
+      {bad_reserved, "ClusterQueue cq-0: total of memory: invalid quantity \"lots\""},
+      {bad_pending, "the ClusterQueue list:"},
+      {nlohmann::json::array(), "not a Kubernetes list"},
+      {{{"kind", "Status"}}, "not a Kubernetes list"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.list.dump());
+    inventory::CapacityReading r = kube::ParseClusterQueues(c.list);
+    CHECK_THAT(r.unreadable, Catch::Contains(c.want));
+    CHECK(r.quota.empty());
+  }
+}
 
 TEST_CASE("only the API server's own 401 or 403 over verified TLS counts as a refusal", "[kube][prober]") {
   const nlohmann::json status401 = {{"kind", "Status"}, {"apiVersion", "v1"}, {"code", 401}, {"reason", "Unauthorized"}};

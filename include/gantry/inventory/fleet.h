@@ -40,9 +40,11 @@ struct CapacityReading {
   std::map<std::string, placement::ResourceQuota> quota;  // summed over flavors
   int32_t pending_workloads = 0;
   std::vector<std::string> cluster_queues;
-  // Non-empty: the cluster answers and takes gantry's credentials, but they
-  // may not list its ClusterQueues (RBAC: 403), so there is no reading. It
-  // is Ready for the jobs it runs; the last reading, if any, goes stale.
+  // Non-empty: the cluster answers and takes gantry's credentials, but its
+  // ClusterQueues cannot be read: they may not list them (RBAC: 403), or
+  // the list holds what is not a quantity. There is no reading. It is
+  // Ready for the jobs it runs (a capacity problem never changes a
+  // cluster's health); the last reading, if any, goes stale.
   std::string unreadable;
 };
 

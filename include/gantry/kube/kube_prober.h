@@ -55,7 +55,12 @@ Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what);
 // (kUnauthenticated); no answer, or any other, is an outage. Exposed for tests.
 Status WithoutTokenOutcome(const Result<KubeReply>& anonymous_readyz, bool verified, const Status& no_token);
 
-// Sums a ClusterQueueList's quota and usage (exposed for tests).
-Result<inventory::CapacityReading> ParseClusterQueues(const nlohmann::json& list);
+// Sums a ClusterQueueList's quota and usage (exposed for tests). Sums
+// saturate at kMaxQuantityMilli, as does a quota too large for int64
+// milli-units (an "unlimited" 1000Pi). A list that cannot be read (not a
+// list, a quantity that is not one) gives a reading with `unreadable` set,
+// never an error: the cluster answered, and a capacity problem is no
+// outage (CapacityReading).
+inventory::CapacityReading ParseClusterQueues(const nlohmann::json& list);
 
 }  // namespace gantry::kube

@@ -9,6 +9,19 @@
 #include "gantry/dispatch/remote_objects.h"
 
 namespace gantry {
+namespace {
+
+// A key given no value (`origin:`, `dataDir: ~`) is YAML null, which
+// as<std::string>() reads as "null": gantry would label its objects "null"
+// and stop knowing them, or open ./null as its data directory. It is
+// refused rather than taken as the default: a blank is most often an edit
+// left half done or a template variable that came out empty, and some
+// defaults are a guess that goes wrong quietly (no tls: plaintext). An
+// empty string, when a key takes one, is written "".
+constexpr std::string_view kNoValue =
+    "has no value: give one, or remove the line to keep the default";
+
+}  // namespace
 
 Status ParseListen(const std::string& listen, std::string* address, uint16_t* port) {
   std::string host, port_text;
@@ -175,9 +188,14 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   for (const auto& kv : root) {
     std::string key = kv.first.as<std::string>();
     int line = kv.first.Mark().line + 1;
+    if (key != "genericKinds" && key != "tls" && !fields.count(key)) {
+      return Status::Invalid(fmt::format("config {}: line {}: {}: unknown field", path, line, key));
+    }
+    if (kv.second.IsNull()) {
+      return Status::Invalid(fmt::format("config {}: line {}: {}: {}", path, line, key, kNoValue));
+    }
     try {
       if (key == "genericKinds") {
-        if (kv.second.IsNull()) continue;
         if (!kv.second.IsSequence()) {
           return Status::Invalid(fmt::format("config {}: line {}: genericKinds: must be a list", path, line));
         }
@@ -206,20 +224,23 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
         continue;
       }
       if (key == "tls") {
-        if (kv.second.IsNull()) continue;
         for (const auto& t : kv.second) {
           std::string tk = t.first.as<std::string>();
-          if (tk == "certFile") c.tls_cert_file = t.second.as<std::string>();
-          else if (tk == "keyFile") c.tls_key_file = t.second.as<std::string>();
-          else return Status::Invalid(fmt::format("config {}: line {}: tls.{}: unknown field", path, t.first.Mark().line + 1, tk));
+          const int tls_line = t.first.Mark().line + 1;
+          std::string* out = tk == "certFile"  ? &c.tls_cert_file
+                             : tk == "keyFile" ? &c.tls_key_file
+                                               : nullptr;
+          if (!out) {
+            return Status::Invalid(fmt::format("config {}: line {}: tls.{}: unknown field", path, tls_line, tk));
+          }
+          if (t.second.IsNull()) {
+            return Status::Invalid(fmt::format("config {}: line {}: tls.{}: {}", path, tls_line, tk, kNoValue));
+          }
+          *out = t.second.as<std::string>();
         }
         continue;
       }
-      auto it = fields.find(key);
-      if (it == fields.end()) {
-        return Status::Invalid(fmt::format("config {}: line {}: {}: unknown field", path, line, key));
-      }
-      it->second(kv.second);
+      fields.at(key)(kv.second);
     } catch (const YAML::Exception& e) {
       return Status::Invalid(fmt::format("config {}: line {}: {}: wrong type ({})", path, line, key, e.msg));
     }

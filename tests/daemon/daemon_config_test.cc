@@ -2,6 +2,10 @@
 // where it can, and the field; good values land in DaemonConfig.
 #include <catch2/catch.hpp>
 
+#include <regex>
+#include <sstream>
+#include <vector>
+
 #include "gantry/daemon/daemon_config.h"
 #include "test_support.h"
 
@@ -142,6 +146,66 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
   Result<DaemonConfig> missing = LoadDaemonConfig(dir.File("absent.yaml"));
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.status().message(), Catch::Contains("absent.yaml"));
+}
+
+// A key with no value is YAML null, which yaml-cpp reads as the string
+// "null": `origin:` labelled gantry's objects "null", `dataDir:` opened
+// ./null. Every key of the example, blanked in place, is refused by name.
+TEST_CASE("a gantry.yaml key with no value is refused, not read as the string null",
+          "[daemon][config]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("gantry.yaml");
+  std::vector<std::string> lines;
+  std::istringstream example(testing::ReadFile(GANTRY_SOURCE_DIR "/config/gantry.example.yaml"));
+  for (std::string line; std::getline(example, line);) lines.push_back(line);
+  const std::regex keyed(R"(^( *)([A-Za-z]+): *\S.*$)");  // a key and its value
+  int blanked = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_match(lines[i], m, keyed)) continue;
+    const std::string field = m[1].length() > 0 ? "tls." + m[2].str() : m[2].str();
+    for (const char* blank : {"", " ~", " null"}) {
+      std::vector<std::string> edited = lines;
+      edited[i] = m[1].str() + m[2].str() + ":" + blank;
+      std::string text;
+      for (const std::string& l : edited) text += l + "\n";
+      testing::WriteFile(path, text);
+      INFO(edited[i]);
+      Result<DaemonConfig> loaded = LoadDaemonConfig(path);
+      REQUIRE_FALSE(loaded.ok());
+      const std::string want = "line " + std::to_string(i + 1) + ": " + field + ": has no value";
+      CHECK_THAT(loaded.status().message(), Catch::Contains(want) && Catch::Contains(path));
+    }
+    ++blanked;
+  }
+  CHECK(blanked >= 33);  // every key of the example (tls's two included)
+
+  struct Case {
+    const char* text;
+    const char* want;  // in the message
+  };
+  const Case cases[] = {
+      {"tls:\n", "line 1: tls: has no value"},
+      {"tls:\n  certFile: c.pem\n  keyFile:\n", "line 3: tls.keyFile: has no value"},
+      {"genericKinds:\n", "line 1: genericKinds: has no value"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.text);
+    testing::WriteFile(path, c.text);
+    Result<DaemonConfig> loaded = LoadDaemonConfig(path);
+    REQUIRE_FALSE(loaded.ok());
+    CHECK_THAT(loaded.status().message(), Catch::Contains(c.want));
+  }
+  // An empty string is written as one; "null" quoted is a string.
+  testing::WriteFile(path,
+                     "dataDir: \"\"\n"
+                     "tokensFile: ''\n"
+                     "origin: \"null\"\n"
+                     "tls: {certFile: \"\", keyFile: \"\"}\n");
+  Result<DaemonConfig> quoted = LoadDaemonConfig(path);
+  REQUIRE(quoted.status().ToString() == Status::Ok().ToString());
+  CHECK(quoted->data_dir.empty());
+  CHECK(quoted->origin == "null");
 }
 
 // tools/install.sh installs it as /etc/gantry/gantry.yaml: every field it

@@ -125,8 +125,9 @@ struct DaemonConfig {
   std::vector<KindRef> generic_kinds;
 };
 
-// Reads path. Unknown fields, wrong types and bad values are errors naming
-// the file, line and field.
+// Reads path. Unknown fields, wrong types, bad values and a key with no
+// value (YAML null: `origin:`, `dataDir: ~`) are errors naming the file,
+// line and field; an empty string is written "".
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path);
 // Checks values that flags may also have set.
 Status ValidateDaemonConfig(const DaemonConfig& config);

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 
+#include "gantry/common/names.h"
 #include "gantry/dispatch/remote_objects.h"
 
 namespace gantry {
@@ -112,6 +113,12 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
     return Status::Invalid("preemptionGateSeconds must be 0..86400 (0: no gates, every copy may preempt at once)");
   }
   if (c.origin.empty() || c.origin.size() > 63) return Status::Invalid("origin must be a label value of 1..63 characters");
+  // It is the value of the label gantry finds its objects by: one the API
+  // server refuses would fail every create.
+  if (std::string e = CheckLabelValue(c.origin); !e.empty()) {
+    return Status::Invalid(
+        fmt::format("origin \"{}\" {} (it is the value of the label {})", c.origin, e, dispatch::kOriginLabel));
+  }
   auto group_of = [](const KindRef& k) { return k.api_version.substr(0, k.api_version.find('/')); };
   for (std::size_t i = 0; i < c.generic_kinds.size(); ++i) {
     const KindRef& k = c.generic_kinds[i];

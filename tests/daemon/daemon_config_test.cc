@@ -118,6 +118,15 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"tls: {certFile: a, pem: b}\n", "tls.pem: unknown field"},
       {"- a list\n", "must be a mapping"},
       {"origin: [unclosed\n", "line "},
+      {"origin: \"\"\n", "origin must be a label value of 1..63 characters"},
+      {"origin: gantry-0123456789-0123456789-0123456789-0123456789-0123456789-12\n",  // 64 characters
+       "origin must be a label value of 1..63 characters"},
+      {"origin: gantry prod\n",
+       "origin \"gantry prod\" must consist of alphanumeric characters, '-', '_' or '.' (it is the value "
+       "of the label kueue.x-k8s.io/multikueue-origin)"},
+      {"origin: gantry/prod\n", "origin \"gantry/prod\" must consist of alphanumeric characters"},
+      {"origin: -gantry\n", "origin \"-gantry\" must start and end with an alphanumeric character"},
+      {"origin: gantry.\n", "origin \"gantry.\" must start and end with an alphanumeric character"},
       {"genericKinds: TrainJob\n", "line 1: genericKinds: must be a list"},
       {"genericKinds:\n- TrainJob\n", "line 2: genericKinds[0]: must be a mapping"},
       {"genericKinds:\n- {apiVersion: ray.io/v1, kind: RayJob}\n- {apiVersion: a.io/v1, kind: A, plural: as}\n",
@@ -146,6 +155,22 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
   Result<DaemonConfig> missing = LoadDaemonConfig(dir.File("absent.yaml"));
   REQUIRE_FALSE(missing.ok());
   CHECK_THAT(missing.status().message(), Catch::Contains("absent.yaml"));
+}
+
+// The origin is written as the value of kueue.x-k8s.io/multikueue-origin
+// (the bad ones are in the table above).
+TEST_CASE("origin takes any Kubernetes label value", "[daemon][config]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("gantry.yaml");
+  for (const char* origin : {"gantry", "g", "Gantry_prod.eu-1", "0", "gantry-2"}) {
+    INFO(origin);
+    testing::WriteFile(path, std::string("origin: ") + origin + "\n");
+    Result<DaemonConfig> c = LoadDaemonConfig(path);
+    REQUIRE(c.status().ToString() == Status::Ok().ToString());
+    CHECK(c->origin == origin);
+  }
+  testing::WriteFile(path, "origin: " + std::string(63, 'o') + "\n");
+  CHECK(LoadDaemonConfig(path).ok());
 }
 
 // A key with no value is YAML null, which yaml-cpp reads as the string

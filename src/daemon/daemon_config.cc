@@ -22,6 +22,28 @@ namespace {
 constexpr std::string_view kNoValue =
     "has no value: give one, or remove the line to keep the default";
 
+int LineOf(const YAML::Node& node) { return node.Mark().line + 1; }
+
+// The keys of the mapping `map` at `at` ("" at the top, else "tls",
+// "genericKinds[0]") are strings, each given once. yaml-cpp keeps both
+// entries of a key given twice, so the last would silently win.
+Status CheckKeys(const std::string& path, const YAML::Node& map, const std::string& at) {
+  std::map<std::string, int> first_line;
+  for (const auto& kv : map) {
+    const int line = LineOf(kv.first);
+    if (!kv.first.IsScalar()) {
+      return Status::Invalid(fmt::format("config {}: line {}: {}keys must be strings", path, line,
+                                         at.empty() ? "" : at + ": "));
+    }
+    const std::string& key = kv.first.Scalar();
+    if (auto [it, fresh] = first_line.emplace(key, line); !fresh) {
+      return Status::Invalid(fmt::format("config {}: line {}: {}{}: given twice (first on line {})", path, line,
+                                         at.empty() ? "" : at + ".", key, it->second));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ParseListen(const std::string& listen, std::string* address, uint16_t* port) {
@@ -192,9 +214,10 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"gcIntervalSeconds", num(&c.gc_interval_seconds)},
       {"resyncPassesPerSecond", num(&c.resync_passes_per_second)},
   };
+  GANTRY_RETURN_IF_ERROR(CheckKeys(path, root, ""));
   for (const auto& kv : root) {
-    std::string key = kv.first.as<std::string>();
-    int line = kv.first.Mark().line + 1;
+    const std::string& key = kv.first.Scalar();
+    const int line = LineOf(kv.first);
     if (key != "genericKinds" && key != "tls" && !fields.count(key)) {
       return Status::Invalid(fmt::format("config {}: line {}: {}: unknown field", path, line, key));
     }
@@ -213,10 +236,11 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
             return Status::Invalid(fmt::format("config {}: line {}: {}: must be a mapping {{apiVersion, kind}}", path,
                                                item.Mark().line + 1, at));
           }
+          GANTRY_RETURN_IF_ERROR(CheckKeys(path, item, at));
           KindRef k;
           for (const auto& f : item) {
-            const std::string fk = f.first.as<std::string>();
-            const int field_line = f.first.Mark().line + 1;
+            const std::string& fk = f.first.Scalar();
+            const int field_line = LineOf(f.first);
             if (fk != "apiVersion" && fk != "kind") {
               return Status::Invalid(fmt::format("config {}: line {}: {}.{}: unknown field", path, field_line, at, fk));
             }
@@ -231,9 +255,10 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
         continue;
       }
       if (key == "tls") {
+        GANTRY_RETURN_IF_ERROR(CheckKeys(path, kv.second, "tls"));
         for (const auto& t : kv.second) {
-          std::string tk = t.first.as<std::string>();
-          const int tls_line = t.first.Mark().line + 1;
+          const std::string& tk = t.first.Scalar();
+          const int tls_line = LineOf(t.first);
           std::string* out = tk == "certFile"  ? &c.tls_cert_file
                              : tk == "keyFile" ? &c.tls_key_file
                                                : nullptr;

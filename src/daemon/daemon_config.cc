@@ -255,6 +255,11 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
         continue;
       }
       if (key == "tls") {
+        // Iterating a scalar finds nothing: `tls: true` served plaintext.
+        if (!kv.second.IsMap()) {
+          return Status::Invalid(
+              fmt::format("config {}: line {}: tls: must be a mapping {{certFile, keyFile}}", path, line));
+        }
         GANTRY_RETURN_IF_ERROR(CheckKeys(path, kv.second, "tls"));
         for (const auto& t : kv.second) {
           const std::string& tk = t.first.Scalar();
@@ -268,7 +273,10 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
           if (t.second.IsNull()) {
             return Status::Invalid(fmt::format("config {}: line {}: tls.{}: {}", path, tls_line, tk, kNoValue));
           }
-          *out = t.second.as<std::string>();
+          if (!t.second.IsScalar()) {
+            return Status::Invalid(fmt::format("config {}: line {}: tls.{}: must be a string", path, tls_line, tk));
+          }
+          *out = t.second.Scalar();
         }
         continue;
       }

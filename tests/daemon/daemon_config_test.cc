@@ -135,6 +135,10 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
        "line 2: genericKinds[0].kind: given twice (first on line 2)"},
       {"[listen]: 127.0.0.1:7070\n", "line 1: keys must be strings"},
       {"tls: {{certFile: a}: b}\n", "line 1: tls: keys must be strings"},
+      {"tls: true\n", "line 1: tls: must be a mapping {certFile, keyFile}"},
+      {"tls: [a.pem, a.key]\n", "line 1: tls: must be a mapping {certFile, keyFile}"},
+      {"tls:\n  certFile: [a.pem]\n", "line 2: tls.certFile: must be a string"},
+      {"tls:\n  keyFile: {file: a.key}\n", "line 2: tls.keyFile: must be a string"},
       {"genericKinds: TrainJob\n", "line 1: genericKinds: must be a list"},
       {"genericKinds:\n- TrainJob\n", "line 2: genericKinds[0]: must be a mapping"},
       {"genericKinds:\n- {apiVersion: ray.io/v1, kind: RayJob}\n- {apiVersion: a.io/v1, kind: A, plural: as}\n",
@@ -239,6 +243,47 @@ TEST_CASE("a gantry.yaml key with no value is refused, not read as the string nu
   REQUIRE(quoted.status().ToString() == Status::Ok().ToString());
   CHECK(quoted->data_dir.empty());
   CHECK(quoted->origin == "null");
+}
+
+// Every key of the example given a value of another YAML kind (a mapping
+// for a string or a number, a scalar for a section) is refused by name.
+TEST_CASE("a gantry.yaml key given the wrong kind of YAML value is refused by name", "[daemon][config]") {
+  testing::TempDir dir;
+  const std::string path = dir.File("gantry.yaml");
+  std::vector<std::string> lines;
+  std::istringstream example(testing::ReadFile(GANTRY_SOURCE_DIR "/config/gantry.example.yaml"));
+  for (std::string line; std::getline(example, line);) lines.push_back(line);
+  const std::regex keyed(R"(^( *)([A-Za-z]+):.*$)");
+  int changed = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::smatch m;
+    if (!std::regex_match(lines[i], m, keyed)) continue;
+    const std::string key = m[2].str();
+    const std::string field = m[1].length() > 0 ? "tls." + key : key;
+    const bool section = key == "tls" || key == "genericKinds";
+    const std::vector<std::string> wrong =
+        section ? std::vector<std::string>{"true", "\"\"", "0"}
+                : std::vector<std::string>{"{value: 1}", "[1]", "[]", "{}"};
+    for (const std::string& value : wrong) {
+      std::vector<std::string> edited = lines;
+      edited[i] = m[1].str() + key + ": " + value;
+      // A section's entries go with it.
+      while (section && i + 1 < edited.size() && edited[i + 1].starts_with("  ")) {
+        edited.erase(edited.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      }
+      std::string text;
+      for (const std::string& l : edited) text += l + "\n";
+      testing::WriteFile(path, text);
+      INFO(edited[i]);
+      Result<DaemonConfig> loaded = LoadDaemonConfig(path);
+      REQUIRE_FALSE(loaded.ok());
+      const std::string want = "line " + std::to_string(i + 1) + ": " + field + ": ";
+      CHECK_THAT(loaded.status().message(),
+                 Catch::Contains(want) && (Catch::Contains("wrong type") || Catch::Contains("must be")));
+    }
+    ++changed;
+  }
+  CHECK(changed >= 34);  // every key of the example, tls and its two included
 }
 
 // tools/install.sh installs it as /etc/gantry/gantry.yaml: every field it

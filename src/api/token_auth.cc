@@ -2,6 +2,9 @@
 
 #include <openssl/evp.h>
 
+#include <set>
+#include <string>
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -39,14 +42,25 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
     };
     try {
       if (!entry.IsMap()) return Status::Invalid(where("") + " must be a mapping");
+      std::set<std::string> seen;
       for (const auto& kv : entry) {
         std::string key = kv.first.as<std::string>();
         if (key != "subject" && key != "token" && key != "tokenSha256" && key != "namespaces") {
           return Status::Invalid(where(key.c_str()) + ": unknown field");
         }
+        // yaml-cpp would read the first of two silently.
+        if (!seen.insert(key).second) return Status::Invalid(where(key.c_str()) + ": given twice");
       }
+      // A scalar's text; a bare key or ~ (null) is refused, not read as the
+      // text "null" (a subject named null, or a namespace null granted).
+      std::string null_field;
+      auto text = [&](const YAML::Node& n, const char* field) {
+        if (!n.IsScalar()) null_field = field;
+        return n.IsScalar() ? n.as<std::string>() : std::string();
+      };
       Principal p;
-      p.subject = entry["subject"] ? entry["subject"].as<std::string>() : "";
+      p.subject = entry["subject"] ? text(entry["subject"], "subject") : "";
+      if (!null_field.empty()) return Status::Invalid(where("subject") + ": must be a string");
       if (p.subject.empty()) return Status::Invalid(where("subject") + ": required");
       std::string hash;
       if (entry["tokenSha256"]) {
@@ -65,7 +79,8 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
         return Status::Invalid(where("namespaces") + ": a non-empty list is required (\"*\" for admin)");
       }
       for (const auto& ns : entry["namespaces"]) {
-        std::string name = ns.as<std::string>();
+        std::string name = text(ns, "namespaces");
+        if (!null_field.empty()) return Status::Invalid(where("namespaces") + ": each must be a string");
         if (name == "*") {
           p.admin = true;
         } else if (std::string e = CheckDns1123Label(name); !e.empty()) {

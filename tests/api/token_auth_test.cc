@@ -1,0 +1,48 @@
+// TokenAuth::Load: a tokens file that says something other than what its
+// writer meant is refused, with the entry and field.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "gantry/api/token_auth.h"
+#include "test_support.h"
+
+namespace gantry::testing {
+namespace {
+
+const std::string kToken = "team-a-token-0123456789";
+
+}  // namespace
+
+TEST_CASE("a tokens file with a null, doubled or wrongly typed field is refused by name", "[api][auth]") {
+  struct Case {
+    const char* entry;
+    const char* field;
+  };
+  const std::string token = "  token: " + kToken + "\n";
+  const Case cases[] = {
+      {"- subject: ~\n  namespaces: [team-a]\n", "subject"},
+      {"- subject:\n  namespaces: [team-a]\n", "subject"},
+      {"- subject: [alice]\n  namespaces: [team-a]\n", "subject"},
+      {"- subject: alice\n  namespaces: [~]\n", "namespaces"},
+      {"- subject: alice\n  namespaces: [team-a, {a: b}]\n", "namespaces"},
+      {"- subject: alice\n  namespaces: [team-a]\n  namespaces: ['*']\n", "namespaces"},
+      {"- subject: alice\n  subject: bob\n  namespaces: [team-a]\n", "subject"},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    const std::string path = dir.File("tokens.yaml");
+    WriteFile(path, std::string("tokens:\n") + c.entry + token);
+    INFO(c.entry);
+    auto loaded = api::TokenAuth::Load(path);
+    REQUIRE_FALSE(loaded.ok());
+    CHECK_THAT(loaded.status().message(), Catch::Contains(std::string("tokens[0].") + c.field));
+  }
+  // The same entry, well formed, loads; a quoted "null" is a name like any.
+  TempDir dir;
+  const std::string path = dir.File("tokens.yaml");
+  WriteFile(path, "tokens:\n- subject: \"null\"\n  namespaces: [team-a]\n" + token);
+  CHECK(api::TokenAuth::Load(path).ok());
+}
+
+}  // namespace gantry::testing

@@ -12,6 +12,11 @@ int64_t SystemClock::NowMillis() const {
   return duration_cast<milliseconds>(system_clock::now().time_since_epoch()).count();
 }
 
+int64_t SystemClock::MonotonicMillis() const {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch()).count();
+}
+
 std::string FormatRfc3339(int64_t unix_ms) {
   std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
   std::tm tm{};

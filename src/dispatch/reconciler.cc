@@ -153,7 +153,7 @@ void Reconciler::TimerSetLocked() {
 void Reconciler::WakeAfter(const std::string& job_uid, int64_t delay_ms) {
   std::lock_guard lock(mu_);
   if (stopping_) return;
-  ScheduleLocked(job_uid, clock_.NowMillis() + delay_ms);
+  ScheduleLocked(job_uid, clock_.MonotonicMillis() + delay_ms);
   TimerSetLocked();
 }
 
@@ -172,11 +172,11 @@ void EraseEntry(std::multimap<int64_t, std::string>& delayed, int64_t due_ms, co
 }  // namespace
 
 void Reconciler::ScheduleLocked(const std::string& uid, int64_t due_ms, bool backstop) {
-  const int64_t now = clock_.NowMillis();
+  const uint64_t now = ++request_seq_;
   auto it = due_.find(uid);
   if (it != due_.end()) {
     if (it->second.due_ms <= due_ms) {
-      it->second.set_ms = now;  // the earlier timer now stands for this request too
+      it->second.set_seq = now;  // the earlier timer now stands for this request too
       return;
     }
     EraseEntry(delayed_, it->second.due_ms, uid);
@@ -192,9 +192,9 @@ void Reconciler::EraseTimerLocked(std::map<std::string, Timer>::iterator it) {
   due_.erase(it);
 }
 
-void Reconciler::DropTimerLocked(const std::string& uid, int64_t since_ms) {
+void Reconciler::DropTimerLocked(const std::string& uid, uint64_t since_seq) {
   auto it = due_.find(uid);
-  if (it == due_.end() || it->second.set_ms >= since_ms) return;
+  if (it == due_.end() || it->second.set_seq > since_seq) return;
   EraseEntry(delayed_, it->second.due_ms, uid);
   EraseTimerLocked(it);
 }
@@ -243,7 +243,7 @@ int64_t Reconciler::wakeups() const {
 void Reconciler::Run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    int64_t now = clock_.NowMillis();
+    int64_t now = clock_.MonotonicMillis();
     while (!delayed_.empty() && delayed_.begin()->first <= now) {
       std::string key = delayed_.begin()->second;
       delayed_.erase(delayed_.begin());
@@ -302,7 +302,7 @@ void Reconciler::Run() {
       cv_.notify_one();
     }
     active_.insert(uid);
-    const int64_t started = clock_.NowMillis();
+    const uint64_t started = request_seq_;  // timers asked for up to now are this pass's
     lock.unlock();
     PassResult result(-1);
     try {
@@ -324,7 +324,7 @@ void Reconciler::Run() {
       queued_.insert(uid);
       if (in_urgent_.insert(uid).second) urgent_.push_back(uid);
     } else if (requeue > 0) {
-      ScheduleLocked(uid, clock_.NowMillis() + requeue, result.backstop);
+      ScheduleLocked(uid, clock_.MonotonicMillis() + requeue, result.backstop);
       TimerSetLocked();
     }
   }

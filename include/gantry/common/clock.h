@@ -1,10 +1,11 @@
 // Clock: the seam through which every component reads the time, so tests can
 // drive time with FakeClock instead of sleeping.
 //
-// Times are milliseconds since the Unix epoch (wall clock) because they are
-// persisted and shown to users; monotonic needs are served by the same value
-// in tests and by SystemClock's wall time in production (good enough for
-// timeouts measured in seconds and minutes).
+// NowMillis: milliseconds since the Unix epoch (wall clock), because such
+// times are persisted and shown to users. MonotonicMillis: for what is only
+// waited for in this process (timers), where a step of the wall clock (NTP,
+// a resumed VM) must not move a due time: SystemClock reads the steady
+// clock, FakeClock the same value as NowMillis (a test drives both).
 //
 // Thread-safety: SystemClock and FakeClock are safe to call from any thread.
 #pragma once
@@ -21,11 +22,13 @@ class Clock {
  public:
   virtual ~Clock() = default;
   virtual int64_t NowMillis() const = 0;
+  virtual int64_t MonotonicMillis() const { return NowMillis(); }
 };
 
 class SystemClock final : public Clock {
  public:
   int64_t NowMillis() const override;
+  int64_t MonotonicMillis() const override;
 };
 
 class FakeClock final : public Clock {

@@ -121,12 +121,14 @@ class Reconciler final : public dispatch::JobIntake {
   // now sleeps past the earliest due time.
   void TimerSetLocked();
   // REQUIRES: mu_ held. Keeps only the earliest due time per key, stamped
-  // with the time of the latest request it stands for.
+  // with the sequence number of the latest request it stands for.
   void ScheduleLocked(const std::string& uid, int64_t due_ms, bool backstop = false);
-  // REQUIRES: mu_ held. Drops uid's timer if nothing asked for it since
-  // since_ms: a pass that began then has seen what it was for, and its own
-  // result says when to look again.
-  void DropTimerLocked(const std::string& uid, int64_t since_ms);
+  // REQUIRES: mu_ held. Drops uid's timer if nothing asked for it after
+  // request since_seq: a pass that began then has seen what it was for, and
+  // its own result says when to look again. (A sequence, not a time: a
+  // wall clock stepped back during the pass would make a request that came
+  // in meanwhile look older than the pass, and drop it.)
+  void DropTimerLocked(const std::string& uid, uint64_t since_seq);
   // One level-triggered pass over one job. Returns a requeue delay in ms, or
   // -1 when the job needs nothing more until something changes.
   int64_t Reconcile(const std::string& uid);
@@ -153,18 +155,19 @@ class Reconciler final : public dispatch::JobIntake {
   int gated_ = 0;
   std::condition_variable gate_cv_;
   bool timer_waiter_ = false;  // an idle worker is on timer_cv_
-  int64_t timer_due_ms_ = 0;  // the clock time it wakes at (INT64_MAX: only its idle poll)
+  int64_t timer_due_ms_ = 0;  // the monotonic time it wakes at (INT64_MAX: only its idle poll)
   int64_t wakeups_ = 0;
+  uint64_t request_seq_ = 0;  // timer requests so far (ScheduleLocked)
   std::deque<std::string> ready_;
   std::deque<std::string> urgent_;                // served before ready_
   // New jobs, served after ready_: (-priority, seq) orders them.
   std::set<std::tuple<int64_t, int64_t, std::string>> new_;
   std::unordered_set<std::string> queued_;        // keys waiting in any of the three (de-duplication)
   std::unordered_set<std::string> in_urgent_;     // keys waiting in urgent_
-  std::multimap<int64_t, std::string> delayed_;   // due time (clock ms) -> key
+  std::multimap<int64_t, std::string> delayed_;   // due time (Clock::MonotonicMillis) -> key
   struct Timer {
     int64_t due_ms = 0;  // its entry in delayed_
-    int64_t set_ms = 0;  // when it was last asked for
+    uint64_t set_seq = 0;  // when it was last asked for (request_seq_ then)
     bool backstop = false;
   };
   std::map<std::string, Timer> due_;              // key -> its one entry in delayed_

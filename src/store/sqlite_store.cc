@@ -7,6 +7,7 @@
 
 #include "job_rows.h"
 #include "migrator.h"
+#include "read_sql.h"
 #include "schema_migrations.h"
 
 namespace gantry {
@@ -104,25 +105,8 @@ Result<JobPage> SqliteStore::List(const ListQuery& query) {
                                        query.allowed_namespaces.size(), kMaxAllowedNamespaces));
   }
   const int limit = std::clamp(query.limit, 1, kMaxListLimit);
-  // ?1 and ?2 are fixed; text filters take ?3 onwards. The SQL text depends
-  // only on which filters are set (and the IN list length), so it caches well.
-  std::string sql = fmt::format("SELECT {} FROM jobs WHERE seq > ?1", kJobColumns);
   std::vector<std::string> params;
-  auto param = [&](std::string value) {
-    params.push_back(std::move(value));
-    return fmt::format("?{}", params.size() + 2);
-  };
-  if (query.ns) sql += " AND namespace = " + param(*query.ns);
-  if (!query.allowed_namespaces.empty()) {
-    sql += " AND namespace IN (";
-    for (size_t i = 0; i < query.allowed_namespaces.size(); ++i) {
-      sql += (i == 0 ? "" : ", ") + param(query.allowed_namespaces[i]);
-    }
-    sql += ")";
-  }
-  if (query.queue) sql += " AND queue = " + param(*query.queue);
-  if (query.phase) sql += " AND phase = " + param(std::string(JobPhaseName(*query.phase)));
-  sql += " ORDER BY seq LIMIT ?2";
+  const std::string sql = ListSql(query, &params);
 
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt = reader_->Prepare(sql);
@@ -202,8 +186,7 @@ Result<std::vector<std::string>> ReadUids(Statement& stmt) {
 // By the index on (phase, seq): each page reads only its own rows.
 Result<std::vector<JobKey>> SqliteStore::JobsInPhase(JobPhase phase, int64_t after_seq, int limit) {
   std::lock_guard lock(read_mu_);
-  Result<Statement> stmt = reader_->Prepare(
-      "SELECT uid, priority, seq FROM jobs WHERE phase = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3");
+  Result<Statement> stmt = reader_->Prepare(kJobsInPhaseSql);
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, JobPhaseName(phase)).Bind(2, after_seq).Bind(3, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
   std::vector<JobKey> keys;
@@ -245,12 +228,9 @@ Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
   }
 }
 
-// Both intent scans walk the primary key (job_uid, cluster, kind) from
-// after_uid, so the pages of a scan read the table once between them.
 Result<std::vector<std::string>> SqliteStore::UidsWithIntents(const std::string& after_uid, int limit) {
   std::lock_guard lock(read_mu_);
-  Result<Statement> stmt = reader_->Prepare(
-      "SELECT DISTINCT job_uid FROM remote_intents WHERE job_uid > ?1 ORDER BY job_uid LIMIT ?2");
+  Result<Statement> stmt = reader_->Prepare(kUidsWithIntentsSql);
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, after_uid).Bind(2, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
   return ReadUids(*stmt);
@@ -262,8 +242,7 @@ Result<std::vector<std::string>> SqliteStore::UidsWithIntents(const std::string&
 Result<std::vector<std::string>> SqliteStore::UidsWithIntentsIn(const std::string& cluster,
                                                                 const std::string& after_uid, int limit) {
   std::lock_guard lock(read_mu_);
-  Result<Statement> stmt = reader_->Prepare(
-      "SELECT DISTINCT job_uid FROM remote_intents WHERE job_uid > ?1 AND cluster = ?2 ORDER BY job_uid LIMIT ?3");
+  Result<Statement> stmt = reader_->Prepare(kUidsWithIntentsInSql);
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, after_uid).Bind(2, cluster).Bind(3, int64_t{std::clamp(limit, 1, kMaxScanLimit)});
   return ReadUids(*stmt);

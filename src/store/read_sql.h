@@ -1,0 +1,33 @@
+// The SQL text of the store's paged reads (List and the scans), apart from
+// the code that binds and runs it, so that tests can EXPLAIN the very
+// statements the store prepares. Private to the store.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gantry/store/job_store.h"
+
+namespace gantry {
+
+// List's SELECT of kJobColumns: ?1 is after_seq, ?2 the row limit, and the
+// text filters take ?3 onwards, in the order appended to *params. The text
+// depends only on which filters are set (and the IN list's length), so the
+// connection's statement cache keeps it.
+std::string ListSql(const ListQuery& query, std::vector<std::string>* params);
+
+// ?1 phase, ?2 after_seq, ?3 limit.
+inline constexpr char kJobsInPhaseSql[] =
+    "SELECT uid, priority, seq FROM jobs WHERE phase = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3";
+
+// Both intent scans go by job_uid from after_uid, so the pages of one scan
+// read each row they need once between them. ?1 after_uid, ?2 limit.
+inline constexpr char kUidsWithIntentsSql[] =
+    "SELECT DISTINCT job_uid FROM remote_intents WHERE job_uid > ?1 ORDER BY job_uid LIMIT ?2";
+
+// ?1 after_uid, ?2 cluster, ?3 limit.
+inline constexpr char kUidsWithIntentsInSql[] =
+    "SELECT DISTINCT job_uid FROM remote_intents WHERE job_uid > ?1 AND cluster = ?2 "
+    "ORDER BY job_uid LIMIT ?3";
+
+}  // namespace gantry

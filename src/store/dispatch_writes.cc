@@ -44,9 +44,9 @@ Status DropIntent(SqliteConnection& conn, const std::string& uid, const std::str
 }
 
 // phase is the only indexed column a dispatch write changes. An UPDATE that
-// names it rewrites the job's entry in jobs_by_phase even when the value is
-// the same, so a write that keeps the phase (a message, conditions, the
-// remote status) leaves it out.
+// names it rewrites the job's entries in jobs_by_phase and
+// jobs_by_namespace_phase even when the value is the same, so a write that
+// keeps the phase (a message, conditions, the remote status) leaves it out.
 Status UpdateJobRow(SqliteConnection& conn, const JobRecord& job, bool phase_changed) {
   Result<Statement> stmt = conn.Prepare(
       phase_changed

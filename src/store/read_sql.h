@@ -1,6 +1,9 @@
 // The SQL text of the store's paged reads (List and the scans), apart from
 // the code that binds and runs it, so that tests can EXPLAIN the very
 // statements the store prepares. Private to the store.
+//
+// tests/store/query_plan_test.cc pins the index each one goes by: a change
+// of schema or SQL that makes a page read more than its own rows fails there.
 #pragma once
 
 #include <string>

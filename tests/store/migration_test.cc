@@ -188,6 +188,36 @@ TEST_CASE("migration 007 gives every intent an empty refusal", "[store][migratio
   CHECK((*intents)[0].refusal.empty());
 }
 
+TEST_CASE("migration 013 indexes the list by namespace and phase", "[store][migration]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  OlderDatabase(path, 12,
+                "INSERT INTO jobs (uid, namespace, name, queue, spec_json, phase, created_ms, updated_ms) "
+                "VALUES ('u-1', 'a', 'one', 'q', '{}', 'Running', 1, 1), ('u-2', 'b', 'two', 'q', '{}', 'Running', 2, 2), "
+                "       ('u-3', 'a', 'three', 'q', '{}', 'Succeeded', 3, 3), "
+                "       ('u-4', 'a', 'four', 'q', '{}', 'Running', 4, 4);");
+  auto store = OpenStore(path);
+  // The rows that were there before the index, in seq order, a page at a time.
+  ListQuery query;
+  query.ns = "a";
+  query.phase = JobPhase::kRunning;
+  query.limit = 1;
+  Result<JobPage> first = store->List(query);
+  REQUIRE(first.ok());
+  REQUIRE(first->jobs.size() == 1);
+  CHECK(first->jobs[0].uid == "u-1");
+  REQUIRE(first->next_after_seq);
+  query.after_seq = *first->next_after_seq;
+  Result<JobPage> second = store->List(query);
+  REQUIRE(second.ok());
+  REQUIRE(second->jobs.size() == 1);
+  CHECK(second->jobs[0].uid == "u-4");
+  CHECK_FALSE(second->next_after_seq);
+  store.reset();
+  RawDb raw(path);
+  CHECK(raw.Int("SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = 'jobs_by_namespace_phase'") == 1);
+}
+
 TEST_CASE("an upgrade that fails half way leaves the database at its old version, whole", "[store][migration]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");

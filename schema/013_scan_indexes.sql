@@ -1,0 +1,17 @@
+-- 013_scan_indexes: indexes for two paged reads that scanned.
+--
+-- The jobs list filtered by namespace and phase (the REST list, `gantry
+-- status`) went by jobs_by_phase and read every job of the phase from the
+-- page's start, each from the table to see its namespace, until the page
+-- was full: the fewer of the phase's jobs the namespace held, the more rows
+-- a page read, up to all of them. jobs_by_namespace_phase yields a page's
+-- rows and no others. Its key names no seq: seq is the rowid, which ends
+-- every index entry of jobs, so the entries of one (namespace, phase) are
+-- in seq order and "seq > ? ORDER BY seq LIMIT ?" is a range of them;
+-- naming seq would store it twice. It makes neither jobs_by_namespace nor
+-- jobs_by_phase redundant: each of those gives its own filter in seq order,
+-- which this one could only by sorting. A job's entry moves when its phase
+-- does, as in jobs_by_phase; a namespace never changes. Its cost: one more
+-- WAL frame for a submit that commits alone (about 14 instead of 13), one
+-- to three more for a change of phase (bench/store_bench.cc).
+CREATE INDEX jobs_by_namespace_phase ON jobs (namespace, phase);

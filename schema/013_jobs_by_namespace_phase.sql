@@ -1,4 +1,4 @@
--- 013_scan_indexes: indexes for two paged reads that scanned.
+-- 013_jobs_by_namespace_phase: an index for a paged read that scanned.
 --
 -- The jobs list filtered by namespace and phase (the REST list, `gantry
 -- status`) went by jobs_by_phase and read every job of the phase from the

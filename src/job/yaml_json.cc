@@ -1,17 +1,26 @@
-// YAML -> JSON with YAML 1.2 core-schema typing of plain scalars.
+// YAML -> JSON, typing plain scalars as kubectl does.
 //
 // yaml-cpp keeps every scalar as text; its tag tells plain ("?") from quoted
-// or block ("!") scalars. Plain scalars are typed here by the core schema:
+// or block ("!") scalars. kubectl reads YAML with sigs.k8s.io/yaml over
+// go-yaml v2, whose integers follow YAML 1.1, so gantry reads a document as
+// the cluster would have read it from `kubectl apply -f`:
 //   null:  null Null NULL ~ (and empty)      bool: true/false (3 spellings)
-//   int:   [-+]?[0-9]+  0o[0-7]+  0x[0-9a-fA-F]+
+//   int:   a scalar starting with a digit or a sign, underscores dropped:
+//          [-+]?[0-9]+ decimal, [-+]?0[0-7]+ OCTAL (`defaultMode: 0440` is
+//          288), [-+]?0[xX][0-9a-fA-F]+, [-+]?0[oO][0-7]+, [-+]?0[bB][01]+
 //   float: [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?
+// A leading 0 followed by digits that are not all octal (`089`) is refused:
+// go-yaml reads it as the float 89, YAML 1.1 proper as the string "089" and
+// YAML 1.2 as the integer 89, so no reading is safe to guess.
 // .inf and .nan have no JSON form and are refused. "yes"/"on" stay strings
-// (YAML 1.1 booleans are not 1.2 booleans). Merge keys ("<<") are not expanded.
+// (kubectl reads them as booleans; a string is what a user who wrote them
+// in a string field meant). Merge keys ("<<") are not expanded.
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string_view>
 
@@ -96,6 +105,7 @@ bool AllOf(std::string_view s, bool (*pred)(char)) {
 bool IsDec(char c) { return c >= '0' && c <= '9'; }
 bool IsOct(char c) { return c >= '0' && c <= '7'; }
 bool IsHex(char c) { return IsDec(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+bool IsBin(char c) { return c == '0' || c == '1'; }
 
 bool IsCoreFloat(std::string_view s) {
   if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
@@ -116,51 +126,78 @@ bool IsCoreFloat(std::string_view s) {
   return AllOf(exp, IsDec);
 }
 
+// A plain integer, as go-yaml v2 reads one (strconv.ParseInt with base 0
+// after dropping underscores). Sets out and returns true, or returns false
+// when s is no integer; error is set when s is one that JSON cannot hold
+// as read, or one that is ambiguous (a leading 0 before an 8 or a 9).
+bool TypeInteger(std::string_view s, json& out, std::string& error) {
+  const bool negative = !s.empty() && s[0] == '-';
+  std::string_view body = s.substr(!s.empty() && (s[0] == '-' || s[0] == '+') ? 1 : 0);
+  int base = 10;
+  std::string_view digits = body;
+  bool (*valid)(char) = IsDec;
+  if (body.size() > 1 && body[0] == '0') {
+    const char p = body[1];
+    if (p == 'x' || p == 'X') base = 16, valid = IsHex;
+    if (p == 'o' || p == 'O') base = 8, valid = IsOct;
+    if (p == 'b' || p == 'B') base = 2, valid = IsBin;
+    if (base != 10) {
+      digits = body.substr(2);
+    } else if (AllOf(body, IsDec)) {
+      if (!AllOf(body, IsOct)) {
+        error = fmt::format("{} is ambiguous: a leading 0 makes an octal integer, but it has the digit 8 or 9 "
+                            "(write it without the leading 0, or quote it)", s);
+        return true;
+      }
+      base = 8, valid = IsOct;
+    }
+  }
+  if (!AllOf(digits, valid)) return false;
+  uint64_t magnitude = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
+  constexpr uint64_t kMinInt64Magnitude = uint64_t{1} << 63;
+  if (ec == std::errc() && negative && magnitude <= kMinInt64Magnitude) {
+    out = json(magnitude == kMinInt64Magnitude ? std::numeric_limits<int64_t>::min()
+                                               : -static_cast<int64_t>(magnitude));
+    return true;
+  }
+  // Same number types as nlohmann's JSON parser, so YAML and JSON compare equal.
+  if (ec == std::errc() && !negative) {
+    out = json(magnitude);
+    return true;
+  }
+  if (base == 10) return false;  // beyond 64 bits: a float, as nlohmann does for JSON
+  error = fmt::format("integer {} is out of range", s);
+  return true;
+}
+
 // The typed value of a plain scalar, or nullopt with error set.
 std::optional<json> TypePlainScalar(const std::string& s, std::string& error) {
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return json(nullptr);
   if (s == "true" || s == "True" || s == "TRUE") return json(true);
   if (s == "false" || s == "False" || s == "FALSE") return json(false);
-  std::string_view v = s;
-  int base = 0;
-  if (v.starts_with("0x") && AllOf(v.substr(2), IsHex)) base = 16;
-  if (v.starts_with("0o") && AllOf(v.substr(2), IsOct)) base = 8;
-  if (base != 0) {
-    uint64_t u = 0;
-    auto [p, ec] = std::from_chars(v.data() + 2, v.data() + v.size(), u, base);
-    if (ec != std::errc())
-      return error = fmt::format("integer {} is out of range", s), std::nullopt;
-    return json(u);
+  static constexpr std::string_view kNonJson[] = {".inf",  ".Inf",  ".INF",  "+.inf",
+                                                  "+.Inf", "+.INF", "-.inf", "-.Inf",
+                                                  "-.INF", ".nan",  ".NaN",  ".NAN"};
+  for (std::string_view n : kNonJson) {
+    if (s == n) return error = fmt::format("{} has no JSON representation", s), std::nullopt;
   }
-  bool negative = !v.empty() && v[0] == '-';
-  std::string_view digits = v.substr(!v.empty() && (v[0] == '-' || v[0] == '+') ? 1 : 0);
-  if (AllOf(digits, IsDec)) {
-    // Same number types as nlohmann's JSON parser, so YAML and JSON compare equal.
-    if (negative) {
-      int64_t n = 0;
-      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec == std::errc()) return json(n);
-    } else {
-      uint64_t u = 0;
-      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), u);
-      if (ec == std::errc()) return json(u);
-    }
-    // Too large for 64 bits: a float, as nlohmann does for JSON.
+  // Like go-yaml, only what starts like a number loses its underscores.
+  std::string plain = s;
+  if (IsDec(s[0]) || s[0] == '-' || s[0] == '+') std::erase(plain, '_');
+  json number;
+  if (TypeInteger(plain, number, error)) {
+    if (!error.empty()) return std::nullopt;
+    return number;
   }
-  if (IsCoreFloat(v) || AllOf(digits, IsDec)) {
-    std::string_view f = v[0] == '+' ? v.substr(1) : v;
+  if (IsCoreFloat(plain)) {
+    std::string_view f = plain[0] == '+' ? std::string_view(plain).substr(1) : plain;
     double d = 0;
     auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), d);
     if (ec != std::errc() || !std::isfinite(d)) {
       return error = fmt::format("number {} is out of range", s), std::nullopt;
     }
     return json(d);
-  }
-  static constexpr std::string_view kNonJson[] = {".inf",  ".Inf",  ".INF",  "+.inf",
-                                                  "+.Inf", "+.INF", "-.inf", "-.Inf",
-                                                  "-.INF", ".nan",  ".NaN",  ".NAN"};
-  for (std::string_view n : kNonJson) {
-    if (v == n) return error = fmt::format("{} has no JSON representation", s), std::nullopt;
   }
   return json(s);
 }

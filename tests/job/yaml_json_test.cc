@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "gantry/job/job_document.h"
 
@@ -7,7 +8,7 @@ namespace {
 
 using nlohmann::json;
 
-TEST_CASE("YamlToJson types plain scalars by the YAML 1.2 core schema", "[job][yaml]") {
+TEST_CASE("YamlToJson types plain scalars as kubectl reads them", "[job][yaml]") {
   struct Case {
     const char* yaml;  // the value of key v
     json want;
@@ -16,7 +17,8 @@ TEST_CASE("YamlToJson types plain scalars by the YAML 1.2 core schema", "[job][y
       {"v: 1", json(uint64_t{1})},
       {"v: -1", json(int64_t{-1})},
       {"v: +3", json(uint64_t{3})},
-      {"v: 08", json(uint64_t{8})},
+      {"v: 0", json(uint64_t{0})},
+      {"v: -0", json(int64_t{0})},
       {"v: 0x1F", json(uint64_t{31})},
       {"v: 0o17", json(uint64_t{15})},
       {"v: 1.5", json(1.5)},
@@ -35,10 +37,14 @@ TEST_CASE("YamlToJson types plain scalars by the YAML 1.2 core schema", "[job][y
       {"v: '1'", json("1")},
       {"v: \"true\"", json("true")},
       {"v: !!str 1", json("1")},
-      {"v: 1_000", json("1_000")},
+      {"v: _1", json("_1")},
+      {"v: 1_000Mi", json("1_000Mi")},
       {"v: 12:30", json("12:30")},
       {"v: 64Gi", json("64Gi")},
       {"v: 0x", json("0x")},
+      {"v: 0100Mi", json("0100Mi")},
+      {"v: '0440'", json("0440")},
+      {"v: 08.5", json(8.5)},
       {"v: |\n  text\n", json("text\n")},
       {"v: [1, a, {b: null}]", json::parse(R"([1, "a", {"b": null}])")},
   };
@@ -50,6 +56,45 @@ TEST_CASE("YamlToJson types plain scalars by the YAML 1.2 core schema", "[job][y
     CHECK(v == c.want);
     CHECK(v.type() == c.want.type());
   }
+}
+
+// kubectl (sigs.k8s.io/yaml over go-yaml v2) reads integers by YAML 1.1:
+// a leading 0 is octal, and the file mode a Secret volume gets from
+// `defaultMode: 0440` is 0440 (288), not 440.
+TEST_CASE("YamlToJson reads YAML 1.1 integers as kubectl does", "[job][yaml]") {
+  struct Case {
+    const char* yaml;
+    json want;
+  };
+  const Case cases[] = {
+      {"v: 0440", json(uint64_t{0440})},
+      {"v: 0755", json(uint64_t{0755})},
+      {"v: 00", json(uint64_t{0})},
+      {"v: -010", json(int64_t{-8})},
+      {"v: +010", json(uint64_t{8})},
+      {"v: 0x1F", json(uint64_t{31})},
+      {"v: 0X1f", json(uint64_t{31})},
+      {"v: -0x10", json(int64_t{-16})},
+      {"v: 0o17", json(uint64_t{15})},
+      {"v: 0b1010", json(uint64_t{10})},
+      {"v: 1_000", json(uint64_t{1000})},
+      {"v: 0x_ff_ff", json(uint64_t{0xffff})},
+      {"v: 1_000.5", json(1000.5)},
+      {"v: -9223372036854775808", json(std::numeric_limits<int64_t>::min())},
+      {"v: 18446744073709551615", json(std::numeric_limits<uint64_t>::max())},
+  };
+  for (const Case& c : cases) {
+    INFO(c.yaml);
+    auto got = YamlToJson(c.yaml);
+    REQUIRE(std::holds_alternative<json>(got));
+    const json& v = std::get<json>(got).at("v");
+    CHECK(v == c.want);
+    CHECK(v.type() == c.want.type());
+  }
+  // Where it matters: the mode a pod's volume files get.
+  auto doc = YamlToJson("volumes:\n- name: creds\n  secret: {secretName: creds, defaultMode: 0440}\n");
+  REQUIRE(std::holds_alternative<json>(doc));
+  CHECK(std::get<json>(doc)["volumes"][0]["secret"]["defaultMode"] == 288);
 }
 
 TEST_CASE("YamlToJson keys, anchors and document separators", "[job][yaml]") {
@@ -81,6 +126,11 @@ TEST_CASE("YamlToJson refuses what JSON cannot hold, with the position", "[job][
       {"a: 1\n---\nb: 2\n", "exactly one YAML document, got 2"},
       {"", "no document"},
       {"v: 0x1FFFFFFFFFFFFFFFFF", "out of range"},
+      {"v: 02000000000000000000000", "out of range"},
+      {"v: -0x8000000000000001", "out of range"},
+      {"v: 08", "line 1, column 4: 08 is ambiguous"},
+      {"v: 0489", "leading 0 makes an octal integer"},
+      {"v: -09", "ambiguous"},
       {"v: 1e999", "out of range"},
   };
   for (const Case& c : cases) {

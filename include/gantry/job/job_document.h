@@ -110,9 +110,10 @@ std::variant<JobSpec, DocumentError> ParseJobDocument(std::string_view body, Doc
 std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
                                                   std::optional<std::string_view> path_namespace);
 
-// Converts YAML text to JSON with YAML 1.2 core-schema typing of plain
-// scalars (int, float, bool, null); quoted scalars stay strings. Returns a
-// DocumentError (code 400) with the line and column of a syntax error.
+// Converts YAML text to JSON, typing plain scalars (int, float, bool, null)
+// as kubectl reads them: integers by YAML 1.1 (a leading 0 is octal; see
+// yaml_json.cc); quoted scalars stay strings. Returns a DocumentError (code
+// 400) with the line and column of a syntax error or an ambiguous number.
 std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml);
 
 // The normalized spec as JSON text: defaults filled in, pod sets included,

@@ -167,6 +167,44 @@ TEST_CASE("Defaults are filled in", "[job][document]") {
   CHECK_FALSE(spec.placement.max_price_per_gpu_hour);
 }
 
+// LocalQueue names are DNS-1123 subdomains (the Workload CRD's queueName
+// pattern); the worker's Kueue reads the queue from a label, whose value has
+// at most 63 characters.
+TEST_CASE("A queue may be any LocalQueue name a label can carry", "[job][document]") {
+  const std::string longest = std::string(30, 'a') + "." + std::string(32, 'b');
+  for (const std::string& queue : {std::string("team.a"), std::string("a.b-c.d"), longest}) {
+    INFO(queue);
+    json doc = testing::GantryJobJson();
+    doc["spec"]["queue"] = queue;
+    auto parsed = ParseJobJson(doc, std::nullopt);
+    REQUIRE(std::holds_alternative<JobSpec>(parsed));
+    CHECK(std::get<JobSpec>(parsed).queue == queue);
+    json manifest = std::get<json>(YamlToJson(testing::kBatchManifestYaml));
+    manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = queue;
+    auto from_label = ParseJobJson(manifest, std::nullopt);
+    REQUIRE(std::holds_alternative<JobSpec>(from_label));
+    CHECK(std::get<JobSpec>(from_label).queue == queue);
+  }
+  const std::pair<std::string, std::string> bad[] = {
+      {"team..a", "each dot-separated part"},
+      {".team", "each dot-separated part"},
+      {"Team.A", "each dot-separated part"},
+      {longest + "c", "at most 63 characters"},
+  };
+  for (const auto& [queue, message] : bad) {
+    INFO(queue);
+    json doc = testing::GantryJobJson();
+    doc["spec"]["queue"] = queue;
+    auto parsed = ParseJobJson(doc, std::nullopt);
+    REQUIRE(std::holds_alternative<DocumentError>(parsed));
+    const DocumentError& e = std::get<DocumentError>(parsed);
+    CHECK(e.code == 422);
+    REQUIRE(e.causes.size() == 1);
+    CHECK(e.causes[0].field == "spec.queue");
+    CHECK_THAT(e.causes[0].message, Catch::Contains(message));
+  }
+}
+
 TEST_CASE("Enum names", "[job][document]") {
   CHECK(DispatchModeName(DispatchMode::kIncremental) == "Incremental");
   CHECK(DispatchModeName(DispatchMode::kAllAtOnce) == "AllAtOnce");

@@ -40,7 +40,7 @@ PodSet JobPodSet(std::string name, const json& job_spec, std::string_view path, 
   set.count = static_cast<int32_t>(replicas * JobPodCount(job_spec, path, errors));
   const json* pod_template = RequireObject(job_spec, "template", path, errors);
   if (pod_template != nullptr) {
-    set.requests_milli = CheckPodTemplate(*pod_template, Child(path, "template"), errors);
+    set.requests_milli = CheckPodTemplate(*pod_template, Child(path, "template"), true, errors);
     set.pod_template = *pod_template;
   }
   return set;
@@ -119,7 +119,7 @@ std::vector<PodSet> ExplicitPodSets(const json& list, std::string_view path, Fie
     set.count =
         static_cast<int32_t>(ReadInt(entry, "count", ppath, 1, kMaxPodCount, errors).value_or(1));
     if (const json* pod_template = RequireObject(entry, "template", ppath, errors)) {
-      set.requests_milli = CheckPodTemplate(*pod_template, Child(ppath, "template"), errors);
+      set.requests_milli = CheckPodTemplate(*pod_template, Child(ppath, "template"), false, errors);
       set.pod_template = *pod_template;
     }
     out.push_back(std::move(set));

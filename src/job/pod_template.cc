@@ -12,9 +12,19 @@ namespace {
 
 using Resources = std::map<std::string, int64_t>;
 
-bool IsExtendedResource(std::string_view name) {
-  return name.find('/') != std::string_view::npos && !name.starts_with("kubernetes.io/") &&
-         name.find(".kubernetes.io/") == std::string_view::npos;
+// Kubernetes' resource classes (k8s.io/kubernetes pkg/apis/core/helper):
+// native names have no domain or a kubernetes.io one; every other name is
+// an extended resource, counted in whole units.
+bool IsNativeResource(std::string_view name) {
+  return name.find('/') == std::string_view::npos ||
+         name.find("kubernetes.io/") != std::string_view::npos;
+}
+bool IsExtendedResource(std::string_view name) { return !IsNativeResource(name); }
+// What Kubernetes never overcommits (IsOvercommitAllowed is false):
+// extended resources and huge pages. A container's request of one needs a
+// limit, and the two must be equal.
+bool OvercommitAllowed(std::string_view name) {
+  return IsNativeResource(name) && !name.starts_with("hugepages-");
 }
 
 // Adds b into a; false on overflow.
@@ -31,17 +41,30 @@ void MaxInto(Resources& a, const Resources& b) {
   for (const auto& [name, milli] : b) a[name] = std::max(a[name], milli);
 }
 
-// A map of resource name -> quantity at obj[key]. Names whose quantity is
-// invalid land in bad (reported already), so they do not count as missing.
+// What a container may name without a domain (IsStandardContainerResourceName).
+bool IsStandardContainerResource(std::string_view name) {
+  return name == "cpu" || name == "memory" || name == "ephemeral-storage" ||
+         name.starts_with("hugepages-");
+}
+
+// A map of resource name -> quantity at obj[key]; pod_names: a container's
+// requests or limits in a template the API server validates as pods (see
+// CheckPodTemplate), where fewer names are known. Names that are refused
+// land in bad (reported already), so they do not count as missing.
 Resources ReadResourceMap(const json& obj, std::string_view key, std::string_view path,
-                          std::set<std::string>& bad, FieldErrors& errors) {
+                          bool pod_names, std::set<std::string>& bad, FieldErrors& errors) {
   Resources out;
   const json* map = ReadObject(obj, key, path, errors);
   if (map == nullptr) return out;
   std::string field = Child(path, key);
   for (const auto& [name, value] : map->items()) {
     Result<int64_t> milli = ParseQuantityMilli(value);
-    if (!milli.ok()) {
+    if (pod_names && name.find('/') == std::string::npos && !IsStandardContainerResource(name)) {
+      errors.Add(Child(field, name),
+                 "must be a standard resource for containers (cpu, memory, ephemeral-storage, "
+                 "hugepages-<size>) or have a domain (nvidia.com/gpu)");
+      bad.insert(name);
+    } else if (!milli.ok()) {
       errors.Add(Child(field, name), milli.status().message());
       bad.insert(name);
     } else if (IsExtendedResource(name) && *milli % 1000 != 0) {
@@ -56,21 +79,30 @@ Resources ReadResourceMap(const json& obj, std::string_view key, std::string_vie
 
 // The effective requests of one container (limits fill missing requests).
 Resources ContainerRequests(const json& container, std::string_view path, bool require_cpu_memory,
-                            FieldErrors& errors) {
+                            bool pods_of_job, FieldErrors& errors) {
   std::string rpath = Child(path, "resources");
   const json* resources = ReadObject(container, "resources", path, errors);
   static const json kEmpty = json::object();
   if (resources == nullptr) resources = &kEmpty;
   std::set<std::string> bad;
-  Resources requests = ReadResourceMap(*resources, "requests", rpath, bad, errors);
-  Resources limits = ReadResourceMap(*resources, "limits", rpath, bad, errors);
+  Resources requests = ReadResourceMap(*resources, "requests", rpath, pods_of_job, bad, errors);
+  Resources limits = ReadResourceMap(*resources, "limits", rpath, pods_of_job, bad, errors);
   std::string req_path = Child(rpath, "requests");
+  for (const auto& [name, request] : requests) {
+    if (!pods_of_job || OvercommitAllowed(name) || limits.contains(name) || bad.contains(name)) continue;
+    errors.Add(Child(Child(rpath, "limits"), name),
+               fmt::format("Required value: Kubernetes does not overcommit {}: its request needs a "
+                           "limit, equal to it",
+                           name));
+  }
   for (const auto& [name, limit] : limits) {
     auto it = requests.find(name);
     if (it == requests.end()) {
-      if (!bad.contains(name)) requests[name] = limit;
-    } else if (IsExtendedResource(name) && it->second != limit) {
-      errors.Add(Child(req_path, name), "must equal the limit for an extended resource");
+      if (!bad.contains(name)) requests[name] = limit;  // Kubernetes defaults the request so
+    } else if ((pods_of_job ? !OvercommitAllowed(name) : IsExtendedResource(name)) &&
+               it->second != limit) {
+      errors.Add(Child(req_path, name),
+                 fmt::format("must equal the {} limit: Kubernetes does not overcommit it", name));
     } else if (it->second > limit) {
       errors.Add(Child(req_path, name),
                  fmt::format("must be less than or equal to the {} limit", name));
@@ -92,8 +124,8 @@ Resources ContainerRequests(const json& container, std::string_view path, bool r
 
 // The containers at spec[key]; returns one request map per container.
 std::vector<Resources> ReadContainers(const json& spec, std::string_view key, std::string_view path,
-                                      bool regular, std::map<std::string, std::string>& names,
-                                      FieldErrors& errors) {
+                                      bool regular, bool pods_of_job,
+                                      std::map<std::string, std::string>& names, FieldErrors& errors) {
   std::vector<Resources> out;
   std::string field = Child(path, key);
   const json* list = ReadArray(spec, key, path, errors);
@@ -121,7 +153,7 @@ std::vector<Resources> ReadContainers(const json& spec, std::string_view key, st
                    fmt::format("Duplicate value: \"{}\" (same as {})", *name, it->second));
       }
     }
-    out.push_back(ContainerRequests(c, cpath, regular, errors));
+    out.push_back(ContainerRequests(c, cpath, regular, pods_of_job, errors));
   }
   return out;
 }
@@ -129,7 +161,7 @@ std::vector<Resources> ReadContainers(const json& spec, std::string_view key, st
 }  // namespace
 
 std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::string_view path,
-                                                FieldErrors& errors) {
+                                                bool pods_of_job, FieldErrors& errors) {
   if (!pod_template.is_object()) {
     errors.Add(std::string(path), fmt::format("must be an object (a PodTemplateSpec), got {}",
                                               TypeName(pod_template)));
@@ -141,16 +173,16 @@ std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::s
   std::map<std::string, std::string> names;
   Resources sum;
   bool overflow = false;
-  for (const Resources& r : ReadContainers(*spec, "containers", spath, true, names, errors)) {
+  for (const Resources& r : ReadContainers(*spec, "containers", spath, true, pods_of_job, names, errors)) {
     overflow = overflow || !AddInto(sum, r);
   }
   Resources init_max;
-  for (const Resources& r : ReadContainers(*spec, "initContainers", spath, false, names, errors)) {
+  for (const Resources& r : ReadContainers(*spec, "initContainers", spath, false, pods_of_job, names, errors)) {
     MaxInto(init_max, r);
   }
   MaxInto(sum, init_max);
   std::set<std::string> bad;
-  overflow = overflow || !AddInto(sum, ReadResourceMap(*spec, "overhead", spath, bad, errors));
+  overflow = overflow || !AddInto(sum, ReadResourceMap(*spec, "overhead", spath, false, bad, errors));
   if (overflow) errors.Add(Child(spath, "containers"), "the summed requests overflow");
   return sum;
 }

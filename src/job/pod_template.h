@@ -30,7 +30,15 @@ namespace gantry::job_internal {
 // - extended resources (a name with a '/' outside kubernetes.io) are whole
 //   numbers, and their request equals the limit when both are set; other
 //   requests are at most their limit.
+// - pods_of_job: the template is a Job's or a JobSet's, which the worker's
+//   API server validates as pods (explicit spec.podSets only describe a
+//   job's pods to Kueue). Then, as Kubernetes would refuse the job after
+//   gantry dispatched it: a container names only cpu, memory,
+//   ephemeral-storage, hugepages-<size> or a resource with a domain, and a
+//   request of an extended resource or of hugepages-* needs a limit equal
+//   to it (reported at "...resources.limits.<resource>" when missing, at
+//   the request when it differs).
 std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::string_view path,
-                                                FieldErrors& errors);
+                                                bool pods_of_job, FieldErrors& errors);
 
 }  // namespace gantry::job_internal

@@ -87,6 +87,7 @@ std::string JobDoc(const std::string& name, const std::string& ns, int priority,
   nlohmann::json container = nlohmann::json::parse(R"({"name": "main", "image": "trainer:1",
       "resources": {"requests": {"cpu": "4", "memory": "16Gi"}}})");
   container["resources"]["requests"]["nvidia.com/gpu"] = gpus;
+  container["resources"]["limits"]["nvidia.com/gpu"] = gpus;  // Kubernetes requires it
   nlohmann::json job_template = {{"apiVersion", "batch/v1"}, {"kind", "Job"}};
   job_template["spec"]["parallelism"] = 2;
   job_template["spec"]["template"]["spec"]["containers"] = nlohmann::json::array({container});

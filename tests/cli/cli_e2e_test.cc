@@ -30,6 +30,7 @@ spec:
             image: trainer:1
             resources:
               requests: {cpu: "4", memory: 16Gi, nvidia.com/gpu: 8}
+              limits: {nvidia.com/gpu: 8}
 )";
 
 }  // namespace

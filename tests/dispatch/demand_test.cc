@@ -26,7 +26,7 @@ spec:
       template:
         spec:
           containers:
-          - {name: c, image: i, resources: {requests: {cpu: "8", memory: 64Gi, nvidia.com/gpu: 8}}}
+          - {name: c, image: i, resources: {requests: {cpu: "8", memory: 64Gi, nvidia.com/gpu: 8}, limits: {nvidia.com/gpu: 8}}}
 )";
   auto parsed = ParseJobDocument(doc, DocumentFormat::kYaml, std::nullopt);
   REQUIRE(std::holds_alternative<JobSpec>(parsed));

@@ -82,7 +82,7 @@ TEST_CASE("a spec handed over by the API is the spec read back from its stored r
                     R"("dispatch":{"mode":"Incremental","stepSize":2,"roundSeconds":17,"timeoutSeconds":600},)"
                     R"("onClusterLoss":"Wait","template":{"apiVersion":"batch/v1","kind":"Job","spec":{)"
                     R"("parallelism":3,"completions":3,"template":{"spec":{"containers":[{"name":"c","image":"i",)"
-                    R"("resources":{"requests":{"cpu":"1500m","memory":"1.5Gi","nvidia.com/gpu":2}}}],)"
+                    R"("resources":{"requests":{"cpu":"1500m","memory":"1.5Gi","nvidia.com/gpu":2},"limits":{"nvidia.com/gpu":2}}}],)"
                     R"("initContainers":[{"name":"init","image":"i","resources":{"requests":{"cpu":"3","memory":"100M"}}}]}}}}}})",
                     DocumentFormat::kJson);
   docs.emplace_back(R"(apiVersion: batch/v1

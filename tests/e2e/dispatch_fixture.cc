@@ -333,6 +333,8 @@ spec:
 std::string SimJobYaml(const std::string& name, const std::string& ns, int pods, int gpus,
                        const std::string& duration, const std::string& extra_spec, bool fail) {
   std::string gpu = gpus > 0 ? fmt::format(", nvidia.com/gpu: {}", gpus) : "";
+  // Kubernetes refuses an extended resource's request without an equal limit.
+  std::string gpu_limit = gpus > 0 ? fmt::format("\n              limits: {{nvidia.com/gpu: {}}}", gpus) : "";
   return JobDocumentHead(name, ns, extra_spec, "batch/v1", "Job") + fmt::format(R"(    metadata:
       annotations: {{sim.gantry.dev/duration: "{0}"{1}}}
     spec:
@@ -345,9 +347,9 @@ std::string SimJobYaml(const std::string& name, const std::string& ns, int pods,
           - name: main
             image: registry.example.com/train:1
             resources:
-              requests: {{cpu: "1", memory: 1Gi{3}}}
+              requests: {{cpu: "1", memory: 1Gi{3}}}{4}
 )",
-                     duration, fail ? ", sim.gantry.dev/outcome: Failed" : "", pods, gpu);
+                     duration, fail ? ", sim.gantry.dev/outcome: Failed" : "", pods, gpu, gpu_limit);
 }
 
 std::optional<std::string> DispatchFleet::Metrics() {

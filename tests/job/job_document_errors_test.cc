@@ -116,7 +116,29 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
       {"fractional GPU", g, Set(kC0 + "/resources/limits/nvidia.com~1gpu", "0.5"),
        kC0Path + ".resources.limits.nvidia.com/gpu", "whole numbers"},
       {"GPU request differs from limit", g, Set(kC0 + "/resources/limits/nvidia.com~1gpu", 4),
-       kC0Path + ".resources.requests.nvidia.com/gpu", "must equal the limit"},
+       kC0Path + ".resources.requests.nvidia.com/gpu", "must equal the nvidia.com/gpu limit"},
+      {"GPU request without a limit", g, Erase(kC0 + "/resources", "limits"),
+       kC0Path + ".resources.limits.nvidia.com/gpu", "Required value: Kubernetes does not overcommit"},
+      {"hugepages request without a limit", g, Set(kC0 + "/resources/requests/hugepages-2Mi", "4Mi"),
+       kC0Path + ".resources.limits.hugepages-2Mi", "Required value"},
+      {"hugepages request differs from limit", g,
+       [](json& d) {
+         d[json::json_pointer(kC0 + "/resources/requests/hugepages-2Mi")] = "4Mi";
+         d[json::json_pointer(kC0 + "/resources/limits/hugepages-2Mi")] = "8Mi";
+       },
+       kC0Path + ".resources.requests.hugepages-2Mi", "must equal the hugepages-2Mi limit"},
+      {"init container extended request without a limit", m,
+       Set("/spec/template/spec/initContainers/0/resources/requests/example.com~1fpga", 1),
+       "spec.template.spec.initContainers[0].resources.limits.example.com/fpga", "Required value"},
+      {"JobSet GPU request without a limit", js,
+       Set("/spec/template/spec/replicatedJobs/0/template/spec/template/spec/containers/0/resources/"
+           "requests/nvidia.com~1gpu",
+           1),
+       "spec.template.spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits."
+       "nvidia.com/gpu",
+       "Required value"},
+      {"resource name without a domain", g, Set(kC0 + "/resources/requests/gpu", 1),
+       kC0Path + ".resources.requests.gpu", "must be a standard resource for containers"},
       {"cpu request above limit", g, Set(kC0 + "/resources/limits/cpu", "1"),
        kC0Path + ".resources.requests.cpu", "less than or equal"},
       {"no containers", g, Set("/spec/template/spec/template/spec/containers", json::array()),

@@ -205,6 +205,29 @@ TEST_CASE("A queue may be any LocalQueue name a label can carry", "[job][documen
   }
 }
 
+// The other side of Kubernetes' rules for resources it does not overcommit
+// (extended resources, hugepages-*): what it accepts is accepted.
+TEST_CASE("Requests Kubernetes accepts are accepted", "[job][document]") {
+  const std::string c0 = "/spec/template/spec/template/spec/containers/0/resources";
+  const std::vector<std::pair<std::string, json>> resources = {
+      {"hugepages equal", {{"requests", {{"cpu", 1}, {"memory", "1Gi"}, {"hugepages-2Mi", "4Mi"}}},
+                           {"limits", {{"hugepages-2Mi", "4Mi"}}}}},
+      {"hugepages limit only", {{"requests", {{"cpu", 1}, {"memory", "1Gi"}}},
+                                {"limits", {{"hugepages-1Gi", "2Gi"}}}}},
+      {"GPU limit only", {{"requests", {{"cpu", 1}, {"memory", "1Gi"}}}, {"limits", {{"nvidia.com/gpu", 2}}}}},
+      {"ephemeral-storage request without a limit",
+       {{"requests", {{"cpu", 1}, {"memory", "1Gi"}, {"ephemeral-storage", "10Gi"}}}}},
+      {"cpu request below its limit", {{"requests", {{"cpu", 1}, {"memory", "1Gi"}}}, {"limits", {{"cpu", 2}}}}},
+  };
+  for (const auto& [what, value] : resources) {
+    INFO(what);
+    json doc = testing::GantryJobJson();
+    doc[json::json_pointer(c0)] = value;
+    auto parsed = ParseJobJson(doc, std::nullopt);
+    if (auto* e = std::get_if<DocumentError>(&parsed)) FAIL(e->message);
+  }
+}
+
 TEST_CASE("Enum names", "[job][document]") {
   CHECK(DispatchModeName(DispatchMode::kIncremental) == "Incremental");
   CHECK(DispatchModeName(DispatchMode::kAllAtOnce) == "AllAtOnce");

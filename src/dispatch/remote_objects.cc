@@ -10,6 +10,7 @@
 #include "gantry/common/clock.h"
 #include "gantry/common/json_path.h"
 #include "gantry/common/names.h"
+#include "gantry/job/quantity.h"
 
 namespace gantry::dispatch {
 namespace {
@@ -173,6 +174,8 @@ json WorkloadPodTemplate(const json& pod_template) {
     }
     *meta = std::move(kept);
   }
+  // Submission does this since it began to; a job stored before keeps 0.5.
+  QuantityNumbersToStrings(out);
   return out;
 }
 

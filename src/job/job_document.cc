@@ -101,6 +101,7 @@ std::variant<JobSpec, DocumentError> ParseJobDocument(
   std::variant<JobSpec, DocumentError> result = ReadDocument(owned, path_namespace, form);
   if (auto* spec = std::get_if<JobSpec>(&result)) {
     spec->template_object = job_internal::NormalizeTemplate(std::move(TemplateOf(owned, form)));
+    job_internal::QuantityNumbersToStrings(*spec);
   }
   return result;
 }
@@ -111,6 +112,7 @@ std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
   std::variant<JobSpec, DocumentError> result = ReadDocument(doc, path_namespace, form);
   if (auto* spec = std::get_if<JobSpec>(&result)) {
     spec->template_object = job_internal::NormalizeTemplate(TemplateOf(doc, form));
+    job_internal::QuantityNumbersToStrings(*spec);
   }
   return result;
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gantry/common/names.h"
+#include "gantry/job/quantity.h"
 #include "pod_template.h"
 
 namespace gantry::job_internal {
@@ -128,6 +129,13 @@ std::vector<PodSet> ExplicitPodSets(const json& list, std::string_view path, Fie
   return out;
 }
 
+// (*obj)[key] when obj is an object that has it, else nullptr.
+json* MutableMember(json* obj, const char* key) {
+  if (obj == nullptr || !obj->is_object()) return nullptr;
+  auto it = obj->find(key);
+  return it == obj->end() ? nullptr : &*it;
+}
+
 void EraseIfEmpty(json& obj, std::string_view key) {
   if (auto it = obj.find(key); it != obj.end() && (it->is_null() || it->empty())) obj.erase(it);
 }
@@ -135,6 +143,30 @@ void EraseIfEmpty(json& obj, std::string_view key) {
 }  // namespace
 
 bool IsJobSetTemplate(const json& object) { return Classify(object) == TemplateKind::kJobSet; }
+
+void QuantityNumbersToStrings(JobSpec& spec) {
+  for (PodSet& set : spec.pod_sets) gantry::QuantityNumbersToStrings(set.pod_template);
+  json* job_spec = MutableMember(&spec.template_object, "spec");
+  switch (Classify(spec.template_object)) {
+    case TemplateKind::kBatchJob:
+      if (json* pod_template = MutableMember(job_spec, "template")) {
+        gantry::QuantityNumbersToStrings(*pod_template);
+      }
+      break;
+    case TemplateKind::kJobSet:
+      if (json* jobs = MutableMember(job_spec, "replicatedJobs"); jobs != nullptr && jobs->is_array()) {
+        for (json& rj : *jobs) {
+          json* job_template = MutableMember(&rj, "template");
+          if (json* pod_template = MutableMember(MutableMember(job_template, "spec"), "template")) {
+            gantry::QuantityNumbersToStrings(*pod_template);
+          }
+        }
+      }
+      break;
+    case TemplateKind::kOther:  // its pod templates are its CRD's business
+      break;
+  }
+}
 
 json NormalizeTemplate(json object) {
   object.erase("status");

@@ -30,6 +30,12 @@ inline constexpr int64_t kMaxPodCount = 10000;
 // Pass a copy, or move a template the caller no longer needs.
 json NormalizeTemplate(json object);
 
+// Applies QuantityNumbersToStrings (gantry/job/quantity.h) to every pod
+// template of a spec read without errors: its pod sets' and, for a Job or a
+// JobSet, those in template_object, so that what is stored and written to
+// workers holds the same strings.
+void QuantityNumbersToStrings(JobSpec& spec);
+
 // True for a jobset.x-k8s.io/* JobSet template.
 bool IsJobSetTemplate(const json& object);
 

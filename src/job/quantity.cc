@@ -182,4 +182,41 @@ std::string FormatQuantityMilli(int64_t milli) {
   return std::to_string(milli) + "m";
 }
 
+namespace {
+
+// The members of obj[key] that are non-integer numbers, as strings.
+void NumbersToStrings(nlohmann::json& obj, const char* key) {
+  auto map = obj.find(key);
+  if (map == obj.end() || !map->is_object()) return;
+  for (auto& [name, value] : map->items()) {
+    if (!value.is_number_float()) continue;
+    Result<int64_t> milli = ParseQuantityMilli(value);
+    if (!milli.ok()) continue;
+    // The canonical form when it is exact; else the number's own text
+    // (shortest that reads back as the same double), which the job holds too.
+    const bool exact = static_cast<double>(*milli) / 1000 == value.get<double>();
+    value = exact ? FormatQuantityMilli(*milli) : value.dump();
+  }
+}
+
+}  // namespace
+
+void QuantityNumbersToStrings(nlohmann::json& pod_template) {
+  if (!pod_template.is_object()) return;
+  auto spec = pod_template.find("spec");
+  if (spec == pod_template.end() || !spec->is_object()) return;
+  NumbersToStrings(*spec, "overhead");
+  for (const char* list : {"containers", "initContainers"}) {
+    auto containers = spec->find(list);
+    if (containers == spec->end() || !containers->is_array()) continue;
+    for (nlohmann::json& container : *containers) {
+      if (!container.is_object()) continue;
+      auto resources = container.find("resources");
+      if (resources == container.end() || !resources->is_object()) continue;
+      NumbersToStrings(*resources, "requests");
+      NumbersToStrings(*resources, "limits");
+    }
+  }
+}
+
 }  // namespace gantry

@@ -522,6 +522,25 @@ TEST_CASE("BuildWorkload writes Workloads the CRD schema accepts") {
   }
 }
 
+// The Workload CRD's quantities are int-or-string: 0.5 is refused.
+TEST_CASE("BuildWorkload writes fractional quantities as strings the CRD accepts") {
+  auto version = GENERATE(KueueApiVersion::kV1beta1, KueueApiVersion::kV1beta2);
+  CAPTURE(KueueVersionString(version));
+  std::string doc = kJobDoc;
+  doc.replace(doc.find("cpu: 500m"), 9, "cpu: 0.5");
+  JobSpec spec = MustParse(doc.c_str());
+  // And a job stored before submission turned such numbers into strings.
+  JobSpec stored = MustParse(kJobDoc);
+  stored.pod_sets[0].pod_template["spec"]["containers"][1]["resources"]["requests"]["cpu"] = 0.5;
+  for (const JobSpec* s : {&spec, &stored}) {
+    json wl = Workload(*s, version);
+    const json& sidecar = wl["spec"]["podSets"][0]["template"]["spec"]["containers"][1];
+    CHECK(sidecar["resources"]["requests"]["cpu"] == "500m");
+    SchemaValidator validator;
+    CHECK(Joined(validator.Validate(wl, WorkloadSchema(KueueVersionString(version)))) == "");
+  }
+}
+
 TEST_CASE("the gate's opening patch carries its precondition and keeps other gates") {
   const json other = {{"name", "example.com/other"}, {"position", "Closed"}};
   const json stale_ours = {{"name", kPreemptionGate}, {"position", "Closed"}};
@@ -603,6 +622,10 @@ TEST_CASE("the schema validator refuses what the API server would") {
       {"bad quantity",
        [](json& w) { FirstContainer(w)["resources"]["requests"]["cpu"] = "8x"; },
        c0 + "resources.requests.cpu: Invalid value",
+       {}},
+      {"fractional number as a quantity",
+       [](json& w) { FirstContainer(w)["resources"]["requests"]["cpu"] = 0.5; },
+       c0 + "resources.requests.cpu: must be an integer or a string",
        {}},
       {"boolean quantity",
        [](json& w) { FirstContainer(w)["resources"]["requests"]["cpu"] = true; },

@@ -228,6 +228,66 @@ TEST_CASE("Requests Kubernetes accepts are accepted", "[job][document]") {
   }
 }
 
+// The API server refuses a Workload whose quantity is 0.5 (int-or-string);
+// the job is stored, and its copies written, with "500m".
+TEST_CASE("Fractional numbers as quantities are stored as strings", "[job][document]") {
+  const char* const yaml = R"(
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: half
+  labels: {kueue.x-k8s.io/queue-name: q}
+spec:
+  template:
+    spec:
+      overhead: {cpu: 0.1}
+      initContainers:
+      - {name: i, resources: {requests: {cpu: 0.25, memory: 1Gi}}}
+      containers:
+      - name: c
+        resources:
+          requests: {cpu: 0.5, memory: 1.5e9}
+          limits: {cpu: 1.5, memory: 2Gi}
+)";
+  JobSpec spec = MustParse(yaml);
+  const json& containers = spec.template_object["spec"]["template"]["spec"]["containers"];
+  CHECK(containers[0]["resources"] ==
+        json::parse(R"({"requests": {"cpu": "500m", "memory": "1500000000"},
+                        "limits": {"cpu": "1500m", "memory": "2Gi"}})"));
+  CHECK(spec.template_object["spec"]["template"]["spec"]["initContainers"][0]["resources"]["requests"]["cpu"] ==
+        "250m");
+  CHECK(spec.template_object["spec"]["template"]["spec"]["overhead"]["cpu"] == "100m");
+  REQUIRE(spec.pod_sets.size() == 1);
+  CHECK(spec.pod_sets[0].pod_template == spec.template_object["spec"]["template"]);
+  CHECK(spec.pod_sets[0].requests_milli.at("cpu") == 600);
+  // The same job as the one spelled with strings, from YAML or JSON.
+  json as_json = std::get<json>(YamlToJson(yaml));
+  std::string text = SpecToJsonText(spec);
+  CHECK(SpecToJsonText(MustParse(as_json.dump(), DocumentFormat::kJson)) == text);
+  json strings = as_json;
+  json& resources = strings["spec"]["template"]["spec"]["containers"][0]["resources"];
+  resources["requests"]["cpu"] = "500m";
+  resources["limits"]["cpu"] = "1500m";
+  resources["requests"]["memory"] = "1500000000";
+  strings["spec"]["template"]["spec"]["initContainers"][0]["resources"]["requests"]["cpu"] = "250m";
+  strings["spec"]["template"]["spec"]["overhead"]["cpu"] = "100m";
+  CHECK(SpecToJsonText(MustParse(strings.dump(), DocumentFormat::kJson)) == text);
+
+  // A JobSet's templates, and explicit podSets, the same way.
+  json jobset = std::get<json>(YamlToJson(testing::kJobSetYaml));
+  jobset["spec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["containers"][0]
+        ["resources"]["requests"]["cpu"] = 0.5;
+  JobSpec js = MustParse(jobset.dump(), DocumentFormat::kJson);
+  CHECK(js.template_object["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]["containers"][0]
+                          ["resources"]["requests"]["cpu"] == "500m");
+  CHECK(js.pod_sets[1].pod_template["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "500m");
+  json torch = std::get<json>(YamlToJson(testing::kPyTorchJobYaml));
+  torch["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = 0.5;
+  JobSpec explicit_sets = MustParse(torch.dump(), DocumentFormat::kJson);
+  CHECK(explicit_sets.pod_sets[0].pod_template["spec"]["containers"][0]["resources"]["requests"]["cpu"] ==
+        "500m");
+}
+
 TEST_CASE("Enum names", "[job][document]") {
   CHECK(DispatchModeName(DispatchMode::kIncremental) == "Incremental");
   CHECK(DispatchModeName(DispatchMode::kAllAtOnce) == "AllAtOnce");

@@ -117,5 +117,34 @@ TEST_CASE("FormatQuantityMilli is canonical and reads back", "[job][quantity]") 
   }
 }
 
+// A Workload's quantities are int-or-string: the API server refuses 0.5.
+TEST_CASE("QuantityNumbersToStrings leaves only integers and strings", "[job][quantity]") {
+  using nlohmann::json;
+  json pod = json::parse(R"({"spec": {
+    "overhead": {"cpu": 0.25, "memory": 64},
+    "containers": [
+      {"name": "a", "resources": {"requests": {"cpu": 0.5, "memory": "1Gi", "x.io/n": 2},
+                                  "limits": {"cpu": 1.0, "memory": 1.5e9}}},
+      {"name": "b", "resources": {"requests": {"cpu": 0.0001, "memory": "x"}}},
+      {"name": "c"}, "not a container"],
+    "initContainers": [{"name": "i", "resources": {"requests": {"cpu": 2.5}}}]}})");
+  QuantityNumbersToStrings(pod);
+  const json& spec = pod["spec"];
+  CHECK(spec["overhead"] == json({{"cpu", "250m"}, {"memory", 64}}));
+  CHECK(spec["containers"][0]["resources"]["requests"] ==
+        json({{"cpu", "500m"}, {"memory", "1Gi"}, {"x.io/n", 2}}));
+  CHECK(spec["containers"][0]["resources"]["limits"] == json({{"cpu", "1"}, {"memory", "1500000000"}}));
+  // Below a milli-unit: the number's own text, the same value.
+  CHECK(spec["containers"][1]["resources"]["requests"]["cpu"] == "0.0001");
+  CHECK(spec["containers"][1]["resources"]["requests"]["memory"] == "x");
+  CHECK(spec["initContainers"][0]["resources"]["requests"]["cpu"] == "2500m");
+  // Anything else is left alone.
+  for (json odd : {json(nullptr), json("x"), json({{"spec", 1}}), json({{"spec", {{"containers", 2}}}})}) {
+    json before = odd;
+    QuantityNumbersToStrings(odd);
+    CHECK(odd == before);
+  }
+}
+
 }  // namespace
 }  // namespace gantry

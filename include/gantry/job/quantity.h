@@ -40,4 +40,12 @@ Result<int64_t> ParseQuantityMilliSaturating(const nlohmann::json& value);
 // themselves. Integers print without suffix; fractions as "NNNm".
 std::string FormatQuantityMilli(int64_t milli);
 
+// Rewrites each quantity of a PodTemplateSpec (the containers' and init
+// containers' resources.requests and .limits, spec.overhead) that is a JSON
+// number but not an integer as a string of the same value: 0.5 -> "500m",
+// 0.0001 -> "0.0001". In a Workload's pod sets those fields are
+// int-or-string, and the API server refuses 0.5; a Job takes either.
+// Integers, strings and anything malformed are left as they are.
+void QuantityNumbersToStrings(nlohmann::json& pod_template);
+
 }  // namespace gantry

@@ -10,6 +10,7 @@
 #include "gantry/common/clock.h"
 #include "gantry/common/json_path.h"
 #include "gantry/common/names.h"
+#include "gantry/job/kueue_labels.h"
 #include "gantry/job/quantity.h"
 
 namespace gantry::dispatch {
@@ -309,6 +310,10 @@ json BuildWorkload(const WorkloadParams& params) {
   wl_spec["queueName"] = QueueName(params.local_queue, spec);
   wl_spec["priority"] = spec.priority;
   wl_spec["podSets"] = std::move(pod_sets);
+  // Kueue compares it with the job's label (kueue_labels.h), in both versions.
+  if (auto seconds = MaxExecutionTimeSeconds(spec.template_object)) {
+    wl_spec["maximumExecutionTimeSeconds"] = *seconds;
+  }
   if (params.preemption_gate && params.version == inventory::KueueApiVersion::kV1beta2) {
     wl_spec["preemptionGates"] = json::array({{{"name", kPreemptionGate}}});
   }

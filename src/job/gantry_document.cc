@@ -1,4 +1,5 @@
 #include "document_parsers.h"
+#include "kueue_label_checks.h"
 #include "pod_sets.h"
 #include "spec_fields.h"
 #include "worker_names.h"
@@ -27,6 +28,7 @@ void ReadSpec(const json& s, JobSpec& spec, FieldErrors& errors) {
   ReadSpecFields(s, "spec", spec, errors);
   const json* tmpl = RequireObject(s, "template", "spec", errors);
   if (tmpl == nullptr || !CheckTemplateHeader(*tmpl, "spec.template", errors)) return;
+  CheckKueueLabels(*tmpl, "spec.template", errors);
   spec.pod_sets =
       DerivePodSets(*tmpl, "spec.template", Member(s, "podSets"), "spec.podSets", errors);
   CheckWorkerNames(*tmpl, "spec.template", spec.name, "metadata.name", errors);

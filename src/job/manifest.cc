@@ -22,6 +22,7 @@
 #include <cmath>
 
 #include "document_parsers.h"
+#include "kueue_label_checks.h"
 #include "pod_sets.h"
 #include "spec_fields.h"
 #include "worker_names.h"
@@ -146,6 +147,7 @@ JobSpec ReadManifest(const json& doc, std::optional<std::string_view> path_names
     ApplyAnnotation(std::string_view(key).substr(kAnnotationPrefix.size()), value,
                     Key("metadata.annotations", key), spec, errors);
   }
+  CheckKueueLabels(doc, "", errors);
   spec.pod_sets = DerivePodSets(doc, "", nullptr, "", errors);
   CheckWorkerNames(doc, "", spec.name, "metadata.name", errors);
   return spec;

@@ -541,6 +541,24 @@ TEST_CASE("BuildWorkload writes fractional quantities as strings the CRD accepts
   }
 }
 
+// Kueue finishes a prebuilt Workload as OutOfSync when this differs from
+// the job's kueue.x-k8s.io/max-exec-time-seconds label.
+TEST_CASE("BuildWorkload copies the job's max-exec-time label into maximumExecutionTimeSeconds") {
+  auto version = GENERATE(KueueApiVersion::kV1beta1, KueueApiVersion::kV1beta2);
+  CAPTURE(KueueVersionString(version));
+  std::string doc = kJobDoc;
+  doc.replace(doc.find("labels: {app: llama}"), 20,
+              "labels: {app: llama, kueue.x-k8s.io/max-exec-time-seconds: \"7200\"}");
+  json wl = Workload(MustParse(doc.c_str()), version);
+  CHECK(wl["spec"]["maximumExecutionTimeSeconds"] == 7200);
+  SchemaValidator validator;
+  CHECK(Joined(validator.Validate(wl, WorkloadSchema(KueueVersionString(version)))) == "");
+  CHECK_FALSE(Workload(MustParse(kJobDoc), version)["spec"].contains("maximumExecutionTimeSeconds"));
+  // The real job keeps the label, so the two agree.
+  CHECK(RemoteJob(MustParse(doc.c_str()))["metadata"]["labels"]["kueue.x-k8s.io/max-exec-time-seconds"] ==
+        "7200");
+}
+
 TEST_CASE("the gate's opening patch carries its precondition and keeps other gates") {
   const json other = {{"name", "example.com/other"}, {"position", "Closed"}};
   const json stale_ours = {{"name", kPreemptionGate}, {"position", "Closed"}};

@@ -1,4 +1,5 @@
 #include "gantry/job/job_document.h"
+#include "gantry/job/kueue_labels.h"
 
 #include <catch2/catch.hpp>
 
@@ -286,6 +287,27 @@ spec:
   JobSpec explicit_sets = MustParse(torch.dump(), DocumentFormat::kJson);
   CHECK(explicit_sets.pod_sets[0].pod_template["spec"]["containers"][0]["resources"]["requests"]["cpu"] ==
         "500m");
+}
+
+// Kueue compares the label with the Workload's maximumExecutionTimeSeconds.
+TEST_CASE("A job's max-exec-time label is read for its Workload", "[job][document]") {
+  JobSpec spec = MustParse(testing::kGantryJobYaml);
+  CHECK_FALSE(MaxExecutionTimeSeconds(spec.template_object));
+  json doc = testing::GantryJobJson();
+  doc["spec"]["template"]["metadata"]["labels"][kMaxExecTimeLabel] = "3600";
+  auto parsed = ParseJobJson(doc, std::nullopt);
+  REQUIRE(std::holds_alternative<JobSpec>(parsed));
+  CHECK(MaxExecutionTimeSeconds(std::get<JobSpec>(parsed).template_object) == 3600);
+  // Where Kueue does not read partial admission, the annotation is the user's.
+  json jobset = std::get<json>(YamlToJson(testing::kJobSetYaml));
+  jobset["spec"]["template"]["metadata"]["annotations"][kMinParallelismAnnotation] = "2";
+  CHECK(std::holds_alternative<JobSpec>(ParseJobJson(jobset, std::nullopt)));
+  // A value submission would refuse (a stored record) gives none.
+  for (json bad : {json("0"), json("-1"), json("1h"), json("2147483648"), json(""), json(60)}) {
+    CHECK_FALSE(MaxExecutionTimeSeconds(json{{"metadata", {{"labels", {{kMaxExecTimeLabel, bad}}}}}}));
+  }
+  CHECK(MaxExecutionTimeSeconds(json{{"metadata", {{"labels", {{kMaxExecTimeLabel, "2147483647"}}}}}}) ==
+        2147483647);
 }
 
 TEST_CASE("Enum names", "[job][document]") {

@@ -11,6 +11,7 @@
 #include "gantry/common/json_path.h"
 #include "gantry/common/names.h"
 #include "gantry/job/kueue_labels.h"
+#include "gantry/job/pod_lists.h"
 #include "gantry/job/quantity.h"
 
 namespace gantry::dispatch {
@@ -130,10 +131,21 @@ void SetEpochEnv(json& pod_template, const std::string& epoch) {
   }
 }
 
+// A Workload pod template, or a pod template of the real job, as gantry
+// writes both, so that the worker's Kueue finds them equal: every keyed list
+// with each key once (gantry/job/pod_lists.h), and, for a Job or a JobSet
+// (kind), the epoch env. Kueue marks a prebuilt Workload OutOfSync (Finished)
+// when its pod sets differ from its job's; older releases compare whole
+// containers.
+void PreparePodTemplate(json& pod_template, TemplateKind kind, const std::string& epoch) {
+  DropRepeatedListKeys(pod_template);
+  if (kind != TemplateKind::kOther) SetEpochEnv(pod_template, epoch);
+}
+
 // Every pod template of a Job or JobSet object; nothing for other kinds.
-void SetEpochEnvInObject(json& object, TemplateKind kind, const std::string& epoch) {
+void PreparePodTemplatesInObject(json& object, TemplateKind kind, const std::string& epoch) {
   if (kind == TemplateKind::kJob) {
-    if (json* pod_template = Find(object, {"spec", "template"})) SetEpochEnv(*pod_template, epoch);
+    if (json* pod_template = Find(object, {"spec", "template"})) PreparePodTemplate(*pod_template, kind, epoch);
   } else if (kind == TemplateKind::kJobSet) {
     json* spec = Find(object, {"spec"});
     if (spec == nullptr) return;
@@ -141,7 +153,7 @@ void SetEpochEnvInObject(json& object, TemplateKind kind, const std::string& epo
     if (jobs == spec->end() || !jobs->is_array()) return;
     for (json& job : *jobs) {
       if (json* pod_template = Find(job, {"template", "spec", "template"})) {
-        SetEpochEnv(*pod_template, epoch);
+        PreparePodTemplate(*pod_template, kind, epoch);
       }
     }
   }
@@ -282,9 +294,7 @@ json BuildWorkload(const WorkloadParams& params) {
   assert(params.spec != nullptr);
   const JobSpec& spec = *params.spec;
   const std::string epoch = std::to_string(params.epoch);
-  // Kueue marks a prebuilt Workload OutOfSync (Finished) when its pod sets
-  // differ from its job's; older releases compare whole containers, so the
-  // templates carry the same GANTRY_EPOCH env as BuildRemoteJob writes.
+  // The same pod templates as BuildRemoteJob writes (PreparePodTemplate).
   const TemplateKind kind = Classify(spec.template_object);
 
   json pod_sets = json::array();
@@ -293,7 +303,7 @@ json BuildWorkload(const WorkloadParams& params) {
     entry["name"] = set.name;
     entry["count"] = set.count;
     entry["template"] = WorkloadPodTemplate(set.pod_template);
-    if (kind != TemplateKind::kOther) SetEpochEnv(entry["template"], epoch);
+    PreparePodTemplate(entry["template"], kind, epoch);
     pod_sets.push_back(std::move(entry));
   }
 
@@ -370,7 +380,7 @@ json BuildRemoteJob(const RemoteJobParams& params) {
   ObjectAt(job, "spec")["suspend"] = true;
   const TemplateKind kind = Classify(job);
   ClearCopiedJobFields(job, kind);
-  SetEpochEnvInObject(job, kind, epoch);
+  PreparePodTemplatesInObject(job, kind, epoch);
   return job;
 }
 

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "gantry/job/quantity.h"
+#include "pod_list_checks.h"
 
 namespace gantry::job_internal {
 namespace {
@@ -181,6 +182,7 @@ std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::s
     MaxInto(init_max, r);
   }
   MaxInto(sum, init_max);
+  if (pods_of_job) CheckRepeatedListKeys(*spec, spath, errors);
   std::set<std::string> bad;
   overflow = overflow || !AddInto(sum, ReadResourceMap(*spec, "overhead", spath, false, bad, errors));
   if (overflow) errors.Add(Child(spath, "containers"), "the summed requests overflow");

@@ -37,7 +37,8 @@ namespace gantry::job_internal {
 //   ephemeral-storage, hugepages-<size> or a resource with a domain, and a
 //   request of an extended resource or of hugepages-* needs a limit equal
 //   to it (reported at "...resources.limits.<resource>" when missing, at
-//   the request when it differs).
+//   the request when it differs); and what gantry writes once per key
+//   (gantry/job/pod_lists.h) means the same written so.
 std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::string_view path,
                                                 bool pods_of_job, FieldErrors& errors);
 

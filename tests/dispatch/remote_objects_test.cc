@@ -559,6 +559,65 @@ TEST_CASE("BuildWorkload copies the job's max-exec-time label into maximumExecut
         "7200");
 }
 
+// A Job takes env with a name twice (the last wins), the Workload CRD keys
+// env by name: every worker refused the copy. gantry writes each key once,
+// in the copy and in the real job alike, so Kueue finds them equal.
+constexpr const char* kRepeatedKeysDoc = R"(
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: repeats
+  labels: {kueue.x-k8s.io/queue-name: q}
+spec:
+  template:
+    spec:
+      imagePullSecrets: [{name: regcred}, {name: other}, {name: regcred}]
+      hostAliases:
+      - {ip: 10.0.0.1, hostnames: [db]}
+      - {ip: 10.0.0.1, hostnames: [db]}
+      initContainers:
+      - name: init
+        env: [{name: X, value: "1"}, {name: X, value: "2"}]
+        resources: {requests: {cpu: 1, memory: 1Gi}}
+      containers:
+      - name: main
+        env:
+        - {name: A, value: "1"}
+        - {name: B, value: "x"}
+        - {name: GANTRY_EPOCH, value: "3"}
+        - {name: A, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+        - {name: GANTRY_EPOCH, value: "4"}
+        ports:
+        - {containerPort: 8080}
+        - {containerPort: 8080, protocol: UDP}
+        - {containerPort: 8080, protocol: TCP}
+        resources: {requests: {cpu: 1, memory: 1Gi}}
+)";
+
+TEST_CASE("BuildWorkload and BuildRemoteJob write each key of a keyed list once, alike") {
+  auto version = GENERATE(KueueApiVersion::kV1beta1, KueueApiVersion::kV1beta2);
+  CAPTURE(KueueVersionString(version));
+  JobSpec spec = MustParse(kRepeatedKeysDoc);
+  json wl = Workload(spec, version);
+  SchemaValidator validator;
+  CHECK(Joined(validator.Validate(wl, WorkloadSchema(KueueVersionString(version)))) == "");
+  const json& pod = wl["spec"]["podSets"][0]["template"]["spec"];
+  const json& main = pod["containers"][0];
+  CHECK(main["env"] == json::parse(R"([{"name": "B", "value": "x"},
+      {"name": "A", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+      {"name": "GANTRY_EPOCH", "value": "7"}])"));
+  CHECK(main["ports"] == json::parse(R"([{"containerPort": 8080}, {"containerPort": 8080, "protocol": "UDP"}])"));
+  CHECK(pod["initContainers"][0]["env"] == json::parse(R"([{"name": "X", "value": "2"}, {"name": "GANTRY_EPOCH", "value": "7"}])"));
+  CHECK(pod["imagePullSecrets"] == json::parse(R"([{"name": "regcred"}, {"name": "other"}])"));
+  CHECK(pod["hostAliases"].size() == 1);
+  // The real job's pods are the same.
+  const json job_pod = RemoteJob(spec)["spec"]["template"]["spec"];
+  for (const char* field : {"containers", "initContainers", "imagePullSecrets", "hostAliases"}) {
+    CAPTURE(field);
+    CHECK(job_pod[field] == pod[field]);
+  }
+}
+
 TEST_CASE("the gate's opening patch carries its precondition and keeps other gates") {
   const json other = {{"name", "example.com/other"}, {"position", "Closed"}};
   const json stale_ours = {{"name", kPreemptionGate}, {"position", "Closed"}};
@@ -656,6 +715,10 @@ TEST_CASE("the schema validator refuses what the API server would") {
       {"duplicate env",
        [](json& w) { FirstContainer(w)["env"].push_back(FirstContainer(w)["env"][0]); },
        c0 + "env[2]: Duplicate value",
+       {}},
+      {"duplicate port, its protocol defaulted",
+       [](json& w) { FirstContainer(w)["ports"].push_back({{"containerPort", 8080}}); },
+       c0 + "ports[1]: Duplicate value",
        {}},
       // Why BuildWorkload keeps only the template metadata the CRD knows.
       {"pod template creationTimestamp",

@@ -310,6 +310,24 @@ TEST_CASE("A job's max-exec-time label is read for its Workload", "[job][documen
         2147483647);
 }
 
+// What gantry writes once per key (pod_lists.h) without changing its meaning.
+TEST_CASE("Repeated keys that mean one thing are accepted", "[job][document]") {
+  json doc = testing::GantryJobJson();
+  json& pod = doc["spec"]["template"]["spec"]["template"]["spec"];
+  pod["containers"][0]["env"] = json::parse(R"j([{"name": "A", "value": "1"}, {"name": "B", "value": "$(C) $$(A)"},
+                                                {"name": "A", "value": "2"}, {"name": "C", "value": "$(B)"}])j");
+  pod["containers"][0]["ports"] = json::parse(R"([{"containerPort": 80}, {"containerPort": 80, "protocol": "TCP"},
+                                                 {"containerPort": 80, "protocol": "UDP"}])");
+  pod["imagePullSecrets"] = json::parse(R"([{"name": "r"}, {"name": "r"}])");
+  auto parsed = ParseJobJson(doc, std::nullopt);
+  if (auto* e = std::get_if<DocumentError>(&parsed)) FAIL(e->message);
+  // Explicit podSets only describe pods to Kueue: not checked.
+  json torch = std::get<json>(YamlToJson(testing::kPyTorchJobYaml));
+  torch["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["env"] =
+      json::parse(R"j([{"name": "A", "value": "1"}, {"name": "A", "value": "$(A)"}])j");
+  CHECK(std::holds_alternative<JobSpec>(ParseJobJson(torch, std::nullopt)));
+}
+
 TEST_CASE("Enum names", "[job][document]") {
   CHECK(DispatchModeName(DispatchMode::kIncremental) == "Incremental");
   CHECK(DispatchModeName(DispatchMode::kAllAtOnce) == "AllAtOnce");

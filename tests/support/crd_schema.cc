@@ -155,7 +155,13 @@ void SchemaValidator::CheckArray(const json& v, const json& s, const std::string
     if (list_type != nullptr && *list_type == "map" && map_keys != nullptr && v[i].is_object()) {
       identity = json::array();
       for (const json& key : *map_keys) {
-        identity.push_back(v[i].value(key.get<std::string>(), json()));
+        // A key left out counts with its default, as the API server fills
+        // it in first: ports {containerPort: 80} and {80, TCP} are one key.
+        const std::string name = key.get<std::string>();
+        const json* property = items != nullptr ? Member(*items, "properties") : nullptr;
+        property = property != nullptr ? Member(*property, name.c_str()) : nullptr;
+        const json* fallback = property != nullptr ? Member(*property, "default") : nullptr;
+        identity.push_back(v[i].value(name, fallback != nullptr ? *fallback : json()));
       }
     }
     if (list_type != nullptr && *list_type != "atomic" && !seen.insert(identity).second) {

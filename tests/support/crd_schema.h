@@ -22,7 +22,9 @@ namespace gantry::testing {
 // min/maxItems, list-type map/set uniqueness, min/maxLength, pattern (when
 // std::regex compiles it), minimum/maximum and the int32 range. Stricter
 // than the API server in one way on purpose: defaults are not applied, so a
-// required field must be written even when the schema has a default. CEL
+// required field must be written even when the schema has a default (a
+// list-map key left out does count with its default, as the API server
+// would find two entries the same). CEL
 // rules (x-kubernetes-validations) and string formats are not checked.
 class SchemaValidator {
  public:

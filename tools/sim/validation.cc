@@ -12,6 +12,7 @@
 #include "gantry/common/json_path.h"
 #include "gantry/common/names.h"
 #include "object_store.h"
+#include "pod_template_checks.h"
 
 namespace gantry::sim {
 namespace {
@@ -268,7 +269,13 @@ Status ValidateWorkload(const json& wl, std::string_view version) {
         e.Add(path + ".count", fmt::format("Invalid value: {}: should be greater than or equal to 0",
                                            ps["count"].get<int64_t>()));
       }
-      if (!ps.contains("template") || !ps["template"].is_object()) e.Add(path + ".template", "Required value");
+      if (!ps.contains("template") || !ps["template"].is_object()) {
+        e.Add(path + ".template", "Required value");
+      } else {
+        for (std::string& problem : PodTemplateProblems(ps["template"], path + ".template")) {
+          e.list.push_back(std::move(problem));
+        }
+      }
     }
   }
   if (spec.contains("priority") && !spec["priority"].is_number_integer()) {

@@ -1,7 +1,8 @@
 // Admission-time validation of objects, the subset of the apiserver's and
 // the Kueue CRD's rules a client can trip over: DNS-1123 names, and for
 // Workloads (kueue-crds/kueue.x-k8s.io_workloads.yaml): 1..18 pod sets with
-// unique DNS-1123 label names, count >= 0, a queueName,
+// unique DNS-1123 label names, count >= 0, pod templates whose keyed lists
+// and quantities meet the CRD (pod_template_checks.h), a queueName,
 // status.clusterName immutable once set, and in v1beta2 the preemption
 // gates: spec.preemptionGates and status.preemptionGates lists of at most 8
 // with unique names of 1..63 characters, each state with a position (Open,

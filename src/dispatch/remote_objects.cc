@@ -12,6 +12,7 @@
 #include "gantry/common/names.h"
 #include "gantry/job/kueue_labels.h"
 #include "gantry/job/pod_lists.h"
+#include "gantry/job/pod_templates.h"
 #include "gantry/job/quantity.h"
 
 namespace gantry::dispatch {
@@ -41,33 +42,22 @@ constexpr const char* kServerSetMetadata[] = {
 constexpr const char* kWorkloadTemplateMetadata[] = {"labels", "annotations", "finalizers", "name",
                                                      "namespace"};
 
-enum class TemplateKind { kJob, kJobSet, kOther };
-
 std::string StringAt(const json& obj, const char* key) {
   if (!obj.is_object()) return "";
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-// Same classification as the job document's pod set derivation (pod_sets.cc).
-TemplateKind Classify(const std::string& api, const std::string& kind) {
-  if (api == "batch/v1" && kind == "Job") return TemplateKind::kJob;
-  if (api.starts_with("jobset.x-k8s.io/") && kind == "JobSet") return TemplateKind::kJobSet;
-  return TemplateKind::kOther;
-}
-
-TemplateKind Classify(const json& object) { return Classify(StringAt(object, "apiVersion"), StringAt(object, "kind")); }
-
 }  // namespace
 
 bool HasAdapter(const std::string& api_version, const std::string& kind) {
-  return Classify(api_version, kind) != TemplateKind::kOther;
+  return ClassifyTemplate(api_version, kind) != TemplateKind::kOther;
 }
 
-bool HasAdapter(const json& template_object) { return Classify(template_object) != TemplateKind::kOther; }
+bool HasAdapter(const json& template_object) { return ClassifyTemplate(template_object) != TemplateKind::kOther; }
 
 std::optional<int64_t> TemplateTtlSeconds(const json& template_object) {
-  if (Classify(template_object) == TemplateKind::kOther) return std::nullopt;
+  if (ClassifyTemplate(template_object) == TemplateKind::kOther) return std::nullopt;
   auto spec = template_object.find("spec");
   if (spec == template_object.end() || !spec->is_object()) return std::nullopt;
   auto ttl = spec->find("ttlSecondsAfterFinished");
@@ -142,33 +132,12 @@ void PreparePodTemplate(json& pod_template, TemplateKind kind, const std::string
   if (kind != TemplateKind::kOther) SetEpochEnv(pod_template, epoch);
 }
 
-// Every pod template of a Job or JobSet object; nothing for other kinds.
-void PreparePodTemplatesInObject(json& object, TemplateKind kind, const std::string& epoch) {
-  if (kind == TemplateKind::kJob) {
-    if (json* pod_template = Find(object, {"spec", "template"})) PreparePodTemplate(*pod_template, kind, epoch);
-  } else if (kind == TemplateKind::kJobSet) {
-    json* spec = Find(object, {"spec"});
-    if (spec == nullptr) return;
-    auto jobs = spec->find("replicatedJobs");
-    if (jobs == spec->end() || !jobs->is_array()) return;
-    for (json& job : *jobs) {
-      if (json* pod_template = Find(job, {"template", "spec", "template"})) {
-        PreparePodTemplate(*pod_template, kind, epoch);
-      }
-    }
-  }
-}
-
-// As MultiKueue does for the worker's copy: spec.managedBy would hand the job
-// to a controller the worker does not run, and a Job read back from a cluster
-// carries a selector and controller-uid pod labels naming that old job, which
-// the API server refuses on create unless the selector is manual.
 void ClearCopiedJobFields(json& job, TemplateKind kind) {
   json* spec = Find(job, {"spec"});
   if (spec == nullptr || kind == TemplateKind::kOther) return;
   spec->erase("managedBy");
   spec->erase("ttlSecondsAfterFinished");  // kept by the engine instead (TemplateTtlSeconds)
-  if (kind != TemplateKind::kJob) return;
+  if (kind != TemplateKind::kBatchJob) return;
   auto manual = spec->find("manualSelector");
   if (manual != spec->end() && manual->is_boolean() && manual->get<bool>()) return;
   spec->erase("selector");
@@ -295,7 +264,7 @@ json BuildWorkload(const WorkloadParams& params) {
   const JobSpec& spec = *params.spec;
   const std::string epoch = std::to_string(params.epoch);
   // The same pod templates as BuildRemoteJob writes (PreparePodTemplate).
-  const TemplateKind kind = Classify(spec.template_object);
+  const TemplateKind kind = ClassifyTemplate(spec.template_object);
 
   json pod_sets = json::array();
   for (const PodSet& set : spec.pod_sets) {
@@ -368,8 +337,7 @@ json BuildRemoteJob(const RemoteJobParams& params) {
   json& annotations = ObjectAt(meta, "annotations");
   annotations[kEpochAnnotation] = epoch;
   annotations[kPrebuiltWorkloadAnnotation] = workload;
-  if (spec.on_cluster_loss == OnClusterLoss::kFail ||
-      spec.on_cluster_loss == OnClusterLoss::kWait) {
+  if (AtMostOnce(spec)) {
     annotations[kAtMostOnceAnnotation] = "true";
   } else {
     annotations.erase(kAtMostOnceAnnotation);
@@ -378,9 +346,9 @@ json BuildRemoteJob(const RemoteJobParams& params) {
   // Kueue unsuspends the job once its Workload is admitted; created running,
   // it would start before admission.
   ObjectAt(job, "spec")["suspend"] = true;
-  const TemplateKind kind = Classify(job);
+  const TemplateKind kind = ClassifyTemplate(job);
   ClearCopiedJobFields(job, kind);
-  PreparePodTemplatesInObject(job, kind, epoch);
+  ForEachPodTemplate(job, [&](json& pod_template) { PreparePodTemplate(pod_template, kind, epoch); });
   return job;
 }
 

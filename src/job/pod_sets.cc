@@ -3,26 +3,17 @@
 #include <fmt/format.h>
 
 #include "gantry/common/names.h"
+#include "gantry/job/pod_templates.h"
 #include "gantry/job/quantity.h"
 #include "pod_template.h"
 
 namespace gantry::job_internal {
 namespace {
 
-enum class TemplateKind { kBatchJob, kJobSet, kOther };
-
 // obj[key] when it is a string, else "" (json::value() would throw).
 std::string StringOr(const json& obj, std::string_view key) {
   const json* v = Member(obj, key);
   return v != nullptr && v->is_string() ? v->get<std::string>() : "";
-}
-
-TemplateKind Classify(const json& object) {
-  const std::string api = StringOr(object, "apiVersion");
-  const std::string kind = StringOr(object, "kind");
-  if (api == "batch/v1" && kind == "Job") return TemplateKind::kBatchJob;
-  if (api.starts_with("jobset.x-k8s.io/") && kind == "JobSet") return TemplateKind::kJobSet;
-  return TemplateKind::kOther;
 }
 
 // The pod count of one batch/v1 JobSpec at path (parallelism, capped by completions).
@@ -129,43 +120,17 @@ std::vector<PodSet> ExplicitPodSets(const json& list, std::string_view path, Fie
   return out;
 }
 
-// (*obj)[key] when obj is an object that has it, else nullptr.
-json* MutableMember(json* obj, const char* key) {
-  if (obj == nullptr || !obj->is_object()) return nullptr;
-  auto it = obj->find(key);
-  return it == obj->end() ? nullptr : &*it;
-}
-
 void EraseIfEmpty(json& obj, std::string_view key) {
   if (auto it = obj.find(key); it != obj.end() && (it->is_null() || it->empty())) obj.erase(it);
 }
 
 }  // namespace
 
-bool IsJobSetTemplate(const json& object) { return Classify(object) == TemplateKind::kJobSet; }
+bool IsJobSetTemplate(const json& object) { return ClassifyTemplate(object) == TemplateKind::kJobSet; }
 
 void QuantityNumbersToStrings(JobSpec& spec) {
   for (PodSet& set : spec.pod_sets) gantry::QuantityNumbersToStrings(set.pod_template);
-  json* job_spec = MutableMember(&spec.template_object, "spec");
-  switch (Classify(spec.template_object)) {
-    case TemplateKind::kBatchJob:
-      if (json* pod_template = MutableMember(job_spec, "template")) {
-        gantry::QuantityNumbersToStrings(*pod_template);
-      }
-      break;
-    case TemplateKind::kJobSet:
-      if (json* jobs = MutableMember(job_spec, "replicatedJobs"); jobs != nullptr && jobs->is_array()) {
-        for (json& rj : *jobs) {
-          json* job_template = MutableMember(&rj, "template");
-          if (json* pod_template = MutableMember(MutableMember(job_template, "spec"), "template")) {
-            gantry::QuantityNumbersToStrings(*pod_template);
-          }
-        }
-      }
-      break;
-    case TemplateKind::kOther:  // its pod templates are its CRD's business
-      break;
-  }
+  ForEachPodTemplate(spec.template_object, [](json& pod_template) { gantry::QuantityNumbersToStrings(pod_template); });
 }
 
 json NormalizeTemplate(json object) {
@@ -206,7 +171,7 @@ bool CheckTemplateHeader(const json& object, std::string_view path, FieldErrors&
 std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_path,
                                   const json* explicit_pod_sets, std::string_view pod_sets_path,
                                   FieldErrors& errors) {
-  TemplateKind kind = Classify(object);
+  TemplateKind kind = ClassifyTemplate(object);
   std::string kind_name = StringOr(object, "kind");
   std::string spath = Child(template_path, "spec");
   if (kind != TemplateKind::kOther) {

@@ -75,6 +75,11 @@ struct JobSpec {
   std::vector<PodSet> pod_sets;    // derived from the template, or given explicitly
 };
 
+// onClusterLoss Fail or Wait: the job promises at-most-once execution (its
+// real job carries gantry.dev/at-most-once) and is never dispatched again
+// once leased; Requeue lets it run again elsewhere.
+inline bool AtMostOnce(const JobSpec& spec) { return spec.on_cluster_loss != OnClusterLoss::kRequeue; }
+
 struct FieldError {
   std::string field;    // path, e.g. "spec.queue"
   std::string message;  // what is wrong, e.g. "Required value"

@@ -174,7 +174,7 @@ Plan Ladder::Owned() const {
   // its job may have started at any moment since, and nothing a worker shows
   // after an eviction proves that it did not. It fails instead.
   if (!job_done) {
-    const bool at_most_once = in_.spec->on_cluster_loss != OnClusterLoss::kRequeue;
+    const bool at_most_once = AtMostOnce(*in_.spec);
     std::string reason, message;
     if (w && !w->active && !at_most_once && job_.phase == JobPhase::kAdmitted) {
       // Deactivated before it ran: an admission check Rejected the owner's
@@ -256,12 +256,12 @@ Plan Ladder::Owned() const {
     // earlier pass sent may still land: what it makes there is fenced.)
     std::string why = fmt::format("owner cluster {} was declared lost by an operator before the job was created there",
                                   owner);
-    if (in_.spec->on_cluster_loss == OnClusterLoss::kRequeue) return Requeue("run", "ClusterLost", why);
+    if (!AtMostOnce(*in_.spec)) return Requeue("run", "ClusterLost", why);
     return Finish("run", JobPhase::kFailed, "ClusterLost",
                   fmt::format("{}; onClusterLoss is {}: an at-most-once job is not dispatched again once leased", why,
                               OnClusterLossName(in_.spec->on_cluster_loss)));
   }
-  if (!j && in_.spec->on_cluster_loss != OnClusterLoss::kRequeue && !Expected(owner, kJob)) {
+  if (!j && AtMostOnce(*in_.spec) && !Expected(owner, kJob)) {
     if (const int64_t created = JobCreatedMs(owner); created > 0) return CreatedAndGone(owner, created);
   }
   if (!j && !Expected(owner, kJob)) {
@@ -313,7 +313,7 @@ Plan Ladder::Owned() const {
   // created by a release that did not record it): its being there proves
   // the create, so that a later vanishing is never answered by another.
   if (const RemoteIntent* row = JobRow(owner);
-      row && row->created_ms == 0 && in_.spec->on_cluster_loss != OnClusterLoss::kRequeue) {
+      row && row->created_ms == 0 && AtMostOnce(*in_.spec)) {
     if (!plan.write) plan.write = Guarded(job_);
     RemoteIntent confirmed = *row;
     confirmed.created_ms = in_.now_ms;

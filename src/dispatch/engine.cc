@@ -12,6 +12,7 @@
 #include "gantry/dispatch/demand.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/placement/place.h"
+#include "ladder.h"
 
 namespace gantry::dispatch {
 namespace {
@@ -354,11 +355,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
                                         parsed.status().message());
     spdlog::error("dispatch: job {}/{} uid={}: {}", job->ns, job->name, uid, why);
     if (!IsFinal(job->phase) && job->message != why) {
-      DispatchUpdate u;
-      u.uid = uid;
-      u.expected_phase = job->phase;
-      u.expected_epoch = job->epoch;
-      u.expected_cluster = job->cluster;
+      DispatchUpdate u = ladder::Guarded(*job);
       u.message = why;
       known_.Drop(uid);
       (void)WriteSync(std::move(u));  // only a message: the next look writes it again
@@ -438,7 +435,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     intent_changes.upsert_intents = plan.write->upsert_intents;
     intent_changes.drop_intents = plan.write->drop_intents;
     plan.write->durable =
-        !MayBeLost(plan, in.intents, in.spec != nullptr && in.spec->on_cluster_loss != OnClusterLoss::kRequeue);
+        !MayBeLost(plan, in.intents, in.spec != nullptr && AtMostOnce(*in.spec));
     auto written = WriteSync(std::move(*plan.write));
     if (!written.ok()) {
       if (written.status().code() == Code::kConflict) {
@@ -500,11 +497,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     const int64_t later = ActionRetryMs(NoteFailure(uid), options_.decide.retry_ms, acted.retry_after_ms);
     if (!current.ok()) return current.status().code() == Code::kNotFound ? 0 : later;
     if (!IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
-      DispatchUpdate u;
-      u.uid = uid;
-      u.expected_phase = current->phase;
-      u.expected_epoch = current->epoch;
-      u.expected_cluster = current->cluster;
+      DispatchUpdate u = ladder::Guarded(*current);
       u.phase = JobPhase::kFailed;
       u.message = taken;
       JobEvent e;
@@ -515,8 +508,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
       u.events.push_back(e);
       MarkIntentsAbsent(u, in.intents);
       auto written = WriteSync(std::move(u));
-      if (!written.ok() && written.status().code() != Code::kConflict &&
-          written.status().code() != Code::kNotFound) {
+      if (!Settled(written)) {
         spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name,
                      written.status().ToString());
         return later;
@@ -526,7 +518,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     ClearFailures(uid);
     return 0;
   }
-  if (acted.job_created && spec->on_cluster_loss != OnClusterLoss::kRequeue &&
+  if (acted.job_created && AtMostOnce(*spec) &&
       !RecordJobCreated(*stored, in.intents, *acted.job_created)) {
     return options_.decide.retry_ms;
   }

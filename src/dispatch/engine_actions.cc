@@ -297,11 +297,7 @@ bool Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRe
   auto current = store_.GetByUid(uid);
   if (!current.ok()) return current.status().code() == Code::kNotFound;
   if (current->phase != JobPhase::kNominating) return true;
-  DispatchUpdate u;
-  u.uid = uid;
-  u.expected_phase = current->phase;
-  u.expected_epoch = current->epoch;
-  u.expected_cluster = current->cluster;
+  DispatchUpdate u = ladder::Guarded(*current);
   std::optional<std::vector<RemoteIntent>> rows;  // read for a gate's refusal only
   for (const CopyRefusal& r : refusals) {
     const Action& a = *r.action;
@@ -336,7 +332,7 @@ bool Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRe
   }
   if (u.upsert_intents.empty()) return true;
   auto written = WriteSync(std::move(u));
-  if (!written.ok() && written.status().code() != Code::kConflict && written.status().code() != Code::kNotFound) {
+  if (!Settled(written)) {
     spdlog::warn("dispatch: job {}/{}: store write failed: {}", current->ns, current->name,
                  written.status().ToString());
     return false;
@@ -346,15 +342,9 @@ bool Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRe
 
 bool Engine::RecordJobCreated(const JobRecord& job, const std::vector<RemoteIntent>& intents,
                               const Action& create) {
-  auto row = std::find_if(intents.begin(), intents.end(), [&](const RemoteIntent& i) {
-    return i.cluster == create.cluster && i.kind == kJob && i.epoch == create.epoch && i.present;
-  });
-  if (row == intents.end() || row->created_ms > 0) return true;  // withdrawn meanwhile, or known already
-  DispatchUpdate u;
-  u.uid = job.uid;
-  u.expected_phase = job.phase;
-  u.expected_epoch = job.epoch;
-  u.expected_cluster = job.cluster;
+  const RemoteIntent* row = ladder::JobRowIn(intents, create.cluster, create.epoch);
+  if (row == nullptr || row->created_ms > 0) return true;  // withdrawn meanwhile, or known already
+  DispatchUpdate u = ladder::Guarded(job);
   RemoteIntent confirmed = *row;
   confirmed.created_ms = clock_.NowMillis();
   u.upsert_intents.push_back(std::move(confirmed));
@@ -363,12 +353,14 @@ bool Engine::RecordJobCreated(const JobRecord& job, const std::vector<RemoteInte
   auto written = WriteSync(std::move(u));
   // The job moved on meanwhile (a watch event's pass): its next pass sees
   // the job there, or writes nothing that needs this.
-  if (written.ok() || written.status().code() == Code::kConflict || written.status().code() == Code::kNotFound) {
-    return true;
-  }
+  if (Settled(written)) return true;
   spdlog::warn("dispatch: job {}/{}: could not record that its job was created in {}: {}", job.ns, job.name,
                create.cluster, written.status().ToString());
   return false;
+}
+
+bool Engine::Settled(const Result<JobRecord>& written) {
+  return written.ok() || written.status().code() == Code::kConflict || written.status().code() == Code::kNotFound;
 }
 
 }  // namespace gantry::dispatch

@@ -40,6 +40,15 @@ inline DispatchUpdate Guarded(const JobRecord& job) {
   return u;
 }
 
+// The row of a job's real job in cluster at epoch, wanted there (null: none).
+inline const RemoteIntent* JobRowIn(const std::vector<RemoteIntent>& intents, const std::string& cluster,
+                                    int64_t epoch) {
+  for (const RemoteIntent& i : intents) {
+    if (i.cluster == cluster && i.kind == kJob && i.epoch == epoch && i.present) return &i;
+  }
+  return nullptr;
+}
+
 // The recorded intent for a create action: present at the action's epoch.
 inline RemoteIntent IntentFor(const Action& create) {
   RemoteIntent i;
@@ -163,12 +172,7 @@ class Ladder {
   }
   // The row of the job's real job in cluster at the current epoch, wanted
   // there (null: none).
-  const RemoteIntent* JobRow(const std::string& cluster) const {
-    for (const RemoteIntent& i : in_.intents) {
-      if (i.cluster == cluster && i.kind == kJob && i.epoch == job_.epoch && i.present) return &i;
-    }
-    return nullptr;
-  }
+  const RemoteIntent* JobRow(const std::string& cluster) const { return JobRowIn(in_.intents, cluster, job_.epoch); }
   // The job's real job in cluster at the current epoch.
   const ObservedJob* JobIn(const std::string& cluster) const {
     return AtCurrentEpoch(Observed(cluster)->jobs);

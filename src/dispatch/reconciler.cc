@@ -172,18 +172,18 @@ void EraseEntry(std::multimap<int64_t, std::string>& delayed, int64_t due_ms, co
 }  // namespace
 
 void Reconciler::ScheduleLocked(const std::string& uid, int64_t due_ms, bool backstop) {
-  const uint64_t now = ++request_seq_;
+  const uint64_t seq = ++request_seq_;
   auto it = due_.find(uid);
   if (it != due_.end()) {
     if (it->second.due_ms <= due_ms) {
-      it->second.set_seq = now;  // the earlier timer now stands for this request too
+      it->second.set_seq = seq;  // the earlier timer now stands for this request too
       return;
     }
     EraseEntry(delayed_, it->second.due_ms, uid);
     EraseTimerLocked(it);
   }
   delayed_.emplace(due_ms, uid);
-  due_[uid] = Timer{due_ms, now, backstop};
+  due_[uid] = Timer{due_ms, seq, backstop};
   if (backstop) backstop_timers_.fetch_add(1, std::memory_order_relaxed);
 }
 

@@ -196,6 +196,9 @@ class Engine final : public JobIntake {
   bool RecordJobCreated(const JobRecord& job, const std::vector<RemoteIntent>& intents, const Action& create);
   // The store's guarded write, waited for.
   Result<JobRecord> WriteSync(DispatchUpdate update);
+  // The write was made, or needs no retry: the job moved on meanwhile (a
+  // conflict on its guard) or was purged.
+  static bool Settled(const Result<JobRecord>& written);
   ActionsOutcome RunActions(const JobRecord& job, const std::vector<Action>& actions);
   // The fleet as last read (at most fleet_refresh_ms ago), shared, not copied.
   std::shared_ptr<const FleetFacts> Facts(int64_t now_ms);

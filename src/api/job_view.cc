@@ -132,7 +132,8 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events) {
   return {{"apiVersion", "gantry.dev/v1"}, {"kind", "EventList"}, {"items", items}};
 }
 
-nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents) {
+nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
+                                   const std::vector<dispatch::ObservedObject>& observed) {
   std::sort(intents.begin(), intents.end(), [](const RemoteIntent& a, const RemoteIntent& b) {
     return std::tie(a.cluster, a.kind) < std::tie(b.cluster, b.kind);
   });
@@ -146,6 +147,14 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents) {
     if (!i.gate_refusal.empty()) item["preemptionGateRefusal"] = i.gate_refusal;
     if (i.created_ms > 0) item["createConfirmed"] = FormatRfc3339(i.created_ms);
     if (i.updated_ms > 0) item["updateTime"] = FormatRfc3339(i.updated_ms);
+    for (const dispatch::ObservedObject& o : observed) {
+      if (o.cluster != i.cluster || o.kind != i.kind || o.name != i.name) continue;
+      nlohmann::json seen = {{"state", o.state}, {"epoch", o.epoch}};
+      if (!o.reason.empty()) seen["reason"] = o.reason;
+      if (!o.message.empty()) seen["message"] = o.message;
+      item["observed"] = std::move(seen);
+      break;
+    }
     items.push_back(std::move(item));
   }
   return {{"apiVersion", "gantry.dev/v1"}, {"kind", "RemoteObjectList"}, {"items", std::move(items)}};

@@ -228,7 +228,9 @@ void ApiService::JobRemoteObjects(http::Request req, Respond respond) {
     respond(K8sStatusFrom(intents.status()));
     return;
   }
-  respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents))));
+  std::vector<dispatch::ObservedObject> observed;
+  if (intake_) observed = intake_->RemoteView(job->uid);
+  respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents), observed)));
 }
 
 }  // namespace gantry::api

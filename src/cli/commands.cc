@@ -131,6 +131,20 @@ std::string RequestsText(const nlohmann::json& pod_set) {
   return text;
 }
 
+// What the cluster shows of a remote object (its item's observed), e.g.
+// "Pending: couldn't assign flavors ..."; "-" when gantry sees nothing of it
+// there (not yet created, gone, or the cluster not watched now).
+std::string ObservedText(const nlohmann::json& item) {
+  const nlohmann::json seen = item.value("observed", nlohmann::json::object());
+  if (!seen.is_object() || !seen.contains("state")) return "-";
+  std::string text = seen.value("state", "");
+  if (seen.value("epoch", int64_t{0}) != item.value("epoch", int64_t{0})) {
+    text += fmt::format(" (epoch {})", seen.value("epoch", int64_t{0}));
+  }
+  if (std::string m = seen.value("message", ""); !m.empty()) text += ": " + m;
+  return text;
+}
+
 }  // namespace
 
 int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& wait, std::ostream& out,
@@ -223,13 +237,13 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, std::o
       std::string state = o.value("state", "");
       if (o.contains("refusal")) state += ": " + o.value("refusal", "");
       rows.push_back({"  " + o.value("cluster", ""), o.value("kind", ""), o.value("name", ""),
-                      std::to_string(o.value("epoch", int64_t{0})), state});
+                      std::to_string(o.value("epoch", int64_t{0})), state, ObservedText(o)});
     }
     if (rows.empty()) {
       out << "Remote objects: <none>\n";
     } else {
       out << "Remote objects:\n";
-      PrintTable(out, {"  CLUSTER", "KIND", "NAME", "EPOCH", "STATE"}, rows);
+      PrintTable(out, {"  CLUSTER", "KIND", "NAME", "EPOCH", "STATE", "IN CLUSTER"}, rows);
     }
   }
   ApiResult ev = api->Call("GET", JobPath(ns, name) + "/events");

@@ -11,6 +11,7 @@
 
 #include "gantry/dispatch/demand.h"
 #include "gantry/dispatch/remote_objects.h"
+#include "gantry/dispatch/remote_view.h"
 #include "gantry/placement/place.h"
 #include "ladder.h"
 
@@ -132,6 +133,10 @@ std::optional<FieldError> Engine::Refuse(const JobSpec& spec) const {
                     fmt::format("Unsupported value: \"{}\" of {}: not a Job or JobSet, and not in the daemon's "
                                 "genericKinds (gantry must watch a kind to see its jobs run, finish and go)",
                                 spec.template_object.value("kind", ""), spec.template_object.value("apiVersion", ""))};
+}
+
+std::vector<ObservedObject> Engine::RemoteView(const std::string& job_uid) const {
+  return RemoteViewOf(observer_->ForJob(job_uid));
 }
 
 void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {

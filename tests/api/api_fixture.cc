@@ -7,21 +7,28 @@
 namespace gantry::testing {
 namespace {
 
-// The reconciler as the API's intake, with a Refuse of the test's.
-class RefusingIntake final : public dispatch::JobIntake {
+// The reconciler as the API's intake, with a Refuse and a RemoteView of the
+// test's.
+class TestIntake final : public dispatch::JobIntake {
  public:
-  RefusingIntake(Reconciler& r, std::function<std::optional<FieldError>(const JobSpec&)> refuse)
-      : r_(r), refuse_(std::move(refuse)) {}
+  TestIntake(Reconciler& r, const ApiFixtureOptions& options)
+      : r_(r), refuse_(options.refuse), remote_view_(options.remote_view) {}
   void Wake(const std::string& uid) override { r_.Wake(uid); }
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override { r_.Created(std::move(record), std::move(spec)); }
   bool WantsSpec() const override { return r_.WantsSpec(); }
   void CancelRequested(const std::string& uid) override { r_.CancelRequested(uid); }
   std::string FirstMessage() const override { return r_.FirstMessage(); }
-  std::optional<FieldError> Refuse(const JobSpec& spec) const override { return refuse_(spec); }
+  std::optional<FieldError> Refuse(const JobSpec& spec) const override {
+    return refuse_ ? refuse_(spec) : r_.Refuse(spec);
+  }
+  std::vector<dispatch::ObservedObject> RemoteView(const std::string& uid) const override {
+    return remote_view_ ? remote_view_(uid) : r_.RemoteView(uid);
+  }
 
  private:
   Reconciler& r_;
   std::function<std::optional<FieldError>(const JobSpec&)> refuse_;
+  std::function<std::vector<dispatch::ObservedObject>(const std::string&)> remote_view_;
 };
 
 }  // namespace
@@ -47,8 +54,8 @@ ApiFixture::ApiFixture(ApiFixtureOptions options) {
   reconciler_ = std::make_unique<Reconciler>(*store_, clock_);
   REQUIRE(reconciler_->Start().ok());
   dispatch::JobIntake* intake = reconciler_.get();
-  if (options.refuse) {
-    intake_ = std::make_unique<RefusingIntake>(*reconciler_, options.refuse);
+  if (options.refuse || options.remote_view) {
+    intake_ = std::make_unique<TestIntake>(*reconciler_, options);
     intake = intake_.get();
   }
   service_ = std::make_unique<api::ApiService>(*store_, *auth_, metrics_, intake, clock_);

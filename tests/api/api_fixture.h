@@ -29,6 +29,8 @@ struct ApiFixtureOptions {
   std::chrono::milliseconds read_timeout{10'000};
   // The job intake's Refuse (the engine's, in the daemon); unset: takes all.
   std::function<std::optional<FieldError>(const JobSpec&)> refuse = nullptr;
+  // The job intake's RemoteView (the engine's watches, in the daemon); unset: none.
+  std::function<std::vector<dispatch::ObservedObject>(const std::string&)> remote_view = nullptr;
 };
 
 class ApiFixture {
@@ -54,7 +56,7 @@ class ApiFixture {
   std::unique_ptr<SqliteStore> store_;
   std::unique_ptr<api::TokenAuth> auth_;
   std::unique_ptr<Reconciler> reconciler_;
-  std::unique_ptr<dispatch::JobIntake> intake_;  // the reconciler, with options.refuse
+  std::unique_ptr<dispatch::JobIntake> intake_;  // the reconciler, with options.refuse and remote_view
   std::unique_ptr<api::ApiService> service_;
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<http::Client> client_;

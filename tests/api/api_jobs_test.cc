@@ -207,6 +207,34 @@ TEST_CASE("cancel, events and purge", "[api]") {
   CHECK(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("c1")).status == 201);
 }
 
+namespace {
+
+// A row of the job's object in cluster at epoch 1, and the write that puts
+// the job at epoch 1, Nominating, with rows, as the engine would.
+RemoteIntent IntentRow(const std::string& cluster, const std::string& kind, const std::string& name) {
+  RemoteIntent i;
+  i.cluster = cluster;
+  i.kind = kind;
+  i.ns = "team-a";
+  i.name = name;
+  i.epoch = 1;
+  return i;
+}
+
+Status Nominate(ApiFixture& api, const std::string& uid, std::vector<RemoteIntent> rows) {
+  DispatchUpdate u;
+  u.uid = uid;
+  u.expected_phase = JobPhase::kQueued;
+  u.phase = JobPhase::kNominating;
+  u.epoch = 1;
+  u.upsert_intents = std::move(rows);
+  std::promise<Status> written;
+  api.store().ApplyDispatch(u, [&](Result<JobRecord> r) { written.set_value(r.status()); });
+  return written.get_future().get();
+}
+
+}  // namespace
+
 TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state", "[api]") {
   ApiFixture api;
   REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("r1")).status == 201);
@@ -217,27 +245,16 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
   // As the engine would write them: a copy wanted in c2, one refused by c1,
   // and c3's withdrawn.
   auto row = [&](const std::string& cluster, bool present, const std::string& refusal) {
-    RemoteIntent i;
-    i.cluster = cluster;
-    i.kind = "Workload";
-    i.ns = "team-a";
-    i.name = "r1-0123abcd";
-    i.epoch = 1;
+    RemoteIntent i = IntentRow(cluster, "Workload", "r1-0123abcd");
     i.present = present;
     i.refusal = refusal;
     return i;
   };
-  DispatchUpdate u;
-  u.uid = uid;
-  u.expected_phase = JobPhase::kQueued;
-  u.phase = JobPhase::kNominating;
-  u.epoch = 1;
-  u.upsert_intents = {row("c2", true, ""), row("c1", false, "HTTP 403 denied by policy"), row("c3", false, "")};
-  u.upsert_intents[0].gate_opened_ms = 1'780'000'000'000;
-  u.upsert_intents[0].gate_refusal = "HTTP 403 patch denied";
-  std::promise<Status> written;
-  api.store().ApplyDispatch(u, [&](Result<JobRecord> r) { written.set_value(r.status()); });
-  REQUIRE(written.get_future().get().ok());
+  std::vector<RemoteIntent> rows = {row("c2", true, ""), row("c1", false, "HTTP 403 denied by policy"),
+                                    row("c3", false, "")};
+  rows[0].gate_opened_ms = 1'780'000'000'000;
+  rows[0].gate_refusal = "HTTP 403 patch denied";
+  REQUIRE(Nominate(api, uid, std::move(rows)).ok());
 
   auto r = api.Call("GET", path);
   REQUIRE(r.status == 200);
@@ -262,6 +279,45 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
   // Like the job itself: no token is 401, a missing job 404.
   CHECK(api.Call("GET", path, "", "").status == 401);
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/nope/remoteobjects").status == 404);
+}
+
+TEST_CASE("remoteobjects: what the watches show of each object is beside its row", "[api]") {
+  std::string asked_for;
+  ApiFixtureOptions options;
+  options.remote_view = [&](const std::string& uid) {
+    asked_for = uid;
+    return std::vector<dispatch::ObservedObject>{
+        {"c1", "Workload", "v1-0123abcd", 1, "Pending", "Pending",
+         "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu"},
+        {"c2", "Job", "v1-0123abcd", 1, "Running", "", ""},
+        {"c2", "Workload", "other-name", 1, "Admitted", "", ""},  // not this row's name
+        {"c3", "Workload", "v1-0123abcd", 1, "Admitted", "", ""},  // no row in c3
+    };
+  };
+  ApiFixture api(options);
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("v1")).status == 201);
+  const std::string uid = api.Json(api.Call("GET", "/api/v1/namespaces/team-a/jobs/v1"))["metadata"]["uid"];
+  REQUIRE(Nominate(api, uid,
+                   {IntentRow("c1", "Workload", "v1-0123abcd"), IntentRow("c2", "Workload", "v1-0123abcd"),
+                    IntentRow("c2", "Job", "v1-0123abcd")})
+              .ok());
+
+  auto r = api.Call("GET", "/api/v1/namespaces/team-a/jobs/v1/remoteobjects");
+  REQUIRE(r.status == 200);
+  CHECK(asked_for == uid);
+  const nlohmann::json items = api.Json(r)["items"];
+  INFO(items.dump());
+  REQUIRE(items.size() == 3);  // the rows only: c3's object has none
+  CHECK(items[0]["cluster"] == "c1");
+  CHECK(items[0]["observed"]["state"] == "Pending");
+  CHECK(items[0]["observed"]["epoch"] == 1);
+  CHECK(items[0]["observed"]["reason"] == "Pending");
+  CHECK(items[0]["observed"]["message"].get<std::string>().find("insufficient unused quota") != std::string::npos);
+  CHECK(items[1]["kind"] == "Job");  // by cluster, then kind
+  CHECK(items[1]["observed"]["state"] == "Running");
+  CHECK_FALSE(items[1]["observed"].contains("message"));
+  CHECK(items[2]["kind"] == "Workload");
+  CHECK_FALSE(items[2].contains("observed"));  // seen under another name only
 }
 
 }  // namespace gantry::testing

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gantry/dispatch/job_intake.h"
 #include "gantry/store/job_store.h"
 
 namespace gantry::api {
@@ -28,7 +29,12 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
 // Refused: the cluster refused the Workload copy, whose answer is in
 // refusal), updateTime, preemptionGateOpened when gantry opened the copy's
 // preemption gate, and preemptionGateRefusal when the cluster refused that.
-nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents);
+// An item whose object the engine's watches show (observed: same cluster,
+// kind and name) also has observed: {state, epoch, reason, message}, e.g.
+// a copy Pending with Kueue's word on why; objects the store has no row
+// for are not listed.
+nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
+                                   const std::vector<dispatch::ObservedObject>& observed = {});
 
 // The opaque continue token for a list page, and its inverse (nullopt for a
 // token that was not produced here).

@@ -127,6 +127,8 @@ class Engine final : public JobIntake {
   // ObserverOptions::generic_kinds does not list: unwatched, such a job would
   // never show Running, and its object would stay in its cluster.
   std::optional<FieldError> Refuse(const JobSpec& spec) const override;
+  // What the watches show of the job's objects now (remote_view.h).
+  std::vector<ObservedObject> RemoteView(const std::string& job_uid) const override;
 
  private:
   // Whether the observer sees jobs of this template's kind: a Job, a JobSet,

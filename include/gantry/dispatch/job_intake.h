@@ -4,15 +4,34 @@
 // first pass over it reads nothing back and parses nothing again.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gantry/common/job_waker.h"
 #include "gantry/job/job_document.h"
 #include "gantry/store/job_store.h"
 
 namespace gantry::dispatch {
+
+// What the engine's watches show now of one of a job's objects in a worker
+// cluster: Kueue's word on a Workload copy (why it is pending, say), the
+// real job's state. For people: `gantry status` prints it beside the row
+// the store keeps for the object (RemoteIntent).
+struct ObservedObject {
+  std::string cluster;
+  std::string kind;  // "Workload", or "Job" for the real job whatever its kind (as RemoteIntent::kind)
+  std::string name;
+  int64_t epoch = 0;  // its gantry.dev/epoch annotation (an older one: a copy being fenced off)
+  // A Workload: Pending, QuotaReserved, Admitted, Evicted, Finished or
+  // Deactivated; a real job: Suspended, Running, Succeeded, Failed or
+  // Deleting.
+  std::string state;
+  std::string reason;   // the deciding condition's reason ("" when none)
+  std::string message;  // and its message, e.g. Kueue's "couldn't assign flavors ..."
+};
 
 class JobIntake : public JobWaker {
  public:
@@ -45,6 +64,13 @@ class JobIntake : public JobWaker {
   virtual std::optional<FieldError> Refuse(const JobSpec& spec) const {
     (void)spec;
     return std::nullopt;
+  }
+  // What the watches show of the job's remote objects now (above); empty
+  // without watches, or where a cluster shows nothing of the job. Called on
+  // the API's thread: it must be cheap and must not block on a cluster.
+  virtual std::vector<ObservedObject> RemoteView(const std::string& job_uid) const {
+    (void)job_uid;
+    return {};
   }
 };
 

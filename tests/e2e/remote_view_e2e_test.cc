@@ -1,0 +1,71 @@
+// What the workers' Kueue says of a job's objects shows in its remote
+// objects (GET .../remoteobjects, `gantry status`): a copy's reason for
+// waiting, the owner's admission and run.
+#include <catch2/catch.hpp>
+
+#include "daemon_fixture.h"
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+// The job's remote object row of kind in cluster (null when none).
+nlohmann::json Row(DispatchFleet& fleet, const std::string& name, const std::string& cluster,
+                   const std::string& kind) {
+  for (auto& row : fleet.RemoteObjects("team-a", name)) {
+    if (row.value("cluster", "") == cluster && row.value("kind", "") == kind) return row;
+  }
+  return nullptr;
+}
+
+std::string ObservedState(const nlohmann::json& row) {
+  if (!row.is_object() || !row.contains("observed")) return "";
+  return row["observed"].value("state", "");
+}
+
+}  // namespace
+
+TEST_CASE("a waiting copy shows Kueue's reason, the owner's objects their admission and run",
+          "[e2e][dispatch][status]") {
+  DispatchFleetOptions options;
+  options.sim_config_yaml = kTwoH100Clusters;  // 16 GPUs of quota in each
+  DispatchFleet fleet(options);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // Two jobs fill both clusters for two minutes.
+  for (const char* name : {"fill-1", "fill-2"}) {
+    REQUIRE(fleet.Submit("team-a", SimJobYaml(name, "team-a", 2, 8, "120s")) == 201);
+    REQUIRE(fleet.WaitPhase("team-a", name, {"Running"}));
+  }
+  const std::string owner = fleet.Job("team-a", "fill-1")["status"].value("cluster", "");
+  REQUIRE(!owner.empty());
+  CHECK(PollFor([&] { return ObservedState(Row(fleet, "fill-1", owner, "Workload")) == "Admitted"; },
+                std::chrono::seconds(20)));
+  CHECK(PollFor([&] { return ObservedState(Row(fleet, "fill-1", owner, "Job")) == "Running"; },
+                std::chrono::seconds(20)));
+
+  // A third waits in both, and each copy says why, in Kueue's words.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("waits", "team-a", 1, 8, "1s")) == 201);
+  for (const char* cluster : {"c1", "c2"}) {
+    INFO(cluster);
+    nlohmann::json row;
+    CHECK(PollFor(
+        [&] {
+          row = Row(fleet, "waits", cluster, "Workload");
+          return ObservedState(row) == "Pending" &&
+                 row["observed"].value("message", "").find("insufficient unused quota") != std::string::npos;
+        },
+        std::chrono::seconds(20)));
+    INFO(row.dump());
+    CHECK(row.value("state", "") == "Wanted");
+    CHECK(row["observed"].value("epoch", 0) == row.value("epoch", -1));
+  }
+  CHECK(fleet.Phase("team-a", "waits") == "Nominating");
+  auto status = Cli(fleet.url(), {"status", "waits", "-n", "team-a"});
+  INFO(status.out);
+  CHECK(status.code == 0);
+  CHECK(status.out.find("IN CLUSTER") != std::string::npos);
+  CHECK(status.out.find("Pending: couldn't assign flavors") != std::string::npos);
+}
+
+}  // namespace gantry::testing

@@ -25,17 +25,21 @@ void ClusterHealth::OnProbeOk(int64_t now_ms) {
   first_lost_ms.reset();
   consecutive_failures = 0;
   credentials_refused = false;
+  unreachable_ms = 0;
+  last_failure_ms = 0;
 }
 
 void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error) {
   // After refusals, a failure of another kind starts clusterLostTimeout's
-  // clock afresh: measured from the start of the refusals, one timeout of
+  // clock again, counting only the time the cluster did not answer at all
+  // in this outage: measured from the start of the refusals, one timeout of
   // an unreachable cluster that had refused gantry for longer than
   // clusterLostTimeout would declare it lost at once (its jobs, most likely
-  // still running there, re-run elsewhere).
+  // still running there, re-run elsewhere); started afresh, a cluster that
+  // alternates between refusals and no answer would never be lost.
   const bool after_refusal = credentials_refused;
   Fail(now_ms, std::move(error));
-  if (after_refusal) first_lost_ms = now_ms;
+  if (after_refusal) first_lost_ms = now_ms - unreachable_ms;
   credentials_refused = false;
 }
 
@@ -50,6 +54,12 @@ void ClusterHealth::Fail(int64_t now_ms, std::string error) {
     since_ms = now_ms;
   }
   if (!first_lost_ms) first_lost_ms = now_ms;
+  // The time since the previous failure counts as its kind's: no answer at
+  // all unless that one was a refusal.
+  if (last_failure_ms > 0 && !credentials_refused && now_ms > last_failure_ms) {
+    unreachable_ms += now_ms - last_failure_ms;
+  }
+  last_failure_ms = now_ms;
   last_error = std::move(error);
   if (consecutive_failures < std::numeric_limits<int>::max()) ++consecutive_failures;
 }

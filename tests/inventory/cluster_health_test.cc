@@ -97,15 +97,17 @@ TEST_CASE("A refusal is an outage with a timeout of its own, and its clock runs 
   CHECK(h.last_error == "/readyz answered 401");
 
   // A plain failure after refusals: the timeout follows the latest failure,
-  // and its clock starts now (measured from the refusals' start, a cluster
-  // that refused for longer than the plain timeout would be lost at once).
+  // and its clock counts the time without any answer only (measured from
+  // the refusals' start, a cluster that refused for longer than the plain
+  // timeout would be lost at once): the 4 s from the first failure to the
+  // first refusal.
   h.OnProbeFailed(kT0 + 9000, "connect: connection refused");
   CHECK_FALSE(h.credentials_refused);
-  CHECK(h.first_lost_ms == kT0 + 9000);
-  CHECK(h.LostForMs(kT0 + 9000) == 0);
+  CHECK(h.first_lost_ms == kT0 + 5000);
+  CHECK(h.LostForMs(kT0 + 9000) == 4000);
   CHECK(h.LostTimeoutMs(60'000, 3'600'000) == 60'000);
   h.OnProbeFailed(kT0 + 11000, "connect: connection refused");  // and it runs on
-  CHECK(h.first_lost_ms == kT0 + 9000);
+  CHECK(h.first_lost_ms == kT0 + 5000);
 
   h.OnProbeRefused(kT0 + 12000, "/readyz answered 403");
   h.OnProbeOk(kT0 + 15000);
@@ -125,6 +127,32 @@ TEST_CASE("Two hours of refusals, then one probe out of reach: not lost at once"
   CHECK(h.LostTimeoutMs(900'000, 86'400'000) == 900'000);
   CHECK(h.LostForMs(kT0 + 7'205'000) < 900'000);
   CHECK(h.LostForMs(kT0 + 7'205'000 + 900'000) >= 900'000);  // out of reach for the whole timeout since
+}
+
+TEST_CASE("A cluster alternating between refusals and no answer is lost once its silences add up", "[inventory][health]") {
+  // Probes 5 s apart: no answer, a 401, no answer, ... The gaps after a
+  // probe without an answer count (each gap as the earlier probe's kind):
+  // half the time.
+  ClusterHealth h;
+  h.OnProbeOk(kT0);
+  int64_t t = kT0;
+  bool lost = false;
+  for (int i = 0; i < 2000 && !lost; ++i) {
+    t += 5000;
+    if (i % 2 == 0) {
+      h.OnProbeFailed(t, "connect: connection timed out");
+      lost = h.LostForMs(t) >= h.LostTimeoutMs(900'000, 86'400'000);
+    } else {
+      h.OnProbeRefused(t, "/readyz answered 401");
+      lost = h.LostForMs(t) >= h.LostTimeoutMs(900'000, 86'400'000);
+    }
+  }
+  CHECK(lost);
+  // 900 s of silence at half the time: about 30 minutes, far short of the
+  // 24 hours a cluster that only refuses is given.
+  CHECK(t - kT0 >= 1'800'000 - 10'000);
+  CHECK(t - kT0 <= 1'800'000 + 10'000);
+  CHECK_FALSE(h.credentials_refused);  // lost on a probe without an answer
 }
 
 TEST_CASE("A refusal at the first probe after a restart keeps the persisted outage", "[inventory][health]") {

@@ -18,8 +18,10 @@
 // own: the cluster is known to be up and its jobs most likely run on, so an
 // expired cloud login must not re-run them elsewhere after the usual
 // clusterLostTimeout. A failure of another kind after refusals restarts the
-// clock (first_lost_ms = now): the usual timeout counts from when the
-// cluster stopped answering, not from its first refusal.
+// clock with the time the cluster did not answer at all in this outage
+// (first_lost_ms = now - unreachable_ms): the usual timeout counts the time
+// without an answer, not the refusals, and a cluster that alternates
+// between the two is still lost once its silences add up to the timeout.
 // first_lost_ms is the start of the current outage: set by the first failure
 // when unset, cleared by a success. It is what `clusterLostTimeout` is measured
 // from, so it is persisted by the caller (with credentials_refused) and
@@ -58,6 +60,12 @@ struct ClusterHealth {
   std::string last_error;  // REQUIRES: free of secrets (callers pass Status messages)
   int consecutive_failures = 0;
   bool credentials_refused = false;  // the latest failure was a refusal (above)
+  // In the current outage: the time the cluster did not answer at all, up
+  // to its latest failure (each gap between two failures counts as the
+  // earlier one's kind), and when that latest failure was (0: none yet, or
+  // restored after a restart, which knows only first_lost_ms).
+  int64_t unreachable_ms = 0;
+  int64_t last_failure_ms = 0;
 
   void OnProbeOk(int64_t now_ms);
   void OnProbeFailed(int64_t now_ms, std::string error);

@@ -123,11 +123,19 @@ Resources ContainerRequests(const json& container, std::string_view path, bool r
   return requests;
 }
 
-// The containers at spec[key]; returns one request map per container.
-std::vector<Resources> ReadContainers(const json& spec, std::string_view key, std::string_view path,
+// One container's requests, and whether it is a sidecar: an init container
+// with restartPolicy Always, which starts before the next init containers
+// and runs beside the regular ones.
+struct ContainerDemand {
+  Resources requests;
+  bool sidecar = false;
+};
+
+// The containers at spec[key], one entry per container object, in order.
+std::vector<ContainerDemand> ReadContainers(const json& spec, std::string_view key, std::string_view path,
                                       bool regular, bool pods_of_job,
                                       std::map<std::string, std::string>& names, FieldErrors& errors) {
-  std::vector<Resources> out;
+  std::vector<ContainerDemand> out;
   std::string field = Child(path, key);
   const json* list = ReadArray(spec, key, path, errors);
   if (regular && (list == nullptr || list->empty())) {
@@ -154,7 +162,9 @@ std::vector<Resources> ReadContainers(const json& spec, std::string_view key, st
                    fmt::format("Duplicate value: \"{}\" (same as {})", *name, it->second));
       }
     }
-    out.push_back(ContainerRequests(c, cpath, regular, pods_of_job, errors));
+    const json* restart = Member(c, "restartPolicy");
+    const bool sidecar = !regular && restart != nullptr && restart->is_string() && *restart == "Always";
+    out.push_back({ContainerRequests(c, cpath, regular, pods_of_job, errors), sidecar});
   }
   return out;
 }
@@ -172,14 +182,26 @@ std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::s
   if (spec == nullptr) return {};
   std::string spath = Child(path, "spec");
   std::map<std::string, std::string> names;
+  // The pod's effective requests as Kubernetes (PodRequests) and Kueue count
+  // them: the regular containers and every sidecar together, or, if more,
+  // an init container with the sidecars started before it.
   Resources sum;
   bool overflow = false;
-  for (const Resources& r : ReadContainers(*spec, "containers", spath, true, pods_of_job, names, errors)) {
-    overflow = overflow || !AddInto(sum, r);
+  for (const ContainerDemand& c : ReadContainers(*spec, "containers", spath, true, pods_of_job, names, errors)) {
+    overflow = overflow || !AddInto(sum, c.requests);
   }
   Resources init_max;
-  for (const Resources& r : ReadContainers(*spec, "initContainers", spath, false, pods_of_job, names, errors)) {
-    MaxInto(init_max, r);
+  Resources sidecars;
+  for (const ContainerDemand& c :
+       ReadContainers(*spec, "initContainers", spath, false, pods_of_job, names, errors)) {
+    if (c.sidecar) {
+      overflow = overflow || !AddInto(sum, c.requests) || !AddInto(sidecars, c.requests);
+      MaxInto(init_max, sidecars);
+    } else {
+      Resources during = c.requests;
+      overflow = overflow || !AddInto(during, sidecars);
+      MaxInto(init_max, during);
+    }
   }
   MaxInto(sum, init_max);
   if (pods_of_job) CheckRepeatedListKeys(*spec, spath, errors);

@@ -231,6 +231,31 @@ TEST_CASE("Requests Kubernetes accepts are accepted", "[job][document]") {
 
 // The API server refuses a Workload whose quantity is 0.5 (int-or-string);
 // the job is stored, and its copies written, with "500m".
+TEST_CASE("Sidecars count as Kubernetes counts them: beside the containers and the later init containers",
+          "[job][document]") {
+  const std::string yaml = R"(
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: sidecar
+  labels: {kueue.x-k8s.io/queue-name: q}
+spec:
+  template:
+    spec:
+      initContainers:
+      - {name: proxy, restartPolicy: Always, resources: {requests: {cpu: "1", memory: 1Gi}}}
+      - {name: fetch, resources: {requests: {cpu: "4"}}}
+      containers:
+      - {name: main, resources: {requests: {cpu: "2", memory: 2Gi}}}
+)";
+  JobSpec spec = MustParse(yaml);
+  REQUIRE(spec.pod_sets.size() == 1);
+  // cpu: fetch with the proxy beside it, 4 + 1, beats main with it, 2 + 1;
+  // memory: main with the proxy, 2Gi + 1Gi (not the larger of the two).
+  CHECK(spec.pod_sets[0].requests_milli.at("cpu") == 5000);
+  CHECK(spec.pod_sets[0].requests_milli.at("memory") == 3 * kGiMilli);
+}
+
 TEST_CASE("Fractional numbers as quantities are stored as strings", "[job][document]") {
   const char* const yaml = R"(
 apiVersion: batch/v1

@@ -33,13 +33,27 @@ Result<ResourceList> PodRequests(const json& pod_spec) {
       AddTo(&sum, *r);
     }
   }
+  // As Kubernetes' PodRequests: a sidecar (an init container with
+  // restartPolicy Always) runs beside the containers and every later init
+  // container; the pod needs the most of those moments.
+  ResourceList sidecars;
+  ResourceList init_max;
   if (pod_spec.contains("initContainers") && pod_spec["initContainers"].is_array()) {
     for (const json& c : pod_spec["initContainers"]) {
       auto r = ContainerRequests(c);
       if (!r.ok()) return r.status();
-      for (const auto& [k, v] : *r) sum[k] = std::max(sum[k], v);
+      if (c.is_object() && c.value("restartPolicy", "") == "Always") {
+        AddTo(&sum, *r);
+        AddTo(&sidecars, *r);
+        for (const auto& [k, v] : sidecars) init_max[k] = std::max(init_max[k], v);
+      } else {
+        ResourceList during = *r;
+        AddTo(&during, sidecars);
+        for (const auto& [k, v] : during) init_max[k] = std::max(init_max[k], v);
+      }
     }
   }
+  for (const auto& [k, v] : init_max) sum[k] = std::max(sum[k], v);
   return sum;
 }
 

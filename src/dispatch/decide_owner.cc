@@ -176,6 +176,15 @@ Plan Ladder::Owned() const {
   if (!job_done) {
     const bool at_most_once = AtMostOnce(*in_.spec);
     std::string reason, message;
+    if (w && !w->deactivated_for.empty() && (w->evicted || !w->active)) {
+      // Kueue stopped the run for good: it ran past its maximum execution
+      // time, or past waitForPodsReady's requeuing limit. Not dispatched
+      // again, whatever onClusterLoss says: a fresh copy elsewhere would
+      // get a fresh budget, run, and be stopped again, without end.
+      return Finish("evicted", JobPhase::kFailed, w->deactivated_for,
+                    fmt::format("{}'s Kueue deactivated the job's Workload for good ({}: {}); not dispatched again",
+                                owner, w->reason, w->message));
+    }
     if (w && !w->active && !at_most_once && job_.phase == JobPhase::kAdmitted) {
       // Deactivated before it ran: an admission check Rejected the owner's
       // copy after a lease at QuotaReserved. Requeued once the epoch is as

@@ -21,7 +21,8 @@ bool SameForDecisions(const Entry& a, const Entry& b) {
            wa->quota_reserved == wb.quota_reserved && wa->evicted == wb.evicted &&
            wa->evicted_changed_ms == wb.evicted_changed_ms && wa->finished == wb.finished &&
            wa->active == wb.active && wa->check_failed == wb.check_failed && wa->gated == wb.gated &&
-           wa->gate_open == wb.gate_open && wa->held_by_gate == wb.held_by_gate && wa->preempting == wb.preempting;
+           wa->gate_open == wb.gate_open && wa->held_by_gate == wb.held_by_gate && wa->preempting == wb.preempting &&
+           wa->deactivated_for == wb.deactivated_for;
   }
   const auto& ja = std::get<ObservedJob>(a.object);
   const auto& jb = std::get<ObservedJob>(b.object);

@@ -57,6 +57,30 @@ void CopyReason(const json* condition, std::string* reason, std::string* message
   *message = JsonStringAt(*condition, {"message"});
 }
 
+// Kueue's own causes of a deactivation that is its last word on the run
+// (ObservedWorkload::deactivated_for). Kueue marks the Workload with
+// DeactivationTarget (reason: the cause), sets spec.active false, then
+// evicts it with reason DeactivatedDueTo<cause> (releases before v0.11
+// wrote InactiveWorkload, with the cause in the message only).
+std::string DeactivatedFor(const json& object, const json* evicted) {
+  static constexpr std::string_view kCauses[] = {"MaximumExecutionTimeExceeded", "RequeuingLimitExceeded"};
+  static constexpr std::string_view kPrefix = "DeactivatedDueTo";
+  std::string reason;
+  if (evicted) {
+    reason = JsonStringAt(*evicted, {"reason"});
+    if (reason.starts_with(kPrefix)) reason.erase(0, kPrefix.size());
+  }
+  if (const json* target = TrueCondition(object, "DeactivationTarget");
+      target && std::find(std::begin(kCauses), std::end(kCauses), reason) == std::end(kCauses)) {
+    reason = JsonStringAt(*target, {"reason"});
+  }
+  if (evicted && reason == "InactiveWorkload" &&
+      JsonStringAt(*evicted, {"message"}).find("maximum execution time") != std::string::npos) {
+    reason = "MaximumExecutionTimeExceeded";
+  }
+  return std::find(std::begin(kCauses), std::end(kCauses), reason) != std::end(kCauses) ? reason : "";
+}
+
 }  // namespace
 
 std::optional<ObservedWorkload> ParseWorkload(const json& object) {
@@ -72,6 +96,7 @@ std::optional<ObservedWorkload> ParseWorkload(const json& object) {
     w.evicted_changed_ms = ParseRfc3339(JsonStringAt(*any_evicted, {"lastTransitionTime"})).value_or(0);
   }
   w.finished = finished != nullptr;
+  w.deactivated_for = DeactivatedFor(object, evicted);
   const json* active = JsonAt(object, {"spec", "active"});
   w.active = !active || !active->is_boolean() || active->get<bool>();
   // Kueue evicts or deactivates a Workload whose check turned Retry or

@@ -63,6 +63,39 @@ TEST_CASE("an eviction before the job was created, or a Requeue job's, leaves th
   CHECK(Count(p, Verb::kDelete, "Job") == 0);
 }
 
+TEST_CASE("a job whose Workload Kueue deactivated for good fails, whatever onClusterLoss says",
+          "[dispatch][decide][evicted]") {
+  for (const char* cause : {"MaximumExecutionTimeExceeded", "RequeuingLimitExceeded"}) {
+    for (const char* policy : {"Requeue", "Fail"}) {
+      INFO(cause << ", " << policy);
+      World w = RunningIn(policy, 0);
+      ObservedWorkload& wl = w.in.observed["c1"].workloads.front();  // RunningIn's
+      wl.active = false;
+      wl.evicted = true;
+      wl.deactivated_for = cause;
+      wl.reason = std::string("DeactivatedDueTo") + cause;
+      Plan p = Decide(w.Input());
+      INFO("step " << p.step);
+      REQUIRE(p.write);
+      REQUIRE(p.write->phase);
+      CHECK(*p.write->phase == JobPhase::kFailed);  // not Queued at epoch 3 for another cluster
+      CHECK_FALSE(p.write->epoch);
+      REQUIRE_FALSE(p.write->events.empty());
+      CHECK(p.write->events.front().reason == cause);
+      CHECK_THAT(*p.write->message, Catch::Contains("for good"));
+    }
+  }
+  // Any other eviction of a Requeue job's Workload requeues it.
+  World w = RunningIn("Requeue", 0);
+  ObservedWorkload& wl = w.in.observed["c1"].workloads.front();  // RunningIn's
+  wl.evicted = true;
+  wl.reason = "Preempted";
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->phase);
+  CHECK(*p.write->phase == JobPhase::kQueued);
+}
+
 TEST_CASE("a job that finished unseen and whose job was deleted is told from its Workload, not as JobGone",
           "[dispatch][decide][evicted]") {
   World w;

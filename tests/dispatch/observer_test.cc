@@ -61,6 +61,31 @@ TEST_CASE("ParseWorkload reads identity, epoch and conditions", "[observer]") {
   CHECK(w->message == "QuotaReserved message");
 }
 
+TEST_CASE("ParseWorkload reads when Kueue deactivated a copy for good, and why", "[observer]") {
+  auto read = [](std::vector<json> conditions) {
+    json o = WithConditions({{"metadata", Meta("uid-1")}}, std::move(conditions));
+    o["spec"]["active"] = false;
+    auto w = ParseWorkload(o);
+    REQUIRE(w);
+    CHECK_FALSE(w->active);
+    return w->deactivated_for;
+  };
+  // Kueue from v0.11: the cause in Evicted's reason.
+  CHECK(read({Condition("Evicted", "True", "DeactivatedDueToMaximumExecutionTimeExceeded")}) ==
+        "MaximumExecutionTimeExceeded");
+  CHECK(read({Condition("Evicted", "True", "DeactivatedDueToRequeuingLimitExceeded")}) == "RequeuingLimitExceeded");
+  // Before the eviction, or from an older Kueue: the DeactivationTarget condition.
+  CHECK(read({Condition("DeactivationTarget", "True", "MaximumExecutionTimeExceeded")}) ==
+        "MaximumExecutionTimeExceeded");
+  CHECK(read({Condition("Evicted", "True", "InactiveWorkload"),
+              Condition("DeactivationTarget", "True", "RequeuingLimitExceeded")}) == "RequeuingLimitExceeded");
+  // Other deactivations and evictions are not for good.
+  CHECK(read({Condition("Evicted", "True", "DeactivatedDueToAdmissionCheck")}).empty());
+  CHECK(read({Condition("Evicted", "True", "Deactivated")}).empty());
+  CHECK(read({Condition("Evicted", "True", "Preempted")}).empty());
+  CHECK(read({Condition("DeactivationTarget", "False", "MaximumExecutionTimeExceeded")}).empty());
+}
+
 TEST_CASE("ParseWorkload and ParseJob read when Evicted last changed and when the job was created", "[observer]") {
   json again = Condition("Evicted", "False", "QuotaReserved");  // admitted again after an eviction
   again["lastTransitionTime"] = "2026-12-04T10:00:07Z";

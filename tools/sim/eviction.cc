@@ -48,13 +48,14 @@ void KueueController::EvictHolder(const std::string& key, const EvictionCause& c
   auto slash = key.find('/');
   (void)store_->Mutate("workloads", key.substr(0, slash), key.substr(slash + 1), [&](json& o) {
     const std::string& why = cause.message;
-    SetCondition(&o, "Evicted", true, "Preempted", why, now_ms);
-    SetCondition(&o, "QuotaReserved", false, "Preempted", why, now_ms);
-    SetCondition(&o, "Admitted", false, "Preempted", why, now_ms);
+    SetCondition(&o, "Evicted", true, cause.reason, why, now_ms);
+    SetCondition(&o, "QuotaReserved", false, cause.reason, why, now_ms);
+    SetCondition(&o, "Admitted", false, cause.reason, why, now_ms);
     if (!cause.preemptor.empty()) SetCondition(&o, "Preempted", true, "InClusterQueue", why, now_ms);
     // One requeued after a check's Retry would go back in the queue (see
     // WorkloadIndex): a preemption here is for good, as it always was.
-    if (HasCondition(o, "Requeued")) SetCondition(&o, "Requeued", false, "Preempted", why, now_ms);
+    if (HasCondition(o, "Requeued")) SetCondition(&o, "Requeued", false, cause.reason, why, now_ms);
+    if (cause.deactivate) o["spec"]["active"] = false;
     o["status"].erase("admission");
   });
   auto held = reserved_.find(key);
@@ -84,6 +85,19 @@ void KueueController::KeepStoppingVictim(const std::string& key, int64_t now_ms)
   const std::string gone = fmt::format("{}#{}", key, kept.seq);
   victim_releases_.emplace(kept.release_ms, gone);
   reserved_.emplace(gone, std::move(kept));
+}
+
+void KueueController::DeactivateOverdue(int64_t now_ms) {
+  while (!exec_deadlines_.empty() && exec_deadlines_.begin()->first <= now_ms) {
+    const std::string key = exec_deadlines_.begin()->second;
+    exec_deadlines_.erase(exec_deadlines_.begin());
+    auto held = reserved_.find(key);
+    if (held == reserved_.end() || !held->second.preempted_for.empty()) continue;  // stopping already
+    EvictionCause cause{"The workload is deactivated due to exceeding the maximum execution time"};
+    cause.reason = "DeactivatedDueToMaximumExecutionTimeExceeded";
+    cause.deactivate = true;
+    EvictHolder(key, cause, now_ms);
+  }
 }
 
 void KueueController::ReleaseStoppedVictims(int64_t now_ms) {

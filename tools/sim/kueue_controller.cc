@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gantry/common/clock.h"
+#include "gantry/common/json_path.h"
 #include "preemption_gates.h"
 
 namespace gantry::sim {
@@ -109,6 +110,7 @@ void KueueController::Release(const std::string& wl_key) {
   if (it == reserved_.end()) return;
   SubtractFrom(&reserved_total_, it->second.usage);
   victim_releases_.erase({it->second.release_ms, wl_key});
+  exec_deadlines_.erase({it->second.exec_deadline_ms, wl_key});
   reserved_.erase(it);
   check_clocks_.erase(wl_key);  // no quota, no checks running
   dirty_ = true;
@@ -118,6 +120,7 @@ void KueueController::Tick(int64_t now_ms) {
   FinishDueRuns(now_ms);
   EndTerminatingRuns(now_ms);
   ReleaseStoppedVictims(now_ms);  // quota freed: dirty_, the pass runs now
+  DeactivateOverdue(now_ms);      // the same
   if (!dirty_ && now_ms < next_wake_ms_) return;
   dirty_ = false;
   next_wake_ms_ = INT64_MAX;
@@ -233,8 +236,14 @@ void KueueController::Admit(const json& wl, const WorkloadDemand& demand, int64_
   // still stopping, its release is off).
   SubtractFrom(&reserved_total_, reserved.usage);
   victim_releases_.erase({reserved.release_ms, key});
+  exec_deadlines_.erase({reserved.exec_deadline_ms, key});
   reserved = {demand.total, next_reservation_seq_++};
   AddTo(&reserved_total_, reserved.usage);
+  const json* limit = JsonAt(wl, {"spec", "maximumExecutionTimeSeconds"});
+  if (limit && limit->is_number_integer() && limit->get<int64_t>() > 0) {
+    reserved.exec_deadline_ms = now_ms + limit->get<int64_t>() * 1000;
+    exec_deadlines_.emplace(reserved.exec_deadline_ms, key);
+  }
 }
 
 // Sets each of fields' members in obj's status, in place, unless all are

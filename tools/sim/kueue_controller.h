@@ -130,6 +130,9 @@ class KueueController {
     // for (QuotaHolder::preempted_for) and when its quota is released.
     std::string preempted_for = {};
     int64_t release_ms = 0;
+    // When its spec.maximumExecutionTimeSeconds runs out (0: none); see
+    // DeactivateOverdue.
+    int64_t exec_deadline_ms = 0;
   };
   // Why a Workload loses its quota (EvictHolder).
   struct EvictionCause {
@@ -138,6 +141,11 @@ class KueueController {
     // ClusterQueue by the scheduler): Kueue's Preempted condition too, and
     // the quota held for victimStopDelay.
     std::string preemptor = {};
+    // The reason of those conditions; and whether Kueue deactivates the
+    // Workload for good (spec.active false), as for an expired
+    // maximumExecutionTimeSeconds.
+    std::string reason = "Preempted";
+    bool deactivate = false;
   };
   // What the ClusterQueue and LocalQueue status were last written from.
   struct QueueStatusInputs {
@@ -165,6 +173,11 @@ class KueueController {
   // Releases the quota of the victims whose victimStopDelay is up (a
   // release marks the controller dirty: admission runs on this tick).
   void ReleaseStoppedVictims(int64_t now_ms);
+  // Evicts and deactivates the Workloads whose maximumExecutionTimeSeconds
+  // ran out, as Kueue does (reason DeactivatedDueToMaximumExecutionTimeExceeded;
+  // counted here from the quota reservation, where Kueue counts the time
+  // admitted).
+  void DeactivateOverdue(int64_t now_ms);
   // Writes condition `type` unless the Workload already has it as given.
   void SetWorkloadCondition(const nlohmann::json& wl, const std::string& type, bool status,
                             const std::string& reason, const std::string& message, int64_t now_ms);
@@ -233,6 +246,8 @@ class KueueController {
   void KeepStoppingVictim(const std::string& key, int64_t now_ms);
   // (release_ms, workload key) of the victims in reserved_ still stopping.
   std::set<std::pair<int64_t, std::string>> victim_releases_;
+  // (exec_deadline_ms, workload key) of the holders in reserved_ with one.
+  std::set<std::pair<int64_t, std::string>> exec_deadlines_;
   std::map<std::string, WaitingJob> waiting_jobs_;        // run key -> job
   std::map<std::string, std::set<std::string>> jobs_waiting_on_;  // workload key -> run keys
   // Workloads that changed since the last pass and have jobs waiting on them.

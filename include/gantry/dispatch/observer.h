@@ -72,6 +72,12 @@ struct ObservedWorkload {
   // WaitingForPreemptedWorkloads where Kueue sets it, else its message
   // "... Pending the preemption of N workload(s)").
   bool preempting = false;
+  // Why Kueue itself deactivated the copy, for good: "MaximumExecutionTimeExceeded"
+  // (its spec.maximumExecutionTimeSeconds ran out) or "RequeuingLimitExceeded"
+  // (waitForPodsReady's backoff limit), read from Evicted's reason
+  // DeactivatedDueTo<cause>, or from a DeactivationTarget condition; "" for
+  // any other eviction or deactivation.
+  std::string deactivated_for;
   std::string reason;         // reason of Evicted (if evicted) or Finished (if finished), else of QuotaReserved
   std::string message;        // message of the same condition
 };

@@ -24,8 +24,27 @@ int64_t JobPodCount(const json& job_spec, std::string_view path, FieldErrors& er
   return completions ? std::min(parallelism, *completions) : parallelism;
 }
 
-// A batch/v1 JobSpec's pod set at path (the JobSpec's own path).
-PodSet JobPodSet(std::string name, const json& job_spec, std::string_view path, int64_t replicas,
+// The restartPolicy of a Job's pods at pod_template (path): Kubernetes
+// refuses a Job whose pods restart Always, and defaults an unset one to
+// Always, unless the JobSet webhook defaults it first (to OnFailure).
+void CheckJobRestartPolicy(const json& pod_template, std::string_view path, bool unset_defaults_ok,
+                           FieldErrors& errors) {
+  const json* spec = Member(pod_template, "spec");
+  if (spec == nullptr || !spec->is_object()) return;  // CheckPodTemplate says so
+  const std::string field = Child(Child(path, "spec"), "restartPolicy");
+  const json* policy = Member(*spec, "restartPolicy");
+  if (policy == nullptr) {
+    if (!unset_defaults_ok) {
+      errors.Add(field, "Required value: OnFailure or Never (a Job's pods may not restart Always, the default)");
+    }
+  } else if (!policy->is_string() || (*policy != "OnFailure" && *policy != "Never")) {
+    errors.Add(field, fmt::format("Unsupported value: {}: supported values: \"OnFailure\", \"Never\"", policy->dump()));
+  }
+}
+
+// A batch/v1 JobSpec's pod set at path (the JobSpec's own path); in_jobset:
+// a JobSet's replicated job.
+PodSet JobPodSet(std::string name, const json& job_spec, std::string_view path, int64_t replicas, bool in_jobset,
                  FieldErrors& errors) {
   PodSet set;
   set.name = std::move(name);
@@ -33,6 +52,7 @@ PodSet JobPodSet(std::string name, const json& job_spec, std::string_view path, 
   const json* pod_template = RequireObject(job_spec, "template", path, errors);
   if (pod_template != nullptr) {
     set.requests_milli = CheckPodTemplate(*pod_template, Child(path, "template"), true, errors);
+    CheckJobRestartPolicy(*pod_template, Child(path, "template"), in_jobset, errors);
     set.pod_template = *pod_template;
   }
   return set;
@@ -87,7 +107,7 @@ std::vector<PodSet> JobSetPodSets(const json& spec, std::string_view spath, Fiel
     std::string tpath = Child(rpath, "template");
     const json* job_spec = RequireObject(*job_template, "spec", tpath, errors);
     if (job_spec == nullptr) continue;
-    out.push_back(JobPodSet(names.back(), *job_spec, Child(tpath, "spec"), replicas, errors));
+    out.push_back(JobPodSet(names.back(), *job_spec, Child(tpath, "spec"), replicas, true, errors));
   }
   CheckDistinct(names, field, ".name", errors);
   return out;
@@ -184,7 +204,7 @@ std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_
     if (spec == nullptr) return {};
     if (kind == TemplateKind::kJobSet) return JobSetPodSets(*spec, spath, errors);
     std::vector<PodSet> sets;  // not {JobPodSet(...)}: an initializer list copies
-    sets.push_back(JobPodSet("main", *spec, spath, 1, errors));
+    sets.push_back(JobPodSet("main", *spec, spath, 1, false, errors));
     return sets;
   }
   if (explicit_pod_sets == nullptr) {

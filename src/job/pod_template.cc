@@ -162,6 +162,14 @@ std::vector<ContainerDemand> ReadContainers(const json& spec, std::string_view k
                    fmt::format("Duplicate value: \"{}\" (same as {})", *name, it->second));
       }
     }
+    // Kubernetes requires an image of every container of a Job's pods (a
+    // generic kind's controller may fill one in).
+    if (pods_of_job) {
+      const json* image = Member(c, "image");
+      if (image == nullptr || !image->is_string() || image->get_ref<const std::string&>().empty()) {
+        errors.Add(Child(cpath, "image"), image == nullptr ? "Required value" : "must be a non-empty string");
+      }
+    }
     const json* restart = Member(c, "restartPolicy");
     const bool sidecar = !regular && restart != nullptr && restart->is_string() && *restart == "Always";
     out.push_back({ContainerRequests(c, cpath, regular, pods_of_job, errors), sidecar});

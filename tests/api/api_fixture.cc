@@ -98,6 +98,7 @@ std::string JobDoc(const std::string& name, const std::string& ns, int priority,
   nlohmann::json job_template = {{"apiVersion", "batch/v1"}, {"kind", "Job"}};
   job_template["spec"]["parallelism"] = 2;
   job_template["spec"]["template"]["spec"]["containers"] = nlohmann::json::array({container});
+  job_template["spec"]["template"]["spec"]["restartPolicy"] = "Never";
   nlohmann::json doc = {{"apiVersion", "gantry.dev/v1"}, {"kind", "Job"}};
   doc["metadata"] = {{"name", name}, {"namespace", ns}};
   doc["spec"] = {{"queue", "team-a"}, {"priority", priority}, {"template", job_template}};

@@ -25,6 +25,7 @@ spec:
       parallelism: 3
       template:
         spec:
+          restartPolicy: Never
           containers:
           - name: main
             image: trainer:1

@@ -21,7 +21,7 @@ namespace {
 std::string Doc(const std::string& name) {
   return R"({"apiVersion":"gantry.dev/v1","kind":"Job","metadata":{"name":")" + name +
          R"("},"spec":{"queue":"q","template":{"apiVersion":"batch/v1","kind":"Job","spec":{"template":)"
-         R"({"spec":{"containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}}}}})";
+         R"({"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}}}}})";
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ spec:
       parallelism: 2
       template:
         spec:
+          restartPolicy: Never
           containers:
           - {name: c, image: i, resources: {requests: {cpu: "1", memory: 1Gi}}}
 )";

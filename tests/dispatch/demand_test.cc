@@ -25,6 +25,7 @@ spec:
       parallelism: 4
       template:
         spec:
+          restartPolicy: Never
           containers:
           - {name: c, image: i, resources: {requests: {cpu: "8", memory: 64Gi, nvidia.com/gpu: 8}, limits: {nvidia.com/gpu: 8}}}
 )";

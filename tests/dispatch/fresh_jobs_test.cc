@@ -81,7 +81,7 @@ TEST_CASE("a spec handed over by the API is the spec read back from its stored r
                     R"("datasets":["s3://corpus/v3"],"maxPricePerGPUHour":4.35},)"
                     R"("dispatch":{"mode":"Incremental","stepSize":2,"roundSeconds":17,"timeoutSeconds":600},)"
                     R"("onClusterLoss":"Wait","template":{"apiVersion":"batch/v1","kind":"Job","spec":{)"
-                    R"("parallelism":3,"completions":3,"template":{"spec":{"containers":[{"name":"c","image":"i",)"
+                    R"("parallelism":3,"completions":3,"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i",)"
                     R"("resources":{"requests":{"cpu":"1500m","memory":"1.5Gi","nvidia.com/gpu":2},"limits":{"nvidia.com/gpu":2}}}],)"
                     R"("initContainers":[{"name":"init","image":"i","resources":{"requests":{"cpu":"3","memory":"100M"}}}]}}}}}})",
                     DocumentFormat::kJson);
@@ -96,6 +96,7 @@ spec:
   parallelism: 2
   template:
     spec:
+      restartPolicy: Never
       containers:
       - name: c
         image: i
@@ -155,7 +156,7 @@ TEST_CASE("the spec cache keeps a spec put from outside and parses nothing", "[d
   SpecCache cache(4);
   JobSpec spec = MustParse(R"({"apiVersion":"gantry.dev/v1","kind":"Job","metadata":{"name":"p"},"spec":{"queue":"q",)"
                            R"("template":{"apiVersion":"batch/v1","kind":"Job","spec":{"parallelism":5,"template":{"spec":)"
-                           R"({"containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}}}}})",
+                           R"({"restartPolicy":"Never","containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}}}}})",
                            DocumentFormat::kJson);
   auto put = cache.Put("uid-p", spec);
   REQUIRE(put->demand.pod_sets.size() == 1);

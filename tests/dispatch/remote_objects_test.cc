@@ -83,6 +83,7 @@ spec:
               spec:
                 containers:
                 - name: d
+                  image: driver:1
                   resources: {requests: {cpu: 1, memory: 1Gi}}
       - name: workers
         replicas: 2
@@ -92,9 +93,10 @@ spec:
             template:
               spec:
                 initContainers:
-                - {name: warm, resources: {requests: {cpu: 1, memory: 1Gi}}}
+                - {name: warm, image: warm:1, resources: {requests: {cpu: 1, memory: 1Gi}}}
                 containers:
                 - name: w
+                  image: worker:1
                   resources:
                     requests: {cpu: 2, memory: 8Gi}
                     limits: {nvidia.com/gpu: 1}
@@ -571,16 +573,19 @@ metadata:
 spec:
   template:
     spec:
+      restartPolicy: Never
       imagePullSecrets: [{name: regcred}, {name: other}, {name: regcred}]
       hostAliases:
       - {ip: 10.0.0.1, hostnames: [db]}
       - {ip: 10.0.0.1, hostnames: [db]}
       initContainers:
       - name: init
+        image: init:1
         env: [{name: X, value: "1"}, {name: X, value: "2"}]
         resources: {requests: {cpu: 1, memory: 1Gi}}
       containers:
       - name: main
+        image: main:1
         env:
         - {name: A, value: "1"}
         - {name: B, value: "x"}

@@ -12,7 +12,7 @@ JobRecord StoredJob(const std::string& uid, const std::string& name, int paralle
   std::string doc = R"({"apiVersion":"gantry.dev/v1","kind":"Job","metadata":{"name":")" + name +
                     R"("},"spec":{"queue":"q","template":{"apiVersion":"batch/v1","kind":"Job","spec":{)"
                     R"("parallelism":)" + std::to_string(parallelism) +
-                    R"(,"template":{"spec":{"containers":[{"name":"c","image":"i",)"
+                    R"(,"template":{"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i",)"
                     R"("resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}}}}})";
   auto parsed = ParseJobDocument(doc, DocumentFormat::kJson, "ns");
   REQUIRE(std::holds_alternative<JobSpec>(parsed));

@@ -130,6 +130,18 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
       {"init container extended request without a limit", m,
        Set("/spec/template/spec/initContainers/0/resources/requests/example.com~1fpga", 1),
        "spec.template.spec.initContainers[0].resources.limits.example.com/fpga", "Required value"},
+      // What Kubernetes refuses in a Job's pods, after the lease were it not
+      // refused here.
+      {"Job's pods without a restartPolicy", g, Erase("/spec/template/spec/template/spec", "restartPolicy"),
+       "spec.template.spec.template.spec.restartPolicy", "Required value: OnFailure or Never"},
+      {"Job's pods restarting Always", m, Set("/spec/template/spec/restartPolicy", "Always"),
+       "spec.template.spec.restartPolicy", "Unsupported value: \"Always\""},
+      {"JobSet's pods restarting Always", js,
+       Set("/spec/template/spec/replicatedJobs/1/template/spec/template/spec/restartPolicy", "Always"),
+       "spec.template.spec.replicatedJobs[1].template.spec.template.spec.restartPolicy", "Unsupported value"},
+      {"container without an image", g, Erase(kC0, "image"), kC0Path + ".image", "Required value"},
+      {"init container with an empty image", m, Set("/spec/template/spec/initContainers/0/image", ""),
+       "spec.template.spec.initContainers[0].image", "non-empty"},
       {"JobSet GPU request without a limit", js,
        Set("/spec/template/spec/replicatedJobs/0/template/spec/template/spec/containers/0/resources/"
            "requests/nvidia.com~1gpu",

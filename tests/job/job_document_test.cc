@@ -34,7 +34,7 @@ const char* const kGpuLimitsOnlyJson = R"({
   "apiVersion": "gantry.dev/v1", "kind": "Job",
   "metadata": {"name": "gpu-limits"},
   "spec": {"queue": "q", "template": {"apiVersion": "batch/v1", "kind": "Job", "spec": {
-    "template": {"spec": {"containers": [{"name": "c", "resources": {
+    "template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "i", "resources": {
       "requests": {"cpu": "2", "memory": "4Gi"},
       "limits": {"nvidia.com/gpu": 2, "cpu": "4", "memory": "4Gi"}}}]}}}}}
 })";
@@ -242,11 +242,12 @@ metadata:
 spec:
   template:
     spec:
+      restartPolicy: Never
       initContainers:
-      - {name: proxy, restartPolicy: Always, resources: {requests: {cpu: "1", memory: 1Gi}}}
-      - {name: fetch, resources: {requests: {cpu: "4"}}}
+      - {name: proxy, image: proxy:1, restartPolicy: Always, resources: {requests: {cpu: "1", memory: 1Gi}}}
+      - {name: fetch, image: fetch:1, resources: {requests: {cpu: "4"}}}
       containers:
-      - {name: main, resources: {requests: {cpu: "2", memory: 2Gi}}}
+      - {name: main, image: main:1, resources: {requests: {cpu: "2", memory: 2Gi}}}
 )";
   JobSpec spec = MustParse(yaml);
   REQUIRE(spec.pod_sets.size() == 1);
@@ -267,10 +268,12 @@ spec:
   template:
     spec:
       overhead: {cpu: 0.1}
+      restartPolicy: Never
       initContainers:
-      - {name: i, resources: {requests: {cpu: 0.25, memory: 1Gi}}}
+      - {name: i, image: i:1, resources: {requests: {cpu: 0.25, memory: 1Gi}}}
       containers:
       - name: c
+        image: c:1
         resources:
           requests: {cpu: 0.5, memory: 1.5e9}
           limits: {cpu: 1.5, memory: 2Gi}

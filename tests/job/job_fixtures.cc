@@ -69,6 +69,7 @@ spec:
   completions: 2
   template:
     spec:
+      restartPolicy: OnFailure
       initContainers:
       - name: fetch
         image: fetch:1
@@ -101,6 +102,7 @@ spec:
               spec:
                 containers:
                 - name: d
+                  image: driver:1
                   resources: {requests: {cpu: 1, memory: 1Gi}}
       - name: workers
         replicas: 2
@@ -111,6 +113,7 @@ spec:
               spec:
                 containers:
                 - name: w
+                  image: worker:1
                   resources:
                     requests: {cpu: 2, memory: 8Gi}
                     limits: {nvidia.com/gpu: 1}

@@ -22,10 +22,10 @@ const char* const kJobSetJson = R"({
     "template": {"kind": "JobSet", "apiVersion": "jobset.x-k8s.io/v1alpha2", "spec": {
       "replicatedJobs": [
         {"template": {"spec": {"template": {"spec": {"containers": [
-          {"resources": {"requests": {"memory": "1Gi", "cpu": 1}}, "name": "d"}]}}}},
+          {"resources": {"requests": {"memory": "1Gi", "cpu": 1}}, "name": "d", "image": "driver:1"}]}}}},
          "name": "driver"},
         {"name": "workers", "replicas": 2, "template": {"spec": {"parallelism": 4,
-          "template": {"spec": {"containers": [{"name": "w", "resources": {
+          "template": {"spec": {"containers": [{"name": "w", "image": "worker:1", "resources": {
             "limits": {"nvidia.com/gpu": 1}, "requests": {"memory": "8Gi", "cpu": 2}}}]}}}}}]}},
     "queue": "research"},
   "metadata": {"name": "ddp"}, "kind": "Job", "apiVersion": "gantry.dev/v1"
@@ -54,6 +54,7 @@ spec:
       parallelism: 3
       template:
         spec:
+          restartPolicy: OnFailure
           containers:
           - name: main
             image: sweep:1

@@ -40,6 +40,7 @@ spec:
     spec:
       template:
         spec:
+          restartPolicy: Never
           containers: [{name: c, image: i, resources: {requests: {cpu: 1, memory: 1Gi}}}]
 )");
   bodies.push_back(R"(apiVersion: gantry.dev/v1
@@ -60,6 +61,7 @@ spec:
     spec:
       template:
         spec:
+          restartPolicy: Never
           containers: [{name: c, image: "i\u0001", args: ["\"", "\\", "tab\there", "\u00e9t\u00e9"], resources: {requests: {cpu: 250m, memory: 1.5Gi}}}]
 )");
   for (const std::string& body : bodies) {

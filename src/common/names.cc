@@ -41,6 +41,16 @@ std::string CheckDns1123Subdomain(std::string_view name) {
   return "";
 }
 
+std::string CheckQueueName(std::string_view name) {
+  if (std::string e = CheckDns1123Subdomain(name); !e.empty()) return e;
+  if (name.size() > kMaxQueueNameLength) {
+    return fmt::format("must be at most {} characters (it is the value of the worker job's "
+                       "kueue.x-k8s.io/queue-name label)",
+                       kMaxQueueNameLength);
+  }
+  return "";
+}
+
 std::string CheckLabelValue(std::string_view value) {
   if (value.empty()) return "";
   if (value.size() > 63) return "must be at most 63 characters";

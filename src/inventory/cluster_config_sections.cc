@@ -120,7 +120,7 @@ Result<std::map<std::string, std::string>> ReadLocalQueues(const YAML::Node& nod
                                                            const Field& field) {
   return ReadStringMap(node, field, [](const std::string& ns, const std::string& queue) {
     if (std::string e = CheckDns1123Label(ns); !e.empty()) return "namespace " + e;
-    if (std::string e = CheckDns1123Subdomain(queue); !e.empty()) return "LocalQueue name " + e;
+    if (std::string e = CheckQueueName(queue); !e.empty()) return "LocalQueue name " + e;
     return std::string();
   });
 }

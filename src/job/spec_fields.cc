@@ -141,15 +141,8 @@ void CheckQueue(const std::optional<std::string>& queue, std::string_view path,
                 FieldErrors& errors) {
   if (!queue) {
     errors.Add(std::string(path), "Required value: the worker LocalQueue to submit to");
-  } else if (std::string e = CheckDns1123Subdomain(*queue); !e.empty()) {
+  } else if (std::string e = CheckQueueName(*queue); !e.empty()) {
     errors.Add(std::string(path), fmt::format("Invalid value: \"{}\": {}", *queue, e));
-  } else if (queue->size() > kMaxQueueNameLength) {
-    // LocalQueue names may have 253, but the worker's Kueue finds a job's
-    // queue by its kueue.x-k8s.io/queue-name label, whose value has 63.
-    errors.Add(std::string(path),
-               fmt::format("Invalid value: \"{}\": must be at most {} characters (it is the value of the "
-                           "worker job's kueue.x-k8s.io/queue-name label)",
-                           *queue, kMaxQueueNameLength));
   }
 }
 

@@ -40,7 +40,6 @@ std::map<std::string, std::string> ReadLabels(const json& obj, std::string_view 
 
 // The queue: required, a DNS-1123 subdomain like a LocalQueue name ("team.a",
 // the Workload CRD's queueName pattern), of at most kMaxQueueNameLength.
-inline constexpr std::size_t kMaxQueueNameLength = 63;
 void CheckQueue(const std::optional<std::string>& queue, std::string_view path,
                 FieldErrors& errors);
 

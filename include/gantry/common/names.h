@@ -14,6 +14,11 @@ std::string CheckDns1123Label(std::string_view name, std::size_t max_len = 63);
 
 // DNS-1123 subdomain (dots allowed between labels), at most 253 chars.
 std::string CheckDns1123Subdomain(std::string_view name);
+// A worker's LocalQueue name as gantry writes it: a DNS-1123 subdomain (the
+// Workload's spec.queueName) that also fits the 63 characters of the value
+// of the real job's kueue.x-k8s.io/queue-name label. "" when valid.
+inline constexpr std::size_t kMaxQueueNameLength = 63;
+std::string CheckQueueName(std::string_view name);
 
 // Kubernetes label key ("prefix/name" or "name") and value rules.
 std::string CheckLabelKey(std::string_view key);

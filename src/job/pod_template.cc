@@ -177,6 +177,24 @@ std::vector<ContainerDemand> ReadContainers(const json& spec, std::string_view k
   return out;
 }
 
+// Kueue's topology-aware scheduling asks, per pod set, with annotations of
+// the pod template (kueue.x-k8s.io/podset-required-topology, -preferred-,
+// -slice-size, ...), which Kueue turns into the Workload's
+// podSets[].topologyRequest. gantry writes no topologyRequest yet: its copy
+// would be admitted without the topology the job asked for, or finished
+// OutOfSync by a Kueue that compares it. Refused, rather than run elsewise.
+void RefuseTopologyRequest(const json& pod_template, std::string_view path, FieldErrors& errors) {
+  const json* metadata = Member(pod_template, "metadata");
+  const json* annotations = metadata != nullptr && metadata->is_object() ? Member(*metadata, "annotations") : nullptr;
+  if (annotations == nullptr || !annotations->is_object()) return;
+  for (const auto& [key, value] : annotations->items()) {
+    if (!key.starts_with("kueue.x-k8s.io/podset-")) continue;
+    errors.Add(fmt::format("{}.metadata.annotations[{}]", path, key),
+               "Unsupported value: gantry does not carry Kueue's topology requests into its Workload copies yet; "
+               "the job would run without the topology it asks for");
+  }
+}
+
 }  // namespace
 
 std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::string_view path,
@@ -186,6 +204,7 @@ std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::s
                                               TypeName(pod_template)));
     return {};
   }
+  RefuseTopologyRequest(pod_template, path, errors);
   const json* spec = RequireObject(pod_template, "spec", path, errors);
   if (spec == nullptr) return {};
   std::string spath = Child(path, "spec");

@@ -140,6 +140,12 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
        Set("/spec/template/spec/replicatedJobs/1/template/spec/template/spec/restartPolicy", "Always"),
        "spec.template.spec.replicatedJobs[1].template.spec.template.spec.restartPolicy", "Unsupported value"},
       {"container without an image", g, Erase(kC0, "image"), kC0Path + ".image", "Required value"},
+      {"a topology request", g,
+       Set("/spec/template/spec/template/metadata/annotations/kueue.x-k8s.io~1podset-required-topology",
+           "cloud.provider.com/topology-rack"),
+       "spec.template.spec.template.metadata.annotations[kueue.x-k8s.io/podset-required-topology]",
+       "topology requests"},
+
       {"init container with an empty image", m, Set("/spec/template/spec/initContainers/0/image", ""),
        "spec.template.spec.initContainers[0].image", "non-empty"},
       {"JobSet GPU request without a limit", js,

@@ -265,9 +265,11 @@ void ServerConn::QueueAnswer(const Response& response, bool keep_alive, bool hea
   // The head is written as text and sent with the body in one write: one
   // TLS record and one send for a small answer.
   const std::string_view reason = bhttp::obsolete_reason(static_cast<bhttp::status>(response.status));
-  const std::size_t length = head_only ? 0 : response.body.size();
+  // A HEAD answer says the length the GET's body would have (RFC 9110
+  // 9.3.2), and has none.
+  const std::size_t length = response.body.size();
   std::string& head = out_;
-  head.reserve(head.size() + 160 + length);
+  head.reserve(head.size() + 160 + (head_only ? 0 : length));
   fmt::format_to(std::back_inserter(head), "HTTP/1.1 {} {}\r\nServer: {}\r\n", response.status, reason,
                  env_.options->server_name);
   // A line break in a handler's header would end the head early: such a
@@ -281,7 +283,7 @@ void ServerConn::QueueAnswer(const Response& response, bool keep_alive, bool hea
   }
   if (!keep_alive) head += "Connection: close\r\n";
   fmt::format_to(std::back_inserter(head), "Content-Length: {}\r\n\r\n", length);
-  head.append(response.body, 0, length);
+  if (!head_only) head.append(response.body);
 }
 
 bool ServerConn::AfterFlush() {

@@ -36,6 +36,13 @@ int MillisLeft(Connection::Clock::time_point deadline) {
   return static_cast<int>(std::clamp<int64_t>(left, 0, INT_MAX));
 }
 
+// The address as text ("10.0.0.1", "fd00::1"), for an error message.
+std::string AddressText(const addrinfo& a) {
+  char text[NI_MAXHOST] = "";
+  if (::getnameinfo(a.ai_addr, a.ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) return "?";
+  return text;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, const std::string& port, SSL_CTX* tls,
@@ -50,17 +57,26 @@ Result<std::unique_ptr<Connection>> Connection::Dial(const addrinfo* addrs, cons
                                                      Clock::time_point deadline, const std::string& tls_name) {
   int addresses_left = 0;
   for (const addrinfo* a = addrs; a; a = a->ai_next) ++addresses_left;
+  const bool several = addresses_left > 1;
   error_code ec = boost::asio::error::host_not_found;
+  std::string failures;  // each address's, when there are several
+  auto failed = [&](const addrinfo& a) {
+    if (several) fmt::format_to(std::back_inserter(failures), "{}{}: {}", failures.empty() ? "" : "; ", AddressText(a), ec.message());
+  };
   for (const addrinfo* a = addrs; a; a = a->ai_next, --addresses_left) {
     int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) {
       ec = Errno(errno);
+      failed(*a);
       continue;
     }
     std::unique_ptr<Connection> conn(new Connection(fd));
     conn->deadline_ = AddressDeadline(Clock::now(), deadline, addresses_left);
     ec = conn->Connect(*a);
-    if (ec) continue;
+    if (ec) {
+      failed(*a);
+      continue;
+    }
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     conn->deadline_ = deadline;
@@ -68,7 +84,8 @@ Result<std::unique_ptr<Connection>> Connection::Dial(const addrinfo* addrs, cons
     conn->deadline_ = Clock::time_point::max();
     return conn;
   }
-  return Status::Unavailable(fmt::format("connect to {}: {}", HostPort(host, port), ec.message()));
+  return Status::Unavailable(
+      fmt::format("connect to {}: {}", HostPort(host, port), failures.empty() ? ec.message() : failures));
 }
 
 Connection::Clock::time_point Connection::AddressDeadline(Clock::time_point now, Clock::time_point deadline,

@@ -136,6 +136,19 @@ TEST_CASE("an address that drops connection attempts leaves time for the next on
     CHECK(conn.ok());
     CHECK(steady_clock::now() - start < 4s);
   }
+  SECTION("when none answers, the error says what each address did") {
+    uint16_t closed = 0;
+    {
+      Listener gone(1);
+      closed = gone.port();
+    }  // nothing listens there now: refused
+    Addresses addrs({closed, blackhole.port()});
+    auto conn = Connection::Dial(addrs.get(), "localhost", "6443", nullptr, steady_clock::now() + 300ms);
+    REQUIRE_FALSE(conn.ok());
+    INFO(conn.status().message());
+    CHECK_THAT(conn.status().message(), Catch::StartsWith("connect to localhost:6443: 127.0.0.1: ") &&
+                                            Catch::Contains("refused; 127.0.0.1: ") && Catch::Contains("timeout"));
+  }
 }
 
 TEST_CASE("an IP literal resolves with no lookup, even with no time left", "[http][dial]") {

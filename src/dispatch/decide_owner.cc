@@ -332,7 +332,34 @@ Plan Ladder::Owned() const {
   // watch events, its owner's loss from the health watch.
   plan.requeue_ms = opt_.backstop_ms;
   plan.backstop = true;
+  if (j->state == RemoteJobState::kSuspended && job_.phase == JobPhase::kAdmitted && w && w->admitted) {
+    NotStarted(owner, plan);
+  }
   return plan;
+}
+
+// Step 13, a real job its cluster keeps suspended although its copy there
+// is admitted (DecideOptions::not_started_warn_ms): the message and an
+// event say so, once, and the job waits on.
+void Ladder::NotStarted(const std::string& owner, Plan& plan) const {
+  if (job_.lease_ms <= 0) return;  // no lease time on record: nothing to count from
+  const int64_t due = job_.lease_ms + opt_.not_started_warn_ms;
+  if (in_.now_ms < due) {
+    if (due - in_.now_ms < plan.requeue_ms) {
+      plan.requeue_ms = due - in_.now_ms;
+      plan.backstop = false;
+    }
+    return;
+  }
+  if (job_.message.find("keeps its") != std::string::npos) return;  // said already
+  const std::string kind = in_.spec->template_object.value("kind", "");
+  const std::string message = fmt::format(
+      "{} admitted the job's Workload, but keeps its {} suspended {} s after the lease: is Kueue's integration "
+      "for {} enabled there, and does its webhook take gantry's prebuilt Workload?",
+      owner, kind, (in_.now_ms - job_.lease_ms) / 1000, kind);
+  if (!plan.write) plan.write = Guarded(job_);
+  plan.write->message = message;
+  plan.write->events.push_back(Event("NotStarted", message, owner, "Warning"));
 }
 
 // Step 13, an at-most-once job whose real job its owner confirmed created

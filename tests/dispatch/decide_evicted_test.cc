@@ -96,6 +96,54 @@ TEST_CASE("a job whose Workload Kueue deactivated for good fails, whatever onClu
   CHECK(*p.write->phase == JobPhase::kQueued);
 }
 
+TEST_CASE("a real job its cluster keeps suspended under an admitted copy is told, once, and waits on",
+          "[dispatch][decide][evicted]") {
+  auto world = [](int64_t leased_ago_ms, bool admitted) {
+    World w;
+    w.spec = Spec("Requeue");
+    w.OwnedBy(JobPhase::kAdmitted, "c1", 2);
+    w.job.lease_ms = w.in.now_ms - leased_ago_ms;
+    w.job.message = "admitted by c1 at epoch 2";
+    ObservedWorkload& wl = w.Workload("c1", 2);
+    wl.quota_reserved = true;
+    wl.admitted = admitted;
+    w.RemoteJob("c1", 2, RemoteJobState::kSuspended);
+    return w;
+  };
+  {  // a minute after the lease: the backstop, nothing written
+    World w = world(60'000, true);
+    Plan p = Decide(w.Input());
+    CHECK_FALSE(p.write);
+    CHECK(p.requeue_ms == w.in.options.backstop_ms);
+  }
+  {  // ten seconds before the warning: a timer for it
+    World w = world(290'000, true);
+    Plan p = Decide(w.Input());
+    CHECK_FALSE(p.write);
+    CHECK(p.requeue_ms == 10'000);
+    CHECK_FALSE(p.backstop);
+  }
+  {  // six minutes: said, and the job waits on
+    World w = world(360'000, true);
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    CHECK_FALSE(p.write->phase);
+    REQUIRE(p.write->message);
+    CHECK_THAT(*p.write->message, Catch::Contains("keeps its Job suspended 360 s"));
+    REQUIRE(p.write->events.size() == 1);
+    CHECK(p.write->events.front().reason == "NotStarted");
+    CHECK(p.actions.empty());
+    // Once said, not again.
+    w.job.message = *p.write->message;
+    Plan again = Decide(w.Input());
+    CHECK_FALSE(again.write);
+  }
+  {  // quota reserved, its admission checks still at work: nothing to tell
+    World w = world(360'000, false);
+    CHECK_FALSE(Decide(w.Input()).write);
+  }
+}
+
 TEST_CASE("a job that finished unseen and whose job was deleted is told from its Workload, not as JobGone",
           "[dispatch][decide][evicted]") {
   World w;

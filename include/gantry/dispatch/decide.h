@@ -165,6 +165,12 @@ struct DecideOptions {
   // create of it that gantry sent can still be at work in the API server
   // (whose own request timeout is a minute by default) and land after.
   int64_t not_found_confirms_after_ms = 120'000;
+  // A real job still suspended this long after its lease, under a copy its
+  // cluster admitted: Kueue unsuspends such a job within seconds, so it
+  // most likely never will (its kind's integration is off there, or its
+  // webhook refused the prebuilt Workload). The job's message and a
+  // NotStarted event say so; nothing else changes.
+  int64_t not_started_warn_ms = 300'000;
 };
 
 struct DecideInput {

@@ -9,6 +9,7 @@
 
 #include "cluster_config_sections.h"
 #include "gantry/common/names.h"
+#include "gantry/placement/cluster_queues.h"
 #include "yaml_reader.h"
 
 namespace gantry::inventory {
@@ -119,8 +120,7 @@ std::string_view KueueApiVersionName(KueueApiVersion version) {
 
 std::string LocalQueueFor(const ClusterConfig& config, const std::string& ns,
                           const std::string& queue) {
-  auto it = config.local_queues.find(ns);
-  return it == config.local_queues.end() ? queue : it->second;
+  return placement::LocalQueueIn(config.local_queues, ns, queue);
 }
 
 Result<ClusterConfig> ParseClusterConfig(std::string_view yaml, const std::string& display_name,

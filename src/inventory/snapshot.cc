@@ -13,6 +13,7 @@ placement::ClusterSnapshot ToClusterSnapshot(const ClusterConfig& config) {
   s.compliance_zones = config.compliance_zones;
   s.labels = config.labels;
   s.datasets = config.datasets;
+  s.local_queues = config.local_queues;
   s.cordoned = config.cordoned;
   s.declared_lost = config.declared_lost;
   s.price_per_gpu_hour = config.price_per_gpu_hour.on_demand;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "quantity_format.h"
+#include "queue_quota.h"
 
 namespace gantry::placement {
 namespace {
@@ -134,25 +135,6 @@ Check CheckNodeFit(const JobDemand& job, const GangDemand& demand, const Cluster
   return NodeFitFailure(demand.max_memory, "memory", cluster.node.memory_milli);
 }
 
-Check CheckQuota(const GangDemand& demand, const ClusterSnapshot& cluster) {
-  const auto& quota = cluster.capacity.quota;
-  for (const ResourceTotal& total : demand.totals) {
-    auto it = quota.find(total.resource);
-    const int64_t nominal = it == quota.end() ? 0 : std::max<int64_t>(0, it->second.nominal_milli);
-    if (total.milli <= nominal) continue;
-    std::string message =
-        it == quota.end() ? fmt::format("needs {} {} in one ClusterQueue; no quota for {}",
-                                        FormatQuantity(total.resource, total.milli), total.resource,
-                                        total.resource)
-                          : fmt::format("needs {} {} in one ClusterQueue; nominal quota {}",
-                                        FormatQuantity(total.resource, total.milli), total.resource,
-                                        FormatQuantity(total.resource, nominal));
-    // A stale reading may predate a quota increase: not proof of "never".
-    return Exclusion{Filter::kQuota, std::move(message), !cluster.capacity.stale};
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 bool AcceleratorMatches(const Accelerator& a, const AcceleratorRequirement& req) {
@@ -191,7 +173,7 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
   if (auto x = CheckDatasets(c, cluster)) return x;
   if (auto x = CheckPrice(c, demand, cluster)) return x;
   if (auto x = CheckNodeFit(job, demand, cluster, options)) return x;
-  if (auto x = CheckQuota(demand, cluster)) return x;
+  if (auto x = CheckQuota(job, demand, cluster)) return x;
   if (cluster.declared_lost) return Exclude(Filter::kCordoned, "declared lost by an operator");
   if (cluster.cordoned) return Exclude(Filter::kCordoned, "cordoned by an operator");
   if (cluster.health != ClusterHealth::kReady) {

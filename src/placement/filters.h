@@ -15,8 +15,11 @@
 //   - node fit: every pod fits the largest node (GPUs against the matching
 //     accelerator pools' GPUs per node, cpu and memory against NodeShape); an
 //     unknown (0) node dimension is not checked.
-//   - quota: the whole gang's sum per resource fits the cluster's NOMINAL quota
-//     (reserved usage only affects the score); a missing resource has quota 0.
+//   - quota: the whole gang's sum per resource fits what the job's own
+//     ClusterQueue can hold (reserved usage only affects the score), and
+//     its LocalQueue and ClusterQueue exist and are Active; where the
+//     reading cannot tell which ClusterQueue, the sums over all of them
+//     (queue_quota.h, which also says when such an exclusion is permanent).
 //   - cordoned, health != Ready: transient.
 #pragma once
 

@@ -5,31 +5,10 @@
 #include <string>
 
 #include "filters.h"
+#include "queue_quota.h"
 
 namespace gantry::placement {
 namespace {
-
-struct Headroom {
-  bool fits_now = false;
-  double free_fraction = 0;  // after placing, tightest resource
-};
-
-Headroom ComputeHeadroom(const GangDemand& demand, const ClusterCapacity& capacity) {
-  if (capacity.stale) return {};  // reserved usage unknown: no credit either way
-  Headroom out{true, 1.0};
-  for (const ResourceTotal& total : demand.totals) {
-    auto it = capacity.quota.find(total.resource);
-    if (it == capacity.quota.end()) return {};  // unreachable after the quota filter
-    const int64_t nominal = std::max<int64_t>(0, it->second.nominal_milli);
-    const int64_t reserved = std::max<int64_t>(0, it->second.reserved_milli);
-    // Both operands are non-negative, so neither subtraction can overflow.
-    const int64_t free = nominal - reserved;
-    if (free < total.milli) return {};
-    const double after = static_cast<double>(free - total.milli);
-    out.free_fraction = std::min(out.free_fraction, nominal > 0 ? after / nominal : 0.0);
-  }
-  return out;
-}
 
 double PriceValue(const GangDemand& demand, const ClusterSnapshot& cluster,
                   const FeasibleSetStats& stats) {
@@ -70,7 +49,7 @@ Score ScoreCluster(const JobDemand& job, const GangDemand& demand, const Cluster
                    const FeasibleSetStats& stats, const std::array<double, kTermCount>& weights) {
   Score score;
   auto set = [&score](Term term, double value) { score.values[static_cast<size_t>(term)] = value; };
-  const Headroom headroom = ComputeHeadroom(demand, cluster.capacity);
+  const Headroom headroom = ComputeHeadroom(job, demand, cluster);
   set(Term::kFitsNow, headroom.fits_now ? 1 : 0);
   set(Term::kFreeQuota, headroom.free_fraction);
   set(Term::kPrice, PriceValue(demand, cluster, stats));

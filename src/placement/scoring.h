@@ -1,9 +1,16 @@
 // Soft scoring of a feasible cluster. Every term is a value in [0, 1]; the
 // score is the weighted sum in Term order. How each term is computed:
-//   fits_now       1 if, on a fresh capacity reading, nominal - reserved >= demand
-//                  for every requested resource; else 0 (stale = unknown = 0).
+//   fits_now       1 if, on a fresh capacity reading, free >= demand for every
+//                  requested resource; else 0 (stale = unknown = 0). free is
+//                  that of the job's own ClusterQueue when the reading says
+//                  which: per resource, the sum over its flavors of
+//                  max(0, nominal - reserved), without what it could borrow
+//                  from its cohort (lent to others first, maybe), and as if a
+//                  pod set could spread over flavors (it takes one): a hint.
+//                  Otherwise nominal - reserved summed over all ClusterQueues
+//                  (queue_quota.h).
 //   free_quota     on a fresh reading, min over requested resources of
-//                  (nominal - reserved - demand) / nominal, floored at 0; a job
+//                  (free - demand) / nominal, floored at 0; a job
 //                  requesting nothing scores 1; stale scores 0, so a cluster
 //                  we know has room outranks one we cannot see.
 //   price          GPU jobs: (max - price) / (max - min) over the feasible set

@@ -46,7 +46,7 @@ TEST_CASE("gang above every nominal quota but below their sum is unschedulable",
   for (const ExcludedCluster& v : d.excluded) {
     CHECK(v.exclusion.filter == Filter::kQuota);
     CHECK(v.exclusion.permanent);
-    CHECK(v.exclusion.message == "needs 96 nvidia.com/gpu in one ClusterQueue; nominal quota 64");
+    CHECK(v.exclusion.message == "needs 96 nvidia.com/gpu; the cluster's ClusterQueues hold 64 in all");
   }
 }
 
@@ -128,11 +128,11 @@ TEST_CASE("exclusion messages carry the numbers", "[placement][messages]") {
   CHECK(message(Workers(1, 0, 4, 3000), "ap-a100") ==
         "pod set 'workers' needs 3000Gi memory per pod; nodes have 1Ti");
   CHECK(message(Workers(150, 0, 16, 512), "ap-a100") ==
-        "needs 75Ti memory in one ClusterQueue; nominal quota 64Ti");
+        "needs 75Ti memory; the cluster's ClusterQueues hold 64Ti in all");
   JobDemand fpga = Workers(1, 0, 1, 0);
   fpga.pod_sets[0].requests_milli["example.com/fpga"] = 500;
   CHECK(message(fpga, "us-cpu") ==
-        "needs 500m example.com/fpga in one ClusterQueue; no quota for example.com/fpga");
+        "needs 500m example.com/fpga; no ClusterQueue has quota for example.com/fpga");
   JobDemand priced = small;
   priced.constraints.max_price_per_gpu_hour = 2.5;
   CHECK(message(priced, "eu-h100") == "price 4.00 per GPU hour above ceiling 2.50");

@@ -92,7 +92,8 @@ struct ClusterConfig {
 };
 
 // The LocalQueue to use in `ns` for a gantry queue named `queue`: the mapped
-// name if `local_queues` has `ns`, else `queue` itself.
+// name if `local_queues` has `ns`, else `queue` itself (placement::LocalQueueIn,
+// which placement applies to ClusterSnapshot::local_queues).
 std::string LocalQueueFor(const ClusterConfig& config, const std::string& ns,
                           const std::string& queue);
 

@@ -3,7 +3,7 @@
 //
 // ToClusterSnapshot fills the static fields only (name, region, zone,
 // provider, compliance zones, labels, accelerators, node shape, on-demand
-// price, datasets, cordoned). Health, capacity and admission statistics are
+// price, datasets, LocalQueue names, cordoned). Health, capacity and admission statistics are
 // left at their defaults for the caller to fill from the live caches.
 #pragma once
 

@@ -10,11 +10,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gantry/placement/cluster_queues.h"
 #include "gantry/placement/job_demand.h"
 
 namespace gantry::placement {
@@ -40,16 +42,21 @@ struct NodeShape {
 
 enum class ClusterHealth { kReady, kNotReady, kLost, kUnknown };
 
-// One resource of the cluster's ClusterQueue (summed over its flavors).
+// One resource summed over every ClusterQueue and flavor of the cluster.
 struct ResourceQuota {
   int64_t nominal_milli = 0;   // configured nominal quota
   int64_t reserved_milli = 0;  // currently reserved by admitted workloads
 };
 
 struct ClusterCapacity {
-  // Resources absent from this map have no quota: a job requesting them can
-  // never be admitted there (as Kueue treats uncovered resources).
+  // Summed over all ClusterQueues: what `gantry clusters` and the metrics
+  // show, and what placement falls back to when it cannot tell which
+  // ClusterQueue a job lands in (queue_quota.h). Resources absent from this
+  // map have no quota in any ClusterQueue.
   std::map<std::string, ResourceQuota> quota;
+  // Each ClusterQueue and where each LocalQueue leads, from the same
+  // reading; null when the reading has none (only the sums are known).
+  std::shared_ptr<const ClusterQueues> queues;
   int32_t pending_workloads = 0;
   int64_t age_ms = 0;  // how old the cached reading is (informational)
   // The reading is too old to trust: reserved usage counts as unknown, and a
@@ -74,6 +81,9 @@ struct ClusterSnapshot {
   NodeShape node;
   std::optional<double> price_per_gpu_hour;  // on-demand; unset = unknown
   std::vector<std::string> datasets;
+  // namespace -> LocalQueue name where it is not the job's queue name
+  // (LocalQueueIn; a clusters.d file's localQueues).
+  std::map<std::string, std::string> local_queues;
   bool cordoned = false;
   bool declared_lost = false;  // an operator says it is gone: excluded, as cordoned
   ClusterHealth health = ClusterHealth::kUnknown;

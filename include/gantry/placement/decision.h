@@ -31,7 +31,7 @@ enum class Filter {
   kDatasets,        // a required dataset is missing
   kPrice,           // GPU hour above the job's ceiling (or unknown)
   kNodeFit,         // some pod is larger than the largest node
-  kQuota,           // the whole gang exceeds the nominal quota
+  kQuota,           // the job's ClusterQueue cannot hold the gang, or is missing (queue_quota.h)
   kCordoned,        // cordoned by an operator (transient)
   kHealth,          // connection not Ready (transient)
 };
@@ -47,7 +47,9 @@ struct Exclusion {
   Filter filter = Filter::kAllowlist;
   std::string message;  // e.g. "region us-east-1 not in [eu-central-1]"
   // True when the cluster could never run the job as configured; false for
-  // transient states and for a quota shortfall read from stale capacity.
+  // transient states, for a LocalQueue or ClusterQueue missing or not
+  // Active, and for a quota shortfall that is not certain (a stale reading,
+  // a cohort that may lend more, a LocalQueue list that failed).
   bool permanent = true;
 };
 
@@ -95,7 +97,7 @@ struct Decision {
   // be broken down into points without the options.
   std::array<double, kTermCount> weights{};
   // No cluster could ever run the job: every cluster is excluded permanently
-  // (static capability or nominal quota). False for an empty snapshot, which
+  // (static capability or quota). False for an empty snapshot, which
   // means "inventory not known yet", not "impossible".
   bool unschedulable = false;
 

@@ -57,6 +57,11 @@ struct DispatchSpec {
 };
 
 struct JobDemand {
+  // Where the job's Workload goes: its namespace and its queue, the
+  // LocalQueue its spec.queueName names (LocalQueueIn maps it per cluster).
+  // An empty queue: its ClusterQueue is not looked up (the summed quota applies).
+  std::string ns;
+  std::string queue;
   std::vector<PodSetDemand> pod_sets;
   PlacementConstraints constraints;
   // Soft: datasets the job would like close by (e.g. a cache or an eval set it

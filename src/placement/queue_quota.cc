@@ -1,0 +1,215 @@
+#include "queue_quota.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+#include "quantity_format.h"
+
+namespace gantry::placement {
+namespace {
+
+constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
+
+int64_t NonNegative(int64_t v) { return std::max<int64_t>(0, v); }
+
+// What a ClusterQueue can hold of one resource, over the flavors that cover it.
+//
+// The bound must never be below what Kueue could admit, or a job that fits
+// is made Unschedulable (lost work); too high only lets a job wait (it has
+// dispatch.timeoutSeconds). So:
+//   - Without a cohort: the sum over its flavors of nominalQuota. A pod set
+//     takes one flavor per resource group, so a gang may spread over the
+//     flavors, never beyond their sum. Certain.
+//   - In a cohort, every flavor may add what it borrows. With a
+//     borrowingLimit on every flavor, the sum of nominal + borrowingLimit is
+//     certain: Kueue never lends it more, whoever lends. Without one on some
+//     flavor nothing gantry reads bounds it: a Cohort object (v1beta2's, or
+//     v1alpha1's before it) may hold quota of its own, and parent cohorts
+//     more. No certain bound then.
+//   - visible: nominal plus, per flavor, the lesser of its borrowingLimit and
+//     that flavor's nominal quota in the cohort's other ClusterQueues that
+//     gantry reads (their lendingLimit ignored, which only makes it larger).
+//     Above it, the cluster is excluded for now only.
+struct QueueBound {
+  int64_t nominal = 0;
+  int64_t certain = kUnbounded;  // kUnbounded: none
+  int64_t visible = 0;
+};
+
+int64_t NominalOf(const std::vector<FlavorQuota>& flavors) {
+  int64_t sum = 0;
+  for (const FlavorQuota& f : flavors) sum = SaturatingAdd(sum, NonNegative(f.nominal_milli));
+  return sum;
+}
+
+// The nominal quota of `flavor` for `resource` in the other ClusterQueues of cq's cohort.
+int64_t LendersNominal(const ClusterQueues& all, const ClusterQueueInfo& cq, const std::string& resource,
+                       const std::string& flavor) {
+  int64_t sum = 0;
+  for (const auto& [name, other] : all.by_name) {
+    if (name == cq.name || other.cohort != cq.cohort) continue;
+    auto it = other.resources.find(resource);
+    if (it == other.resources.end()) continue;
+    for (const FlavorQuota& f : it->second) {
+      if (f.flavor == flavor) sum = SaturatingAdd(sum, NonNegative(f.nominal_milli));
+    }
+  }
+  return sum;
+}
+
+QueueBound BoundOf(const ClusterQueues& all, const ClusterQueueInfo& cq, const std::string& resource,
+                   const std::vector<FlavorQuota>& flavors) {
+  QueueBound b;
+  b.nominal = NominalOf(flavors);
+  b.visible = b.nominal;
+  if (cq.cohort.empty()) {
+    b.certain = b.nominal;
+    return b;
+  }
+  int64_t certain = b.nominal;
+  bool limited = true;
+  for (const FlavorQuota& f : flavors) {
+    const int64_t limit = f.borrowing_limit_milli ? NonNegative(*f.borrowing_limit_milli) : kUnbounded;
+    limited = limited && f.borrowing_limit_milli.has_value();
+    certain = SaturatingAdd(certain, limit);
+    b.visible = SaturatingAdd(b.visible, std::min(limit, LendersNominal(all, cq, resource, f.flavor)));
+  }
+  if (limited) b.certain = certain;
+  return b;
+}
+
+std::string QueueName(const JobQueue& q) {
+  return fmt::format("ClusterQueue {} (LocalQueue {})", q.cluster_queue->name, q.local_queue);
+}
+
+std::optional<Exclusion> CheckInQueue(const GangDemand& demand, const ClusterSnapshot& cluster, const JobQueue& q) {
+  const ClusterQueueInfo& cq = *q.cluster_queue;
+  const ClusterQueues& all = *cluster.capacity.queues;
+  // Proof of "never" needs a fresh reading of a queue Kueue admits from.
+  const bool final = !cluster.capacity.stale && cq.activity == QueueActivity::kActive;
+  for (const ResourceTotal& total : demand.totals) {
+    const std::string needs = fmt::format("needs {} {}", FormatQuantity(total.resource, total.milli), total.resource);
+    auto it = cq.resources.find(total.resource);
+    if (it == cq.resources.end()) {
+      return Exclusion{Filter::kQuota,
+                       fmt::format("{}; {} has no quota for {}", needs, QueueName(q), total.resource), final};
+    }
+    if (total.milli <= NominalOf(it->second)) continue;
+    const QueueBound b = BoundOf(all, cq, total.resource, it->second);
+    auto amount = [&](int64_t milli) { return FormatQuantity(total.resource, milli); };
+    if (total.milli > b.certain) {
+      std::string message =
+          cq.cohort.empty()
+              ? fmt::format("{}; {} holds at most {}", needs, QueueName(q), amount(b.nominal))
+              : fmt::format("{}; {} holds at most {}: {} of its own and at most {} borrowed in cohort {}", needs,
+                            QueueName(q), amount(b.certain), amount(b.nominal), amount(b.certain - b.nominal),
+                            cq.cohort);
+      return Exclusion{Filter::kQuota, std::move(message), final};
+    }
+    if (total.milli > b.visible) {
+      return Exclusion{Filter::kQuota,
+                       fmt::format("{}; {} holds {} and could borrow at most {} from the other ClusterQueues of "
+                                   "cohort {} that gantry reads (not final: a Cohort object may lend more)",
+                                   needs, QueueName(q), amount(b.nominal), amount(b.visible - b.nominal), cq.cohort),
+                       false};
+    }
+  }
+  return std::nullopt;
+}
+
+// The sums over all ClusterQueues, when the job's own is not known.
+std::optional<Exclusion> CheckSums(const GangDemand& demand, const ClusterCapacity& capacity) {
+  // Proof of "never" only from a fresh reading that never knew better (no
+  // queue description): one that describes its queues but not where the
+  // job lands must not make it Unschedulable on a sum.
+  const bool final = !capacity.stale && !capacity.queues;
+  for (const ResourceTotal& total : demand.totals) {
+    auto it = capacity.quota.find(total.resource);
+    const int64_t nominal = it == capacity.quota.end() ? 0 : NonNegative(it->second.nominal_milli);
+    if (total.milli <= nominal) continue;
+    const std::string needs = fmt::format("needs {} {}", FormatQuantity(total.resource, total.milli), total.resource);
+    std::string message =
+        it == capacity.quota.end()
+            ? fmt::format("{}; no ClusterQueue has quota for {}", needs, total.resource)
+            : fmt::format("{}; the cluster's ClusterQueues hold {} in all", needs,
+                          FormatQuantity(total.resource, nominal));
+    return Exclusion{Filter::kQuota, std::move(message), final};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<JobQueue> FindJobQueue(const JobDemand& job, const ClusterSnapshot& cluster) {
+  const ClusterQueues* all = cluster.capacity.queues.get();
+  if (!all || !all->local_queues_known || job.queue.empty()) return std::nullopt;
+  JobQueue q;
+  q.local_queue = job.ns + "/" + LocalQueueIn(cluster.local_queues, job.ns, job.queue);
+  // Never permanent: an operator may create or fix the queue, and nothing
+  // terminal may follow from its absence.
+  auto unusable = [&](std::string message) {
+    q.unusable = Exclusion{Filter::kQuota, std::move(message), false};
+    return q;
+  };
+  auto lq = all->local_queues.find(q.local_queue);
+  if (lq == all->local_queues.end()) {
+    return unusable(fmt::format("LocalQueue {} does not exist here (Kueue would leave a Workload copy pending)",
+                                q.local_queue));
+  }
+  auto cq = all->by_name.find(lq->second);
+  if (cq == all->by_name.end()) {
+    return unusable(
+        fmt::format("LocalQueue {} names ClusterQueue {}, which does not exist here", q.local_queue, lq->second));
+  }
+  if (cq->second.activity == QueueActivity::kInactive) {
+    const std::string& why = cq->second.inactive_message;
+    return unusable(fmt::format("ClusterQueue {} (LocalQueue {}) is not Active{}{}", lq->second, q.local_queue,
+                                why.empty() ? "" : ": ", why));
+  }
+  q.cluster_queue = &cq->second;
+  return q;
+}
+
+std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand, const ClusterSnapshot& cluster) {
+  if (std::optional<JobQueue> q = FindJobQueue(job, cluster)) {
+    if (q->unusable) return std::move(q->unusable);
+    return CheckInQueue(demand, cluster, *q);
+  }
+  return CheckSums(demand, cluster.capacity);
+}
+
+Headroom ComputeHeadroom(const JobDemand& job, const GangDemand& demand, const ClusterSnapshot& cluster) {
+  if (cluster.capacity.stale) return {};  // reserved usage unknown: no credit either way
+  const std::optional<JobQueue> q = FindJobQueue(job, cluster);
+  const ClusterQueueInfo* cq = q ? q->cluster_queue : nullptr;
+  Headroom out{true, 1.0};
+  for (const ResourceTotal& total : demand.totals) {
+    int64_t nominal = 0;
+    int64_t free = 0;
+    if (cq) {
+      auto it = cq->resources.find(total.resource);
+      if (it == cq->resources.end()) return {};  // unreachable after the quota filter
+      for (const FlavorQuota& f : it->second) {
+        const int64_t n = NonNegative(f.nominal_milli);
+        const int64_t r = NonNegative(f.reserved_milli);
+        nominal = SaturatingAdd(nominal, n);
+        free = SaturatingAdd(free, n > r ? n - r : 0);  // a borrowing flavor has none free
+      }
+    } else {
+      auto it = cluster.capacity.quota.find(total.resource);
+      if (it == cluster.capacity.quota.end()) return {};  // unreachable after the quota filter
+      nominal = NonNegative(it->second.nominal_milli);
+      // Both operands are non-negative, so the subtraction cannot overflow.
+      free = nominal - NonNegative(it->second.reserved_milli);
+    }
+    if (free < total.milli) return {};
+    const double after = static_cast<double>(free - total.milli);
+    out.free_fraction = std::min(out.free_fraction, nominal > 0 ? after / static_cast<double>(nominal) : 0.0);
+  }
+  return out;
+}
+
+}  // namespace gantry::placement

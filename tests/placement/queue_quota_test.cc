@@ -1,0 +1,272 @@
+// Placement against the job's own ClusterQueue (queue_quota.h): a cluster
+// with a small queue for team-a and a big one for team-b is judged by the
+// queue the job is submitted to; a missing LocalQueue or ClusterQueue, an
+// inactive one and an unknown bound in a cohort never make a job
+// Unschedulable; without the LocalQueues the sums apply, never for good.
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "fixtures.h"
+#include "gantry/placement/place.h"
+
+namespace gantry::placement {
+namespace {
+
+using namespace gantry::placement::testing;  // NOLINT: test-local builders
+
+FlavorQuota Gpus(std::string flavor, int64_t nominal, int64_t reserved = 0,
+                 std::optional<int64_t> borrowing_limit = std::nullopt) {
+  FlavorQuota f;
+  f.flavor = std::move(flavor);
+  f.nominal_milli = Units(nominal);
+  f.reserved_milli = Units(reserved);
+  if (borrowing_limit) f.borrowing_limit_milli = Units(*borrowing_limit);
+  return f;
+}
+
+ClusterQueueInfo Queue(std::string name, std::vector<FlavorQuota> gpu_flavors, std::string cohort = "") {
+  ClusterQueueInfo q;
+  q.name = std::move(name);
+  q.cohort = std::move(cohort);
+  q.activity = QueueActivity::kActive;
+  q.resources[kGpu] = std::move(gpu_flavors);
+  return q;
+}
+
+// One Ready cluster "c1" with these ClusterQueues and LocalQueues
+// ("ns/name" -> ClusterQueue), and their sums as the summed quota.
+ClusterSnapshot Cluster(std::vector<ClusterQueueInfo> cqs, std::map<std::string, std::string> lqs) {
+  ClusterSnapshot c = GpuCluster("c1", "r1", "H100", 80, 8, Interconnect::kNvlink, 3.0, 0);
+  c.capacity.quota.clear();
+  auto queues = std::make_shared<ClusterQueues>();
+  for (ClusterQueueInfo& q : cqs) {
+    for (const auto& [resource, flavors] : q.resources) {
+      for (const FlavorQuota& f : flavors) {
+        c.capacity.quota[resource].nominal_milli += f.nominal_milli;
+        c.capacity.quota[resource].reserved_milli += f.reserved_milli;
+      }
+    }
+    std::string name = q.name;
+    queues->by_name.emplace(std::move(name), std::move(q));
+  }
+  queues->local_queues_known = true;
+  queues->local_queues = std::move(lqs);
+  c.capacity.queues = std::move(queues);
+  return c;
+}
+
+// team-a-cq: 8 GPUs; team-b-cq: 64 GPUs, 32 of them reserved.
+ClusterSnapshot TeamsCluster() {
+  return Cluster({Queue("team-a-cq", {Gpus("h100", 8)}), Queue("team-b-cq", {Gpus("h100", 64, 32)})},
+                 {{"ml/team-a", "team-a-cq"}, {"ml/team-b", "team-b-cq"}});
+}
+
+// `pods` pods of 8 GPUs each, submitted to ml/queue.
+JobDemand GpuJob(int32_t pods, const std::string& queue, int64_t gpus_per_pod = 8) {
+  JobDemand job = Workers(pods, gpus_per_pod, 0, 0);
+  job.ns = "ml";
+  job.queue = queue;
+  return job;
+}
+
+Decision PlaceOne(const JobDemand& job, const ClusterSnapshot& cluster) { return Place(job, std::span(&cluster, 1)); }
+
+// The one cluster's exclusion (REQUIREs that it is excluded).
+Exclusion ExclusionIn(const Decision& d) {
+  REQUIRE(d.excluded.size() == 1);
+  return d.excluded[0].exclusion;
+}
+
+ClusterSnapshot With(ClusterSnapshot c, const std::function<void(ClusterQueues&)>& change) {
+  auto queues = std::make_shared<ClusterQueues>(*c.capacity.queues);
+  change(*queues);
+  c.capacity.queues = std::move(queues);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a job is judged by its own ClusterQueue, not by the sum of the cluster's", "[placement][queues]") {
+  const ClusterSnapshot cluster = TeamsCluster();  // 72 GPUs summed
+
+  SECTION("16 GPUs to team-a's 8-GPU queue: never, naming the queue") {
+    const Decision d = PlaceOne(GpuJob(2, "team-a"), cluster);
+    CHECK(d.candidates.empty());
+    CHECK(d.unschedulable);
+    const Exclusion x = ExclusionIn(d);
+    CHECK(x.filter == Filter::kQuota);
+    CHECK(x.permanent);
+    CHECK(x.message == "needs 16 nvidia.com/gpu; ClusterQueue team-a-cq (LocalQueue ml/team-a) holds at most 8");
+  }
+  SECTION("16 GPUs to team-b's 64-GPU queue: a candidate that fits now, scored by team-b's free quota") {
+    const Decision d = PlaceOne(GpuJob(2, "team-b"), cluster);
+    REQUIRE(d.candidates == std::vector<std::string>{"c1"});
+    CHECK(d.feasible[0].score.value(Term::kFitsNow) == 1);
+    CHECK(d.feasible[0].score.value(Term::kFreeQuota) == Approx((32.0 - 16.0) / 64.0));
+  }
+  SECTION("40 GPUs to team-b: within its nominal quota, above its free: a candidate that does not fit now") {
+    const Decision d = PlaceOne(GpuJob(5, "team-b"), cluster);
+    REQUIRE(d.candidates == std::vector<std::string>{"c1"});
+    CHECK(d.feasible[0].score.value(Term::kFitsNow) == 0);
+  }
+  SECTION("8 GPUs to team-a: fits, and team-b's reservations do not count against it") {
+    const Decision d = PlaceOne(GpuJob(1, "team-a"), cluster);
+    REQUIRE(d.candidates == std::vector<std::string>{"c1"});
+    CHECK(d.feasible[0].score.value(Term::kFitsNow) == 1);
+  }
+  SECTION("a stale reading is no proof of never") {
+    ClusterSnapshot stale = cluster;
+    stale.capacity.stale = true;
+    const Decision d = PlaceOne(GpuJob(2, "team-a"), stale);
+    CHECK_FALSE(d.unschedulable);
+    CHECK_FALSE(ExclusionIn(d).permanent);
+  }
+  SECTION("the cluster's localQueues mapping names the LocalQueue, as in the Workload") {
+    ClusterSnapshot mapped = cluster;
+    mapped.local_queues = {{"ml", "team-b"}};
+    const Decision d = PlaceOne(GpuJob(2, "gpu"), mapped);
+    CHECK(d.candidates == std::vector<std::string>{"c1"});
+  }
+}
+
+TEST_CASE("a missing LocalQueue or ClusterQueue, or one not Active, excludes a cluster for now only",
+          "[placement][queues]") {
+  const ClusterSnapshot cluster = TeamsCluster();
+  struct Case {
+    const char* what;
+    ClusterSnapshot cluster;
+    const char* queue;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"no LocalQueue ml/team-c", cluster, "team-c",
+       "LocalQueue ml/team-c does not exist here (Kueue would leave a Workload copy pending)"},
+      {"its ClusterQueue gone",
+       With(cluster, [](ClusterQueues& q) { q.local_queues["ml/orphan"] = "gone-cq"; }), "orphan",
+       "LocalQueue ml/orphan names ClusterQueue gone-cq, which does not exist here"},
+      {"its ClusterQueue not Active",
+       With(cluster,
+            [](ClusterQueues& q) {
+              q.by_name["team-b-cq"].activity = QueueActivity::kInactive;
+              q.by_name["team-b-cq"].inactive_message = "FlavorNotFound: references missing ResourceFlavor(s): [h100]";
+            }),
+       "team-b",
+       "ClusterQueue team-b-cq (LocalQueue ml/team-b) is not Active: FlavorNotFound: references missing "
+       "ResourceFlavor(s): [h100]"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    // Even a job that would fit, and even one too big for every queue: the
+    // queue may be created (or fixed), and the job must wait, not fail.
+    for (int32_t pods : {1, 100}) {
+      const Decision d = PlaceOne(GpuJob(pods, c.queue), c.cluster);
+      CHECK(d.candidates.empty());
+      CHECK_FALSE(d.unschedulable);
+      const Exclusion x = ExclusionIn(d);
+      CHECK(x.filter == Filter::kQuota);
+      CHECK_FALSE(x.permanent);
+      CHECK(x.message == c.message);
+    }
+  }
+}
+
+TEST_CASE("a resource the job's ClusterQueue does not cover excludes for good, only when Active and fresh",
+          "[placement][queues]") {
+  JobDemand fpga = GpuJob(1, "team-a");
+  fpga.pod_sets[0].requests_milli["example.com/fpga"] = 1000;
+  const Decision d = PlaceOne(fpga, TeamsCluster());
+  CHECK(d.unschedulable);
+  CHECK(ExclusionIn(d).message ==
+        "needs 1 example.com/fpga; ClusterQueue team-a-cq (LocalQueue ml/team-a) has no quota for example.com/fpga");
+  // Not reconciled yet (no Active condition): not proof of never.
+  const ClusterSnapshot unknown =
+      With(TeamsCluster(), [](ClusterQueues& q) { q.by_name["team-a-cq"].activity = QueueActivity::kUnknown; });
+  CHECK_FALSE(PlaceOne(fpga, unknown).unschedulable);
+  CHECK_FALSE(PlaceOne(GpuJob(2, "team-a"), unknown).unschedulable);
+}
+
+TEST_CASE("several flavors of one ClusterQueue add up, and so does their free quota", "[placement][queues]") {
+  // a100: 8, all reserved; h100: 8, none reserved.
+  const ClusterSnapshot cluster =
+      Cluster({Queue("mixed-cq", {Gpus("a100", 8, 8), Gpus("h100", 8)})}, {{"ml/mixed", "mixed-cq"}});
+  const Decision two = PlaceOne(GpuJob(2, "mixed"), cluster);
+  REQUIRE(two.candidates.size() == 1);
+  CHECK(two.feasible[0].score.value(Term::kFitsNow) == 0);  // 8 free of 16
+  const Decision one = PlaceOne(GpuJob(1, "mixed"), cluster);
+  REQUIRE(one.candidates.size() == 1);
+  CHECK(one.feasible[0].score.value(Term::kFitsNow) == 1);
+  const Decision three = PlaceOne(GpuJob(3, "mixed"), cluster);
+  CHECK(three.unschedulable);
+  CHECK(ExclusionIn(three).message ==
+        "needs 24 nvidia.com/gpu; ClusterQueue mixed-cq (LocalQueue ml/mixed) holds at most 16");
+}
+
+TEST_CASE("in a cohort, a job beyond the ClusterQueue's own quota is never Unschedulable unless a "
+          "borrowingLimit bounds it",
+          "[placement][queues][cohort]") {
+  // team-a-cq (8) and team-b-cq (64) share cohort research.
+  auto cohort = [](std::optional<int64_t> limit) {
+    return Cluster({Queue("team-a-cq", {Gpus("h100", 8, 0, limit)}, "research"),
+                    Queue("team-b-cq", {Gpus("h100", 64)}, "research")},
+                   {{"ml/team-a", "team-a-cq"}, {"ml/team-b", "team-b-cq"}});
+  };
+  SECTION("no borrowingLimit: 16 may be borrowed, a candidate that does not fit without borrowing") {
+    const Decision d = PlaceOne(GpuJob(2, "team-a"), cohort(std::nullopt));
+    REQUIRE(d.candidates == std::vector<std::string>{"c1"});
+    CHECK(d.feasible[0].score.value(Term::kFitsNow) == 0);
+  }
+  SECTION("no borrowingLimit: beyond what the cohort could lend, left out for now, never for good") {
+    const Decision d = PlaceOne(GpuJob(10, "team-a"), cohort(std::nullopt));
+    CHECK_FALSE(d.unschedulable);
+    const Exclusion x = ExclusionIn(d);
+    CHECK_FALSE(x.permanent);
+    CHECK(x.message ==
+          "needs 80 nvidia.com/gpu; ClusterQueue team-a-cq (LocalQueue ml/team-a) holds 8 and could borrow at most 64 "
+          "from the other ClusterQueues of cohort research that gantry reads (not final: a Cohort object may lend "
+          "more)");
+  }
+  SECTION("a borrowingLimit of 4: 12 fit, 16 never") {
+    CHECK(PlaceOne(GpuJob(3, "team-a", 4), cohort(4)).candidates == std::vector<std::string>{"c1"});
+    const Decision d = PlaceOne(GpuJob(2, "team-a"), cohort(4));
+    CHECK(d.unschedulable);
+    CHECK(ExclusionIn(d).message ==
+          "needs 16 nvidia.com/gpu; ClusterQueue team-a-cq (LocalQueue ml/team-a) holds at most 12: 8 of its own and "
+          "at most 4 borrowed in cohort research");
+  }
+  SECTION("a borrowingLimit above what the cohort's queues gantry reads hold: only for now") {
+    const Decision d = PlaceOne(GpuJob(10, "team-a"), cohort(100));  // 80 > 8 + 64, < 108
+    CHECK_FALSE(d.unschedulable);
+    CHECK_FALSE(ExclusionIn(d).permanent);
+  }
+}
+
+TEST_CASE("without the LocalQueues the sums over all ClusterQueues apply, and never for good",
+          "[placement][queues][fallback]") {
+  const ClusterSnapshot unknown = With(TeamsCluster(), [](ClusterQueues& q) {
+    q.local_queues_known = false;
+    q.local_queues.clear();
+  });
+  // 16 GPUs fit the 72 summed (team-a's 8 is not known to be the one).
+  CHECK(PlaceOne(GpuJob(2, "team-a"), unknown).candidates == std::vector<std::string>{"c1"});
+  // A missing LocalQueue cannot be seen either.
+  CHECK(PlaceOne(GpuJob(2, "team-c"), unknown).candidates == std::vector<std::string>{"c1"});
+  const Decision big = PlaceOne(GpuJob(10, "team-a"), unknown);
+  CHECK_FALSE(big.unschedulable);
+  CHECK_FALSE(ExclusionIn(big).permanent);
+  CHECK(ExclusionIn(big).message == "needs 80 nvidia.com/gpu; the cluster's ClusterQueues hold 72 in all");
+  // A job that names no queue is judged by the sums as well.
+  CHECK_FALSE(PlaceOne(GpuJob(10, ""), TeamsCluster()).unschedulable);
+  // A reading that never described its queues: the sums, as final as before.
+  ClusterSnapshot sums_only = TeamsCluster();
+  sums_only.capacity.queues = nullptr;
+  CHECK(PlaceOne(GpuJob(10, "team-a"), sums_only).unschedulable);
+}
+
+}  // namespace gantry::placement

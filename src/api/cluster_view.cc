@@ -50,6 +50,9 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
                           {"observedAt", FormatRfc3339(view.capacity_at_ms)},
                           {"age", FormatAge(age)},
                           {"stale", age > stale_after_ms}};
+    // Placement then judges jobs by the sums, never for good (queue_quota.h).
+    const auto& queues = view.capacity->queues;
+    if (queues && !queues->local_queues_known) status["capacity"]["localQueuesError"] = queues->local_queues_error;
   }
   return {{"apiVersion", "gantry.dev/v1"},
           {"kind", "Cluster"},

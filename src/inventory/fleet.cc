@@ -13,6 +13,11 @@ bool Refusal(const Status& status) {
   return status.code() == Code::kUnauthenticated || status.code() == Code::kPermissionDenied;
 }
 
+// Why the reading does not say where each LocalQueue leads ("" when it does).
+std::string LocalQueuesError(const CapacityReading* reading) {
+  return reading && reading->queues ? reading->queues->local_queues_error : "";
+}
+
 }  // namespace
 
 Fleet::Fleet(ClusterProber& prober, ClusterStateStore& store, const Clock& clock, FleetOptions options)
@@ -204,6 +209,15 @@ void Fleet::ProbeOne(const std::string& name) {
       e.view.health.OnProbeOk(now);
       e.view.capacity_error = reading->unreadable;
       if (reading->unreadable.empty()) {
+        const std::string was = LocalQueuesError(e.view.capacity ? &*e.view.capacity : nullptr);
+        const std::string now_error = LocalQueuesError(&*reading);
+        if (now_error != was && !now_error.empty()) {
+          spdlog::warn("cluster {}: {}; placement cannot tell which ClusterQueue a job lands in there, so it judges "
+                       "jobs by the sums over all of them and never finds one unschedulable there",
+                       name, now_error);
+        } else if (now_error != was) {
+          spdlog::info("cluster {}: its LocalQueues can be read again", name);
+        }
         e.view.capacity = std::move(*reading);
         e.view.capacity_at_ms = now;
       }
@@ -345,6 +359,7 @@ std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
                                  e.view.health.LostTimeoutMs(options_.lost_timeout_ms, options_.refused_timeout_ms));
     if (e.view.capacity) {
       s.capacity.quota = e.view.capacity->quota;
+      s.capacity.queues = e.view.capacity->queues;  // shared, not copied
       s.capacity.pending_workloads = e.view.capacity->pending_workloads;
       s.capacity.age_ms = now_ms - e.view.capacity_at_ms;
       // Unreadable now (a 403, a bad quantity): the last reading is no

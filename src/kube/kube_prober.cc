@@ -3,27 +3,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <limits>
-
-#include "gantry/job/quantity.h"
-
 namespace gantry::kube {
 
 namespace {
-
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t sum = 0;
-  return __builtin_add_overflow(a, b, &sum) ? kMaxQuantityMilli : sum;
-}
-
-// A capacity that cannot be read, told in the reading, never as a probe
-// error: /readyz answered, so the cluster is up (CapacityReading::unreadable).
-inventory::CapacityReading Unreadable(std::string why) {
-  inventory::CapacityReading none;
-  none.unreadable = std::move(why);
-  return none;
-}
 
 // The API server's own refusal: 401 or 403 with a Kubernetes Status object,
 // as kube-apiserver writes them (a proxy's or a load balancer's error page
@@ -34,54 +16,6 @@ bool ApiServerRefusal(const KubeReply& reply) {
 }
 
 }  // namespace
-
-inventory::CapacityReading ParseClusterQueues(const nlohmann::json& list) {
-  if (!list.is_object() || !list.contains("items") || !list["items"].is_array()) {
-    return Unreadable("the ClusterQueue list is not a Kubernetes list");
-  }
-  inventory::CapacityReading reading;
-  int64_t pending = 0;
-  try {
-    for (const auto& cq : list["items"]) {
-      const std::string cq_name = cq.value("/metadata/name"_json_pointer, "");
-      reading.cluster_queues.push_back(cq_name);
-      // One resource's amount: its nominalQuota, or a reservation's total.
-      auto read = [&](const nlohmann::json& res, const char* field) -> Result<int64_t> {
-        Result<int64_t> q = ParseQuantityMilliSaturating(res.value(field, nlohmann::json("0")));
-        if (q.ok()) return q;
-        return Status::Invalid(fmt::format("ClusterQueue {}: {} of {}: {}", cq_name, field,
-                                           res.value("name", "?"), q.status().message()));
-      };
-      // Sums saturate: ten ClusterQueues of 1Pi memory (bytes x 1000) are
-      // more than int64 holds, and a quota that large is as good as unlimited.
-      for (const auto& group : cq.value("/spec/resourceGroups"_json_pointer, nlohmann::json::array())) {
-        for (const auto& flavor : group.value("flavors", nlohmann::json::array())) {
-          for (const auto& res : flavor.value("resources", nlohmann::json::array())) {
-            Result<int64_t> q = read(res, "nominalQuota");
-            if (!q.ok()) return Unreadable(q.status().message());
-            int64_t& nominal = reading.quota[res.value("name", "")].nominal_milli;
-            nominal = SaturatingAdd(nominal, *q);
-          }
-        }
-      }
-      for (const auto& flavor : cq.value("/status/flavorsReservation"_json_pointer, nlohmann::json::array())) {
-        for (const auto& res : flavor.value("resources", nlohmann::json::array())) {
-          Result<int64_t> q = read(res, "total");
-          if (!q.ok()) return Unreadable(q.status().message());
-          int64_t& reserved = reading.quota[res.value("name", "")].reserved_milli;
-          reserved = SaturatingAdd(reserved, *q);
-        }
-      }
-      const int64_t cq_pending = cq.value("/status/pendingWorkloads"_json_pointer, int64_t{0});
-      pending = SaturatingAdd(pending, std::max<int64_t>(0, cq_pending));
-    }
-  } catch (const nlohmann::json::exception& e) {
-    return Unreadable(std::string("the ClusterQueue list: ") + e.what());
-  }
-  reading.pending_workloads =
-      static_cast<int32_t>(std::min<int64_t>(pending, std::numeric_limits<int32_t>::max()));
-  return reading;
-}
 
 Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what) {
   // Without TLS verification anyone on the path could have answered.
@@ -152,25 +86,64 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     keep();
     return RefusalOrOutage(*ready, !creds.insecure, fmt::format("/readyz answered {}", ready->status));
   }
-  std::string version = std::string(inventory::KueueApiVersionName(config.kueue_api_version));
-  auto cqs = conn.client->Get("/apis/kueue.x-k8s.io/" + version + "/clusterqueues");
+  const std::string base =
+      fmt::format("/apis/kueue.x-k8s.io/{}/", inventory::KueueApiVersionName(config.kueue_api_version));
+  auto cqs = conn.client->Get(base + "clusterqueues");
   if (!cqs.ok()) return cqs.status();
-  keep();
-  if (cqs->status == 403 && !creds.insecure && ApiServerRefusal(*cqs)) {
+  // After the ClusterQueues, and only if they could be read: the LocalQueues
+  // of every namespace, with the same client and deadline.
+  Result<KubeReply> lqs = Status::Unavailable("not asked");
+  if (cqs->ok()) lqs = conn.client->Get(base + "localqueues");
+  if (!cqs->ok() || lqs.ok()) keep();
+  return ReadCapacity(*cqs, lqs, !creds.insecure, inventory::KueueApiVersionName(config.kueue_api_version));
+}
+
+Result<inventory::CapacityReading> ReadCapacity(const KubeReply& cluster_queues,
+                                                const Result<KubeReply>& local_queues, bool verified,
+                                                std::string_view version) {
+  const KubeReply& cqs = cluster_queues;
+  const std::string said = cqs.error ? cqs.error->message : "";
+  if (cqs.status == 401) {
+    // /readyz took the token a moment ago; its refusal now is one as any other.
+    return RefusalOrOutage(cqs, verified, fmt::format("listing ClusterQueues answered 401: {}", said));
+  }
+  if (cqs.status == 403 && verified && ApiServerRefusal(cqs)) {
     // /readyz took the token: the credentials work, only this permission is
     // missing (RBAC drift, e.g. after a Kueue upgrade). The cluster stays
     // Ready for the jobs it runs, whose watches need other permissions.
-    return Unreadable(
+    return inventory::CapacityReading::Unreadable(
         fmt::format("listing ClusterQueues is forbidden (403: {}); grant gantry list on "
                     "clusterqueues.kueue.x-k8s.io",
-                    cqs->error ? cqs->error->message : ""));
+                    said));
   }
-  if (!cqs->ok()) {
-    return RefusalOrOutage(
-        *cqs, !creds.insecure,
-        fmt::format("listing ClusterQueues answered {}: {}", cqs->status, cqs->error ? cqs->error->message : ""));
+  // /readyz answered 200: the cluster is up, and what the list answers is a
+  // capacity problem, never an outage that would make its jobs look lost.
+  if (cqs.status == 404) {
+    return inventory::CapacityReading::Unreadable(fmt::format(
+        "listing ClusterQueues answered 404: Kueue's CRDs at {} are not served (is Kueue installed, at a version "
+        "that serves {}? the cluster's kueueAPIVersion says which gantry asks for)",
+        version, version));
   }
-  return ParseClusterQueues(cqs->body);
+  if (!cqs.ok()) {
+    return inventory::CapacityReading::Unreadable(
+        fmt::format("listing ClusterQueues answered {}{}{}: the cluster is up (/readyz), but its API server could "
+                    "not list them",
+                    cqs.status, said.empty() ? "" : ": ", said));
+  }
+  if (!local_queues.ok()) {
+    return ParseClusterQueues(cqs.body, nullptr,
+                              fmt::format("listing LocalQueues failed: {}", local_queues.status().message()));
+  }
+  const KubeReply& lqs = *local_queues;
+  if (lqs.ok()) return ParseClusterQueues(cqs.body, &lqs.body);
+  const std::string lq_said = lqs.error ? lqs.error->message : "";
+  return ParseClusterQueues(
+      cqs.body, nullptr,
+      lqs.status == 403 ? fmt::format("listing LocalQueues is forbidden (403: {}); grant gantry list on "
+                                      "localqueues.kueue.x-k8s.io",
+                                      lq_said)
+                        : fmt::format("listing LocalQueues answered {}{}{}", lqs.status, lq_said.empty() ? "" : ": ",
+                                      lq_said));
 }
 
 }  // namespace gantry::kube

@@ -168,6 +168,45 @@ TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
     CHECK(reading->quota.at("nvidia.com/gpu").nominal_milli == 32'000);
     CHECK(reading->quota.at("nvidia.com/gpu").reserved_milli == 0);
     CHECK(reading->cluster_queues == std::vector<std::string>{"cluster-queue"});
+    // The ClusterQueue described, and every namespace's LocalQueues mapped to it.
+    REQUIRE(reading->queues);
+    const placement::ClusterQueues& queues = *reading->queues;
+    REQUIRE(queues.by_name.count("cluster-queue"));
+    const placement::ClusterQueueInfo& cq = queues.by_name.at("cluster-queue");
+    CHECK(cq.activity == placement::QueueActivity::kActive);
+    REQUIRE(cq.resources.count("nvidia.com/gpu"));
+    CHECK(cq.resources.at("nvidia.com/gpu").at(0).nominal_milli == 32'000);
+    CHECK(queues.local_queues_known);
+    CHECK(queues.local_queues.at("team-a/team-a") == "cluster-queue");
+    CHECK(queues.local_queues.at("default/user-queue") == "cluster-queue");
+  }
+  SECTION("LocalQueues forbidden to the token: a reading all the same, the mapping unknown") {
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1", "localqueues"}).code == 0);
+    kube::KubeProber prober;
+    auto reading = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+    REQUIRE(reading.ok());
+    CHECK(reading->unreadable.empty());
+    CHECK(reading->quota.at("nvidia.com/gpu").nominal_milli == 32'000);
+    REQUIRE(reading->queues);
+    CHECK_FALSE(reading->queues->local_queues_known);
+    CHECK_THAT(reading->queues->local_queues_error, Catch::Contains("forbidden (403"));
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1"}).code == 0);
+    auto again = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+    REQUIRE(again.ok());
+    CHECK(again->queues->local_queues_known);
+  }
+  SECTION("a ClusterQueue list answering 404 or 500 leaves the cluster up, its capacity unreadable") {
+    for (const char* code : {"404", "500"}) {
+      INFO(code);
+      REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1", std::string("clusterqueues=") + code}).code ==
+              0);
+      kube::KubeProber prober;
+      auto reading = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+      REQUIRE(reading.ok());
+      CHECK(reading->quota.empty());
+      CHECK_THAT(reading->unreadable, Catch::Contains(std::string("answered ") + code));
+    }
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1"}).code == 0);
   }
   SECTION("a certificate signed by another CA is refused") {
     inventory::ClusterCredentials wrong = *c1;

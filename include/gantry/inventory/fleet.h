@@ -37,15 +37,31 @@ namespace gantry::inventory {
 
 // What one probe of a cluster learned.
 struct CapacityReading {
-  std::map<std::string, placement::ResourceQuota> quota;  // summed over flavors
+  // Summed over every ClusterQueue and flavor: what `gantry clusters`, the
+  // cluster API view and the metrics show.
+  std::map<std::string, placement::ResourceQuota> quota;
   int32_t pending_workloads = 0;
   std::vector<std::string> cluster_queues;
+  // Each ClusterQueue and where each LocalQueue leads, for placement to
+  // judge a job against its own ClusterQueue; shared, as every placement
+  // copies it into its snapshot. Set with every reading that is not
+  // unreadable (its local_queues_known false when the LocalQueues could not
+  // be listed); null only from probers that do not describe queues.
+  std::shared_ptr<const placement::ClusterQueues> queues;
   // Non-empty: the cluster answers and takes gantry's credentials, but its
-  // ClusterQueues cannot be read: they may not list them (RBAC: 403), or
-  // the list holds what is not a quantity. There is no reading. It is
+  // ClusterQueues cannot be read: they may not list them (RBAC: 403),
+  // they are not served (404: no Kueue at that version), the list fails
+  // (5xx), or it holds what is not a quantity. There is no reading. It is
   // Ready for the jobs it runs (a capacity problem never changes a
   // cluster's health); the last reading, if any, goes stale.
   std::string unreadable;
+
+  // A reading of nothing, for that reason.
+  static CapacityReading Unreadable(std::string why) {
+    CapacityReading none;
+    none.unreadable = std::move(why);
+    return none;
+  }
 };
 
 // The seam to the clusters: the real one speaks HTTPS (kube/), tests fake it.

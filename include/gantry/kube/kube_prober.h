@@ -1,7 +1,9 @@
 // KubeProber: probes a worker cluster over HTTPS: GET /readyz, then lists
 // Kueue ClusterQueues to read nominal quota, reservation and pending
-// workloads. Trusts the cluster's CA only, sends the bearer token, and has a
-// deadline on every step.
+// workloads, then LocalQueues (of every namespace) to know which
+// ClusterQueue a job's Workload lands in (placement/cluster_queues.h).
+// Trusts the cluster's CA only, sends the bearer token, and has a deadline
+// on every step.
 //
 // It does not retry: a failed probe is itself the signal, and the Fleet backs
 // off between probes. The API server's own 401 or 403, or no token to send
@@ -21,6 +23,7 @@
 #include <mutex>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "gantry/kube/kube_client.h"
 #include "gantry/inventory/fleet.h"
@@ -55,12 +58,27 @@ Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what);
 // (kUnauthenticated); no answer, or any other, is an outage. Exposed for tests.
 Status WithoutTokenOutcome(const Result<KubeReply>& anonymous_readyz, bool verified, const Status& no_token);
 
-// Sums a ClusterQueueList's quota and usage (exposed for tests). Sums
-// saturate at kMaxQuantityMilli, as does a quota too large for int64
-// milli-units (an "unlimited" 1000Pi). A list that cannot be read (not a
-// list, a quantity that is not one) gives a reading with `unreadable` set,
-// never an error: the cluster answered, and a capacity problem is no
-// outage (CapacityReading).
-inventory::CapacityReading ParseClusterQueues(const nlohmann::json& list);
+// What the ClusterQueue list and the LocalQueue list answered, as the
+// probe's result (/readyz having answered 200). The API server's own 401 is
+// a refusal (RefusalOrOutage). Any other failure of the ClusterQueue list
+// (403, 404: Kueue not served at `version`, 5xx) is a reading marked
+// unreadable, never an outage: the cluster is up. A failed LocalQueue list
+// (`local_queues`' error or answer, e.g. a 403) only leaves the LocalQueues
+// unknown (ClusterQueues::local_queues_known). Exposed for tests.
+Result<inventory::CapacityReading> ReadCapacity(const KubeReply& cluster_queues,
+                                                const Result<KubeReply>& local_queues, bool verified,
+                                                std::string_view version);
+
+// Reads a ClusterQueueList: the sums over all ClusterQueues (saturating at
+// kMaxQuantityMilli, as does a quota too large for int64 milli-units, an
+// "unlimited" 1000Pi) and each ClusterQueue described (`queues`), with the
+// LocalQueueList `local_queues` mapped to them; null: the LocalQueues are
+// unknown, for the reason `lq_error`. A ClusterQueue list that cannot be
+// read (not a list, a quantity that is not one) gives a reading with
+// `unreadable` set, never an error: the cluster answered, and a capacity
+// problem is no outage (CapacityReading). A LocalQueue list that cannot be
+// read leaves the LocalQueues unknown. Exposed for tests.
+inventory::CapacityReading ParseClusterQueues(const nlohmann::json& list, const nlohmann::json* local_queues = nullptr,
+                                              std::string lq_error = "the LocalQueues were not listed");
 
 }  // namespace gantry::kube

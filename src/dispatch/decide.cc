@@ -259,6 +259,27 @@ Plan Ladder::Cancel() const {
   return plan;
 }
 
+namespace {
+
+// Why the clusters placement excluded got no copy, for the Nominated
+// event ("" when none was): "; left out: c2: <why>; c3: <why>", the first
+// few (each message is up to a few hundred bytes; gantry explain has all).
+std::string LeftOut(const placement::Decision& d) {
+  constexpr size_t kNamed = 8;
+  if (d.excluded.empty()) return "";
+  std::string out = "; left out: ";
+  for (size_t i = 0; i < d.excluded.size() && i < kNamed; ++i) {
+    fmt::format_to(std::back_inserter(out), "{}{}: {}", i == 0 ? "" : "; ", d.excluded[i].cluster,
+                   d.excluded[i].exclusion.message);
+  }
+  if (d.excluded.size() > kNamed) {
+    fmt::format_to(std::back_inserter(out), "; and {} more (see gantry explain)", d.excluded.size() - kNamed);
+  }
+  return out;
+}
+
+}  // namespace
+
 // Step 4.
 Plan Ladder::Nominate() const {
   Plan plan;
@@ -316,8 +337,8 @@ Plan Ladder::Nominate() const {
     u.upsert_intents.push_back(IntentFor(a));
     plan.actions.push_back(std::move(a));
   }
-  u.events.push_back(Event("Nominated", fmt::format("epoch {}: Workload copies to {}", epoch,
-                                                    fmt::join(candidates, ", "))));
+  u.events.push_back(Event("Nominated", fmt::format("epoch {}: Workload copies to {}{}", epoch,
+                                                    fmt::join(candidates, ", "), LeftOut(d))));
   plan.write = std::move(u);
   plan.requeue_ms = opt_.resync_ms;
   return plan;

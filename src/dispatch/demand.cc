@@ -36,6 +36,10 @@ Result<JobSpec> SpecOfRecord(const JobRecord& job) {
 
 placement::JobDemand DemandFromSpec(const JobSpec& spec) {
   placement::JobDemand demand;
+  // As the Workload copy has them: metadata.namespace, and spec.queueName
+  // mapped per cluster (LocalQueueFor, placement::LocalQueueIn).
+  demand.ns = spec.ns;
+  demand.queue = spec.queue;
   for (const PodSet& ps : spec.pod_sets) {
     demand.pod_sets.push_back({ps.name, ps.count, ps.requests_milli});
   }

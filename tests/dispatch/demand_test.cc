@@ -3,6 +3,8 @@
 #include <variant>
 
 #include "gantry/dispatch/demand.h"
+#include "gantry/dispatch/remote_objects.h"
+#include "gantry/inventory/cluster_config.h"
 #include "gantry/placement/place.h"
 
 namespace gantry {
@@ -59,6 +61,61 @@ spec:
   auto decision = placement::Place(d, fleet);
   CHECK(decision.candidates == std::vector<std::string>{"big"});
   CHECK_FALSE(decision.unschedulable);
+}
+
+TEST_CASE("a job's demand names the namespace and LocalQueue its Workload copy names", "[dispatch][queues]") {
+  // The gantry document form (spec.queue, namespace from the path) and the
+  // plain Job form (the kueue.x-k8s.io/queue-name label, metadata.namespace).
+  const char* gantry_doc = R"(apiVersion: gantry.dev/v1
+kind: Job
+metadata: {name: ft}
+spec:
+  queue: team-a
+  template:
+    apiVersion: batch/v1
+    kind: Job
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+          - {name: c, image: i, resources: {requests: {cpu: "1", memory: 1Gi}}}
+)";
+  const char* plain_job = R"(apiVersion: batch/v1
+kind: Job
+metadata:
+  name: ft
+  namespace: ml
+  labels: {kueue.x-k8s.io/queue-name: team-a}
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - {name: c, image: i, resources: {requests: {cpu: "1", memory: 1Gi}}}
+)";
+  for (const char* doc : {gantry_doc, plain_job}) {
+    INFO(doc);
+    auto parsed = ParseJobDocument(doc, DocumentFormat::kYaml, std::string_view("ml"));
+    if (auto* err = std::get_if<DocumentError>(&parsed)) FAIL(err->message);
+    const JobSpec& spec = std::get<JobSpec>(parsed);
+    const placement::JobDemand d = DemandFromSpec(spec);
+    CHECK(d.ns == "ml");
+    CHECK(d.queue == "team-a");
+    // What the copy says in a cluster that maps ml to another LocalQueue,
+    // and in one that does not: placement resolves the same.
+    inventory::ClusterConfig mapped;
+    mapped.local_queues = {{"ml", "ml-gpu"}};
+    for (const inventory::ClusterConfig& config : {inventory::ClusterConfig{}, mapped}) {
+      dispatch::WorkloadParams p;
+      p.spec = &spec;
+      p.job_uid = "0123456789abcdef";
+      p.local_queue = inventory::LocalQueueFor(config, spec.ns, spec.queue);
+      const nlohmann::json wl = dispatch::BuildWorkload(p);
+      CHECK(wl["metadata"]["namespace"] == d.ns);
+      CHECK(wl["spec"]["queueName"] == placement::LocalQueueIn(config.local_queues, d.ns, d.queue));
+    }
+  }
 }
 
 }  // namespace gantry

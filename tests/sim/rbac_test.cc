@@ -134,6 +134,7 @@ TEST_CASE("the worker manifest gantry ships grants what gantry does, and no more
   const std::string jobs = "/apis/batch/v1/namespaces/team-a/jobs";
   CHECK(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/workloads", "true")));
   CHECK(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues")));
+  CHECK(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/localqueues")));  // every namespace's, by the probe
   CHECK(allows(Req("PATCH", wl + "/w1/status")));
   CHECK(allows(Req("DELETE", jobs + "/j1")));
   CHECK(allows(Req("GET", "/apis/jobset.x-k8s.io/v1alpha2/jobsets", "true")));
@@ -141,6 +142,7 @@ TEST_CASE("the worker manifest gantry ships grants what gantry does, and no more
   CHECK_FALSE(allows(Req("PUT", jobs + "/j1")));
   CHECK_FALSE(allows(Req("GET", "/api/v1/namespaces/team-a/secrets")));
   CHECK_FALSE(allows(Req("DELETE", wl)));
+  CHECK_FALSE(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/localqueues", "true")));  // listed, never watched
 }
 
 }  // namespace gantry::sim

@@ -53,6 +53,11 @@ void KueueController::Bootstrap(int64_t now_ms) {
   }
   (void)store_->Create("clusterqueues", cq, now_ms);
   UpdateClusterQueueSpec();
+  // Its flavor and admission checks exist from the start: Active, as Kueue
+  // says it of a ClusterQueue that can admit (gantry reads it).
+  (void)store_->MutateIf("clusterqueues", "", config_.cluster_queue, [&](json& o) {
+    return SetCondition(&o, "Active", true, "Ready", "Can admit new workloads", now_ms);
+  });
   for (const auto& [ns, name] : config_.local_queues) {
     json lq = {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "LocalQueue"},
                {"metadata", {{"name", name}, {"namespace", ns}}},

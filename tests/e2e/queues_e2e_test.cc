@@ -1,0 +1,82 @@
+// Placement by LocalQueue end to end: gantry reads each simulated cluster's
+// LocalQueues and sends a job's Workload copy only where its LocalQueue
+// exists (elsewhere Kueue would leave it pending for ever), saying why in
+// the Nominated event; a job whose LocalQueue exists nowhere waits, never
+// Unschedulable (an operator may create it).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// Three CPU clusters; team-a's LocalQueue exists in c2 only.
+constexpr const char* kTeamAOnlyInC2 = R"(clusters:
+- {name: c1, localQueues: [team-b/team-b]}
+- {name: c2, localQueues: [team-a/team-a, team-b/team-b]}
+- {name: c3, localQueues: [team-b/team-b]}
+)";
+
+// The message of the job's first event of that reason ("" when none).
+std::string EventMessage(DispatchFleet& fleet, const std::string& ns, const std::string& name,
+                         const std::string& reason) {
+  for (const nlohmann::json& e : fleet.Events(ns, name)) {
+    if (e.value("reason", "") == reason) return e.value("message", "");
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a job whose LocalQueue exists in one of three clusters gets its one copy there and runs there",
+          "[e2e][dispatch][queues]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTeamAOnlyInC2;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("placed", "team-a", 2, 0, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "placed", {"Succeeded", "Failed", "Unschedulable"}, seconds(40)));
+  const nlohmann::json job = fleet.Job("team-a", "placed");
+  INFO(job["status"].dump());
+  CHECK(job["status"]["phase"] == "Succeeded");
+  CHECK(job["status"]["cluster"] == "c2");
+  CHECK(job["status"]["epoch"] == 1);
+
+  // No copy, and no job, was ever created in c1 or c3.
+  CHECK(fleet.RemoteCalls("c2", "create", 201) >= 2);  // its Workload, then its Job
+  CHECK(fleet.RemoteCalls("c1", "create", 201) == 0);
+  CHECK(fleet.RemoteCalls("c3", "create", 201) == 0);
+  std::vector<std::string> where;
+  for (const nlohmann::json& row : fleet.RemoteObjects("team-a", "placed")) where.push_back(row.value("cluster", ""));
+  CHECK(std::all_of(where.begin(), where.end(), [](const std::string& c) { return c == "c2"; }));
+
+  // The nomination says why the others were left out.
+  const std::string nominated = EventMessage(fleet, "team-a", "placed", "Nominated");
+  CHECK_THAT(nominated, Catch::StartsWith("epoch 1: Workload copies to c2; left out: "));
+  for (const char* c : {"c1", "c3"}) {
+    CHECK_THAT(nominated, Catch::Contains(std::string(c) + ": LocalQueue team-a/team-a does not exist here"));
+  }
+  CHECK(fleet.Runs(fleet.Uid("team-a", "placed")).size() == 1);
+
+  // A job whose LocalQueue exists nowhere waits for one to be created: not Unschedulable.
+  REQUIRE(fleet.Submit("team-c", SimJobYaml("queueless", "team-c", 1, 0, "1s")) == 201);
+  const bool waits = WaitFor([&] {
+    const nlohmann::json j = fleet.Job("team-c", "queueless");
+    return j.is_object() && j["status"].value("phase", "") != "" && !j["status"].value("message", "").empty();
+  }, seconds(20));
+  const nlohmann::json queueless = fleet.Job("team-c", "queueless");
+  INFO(queueless["status"].dump());
+  REQUIRE(waits);
+  CHECK(queueless["status"]["phase"] == "Queued");
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+}  // namespace gantry::testing

@@ -46,8 +46,8 @@ int64_t NominalOf(const std::vector<FlavorQuota>& flavors) {
 }
 
 // The nominal quota of `flavor` for `resource` in the other ClusterQueues of cq's cohort.
-int64_t LendersNominal(const ClusterQueues& all, const ClusterQueueInfo& cq, const std::string& resource,
-                       const std::string& flavor) {
+int64_t LendersNominal(const ClusterQueues& all, const ClusterQueueInfo& cq,
+                       const std::string& resource, const std::string& flavor) {
   int64_t sum = 0;
   for (const auto& [name, other] : all.by_name) {
     if (name == cq.name || other.cohort != cq.cohort) continue;
@@ -60,8 +60,8 @@ int64_t LendersNominal(const ClusterQueues& all, const ClusterQueueInfo& cq, con
   return sum;
 }
 
-QueueBound BoundOf(const ClusterQueues& all, const ClusterQueueInfo& cq, const std::string& resource,
-                   const std::vector<FlavorQuota>& flavors) {
+QueueBound BoundOf(const ClusterQueues& all, const ClusterQueueInfo& cq,
+                   const std::string& resource, const std::vector<FlavorQuota>& flavors) {
   QueueBound b;
   b.nominal = NominalOf(flavors);
   b.visible = b.nominal;
@@ -72,10 +72,12 @@ QueueBound BoundOf(const ClusterQueues& all, const ClusterQueueInfo& cq, const s
   int64_t certain = b.nominal;
   bool limited = true;
   for (const FlavorQuota& f : flavors) {
-    const int64_t limit = f.borrowing_limit_milli ? NonNegative(*f.borrowing_limit_milli) : kUnbounded;
+    const int64_t limit =
+        f.borrowing_limit_milli ? NonNegative(*f.borrowing_limit_milli) : kUnbounded;
     limited = limited && f.borrowing_limit_milli.has_value();
     certain = SaturatingAdd(certain, limit);
-    b.visible = SaturatingAdd(b.visible, std::min(limit, LendersNominal(all, cq, resource, f.flavor)));
+    b.visible =
+        SaturatingAdd(b.visible, std::min(limit, LendersNominal(all, cq, resource, f.flavor)));
   }
   if (limited) b.certain = certain;
   return b;
@@ -85,17 +87,20 @@ std::string QueueName(const JobQueue& q) {
   return fmt::format("ClusterQueue {} (LocalQueue {})", q.cluster_queue->name, q.local_queue);
 }
 
-std::optional<Exclusion> CheckInQueue(const GangDemand& demand, const ClusterSnapshot& cluster, const JobQueue& q) {
+std::optional<Exclusion> CheckInQueue(const GangDemand& demand, const ClusterSnapshot& cluster,
+                                      const JobQueue& q) {
   const ClusterQueueInfo& cq = *q.cluster_queue;
   const ClusterQueues& all = *cluster.capacity.queues;
   // Proof of "never" needs a fresh reading of a queue Kueue admits from.
   const bool final = !cluster.capacity.stale && cq.activity == QueueActivity::kActive;
   for (const ResourceTotal& total : demand.totals) {
-    const std::string needs = fmt::format("needs {} {}", FormatQuantity(total.resource, total.milli), total.resource);
+    const std::string needs =
+        fmt::format("needs {} {}", FormatQuantity(total.resource, total.milli), total.resource);
     auto it = cq.resources.find(total.resource);
     if (it == cq.resources.end()) {
-      return Exclusion{Filter::kQuota,
-                       fmt::format("{}; {} has no quota for {}", needs, QueueName(q), total.resource), final};
+      return Exclusion{
+          Filter::kQuota,
+          fmt::format("{}; {} has no quota for {}", needs, QueueName(q), total.resource), final};
     }
     if (total.milli <= NominalOf(it->second)) continue;
     const QueueBound b = BoundOf(all, cq, total.resource, it->second);
@@ -104,17 +109,20 @@ std::optional<Exclusion> CheckInQueue(const GangDemand& demand, const ClusterSna
       std::string message =
           cq.cohort.empty()
               ? fmt::format("{}; {} holds at most {}", needs, QueueName(q), amount(b.nominal))
-              : fmt::format("{}; {} holds at most {}: {} of its own and at most {} borrowed in cohort {}", needs,
-                            QueueName(q), amount(b.certain), amount(b.nominal), amount(b.certain - b.nominal),
-                            cq.cohort);
+              : fmt::format(
+                    "{}; {} holds at most {}: {} of its own and at most {} borrowed in cohort {}",
+                    needs, QueueName(q), amount(b.certain), amount(b.nominal),
+                    amount(b.certain - b.nominal), cq.cohort);
       return Exclusion{Filter::kQuota, std::move(message), final};
     }
     if (total.milli > b.visible) {
-      return Exclusion{Filter::kQuota,
-                       fmt::format("{}; {} holds {} and could borrow at most {} from the other ClusterQueues of "
-                                   "cohort {} that gantry reads (not final: a Cohort object may lend more)",
-                                   needs, QueueName(q), amount(b.nominal), amount(b.visible - b.nominal), cq.cohort),
-                       false};
+      return Exclusion{
+          Filter::kQuota,
+          fmt::format("{}; {} holds {} and could borrow at most {} from the other ClusterQueues of "
+                      "cohort {} that gantry reads (not final: a Cohort object may lend more)",
+                      needs, QueueName(q), amount(b.nominal), amount(b.visible - b.nominal),
+                      cq.cohort),
+          false};
     }
   }
   return std::nullopt;
@@ -130,7 +138,8 @@ std::optional<Exclusion> CheckSums(const GangDemand& demand, const ClusterCapaci
     auto it = capacity.quota.find(total.resource);
     const int64_t nominal = it == capacity.quota.end() ? 0 : NonNegative(it->second.nominal_milli);
     if (total.milli <= nominal) continue;
-    const std::string needs = fmt::format("needs {} {}", FormatQuantity(total.resource, total.milli), total.resource);
+    const std::string needs =
+        fmt::format("needs {} {}", FormatQuantity(total.resource, total.milli), total.resource);
     std::string message =
         it == capacity.quota.end()
             ? fmt::format("{}; no ClusterQueue has quota for {}", needs, total.resource)
@@ -156,24 +165,26 @@ std::optional<JobQueue> FindJobQueue(const JobDemand& job, const ClusterSnapshot
   };
   auto lq = all->local_queues.find(q.local_queue);
   if (lq == all->local_queues.end()) {
-    return unusable(fmt::format("LocalQueue {} does not exist here (Kueue would leave a Workload copy pending)",
-                                q.local_queue));
+    return unusable(
+        fmt::format("LocalQueue {} does not exist here (Kueue would leave a Workload copy pending)",
+                    q.local_queue));
   }
   auto cq = all->by_name.find(lq->second);
   if (cq == all->by_name.end()) {
-    return unusable(
-        fmt::format("LocalQueue {} names ClusterQueue {}, which does not exist here", q.local_queue, lq->second));
+    return unusable(fmt::format("LocalQueue {} names ClusterQueue {}, which does not exist here",
+                                q.local_queue, lq->second));
   }
   if (cq->second.activity == QueueActivity::kInactive) {
     const std::string& why = cq->second.inactive_message;
-    return unusable(fmt::format("ClusterQueue {} (LocalQueue {}) is not Active{}{}", lq->second, q.local_queue,
-                                why.empty() ? "" : ": ", why));
+    return unusable(fmt::format("ClusterQueue {} (LocalQueue {}) is not Active{}{}", lq->second,
+                                q.local_queue, why.empty() ? "" : ": ", why));
   }
   q.cluster_queue = &cq->second;
   return q;
 }
 
-std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand, const ClusterSnapshot& cluster) {
+std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
+                                    const ClusterSnapshot& cluster) {
   if (std::optional<JobQueue> q = FindJobQueue(job, cluster)) {
     if (q->unusable) return std::move(q->unusable);
     return CheckInQueue(demand, cluster, *q);
@@ -181,7 +192,8 @@ std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& dema
   return CheckSums(demand, cluster.capacity);
 }
 
-Headroom ComputeHeadroom(const JobDemand& job, const GangDemand& demand, const ClusterSnapshot& cluster) {
+Headroom ComputeHeadroom(const JobDemand& job, const GangDemand& demand,
+                         const ClusterSnapshot& cluster) {
   if (cluster.capacity.stale) return {};  // reserved usage unknown: no credit either way
   const std::optional<JobQueue> q = FindJobQueue(job, cluster);
   const ClusterQueueInfo* cq = q ? q->cluster_queue : nullptr;
@@ -207,7 +219,8 @@ Headroom ComputeHeadroom(const JobDemand& job, const GangDemand& demand, const C
     }
     if (free < total.milli) return {};
     const double after = static_cast<double>(free - total.milli);
-    out.free_fraction = std::min(out.free_fraction, nominal > 0 ? after / static_cast<double>(nominal) : 0.0);
+    out.free_fraction =
+        std::min(out.free_fraction, nominal > 0 ? after / static_cast<double>(nominal) : 0.0);
   }
   return out;
 }

@@ -33,7 +33,8 @@ namespace gantry::placement {
 // The job's ClusterQueue in one cluster.
 struct JobQueue {
   std::string local_queue;  // "namespace/name"
-  const ClusterQueueInfo* cluster_queue = nullptr;  // into the snapshot; null when `unusable` is set
+  // Into the snapshot; null when `unusable` is set.
+  const ClusterQueueInfo* cluster_queue = nullptr;
   std::optional<Exclusion> unusable;  // missing or not Active: never permanent
 };
 
@@ -42,7 +43,8 @@ struct JobQueue {
 std::optional<JobQueue> FindJobQueue(const JobDemand& job, const ClusterSnapshot& cluster);
 
 // The quota filter (filters.h): nullopt when the gang can be admitted.
-std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand, const ClusterSnapshot& cluster);
+std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
+                                    const ClusterSnapshot& cluster);
 
 // What scoring credits a cluster with (scoring.h).
 struct Headroom {
@@ -56,6 +58,7 @@ struct Headroom {
 // flavor, so free quota spread over flavors may not hold it; and what the
 // ClusterQueue could borrow from its cohort is not counted (it may be lent
 // to others first): a job that fits only by borrowing does not "fit now".
-Headroom ComputeHeadroom(const JobDemand& job, const GangDemand& demand, const ClusterSnapshot& cluster);
+Headroom ComputeHeadroom(const JobDemand& job, const GangDemand& demand,
+                         const ClusterSnapshot& cluster);
 
 }  // namespace gantry::placement

@@ -63,7 +63,7 @@ struct ClusterQueues {
 // names in a cluster: the cluster's mapping for `ns` if it has one (a
 // clusters.d file's localQueues), else `queue` itself. The one rule for the
 // Workload's spec.queueName and for placement alike.
-const std::string& LocalQueueIn(const std::map<std::string, std::string>& mapping, const std::string& ns,
-                                const std::string& queue);
+const std::string& LocalQueueIn(const std::map<std::string, std::string>& mapping,
+                                const std::string& ns, const std::string& queue);
 
 }  // namespace gantry::placement

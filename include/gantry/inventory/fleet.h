@@ -1,8 +1,8 @@
 // Fleet: the live cluster registry. It loads clusters.d, keeps each cluster's
 // credentials, health and capacity reading, and probes every cluster from a
-// few worker threads: a probe (readiness plus the ClusterQueue's quota and usage)
-// every probe_interval while it answers, with capped exponential backoff
-// while it does not (see backoff.h).
+// few worker threads: a probe (readiness, the ClusterQueues' quota and usage,
+// and where each LocalQueue leads) every probe_interval while it answers,
+// with capped exponential backoff while it does not (see backoff.h).
 //
 // The start of a cluster's current outage (first_lost) is written to the
 // store when the outage begins and cleared when it ends, and restored at

@@ -133,6 +133,10 @@ http::Response AdminApi::ClusterAction(const http::Request& req) const {
       c->state().KillWatches();
       return FromStatus(Status::Ok());
     }
+    if (action == "local-queue") {
+      return FromStatus(
+          c->state().AddLocalQueue(req.Query("namespace").value_or("default"), req.Query("name").value_or("")));
+    }
     if (action == "quota") {
       auto quota = ParseResourceList(json::parse(req.body, nullptr, false));
       if (!quota.ok()) return FromStatus(quota.status());

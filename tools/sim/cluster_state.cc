@@ -322,6 +322,11 @@ void ClusterState::SetQuota(const ResourceList& quota) {
   kueue_.SetQuota(quota, clock_->NowMillis());
 }
 
+Status ClusterState::AddLocalQueue(const std::string& ns, const std::string& name) {
+  std::lock_guard lock(mu_);
+  return kueue_.AddLocalQueue(ns, name, clock_->NowMillis());
+}
+
 void ClusterState::KillWatches() {
   std::lock_guard lock(mu_);
   hub_.CloseAll();

@@ -77,6 +77,8 @@ class ClusterState {
   // KueueController::SetCheckState.
   Status SetCheckState(const std::string& ns, const std::string& name, const std::string& check, CheckState state);
   void SetQuota(const ResourceList& quota);
+  // KueueController::AddLocalQueue.
+  Status AddLocalQueue(const std::string& ns, const std::string& name);
   void KillWatches();
   nlohmann::json Summary();
   // For tests: quota reserved now.

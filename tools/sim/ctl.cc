@@ -33,7 +33,7 @@ namespace gantry::sim {
 
 int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   if (args.empty()) {
-    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|admission-check|partition|heal|stop|start|latency|errors|forbid|rbac|kill-watches|quota ...\n");
+    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|admission-check|partition|heal|stop|start|latency|errors|forbid|rbac|kill-watches|quota|local-queue ...\n");
     return kExitUsage;
   }
   const std::string& cmd = args[0];
@@ -88,6 +88,9 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
       }
       body.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     }
+  } else if (cmd == "local-queue") {  // local-queue CLUSTER NS/NAME: a LocalQueue for its ClusterQueue
+    if (!need(2)) return kExitUsage;
+    target = fmt::format("/clusters/{}/local-queue?{}", args[1], workload(args[2]));
   } else if (cmd == "quota") {
     if (!need(2)) return kExitUsage;
     json q = json::object();

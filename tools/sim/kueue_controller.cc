@@ -58,13 +58,21 @@ void KueueController::Bootstrap(int64_t now_ms) {
   (void)store_->MutateIf("clusterqueues", "", config_.cluster_queue, [&](json& o) {
     return SetCondition(&o, "Active", true, "Ready", "Can admit new workloads", now_ms);
   });
-  for (const auto& [ns, name] : config_.local_queues) {
-    json lq = {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "LocalQueue"},
-               {"metadata", {{"name", name}, {"namespace", ns}}},
-               {"spec", {{"clusterQueue", config_.cluster_queue}}}};
-    (void)store_->Create("localqueues", lq, now_ms);
-  }
+  for (const auto& [ns, name] : config_.local_queues) (void)CreateLocalQueue(ns, name, now_ms);
   UpdateQueueStatus(now_ms);
+}
+
+Status KueueController::CreateLocalQueue(const std::string& ns, const std::string& name, int64_t now_ms) {
+  json lq = {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "LocalQueue"},
+             {"metadata", {{"name", name}, {"namespace", ns}}},
+             {"spec", {{"clusterQueue", config_.cluster_queue}}}};
+  return store_->Create("localqueues", lq, now_ms).status();
+}
+
+Status KueueController::AddLocalQueue(const std::string& ns, const std::string& name, int64_t now_ms) {
+  if (Status s = CreateLocalQueue(ns, name, now_ms); !s.ok()) return s;
+  dirty_ = true;  // a Workload held as Inadmissible for want of it may be admitted now
+  return Status::Ok();
 }
 
 void KueueController::UpdateClusterQueueSpec() {

@@ -90,6 +90,10 @@ class KueueController {
   Status SetCheckState(const std::string& ns, const std::string& name, const std::string& check, CheckState state,
                        int64_t now_ms);
   void SetQuota(const ResourceList& quota, int64_t now_ms);
+  // Creates LocalQueue ns/name for the cluster's ClusterQueue, as an
+  // operator would (gantry-sim ctl local-queue); its Workloads waiting as
+  // Inadmissible are looked at again. AlreadyExists when it does.
+  Status AddLocalQueue(const std::string& ns, const std::string& name, int64_t now_ms);
 
   const ResourceList& quota() const { return quota_; }
   // What admitted Workloads hold: the total admission decides with, so the
@@ -98,6 +102,9 @@ class KueueController {
   std::size_t running_jobs() const { return running_.size(); }
 
  private:
+  // The LocalQueue object ns/name, for the ClusterQueue.
+  Status CreateLocalQueue(const std::string& ns, const std::string& name, int64_t now_ms);
+
   struct Arrival {
     int64_t created_ms = 0;
     int64_t seq = 0;

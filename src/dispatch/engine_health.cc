@@ -2,7 +2,8 @@
 // Watches report object changes, but a partition changes no object: without
 // this, a job whose owner went away would wait for its next resync before
 // its cluster-lost clock was looked at. Likewise a cluster whose quota can
-// be read again: a job queued for it has nothing else to wake it.
+// be read again, or whose LocalQueues changed: a job queued for it has
+// nothing else to wake it.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -31,6 +32,10 @@ struct Readiness {
   // gantry may not list stays Ready; placement weighs it by its last
   // reading, and with none sends it no new job until it can be read.
   bool capacity_readable = false;
+  // Where its LocalQueues lead (ClusterQueues::stamp; 0 when unknown): a
+  // LocalQueue created, or a ClusterQueue turned Active, may let a queued
+  // job go there, and nothing else wakes it.
+  uint64_t queues = 0;
   friend bool operator==(const Readiness&, const Readiness&) = default;
   // A kind this one shows listed that `before` did not.
   bool KindListedSince(const Readiness& before) const {
@@ -70,8 +75,10 @@ void Engine::RunHealthWatch() {
       const uint64_t listed_changes = observer_->ListedChanges(name);
       const bool answers = view.health.state == inventory::HealthState::kReady;
       const bool ready = answers && observer_->SyncedForJobs(name);
+      const bool readable = ready && view.capacity.has_value() && view.capacity_error.empty();
       now[name] = {ready, ready ? view.health.since_ms : 0, ready ? observer_->Unlisted(name) : std::set<std::string>{},
-                   listed_changes, ready && view.capacity.has_value() && view.capacity_error.empty()};
+                   listed_changes, readable,
+                   readable && view.capacity->queues ? view.capacity->queues->stamp : 0};
       auto before = answering.find(name);
       if (!answers) {
         if (view.health.state == inventory::HealthState::kNotReady) {
@@ -114,10 +121,20 @@ void Engine::RunHealthWatch() {
         spdlog::info("dispatch: cluster {}'s quota can be read again: looking again at queued and nominating jobs",
                      cluster);
       }
-      // Only its quota's readability changed: its own jobs need no look.
+      // Its queues changed while it stayed Ready and readable (a LocalQueue
+      // created, say): the same, for the jobs waiting for one.
+      if (before != last.end() && before->second.capacity_readable && readiness.capacity_readable &&
+          before->second.queues != readiness.queues) {
+        became_ready = true;
+        spdlog::info("dispatch: cluster {}'s LocalQueues or ClusterQueues changed: looking again at queued and "
+                     "nominating jobs",
+                     cluster);
+      }
+      // Only its quota's readability or its queues changed: its own jobs need no look.
       if (before != last.end()) {
         Readiness same_else = readiness;
         same_else.capacity_readable = before->second.capacity_readable;
+        same_else.queues = before->second.queues;
         if (same_else == before->second) continue;
       }
       // First seen, not ready: nothing of ours depends on it yet, unless its

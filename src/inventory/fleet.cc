@@ -18,6 +18,10 @@ std::string LocalQueuesError(const CapacityReading* reading) {
   return reading && reading->queues ? reading->queues->local_queues_error : "";
 }
 
+uint64_t QueuesStampOf(const CapacityReading* reading) {
+  return reading && reading->queues ? reading->queues->stamp : 0;
+}
+
 }  // namespace
 
 Fleet::Fleet(ClusterProber& prober, ClusterStateStore& store, const Clock& clock, FleetOptions options)
@@ -217,6 +221,11 @@ void Fleet::ProbeOne(const std::string& name) {
                        name, now_error);
         } else if (now_error != was) {
           spdlog::info("cluster {}: its LocalQueues can be read again", name);
+        }
+        // A LocalQueue or ClusterQueue appeared, went, or turned Active or
+        // not: placement must not wait for the next fleet refresh to see it.
+        if (QueuesStampOf(e.view.capacity ? &*e.view.capacity : nullptr) != QueuesStampOf(&*reading)) {
+          generation_.fetch_add(1, std::memory_order_release);
         }
         e.view.capacity = std::move(*reading);
         e.view.capacity_at_ms = now;

@@ -138,6 +138,7 @@ inventory::CapacityReading ParseClusterQueues(const json& list, const json* loca
   reading.pending_workloads =
       static_cast<int32_t>(std::min<int64_t>(pending, std::numeric_limits<int32_t>::max()));
   ReadLocalQueues(local_queues, std::move(lq_error), *queues);
+  queues->stamp = placement::QueuesStamp(*queues);
   reading.queues = std::move(queues);
   return reading;
 }

@@ -1,11 +1,27 @@
 #include "gantry/placement/cluster_queues.h"
 
+#include <functional>
+
 namespace gantry::placement {
 
 const std::string& LocalQueueIn(const std::map<std::string, std::string>& mapping,
                                 const std::string& ns, const std::string& queue) {
   auto it = mapping.find(ns);
   return it == mapping.end() ? queue : it->second;
+}
+
+uint64_t QueuesStamp(const ClusterQueues& queues) {
+  if (!queues.local_queues_known) return 0;
+  uint64_t stamp = queues.local_queues.size() + 1;
+  auto mix = [&stamp](uint64_t h) { stamp ^= h + 0x9e3779b97f4a7c15ULL + (stamp << 6) + (stamp >> 2); };
+  std::hash<std::string> hash;
+  for (const auto& [local_queue, cluster_queue] : queues.local_queues) {  // in key order
+    mix(hash(local_queue));
+    mix(hash(cluster_queue));
+    auto cq = queues.by_name.find(cluster_queue);
+    mix(cq == queues.by_name.end() ? 0 : 1 + static_cast<uint64_t>(cq->second.activity));
+  }
+  return stamp;
 }
 
 }  // namespace gantry::placement

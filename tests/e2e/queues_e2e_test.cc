@@ -79,4 +79,30 @@ TEST_CASE("a job whose LocalQueue exists in one of three clusters gets its one c
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("a job waiting for its LocalQueue goes where an operator creates it, without waiting for a resync",
+          "[e2e][dispatch][queues]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, localQueues: [team-b/team-b]}
+- {name: c2, localQueues: [team-b/team-b]}
+)";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("patient", "team-a", 1, 0, "1s")) == 201);
+  REQUIRE(WaitFor([&] {
+    const nlohmann::json j = fleet.Job("team-a", "patient");
+    return j.is_object() && j["status"].value("phase", "") == "Queued" && !j["status"].value("message", "").empty();
+  }, seconds(20)));
+
+  // The LocalQueue appears in c2: the job's next pass would be a resync
+  // (30 s) away; the probe that sees the LocalQueue wakes it.
+  REQUIRE(fleet.Ctl({"local-queue", "c2", "team-a/team-a"}).code == 0);
+  CHECK(fleet.WaitPhase("team-a", "patient", {"Running", "Succeeded"}, seconds(12)));
+  const nlohmann::json job = fleet.Job("team-a", "patient");
+  INFO(job["status"].dump());
+  CHECK(job["status"]["cluster"] == "c2");
+  CHECK(fleet.RemoteCalls("c1", "create", 201) == 0);
+}
+
 }  // namespace gantry::testing

@@ -213,4 +213,21 @@ TEST_CASE("a ClusterQueue list answering 404 or 5xx after /readyz is an unreadab
   CHECK(refused.status().code() == Code::kUnauthenticated);
 }
 
+TEST_CASE("the queues' stamp moves when a LocalQueue or a ClusterQueue's activity changes, not with usage",
+          "[kube][prober][queues]") {
+  const json lqs = LocalQueues();
+  const uint64_t stamp = kube::ParseClusterQueues(ClusterQueues(), &lqs).queues->stamp;
+  CHECK(stamp != 0);
+  json busier = ClusterQueues();
+  busier["items"][1]["status"]["flavorsReservation"][0]["resources"][0]["total"] = "40";
+  CHECK(kube::ParseClusterQueues(busier, &lqs).queues->stamp == stamp);
+  json more = LocalQueues();
+  more["items"].push_back(LocalQueue("ml", "team-c", "team-b-cq"));
+  CHECK(kube::ParseClusterQueues(ClusterQueues(), &more).queues->stamp != stamp);
+  json active = ClusterQueues();
+  active["items"][2]["status"]["conditions"][0]["status"] = "True";
+  CHECK(kube::ParseClusterQueues(active, &lqs).queues->stamp != stamp);
+  CHECK(kube::ParseClusterQueues(ClusterQueues()).queues->stamp == 0);  // LocalQueues unknown
+}
+
 }  // namespace gantry::testing

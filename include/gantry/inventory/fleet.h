@@ -126,7 +126,8 @@ class Fleet {
   // Probes every cluster once, now, on the calling thread (tests).
   void ProbeAllNow();
   // Changes each time a cluster's health changes (Ready, NotReady, refused),
-  // its quota becomes unreadable or readable again (capacity_error), or the
+  // its quota becomes unreadable or readable again (capacity_error), where
+  // its LocalQueues lead changes (ClusterQueues::stamp), or the
   // inventory is (re)loaded: a cached view of Clusters() older than
   // a change is known to be stale. A change seen in Clusters() has already
   // changed this.

@@ -57,7 +57,15 @@ struct ClusterQueues {
   // "namespace/name" of every LocalQueue -> its spec.clusterQueue.
   std::map<std::string, std::string> local_queues;
   std::string local_queues_error;  // why they are unknown, for the operator
+  // Changes when where a LocalQueue may be used changes (a LocalQueue or
+  // ClusterQueue appears or goes, a ClusterQueue turns Active or not): the
+  // engine then looks again at the jobs that wait for one (QueuesStamp).
+  uint64_t stamp = 0;
 };
+
+// The stamp of `queues`: a hash of each LocalQueue with its ClusterQueue and
+// that one's activity (0 when the LocalQueues are unknown).
+uint64_t QueuesStamp(const ClusterQueues& queues);
 
 // The LocalQueue a Workload for a gantry queue `queue` in namespace `ns`
 // names in a cluster: the cluster's mapping for `ns` if it has one (a

@@ -351,12 +351,13 @@ void Ladder::NotStarted(const std::string& owner, Plan& plan) const {
     }
     return;
   }
-  if (job_.message.find("keeps its") != std::string::npos) return;  // said already
   const std::string kind = in_.spec->template_object.value("kind", "");
+  const std::string said = fmt::format("{} admitted the job's Workload, but keeps its {} suspended", owner, kind);
+  if (job_.message.starts_with(said)) return;  // said already
   const std::string message = fmt::format(
-      "{} admitted the job's Workload, but keeps its {} suspended {} s after the lease: is Kueue's integration "
-      "for {} enabled there, and does its webhook take gantry's prebuilt Workload?",
-      owner, kind, (in_.now_ms - job_.lease_ms) / 1000, kind);
+      "{} {} s after the lease: is Kueue's integration for {} enabled there, and does its webhook take gantry's "
+      "prebuilt Workload?",
+      said, (in_.now_ms - job_.lease_ms) / 1000, kind);
   if (!plan.write) plan.write = Guarded(job_);
   plan.write->message = message;
   plan.write->events.push_back(Event("NotStarted", message, owner, "Warning"));

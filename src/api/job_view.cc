@@ -152,6 +152,7 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
       nlohmann::json seen = {{"state", o.state}, {"epoch", o.epoch}};
       if (!o.reason.empty()) seen["reason"] = o.reason;
       if (!o.message.empty()) seen["message"] = o.message;
+      if (o.last_seen) seen["lastSeen"] = true;
       item["observed"] = std::move(seen);
       break;
     }

@@ -142,6 +142,7 @@ std::string ObservedText(const nlohmann::json& item) {
     text += fmt::format(" (epoch {})", seen.value("epoch", int64_t{0}));
   }
   if (std::string m = seen.value("message", ""); !m.empty()) text += ": " + m;
+  if (seen.value("lastSeen", false)) text = "last seen " + text;
   return text;
 }
 

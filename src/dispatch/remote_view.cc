@@ -34,13 +34,14 @@ const char* JobState(const ObservedJob& j) {
 std::vector<ObservedObject> RemoteViewOf(const JobObservation& observation) {
   std::vector<ObservedObject> out;
   for (const auto& [cluster, seen] : observation.clusters) {
+    const bool behind = observation.behind->count(cluster) > 0;
     for (const ObservedWorkload& w : seen.workloads) {
       // ObservedWorkload keeps QuotaReserved's reason and message while the
       // copy waits, the deciding condition's once it moved on.
-      out.push_back({cluster, kWorkload, w.name, w.epoch, WorkloadState(w), w.reason, w.message});
+      out.push_back({cluster, kWorkload, w.name, w.epoch, WorkloadState(w), w.reason, w.message, behind});
     }
     for (const ObservedJob& j : seen.jobs) {
-      out.push_back({cluster, kJob, j.name, j.epoch, JobState(j), j.reason, j.message});
+      out.push_back({cluster, kJob, j.name, j.epoch, JobState(j), j.reason, j.message, behind});
     }
   }
   return out;

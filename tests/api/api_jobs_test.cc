@@ -290,7 +290,7 @@ TEST_CASE("remoteobjects: what the watches show of each object is beside its row
     return std::vector<dispatch::ObservedObject>{
         {"c1", "Workload", "v1-0123abcd", 1, "Pending", "Pending",
          "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu"},
-        {"c2", "Job", "v1-0123abcd", 1, "Running", "", ""},
+        {"c2", "Job", "v1-0123abcd", 1, "Running", "", "", true},
         {"c2", "Workload", "other-name", 1, "Admitted", "", ""},  // not this row's name
         {"c3", "Workload", "v1-0123abcd", 1, "Admitted", "", ""},  // no row in c3
     };
@@ -316,6 +316,8 @@ TEST_CASE("remoteobjects: what the watches show of each object is beside its row
   CHECK(items[0]["observed"]["message"].get<std::string>().find("insufficient unused quota") != std::string::npos);
   CHECK(items[1]["kind"] == "Job");  // by cluster, then kind
   CHECK(items[1]["observed"]["state"] == "Running");
+  CHECK(items[1]["observed"]["lastSeen"] == true);  // its cluster's view may be behind
+  CHECK_FALSE(items[0]["observed"].contains("lastSeen"));
   CHECK_FALSE(items[1]["observed"].contains("message"));
   CHECK(items[2]["kind"] == "Workload");
   CHECK_FALSE(items[2].contains("observed"));  // seen under another name only

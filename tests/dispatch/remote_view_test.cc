@@ -60,8 +60,12 @@ TEST_CASE("RemoteViewOf: a copy's furthest condition, with Kueue's words", "[rem
   done.finished = true;
   seen.clusters["c6"].workloads.push_back(done);
 
+  // c3 is cut off: its watch failed since it listed.
+  seen.behind = std::make_shared<const std::set<std::string>>(std::set<std::string>{"c3"});
+
   const std::vector<ObservedObject> view = RemoteViewOf(seen);
   REQUIRE(view.size() == 8);
+  for (const ObservedObject& o : view) CHECK(o.last_seen == (o.cluster == "c3"));
   const ObservedObject* c1 = Find(view, "c1", "Workload");
   REQUIRE(c1);
   CHECK(c1->state == "Pending");

@@ -30,7 +30,8 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
 // refusal), updateTime, preemptionGateOpened when gantry opened the copy's
 // preemption gate, and preemptionGateRefusal when the cluster refused that.
 // An item whose object the engine's watches show (observed: same cluster,
-// kind and name) also has observed: {state, epoch, reason, message}, e.g.
+// kind and name) also has observed: {state, epoch, reason, message, and
+// lastSeen when the cluster's view may be behind}, e.g.
 // a copy Pending with Kueue's word on why; objects the store has no row
 // for are not listed.
 nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,

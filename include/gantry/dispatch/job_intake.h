@@ -31,6 +31,9 @@ struct ObservedObject {
   std::string state;
   std::string reason;   // the deciding condition's reason ("" when none)
   std::string message;  // and its message, e.g. Kueue's "couldn't assign flavors ..."
+  // The cluster's view may be behind (its watch failed since it last
+  // listed, as while it is cut off): this is what it last showed.
+  bool last_seen = false;
 };
 
 class JobIntake : public JobWaker {

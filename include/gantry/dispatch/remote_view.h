@@ -17,7 +17,8 @@ namespace gantry::dispatch {
 // (Finished, then Evicted, Admitted, QuotaReserved; Deactivated when
 // spec.active is false; else Pending, with Kueue's reason and message for
 // why); a real job's is its RemoteJobState, or Deleting once its
-// deletionTimestamp is set.
+// deletionTimestamp is set. Each is marked last_seen where the observation
+// says the cluster's view may be behind.
 std::vector<ObservedObject> RemoteViewOf(const JobObservation& observation);
 
 }  // namespace gantry::dispatch

@@ -333,17 +333,18 @@ Plan Ladder::Owned() const {
   plan.requeue_ms = opt_.backstop_ms;
   plan.backstop = true;
   if (j->state == RemoteJobState::kSuspended && job_.phase == JobPhase::kAdmitted && w && w->admitted) {
-    NotStarted(owner, plan);
+    NotStarted(owner, std::max({job_.lease_ms, w->admitted_ms, j->created_ms}), plan);
   }
   return plan;
 }
 
 // Step 13, a real job its cluster keeps suspended although its copy there
-// is admitted (DecideOptions::not_started_warn_ms): the message and an
-// event say so, once, and the job waits on.
-void Ladder::NotStarted(const std::string& owner, Plan& plan) const {
+// is admitted (DecideOptions::not_started_warn_ms, counted from since, the
+// latest of the lease, the admission and the job's creation): the message
+// and an event say so, once, and the job waits on.
+void Ladder::NotStarted(const std::string& owner, int64_t since, Plan& plan) const {
   if (job_.lease_ms <= 0) return;  // no lease time on record: nothing to count from
-  const int64_t due = job_.lease_ms + opt_.not_started_warn_ms;
+  const int64_t due = since + opt_.not_started_warn_ms;
   if (in_.now_ms < due) {
     if (due - in_.now_ms < plan.requeue_ms) {
       plan.requeue_ms = due - in_.now_ms;
@@ -355,9 +356,9 @@ void Ladder::NotStarted(const std::string& owner, Plan& plan) const {
   const std::string said = fmt::format("{} admitted the job's Workload, but keeps its {} suspended", owner, kind);
   if (job_.message.starts_with(said)) return;  // said already
   const std::string message = fmt::format(
-      "{} {} s after the lease: is Kueue's integration for {} enabled there, and does its webhook take gantry's "
+      "{} {} s after its admission: is Kueue's integration for {} enabled there, and does its webhook take gantry's "
       "prebuilt Workload?",
-      said, (in_.now_ms - job_.lease_ms) / 1000, kind);
+      said, (in_.now_ms - since) / 1000, kind);
   if (!plan.write) plan.write = Guarded(job_);
   plan.write->message = message;
   plan.write->events.push_back(Event("NotStarted", message, owner, "Warning"));

@@ -369,7 +369,7 @@ class Ladder {
   Plan Owned() const;
   // Step 13 for a real job kept suspended under an admitted copy: a timer,
   // then the message and a NotStarted event (decide_owner.cc).
-  void NotStarted(const std::string& owner, Plan& plan) const;
+  void NotStarted(const std::string& owner, int64_t since, Plan& plan) const;
   // Step 13 for an at-most-once job whose real job was created in owner at
   // created_ms and is not seen there (decide_owner.cc).
   Plan CreatedAndGone(const std::string& owner, int64_t created_ms) const;

@@ -90,7 +90,10 @@ std::optional<ObservedWorkload> ParseWorkload(const json& object) {
   const json* evicted = TrueCondition(object, "Evicted");
   const json* finished = TrueCondition(object, "Finished");
   w.quota_reserved = quota && JsonStringAt(*quota, {"status"}) == "True";
-  w.admitted = TrueCondition(object, "Admitted") != nullptr;
+  if (const json* admitted = TrueCondition(object, "Admitted")) {
+    w.admitted = true;
+    w.admitted_ms = ParseRfc3339(JsonStringAt(*admitted, {"lastTransitionTime"})).value_or(0);
+  }
   w.evicted = evicted != nullptr;
   if (const json* any_evicted = Condition(object, "Evicted")) {
     w.evicted_changed_ms = ParseRfc3339(JsonStringAt(*any_evicted, {"lastTransitionTime"})).value_or(0);

@@ -120,7 +120,12 @@ Result<std::map<std::string, std::string>> ReadLocalQueues(const YAML::Node& nod
                                                            const Field& field) {
   return ReadStringMap(node, field, [](const std::string& ns, const std::string& queue) {
     if (std::string e = CheckDns1123Label(ns); !e.empty()) return "namespace " + e;
-    if (std::string e = CheckQueueName(queue); !e.empty()) return "LocalQueue name " + e;
+    // A subdomain, as LocalQueue names are. One longer than the 63 of the
+    // worker job's queue-name label is not refused here (the whole file, the
+    // cluster and the jobs it runs would drop out of the inventory at the
+    // next start): placement leaves the cluster out for that namespace's
+    // jobs, saying why.
+    if (std::string e = CheckDns1123Subdomain(queue); !e.empty()) return "LocalQueue name " + e;
     return std::string();
   });
 }

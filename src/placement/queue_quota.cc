@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "gantry/common/names.h"
 #include "quantity_format.h"
 
 namespace gantry::placement {
@@ -29,14 +30,13 @@ int64_t NonNegative(int64_t v) { return std::max<int64_t>(0, v); }
 //     flavor nothing gantry reads bounds it: a Cohort object (v1beta2's, or
 //     v1alpha1's before it) may hold quota of its own, and parent cohorts
 //     more. No certain bound then.
-//   - visible: nominal plus, per flavor, the lesser of its borrowingLimit and
-//     that flavor's nominal quota in the cohort's other ClusterQueues that
-//     gantry reads (their lendingLimit ignored, which only makes it larger).
-//     Above it, the cluster is excluded for now only.
+//   Between the two (more than its own, less than the certain bound, or no
+//   bound) the cluster stays a candidate, not fitting now: what the cohort
+//   may lend comes also from queues gantry does not read (a Cohort object's
+//   own quota, sibling cohorts under a parent), so only Kueue can tell.
 struct QueueBound {
   int64_t nominal = 0;
   int64_t certain = kUnbounded;  // kUnbounded: none
-  int64_t visible = 0;
 };
 
 int64_t NominalOf(const std::vector<FlavorQuota>& flavors) {
@@ -45,26 +45,9 @@ int64_t NominalOf(const std::vector<FlavorQuota>& flavors) {
   return sum;
 }
 
-// The nominal quota of `flavor` for `resource` in the other ClusterQueues of cq's cohort.
-int64_t LendersNominal(const ClusterQueues& all, const ClusterQueueInfo& cq,
-                       const std::string& resource, const std::string& flavor) {
-  int64_t sum = 0;
-  for (const auto& [name, other] : all.by_name) {
-    if (name == cq.name || other.cohort != cq.cohort) continue;
-    auto it = other.resources.find(resource);
-    if (it == other.resources.end()) continue;
-    for (const FlavorQuota& f : it->second) {
-      if (f.flavor == flavor) sum = SaturatingAdd(sum, NonNegative(f.nominal_milli));
-    }
-  }
-  return sum;
-}
-
-QueueBound BoundOf(const ClusterQueues& all, const ClusterQueueInfo& cq,
-                   const std::string& resource, const std::vector<FlavorQuota>& flavors) {
+QueueBound BoundOf(const ClusterQueueInfo& cq, const std::vector<FlavorQuota>& flavors) {
   QueueBound b;
   b.nominal = NominalOf(flavors);
-  b.visible = b.nominal;
   if (cq.cohort.empty()) {
     b.certain = b.nominal;
     return b;
@@ -76,8 +59,6 @@ QueueBound BoundOf(const ClusterQueues& all, const ClusterQueueInfo& cq,
         f.borrowing_limit_milli ? NonNegative(*f.borrowing_limit_milli) : kUnbounded;
     limited = limited && f.borrowing_limit_milli.has_value();
     certain = SaturatingAdd(certain, limit);
-    b.visible =
-        SaturatingAdd(b.visible, std::min(limit, LendersNominal(all, cq, resource, f.flavor)));
   }
   if (limited) b.certain = certain;
   return b;
@@ -90,7 +71,6 @@ std::string QueueName(const JobQueue& q) {
 std::optional<Exclusion> CheckInQueue(const GangDemand& demand, const ClusterSnapshot& cluster,
                                       const JobQueue& q) {
   const ClusterQueueInfo& cq = *q.cluster_queue;
-  const ClusterQueues& all = *cluster.capacity.queues;
   // Proof of "never" needs a fresh reading of a queue Kueue admits from.
   const bool final = !cluster.capacity.stale && cq.activity == QueueActivity::kActive;
   for (const ResourceTotal& total : demand.totals) {
@@ -103,7 +83,7 @@ std::optional<Exclusion> CheckInQueue(const GangDemand& demand, const ClusterSna
           fmt::format("{}; {} has no quota for {}", needs, QueueName(q), total.resource), final};
     }
     if (total.milli <= NominalOf(it->second)) continue;
-    const QueueBound b = BoundOf(all, cq, total.resource, it->second);
+    const QueueBound b = BoundOf(cq, it->second);
     auto amount = [&](int64_t milli) { return FormatQuantity(total.resource, milli); };
     if (total.milli > b.certain) {
       std::string message =
@@ -114,15 +94,6 @@ std::optional<Exclusion> CheckInQueue(const GangDemand& demand, const ClusterSna
                     needs, QueueName(q), amount(b.certain), amount(b.nominal),
                     amount(b.certain - b.nominal), cq.cohort);
       return Exclusion{Filter::kQuota, std::move(message), final};
-    }
-    if (total.milli > b.visible) {
-      return Exclusion{
-          Filter::kQuota,
-          fmt::format("{}; {} holds {} and could borrow at most {} from the other ClusterQueues of "
-                      "cohort {} that gantry reads (not final: a Cohort object may lend more)",
-                      needs, QueueName(q), amount(b.nominal), amount(b.visible - b.nominal),
-                      cq.cohort),
-          false};
     }
   }
   return std::nullopt;
@@ -185,6 +156,18 @@ std::optional<JobQueue> FindJobQueue(const JobDemand& job, const ClusterSnapshot
 
 std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
                                     const ClusterSnapshot& cluster) {
+  if (!job.queue.empty()) {
+    const std::string& mapped = LocalQueueIn(cluster.local_queues, job.ns, job.queue);
+    if (&mapped != &job.queue) {
+      if (std::string e = CheckQueueName(mapped); !e.empty()) {
+        return Exclusion{Filter::kQuota,
+                         fmt::format("the cluster's localQueues maps namespace {} to LocalQueue {}, which {}; fix "
+                                     "its clusters.d file",
+                                     job.ns, mapped, e),
+                         false};
+      }
+    }
+  }
   if (std::optional<JobQueue> q = FindJobQueue(job, cluster)) {
     if (q->unusable) return std::move(q->unusable);
     return CheckInQueue(demand, cluster, *q);

@@ -129,7 +129,7 @@ TEST_CASE("a real job its cluster keeps suspended under an admitted copy is told
     REQUIRE(p.write);
     CHECK_FALSE(p.write->phase);
     REQUIRE(p.write->message);
-    CHECK_THAT(*p.write->message, Catch::Contains("keeps its Job suspended 360 s"));
+    CHECK_THAT(*p.write->message, Catch::Contains("keeps its Job suspended 360 s after its admission"));
     REQUIRE(p.write->events.size() == 1);
     CHECK(p.write->events.front().reason == "NotStarted");
     CHECK(p.actions.empty());
@@ -141,6 +141,21 @@ TEST_CASE("a real job its cluster keeps suspended under an admitted copy is told
   {  // quota reserved, its admission checks still at work: nothing to tell
     World w = world(360'000, false);
     CHECK_FALSE(Decide(w.Input()).write);
+  }
+  {  // leased at QuotaReserved ten minutes ago, admitted a second ago (a slow
+     // check): counted from the admission
+    World w = world(600'000, true);
+    w.in.observed["c1"].workloads.front().admitted_ms = w.in.now_ms - 1'000;
+    Plan p = Decide(w.Input());
+    CHECK_FALSE(p.write);
+    CHECK(p.requeue_ms == w.in.options.backstop_ms);
+  }
+  {  // its real job created a minute ago (held back by an earlier run): from then
+    World w = world(600'000, true);
+    w.in.observed["c1"].jobs.front().created_ms = w.in.now_ms - 290'000;
+    Plan p = Decide(w.Input());
+    CHECK_FALSE(p.write);
+    CHECK(p.requeue_ms == 10'000);
   }
 }
 

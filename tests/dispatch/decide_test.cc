@@ -32,6 +32,24 @@ TEST_CASE("step 4: a queued job is nominated at epoch+1 with one intent per cand
   CHECK(a.body["metadata"]["labels"][kJobUidLabel] == w.job.uid);
 }
 
+TEST_CASE("step 4: the Nominated event names the clusters left out, each reason cut short", "[dispatch][decide]") {
+  World w;
+  placement::Decision d = Candidates({"c1"});
+  d.excluded.push_back({"c2", {placement::Filter::kQuota, "LocalQueue ml/team-a does not exist here", false}});
+  // A ClusterQueue's condition message, long, ending in a two-byte character at the cut.
+  d.excluded.push_back({"c3", {placement::Filter::kQuota, std::string(199, 'x') + "\xc3\xa9" + std::string(5000, 'y'), false}});
+  w.in.placement = d;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->events.size() == 1);
+  const std::string& text = p.write->events.front().message;
+  INFO(text);
+  CHECK_THAT(text, Catch::StartsWith("epoch 1: Workload copies to c1; left out: c2: LocalQueue ml/team-a does not "
+                                     "exist here; c3: "));
+  CHECK_THAT(text, Catch::EndsWith(std::string(199, 'x') + "..."));  // not half of the character
+  CHECK(text.size() < 400);
+}
+
 TEST_CASE("step 4: unschedulable everywhere fails at once, no candidates now waits", "[dispatch][decide]") {
   World w;
   placement::Decision d;

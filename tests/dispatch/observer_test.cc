@@ -89,11 +89,13 @@ TEST_CASE("ParseWorkload reads when Kueue deactivated a copy for good, and why",
 TEST_CASE("ParseWorkload and ParseJob read when Evicted last changed and when the job was created", "[observer]") {
   json again = Condition("Evicted", "False", "QuotaReserved");  // admitted again after an eviction
   again["lastTransitionTime"] = "2026-12-04T10:00:07Z";
-  auto w = ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}},
-                                        {Condition("Admitted", "True", "Admitted"), again}));
+  json admitted = Condition("Admitted", "True", "Admitted");
+  admitted["lastTransitionTime"] = "2026-12-04T10:00:08Z";
+  auto w = ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}}, {admitted, again}));
   REQUIRE(w);
   CHECK_FALSE(w->evicted);
   CHECK(w->evicted_changed_ms == *ParseRfc3339("2026-12-04T10:00:07Z"));
+  CHECK(w->admitted_ms == *ParseRfc3339("2026-12-04T10:00:08Z"));
   auto never = ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}}, {Condition("Admitted", "True")}));
   REQUIRE(never);
   CHECK(never->evicted_changed_ms == 0);

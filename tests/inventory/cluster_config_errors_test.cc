@@ -59,8 +59,6 @@ const BadFile kBadFiles[] = {
      "line 4: labels.bad key!: label key name part must consist of"},
     {"bad namespace in localQueues", "localQueues:\n  Team_A: q\n",
      "line 4: localQueues.Team_A: namespace must consist of lower case"},
-    {"LocalQueue name longer than a label value", "localQueues:\n  team-a: team-a.qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq\n",
-     "line 4: localQueues.team-a: LocalQueue name must be at most 63 characters"},
     {"duplicate dataset", "datasets:\n  - imagenet\n  - imagenet\n",
      "line 5: datasets[1]: duplicate entry 'imagenet'"},
     {"cordoned not a bool", "cordoned: maybe\n", "line 3: cordoned: must be true or false"},

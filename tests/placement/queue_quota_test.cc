@@ -134,6 +134,17 @@ TEST_CASE("a job is judged by its own ClusterQueue, not by the sum of the cluste
     const Decision d = PlaceOne(GpuJob(2, "gpu"), mapped);
     CHECK(d.candidates == std::vector<std::string>{"c1"});
   }
+  SECTION("a mapping to a name the queue-name label cannot hold leaves the cluster out for now, saying why") {
+    ClusterSnapshot mapped = cluster;
+    mapped.local_queues = {{"ml", "team-b." + std::string(60, 'q')}};
+    const Decision d = PlaceOne(GpuJob(2, "gpu"), mapped);
+    CHECK(d.candidates.empty());
+    CHECK_FALSE(d.unschedulable);
+    const Exclusion x = ExclusionIn(d);
+    CHECK_FALSE(x.permanent);
+    CHECK_THAT(x.message, Catch::StartsWith("the cluster's localQueues maps namespace ml to LocalQueue team-b.qqq") &&
+                              Catch::Contains("at most 63 characters"));
+  }
 }
 
 TEST_CASE("a missing LocalQueue or ClusterQueue, or one not Active, excludes a cluster for now only",
@@ -222,15 +233,12 @@ TEST_CASE("in a cohort, a job beyond the ClusterQueue's own quota is never Unsch
     REQUIRE(d.candidates == std::vector<std::string>{"c1"});
     CHECK(d.feasible[0].score.value(Term::kFitsNow) == 0);
   }
-  SECTION("no borrowingLimit: beyond what the cohort could lend, left out for now, never for good") {
+  SECTION("no borrowingLimit: beyond what the cohort's queues gantry reads could lend, still a candidate") {
+    // A Cohort object, or a sibling cohort under a parent, may lend what no
+    // ClusterQueue gantry reads holds: only Kueue can tell.
     const Decision d = PlaceOne(GpuJob(10, "team-a"), cohort(std::nullopt));
-    CHECK_FALSE(d.unschedulable);
-    const Exclusion x = ExclusionIn(d);
-    CHECK_FALSE(x.permanent);
-    CHECK(x.message ==
-          "needs 80 nvidia.com/gpu; ClusterQueue team-a-cq (LocalQueue ml/team-a) holds 8 and could borrow at most 64 "
-          "from the other ClusterQueues of cohort research that gantry reads (not final: a Cohort object may lend "
-          "more)");
+    REQUIRE(d.candidates == std::vector<std::string>{"c1"});
+    CHECK(d.feasible[0].score.value(Term::kFitsNow) == 0);
   }
   SECTION("a borrowingLimit of 4: 12 fit, 16 never") {
     CHECK(PlaceOne(GpuJob(3, "team-a", 4), cohort(4)).candidates == std::vector<std::string>{"c1"});
@@ -240,10 +248,17 @@ TEST_CASE("in a cohort, a job beyond the ClusterQueue's own quota is never Unsch
           "needs 16 nvidia.com/gpu; ClusterQueue team-a-cq (LocalQueue ml/team-a) holds at most 12: 8 of its own and "
           "at most 4 borrowed in cohort research");
   }
-  SECTION("a borrowingLimit above what the cohort's queues gantry reads hold: only for now") {
+  SECTION("a borrowingLimit above what the cohort's queues gantry reads hold: a candidate") {
     const Decision d = PlaceOne(GpuJob(10, "team-a"), cohort(100));  // 80 > 8 + 64, < 108
-    CHECK_FALSE(d.unschedulable);
-    CHECK_FALSE(ExclusionIn(d).permanent);
+    CHECK(d.candidates == std::vector<std::string>{"c1"});
+  }
+  SECTION("hierarchical cohorts: lenders in a sibling cohort gantry cannot tie to this one") {
+    // team-a-cq in child-a with no quota of its own, team-b-cq's 64 in
+    // child-b, both under a parent Cohort object gantry does not read.
+    const ClusterSnapshot split = Cluster({Queue("team-a-cq", {Gpus("h100", 0)}, "child-a"),
+                                           Queue("team-b-cq", {Gpus("h100", 64)}, "child-b")},
+                                          {{"ml/team-a", "team-a-cq"}, {"ml/team-b", "team-b-cq"}});
+    CHECK(PlaceOne(GpuJob(2, "team-a"), split).candidates == std::vector<std::string>{"c1"});
   }
 }
 

@@ -51,6 +51,7 @@ struct ObservedWorkload {
   int64_t epoch = 0;          // annotation gantry.dev/epoch (0 when missing/unparsable)
   bool quota_reserved = false;  // condition QuotaReserved=True
   bool admitted = false;        // condition Admitted=True
+  int64_t admitted_ms = 0;      // its lastTransitionTime (0: not admitted, or none given)
   bool evicted = false;         // condition Evicted=True
   // lastTransitionTime of condition Evicted, whatever its status (0: none).
   // Kueue sets Evicted back to False (reason QuotaReserved) when it admits

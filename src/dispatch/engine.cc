@@ -136,17 +136,16 @@ std::optional<FieldError> Engine::Refuse(const JobSpec& spec) const {
 }
 
 std::vector<ObservedObject> Engine::RemoteView(const std::string& job_uid) const {
-  std::vector<ObservedObject> view = RemoteViewOf(observer_->ForJob(job_uid));
+  JobObservation seen = observer_->ForJob(job_uid);
   // ForJob's behind set counts the Workloads' view alone (the job's kind is
   // not known here): a cluster whose watch of any kind fell behind may show
   // the real job as it last was.
-  std::map<std::string, bool> behind;
-  for (ObservedObject& o : view) {
-    auto [it, fresh] = behind.try_emplace(o.cluster, false);
-    if (fresh) it->second = !observer_->ViewBehind(o.cluster).resources.empty();
-    o.last_seen = o.last_seen || it->second;
+  auto behind = std::make_shared<std::set<std::string>>();
+  for (const auto& [cluster, objects] : seen.clusters) {
+    if (!observer_->ViewBehind(cluster).resources.empty()) behind->insert(cluster);
   }
-  return view;
+  seen.behind = std::move(behind);
+  return RemoteViewOf(seen);
 }
 
 void Engine::Created(JobRecord record, std::shared_ptr<JobSpec> spec) {

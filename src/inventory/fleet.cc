@@ -213,7 +213,8 @@ void Fleet::ProbeOne(const std::string& name) {
       e.view.health.OnProbeOk(now);
       e.view.capacity_error = reading->unreadable;
       if (reading->unreadable.empty()) {
-        const std::string was = LocalQueuesError(e.view.capacity ? &*e.view.capacity : nullptr);
+        const CapacityReading* before = e.view.capacity ? &*e.view.capacity : nullptr;
+        const std::string was = LocalQueuesError(before);
         const std::string now_error = LocalQueuesError(&*reading);
         if (now_error != was && !now_error.empty()) {
           spdlog::warn("cluster {}: {}; placement cannot tell which ClusterQueue a job lands in there, so it judges "
@@ -224,7 +225,7 @@ void Fleet::ProbeOne(const std::string& name) {
         }
         // A LocalQueue or ClusterQueue appeared, went, or turned Active or
         // not: placement must not wait for the next fleet refresh to see it.
-        if (QueuesStampOf(e.view.capacity ? &*e.view.capacity : nullptr) != QueuesStampOf(&*reading)) {
+        if (QueuesStampOf(before) != QueuesStampOf(&*reading)) {
           generation_.fetch_add(1, std::memory_order_release);
         }
         e.view.capacity = std::move(*reading);

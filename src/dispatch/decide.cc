@@ -9,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "gantry/dispatch/remote_objects.h"
+#include "gantry/job/kueue_labels.h"
 #include "ladder.h"
 
 namespace gantry::dispatch {
@@ -315,12 +316,19 @@ Plan Ladder::Nominate() const {
   // the same cluster is created once the old name is free.
   std::vector<std::string> candidates;
   std::copy_if(d.candidates.begin(), d.candidates.end(), std::back_inserter(candidates),
-               [&](const std::string& c) { return !KindRefused(c); });
+               [&](const std::string& c) { return !KindRefused(c) && !ClassValueMissing(c); });
   if (candidates.empty()) {
-    std::string msg = !d.candidates.empty()
+    const bool kind = std::any_of(d.candidates.begin(), d.candidates.end(),
+                                  [&](const std::string& c) { return KindRefused(c); });
+    std::string msg = !d.candidates.empty() && kind
                           ? fmt::format("no cluster can take it now: {} keep gantry from listing its kind ({}); "
                                         "waiting (see gantry clusters)",
                                         fmt::join(d.candidates, ", "), in_.resource)
+                      : !d.candidates.empty()
+                          ? fmt::format("no cluster can take it now: the value of its WorkloadPriorityClass {} is not "
+                                        "known in {}; waiting (see gantry clusters)",
+                                        WorkloadPriorityClass(in_.spec->template_object),
+                                        fmt::join(d.candidates, ", "))
                       : d.excluded.empty() ? std::string(kNoClustersMessage)
                                            : "no cluster can take it now; waiting (see gantry explain)";
     if (job_.message != msg) {
@@ -358,6 +366,16 @@ Plan Ladder::Nominate() const {
 
 }  // namespace ladder
 
+std::optional<int32_t> PriorityClassValue(const DecideInput& in, const std::string& cluster) {
+  const std::string name = WorkloadPriorityClass(in.spec->template_object);
+  if (name.empty()) return std::nullopt;
+  auto f = in.clusters->find(cluster);
+  if (f == in.clusters->end() || !f->second.queues || !f->second.queues->priority_classes_known) return std::nullopt;
+  auto it = f->second.queues->priority_classes.find(name);
+  if (it == f->second.queues->priority_classes.end()) return std::nullopt;
+  return it->second;
+}
+
 Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, int64_t epoch) {
   auto f = in.clusters->find(cluster);
   WorkloadParams p;
@@ -372,6 +390,7 @@ Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, i
     p.local_queue = in.spec->queue;
   }
   p.preemption_gate = in.options.preemption_gate_ms > 0;
+  p.priority_class_value = PriorityClassValue(in, cluster);
   Action a;
   a.verb = Verb::kCreate;
   a.cluster = cluster;

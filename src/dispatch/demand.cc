@@ -3,6 +3,7 @@
 #include <variant>
 
 #include "gantry/common/json_text.h"
+#include "gantry/job/kueue_labels.h"
 
 namespace gantry {
 
@@ -40,6 +41,7 @@ placement::JobDemand DemandFromSpec(const JobSpec& spec) {
   // mapped per cluster (LocalQueueFor, placement::LocalQueueIn).
   demand.ns = spec.ns;
   demand.queue = spec.queue;
+  demand.priority_class = WorkloadPriorityClass(spec.template_object);
   for (const PodSet& ps : spec.pod_sets) {
     demand.pod_sets.push_back({ps.name, ps.count, ps.requests_milli});
   }

@@ -265,6 +265,7 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
       }
     }
     f.config = view.config;
+    if (view.capacity) f.queues = view.capacity->queues;
     facts->emplace(name, std::move(f));
   }
   // An optional kind's refusal that has ended; a cluster that left the

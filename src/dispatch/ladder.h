@@ -15,6 +15,7 @@
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
 #include "gantry/dispatch/remote_objects.h"
+#include "gantry/job/kueue_labels.h"
 
 namespace gantry::dispatch::ladder {
 
@@ -102,6 +103,13 @@ class Ladder {
   // (its JobSets, say; ClusterFacts::kind_refused): a copy there could take
   // the lease for a job whose status would not be followed, so none goes.
   bool KindRefused(const std::string& cluster) const { return KindRefusalIn(cluster) != nullptr; }
+  // The job names a WorkloadPriorityClass whose value in the cluster is not
+  // known (not listed, or no such class there): a copy there could not
+  // carry it, so none goes (placement leaves such a cluster out already;
+  // this holds when the inventory changed since, or for a copy re-created).
+  bool ClassValueMissing(const std::string& cluster) const {
+    return !WorkloadPriorityClass(in_.spec->template_object).empty() && !PriorityClassValue(in_, cluster);
+  }
   // That refusal (why, for how long), or null.
   const ClusterFacts::KindRefusal* KindRefusalIn(const std::string& cluster) const {
     if (in_.resource.empty()) return nullptr;

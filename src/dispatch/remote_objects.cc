@@ -288,6 +288,19 @@ json BuildWorkload(const WorkloadParams& params) {
   json& wl_spec = wl["spec"];
   wl_spec["queueName"] = QueueName(params.local_queue, spec);
   wl_spec["priority"] = spec.priority;
+  // As Kueue fills them in for a Workload it builds from a job with the
+  // class's label: the class, and its value in this cluster as the priority.
+  const std::string priority_class = WorkloadPriorityClass(spec.template_object);
+  if (!priority_class.empty() && params.priority_class_value) {
+    wl_spec["priority"] = *params.priority_class_value;
+    if (params.version == inventory::KueueApiVersion::kV1beta2) {
+      wl_spec["priorityClassRef"] = {
+          {"group", kKueueGroup}, {"kind", "WorkloadPriorityClass"}, {"name", priority_class}};
+    } else {
+      wl_spec["priorityClassName"] = priority_class;
+      wl_spec["priorityClassSource"] = std::string(kKueueGroup) + "/workloadpriorityclass";
+    }
+  }
   wl_spec["podSets"] = std::move(pod_sets);
   // Kueue compares it with the job's label (kueue_labels.h), in both versions.
   if (auto seconds = MaxExecutionTimeSeconds(spec.template_object)) {

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <limits>
 
+#include "gantry/common/names.h"
 #include "kueue_label_checks.h"
 
 namespace gantry {
@@ -38,6 +39,11 @@ std::optional<int32_t> MaxExecutionTimeSeconds(const nlohmann::json& template_ob
   return PositiveInt32(value->get_ref<const std::string&>());
 }
 
+std::string WorkloadPriorityClass(const nlohmann::json& template_object) {
+  const nlohmann::json* value = MetadataEntry(template_object, "labels", kPriorityClassLabel);
+  return value != nullptr && value->is_string() ? value->get<std::string>() : "";
+}
+
 namespace job_internal {
 
 void CheckKueueLabels(const json& object, std::string_view path, FieldErrors& errors) {
@@ -49,6 +55,14 @@ void CheckKueueLabels(const json& object, std::string_view path, FieldErrors& er
           fmt::format("Invalid value: {}: must be a whole number of seconds from 1 to {} (the "
                       "Workload's maximumExecutionTimeSeconds)",
                       value->dump(), std::numeric_limits<int32_t>::max()));
+    }
+  }
+  if (const json* value = MetadataEntry(object, "labels", kPriorityClassLabel)) {
+    const std::string why = value->is_string() ? CheckDns1123Subdomain(value->get_ref<const std::string&>())
+                                               : std::string("must be a string");
+    if (!why.empty()) {
+      errors.Add(Key(Child(meta, "labels"), kPriorityClassLabel),
+                 fmt::format("Invalid value: {}: {} (it names a WorkloadPriorityClass)", value->dump(), why));
     }
   }
   const json* api = Member(object, "apiVersion");

@@ -94,8 +94,14 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   // of every namespace, with the same client and deadline.
   Result<KubeReply> lqs = Status::Unavailable("not asked");
   if (cqs->ok()) lqs = conn.client->Get(base + "localqueues");
-  if (!cqs->ok() || lqs.ok()) keep();
-  return ReadCapacity(*cqs, lqs, !creds.insecure, inventory::KueueApiVersionName(config.kueue_api_version));
+  // Then the WorkloadPriorityClasses (cluster-scoped, a few objects), whose
+  // values the Workload copies of jobs that name one carry.
+  Result<KubeReply> wpcs = Status::Unavailable("not asked");
+  if (cqs->ok() && lqs.ok()) wpcs = conn.client->Get(base + "workloadpriorityclasses");
+  if (!cqs->ok() || (lqs.ok() && wpcs.ok())) keep();
+  auto reading = ReadCapacity(*cqs, lqs, !creds.insecure, inventory::KueueApiVersionName(config.kueue_api_version));
+  if (reading.ok()) AddPriorityClasses(*reading, wpcs);
+  return reading;
 }
 
 Result<inventory::CapacityReading> ReadCapacity(const KubeReply& cluster_queues,

@@ -1,6 +1,7 @@
 // Reading a worker's Kueue queues: the ClusterQueue list summed (what
 // `gantry clusters` and the metrics show) and described one by one, and
-// the LocalQueue list as a map to ClusterQueues (placement/cluster_queues.h).
+// the LocalQueue list as a map to ClusterQueues, and the
+// WorkloadPriorityClasses (placement/cluster_queues.h).
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -141,6 +142,50 @@ inventory::CapacityReading ParseClusterQueues(const json& list, const json* loca
   queues->stamp = placement::QueuesStamp(*queues);
   reading.queues = std::move(queues);
   return reading;
+}
+
+namespace {
+
+// The WorkloadPriorityClass list into `queues`, or why it cannot be read.
+std::string ReadPriorityClasses(const Result<KubeReply>& answer, placement::ClusterQueues& queues) {
+  if (!answer.ok()) return "listing WorkloadPriorityClasses failed: " + answer.status().message();
+  const KubeReply& reply = *answer;
+  if (!reply.ok()) {
+    const std::string said = reply.error ? reply.error->message : "";
+    return reply.status == 403 ? fmt::format("listing WorkloadPriorityClasses is forbidden (403: {}); grant gantry "
+                                             "list on workloadpriorityclasses.kueue.x-k8s.io",
+                                             said)
+                               : fmt::format("listing WorkloadPriorityClasses answered {}{}{}", reply.status,
+                                             said.empty() ? "" : ": ", said);
+  }
+  if (!IsList(reply.body)) return "the WorkloadPriorityClass list is not a Kubernetes list";
+  std::map<std::string, int32_t> classes;
+  for (const json& item : reply.body["items"]) {
+    const json name = item.is_object() ? item.value("/metadata/name"_json_pointer, json()) : json();
+    const json value = item.is_object() ? item.value("value", json()) : json();
+    const bool int32 = value.is_number_integer() && value.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+                       value.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+    if (!name.is_string() || !int32) {
+      return fmt::format("the WorkloadPriorityClass list: item {} has no name or no int32 value",
+                         name.is_null() ? "?" : name.dump());
+    }
+    classes[name.get<std::string>()] = static_cast<int32_t>(value.get<int64_t>());
+  }
+  queues.priority_classes = std::move(classes);
+  return "";
+}
+
+}  // namespace
+
+void AddPriorityClasses(inventory::CapacityReading& reading, const Result<KubeReply>& priority_classes) {
+  if (!reading.queues) return;
+  auto queues = std::make_shared<placement::ClusterQueues>(*reading.queues);
+  queues->priority_classes.clear();
+  queues->priority_classes_error = ReadPriorityClasses(priority_classes, *queues);
+  queues->priority_classes_known = queues->priority_classes_error.empty();
+  if (!queues->priority_classes_known) queues->priority_classes.clear();
+  queues->stamp = placement::QueuesStamp(*queues);
+  reading.queues = std::move(queues);
 }
 
 }  // namespace gantry::kube

@@ -11,10 +11,13 @@ const std::string& LocalQueueIn(const std::map<std::string, std::string>& mappin
 }
 
 uint64_t QueuesStamp(const ClusterQueues& queues) {
-  if (!queues.local_queues_known) return 0;
+  if (!queues.local_queues_known && !queues.priority_classes_known) return 0;
   uint64_t stamp = queues.local_queues.size() + 1;
   auto mix = [&stamp](uint64_t h) { stamp ^= h + 0x9e3779b97f4a7c15ULL + (stamp << 6) + (stamp >> 2); };
   std::hash<std::string> hash;
+  // A job waiting for its class is looked at again when one appears.
+  mix(queues.priority_classes_known ? queues.priority_classes.size() + 1 : 0);
+  for (const auto& [name, value] : queues.priority_classes) mix(hash(name));
   for (const auto& [local_queue, cluster_queue] : queues.local_queues) {  // in key order
     mix(hash(local_queue));
     mix(hash(cluster_queue));

@@ -154,8 +154,27 @@ std::optional<JobQueue> FindJobQueue(const JobDemand& job, const ClusterSnapshot
   return q;
 }
 
+std::optional<Exclusion> CheckPriorityClass(const JobDemand& job, const ClusterSnapshot& cluster) {
+  if (job.priority_class.empty()) return std::nullopt;
+  // Never permanent: an operator may create the class, or grant the list.
+  const ClusterQueues* all = cluster.capacity.queues.get();
+  if (!all || !all->priority_classes_known) {
+    return Exclusion{Filter::kQuota,
+                     fmt::format("the job names WorkloadPriorityClass {}, and gantry cannot read this cluster's "
+                                 "classes for its value{}{}",
+                                 job.priority_class, all ? ": " : "", all ? all->priority_classes_error : ""),
+                     false};
+  }
+  if (!all->priority_classes.count(job.priority_class)) {
+    return Exclusion{Filter::kQuota,
+                     fmt::format("WorkloadPriorityClass {} does not exist here", job.priority_class), false};
+  }
+  return std::nullopt;
+}
+
 std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
                                     const ClusterSnapshot& cluster) {
+  if (auto e = CheckPriorityClass(job, cluster)) return e;
   if (!job.queue.empty()) {
     const std::string& mapped = LocalQueueIn(cluster.local_queues, job.ns, job.queue);
     if (&mapped != &job.queue) {

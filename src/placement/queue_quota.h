@@ -13,6 +13,9 @@
 //   - More than the ClusterQueue could ever hold: see QueueBound in
 //     queue_quota.cc; permanent only where that bound is certain.
 //   - A stale reading is never proof of "never" (a quota may have grown).
+//   - A job that names a WorkloadPriorityClass: a cluster whose classes
+//     gantry cannot read, or that lacks it, is excluded, never permanently
+//     (its copy there could not carry the class's value).
 //   - Sums over all ClusterQueues: permanent only for a reading that has no
 //     queue description (then nothing better was ever known, as before);
 //     a reading that describes its queues but not where the job lands

@@ -1361,4 +1361,49 @@ TEST_CASE("a running at-most-once job whose real job vanished fails, and a Reque
   }
 }
 
+// Kueue reads the job's kueue.x-k8s.io/priority-class label only when it
+// builds the Workload itself: a copy carries the class's value in its
+// cluster, and none goes where that value is not known.
+TEST_CASE("step 4: a job naming a WorkloadPriorityClass gets copies only where its value is known, carrying it",
+          "[dispatch][decide]") {
+  World w;
+  std::string doc = kDoc;
+  doc.replace(doc.find("%POLICY%"), 8, "Requeue");
+  const std::string plain = "    kind: Job\n    spec:";
+  doc.replace(doc.find(plain), plain.size(),
+              "    kind: Job\n    metadata: {labels: {kueue.x-k8s.io/priority-class: prod}}\n    spec:");
+  auto parsed = ParseJobDocument(doc, DocumentFormat::kYaml, std::nullopt);
+  REQUIRE(std::holds_alternative<JobSpec>(parsed));
+  w.spec = std::get<JobSpec>(parsed);
+  auto classes = [](std::map<std::string, int32_t> known) {
+    auto q = std::make_shared<placement::ClusterQueues>();
+    q->priority_classes_known = true;
+    q->priority_classes = std::move(known);
+    return q;
+  };
+  w.clusters["c1"].queues = classes({{"prod", 9000}});
+  w.clusters["c2"].queues = classes({{"prod", 100}});
+  w.clusters["c3"].queues = classes({{"dev", 1}});  // the inventory changed since placement read it
+  w.in.placement = Candidates({"c1", "c2", "c3"});
+  Plan nominated = Decide(w.Input());
+  CHECK(Count(nominated, Verb::kCreate, "Workload") == 2);
+  const Action* c1 = Find(nominated, Verb::kCreate, "Workload", "c1");
+  const Action* c2 = Find(nominated, Verb::kCreate, "Workload", "c2");
+  REQUIRE(c1);
+  REQUIRE(c2);
+  CHECK(c1->body["spec"]["priority"] == 9000);  // each cluster's own value
+  CHECK(c2->body["spec"]["priority"] == 100);
+  CHECK(c1->body["spec"]["priorityClassRef"]["name"] == "prod");
+  CHECK(Count(nominated, Verb::kCreate, "Workload", "c3") == 0);
+
+  // Where no candidate knows it, the job waits, saying why.
+  w.in.placement = Candidates({"c3"});
+  Plan waiting = Decide(w.Input());
+  CHECK(waiting.actions.empty());
+  REQUIRE(waiting.write);
+  CHECK_FALSE(waiting.write->phase);
+  CHECK_THAT(*waiting.write->message,
+             Catch::Contains("the value of its WorkloadPriorityClass prod is not known in c3; waiting"));
+}
+
 }  // namespace gantry::dispatch

@@ -561,6 +561,44 @@ TEST_CASE("BuildWorkload copies the job's max-exec-time label into maximumExecut
         "7200");
 }
 
+// Kueue sets a Workload's priority from the job's WorkloadPriorityClass
+// label only when it builds the Workload itself, never for a prebuilt one:
+// the copy carries the class and its value in that cluster.
+TEST_CASE("BuildWorkload names the job's WorkloadPriorityClass and carries its value as the priority") {
+  auto version = GENERATE(KueueApiVersion::kV1beta1, KueueApiVersion::kV1beta2);
+  CAPTURE(KueueVersionString(version));
+  std::string doc = kJobDoc;
+  doc.replace(doc.find("labels: {app: llama}"), 20, "labels: {app: llama, kueue.x-k8s.io/priority-class: prod}");
+  const JobSpec spec = MustParse(doc.c_str());
+  WorkloadParams p;
+  p.spec = &spec;
+  p.job_uid = kUid;
+  p.local_queue = "lq-a";
+  p.version = version;
+  p.priority_class_value = 50000;
+  const json wl = BuildWorkload(p);
+  CHECK(wl["spec"]["priority"] == 50000);
+  if (version == KueueApiVersion::kV1beta2) {
+    CHECK(wl["spec"]["priorityClassRef"] ==
+          json({{"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", "prod"}}));
+    CHECK_FALSE(wl["spec"].contains("priorityClassName"));
+  } else {
+    CHECK(wl["spec"]["priorityClassName"] == "prod");
+    CHECK(wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass");
+    CHECK_FALSE(wl["spec"].contains("priorityClassRef"));
+  }
+  SchemaValidator validator;
+  CHECK(Joined(validator.Validate(wl, WorkloadSchema(KueueVersionString(version)))) == "");
+  // Without a value the copy names no class (the engine sends none then).
+  p.priority_class_value.reset();
+  const json plain = BuildWorkload(p);
+  CHECK(plain["spec"]["priority"] == spec.priority);
+  CHECK_FALSE(plain["spec"].contains("priorityClassRef"));
+  CHECK_FALSE(plain["spec"].contains("priorityClassName"));
+  // The real job keeps the label, as the user wrote it.
+  CHECK(RemoteJob(spec)["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "prod");
+}
+
 // A Job takes env with a name twice (the last wins), the Workload CRD keys
 // env by name: every worker refused the copy. gantry writes each key once,
 // in the copy and in the real job alike, so Kueue finds them equal.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dispatch_fixture.h"
+#include "gantry/dispatch/remote_objects.h"
 
 namespace gantry::testing {
 namespace {
@@ -103,6 +104,63 @@ TEST_CASE("a job waiting for its LocalQueue goes where an operator creates it, w
   INFO(job["status"].dump());
   CHECK(job["status"]["cluster"] == "c2");
   CHECK(fleet.RemoteCalls("c1", "create", 201) == 0);
+}
+
+// Kueue gives a Workload its WorkloadPriorityClass's value only when it
+// builds the Workload from a job; for gantry's prebuilt copies gantry reads
+// each cluster's classes and writes the value itself.
+TEST_CASE("a job naming a WorkloadPriorityClass goes where the class exists, its copy carrying that cluster's value",
+          "[e2e][dispatch][queues]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, localQueues: [team-a/team-a]}
+- {name: c2, localQueues: [team-a/team-a]}
+- {name: c3, localQueues: [team-a/team-a]}
+)";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  std::string yaml = SimJobYaml("urgent", "team-a", 1, 0, "60s");
+  const std::string meta = "    metadata:\n      annotations:";
+  REQUIRE(yaml.find(meta) != std::string::npos);
+  yaml.replace(yaml.find(meta), meta.size(),
+               "    metadata:\n      labels: {kueue.x-k8s.io/priority-class: prod}\n      annotations:");
+
+  // No cluster has the class yet: the job waits, it does not fail.
+  REQUIRE(fleet.Submit("team-a", yaml) == 201);
+  REQUIRE(WaitFor([&] {
+    const nlohmann::json j = fleet.Job("team-a", "urgent");
+    return j.is_object() && j["status"].value("phase", "") == "Queued" && !j["status"].value("message", "").empty();
+  }, seconds(20)));
+  CHECK(fleet.RemoteCalls("c1", "create", 201) + fleet.RemoteCalls("c2", "create", 201) +
+            fleet.RemoteCalls("c3", "create", 201) ==
+        0);
+
+  // An operator creates it in c2, as kubectl would: the probe that reads it
+  // wakes the job, which goes there alone.
+  auto c2 = fleet.RemoteClient("c2");
+  REQUIRE(c2);
+  const nlohmann::json wpc = {{"apiVersion", "kueue.x-k8s.io/v1beta2"},
+                              {"kind", "WorkloadPriorityClass"},
+                              {"metadata", {{"name", "prod"}}},
+                              {"value", 4242}};
+  auto created = c2->Create("/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses", wpc);
+  REQUIRE(created.ok());
+  REQUIRE(created->status == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "urgent", {"Running", "Succeeded", "Failed"}, seconds(20)));
+  const nlohmann::json job = fleet.Job("team-a", "urgent");
+  INFO(job["status"].dump());
+  CHECK(job["status"]["cluster"] == "c2");
+  CHECK(fleet.RemoteCalls("c1", "create", 201) == 0);
+  CHECK(fleet.RemoteCalls("c3", "create", 201) == 0);
+
+  const std::string remote = dispatch::RemoteName("urgent", fleet.Uid("team-a", "urgent"));
+  auto copy = fleet.RemoteGet("c2", RemoteWorkloadPath("team-a", remote));
+  REQUIRE(copy.status == 200);
+  CHECK(copy.body["spec"]["priority"] == 4242);
+  CHECK(copy.body["spec"]["priorityClassRef"] ==
+        nlohmann::json({{"group", "kueue.x-k8s.io"}, {"kind", "WorkloadPriorityClass"}, {"name", "prod"}}));
+  CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
 }  // namespace gantry::testing

@@ -230,4 +230,56 @@ TEST_CASE("the queues' stamp moves when a LocalQueue or a ClusterQueue's activit
   CHECK(kube::ParseClusterQueues(ClusterQueues()).queues->stamp == 0);  // LocalQueues unknown
 }
 
+json PriorityClass(const char* name, json value) {
+  return {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "WorkloadPriorityClass"},
+          {"metadata", {{"name", name}}}, {"value", std::move(value)}};
+}
+
+TEST_CASE("the WorkloadPriorityClass list gives each class's value, or says why it is unknown",
+          "[kube][prober][queues]") {
+  const json lqs = LocalQueues();
+  const json classes = {{"items", {PriorityClass("high", 10000), PriorityClass("low", -5)}}};
+  inventory::CapacityReading r = kube::ParseClusterQueues(ClusterQueues(), &lqs);
+  const uint64_t without = r.queues->stamp;
+  kube::AddPriorityClasses(r, Reply(200, classes));
+  REQUIRE(r.queues);
+  CHECK(r.queues->priority_classes_known);
+  CHECK(r.queues->priority_classes == std::map<std::string, int32_t>{{"high", 10000}, {"low", -5}});
+  CHECK(r.queues->local_queues.size() == 4);  // the rest of the reading kept
+  CHECK(r.queues->stamp != without);          // a job waiting for a class is looked at again
+
+  struct Case {
+    const char* what;
+    Result<kube::KubeReply> answer;
+    const char* error;
+  };
+  const Case cases[] = {
+      {"403", Reply(403, StatusBody(403), "workloadpriorityclasses.kueue.x-k8s.io is forbidden"),
+       "listing WorkloadPriorityClasses is forbidden (403: workloadpriorityclasses.kueue.x-k8s.io is forbidden); "
+       "grant gantry list on workloadpriorityclasses.kueue.x-k8s.io"},
+      {"404", Reply(404, StatusBody(404), "not found"), "listing WorkloadPriorityClasses answered 404: not found"},
+      {"no answer", Status::Deadline("timed out after 5000 ms"),
+       "listing WorkloadPriorityClasses failed: timed out after 5000 ms"},
+      {"not a list", Reply(200, json::array()), "the WorkloadPriorityClass list is not a Kubernetes list"},
+      {"a value too large", Reply(200, {{"items", {PriorityClass("huge", int64_t{1} << 31)}}}),
+       "the WorkloadPriorityClass list: item \"huge\" has no name or no int32 value"},
+      {"a value that is a string", Reply(200, {{"items", {PriorityClass("text", "7")}}}),
+       "the WorkloadPriorityClass list: item \"text\" has no name or no int32 value"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    inventory::CapacityReading failed = kube::ParseClusterQueues(ClusterQueues(), &lqs);
+    kube::AddPriorityClasses(failed, c.answer);
+    REQUIRE(failed.queues);
+    CHECK_FALSE(failed.queues->priority_classes_known);
+    CHECK(failed.queues->priority_classes.empty());
+    CHECK(failed.queues->priority_classes_error == c.error);
+    CHECK(failed.queues->local_queues_known);  // the LocalQueues stand
+  }
+  // A reading with no queue description stays as it is.
+  inventory::CapacityReading none = inventory::CapacityReading::Unreadable("listing ClusterQueues answered 500");
+  kube::AddPriorityClasses(none, Reply(200, classes));
+  CHECK_FALSE(none.queues);
+}
+
 }  // namespace gantry::testing

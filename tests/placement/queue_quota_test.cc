@@ -284,4 +284,55 @@ TEST_CASE("without the LocalQueues the sums over all ClusterQueues apply, and ne
   CHECK(PlaceOne(GpuJob(10, "team-a"), sums_only).unschedulable);
 }
 
+TEST_CASE("a job that names a WorkloadPriorityClass goes only where gantry knows its value, never failing for it",
+          "[placement][queues]") {
+  const ClusterSnapshot known = With(TeamsCluster(), [](ClusterQueues& q) {
+    q.priority_classes_known = true;
+    q.priority_classes = {{"high", 1000}};
+  });
+  JobDemand job = GpuJob(1, "team-a");
+  job.priority_class = "high";
+  CHECK(PlaceOne(job, known).candidates == std::vector<std::string>{"c1"});
+  // A job that names none is not concerned by the classes at all.
+  CHECK(PlaceOne(GpuJob(1, "team-a"), TeamsCluster()).candidates == std::vector<std::string>{"c1"});
+
+  struct Case {
+    const char* what;
+    ClusterSnapshot cluster;
+    const char* priority_class;
+    const char* message;
+  };
+  ClusterSnapshot no_queues = TeamsCluster();
+  no_queues.capacity.queues = nullptr;
+  const Case cases[] = {
+      {"no such class there", known, "urgent", "WorkloadPriorityClass urgent does not exist here"},
+      {"the classes not listed",
+       With(TeamsCluster(),
+            [](ClusterQueues& q) {
+              q.priority_classes_error = "listing WorkloadPriorityClasses is forbidden (403: no)";
+            }),
+       "high",
+       "the job names WorkloadPriorityClass high, and gantry cannot read this cluster's classes for its value: "
+       "listing WorkloadPriorityClasses is forbidden (403: no)"},
+      {"no queue description at all", no_queues, "high",
+       "the job names WorkloadPriorityClass high, and gantry cannot read this cluster's classes for its value"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    // Even one too big for the queue: the class may be created, and the
+    // job must wait, not fail.
+    for (int32_t pods : {1, 100}) {
+      JobDemand named = GpuJob(pods, "team-a");
+      named.priority_class = c.priority_class;
+      const Decision d = PlaceOne(named, c.cluster);
+      CHECK(d.candidates.empty());
+      CHECK_FALSE(d.unschedulable);
+      const Exclusion x = ExclusionIn(d);
+      CHECK(x.filter == Filter::kQuota);
+      CHECK_FALSE(x.permanent);
+      CHECK(x.message == c.message);
+    }
+  }
+}
+
 }  // namespace gantry::placement

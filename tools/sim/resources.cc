@@ -47,6 +47,9 @@ const std::vector<ResourceInfo>& AllResources() {
        {"queue", "queues", "lq"}},
       {"kueue.x-k8s.io", {"v1beta2", "v1beta1"}, "resourceflavors", "resourceflavor", "ResourceFlavor", false,
        false, false, {"flavor", "flavors", "rf"}},
+      // Written by an operator (or a test), read by gantry's probes.
+      {"kueue.x-k8s.io", {"v1beta2", "v1beta1"}, "workloadpriorityclasses", "workloadpriorityclass",
+       "WorkloadPriorityClass", false, true, false, {"wpc"}},
       {"batch", {"v1"}, "jobs", "job", "Job", true, true, true, {}},
       {"jobset.x-k8s.io", {"v1alpha2"}, "jobsets", "jobset", "JobSet", true, true, true, {}},
       // A kind with no adapter in gantry (its generic adapter runs it): Kubeflow

@@ -72,6 +72,7 @@
 #include "gantry/dispatch/observer.h"
 #include "gantry/inventory/cluster_config.h"
 #include "gantry/job/job_document.h"
+#include "gantry/placement/cluster_queues.h"
 #include "gantry/placement/decision.h"
 #include "gantry/store/job_store.h"
 
@@ -103,6 +104,10 @@ struct ClusterFacts {
   };
   std::map<std::string, KindRefusal> kind_refused;
   inventory::ClusterConfig config;
+  // Its Kueue's queues and WorkloadPriorityClasses as the last probe read
+  // them (null: never read): the value a copy of a job that names a class
+  // carries there (PriorityClassValue).
+  std::shared_ptr<const placement::ClusterQueues> queues;
 };
 
 // The inventory as the engine last read it, by cluster name. Read often (by
@@ -286,6 +291,10 @@ void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& inten
 // The job's Workload copy or real job as an action, for the engine's
 // "already exists" check and for tests.
 Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, int64_t epoch);
+// The value in `cluster` of the WorkloadPriorityClass the job names, as its
+// copy there carries it; nullopt when the job names none, or the cluster's
+// classes are unknown or lack it (Ladder::ClassValueMissing: no copy goes).
+std::optional<int32_t> PriorityClassValue(const DecideInput& in, const std::string& cluster);
 Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_t epoch);
 // Opening the preemption gate of copy w (this incarnation's path).
 Action OpenGateAction(const std::string& cluster, inventory::KueueApiVersion version, const ObservedWorkload& w,

@@ -102,11 +102,17 @@ struct WorkloadParams {
   // spec.preemptionGates [{name: kPreemptionGate}]; only in v1beta2 (v1beta1
   // has no gates, so such a copy may preempt at once).
   bool preemption_gate = false;
+  // The value of the job's WorkloadPriorityClass (WorkloadPriorityClass())
+  // in this cluster: set, the copy names the class and carries this value
+  // as its priority instead of the job's.
+  std::optional<int32_t> priority_class_value;
 };
 
 // The Kueue Workload copy for one candidate cluster: metadata {name, namespace,
 // labels {origin, job-uid}, annotations {epoch}}, spec {queueName, priority,
-// podSets [{name, count, template}], preemptionGates}. Valid against the
+// podSets [{name, count, template}], preemptionGates, and the job's
+// WorkloadPriorityClass when it names one: v1beta2 priorityClassRef, v1beta1
+// priorityClassName and priorityClassSource}. Valid against the
 // Workload CRD schema of the chosen version (reference/kueue-crds/).
 nlohmann::json BuildWorkload(const WorkloadParams& params);
 

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -21,10 +22,19 @@ inline constexpr const char* kMaxExecTimeLabel = "kueue.x-k8s.io/max-exec-time-s
 // Annotation on a batch/v1 Job: partial admission, which Kueue compares
 // with the pod set's minCount. gantry dispatches whole gangs.
 inline constexpr const char* kMinParallelismAnnotation = "kueue.x-k8s.io/job-min-parallelism";
+// Label: the WorkloadPriorityClass whose value is the Workload's priority.
+// Kueue reads it when it builds a Workload from a job, never for a prebuilt
+// one, so gantry writes the class and its value (in each worker, its own)
+// into every Workload copy itself.
+inline constexpr const char* kPriorityClassLabel = "kueue.x-k8s.io/priority-class";
 
 // The template's kMaxExecTimeLabel as the Workload's
 // spec.maximumExecutionTimeSeconds; nullopt when it has none, or one that
 // is not a whole number in 1..2^31-1 (which submission refuses).
 std::optional<int32_t> MaxExecutionTimeSeconds(const nlohmann::json& template_object);
+
+// The template's kPriorityClassLabel; "" when it has none (submission
+// refuses one that cannot name an object).
+std::string WorkloadPriorityClass(const nlohmann::json& template_object);
 
 }  // namespace gantry

@@ -81,4 +81,11 @@ Result<inventory::CapacityReading> ReadCapacity(const KubeReply& cluster_queues,
 inventory::CapacityReading ParseClusterQueues(const nlohmann::json& list, const nlohmann::json* local_queues = nullptr,
                                               std::string lq_error = "the LocalQueues were not listed");
 
+// Adds what the WorkloadPriorityClass list answered to a reading that
+// describes its queues (ClusterQueues::priority_classes); a failed list
+// (a 403: RBAC without list on workloadpriorityclasses, a 404, an item
+// without an int32 value) leaves them unknown, with why. A reading without
+// queues is left as it is. Exposed for tests.
+void AddPriorityClasses(inventory::CapacityReading& reading, const Result<KubeReply>& priority_classes);
+
 }  // namespace gantry::kube

@@ -57,6 +57,13 @@ struct ClusterQueues {
   // "namespace/name" of every LocalQueue -> its spec.clusterQueue.
   std::map<std::string, std::string> local_queues;
   std::string local_queues_error;  // why they are unknown, for the operator
+  // Kueue's WorkloadPriorityClasses (cluster-scoped): name -> value, the
+  // priority a Workload that names the class must carry. Known false when
+  // they could not be listed (RBAC, a 404): then a job that names one
+  // cannot be given its value there.
+  bool priority_classes_known = false;
+  std::map<std::string, int32_t> priority_classes;
+  std::string priority_classes_error;
   // Changes when where a LocalQueue may be used changes (a LocalQueue or
   // ClusterQueue appears or goes, a ClusterQueue turns Active or not): the
   // engine then looks again at the jobs that wait for one (QueuesStamp).
@@ -64,7 +71,8 @@ struct ClusterQueues {
 };
 
 // The stamp of `queues`: a hash of each LocalQueue with its ClusterQueue and
-// that one's activity (0 when the LocalQueues are unknown).
+// that one's activity, and of each WorkloadPriorityClass's name (0 when
+// neither list is known).
 uint64_t QueuesStamp(const ClusterQueues& queues);
 
 // The LocalQueue a Workload for a gantry queue `queue` in namespace `ns`

@@ -62,6 +62,9 @@ struct JobDemand {
   // An empty queue: its ClusterQueue is not looked up (the summed quota applies).
   std::string ns;
   std::string queue;
+  // The WorkloadPriorityClass its Workload names ("" = none): a cluster
+  // where gantry cannot read its value takes no copy (queue_quota.h).
+  std::string priority_class;
   std::vector<PodSetDemand> pod_sets;
   PlacementConstraints constraints;
   // Soft: datasets the job would like close by (e.g. a cache or an eval set it

@@ -58,7 +58,7 @@ int RunCli(int argc, char** argv) {
   std::string name;
   bool watch = false;
   auto* status = app.add_subcommand("status", "show a job: phase, cluster, epoch, pod sets, last events");
-  status->add_option("name", name, "job name")->required();
+  status->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   status->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
   status->add_flag("-w,--watch", watch, "follow phase changes until the job finishes");
 
@@ -72,7 +72,7 @@ int RunCli(int argc, char** argv) {
 
   bool purge = false;
   auto* cancel = app.add_subcommand("cancel", "cancel a job (or remove a finished one with --purge)");
-  cancel->add_option("name", name, "job name")->required();
+  cancel->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   cancel->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
   cancel->add_flag("--wait", wait.wait, "wait until the job is Cancelled");
   cancel->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds");
@@ -80,7 +80,7 @@ int RunCli(int argc, char** argv) {
 
   auto* clusters = app.add_subcommand("clusters", "list worker clusters, their health and capacity");
   auto* explain = app.add_subcommand("explain", "show where a job could run and why each cluster is or is not a candidate");
-  explain->add_option("name", name, "job name")->required();
+  explain->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   explain->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
 
   try {
@@ -94,6 +94,13 @@ int RunCli(int argc, char** argv) {
     return cli::kExitUsage;
   }
   if (serve_cmd->parsed()) return RunServe(serve);
+  if (status->parsed() || cancel->parsed() || explain->parsed()) {
+    // NAMESPACE/NAME, as gantry prints jobs, is taken too.
+    if (std::string error = cli::SplitJobRef(name, flags.ns); !error.empty()) {
+      std::cerr << "error: " << error << "\n";
+      return cli::kExitUsage;
+    }
+  }
   // An answer of an unexpected shape (GANTRY_SERVER naming another service,
   // a proxy's page) must end in a message and exit 1, not an abort.
   try {

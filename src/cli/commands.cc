@@ -148,6 +148,21 @@ std::string ObservedText(const nlohmann::json& item) {
 
 }  // namespace
 
+std::string SplitJobRef(std::string& name, std::string& ns) {
+  const std::size_t slash = name.find('/');
+  if (slash == std::string::npos) return "";
+  const std::string given_ns = name.substr(0, slash), given_name = name.substr(slash + 1);
+  if (given_ns.empty() || given_name.empty() || given_name.find('/') != std::string::npos) {
+    return fmt::format("\"{}\" is no job name: give NAME, or NAMESPACE/NAME", name);
+  }
+  if (!ns.empty() && ns != given_ns) {
+    return fmt::format("job {} is in namespace {}, and -n says {}", name, given_ns, ns);
+  }
+  ns = given_ns;
+  name = given_name;
+  return "";
+}
+
 int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& wait, std::ostream& out,
            std::ostream& err) {
   std::stringstream ss;
@@ -216,6 +231,10 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, std::o
   field("UID:", Str(j, "/metadata/uid"));
   field("Queue:", Str(j, "/spec/queue"));
   field("Priority:", Str(j, "/spec/priority", "0"));
+  // Kueue's label: each cluster's Workload copy carries the class's value there.
+  if (auto c = Str(j, "/spec/template/metadata/labels/kueue.x-k8s.io~1priority-class"); !c.empty()) {
+    field("Class:", c + " (WorkloadPriorityClass: its value in each cluster is the copy's priority)");
+  }
   field("Phase:", Str(j, "/status/phase"));
   field("Cluster:", Str(j, "/status/cluster"));
   field("Epoch:", Str(j, "/status/epoch", "0"));

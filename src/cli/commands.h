@@ -16,6 +16,10 @@ struct CommonFlags {
   std::string ns;  // -n; "" = the document's or "default"
 };
 
+// A job named NAMESPACE/NAME on the command line: `name` becomes NAME and
+// `ns` NAMESPACE (kept when -n gave the same). "" when fine, else why not.
+std::string SplitJobRef(std::string& name, std::string& ns);
+
 struct WaitFlags {
   bool wait = false;
   int timeout_seconds = 0;  // 0 = no limit

@@ -21,6 +21,7 @@ spec:
   template:
     apiVersion: batch/v1
     kind: Job
+    metadata: {labels: {kueue.x-k8s.io/priority-class: prod}}
     spec:
       parallelism: 3
       template:
@@ -63,9 +64,26 @@ TEST_CASE("CLI commands against a real daemon", "[cli][e2e]") {
   auto status = Cli(daemon.url(), {"status", "e2e-train", "-n", "team-a"});
   CHECK(status.code == 0);
   CHECK(status.out.find("Phase:      Queued") != std::string::npos);
+  CHECK(status.out.find("Class:      prod (WorkloadPriorityClass") != std::string::npos);
   CHECK(status.out.find("main   3       cpu=4, memory=16Gi, nvidia.com/gpu=8") != std::string::npos);
   CHECK(status.out.find("Submitted") != std::string::npos);
   CHECK(status.out.find("Remote objects: <none>") != std::string::npos);  // no cluster here: nothing dispatched
+
+  // NAMESPACE/NAME, as gantry names jobs, is the same job.
+  auto by_ref = Cli(daemon.url(), {"status", "team-a/e2e-train"});
+  CHECK(by_ref.code == 0);
+  CHECK(by_ref.out.find("Name:       e2e-train\nNamespace:  team-a\n") != std::string::npos);
+  CHECK(by_ref.out.find("Phase:      Queued") != std::string::npos);
+  CHECK(Cli(daemon.url(), {"explain", "team-a/e2e-train", "-n", "team-a"}).code == 0);
+  auto both = Cli(daemon.url(), {"status", "team-a/e2e-train", "-n", "team-b"});
+  CHECK(both.code == 2);
+  CHECK(both.err == "error: job team-a/e2e-train is in namespace team-a, and -n says team-b\n");
+  for (const char* bad : {"team-a/", "/e2e-train", "a/b/c"}) {
+    auto r = Cli(daemon.url(), {"cancel", bad});
+    INFO(bad);
+    CHECK(r.code == 2);
+    CHECK(r.err == std::string("error: \"") + bad + "\" is no job name: give NAME, or NAMESPACE/NAME\n");
+  }
 
   auto as_json = Cli(daemon.url(), {"status", "e2e-train", "-n", "team-a", "-o", "json"});
   REQUIRE(as_json.code == 0);

@@ -26,9 +26,10 @@ int64_t JobPodCount(const json& job_spec, std::string_view path, FieldErrors& er
 
 // The restartPolicy of a Job's pods at pod_template (path): Kubernetes
 // refuses a Job whose pods restart Always, and defaults an unset one to
-// Always, unless the JobSet webhook defaults it first (to OnFailure).
-void CheckJobRestartPolicy(const json& pod_template, std::string_view path, bool unset_defaults_ok,
-                           FieldErrors& errors) {
+// Always, unless the JobSet webhook defaults it first (to OnFailure). With
+// a podFailurePolicy in job_spec only Never is taken.
+void CheckJobRestartPolicy(const json& job_spec, const json& pod_template, std::string_view path,
+                           bool unset_defaults_ok, FieldErrors& errors) {
   const json* spec = Member(pod_template, "spec");
   if (spec == nullptr || !spec->is_object()) return;  // CheckPodTemplate says so
   const std::string field = Child(Child(path, "spec"), "restartPolicy");
@@ -36,9 +37,18 @@ void CheckJobRestartPolicy(const json& pod_template, std::string_view path, bool
   if (policy == nullptr) {
     if (!unset_defaults_ok) {
       errors.Add(field, "Required value: OnFailure or Never (a Job's pods may not restart Always, the default)");
+      return;
     }
   } else if (!policy->is_string() || (*policy != "OnFailure" && *policy != "Never")) {
     errors.Add(field, fmt::format("Unsupported value: {}: supported values: \"OnFailure\", \"Never\"", policy->dump()));
+    return;
+  }
+  const json* failure_policy = Member(job_spec, "podFailurePolicy");
+  if (failure_policy != nullptr && !failure_policy->is_null() && (policy == nullptr || *policy != "Never")) {
+    errors.Add(field, fmt::format("Invalid value: {}: only \"Never\" is supported when podFailurePolicy is "
+                                  "specified",
+                                  policy == nullptr ? std::string("\"OnFailure\" (the JobSet default)")
+                                                    : policy->dump()));
   }
 }
 
@@ -52,7 +62,7 @@ PodSet JobPodSet(std::string name, const json& job_spec, std::string_view path, 
   const json* pod_template = RequireObject(job_spec, "template", path, errors);
   if (pod_template != nullptr) {
     set.requests_milli = CheckPodTemplate(*pod_template, Child(path, "template"), true, errors);
-    CheckJobRestartPolicy(*pod_template, Child(path, "template"), in_jobset, errors);
+    CheckJobRestartPolicy(job_spec, *pod_template, Child(path, "template"), in_jobset, errors);
     set.pod_template = *pod_template;
   }
   return set;

@@ -136,6 +136,13 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
        "spec.template.spec.template.spec.restartPolicy", "Required value: OnFailure or Never"},
       {"Job's pods restarting Always", m, Set("/spec/template/spec/restartPolicy", "Always"),
        "spec.template.spec.restartPolicy", "Unsupported value: \"Always\""},
+      {"a podFailurePolicy with pods restarting OnFailure", m,
+       [](json& d) {
+         d["spec"]["podFailurePolicy"] = {{"rules", json::array()}};
+         d[json::json_pointer("/spec/template/spec/restartPolicy")] = "OnFailure";
+       },
+       "spec.template.spec.restartPolicy",
+       "Invalid value: \"OnFailure\": only \"Never\" is supported when podFailurePolicy is specified"},
       {"JobSet's pods restarting Always", js,
        Set("/spec/template/spec/replicatedJobs/1/template/spec/template/spec/restartPolicy", "Always"),
        "spec.template.spec.replicatedJobs[1].template.spec.template.spec.restartPolicy", "Unsupported value"},

@@ -97,6 +97,25 @@ TEST_CASE("gantry-sim end to end over HTTPS", "[sim][e2e]") {
     CHECK(deleted_again.status == 404);
     CHECK(json::parse(deleted_again.body)["details"]["name"] == "dup");
     CHECK(Do("PUT", kWorkloads + "/dup").status == 405);
+    // A Job whose pods would restart Always (an unset restartPolicy's
+    // default), as the API server refuses it; and OnFailure beside a
+    // podFailurePolicy.
+    json always = testing::MakeJob("always", "always", "uid-a", "1s");
+    always["spec"]["template"]["spec"].erase("restartPolicy");
+    auto refused = Do("POST", kJobs, always);
+    CHECK(refused.status == 422);
+    CHECK(json::parse(refused.body)["message"] ==
+          "Job.batch \"always\" is invalid: spec.template.spec.restartPolicy: Unsupported value: \"Always\": "
+          "supported values: \"OnFailure\", \"Never\"");
+    json on_failure = testing::MakeJob("on-failure", "on-failure", "uid-b", "1s");
+    on_failure["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure";
+    on_failure["spec"]["podFailurePolicy"] = {{"rules", json::array()}};
+    auto with_policy = Do("POST", kJobs, on_failure);
+    CHECK(with_policy.status == 422);
+    CHECK_THAT(json::parse(with_policy.body)["message"].get<std::string>(),
+               Catch::EndsWith("only \"Never\" is supported when podFailurePolicy is specified"));
+    on_failure["spec"]["template"]["spec"]["restartPolicy"] = "Never";
+    CHECK(Do("POST", kJobs, on_failure).status == 201);
   }
 
   SECTION("the JobSet webhook refuses names its controller could not derive (403)") {

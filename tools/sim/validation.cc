@@ -130,6 +130,24 @@ void CheckPreemptionGates(const json& parent, const std::string& at, bool with_s
   }
 }
 
+// A Job's pods restart OnFailure or Never (the API server defaults an unset
+// restartPolicy to Always first), and only Never with a podFailurePolicy.
+void CheckJobRestartPolicy(const json& spec, Errors& e) {
+  const json* pod_spec = spec.is_object() ? JsonAt(spec, {"template", "spec"}) : nullptr;
+  if (!pod_spec || !pod_spec->is_object()) return;
+  auto given = pod_spec->find("restartPolicy");
+  const std::string policy = given == pod_spec->end() || given->is_null() ? "Always"
+                             : given->is_string()                         ? given->get<std::string>()
+                                                                          : given->dump();
+  const char* field = "spec.template.spec.restartPolicy";
+  if (policy != "OnFailure" && policy != "Never") {
+    e.Add(field, fmt::format("Unsupported value: \"{}\": supported values: \"OnFailure\", \"Never\"", policy));
+  } else if (spec.contains("podFailurePolicy") && !spec["podFailurePolicy"].is_null() && policy != "Never") {
+    e.Add(field, fmt::format("Invalid value: \"{}\": only \"Never\" is supported when podFailurePolicy is specified",
+                             policy));
+  }
+}
+
 }  // namespace
 
 Status ValidateRunnable(const ResourceInfo& res, const json& object) {
@@ -146,6 +164,7 @@ Status ValidateRunnable(const ResourceInfo& res, const json& object) {
     if (res.plural == "jobs") {
       CheckCount(*spec, "parallelism", "spec.", e);
       CheckCount(*spec, "completions", "spec.", e);
+      CheckJobRestartPolicy(*spec, e);
     } else if (res.plural == "trainjobs") {
       if (const json* trainer = OptionalObject(*spec, "trainer", "spec.", e)) CheckCount(*trainer, "numNodes", "spec.trainer.", e);
     } else if (res.plural == "jobsets") {

@@ -9,68 +9,9 @@
 #include <mutex>
 #include <thread>
 
-#include "gantry/inventory/fleet.h"
-#include "gantry/store/sqlite_store.h"
-#include "test_support.h"
+#include "fleet_fixture.h"
 
 namespace gantry::inventory {
-namespace {
-
-class FakeProber final : public ClusterProber {
- public:
-  std::map<std::string, bool> up;  // cluster -> answers
-  std::map<std::string, bool> refuses;  // cluster -> answers 401 (when up)
-  std::map<std::string, bool> forbids_queues;  // cluster -> 403 on listing ClusterQueues (when up)
-  Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
-    if (!up[config.name]) return Status::Unavailable("connect: connection refused");
-    if (refuses[config.name]) return Status(Code::kUnauthenticated, "/readyz answered 401");
-    CapacityReading r;
-    if (forbids_queues[config.name]) {
-      r.unreadable = "listing ClusterQueues is forbidden (403)";
-      return r;
-    }
-    r.quota["nvidia.com/gpu"] = {32'000, 8'000};
-    r.pending_workloads = 2;
-    return r;
-  }
-};
-
-void WriteCluster(const std::string& dir, const std::string& name) {
-  std::ofstream(dir + "/" + name + ".kubeconfig") << R"(apiVersion: v1
-kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
-users: [{name: u, user: {token: not-a-real-token-123}}]
-contexts: [{name: x, context: {cluster: c, user: u}}]
-current-context: x
-)";
-  std::ofstream(dir + "/clusters.d/" + name + ".yaml")
-      << "name: " << name << "\nkubeconfig: ../" << name << ".kubeconfig\nregion: eu-central-1\n";
-}
-
-// The real store in dir (fails the test when it cannot be opened).
-std::unique_ptr<SqliteStore> OpenStore(const testing::TempDir& dir) {
-  SqliteStoreOptions options;
-  options.path = dir.File("gantry.db");
-  auto store = OpenSqliteStore(options);
-  REQUIRE(store.ok());
-  return std::move(store.value());
-}
-
-// A clusters.d with the named clusters, the real store beside it, and fleet
-// options that read that directory.
-struct FleetDir {
-  testing::TempDir dir;
-  std::unique_ptr<SqliteStore> store;
-  FleetOptions options;
-  explicit FleetDir(std::initializer_list<const char*> clusters) {
-    std::filesystem::create_directories(dir.File("clusters.d"));
-    for (const char* name : clusters) WriteCluster(dir.path(), name);
-    store = OpenStore(dir);
-    options.clusters_dir = dir.File("clusters.d");
-  }
-};
-
-}  // namespace
 
 TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fleet]") {
   FleetDir fleet_dir({"c1", "c2"});

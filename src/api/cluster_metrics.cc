@@ -53,7 +53,7 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
   for (const inventory::ClusterView& view : clusters) {
     const prometheus::ClientMetric::Label cluster{"cluster", view.config.name};
     const inventory::ClusterHealth& h = view.health;
-    Add(ready, {cluster}, h.state == inventory::HealthState::kReady && view.credentials_error.empty() ? 1 : 0);
+    Add(ready, {cluster}, h.state == inventory::HealthState::kReady && view.Usable() ? 1 : 0);
     Add(refused, {cluster}, h.credentials_refused ? 1 : 0);
     Add(outage, {cluster}, static_cast<double>(h.LostForMs(now_ms)) / 1000.0);
     Add(cordoned, {cluster}, view.config.cordoned ? 1 : 0);

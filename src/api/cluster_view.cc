@@ -36,6 +36,7 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   if (!h.last_error.empty()) status["lastError"] = h.last_error;
   if (!view.capacity_error.empty()) status["capacityError"] = view.capacity_error;
   if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;
+  if (!view.config_error.empty()) status["configError"] = view.config_error;
   if (!view.credentials_warning.empty()) status["credentialsWarning"] = view.credentials_warning;
   if (view.capacity) {
     nlohmann::json resources = nlohmann::json::object();

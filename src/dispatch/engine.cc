@@ -251,9 +251,14 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
   for (const inventory::ClusterView& view : fleet_.Clusters()) {
     const std::string& name = view.config.name;
     ClusterFacts f;
-    f.ready = view.health.state == inventory::HealthState::kReady && view.credentials_error.empty();
-    f.lost_for_ms = view.health.LostForMs(now_ms);
-    f.credentials_refused = view.health.credentials_refused;
+    // One gantry cannot reach (no credentials, or held for its refused
+    // file) is not ready, and no outage of it counts: no probe could see
+    // one end, so the jobs it owns wait (ClusterView::Usable).
+    if (view.Usable()) {
+      f.ready = view.health.state == inventory::HealthState::kReady;
+      f.lost_for_ms = view.health.LostForMs(now_ms);
+      f.credentials_refused = view.health.credentials_refused;
+    }
     if (auto r = watch_refusals.find(name); r != watch_refusals.end()) f.watch_refused = r->second;
     if (int64_t since = NoteWatchRefusalLocked(name, !f.watch_refused.empty(), now_ms); since >= 0) {
       f.watch_refused_for_ms = std::max<int64_t>(0, now_ms - since);

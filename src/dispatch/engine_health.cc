@@ -73,7 +73,7 @@ void Engine::RunHealthWatch() {
       // The stamp first: a change after it is seen in the next look's stamp,
       // whatever this look's other reads show.
       const uint64_t listed_changes = observer_->ListedChanges(name);
-      const bool answers = view.health.state == inventory::HealthState::kReady;
+      const bool answers = view.health.state == inventory::HealthState::kReady && view.Usable();
       const bool ready = answers && observer_->SyncedForJobs(name);
       const bool readable = ready && view.capacity.has_value() && view.capacity_error.empty();
       now[name] = {ready, ready ? view.health.since_ms : 0, ready ? observer_->Unlisted(name) : std::set<std::string>{},

@@ -36,6 +36,21 @@ std::string DisplayName(const std::string& path) {
   return parent.empty() ? p.filename().string() : (parent / p.filename()).string();
 }
 
+// The file's text, unless it is too large or cannot be read.
+Result<std::string> ReadClusterFile(const std::string& path, const std::string& display) {
+  std::error_code ec;
+  const std::uintmax_t size = fs::file_size(path, ec);
+  if (ec) return Status::Io(fmt::format("{}: cannot be read: {}", display, ec.message()));
+  if (size > kMaxClusterFileBytes) {
+    return Status::Invalid(fmt::format("{}: larger than {} bytes", display, kMaxClusterFileBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) return Status::Io(fmt::format("{}: cannot be read", display));
+  return text.str();
+}
+
 Status ParseRoot(const YAML::Node& root, const std::string& base_dir, ClusterConfig& c) {
   auto str = [](std::string* out) {
     return [out](const YAML::Node& n, const Field& f) {
@@ -144,20 +159,26 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml, const std::strin
 
 Result<ClusterConfig> LoadClusterFile(const std::string& path) {
   const std::string display = DisplayName(path);
-  std::error_code ec;
-  const std::uintmax_t size = fs::file_size(path, ec);
-  if (ec) return Status::Io(fmt::format("{}: cannot be read: {}", display, ec.message()));
-  if (size > kMaxClusterFileBytes) {
-    return Status::Invalid(fmt::format("{}: larger than {} bytes", display, kMaxClusterFileBytes));
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) return Status::Io(fmt::format("{}: cannot be read", display));
+  Result<std::string> text = ReadClusterFile(path, display);
+  if (!text.ok()) return text.status();
   const std::string base_dir = fs::path(path).parent_path().string();
-  Result<ClusterConfig> config = ParseClusterConfig(text.str(), display, base_dir);
+  Result<ClusterConfig> config = ParseClusterConfig(*text, display, base_dir);
   if (config.ok()) config->source_file = path;
   return config;
+}
+
+std::string LenientClusterName(const std::string& path) {
+  if (Result<std::string> text = ReadClusterFile(path, DisplayName(path)); text.ok()) {
+    try {
+      const YAML::Node root = YAML::Load(*text);
+      const YAML::Node name = root.IsMap() ? root["name"] : YAML::Node();
+      if (name.IsScalar() && CheckDns1123Label(name.Scalar()).empty()) return name.Scalar();
+    } catch (const YAML::Exception&) {
+      // Not YAML: the file's name is all there is to go by.
+    }
+  }
+  const std::string stem = fs::path(path).stem().string();
+  return CheckDns1123Label(stem).empty() ? stem : "";
 }
 
 }  // namespace gantry::inventory

@@ -58,6 +58,7 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
     return Status::Ok();
   };
 
+  std::vector<size_t> unkept;  // in `out.errors`: refused files without a last good entry
   for (const std::string& file : *files) {
     Result<ClusterConfig> config = LoadClusterFile(file);
     if (config.ok()) {
@@ -69,10 +70,21 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
     // The last good entry is kept only if its name is still free: another
     // file may have claimed it since (then that file's entry is the truth).
     bool kept = prev != previous_by_file.end() && add(file, *prev->second).ok();
+    if (!kept) unkept.push_back(out.errors.size());
     out.errors.push_back({file, config.status(), kept});
+  }
+  // Once every file has claimed its name: a placeholder never takes the
+  // name of an entry, whichever file sorts first.
+  std::map<std::string, ClusterPlaceholder> held;
+  for (size_t i : unkept) {
+    const ClusterFileError& error = out.errors[i];
+    std::string name = LenientClusterName(error.file);
+    if (name.empty() || by_name.count(name)) continue;
+    held.emplace(name, ClusterPlaceholder{name, error.file, error.status});  // the first file keeps it
   }
   out.clusters.reserve(by_name.size());
   for (auto& [name, config] : by_name) out.clusters.push_back(std::move(config));
+  for (auto& [name, placeholder] : held) out.placeholders.push_back(std::move(placeholder));
   return out;
 }
 

@@ -1,7 +1,10 @@
 #include "gantry/inventory/fleet.h"
 #include "gantry/common/thread_name.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <filesystem>
 
 #include "gantry/inventory/snapshot.h"
 
@@ -74,13 +77,41 @@ std::vector<ClusterFileError> Fleet::Reload() {
   return errors;
 }
 
+Fleet::Entry Fleet::Existing(const std::string& name) const {
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(name); it != entries_.end()) return it->second;  // keep health
+  }
+  Entry entry;  // a new cluster
+  if (auto it = restored_outages_.find(name); it != restored_outages_.end()) {
+    entry.view.health.RestoreFirstLost(it->second.first_lost_ms, it->second.credentials_refused);
+  }
+  return entry;
+}
+
+Fleet::Entry Fleet::Held(const ClusterPlaceholder& placeholder) const {
+  Entry held;  // no credentials: never probed (ProbeOne), nor watched
+  held.view.health = Existing(placeholder.name).view.health;
+  held.view.config.name = placeholder.name;
+  held.view.config.source_file = placeholder.file;
+  const std::string file = std::filesystem::path(placeholder.file).filename().string();
+  held.view.config_error =
+      fmt::format("cluster file {} refused: {}; its jobs are held until it loads", file, placeholder.status.message());
+  spdlog::error("inventory: cluster {} is held, not removed: its file {} is refused; it is not probed, nothing new "
+                "goes there, and the jobs it owns are left as they are until the file loads",
+                placeholder.name, file);
+  return held;
+}
+
 std::vector<ClusterFileError> Fleet::Load() {
   if (options_.clusters_dir.empty()) return {};
   std::lock_guard load_lock(load_mu_);
   std::vector<ClusterConfig> previous;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [name, e] : entries_) previous.push_back(e.view.config);
+    for (const auto& [name, e] : entries_) {
+      if (e.view.config_error.empty()) previous.push_back(e.view.config);  // a placeholder was never good
+    }
   }
   ClusterDirLoad load = LoadClusterDir(options_.clusters_dir, previous);
   for (const auto& err : load.errors) {
@@ -89,16 +120,8 @@ std::vector<ClusterFileError> Fleet::Load() {
   if (!load.dir_status.ok()) spdlog::error("inventory: {}", load.dir_status.message());
   std::map<std::string, Entry> next;
   for (ClusterConfig& config : load.clusters) {
-    Entry entry;
-    {
-      std::lock_guard lock(mu_);
-      if (auto it = entries_.find(config.name); it != entries_.end()) entry = it->second;  // keep health
-    }
-    if (entry.view.config.name.empty()) {  // new cluster
-      if (auto it = restored_outages_.find(config.name); it != restored_outages_.end()) {
-        entry.view.health.RestoreFirstLost(it->second.first_lost_ms, it->second.credentials_refused);
-      }
-    }
+    Entry entry = Existing(config.name);
+    entry.view.config_error.clear();  // a placeholder whose file loads now
     auto creds = LoadCredentials(config);
     if (creds.ok()) {
       // A token source that gives the same token as the last one is kept,
@@ -127,6 +150,15 @@ std::vector<ClusterFileError> Fleet::Load() {
     std::string name = entry.view.config.name;
     next.emplace(std::move(name), std::move(entry));
   }
+  for (const ClusterPlaceholder& placeholder : load.placeholders) next.emplace(placeholder.name, Held(placeholder));
+  if (!load.dir_status.ok()) {
+    // Not listed: `clusters` is the previous good entries, and the clusters
+    // held stay held.
+    std::lock_guard lock(mu_);
+    for (const auto& [name, e] : entries_) {
+      if (!e.view.config_error.empty()) next.emplace(name, e);
+    }
+  }
   std::vector<std::string> removed;
   std::unique_lock lock(mu_);
   for (const auto& [name, e] : entries_) {
@@ -136,19 +168,23 @@ std::vector<ClusterFileError> Fleet::Load() {
   }
   for (auto& [name, e] : next) {
     auto old = entries_.find(name);
+    const bool held = !e.view.config_error.empty();
+    const bool was_held = old != entries_.end() && !old->second.view.config_error.empty();
     const bool was_lost = old != entries_.end() && old->second.view.config.declared_lost;
-    if (e.view.config.declared_lost && !was_lost) {
+    // A placeholder's file tells nothing, declaredLost included (Held said why).
+    if (!held && e.view.config.declared_lost && !was_lost) {
       spdlog::warn("inventory: cluster {} is declared lost (declaredLost): nothing new goes there, the jobs it owns "
                    "get their onClusterLoss once it has been out of reach for declaredLostGraceSeconds, and what it "
                    "runs is withdrawn if it answers again",
                    name);
-    } else if (was_lost && !e.view.config.declared_lost) {
+    } else if (!held && was_lost && !e.view.config.declared_lost) {
       spdlog::info("inventory: cluster {} is no longer declared lost", name);
     }
     if (old == entries_.end()) {
-      spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
+      if (!held) spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
       continue;
     }
+    if (was_held && !held) spdlog::info("inventory: cluster {}: its file loads again; it is probed and watched", name);
     // A probe of the old entry still in flight keeps its claim, and the new
     // entry is probed right after it ends: two probes of one cluster must
     // not run at once (the later to end would overwrite the newer reading).
@@ -188,7 +224,9 @@ void Fleet::ProbeOne(const std::string& name) {
   if (!creds) {
     // A local configuration error, not an outage: its health stays as it
     // was (Unknown at a start), so no clusterLostTimeout runs and no job it
-    // owns moves while the operator fixes the kubeconfig (credentials_error).
+    // owns moves while the operator fixes the kubeconfig (credentials_error)
+    // or the cluster's file (a placeholder: config_error). Looked at again
+    // each probe_interval, at no cost: a reload gives it credentials.
     std::lock_guard lock(mu_);
     auto it = entries_.find(name);
     if (it == entries_.end()) return;
@@ -367,6 +405,8 @@ std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
     placement::ClusterSnapshot s = ToClusterSnapshot(e.view.config);
     s.health = ToPlacementHealth(e.view.health, now_ms,
                                  e.view.health.LostTimeoutMs(options_.lost_timeout_ms, options_.refused_timeout_ms));
+    // Not probed: whatever its health last said, gantry knows nothing now.
+    if (!e.view.Usable()) s.health = placement::ClusterHealth::kUnknown;
     if (e.view.capacity) {
       s.capacity.quota = e.view.capacity->quota;
       s.capacity.queues = e.view.capacity->queues;  // shared, not copied

@@ -31,13 +31,19 @@ TEST_CASE("the fleet's gauges follow the inventory, and a removed cluster leaves
   inventory::ClusterView c3;
   c3.config.name = "c3";
   c3.health.OnProbeRefused(1'000'000, "/readyz answered 401");
+  // Held for its refused file, Ready as last seen before: not usable.
+  inventory::ClusterView c4;
+  c4.config.name = "c4";
+  c4.health.OnProbeOk(1'000'000);
+  c4.config_error = "cluster file c4.yaml refused: clusters.d/c4.yaml: line 4: gpuz: unknown field";
 
-  metrics.SetClusters({c1, c2, c3}, 1'090'000);
+  metrics.SetClusters({c1, c2, c3, c4}, 1'090'000);
   const std::string text = metrics.Serialize();
   for (const char* line : {
            R"(gantry_cluster_ready{cluster="c1"} 1)",
            R"(gantry_cluster_ready{cluster="c2"} 0)",
            R"(gantry_cluster_ready{cluster="c3"} 0)",
+           R"(gantry_cluster_ready{cluster="c4"} 0)",
            R"(gantry_cluster_credentials_refused{cluster="c3"} 1)",
            R"(gantry_cluster_credentials_refused{cluster="c2"} 0)",
            R"(gantry_cluster_outage_seconds{cluster="c2"} 90)",
@@ -59,11 +65,12 @@ TEST_CASE("the fleet's gauges follow the inventory, and a removed cluster leaves
   }
   CHECK_THAT(text, !Catch::Contains(R"(gantry_cluster_quota{cluster="c2")"));  // never read
 
-  metrics.SetClusters({c1}, 1'090'000);  // c2 and c3 removed from clusters.d
+  metrics.SetClusters({c1}, 1'090'000);  // c2, c3 and c4 removed from clusters.d
   const std::string after = metrics.Serialize();
   CHECK_THAT(after, Catch::Contains(R"(gantry_cluster_ready{cluster="c1"} 1)"));
   CHECK_THAT(after, !Catch::Contains(R"(cluster="c2")"));
   CHECK_THAT(after, !Catch::Contains(R"(cluster="c3")"));
+  CHECK_THAT(after, !Catch::Contains(R"(cluster="c4")"));
 }
 
 TEST_CASE("readiness: 503 while the store's commits fail, ready again once one succeeds", "[api]") {

@@ -118,6 +118,90 @@ TEST_CASE("A removed file removes its cluster", "[inventory][dir]") {
   CHECK(second.errors.empty());
 }
 
+TEST_CASE("A refused file with no last good entry holds its cluster under the name it gives",
+          "[inventory][dir][placeholder]") {
+  ClustersDir d;
+  d.Put("a.yaml", ClusterYaml("alpha"));
+  const std::string bad = d.Put("b.yaml", ClusterYaml("beta") + "gpuz: 8\n");  // a field no release knows
+  const ClusterDirLoad load = LoadClusterDir(d.dir, {});
+  CHECK(Names(load) == std::vector<std::string>{"alpha"});
+  REQUIRE(load.errors.size() == 1);
+  CHECK_FALSE(load.errors[0].kept_last_good);
+  REQUIRE(load.placeholders.size() == 1);
+  CHECK(load.placeholders[0].name == "beta");  // the file's name, not its stem
+  CHECK(load.placeholders[0].file == bad);
+  CHECK(load.placeholders[0].status.message() == load.errors[0].status.message());
+}
+
+TEST_CASE("A refused file's cluster is named after the file when no name can be read from it",
+          "[inventory][dir][placeholder]") {
+  struct Case {
+    const char* what;
+    std::string file;
+    std::string yaml;
+    std::string held;  // "" = no placeholder
+  };
+  const std::vector<Case> cases = {
+      {"not YAML", "c1.yaml", "name: other\nkubeconfig: [\n", "c1"},
+      {"no name", "c2.yaml", "kubeconfig: kube.yaml\n", "c2"},
+      {"a name that is no DNS label", "c3.yaml", "name: Not_A_Label\nkubeconfig: kube.yaml\n", "c3"},
+      {"a name that is not a string", "c4.yaml", "name: [c9]\nkubeconfig: kube.yaml\n", "c4"},
+      {"not a mapping", "c5.yaml", "- c9\n", "c5"},
+      {"a stem that is no DNS label either", "Cluster_6.yaml", "kubeconfig: [\n", ""},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    ClustersDir d;
+    const std::string file = d.Put(c.file, c.yaml);
+    const ClusterDirLoad load = LoadClusterDir(d.dir, {});
+    CHECK(load.clusters.empty());
+    REQUIRE(load.errors.size() == 1);
+    CHECK(load.errors[0].file == file);
+    if (c.held.empty()) {
+      CHECK(load.placeholders.empty());
+      continue;
+    }
+    REQUIRE(load.placeholders.size() == 1);
+    CHECK(load.placeholders[0].name == c.held);
+    CHECK(load.placeholders[0].file == file);
+  }
+}
+
+TEST_CASE("A placeholder never takes a name a good file or a kept entry has", "[inventory][dir][placeholder]") {
+  ClustersDir d;
+  d.Put("a.yaml", "name: zulu\ncordoned: perhaps\n");  // refused, sorts before the good file of its name
+  d.Put("b.yaml", ClusterYaml("mike"));
+  d.Put("z.yaml", ClusterYaml("zulu"));
+  const ClusterDirLoad first = LoadClusterDir(d.dir, {});
+  CHECK(Names(first) == std::vector<std::string>{"mike", "zulu"});
+  CHECK(first.errors.size() == 1);
+  CHECK(first.placeholders.empty());
+
+  // mike's file breaks at a reload: its last good entry stays, no placeholder.
+  d.Put("b.yaml", ClusterYaml("mike") + "cordoned: perhaps\n");
+  // A new file naming mike, refused too: the kept entry has the name.
+  d.Put("c.yaml", "name: mike\nregion: [eu]\n");
+  const ClusterDirLoad second = LoadClusterDir(d.dir, first.clusters);
+  CHECK(Names(second) == std::vector<std::string>{"mike", "zulu"});
+  REQUIRE(second.errors.size() == 3);
+  CHECK(second.errors[1].kept_last_good);
+  CHECK(second.placeholders.empty());
+}
+
+TEST_CASE("Two refused files of one name hold one cluster, from the file that sorts first",
+          "[inventory][dir][placeholder]") {
+  ClustersDir d;
+  const std::string first = d.Put("1.yaml", "name: alpha\nkubeconfig: [a]\n");
+  d.Put("2.yaml", "name: alpha\n");
+  d.Put("alpha.yaml", "kubeconfig: kube.yaml\n");  // no name: its stem, alpha again
+  const ClusterDirLoad load = LoadClusterDir(d.dir, {});
+  CHECK(load.clusters.empty());
+  CHECK(load.errors.size() == 3);
+  REQUIRE(load.placeholders.size() == 1);
+  CHECK(load.placeholders[0].name == "alpha");
+  CHECK(load.placeholders[0].file == first);
+}
+
 TEST_CASE("An unreadable directory keeps the previous clusters", "[inventory][dir]") {
   ClustersDir d;
   d.Put("a.yaml", ClusterYaml("alpha"));

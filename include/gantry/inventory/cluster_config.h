@@ -102,6 +102,13 @@ std::string LocalQueueFor(const ClusterConfig& config, const std::string& ns,
 // "<parent dir name>/<file name>" (e.g. "clusters.d/gpu-eu-1.yaml").
 Result<ClusterConfig> LoadClusterFile(const std::string& path);
 
+// The name of the cluster a refused cluster file most likely describes, for
+// LoadClusterDir to hold that cluster in the inventory (ClusterPlaceholder):
+// the file's top-level `name` if the file parses as YAML and that is a
+// string and a DNS-1123 label, else the file's stem ("c1" for "c1.yaml") if
+// that is one, else "". A file that cannot be read goes by its stem.
+std::string LenientClusterName(const std::string& path);
+
 // Parses YAML text. `display_name` prefixes every message; `base_dir`
 // resolves a relative kubeconfig path. Used by LoadClusterFile and tests.
 Result<ClusterConfig> ParseClusterConfig(std::string_view yaml, const std::string& display_name,

@@ -5,6 +5,13 @@
 //   - a file that fails to parse is reported in `errors`; if `previous` holds an
 //     entry loaded from the same file, that last good entry is kept (flagged in
 //     the error) so a typo during a reload does not drop a running cluster;
+//   - one with no last good entry (always so at start) does not drop its
+//     cluster either: the cluster is reported in `placeholders`, named as
+//     LenientClusterName recovers it, for the inventory to hold it (its jobs
+//     wait, see Fleet) until the file loads. Not when no name can be
+//     recovered, nor when the name is another file's entry's (good or kept:
+//     that entry wins); two refused files of one name give one placeholder,
+//     from the file that sorts first;
 //   - two files naming the same cluster: the file that sorts later (by file
 //     name) is reported and skipped; the earlier one wins;
 //   - a file that is gone removes its cluster.
@@ -27,11 +34,22 @@ struct ClusterFileError {
   bool kept_last_good;  // the cluster from this file's previous load is still served
 };
 
+// A cluster whose file is refused and has no last good entry: all that is
+// known of it is its name.
+struct ClusterPlaceholder {
+  std::string name;  // LenientClusterName(file)
+  std::string file;  // path of the refused file
+  Status status;     // why it was refused (as in ClusterDirLoad::errors)
+};
+
 struct ClusterDirLoad {
   std::vector<ClusterConfig> clusters;   // sorted by name, names unique
   std::vector<ClusterFileError> errors;  // sorted by file name
+  // Sorted by name, names unique and none of `clusters`; each file is also in `errors`.
+  std::vector<ClusterPlaceholder> placeholders;
   // The directory itself could not be listed; `clusters` is then `previous`
-  // unchanged (a transient mount problem must not empty the fleet).
+  // unchanged (a transient mount problem must not empty the fleet), and
+  // `placeholders` empty: the caller keeps those it holds.
   Status dir_status;
 };
 

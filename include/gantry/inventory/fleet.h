@@ -100,6 +100,20 @@ struct ClusterView {
   // credentials are kept in use: the error, for the operator to fix.
   std::string credentials_warning;
   std::string capacity_error;     // CapacityReading::unreadable of the last probe
+  // Set on a placeholder (ClusterPlaceholder): the cluster's file is refused
+  // with no last good entry kept, so only its name is known (config holds
+  // just name and source_file, and there are no credentials). Which file,
+  // and why, for the operator to fix. It is not removed: a removed owner's
+  // jobs are lost at once, and this cluster most likely runs them on.
+  std::string config_error;
+
+  // Whether gantry can reach the cluster: not without credentials
+  // (credentials_error) nor as a placeholder (config_error). An entry that
+  // is not usable is never probed or watched and takes no new job; its
+  // health stays what it was (Unknown after a start, with any outage
+  // restored from the store), so no clusterLostTimeout runs and the jobs it
+  // owns wait, as they are, until it is usable.
+  bool Usable() const { return credentials_error.empty() && config_error.empty(); }
 };
 
 class Fleet {
@@ -112,7 +126,9 @@ class Fleet {
   std::vector<ClusterFileError> Start();
   void Stop();
   // Re-reads the directory (SIGHUP, POST /api/v1/clusters:reload). A file
-  // that breaks keeps its cluster's last good entry.
+  // that breaks keeps its cluster's last good entry. At Start and here, a
+  // refused file with none keeps its cluster as a placeholder
+  // (ClusterView::config_error) until it loads.
   std::vector<ClusterFileError> Reload();
 
   std::vector<ClusterView> Clusters() const;  // by name
@@ -142,6 +158,11 @@ class Fleet {
     bool reprobe = false;  // reloaded while probing: probe again once this probe ends
   };
   std::vector<ClusterFileError> Load();
+  // The entry `name` has, or a new one with the outage restored for it at
+  // Start. REQUIRES: load_mu_ held, mu_ not.
+  Entry Existing(const std::string& name) const;
+  // The entry a refused file's cluster is held as (ClusterView::config_error).
+  Entry Held(const ClusterPlaceholder& placeholder) const;
   void Run();
   void ProbeOne(const std::string& name);
   // Deletes a cluster's persisted outage (it left the inventory).

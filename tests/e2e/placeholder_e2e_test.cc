@@ -1,0 +1,109 @@
+// A cluster file refused at the daemon's start (an edit made while it was
+// down, or a field a new release no longer accepts) holds its cluster in the
+// inventory: the jobs it owns wait, running there, until the file loads. It
+// used to leave the cluster out, and its jobs counted as lost at once: a
+// Requeue job ran a second time elsewhere while its first run went on.
+#include <catch2/catch.hpp>
+
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+// c1 admits at once, so a job free to go anywhere runs there; c2 and c3
+// admit after 2 s.
+const char* kFirstIsFastest = R"(clusters:
+- {name: c1}
+- {name: c2, admissionDelay: 2s}
+- {name: c3, admissionDelay: 2s}
+)";
+
+// The line of `cluster` in `gantry clusters` ("" when absent).
+std::string ClustersRow(DispatchFleet& fleet, const std::string& cluster) {
+  const std::string out = "\n" + Cli(fleet.url(), {"clusters"}).out;
+  const auto at = out.find("\n" + cluster + " ");
+  if (at == std::string::npos) return "";
+  return out.substr(at + 1, out.find('\n', at + 1) - at - 1);
+}
+
+}  // namespace
+
+TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is not run again elsewhere, and "
+          "finishes there once the file loads",
+          "[e2e][recovery][inventory][placeholder]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kFirstIsFastest;
+  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 3";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "20s", "  onClusterLoss: Requeue")) == 201);
+  // "witness", in c2, shows when clusterLostTimeout has passed after the restart.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("witness", "team-a", 1, 0, "120s",
+                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, seconds(30)));
+  REQUIRE(fleet.WaitPhase("team-a", "witness", {"Running"}, seconds(30)));
+  REQUIRE(fleet.Job("team-a", "held")["status"].value("cluster", "") == "c1");
+  const std::string uid = fleet.Uid("team-a", "held");
+
+  // While the daemon is down, c1's file gets a field gantry refuses, and
+  // c2 is cut off.
+  fleet.StopDaemon(/*kill=*/false);
+  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
+  const std::string c1_config = ReadFile(c1_file);
+  REQUIRE(!c1_config.empty());
+  WriteFile(c1_file, c1_config + "gpuz: 8\n");
+  REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
+  fleet.StartDaemon();
+  REQUIRE(fleet.ok());
+
+  // c1 is listed, held, saying why.
+  const std::string row = ClustersRow(fleet, "c1");
+  INFO(row);
+  CHECK(row.find("Unknown,ConfigRefused") != std::string::npos);
+  CHECK(row.find("cluster file c1.yaml refused: clusters.d/c1.yaml: line ") != std::string::npos);
+  CHECK(fleet.Cluster("c1")["status"].value("configError", "").find("its jobs are held until it loads") !=
+        std::string::npos);
+  std::map<std::string, double> ready = fleet.ClusterGauge("gantry_cluster_ready");
+  CHECK(ready.count("c1") == 1);
+  CHECK(ready["c1"] == 0);
+
+  // Past clusterLostTimeout (c2's job is requeued), c1's job has not moved:
+  // still Running there at epoch 1, with no copy anywhere else, run once.
+  REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "witness"), "ClusterLost") == 1; }, seconds(45)));
+  json held = fleet.Job("team-a", "held");
+  INFO(held.dump());
+  CHECK(held["status"]["phase"] == "Running");
+  CHECK(held["status"]["epoch"] == 1);
+  CHECK(held["status"].value("cluster", "") == "c1");
+  CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
+  for (const json& object : fleet.RemoteObjects("team-a", "held")) {
+    INFO(object.dump());
+    CHECK(object["epoch"] == 1);
+    CHECK((object.value("cluster", "") == "c1" || object.value("state", "") != "Wanted"));
+  }
+  std::vector<json> runs = fleet.Runs(uid);
+  CHECK(runs.size() == 1);
+
+  // The file is mended and the inventory reloaded: the job is seen to
+  // finish where it ran, once.
+  WriteFile(c1_file, c1_config);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(60)));
+  held = fleet.Job("team-a", "held");
+  CHECK(held["status"]["phase"] == "Succeeded");
+  CHECK(held["status"]["epoch"] == 1);
+  CHECK(held["status"].value("cluster", "") == "c1");
+  CHECK(ClustersRow(fleet, "c1").find("ConfigRefused") == std::string::npos);
+  runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].value("cluster", "") == "c1");
+  CHECK(runs[0].value("endReason", "") == "Succeeded");
+  REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
+}
+
+}  // namespace gantry::testing

@@ -54,6 +54,10 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
     // Placement then judges jobs by the sums, never for good (queue_quota.h).
     const auto& queues = view.capacity->queues;
     if (queues && !queues->local_queues_known) status["capacity"]["localQueuesError"] = queues->local_queues_error;
+    // Jobs that name a class get no copy there (queue_quota.h).
+    if (queues && !queues->priority_classes_known) {
+      status["capacity"]["priorityClassesError"] = queues->priority_classes_error;
+    }
   }
   return {{"apiVersion", "gantry.dev/v1"},
           {"kind", "Cluster"},

@@ -245,7 +245,9 @@ Plan Ladder::AllRefused(const std::vector<std::string>& refused) const {
 
 // Step 9. Copies in a cluster removed from the inventory or declared lost,
 // or one that keeps gantry from listing the job's kind (KindRefused: such a
-// copy could never take the lease), are withdrawn (intents absent; Sweep
+// copy could never take the lease), or gone from one where the job's class
+// has no known value now (ClassValueMissing: it is not made again), are
+// withdrawn (intents absent; Sweep
 // deletes what such a cluster shows once it can, or by name while it
 // answers but refuses gantry the list: AnswersUnseen); when no other copy
 // is left, the job is dispatched again at once.
@@ -257,16 +259,25 @@ Plan Ladder::Copies() const {
   std::vector<std::string> refused;     // "c1: <its answer>"
   size_t left = 0;
   bool lost = false;  // some in a cluster gone (not only refusing the kind)
+  bool kind = false;  // some refusing the kind
   for (const RemoteIntent& i : in_.intents) {
     if (RefusedNow(i)) refused.push_back(fmt::format("{}: {}", i.cluster, i.refusal));
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
-    if (Gone(i.cluster) || KindRefused(i.cluster)) {
+    // A copy gone from a cluster where it could not be made again (the
+    // value of the job's class is not known there any more) would hold the
+    // job to a cluster that cannot take it.
+    const bool classless = !Gone(i.cluster) && !KindRefused(i.cluster) && ClassValueMissing(i.cluster) &&
+                           ConfirmsAbsence(i.cluster) && !WorkloadIn(i.cluster) && !Expected(i.cluster, kWorkload);
+    if (Gone(i.cluster) || KindRefused(i.cluster) || classless) {
       lost |= Gone(i.cluster);
+      kind |= KindRefused(i.cluster);
       gone.push_back(fmt::format("{} ({})", i.cluster,
                                  !in_.clusters->count(i.cluster) ? std::string("removed from the inventory")
-                                 : DeclaredLost(i.cluster)
-                                     ? std::string("declared lost by an operator")
-                                     : fmt::format("it does not let gantry list {} there", in_.resource)));
+                                 : DeclaredLost(i.cluster) ? std::string("declared lost by an operator")
+                                 : classless ? fmt::format("its copy is gone, and the value of WorkloadPriorityClass "
+                                                           "{} is not known there",
+                                                           WorkloadPriorityClass(in_.spec->template_object))
+                                             : fmt::format("it does not let gantry list {} there", in_.resource)));
       withdrawn.push_back(i);
       withdrawn.back().present = false;
     } else {
@@ -275,7 +286,7 @@ Plan Ladder::Copies() const {
   }
   if (left == 0 && gone.empty() && !refused.empty()) return AllRefused(refused);
   if (!gone.empty() && left == 0) {
-    return Requeue("copies", lost ? "ClusterLost" : "WatchRefused",
+    return Requeue("copies", lost ? "ClusterLost" : kind ? "WatchRefused" : "PriorityClassUnknown",
                    fmt::format("every Workload copy was in a cluster that cannot take the job: {}",
                                fmt::join(gone, ", ")));
   }

@@ -32,9 +32,10 @@ struct Readiness {
   // gantry may not list stays Ready; placement weighs it by its last
   // reading, and with none sends it no new job until it can be read.
   bool capacity_readable = false;
-  // Where its LocalQueues lead (ClusterQueues::stamp; 0 when unknown): a
-  // LocalQueue created, or a ClusterQueue turned Active, may let a queued
-  // job go there, and nothing else wakes it.
+  // Where its LocalQueues lead, and its WorkloadPriorityClasses
+  // (ClusterQueues::stamp; 0 when unknown): a LocalQueue or a class created,
+  // or a ClusterQueue turned Active, may let a queued job go there, and
+  // nothing else wakes it.
   uint64_t queues = 0;
   friend bool operator==(const Readiness&, const Readiness&) = default;
   // A kind this one shows listed that `before` did not.
@@ -122,12 +123,13 @@ void Engine::RunHealthWatch() {
                      cluster);
       }
       // Its queues changed while it stayed Ready and readable (a LocalQueue
-      // created, say): the same, for the jobs waiting for one.
+      // or a WorkloadPriorityClass created, say): the same, for the jobs
+      // waiting for one.
       if (before != last.end() && before->second.capacity_readable && readiness.capacity_readable &&
           before->second.queues != readiness.queues) {
         became_ready = true;
-        spdlog::info("dispatch: cluster {}'s LocalQueues or ClusterQueues changed: looking again at queued and "
-                     "nominating jobs",
+        spdlog::info("dispatch: cluster {}'s LocalQueues, ClusterQueues or WorkloadPriorityClasses changed: "
+                     "looking again at queued and nominating jobs",
                      cluster);
       }
       // Only its quota's readability or its queues changed: its own jobs need no look.

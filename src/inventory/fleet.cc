@@ -21,6 +21,11 @@ std::string LocalQueuesError(const CapacityReading* reading) {
   return reading && reading->queues ? reading->queues->local_queues_error : "";
 }
 
+// Why the reading does not give the WorkloadPriorityClasses ("" when it does).
+std::string PriorityClassesError(const CapacityReading* reading) {
+  return reading && reading->queues ? reading->queues->priority_classes_error : "";
+}
+
 uint64_t QueuesStampOf(const CapacityReading* reading) {
   return reading && reading->queues ? reading->queues->stamp : 0;
 }
@@ -260,6 +265,15 @@ void Fleet::ProbeOne(const std::string& name) {
                        name, now_error);
         } else if (now_error != was) {
           spdlog::info("cluster {}: its LocalQueues can be read again", name);
+        }
+        const std::string classes_was = PriorityClassesError(before);
+        const std::string classes_now = PriorityClassesError(&*reading);
+        if (classes_now != classes_was && !classes_now.empty()) {
+          spdlog::warn("cluster {}: {}; jobs that name a WorkloadPriorityClass (kueue.x-k8s.io/priority-class) "
+                       "get no copy there",
+                       name, classes_now);
+        } else if (classes_now != classes_was) {
+          spdlog::info("cluster {}: its WorkloadPriorityClasses can be read again", name);
         }
         // A LocalQueue or ClusterQueue appeared, went, or turned Active or
         // not: placement must not wait for the next fleet refresh to see it.

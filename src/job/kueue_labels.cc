@@ -58,8 +58,13 @@ void CheckKueueLabels(const json& object, std::string_view path, FieldErrors& er
     }
   }
   if (const json* value = MetadataEntry(object, "labels", kPriorityClassLabel)) {
-    const std::string why = value->is_string() ? CheckDns1123Subdomain(value->get_ref<const std::string&>())
-                                               : std::string("must be a string");
+    // A label value (63 at most) that names an object.
+    std::string why = "must be a string";
+    if (value->is_string()) {
+      const std::string& name = value->get_ref<const std::string&>();
+      why = CheckLabelValue(name);
+      if (why.empty()) why = CheckDns1123Subdomain(name);
+    }
     if (!why.empty()) {
       errors.Add(Key(Child(meta, "labels"), kPriorityClassLabel),
                  fmt::format("Invalid value: {}: {} (it names a WorkloadPriorityClass)", value->dump(), why));

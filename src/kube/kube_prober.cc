@@ -100,7 +100,21 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   if (cqs->ok() && lqs.ok()) wpcs = conn.client->Get(base + "workloadpriorityclasses");
   if (!cqs->ok() || (lqs.ok() && wpcs.ok())) keep();
   auto reading = ReadCapacity(*cqs, lqs, !creds.insecure, inventory::KueueApiVersionName(config.kueue_api_version));
-  if (reading.ok()) AddPriorityClasses(*reading, wpcs);
+  if (reading.ok() && reading->queues) {
+    if (!lqs.ok()) wpcs = Status::Unavailable("not asked: the LocalQueue list failed");
+    std::optional<std::map<std::string, int32_t>> last;
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = classes_.find(config.name); it != classes_.end()) last = it->second;
+    }
+    auto read = AddPriorityClasses(*reading, wpcs, last ? &*last : nullptr);
+    std::lock_guard lock(mu_);
+    if (read) {
+      classes_[config.name] = std::move(*read);
+    } else if (reading->queues->priority_classes_known == false) {
+      classes_.erase(config.name);  // unknown for good: not kept for a later passing failure
+    }
+  }
   return reading;
 }
 

@@ -146,8 +146,14 @@ inventory::CapacityReading ParseClusterQueues(const json& list, const json* loca
 
 namespace {
 
-// The WorkloadPriorityClass list into `queues`, or why it cannot be read.
-std::string ReadPriorityClasses(const Result<KubeReply>& answer, placement::ClusterQueues& queues) {
+// Whether a failed list may answer otherwise the next time: no answer, or
+// an answer that says so (429, 5xx).
+bool Passing(const Result<KubeReply>& answer) {
+  return !answer.ok() || answer->status == 429 || answer->status >= 500;
+}
+
+// The WorkloadPriorityClass list into `classes`, or why it cannot be read.
+std::string ReadPriorityClasses(const Result<KubeReply>& answer, std::map<std::string, int32_t>& classes) {
   if (!answer.ok()) return "listing WorkloadPriorityClasses failed: " + answer.status().message();
   const KubeReply& reply = *answer;
   if (!reply.ok()) {
@@ -159,33 +165,50 @@ std::string ReadPriorityClasses(const Result<KubeReply>& answer, placement::Clus
                                              said.empty() ? "" : ": ", said);
   }
   if (!IsList(reply.body)) return "the WorkloadPriorityClass list is not a Kubernetes list";
-  std::map<std::string, int32_t> classes;
-  for (const json& item : reply.body["items"]) {
-    const json name = item.is_object() ? item.value("/metadata/name"_json_pointer, json()) : json();
-    const json value = item.is_object() ? item.value("value", json()) : json();
-    const bool int32 = value.is_number_integer() && value.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
-                       value.get<int64_t>() <= std::numeric_limits<int32_t>::max();
-    if (!name.is_string() || !int32) {
-      return fmt::format("the WorkloadPriorityClass list: item {} has no name or no int32 value",
-                         name.is_null() ? "?" : name.dump());
+  try {
+    for (const json& item : reply.body["items"]) {
+      const json* meta = item.is_object() && item.contains("metadata") ? &item["metadata"] : nullptr;
+      const json name = meta && meta->is_object() ? meta->value("name", json()) : json();
+      const json value = item.is_object() ? item.value("value", json()) : json();
+      const bool int32 = value.is_number_integer() &&
+                         value.get<int64_t>() >= std::numeric_limits<int32_t>::min() &&
+                         value.get<int64_t>() <= std::numeric_limits<int32_t>::max();
+      if (!name.is_string() || !int32) {
+        return fmt::format("the WorkloadPriorityClass list: item {} has no name or no int32 value",
+                           name.is_null() ? "?" : name.dump());
+      }
+      classes[name.get<std::string>()] = static_cast<int32_t>(value.get<int64_t>());
     }
-    classes[name.get<std::string>()] = static_cast<int32_t>(value.get<int64_t>());
+  } catch (const json::exception& e) {  // a value past int64 read as unsigned, say
+    return std::string("the WorkloadPriorityClass list: ") + e.what();
   }
-  queues.priority_classes = std::move(classes);
   return "";
 }
 
 }  // namespace
 
-void AddPriorityClasses(inventory::CapacityReading& reading, const Result<KubeReply>& priority_classes) {
-  if (!reading.queues) return;
+std::optional<std::map<std::string, int32_t>> AddPriorityClasses(inventory::CapacityReading& reading,
+                                                                 const Result<KubeReply>& priority_classes,
+                                                                 const std::map<std::string, int32_t>* last_good) {
+  if (!reading.queues) return std::nullopt;
   auto queues = std::make_shared<placement::ClusterQueues>(*reading.queues);
-  queues->priority_classes.clear();
-  queues->priority_classes_error = ReadPriorityClasses(priority_classes, *queues);
+  std::map<std::string, int32_t> classes;
+  std::string error = ReadPriorityClasses(priority_classes, classes);
+  std::optional<std::map<std::string, int32_t>> read;
+  if (error.empty()) {
+    read = classes;
+  } else if (last_good && Passing(priority_classes)) {
+    classes = *last_good;  // as the last list gave them
+    error.clear();
+  } else {
+    classes.clear();
+  }
+  queues->priority_classes = std::move(classes);
+  queues->priority_classes_error = std::move(error);
   queues->priority_classes_known = queues->priority_classes_error.empty();
-  if (!queues->priority_classes_known) queues->priority_classes.clear();
   queues->stamp = placement::QueuesStamp(*queues);
   reading.queues = std::move(queues);
+  return read;
 }
 
 }  // namespace gantry::kube

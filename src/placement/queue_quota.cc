@@ -154,6 +154,8 @@ std::optional<JobQueue> FindJobQueue(const JobDemand& job, const ClusterSnapshot
   return q;
 }
 
+namespace {
+
 std::optional<Exclusion> CheckPriorityClass(const JobDemand& job, const ClusterSnapshot& cluster) {
   if (job.priority_class.empty()) return std::nullopt;
   // Never permanent: an operator may create the class, or grant the list.
@@ -172,9 +174,8 @@ std::optional<Exclusion> CheckPriorityClass(const JobDemand& job, const ClusterS
   return std::nullopt;
 }
 
-std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
-                                    const ClusterSnapshot& cluster) {
-  if (auto e = CheckPriorityClass(job, cluster)) return e;
+std::optional<Exclusion> CheckQueueQuota(const JobDemand& job, const GangDemand& demand,
+                                         const ClusterSnapshot& cluster) {
   if (!job.queue.empty()) {
     const std::string& mapped = LocalQueueIn(cluster.local_queues, job.ns, job.queue);
     if (&mapped != &job.queue) {
@@ -192,6 +193,18 @@ std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& dema
     return CheckInQueue(demand, cluster, *q);
   }
   return CheckSums(demand, cluster.capacity);
+}
+
+}  // namespace
+
+std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
+                                    const ClusterSnapshot& cluster) {
+  std::optional<Exclusion> quota = CheckQueueQuota(job, demand, cluster);
+  // A job the queue can never hold is told so whatever its class: the class
+  // (never permanent) must not hide a "never" and keep it waiting for good.
+  if (quota && quota->permanent) return quota;
+  if (auto e = CheckPriorityClass(job, cluster)) return e;
+  return quota;
 }
 
 Headroom ComputeHeadroom(const JobDemand& job, const GangDemand& demand,

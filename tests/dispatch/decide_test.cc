@@ -1361,20 +1361,25 @@ TEST_CASE("a running at-most-once job whose real job vanished fails, and a Reque
   }
 }
 
+// The world's job, its template naming WorkloadPriorityClass `name`.
+JobSpec SpecWithClass(const std::string& name) {
+  std::string doc = kDoc;
+  doc.replace(doc.find("%POLICY%"), 8, "Requeue");
+  const std::string plain = "    kind: Job\n    spec:";
+  doc.replace(doc.find(plain), plain.size(),
+              "    kind: Job\n    metadata: {labels: {kueue.x-k8s.io/priority-class: " + name + "}}\n    spec:");
+  auto parsed = ParseJobDocument(doc, DocumentFormat::kYaml, std::nullopt);
+  REQUIRE(std::holds_alternative<JobSpec>(parsed));
+  return std::get<JobSpec>(parsed);
+}
+
 // Kueue reads the job's kueue.x-k8s.io/priority-class label only when it
 // builds the Workload itself: a copy carries the class's value in its
 // cluster, and none goes where that value is not known.
 TEST_CASE("step 4: a job naming a WorkloadPriorityClass gets copies only where its value is known, carrying it",
           "[dispatch][decide]") {
   World w;
-  std::string doc = kDoc;
-  doc.replace(doc.find("%POLICY%"), 8, "Requeue");
-  const std::string plain = "    kind: Job\n    spec:";
-  doc.replace(doc.find(plain), plain.size(),
-              "    kind: Job\n    metadata: {labels: {kueue.x-k8s.io/priority-class: prod}}\n    spec:");
-  auto parsed = ParseJobDocument(doc, DocumentFormat::kYaml, std::nullopt);
-  REQUIRE(std::holds_alternative<JobSpec>(parsed));
-  w.spec = std::get<JobSpec>(parsed);
+  w.spec = SpecWithClass("prod");
   auto classes = [](std::map<std::string, int32_t> known) {
     auto q = std::make_shared<placement::ClusterQueues>();
     q->priority_classes_known = true;
@@ -1404,6 +1409,48 @@ TEST_CASE("step 4: a job naming a WorkloadPriorityClass gets copies only where i
   CHECK_FALSE(waiting.write->phase);
   CHECK_THAT(*waiting.write->message,
              Catch::Contains("the value of its WorkloadPriorityClass prod is not known in c3; waiting"));
+}
+
+// A copy gone from a cluster where the job's class has no known value any
+// more is not made again there; withdrawn, it no longer holds the job to
+// that cluster (Widen counts the copies left).
+TEST_CASE("step 9: a copy gone where its WorkloadPriorityClass's value is no longer known is withdrawn",
+          "[dispatch][decide]") {
+  World w;
+  w.spec = SpecWithClass("prod");
+  auto q = std::make_shared<placement::ClusterQueues>();
+  q->priority_classes_known = true;
+  q->priority_classes = {{"prod", 10}};
+  w.clusters["c2"].queues = q;  // c1: its classes unknown now
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  for (const char* c : {"c1", "c2"}) w.Intent(c, "Workload", 1);
+  w.Workload("c2", 1);  // c1 shows no copy, and none is expected there
+  w.in.placement = Candidates({"c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "copies");
+  CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 0);
+  REQUIRE(p.write);
+  REQUIRE(FindIntent(*p.write, "c1", "Workload"));
+  CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
+  REQUIRE(p.write->events.size() == 1);
+  CHECK_THAT(p.write->events[0].message,
+             Catch::Contains("c1 (its copy is gone, and the value of WorkloadPriorityClass prod is not known there)"));
+
+  // Its only copy, and no other cluster to widen to: the job is dispatched
+  // again (placement decides where, when one can take it).
+  World alone = w;
+  alone.in.observed.clear();
+  alone.in.intents.clear();
+  alone.Intent("c1", "Workload", 1);
+  alone.in.placement = Candidates({"c1"});
+  Plan again = Decide(alone.Input());
+  INFO(again.step << ": " << (again.write && again.write->message ? *again.write->message : ""));
+  REQUIRE(again.write);
+  REQUIRE(again.write->phase);
+  CHECK(*again.write->phase == JobPhase::kQueued);
+  REQUIRE(again.write->events.size() >= 1);
+  CHECK(again.write->events[0].reason == "PriorityClassUnknown");
 }
 
 }  // namespace gantry::dispatch

@@ -195,6 +195,27 @@ TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
     REQUIRE(again.ok());
     CHECK(again->queues->local_queues_known);
   }
+  SECTION("WorkloadPriorityClasses: listed; forbidden, the reading stands with them unknown; a 500 keeps the last") {
+    kube::KubeProber prober;
+    auto listed = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+    REQUIRE(listed.ok());
+    REQUIRE(listed->queues);
+    CHECK(listed->queues->priority_classes_known);  // none made yet: known, and empty
+    CHECK(listed->queues->priority_classes.empty());
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1", "workloadpriorityclasses=500"}).code == 0);
+    auto passing = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+    REQUIRE(passing.ok());
+    CHECK(passing->queues->priority_classes_known);  // as the last list gave them
+    CHECK(passing->queues->stamp == listed->queues->stamp);
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1", "workloadpriorityclasses"}).code == 0);
+    auto forbidden = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
+    REQUIRE(forbidden.ok());
+    CHECK(forbidden->unreadable.empty());
+    CHECK(forbidden->queues->local_queues_known);
+    CHECK_FALSE(forbidden->queues->priority_classes_known);
+    CHECK_THAT(forbidden->queues->priority_classes_error, Catch::Contains("forbidden (403"));
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1"}).code == 0);
+  }
   SECTION("a ClusterQueue list answering 404 or 500 leaves the cluster up, its capacity unreadable") {
     for (const char* code : {"404", "500"}) {
       INFO(code);

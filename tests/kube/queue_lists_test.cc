@@ -265,6 +265,8 @@ TEST_CASE("the WorkloadPriorityClass list gives each class's value, or says why 
        "the WorkloadPriorityClass list: item \"huge\" has no name or no int32 value"},
       {"a value that is a string", Reply(200, {{"items", {PriorityClass("text", "7")}}}),
        "the WorkloadPriorityClass list: item \"text\" has no name or no int32 value"},
+      {"metadata that is a list", Reply(200, {{"items", {{{"metadata", json::array()}, {"value", 1}}}}}),
+       "the WorkloadPriorityClass list: item ? has no name or no int32 value"},
   };
   for (const Case& c : cases) {
     INFO(c.what);
@@ -276,6 +278,23 @@ TEST_CASE("the WorkloadPriorityClass list gives each class's value, or says why 
     CHECK(failed.queues->priority_classes_error == c.error);
     CHECK(failed.queues->local_queues_known);  // the LocalQueues stand
   }
+  // A failure in passing (no answer, 5xx) keeps what the last list gave;
+  // one for good (403) does not.
+  const std::map<std::string, int32_t> last = {{"high", 10000}};
+  inventory::CapacityReading listed = kube::ParseClusterQueues(ClusterQueues(), &lqs);
+  kube::AddPriorityClasses(listed, Reply(200, {{"items", {PriorityClass("high", 10000)}}}));
+  for (const Result<kube::KubeReply>& passing :
+       {Result<kube::KubeReply>(Status::Deadline("timed out")), Result<kube::KubeReply>(Reply(503, StatusBody(503)))}) {
+    inventory::CapacityReading kept = kube::ParseClusterQueues(ClusterQueues(), &lqs);
+    CHECK_FALSE(kube::AddPriorityClasses(kept, passing, &last));
+    CHECK(kept.queues->priority_classes_known);
+    CHECK(kept.queues->priority_classes == last);
+    CHECK(kept.queues->stamp == listed.queues->stamp);  // no wake-up for a passing failure
+  }
+  inventory::CapacityReading forbidden = kube::ParseClusterQueues(ClusterQueues(), &lqs);
+  kube::AddPriorityClasses(forbidden, Reply(403, StatusBody(403), "no"), &last);
+  CHECK_FALSE(forbidden.queues->priority_classes_known);
+  CHECK(forbidden.queues->priority_classes.empty());
   // A reading with no queue description stays as it is.
   inventory::CapacityReading none = inventory::CapacityReading::Unreadable("listing ClusterQueues answered 500");
   kube::AddPriorityClasses(none, Reply(200, classes));

@@ -319,19 +319,21 @@ TEST_CASE("a job that names a WorkloadPriorityClass goes only where gantry knows
   };
   for (const Case& c : cases) {
     INFO(c.what);
-    // Even one too big for the queue: the class may be created, and the
-    // job must wait, not fail.
-    for (int32_t pods : {1, 100}) {
-      JobDemand named = GpuJob(pods, "team-a");
-      named.priority_class = c.priority_class;
-      const Decision d = PlaceOne(named, c.cluster);
-      CHECK(d.candidates.empty());
-      CHECK_FALSE(d.unschedulable);
-      const Exclusion x = ExclusionIn(d);
-      CHECK(x.filter == Filter::kQuota);
-      CHECK_FALSE(x.permanent);
-      CHECK(x.message == c.message);
-    }
+    JobDemand named = GpuJob(1, "team-a");
+    named.priority_class = c.priority_class;
+    const Decision d = PlaceOne(named, c.cluster);
+    CHECK(d.candidates.empty());
+    CHECK_FALSE(d.unschedulable);  // the class may be created: the job waits
+    const Exclusion x = ExclusionIn(d);
+    CHECK(x.filter == Filter::kQuota);
+    CHECK_FALSE(x.permanent);
+    CHECK(x.message == c.message);
+    // One the queue can never hold is told so, the class notwithstanding.
+    named.pod_sets = GpuJob(100, "team-a").pod_sets;
+    const Decision never = PlaceOne(named, c.cluster);
+    CHECK(never.unschedulable);
+    CHECK(ExclusionIn(never).permanent);
+    CHECK_THAT(ExclusionIn(never).message, Catch::Contains(" hold"));
   }
 }
 

@@ -135,6 +135,8 @@ TEST_CASE("the worker manifest gantry ships grants what gantry does, and no more
   CHECK(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/workloads", "true")));
   CHECK(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues")));
   CHECK(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/localqueues")));  // every namespace's, by the probe
+  CHECK(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses")));  // by the probe too
+  CHECK_FALSE(allows(Req("POST", "/apis/kueue.x-k8s.io/v1beta2/workloadpriorityclasses")));
   CHECK(allows(Req("PATCH", wl + "/w1/status")));
   CHECK(allows(Req("DELETE", jobs + "/j1")));
   CHECK(allows(Req("GET", "/apis/jobset.x-k8s.io/v1alpha2/jobsets", "true")));

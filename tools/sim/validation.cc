@@ -136,9 +136,8 @@ void CheckJobRestartPolicy(const json& spec, Errors& e) {
   const json* pod_spec = spec.is_object() ? JsonAt(spec, {"template", "spec"}) : nullptr;
   if (!pod_spec || !pod_spec->is_object()) return;
   auto given = pod_spec->find("restartPolicy");
-  const std::string policy = given == pod_spec->end() || given->is_null() ? "Always"
-                             : given->is_string()                         ? given->get<std::string>()
-                                                                          : given->dump();
+  const bool unset = given == pod_spec->end() || given->is_null() || *given == "";
+  const std::string policy = unset ? "Always" : given->is_string() ? given->get<std::string>() : given->dump();
   const char* field = "spec.template.spec.restartPolicy";
   if (policy != "OnFailure" && policy != "Never") {
     e.Add(field, fmt::format("Unsupported value: \"{}\": supported values: \"OnFailure\", \"Never\"", policy));

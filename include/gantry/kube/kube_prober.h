@@ -1,7 +1,8 @@
 // KubeProber: probes a worker cluster over HTTPS: GET /readyz, then lists
 // Kueue ClusterQueues to read nominal quota, reservation and pending
 // workloads, then LocalQueues (of every namespace) to know which
-// ClusterQueue a job's Workload lands in (placement/cluster_queues.h).
+// ClusterQueue a job's Workload lands in, then WorkloadPriorityClasses
+// (placement/cluster_queues.h).
 // Trusts the cluster's CA only, sends the bearer token, and has a deadline
 // on every step.
 //
@@ -22,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -46,6 +48,8 @@ class KubeProber final : public inventory::ClusterProber {
   std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::map<std::string, Conn> conns_;  // idle clients by cluster name; guarded by mu_
+  // The classes each cluster's last good list gave; guarded by mu_.
+  std::map<std::string, std::map<std::string, int32_t>> classes_;
 };
 
 // A probe's answer other than 200, as its error: the API server's own 401
@@ -82,10 +86,15 @@ inventory::CapacityReading ParseClusterQueues(const nlohmann::json& list, const 
                                               std::string lq_error = "the LocalQueues were not listed");
 
 // Adds what the WorkloadPriorityClass list answered to a reading that
-// describes its queues (ClusterQueues::priority_classes); a failed list
-// (a 403: RBAC without list on workloadpriorityclasses, a 404, an item
-// without an int32 value) leaves them unknown, with why. A reading without
-// queues is left as it is. Exposed for tests.
-void AddPriorityClasses(inventory::CapacityReading& reading, const Result<KubeReply>& priority_classes);
+// describes its queues (ClusterQueues::priority_classes). A list that fails
+// for good (a 403: RBAC without list on workloadpriorityclasses, a 404, an
+// item without a name or an int32 value) leaves them unknown, with why. One
+// that fails in passing (no answer, 429, 5xx) gives `last_good` when there
+// is one: a moment's failure must not leave a job's cluster out and wake
+// every waiting job twice. A reading without queues is left as it is.
+// Returns the classes read (nullopt when none were). Exposed for tests.
+std::optional<std::map<std::string, int32_t>> AddPriorityClasses(
+    inventory::CapacityReading& reading, const Result<KubeReply>& priority_classes,
+    const std::map<std::string, int32_t>* last_good = nullptr);
 
 }  // namespace gantry::kube

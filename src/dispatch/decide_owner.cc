@@ -141,7 +141,15 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
     plan.write = OwnerFlag(reason, message);
     plan.write->events.push_back(Event(reason, message, owner, "Warning"));
   };
-  if (refused && flag != "CredentialsRefused") {
+  if (facts && !facts->unusable.empty()) {
+    // Held by the inventory, not probed: no outage is measured, and the job
+    // waits as it is until an operator fixes the cluster's configuration.
+    if (flag != "OwnerHeld") {
+      raise("OwnerHeld", fmt::format("gantry does not reach owner cluster {}: {}; the job is left as it is there, "
+                                     "and its status is not followed until that is fixed (see gantry clusters)",
+                                     owner, facts->unusable));
+    }
+  } else if (refused && flag != "CredentialsRefused") {
     raise("CredentialsRefused", fmt::format("owner cluster {} answers but refuses gantry's credentials; the job is left "
                                             "as it is there until they work again (see gantry clusters)",
                                             owner));
@@ -150,7 +158,8 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
                                       "(it refuses, or answers an error; see gantry clusters); the job is left as it "
                                       "is there, and its status is not followed until it does",
                                       owner));
-  } else if (!refused && !facts->ready && (flag == "CredentialsRefused" || flag == "WatchRefused")) {
+  } else if (!refused && !facts->ready &&
+             (flag == "CredentialsRefused" || flag == "WatchRefused" || flag == "OwnerHeld")) {
     // Now out of reach for another reason: the flag would tell a wrong story.
     // (Ready, only not synced yet: the credentials work again, and
     // OwnerReturned lifts the flag once the watches have caught up.)

@@ -258,6 +258,8 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
       f.ready = view.health.state == inventory::HealthState::kReady;
       f.lost_for_ms = view.health.LostForMs(now_ms);
       f.credentials_refused = view.health.credentials_refused;
+    } else {
+      f.unusable = view.config_error.empty() ? "its credentials do not load" : "its file in clusters.d is refused";
     }
     if (auto r = watch_refusals.find(name); r != watch_refusals.end()) f.watch_refused = r->second;
     if (int64_t since = NoteWatchRefusalLocked(name, !f.watch_refused.empty(), now_ms); since >= 0) {

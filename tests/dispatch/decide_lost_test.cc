@@ -455,4 +455,39 @@ TEST_CASE("removed: a cancel does not wait for the cluster, and says the job may
   CHECK_THAT(p.write->events[0].message, !Catch::Contains("from every cluster"));
 }
 
+// A cluster gantry holds without reaching it (its file in clusters.d
+// refused, or its credentials not loading) measures no outage: its jobs wait
+// as they are, and say why once.
+TEST_CASE("step 10: an owner held by the inventory is waited for, the job flagged OwnerHeld once",
+          "[dispatch][decide][lost]") {
+  World w;
+  w.in.options.cluster_lost_timeout_ms = 1'000;
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
+  w.clusters["c1"].ready = false;
+  w.clusters["c1"].unusable = "its file in clusters.d is refused";
+  Plan held = Decide(w.Input());
+  CHECK(held.step == "owner-lost");
+  CHECK(held.actions.empty());
+  REQUIRE(held.write);
+  CHECK_FALSE(held.write->phase);  // not requeued, whatever the timeout
+  REQUIRE(held.write->events.size() == 1);
+  CHECK(held.write->events[0].reason == "OwnerHeld");
+  CHECK_THAT(held.write->events[0].message,
+             Catch::Contains("gantry does not reach owner cluster c1: its file in clusters.d is refused"));
+  // Flagged once: the next pass writes nothing.
+  REQUIRE(held.write->conditions_json);
+  w.job.conditions_json = *held.write->conditions_json;
+  Plan again = Decide(w.Input());
+  CHECK_FALSE(again.write);
+  // Its file loads, and it is Ready again: the flag is lifted.
+  w.clusters["c1"].unusable.clear();
+  w.clusters["c1"].ready = true;
+  w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  w.Workload("c1", 1).admitted = true;
+  Plan back = Decide(w.Input());
+  REQUIRE(back.write);
+  REQUIRE(back.write->conditions_json);
+  CHECK(back.write->conditions_json->find("OwnerHeld") == std::string::npos);
+}
+
 }  // namespace gantry::dispatch

@@ -80,6 +80,7 @@ TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is
   CHECK(held["status"]["epoch"] == 1);
   CHECK(held["status"].value("cluster", "") == "c1");
   CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
+  CHECK(Count(Reasons(fleet, "team-a", "held"), "OwnerHeld") == 1);  // why its status stands still
   for (const json& object : fleet.RemoteObjects("team-a", "held")) {
     INFO(object.dump());
     CHECK(object["epoch"] == 1);

@@ -103,6 +103,10 @@ struct ClusterFacts {
     int64_t for_ms = 0;
   };
   std::map<std::string, KindRefusal> kind_refused;
+  // Why gantry does not try to reach it at all ("" when it does): its file
+  // in clusters.d is refused, or its credentials do not load
+  // (inventory::ClusterView::Usable). Not ready then, with no loss clock.
+  std::string unusable;
   inventory::ClusterConfig config;
   // Its Kueue's queues and WorkloadPriorityClasses as the last probe read
   // them (null: never read): the value a copy of a job that names a class

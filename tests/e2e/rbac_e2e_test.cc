@@ -90,4 +90,69 @@ TEST_CASE("under only the worker manifest's grants, jobs are dispatched, gated, 
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+// The lease losers' copies in a cluster go in one deletecollection under
+// the shipped manifest; a worker whose RBAC predates it (no deletecollection
+// on workloads) has them withdrawn one by one.
+TEST_CASE("the losers' copies in a worker go in one deletecollection, or one by one without the verb",
+          "[e2e][dispatch][rbac]") {
+  const bool granted = GENERATE(true, false);
+  INFO((granted ? "the shipped manifest" : "a manifest without deletecollection"));
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoH100Clusters;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  std::string manifest = ReadFile(GANTRY_SOURCE_DIR "/config/worker-rbac.yaml");
+  const std::string verb = ", \"deletecollection\"";
+  REQUIRE(manifest.find(verb) != std::string::npos);
+  if (!granted) manifest.erase(manifest.find(verb), verb.size());
+  TempDir dir;
+  const std::string rbac = dir.File("rbac.yaml");
+  WriteFile(rbac, manifest);
+  for (const char* c : {"c1", "c2"}) REQUIRE(fleet.Ctl({"rbac", c, rbac}).code == 0);
+  fleet.RestartDaemon(false);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+
+  // Both clusters full: each short job waits with a copy in each; then c2
+  // is freed, its copies are admitted together, and those in c1 lose.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("hog-1", "team-a", 2, 8, "60s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("hog-2", "team-a", 2, 8, "60s", "  placement: {clusters: [c2]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "hog-1", {"Running"}));
+  REQUIRE(fleet.WaitPhase("team-a", "hog-2", {"Running"}));
+  const std::vector<std::string> names = {"short-1", "short-2", "short-3", "short-4", "short-5"};
+  std::vector<std::string> remotes;
+  for (const std::string& name : names) {
+    REQUIRE(fleet.Submit("team-a", SimJobYaml(name, "team-a", 1, 1, "1s")) == 201);
+    remotes.push_back(RemoteName(name, fleet.Uid("team-a", name)));
+  }
+  REQUIRE(WaitFor([&] {
+    for (const std::string& remote : remotes) {
+      for (const char* c : {"c1", "c2"}) {
+        if (fleet.RemoteGet(c, RemoteWorkloadPath("team-a", remote)).status != 200) return false;
+      }
+    }
+    return true;
+  }, seconds(20)));
+  REQUIRE(Cli(fleet.url(), {"cancel", "hog-2", "-n", "team-a"}).code == 0);
+  for (const std::string& name : names) {
+    INFO(name);
+    REQUIRE(fleet.WaitPhase("team-a", name, {"Succeeded", "Failed"}));
+    CHECK(fleet.Phase("team-a", name) == "Succeeded");
+    CHECK(fleet.Job("team-a", name)["status"]["cluster"] == "c2");
+  }
+  for (const std::string& remote : remotes) {
+    INFO(remote);
+    CHECK(WaitFor([&] { return RemoteGone(fleet, "c1", "team-a", remote); }, seconds(20)));
+  }
+  if (granted) {
+    CHECK(fleet.RemoteCalls("c1", "deletecollection", 200) >= 1);
+    CHECK(fleet.RemoteCalls("c1", "deletecollection", 403) == 0);
+  } else {
+    // Refused once, then one DELETE each.
+    CHECK(fleet.RemoteCalls("c1", "deletecollection", 403) == 1);
+    CHECK(fleet.RemoteCalls("c1", "delete", 200) >= 5);
+  }
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 }  // namespace gantry::testing

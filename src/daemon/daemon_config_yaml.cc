@@ -151,7 +151,6 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"resyncSeconds", num(&c.resync_seconds)},
       {"gcIntervalSeconds", num(&c.gc_interval_seconds)},
       {"resyncPassesPerSecond", num(&c.resync_passes_per_second)},
-      {"batchWithdrawals", [&c](const YAML::Node& n) { c.batch_withdrawals = n.as<bool>(); }},
   };
   GANTRY_RETURN_IF_ERROR(CheckKeys(path, root, ""));
   for (const auto& kv : root) {

@@ -170,7 +170,6 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.not_found_confirms_after_ms = int64_t{config.not_found_confirms_after_seconds} * 1000;
   engine_options.decide.resync_ms = int64_t{config.resync_seconds} * 1000;
   engine_options.resync_passes_per_s = config.resync_passes_per_second;
-  engine_options.batch_withdrawals = config.batch_withdrawals;
   engine_options.gc_interval_ms = int64_t{config.gc_interval_seconds} * 1000;
   engine_options.observer.list_errors_told_after = std::chrono::seconds(config.list_errors_told_after_seconds);
   engine_options.workers = config.dispatch_workers;

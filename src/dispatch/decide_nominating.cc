@@ -38,17 +38,11 @@ std::optional<Plan> Ladder::Lease() const {
   u.upsert_intents.push_back(IntentFor(create));
   u.events.push_back(Event("LeaseTaken", fmt::format("{} admitted the whole job first; epoch {}", winner, job_.epoch),
                            winner));
-  // Withdraw the other copies first, then create the real job. Those of
-  // this epoch may go with other jobs' in one request per cluster
-  // (Action::batch_job_uid): nothing of the job at this epoch is made there
-  // again, and the selector names the epoch.
+  // Withdraw the other copies first, then create the real job.
   for (const RemoteIntent& i : in_.intents) {
     if (i.kind != kWorkload || i.cluster == winner || !Reachable(i.cluster)) continue;
     const ClusterObservation* o = Observed(i.cluster);
-    for (const ObservedWorkload& w : o->workloads) {
-      plan.actions.push_back(DeleteWorkload(i.cluster, w));
-      if (w.epoch == job_.epoch && w.epoch_labelled) plan.actions.back().batch_job_uid = job_.uid;
-    }
+    for (const ObservedWorkload& w : o->workloads) plan.actions.push_back(DeleteWorkload(i.cluster, w));
   }
   plan.requeue_ms = opt_.resync_ms;
   // The real job is created in this pass, unless an earlier run of the job

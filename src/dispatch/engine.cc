@@ -14,7 +14,6 @@
 #include "gantry/dispatch/remote_view.h"
 #include "gantry/placement/place.h"
 #include "ladder.h"
-#include "withdrawals.h"
 
 namespace gantry::dispatch {
 namespace {
@@ -59,9 +58,6 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
   options_.pool.client.max_attempts = 1;
   pools_ = std::make_unique<kube::ClientPools>(
       options_.pool, [this](const std::string& cluster) { return fleet_.Credentials(cluster); });
-  if (options_.batch_withdrawals) {
-    withdrawals_ = std::make_unique<Withdrawals>(*pools_, clock_, options_.decide.origin, metrics_);
-  }
   observer_ = std::make_unique<ClusterObserver>(
       options_.observer, [this](const ClusterObserver::Observed& what) { Observed(what); });
   reconciler_ = std::make_unique<Reconciler>(
@@ -80,7 +76,6 @@ Status Engine::Start() {
     watch_refused_since_ = std::move(*refusals);
   }
   SetObservedClusters();
-  if (withdrawals_) withdrawals_->Start();
   GANTRY_RETURN_IF_ERROR(reconciler_->Start());
   gc_thread_ = std::thread([this] {
     SetThreadName("dispatch-gc");
@@ -103,7 +98,6 @@ void Engine::Stop() {
   if (gc_thread_.joinable()) gc_thread_.join();
   if (health_thread_.joinable()) health_thread_.join();
   reconciler_->Stop();
-  if (withdrawals_) withdrawals_->Stop();
   observer_->Stop();
 }
 

@@ -17,7 +17,6 @@
 #include "gantry/dispatch/engine.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "ladder.h"
-#include "withdrawals.h"
 
 namespace gantry::dispatch {
 namespace {
@@ -244,12 +243,6 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       if (action.verb == Verb::kDelete &&
           expected_.RecentlyDeleted(action.precondition_uid, clock_.NowMillis())) {
         continue;  // answered already; a second delete would get 404, which counts as done
-      }
-      // A lease loser's copy goes with others in one request (withdrawals.h);
-      // what a batch leaves, a later pass deletes on its own.
-      if (action.verb == Verb::kDelete && withdrawals_ && withdrawals_->Add(action)) {
-        expected_.Deleted(action.precondition_uid, clock_.NowMillis());
-        continue;
       }
       // Asked a moment ago: its view cannot show the answer, so it is asked
       // again later (UnseenAsks), not on every pass.

@@ -86,8 +86,6 @@ std::string DeactivatedFor(const json& object, const json* evicted) {
 std::optional<ObservedWorkload> ParseWorkload(const json& object) {
   ObservedWorkload w;
   if (!ParseMeta(object, &w)) return std::nullopt;
-  w.epoch_labelled = w.epoch > 0 && JsonStringAt(object, {"metadata", "labels", kEpochLabel}) ==
-                                        JsonStringAt(object, {"metadata", "annotations", kEpochAnnotation});
   const json* quota = Condition(object, "QuotaReserved");
   const json* evicted = TrueCondition(object, "Evicted");
   const json* finished = TrueCondition(object, "Finished");

@@ -284,7 +284,6 @@ json BuildWorkload(const WorkloadParams& params) {
   meta["namespace"] = spec.ns;
   meta["labels"][kOriginLabel] = params.origin;
   meta["labels"][kJobUidLabel] = params.job_uid;
-  meta["labels"][kEpochLabel] = epoch;
   meta["annotations"][kEpochAnnotation] = epoch;
   json& wl_spec = wl["spec"];
   wl_spec["queueName"] = QueueName(params.local_queue, spec);

@@ -119,42 +119,6 @@ TEST_CASE("step 5: the clusters whose copies were admitted too are the lease's l
   CHECK(p.lease_losers == std::vector<std::string>{"c3"});
 }
 
-// The losers' copies of this epoch, labelled with it, may be withdrawn in
-// a batch by label (withdrawals.h); an older epoch's, or an unlabelled one
-// (made before gantry labelled copies), is deleted alone, by its uid.
-TEST_CASE("step 5: only a loser's labelled copy of the current epoch may be withdrawn in a batch",
-          "[dispatch][decide]") {
-  World w;
-  w.job.phase = JobPhase::kNominating;
-  w.job.epoch = 2;
-  for (const char* c : {"c1", "c2", "c3"}) w.Intent(c, "Workload", 2);
-  w.Workload("c1", 2).admitted = true;
-  w.Workload("c2", 2).epoch_labelled = true;
-  w.Workload("c3", 2).epoch_labelled = false;
-  w.in.placement = Candidates({"c1", "c2", "c3"});
-  Plan p = Decide(w.Input());
-  REQUIRE(p.step == "lease");
-  const Action* c2 = Find(p, Verb::kDelete, "Workload", "c2");
-  const Action* c3 = Find(p, Verb::kDelete, "Workload", "c3");
-  REQUIRE(c2);
-  REQUIRE(c3);
-  CHECK(c2->batch_job_uid == w.job.uid);
-  CHECK(c2->epoch == 2);
-  CHECK(c3->batch_job_uid.empty());
-  CHECK_FALSE(c3->precondition_uid.empty());
-  // An epoch-1 copy still in c2 goes alone, whatever step deletes it.
-  World older = w;
-  older.Workload("c2", 1).epoch_labelled = true;
-  Plan q = Decide(older.Input());
-  int old_deletes = 0;
-  for (const Action& a : q.actions) {
-    if (a.verb != Verb::kDelete || a.cluster != "c2" || a.epoch != 1) continue;
-    ++old_deletes;
-    CHECK(a.batch_job_uid.empty());
-  }
-  CHECK(old_deletes == 1);
-}
-
 TEST_CASE("step 5: an admitted copy in an unreachable cluster does not win", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kNominating;

@@ -307,7 +307,7 @@ TEST_CASE("BuildWorkload: metadata, queue, priority and pod sets of a Job") {
   CHECK(wl["kind"] == "Workload");
   CHECK(wl["metadata"]["name"] == "llama-ft-0b9d2a4e");
   CHECK(wl["metadata"]["namespace"] == "team-a");
-  CHECK(wl["metadata"]["labels"] == json({{kOriginLabel, "gantry-test"}, {kJobUidLabel, kUid}, {kEpochLabel, "7"}}));
+  CHECK(wl["metadata"]["labels"] == json({{kOriginLabel, "gantry-test"}, {kJobUidLabel, kUid}}));
   CHECK(wl["metadata"]["annotations"] == json({{kEpochAnnotation, "7"}}));
   CHECK(wl["spec"]["queueName"] == "lq-a");
   CHECK(wl["spec"]["priority"] == 100);

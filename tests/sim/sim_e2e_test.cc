@@ -2,15 +2,12 @@
 // and token from its kubeconfig, exactly as the daemon will.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
-
 #include <yaml-cpp/yaml.h>
 
 #include "kueue_controller.h"
 #include "gantry/http/client.h"
 #include "process.h"
 #include "sim_e2e_util.h"
-#include "gantry/http/message.h"
 #include "sim_test_util.h"
 #include "test_support.h"
 
@@ -100,33 +97,6 @@ TEST_CASE("gantry-sim end to end over HTTPS", "[sim][e2e]") {
     CHECK(deleted_again.status == 404);
     CHECK(json::parse(deleted_again.body)["details"]["name"] == "dup");
     CHECK(Do("PUT", kWorkloads + "/dup").status == 405);
-    // A deletecollection by label deletes what it selects, and only that,
-    // answering the list of what it deleted.
-    auto labelled = [](const std::string& name, const std::string& uid, const std::string& epoch) {
-      json w = testing::MakeWorkload(name, 1, 0);
-      w["metadata"]["labels"]["gantry.dev/job-uid"] = uid;
-      w["metadata"]["labels"]["gantry.dev/epoch"] = epoch;
-      return w;
-    };
-    CHECK(Do("POST", kWorkloads, labelled("a-1", "uid-a", "1")).status == 201);
-    CHECK(Do("POST", kWorkloads, labelled("b-1", "uid-b", "1")).status == 201);
-    CHECK(Do("POST", kWorkloads, labelled("a-2", "uid-a", "2")).status == 201);
-    CHECK(Do("POST", kWorkloads, labelled("c-1", "uid-c", "1")).status == 201);
-    auto swept = Do("DELETE", kWorkloads + "?labelSelector=" +
-                                  http::PercentEncode("gantry.dev/epoch=1,gantry.dev/job-uid in (uid-a,uid-b)"));
-    REQUIRE(swept.status == 200);
-    json list = json::parse(swept.body);
-    CHECK(list["kind"] == "WorkloadList");
-    std::vector<std::string> gone;
-    for (const json& item : list["items"]) gone.push_back(item["metadata"]["name"]);
-    std::sort(gone.begin(), gone.end());
-    CHECK(gone == std::vector<std::string>{"a-1", "b-1"});
-    CHECK(Do("GET", kWorkloads + "/a-1").status == 404);
-    CHECK(Do("GET", kWorkloads + "/a-2").status == 200);  // another epoch
-    CHECK(Do("GET", kWorkloads + "/c-1").status == 200);  // another job
-    auto none = Do("DELETE", kWorkloads + "?labelSelector=" + http::PercentEncode("gantry.dev/job-uid in (nobody)"));
-    CHECK(none.status == 200);
-    CHECK(json::parse(none.body)["items"].empty());
     // A Job whose pods would restart Always (an unset restartPolicy's
     // default), as the API server refuses it; and OnFailure beside a
     // podFailurePolicy.

@@ -262,34 +262,6 @@ Result<std::string> ClusterState::Delete(const ResourceInfo& res, const std::str
   return text;
 }
 
-Result<std::string> ClusterState::DeleteCollection(const ResourceInfo& res, const std::string& api_version,
-                                                   const std::string& ns, const LabelSelector& selector,
-                                                   const std::string& propagation_policy) {
-  if (!res.writable) return Status(Code::kMethodNotAllowed, fmt::format("delete is not supported on {}", res.plural));
-  std::vector<std::pair<std::string, std::string>> matched;  // namespace, name
-  {
-    std::lock_guard lock(mu_);
-    for (const json* object : store_.All(res.plural)) {
-      const std::string at = JsonStringAt(*object, {"metadata", "namespace"});
-      if ((!ns.empty() && at != ns) || !selector.MatchesObject(*object)) continue;
-      matched.emplace_back(at, JsonStringAt(*object, {"metadata", "name"}));
-    }
-  }
-  std::string items;
-  for (const auto& [at, name] : matched) {
-    auto deleted = Delete(res, at, name, propagation_policy);
-    if (deleted.ok()) {
-      if (!items.empty()) items += ",";
-      items += WithApiVersion(*deleted, api_version);
-    } else if (deleted.status().code() != Code::kNotFound) {  // gone meanwhile: as the API server, not an error
-      return deleted.status();
-    }
-  }
-  std::lock_guard lock(mu_);
-  return fmt::format(R"({{"kind":"{}List","apiVersion":"{}","metadata":{{"resourceVersion":"{}"}},"items":[{}]}})",
-                     res.kind, api_version, store_.resource_version(), items);
-}
-
 int64_t ClusterState::WatchTimeout(int64_t requested_ms) {
   if (requested_ms > 0) return requested_ms;
   int64_t lo = config_.watch_timeout_min_ms, hi = config_.watch_timeout_max_ms;

@@ -67,13 +67,6 @@ class ClusterState {
   // (A patch's own metadata.resourceVersion is a precondition too: Patch.)
   Result<std::string> Delete(const ResourceInfo& res, const std::string& ns, const std::string& name,
                              const std::string& propagation_policy, const nlohmann::json& preconditions = {});
-  // DELETE on a collection (deletecollection): each object of `ns` (every
-  // namespace's when empty) that `selector` matches, deleted one by one as
-  // Delete does, as the API server does; the text of the list of what was
-  // deleted.
-  Result<std::string> DeleteCollection(const ResourceInfo& res, const std::string& api_version,
-                                       const std::string& ns, const LabelSelector& selector,
-                                       const std::string& propagation_policy);
   // Writes the initial events (or a 410 ERROR event) and registers the stream.
   void Watch(WatchRequest request);
 

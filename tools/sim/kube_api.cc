@@ -139,19 +139,9 @@ http::Response KubeApi::Collection(const http::Request& req, const ResourceInfo&
     if (!created.ok()) return KubeErrorFrom(created.status());
     return TextJsonResponse(201, WithApiVersion(*created, api_version));
   }
-  if (req.method != "GET" && req.method != "DELETE") return MethodNotAllowed(req.method);
+  if (req.method != "GET") return MethodNotAllowed(req.method);
   auto selector = LabelSelector::Parse(req.Query("labelSelector").value_or(""));
   if (!selector.ok()) return KubeError(400, "BadRequest", "unable to parse requirement: " + selector.status().message());
-  if (req.method == "DELETE") {  // deletecollection
-    std::string policy = req.Query("propagationPolicy").value_or("");
-    if (!req.body.empty()) {
-      json opts = json::parse(req.body, nullptr, false);
-      if (opts.is_object() && policy.empty()) policy = opts.value("propagationPolicy", "");
-    }
-    auto deleted = state_->DeleteCollection(res, api_version, ns, *selector, policy);
-    if (!deleted.ok()) return KubeErrorFrom(deleted.status());
-    return TextJsonResponse(200, std::move(*deleted));
-  }
   if (Truthy(req.Query("watch"))) {
     WatchRequest w;
     w.resource = &res;

@@ -115,10 +115,6 @@ struct DaemonConfig {
   // stretched). DecideOptions::resync_ms and backstop_ms, BackstopMs.
   int resync_seconds = 30;
   int resync_passes_per_second = 100;
-  // batchWithdrawals: the copies of jobs whose lease another cluster took
-  // go in one deletecollection by label per cluster, namespace and epoch
-  // (EngineOptions::batch_withdrawals); false: one DELETE each.
-  bool batch_withdrawals = true;
   // How often the garbage collector looks for objects of purged jobs left
   // in the clusters (EngineOptions::gc_interval_ms).
   int gc_interval_seconds = 60;

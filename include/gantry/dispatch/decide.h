@@ -239,12 +239,6 @@ struct Action {
   // gone, so that a view that shows it gone shows its run stopped (step
   // 13's gate waits for that).
   bool foreground = false;
-  // A lease loser's Workload copy at the job's current epoch, labelled with
-  // it: the engine may withdraw it with others of its cluster, namespace and
-  // epoch in one deletecollection by label (job uid and epoch), instead of
-  // one DELETE each. No newer object of the job can match: the epoch is in
-  // the selector. "" = delete it alone.
-  std::string batch_job_uid;
 };
 
 struct Plan {

@@ -52,13 +52,8 @@
 
 namespace gantry::dispatch {
 
-class Withdrawals;
-
 struct EngineOptions {
   DecideOptions decide;
-  // The lease losers' copies of a cluster go in one deletecollection by
-  // label (withdrawals.h) instead of one DELETE each.
-  bool batch_withdrawals = true;
   int workers = 4;                 // reconciler threads (passes block on cluster calls)
   // Passes at work at once: at least this many (0 = workers), up to
   // `workers` while jobs wait for a pass and the clusters answer within
@@ -273,7 +268,6 @@ class Engine final : public JobIntake {
       SharedEmpty<std::vector<placement::ClusterSnapshot>>();
 
   std::unique_ptr<kube::ClientPools> pools_;  // kept across reloads for clusters whose connection is unchanged
-  std::unique_ptr<Withdrawals> withdrawals_;  // null when options_.batch_withdrawals is off
   // Tells the reconciler how many passes may be at work at once
   // (EngineOptions::min_active_passes), from how the clusters answer; at
   // the start and at each look of the health watch (its thread only).

@@ -49,9 +49,6 @@ struct ObservedWorkload {
   std::string resource_version;  // metadata.resourceVersion (the gate patch's precondition)
   std::string job_uid;        // label gantry.dev/job-uid
   int64_t epoch = 0;          // annotation gantry.dev/epoch (0 when missing/unparsable)
-  // Its label gantry.dev/epoch says the same epoch (copies made before
-  // gantry labelled them have none): a label selector can pick it by epoch.
-  bool epoch_labelled = false;
   bool quota_reserved = false;  // condition QuotaReserved=True
   bool admitted = false;        // condition Admitted=True
   int64_t admitted_ms = 0;      // its lastTransitionTime (0: not admitted, or none given)

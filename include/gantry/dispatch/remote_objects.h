@@ -25,9 +25,6 @@ namespace gantry::dispatch {
 inline constexpr const char* kOriginLabel = "kueue.x-k8s.io/multikueue-origin";
 inline constexpr const char* kJobUidLabel = "gantry.dev/job-uid";
 inline constexpr const char* kEpochAnnotation = "gantry.dev/epoch";
-// The same key as a label on Workload copies, for a label selector to pick
-// a job's copies of one epoch (the lease losers' withdrawal in a batch).
-inline constexpr const char* kEpochLabel = kEpochAnnotation;
 inline constexpr const char* kAtMostOnceAnnotation = "gantry.dev/at-most-once";
 inline constexpr const char* kPrebuiltWorkloadAnnotation = "kueue.x-k8s.io/prebuilt-workload-name";
 inline constexpr const char* kQueueNameLabel = "kueue.x-k8s.io/queue-name";

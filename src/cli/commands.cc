@@ -376,10 +376,12 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
     if (c.value(nlohmann::json::json_pointer("/spec/cordoned"), false)) health += ",Cordoned";
     if (c.value(nlohmann::json::json_pointer("/spec/declaredLost"), false)) health += ",DeclaredLost";
     const std::string config_error = Str(c, "/status/configError");
+    const std::string credentials_error = Str(c, "/status/credentialsError");
     const std::string capacity_error = Str(c, "/status/capacityError");
     const std::string watch_refused = Str(c, "/status/watchRefused");
     const std::string view_behind = Str(c, "/status/viewBehind");
     if (!config_error.empty()) health += ",ConfigRefused";
+    if (!credentials_error.empty()) health += ",CredentialsUnloadable";
     if (!capacity_error.empty()) health += ",CapacityUnreadable";
     if (!watch_refused.empty()) health += ",WatchRefused";
     if (!view_behind.empty()) health += ",ViewBehind";
@@ -392,6 +394,7 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
     rows.push_back({Str(c, "/metadata/name"), health,
                     since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), gpus, pending, age,
                     !config_error.empty()                 ? config_error
+                    : !credentials_error.empty()          ? credentials_error
                     : Str(c, "/status/health") != "Ready" ? Str(c, "/status/lastError")
                     : !watch_refused.empty()              ? watch_refused
                     : !capacity_error.empty()             ? capacity_error

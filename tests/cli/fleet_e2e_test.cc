@@ -162,4 +162,31 @@ TEST_CASE("clusters from gantry-sim whose kubeconfig users are exec plugins", "[
         std::string::npos);
 }
 
+TEST_CASE("a cluster whose kubeconfig does not load is listed, saying why", "[cli][e2e][fleet]") {
+  if (!SimBuilt()) return;
+  TempDir dir;
+  std::string sim_dir = dir.File("sim");
+  auto sim = StartSim(dir, sim_dir, 1);
+  std::string file = ReadFile(sim_dir + "/clusters.d/c1.yaml");
+  const std::string from = "name: c1";
+  REQUIRE(file.find(from) != std::string::npos);
+  file.replace(file.find(from), from.size(), "name: c9");
+  const std::string kubeconfig_at = "kubeconfig: ";
+  const size_t at = file.find(kubeconfig_at);
+  REQUIRE(at != std::string::npos);
+  file.replace(at, file.find('\n', at) - at, "kubeconfig: " + dir.File("gone.kubeconfig"));
+  WriteFile(sim_dir + "/clusters.d/c9.yaml", file);
+
+  Daemon daemon(dir.File("data"), dir.path(), {"--clusters-dir", sim_dir + "/clusters.d"});
+  REQUIRE(daemon.ready());
+  auto clusters = ByName(ClustersJson(daemon.url()));
+  REQUIRE(clusters.count("c9"));
+  const std::string error = clusters["c9"]["status"].value("credentialsError", "");
+  CHECK_THAT(error, Catch::Contains("gone.kubeconfig"));
+  const std::string table = Cli(daemon.url(), {"clusters"}).out;
+  INFO(table);
+  CHECK(table.find(",CredentialsUnloadable") != std::string::npos);
+  CHECK(table.find(error.substr(0, 40)) != std::string::npos);
+}
+
 }  // namespace gantry::testing

@@ -167,6 +167,29 @@ Result<ClusterConfig> LoadClusterFile(const std::string& path) {
   return config;
 }
 
+namespace {
+
+// A top-level `name: VALUE` line (VALUE maybe quoted) of text that does not
+// parse as YAML: a typo elsewhere leaves the name its file gives.
+std::string NameLine(const std::string& text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("name:")) continue;
+    std::string value = line.substr(5);
+    const auto first = value.find_first_not_of(" \t");
+    const auto last = value.find_last_not_of(" \t\r");
+    if (first == std::string::npos) return "";
+    value = value.substr(first, last - first + 1);
+    if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front()) {
+      value = value.substr(1, value.size() - 2);
+    }
+    return value;
+  }
+  return "";
+}
+
+}  // namespace
+
 std::string LenientClusterName(const std::string& path) {
   if (Result<std::string> text = ReadClusterFile(path, DisplayName(path)); text.ok()) {
     try {
@@ -174,7 +197,8 @@ std::string LenientClusterName(const std::string& path) {
       const YAML::Node name = root.IsMap() ? root["name"] : YAML::Node();
       if (name.IsScalar() && CheckDns1123Label(name.Scalar()).empty()) return name.Scalar();
     } catch (const YAML::Exception&) {
-      // Not YAML: the file's name is all there is to go by.
+      // Not YAML: a `name:` line, else the file's name, is all there is.
+      if (std::string name = NameLine(*text); CheckDns1123Label(name).empty()) return name;
     }
   }
   const std::string stem = fs::path(path).stem().string();

@@ -96,15 +96,18 @@ Fleet::Entry Fleet::Existing(const std::string& name) const {
 
 Fleet::Entry Fleet::Held(const ClusterPlaceholder& placeholder) const {
   Entry held;  // no credentials: never probed (ProbeOne), nor watched
-  held.view.health = Existing(placeholder.name).view.health;
+  const Entry existing = Existing(placeholder.name);
+  held.view.health = existing.view.health;
   held.view.config.name = placeholder.name;
   held.view.config.source_file = placeholder.file;
   const std::string file = std::filesystem::path(placeholder.file).filename().string();
   held.view.config_error =
       fmt::format("cluster file {} refused: {}; its jobs are held until it loads", file, placeholder.status.message());
-  spdlog::error("inventory: cluster {} is held, not removed: its file {} is refused; it is not probed, nothing new "
-                "goes there, and the jobs it owns are left as they are until the file loads",
-                placeholder.name, file);
+  if (existing.view.config_error.empty()) {  // not at every reload while it stays held
+    spdlog::error("inventory: cluster {} is held, not removed: its file {} is refused; it is not probed, nothing new "
+                  "goes there, and the jobs it owns are left as they are until the file loads",
+                  placeholder.name, file);
+  }
   return held;
 }
 
@@ -165,6 +168,7 @@ std::vector<ClusterFileError> Fleet::Load() {
     }
   }
   std::vector<std::string> removed;
+  std::vector<std::string> forget;  // outages that end with a hold (below)
   std::unique_lock lock(mu_);
   for (const auto& [name, e] : entries_) {
     if (next.count(name)) continue;
@@ -189,7 +193,8 @@ std::vector<ClusterFileError> Fleet::Load() {
       if (!held) spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
       continue;
     }
-    if (was_held && !held) spdlog::info("inventory: cluster {}: its file loads again; it is probed and watched", name);
+    const bool unheld = was_held && !held;
+    if (unheld) spdlog::info("inventory: cluster {}: its file loads again; it is probed and watched", name);
     // A probe of the old entry still in flight keeps its claim, and the new
     // entry is probed right after it ends: two probes of one cluster must
     // not run at once (the later to end would overwrite the newer reading).
@@ -201,11 +206,20 @@ std::vector<ClusterFileError> Fleet::Load() {
     e.view.capacity = old->second.view.capacity;
     e.view.capacity_at_ms = old->second.view.capacity_at_ms;
     e.view.capacity_error = old->second.view.capacity_error;
+    if (unheld) {
+      // Nothing was learnt of it while held: an outage from before (or one
+      // restored from the store) would make its jobs lost at the first
+      // failed probe, however long it ran fine meanwhile. Its clock starts
+      // again, as at a start, from its first failed probe.
+      e.view.health = ClusterHealth{};
+      forget.push_back(name);
+    }
   }
   entries_ = std::move(next);
   generation_.fetch_add(1, std::memory_order_release);
   lock.unlock();
   for (const std::string& name : removed) ForgetOutage(name);
+  for (const std::string& name : forget) ForgetOutage(name);
   return load.errors;
 }
 
@@ -248,6 +262,13 @@ void Fleet::ProbeOne(const std::string& name) {
     auto it = entries_.find(name);
     if (it == entries_.end()) return;
     Entry& e = it->second;
+    if (!e.view.config_error.empty()) {
+      // Held since the probe began (its file refused at a reload): what the
+      // old entry's probe saw is not this entry's to keep (an outage
+      // recorded now would run on while nothing can end it).
+      e.reprobe = false;
+      return;
+    }
     auto before = e.view.health.first_lost_ms;
     HealthState old_state = e.view.health.state;
     const bool old_refused = e.view.health.credentials_refused;

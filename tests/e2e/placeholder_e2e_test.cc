@@ -40,7 +40,7 @@ TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "20s", "  onClusterLoss: Requeue")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "45s", "  onClusterLoss: Requeue")) == 201);
   // "witness", in c2, shows when clusterLostTimeout has passed after the restart.
   REQUIRE(fleet.Submit("team-a", SimJobYaml("witness", "team-a", 1, 0, "120s",
                                             "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
@@ -93,7 +93,7 @@ TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is
   // finish where it ran, once.
   WriteFile(c1_file, c1_config);
   REQUIRE(fleet.ReloadClusters() == 200);
-  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(60)));
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(90)));
   held = fleet.Job("team-a", "held");
   CHECK(held["status"]["phase"] == "Succeeded");
   CHECK(held["status"]["epoch"] == 1);

@@ -133,7 +133,7 @@ TEST_CASE("A refused file with no last good entry holds its cluster under the na
   CHECK(load.placeholders[0].status.message() == load.errors[0].status.message());
 }
 
-TEST_CASE("A refused file's cluster is named after the file when no name can be read from it",
+TEST_CASE("A refused file's cluster is named by its name line, else after the file, when it does not parse",
           "[inventory][dir][placeholder]") {
   struct Case {
     const char* what;
@@ -142,7 +142,9 @@ TEST_CASE("A refused file's cluster is named after the file when no name can be 
     std::string held;  // "" = no placeholder
   };
   const std::vector<Case> cases = {
-      {"not YAML", "c1.yaml", "name: other\nkubeconfig: [\n", "c1"},
+      {"not YAML, with a name line", "c1.yaml", "name: other\nkubeconfig: [\n", "other"},
+      {"not YAML, with a quoted name line", "c7.yaml", "region: [\nname: \"gpu-eu\"\n", "gpu-eu"},
+      {"not YAML, with no usable name line", "c8.yaml", "name: Not_A_Label\nkubeconfig: [\n", "c8"},
       {"no name", "c2.yaml", "kubeconfig: kube.yaml\n", "c2"},
       {"a name that is no DNS label", "c3.yaml", "name: Not_A_Label\nkubeconfig: kube.yaml\n", "c3"},
       {"a name that is not a string", "c4.yaml", "name: [c9]\nkubeconfig: kube.yaml\n", "c4"},

@@ -91,6 +91,17 @@ TEST_CASE("a cluster whose file is refused at start is held: listed with the err
   CHECK(loaded->Usable());
   CHECK(loaded->config.region == "eu-central-1");
   CHECK(fleet.Credentials("c1").has_value());
+  // Nothing was learnt of it while held: the outage from before the hold is
+  // forgotten, and a first failed probe starts the clock now, not at 1'000'000
+  // (its jobs would have been lost at once).
+  CHECK(loaded->health.state == HealthState::kUnknown);
+  CHECK_FALSE(loaded->health.first_lost_ms.has_value());
+  prober.up["c1"] = false;
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c1")->health.first_lost_ms == clock.NowMillis());
+  CHECK(fleet.Cluster("c1")->health.LostForMs(clock.NowMillis()) == 0);
+  prober.up["c1"] = true;
+  clock.Advance(options.probe_interval_ms);
   fleet.ProbeAllNow();
   CHECK(prober.Probes("c1") > probes);
   CHECK(fleet.Cluster("c1")->health.state == HealthState::kReady);

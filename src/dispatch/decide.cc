@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "gantry/common/cut_text.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/job/kueue_labels.h"
 #include "ladder.h"
@@ -267,23 +268,15 @@ namespace {
 // few (each message is up to a few hundred bytes; gantry explain has all).
 std::string LeftOut(const placement::Decision& d) {
   constexpr size_t kNamed = 8;
-  // Each reason cut to this many bytes (at a character's start): a
-  // cluster's own words (a ClusterQueue's condition message) may be long,
-  // and gantry explain has them whole.
+  // Each reason cut to this many bytes (CutText): a cluster's own words (a
+  // ClusterQueue's condition message) may be long, and gantry explain has
+  // them whole.
   constexpr size_t kReasonBytes = 200;
   if (d.excluded.empty()) return "";
   std::string out = "; left out: ";
   for (size_t i = 0; i < d.excluded.size() && i < kNamed; ++i) {
-    std::string_view why = d.excluded[i].exclusion.message;
-    bool cut = false;
-    if (why.size() > kReasonBytes) {
-      size_t end = kReasonBytes;
-      while (end > 0 && (static_cast<unsigned char>(why[end]) & 0xC0) == 0x80) --end;  // not mid-character
-      why = why.substr(0, end);
-      cut = true;
-    }
-    fmt::format_to(std::back_inserter(out), "{}{}: {}{}", i == 0 ? "" : "; ", d.excluded[i].cluster, why,
-                   cut ? "..." : "");
+    fmt::format_to(std::back_inserter(out), "{}{}: {}", i == 0 ? "" : "; ", d.excluded[i].cluster,
+                   CutText(d.excluded[i].exclusion.message, kReasonBytes));
   }
   if (d.excluded.size() > kNamed) {
     fmt::format_to(std::back_inserter(out), "; and {} more (see gantry explain)", d.excluded.size() - kNamed);

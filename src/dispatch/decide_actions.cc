@@ -9,7 +9,11 @@
 namespace gantry::dispatch {
 
 std::optional<int32_t> PriorityClassValue(const DecideInput& in, const std::string& cluster) {
-  const std::string name = WorkloadPriorityClass(in.spec->template_object);
+  return PriorityClassValue(in, cluster, WorkloadPriorityClass(in.spec->template_object));
+}
+
+std::optional<int32_t> PriorityClassValue(const DecideInput& in, const std::string& cluster,
+                                          const std::string& name) {
   if (name.empty()) return std::nullopt;
   auto f = in.clusters->find(cluster);
   if (f == in.clusters->end() || !f->second.queues || !f->second.queues->priority_classes_known) return std::nullopt;

@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 
+#include "gantry/common/cut_text.h"
 #include "gantry/common/json_path.h"
 #include "gantry/dispatch/engine.h"
 #include "gantry/dispatch/remote_objects.h"
@@ -57,14 +58,8 @@ const char* VerbName(Verb verb) {
   return "?";
 }
 
-// A cluster's answer kept in a message, at most limit bytes (a webhook's
-// can be long), not cut inside a UTF-8 character.
-std::string Cut(const std::string& answer, std::size_t limit = 300) {
-  if (answer.size() <= limit) return answer;
-  std::size_t end = limit;
-  while (end > 0 && (static_cast<unsigned char>(answer[end]) & 0xC0) == 0x80) --end;
-  return answer.substr(0, end) + "...";
-}
+// A cluster's answer kept in a message (a webhook's can be long).
+std::string Cut(const std::string& answer) { return CutText(answer, 300); }
 
 }  // namespace
 

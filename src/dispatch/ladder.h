@@ -108,7 +108,8 @@ class Ladder {
   // carry it, so none goes (placement leaves such a cluster out already;
   // this holds when the inventory changed since, or for a copy re-created).
   bool ClassValueMissing(const std::string& cluster) const {
-    return !WorkloadPriorityClass(in_.spec->template_object).empty() && !PriorityClassValue(in_, cluster);
+    const std::string name = WorkloadPriorityClass(in_.spec->template_object);
+    return !name.empty() && !PriorityClassValue(in_, cluster, name);
   }
   // That refusal (why, for how long), or null.
   const ClusterFacts::KindRefusal* KindRefusalIn(const std::string& cluster) const {

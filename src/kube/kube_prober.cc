@@ -150,20 +150,19 @@ Result<inventory::CapacityReading> ReadCapacity(const KubeReply& cluster_queues,
                     "not list them",
                     cqs.status, said.empty() ? "" : ": ", said));
   }
-  if (!local_queues.ok()) {
-    return ParseClusterQueues(cqs.body, nullptr,
-                              fmt::format("listing LocalQueues failed: {}", local_queues.status().message()));
-  }
-  const KubeReply& lqs = *local_queues;
-  if (lqs.ok()) return ParseClusterQueues(cqs.body, &lqs.body);
-  const std::string lq_said = lqs.error ? lqs.error->message : "";
-  return ParseClusterQueues(
-      cqs.body, nullptr,
-      lqs.status == 403 ? fmt::format("listing LocalQueues is forbidden (403: {}); grant gantry list on "
-                                      "localqueues.kueue.x-k8s.io",
-                                      lq_said)
-                        : fmt::format("listing LocalQueues answered {}{}{}", lqs.status, lq_said.empty() ? "" : ": ",
-                                      lq_said));
+  if (local_queues.ok() && local_queues->ok()) return ParseClusterQueues(cqs.body, &local_queues->body);
+  return ParseClusterQueues(cqs.body, nullptr, ListFailure(local_queues, "LocalQueues", "localqueues"));
+}
+
+std::string ListFailure(const Result<KubeReply>& answer, std::string_view what, std::string_view resource) {
+  if (!answer.ok()) return fmt::format("listing {} failed: {}", what, answer.status().message());
+  const KubeReply& reply = *answer;
+  if (reply.ok()) return "";
+  const std::string said = reply.error ? reply.error->message : "";
+  return reply.status == 403 ? fmt::format("listing {} is forbidden (403: {}); grant gantry list on {}.kueue.x-k8s.io",
+                                           what, said, resource)
+                             : fmt::format("listing {} answered {}{}{}", what, reply.status, said.empty() ? "" : ": ",
+                                           said);
 }
 
 }  // namespace gantry::kube

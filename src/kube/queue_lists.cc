@@ -154,16 +154,11 @@ bool Passing(const Result<KubeReply>& answer) {
 
 // The WorkloadPriorityClass list into `classes`, or why it cannot be read.
 std::string ReadPriorityClasses(const Result<KubeReply>& answer, std::map<std::string, int32_t>& classes) {
-  if (!answer.ok()) return "listing WorkloadPriorityClasses failed: " + answer.status().message();
-  const KubeReply& reply = *answer;
-  if (!reply.ok()) {
-    const std::string said = reply.error ? reply.error->message : "";
-    return reply.status == 403 ? fmt::format("listing WorkloadPriorityClasses is forbidden (403: {}); grant gantry "
-                                             "list on workloadpriorityclasses.kueue.x-k8s.io",
-                                             said)
-                               : fmt::format("listing WorkloadPriorityClasses answered {}{}{}", reply.status,
-                                             said.empty() ? "" : ": ", said);
+  if (std::string failed = ListFailure(answer, "WorkloadPriorityClasses", "workloadpriorityclasses");
+      !failed.empty()) {
+    return failed;
   }
+  const KubeReply& reply = *answer;
   if (!IsList(reply.body)) return "the WorkloadPriorityClass list is not a Kubernetes list";
   try {
     for (const json& item : reply.body["items"]) {

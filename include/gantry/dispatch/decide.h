@@ -299,6 +299,9 @@ Action CreateWorkloadAction(const DecideInput& in, const std::string& cluster, i
 // copy there carries it; nullopt when the job names none, or the cluster's
 // classes are unknown or lack it (Ladder::ClassValueMissing: no copy goes).
 std::optional<int32_t> PriorityClassValue(const DecideInput& in, const std::string& cluster);
+// The same for the class `name` the job's template names, read already.
+std::optional<int32_t> PriorityClassValue(const DecideInput& in, const std::string& cluster,
+                                          const std::string& name);
 Action CreateJobAction(const DecideInput& in, const std::string& cluster, int64_t epoch);
 // Opening the preemption gate of copy w (this incarnation's path).
 Action OpenGateAction(const std::string& cluster, inventory::KueueApiVersion version, const ObservedWorkload& w,

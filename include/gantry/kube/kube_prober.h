@@ -85,6 +85,11 @@ Result<inventory::CapacityReading> ReadCapacity(const KubeReply& cluster_queues,
 inventory::CapacityReading ParseClusterQueues(const nlohmann::json& list, const nlohmann::json* local_queues = nullptr,
                                               std::string lq_error = "the LocalQueues were not listed");
 
+// Why a list of Kueue's `what` ("LocalQueues") failed, for the operator:
+// no answer, a 403 (naming the grant `resource` needs: "localqueues"), or
+// another status; "" when it answered 200. Exposed for tests.
+std::string ListFailure(const Result<KubeReply>& answer, std::string_view what, std::string_view resource);
+
 // Adds what the WorkloadPriorityClass list answered to a reading that
 // describes its queues (ClusterQueues::priority_classes). A list that fails
 // for good (a 403: RBAC without list on workloadpriorityclasses, a 404, an

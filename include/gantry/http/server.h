@@ -37,8 +37,10 @@ struct TlsServerOptions {
 struct ServerOptions {
   // Loopback by default: exposing the API is a deliberate act.
   std::string address = "127.0.0.1";
-  // 0 picks a free port; read it back with port().
-  uint16_t port = 7070;
+  // 0 (the default) picks a free port; read it back with port(). The
+  // daemon sets its own from `listen`; a server that forgot to would
+  // otherwise fight over one port with everything else on the machine.
+  uint16_t port = 0;
   // TLS when set (TLS 1.2 or newer only).
   std::optional<TlsServerOptions> tls;
   // Largest request body accepted; larger gets 413.

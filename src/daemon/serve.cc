@@ -151,6 +151,14 @@ int RunServe(const ServeFlags& flags) {
   fleet_options.refused_timeout_ms = int64_t{config.credentials_refused_timeout_seconds} * 1000;
   inventory::Fleet fleet(prober, *store.value(), clock, fleet_options);
   auto file_errors = fleet.Start();
+  if (Status listed = fleet.DirStatus(); !listed.ok()) {
+    // On an empty inventory every job the store gives a cluster would count
+    // as lost, and a Requeue job would run a second time beside the first.
+    spdlog::critical("inventory: {}; not starting: the clusters it names are unknown, and the jobs they own would "
+                     "count as lost (fix the directory or clustersDir, then start again)",
+                     listed.message());
+    return 1;
+  }
   if (config.clusters_dir.empty()) {
     spdlog::warn("no clustersDir: no worker clusters are configured");
   } else {

@@ -49,11 +49,13 @@ std::vector<ClusterFileError> Fleet::Start() {
   // of one it no longer has is over for gantry: a cluster added later, even
   // under the same name, starts afresh (an outage months old would make it
   // lost at its first failed probe).
+  // A directory that cannot be listed tells nothing of which clusters are
+  // gone: their outages are kept.
   std::vector<std::string> gone;
   {
     std::lock_guard lock(mu_);
     for (const auto& [name, outage] : restored_outages_) {
-      if (!entries_.count(name)) gone.push_back(name);
+      if (!entries_.count(name) && dir_status_.ok()) gone.push_back(name);
     }
     restored_outages_.clear();
   }
@@ -80,6 +82,11 @@ std::vector<ClusterFileError> Fleet::Reload() {
   auto errors = Load();
   cv_.notify_all();
   return errors;
+}
+
+Status Fleet::DirStatus() const {
+  std::lock_guard lock(mu_);
+  return dir_status_;
 }
 
 Fleet::Entry Fleet::Existing(const std::string& name) const {
@@ -216,6 +223,7 @@ std::vector<ClusterFileError> Fleet::Load() {
     }
   }
   entries_ = std::move(next);
+  dir_status_ = load.dir_status;
   generation_.fetch_add(1, std::memory_order_release);
   lock.unlock();
   for (const std::string& name : removed) ForgetOutage(name);
@@ -442,6 +450,7 @@ std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
                                  e.view.health.LostTimeoutMs(options_.lost_timeout_ms, options_.refused_timeout_ms));
     // Not probed: whatever its health last said, gantry knows nothing now.
     if (!e.view.Usable()) s.health = placement::ClusterHealth::kUnknown;
+    s.config_refused = !e.view.config_error.empty();
     if (e.view.capacity) {
       s.capacity.quota = e.view.capacity->quota;
       s.capacity.queues = e.view.capacity->queues;  // shared, not copied

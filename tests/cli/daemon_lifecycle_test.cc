@@ -136,4 +136,16 @@ TEST_CASE("a bad config file is refused with file, line and field", "[daemon][e2
   CHECK(r.err.find("listen_typo") != std::string::npos);
 }
 
+TEST_CASE("a clusters directory that cannot be listed stops the start, saying which and why", "[daemon][e2e]") {
+  TempDir dir;
+  // A file where the directory should be: root lists any directory.
+  WriteFile(dir.File("clusters.d"), "name: c1\n");
+  WriteFile(dir.File("gantry.yaml"), "listen: 127.0.0.1:0\n");
+  auto r = Run({GantryBin(), "serve", "--config", dir.File("gantry.yaml"), "--data-dir", dir.File("data"),
+                "--clusters-dir", dir.File("clusters.d")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find(dir.File("clusters.d")) != std::string::npos);
+  CHECK(r.err.find("not starting") != std::string::npos);
+}
+
 }  // namespace gantry::testing

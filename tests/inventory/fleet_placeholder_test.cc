@@ -2,6 +2,7 @@
 // inventory as a placeholder (ClusterView::config_error), not removed.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
 
@@ -73,6 +74,8 @@ TEST_CASE("a cluster whose file is refused at start is held: listed with the err
   REQUIRE(snapshot.size() == 2);
   CHECK(snapshot[0].name == "c1");
   CHECK(snapshot[0].health == placement::ClusterHealth::kUnknown);
+  CHECK(snapshot[0].config_refused);
+  CHECK_FALSE(snapshot[1].config_refused);
 
   // Still refused at a reload: still held (a placeholder is no last good entry).
   errors = fleet.Reload();
@@ -167,6 +170,41 @@ TEST_CASE("a clusters.d that cannot be listed at a reload keeps the clusters hel
   CHECK_FALSE(clusters[0].config_error.empty());
   CHECK(clusters[1].Usable());
   fleet.Stop();
+}
+
+TEST_CASE("a clusters directory that cannot be listed at start says so, and forgets no cluster's outage",
+          "[inventory][fleet][placeholder]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", false}};
+  {
+    Fleet fleet(prober, *store, clock, options);
+    fleet.Start();
+    fleet.ProbeAllNow();
+    CHECK(fleet.DirStatus().ok());
+    fleet.Stop();
+  }
+  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c1") == 1; }));
+
+  // The directory is replaced by a file (root reads any directory, so no
+  // permission bits would do): nothing can be listed.
+  std::filesystem::rename(dir.File("clusters.d"), dir.File("clusters.d.old"));
+  std::ofstream(dir.File("clusters.d")) << "not a directory\n";
+  Fleet fleet(prober, *store, clock, options);
+  CHECK(fleet.Start().empty());
+  CHECK_FALSE(fleet.DirStatus().ok());
+  CHECK_THAT(fleet.DirStatus().message(), Catch::Contains(dir.File("clusters.d")));
+  CHECK(fleet.Clusters().empty());
+  fleet.Stop();
+  // c1 is not gone: its outage stays for the start that can list it. The
+  // store writes in order, so once a later write is done, a forgetting
+  // queued at Start would have been too.
+  std::atomic<bool> written{false};
+  store->SaveOutage("c9", std::nullopt, "", [&](Result<bool>) { written = true; });
+  REQUIRE(testing::WaitFor([&] { return written.load(); }));
+  CHECK(store->LoadOutages()->count("c1") == 1);
 }
 
 }  // namespace gantry::inventory

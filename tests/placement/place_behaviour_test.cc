@@ -99,6 +99,29 @@ TEST_CASE("a cluster declared lost is excluded as a cordoned one is, and says wh
   CHECK_FALSE(ExclusionOf(d, "a").permanent);  // lifted by an operator: the job waits, not Unschedulable
 }
 
+TEST_CASE("a cluster whose file is refused is left out for now, never permanently, whatever its empty fields say",
+          "[placement][unschedulable]") {
+  auto fleet = ThreeClusters(0);
+  // The inventory holds b with only its name: no region, no accelerators.
+  fleet[1].config_refused = true;
+  fleet[1].region.clear();
+  fleet[1].accelerators.clear();
+  fleet[1].health = ClusterHealth::kUnknown;
+  JobDemand job = Workers(1, 1, 1, 1);
+  job.constraints.regions = {"r2"};
+  job.constraints.clusters = {"b"};  // only b could run it
+  const Decision d = Place(job, fleet);
+  CHECK(d.candidates.empty());
+  CHECK(ExclusionOf(d, "b").filter == Filter::kHealth);
+  CHECK(ExclusionOf(d, "b").message ==
+        "its cluster file is refused; nothing is known of it until the file loads");
+  CHECK_FALSE(ExclusionOf(d, "b").permanent);
+  CHECK_FALSE(d.unschedulable);  // it waits for the file, not Unschedulable for a region it may well have
+  // The allowlist names clusters: that one still holds, the cluster's name being known.
+  job.constraints.clusters = {"a"};
+  CHECK(ExclusionOf(Place(job, fleet), "b").filter == Filter::kAllowlist);
+}
+
 TEST_CASE("a static failure is reported before a transient one", "[placement]") {
   auto fleet = ThreeClusters(0);
   fleet[0].cordoned = true;

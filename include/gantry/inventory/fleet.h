@@ -130,6 +130,11 @@ class Fleet {
   // refused file with none keeps its cluster as a placeholder
   // (ClusterView::config_error) until it loads.
   std::vector<ClusterFileError> Reload();
+  // Whether the last Start or Reload could list the directory. A reload that
+  // cannot keeps every entry as it was; a daemon whose start cannot must not
+  // run on an empty inventory (every job the store gives a cluster would
+  // count as lost), so it refuses to start.
+  Status DirStatus() const;
 
   std::vector<ClusterView> Clusters() const;  // by name
   std::optional<ClusterView> Cluster(const std::string& name) const;
@@ -179,6 +184,7 @@ class Fleet {
   std::condition_variable cv_;
   std::map<std::string, Entry> entries_;
   std::map<std::string, ClusterOutage> restored_outages_;
+  Status dir_status_;  // guarded by mu_; see DirStatus()
   std::mt19937 rng_{std::random_device{}()};
   bool stopping_ = false;
   std::vector<std::thread> workers_;

@@ -86,6 +86,10 @@ struct ClusterSnapshot {
   std::map<std::string, std::string> local_queues;
   bool cordoned = false;
   bool declared_lost = false;  // an operator says it is gone: excluded, as cordoned
+  // Its file is refused, so nothing but its name is known (the inventory
+  // holds it): excluded first and never permanently, since its region,
+  // accelerators and queues are not what the empty fields say.
+  bool config_refused = false;
   ClusterHealth health = ClusterHealth::kUnknown;
   ClusterCapacity capacity;
   std::optional<AdmissionStats> admission;

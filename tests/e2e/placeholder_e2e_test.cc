@@ -29,6 +29,15 @@ std::string ClustersRow(DispatchFleet& fleet, const std::string& cluster) {
   return out.substr(at + 1, out.find('\n', at + 1) - at - 1);
 }
 
+std::string OwnerUnreachableReason(DispatchFleet& fleet, const std::string& name) {
+  const json job = fleet.Job("team-a", name);
+  if (!job.is_object()) return "";
+  for (const json& c : job["status"].value("conditions", json::array())) {
+    if (c.value("type", "") == "OwnerUnreachable") return c.value("reason", "");
+  }
+  return "";
+}
+
 }  // namespace
 
 TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is not run again elsewhere, and "
@@ -104,6 +113,75 @@ TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is
   REQUIRE(runs.size() == 1);
   CHECK(runs[0].value("cluster", "") == "c1");
   CHECK(runs[0].value("endReason", "") == "Succeeded");
+  REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
+}
+
+TEST_CASE("an owner refusing gantry its watch before its file was refused is given its whole timeout again once the "
+          "file loads, not lost at once",
+          "[e2e][recovery][inventory][placeholder]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kFirstIsFastest;
+  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 15\ncredentialsRefusedTimeoutSeconds: 15";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "60s", "  onClusterLoss: Requeue")) == 201);
+  // "witness", in c2, shows when the timeouts have passed after the restart.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("witness", "team-a", 1, 0, "120s",
+                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, seconds(30)));
+  REQUIRE(fleet.WaitPhase("team-a", "witness", {"Running"}, seconds(30)));
+  REQUIRE(fleet.Job("team-a", "held")["status"].value("cluster", "") == "c1");
+  const std::string uid = fleet.Uid("team-a", "held");
+
+  // RBAC drift in c1: gantry may no longer list Workloads there. The
+  // refusal's start is kept in the store.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "workloads"}).code == 0);
+  REQUIRE(fleet.Ctl({"kill-watches", "c1"}).code == 0);
+  REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "WatchRefused"; }, seconds(30)));
+
+  // While the daemon is down, c1's file gets a field gantry refuses, and c2
+  // is cut off. c1 is held: not watched, its refusal not seen.
+  fleet.StopDaemon(/*kill=*/false);
+  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
+  const std::string c1_config = ReadFile(c1_file);
+  REQUIRE(!c1_config.empty());
+  WriteFile(c1_file, c1_config + "gpuz: 8\n");
+  REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
+  fleet.StartDaemon();
+  REQUIRE(fleet.ok());
+  REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
+  // Past both timeouts since the restart, so since the refusal began.
+  REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "witness"), "ClusterLost") == 1; }, seconds(60)));
+
+  // The file is mended, and c1 still refuses the list: a refusal seen now,
+  // its clock started now. Before, the clock ran from before the hold, and
+  // the job was lost at once, to run a second time elsewhere.
+  WriteFile(c1_file, c1_config);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(PollFor(
+      [&] {
+        return OwnerUnreachableReason(fleet, "held") == "WatchRefused" ||
+               Count(Reasons(fleet, "team-a", "held"), "ClusterLost") > 0;
+      },
+      seconds(30)));
+  json held = fleet.Job("team-a", "held");
+  INFO(held.dump());
+  CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
+  CHECK(held["status"]["phase"] == "Running");
+  CHECK(held["status"]["epoch"] == 1);
+
+  // Allowed again within the timeout: it finishes where it ran, once.
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(90)));
+  held = fleet.Job("team-a", "held");
+  CHECK(held["status"]["phase"] == "Succeeded");
+  CHECK(held["status"]["epoch"] == 1);
+  CHECK(held["status"].value("cluster", "") == "c1");
+  CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
+  const std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  CHECK(runs.size() == 1);
   REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
 }
 

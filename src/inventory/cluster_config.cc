@@ -115,6 +115,7 @@ Status ParseRoot(const YAML::Node& root, const std::string& base_dir, ClusterCon
          return Assign(internal::ReadGpuPrice(n, f), &c.price_per_gpu_hour);
        }},
       {"datasets", list(&c.datasets)},
+      {"excludeResourcePrefixes", list(&c.exclude_resource_prefixes)},
       {"localQueues",
        [&](const YAML::Node& n, const Field& f) {
          return Assign(internal::ReadLocalQueues(n, f), &c.local_queues);

@@ -13,6 +13,7 @@ placement::ClusterSnapshot ToClusterSnapshot(const ClusterConfig& config) {
   s.compliance_zones = config.compliance_zones;
   s.labels = config.labels;
   s.datasets = config.datasets;
+  s.exclude_resource_prefixes = config.exclude_resource_prefixes;
   s.local_queues = config.local_queues;
   s.cordoned = config.cordoned;
   s.declared_lost = config.declared_lost;

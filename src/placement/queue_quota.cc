@@ -16,6 +16,13 @@ constexpr int64_t kUnbounded = std::numeric_limits<int64_t>::max();
 
 int64_t NonNegative(int64_t v) { return std::max<int64_t>(0, v); }
 
+// Whether the cluster's Kueue leaves the resource out of its accounting
+// (excludeResourcePrefixes): a request of it needs no quota there.
+bool NotCounted(const ClusterSnapshot& cluster, std::string_view resource) {
+  return std::any_of(cluster.exclude_resource_prefixes.begin(), cluster.exclude_resource_prefixes.end(),
+                     [&](const std::string& prefix) { return resource.starts_with(prefix); });
+}
+
 // What a ClusterQueue can hold of one resource, over the flavors that cover it.
 //
 // The bound must never be below what Kueue could admit, or a job that fits
@@ -74,6 +81,7 @@ std::optional<Exclusion> CheckInQueue(const GangDemand& demand, const ClusterSna
   // Proof of "never" needs a fresh reading of a queue Kueue admits from.
   const bool final = !cluster.capacity.stale && cq.activity == QueueActivity::kActive;
   for (const ResourceTotal& total : demand.totals) {
+    if (NotCounted(cluster, total.resource)) continue;
     const std::string needs =
         fmt::format("needs {} {}", FormatQuantity(total.resource, total.milli), total.resource);
     auto it = cq.resources.find(total.resource);
@@ -100,12 +108,14 @@ std::optional<Exclusion> CheckInQueue(const GangDemand& demand, const ClusterSna
 }
 
 // The sums over all ClusterQueues, when the job's own is not known.
-std::optional<Exclusion> CheckSums(const GangDemand& demand, const ClusterCapacity& capacity) {
+std::optional<Exclusion> CheckSums(const GangDemand& demand, const ClusterSnapshot& cluster) {
+  const ClusterCapacity& capacity = cluster.capacity;
   // Proof of "never" only from a fresh reading that never knew better (no
   // queue description): one that describes its queues but not where the
   // job lands must not make it Unschedulable on a sum.
   const bool final = !capacity.stale && !capacity.queues;
   for (const ResourceTotal& total : demand.totals) {
+    if (NotCounted(cluster, total.resource)) continue;
     auto it = capacity.quota.find(total.resource);
     const int64_t nominal = it == capacity.quota.end() ? 0 : NonNegative(it->second.nominal_milli);
     if (total.milli <= nominal) continue;
@@ -192,7 +202,7 @@ std::optional<Exclusion> CheckQueueQuota(const JobDemand& job, const GangDemand&
     if (q->unusable) return std::move(q->unusable);
     return CheckInQueue(demand, cluster, *q);
   }
-  return CheckSums(demand, cluster.capacity);
+  return CheckSums(demand, cluster);
 }
 
 }  // namespace
@@ -214,6 +224,7 @@ Headroom ComputeHeadroom(const JobDemand& job, const GangDemand& demand,
   const ClusterQueueInfo* cq = q ? q->cluster_queue : nullptr;
   Headroom out{true, 1.0};
   for (const ResourceTotal& total : demand.totals) {
+    if (NotCounted(cluster, total.resource)) continue;
     int64_t nominal = 0;
     int64_t free = 0;
     if (cq) {

@@ -163,4 +163,33 @@ TEST_CASE("a job naming a WorkloadPriorityClass goes where the class exists, its
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("a request the worker's Kueue excludes by prefix needs no quota there: the job runs there, not Unschedulable",
+          "[e2e][dispatch][queues]") {
+  DispatchFleetOptions o;
+  // c1's Kueue is configured with resources.excludeResourcePrefixes (and its
+  // clusters.d file says so); c2's counts every resource.
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, excludeResourcePrefixes: [ephemeral-storage]}
+- {name: c2}
+)";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  std::string doc = SimJobYaml("scratch", "team-a", 1, 0, "1s");
+  const std::string plain = R"(requests: {cpu: "1", memory: 1Gi})";
+  REQUIRE(doc.find(plain) != std::string::npos);
+  doc.replace(doc.find(plain), plain.size(), R"(requests: {cpu: "1", memory: 1Gi, ephemeral-storage: 20Gi})");
+  REQUIRE(fleet.Submit("team-a", doc) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "scratch", {"Succeeded", "Failed", "Unschedulable"}, seconds(40)));
+  const nlohmann::json job = fleet.Job("team-a", "scratch");
+  INFO(job["status"].dump());
+  CHECK(job["status"]["phase"] == "Succeeded");
+  CHECK(job["status"]["cluster"] == "c1");
+  CHECK_THAT(EventMessage(fleet, "team-a", "scratch", "Nominated"),
+             Catch::Contains("c2: needs 20Gi ephemeral-storage; ClusterQueue cluster-queue (LocalQueue team-a/team-a) "
+                             "has no quota for ephemeral-storage"));
+  CHECK(fleet.RemoteCalls("c2", "create", 201) == 0);
+  CHECK(fleet.Runs(fleet.Uid("team-a", "scratch")).size() == 1);
+}
+
 }  // namespace gantry::testing

@@ -61,6 +61,8 @@ const BadFile kBadFiles[] = {
      "line 4: localQueues.Team_A: namespace must consist of lower case"},
     {"duplicate dataset", "datasets:\n  - imagenet\n  - imagenet\n",
      "line 5: datasets[1]: duplicate entry 'imagenet'"},
+    {"empty resource prefix", "excludeResourcePrefixes:\n  - example.com/\n  - \"\"\n",
+     "line 5: excludeResourcePrefixes[1]: must not be empty"},
     {"cordoned not a bool", "cordoned: maybe\n", "line 3: cordoned: must be true or false"},
     {"compliance zones not a list", "complianceZones: eu\n",
      "line 3: complianceZones: must be a list of strings, not a scalar"},

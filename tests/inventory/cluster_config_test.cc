@@ -36,6 +36,7 @@ pricePerGPUHour:
   onDemand: 2.5
   spot: 1.25
 datasets: [imagenet, laion-5b]
+excludeResourcePrefixes: [ephemeral-storage, example.com/]
 localQueues:
   team-a: team-a-gpu
 cordoned: true
@@ -70,6 +71,7 @@ TEST_CASE("A cluster file with every field parses", "[inventory][config]") {
   CHECK(c.price_per_gpu_hour.on_demand == 2.5);
   CHECK(c.price_per_gpu_hour.spot == 1.25);
   CHECK(c.datasets == std::vector<std::string>{"imagenet", "laion-5b"});
+  CHECK(c.exclude_resource_prefixes == std::vector<std::string>{"ephemeral-storage", "example.com/"});
   CHECK(LocalQueueFor(c, "team-a", "gpu") == "team-a-gpu");
   CHECK(LocalQueueFor(c, "team-b", "gpu") == "gpu");
   CHECK(c.cordoned);

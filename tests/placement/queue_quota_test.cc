@@ -337,4 +337,35 @@ TEST_CASE("a job that names a WorkloadPriorityClass goes only where gantry knows
   }
 }
 
+TEST_CASE("a resource the cluster's Kueue excludes by prefix needs no quota there, in its queue or in the sums",
+          "[placement][queues]") {
+  JobDemand job = GpuJob(1, "team-b");
+  job.pod_sets[0].requests_milli["ephemeral-storage"] = GiB(50);
+  ClusterSnapshot cluster = TeamsCluster();
+
+  SECTION("counted: team-b's queue has no quota for it, never") {
+    const Decision d = PlaceOne(job, cluster);
+    CHECK(d.unschedulable);
+    CHECK(ExclusionIn(d).message ==
+          "needs 50Gi ephemeral-storage; ClusterQueue team-b-cq (LocalQueue ml/team-b) has no quota for "
+          "ephemeral-storage");
+  }
+  SECTION("excluded: a candidate that fits now, scored by its GPUs alone") {
+    cluster.exclude_resource_prefixes = {"example.com/", "ephemeral-"};
+    const Decision d = PlaceOne(job, cluster);
+    REQUIRE(d.candidates == std::vector<std::string>{"c1"});
+    CHECK(d.feasible[0].score.value(Term::kFitsNow) == 1);
+    CHECK(d.feasible[0].score.value(Term::kFreeQuota) == Approx((32.0 - 8.0) / 64.0));
+  }
+  SECTION("excluded, the queues unknown: the sums need none of it either") {
+    cluster.exclude_resource_prefixes = {"ephemeral-storage"};
+    cluster.capacity.queues.reset();
+    const Decision d = PlaceOne(job, cluster);
+    REQUIRE(d.candidates == std::vector<std::string>{"c1"});
+    cluster.exclude_resource_prefixes.clear();
+    CHECK(ExclusionIn(PlaceOne(job, cluster)).message ==
+          "needs 50Gi ephemeral-storage; no ClusterQueue has quota for ephemeral-storage");
+  }
+}
+
 }  // namespace gantry::placement

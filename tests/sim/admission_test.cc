@@ -237,7 +237,7 @@ TEST_CASE("DecideAdmissions: victims that need time to stop (victimStopDelay)", 
 }
 
 TEST_CASE("ComputeDemand sums count x requests and knows what never fits", "[sim][admission]") {
-  NodeShape shape{"H100-80GB", 8};
+  NodeShape shape{"H100-80GB", 8, {}};
   auto d = ComputeDemand(testing::MakeWorkload("w", 4, 8), shape);
   REQUIRE(d.ok());
   CHECK(d->total.at(kGpuResource) == 32 * kGpu);
@@ -254,9 +254,26 @@ TEST_CASE("ComputeDemand sums count x requests and knows what never fits", "[sim
   REQUIRE(wrong_model.ok());
   CHECK(wrong_model->never_fits.find("A100-80GB") != std::string::npos);
 
-  auto no_gpus = ComputeDemand(testing::MakeWorkload("w", 1, 1), NodeShape{"", 0});
+  auto no_gpus = ComputeDemand(testing::MakeWorkload("w", 1, 1), NodeShape{"", 0, {}});
   REQUIRE(no_gpus.ok());
   CHECK_FALSE(no_gpus->never_fits.empty());
+}
+
+TEST_CASE("ComputeDemand leaves out what the cluster's Kueue excludes by prefix", "[sim][admission]") {
+  auto wl = testing::MakeWorkload("w", 2, 1);
+  auto& requests = wl["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["requests"];
+  requests["ephemeral-storage"] = "10Gi";
+  requests["example.com/foo"] = "1";
+  auto counted = ComputeDemand(wl, NodeShape{"H100-80GB", 8, {}});
+  REQUIRE(counted.ok());
+  CHECK(counted->total.count("ephemeral-storage") == 1);
+  CHECK(counted->total.count("example.com/foo") == 1);
+  auto excluded = ComputeDemand(wl, NodeShape{"H100-80GB", 8, {"ephemeral-", "example.com/"}});
+  REQUIRE(excluded.ok());
+  CHECK(excluded->total.count("ephemeral-storage") == 0);
+  CHECK(excluded->total.count("example.com/foo") == 0);
+  CHECK(excluded->total.at(kGpuResource) == 2 * kGpu);
+  CHECK(excluded->pod_sets[0].per_pod.count("ephemeral-storage") == 0);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "object_store.h"
 
 namespace gantry::sim {
@@ -70,6 +72,10 @@ Result<WorkloadDemand> ComputeDemand(const json& workload, const NodeShape& shap
     auto req = PodRequests(pod_spec);
     if (!req.ok()) return Status::Invalid(fmt::format("pod set {}: {}", d.name, req.status().message()));
     d.per_pod = std::move(*req);
+    std::erase_if(d.per_pod, [&](const auto& entry) {
+      return std::any_of(shape.exclude_resource_prefixes.begin(), shape.exclude_resource_prefixes.end(),
+                         [&](const std::string& prefix) { return entry.first.starts_with(prefix); });
+    });
     d.total = Scale(d.per_pod, d.count);
     AddTo(&out.total, d.total);
     if (out.never_fits.empty()) {

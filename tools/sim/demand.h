@@ -20,6 +20,10 @@ namespace gantry::sim {
 struct NodeShape {
   std::string gpu_model;     // "" = no accelerators
   int64_t gpus_per_node = 0;
+  // Not a node's, but what the cluster's Kueue counts of a pod: requests of
+  // a resource with one of these prefixes are left out of the demand
+  // (Kueue's Configuration resources.excludeResourcePrefixes).
+  std::vector<std::string> exclude_resource_prefixes;
 };
 
 struct PodSetDemand {

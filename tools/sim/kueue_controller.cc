@@ -30,7 +30,7 @@ KueueController::KueueController(const ClusterConfig& config, ObjectStore* store
       store_(store),
       journal_(journal),
       quota_(config.quota),
-      index_(NodeShape{config.accelerator.model, config.accelerator.gpus_per_node}) {}
+      index_(NodeShape{config.accelerator.model, config.accelerator.gpus_per_node, config.exclude_resource_prefixes}) {}
 
 void KueueController::Bootstrap(int64_t now_ms) {
   json rf = {{"apiVersion", "kueue.x-k8s.io/v1beta2"}, {"kind", "ResourceFlavor"},

@@ -62,6 +62,9 @@ std::string ClusterEntryYaml(const ClusterConfig& c, const std::string& kubeconf
   out << YAML::EndMap;
   out << YAML::Key << "pricePerGPUHour" << YAML::Value << c.price_per_gpu_hour;
   out << YAML::Key << "datasets" << YAML::Value << YAML::Flow << c.datasets;
+  if (!c.exclude_resource_prefixes.empty()) {
+    out << YAML::Key << "excludeResourcePrefixes" << YAML::Value << YAML::Flow << c.exclude_resource_prefixes;
+  }
   out << YAML::Key << "complianceZones" << YAML::Value << YAML::Flow << c.compliance_zones;
   out << YAML::Key << "kueueAPIVersion" << YAML::Value << c.kueue_api_version;
   out << YAML::EndMap;

@@ -92,7 +92,8 @@ Status ReadPreemption(const YAML::Node& n, ClusterConfig* c) {
 Status ReadCluster(const YAML::Node& n, ClusterConfig* c) {
   static const std::set<std::string> kFields = {
       "name", "region", "zone", "labels", "accelerator", "nodes", "cpuPerNode", "memoryPerNode", "flavor",
-      "clusterQueue", "quota", "localQueues", "pricePerGPUHour", "datasets", "complianceZones",
+      "clusterQueue", "quota", "localQueues", "pricePerGPUHour", "datasets", "excludeResourcePrefixes",
+      "complianceZones",
       "kueueAPIVersion", "admissionDelay", "admissionChecks", "preemption", "jobDuration", "terminationGrace", "apiLatency",
       "watchTimeout", "historyLimit", "bookmarkInterval", "port"};
   for (const auto& kv : n) {
@@ -140,6 +141,9 @@ Status ReadCluster(const YAML::Node& n, ClusterConfig* c) {
   }
   if (n["pricePerGPUHour"]) c->price_per_gpu_hour = n["pricePerGPUHour"].as<double>();
   if (n["datasets"]) c->datasets = n["datasets"].as<std::vector<std::string>>();
+  if (n["excludeResourcePrefixes"]) {
+    c->exclude_resource_prefixes = n["excludeResourcePrefixes"].as<std::vector<std::string>>();
+  }
   if (n["complianceZones"]) c->compliance_zones = n["complianceZones"].as<std::vector<std::string>>();
   if (n["kueueAPIVersion"]) c->kueue_api_version = n["kueueAPIVersion"].as<std::string>();
   struct Dur { const char* field; int64_t* out; };

@@ -15,6 +15,7 @@
 //     localQueues: [team-a/team-a, default/user-queue]        # namespace/name
 //     pricePerGPUHour: 2.5
 //     datasets: ["s3://corpus/v3"]
+//     excludeResourcePrefixes: [ephemeral-storage]  # as Kueue's Configuration: not counted
 //     complianceZones: [us]
 //     kueueAPIVersion: v1beta2
 //     admissionDelay: 100ms           # durations: 250ms, 30s, 5m, 1h
@@ -86,6 +87,10 @@ struct ClusterConfig {
   std::vector<std::pair<std::string, std::string>> local_queues;  // (namespace, name)
   double price_per_gpu_hour = 0;
   std::vector<std::string> datasets;
+  // Kueue's Configuration resources.excludeResourcePrefixes: requests of
+  // these resources are left out of a Workload's demand (and written to
+  // gantry's clusters.d file, as an operator would).
+  std::vector<std::string> exclude_resource_prefixes;
   std::vector<std::string> compliance_zones;
   std::string kueue_api_version = "v1beta2";
   int64_t admission_delay_ms = 0;

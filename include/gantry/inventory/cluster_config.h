@@ -72,6 +72,10 @@ struct ClusterConfig {
   std::optional<NodeShapeConfig> nodes;
   GpuPrice price_per_gpu_hour;
   std::vector<std::string> datasets;
+  // The worker Kueue's Configuration `resources.excludeResourcePrefixes`
+  // (gantry cannot read it from the cluster): requests of a resource named
+  // with one of these prefixes are not counted against its quota there.
+  std::vector<std::string> exclude_resource_prefixes;
   // namespace -> LocalQueue name, only where the LocalQueue is not named like
   // the gantry queue; see LocalQueueFor().
   std::map<std::string, std::string> local_queues;

@@ -86,6 +86,9 @@ struct ClusterSnapshot {
   std::map<std::string, std::string> local_queues;
   bool cordoned = false;
   bool declared_lost = false;  // an operator says it is gone: excluded, as cordoned
+  // Resources the cluster's Kueue does not count (its excludeResourcePrefixes):
+  // a request of one needs no quota there.
+  std::vector<std::string> exclude_resource_prefixes;
   // Its file is refused, so nothing but its name is known (the inventory
   // holds it): excluded first and never permanently, since its region,
   // accelerators and queues are not what the empty fields say.

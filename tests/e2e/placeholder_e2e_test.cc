@@ -38,6 +38,33 @@ std::string OwnerUnreachableReason(DispatchFleet& fleet, const std::string& name
   return "";
 }
 
+// Submits "held" (Requeue, `held_for`), which goes to c1, the fastest, and
+// "witness" (Requeue, c2 only), which shows when the loss timeouts have
+// passed after the restart; both Running. Returns held's uid.
+std::string RunHeldAndWitness(DispatchFleet& fleet, const std::string& held_for) {
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, held_for, "  onClusterLoss: Requeue")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("witness", "team-a", 1, 0, "120s",
+                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, seconds(30)));
+  REQUIRE(fleet.WaitPhase("team-a", "witness", {"Running"}, seconds(30)));
+  REQUIRE(fleet.Job("team-a", "held")["status"].value("cluster", "") == "c1");
+  return fleet.Uid("team-a", "held");
+}
+
+// While the daemon is down, c1's file gets a field gantry refuses, and c2
+// is cut off; then the daemon starts. Returns c1's good file.
+std::string RestartWithC1Refused(DispatchFleet& fleet) {
+  fleet.StopDaemon(/*kill=*/false);
+  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
+  const std::string c1_config = ReadFile(c1_file);
+  REQUIRE(!c1_config.empty());
+  WriteFile(c1_file, c1_config + "gpuz: 8\n");
+  REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
+  fleet.StartDaemon();
+  REQUIRE(fleet.ok());
+  return c1_config;
+}
+
 }  // namespace
 
 TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is not run again elsewhere, and "
@@ -49,25 +76,9 @@ TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "45s", "  onClusterLoss: Requeue")) == 201);
-  // "witness", in c2, shows when clusterLostTimeout has passed after the restart.
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("witness", "team-a", 1, 0, "120s",
-                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, seconds(30)));
-  REQUIRE(fleet.WaitPhase("team-a", "witness", {"Running"}, seconds(30)));
-  REQUIRE(fleet.Job("team-a", "held")["status"].value("cluster", "") == "c1");
-  const std::string uid = fleet.Uid("team-a", "held");
-
-  // While the daemon is down, c1's file gets a field gantry refuses, and
-  // c2 is cut off.
-  fleet.StopDaemon(/*kill=*/false);
+  const std::string uid = RunHeldAndWitness(fleet, "45s");
   const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
-  const std::string c1_config = ReadFile(c1_file);
-  REQUIRE(!c1_config.empty());
-  WriteFile(c1_file, c1_config + "gpuz: 8\n");
-  REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
-  fleet.StartDaemon();
-  REQUIRE(fleet.ok());
+  const std::string c1_config = RestartWithC1Refused(fleet);
 
   // c1 is listed, held, saying why.
   const std::string row = ClustersRow(fleet, "c1");
@@ -125,14 +136,7 @@ TEST_CASE("an owner refusing gantry its watch before its file was refused is giv
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "60s", "  onClusterLoss: Requeue")) == 201);
-  // "witness", in c2, shows when the timeouts have passed after the restart.
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("witness", "team-a", 1, 0, "120s",
-                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, seconds(30)));
-  REQUIRE(fleet.WaitPhase("team-a", "witness", {"Running"}, seconds(30)));
-  REQUIRE(fleet.Job("team-a", "held")["status"].value("cluster", "") == "c1");
-  const std::string uid = fleet.Uid("team-a", "held");
+  const std::string uid = RunHeldAndWitness(fleet, "60s");
 
   // RBAC drift in c1: gantry may no longer list Workloads there. The
   // refusal's start is kept in the store.
@@ -140,16 +144,10 @@ TEST_CASE("an owner refusing gantry its watch before its file was refused is giv
   REQUIRE(fleet.Ctl({"kill-watches", "c1"}).code == 0);
   REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "WatchRefused"; }, seconds(30)));
 
-  // While the daemon is down, c1's file gets a field gantry refuses, and c2
-  // is cut off. c1 is held: not watched, its refusal not seen.
-  fleet.StopDaemon(/*kill=*/false);
+  // Restarted with c1's file refused: c1 is held, not watched, its refusal
+  // not seen.
   const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
-  const std::string c1_config = ReadFile(c1_file);
-  REQUIRE(!c1_config.empty());
-  WriteFile(c1_file, c1_config + "gpuz: 8\n");
-  REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
-  fleet.StartDaemon();
-  REQUIRE(fleet.ok());
+  const std::string c1_config = RestartWithC1Refused(fleet);
   REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
   // Past both timeouts since the restart, so since the refusal began.
   REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "witness"), "ClusterLost") == 1; }, seconds(60)));

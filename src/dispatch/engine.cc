@@ -248,7 +248,9 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
   auto facts = std::make_shared<FleetFacts>();
   const std::map<std::string, std::string> watch_refusals = observer_->WatchRefusals();  // one lock for all
   const auto kind_refusals = observer_->KindRefusals();
-  std::set<std::string> held;  // file refused: not watched, so nothing is learnt of its refusals
+  // Not usable (its file refused, or its credentials): not watched, so
+  // nothing is learnt of its refusals.
+  std::set<std::string> unreachable;
   for (const inventory::ClusterView& view : fleet_.Clusters()) {
     const std::string& name = view.config.name;
     ClusterFacts f;
@@ -261,13 +263,13 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
       f.credentials_refused = view.health.credentials_refused;
     } else {
       f.unusable = view.config_error.empty() ? "its credentials do not load" : "its file in clusters.d is refused";
-      if (!view.config_error.empty()) held.insert(name);
+      unreachable.insert(name);
     }
-    if (auto r = watch_refusals.find(name); r != watch_refusals.end() && !held.count(name)) f.watch_refused = r->second;
+    if (auto r = watch_refusals.find(name); r != watch_refusals.end() && !unreachable.count(name)) f.watch_refused = r->second;
     if (int64_t since = NoteWatchRefusalLocked(name, !f.watch_refused.empty(), now_ms); since >= 0) {
       f.watch_refused_for_ms = std::max<int64_t>(0, now_ms - since);
     }
-    if (auto k = kind_refusals.find(name); k != kind_refusals.end() && !held.count(name)) {
+    if (auto k = kind_refusals.find(name); k != kind_refusals.end() && !unreachable.count(name)) {
       for (const auto& [resource, why] : k->second) {
         const int64_t since = NoteWatchRefusalLocked(RefusalKey(name, resource), true, now_ms);
         f.kind_refused[resource] = {why, std::max<int64_t>(0, now_ms - since)};
@@ -278,14 +280,15 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
     facts->emplace(name, std::move(f));
   }
   // An optional kind's refusal that has ended; a cluster that left the
-  // inventory refuses nothing any more. Nor does a held one: once its file
-  // loads, a refusal seen then starts the clock afresh, as its outage does
+  // inventory refuses nothing any more. Nor does one gantry cannot reach
+  // (held, or its credentials not loading): once it is usable again, a
+  // refusal seen then starts the clock afresh, as its outage does
   // (inventory::Fleet), since nothing was seen meanwhile: kept, a refusal
-  // from before the hold would make the jobs it owns lost at once.
+  // from before would make the jobs it owns lost at once.
   for (auto it = watch_refused_since_.begin(); it != watch_refused_since_.end();) {
     const auto [cluster, resource] = SplitRefusalKey(it->first);
     auto f = facts->find(cluster);
-    if (f != facts->end() && !held.count(cluster)) {
+    if (f != facts->end() && !unreachable.count(cluster)) {
       const bool ended = !resource.empty() && !f->second.kind_refused.count(resource) &&
                          observer_->Listed(cluster, resource);
       if (!ended) {

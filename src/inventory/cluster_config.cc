@@ -170,13 +170,16 @@ Result<ClusterConfig> LoadClusterFile(const std::string& path) {
 
 namespace {
 
-// A top-level `name: VALUE` line (VALUE maybe quoted) of text that does not
-// parse as YAML: a typo elsewhere leaves the name its file gives.
+// A top-level `name: VALUE` line (VALUE maybe quoted, maybe followed by a
+// comment) of text that does not parse as YAML: a typo elsewhere leaves
+// the name its file gives.
 std::string NameLine(const std::string& text) {
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     if (!line.starts_with("name:")) continue;
     std::string value = line.substr(5);
+    // A comment starts with '#' after a blank; no name has either.
+    if (const auto comment = value.find_first_of('#'); comment != std::string::npos) value.resize(comment);
     const auto first = value.find_first_not_of(" \t");
     const auto last = value.find_last_not_of(" \t\r");
     if (first == std::string::npos) return "";

@@ -202,6 +202,9 @@ std::vector<ClusterFileError> Fleet::Load() {
     }
     const bool unheld = was_held && !held;
     if (unheld) spdlog::info("inventory: cluster {}: its file loads again; it is probed and watched", name);
+    // Reached again: its file loads, or its kubeconfig does (a cluster whose
+    // credentials never loaded is not probed either).
+    const bool reachable_again = !old->second.view.Usable() && e.view.Usable();
     // A probe of the old entry still in flight keeps its claim, and the new
     // entry is probed right after it ends: two probes of one cluster must
     // not run at once (the later to end would overwrite the newer reading).
@@ -213,11 +216,11 @@ std::vector<ClusterFileError> Fleet::Load() {
     e.view.capacity = old->second.view.capacity;
     e.view.capacity_at_ms = old->second.view.capacity_at_ms;
     e.view.capacity_error = old->second.view.capacity_error;
-    if (unheld) {
-      // Nothing was learnt of it while held: an outage from before (or one
-      // restored from the store) would make its jobs lost at the first
-      // failed probe, however long it ran fine meanwhile. Its clock starts
-      // again, as at a start, from its first failed probe.
+    if (reachable_again) {
+      // Nothing was learnt of it while gantry could not reach it: an outage
+      // from before (or one restored from the store) would make its jobs
+      // lost at the first failed probe, however long it ran fine meanwhile.
+      // Its clock starts again, as at a start, from its first failed probe.
       e.view.health = ClusterHealth{};
       forget.push_back(name);
     }

@@ -144,6 +144,8 @@ TEST_CASE("A refused file's cluster is named by its name line, else after the fi
   const std::vector<Case> cases = {
       {"not YAML, with a name line", "c1.yaml", "name: other\nkubeconfig: [\n", "other"},
       {"not YAML, with a quoted name line", "c7.yaml", "region: [\nname: \"gpu-eu\"\n", "gpu-eu"},
+      {"not YAML, with a name line and a comment", "eu1.yaml", "name: gpu-eu-1  # prod\nregion: [\n", "gpu-eu-1"},
+      {"not YAML, with a quoted name and a comment", "eu2.yaml", "name: 'gpu-eu-2' #x\nregion: [\n", "gpu-eu-2"},
       {"not YAML, with no usable name line", "c8.yaml", "name: Not_A_Label\nkubeconfig: [\n", "c8"},
       {"no name", "c2.yaml", "kubeconfig: kube.yaml\n", "c2"},
       {"a name that is no DNS label", "c3.yaml", "name: Not_A_Label\nkubeconfig: kube.yaml\n", "c3"},

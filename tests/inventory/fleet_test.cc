@@ -256,6 +256,47 @@ TEST_CASE("a kubeconfig broken at a reload keeps the last good credentials, and 
   fleet.Stop();
 }
 
+TEST_CASE("a kubeconfig that loads again starts its cluster's outage clock afresh: nothing was seen meanwhile",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", false}, {"c2", true}};  // c1 never answers in this test
+  {
+    Fleet fleet(prober, *store, clock, options);
+    fleet.Start();
+    fleet.ProbeAllNow();
+    fleet.Stop();
+  }
+  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c1") == 1; }));
+
+  // Restarted an hour later with c1's kubeconfig broken: its outage is
+  // restored, but no probe runs, so no clusterLostTimeout does either.
+  const std::string good = testing::ReadFile(dir.File("c1.kubeconfig"));
+  std::ofstream(dir.File("c1.kubeconfig")) << "apiVersion: v1\nkind: Config\nclusters: [\n";
+  clock.Advance(3'600'000);
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  fleet.ProbeAllNow();
+  REQUIRE_FALSE(fleet.Cluster("c1")->Usable());
+  CHECK(fleet.Cluster("c1")->health.first_lost_ms == 1'000'000);
+
+  // Mended: the first failed probe starts the clock now. From 1'000'000,
+  // the jobs c1 owns would be lost at once, however long it ran meanwhile.
+  clock.Advance(60'000);
+  testing::WriteFile(dir.File("c1.kubeconfig"), good);
+  CHECK(fleet.Reload().empty());
+  REQUIRE(fleet.Cluster("c1")->Usable());
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c1")->health.first_lost_ms == clock.NowMillis());
+  CHECK(testing::WaitFor([&] {
+    auto outages = store->LoadOutages();
+    return outages.ok() && outages->count("c1") == 1 && outages->at("c1").first_lost_ms == clock.NowMillis();
+  }));
+  fleet.Stop();
+}
+
 // A prober whose first probe of "slow" reads its answer, then waits until
 // the test opens the gate: the background probe still in flight when the
 // cluster comes back.

@@ -58,12 +58,13 @@ void CheckKueueLabels(const json& object, std::string_view path, FieldErrors& er
     }
   }
   if (const json* value = MetadataEntry(object, "labels", kPriorityClassLabel)) {
-    // A label value (63 at most) that names an object.
+    // A label value (63 at most) that names an object; empty, as Kueue
+    // reads it, names none (a template that leaves it blank).
     std::string why = "must be a string";
     if (value->is_string()) {
       const std::string& name = value->get_ref<const std::string&>();
       why = CheckLabelValue(name);
-      if (why.empty()) why = CheckDns1123Subdomain(name);
+      if (why.empty() && !name.empty()) why = CheckDns1123Subdomain(name);
     }
     if (!why.empty()) {
       errors.Add(Key(Child(meta, "labels"), kPriorityClassLabel),

@@ -1411,6 +1411,19 @@ TEST_CASE("step 4: a job naming a WorkloadPriorityClass gets copies only where i
              Catch::Contains("the value of its WorkloadPriorityClass prod is not known in c3; waiting"));
 }
 
+// An empty label names no class, as Kueue reads it (a template that leaves
+// it blank): accepted, and copies go where no class is known.
+TEST_CASE("step 4: a job whose priority-class label is empty names no class", "[dispatch][decide]") {
+  World w;
+  w.spec = SpecWithClass("\"\"");
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan nominated = Decide(w.Input());
+  CHECK(Count(nominated, Verb::kCreate, "Workload") == 2);
+  const Action* c1 = Find(nominated, Verb::kCreate, "Workload", "c1");
+  REQUIRE(c1);
+  CHECK_FALSE(c1->body["spec"].contains("priorityClassRef"));
+}
+
 // A copy gone from a cluster where the job's class has no known value any
 // more is not made again there; withdrawn, it no longer holds the job to
 // that cluster (Widen counts the copies left).

@@ -27,12 +27,16 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
                          {"kueueAPIVersion", inventory::KueueApiVersionName(c.kueue_api_version)}};
   if (c.price_per_gpu_hour.on_demand) spec["pricePerGPUHour"] = *c.price_per_gpu_hour.on_demand;
   const inventory::ClusterHealth& h = view.health;
-  nlohmann::json status = {{"health", inventory::HealthStateName(h.state)}};
-  if (h.since_ms) status["since"] = FormatRfc3339(h.since_ms);
-  if (h.first_lost_ms) status["firstLostAt"] = FormatRfc3339(*h.first_lost_ms);
+  // One gantry cannot reach (its file or its kubeconfig refused) is not
+  // probed: whatever it last showed, nothing is known of it now, as
+  // placement takes it, and no outage of it runs.
+  const bool reached = view.Usable();
+  nlohmann::json status = {{"health", inventory::HealthStateName(reached ? h.state : inventory::HealthState::kUnknown)}};
+  if (h.since_ms && reached) status["since"] = FormatRfc3339(h.since_ms);
+  if (h.first_lost_ms && reached) status["firstLostAt"] = FormatRfc3339(*h.first_lost_ms);
   // Up, refusing gantry's credentials: NotReady, lost only after the longer
   // credentialsRefusedTimeoutSeconds (cluster_health.h).
-  if (h.credentials_refused) status["credentialsRefused"] = true;
+  if (h.credentials_refused && reached) status["credentialsRefused"] = true;
   if (!h.last_error.empty()) status["lastError"] = h.last_error;
   if (!view.capacity_error.empty()) status["capacityError"] = view.capacity_error;
   if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;

@@ -1,0 +1,38 @@
+// ClusterToJson: what `gantry clusters` and GET /api/v1/clusters show of a
+// cluster's health.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/api/cluster_view.h"
+
+namespace gantry::api {
+
+TEST_CASE("a cluster gantry cannot reach shows no health from before, nor an outage running", "[api][clusters]") {
+  inventory::ClusterView view;
+  view.config.name = "c1";
+  view.health.state = inventory::HealthState::kNotReady;
+  view.health.since_ms = 1'764'000'000'000;
+  view.health.RestoreFirstLost(1'764'000'000'000, /*credentials_refused=*/true);
+  const int64_t now = 1'764'000'600'000;
+
+  const nlohmann::json reached = ClusterToJson(view, now, 60'000);
+  CHECK(reached["status"]["health"] == "NotReady");
+  CHECK(reached["status"].contains("firstLostAt"));
+  CHECK(reached["status"]["credentialsRefused"] == true);
+
+  // Its file refused since (held), or its kubeconfig not loading: not probed.
+  for (const bool held : {true, false}) {
+    inventory::ClusterView unreachable = view;
+    (held ? unreachable.config_error : unreachable.credentials_error) = "refused";
+    const nlohmann::json j = ClusterToJson(unreachable, now, 60'000);
+    INFO(j.dump());
+    CHECK(j["status"]["health"] == "Unknown");
+    CHECK_FALSE(j["status"].contains("firstLostAt"));
+    CHECK_FALSE(j["status"].contains("since"));
+    CHECK_FALSE(j["status"].contains("credentialsRefused"));
+    CHECK(j["status"].contains(held ? "configError" : "credentialsError"));
+  }
+}
+
+}  // namespace gantry::api

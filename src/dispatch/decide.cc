@@ -326,7 +326,9 @@ Plan Ladder::Nominate() const {
                           ? fmt::format("no cluster can take it now: {}; waiting (see gantry {})",
                                         fmt::join(why, "; "), kind_refused.empty() ? "explain" : "clusters")
                       : d.excluded.empty() ? std::string(kNoClustersMessage)
-                                           : "no cluster can take it now; waiting (see gantry explain)";
+                                           // Each cluster's reason, so that a typo (a class or a
+                                           // LocalQueue that exists nowhere) shows in gantry status.
+                                           : "no cluster can take it now; waiting (see gantry explain)" + LeftOut(d);
     if (job_.message != msg) {
       DispatchUpdate u = Guarded(job_);
       u.message = msg;

@@ -1411,6 +1411,28 @@ TEST_CASE("step 4: a job naming a WorkloadPriorityClass gets copies only where i
              Catch::Contains("the value of its WorkloadPriorityClass prod is not known in c3; waiting"));
 }
 
+// A job no cluster can take now says why in its message, cluster by
+// cluster: a class or a LocalQueue that exists nowhere (a typo) shows in
+// gantry status, not only in gantry explain.
+TEST_CASE("step 4: a job no cluster can take now waits with each cluster's reason in its message",
+          "[dispatch][decide]") {
+  World w;
+  w.spec = SpecWithClass("prod-hihg");
+  placement::Decision d;
+  for (const char* c : {"c1", "c2"}) {
+    d.excluded.push_back({c, placement::Exclusion{placement::Filter::kQuota,
+                                                  "WorkloadPriorityClass prod-hihg does not exist here", false}});
+  }
+  w.in.placement = d;
+  Plan waiting = Decide(w.Input());
+  CHECK(waiting.actions.empty());
+  REQUIRE(waiting.write);
+  CHECK_FALSE(waiting.write->phase);
+  CHECK(*waiting.write->message ==
+        "no cluster can take it now; waiting (see gantry explain); left out: c1: WorkloadPriorityClass prod-hihg "
+        "does not exist here; c2: WorkloadPriorityClass prod-hihg does not exist here");
+}
+
 // An empty label names no class, as Kueue reads it (a template that leaves
 // it blank): accepted, and copies go where no class is known.
 TEST_CASE("step 4: a job whose priority-class label is empty names no class", "[dispatch][decide]") {

@@ -168,11 +168,33 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   return plan;
 }
 
+// Step 10, before the inventory is confirmed (DecideInput::inventory_confirmed):
+// the owner is missing from the inventory the daemon started with. Its file
+// may be missing a moment, or its clusters.d not mounted yet: counted as
+// removed, a Requeue job would run a second time beside its first run.
+Plan Ladder::OwnerMissingAtStart() const {
+  Plan plan;
+  plan.step = "owner-lost";
+  if (ConditionReason(job_.conditions_json, "OwnerUnreachable") != "OwnerHeld") {
+    const std::string msg =
+        fmt::format("owner cluster {} is not in the inventory gantry started with (its file missing?); the job is "
+                    "left as it is there until the cluster is back, or a reload of the inventory (SIGHUP, or POST "
+                    "/api/v1/clusters:reload) confirms its removal, and its onClusterLoss applies",
+                    job_.cluster);
+    plan.write = OwnerFlag("OwnerHeld", msg);
+    plan.write->events.push_back(Event("OwnerHeld", msg, job_.cluster, "Warning"));
+  }
+  // A reload wakes every unfinished job: this is only a backstop.
+  plan.requeue_ms = opt_.lost_recheck_ms;
+  return plan;
+}
+
 // Steps 10-13: Admitted or Running with owner C at epoch E.
 Plan Ladder::Owned() const {
   const std::string& owner = job_.cluster;
   // Step 10.
   const bool removed = !in_.clusters->count(owner);
+  if (removed && !in_.inventory_confirmed) return OwnerMissingAtStart();
   if (removed || !Reachable(owner)) return OwnerUnreachable(removed);
   Plan plan;
   const ObservedWorkload* w = WorkloadIn(owner);

@@ -205,6 +205,7 @@ void Engine::InventoryChanged() {
   // Called by a SIGHUP's thread and by the API's reload: one at a time, so
   // that the observer is not left watching the older of two cluster sets.
   std::lock_guard reload(inventory_mu_);
+  inventory_confirmed_.store(true);
   SetObservedClusters();
   if (int dropped = pools_->Retain(); dropped > 0) {
     spdlog::info("dispatch: inventory reloaded: {} cluster(s) changed connection or left; their pooled connections "
@@ -431,6 +432,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     if (!seen.count(key)) in.expected.insert(key);
   }
   in.clusters = Facts(now);
+  in.inventory_confirmed = inventory_confirmed_.load();
   in.now_ms = now;
   in.options = options_.decide;
   // Stretched over the jobs that wait on it now (their timers, marked by

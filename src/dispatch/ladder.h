@@ -397,6 +397,7 @@ class Ladder {
   // How the job's message begins while that gate holds it.
   std::string WaitingPrefix(const std::string& owner) const;
   Plan OwnerUnreachable(bool removed) const;
+  Plan OwnerMissingAtStart() const;
   DispatchUpdate OwnerFlag(const std::string& reason, const std::string& message) const;
   void OwnerReturned(Plan& plan) const;
   Plan Requeue(const std::string& step, const std::string& reason, const std::string& message) const;

@@ -490,4 +490,33 @@ TEST_CASE("step 10: an owner held by the inventory is waited for, the job flagge
   CHECK(back.write->conditions_json->find("OwnerHeld") == std::string::npos);
 }
 
+TEST_CASE("step 10: an owner missing from the inventory the daemon started with is held until a reload confirms it",
+          "[dispatch][decide][lost]") {
+  World w;
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
+  w.clusters.erase("c1");  // its file missing at the start, say
+  w.synced.erase("c1");
+  w.in.inventory_confirmed = false;
+  Plan held = Decide(w.Input());
+  CHECK(held.step == "owner-lost");
+  CHECK(held.actions.empty());
+  REQUIRE(held.write);
+  CHECK_FALSE(held.write->phase);  // not requeued: it may run on there
+  REQUIRE(held.write->events.size() == 1);
+  CHECK(held.write->events[0].reason == "OwnerHeld");
+  CHECK_THAT(held.write->events[0].message,
+             Catch::Contains("owner cluster c1 is not in the inventory gantry started with"));
+  REQUIRE(held.write->conditions_json);
+  w.job.conditions_json = *held.write->conditions_json;
+  CHECK_FALSE(Decide(w.Input()).write);  // flagged once
+
+  // A reload confirms the inventory: removed, so onClusterLoss applies.
+  w.in.inventory_confirmed = true;
+  Plan lost = Decide(w.Input());
+  REQUIRE(lost.write);
+  REQUIRE(lost.write->phase);
+  CHECK(*lost.write->phase == JobPhase::kQueued);
+  CHECK_THAT(*lost.write->message, Catch::Contains("removed from the inventory"));
+}
+
 }  // namespace gantry::dispatch

@@ -183,4 +183,49 @@ TEST_CASE("an owner refusing gantry its watch before its file was refused is giv
   REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
 }
 
+TEST_CASE("an owner whose file is missing at the daemon's start is held until a reload, not lost: its Requeue job "
+          "runs once",
+          "[e2e][recovery][inventory][placeholder]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kFirstIsFastest;
+  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 3";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "25s", "  onClusterLoss: Requeue")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, seconds(30)));
+  REQUIRE(fleet.Job("team-a", "held")["status"].value("cluster", "") == "c1");
+  const std::string uid = fleet.Uid("team-a", "held");
+
+  // While the daemon is down, c1's file goes (a volume not mounted yet, a
+  // file moved aside): the daemon starts without c1.
+  fleet.StopDaemon(/*kill=*/false);
+  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
+  const std::string c1_config = ReadFile(c1_file);
+  REQUIRE(!c1_config.empty());
+  REQUIRE(std::remove(c1_file.c_str()) == 0);
+  fleet.StartDaemon();
+  REQUIRE(fleet.ok());
+  REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
+  json held = fleet.Job("team-a", "held");
+  INFO(held.dump());
+  CHECK(held["status"]["phase"] == "Running");
+  CHECK(held["status"]["epoch"] == 1);
+  CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
+
+  // The file is back, and the inventory reloaded: the job is seen to finish
+  // where it ran, once.
+  WriteFile(c1_file, c1_config);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(60)));
+  held = fleet.Job("team-a", "held");
+  CHECK(held["status"]["phase"] == "Succeeded");
+  CHECK(held["status"]["epoch"] == 1);
+  CHECK(held["status"].value("cluster", "") == "c1");
+  CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
+  const std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  CHECK(runs.size() == 1);
+}
+
 }  // namespace gantry::testing

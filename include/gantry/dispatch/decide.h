@@ -210,6 +210,11 @@ struct DecideInput {
   // engine's memory: after a restart it is read again).
   std::map<std::pair<std::string, std::string>, int64_t> read_gone;
   int64_t now_ms = 0;
+  // False from the daemon's start until the first reload of the inventory:
+  // an owner missing from it then may only be a file missing a moment (a
+  // clusters.d not mounted yet), not a removal, so its jobs are held, not
+  // lost; a reload is the operator's word that the inventory is as meant.
+  bool inventory_confirmed = true;
   DecideOptions options;
 };
 

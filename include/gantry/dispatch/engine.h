@@ -241,6 +241,8 @@ class Engine final : public JobIntake {
 
   // Set by SetObservedClusters, before the scan that follows every reload.
   std::atomic<bool> no_clusters_{false};
+  // Set by the first InventoryChanged (DecideInput::inventory_confirmed).
+  std::atomic<bool> inventory_confirmed_{false};
   std::mutex fleet_mu_;
   int64_t fleet_read_ms_ = -1;
   uint64_t fleet_generation_ = 0;  // fleet_.Generation() when last read

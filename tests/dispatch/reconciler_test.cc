@@ -252,15 +252,19 @@ TEST_CASE("idle workers: a timer wakes one of them, a later timer none, a burst 
   int in_pass = 0;
   int most_in_pass = 0;
   int passes = 0;
-  bool hold = false;  // passes wait until every worker is in one, or release
+  bool hold = false;      // passes wait until every worker is in one
+  bool released = false;  // set once they all were: a latch, so none waits on
   Reconciler reconciler(
       *store, clock,
       [&](const std::string&) {
         std::unique_lock lock(mu);
         ++passes;
         most_in_pass = std::max(most_in_pass, ++in_pass);
+        if (in_pass == kWorkers) released = true;
         cv.notify_all();
-        cv.wait_for(lock, std::chrono::seconds(20), [&] { return !hold || in_pass == kWorkers; });
+        // Not "in_pass == kWorkers": the first to leave lowers it, and the
+        // others, not yet awake, would wait out the whole 20 s.
+        cv.wait_for(lock, std::chrono::seconds(20), [&] { return !hold || released; });
         --in_pass;
         return int64_t{-1};
       },

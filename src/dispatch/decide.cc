@@ -264,8 +264,11 @@ Plan Ladder::Cancel() const {
 namespace {
 
 // Why the clusters placement excluded got no copy, for the Nominated
-// event ("" when none was): "; left out: c2: <why>; c3: <why>", the first
-// few (each message is up to a few hundred bytes; gantry explain has all).
+// event and a waiting job's message ("" when none was): "; left out: c2:
+// <why>; c3: <why>", the first few (each message is up to a few hundred
+// bytes; gantry explain has all). Those left out for now come first, by
+// name: a waiting job waits for them, and the reason why must not be cut
+// off behind the clusters its constraints rule out for good.
 std::string LeftOut(const placement::Decision& d) {
   constexpr size_t kNamed = 8;
   // Each reason cut to this many bytes (CutText): a cluster's own words (a
@@ -273,10 +276,15 @@ std::string LeftOut(const placement::Decision& d) {
   // them whole.
   constexpr size_t kReasonBytes = 200;
   if (d.excluded.empty()) return "";
+  std::vector<const placement::ExcludedCluster*> order;
+  order.reserve(d.excluded.size());
+  for (const placement::ExcludedCluster& x : d.excluded) order.push_back(&x);
+  std::stable_partition(order.begin(), order.end(),
+                        [](const placement::ExcludedCluster* x) { return !x->exclusion.permanent; });
   std::string out = "; left out: ";
-  for (size_t i = 0; i < d.excluded.size() && i < kNamed; ++i) {
-    fmt::format_to(std::back_inserter(out), "{}{}: {}", i == 0 ? "" : "; ", d.excluded[i].cluster,
-                   CutText(d.excluded[i].exclusion.message, kReasonBytes));
+  for (size_t i = 0; i < order.size() && i < kNamed; ++i) {
+    fmt::format_to(std::back_inserter(out), "{}{}: {}", i == 0 ? "" : "; ", order[i]->cluster,
+                   CutText(order[i]->exclusion.message, kReasonBytes));
   }
   if (d.excluded.size() > kNamed) {
     fmt::format_to(std::back_inserter(out), "; and {} more (see gantry explain)", d.excluded.size() - kNamed);

@@ -1419,6 +1419,11 @@ TEST_CASE("step 4: a job no cluster can take now waits with each cluster's reaso
   World w;
   w.spec = SpecWithClass("prod-hihg");
   placement::Decision d;
+  // By name, as placement gives them: eight ruled out for good (not in its
+  // allowlist) before the two it waits for.
+  for (const char* c : {"a1", "a2", "a3", "a4", "a5", "a6", "a7", "a8"}) {
+    d.excluded.push_back({c, placement::Exclusion{placement::Filter::kAllowlist, "not in allowlist", true}});
+  }
   for (const char* c : {"c1", "c2"}) {
     d.excluded.push_back({c, placement::Exclusion{placement::Filter::kQuota,
                                                   "WorkloadPriorityClass prod-hihg does not exist here", false}});
@@ -1428,9 +1433,12 @@ TEST_CASE("step 4: a job no cluster can take now waits with each cluster's reaso
   CHECK(waiting.actions.empty());
   REQUIRE(waiting.write);
   CHECK_FALSE(waiting.write->phase);
-  CHECK(*waiting.write->message ==
-        "no cluster can take it now; waiting (see gantry explain); left out: c1: WorkloadPriorityClass prod-hihg "
-        "does not exist here; c2: WorkloadPriorityClass prod-hihg does not exist here");
+  // What it waits for comes first, not cut off behind the eight.
+  CHECK_THAT(*waiting.write->message,
+             Catch::StartsWith("no cluster can take it now; waiting (see gantry explain); left out: c1: "
+                               "WorkloadPriorityClass prod-hihg does not exist here; c2: WorkloadPriorityClass "
+                               "prod-hihg does not exist here; a1: not in allowlist; "));
+  CHECK_THAT(*waiting.write->message, Catch::EndsWith("a6: not in allowlist; and 2 more (see gantry explain)"));
 }
 
 // An empty label names no class, as Kueue reads it (a template that leaves

@@ -17,20 +17,56 @@
 
 namespace gantry::inventory {
 
+// cluster -> flag, set by the test thread (`flags = {{"c1", true}}`,
+// `flags["c1"] = false`) while the fleet's probe threads read it: every
+// access under one lock, and a read never inserts.
+class ClusterFlags {
+ public:
+  class Ref {
+   public:
+    Ref(ClusterFlags& flags, std::string cluster) : flags_(flags), cluster_(std::move(cluster)) {}
+    Ref& operator=(bool value) {
+      std::lock_guard lock(flags_.mu_);
+      flags_.flags_[cluster_] = value;
+      return *this;
+    }
+    operator bool() const { return flags_.Get(cluster_); }  // NOLINT: reads as the map did
+
+   private:
+    ClusterFlags& flags_;
+    std::string cluster_;
+  };
+  ClusterFlags& operator=(std::initializer_list<std::pair<const std::string, bool>> flags) {
+    std::lock_guard lock(mu_);
+    flags_ = flags;
+    return *this;
+  }
+  Ref operator[](const std::string& cluster) { return Ref(*this, cluster); }
+  bool Get(const std::string& cluster) const {
+    std::lock_guard lock(mu_);
+    auto it = flags_.find(cluster);
+    return it != flags_.end() && it->second;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, bool> flags_;
+};
+
 class FakeProber final : public ClusterProber {
  public:
-  std::map<std::string, bool> up;  // cluster -> answers
-  std::map<std::string, bool> refuses;  // cluster -> answers 401 (when up)
-  std::map<std::string, bool> forbids_queues;  // cluster -> 403 on listing ClusterQueues (when up)
+  ClusterFlags up;  // cluster -> answers
+  ClusterFlags refuses;  // cluster -> answers 401 (when up)
+  ClusterFlags forbids_queues;  // cluster -> 403 on listing ClusterQueues (when up)
   Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
     {
       std::lock_guard lock(probes_mu_);
       ++probes_[config.name];
     }
-    if (!up[config.name]) return Status::Unavailable("connect: connection refused");
-    if (refuses[config.name]) return Status(Code::kUnauthenticated, "/readyz answered 401");
+    if (!up.Get(config.name)) return Status::Unavailable("connect: connection refused");
+    if (refuses.Get(config.name)) return Status(Code::kUnauthenticated, "/readyz answered 401");
     CapacityReading r;
-    if (forbids_queues[config.name]) {
+    if (forbids_queues.Get(config.name)) {
       r.unreadable = "listing ClusterQueues is forbidden (403)";
       return r;
     }

@@ -366,7 +366,10 @@ Plan Ladder::Nominate() const {
   u.events.push_back(Event("Nominated", fmt::format("epoch {}: Workload copies to {}{}", epoch,
                                                     fmt::join(candidates, ", "), LeftOut(d))));
   plan.write = std::move(u);
-  plan.requeue_ms = opt_.resync_ms;
+  // The copies' watch events wake the job; the first preemption gate is due
+  // a period from now whatever they say (the copy's first status may come
+  // in the event of its creation, which wakes nothing: Engine::Observed).
+  plan.requeue_ms = opt_.preemption_gate_ms > 0 ? std::min(opt_.resync_ms, opt_.preemption_gate_ms) : opt_.resync_ms;
   return plan;
 }
 

@@ -42,6 +42,21 @@ int OpenGates(const Plan& p, const std::string& cluster = "") { return Count(p, 
 
 }  // namespace
 
+// The first gate is due a period after the nomination: the nominating pass
+// asks for a pass then, not only for the copies' watch events (the first
+// status of a copy may come in the event of its creation, which wakes
+// nothing).
+TEST_CASE("step 4: a nomination asks for a pass when the first preemption gate is due", "[dispatch][decide][gates]") {
+  World w;
+  w.in.placement = decide_world::Candidates({"c1", "c2"});
+  w.in.options.preemption_gate_ms = kGateMs;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.step == "nominate");
+  CHECK(p.requeue_ms == kGateMs);
+  w.in.options.preemption_gate_ms = 0;  // no gates: the resync, as before
+  CHECK(Decide(w.Input()).requeue_ms == w.in.options.resync_ms);
+}
+
 TEST_CASE("step 9: copies are created with gantry's preemption gate, closed", "[dispatch][decide][gates]") {
   World w;
   w.in.placement = decide_world::Candidates({"c1", "c2"});

@@ -228,9 +228,11 @@ std::vector<ClusterFileError> Fleet::Load() {
   entries_ = std::move(next);
   dir_status_ = load.dir_status;
   generation_.fetch_add(1, std::memory_order_release);
-  lock.unlock();
+  // Under mu_, as a probe saves an outage (ProbeOne): a probe that fails
+  // right after this reload saves its outage after this forgetting.
   for (const std::string& name : removed) ForgetOutage(name);
   for (const std::string& name : forget) ForgetOutage(name);
+  lock.unlock();
   return load.errors;
 }
 
@@ -358,11 +360,14 @@ void Fleet::ProbeOne(const std::string& name) {
         spdlog::warn("cluster {} is NotReady: {}", name, error);
       }
     }
-  }
-  if (persist) {
-    store_.SaveOutage(name, *persist, error, [name](Result<bool> r) {
-      if (!r.ok()) spdlog::error("inventory: saving outage of {}: {}", name, r.status().ToString());
-    });
+    // Queued under mu_ (the store only enqueues), so that the store writes
+    // it in the order the health changed: a reload's forgetting of the
+    // outage (Load) comes before or after it, never across.
+    if (persist) {
+      store_.SaveOutage(name, *persist, error, [name](Result<bool> r) {
+        if (!r.ok()) spdlog::error("inventory: saving outage of {}: {}", name, r.status().ToString());
+      });
+    }
   }
 }
 

@@ -14,12 +14,14 @@ TEST_CASE("a cluster gantry cannot reach shows no health from before, nor an out
   view.health.state = inventory::HealthState::kNotReady;
   view.health.since_ms = 1'764'000'000'000;
   view.health.RestoreFirstLost(1'764'000'000'000, /*credentials_refused=*/true);
+  view.health.last_error = "/readyz answered 401";
   const int64_t now = 1'764'000'600'000;
 
   const nlohmann::json reached = ClusterToJson(view, now, 60'000);
   CHECK(reached["status"]["health"] == "NotReady");
   CHECK(reached["status"].contains("firstLostAt"));
   CHECK(reached["status"]["credentialsRefused"] == true);
+  CHECK(reached["status"]["lastError"] == "/readyz answered 401");
 
   // Its file refused since (held), or its kubeconfig not loading: not probed.
   for (const bool held : {true, false}) {
@@ -31,6 +33,7 @@ TEST_CASE("a cluster gantry cannot reach shows no health from before, nor an out
     CHECK_FALSE(j["status"].contains("firstLostAt"));
     CHECK_FALSE(j["status"].contains("since"));
     CHECK_FALSE(j["status"].contains("credentialsRefused"));
+    CHECK_FALSE(j["status"].contains("lastError"));  // from before: its error now is the one below
     CHECK(j["status"].contains(held ? "configError" : "credentialsError"));
   }
 }

@@ -105,12 +105,15 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     std::optional<std::map<std::string, int32_t>> last;
     {
       std::lock_guard lock(mu_);
-      if (auto it = classes_.find(config.name); it != classes_.end()) last = it->second;
+      if (auto it = classes_.find(config.name);
+          it != classes_.end() && inventory::SameConnection(it->second.made_from, creds)) {
+        last = it->second.values;
+      }
     }
     auto read = AddPriorityClasses(*reading, wpcs, last ? &*last : nullptr);
     std::lock_guard lock(mu_);
     if (read) {
-      classes_[config.name] = std::move(*read);
+      classes_[config.name] = Classes{creds, std::move(*read)};
     } else if (reading->queues->priority_classes_known == false) {
       classes_.erase(config.name);  // unknown for good: not kept for a later passing failure
     }

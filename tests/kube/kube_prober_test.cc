@@ -207,6 +207,13 @@ TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
     REQUIRE(passing.ok());
     CHECK(passing->queues->priority_classes_known);  // as the last list gave them
     CHECK(passing->queues->stamp == listed->queues->stamp);
+    // An entry of the same name that now leads to another server (c2's,
+    // after a reload, say) does not borrow c1's classes on a failure there.
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c2", "workloadpriorityclasses=500"}).code == 0);
+    auto elsewhere = prober.Probe(ConfigFor(sim_dir, "c1"), *c2);
+    REQUIRE(elsewhere.ok());
+    CHECK_FALSE(elsewhere->queues->priority_classes_known);
+    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c2"}).code == 0);
     REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1", "workloadpriorityclasses"}).code == 0);
     auto forbidden = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
     REQUIRE(forbidden.ok());

@@ -48,8 +48,14 @@ class KubeProber final : public inventory::ClusterProber {
   std::chrono::milliseconds timeout_;
   std::mutex mu_;
   std::map<std::string, Conn> conns_;  // idle clients by cluster name; guarded by mu_
-  // The classes each cluster's last good list gave; guarded by mu_.
-  std::map<std::string, std::map<std::string, int32_t>> classes_;
+  // The classes each cluster's last good list gave, and the connection
+  // that read them: an entry of the same name that leads elsewhere (another
+  // server, after a reload) does not borrow them; guarded by mu_.
+  struct Classes {
+    inventory::ClusterCredentials made_from;
+    std::map<std::string, int32_t> values;
+  };
+  std::map<std::string, Classes> classes_;
 };
 
 // A probe's answer other than 200, as its error: the API server's own 401

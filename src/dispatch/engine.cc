@@ -249,9 +249,6 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
   auto facts = std::make_shared<FleetFacts>();
   const std::map<std::string, std::string> watch_refusals = observer_->WatchRefusals();  // one lock for all
   const auto kind_refusals = observer_->KindRefusals();
-  // Not usable (its file refused, or its credentials): not watched, so
-  // nothing is learnt of its refusals.
-  std::set<std::string> unreachable;
   for (const inventory::ClusterView& view : fleet_.Clusters()) {
     const std::string& name = view.config.name;
     ClusterFacts f;
@@ -264,13 +261,13 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
       f.credentials_refused = view.health.credentials_refused;
     } else {
       f.unusable = view.config_error.empty() ? "its credentials do not load" : "its file in clusters.d is refused";
-      unreachable.insert(name);
     }
-    if (auto r = watch_refusals.find(name); r != watch_refusals.end() && !unreachable.count(name)) f.watch_refused = r->second;
+    // Not usable: not watched, so nothing is learnt of its refusals.
+    if (auto r = watch_refusals.find(name); r != watch_refusals.end() && view.Usable()) f.watch_refused = r->second;
     if (int64_t since = NoteWatchRefusalLocked(name, !f.watch_refused.empty(), now_ms); since >= 0) {
       f.watch_refused_for_ms = std::max<int64_t>(0, now_ms - since);
     }
-    if (auto k = kind_refusals.find(name); k != kind_refusals.end() && !unreachable.count(name)) {
+    if (auto k = kind_refusals.find(name); k != kind_refusals.end() && view.Usable()) {
       for (const auto& [resource, why] : k->second) {
         const int64_t since = NoteWatchRefusalLocked(RefusalKey(name, resource), true, now_ms);
         f.kind_refused[resource] = {why, std::max<int64_t>(0, now_ms - since)};
@@ -289,7 +286,7 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
   for (auto it = watch_refused_since_.begin(); it != watch_refused_since_.end();) {
     const auto [cluster, resource] = SplitRefusalKey(it->first);
     auto f = facts->find(cluster);
-    if (f != facts->end() && !unreachable.count(cluster)) {
+    if (f != facts->end() && f->second.unusable.empty()) {
       const bool ended = !resource.empty() && !f->second.kind_refused.count(resource) &&
                          observer_->Listed(cluster, resource);
       if (!ended) {

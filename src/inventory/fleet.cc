@@ -51,15 +51,15 @@ std::vector<ClusterFileError> Fleet::Start() {
   // lost at its first failed probe).
   // A directory that cannot be listed tells nothing of which clusters are
   // gone: their outages are kept.
-  std::vector<std::string> gone;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [name, outage] : restored_outages_) {
-      if (!entries_.count(name) && dir_status_.ok()) gone.push_back(name);
+    if (dir_status_.ok()) {
+      for (const auto& [name, outage] : restored_outages_) {
+        if (!entries_.count(name)) ForgetOutage(name);
+      }
     }
     restored_outages_.clear();
   }
-  for (const std::string& name : gone) ForgetOutage(name);
   for (int i = 0; i < std::max(1, options_.probe_workers); ++i) workers_.emplace_back([this] {
     SetThreadName("probe");
     Run();
@@ -174,13 +174,14 @@ std::vector<ClusterFileError> Fleet::Load() {
       if (!e.view.config_error.empty()) next.emplace(name, e);
     }
   }
-  std::vector<std::string> removed;
-  std::vector<std::string> forget;  // outages that end with a hold (below)
-  std::unique_lock lock(mu_);
+  // Outages are forgotten under mu_, as a probe saves one (ProbeOne), so
+  // that the store writes them in the order they happen: a probe that
+  // fails right after this reload saves its outage after the forgetting.
+  std::lock_guard lock(mu_);
   for (const auto& [name, e] : entries_) {
     if (next.count(name)) continue;
     spdlog::info("inventory: cluster {} removed", name);
-    removed.push_back(name);
+    ForgetOutage(name);
   }
   for (auto& [name, e] : next) {
     auto old = entries_.find(name);
@@ -200,8 +201,7 @@ std::vector<ClusterFileError> Fleet::Load() {
       if (!held) spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
       continue;
     }
-    const bool unheld = was_held && !held;
-    if (unheld) spdlog::info("inventory: cluster {}: its file loads again; it is probed and watched", name);
+    if (was_held && !held) spdlog::info("inventory: cluster {}: its file loads again; it is probed and watched", name);
     // Reached again: its file loads, or its kubeconfig does (a cluster whose
     // credentials never loaded is not probed either).
     const bool reachable_again = !old->second.view.Usable() && e.view.Usable();
@@ -222,17 +222,12 @@ std::vector<ClusterFileError> Fleet::Load() {
       // lost at the first failed probe, however long it ran fine meanwhile.
       // Its clock starts again, as at a start, from its first failed probe.
       e.view.health = ClusterHealth{};
-      forget.push_back(name);
+      ForgetOutage(name);
     }
   }
   entries_ = std::move(next);
   dir_status_ = load.dir_status;
   generation_.fetch_add(1, std::memory_order_release);
-  // Under mu_, as a probe saves an outage (ProbeOne): a probe that fails
-  // right after this reload saves its outage after this forgetting.
-  for (const std::string& name : removed) ForgetOutage(name);
-  for (const std::string& name : forget) ForgetOutage(name);
-  lock.unlock();
   return load.errors;
 }
 

@@ -170,7 +170,9 @@ class Fleet {
   Entry Held(const ClusterPlaceholder& placeholder) const;
   void Run();
   void ProbeOne(const std::string& name);
-  // Deletes a cluster's persisted outage (it left the inventory).
+  // Deletes a cluster's persisted outage (it left the inventory, or is
+  // reached again). Only queues the write. REQUIRES: mu_ held, so that the
+  // store keeps the order of a forgetting and a probe's save (ProbeOne).
   void ForgetOutage(const std::string& name);
   // Ends the claim (Entry::probing) on a cluster probed. REQUIRES: mu_ held.
   void ReleaseLocked(const std::string& name);

@@ -38,31 +38,54 @@ std::string OwnerUnreachableReason(DispatchFleet& fleet, const std::string& name
   return "";
 }
 
-// Submits "held" (Requeue, `held_for`), which goes to c1, the fastest, and
-// "witness" (Requeue, c2 only), which shows when the loss timeouts have
-// passed after the restart; both Running. Returns held's uid.
-std::string RunHeldAndWitness(DispatchFleet& fleet, const std::string& held_for) {
+std::string C1File(DispatchFleet& fleet) { return fleet.sim_dir() + "/clusters.d/c1.yaml"; }
+
+// Submits "held" (Requeue, `held_for`), which goes to c1, the fastest, and,
+// with `witness`, "witness" (Requeue, c2 only), which shows when the loss
+// timeouts have passed after the restart; all Running. Returns held's uid.
+std::string RunHeld(DispatchFleet& fleet, const std::string& held_for, bool witness) {
   REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, held_for, "  onClusterLoss: Requeue")) == 201);
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("witness", "team-a", 1, 0, "120s",
-                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
+  if (witness) {
+    REQUIRE(fleet.Submit("team-a", SimJobYaml("witness", "team-a", 1, 0, "120s",
+                                              "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
+  }
   REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, seconds(30)));
-  REQUIRE(fleet.WaitPhase("team-a", "witness", {"Running"}, seconds(30)));
+  if (witness) REQUIRE(fleet.WaitPhase("team-a", "witness", {"Running"}, seconds(30)));
   REQUIRE(fleet.Job("team-a", "held")["status"].value("cluster", "") == "c1");
   return fleet.Uid("team-a", "held");
 }
 
-// While the daemon is down, c1's file gets a field gantry refuses, and c2
-// is cut off; then the daemon starts. Returns c1's good file.
-std::string RestartWithC1Refused(DispatchFleet& fleet) {
+// While the daemon is down, c1's file gets a field gantry refuses (or, with
+// `remove`, goes), and with `cut_c2` c2 is cut off; then the daemon starts.
+// Returns c1's good file.
+std::string RestartWithC1File(DispatchFleet& fleet, bool remove, bool cut_c2) {
   fleet.StopDaemon(/*kill=*/false);
-  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
-  const std::string c1_config = ReadFile(c1_file);
+  const std::string c1_config = ReadFile(C1File(fleet));
   REQUIRE(!c1_config.empty());
-  WriteFile(c1_file, c1_config + "gpuz: 8\n");
-  REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
+  if (remove) {
+    REQUIRE(std::remove(C1File(fleet).c_str()) == 0);
+  } else {
+    WriteFile(C1File(fleet), c1_config + "gpuz: 8\n");
+  }
+  if (cut_c2) REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
   fleet.StartDaemon();
   REQUIRE(fleet.ok());
   return c1_config;
+}
+
+// "held" is seen to finish where it ran, at epoch 1, once, never lost.
+void CheckRanOnceInC1(DispatchFleet& fleet, const std::string& uid) {
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(90)));
+  const json held = fleet.Job("team-a", "held");
+  CHECK(held["status"]["phase"] == "Succeeded");
+  CHECK(held["status"]["epoch"] == 1);
+  CHECK(held["status"].value("cluster", "") == "c1");
+  CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
+  const std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].value("cluster", "") == "c1");
+  CHECK(runs[0].value("endReason", "") == "Succeeded");
 }
 
 }  // namespace
@@ -76,9 +99,8 @@ TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  const std::string uid = RunHeldAndWitness(fleet, "45s");
-  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
-  const std::string c1_config = RestartWithC1Refused(fleet);
+  const std::string uid = RunHeld(fleet, "45s", /*witness=*/true);
+  const std::string c1_config = RestartWithC1File(fleet, /*remove=*/false, /*cut_c2=*/true);
 
   // c1 is listed, held, saying why.
   const std::string row = ClustersRow(fleet, "c1");
@@ -106,24 +128,13 @@ TEST_CASE("a cluster file refused at start holds the cluster: its Requeue job is
     CHECK(object["epoch"] == 1);
     CHECK((object.value("cluster", "") == "c1" || object.value("state", "") != "Wanted"));
   }
-  std::vector<json> runs = fleet.Runs(uid);
-  CHECK(runs.size() == 1);
+  CHECK(fleet.Runs(uid).size() == 1);
 
-  // The file is mended and the inventory reloaded: the job is seen to
-  // finish where it ran, once.
-  WriteFile(c1_file, c1_config);
+  // The file is mended and the inventory reloaded.
+  WriteFile(C1File(fleet), c1_config);
   REQUIRE(fleet.ReloadClusters() == 200);
-  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(90)));
-  held = fleet.Job("team-a", "held");
-  CHECK(held["status"]["phase"] == "Succeeded");
-  CHECK(held["status"]["epoch"] == 1);
-  CHECK(held["status"].value("cluster", "") == "c1");
+  CheckRanOnceInC1(fleet, uid);
   CHECK(ClustersRow(fleet, "c1").find("ConfigRefused") == std::string::npos);
-  runs = fleet.Runs(uid);
-  INFO(Describe(runs));
-  REQUIRE(runs.size() == 1);
-  CHECK(runs[0].value("cluster", "") == "c1");
-  CHECK(runs[0].value("endReason", "") == "Succeeded");
   REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
 }
 
@@ -136,7 +147,7 @@ TEST_CASE("an owner refusing gantry its watch before its file was refused is giv
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  const std::string uid = RunHeldAndWitness(fleet, "60s");
+  const std::string uid = RunHeld(fleet, "60s", /*witness=*/true);
 
   // RBAC drift in c1: gantry may no longer list Workloads there. The
   // refusal's start is kept in the store.
@@ -146,8 +157,7 @@ TEST_CASE("an owner refusing gantry its watch before its file was refused is giv
 
   // Restarted with c1's file refused: c1 is held, not watched, its refusal
   // not seen.
-  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
-  const std::string c1_config = RestartWithC1Refused(fleet);
+  const std::string c1_config = RestartWithC1File(fleet, /*remove=*/false, /*cut_c2=*/true);
   REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
   // Past both timeouts since the restart, so since the refusal began.
   REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "witness"), "ClusterLost") == 1; }, seconds(60)));
@@ -155,7 +165,7 @@ TEST_CASE("an owner refusing gantry its watch before its file was refused is giv
   // The file is mended, and c1 still refuses the list: a refusal seen now,
   // its clock started now. Before, the clock ran from before the hold, and
   // the job was lost at once, to run a second time elsewhere.
-  WriteFile(c1_file, c1_config);
+  WriteFile(C1File(fleet), c1_config);
   REQUIRE(fleet.ReloadClusters() == 200);
   REQUIRE(PollFor(
       [&] {
@@ -171,15 +181,7 @@ TEST_CASE("an owner refusing gantry its watch before its file was refused is giv
 
   // Allowed again within the timeout: it finishes where it ran, once.
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
-  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(90)));
-  held = fleet.Job("team-a", "held");
-  CHECK(held["status"]["phase"] == "Succeeded");
-  CHECK(held["status"]["epoch"] == 1);
-  CHECK(held["status"].value("cluster", "") == "c1");
-  CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
-  const std::vector<json> runs = fleet.Runs(uid);
-  INFO(Describe(runs));
-  CHECK(runs.size() == 1);
+  CheckRanOnceInC1(fleet, uid);
   REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
 }
 
@@ -192,20 +194,11 @@ TEST_CASE("an owner whose file is missing at the daemon's start is held until a 
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "25s", "  onClusterLoss: Requeue")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, seconds(30)));
-  REQUIRE(fleet.Job("team-a", "held")["status"].value("cluster", "") == "c1");
-  const std::string uid = fleet.Uid("team-a", "held");
+  const std::string uid = RunHeld(fleet, "25s", /*witness=*/false);
 
   // While the daemon is down, c1's file goes (a volume not mounted yet, a
   // file moved aside): the daemon starts without c1.
-  fleet.StopDaemon(/*kill=*/false);
-  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
-  const std::string c1_config = ReadFile(c1_file);
-  REQUIRE(!c1_config.empty());
-  REQUIRE(std::remove(c1_file.c_str()) == 0);
-  fleet.StartDaemon();
-  REQUIRE(fleet.ok());
+  const std::string c1_config = RestartWithC1File(fleet, /*remove=*/true, /*cut_c2=*/false);
   REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
   json held = fleet.Job("team-a", "held");
   INFO(held.dump());
@@ -213,19 +206,10 @@ TEST_CASE("an owner whose file is missing at the daemon's start is held until a 
   CHECK(held["status"]["epoch"] == 1);
   CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
 
-  // The file is back, and the inventory reloaded: the job is seen to finish
-  // where it ran, once.
-  WriteFile(c1_file, c1_config);
+  // The file is back, and the inventory reloaded.
+  WriteFile(C1File(fleet), c1_config);
   REQUIRE(fleet.ReloadClusters() == 200);
-  REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(60)));
-  held = fleet.Job("team-a", "held");
-  CHECK(held["status"]["phase"] == "Succeeded");
-  CHECK(held["status"]["epoch"] == 1);
-  CHECK(held["status"].value("cluster", "") == "c1");
-  CHECK(Count(Reasons(fleet, "team-a", "held"), "ClusterLost") == 0);
-  const std::vector<json> runs = fleet.Runs(uid);
-  INFO(Describe(runs));
-  CHECK(runs.size() == 1);
+  CheckRanOnceInC1(fleet, uid);
 }
 
 }  // namespace gantry::testing

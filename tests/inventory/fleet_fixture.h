@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -120,5 +121,20 @@ struct FleetDir {
     options.clusters_dir = dir.File("clusters.d");
   }
 };
+
+// The daemon's run before the test's: every cluster probed once (`check`
+// looks at that fleet before it stops), until the store holds the outage
+// of `down`, which did not answer.
+inline void RunBefore(FleetDir& fleet_dir, FakeProber& prober, const Clock& clock, const std::string& down,
+                      const std::function<void(Fleet&)>& check = {}) {
+  {
+    Fleet fleet(prober, *fleet_dir.store, clock, fleet_dir.options);
+    fleet.Start();
+    fleet.ProbeAllNow();
+    if (check) check(fleet);
+    fleet.Stop();
+  }
+  REQUIRE(testing::WaitFor([&] { return fleet_dir.store->LoadOutages()->count(down) == 1; }));
+}
 
 }  // namespace gantry::inventory

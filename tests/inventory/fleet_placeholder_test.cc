@@ -26,14 +26,8 @@ TEST_CASE("a cluster whose file is refused at start is held: listed with the err
   FakeClock clock(1'000'000);
   FakeProber prober;
   prober.up = {{"c1", false}, {"c2", true}};
-  {
-    Fleet fleet(prober, *store, clock, options);
-    fleet.Start();
-    fleet.ProbeAllNow();
-    REQUIRE(fleet.Cluster("c1")->health.first_lost_ms == 1'000'000);
-    fleet.Stop();
-  }
-  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c1") == 1; }));
+  RunBefore(fleet_dir, prober, clock, "c1",
+            [](Fleet& before) { REQUIRE(before.Cluster("c1")->health.first_lost_ms == 1'000'000); });
 
   // While the daemon is down, c1's file gets a field this release refuses,
   // and c1 answers again: only a probe could tell.
@@ -179,14 +173,7 @@ TEST_CASE("a clusters directory that cannot be listed at start says so, and forg
   FakeClock clock(1'000'000);
   FakeProber prober;
   prober.up = {{"c1", false}};
-  {
-    Fleet fleet(prober, *store, clock, options);
-    fleet.Start();
-    fleet.ProbeAllNow();
-    CHECK(fleet.DirStatus().ok());
-    fleet.Stop();
-  }
-  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c1") == 1; }));
+  RunBefore(fleet_dir, prober, clock, "c1", [](Fleet& before) { CHECK(before.DirStatus().ok()); });
 
   // The directory is replaced by a file (root reads any directory, so no
   // permission bits would do): nothing can be listed.

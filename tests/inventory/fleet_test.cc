@@ -263,13 +263,7 @@ TEST_CASE("a kubeconfig that loads again starts its cluster's outage clock afres
   FakeClock clock(1'000'000);
   FakeProber prober;
   prober.up = {{"c1", false}, {"c2", true}};  // c1 never answers in this test
-  {
-    Fleet fleet(prober, *store, clock, options);
-    fleet.Start();
-    fleet.ProbeAllNow();
-    fleet.Stop();
-  }
-  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c1") == 1; }));
+  RunBefore(fleet_dir, prober, clock, "c1");
 
   // Restarted an hour later with c1's kubeconfig broken: its outage is
   // restored, but no probe runs, so no clusterLostTimeout does either.

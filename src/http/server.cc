@@ -220,6 +220,9 @@ class Server::Impl {
   Status Listen();
   void Run();
   void AcceptAll();
+  // At max_connections: closes a connection that waits for a request
+  // (false: none does; each is busy with a request or a stream).
+  bool CloseLongestIdle();
   void Dispatch(uint64_t id, Request request);
   void DrainMailbox();
   // Keeps the connection (noting its deadline) or ends it.
@@ -257,6 +260,7 @@ class Server::Impl {
   Clock::time_point accept_resume_at_ = Clock::time_point::max();
   Clock::time_point accept_warned_at_{};
   uint64_t accept_failures_ = 0;
+  Clock::time_point next_full_log_{};  // the warning that max_connections is reached, once a minute
   bool exit_ = false;
   void PauseAccept(int error);
   void ResumeAccept();
@@ -373,8 +377,8 @@ void Server::Impl::AcceptAll() {
       if (errno != EAGAIN && errno != EWOULDBLOCK) PauseAccept(errno);  // EMFILE: serve the connections we have
       return;
     }
-    if (conns_.size() >= options_.max_connections) {
-      ::close(fd);
+    if (conns_.size() >= options_.max_connections && !CloseLongestIdle()) {
+      ::close(fd);  // every place is busy with a request or a stream
       continue;
     }
     int one = 1;
@@ -401,6 +405,29 @@ void Server::Impl::AcceptAll() {
     }
     Settle(it, it->second->Advance());  // the client may have written already
   }
+}
+
+bool Server::Impl::CloseLongestIdle() {
+  // Closing one that waits, rather than refusing the new one, keeps a
+  // client that opens connections and sends nothing from locking everyone
+  // else out. The oldest that never sent a request goes first (ids grow
+  // with each connection); then the oldest kept-alive one, whose client
+  // reconnects as after its idle deadline.
+  for (bool spare_clients : {true, false}) {
+    for (auto it = conns_.begin(); it != conns_.end(); ++it) {
+      const ServerConn& conn = *it->second;
+      if (!conn.waiting_for_request() || (spare_clients && conn.served_any())) continue;
+      if (const Clock::time_point now = Clock::now(); now >= next_full_log_) {
+        spdlog::warn("http server: {} connections open (maxConnections): closing the oldest that waits for a "
+                     "request, to accept a new one",
+                     conns_.size());
+        next_full_log_ = now + std::chrono::minutes(1);
+      }
+      conns_.erase(it);
+      return true;
+    }
+  }
+  return false;
 }
 
 void Server::Impl::Dispatch(uint64_t id, Request request) {

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <climits>
 #include <iterator>
+#include <string_view>
+#include <vector>
 
 #include <boost/asio/buffer.hpp>
 #include <boost/beast/core/string.hpp>
@@ -23,6 +25,29 @@ namespace {
 // Unparsed input beyond this is compacted away.
 constexpr std::size_t kCompactAt = 64 << 10;
 
+std::chrono::milliseconds FirstRequestWait(const ServerOptions& options) {
+  return std::min(options.idle_timeout, options.read_timeout);
+}
+
+// The transfer codings of a Transfer-Encoding field's values, in order,
+// lower-cased ("gzip, chunked" -> {"gzip", "chunked"}).
+std::vector<std::string> TransferCodings(const bhttp::fields& fields) {
+  std::vector<std::string> codings;
+  for (auto [it, end] = fields.equal_range(bhttp::field::transfer_encoding); it != end; ++it) {
+    std::string_view value = it->value();
+    while (!value.empty()) {
+      const std::size_t comma = std::min(value.find(','), value.size());
+      std::string_view item = value.substr(0, comma);
+      value.remove_prefix(std::min(comma + 1, value.size()));
+      const std::size_t first = item.find_first_not_of(" \t");
+      if (first == std::string_view::npos) continue;
+      item = item.substr(first, item.find_last_not_of(" \t") + 1 - first);
+      codings.push_back(ToLowerAscii(item.substr(0, item.find(';'))));
+    }
+  }
+  return codings;
+}
+
 }  // namespace
 
 ServerConn::ServerConn(uint64_t id, int fd, SSL* ssl, std::string remote, bool loopback, const ConnEnv& env)
@@ -33,7 +58,10 @@ ServerConn::ServerConn(uint64_t id, int fd, SSL* ssl, std::string remote, bool l
       loopback_(loopback),
       env_(env),
       state_(ssl ? State::kHandshake : State::kReading) {
-  deadline_ = Clock::now() + (ssl ? env.options->handshake_timeout : env.options->idle_timeout);
+  // A connection that has sent nothing yet waits no longer than a request
+  // being read: one opened and left silent holds a place that counts
+  // towards max_connections.
+  deadline_ = Clock::now() + (ssl ? env.options->handshake_timeout : FirstRequestWait(*env.options));
   StartRequest();
 }
 
@@ -57,7 +85,10 @@ void ServerConn::StartRequest() {
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(env_.options->header_limit));
   parser_->body_limit(env_.options->body_limit);
-  parser_->eager(true);
+  // Not eager until the head is checked: put() then stops at the end of
+  // the head, before a body (and a chunked body's trailer) is parsed.
+  parser_->eager(false);
+  head_.reset();
   request_started_ = false;
   continue_sent_ = false;
 }
@@ -84,7 +115,7 @@ bool ServerConn::Handshake() {
   if (r == 1) {
     tls_ok_ = true;
     state_ = State::kReading;
-    deadline_ = Clock::now() + env_.options->idle_timeout;
+    deadline_ = Clock::now() + FirstRequestWait(*env_.options);
     return Read();
   }
   int e = SSL_get_error(ssl_, r);
@@ -179,6 +210,10 @@ bool ServerConn::Read() {
         return Refuse(400, fmt::format("malformed request: a chunk line or trailer over {} bytes",
                                        env_.options->header_limit));
       }
+      if (parser_->is_header_done() && !head_) {
+        if (std::optional<Refusal> refusal = HeadRefusal()) return Refuse(refusal->status, refusal->message);
+        KeepHead();
+      }
       if (parser_->is_done()) return Dispatch();
       if (parser_->is_header_done() && !continue_sent_ &&
           boost::beast::iequals(parser_->get()[bhttp::field::expect], "100-continue")) {
@@ -198,7 +233,34 @@ bool ServerConn::Read() {
   }
 }
 
+std::optional<ServerConn::Refusal> ServerConn::HeadRefusal() const {
+  // A request's body is framed by Content-Length or by chunked as the last
+  // transfer coding. Anything else leaves its length unknown, and reading
+  // on would take the body for the next request (smuggled past a proxy
+  // that framed it otherwise): 400 and close (RFC 9112 6.3). Codings
+  // before chunked (gzip, chunked) are framed right but not understood:
+  // 501 (RFC 9112 6.1).
+  const std::vector<std::string> codings = TransferCodings(parser_->get());
+  if (!codings.empty() && codings.back() != "chunked") {
+    return Refusal{400, fmt::format("malformed request: Transfer-Encoding must end with chunked, not \"{}\"",
+                                    codings.back())};
+  }
+  if (codings.size() > 1) {
+    return Refusal{501, fmt::format("Transfer-Encoding \"{}\" is not supported; send the body with chunked alone, "
+                                    "or with Content-Length",
+                                    codings.front())};
+  }
+  return std::nullopt;
+}
+
+void ServerConn::KeepHead() {
+  head_.emplace();
+  for (const auto& field : parser_->get()) (*head_)[ToLowerAscii(field.name_string())] = std::string(field.value());
+  parser_->eager(true);
+}
+
 bool ServerConn::Dispatch() {
+  keep_alive_ = parser_->keep_alive();  // as the head says (a trailer's Connection field is not read)
   auto msg = parser_->release();
   Request req;
   req.method = std::string(msg.method_string());
@@ -207,14 +269,14 @@ bool ServerConn::Dispatch() {
   std::size_t q = target.find('?');
   req.path = PercentDecode(target.substr(0, q), false);
   if (q != std::string_view::npos) req.query = ParseQuery(target.substr(q + 1));
-  for (const auto& field : msg) req.headers[ToLowerAscii(field.name_string())] = std::string(field.value());
+  req.headers = std::move(*head_);  // not the trailer's fields (head_)
   req.body = std::move(msg.body());
   req.remote_address = remote_;
   req.connection_id = id_;
   req.remote_loopback = loopback_;
-  keep_alive_ = msg.keep_alive();
   head_only_ = msg.method() == bhttp::verb::head;
   state_ = State::kHandling;
+  served_any_ = true;
   deadline_ = Clock::time_point::max();  // the handler takes the time it takes
   SetBusy(true);
   env_.dispatch(id_, std::move(req));

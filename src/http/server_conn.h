@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,13 @@ class ServerConn {
   bool closable_at_stop() const { return !busy_; }
   // Sending a stream: a hang-up of the peer ends it.
   bool streaming() const { return state_ == State::kStreaming; }
+  // No byte of a request yet (mid-handshake, or between requests): what
+  // the server closes first when it has no room for a new connection.
+  bool waiting_for_request() const {
+    return state_ == State::kHandshake || (state_ == State::kReading && !request_started_);
+  }
+  // Whether a request came whole on it (a client, not just a socket).
+  bool served_any() const { return served_any_; }
 
  private:
   enum class State {
@@ -95,6 +103,15 @@ class ServerConn {
   // Writes out_ from out_sent_; kDone (and out_ emptied) when all is sent.
   Io Flush();
   void StartRequest();
+  struct Refusal {
+    int status;
+    std::string message;
+  };
+  // Once the request's head is parsed: why it cannot be read on (a body
+  // framing the server cannot read), if it cannot.
+  std::optional<Refusal> HeadRefusal() const;
+  // Keeps the head's fields (head_), and parses the rest eagerly.
+  void KeepHead();
   // Hands the parsed request to the handler.
   bool Dispatch();
   bool Refuse(int status, const std::string& message);
@@ -118,7 +135,13 @@ class ServerConn {
   std::string in_;
   std::size_t in_used_ = 0;  // bytes of in_ the parser consumed
   bool request_started_ = false;
+  bool served_any_ = false;
   bool continue_sent_ = false;
+  // The head's fields (lower-cased names), kept when the head was parsed:
+  // the parser adds a chunked body's trailer fields to the same list, and
+  // a field that came after the body (an Authorization among them) is not
+  // part of the request's head (RFC 9110 6.5.1).
+  std::optional<std::map<std::string, std::string>> head_;
   bool tls_ok_ = false;  // handshake done, no fatal TLS error since
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   bool keep_alive_ = false;

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "gantry/http/server.h"
@@ -133,15 +135,29 @@ TEST_CASE("Stop closes idle connections and streams at once", "[http][wire]") {
   CHECK(stream->closed());
 }
 
-TEST_CASE("connections beyond max_connections are closed at accept, and the others are served", "[http][wire]") {
+TEST_CASE("at max_connections with every connection busy, a new one is closed at accept, and the others are served",
+          "[http][wire]") {
   ServerOptions options;
   options.max_connections = 1;
-  auto server = Started(Echo(), options);
+  std::mutex mu;
+  std::optional<Responder> held;
+  auto server = Started(
+      [&](Request req, Responder respond) {
+        if (req.path != "/hold") return respond(TextResponse(200, req.method + " " + req.path));
+        std::lock_guard lock(mu);
+        held = std::move(respond);
+      },
+      options);
   RawSocket first(server->port());
-  first.Send("GET /one HTTP/1.1\r\nHost: x\r\n\r\n");
-  CHECK(first.Got("GET /one"));
+  first.Send("GET /hold HTTP/1.1\r\nHost: x\r\n\r\n");
+  REQUIRE(testing::WaitFor([&] { std::lock_guard lock(mu); return held.has_value(); }, 5s));
   RawSocket second(server->port());  // the kernel accepts it; the server closes it
   CHECK(second.Closed());
+  {
+    std::lock_guard lock(mu);
+    (*held)(TextResponse(200, "held answer"));
+  }
+  CHECK(first.Got("held answer"));
   first.Send("GET /two HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(first.Got("GET /two"));
 }
@@ -184,6 +200,100 @@ TEST_CASE("a request not received whole by the read deadline gets 408, then the 
   RawSocket quiet(server->port());
   CHECK(quiet.Closed(5s));
   CHECK(quiet.ReadUntil([](const std::string&) { return true; }).empty());
+}
+
+}  // namespace gantry::http
+
+namespace gantry::http {
+
+TEST_CASE("a Transfer-Encoding other than chunked gets 400 and a close, its body never read as a request",
+          "[http][wire]") {
+  std::atomic<int> handled{0};
+  auto server = Started([&](Request req, Responder respond) {
+    ++handled;
+    respond(TextResponse(200, req.method + " " + req.path));
+  });
+  for (const char* coding : {"gzip", "chunked, chunked", "xchunked", "chunked, gzip"}) {
+    INFO(coding);
+    const int before = handled.load();
+    RawSocket raw(server->port());
+    // The "body" is a whole request: read as one, it would be answered.
+    raw.Send(std::string("POST /a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: ") + coding +
+             "\r\n\r\nDELETE /smuggled HTTP/1.1\r\nHost: x\r\n\r\n");
+    CHECK(raw.Closed());
+    std::string got = raw.ReadUntil([](const std::string&) { return true; });
+    const bool twice = std::string_view(coding) == "chunked, chunked";
+    CHECK(got.rfind(twice ? "HTTP/1.1 501" : "HTTP/1.1 400", 0) == 0);
+    CHECK(got.find("Connection: close") != std::string::npos);
+    CHECK(Count(got, "HTTP/1.1 ") == 1);
+    CHECK(got.find("/smuggled") == std::string::npos);
+    CHECK(handled.load() == before);
+  }
+  // chunked alone, in any case and spacing, is read as before.
+  RawSocket raw(server->port());
+  raw.Send("POST /b HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:  Chunked \r\n\r\n2\r\nhi\r\n0\r\n\r\n");
+  CHECK(raw.Got("POST /b"));
+}
+
+TEST_CASE("a chunked body's trailer fields are not taken as the request's headers", "[http][wire]") {
+  auto server = Started([](Request req, Responder respond) {
+    auto header = [&](const std::string& name) {
+      auto it = req.headers.find(name);
+      return it == req.headers.end() ? std::string("none") : it->second;
+    };
+    respond(TextResponse(200, "auth=" + header("authorization") + " type=" + header("content-type") +
+                                  " body=" + req.body));
+  });
+  RawSocket raw(server->port());
+  raw.Send(
+      "POST /a HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "3\r\nabc\r\n0\r\nAuthorization: Bearer secret\r\nContent-Type: application/json\r\n\r\n");
+  CHECK(raw.Got("auth=none type=text/plain body=abc"));
+  // Sent in pieces, the head apart from the body: the same.
+  RawSocket slow(server->port());
+  slow.Send("POST /a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer head\r\nTransfer-Encoding: chunked\r\n\r\n");
+  slow.Send("3\r\nxyz\r\n0\r\nAuthorization: Bearer trailer\r\n\r\n");
+  CHECK(slow.Got("auth=Bearer head type=none body=xyz"));
+}
+
+TEST_CASE("at max_connections a new connection takes the place of the oldest that never sent a request",
+          "[http][wire]") {
+  ServerOptions options;
+  options.max_connections = 3;
+  auto server = Started(Echo(), options);
+  RawSocket served(server->port());
+  served.Send("GET /one HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(served.Got("GET /one"));
+  RawSocket silent1(server->port());  // send nothing
+  RawSocket silent2(server->port());
+  // Accepted in the order they came: the fourth finds the three in place.
+  RawSocket fourth(server->port());
+  fourth.Send("GET /new HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(fourth.Got("GET /new"));
+  CHECK(silent1.Closed(2s));
+  // A client that sent requests keeps its connection over silent ones.
+  served.Send("GET /two HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(served.Got("GET /two"));
+  // With no silent one left, the oldest kept-alive connection goes.
+  RawSocket fifth(server->port());
+  fifth.Send("GET /fifth HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(fifth.Got("GET /fifth"));
+  CHECK(silent2.Closed(2s));
+  RawSocket sixth(server->port());
+  sixth.Send("GET /sixth HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(sixth.Got("GET /sixth"));
+  CHECK(served.Closed(2s));
+}
+
+TEST_CASE("a new connection that sends nothing is closed at the read deadline, not the idle one", "[http][wire]") {
+  ServerOptions options;
+  options.read_timeout = 200ms;
+  options.idle_timeout = 60s;
+  auto server = Started(Echo(), options);
+  RawSocket quiet(server->port());
+  auto start = std::chrono::steady_clock::now();
+  CHECK(quiet.Closed(5s));
+  CHECK(std::chrono::steady_clock::now() - start < 4s);
 }
 
 }  // namespace gantry::http

@@ -3,10 +3,13 @@
 //
 // One thread runs an edge-triggered epoll loop over every connection (see
 // server.cc for why not Asio). Every read and write has a deadline:
-// idle_timeout while a keep-alive connection waits for the next request,
+// idle_timeout while a keep-alive connection waits for the next request
+// (a new connection waits for its first no longer than read_timeout),
 // read_timeout for the rest of the request once its first byte arrived (a
 // slow client is closed), write_timeout per answer or stream chunk. Bodies
-// over body_limit get 413 without being read. Handlers answer through a
+// over body_limit get 413 without being read; a Transfer-Encoding other
+// than chunked gets 400 (or 501) and a close; a chunked body's trailer
+// fields are not taken as headers. Handlers answer through a
 // Responder, possibly later and from another thread (e.g. after a group
 // commit); a handler that answers at once costs no thread switch.
 //
@@ -55,7 +58,10 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{60'000};
   // Deadline for the TLS handshake.
   std::chrono::milliseconds handshake_timeout{10'000};
-  // Connections beyond this are closed at accept.
+  // Open connections at most. A new one beyond it takes the place of the
+  // oldest that has sent no request yet, else of the oldest kept-alive one
+  // between requests; when every one is busy with a request or a stream,
+  // the new one is closed at accept.
   std::size_t max_connections = 10'000;
   // Sent as the Server header.
   std::string server_name = "gantry";

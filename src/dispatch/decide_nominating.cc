@@ -272,7 +272,7 @@ Plan Ladder::Copies() const {
       lost |= Gone(i.cluster);
       kind |= KindRefused(i.cluster);
       gone.push_back(fmt::format("{} ({})", i.cluster,
-                                 !in_.clusters->count(i.cluster) ? std::string("removed from the inventory")
+                                 Removed(i.cluster) ? std::string("removed from the inventory")
                                  : DeclaredLost(i.cluster) ? std::string("declared lost by an operator")
                                  : classless ? fmt::format("its copy is gone, and the value of WorkloadPriorityClass "
                                                            "{} is not known there",

@@ -193,8 +193,8 @@ Plan Ladder::OwnerMissingAtStart() const {
 Plan Ladder::Owned() const {
   const std::string& owner = job_.cluster;
   // Step 10.
-  const bool removed = !in_.clusters->count(owner);
-  if (removed && !in_.inventory_confirmed) return OwnerMissingAtStart();
+  if (MissingAtStart(owner)) return OwnerMissingAtStart();
+  const bool removed = Removed(owner);
   if (removed || !Reachable(owner)) return OwnerUnreachable(removed);
   Plan plan;
   const ObservedWorkload* w = WorkloadIn(owner);
@@ -481,6 +481,7 @@ std::string Ladder::OlderRunIn() const {
   bool gone_read = false;
   for (const RemoteIntent& i : in_.intents) {
     if (i.kind == kWorkload || i.present || i.epoch >= job_.epoch || !i.refusal.empty()) continue;
+    if (MissingAtStart(i.cluster)) return i.cluster;  // it may still run there: as out of reach
     auto facts = in_.clusters->find(i.cluster);
     if (facts == in_.clusters->end()) continue;
     const ClusterFacts& f = facts->second;

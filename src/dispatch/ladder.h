@@ -142,8 +142,20 @@ class Ladder {
     const auto& jobs = Observed(cluster)->jobs;
     return std::any_of(jobs.begin(), jobs.end(), [&](const ObservedJob& j) { return j.epoch < job_.epoch; });
   }
+  // Removed from the inventory: not in it, once a reload confirmed the
+  // inventory (DecideInput::inventory_confirmed). Before, a cluster missing
+  // from the inventory the daemon started with (its file moved aside a
+  // moment, clusters.d not mounted yet) is only out of reach: what the job
+  // has there is waited for, not given up.
+  bool Removed(const std::string& cluster) const {
+    return in_.inventory_confirmed && !in_.clusters->count(cluster);
+  }
+  // Missing from the inventory the daemon started with, not confirmed removed.
+  bool MissingAtStart(const std::string& cluster) const {
+    return !in_.inventory_confirmed && !in_.clusters->count(cluster);
+  }
   // Removed from the inventory, or declared lost: no copy there takes a lease.
-  bool Gone(const std::string& cluster) const { return !in_.clusters->count(cluster) || DeclaredLost(cluster); }
+  bool Gone(const std::string& cluster) const { return Removed(cluster) || DeclaredLost(cluster); }
   // What cluster shows of the job (nothing, when it is not in in_.observed).
   const ClusterObservation* Observed(const std::string& cluster) const {
     static const ClusterObservation kNothing;
@@ -279,7 +291,7 @@ class Ladder {
         continue;
       }
       if (!in_.clusters->count(i.cluster)) {
-        out.emplace_back(i.cluster, i.kind);
+        if (Removed(i.cluster)) out.emplace_back(i.cluster, i.kind);
         continue;
       }
       if (ReadGone(i)) {
@@ -306,18 +318,17 @@ class Ladder {
   // The clusters gone from the inventory that held rows of the job: their
   // rows are dropped (ConfirmedGone), but what they held may still be there.
   std::vector<std::string> RemovedWithIntents() const {
-    return ClustersWithIntents([&](const std::string& c) { return !in_.clusters->count(c); });
+    return ClustersWithIntents([&](const std::string& c) { return Removed(c); });
   }
   // The clusters declared lost and silent that hold rows of the job.
   std::vector<std::string> LostWithIntents() const {
     return ClustersWithIntents([&](const std::string& c) { return DeclaredLost(c) && !Reachable(c); });
   }
   // The clusters, not declared lost, that hold rows of the job and cannot
-  // confirm them gone now: out of reach, or with a view behind (its watches
-  // not relisted yet).
+  // confirm them gone now: out of reach, missing at start, or with a view
+  // behind (its watches not relisted yet).
   std::vector<std::string> UnreachableWithIntents() const {
-    return ClustersWithIntents(
-        [&](const std::string& c) { return in_.clusters->count(c) && !ConfirmsAbsence(c) && !DeclaredLost(c); });
+    return ClustersWithIntents([&](const std::string& c) { return !Removed(c) && !ConfirmsAbsence(c) && !DeclaredLost(c); });
   }
   // Each cluster, once, holding a row of the job that is not a refusal
   // (a refused row has nothing of the job's there) and meeting `which`.

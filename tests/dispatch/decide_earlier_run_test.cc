@@ -33,6 +33,29 @@ bool Drops(const Plan& p, const std::string& cluster, const std::string& kind) {
 
 }  // namespace
 
+TEST_CASE("step 13: an earlier run in a cluster missing from the inventory at the start is waited for until a "
+          "reload confirms the cluster removed",
+          "[dispatch][decide][lost]") {
+  // Its file moved aside, or clusters.d not mounted yet, when the daemon
+  // restarted while the earlier run's pods were stopping: they may run on.
+  World w = MovedToC2();
+  w.in.observed.erase("c1");
+  w.clusters.erase("c1");
+  w.synced.erase("c1");
+  w.in.inventory_confirmed = false;
+  Plan wait = Decide(w.Input());
+  CHECK(Count(wait, Verb::kCreate, "Job") == 0);
+  CHECK_FALSE(Drops(wait, "c1", "Job"));
+  REQUIRE(wait.write);
+  REQUIRE(wait.write->message);
+  CHECK_THAT(*wait.write->message, Catch::Contains("earlier run in c1"));
+
+  w.in.inventory_confirmed = true;  // removed for good: nothing can stop the run there
+  Plan go = Decide(w.Input());
+  CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+  CHECK(Drops(go, "c1", "Job"));
+}
+
 TEST_CASE("step 13: a moved job starts in its new owner only once its earlier run is seen gone",
           "[dispatch][decide]") {
   World w = MovedToC2();

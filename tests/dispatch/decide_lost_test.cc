@@ -490,6 +490,19 @@ TEST_CASE("step 10: an owner held by the inventory is waited for, the job flagge
   CHECK(back.write->conditions_json->find("OwnerHeld") == std::string::npos);
 }
 
+namespace {
+
+// The plan requeues the job at its next epoch, its cluster removed from the inventory.
+void CheckRequeuedAsRemoved(const Plan& lost) {
+  REQUIRE(lost.write);
+  REQUIRE(lost.write->phase);
+  CHECK(*lost.write->phase == JobPhase::kQueued);
+  REQUIRE(lost.write->message);
+  CHECK_THAT(*lost.write->message, Catch::Contains("removed from the inventory"));
+}
+
+}  // namespace
+
 TEST_CASE("step 10: an owner missing from the inventory the daemon started with is held until a reload confirms it",
           "[dispatch][decide][lost]") {
   World w;
@@ -512,11 +525,57 @@ TEST_CASE("step 10: an owner missing from the inventory the daemon started with 
 
   // A reload confirms the inventory: removed, so onClusterLoss applies.
   w.in.inventory_confirmed = true;
-  Plan lost = Decide(w.Input());
-  REQUIRE(lost.write);
-  REQUIRE(lost.write->phase);
-  CHECK(*lost.write->phase == JobPhase::kQueued);
-  CHECK_THAT(*lost.write->message, Catch::Contains("removed from the inventory"));
+  CheckRequeuedAsRemoved(Decide(w.Input()));
+}
+
+TEST_CASE("before a reload confirms the inventory, a cluster missing from it keeps the rows of every job, not only "
+          "its owner's",
+          "[dispatch][decide][lost]") {
+  // Its file missing when the daemon started, say.
+  auto missing_at_start = [](World& w) {
+    w.clusters.erase("c1");
+    w.synced.erase("c1");
+    w.in.inventory_confirmed = false;
+  };
+  // What a job has in a cluster whose file is missing at the start may still
+  // be there, running: its rows stay (not confirmed gone), until a reload
+  // confirms the removal.
+  SECTION("a cancel waits for it, and says so, instead of reporting the job cancelled") {
+    World w;
+    w.job.phase = JobPhase::kCancelling;
+    w.job.epoch = 1;
+    w.job.cluster = "c1";
+    w.Intent("c1", "Workload", 1, false);
+    w.Intent("c1", "Job", 1, false);
+    missing_at_start(w);
+    Plan wait = Decide(w.Input());
+    REQUIRE(wait.write);
+    CHECK_FALSE(wait.write->phase);
+    CHECK(wait.write->drop_intents.empty());
+    REQUIRE(wait.write->message);
+    CHECK_THAT(*wait.write->message, Catch::Contains("waiting for cluster(s) c1"));
+    CHECK(wait.requeue_ms == w.in.options.retry_ms);
+
+    w.in.inventory_confirmed = true;  // a reload confirms it removed: what it holds is given up, as before
+    Plan done = Decide(w.Input());
+    REQUIRE(done.write);
+    REQUIRE(done.write->phase);
+    CHECK(*done.write->phase == JobPhase::kCancelled);
+    CHECK(done.write->drop_intents.size() == 2);
+  }
+  SECTION("a nominating job's copy there is waited for, not withdrawn as lost") {
+    World w;
+    w.job.phase = JobPhase::kNominating;
+    w.job.epoch = 1;
+    w.Intent("c1", "Workload", 1);
+    missing_at_start(w);
+    Plan p = Decide(w.Input());
+    CHECK_FALSE((p.write && p.write->phase));  // not requeued at the next epoch
+    CHECK((!p.write || p.write->upsert_intents.empty()));
+
+    w.in.inventory_confirmed = true;
+    CheckRequeuedAsRemoved(Decide(w.Input()));
+  }
 }
 
 }  // namespace gantry::dispatch

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gantry/api/k8s_status.h"
+#include "slow_lane.h"
 
 namespace gantry::api {
 
@@ -16,7 +17,8 @@ ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, di
       intake_(intake),
       clock_(clock),
       options_(options),
-      fleet_(fleet) {
+      fleet_(fleet),
+      slow_lane_(std::make_unique<SlowLane>(options_.slow_lane_capacity)) {
   auto bind = [this](void (ApiService::*fn)(http::Request, Respond)) {
     return [this, fn](http::Request req, Respond respond) { (this->*fn)(std::move(req), std::move(respond)); };
   };
@@ -36,6 +38,8 @@ ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, di
   router_.Add("GET", "/metrics", bind(&ApiService::Metrics));
 }
 
+ApiService::~ApiService() = default;
+
 http::Handler ApiService::Handler() {
   return [this](http::Request req, Respond respond) { Dispatch(std::move(req), std::move(respond)); };
 }
@@ -45,7 +49,9 @@ void ApiService::Dispatch(http::Request req, Respond respond) {
   std::string route = match.status == 200 ? match.pattern : "unmatched";
   auto start = std::chrono::steady_clock::now();
   // Wrap the responder so every answer is counted and (at debug) logged once.
-  Respond counted = [this, respond = std::move(respond), route, method = req.method, path = req.path,
+  // The target as sent (the parser takes only visible characters there),
+  // not the decoded path, whose %0a would start a line of its own in the log.
+  Respond counted = [this, respond = std::move(respond), route, method = req.method, path = req.target,
                      remote = req.remote_address, start](http::Response res) {
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     metrics_.ObserveRequest(method, route, res.status, seconds);

@@ -1,5 +1,6 @@
 // The job routes of ApiService: submit, get, list, cancel/purge, events,
 // remote objects.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "gantry/api/api_service.h"
@@ -8,6 +9,7 @@
 #include "gantry/common/names.h"
 #include "gantry/dispatch/demand.h"
 #include "gantry/job/job_document.h"
+#include "slow_lane.h"
 
 namespace gantry::api {
 namespace {
@@ -48,7 +50,26 @@ void ApiService::Submit(http::Request req, Respond respond) {
                       "Content-Type must be application/json or application/yaml"));
     return;
   }
-  auto parsed = ParseJobDocument(req.body, *format, ns);
+  if (req.body.size() <= options_.inline_parse_bytes) return SubmitDocument(std::move(req), *format, std::move(respond));
+  // A large document is parsed on the slow lane, not on the server's loop
+  // (slow_lane.h); what a submitter sends then holds no one else up.
+  auto work = [this, req = std::make_shared<http::Request>(std::move(req)), format = *format,
+               respond](bool run) mutable {
+    if (!run) return respond(K8sStatus(503, "ServiceUnavailable", "gantry is shutting down; submit again"));
+    SubmitDocument(std::move(*req), format, std::move(respond));
+  };
+  if (!slow_lane_->Post(std::move(work))) {
+    http::Response busy = K8sStatus(429, "TooManyRequests",
+                                    fmt::format("{} large job documents are being read already; submit again shortly",
+                                                options_.slow_lane_capacity));
+    busy.headers.emplace_back("Retry-After", "1");
+    respond(std::move(busy));
+  }
+}
+
+void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respond respond) {
+  const std::string& ns = req.path_params["ns"];
+  auto parsed = ParseJobDocument(req.body, format, ns);
   if (auto* err = std::get_if<DocumentError>(&parsed)) {
     std::vector<Cause> causes;
     for (const FieldError& f : err->causes) causes.push_back({f.field, f.message});

@@ -58,7 +58,9 @@ ApiFixture::ApiFixture(ApiFixtureOptions options) {
     intake_ = std::make_unique<TestIntake>(*reconciler_, options);
     intake = intake_.get();
   }
-  service_ = std::make_unique<api::ApiService>(*store_, *auth_, metrics_, intake, clock_);
+  api::ApiOptions api_options;
+  api_options.slow_lane_capacity = options.slow_lane_capacity;
+  service_ = std::make_unique<api::ApiService>(*store_, *auth_, metrics_, intake, clock_, api_options);
   service_->SetReady(true);
   http::ServerOptions so2;
   so2.port = 0;

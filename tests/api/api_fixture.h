@@ -27,6 +27,8 @@ struct ApiFixtureOptions {
   bool with_tokens = true;
   std::size_t body_limit = 1 << 20;
   std::chrono::milliseconds read_timeout{10'000};
+  // Large job documents waiting to be read, at most (api::ApiOptions).
+  std::size_t slow_lane_capacity = 8;
   // The job intake's Refuse (the engine's, in the daemon); unset: takes all.
   std::function<std::optional<FieldError>(const JobSpec&)> refuse = nullptr;
   // The job intake's RemoteView (the engine's watches, in the daemon); unset: none.

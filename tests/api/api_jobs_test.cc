@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <future>
+#include <map>
 #include <memory>
 
 #include "api_fixture.h"
@@ -54,6 +55,63 @@ TEST_CASE("a job the engine refuses is 422 with its field, unless it is already 
     CHECK(api.Json(refused)["details"]["causes"][0]["field"] == "spec.template.kind");
   }
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/train-2").status == 404);
+}
+
+TEST_CASE("a large job document is read off the server's loop: other requests are answered meanwhile", "[api]") {
+  // The intake's Refuse runs once the document is parsed; held here, it
+  // stands for a parse that takes long (a megabyte of YAML takes most of a
+  // second). On the loop it would hold every connection until it ends.
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  auto reached = std::make_shared<std::atomic<bool>>(false);
+  ApiFixtureOptions options;
+  options.refuse = [released, reached](const JobSpec& spec) -> std::optional<FieldError> {
+    if (spec.name == "large") {
+      reached->store(true);
+      released.wait();
+    }
+    return std::nullopt;
+  };
+  options.slow_lane_capacity = 1;
+  ApiFixture api(options);
+  // Valid JSON over 32 KiB.
+  auto large = [](const std::string& name) { return JobDoc(name) + std::string(64 << 10, ' '); };
+  auto submit = [&](const std::string& name) {
+    return std::async(std::launch::async, [&api, doc = large(name)] {
+      auto client = http::Client::Create("http://127.0.0.1:" + std::to_string(api.port())).value();
+      return client->Do("POST", "/api/v1/namespaces/team-a/jobs", doc,
+                        {{"Authorization", std::string("Bearer ") + kAdminToken}, {"Content-Type", "application/json"}});
+    });
+  };
+  auto first = submit("large");
+  REQUIRE(WaitFor([&] { return reached->load(); }, std::chrono::seconds(10)));
+  // Held: the health check and a small submission are answered all the same.
+  CHECK(api.Call("GET", "/healthz", "", "").status == 200);
+  CHECK(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("small")).status == 201);
+  // Two more: one waits its turn (the lane's capacity), the other gets 429 at once, with nothing stored.
+  std::map<std::string, std::future<Result<http::ClientResponse>>> more;
+  more.emplace("large-2", submit("large-2"));
+  more.emplace("large-3", submit("large-3"));
+  std::string refused;
+  REQUIRE(WaitFor([&] {
+    for (auto& [name, f] : more) {
+      if (f.wait_for(std::chrono::seconds(0)) == std::future_status::ready) refused = name;
+    }
+    return !refused.empty();
+  }, std::chrono::seconds(10)));
+  auto busy = more.at(refused).get();
+  REQUIRE(busy.ok());
+  CHECK(busy->status == 429);
+  CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/" + refused).status == 404);
+  release->set_value();
+  const std::string waited = refused == "large-2" ? "large-3" : "large-2";
+  for (auto* submitted : {&first, &more.at(waited)}) {
+    auto answer = submitted->get();
+    REQUIRE(answer.ok());
+    CHECK(answer->status == 201);
+  }
+  CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/large").status == 200);
+  CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/" + waited).status == 200);
 }
 
 TEST_CASE("YAML bodies are accepted", "[api]") {

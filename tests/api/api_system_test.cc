@@ -248,3 +248,28 @@ TEST_CASE("a client's own methods share one label value: the registry does not g
 }
 
 }  // namespace gantry::testing
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
+
+namespace gantry::testing {
+
+TEST_CASE("a request's path is logged as sent: an encoded line break cannot forge a log line", "[api][auth]") {
+  ApiFixture api;
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  capture->set_level(spdlog::level::debug);
+  capture->set_pattern("%l %v");
+  spdlog::set_default_logger(capture);
+  auto r = api.Call("GET", "/x%0acritical%20forged%20line");
+  spdlog::set_default_logger(previous);
+  CHECK(r.status == 404);
+  const std::string text = log.str();
+  CHECK(text.find("/x%0acritical%20forged%20line") != std::string::npos);
+  CHECK(text.find("\ncritical forged line") == std::string::npos);
+}
+
+}  // namespace gantry::testing

@@ -20,9 +20,12 @@
 #include "gantry/http/message.h"
 #include "gantry/http/router.h"
 #include "gantry/inventory/fleet.h"
+#include "gantry/job/job_document.h"
 #include "gantry/store/job_store.h"
 
 namespace gantry::api {
+
+class SlowLane;
 
 // A cluster whose objects gantry's view may miss: the watched resources
 // whose watch broke and whose relist has not succeeded yet (e.g.
@@ -55,6 +58,11 @@ struct ApiOptions {
   // The requests the dispatch engine allows in flight to the cluster now:
   // gantry_cluster_connections_limit. Optional.
   std::function<int(const std::string& cluster)> connections_limit;
+  // A job document larger than this is parsed on a thread of its own (the
+  // slow lane), not on the server's loop, which serves every connection;
+  // at most slow_lane_capacity wait there (more get 429).
+  std::size_t inline_parse_bytes = 32 << 10;
+  std::size_t slow_lane_capacity = 8;
 };
 
 class ApiService {
@@ -63,6 +71,7 @@ class ApiService {
   // fleet may be null (no reconciler / no inventory).
   ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, dispatch::JobIntake* intake,
              const Clock& clock, ApiOptions options = {}, inventory::Fleet* fleet = nullptr);
+  ~ApiService();
 
   // The handler to give the HTTP server.
   http::Handler Handler();
@@ -82,6 +91,8 @@ class ApiService {
   std::optional<JobRecord> AuthorizedJob(http::Request& req, const Respond& respond);
 
   void Submit(http::Request req, Respond respond);
+  // Submit's work once the caller may submit in a format gantry reads.
+  void SubmitDocument(http::Request req, DocumentFormat format, Respond respond);
   void GetJob(http::Request req, Respond respond);
   void ListJobs(http::Request req, Respond respond);
   void CancelJob(http::Request req, Respond respond);
@@ -106,6 +117,8 @@ class ApiService {
   inventory::Fleet* fleet_;
   http::Router router_;
   std::atomic<bool> ready_{false};
+  // Last: destroyed first, so that work still queued answers while the rest is whole.
+  std::unique_ptr<SlowLane> slow_lane_;
 };
 
 }  // namespace gantry::api

@@ -1,0 +1,47 @@
+#include "slow_lane.h"
+
+#include <utility>
+
+#include "gantry/common/thread_name.h"
+
+namespace gantry::api {
+
+SlowLane::SlowLane(std::size_t capacity) : capacity_(capacity), thread_([this] { Run(); }) {}
+
+SlowLane::~SlowLane() {
+  std::deque<Work> left;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    left.swap(queue_);
+  }
+  wake_.notify_one();
+  thread_.join();
+  for (Work& work : left) work(false);
+}
+
+bool SlowLane::Post(Work work) {
+  {
+    std::lock_guard lock(mu_);
+    if (stop_ || queue_.size() >= capacity_) return false;
+    queue_.push_back(std::move(work));
+  }
+  wake_.notify_one();
+  return true;
+}
+
+void SlowLane::Run() {
+  SetThreadName("api-slow");
+  std::unique_lock lock(mu_);
+  while (true) {
+    wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    Work work = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    work(true);
+    lock.lock();
+  }
+}
+
+}  // namespace gantry::api

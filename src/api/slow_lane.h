@@ -1,0 +1,44 @@
+// SlowLane: one thread, apart from the HTTP server's loop, for the API work
+// whose time grows with what a client sends (parsing a large job document).
+// On the loop, a megabyte of YAML would hold every other connection for
+// most of a second, and a few such requests the daemon's systemd watchdog.
+//
+// The queue is bounded: Post refuses work beyond `capacity` waiting, and the
+// caller answers 429. Work still queued when the lane is destroyed runs
+// with `run` false, to answer without doing it.
+//
+// Thread-safety: Post from any thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace gantry::api {
+
+class SlowLane {
+ public:
+  using Work = std::function<void(bool run)>;
+  explicit SlowLane(std::size_t capacity);
+  ~SlowLane();
+  SlowLane(const SlowLane&) = delete;
+  SlowLane& operator=(const SlowLane&) = delete;
+
+  // False (and work not taken) when `capacity` pieces already wait.
+  bool Post(Work work);
+
+ private:
+  void Run();
+
+  const std::size_t capacity_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Work> queue_;  // GUARDED_BY(mu_)
+  bool stop_ = false;       // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace gantry::api

@@ -82,7 +82,10 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
 Plan Ladder::Run() {
   // Final and cancelling jobs withdraw everything; no fencing step needed.
   if (IsFinal(job_.phase)) return Cleanup("finished");
-  if (job_.phase == JobPhase::kCancelling) return Cancel();
+  if (job_.phase == JobPhase::kCancelling) {
+    if (std::optional<Plan> ended = EndedBeforeCancel()) return std::move(*ended);
+    return Cancel();
+  }
   // No cluster can ever run it: it holds no lease, and only what is left of
   // its copies is withdrawn (it is not the lease holder's ladder below,
   // which would read the empty owner as one removed from the inventory).

@@ -52,6 +52,39 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
   return plan;
 }
 
+Plan Ladder::FinishAsEnded(const std::string& step, const ObservedJob& j) const {
+  const bool ok = j.state == RemoteJobState::kSucceeded;
+  std::string msg = fmt::format("{} in {}: {}{}", ok ? "succeeded" : "failed", job_.cluster,
+                                j.reason.empty() ? (ok ? "Complete" : "Failed") : j.reason,
+                                j.message.empty() ? "" : " (" + j.message + ")");
+  Plan p = Finish(step, ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed", msg);
+  p.write->remote_status = j.summary;
+  return p;
+}
+
+// Step 3, first: the real job ended in its owner before the cancel was
+// acted on (its row still present: nothing of the job withdrawn yet). What
+// it did stands, as a cancel of a job already finished leaves it: the
+// cancel's deletes would otherwise throw the result, its remote status and
+// its retention away. Once a cancel pass withdrew the job, an end seen
+// after is the cancel's own doing (pods stopped), and the job is Cancelled.
+std::optional<Plan> Ladder::EndedBeforeCancel() const {
+  const std::string& owner = job_.cluster;
+  if (owner.empty() || !Reachable(owner)) return std::nullopt;
+  const bool untouched = std::any_of(in_.intents.begin(), in_.intents.end(), [&](const RemoteIntent& i) {
+    return i.present && i.cluster == owner && i.kind != kWorkload && i.epoch == job_.epoch;
+  });
+  const ObservedJob* j = JobIn(owner);
+  if (!untouched || !Ended(j)) return std::nullopt;
+  Plan p = FinishAsEnded("cancel", *j);
+  p.write->events.push_back(Event("CancelTooLate",
+                                  fmt::format("the job had already ended in {} when its cancel was acted on: its "
+                                              "result stands",
+                                              owner),
+                                  owner));
+  return p;
+}
+
 // The job's message, and its one condition OwnerUnreachable with this
 // reason (OwnerReturned lifts it).
 DispatchUpdate Ladder::OwnerFlag(const std::string& reason, const std::string& message) const {
@@ -272,15 +305,7 @@ Plan Ladder::Owned() const {
     }
   }
   // Step 12.
-  if (job_done) {
-    bool ok = j->state == RemoteJobState::kSucceeded;
-    std::string msg = fmt::format("{} in {}: {}{}", ok ? "succeeded" : "failed", owner,
-                                  j->reason.empty() ? (ok ? "Complete" : "Failed") : j->reason,
-                                  j->message.empty() ? "" : " (" + j->message + ")");
-    Plan p = Finish("finish", ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed", msg);
-    p.write->remote_status = j->summary;
-    return p;
-  }
+  if (job_done) return FinishAsEnded("finish", *j);
   if (WorkloadTells(j, w)) {
     // Succeeded or Failed as its job ended; any other reason (OutOfSync,
     // FailedToStart, OwnerNotFound) is not a success.

@@ -378,6 +378,9 @@ class Ladder {
   void Sweep(Plan& plan, Plan& deletes) const;
   Plan Cleanup(const char* step) const;
   Plan Cancel() const;
+  std::optional<Plan> EndedBeforeCancel() const;  // decide_owner.cc
+  // Step 12's finish, from what the owner's real job j ended with.
+  Plan FinishAsEnded(const std::string& step, const ObservedJob& j) const;
   Plan Nominate() const;
   std::optional<Plan> Lease() const;
   std::optional<Plan> Timeout() const;

@@ -937,6 +937,33 @@ TEST_CASE("step 12 with finishedRetentionSeconds: the owner keeps the finished j
   CHECK(done.requeue_ms == w.in.options.retry_ms);
 }
 
+TEST_CASE("step 3: a job that ended in its owner before its cancel was acted on keeps its result and retention",
+          "[dispatch][decide]") {
+  World w;
+  w.in.options.finished_retention_ms = 60'000;
+  w.OwnedBy(JobPhase::kRunning, "c1", 1);
+  w.job.phase = JobPhase::kCancelling;  // the cancel committed after the job ended there, before a pass saw it
+  w.Workload("c1", 1).finished = true;
+  w.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->phase);
+  CHECK(*p.write->phase == JobPhase::kSucceeded);
+  CHECK(Count(p, Verb::kDelete, "Job", "c1") == 0);  // kept for finishedRetentionSeconds
+  CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 0);
+  std::vector<std::string> reasons;
+  for (const auto& e : p.write->events) reasons.push_back(e.reason);
+  CHECK(std::find(reasons.begin(), reasons.end(), "Succeeded") != reasons.end());
+  CHECK(std::find(reasons.begin(), reasons.end(), "CancelTooLate") != reasons.end());
+
+  // Once a cancel pass withdrew the job (its rows absent), an end seen after
+  // is the cancel's own doing: the job is cancelled, its objects deleted.
+  for (RemoteIntent& i : w.in.intents) i.present = false;
+  Plan cancelled = Decide(w.Input());
+  CHECK(Count(cancelled, Verb::kDelete, "Job", "c1") == 1);
+  CHECK_FALSE((cancelled.write && cancelled.write->phase && *cancelled.write->phase == JobPhase::kSucceeded));
+}
+
 TEST_CASE("retention keeps nothing for a cancelled job, a job whose copy still runs, or a job from before it",
           "[dispatch][decide]") {
   auto kept_objects = [](World& w) {

@@ -68,6 +68,15 @@ void ApiService::Dispatch(http::Request req, Respond respond) {
     counted(std::move(res));
     return;
   }
+  // One value each: which of two a handler read would be a guess (a
+  // DELETE ?purge=false&purge=true cancelled the job).
+  for (auto it = req.query.begin(); it != req.query.end(); it = req.query.upper_bound(it->first)) {
+    if (req.query.count(it->first) > 1) {
+      counted(K8sStatus(400, "BadRequest", "query parameter " + it->first + " is given more than once",
+                        {{it->first, "given more than once"}}));
+      return;
+    }
+  }
   req.path_params = std::move(match.params);
   try {
     (*match.handler)(std::move(req), std::move(counted));

@@ -169,6 +169,8 @@ TEST_CASE("error codes are Kubernetes Status objects", "[api]") {
       {"bad continue", "GET", "/api/v1/jobs?continue=garbage", "", "", 400, "BadRequest", "continue"},
       {"bad phase", "GET", "/api/v1/jobs?phase=Sleeping", "", "", 400, "BadRequest", "phase"},
       {"bad purge", "DELETE", "/api/v1/namespaces/team-a/jobs/x?purge=maybe", "", "", 400, "BadRequest", "purge"},
+      {"purge given twice", "DELETE", "/api/v1/namespaces/team-a/jobs/x?purge=false&purge=true", "", "", 400,
+       "BadRequest", "purge"},
       {"cancel unknown job", "DELETE", "/api/v1/namespaces/team-a/jobs/nope", "", "", 404, "NotFound", ""},
       {"events of unknown job", "GET", "/api/v1/namespaces/team-a/jobs/nope/events", "", "", 404, "NotFound", ""},
       // Bytes that are not UTF-8 are quoted in the answer's message: never a 500.

@@ -7,6 +7,9 @@
 #include <optional>
 #include <vector>
 
+#include <openssl/ssl.h>
+#include <openssl/x509_vfy.h>
+
 #include <boost/asio/ssl/context.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -32,9 +35,21 @@ using TlsContext = net::ssl::context;
 Result<std::shared_ptr<TlsContext>> NewTlsContext(const ClientOptions& o) {
   auto ctx = std::make_shared<TlsContext>(TlsContext::tls_client);
   ctx->set_options(TlsContext::default_workarounds | TlsContext::no_tlsv1 | TlsContext::no_tlsv1_1);
-  ctx->set_verify_mode(net::ssl::verify_peer);
   error_code ec;
-  if (!o.ca_pem.empty()) {
+  if (o.insecure_skip_verify) {
+    if (!o.ca_pem.empty() || !o.ca_file.empty()) return Status::Invalid("TLS: a CA given with insecure_skip_verify");
+    ctx->set_verify_mode(net::ssl::verify_none);
+  } else {
+    ctx->set_verify_mode(net::ssl::verify_peer);
+    // A kubeconfig's certificate-authority may be the intermediate that
+    // issued the server's certificate, not the root above it: Go (kubectl)
+    // trusts any certificate of its pool as an anchor, OpenSSL by default
+    // only a self-signed one.
+    X509_STORE_set_flags(SSL_CTX_get_cert_store(ctx->native_handle()), X509_V_FLAG_PARTIAL_CHAIN);
+  }
+  if (o.insecure_skip_verify) {
+    // Nothing to load.
+  } else if (!o.ca_pem.empty()) {
     ctx->add_certificate_authority(net::buffer(o.ca_pem), ec);
   } else if (!o.ca_file.empty()) {
     ctx->load_verify_file(o.ca_file, ec);
@@ -60,7 +75,7 @@ Result<std::shared_ptr<TlsContext>> SharedTlsContext(const ClientOptions& o) {
   if (!o.ca_file.empty()) return NewTlsContext(o);
   static std::mutex mu;
   static auto* contexts = new std::map<std::vector<std::string>, std::weak_ptr<TlsContext>>();
-  std::vector<std::string> key{o.ca_pem, o.client_cert_pem, o.client_key_pem};
+  std::vector<std::string> key{o.ca_pem, o.client_cert_pem, o.client_key_pem, o.insecure_skip_verify ? "insecure" : ""};
   std::lock_guard lock(mu);
   if (auto it = contexts->find(key); it != contexts->end()) {
     if (auto ctx = it->second.lock()) return ctx;

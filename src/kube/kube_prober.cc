@@ -74,8 +74,13 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     conn.client = std::move(client.value());
     conn.made_from = creds;
   }
-  // A transport failure drops the connection (conn goes out of scope); an
-  // answer, even a refusal, gives it back for the next probe.
+  // A transport failure drops the connection (conn goes out of scope), and
+  // so does a /readyz that is not 200: behind a load balancer, an API
+  // server replica shutting down (--shutdown-delay-duration) answers
+  // /readyz 500 while it still serves the connections it has, and a kept
+  // connection would ask it again at every probe, for the whole delay,
+  // instead of a ready replica. Any other answer gives it back for the next
+  // probe.
   auto keep = [&] {
     std::lock_guard lock(mu_);
     conns_[config.name] = std::move(conn);
@@ -83,7 +88,6 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   auto ready = conn.client->Get("/readyz");
   if (!ready.ok()) return ready.status();
   if (ready->status != 200) {
-    keep();
     return RefusalOrOutage(*ready, !creds.insecure, fmt::format("/readyz answered {}", ready->status));
   }
   const std::string base =

@@ -81,6 +81,28 @@ TEST_CASE("over HTTPS the server's certificate and name are checked", "[http]") 
     REQUIRE(res.ok());
     CHECK(res->body == "GET /y 0");
   }
+  SECTION("a CA that is the intermediate issuing the server's certificate is trusted, as kubectl does") {
+    auto chained = sim::MakeClusterCerts("chained", true);
+    REQUIRE(chained.ok());
+    TlsServer t = StartTls("127.0.0.1", 1 << 20, 0, &*chained);
+    for (const std::string& ca : {chained->intermediate_pem, chained->ca_pem}) {
+      auto res = Connect(t.Url("127.0.0.1"), ca)->Do("GET", "/chain");
+      REQUIRE(res.ok());
+      CHECK(res->body == "GET /chain 0");
+    }
+  }
+  SECTION("without verification (a kubeconfig's insecure-skip-tls-verify) any certificate is taken") {
+    ClientOptions options;
+    options.insecure_skip_verify = true;
+    auto client = Client::Create(s.Url("127.0.0.1"), options);
+    REQUIRE(client.ok());
+    auto res = (*client)->Do("GET", "/insecure");
+    REQUIRE(res.ok());
+    CHECK(res->body == "GET /insecure 0");
+    options.ca_pem = s.certs.ca_pem;  // both: a contradiction, refused
+    auto both = Client::Create(s.Url("127.0.0.1"), options);
+    CHECK_FALSE((both.ok() && (*both)->Do("GET", "/x").ok()));
+  }
   SECTION("a certificate from another CA is refused") {
     auto other = sim::MakeClusterCerts("someone-else");
     REQUIRE(other.ok());

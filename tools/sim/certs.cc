@@ -45,7 +45,10 @@ Status AddExt(X509* cert, X509* issuer, int nid, const char* value) {
   return Status::Ok();
 }
 
-Result<CertPtr> MakeCert(const std::string& cn, EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key, long serial) {
+// A CA (self-signed when issuer is null, else an intermediate) or a
+// serving certificate.
+Result<CertPtr> MakeCert(const std::string& cn, EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key, long serial,
+                         bool is_ca) {
   CertPtr cert(X509_new());
   if (!cert) return Status::Internal("X509_new");
   X509_set_version(cert.get(), 2);
@@ -58,10 +61,11 @@ Result<CertPtr> MakeCert(const std::string& cn, EVP_PKEY* key, X509* issuer, EVP
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn.c_str()), -1, -1, 0);
   X509* signer = issuer ? issuer : cert.get();
   X509_set_issuer_name(cert.get(), X509_get_subject_name(signer));
-  if (!issuer) {
+  if (is_ca) {
     GANTRY_RETURN_IF_ERROR(AddExt(cert.get(), signer, NID_basic_constraints, "critical,CA:TRUE"));
     GANTRY_RETURN_IF_ERROR(AddExt(cert.get(), signer, NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"));
     GANTRY_RETURN_IF_ERROR(AddExt(cert.get(), signer, NID_subject_key_identifier, "hash"));
+    if (issuer) GANTRY_RETURN_IF_ERROR(AddExt(cert.get(), signer, NID_authority_key_identifier, "keyid:always"));
   } else {
     GANTRY_RETURN_IF_ERROR(AddExt(cert.get(), signer, NID_basic_constraints, "critical,CA:FALSE"));
     GANTRY_RETURN_IF_ERROR(AddExt(cert.get(), signer, NID_key_usage, "critical,digitalSignature,keyEncipherment"));
@@ -81,19 +85,32 @@ std::string CertPem(X509* cert) {
 
 }  // namespace
 
-Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name) {
+Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name, bool intermediate) {
   KeyPtr ca_key(EVP_EC_gen("P-256"));
+  KeyPtr mid_key(EVP_EC_gen("P-256"));
   KeyPtr leaf_key(EVP_EC_gen("P-256"));
-  if (!ca_key || !leaf_key) return Status::Internal("EC key generation failed");
+  if (!ca_key || !mid_key || !leaf_key) return Status::Internal("EC key generation failed");
   long serial = 0;
   RAND_bytes(reinterpret_cast<unsigned char*>(&serial), sizeof serial - 1);
-  auto ca = MakeCert(fmt::format("gantry-sim {} CA", cluster_name), ca_key.get(), nullptr, ca_key.get(), serial);
+  auto ca = MakeCert(fmt::format("gantry-sim {} CA", cluster_name), ca_key.get(), nullptr, ca_key.get(), serial, true);
   if (!ca.ok()) return ca.status();
-  auto leaf = MakeCert(fmt::format("{}.gantry-sim", cluster_name), leaf_key.get(), ca->get(), ca_key.get(), serial + 1);
-  if (!leaf.ok()) return leaf.status();
   ClusterCerts out;
   out.ca_pem = CertPem(ca->get());
-  out.cert_pem = CertPem(leaf->get());
+  X509* issuer = ca->get();
+  EVP_PKEY* issuer_key = ca_key.get();
+  Result<CertPtr> mid = CertPtr(nullptr);
+  if (intermediate) {
+    mid = MakeCert(fmt::format("gantry-sim {} intermediate CA", cluster_name), mid_key.get(), ca->get(),
+                   ca_key.get(), serial + 2, true);
+    if (!mid.ok()) return mid.status();
+    out.intermediate_pem = CertPem(mid->get());
+    issuer = mid->get();
+    issuer_key = mid_key.get();
+  }
+  auto leaf = MakeCert(fmt::format("{}.gantry-sim", cluster_name), leaf_key.get(), issuer, issuer_key, serial + 1,
+                       false);
+  if (!leaf.ok()) return leaf.status();
+  out.cert_pem = CertPem(leaf->get()) + out.intermediate_pem;
   BioPtr bio(BIO_new(BIO_s_mem()));
   PEM_write_bio_PrivateKey(bio.get(), leaf_key.get(), nullptr, nullptr, 0, nullptr, nullptr);
   out.key_pem = BioText(bio.get());

@@ -12,13 +12,15 @@
 namespace gantry::sim {
 
 struct ClusterCerts {
-  std::string ca_pem;
-  std::string cert_pem;  // serving certificate (leaf)
-  std::string key_pem;   // its private key (PKCS#8)
+  std::string ca_pem;            // the root
+  std::string cert_pem;          // serving certificate (leaf), then the intermediate if any
+  std::string key_pem;           // its private key (PKCS#8)
+  std::string intermediate_pem;  // "" unless asked for
 };
 
-// common_name names the CA ("gantry-sim c1 CA").
-Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name);
+// common_name names the CA ("gantry-sim c1 CA"). With intermediate, the
+// root signs an intermediate CA, which signs the serving certificate.
+Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name, bool intermediate = false);
 // 32 random bytes, hex.
 std::string MakeToken();
 std::string Base64(const std::string& data);

@@ -37,6 +37,10 @@ struct ClientOptions {
   // place of the URL's host (a kubeconfig's tls-server-name: an API server
   // reached by address whose certificate names it). "" = the URL's host.
   std::string tls_server_name;
+  // The server's certificate is not verified at all (a kubeconfig's
+  // insecure-skip-tls-verify, which gantry takes only when the cluster's
+  // file allows it). No CA may be given with it.
+  bool insecure_skip_verify = false;
 };
 
 // How much of a non-2xx answer's body Stream keeps: an error body is a

@@ -1,0 +1,89 @@
+// KubeProber against an HTTPS server made here, for what gantry-sim does not
+// do: an API server replica that answers /readyz 500 while it shuts down
+// (behind a load balancer, new connections reach a ready one), and a
+// cluster reached without verifying its certificate (allowInsecure).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <memory>
+
+#include "certs.h"
+#include "gantry/http/server.h"
+#include "gantry/inventory/token_source.h"
+#include "gantry/kube/kube_prober.h"
+
+namespace gantry::testing {
+namespace {
+
+// Answers /readyz 500 on the first connection that asks it (the replica
+// shutting down) and 200 on any other; the Kueue lists empty.
+class Replicas {
+ public:
+  Replicas() {
+    auto certs = sim::MakeClusterCerts("prober-test");
+    REQUIRE(certs.ok());
+    certs_ = *certs;
+    http::ServerOptions options;
+    options.address = "127.0.0.1";
+    options.tls = http::TlsServerOptions{certs_.cert_pem, certs_.key_pem};
+    server_ = std::make_unique<http::Server>(options, [this](http::Request req, http::Responder respond) {
+      if (req.path == "/readyz") {
+        uint64_t none = 0;
+        first_.compare_exchange_strong(none, req.connection_id);
+        const bool draining = first_.load() == req.connection_id;
+        return respond(draining ? http::TextResponse(500, "[-]shutdown failed: reason withheld\n")
+                                : http::TextResponse(200, "ok"));
+      }
+      respond(http::JsonResponse(200, R"({"kind":"List","apiVersion":"v1","metadata":{},"items":[]})"));
+    });
+    REQUIRE(server_->Start().ok());
+  }
+  ~Replicas() { server_->Stop(std::chrono::milliseconds(0)); }
+
+  inventory::ClusterCredentials Credentials() const {
+    inventory::ClusterCredentials c;
+    c.host = "127.0.0.1";
+    c.port = server_->port();
+    c.server = "https://127.0.0.1:" + std::to_string(c.port);
+    c.ca_pem = certs_.ca_pem;
+    c.token_source = inventory::TokenSource::Static("prober-test-token-0123456789");
+    return c;
+  }
+
+ private:
+  sim::ClusterCerts certs_;
+  std::unique_ptr<http::Server> server_;
+  std::atomic<uint64_t> first_{0};
+};
+
+inventory::ClusterConfig Config() {
+  inventory::ClusterConfig c;
+  c.name = "c1";
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("a /readyz that is not 200 drops the probe's connection: the next probe reaches another replica",
+          "[kube][prober]") {
+  Replicas replicas;
+  kube::KubeProber prober;
+  auto draining = prober.Probe(Config(), replicas.Credentials());
+  REQUIRE_FALSE(draining.ok());
+  CHECK_THAT(draining.status().message(), Catch::Contains("/readyz answered 500"));
+  auto next = prober.Probe(Config(), replicas.Credentials());
+  CHECK(next.ok());
+}
+
+TEST_CASE("a cluster whose file allows it is probed without verifying its certificate", "[kube][prober]") {
+  Replicas replicas;
+  inventory::ClusterCredentials insecure = replicas.Credentials();
+  insecure.ca_pem.clear();
+  insecure.insecure = true;
+  kube::KubeProber prober;
+  (void)prober.Probe(Config(), insecure);  // the first connection's /readyz answers 500
+  auto reading = prober.Probe(Config(), insecure);
+  CHECK(reading.ok());
+}
+
+}  // namespace gantry::testing

@@ -146,9 +146,14 @@ void ApiService::GetJob(http::Request req, Respond respond) {
 
 void ApiService::ListJobs(http::Request req, Respond respond) {
   ListQuery query;
-  std::optional<std::string> ns = req.path_params.count("ns") ? std::optional(req.path_params["ns"])
-                                                              : req.Query("namespace");
-  if (ns && ns->empty()) ns.reset();
+  const std::string ns_text =
+      req.path_params.count("ns") ? req.path_params["ns"] : req.Query("namespace").value_or("");
+  if (std::string e = ns_text.empty() ? "" : CheckDns1123Label(ns_text); !e.empty()) {
+    respond(InvalidName("namespace", "metadata.namespace", e));  // ".." or "a\0b" names no namespace
+    return;
+  }
+  std::optional<std::string> ns;
+  if (!ns_text.empty()) ns = ns_text;
   auto principal = Authorize(req, ns ? &*ns : nullptr, respond);
   if (!principal) return;
   query.ns = ns;

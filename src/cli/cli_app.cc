@@ -53,7 +53,8 @@ int RunCli(int argc, char** argv) {
   submit->add_option("-f,--filename", file, "job file (YAML or JSON; - for stdin)")->required();
   submit->add_option("-n,--namespace", flags.ns, "namespace (default: the document's, else default)");
   submit->add_flag("--wait", wait.wait, "wait until the job finishes; exit 0 only if it succeeded");
-  submit->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds");
+  submit->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds")
+      ->check(CLI::NonNegativeNumber);
 
   std::string name;
   bool watch = false;
@@ -75,7 +76,8 @@ int RunCli(int argc, char** argv) {
   cancel->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   cancel->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
   cancel->add_flag("--wait", wait.wait, "wait until the job is Cancelled");
-  cancel->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds");
+  cancel->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds")
+      ->check(CLI::NonNegativeNumber);
   cancel->add_flag("--purge", purge, "remove the record of a finished job");
 
   auto* clusters = app.add_subcommand("clusters", "list worker clusters, their health and capacity");

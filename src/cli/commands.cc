@@ -48,18 +48,32 @@ std::string JobPath(const std::string& ns, const std::string& name) {
 }
 
 // Polls the job until it reaches a final phase (or the deadline). Prints each
-// phase change. Exit 0 for Succeeded/Cancelled as wanted, 1 otherwise (a
+// phase change. A daemon that answered once and is out of reach meanwhile
+// (restarting) is waited for, until the deadline, not taken for an end. Exit 0 for Succeeded/Cancelled as wanted, 1 otherwise (a
 // request the server refused too: reached_final, when given, tells which).
 int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name, const WaitFlags& wait,
                  const std::string& wanted, std::ostream& out, std::ostream& err, bool* reached_final = nullptr) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait.timeout_seconds);
   std::string last;
+  bool told_unreachable = false;
+  bool answered = false;  // a server never reached (a wrong --server) is not waited for
   while (true) {
     ApiResult r = api.Call("GET", JobPath(ns, name));
+    const bool timed_out = wait.timeout_seconds > 0 && std::chrono::steady_clock::now() >= deadline;
+    if (r.exit_code == kExitUnreachable && answered && !timed_out) {
+      // The daemon restarting (systemd brings it back in seconds): the job
+      // goes on meanwhile, and so does the wait, as far as its deadline.
+      if (!told_unreachable) err << r.error << "; still waiting for job " << name << "\n";
+      told_unreachable = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(wait.poll_ms));
+      continue;
+    }
     if (r.exit_code != kExitOk) {
       err << r.error << "\n";
       return r.exit_code;
     }
+    told_unreachable = false;
+    answered = true;
     std::string phase = Str(r.body, "/status/phase");
     if (phase != last) {
       std::string cluster = Str(r.body, "/status/cluster");

@@ -1,0 +1,67 @@
+// `gantry status -w` (and submit/cancel --wait) against a server made here:
+// a daemon that answered once and is gone a while (restarting) is waited
+// for, and a server never reached is not.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "daemon_fixture.h"
+#include "gantry/http/server.h"
+
+namespace gantry::testing {
+namespace {
+
+// Answers any GET of a job with the given phase.
+std::unique_ptr<http::Server> JobServer(uint16_t port, const std::string& phase, std::atomic<int>* asked) {
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = port;
+  auto server = std::make_unique<http::Server>(options, [phase, asked](http::Request, http::Responder respond) {
+    ++*asked;
+    respond(http::JsonResponse(
+        200, R"({"metadata":{"name":"train","namespace":"team-a"},"status":{"phase":")" + phase + R"("}})"));
+  });
+  REQUIRE(server->Start().ok());
+  return server;
+}
+
+}  // namespace
+
+TEST_CASE("a wait outlasts a daemon restart: the job is followed to its end once the daemon answers again",
+          "[cli]") {
+  std::atomic<int> asked{0};
+  auto before = JobServer(0, "Running", &asked);
+  const uint16_t port = before->port();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  auto watch = std::async(std::launch::async, [&] { return Cli(url, {"status", "train", "-n", "team-a", "-w"}); });
+  REQUIRE(WaitFor([&] { return asked.load() > 0; }, std::chrono::seconds(20)));
+  before->Stop(std::chrono::milliseconds(0));
+  before.reset();  // the daemon is gone: the wait goes on
+  // Down for three of the watch's polls (1 s apart): it meets the outage
+  // (unless the machine stalls it that long: the test then asks less, and
+  // still passes only if the wait ends right).
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  std::atomic<int> asked_after{0};
+  auto after = JobServer(port, "Succeeded", &asked_after);
+  REQUIRE(watch.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  RunResult r = watch.get();
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("Succeeded"));
+  CHECK(asked_after.load() > 0);
+}
+
+TEST_CASE("a wait on a server never reached ends at once with exit 3", "[cli]") {
+  std::atomic<int> asked{0};
+  auto gone = JobServer(0, "Running", &asked);
+  const std::string url = "http://127.0.0.1:" + std::to_string(gone->port());
+  gone->Stop(std::chrono::milliseconds(0));
+  gone.reset();
+  RunResult r = Cli(url, {"status", "train", "-n", "team-a", "-w"});
+  CHECK(r.code == 3);
+}
+
+}  // namespace gantry::testing

@@ -126,7 +126,9 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   }
   const int64_t lost = removed ? timeout : watch_refused ? refused_for : facts->lost_for_ms;
   if (lost >= timeout) {
-    std::string why = removed    ? fmt::format("owner cluster {} was removed from the inventory", owner)
+    std::string why = removed    ? fmt::format("owner cluster {} was removed from the inventory (what the job ran "
+                                               "there may still run: gantry no longer reaches it)",
+                                               owner)
                       : declared ? fmt::format("owner cluster {}, declared lost by an operator, has been out of reach "
                                                "for {} s",
                                                owner, lost / 1000)

@@ -499,6 +499,7 @@ void CheckRequeuedAsRemoved(const Plan& lost) {
   CHECK(*lost.write->phase == JobPhase::kQueued);
   REQUIRE(lost.write->message);
   CHECK_THAT(*lost.write->message, Catch::Contains("removed from the inventory"));
+  CHECK_THAT(*lost.write->message, Catch::Contains("may still run"));  // nothing there is stopped
 }
 
 }  // namespace

@@ -42,6 +42,7 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;
   if (!view.config_error.empty()) status["configError"] = view.config_error;
   if (!view.credentials_warning.empty()) status["credentialsWarning"] = view.credentials_warning;
+  if (!view.config_warning.empty()) status["configWarning"] = view.config_warning;
   if (view.capacity) {
     nlohmann::json resources = nlohmann::json::object();
     for (const auto& [name, q] : view.capacity->quota) {

@@ -394,7 +394,11 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
     const std::string capacity_error = Str(c, "/status/capacityError");
     const std::string watch_refused = Str(c, "/status/watchRefused");
     const std::string view_behind = Str(c, "/status/viewBehind");
+    // A file or kubeconfig refused at a reload, its last good one kept in use.
+    const std::string stale = !Str(c, "/status/configWarning").empty() ? Str(c, "/status/configWarning")
+                                                                       : Str(c, "/status/credentialsWarning");
     if (!config_error.empty()) health += ",ConfigRefused";
+    if (!stale.empty()) health += ",ConfigStale";
     if (!credentials_error.empty()) health += ",CredentialsUnloadable";
     if (!capacity_error.empty()) health += ",CapacityUnreadable";
     if (!watch_refused.empty()) health += ",WatchRefused";
@@ -412,6 +416,7 @@ int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
                     : Str(c, "/status/health") != "Ready" ? Str(c, "/status/lastError")
                     : !watch_refused.empty()              ? watch_refused
                     : !capacity_error.empty()             ? capacity_error
+                    : !stale.empty()                      ? stale + " (the last good one is in use)"
                                                           : behind_note});
   }
   PrintTable(out, {"NAME", "HEALTH", "SINCE", "REGION", "GPUS(RESERVED/QUOTA)", "PENDING", "CAPACITY-AGE", "LAST-ERROR"},

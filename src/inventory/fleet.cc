@@ -133,10 +133,16 @@ std::vector<ClusterFileError> Fleet::Load() {
     spdlog::error("inventory: {}{}", err.status.message(), err.kept_last_good ? " (keeping its last good entry)" : "");
   }
   if (!load.dir_status.ok()) spdlog::error("inventory: {}", load.dir_status.message());
+  std::map<std::string, std::string> stale;  // file -> why it was refused, its last good entry kept
+  for (const auto& err : load.errors) {
+    if (err.kept_last_good) stale[err.file] = err.status.message();
+  }
   std::map<std::string, Entry> next;
   for (ClusterConfig& config : load.clusters) {
     Entry entry = Existing(config.name);
     entry.view.config_error.clear();  // a placeholder whose file loads now
+    auto refused = stale.find(config.source_file);
+    entry.view.config_warning = refused == stale.end() ? "" : refused->second;
     auto creds = LoadCredentials(config);
     if (creds.ok()) {
       // A token source that gives the same token as the last one is kept,

@@ -39,3 +39,22 @@ TEST_CASE("a cluster gantry cannot reach shows no health from before, nor an out
 }
 
 }  // namespace gantry::api
+
+namespace gantry::api {
+
+TEST_CASE("a cluster served from its last good file or kubeconfig shows why the new one was refused",
+          "[api][clusters]") {
+  inventory::ClusterView view;
+  view.config.name = "c1";
+  view.health.OnProbeOk(1'764'000'000'000);
+  const int64_t now = 1'764'000'600'000;
+  CHECK_FALSE(ClusterToJson(view, now, 60'000)["status"].contains("configWarning"));
+  view.config_warning = "cluster file clusters.d/c1.yaml: line 3: regoin: unknown field";
+  view.credentials_warning = "cluster c1: kubeconfig: line 2: bad";
+  const nlohmann::json j = ClusterToJson(view, now, 60'000);
+  CHECK(j["status"]["health"] == "Ready");  // still served
+  CHECK(j["status"]["configWarning"] == view.config_warning);
+  CHECK(j["status"]["credentialsWarning"] == view.credentials_warning);
+}
+
+}  // namespace gantry::api

@@ -394,6 +394,15 @@ TEST_CASE("fleet reload adds, keeps and removes clusters", "[inventory][fleet]")
   auto clusters = fleet.Clusters();
   REQUIRE(clusters.size() == 2);
   CHECK(clusters[0].config.region == "eu-central-1");  // c1's last good entry
+  // What the operator must fix is shown with the entry in use (gantry
+  // clusters: ConfigStale), not only logged.
+  CHECK_THAT(clusters[0].config_warning, Catch::Contains("c1.yaml"));
+  CHECK(clusters[1].config_warning.empty());
+  fleet.Reload();  // still broken: still told
+  CHECK_FALSE(fleet.Cluster("c1")->config_warning.empty());
+  WriteCluster(dir.path(), "c1");
+  fleet.Reload();  // fixed: the warning goes
+  CHECK(fleet.Cluster("c1")->config_warning.empty());
   std::filesystem::remove(dir.File("clusters.d/c1.yaml"));
   fleet.Reload();
   CHECK(fleet.Clusters().size() == 1);

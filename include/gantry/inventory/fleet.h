@@ -99,6 +99,9 @@ struct ClusterView {
   // The kubeconfig failed to load at a reload, and the last good
   // credentials are kept in use: the error, for the operator to fix.
   std::string credentials_warning;
+  // The cluster's file was refused at a reload, and its last good entry is
+  // kept in use: the error (file, line, field), for the operator to fix.
+  std::string config_warning;
   std::string capacity_error;     // CapacityReading::unreadable of the last probe
   // Set on a placeholder (ClusterPlaceholder): the cluster's file is refused
   // with no last good entry kept, so only its name is known (config holds

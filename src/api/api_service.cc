@@ -40,6 +40,8 @@ ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, di
 
 ApiService::~ApiService() = default;
 
+void ApiService::StopSlowLane() { slow_lane_->Stop(); }
+
 http::Handler ApiService::Handler() {
   return [this](http::Request req, Respond respond) { Dispatch(std::move(req), std::move(respond)); };
 }

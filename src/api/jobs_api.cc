@@ -60,7 +60,8 @@ void ApiService::Submit(http::Request req, Respond respond) {
   };
   if (!slow_lane_->Post(std::move(work))) {
     http::Response busy = K8sStatus(429, "TooManyRequests",
-                                    fmt::format("{} large job documents are being read already; submit again shortly",
+                                    fmt::format("{} large job documents wait to be read already; submit again "
+                                                "shortly",
                                                 options_.slow_lane_capacity));
     busy.headers.emplace_back("Retry-After", "1");
     respond(std::move(busy));

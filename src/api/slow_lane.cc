@@ -1,6 +1,9 @@
 #include "slow_lane.h"
 
+#include <exception>
 #include <utility>
+
+#include <spdlog/spdlog.h>
 
 #include "gantry/common/thread_name.h"
 
@@ -8,7 +11,10 @@ namespace gantry::api {
 
 SlowLane::SlowLane(std::size_t capacity) : capacity_(capacity), thread_([this] { Run(); }) {}
 
-SlowLane::~SlowLane() {
+SlowLane::~SlowLane() { Stop(); }
+
+void SlowLane::Stop() {
+  std::lock_guard once(stop_mu_);
   std::deque<Work> left;
   {
     std::lock_guard lock(mu_);
@@ -16,7 +22,7 @@ SlowLane::~SlowLane() {
     left.swap(queue_);
   }
   wake_.notify_one();
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
   for (Work& work : left) work(false);
 }
 
@@ -39,7 +45,13 @@ void SlowLane::Run() {
     Work work = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    work(true);
+    try {
+      work(true);
+    } catch (const std::exception& e) {
+      // Handlers report expected failures as values; this is a bug (as on
+      // the server's loop, it must not end the daemon).
+      spdlog::error("api: a request on the slow lane threw: {}", e.what());
+    }
     lock.lock();
   }
 }

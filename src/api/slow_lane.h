@@ -27,8 +27,13 @@ class SlowLane {
   SlowLane(const SlowLane&) = delete;
   SlowLane& operator=(const SlowLane&) = delete;
 
-  // False (and work not taken) when `capacity` pieces already wait.
+  // False (and work not taken) when `capacity` pieces already wait, or
+  // after Stop.
   bool Post(Work work);
+  // Ends the lane: the piece running finishes, what waits runs with `run`
+  // false. The destructor does it too; the daemon calls it before it
+  // stops what the work uses (the engine, the store).
+  void Stop();
 
  private:
   void Run();
@@ -38,6 +43,7 @@ class SlowLane {
   std::condition_variable wake_;
   std::deque<Work> queue_;  // GUARDED_BY(mu_)
   bool stop_ = false;       // GUARDED_BY(mu_)
+  std::mutex stop_mu_;      // one Stop joins
   std::thread thread_;
 };
 

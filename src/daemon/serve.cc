@@ -295,6 +295,7 @@ int RunServe(const ServeFlags& flags) {
   sd_notify(0, "STOPPING=1");
   service.SetReady(false);
   server.Stop(std::chrono::seconds(config.shutdown_grace_seconds));
+  service.StopSlowLane();  // a large submission still queued must not reach a stopped engine or store
   engine.Stop();
   fleet.Stop();
   store.value().reset();  // drains the commit queue and closes the database

@@ -75,6 +75,10 @@ class ApiService {
 
   // The handler to give the HTTP server.
   http::Handler Handler();
+  // Ends the lane where large job documents are read: those waiting get
+  // 503. Called at shutdown once the server has stopped, before the store
+  // and the engine stop.
+  void StopSlowLane();
   // /readyz answers 200 only while ready (set after start-up, cleared at shutdown).
   void SetReady(bool ready) { ready_ = ready; }
 

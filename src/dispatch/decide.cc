@@ -191,8 +191,11 @@ Plan Ladder::Cleanup(const char* step) const {
     // cluster that may never return is not polled, only rechecked now and
     // then as a backstop.
     const int64_t kept_until = job_.finished_ms + RetentionMs() - in_.now_ms;
+    // Rows in a cluster missing since the start wait for a reload, which
+    // wakes unfinished jobs; a finished one's timer is this backstop.
+    const bool rare = left.lost || left.missing;
     plan.requeue_ms = left.other ? opt_.retry_ms
-                      : left.kept ? (left.lost ? std::min(kept_until, opt_.lost_recheck_ms) : kept_until)
+                      : left.kept ? (rare ? std::min(kept_until, opt_.lost_recheck_ms) : kept_until)
                                   : opt_.lost_recheck_ms;
   }
   return plan;
@@ -210,6 +213,8 @@ Ladder::Leftover Ladder::Left(const Plan& cleanup, const std::set<std::pair<std:
       out.kept = true;
     } else if (DeclaredLost(i.cluster) && !Reachable(i.cluster)) {
       out.lost = true;
+    } else if (MissingAtStart(i.cluster)) {
+      out.missing = true;
     } else {
       out.other = true;
     }
@@ -224,18 +229,27 @@ Plan Ladder::Cancel() const {
   // Nothing waits for a cluster declared lost: its rows stay (absent), so
   // what it may still run is deleted if it answers again.
   const Leftover left = Left(plan, {});
-  const bool lost_left = left.lost && !left.other && !left.kept;
+  const bool lost_left = left.lost && !left.other && !left.kept && !left.missing;
   if (left.any() && !lost_left) {
     std::vector<std::string> waiting = UnreachableWithIntents();
     if (!waiting.empty()) {
+      std::vector<std::string> missing;
+      std::copy_if(waiting.begin(), waiting.end(), std::back_inserter(missing),
+                   [&](const std::string& c) { return MissingAtStart(c); });
       std::string msg = fmt::format("waiting for cluster(s) {} to confirm deletion", fmt::join(waiting, ", "));
+      if (!missing.empty()) {
+        msg += fmt::format(" ({} not in the inventory the daemon started with: a reload of the inventory, SIGHUP "
+                           "or POST /api/v1/clusters:reload, confirms a removal)",
+                           fmt::join(missing, ", "));
+      }
       if (job_.message != msg) {
         if (!plan.write) plan.write = Guarded(job_);
         plan.write->message = msg;
         plan.write->conditions_json = Conditions("WaitingForClusters", "ClusterUnreachable", msg, in_.now_ms);
       }
     }
-    plan.requeue_ms = opt_.retry_ms;
+    // Only clusters missing since the start: a reload wakes the job.
+    plan.requeue_ms = left.other || left.kept ? opt_.retry_ms : opt_.lost_recheck_ms;
     return plan;
   }
   if (!plan.write) plan.write = Guarded(job_);

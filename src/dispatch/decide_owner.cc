@@ -62,6 +62,14 @@ Plan Ladder::FinishAsEnded(const std::string& step, const ObservedJob& j) const 
   return p;
 }
 
+Plan Ladder::FinishAsWorkloadTells(const std::string& step, const ObservedWorkload& w) const {
+  // Succeeded or Failed as its job ended; any other reason (OutOfSync,
+  // FailedToStart, OwnerNotFound) is not a success.
+  const bool ok = w.reason == "Succeeded";
+  return Finish(step, ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed",
+                fmt::format("finished in {}: {} {}", job_.cluster, w.reason, w.message));
+}
+
 // Step 3, first: the real job ended in its owner before the cancel was
 // acted on (its row still present: nothing of the job withdrawn yet). What
 // it did stands, as a cancel of a job already finished leaves it: the
@@ -75,8 +83,16 @@ std::optional<Plan> Ladder::EndedBeforeCancel() const {
     return i.present && i.cluster == owner && i.kind != kWorkload && i.epoch == job_.epoch;
   });
   const ObservedJob* j = JobIn(owner);
-  if (!untouched || !Ended(j)) return std::nullopt;
-  Plan p = FinishAsEnded("cancel", *j);
+  const ObservedWorkload* w = WorkloadIn(owner);
+  if (!untouched) return std::nullopt;
+  Plan p;
+  if (Ended(j)) {
+    p = FinishAsEnded("cancel", *j);
+  } else if (WorkloadTells(j, w)) {  // a kind gantry has no adapter for: its Workload says
+    p = FinishAsWorkloadTells("cancel", *w);
+  } else {
+    return std::nullopt;
+  }
   p.write->events.push_back(Event("CancelTooLate",
                                   fmt::format("the job had already ended in {} when its cancel was acted on: its "
                                               "result stands",
@@ -308,13 +324,7 @@ Plan Ladder::Owned() const {
   }
   // Step 12.
   if (job_done) return FinishAsEnded("finish", *j);
-  if (WorkloadTells(j, w)) {
-    // Succeeded or Failed as its job ended; any other reason (OutOfSync,
-    // FailedToStart, OwnerNotFound) is not a success.
-    bool ok = w->reason == "Succeeded";
-    return Finish("finish", ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed",
-                  fmt::format("finished in {}: {} {}", owner, w->reason, w->message));
-  }
+  if (WorkloadTells(j, w)) return FinishAsWorkloadTells("finish", *w);
   // Step 13.
   plan.step = "run";
   if (!j && DeclaredLost(owner) && !Expected(owner, kJob)) {

@@ -205,7 +205,6 @@ void Engine::InventoryChanged() {
   // Called by a SIGHUP's thread and by the API's reload: one at a time, so
   // that the observer is not left watching the older of two cluster sets.
   std::lock_guard reload(inventory_mu_);
-  inventory_confirmed_.store(true);
   SetObservedClusters();
   if (int dropped = pools_->Retain(); dropped > 0) {
     spdlog::info("dispatch: inventory reloaded: {} cluster(s) changed connection or left; their pooled connections "
@@ -216,6 +215,10 @@ void Engine::InventoryChanged() {
     std::lock_guard lock(fleet_mu_);
     fleet_read_ms_ = -1;
   }
+  // Confirmed only once the facts of before the reload are dropped: a pass
+  // reads the flag first, then the facts, so it never judges a cluster
+  // removed from facts that do not show it back.
+  inventory_confirmed_.store(true);
   if (auto woken = reconciler_->WakeUnfinished(); !woken.ok()) {
     spdlog::warn("dispatch: after the inventory reload: {}", woken.status().ToString());
   } else {
@@ -428,8 +431,8 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   for (const Expectations::Key& key : expected_before) {
     if (!seen.count(key)) in.expected.insert(key);
   }
+  in.inventory_confirmed = inventory_confirmed_.load();  // before the facts (InventoryChanged)
   in.clusters = Facts(now);
-  in.inventory_confirmed = inventory_confirmed_.load();
   in.now_ms = now;
   in.options = options_.decide;
   // Stretched over the jobs that wait on it now (their timers, marked by

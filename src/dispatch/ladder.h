@@ -370,7 +370,8 @@ class Ladder {
     bool other = false;
     bool kept = false;
     bool lost = false;
-    bool any() const { return other || kept || lost; }  // anything remote left at all
+    bool missing = false;  // in clusters missing from the inventory the daemon started with (MissingAtStart)
+    bool any() const { return other || kept || lost || missing; }  // anything remote left at all
   };
   Leftover Left(const Plan& cleanup, const std::set<std::pair<std::string, std::string>>& keep) const;
 
@@ -381,6 +382,8 @@ class Ladder {
   std::optional<Plan> EndedBeforeCancel() const;  // decide_owner.cc
   // Step 12's finish, from what the owner's real job j ended with.
   Plan FinishAsEnded(const std::string& step, const ObservedJob& j) const;
+  // Step 12's finish of a job whose end only its finished Workload tells (WorkloadTells).
+  Plan FinishAsWorkloadTells(const std::string& step, const ObservedWorkload& w) const;
   Plan Nominate() const;
   std::optional<Plan> Lease() const;
   std::optional<Plan> Timeout() const;

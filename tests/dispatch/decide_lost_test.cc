@@ -499,7 +499,6 @@ void CheckRequeuedAsRemoved(const Plan& lost) {
   CHECK(*lost.write->phase == JobPhase::kQueued);
   REQUIRE(lost.write->message);
   CHECK_THAT(*lost.write->message, Catch::Contains("removed from the inventory"));
-  CHECK_THAT(*lost.write->message, Catch::Contains("may still run"));  // nothing there is stopped
 }
 
 }  // namespace
@@ -526,7 +525,9 @@ TEST_CASE("step 10: an owner missing from the inventory the daemon started with 
 
   // A reload confirms the inventory: removed, so onClusterLoss applies.
   w.in.inventory_confirmed = true;
-  CheckRequeuedAsRemoved(Decide(w.Input()));
+  Plan lost = Decide(w.Input());
+  CheckRequeuedAsRemoved(lost);
+  CHECK_THAT(*lost.write->message, Catch::Contains("may still run"));  // nothing there is stopped
 }
 
 TEST_CASE("before a reload confirms the inventory, a cluster missing from it keeps the rows of every job, not only "
@@ -555,7 +556,8 @@ TEST_CASE("before a reload confirms the inventory, a cluster missing from it kee
     CHECK(wait.write->drop_intents.empty());
     REQUIRE(wait.write->message);
     CHECK_THAT(*wait.write->message, Catch::Contains("waiting for cluster(s) c1"));
-    CHECK(wait.requeue_ms == w.in.options.retry_ms);
+    CHECK_THAT(*wait.write->message, Catch::Contains("a reload of the inventory"));
+    CHECK(wait.requeue_ms == w.in.options.lost_recheck_ms);  // a reload wakes it; this is the backstop
 
     w.in.inventory_confirmed = true;  // a reload confirms it removed: what it holds is given up, as before
     Plan done = Decide(w.Input());
@@ -564,18 +566,20 @@ TEST_CASE("before a reload confirms the inventory, a cluster missing from it kee
     CHECK(*done.write->phase == JobPhase::kCancelled);
     CHECK(done.write->drop_intents.size() == 2);
   }
-  SECTION("a nominating job's copy there is waited for, not withdrawn as lost") {
+  SECTION("a nominating job whose copies are all there goes on at the next epoch, their rows kept") {
+    // Without a lease a copy runs nothing: the job does not wait for a
+    // reload that may never come.
     World w;
     w.job.phase = JobPhase::kNominating;
     w.job.epoch = 1;
     w.Intent("c1", "Workload", 1);
     missing_at_start(w);
     Plan p = Decide(w.Input());
-    CHECK_FALSE((p.write && p.write->phase));  // not requeued at the next epoch
-    CHECK((!p.write || p.write->upsert_intents.empty()));
-
-    w.in.inventory_confirmed = true;
-    CheckRequeuedAsRemoved(Decide(w.Input()));
+    REQUIRE(p.write);
+    REQUIRE(p.write->phase);
+    CHECK(*p.write->phase == JobPhase::kQueued);
+    CHECK_THAT(*p.write->message, Catch::Contains("not in the inventory the daemon started with"));
+    CHECK(p.write->drop_intents.empty());
   }
 }
 

@@ -956,6 +956,19 @@ TEST_CASE("step 3: a job that ended in its owner before its cancel was acted on 
   CHECK(std::find(reasons.begin(), reasons.end(), "Succeeded") != reasons.end());
   CHECK(std::find(reasons.begin(), reasons.end(), "CancelTooLate") != reasons.end());
 
+  SECTION("a kind gantry has no adapter for, whose end only its finished Workload tells: the same") {
+    World generic;
+    generic.OwnedBy(JobPhase::kRunning, "c1", 1);
+    generic.job.phase = JobPhase::kCancelling;
+    ObservedWorkload& wl = generic.Workload("c1", 1);
+    wl.finished = true;
+    wl.reason = "Succeeded";
+    Plan q = Decide(generic.Input());
+    REQUIRE(q.write);
+    REQUIRE(q.write->phase);
+    CHECK(*q.write->phase == JobPhase::kSucceeded);
+  }
+
   // Once a cancel pass withdrew the job (its rows absent), an end seen after
   // is the cancel's own doing: the job is cancelled, its objects deleted.
   for (RemoteIntent& i : w.in.intents) i.present = false;

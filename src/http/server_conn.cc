@@ -256,11 +256,13 @@ std::optional<ServerConn::Refusal> ServerConn::HeadRefusal() const {
 void ServerConn::KeepHead() {
   head_.emplace();
   for (const auto& field : parser_->get()) (*head_)[ToLowerAscii(field.name_string())] = std::string(field.value());
+  // As the head says: a trailer's Connection field, parsed later, sets the
+  // parser's flags too.
+  keep_alive_ = parser_->keep_alive();
   parser_->eager(true);
 }
 
 bool ServerConn::Dispatch() {
-  keep_alive_ = parser_->keep_alive();  // as the head says (a trailer's Connection field is not read)
   auto msg = parser_->release();
   Request req;
   req.method = std::string(msg.method_string());

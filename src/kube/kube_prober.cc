@@ -75,7 +75,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     conn.made_from = creds;
   }
   // A transport failure drops the connection (conn goes out of scope), and
-  // so does a /readyz that is not 200: behind a load balancer, an API
+  // so does a /readyz answering 5xx: behind a load balancer, an API
   // server replica shutting down (--shutdown-delay-duration) answers
   // /readyz 500 while it still serves the connections it has, and a kept
   // connection would ask it again at every probe, for the whole delay,
@@ -88,6 +88,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   auto ready = conn.client->Get("/readyz");
   if (!ready.ok()) return ready.status();
   if (ready->status != 200) {
+    if (ready->status < 500) keep();  // a refusal or 429: the same server answers the next probe
     return RefusalOrOutage(*ready, !creds.insecure, fmt::format("/readyz answered {}", ready->status));
   }
   const std::string base =

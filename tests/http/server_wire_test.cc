@@ -274,7 +274,7 @@ TEST_CASE("at max_connections a new connection takes the place of the oldest tha
   // A client that sent requests keeps its connection over silent ones.
   served.Send("GET /two HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(served.Got("GET /two"));
-  // With no silent one left, the oldest kept-alive connection goes.
+  // The other silent one goes next; then, with none left, the oldest kept-alive one.
   RawSocket fifth(server->port());
   fifth.Send("GET /fifth HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(fifth.Got("GET /fifth"));

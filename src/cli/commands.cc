@@ -52,11 +52,12 @@ std::string JobPath(const std::string& ns, const std::string& name) {
 // (restarting) is waited for, until the deadline, not taken for an end. Exit 0 for Succeeded/Cancelled as wanted, 1 otherwise (a
 // request the server refused too: reached_final, when given, tells which).
 int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name, const WaitFlags& wait,
-                 const std::string& wanted, std::ostream& out, std::ostream& err, bool* reached_final = nullptr) {
+                 const std::string& wanted, std::ostream& out, std::ostream& err, bool* reached_final = nullptr,
+                 bool answered_before = false) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait.timeout_seconds);
   std::string last;
   bool told_unreachable = false;
-  bool answered = false;  // a server never reached (a wrong --server) is not waited for
+  bool answered = answered_before;  // a server never reached (a wrong --server) is not waited for
   while (true) {
     ApiResult r = api.Call("GET", JobPath(ns, name));
     const bool timed_out = wait.timeout_seconds > 0 && std::chrono::steady_clock::now() >= deadline;
@@ -219,7 +220,7 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     PrintObject(out, r.body, format);
   }
   if (!wait.wait) return kExitOk;
-  return WaitForFinal(*api, ns, name, wait, "Succeeded", out, err);
+  return WaitForFinal(*api, ns, name, wait, "Succeeded", out, err, nullptr, /*answered_before=*/true);
 }
 
 int Status(const CommonFlags& flags, const std::string& name, bool watch, std::ostream& out, std::ostream& err) {
@@ -360,7 +361,7 @@ int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const 
   std::string phase = Str(r.body, "/status/phase");
   out << "job.gantry.dev/" << name << (phase == "Cancelling" ? " cancelling" : " is " + phase) << "\n";
   if (!wait.wait || phase != "Cancelling") return kExitOk;
-  return WaitForFinal(*api, ns, name, wait, "Cancelled", out, err);
+  return WaitForFinal(*api, ns, name, wait, "Cancelled", out, err, nullptr, /*answered_before=*/true);
 }
 
 int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {

@@ -89,7 +89,7 @@ Plan Ladder::Run() {
   // No cluster can ever run it: it holds no lease, and only what is left of
   // its copies is withdrawn (it is not the lease holder's ladder below,
   // which would read the empty owner as one removed from the inventory).
-  if (job_.phase == JobPhase::kUnschedulable) return Cleanup("unschedulable");
+  if (job_.phase == JobPhase::kUnschedulable) return Unschedulable();
   Plan fence;
   Fence(fence);
   Plan plan;
@@ -310,6 +310,35 @@ std::string LeftOut(const placement::Decision& d) {
 }
 
 }  // namespace
+
+// Unschedulable: what is left of earlier epochs is withdrawn. The verdict
+// was reached against the inventory of then; woken again (at a start or a
+// reload of the inventory), the job is queued again once placement finds a
+// cluster that may run it (a cluster added, a region or an accelerator
+// corrected, a quota raised), rather than waiting for a resubmission its
+// unchanged document would not make.
+Plan Ladder::Unschedulable() const {
+  Plan plan = Cleanup("unschedulable");
+  if (!in_.placement || in_.placement->unschedulable) return plan;
+  // No cluster at all: the inventory is not known (yet), which tells nothing.
+  const placement::Decision& d = *in_.placement;
+  if (d.candidates.empty() && d.feasible.empty() && d.excluded.empty()) return plan;
+  if (!plan.actions.empty() || plan.write) return plan;  // its leftovers first; the next pass queues it
+  std::vector<std::string> may = in_.placement->candidates;
+  for (const auto& x : in_.placement->excluded) {
+    if (!x.exclusion.permanent) may.push_back(x.cluster);
+  }
+  const std::string msg = fmt::format("queued again: the inventory changed, and {} may run it now",
+                                      may.empty() ? std::string("a cluster") : fmt::format("{}", fmt::join(may, ", ")));
+  DispatchUpdate u = Guarded(job_);
+  u.phase = JobPhase::kQueued;
+  u.message = msg;
+  u.events.push_back(Event("Requeued", msg));
+  plan.write = std::move(u);
+  plan.step = "unschedulable";
+  plan.requeue_ms = 0;
+  return plan;
+}
 
 // Step 4.
 Plan Ladder::Nominate() const {

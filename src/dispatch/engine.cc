@@ -439,7 +439,8 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   // the reconciler from Plan::backstop).
   in.options.backstop_ms =
       BackstopMs(options_.decide.resync_ms, reconciler_->backstop_timers(), options_.resync_passes_per_s);
-  if (job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating) {
+  if (job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating ||
+      job->phase == JobPhase::kUnschedulable) {
     placement::JobDemand demand = (*parsed)->demand;
     if (job->phase == JobPhase::kNominating && spec->dispatch.round_seconds > 0) {
       demand.rounds_elapsed =

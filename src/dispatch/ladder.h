@@ -379,6 +379,7 @@ class Ladder {
   void Sweep(Plan& plan, Plan& deletes) const;
   Plan Cleanup(const char* step) const;
   Plan Cancel() const;
+  Plan Unschedulable() const;
   std::optional<Plan> EndedBeforeCancel() const;  // decide_owner.cc
   // Step 12's finish, from what the owner's real job j ended with.
   Plan FinishAsEnded(const std::string& step, const ObservedJob& j) const;

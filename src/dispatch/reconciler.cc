@@ -39,7 +39,9 @@ Status Reconciler::WakePhase(JobPhase phase, size_t* found) {
 
 Result<size_t> Reconciler::WakeUnfinished() {
   size_t found = 0;
-  for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning}) {
+  // Unschedulable jobs too: judged against the inventory of then, they are
+  // looked at again against this one (a start, a reload).
+  for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning, JobPhase::kUnschedulable}) {
     GANTRY_RETURN_IF_ERROR(WakePhase(phase, &found));
   }
   auto waiting = WakeWaiting();

@@ -72,6 +72,40 @@ TEST_CASE("step 4: unschedulable everywhere fails at once, no candidates now wai
   CHECK_FALSE(q.write->phase);
 }
 
+TEST_CASE("an Unschedulable job is queued again once the inventory it is judged against has a cluster for it",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kUnschedulable;
+  // Still no cluster for it: nothing changes.
+  placement::Decision never;
+  never.unschedulable = true;
+  never.excluded.push_back({"c1", {placement::Filter::kRegion, "region us-west-2 not in [mars-1]", true}});
+  w.in.placement = never;
+  Plan stays = Decide(w.Input());
+  CHECK_FALSE((stays.write && stays.write->phase));
+  // An empty inventory (not known yet) tells nothing either.
+  w.in.placement = placement::Decision{};
+  Plan unknown = Decide(w.Input());
+  CHECK_FALSE((unknown.write && unknown.write->phase));
+  // c3's region corrected at a reload: queued again, saying where it may run.
+  w.in.placement = Candidates({"c3"});
+  Plan again = Decide(w.Input());
+  REQUIRE(again.write);
+  REQUIRE(again.write->phase);
+  CHECK(*again.write->phase == JobPhase::kQueued);
+  CHECK_THAT(*again.write->message, Catch::Contains("c3 may run it now"));
+  REQUIRE(again.write->events.size() == 1);
+  CHECK(again.write->events[0].reason == "Requeued");
+  CHECK(again.requeue_ms == 0);
+  // A cluster that may fit it later (not Ready now) is reason enough too.
+  placement::Decision later;
+  later.excluded.push_back({"c2", {placement::Filter::kHealth, "not Ready", false}});
+  w.in.placement = later;
+  Plan waits = Decide(w.Input());
+  REQUIRE(waits.write);
+  CHECK(*waits.write->phase == JobPhase::kQueued);
+}
+
 TEST_CASE("step 5: the first admitted copy at the current epoch takes the lease", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kNominating;

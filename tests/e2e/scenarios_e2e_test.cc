@@ -681,3 +681,30 @@ TEST_CASE("a job whose kind leaves genericKinds: its document still answers, and
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("an Unschedulable job is queued again and runs once a reload gives it a cluster",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", GpuJob("mars", 1, 1, "1s", "  placement: {regions: [mars-1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "mars", {"Unschedulable"}));
+  // The operator corrects c1's region and reloads the inventory.
+  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
+  std::string config = ReadFile(c1_file);
+  const std::size_t at = config.find("region: ");
+  REQUIRE(at != std::string::npos);
+  config.replace(at, config.find('\n', at) - at, "region: mars-1");
+  WriteFile(c1_file, config);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "mars", {"Succeeded"}, std::chrono::seconds(30)));
+  CHECK(fleet.Job("team-a", "mars")["status"]["cluster"] == "c1");
+  bool requeued = false;
+  for (auto& e : fleet.Events("team-a", "mars")) requeued |= e.value("reason", "") == "Requeued";
+  CHECK(requeued);
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+}  // namespace gantry::testing

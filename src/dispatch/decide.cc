@@ -321,15 +321,15 @@ Plan Ladder::Unschedulable() const {
   Plan plan = Cleanup("unschedulable");
   if (!in_.placement || in_.placement->unschedulable) return plan;
   // No cluster at all: the inventory is not known (yet), which tells nothing.
-  const placement::Decision& d = *in_.placement;
-  if (d.candidates.empty() && d.feasible.empty() && d.excluded.empty()) return plan;
+  // Only a cluster that could take it now counts: one left out for the
+  // time being (not Ready, its quota not read yet, as right after a start)
+  // may well be ruled out again once read, and the job would go back and
+  // forth at every start.
+  const std::vector<std::string>& may = in_.placement->candidates;
+  if (may.empty()) return plan;
   if (!plan.actions.empty() || plan.write) return plan;  // its leftovers first; the next pass queues it
-  std::vector<std::string> may = in_.placement->candidates;
-  for (const auto& x : in_.placement->excluded) {
-    if (!x.exclusion.permanent) may.push_back(x.cluster);
-  }
-  const std::string msg = fmt::format("queued again: the inventory changed, and {} may run it now",
-                                      may.empty() ? std::string("a cluster") : fmt::format("{}", fmt::join(may, ", ")));
+  const std::string msg =
+      fmt::format("queued again: the inventory changed, and {} may run it now", fmt::join(may, ", "));
   DispatchUpdate u = Guarded(job_);
   u.phase = JobPhase::kQueued;
   u.message = msg;

@@ -62,6 +62,9 @@ int RunCli(int argc, char** argv) {
   status->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   status->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
   status->add_flag("-w,--watch", watch, "follow phase changes until the job finishes");
+  int watch_timeout = 0;
+  status->add_option("--timeout", watch_timeout, "with --watch: give up after this many seconds (exit 1)")
+      ->check(CLI::NonNegativeNumber);
 
   bool all = false;
   std::string phase, queue;
@@ -107,7 +110,7 @@ int RunCli(int argc, char** argv) {
   // a proxy's page) must end in a message and exit 1, not an abort.
   try {
     if (submit->parsed()) return cli::Submit(flags, file, wait, std::cout, std::cerr);
-    if (status->parsed()) return cli::Status(flags, name, watch, std::cout, std::cerr);
+    if (status->parsed()) return cli::Status(flags, name, watch, watch_timeout, std::cout, std::cerr);
     if (list->parsed()) return cli::List(flags, all, phase, queue, std::cout, std::cerr);
     if (cancel->parsed()) return cli::Cancel(flags, name, purge, wait, std::cout, std::cerr);
     if (clusters->parsed()) return cli::Clusters(flags, std::cout, std::cerr);

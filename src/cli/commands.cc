@@ -69,6 +69,12 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
       std::this_thread::sleep_for(std::chrono::milliseconds(wait.poll_ms));
       continue;
     }
+    if (r.exit_code == kExitUnreachable && answered) {  // out of reach past the deadline: a timeout as any
+      err << r.error << "\n";
+      err << fmt::format("error: timed out after {}s waiting for job {} (phase {} when last seen)\n",
+                         wait.timeout_seconds, name, last);
+      return kExitRefused;
+    }
     if (r.exit_code != kExitOk) {
       err << r.error << "\n";
       return r.exit_code;
@@ -223,13 +229,14 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
   return WaitForFinal(*api, ns, name, wait, "Succeeded", out, err, nullptr, /*answered_before=*/true);
 }
 
-int Status(const CommonFlags& flags, const std::string& name, bool watch, std::ostream& out, std::ostream& err) {
+int Status(const CommonFlags& flags, const std::string& name, bool watch, int watch_timeout_seconds,
+           std::ostream& out, std::ostream& err) {
   int code = kExitOk;
   auto api = Connect(flags, err, &code);
   if (!api) return code;
   std::string ns = NamespaceOf(flags);
   if (watch) {
-    WaitFlags wait{true, 0, 1000};
+    WaitFlags wait{true, watch_timeout_seconds, 1000};
     bool final = false;
     int rc = WaitForFinal(*api, ns, name, wait, "", out, err, &final);
     return final ? kExitOk : rc;  // reaching any final phase ends a watch normally; a 404 does not

@@ -28,8 +28,9 @@ struct WaitFlags {
 
 int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& wait,
            std::ostream& out, std::ostream& err);
-int Status(const CommonFlags& flags, const std::string& name, bool watch, std::ostream& out,
-           std::ostream& err);
+// watch_timeout_seconds: with watch, give up after this long (0 = never).
+int Status(const CommonFlags& flags, const std::string& name, bool watch, int watch_timeout_seconds,
+           std::ostream& out, std::ostream& err);
 int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase, const std::string& queue,
          std::ostream& out, std::ostream& err);
 int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const WaitFlags& wait,

@@ -65,3 +65,27 @@ TEST_CASE("a wait on a server never reached ends at once with exit 3", "[cli]") 
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("status -w --timeout gives up with exit 1, also while the daemon is out of reach", "[cli]") {
+  std::atomic<int> asked{0};
+  auto server = JobServer(0, "Running", &asked);
+  const std::string url = "http://127.0.0.1:" + std::to_string(server->port());
+  RunResult running = Cli(url, {"status", "train", "-n", "team-a", "-w", "--timeout", "1"});
+  CHECK(running.code == 1);
+  CHECK_THAT(running.err, Catch::Contains("timed out after 1s"));
+
+  auto watch = std::async(std::launch::async,
+                          [&] { return Cli(url, {"status", "train", "-n", "team-a", "-w", "--timeout", "2"}); });
+  const int before = asked.load();
+  REQUIRE(WaitFor([&] { return asked.load() > before; }, std::chrono::seconds(20)));
+  server->Stop(std::chrono::milliseconds(0));  // gone for good: the deadline ends the wait
+  REQUIRE(watch.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  RunResult gone = watch.get();
+  CHECK(gone.code == 1);
+  CHECK_THAT(gone.err, Catch::Contains("timed out after 2s"));
+  CHECK(Cli(url, {"status", "train", "-w", "--timeout", "-5"}).code == 2);
+}
+
+}  // namespace gantry::testing

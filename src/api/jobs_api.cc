@@ -1,6 +1,7 @@
 // The job routes of ApiService: submit, get, list, cancel/purge, events,
 // remote objects.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "gantry/api/api_service.h"
@@ -164,8 +165,15 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
   if (auto queue = req.Query("queue"); queue && !queue->empty()) query.queue = *queue;
   if (auto phase = req.Query("phase"); phase && !phase->empty()) {
     query.phase = ParseJobPhase(*phase);
+    std::vector<std::string_view> names;
+    for (JobPhase p : kAllJobPhases) {
+      names.push_back(JobPhaseName(p));
+      if (!query.phase && http::ToLowerAscii(JobPhaseName(p)) == http::ToLowerAscii(*phase)) query.phase = p;
+    }
     if (!query.phase) {
-      respond(K8sStatus(400, "BadRequest", "unknown phase '" + *phase + "'", {{"phase", "unknown phase"}}));
+      const std::string known = fmt::format("{}", fmt::join(names, ", "));
+      respond(K8sStatus(400, "BadRequest", "unknown phase '" + *phase + "': one of " + known,
+                        {{"phase", "one of " + known}}));
       return;
     }
   }

@@ -38,8 +38,11 @@ ApiResult ApiClient::Call(const std::string& method, const std::string& target, 
     message = result.body["message"].get<std::string>();
     if (auto causes = result.body.value("/details/causes"_json_pointer, nlohmann::json());
         causes.is_array()) {
+      const std::string said = message;
       for (const auto& c : causes) {
-        message += fmt::format("\n  {}: {}", c.value("field", ""), c.value("message", ""));
+        // One the message tells already (a single cause usually is the message) is not told twice.
+        const std::string cause = fmt::format("{}: {}", c.value("field", ""), c.value("message", ""));
+        if (said.find(cause) == std::string::npos) message += "\n  " + cause;
       }
     }
   }

@@ -29,6 +29,7 @@ void AddConnectionFlags(CLI::App& app, cli::CommonFlags& f) {
 
 int RunCli(int argc, char** argv) {
   CLI::App app{"gantry: a global job dispatcher for fleets of Kubernetes clusters running Kueue"};
+  app.set_version_flag("--version", std::string("gantry ") + GANTRY_VERSION);
   app.require_subcommand(1);
   app.fallthrough();  // global flags (-o, --server, ...) may follow the subcommand
   cli::CommonFlags flags;
@@ -93,6 +94,8 @@ int RunCli(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     app.exit(e);

@@ -290,10 +290,10 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
   }
   ApiResult ev = api->Call("GET", JobPath(ns, name) + "/events");
   if (ev.exit_code == kExitOk && ev.body.is_object()) {
-    out << "Events:\n";
     rows.clear();
     const auto& items = ev.body.value("items", nlohmann::json::array());
     std::size_t start = items.size() > 10 ? items.size() - 10 : 0;  // the last ten
+    out << (start > 0 ? fmt::format("Events (the last 10 of {}):\n", items.size()) : std::string("Events:\n"));
     for (std::size_t i = start; i < items.size(); ++i) {
       const auto& e = items[i];
       rows.push_back({"  " + AgeOf(e.value("time", "")), e.value("type", ""), e.value("reason", ""),

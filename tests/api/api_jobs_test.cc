@@ -205,6 +205,19 @@ TEST_CASE("error codes are Kubernetes Status objects", "[api]") {
   }
 }
 
+TEST_CASE("a phase filter is read whatever its case, and an unknown one is told the phases there are", "[api]") {
+  ApiFixture api;
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("one")).status == 201);
+  for (const char* phase : {"Queued", "queued", "QUEUED"}) {
+    INFO(phase);
+    auto r = api.Call("GET", std::string("/api/v1/jobs?phase=") + phase);
+    REQUIRE(r.status == 200);
+  }
+  auto bad = api.Call("GET", "/api/v1/jobs?phase=Runing");
+  CHECK(bad.status == 400);
+  CHECK_THAT(bad.body, Catch::Contains("one of Queued, Nominating, Admitted, Running"));
+}
+
 TEST_CASE("405 names the allowed methods", "[api]") {
   ApiFixture api;
   auto r = api.Call("PATCH", "/api/v1/namespaces/team-a/jobs/x", "{}");

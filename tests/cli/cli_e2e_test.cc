@@ -118,6 +118,12 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
   auto invalid = Cli(daemon.url(), {"submit", "-f", bad});
   CHECK(invalid.code == 1);
   CHECK(invalid.err.find("spec.queue") != std::string::npos);
+  // Told once: the cause the message gives already is not listed again.
+  std::size_t first = invalid.err.find("spec.queue");
+  CHECK(invalid.err.find("spec.queue", first + 1) == std::string::npos);
+  auto version = Cli(daemon.url(), {"--version"});
+  CHECK(version.code == 0);
+  CHECK_THAT(version.out, Catch::StartsWith("gantry "));
   // 2: usage errors, and files that are not YAML at all.
   CHECK(Cli(daemon.url(), {"submit"}).code == 2);
   CHECK(Cli(daemon.url(), {"frobnicate"}).code == 2);

@@ -10,6 +10,7 @@
 #include "gantry/common/names.h"
 #include "gantry/dispatch/demand.h"
 #include "gantry/job/job_document.h"
+#include "gantry/job/template_fields.h"
 #include "slow_lane.h"
 
 namespace gantry::api {
@@ -30,6 +31,19 @@ std::optional<DocumentFormat> FormatOf(const http::Request& req) {
     return json ? DocumentFormat::kJson : DocumentFormat::kYaml;
   }
   return std::nullopt;
+}
+
+// Warning headers as the Kubernetes API server writes them: 299 - "text",
+// one per warning (kubectl and gantry print them).
+void AddWarnings(http::Response& response, const std::vector<std::string>& warnings) {
+  for (const std::string& w : warnings) {
+    std::string quoted;
+    for (char c : w) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c;
+    }
+    response.headers.emplace_back("Warning", "299 - \"" + quoted + "\"");
+  }
 }
 
 http::Response InvalidName(const std::string& what, const std::string& field, const std::string& error) {
@@ -92,6 +106,9 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respon
       return;
     }
   }
+  // Fields of the pod templates Kubernetes does not know: warned of, as
+  // the API server's own field validation warns (template_fields.h).
+  std::vector<std::string> warnings = UnknownTemplateFields(std::get<JobSpec>(parsed).template_object);
   const int64_t now_ms = clock_.NowMillis();
   JobRecord record = RecordOfSpec(std::get<JobSpec>(parsed), NewUid(now_ms), now_ms);
   if (intake_) record.message = intake_->FirstMessage();
@@ -103,8 +120,8 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respon
   // (job_intake.h); else it is freed here with the request.
   std::shared_ptr<JobSpec> handed;
   if (intake_ && intake_->WantsSpec()) handed = std::make_shared<JobSpec>(std::move(std::get<JobSpec>(parsed)));
-  store_.Submit(std::move(record), [this, respond, created_body = std::move(created_body),
-                                    handed = std::move(handed)](Result<SubmitResult> result) mutable {
+  store_.Submit(std::move(record), [this, respond, created_body = std::move(created_body), handed = std::move(handed),
+                                    warnings = std::move(warnings)](Result<SubmitResult> result) mutable {
     if (!result.ok()) {
       if (result.status().code() == Code::kConflict) {
         respond(K8sStatus(409, "AlreadyExists", result.status().message()));
@@ -116,7 +133,12 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respon
     }
     const JobRecord& job = result->job;
     if (result->outcome == SubmitOutcome::kExisting) {
-      respond(http::JsonResponse(200, JobJsonText(job)));
+      // Submitted again as it was: an Unschedulable job is judged again
+      // (against the inventory of now), as a reload would have it.
+      if (job.phase == JobPhase::kUnschedulable && intake_) intake_->Wake(job.uid);
+      http::Response same = http::JsonResponse(200, JobJsonText(job));
+      AddWarnings(same, warnings);
+      respond(std::move(same));
       return;
     }
     spdlog::info("job {}/{} submitted uid={} queue={} priority={}", job.ns, job.name, job.uid, job.queue,
@@ -125,6 +147,7 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respon
     http::Response res;
     res.status = 201;
     res.body = std::move(created_body);
+    AddWarnings(res, warnings);
     respond(std::move(res));
   });
 }

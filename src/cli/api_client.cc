@@ -29,6 +29,7 @@ ApiResult ApiClient::Call(const std::string& method, const std::string& target, 
     return result;
   }
   result.http_status = res->status;
+  if (auto w = res->headers.find("warning"); w != res->headers.end()) result.warnings = WarningTexts(w->second);
   result.body = nlohmann::json::parse(res->body, nullptr, false);
   if (result.body.is_discarded()) result.body = nullptr;
   if (res->status >= 200 && res->status < 300) return result;
@@ -49,6 +50,25 @@ ApiResult ApiClient::Call(const std::string& method, const std::string& target, 
   while (!message.empty() && message.back() == '\n') message.pop_back();
   result.error = fmt::format("Error from server ({}): {}", res->status, message);
   return result;
+}
+
+}  // namespace gantry::cli
+
+namespace gantry::cli {
+
+std::vector<std::string> WarningTexts(const std::string& header) {
+  std::vector<std::string> out;
+  std::size_t i = 0;
+  while ((i = header.find('"', i)) != std::string::npos) {
+    std::string text;
+    for (++i; i < header.size() && header[i] != '"'; ++i) {
+      if (header[i] == '\\' && i + 1 < header.size()) ++i;
+      text += header[i];
+    }
+    ++i;  // the closing quote
+    out.push_back(std::move(text));
+  }
+  return out;
 }
 
 }  // namespace gantry::cli

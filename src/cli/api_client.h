@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,7 +31,12 @@ struct ApiResult {
   int http_status = 0;
   nlohmann::json body;      // parsed JSON body (null if not JSON)
   std::string error;        // message for the user when exit_code != 0
+  // The texts of the answer's Warning headers (299 - "text"), unquoted.
+  std::vector<std::string> warnings;
 };
+
+// The quoted texts of a Warning header's value (one or several, joined).
+std::vector<std::string> WarningTexts(const std::string& header);
 
 class ApiClient {
  public:

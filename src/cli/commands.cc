@@ -218,6 +218,7 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     return r.exit_code;
   }
   name = Str(r.body, "/metadata/name", name);
+  for (const std::string& w : r.warnings) err << "Warning: " << w << "\n";
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
   if (format == OutputFormat::kTable) {

@@ -198,7 +198,9 @@ Result<ClientResponse> Client::Impl::Read(const Request& req) {
   out.status = static_cast<int>(res.result_int());
   out.body = std::move(res.body());
   for (const auto& f : res) {
-    out.headers[ToLowerAscii(f.name_string())] = std::string(f.value());
+    // A field given more than once is one list, comma-separated (RFC 9110 5.3).
+    std::string& value = out.headers[ToLowerAscii(f.name_string())];
+    value += (value.empty() ? "" : ", ") + std::string(f.value());
   }
   if (!res.keep_alive()) Reset();
   return out;

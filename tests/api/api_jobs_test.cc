@@ -218,6 +218,24 @@ TEST_CASE("a phase filter is read whatever its case, and an unknown one is told 
   CHECK_THAT(bad.body, Catch::Contains("one of Queued, Nominating, Admitted, Running"));
 }
 
+TEST_CASE("a field of the pod template Kubernetes does not know is warned of, and the job is taken", "[api]") {
+  ApiFixture api;
+  nlohmann::json doc = nlohmann::json::parse(JobDoc("typo"));
+  auto& job_spec = doc["spec"]["template"]["spec"];
+  job_spec["parallelizm"] = job_spec["parallelism"];  // the worker would drop it, and run one pod
+  job_spec.erase("parallelism");
+  auto created = api.Call("POST", "/api/v1/namespaces/team-a/jobs", doc.dump());
+  CHECK(created.status == 201);
+  CHECK(created.headers["warning"] == "299 - \"spec.template.spec: unknown field \\\"parallelizm\\\"\"");
+  // Told again when submitted again; a right document gets no warning.
+  auto again = api.Call("POST", "/api/v1/namespaces/team-a/jobs", doc.dump());
+  CHECK(again.status == 200);
+  CHECK(again.headers.count("warning") == 1);
+  auto right = api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("right"));
+  CHECK(right.status == 201);
+  CHECK(right.headers.count("warning") == 0);
+}
+
 TEST_CASE("405 names the allowed methods", "[api]") {
   ApiFixture api;
   auto r = api.Call("PATCH", "/api/v1/namespaces/team-a/jobs/x", "{}");

@@ -50,6 +50,17 @@ TEST_CASE("CLI commands against a real daemon", "[cli][e2e]") {
   auto again = Cli(daemon.url(), {"submit", "-f", job});
   CHECK(again.code == 0);
   CHECK(again.out == "job.gantry.dev/e2e-train unchanged\n");
+  CHECK(again.err.empty());
+  // A misspelt field of the pod template: taken, with a warning that names it.
+  std::string typo_text = kJobYaml;
+  typo_text.replace(typo_text.find("name: e2e-train"), 15, "name: e2e-typo");
+  typo_text.replace(typo_text.find("parallelism:"), 12, "parallelizm:");
+  std::string typo = dir.File("typo.yaml");
+  WriteFile(typo, typo_text);
+  auto warned = Cli(daemon.url(), {"submit", "-f", typo});
+  CHECK(warned.code == 0);
+  CHECK(warned.err == "Warning: spec.template.spec: unknown field \"parallelizm\"\n");
+  CHECK(Cli(daemon.url(), {"cancel", "e2e-typo", "-n", "team-a"}).code == 0);
 
   auto list = Cli(daemon.url(), {"list", "-A"});
   CHECK(list.code == 0);

@@ -795,3 +795,33 @@ TEST_CASE("the schema validator refuses what the API server would") {
 
 }  // namespace
 }  // namespace gantry::dispatch
+
+#include "gantry/job/template_fields.h"
+
+namespace gantry::dispatch {
+
+// The fields submission warns of as unknown (template_fields.h) are checked
+// against what the Workload CRD's pod template says Kubernetes knows: a
+// field the CRD has and gantry's list lacks would be warned of wrongly.
+TEST_CASE("the pod template fields gantry knows include every one of the Workload CRD's", "[dispatch][crd]") {
+  for (const char* version : {"v1beta1", "v1beta2"}) {
+    INFO(version);
+    const nlohmann::json& schema = testing::WorkloadSchema(version);
+    const nlohmann::json& pod_spec =
+        schema.at(nlohmann::json::json_pointer("/properties/spec/properties/podSets/items/properties/template/"
+                                               "properties/spec/properties"));
+    REQUIRE(pod_spec.size() > 30);
+    for (const auto& [field, _] : pod_spec.items()) {
+      INFO(field);
+      CHECK(std::count(KnownPodSpecFields().begin(), KnownPodSpecFields().end(), field) == 1);
+    }
+    const nlohmann::json& container = pod_spec.at(nlohmann::json::json_pointer("/containers/items/properties"));
+    REQUIRE(container.size() > 15);
+    for (const auto& [field, _] : container.items()) {
+      INFO(field);
+      CHECK(std::count(KnownContainerFields().begin(), KnownContainerFields().end(), field) == 1);
+    }
+  }
+}
+
+}  // namespace gantry::dispatch

@@ -51,7 +51,7 @@ constexpr std::size_t kStreamErrorBodyLimit = 64 << 10;
 struct ClientResponse {
   int status = 0;
   std::string body;
-  std::map<std::string, std::string> headers;  // lower-cased names
+  std::map<std::string, std::string> headers;  // lower-cased names; a repeated field's values joined by ", "
   // Stream only: the non-2xx body was longer than kStreamErrorBodyLimit
   // and body holds its first kStreamErrorBodyLimit bytes (the rest was
   // left unread, its connection closed).

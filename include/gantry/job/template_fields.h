@@ -1,0 +1,29 @@
+// Field names in a Job's or a JobSet's pod templates that Kubernetes does
+// not know: `limts` for `limits`, `parallelizm` for `parallelism`. gantry
+// does not own those schemas (the worker's API server does), and a worker
+// of a newer release may know more fields, so these are warnings, not
+// refusals: a misspelt `resources.limts` would otherwise run a GPU job
+// without its GPUs, with nothing said (the worker drops unknown fields).
+//
+// Pure functions; thread-safe.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace gantry {
+
+// "spec.template.spec.template.spec.containers[0].resources: unknown field \"limts\"", ...
+// for a batch/v1 Job or a JobSet template (the document's spec.template);
+// nothing for any other kind, whose schema is its CRD's business.
+std::vector<std::string> UnknownTemplateFields(const nlohmann::json& template_object);
+
+// The field names known, for the test that keeps them whole against the
+// Workload CRD's pod template schema.
+const std::vector<std::string_view>& KnownPodSpecFields();
+const std::vector<std::string_view>& KnownContainerFields();
+
+}  // namespace gantry

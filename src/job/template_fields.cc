@@ -1,0 +1,107 @@
+#include "gantry/job/template_fields.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "gantry/job/pod_templates.h"
+
+namespace gantry {
+namespace {
+
+using json = nlohmann::json;
+using Names = std::vector<std::string_view>;
+
+// core/v1 PodSpec and Container as the Workload CRD's pod template has them
+// (a test keeps these whole against it); batch/v1 JobSpec.
+const Names kPodSpec = {
+    "activeDeadlineSeconds", "affinity", "automountServiceAccountToken", "containers", "dnsConfig", "dnsPolicy",
+    "enableServiceLinks", "ephemeralContainers", "hostAliases", "hostIPC", "hostNetwork", "hostPID", "hostUsers",
+    "hostname", "hostnameOverride", "imagePullSecrets", "initContainers", "nodeName", "nodeSelector", "os", "overhead",
+    "preemptionPolicy", "priority", "priorityClassName", "readinessGates", "resourceClaims", "resources",
+    "restartPolicy", "runtimeClassName", "schedulerName", "schedulingGates", "schedulingGroup", "securityContext",
+    "serviceAccount",
+    "serviceAccountName", "setHostnameAsFQDN", "shareProcessNamespace", "subdomain", "terminationGracePeriodSeconds",
+    "tolerations", "topologySpreadConstraints", "volumes"};
+const Names kContainer = {
+    "args", "command", "env", "envFrom", "image", "imagePullPolicy", "lifecycle", "livenessProbe", "name", "ports",
+    "readinessProbe", "resizePolicy", "resources", "restartPolicy", "restartPolicyRules", "securityContext",
+    "startupProbe", "stdin",
+    "stdinOnce", "terminationMessagePath", "terminationMessagePolicy", "tty", "volumeDevices", "volumeMounts",
+    "workingDir"};
+const Names kResources = {"claims", "limits", "requests"};
+const Names kJobSpec = {
+    "activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex", "completionMode", "completions", "managedBy",
+    "manualSelector", "maxFailedIndexes", "parallelism", "podFailurePolicy", "podReplacementPolicy", "selector",
+    "successPolicy", "suspend", "template", "ttlSecondsAfterFinished"};
+const Names kPodTemplate = {"metadata", "spec"};
+
+void Check(const json& object, const Names& known, const std::string& path, std::vector<std::string>& out) {
+  if (!object.is_object()) return;
+  for (const auto& [key, value] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      out.push_back(fmt::format("{}: unknown field \"{}\"", path, key));
+    }
+  }
+}
+
+void CheckContainers(const json& pod_spec, const char* list, const std::string& path, std::vector<std::string>& out) {
+  auto it = pod_spec.find(list);
+  if (it == pod_spec.end() || !it->is_array()) return;
+  for (std::size_t i = 0; i < it->size(); ++i) {
+    const json& c = (*it)[i];
+    const std::string at = fmt::format("{}.{}[{}]", path, list, i);
+    Check(c, kContainer, at, out);
+    if (c.is_object() && c.contains("resources")) Check(c["resources"], kResources, at + ".resources", out);
+  }
+}
+
+void CheckPodTemplate(const json& pod_template, const std::string& path, std::vector<std::string>& out) {
+  Check(pod_template, kPodTemplate, path, out);
+  if (!pod_template.is_object() || !pod_template.contains("spec") || !pod_template["spec"].is_object()) return;
+  const json& spec = pod_template["spec"];
+  Check(spec, kPodSpec, path + ".spec", out);
+  CheckContainers(spec, "containers", path + ".spec", out);
+  CheckContainers(spec, "initContainers", path + ".spec", out);
+  if (spec.contains("resources")) Check(spec["resources"], kResources, path + ".spec.resources", out);
+}
+
+void CheckJobSpec(const json& job_spec, const std::string& path, std::vector<std::string>& out) {
+  Check(job_spec, kJobSpec, path, out);
+  if (job_spec.is_object() && job_spec.contains("template")) CheckPodTemplate(job_spec["template"], path + ".template", out);
+}
+
+}  // namespace
+
+std::vector<std::string> UnknownTemplateFields(const json& template_object) {
+  std::vector<std::string> out;
+  if (!template_object.is_object() || !template_object.contains("spec")) return out;
+  const json& spec = template_object["spec"];
+  const std::string at = "spec.template.spec";
+  switch (ClassifyTemplate(template_object)) {
+    case TemplateKind::kBatchJob:
+      CheckJobSpec(spec, at, out);
+      break;
+    case TemplateKind::kJobSet: {
+      auto jobs = spec.is_object() ? spec.find("replicatedJobs") : spec.end();
+      if (!spec.is_object() || jobs == spec.end() || !jobs->is_array()) break;
+      for (std::size_t i = 0; i < jobs->size(); ++i) {
+        const json& rj = (*jobs)[i];
+        if (!rj.is_object() || !rj.contains("template") || !rj["template"].is_object()) continue;
+        const json& job_template = rj["template"];
+        if (job_template.contains("spec")) {
+          CheckJobSpec(job_template["spec"], fmt::format("{}.replicatedJobs[{}].template.spec", at, i), out);
+        }
+      }
+      break;
+    }
+    case TemplateKind::kOther:
+      break;
+  }
+  return out;
+}
+
+const std::vector<std::string_view>& KnownPodSpecFields() { return kPodSpec; }
+const std::vector<std::string_view>& KnownContainerFields() { return kContainer; }
+
+}  // namespace gantry

@@ -1,0 +1,55 @@
+// UnknownTemplateFields: field names Kubernetes does not know in a Job's or a
+// JobSet's pod templates, warned of at submission.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "gantry/job/template_fields.h"
+
+namespace gantry {
+namespace {
+
+nlohmann::json BatchJob() {
+  return nlohmann::json::parse(R"({"apiVersion": "batch/v1", "kind": "Job", "spec": {
+      "parallelism": 2,
+      "template": {"metadata": {"labels": {"a": "b"}}, "spec": {
+        "restartPolicy": "Never",
+        "containers": [{"name": "main", "image": "t:1",
+                        "resources": {"requests": {"cpu": "1"}, "limits": {"nvidia.com/gpu": 8}}}]}}}})");
+}
+
+}  // namespace
+
+TEST_CASE("a misspelt field of a Job's pod template is named with its path, a right one is not", "[job]") {
+  CHECK(UnknownTemplateFields(BatchJob()).empty());
+
+  nlohmann::json typo = BatchJob();
+  typo["spec"]["parallelizm"] = 4;
+  auto& container = typo["spec"]["template"]["spec"]["containers"][0];
+  container["resources"]["limts"] = container["resources"]["limits"];
+  container["resources"].erase("limits");
+  typo["spec"]["template"]["spec"]["nodeSelecter"] = {{"gpu", "h100"}};
+  const std::vector<std::string> found = UnknownTemplateFields(typo);
+  CHECK(found == std::vector<std::string>{
+                     "spec.template.spec: unknown field \"parallelizm\"",
+                     "spec.template.spec.template.spec: unknown field \"nodeSelecter\"",
+                     "spec.template.spec.template.spec.containers[0].resources: unknown field \"limts\"",
+                 });
+}
+
+TEST_CASE("a JobSet's pod templates are looked at too, another kind's not at all", "[job]") {
+  nlohmann::json jobset = nlohmann::json::parse(R"({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+      "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {
+        "template": {"spec": {"initContainers": [{"name": "i", "image": "t:1", "comand": ["x"]}],
+                              "containers": [{"name": "m", "image": "t:1"}]}}}}}]}})");
+  CHECK(UnknownTemplateFields(jobset) ==
+        std::vector<std::string>{
+            "spec.template.spec.replicatedJobs[0].template.spec.template.spec.initContainers[0]: unknown field "
+            "\"comand\""});
+  nlohmann::json other = nlohmann::json::parse(
+      R"({"apiVersion": "ray.io/v1", "kind": "RayJob", "spec": {"anything": {"limts": 1}}})");
+  CHECK(UnknownTemplateFields(other).empty());
+  CHECK(UnknownTemplateFields(nlohmann::json::array()).empty());  // the wrong shape: nothing, no throw
+}
+
+}  // namespace gantry

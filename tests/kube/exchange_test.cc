@@ -14,9 +14,9 @@
 #include <string>
 #include <thread>
 
-#include "certs.h"
 #include "gantry/http/server.h"
 #include "gantry/kube/kube_client.h"
+#include "tls_cluster.h"
 #include "unreachable.h"
 
 namespace gantry::testing {
@@ -35,29 +35,7 @@ constexpr milliseconds kLate{200};
 // /429 and /503 answer so; anything else answers 200 at once.
 class Cluster {
  public:
-  Cluster() {
-    auto certs = sim::MakeClusterCerts("exchange-test");
-    REQUIRE(certs.ok());
-    certs_ = *certs;
-    http::ServerOptions options;
-    options.address = "127.0.0.1";
-    options.tls = http::TlsServerOptions{certs_.cert_pem, certs_.key_pem};
-    server_ = std::make_unique<http::Server>(options, [this](http::Request req, http::Responder respond) {
-      if (req.path == "/late") {
-        std::lock_guard lock(mu_);
-        late_.emplace_back(std::chrono::steady_clock::now() + kLate, std::move(respond));
-        cv_.notify_one();
-        return;
-      }
-      http::Response r = http::JsonResponse(200, "{}");
-      if (req.path == "/close") r.headers.emplace_back("Connection", "close");
-      if (req.path == "/429") r = http::JsonResponse(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests"})");
-      if (req.path == "/503") r = http::JsonResponse(503, R"({"kind":"Status","code":503,"reason":"ServiceUnavailable"})");
-      respond(std::move(r));
-    });
-    REQUIRE(server_->Start().ok());
-    answerer_ = std::thread([this] { AnswerLate(); });
-  }
+  Cluster() { answerer_ = std::thread([this] { AnswerLate(); }); }
   ~Cluster() {
     {
       std::lock_guard lock(mu_);
@@ -65,10 +43,9 @@ class Cluster {
     }
     cv_.notify_one();
     answerer_.join();
-    server_->Stop(milliseconds(0));
   }
 
-  std::unique_ptr<kube::KubeClient> Client() const { return LocalClient(server_->port(), certs_.ca_pem); }
+  std::unique_ptr<kube::KubeClient> Client() const { return LocalClient(tls_.port(), tls_.ca_pem()); }
 
  private:
   void AnswerLate() {
@@ -86,13 +63,30 @@ class Cluster {
     }
   }
 
-  sim::ClusterCerts certs_;
-  std::unique_ptr<http::Server> server_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<std::chrono::steady_clock::time_point, http::Responder>> late_;
   bool stopping_ = false;
   std::thread answerer_;
+  // Last: its handler uses the members above, and it stops (its loop thread
+  // joined) before they go.
+  TlsCluster tls_{"exchange-test", [this](http::Request req, http::Responder respond) {
+                    if (req.path == "/late") {
+                      std::lock_guard lock(mu_);
+                      late_.emplace_back(std::chrono::steady_clock::now() + kLate, std::move(respond));
+                      cv_.notify_one();
+                      return;
+                    }
+                    http::Response r = http::JsonResponse(200, "{}");
+                    if (req.path == "/close") r.headers.emplace_back("Connection", "close");
+                    if (req.path == "/429") {
+                      r = http::JsonResponse(429, R"({"kind":"Status","code":429,"reason":"TooManyRequests"})");
+                    }
+                    if (req.path == "/503") {
+                      r = http::JsonResponse(503, R"({"kind":"Status","code":503,"reason":"ServiceUnavailable"})");
+                    }
+                    respond(std::move(r));
+                  }};
 };
 
 // One request through Start and Finish, as the engine's waves make them.

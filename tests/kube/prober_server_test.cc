@@ -7,10 +7,10 @@
 #include <atomic>
 #include <memory>
 
-#include "certs.h"
 #include "gantry/http/server.h"
 #include "gantry/inventory/token_source.h"
 #include "gantry/kube/kube_prober.h"
+#include "tls_cluster.h"
 
 namespace gantry::testing {
 namespace {
@@ -19,41 +19,29 @@ namespace {
 // shutting down) and 200 on any other; the Kueue lists empty.
 class Replicas {
  public:
-  Replicas() {
-    auto certs = sim::MakeClusterCerts("prober-test");
-    REQUIRE(certs.ok());
-    certs_ = *certs;
-    http::ServerOptions options;
-    options.address = "127.0.0.1";
-    options.tls = http::TlsServerOptions{certs_.cert_pem, certs_.key_pem};
-    server_ = std::make_unique<http::Server>(options, [this](http::Request req, http::Responder respond) {
-      if (req.path == "/readyz") {
-        uint64_t none = 0;
-        first_.compare_exchange_strong(none, req.connection_id);
-        const bool draining = first_.load() == req.connection_id;
-        return respond(draining ? http::TextResponse(500, "[-]shutdown failed: reason withheld\n")
-                                : http::TextResponse(200, "ok"));
-      }
-      respond(http::JsonResponse(200, R"({"kind":"List","apiVersion":"v1","metadata":{},"items":[]})"));
-    });
-    REQUIRE(server_->Start().ok());
-  }
-  ~Replicas() { server_->Stop(std::chrono::milliseconds(0)); }
-
   inventory::ClusterCredentials Credentials() const {
     inventory::ClusterCredentials c;
     c.host = "127.0.0.1";
-    c.port = server_->port();
+    c.port = cluster_.port();
     c.server = "https://127.0.0.1:" + std::to_string(c.port);
-    c.ca_pem = certs_.ca_pem;
+    c.ca_pem = cluster_.ca_pem();
     c.token_source = inventory::TokenSource::Static("prober-test-token-0123456789");
     return c;
   }
 
  private:
-  sim::ClusterCerts certs_;
-  std::unique_ptr<http::Server> server_;
   std::atomic<uint64_t> first_{0};
+  TlsCluster cluster_{"prober-test", [this](http::Request req, http::Responder respond) {
+                        if (req.path == "/readyz") {
+                          uint64_t none = 0;
+                          first_.compare_exchange_strong(none, req.connection_id);
+                          const bool draining = first_.load() == req.connection_id;
+                          return respond(draining ? http::TextResponse(500, "[-]shutdown failed: reason withheld\n")
+                                                  : http::TextResponse(200, "ok"));
+                        }
+                        respond(http::JsonResponse(
+                            200, R"({"kind":"List","apiVersion":"v1","metadata":{},"items":[]})"));
+                      }};
 };
 
 inventory::ClusterConfig Config() {

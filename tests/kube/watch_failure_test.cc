@@ -11,11 +11,11 @@
 #include <thread>
 #include <vector>
 
-#include "certs.h"
 #include "gantry/http/server.h"
 #include "gantry/kube/kube_client.h"
 #include "gantry/kube/list_watch.h"
 #include "test_support.h"
+#include "tls_cluster.h"
 #include "unreachable.h"
 
 namespace gantry::testing {
@@ -29,24 +29,10 @@ const char* const kList =
 class Cluster {
  public:
   explicit Cluster(std::string watch_body, int watch_status = 200)
-      : watch_body_(std::move(watch_body)), watch_status_(watch_status) {
-    auto certs = sim::MakeClusterCerts("watch-failure-test");
-    REQUIRE(certs.ok());
-    certs_ = *certs;
-    http::ServerOptions options;
-    options.address = "127.0.0.1";
-    options.tls = http::TlsServerOptions{certs_.cert_pem, certs_.key_pem};
-    server_ = std::make_unique<http::Server>(options, [this](http::Request req, http::Responder respond) {
-      const bool watch = req.Query("watch").value_or("") == "true";
-      (watch ? watches : lists).fetch_add(1);
-      respond(http::JsonResponse(watch ? watch_status_ : 200, watch ? watch_body_ : kList));
-    });
-    REQUIRE(server_->Start().ok());
-  }
-  ~Cluster() { server_->Stop(std::chrono::milliseconds(0)); }
+      : watch_body_(std::move(watch_body)), watch_status_(watch_status) {}
 
   std::unique_ptr<kube::KubeClient> Client(const std::string& tls_server_name = "") const {
-    return LocalClient(server_->port(), certs_.ca_pem, tls_server_name);
+    return LocalClient(tls_.port(), tls_.ca_pem(), tls_server_name);
   }
 
   std::atomic<int> lists{0}, watches{0};
@@ -54,8 +40,11 @@ class Cluster {
  private:
   std::string watch_body_;
   int watch_status_;
-  sim::ClusterCerts certs_;
-  std::unique_ptr<http::Server> server_;
+  TlsCluster tls_{"watch-failure-test", [this](http::Request req, http::Responder respond) {
+                    const bool watch = req.Query("watch").value_or("") == "true";
+                    (watch ? watches : lists).fetch_add(1);
+                    respond(http::JsonResponse(watch ? watch_status_ : 200, watch ? watch_body_ : kList));
+                  }};
 };
 
 // ListWatch on a thread of its own until stopped, recording what it tells.

@@ -108,7 +108,8 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respon
   }
   // Fields of the pod templates Kubernetes does not know: warned of, as
   // the API server's own field validation warns (template_fields.h).
-  std::vector<std::string> warnings = UnknownTemplateFields(std::get<JobSpec>(parsed).template_object);
+  std::vector<std::string> warnings =
+      UnknownTemplateFields(std::get<JobSpec>(parsed).template_object, std::get<JobSpec>(parsed).template_path);
   const int64_t now_ms = clock_.NowMillis();
   JobRecord record = RecordOfSpec(std::get<JobSpec>(parsed), NewUid(now_ms), now_ms);
   if (intake_) record.message = intake_->FirstMessage();

@@ -71,8 +71,8 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
     }
     if (r.exit_code == kExitUnreachable && answered) {  // out of reach past the deadline: a timeout as any
       err << r.error << "\n";
-      err << fmt::format("error: timed out after {}s waiting for job {} (phase {} when last seen)\n",
-                         wait.timeout_seconds, name, last);
+      err << fmt::format("error: timed out after {}s waiting for job {} ({})\n", wait.timeout_seconds, name,
+                         last.empty() ? std::string("the daemon out of reach") : "phase " + last + " when last seen");
       return kExitRefused;
     }
     if (r.exit_code != kExitOk) {

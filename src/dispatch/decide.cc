@@ -327,7 +327,10 @@ Plan Ladder::Unschedulable() const {
   // forth at every start.
   const std::vector<std::string>& may = in_.placement->candidates;
   if (may.empty()) return plan;
-  if (!plan.actions.empty() || plan.write) return plan;  // its leftovers first; the next pass queues it
+  if (!plan.actions.empty() || plan.write) {  // its leftovers first; the next pass queues it
+    if (plan.requeue_ms < 0) plan.requeue_ms = opt_.retry_ms;
+    return plan;
+  }
   const std::string msg =
       fmt::format("queued again: the inventory changed, and {} may run it now", fmt::join(may, ", "));
   DispatchUpdate u = Guarded(job_);

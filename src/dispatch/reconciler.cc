@@ -39,9 +39,7 @@ Status Reconciler::WakePhase(JobPhase phase, size_t* found) {
 
 Result<size_t> Reconciler::WakeUnfinished() {
   size_t found = 0;
-  // Unschedulable jobs too: judged against the inventory of then, they are
-  // looked at again against this one (a start, a reload).
-  for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning, JobPhase::kUnschedulable}) {
+  for (JobPhase phase : {JobPhase::kCancelling, JobPhase::kAdmitted, JobPhase::kRunning}) {
     GANTRY_RETURN_IF_ERROR(WakePhase(phase, &found));
   }
   auto waiting = WakeWaiting();
@@ -56,6 +54,16 @@ Result<size_t> Reconciler::WakeWaiting() {
   // submission order, after the jobs in flight.
   GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
       store_, JobPhase::kQueued,
+      [&](const JobKey& job) {
+        WakeNew(job.uid, job.priority, job.seq);
+        ++found;
+      },
+      scan_page_));
+  // Unschedulable ones in the same lane: judged against the clusters of
+  // then, they are judged again against these (a start, a reload, a
+  // cluster Ready: one added at a reload counts only once it answers).
+  GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
+      store_, JobPhase::kUnschedulable,
       [&](const JobKey& job) {
         WakeNew(job.uid, job.priority, job.seq);
         ++found;

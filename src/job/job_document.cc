@@ -101,6 +101,7 @@ std::variant<JobSpec, DocumentError> ParseJobDocument(
   std::variant<JobSpec, DocumentError> result = ReadDocument(owned, path_namespace, form);
   if (auto* spec = std::get_if<JobSpec>(&result)) {
     spec->template_object = job_internal::NormalizeTemplate(std::move(TemplateOf(owned, form)));
+    if (form != Form::kGantry) spec->template_path.clear();
     job_internal::QuantityNumbersToStrings(*spec);
   }
   return result;
@@ -112,6 +113,7 @@ std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
   std::variant<JobSpec, DocumentError> result = ReadDocument(doc, path_namespace, form);
   if (auto* spec = std::get_if<JobSpec>(&result)) {
     spec->template_object = job_internal::NormalizeTemplate(TemplateOf(doc, form));
+    if (form != Form::kGantry) spec->template_path.clear();
     job_internal::QuantityNumbersToStrings(*spec);
   }
   return result;

@@ -73,11 +73,11 @@ void CheckJobSpec(const json& job_spec, const std::string& path, std::vector<std
 
 }  // namespace
 
-std::vector<std::string> UnknownTemplateFields(const json& template_object) {
+std::vector<std::string> UnknownTemplateFields(const json& template_object, std::string_view template_path) {
   std::vector<std::string> out;
   if (!template_object.is_object() || !template_object.contains("spec")) return out;
   const json& spec = template_object["spec"];
-  const std::string at = "spec.template.spec";
+  const std::string at = template_path.empty() ? std::string("spec") : std::string(template_path) + ".spec";
   switch (ClassifyTemplate(template_object)) {
     case TemplateKind::kBatchJob:
       CheckJobSpec(spec, at, out);
@@ -97,6 +97,21 @@ std::vector<std::string> UnknownTemplateFields(const json& template_object) {
     }
     case TemplateKind::kOther:
       break;
+  }
+  // Headers carry them: bytes a header cannot, and not without bound.
+  for (std::string& w : out) {
+    for (char& c : w) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    }
+    if (w.size() > kMaxTemplateWarningBytes) {
+      w.resize(kMaxTemplateWarningBytes - 3);
+      w.append("...");
+    }
+  }
+  if (out.size() > kMaxTemplateWarnings) {
+    const std::size_t more = out.size() - (kMaxTemplateWarnings - 1);
+    out.resize(kMaxTemplateWarnings - 1);
+    out.push_back(fmt::format("and {} more unknown field(s)", more));
   }
   return out;
 }

@@ -17,7 +17,10 @@ bool Retryable(int status) { return status == 429 || status >= 500; }
 
 }  // namespace
 
-KubeError DecodeError(int http_status, const std::string& body, const std::string& retry_after) {
+KubeError DecodeError(int http_status, const std::string& body, const std::string& given_retry_after) {
+  // Given twice, the client joins the values ("1, 1"): the last one counts.
+  std::string retry_after = given_retry_after.substr(given_retry_after.rfind(',') + 1);
+  retry_after.erase(0, std::min(retry_after.find_first_not_of(' '), retry_after.size()));
   KubeError e;
   e.code = http_status;
   auto j = nlohmann::json::parse(body, nullptr, false);

@@ -94,12 +94,15 @@ TEST_CASE("the start-up scans wake every unfinished job over many pages, queued 
   nominate.upsert_intents = {testing::MakeIntent("c1", "Workload", 1, true)};
   REQUIRE(testing::ApplySync(store, nominate).ok());
   testing::ForcePhase(store, cleanup, JobPhase::kFailed);
+  // Judged against the clusters of then: judged again, among the new jobs.
+  testing::ForcePhase(store, submit("unschedulable", 7), JobPhase::kUnschedulable);
 
   std::vector<std::string> served;
-  for (const std::string& uid : r.Serve(7)) served.push_back(name_of[uid]);
-  // Jobs in flight and cleanup left first, then the queued ones as new jobs.
+  for (const std::string& uid : r.Serve(8)) served.push_back(name_of[uid]);
+  // Jobs in flight and cleanup left first, then the queued and the
+  // unschedulable ones as new jobs, by priority.
   CHECK(served == std::vector<std::string>{"running-a", "running-b", "finished-with-objects", "queued-high",
-                                           "queued-high-newer", "queued-mid", "queued-low"});
+                                           "queued-high-newer", "unschedulable", "queued-mid", "queued-low"});
 }
 
 TEST_CASE("a cancel of a job still waiting for its first pass is served before the other new jobs", "[dispatch]") {

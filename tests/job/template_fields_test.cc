@@ -2,6 +2,8 @@
 // JobSet's pod templates, warned of at submission.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "gantry/job/template_fields.h"
@@ -50,6 +52,29 @@ TEST_CASE("a JobSet's pod templates are looked at too, another kind's not at all
       R"({"apiVersion": "ray.io/v1", "kind": "RayJob", "spec": {"anything": {"limts": 1}}})");
   CHECK(UnknownTemplateFields(other).empty());
   CHECK(UnknownTemplateFields(nlohmann::json::array()).empty());  // the wrong shape: nothing, no throw
+}
+
+}  // namespace gantry
+
+namespace gantry {
+
+TEST_CASE("a manifest submitted as is gets paths of its own, and warnings stay few, short and printable", "[job]") {
+  nlohmann::json manifest = BatchJob();
+  manifest["spec"]["parallelizm"] = 4;
+  CHECK(UnknownTemplateFields(manifest, "") == std::vector<std::string>{"spec: unknown field \"parallelizm\""});
+
+  nlohmann::json many = BatchJob();
+  for (int i = 0; i < 30; ++i) many["spec"]["typo" + std::to_string(i)] = i;
+  many["spec"]["bad\r\nX-Injected: 1"] = 1;
+  many["spec"][std::string(1000, 'k')] = 1;
+  const std::vector<std::string> found = UnknownTemplateFields(many);
+  REQUIRE(found.size() == kMaxTemplateWarnings);
+  CHECK(found.back() == "and 23 more unknown field(s)");
+  for (const std::string& w : found) {
+    INFO(w);
+    CHECK(w.size() <= kMaxTemplateWarningBytes);
+    CHECK(std::all_of(w.begin(), w.end(), [](char c) { return c >= 0x20 && c < 0x7f; }));
+  }
 }
 
 }  // namespace gantry

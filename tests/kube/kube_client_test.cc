@@ -451,3 +451,15 @@ TEST_CASE("a client pool lives until its last lease is returned", "[kube]") {
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("Retry-After in seconds counts, the last of two given, and an HTTP date does not", "[kube]") {
+  const std::string status = R"({"kind":"Status","code":429,"reason":"TooManyRequests"})";
+  CHECK(kube::DecodeError(429, status, "3").retry_after_seconds == 3);
+  CHECK(kube::DecodeError(429, status, "1, 4").retry_after_seconds == 4);  // the client joins repeated fields
+  CHECK(kube::DecodeError(429, status, "Wed, 21 Oct 2026 07:28:00 GMT").retry_after_seconds == 0);
+  CHECK(kube::DecodeError(429, status, "").retry_after_seconds == 0);
+}
+
+}  // namespace gantry::testing

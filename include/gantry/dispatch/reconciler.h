@@ -70,7 +70,8 @@ class Reconciler final : public dispatch::JobIntake {
   // Wakes every Queued job as a new job (WakeNew), and every Nominating
   // one: a cluster that became Ready may be the first candidate of a queued
   // job, and a cluster an AllAtOnce job waiting for admission has no copy
-  // in yet (Decide step 7). Returns how many.
+  // in yet (Decide step 7). Unschedulable jobs too, as new ones: the
+  // cluster may be one that can run them. Returns how many.
   Result<size_t> WakeWaiting();
 
   void Wake(const std::string& job_uid) override { Enqueue(job_uid, Lane::kPlain); }

@@ -72,6 +72,10 @@ struct JobSpec {
   // finishedRetentionSeconds.
   std::optional<int32_t> finished_retention_seconds;
   nlohmann::json template_object;  // the Kubernetes object to run (apiVersion, kind, metadata, spec)
+  // Where template_object is in the document submitted, for messages:
+  // "spec.template" in a gantry.dev/v1 Job, "" when the document is the
+  // manifest itself. Not stored.
+  std::string template_path = "spec.template";
   std::vector<PodSet> pod_sets;    // derived from the template, or given explicitly
 };
 

@@ -8,6 +8,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,9 +18,15 @@
 namespace gantry {
 
 // "spec.template.spec.template.spec.containers[0].resources: unknown field \"limts\"", ...
-// for a batch/v1 Job or a JobSet template (the document's spec.template);
-// nothing for any other kind, whose schema is its CRD's business.
-std::vector<std::string> UnknownTemplateFields(const nlohmann::json& template_object);
+// for a batch/v1 Job or a JobSet template; nothing for any other kind,
+// whose schema is its CRD's business. template_path: where the template is
+// in the document ("spec.template"; "" for a manifest submitted as is).
+// At most kMaxTemplateWarnings, each cut to kMaxTemplateWarningBytes, and
+// printable ASCII only: they travel in HTTP headers.
+std::vector<std::string> UnknownTemplateFields(const nlohmann::json& template_object,
+                                               std::string_view template_path = "spec.template");
+inline constexpr std::size_t kMaxTemplateWarnings = 10;
+inline constexpr std::size_t kMaxTemplateWarningBytes = 256;
 
 // The field names known, for the test that keeps them whole against the
 // Workload CRD's pod template schema.

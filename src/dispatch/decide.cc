@@ -320,7 +320,6 @@ std::string LeftOut(const placement::Decision& d) {
 Plan Ladder::Unschedulable() const {
   Plan plan = Cleanup("unschedulable");
   if (!in_.placement || in_.placement->unschedulable) return plan;
-  // No cluster at all: the inventory is not known (yet), which tells nothing.
   // Only a cluster that could take it now counts: one left out for the
   // time being (not Ready, its quota not read yet, as right after a start)
   // may well be ruled out again once read, and the job would go back and

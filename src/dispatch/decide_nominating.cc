@@ -106,7 +106,7 @@ std::optional<Plan> Ladder::Widen() const {
     holding = holding || (w && w->quota_reserved && w->active && !w->evicted && !w->check_failed);
     // AllAtOnce replaces only refused copies: a deactivated one waits for
     // step 8 (its backoff) as before, and keeps its slot of maxCopies.
-    if (!Gone(i.cluster) && !MissingAtStart(i.cluster) && (!incremental || !Deactivated(i.cluster))) ++live;
+    if (!Gone(i.cluster) && (!incremental || !Deactivated(i.cluster))) ++live;
   }
   // Incremental: placement's candidates are the best step x (rounds + 1);
   // their ranking moves with capacity, so only the count tells whether a
@@ -269,16 +269,15 @@ Plan Ladder::Copies() const {
     const bool classless = !Gone(i.cluster) && !KindRefused(i.cluster) && ClassValueMissing(i.cluster) &&
                            ConfirmsAbsence(i.cluster) && !WorkloadIn(i.cluster) && !Expected(i.cluster, kWorkload);
     // A copy in a cluster missing since the start is withdrawn as from one
-    // removed (its row kept until a reload confirms it): without a lease it
-    // runs nothing, and the job must not wait for a reload that may never
-    // come.
-    const bool missing = MissingAtStart(i.cluster);
-    if (Gone(i.cluster) || missing || KindRefused(i.cluster) || classless) {
-      lost |= Gone(i.cluster) || missing;
+    // removed (Gone; its row kept until a reload confirms it): without a
+    // lease it runs nothing, and the job must not wait for a reload that
+    // may never come.
+    if (Gone(i.cluster) || KindRefused(i.cluster) || classless) {
+      lost |= Gone(i.cluster);
       kind |= KindRefused(i.cluster);
       gone.push_back(fmt::format("{} ({})", i.cluster,
                                  Removed(i.cluster) ? std::string("removed from the inventory")
-                                 : missing ? std::string("not in the inventory the daemon started with")
+                                 : MissingAtStart(i.cluster) ? std::string("not in the inventory the daemon started with")
                                  : DeclaredLost(i.cluster) ? std::string("declared lost by an operator")
                                  : classless ? fmt::format("its copy is gone, and the value of WorkloadPriorityClass "
                                                            "{} is not known there",

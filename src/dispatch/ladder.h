@@ -154,8 +154,10 @@ class Ladder {
   bool MissingAtStart(const std::string& cluster) const {
     return !in_.inventory_confirmed && !in_.clusters->count(cluster);
   }
-  // Removed from the inventory, or declared lost: no copy there takes a lease.
-  bool Gone(const std::string& cluster) const { return Removed(cluster) || DeclaredLost(cluster); }
+  // Not in the inventory (removed, or missing since the start), or declared
+  // lost: no copy there takes a lease. (Only copies: a run there may go on,
+  // and what it holds is waited for until Removed.)
+  bool Gone(const std::string& cluster) const { return !in_.clusters->count(cluster) || DeclaredLost(cluster); }
   // What cluster shows of the job (nothing, when it is not in in_.observed).
   const ClusterObservation* Observed(const std::string& cluster) const {
     static const ClusterObservation kNothing;

@@ -51,24 +51,19 @@ Result<size_t> Reconciler::WakeWaiting() {
   size_t found = 0;
   GANTRY_RETURN_IF_ERROR(WakePhase(JobPhase::kNominating, &found));
   // Queued jobs go where new ones go: nominated by priority, then
-  // submission order, after the jobs in flight.
-  GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
-      store_, JobPhase::kQueued,
-      [&](const JobKey& job) {
-        WakeNew(job.uid, job.priority, job.seq);
-        ++found;
-      },
-      scan_page_));
-  // Unschedulable ones in the same lane: judged against the clusters of
-  // then, they are judged again against these (a start, a reload, a
-  // cluster Ready: one added at a reload counts only once it answers).
-  GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
-      store_, JobPhase::kUnschedulable,
-      [&](const JobKey& job) {
-        WakeNew(job.uid, job.priority, job.seq);
-        ++found;
-      },
-      scan_page_));
+  // submission order, after the jobs in flight. Unschedulable ones too:
+  // judged against the clusters of then, they are judged again against
+  // these (a start, a reload, a cluster Ready: one added at a reload counts
+  // only once it answers).
+  for (JobPhase phase : {JobPhase::kQueued, JobPhase::kUnschedulable}) {
+    GANTRY_RETURN_IF_ERROR(ForEachJobInPhase(
+        store_, phase,
+        [&](const JobKey& job) {
+          WakeNew(job.uid, job.priority, job.seq);
+          ++found;
+        },
+        scan_page_));
+  }
   return found;
 }
 

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/cut_text.h"
 #include "gantry/job/pod_templates.h"
 
 namespace gantry {
@@ -20,15 +21,13 @@ const Names kPodSpec = {
     "hostname", "hostnameOverride", "imagePullSecrets", "initContainers", "nodeName", "nodeSelector", "os", "overhead",
     "preemptionPolicy", "priority", "priorityClassName", "readinessGates", "resourceClaims", "resources",
     "restartPolicy", "runtimeClassName", "schedulerName", "schedulingGates", "schedulingGroup", "securityContext",
-    "serviceAccount",
-    "serviceAccountName", "setHostnameAsFQDN", "shareProcessNamespace", "subdomain", "terminationGracePeriodSeconds",
-    "tolerations", "topologySpreadConstraints", "volumes"};
+    "serviceAccount", "serviceAccountName", "setHostnameAsFQDN", "shareProcessNamespace", "subdomain",
+    "terminationGracePeriodSeconds", "tolerations", "topologySpreadConstraints", "volumes"};
 const Names kContainer = {
     "args", "command", "env", "envFrom", "image", "imagePullPolicy", "lifecycle", "livenessProbe", "name", "ports",
     "readinessProbe", "resizePolicy", "resources", "restartPolicy", "restartPolicyRules", "securityContext",
-    "startupProbe", "stdin",
-    "stdinOnce", "terminationMessagePath", "terminationMessagePolicy", "tty", "volumeDevices", "volumeMounts",
-    "workingDir"};
+    "startupProbe", "stdin", "stdinOnce", "terminationMessagePath", "terminationMessagePolicy", "tty", "volumeDevices",
+    "volumeMounts", "workingDir"};
 const Names kResources = {"claims", "limits", "requests"};
 const Names kJobSpec = {
     "activeDeadlineSeconds", "backoffLimit", "backoffLimitPerIndex", "completionMode", "completions", "managedBy",
@@ -75,38 +74,18 @@ void CheckJobSpec(const json& job_spec, const std::string& path, std::vector<std
 
 std::vector<std::string> UnknownTemplateFields(const json& template_object, std::string_view template_path) {
   std::vector<std::string> out;
-  if (!template_object.is_object() || !template_object.contains("spec")) return out;
-  const json& spec = template_object["spec"];
   const std::string at = template_path.empty() ? std::string("spec") : std::string(template_path) + ".spec";
-  switch (ClassifyTemplate(template_object)) {
-    case TemplateKind::kBatchJob:
-      CheckJobSpec(spec, at, out);
-      break;
-    case TemplateKind::kJobSet: {
-      auto jobs = spec.is_object() ? spec.find("replicatedJobs") : spec.end();
-      if (!spec.is_object() || jobs == spec.end() || !jobs->is_array()) break;
-      for (std::size_t i = 0; i < jobs->size(); ++i) {
-        const json& rj = (*jobs)[i];
-        if (!rj.is_object() || !rj.contains("template") || !rj["template"].is_object()) continue;
-        const json& job_template = rj["template"];
-        if (job_template.contains("spec")) {
-          CheckJobSpec(job_template["spec"], fmt::format("{}.replicatedJobs[{}].template.spec", at, i), out);
-        }
-      }
-      break;
-    }
-    case TemplateKind::kOther:
-      break;
-  }
+  ForEachJobSpec(template_object, [&](const json& job_spec, int replicated_job) {
+    CheckJobSpec(job_spec,
+                 replicated_job < 0 ? at : fmt::format("{}.replicatedJobs[{}].template.spec", at, replicated_job),
+                 out);
+  });
   // Headers carry them: bytes a header cannot, and not without bound.
   for (std::string& w : out) {
     for (char& c : w) {
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
     }
-    if (w.size() > kMaxTemplateWarningBytes) {
-      w.resize(kMaxTemplateWarningBytes - 3);
-      w.append("...");
-    }
+    if (w.size() > kMaxTemplateWarningBytes) w = CutText(w, kMaxTemplateWarningBytes - 3);  // "..." after
   }
   if (out.size() > kMaxTemplateWarnings) {
     const std::size_t more = out.size() - (kMaxTemplateWarnings - 1);

@@ -19,6 +19,12 @@ enum class TemplateKind { kBatchJob, kJobSet, kOther };
 TemplateKind ClassifyTemplate(std::string_view api_version, std::string_view kind);
 TemplateKind ClassifyTemplate(const nlohmann::json& object);
 
+// Calls fn on every batch/v1 JobSpec of a Job (its spec; replicated_job -1)
+// or a JobSet (spec.replicatedJobs[replicated_job].template.spec); on none
+// of any other kind. Parts of the wrong JSON type are skipped.
+void ForEachJobSpec(const nlohmann::json& object,
+                    const std::function<void(const nlohmann::json& job_spec, int replicated_job)>& fn);
+
 // Calls fn on every pod template (PodTemplateSpec) of a Job (spec.template)
 // or a JobSet (spec.replicatedJobs[].template.spec.template) object; on
 // none of any other kind, whose pod templates are its CRD's business.

@@ -188,11 +188,10 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
   }
   if (auto queue = req.Query("queue"); queue && !queue->empty()) query.queue = *queue;
   if (auto phase = req.Query("phase"); phase && !phase->empty()) {
-    query.phase = ParseJobPhase(*phase);
     std::vector<std::string_view> names;
-    for (JobPhase p : kAllJobPhases) {
+    for (JobPhase p : kAllJobPhases) {  // whatever its case: running is Running
       names.push_back(JobPhaseName(p));
-      if (!query.phase && http::ToLowerAscii(JobPhaseName(p)) == http::ToLowerAscii(*phase)) query.phase = p;
+      if (http::ToLowerAscii(JobPhaseName(p)) == http::ToLowerAscii(*phase)) query.phase = p;
     }
     if (!query.phase) {
       const std::string known = fmt::format("{}", fmt::join(names, ", "));

@@ -52,10 +52,6 @@ ApiResult ApiClient::Call(const std::string& method, const std::string& target, 
   return result;
 }
 
-}  // namespace gantry::cli
-
-namespace gantry::cli {
-
 std::vector<std::string> WarningTexts(const std::string& header) {
   std::vector<std::string> out;
   std::size_t i = 0;

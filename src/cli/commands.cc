@@ -49,31 +49,34 @@ std::string JobPath(const std::string& ns, const std::string& name) {
 
 // Polls the job until it reaches a final phase (or the deadline). Prints each
 // phase change. A daemon that answered once and is out of reach meanwhile
-// (restarting) is waited for, until the deadline, not taken for an end. Exit 0 for Succeeded/Cancelled as wanted, 1 otherwise (a
-// request the server refused too: reached_final, when given, tells which).
+// (restarting) is waited for, until the deadline, not taken for an end.
+// Exit 0 for Succeeded/Cancelled as wanted, 1 otherwise (a request the
+// server refused too: reached_final, when given, tells which).
 int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name, const WaitFlags& wait,
                  const std::string& wanted, std::ostream& out, std::ostream& err, bool* reached_final = nullptr,
                  bool answered_before = false) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait.timeout_seconds);
+  auto timed_out = [&] { return wait.timeout_seconds > 0 && std::chrono::steady_clock::now() >= deadline; };
+  auto give_up = [&](const std::string& state) {
+    err << fmt::format("error: timed out after {}s waiting for job {} ({})\n", wait.timeout_seconds, name, state);
+    return kExitRefused;
+  };
   std::string last;
   bool told_unreachable = false;
   bool answered = answered_before;  // a server never reached (a wrong --server) is not waited for
   while (true) {
     ApiResult r = api.Call("GET", JobPath(ns, name));
-    const bool timed_out = wait.timeout_seconds > 0 && std::chrono::steady_clock::now() >= deadline;
-    if (r.exit_code == kExitUnreachable && answered && !timed_out) {
+    if (r.exit_code == kExitUnreachable && answered) {
+      if (timed_out()) {  // out of reach past the deadline: a timeout as any
+        err << r.error << "\n";
+        return give_up(last.empty() ? "the daemon out of reach" : "phase " + last + " when last seen");
+      }
       // The daemon restarting (systemd brings it back in seconds): the job
       // goes on meanwhile, and so does the wait, as far as its deadline.
       if (!told_unreachable) err << r.error << "; still waiting for job " << name << "\n";
       told_unreachable = true;
       std::this_thread::sleep_for(std::chrono::milliseconds(wait.poll_ms));
       continue;
-    }
-    if (r.exit_code == kExitUnreachable && answered) {  // out of reach past the deadline: a timeout as any
-      err << r.error << "\n";
-      err << fmt::format("error: timed out after {}s waiting for job {} ({})\n", wait.timeout_seconds, name,
-                         last.empty() ? std::string("the daemon out of reach") : "phase " + last + " when last seen");
-      return kExitRefused;
     }
     if (r.exit_code != kExitOk) {
       err << r.error << "\n";
@@ -95,11 +98,7 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
       if (!message.empty()) err << "job " << name << " is " << phase << ": " << message << "\n";
       return kExitRefused;
     }
-    if (wait.timeout_seconds > 0 && std::chrono::steady_clock::now() >= deadline) {
-      err << fmt::format("error: timed out after {}s waiting for job {} (phase {})\n", wait.timeout_seconds,
-                         name, phase);
-      return kExitRefused;
-    }
+    if (timed_out()) return give_up("phase " + phase);
     std::this_thread::sleep_for(std::chrono::milliseconds(wait.poll_ms));
   }
 }

@@ -46,17 +46,15 @@ Result<std::shared_ptr<TlsContext>> NewTlsContext(const ClientOptions& o) {
     // trusts any certificate of its pool as an anchor, OpenSSL by default
     // only a self-signed one.
     X509_STORE_set_flags(SSL_CTX_get_cert_store(ctx->native_handle()), X509_V_FLAG_PARTIAL_CHAIN);
+    if (!o.ca_pem.empty()) {
+      ctx->add_certificate_authority(net::buffer(o.ca_pem), ec);
+    } else if (!o.ca_file.empty()) {
+      ctx->load_verify_file(o.ca_file, ec);
+    } else {
+      ctx->set_default_verify_paths(ec);
+    }
+    if (ec) return Status::Invalid("TLS CA: " + ec.message());
   }
-  if (o.insecure_skip_verify) {
-    // Nothing to load.
-  } else if (!o.ca_pem.empty()) {
-    ctx->add_certificate_authority(net::buffer(o.ca_pem), ec);
-  } else if (!o.ca_file.empty()) {
-    ctx->load_verify_file(o.ca_file, ec);
-  } else {
-    ctx->set_default_verify_paths(ec);
-  }
-  if (ec) return Status::Invalid("TLS CA: " + ec.message());
   if (!o.client_cert_pem.empty()) {
     ctx->use_certificate_chain(net::buffer(o.client_cert_pem), ec);
     if (!ec) ctx->use_private_key(net::buffer(o.client_key_pem), TlsContext::pem, ec);

@@ -222,7 +222,7 @@ class Server::Impl {
   void AcceptAll();
   // At max_connections: closes a connection that waits for a request
   // (false: none does; each is busy with a request or a stream).
-  bool CloseLongestIdle();
+  bool CloseOldestWaiting();
   void Dispatch(uint64_t id, Request request);
   void DrainMailbox();
   // Keeps the connection (noting its deadline) or ends it.
@@ -377,7 +377,7 @@ void Server::Impl::AcceptAll() {
       if (errno != EAGAIN && errno != EWOULDBLOCK) PauseAccept(errno);  // EMFILE: serve the connections we have
       return;
     }
-    if (conns_.size() >= options_.max_connections && !CloseLongestIdle()) {
+    if (conns_.size() >= options_.max_connections && !CloseOldestWaiting()) {
       ::close(fd);  // every place is busy with a request or a stream
       continue;
     }
@@ -407,7 +407,7 @@ void Server::Impl::AcceptAll() {
   }
 }
 
-bool Server::Impl::CloseLongestIdle() {
+bool Server::Impl::CloseOldestWaiting() {
   // Closing one that waits, rather than refusing the new one, keeps a
   // client that opens connections and sends nothing from locking everyone
   // else out. The oldest that never sent a request goes first (ids grow

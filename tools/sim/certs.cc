@@ -87,9 +87,9 @@ std::string CertPem(X509* cert) {
 
 Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name, bool intermediate) {
   KeyPtr ca_key(EVP_EC_gen("P-256"));
-  KeyPtr mid_key(EVP_EC_gen("P-256"));
+  KeyPtr mid_key(intermediate ? EVP_EC_gen("P-256") : nullptr);
   KeyPtr leaf_key(EVP_EC_gen("P-256"));
-  if (!ca_key || !mid_key || !leaf_key) return Status::Internal("EC key generation failed");
+  if (!ca_key || (intermediate && !mid_key) || !leaf_key) return Status::Internal("EC key generation failed");
   long serial = 0;
   RAND_bytes(reinterpret_cast<unsigned char*>(&serial), sizeof serial - 1);
   auto ca = MakeCert(fmt::format("gantry-sim {} CA", cluster_name), ca_key.get(), nullptr, ca_key.get(), serial, true);
@@ -98,13 +98,14 @@ Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name, bool inte
   out.ca_pem = CertPem(ca->get());
   X509* issuer = ca->get();
   EVP_PKEY* issuer_key = ca_key.get();
-  Result<CertPtr> mid = CertPtr(nullptr);
+  CertPtr mid;  // kept until the leaf is signed
   if (intermediate) {
-    mid = MakeCert(fmt::format("gantry-sim {} intermediate CA", cluster_name), mid_key.get(), ca->get(),
-                   ca_key.get(), serial + 2, true);
-    if (!mid.ok()) return mid.status();
-    out.intermediate_pem = CertPem(mid->get());
-    issuer = mid->get();
+    auto made = MakeCert(fmt::format("gantry-sim {} intermediate CA", cluster_name), mid_key.get(), ca->get(),
+                         ca_key.get(), serial + 2, true);
+    if (!made.ok()) return made.status();
+    mid = std::move(made.value());
+    out.intermediate_pem = CertPem(mid.get());
+    issuer = mid.get();
     issuer_key = mid_key.get();
   }
   auto leaf = MakeCert(fmt::format("{}.gantry-sim", cluster_name), leaf_key.get(), issuer, issuer_key, serial + 1,

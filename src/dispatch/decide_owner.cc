@@ -83,7 +83,7 @@ std::optional<Plan> Ladder::EndedBeforeCancel() const {
     return i.present && i.cluster == owner && i.kind != kWorkload && i.epoch == job_.epoch;
   });
   const ObservedJob* j = JobIn(owner);
-  const ObservedWorkload* w = WorkloadIn(owner);
+  const ObservedWorkload* w = WorkloadOrLastIn(owner);
   if (!untouched) return std::nullopt;
   Plan p;
   if (Ended(j)) {
@@ -248,7 +248,9 @@ Plan Ladder::Owned() const {
   const bool removed = Removed(owner);
   if (removed || !Reachable(owner)) return OwnerUnreachable(removed);
   Plan plan;
-  const ObservedWorkload* w = WorkloadIn(owner);
+  // A finished copy the owner deleted since still tells how the job ended
+  // (step 12); otherwise it would read as vanished (WorkloadGone).
+  const ObservedWorkload* w = WorkloadOrLastIn(owner);
   const ObservedJob* j = JobIn(owner);
   const bool job_done = Ended(j);
   // Step 11. An at-most-once job (onClusterLoss Fail or Wait; its real job

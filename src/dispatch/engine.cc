@@ -426,6 +426,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   in.synced = std::move(observation.synced);
   in.behind = std::move(observation.behind);
   in.resource = std::move(observation.resource);
+  in.finished_gone = std::move(observation.finished_gone);
   const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, job->epoch);
   (void)expected_.Pending(uid, job->epoch, seen, now);  // drops what is seen now
   for (const Expectations::Key& key : expected_before) {

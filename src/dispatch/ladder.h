@@ -168,6 +168,18 @@ class Ladder {
   const ObservedWorkload* WorkloadIn(const std::string& cluster) const {
     return AtCurrentEpoch(Observed(cluster)->workloads);
   }
+  // The job's Workload copy in cluster at the current epoch, or else the
+  // last state of one that finished and that the cluster deleted since
+  // (DecideInput::finished_gone): its result, when nothing else tells it.
+  const ObservedWorkload* WorkloadOrLastIn(const std::string& cluster) const {
+    if (const ObservedWorkload* w = WorkloadIn(cluster)) return w;
+    auto it = in_.finished_gone.find(cluster);
+    if (it == in_.finished_gone.end()) return nullptr;
+    for (auto w = it->second.rbegin(); w != it->second.rend(); ++w) {
+      if (w->epoch == job_.epoch) return &*w;
+    }
+    return nullptr;
+  }
   // Whether copy w may take the lease: admitted (with leaseOn QuotaReserved,
   // holding quota) and not on its way out: evicted, finished, deactivated,
   // or with an admission check Kueue is about to evict it for.

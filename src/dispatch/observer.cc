@@ -203,6 +203,7 @@ JobObservation ClusterObserver::ForJob(const std::string& job_uid, const JobKind
       }
     });
   }
+  impl_->finished_gone.ForJob(job_uid, &out.finished_gone);
   return out;
 }
 

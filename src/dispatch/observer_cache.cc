@@ -114,4 +114,31 @@ void ResourceCache::Unindex(const std::string& job_uid) {
   if (next == by_uid_.end() || next->first.first != job_uid) index_->Remove(job_uid, this);
 }
 
+void FinishedGone::Remember(const std::string& cluster, const ObservedWorkload& w, int64_t now_ms) {
+  Prune(now_ms);
+  while (order_.size() >= kMaxKept) Prune(order_.front().first + kKeepMs);
+  by_job_[w.job_uid].push_back({cluster, w});
+  order_.emplace_back(now_ms, w.job_uid);
+}
+
+void FinishedGone::ForJob(const std::string& job_uid,
+                          std::map<std::string, std::vector<ObservedWorkload>>* out) const {
+  auto it = by_job_.find(job_uid);
+  if (it == by_job_.end()) return;
+  for (const Kept& k : it->second) (*out)[k.cluster].push_back(k.workload);
+}
+
+// Drops what was remembered at or before now_ms - kKeepMs: a job's entries
+// go oldest first, as they were added.
+void FinishedGone::Prune(int64_t now_ms) {
+  while (!order_.empty() && order_.front().first <= now_ms - kKeepMs) {
+    auto it = by_job_.find(order_.front().second);
+    if (it != by_job_.end()) {
+      it->second.erase(it->second.begin());
+      if (it->second.empty()) by_job_.erase(it);
+    }
+    order_.pop_front();
+  }
+}
+
 }  // namespace gantry::dispatch::observer_internal

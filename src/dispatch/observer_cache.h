@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -119,6 +121,35 @@ class ResourceCache {
   std::size_t resource_ = 0;  // its position among the observer's watched resources
   std::map<std::pair<std::string, std::string>, Entry> by_uid_;  // (job uid, ns/name)
   std::map<std::string, std::string> uid_of_;                    // ns/name -> job uid
+};
+
+// The last state of the finished Workload copies that their clusters
+// deleted (a DELETED watch event's object), by job: Kueue's
+// objectRetentionPolicies, or a job kind's own ttlSecondsAfterFinished
+// taking its Workload along, may delete both the Workload and the job
+// before a pass reads them, and for a kind gantry has no adapter for only
+// the Workload told the result. Memory only, bounded by age and count: after a
+// restart, or a relist that missed the event, the job is judged without it,
+// as before. Guarded by the observer's mutex.
+class FinishedGone {
+ public:
+  static constexpr int64_t kKeepMs = 15 * 60 * 1000;
+  static constexpr std::size_t kMaxKept = 20'000;
+
+  void Remember(const std::string& cluster, const ObservedWorkload& w, int64_t now_ms);
+  // cluster -> the job's finished Workloads deleted there (the latest last).
+  void ForJob(const std::string& job_uid, std::map<std::string, std::vector<ObservedWorkload>>* out) const;
+  std::size_t size() const { return order_.size(); }
+
+ private:
+  struct Kept {
+    std::string cluster;
+    ObservedWorkload workload;
+  };
+  void Prune(int64_t now_ms);
+
+  std::unordered_map<std::string, std::vector<Kept>> by_job_;
+  std::deque<std::pair<int64_t, std::string>> order_;  // (when remembered, job uid), oldest first
 };
 
 }  // namespace gantry::dispatch::observer_internal

@@ -192,6 +192,7 @@ struct ClusterObserver::Impl {
   std::map<std::string, std::unique_ptr<Cluster>> clusters;  // guarded by mu
   std::vector<std::unique_ptr<Cluster>> retired;  // stopping, not yet joined; guarded by mu
   JobIndex index;                                            // guarded by mu
+  observer_internal::FinishedGone finished_gone;             // guarded by mu
   // Per resource r, the live clusters synced for a job of r's kind
   // (Cluster::SyncedFor); replaced, never changed in place. Guarded by mu.
   std::vector<std::shared_ptr<const std::set<std::string>>> synced_for;

@@ -316,6 +316,12 @@ void ClusterObserver::Impl::ApplyEvent(Cluster* c, std::size_t r, const kube::Wa
   // no longer tracked: erased like a deleted one.
   if (e.type != "ADDED" && e.type != "MODIFIED" && e.type != "DELETED") return;
   std::optional<Entry> entry = e.type == "DELETED" ? std::nullopt : ToEntry(resources[r], e.object);
+  std::optional<ObservedWorkload> last_state;
+  if (e.type == "DELETED" && r == 0) {  // a finished Workload's last state: FinishedGone
+    if (std::optional<Entry> last = ToEntry(resources[r], e.object)) {
+      if (auto* w = std::get_if<ObservedWorkload>(&last->object); w && w->finished) last_state = std::move(*w);
+    }
+  }
   ClusterObserver::Observed what;
   what.change = !entry ? Change::kGone : e.type == "ADDED" ? Change::kAppeared : Change::kChanged;
   if (entry && what.change == Change::kAppeared) {
@@ -337,6 +343,7 @@ void ClusterObserver::Impl::ApplyEvent(Cluster* c, std::size_t r, const kube::Wa
                        what.change == Change::kChanged ? &what.status_only : nullptr);
     } else {
       c->caches[r].Erase(KeyOf(e.object), &changed);
+      if (last_state) finished_gone.Remember(c->config.name, *last_state, NowMillis());
     }
   }
   Notify(c, r, changed, what);

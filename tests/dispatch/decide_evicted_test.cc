@@ -173,6 +173,41 @@ TEST_CASE("a job that finished unseen and whose job was deleted is told from its
   CHECK(*p.write->phase == JobPhase::kSucceeded);
 }
 
+TEST_CASE("a job whose finished Workload and job the owner deleted before a pass read them keeps its result",
+          "[dispatch][decide][evicted]") {
+  // Kueue's objectRetentionPolicies, or a kind's own ttlSecondsAfterFinished,
+  // deleted both: the Workload's DELETED event showed it finished.
+  for (const char* policy : {"Requeue", "Fail"}) {
+    INFO(policy);
+    World w;
+    w.spec = Spec(policy);
+    w.OwnedBy(JobPhase::kRunning, "c1", 2);
+    w.in.resource = "jobs.batch";
+    ObservedWorkload last;
+    last.job_uid = w.job.uid;
+    last.epoch = 2;
+    last.quota_reserved = last.admitted = last.finished = true;
+    last.reason = "Failed";
+    last.message = "Job failed: BackoffLimitExceeded";
+    w.in.finished_gone["c1"] = {last};
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    REQUIRE(p.write->phase);
+    CHECK(*p.write->phase == JobPhase::kFailed);
+    CHECK_FALSE(p.write->epoch);  // not dispatched again
+    CHECK_THAT(*p.write->message, Catch::Contains("BackoffLimitExceeded"));
+    CHECK(p.write->events.back().reason == "Failed");
+
+    // One of an earlier epoch tells nothing of this run: gone, as before.
+    w.in.finished_gone["c1"].front().epoch = 1;
+    Plan gone = Decide(w.Input());
+    REQUIRE(gone.write);
+    REQUIRE(gone.write->phase);
+    CHECK(*gone.write->phase == (policy == std::string("Requeue") ? JobPhase::kQueued : JobPhase::kFailed));
+    CHECK(gone.write->events.back().reason == "WorkloadGone");
+  }
+}
+
 // An Admitted job at epoch 2 in c1 whose create there c1 confirmed at
 // created_ms (the row's created_ms), its Workload admitted and its real
 // job not in the view: deleted there before gantry saw it run.

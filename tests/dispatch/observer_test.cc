@@ -513,6 +513,34 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(kc1->Delete(kJobsPath + "/j1")->ok());
     CHECK(WaitFor([&] { return observer.ForJob("uid-1").clusters.empty(); }));
     CHECK(observer.AllJobUids().empty());
+    CHECK(observer.ForJob("uid-1").finished_gone.empty());  // deleted unfinished: nothing to tell
+  }
+
+  SECTION("a finished Workload deleted in its cluster is remembered as it was last seen") {
+    REQUIRE(kc1->Create(kWorkloadsPath, Workload("w6", "uid-6"))->status == 201);
+    json finished = {{"type", "Finished"}, {"status", "True"}, {"reason", "Succeeded"},
+                     {"message", "Job finished successfully"}, {"lastTransitionTime", "2026-01-01T00:00:00Z"}};
+    auto patched = kc1->MergePatch(kWorkloadsPath + "/w6/status", {{"status", {{"conditions", {finished}}}}});
+    REQUIRE(patched.ok());
+    REQUIRE(patched->ok());
+    REQUIRE(WaitFor([&] {
+      auto o = in("c1", "uid-6");
+      return o.workloads.size() == 1 && o.workloads[0].finished;
+    }));
+    CHECK(observer.ForJob("uid-6").finished_gone.empty());  // still there: nothing remembered
+    changes.Clear();
+    REQUIRE(kc1->Delete(kWorkloadsPath + "/w6")->ok());
+    REQUIRE(WaitFor([&] { return changes.HasGone("uid-6"); }));
+    const dispatch::JobObservation after = observer.ForJob("uid-6");
+    CHECK(after.clusters.empty());
+    REQUIRE(after.finished_gone.count("c1") == 1);
+    REQUIRE(after.finished_gone.at("c1").size() == 1);
+    const dispatch::ObservedWorkload& last = after.finished_gone.at("c1")[0];
+    CHECK(last.finished);
+    CHECK(last.epoch == 2);
+    CHECK(last.reason == "Succeeded");
+    CHECK(last.message == "Job finished successfully");
+    CHECK(after.finished_gone.count("c2") == 0);
   }
 
   SECTION("a running job whose pod counts alone change is told so; a change of state is not status only") {

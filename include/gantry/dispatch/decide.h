@@ -196,6 +196,10 @@ struct DecideInput {
   // The watched resource of the job's kind (JobObservation::resource): the
   // one of ClusterFacts::kind_refused that concerns it; "" for none.
   std::string resource;
+  // Finished Workload copies of the job deleted in their cluster, as last
+  // seen (JobObservation::finished_gone): a job whose Workload and real job
+  // its owner deleted once it ended still gets its result.
+  std::map<std::string, std::vector<ObservedWorkload>> finished_gone;
   std::shared_ptr<const FleetFacts> clusters = SharedEmpty<FleetFacts>();  // the inventory; never null
   // Only for Queued and Nominating jobs (the engine calls Place() then).
   std::optional<placement::Decision> placement;

@@ -148,6 +148,10 @@ struct JobObservation {
   // kind's "Kind.group/version"), or "" when its kind is not watched (only
   // its Workloads count then).
   std::string resource;
+  // Finished Workload copies of the job that their clusters deleted, as
+  // their last watch event showed them, by cluster (the latest last): the
+  // observer's memory of the last 15 minutes, lost at a restart.
+  std::map<std::string, std::vector<ObservedWorkload>> finished_gone;
 };
 
 struct ObservedCluster {

@@ -145,6 +145,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"probeIntervalSeconds", num(&c.probe_interval_seconds)},
       {"rejectionBackoffSeconds", num(&c.rejection_backoff_seconds)},
       {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},
+      {"jobRefusalHoldSeconds", num(&c.job_refusal_hold_seconds)},
       {"preemptionGateSeconds", num(&c.preemption_gate_seconds)},
       {"listErrorsToldAfterSeconds", num(&c.list_errors_told_after_seconds)},
       {"notFoundConfirmsAfterSeconds", num(&c.not_found_confirms_after_seconds)},

@@ -174,6 +174,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.finished_retention_ms = int64_t{config.finished_retention_seconds} * 1000;
   engine_options.decide.redispatch_after_rejection_ms = int64_t{config.rejection_backoff_seconds} * 1000;
   engine_options.decide.redispatch_after_rejection_max_ms = int64_t{config.rejection_backoff_max_seconds} * 1000;
+  engine_options.decide.job_refusal_hold_ms = int64_t{config.job_refusal_hold_seconds} * 1000;
   engine_options.decide.preemption_gate_ms = int64_t{config.preemption_gate_seconds} * 1000;
   engine_options.decide.not_found_confirms_after_ms = int64_t{config.not_found_confirms_after_seconds} * 1000;
   engine_options.decide.resync_ms = int64_t{config.resync_seconds} * 1000;

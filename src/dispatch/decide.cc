@@ -365,15 +365,28 @@ Plan Ladder::Nominate() const {
   // the same cluster is created once the old name is free.
   std::vector<std::string> candidates;
   std::copy_if(d.candidates.begin(), d.candidates.end(), std::back_inserter(candidates),
-               [&](const std::string& c) { return !KindRefused(c) && !ClassValueMissing(c); });
+               [&](const std::string& c) { return !KindRefused(c) && !ClassValueMissing(c) && !JobRefusalIn(c); });
   if (candidates.empty()) {
-    std::vector<std::string> kind_refused, classless;
-    for (const std::string& c : d.candidates) (KindRefused(c) ? kind_refused : classless).push_back(c);
+    std::vector<std::string> kind_refused, classless, job_refused;
+    int64_t hold_ends_ms = 0;  // the first of the refusals to lapse
+    for (const std::string& c : d.candidates) {
+      if (KindRefused(c)) {
+        kind_refused.push_back(c);
+      } else if (const RemoteIntent* r = JobRefusalIn(c)) {
+        job_refused.push_back(fmt::format("{} (left out for {} min from then)", r->refusal,
+                                          opt_.job_refusal_hold_ms / 60'000));
+        const int64_t ends = r->updated_ms + opt_.job_refusal_hold_ms;
+        hold_ends_ms = hold_ends_ms == 0 ? ends : std::min(hold_ends_ms, ends);
+      } else {
+        classless.push_back(c);
+      }
+    }
     std::vector<std::string> why;
     if (!kind_refused.empty()) {
       why.push_back(fmt::format("{} keep gantry from listing its kind ({})", fmt::join(kind_refused, ", "),
                                 in_.resource));
     }
+    for (const std::string& r : job_refused) why.push_back(r);
     if (!classless.empty()) {
       why.push_back(fmt::format("the value of its WorkloadPriorityClass {} is not known in {}",
                                 WorkloadPriorityClass(in_.spec->template_object), fmt::join(classless, ", ")));
@@ -392,8 +405,10 @@ Plan Ladder::Nominate() const {
     }
     // Candidates appear when a cluster becomes Ready, is uncordoned or is
     // added, and each of those wakes every queued job: a slow resync is
-    // only a backstop.
+    // only a backstop. A cluster that refused the job's real job is asked
+    // again once its time is out.
     plan.requeue_ms = opt_.resync_ms;
+    if (hold_ends_ms > 0) plan.requeue_ms = std::clamp<int64_t>(hold_ends_ms - in_.now_ms, 1, opt_.resync_ms);
     return plan;
   }
   const int64_t epoch = job_.epoch + 1;

@@ -125,12 +125,12 @@ std::optional<Plan> Ladder::Widen() const {
   std::vector<std::string> add;
   for (const std::string& c : in_.placement->candidates) {
     if (live + add.size() >= target) break;
-    if (!have.count(c) && !KindRefused(c) && !ClassValueMissing(c)) add.push_back(c);
+    if (!have.count(c) && !KindRefused(c) && !ClassValueMissing(c) && !JobRefusalIn(c)) add.push_back(c);
   }
   for (const placement::RankedCluster& r : in_.placement->feasible) {
     if (live + add.size() >= target) break;
     if (!have.count(r.cluster) && !KindRefused(r.cluster) && !ClassValueMissing(r.cluster) &&
-        std::find(add.begin(), add.end(), r.cluster) == add.end()) {
+        !JobRefusalIn(r.cluster) && std::find(add.begin(), add.end(), r.cluster) == add.end()) {
       add.push_back(r.cluster);
     }
   }

@@ -532,15 +532,37 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     if (!current.ok()) return current.status().code() == Code::kNotFound ? 0 : later;
     if (!IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
       DispatchUpdate u = ladder::Guarded(*current);
-      u.phase = JobPhase::kFailed;
-      u.message = taken;
       JobEvent e;
-      e.reason = acted.refusal.reason;
       e.type = "Warning";
-      e.message = taken;
       e.cluster = acted.taken_cluster;
+      if (MovesOnRefusal(*current, *spec, in.intents, acted)) {
+        // Only this cluster forbids the real job (RBAC, a policy, its kind
+        // or namespace missing there): nothing was created, so the job is
+        // dispatched again, without that cluster for a while (the row of
+        // its real job keeps the answer: Ladder::JobRefusalIn).
+        u.phase = JobPhase::kQueued;
+        u.cluster = "";
+        u.lease_ms = 0;
+        u.remote_status = "";
+        u.message = fmt::format("{}; dispatched again, without {} for {} min", taken, acted.taken_cluster,
+                                options_.decide.job_refusal_hold_ms / 60'000);
+        e.reason = "JobRefused";
+        e.message = *u.message + fmt::format("; the next dispatch uses epoch {}", current->epoch + 1);
+        MarkIntentsAbsent(u, in.intents);
+        RemoteIntent row = ladder::IntentFor(*acted.refused);
+        row.present = false;
+        row.refusal = taken;
+        std::erase_if(u.upsert_intents,
+                      [&](const RemoteIntent& i) { return i.cluster == row.cluster && i.kind == row.kind; });
+        u.upsert_intents.push_back(std::move(row));
+      } else {
+        u.phase = JobPhase::kFailed;
+        u.message = taken;
+        e.reason = acted.refusal.reason;
+        e.message = taken;
+        MarkIntentsAbsent(u, in.intents);
+      }
       u.events.push_back(e);
-      MarkIntentsAbsent(u, in.intents);
       auto written = WriteSync(std::move(u));
       if (!Settled(written)) {
         spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name,
@@ -568,6 +590,19 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   ClearFailures(uid);
   if (plan.requeue_ms < 0) ForgetJob(uid);  // nothing left to do for this job
   return {plan.requeue_ms, plan.backstop};
+}
+
+bool Engine::MovesOnRefusal(const JobRecord& job, const JobSpec& spec, const std::vector<RemoteIntent>& intents,
+                            const ActionsOutcome& acted) {
+  const Action* a = acted.refused;
+  if (!acted.refusal.this_cluster_only || !a || a->verb != Verb::kCreate || a->kind != kJob) return false;
+  if (job.cluster != a->cluster || job.epoch != a->epoch) return false;
+  if (job.phase != JobPhase::kAdmitted && job.phase != JobPhase::kRunning) return false;
+  // An at-most-once job moves only if no create of its real job there is on
+  // record: one that was seen running, or confirmed created, may have started.
+  if (!AtMostOnce(spec)) return true;
+  const RemoteIntent* row = ladder::JobRowIn(intents, a->cluster, a->epoch);
+  return job.phase == JobPhase::kAdmitted && (!row || row->created_ms == 0);
 }
 
 Result<JobRecord> Engine::WriteSync(DispatchUpdate update) {

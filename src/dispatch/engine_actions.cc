@@ -196,8 +196,10 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   // deleted) is retried as any other failure.
   const std::string answer = reply->error ? reply->error->message : "";
   if (reply->status == 404 || RefusedForGood(reply->status, answer)) {
-    *refusal = {"Refused", fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind,
-                                       action.ns, action.name, reply->status, Cut(answer))};
+    *refusal = {"Refused",
+                fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind, action.ns,
+                            action.name, reply->status, Cut(answer)),
+                reply->status == 403 || reply->status == 404};
     return false;  // the caller logs what it does about it
   }
   spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
@@ -278,6 +280,7 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       } else if (out.refusal.message.empty()) {
         out.refusal = std::move(refusal);
         out.taken_cluster = action.cluster;
+        out.refused = &action;
       }
     }
     // Someone else's object holds the real job's name, or the owner refuses

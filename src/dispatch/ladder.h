@@ -300,7 +300,7 @@ class Ladder {
     for (const RemoteIntent& i : in_.intents) {
       if (i.present) continue;
       if (!i.refusal.empty()) {
-        if (RefusedNow(i)) continue;
+        if (RefusedNow(i) || JobRefusalHeld(i)) continue;
         out.emplace_back(i.cluster, i.kind);
         continue;
       }
@@ -326,6 +326,20 @@ class Ladder {
   }
   // A row of a Workload copy that its cluster refused at this epoch, while
   // the job nominates: that cluster is not asked again until the next epoch.
+  // The row of the job's real job that cluster refused (403 or 404: only
+  // there, Engine::MovesOnRefusal), less than job_refusal_hold_ms ago (the
+  // row's updated_ms): the cluster is left out of the job's dispatches
+  // meanwhile. Null when none.
+  const RemoteIntent* JobRefusalIn(const std::string& cluster) const {
+    for (const RemoteIntent& i : in_.intents) {
+      if (i.cluster == cluster && JobRefusalHeld(i)) return &i;
+    }
+    return nullptr;
+  }
+  bool JobRefusalHeld(const RemoteIntent& i) const {
+    return i.kind != kWorkload && !i.present && !i.refusal.empty() &&
+           in_.now_ms < i.updated_ms + opt_.job_refusal_hold_ms;
+  }
   bool RefusedNow(const RemoteIntent& i) const {
     return !i.present && !i.refusal.empty() && i.epoch == job_.epoch && job_.phase == JobPhase::kNominating;
   }

@@ -134,6 +134,55 @@ TEST_CASE("step 4: at the next epoch a cluster that refused before is a candidat
   CHECK(row->refusal.empty());
 }
 
+TEST_CASE("step 4: an owner that refused the job's real job is left out of its dispatches for a while",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kQueued;  // requeued by the engine after c1 answered the create 403
+  w.job.epoch = 1;
+  w.in.options.job_refusal_hold_ms = 600'000;
+  w.Intent("c1", "Job", 1, false);
+  w.in.intents.back().refusal = "cluster c1 refused Job team-a/x: HTTP 403 forbidden";
+  w.in.intents.back().updated_ms = w.in.now_ms - 60'000;
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "nominate");
+  CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 0);
+  CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+  REQUIRE(p.write);
+  CHECK(p.write->drop_intents.empty());  // the row is what holds c1 back
+
+  // AllAtOnce's widening does not add it either.
+  World n = w;
+  n.job.phase = JobPhase::kNominating;
+  n.job.epoch = 2;
+  n.Intent("c2", "Workload", 2);
+  n.Workload("c2", 2);
+  n.in.placement = Feasible({"c1", "c2"}, {"c1", "c2"});
+  Plan widen = Decide(n.Input());
+  CHECK(Count(widen, Verb::kCreate, "Workload", "c1") == 0);
+  CHECK((!widen.write || widen.write->drop_intents.empty()));
+
+  // Only c1 can take it: the job waits, saying why, and is looked at again
+  // when c1's time is out.
+  World only = w;
+  only.in.placement = Candidates({"c1"});
+  Plan wait = Decide(only.Input());
+  CHECK(Count(wait, Verb::kCreate, "Workload") == 0);
+  REQUIRE(wait.write);
+  REQUIRE(wait.write->message);
+  CHECK_THAT(*wait.write->message, Catch::Contains("no cluster can take it now") &&
+                                       Catch::Contains("cluster c1 refused Job team-a/x: HTTP 403") &&
+                                       Catch::Contains("left out for 10 min"));
+  CHECK(wait.requeue_ms == only.in.options.resync_ms);  // a backstop: 9 min are left
+  only.in.now_ms += 535'000;
+  CHECK(Decide(only.Input()).requeue_ms == 5'000);  // woken when its time is out
+
+  // Its time out, c1 is asked again.
+  only.in.now_ms += 5'000;
+  Plan again = Decide(only.Input());
+  CHECK(Count(again, Verb::kCreate, "Workload", "c1") == 1);
+}
+
 TEST_CASE("step 6: the timeout's reasons name the candidates that refused", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kNominating;

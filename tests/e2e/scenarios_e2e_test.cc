@@ -499,26 +499,58 @@ TEST_CASE("a cluster that refuses gantry a watch of Workloads holds its job with
   CHECK(Cli(fleet.url(), {"clusters"}).out.find("WatchRefused") == std::string::npos);
 }
 
-TEST_CASE("an owner that forbids gantry to create the job's kind fails the job at once, saying why, and keeps no copy",
+TEST_CASE("an owner that forbids gantry to create the job's kind: the job runs elsewhere at the next epoch",
           "[e2e][dispatch][inventory]") {
-  DispatchFleet fleet(TwoClusters());
+  // c1 admits at once, c2 after 2 s: c1 takes the lease first.
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kSlowThenFast;
+  o.daemon_config_yaml = "jobRefusalHoldSeconds: 4\n";
+  DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
   // RBAC (or a policy webhook) lets gantry list Jobs in c1 but not create them.
   REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:create"}).code == 0);
-  REQUIRE(fleet.Submit("team-a", GpuJob("denied", 1, 1, "1s", "  placement: {clusters: [c1]}")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "denied", {"Failed", "Succeeded"}, std::chrono::seconds(30)));
-  auto denied = fleet.Job("team-a", "denied");
-  CHECK(denied["status"]["phase"] == "Failed");
-  const std::string message = denied["status"].value("message", "");
-  CHECK(message.find("cluster c1 refused Job") != std::string::npos);
-  CHECK(message.find("403") != std::string::npos);
-  CHECK(Count(Reasons(fleet, "team-a", "denied"), "Refused") == 1);
-  // Its admitted Workload copy is withdrawn: it holds no quota there.
-  const std::string remote = RemoteName("denied", fleet.Uid("team-a", "denied"));
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("moved", "team-a", 1, 0, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "moved", {"Failed", "Succeeded"}, std::chrono::seconds(40)));
+  auto moved = fleet.Job("team-a", "moved");
+  CHECK(moved["status"]["phase"] == "Succeeded");
+  CHECK(moved["status"]["cluster"] == "c2");
+  CHECK(moved["status"]["epoch"] == 2);
+  int refused = 0;
+  for (const auto& e : fleet.Events("team-a", "moved")) {
+    if (e.value("reason", "") != "JobRefused") continue;
+    ++refused;
+    CHECK(e.value("cluster", "") == "c1");
+    CHECK(e.value("type", "") == "Warning");
+    CHECK(e.value("message", "").find("cluster c1 refused Job") != std::string::npos);
+    CHECK(e.value("message", "").find("403") != std::string::npos);
+  }
+  CHECK(refused == 1);
+  CHECK(fleet.RemoteCalls("c1", "create", 403) == 1);  // epoch 2 left c1 out
+  CHECK(Runs(fleet, fleet.Uid("team-a", "moved")) == 1);
+  // Its epoch-1 copy in c1 is withdrawn: it holds no quota there.
+  const std::string remote = RemoteName("moved", fleet.Uid("team-a", "moved"));
   CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", remote); }, std::chrono::seconds(20)));
-  CHECK(Runs(fleet, fleet.Uid("team-a", "denied")) == 0);
+
+  // A job only c1 may take waits, saying why, and runs there once c1 allows
+  // it and the cluster's time out (4 s here) is over.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("pinned", "team-a", 1, 0, "1s", "  placement: {clusters: [c1]}")) == 201);
+  std::string message;
+  REQUIRE(WaitFor([&] {
+    auto j = fleet.Job("team-a", "pinned");
+    message = j["status"].value("message", "");
+    return j["status"]["phase"] == "Queued" && message.find("refused Job") != std::string::npos;
+  }, std::chrono::seconds(30)));
+  INFO(message);
+  CHECK(message.find("no cluster can take it now") != std::string::npos);
+  CHECK(message.find("left out for") != std::string::npos);
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "pinned", {"Failed", "Succeeded"}, std::chrono::seconds(40)));
+  auto pinned = fleet.Job("team-a", "pinned");
+  CHECK(pinned["status"]["phase"] == "Succeeded");
+  CHECK(pinned["status"]["cluster"] == "c1");
+  CHECK(pinned["status"]["epoch"] == 2);
+  CHECK(Runs(fleet, fleet.Uid("team-a", "pinned")) == 1);
 }
 
 TEST_CASE("jobs submitted while no cluster is configured wait with a reason and run once clusters are added",

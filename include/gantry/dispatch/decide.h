@@ -152,6 +152,11 @@ struct DecideOptions {
   // gantry.yaml: rejectionBackoffSeconds, rejectionBackoffMaxSeconds.
   int64_t redispatch_after_rejection_ms = 10'000;
   int64_t redispatch_after_rejection_max_ms = 600'000;
+  // How long a cluster that refused a job's real job (403 or 404: RBAC, a
+  // policy webhook, its kind or namespace missing there) is left out of
+  // that job's dispatches: long enough for the job to run elsewhere, short
+  // enough that a fix there is taken up.
+  int64_t job_refusal_hold_ms = 600'000;
   // How long a job that finished in its owner (Succeeded or Failed there)
   // keeps its Workload and real job in that cluster, from the job's
   // finished_ms, so that users can look at them (pods, logs) with kubectl.

@@ -150,6 +150,10 @@ class Engine final : public JobIntake {
   struct Refusal {
     std::string reason;   // event reason: NameTaken | Refused
     std::string message;  // "" = none
+    // The cluster forbids the object (403: RBAC, a policy webhook) or lacks
+    // its kind or namespace (404): another cluster may take it. A 400 or 422
+    // (the object itself is invalid) would be refused anywhere.
+    bool this_cluster_only = false;
   };
   // Runs one action; false when it failed and the job should be looked at again soon.
   bool Execute(const JobRecord& job, const Action& action, Refusal* refusal);
@@ -181,6 +185,7 @@ class Engine final : public JobIntake {
     int64_t retry_after_ms = 0;  // the longest Retry-After of the answers (0: none)
     Refusal refusal;
     std::string taken_cluster;
+    const Action* refused = nullptr;  // the action that met `refusal`
     std::vector<CopyRefusal> copy_refusals;
     const Action* job_created = nullptr;  // the real job's create, when its cluster confirmed it
   };
@@ -190,6 +195,11 @@ class Engine final : public JobIntake {
   // each, if the job is still nominating at their epoch. False when the store could not be read or
   // written: the job is looked at again after a while, not at once.
   bool RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals);
+  // Whether a job whose real job its owner refused (acted.refusal) is
+  // dispatched again elsewhere rather than failed: the owner alone forbids
+  // it (Refusal::this_cluster_only), and nothing of it can have run there.
+  static bool MovesOnRefusal(const JobRecord& job, const JobSpec& spec, const std::vector<RemoteIntent>& intents,
+                             const ActionsOutcome& acted);
   // An at-most-once job's real job was created (its cluster answered 201,
   // or 409 for the job's own object): its row's created_ms is written, and
   // fsync'd, so that a job seen gone afterwards, even after a restart, is

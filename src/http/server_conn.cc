@@ -89,6 +89,7 @@ void ServerConn::StartRequest() {
   // the head, before a body (and a chunked body's trailer) is parsed.
   parser_->eager(false);
   head_.reset();
+  head_taken_ = 0;
   request_started_ = false;
   continue_sent_ = false;
 }
@@ -190,6 +191,7 @@ bool ServerConn::Read() {
       boost::system::error_code ec;
       const std::size_t n = parser_->put(boost::asio::buffer(in_.data() + in_used_, in_.size() - in_used_), ec);
       in_used_ += n;
+      head_taken_ += n;
       if (in_used_ == in_.size()) {
         in_.clear();
         in_used_ = 0;
@@ -199,6 +201,18 @@ bool ServerConn::Read() {
       }
       if (ec == bhttp::error::body_limit) {  // a declared Content-Length over the limit, or a body grown past it
         return Refuse(413, fmt::format("request body is over the limit of {} bytes", env_.options->body_limit));
+      }
+      if (ec == bhttp::error::header_limit) {
+        // The request line alone over the limit (its target, say): 414;
+        // else its header fields: 431 (RFC 9110 15.5.15, RFC 6585 5).
+        // (The parser takes the lines it can before it gives up: none yet
+        // means the request line itself did not end in time.)
+        const std::size_t eol = in_.find("\r\n", in_used_);
+        const bool line = head_taken_ == 0 &&
+                          (eol == std::string::npos || eol - in_used_ >= env_.options->header_limit);
+        return Refuse(line ? 414 : 431, fmt::format("request {} over the limit of {} bytes",
+                                                    line ? "line (its target)" : "header fields",
+                                                    env_.options->header_limit));
       }
       if (ec && ec != bhttp::error::need_more) return Refuse(400, "malformed request: " + ec.message());
       // The parser takes a line only whole. Past the header, no limit of
@@ -240,6 +254,11 @@ std::optional<ServerConn::Refusal> ServerConn::HeadRefusal() const {
   // that framed it otherwise): 400 and close (RFC 9112 6.3). Codings
   // before chunked (gzip, chunked) are framed right but not understood:
   // 501 (RFC 9112 6.1).
+  // HTTP/1.1 asks for exactly one Host field (RFC 9112 3.2).
+  if (parser_->get().version() >= 11 && parser_->get().count(bhttp::field::host) != 1) {
+    return Refusal{400, parser_->get().count(bhttp::field::host) == 0 ? "malformed request: no Host header"
+                                                                       : "malformed request: more than one Host header"};
+  }
   const std::vector<std::string> codings = TransferCodings(parser_->get());
   if (!codings.empty() && codings.back() != "chunked") {
     return Refusal{400, fmt::format("malformed request: Transfer-Encoding must end with chunked, not \"{}\"",

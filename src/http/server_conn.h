@@ -135,6 +135,7 @@ class ServerConn {
   std::string in_;
   std::size_t in_used_ = 0;  // bytes of in_ the parser consumed
   bool request_started_ = false;
+  std::size_t head_taken_ = 0;  // bytes of this request the parser has taken
   bool served_any_ = false;
   bool continue_sent_ = false;
   // The head's fields (lower-cased names), kept when the head was parsed:

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -83,7 +84,17 @@ TEST_CASE("a large job document is read off the server's loop: other requests ar
                         {{"Authorization", std::string("Bearer ") + kAdminToken}, {"Content-Type", "application/json"}});
     });
   };
+  // Released once, also when a REQUIRE below fails: the pending submissions'
+  // futures, destroyed then, wait for their answers, which wait for it.
+  std::atomic<bool> released_once{false};
+  auto release_once = [&] {
+    if (!released_once.exchange(true)) release->set_value();
+  };
   auto first = submit("large");
+  struct OnExit {
+    std::function<void()> fn;
+    ~OnExit() { fn(); }
+  } release_first{release_once};
   REQUIRE(WaitFor([&] { return reached->load(); }, std::chrono::seconds(10)));
   // Held: the health check and a small submission are answered all the same.
   CHECK(api.Call("GET", "/healthz", "", "").status == 200);
@@ -92,6 +103,7 @@ TEST_CASE("a large job document is read off the server's loop: other requests ar
   std::map<std::string, std::future<Result<http::ClientResponse>>> more;
   more.emplace("large-2", submit("large-2"));
   more.emplace("large-3", submit("large-3"));
+  OnExit release_more{release_once};
   std::string refused;
   REQUIRE(WaitFor([&] {
     for (auto& [name, f] : more) {
@@ -103,7 +115,7 @@ TEST_CASE("a large job document is read off the server's loop: other requests ar
   REQUIRE(busy.ok());
   CHECK(busy->status == 429);
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/" + refused).status == 404);
-  release->set_value();
+  release_once();
   const std::string waited = refused == "large-2" ? "large-3" : "large-2";
   for (auto* submitted : {&first, &more.at(waited)}) {
     auto answer = submitted->get();

@@ -37,7 +37,9 @@ TEST_CASE("a wait outlasts a daemon restart: the job is followed to its end once
   auto before = JobServer(0, "Running", &asked);
   const uint16_t port = before->port();
   const std::string url = "http://127.0.0.1:" + std::to_string(port);
-  auto watch = std::async(std::launch::async, [&] { return Cli(url, {"status", "train", "-n", "team-a", "-w"}); });
+  // Its deadline ends it, and the test, should the restarted server fail to start.
+  auto watch = std::async(std::launch::async,
+                          [&] { return Cli(url, {"status", "train", "-n", "team-a", "-w", "--timeout", "60"}); });
   REQUIRE(WaitFor([&] { return asked.load() > 0; }, std::chrono::seconds(20)));
   before->Stop(std::chrono::milliseconds(0));
   before.reset();  // the daemon is gone: the wait goes on

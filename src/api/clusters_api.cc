@@ -10,6 +10,7 @@
 #include "gantry/dispatch/demand.h"
 #include "gantry/job/job_document.h"
 #include "gantry/placement/explain.h"
+#include "slow_lane.h"
 #include "gantry/placement/place.h"
 
 namespace gantry::api {
@@ -68,15 +69,26 @@ void ApiService::ReloadClusters(http::Request req, Respond respond) {
     respond(K8sStatus(503, "ServiceUnavailable", "no cluster inventory is configured"));
     return;
   }
-  auto errors = fleet_->Reload();
-  if (options_.after_reload) options_.after_reload();
-  std::vector<Cause> causes;
-  for (const auto& e : errors) causes.push_back({e.file, e.status.message()});
-  if (!errors.empty()) {
-    respond(K8sStatus(422, "Invalid", "some cluster files were refused; the others are in use", causes));
-    return;
+  // On the slow lane, not the server's loop: the reload reads every
+  // cluster file, and the engine then walks every unfinished job in the
+  // store (100,000 queued ones take a while).
+  auto work = [this, respond](bool run) {
+    if (!run) return respond(K8sStatus(503, "ServiceUnavailable", "gantry is shutting down; reload again"));
+    auto errors = fleet_->Reload();
+    if (options_.after_reload) options_.after_reload();
+    std::vector<Cause> causes;
+    for (const auto& e : errors) causes.push_back({e.file, e.status.message()});
+    if (!errors.empty()) {
+      respond(K8sStatus(422, "Invalid", "some cluster files were refused; the others are in use", causes));
+      return;
+    }
+    respond(K8sSuccess(200, "inventory reloaded"));
+  };
+  if (!slow_lane_->Post(std::move(work))) {
+    http::Response busy = K8sStatus(429, "TooManyRequests", "the API's slow lane is full; reload again shortly");
+    busy.headers.emplace_back("Retry-After", "1");
+    respond(std::move(busy));
   }
-  respond(K8sSuccess(200, "inventory reloaded"));
 }
 
 void ApiService::JobPlacement(http::Request req, Respond respond) {

@@ -134,9 +134,10 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respon
     }
     const JobRecord& job = result->job;
     if (result->outcome == SubmitOutcome::kExisting) {
-      // Submitted again as it was: an Unschedulable job is judged again
-      // (against the inventory of now), as a reload would have it.
-      if (job.phase == JobPhase::kUnschedulable && intake_) intake_->Wake(job.uid);
+      if (job.phase == JobPhase::kUnschedulable && intake_) {
+        Resubmitted(job, std::move(warnings), respond);
+        return;
+      }
       http::Response same = http::JsonResponse(200, JobJsonText(job));
       AddWarnings(same, warnings);
       respond(std::move(same));
@@ -150,6 +151,37 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respon
     res.body = std::move(created_body);
     AddWarnings(res, warnings);
     respond(std::move(res));
+  });
+}
+
+// An Unschedulable job submitted again as it was is judged again, against
+// the inventory of now: it goes back to Queued here, so that the answer (and
+// a `submit --wait` reading it) does not show the old verdict as final, and
+// its next pass nominates it or finds it Unschedulable again.
+void ApiService::Resubmitted(const JobRecord& job, std::vector<std::string> warnings, const Respond& respond) {
+  DispatchUpdate u;
+  u.uid = job.uid;
+  u.expected_phase = job.phase;
+  u.expected_epoch = job.epoch;
+  u.expected_cluster = job.cluster;
+  u.phase = JobPhase::kQueued;
+  u.message = "submitted again: judged again against the clusters of now";
+  JobEvent e;
+  e.reason = "Resubmitted";
+  e.message = "the same document was submitted again while the job was Unschedulable: it is judged again";
+  u.events.push_back(std::move(e));
+  store_.ApplyDispatch(std::move(u), [this, job, warnings = std::move(warnings), respond](Result<JobRecord> r) {
+    // Changed meanwhile (a conflict): answered as it is now, as any resubmission.
+    const JobRecord& now = r.ok() ? *r : job;
+    if (r.ok()) {
+      spdlog::info("job {}/{} submitted again while Unschedulable: queued to be judged again", job.ns, job.name);
+      intake_->Wake(job.uid);
+    } else if (r.status().code() != Code::kConflict) {
+      spdlog::warn("job {}/{}: could not queue it again: {}", job.ns, job.name, r.status().ToString());
+    }
+    http::Response same = http::JsonResponse(200, JobJsonText(now));
+    AddWarnings(same, warnings);
+    respond(std::move(same));
   });
 }
 
@@ -259,10 +291,15 @@ void ApiService::CancelJob(http::Request req, Respond respond) {
       return;
     }
     const JobRecord& job = *result;
-    if (job.phase == JobPhase::kCancelling) {
+    if (job.phase == JobPhase::kCancelling && intake_) {
       spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
-      if (intake_) intake_->CancelRequested(job.uid);
+      // Answered once no create of the job's can go out any more (job_intake.h).
+      intake_->CancelRequested(job.uid, [respond, body = JobJsonText(job)] {
+        respond(http::JsonResponse(202, body));
+      });
+      return;
     }
+    if (job.phase == JobPhase::kCancelling) spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
     respond(http::JsonResponse(202, JobJsonText(job)));
   });
 }

@@ -342,6 +342,16 @@ Plan Ladder::Unschedulable() const {
   return plan;
 }
 
+// Whether a cluster that placement leaves out for the time being (not
+// Ready, full, its quota not read) may take the job later.
+bool Ladder::LaterCandidate() const {
+  if (!in_.placement) return false;
+  return std::any_of(in_.placement->excluded.begin(), in_.placement->excluded.end(),
+                     [&](const placement::ExcludedCluster& x) {
+                       return !x.exclusion.permanent && !Gone(x.cluster) && !JobRefusalIn(x.cluster);
+                     });
+}
+
 // Step 4.
 Plan Ladder::Nominate() const {
   Plan plan;
@@ -373,8 +383,7 @@ Plan Ladder::Nominate() const {
       if (KindRefused(c)) {
         kind_refused.push_back(c);
       } else if (const RemoteIntent* r = JobRefusalIn(c)) {
-        job_refused.push_back(fmt::format("{} (left out for {} min from then)", r->refusal,
-                                          opt_.job_refusal_hold_ms / 60'000));
+        job_refused.push_back(r->refusal);
         const int64_t ends = r->updated_ms + opt_.job_refusal_hold_ms;
         hold_ends_ms = hold_ends_ms == 0 ? ends : std::min(hold_ends_ms, ends);
       } else {
@@ -386,7 +395,19 @@ Plan Ladder::Nominate() const {
       why.push_back(fmt::format("{} keep gantry from listing its kind ({})", fmt::join(kind_refused, ", "),
                                 in_.resource));
     }
-    for (const std::string& r : job_refused) why.push_back(r);
+    if (!job_refused.empty()) {
+      // Every cluster that can take the job now refused its real job, and
+      // none left out for the time being could take it later: it fails,
+      // with their answers, as a job whose every candidate refuses its
+      // Workload copy does, rather than go round them for ever.
+      if (kind_refused.empty() && classless.empty() && !LaterCandidate()) {
+        return Finish("nominate", JobPhase::kFailed, "Refused",
+                      fmt::format("every cluster that can take the job refused to create it: {}",
+                                  fmt::join(job_refused, "; ")));
+      }
+      why.push_back(fmt::format("{} (each left out for {} from its answer)", fmt::join(job_refused, "; "),
+                                DurationText(opt_.job_refusal_hold_ms)));
+    }
     if (!classless.empty()) {
       why.push_back(fmt::format("the value of its WorkloadPriorityClass {} is not known in {}",
                                 WorkloadPriorityClass(in_.spec->template_object), fmt::join(classless, ", ")));

@@ -106,9 +106,19 @@ void Engine::Wake(const std::string& job_uid) {
   reconciler_->Wake(job_uid);
 }
 
-void Engine::CancelRequested(const std::string& job_uid) {
+void Engine::CancelRequested(const std::string& job_uid, std::function<void()> acknowledge) {
+  bool now = true;
+  {
+    std::lock_guard seen(cancel_seen_mu_);
+    cancel_seen_.insert(job_uid);
+    if (auto it = sending_.find(job_uid); it != sending_.end()) {
+      it->second.push_back(std::move(acknowledge));  // answered once that create went out
+      now = false;
+    }
+  }
   DropHeld(job_uid);
   reconciler_->WakeUrgent(job_uid);
+  if (now) acknowledge();
 }
 
 void Engine::DropHeld(const std::string& job_uid) {
@@ -544,8 +554,8 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
         u.cluster = "";
         u.lease_ms = 0;
         u.remote_status = "";
-        u.message = fmt::format("{}; dispatched again, without {} for {} min", taken, acted.taken_cluster,
-                                options_.decide.job_refusal_hold_ms / 60'000);
+        u.message = fmt::format("{}; dispatched again, without {} for {}", taken, acted.taken_cluster,
+                                ladder::DurationText(options_.decide.job_refusal_hold_ms));
         e.reason = "JobRefused";
         e.message = *u.message + fmt::format("; the next dispatch uses epoch {}", current->epoch + 1);
         MarkIntentsAbsent(u, in.intents);
@@ -626,6 +636,10 @@ void Engine::ClearFailures(const std::string& uid) {
 }
 
 void Engine::ForgetJob(const std::string& uid) {
+  {
+    std::lock_guard seen(cancel_seen_mu_);
+    cancel_seen_.erase(uid);
+  }
   ClearFailures(uid);
   known_.Drop(uid);
   specs_.Forget(uid);

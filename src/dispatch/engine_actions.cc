@@ -63,7 +63,7 @@ std::string Cut(const std::string& answer) { return CutText(answer, 300); }
 
 }  // namespace
 
-std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action) {
+std::optional<kube::ClientPool::Lease> Engine::StartAction(const JobRecord& job, const Action& action) {
   if (action.verb == Verb::kCreate && action.path.empty()) return std::nullopt;  // FinishAction says why
   auto pool = pools_->For(action.cluster);
   if (!pool) return std::nullopt;
@@ -82,6 +82,35 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const Action& action)
     opts.propagation_policy = action.foreground ? "Foreground" : "Background";
     opts.precondition_uid = action.precondition_uid;
     (*lease)->StartDelete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
+  } else if (action.kind == kJob) {
+    {
+      std::lock_guard seen(cancel_seen_mu_);
+      if (cancel_seen_.count(job.uid)) {
+        spdlog::info("dispatch: job {}/{}: its cancel was acknowledged; its create in {} is not sent", job.ns,
+                     job.name, action.cluster);
+        return std::nullopt;  // the next pass sees the cancel
+      }
+      sending_[job.uid];
+    }
+    // Once the create is out (or its send threw), the cancels that came
+    // meanwhile are answered.
+    struct Sent {
+      Engine* e;
+      const std::string& uid;
+      ~Sent() {
+        std::vector<std::function<void()>> waiting;
+        {
+          std::lock_guard seen(e->cancel_seen_mu_);
+          auto it = e->sending_.find(uid);
+          if (it != e->sending_.end()) {
+            waiting = std::move(it->second);
+            e->sending_.erase(it);
+          }
+        }
+        for (auto& acknowledge : waiting) acknowledge();
+      }
+    } sent{this, job.uid};
+    (*lease)->StartCreate(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
   } else {
     (*lease)->StartCreate(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
   }
@@ -208,7 +237,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
 }
 
 bool Engine::Execute(const JobRecord& job, const Action& action, Refusal* refusal) {
-  std::optional<kube::ClientPool::Lease> lease = StartAction(action);
+  std::optional<kube::ClientPool::Lease> lease = StartAction(job, action);
   return FinishAction(job, action, lease, refusal);
 }
 
@@ -247,7 +276,7 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
         continue;
       }
       run[i] = true;
-      if (auto lease = StartAction(action)) leases[i].emplace(std::move(*lease));
+      if (auto lease = StartAction(job, action)) leases[i].emplace(std::move(*lease));
     }
     // The answers of the requests sent are read first: a kDeleteUnseen
     // sends nothing ahead, and its two round trips (GET, then DELETE) must

@@ -5,6 +5,8 @@
 // be read again, or whose LocalQueues changed: a job queued for it has
 // nothing else to wake it.
 #include <algorithm>
+#include <chrono>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -55,6 +57,13 @@ void Engine::RunHealthWatch() {
     bool relisted = false;
   };
   std::map<std::string, Answering> answering;
+  // The scans of the waiting jobs that clusters becoming Ready ask for: at
+  // most one per kWakeWaitingEvery, the first at once, so that a cluster
+  // flapping every second does not walk 100,000 queued or Unschedulable
+  // jobs every second. One asked for meanwhile is done when its time comes.
+  constexpr auto kWakeWaitingEvery = std::chrono::seconds(5);
+  std::optional<std::chrono::steady_clock::time_point> waiting_woken;
+  bool waiting_due = false;
   std::unique_lock lock(gc_mu_);
   // The first look is at once: what it sees is what later looks compare
   // with, and jobs dispatched before it to a cluster it then finds not
@@ -176,7 +185,11 @@ void Engine::RunHealthWatch() {
     // A cluster that became Ready may be the first candidate of a job that
     // had none, or one more for a job waiting for admission: queued and
     // nominating jobs are looked at again (behind the jobs in flight).
-    if (became_ready) {
+    waiting_due |= became_ready;
+    const auto steady_now = std::chrono::steady_clock::now();
+    if (waiting_due && (!waiting_woken || steady_now >= *waiting_woken + kWakeWaitingEvery)) {
+      waiting_due = false;
+      waiting_woken = steady_now;
       if (auto woken = reconciler_->WakeWaiting(); !woken.ok()) {
         spdlog::warn("dispatch: queued and nominating jobs: {}", woken.status().ToString());
       }

@@ -41,6 +41,11 @@ inline DispatchUpdate Guarded(const JobRecord& job) {
   return u;
 }
 
+// A length of time for a message: "90 s", "10 min".
+inline std::string DurationText(int64_t ms) {
+  return ms < 120'000 ? fmt::format("{} s", ms / 1000) : fmt::format("{} min", ms / 60'000);
+}
+
 // The row of a job's real job in cluster at epoch, wanted there (null: none).
 inline const RemoteIntent* JobRowIn(const std::vector<RemoteIntent>& intents, const std::string& cluster,
                                     int64_t epoch) {
@@ -324,8 +329,6 @@ class Ladder {
     }
     return out;
   }
-  // A row of a Workload copy that its cluster refused at this epoch, while
-  // the job nominates: that cluster is not asked again until the next epoch.
   // The row of the job's real job that cluster refused (403 or 404: only
   // there, Engine::MovesOnRefusal), less than job_refusal_hold_ms ago (the
   // row's updated_ms): the cluster is left out of the job's dispatches
@@ -336,10 +339,17 @@ class Ladder {
     }
     return nullptr;
   }
+  // Such a row, kept while it holds its cluster back from a job still to be
+  // dispatched or running. Nothing of the job's is there: a cancelled,
+  // finished or Unschedulable job drops it at once, and waits for nothing.
   bool JobRefusalHeld(const RemoteIntent& i) const {
-    return i.kind != kWorkload && !i.present && !i.refusal.empty() &&
+    const bool dispatching = job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating ||
+                             job_.phase == JobPhase::kAdmitted || job_.phase == JobPhase::kRunning;
+    return dispatching && i.kind != kWorkload && !i.present && !i.refusal.empty() &&
            in_.now_ms < i.updated_ms + opt_.job_refusal_hold_ms;
   }
+  // A row of a Workload copy that its cluster refused at this epoch, while
+  // the job nominates: that cluster is not asked again until the next epoch.
   bool RefusedNow(const RemoteIntent& i) const {
     return !i.present && !i.refusal.empty() && i.epoch == job_.epoch && job_.phase == JobPhase::kNominating;
   }
@@ -413,6 +423,7 @@ class Ladder {
   Plan FinishAsEnded(const std::string& step, const ObservedJob& j) const;
   // Step 12's finish of a job whose end only its finished Workload tells (WorkloadTells).
   Plan FinishAsWorkloadTells(const std::string& step, const ObservedWorkload& w) const;
+  bool LaterCandidate() const;
   Plan Nominate() const;
   std::optional<Plan> Lease() const;
   std::optional<Plan> Timeout() const;

@@ -114,11 +114,15 @@ void ResourceCache::Unindex(const std::string& job_uid) {
   if (next == by_uid_.end() || next->first.first != job_uid) index_->Remove(job_uid, this);
 }
 
-void FinishedGone::Remember(const std::string& cluster, const ObservedWorkload& w, int64_t now_ms) {
-  Prune(now_ms);
-  while (order_.size() >= kMaxKept) Prune(order_.front().first + kKeepMs);
-  by_job_[w.job_uid].push_back({cluster, w});
-  order_.emplace_back(now_ms, w.job_uid);
+void FinishedGone::Remember(const std::string& cluster, ObservedWorkload w, int64_t now_ms) {
+  if (!w.finished || (w.reason != "Succeeded" && w.reason != "Failed")) return;
+  DropUpTo(now_ms - kKeepMs);
+  while (order_.size() >= kMaxKept) DropUpTo(order_.front().at_ms);
+  w.other_gate_states = nullptr;  // what a finish reads: epoch, reason, message
+  if (w.message.size() > 1024) w.message.resize(1024);
+  const uint64_t seq = next_seq_++;
+  order_.push_back({now_ms, seq, w.job_uid});
+  by_job_[w.job_uid].push_back({seq, cluster, std::move(w)});
 }
 
 void FinishedGone::ForJob(const std::string& job_uid,
@@ -128,13 +132,12 @@ void FinishedGone::ForJob(const std::string& job_uid,
   for (const Kept& k : it->second) (*out)[k.cluster].push_back(k.workload);
 }
 
-// Drops what was remembered at or before now_ms - kKeepMs: a job's entries
-// go oldest first, as they were added.
-void FinishedGone::Prune(int64_t now_ms) {
-  while (!order_.empty() && order_.front().first <= now_ms - kKeepMs) {
-    auto it = by_job_.find(order_.front().second);
+void FinishedGone::DropUpTo(int64_t cutoff_ms) {
+  while (!order_.empty() && order_.front().at_ms <= cutoff_ms) {
+    const Added& a = order_.front();
+    auto it = by_job_.find(a.job_uid);
     if (it != by_job_.end()) {
-      it->second.erase(it->second.begin());
+      std::erase_if(it->second, [&](const Kept& k) { return k.seq == a.seq; });
       if (it->second.empty()) by_job_.erase(it);
     }
     order_.pop_front();

@@ -130,26 +130,40 @@ class ResourceCache {
 // before a pass reads them, and for a kind gantry has no adapter for only
 // the Workload told the result. Memory only, bounded by age and count: after a
 // restart, or a relist that missed the event, the job is judged without it,
-// as before. Guarded by the observer's mutex.
+// as before. Only a Workload that Kueue finished as its job ended
+// (Succeeded or Failed) is kept: any other reason (OwnerNotFound: its job
+// deleted) tells nothing of how the job ran. A pass reads it within
+// moments of the event; the time kept covers a backlog. Every finished job
+// gantry withdraws passes through too, hence the count bound.
+// Guarded by the observer's mutex.
 class FinishedGone {
  public:
-  static constexpr int64_t kKeepMs = 15 * 60 * 1000;
-  static constexpr std::size_t kMaxKept = 20'000;
+  static constexpr int64_t kKeepMs = 5 * 60 * 1000;
+  static constexpr std::size_t kMaxKept = 50'000;
 
-  void Remember(const std::string& cluster, const ObservedWorkload& w, int64_t now_ms);
+  // Keeps w if it tells a result (see above); what it keeps is trimmed.
+  void Remember(const std::string& cluster, ObservedWorkload w, int64_t now_ms);
   // cluster -> the job's finished Workloads deleted there (the latest last).
   void ForJob(const std::string& job_uid, std::map<std::string, std::vector<ObservedWorkload>>* out) const;
   std::size_t size() const { return order_.size(); }
 
  private:
   struct Kept {
+    uint64_t seq = 0;
     std::string cluster;
     ObservedWorkload workload;
   };
-  void Prune(int64_t now_ms);
+  struct Added {
+    int64_t at_ms = 0;
+    uint64_t seq = 0;
+    std::string job_uid;
+  };
+  // Drops what was added at or before cutoff_ms.
+  void DropUpTo(int64_t cutoff_ms);
 
+  uint64_t next_seq_ = 1;
   std::unordered_map<std::string, std::vector<Kept>> by_job_;
-  std::deque<std::pair<int64_t, std::string>> order_;  // (when remembered, job uid), oldest first
+  std::deque<Added> order_;  // oldest first
 };
 
 }  // namespace gantry::dispatch::observer_internal

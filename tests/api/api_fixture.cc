@@ -16,7 +16,9 @@ class TestIntake final : public dispatch::JobIntake {
   void Wake(const std::string& uid) override { r_.Wake(uid); }
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override { r_.Created(std::move(record), std::move(spec)); }
   bool WantsSpec() const override { return r_.WantsSpec(); }
-  void CancelRequested(const std::string& uid) override { r_.CancelRequested(uid); }
+  void CancelRequested(const std::string& uid, std::function<void()> acknowledge) override {
+    r_.CancelRequested(uid, std::move(acknowledge));
+  }
   std::string FirstMessage() const override { return r_.FirstMessage(); }
   std::optional<FieldError> Refuse(const JobSpec& spec) const override {
     return refuse_ ? refuse_(spec) : r_.Refuse(spec);

@@ -162,17 +162,19 @@ TEST_CASE("step 4: an owner that refused the job's real job is left out of its d
   CHECK(Count(widen, Verb::kCreate, "Workload", "c1") == 0);
   CHECK((!widen.write || widen.write->drop_intents.empty()));
 
-  // Only c1 can take it: the job waits, saying why, and is looked at again
-  // when c1's time is out.
+  // Only c1 can take it now, and c3 (not Ready) may later: the job waits,
+  // saying why, and is looked at again when c1's time is out.
   World only = w;
   only.in.placement = Candidates({"c1"});
+  only.in.placement->excluded.push_back({"c3", {placement::Filter::kHealth, "not Ready", false}});
   Plan wait = Decide(only.Input());
   CHECK(Count(wait, Verb::kCreate, "Workload") == 0);
   REQUIRE(wait.write);
   REQUIRE(wait.write->message);
+  CHECK_FALSE(wait.write->phase);
   CHECK_THAT(*wait.write->message, Catch::Contains("no cluster can take it now") &&
                                        Catch::Contains("cluster c1 refused Job team-a/x: HTTP 403") &&
-                                       Catch::Contains("left out for 10 min"));
+                                       Catch::Contains("each left out for 10 min"));
   CHECK(wait.requeue_ms == only.in.options.resync_ms);  // a backstop: 9 min are left
   only.in.now_ms += 535'000;
   CHECK(Decide(only.Input()).requeue_ms == 5'000);  // woken when its time is out
@@ -181,6 +183,25 @@ TEST_CASE("step 4: an owner that refused the job's real job is left out of its d
   only.in.now_ms += 5'000;
   Plan again = Decide(only.Input());
   CHECK(Count(again, Verb::kCreate, "Workload", "c1") == 1);
+
+  // No cluster left to take it, now or later (c3 is in another region): it
+  // fails with c1's answer rather than go round again.
+  World none = w;
+  none.in.placement = Candidates({"c1"});
+  none.in.placement->excluded.push_back({"c3", {placement::Filter::kRegion, "region us-east-1 not allowed", true}});
+  Plan failed = Decide(none.Input());
+  REQUIRE(failed.write);
+  REQUIRE(failed.write->phase);
+  CHECK(*failed.write->phase == JobPhase::kFailed);
+  CHECK_THAT(*failed.write->message, Catch::Contains("every cluster that can take the job refused to create it") &&
+                                         Catch::Contains("HTTP 403"));
+  // A cancelled job drops the row at once: it waits for nothing.
+  World cancelling = w;
+  cancelling.job.phase = JobPhase::kCancelling;
+  Plan cancelled = Decide(cancelling.Input());
+  REQUIRE(cancelled.write);
+  CHECK(cancelled.write->phase == std::optional<JobPhase>(JobPhase::kCancelled));
+  CHECK(cancelled.write->drop_intents.size() == 1);
 }
 
 TEST_CASE("step 6: the timeout's reasons name the candidates that refused", "[dispatch][decide]") {

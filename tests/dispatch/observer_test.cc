@@ -12,6 +12,7 @@
 #include "gantry/dispatch/decide.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "gantry/kube/kube_client.h"
+#include "observer_cache.h"
 #include "process.h"
 #include "test_support.h"
 
@@ -42,6 +43,50 @@ json WithConditions(json o, std::vector<json> conditions) {
 }
 
 }  // namespace
+
+TEST_CASE("FinishedGone keeps the results of deleted Workloads for a while, and only results", "[observer]") {
+  using observer_internal::FinishedGone;
+  auto finished = [](const std::string& uid, const std::string& reason) {
+    ObservedWorkload w;
+    w.job_uid = uid;
+    w.epoch = 2;
+    w.finished = true;
+    w.reason = reason;
+    w.message = std::string(5000, 'm');
+    return w;
+  };
+  auto of = [](const FinishedGone& g, const std::string& uid) {
+    std::map<std::string, std::vector<ObservedWorkload>> out;
+    g.ForJob(uid, &out);
+    return out;
+  };
+  FinishedGone gone;
+  gone.Remember("c1", finished("a", "Succeeded"), 1'000);
+  gone.Remember("c2", finished("a", "Failed"), 2'000);
+  gone.Remember("c1", finished("b", "OwnerNotFound"), 2'000);  // its job deleted: no result
+  auto a = of(gone, "a");
+  REQUIRE(a.size() == 2);
+  CHECK(a["c1"].at(0).reason == "Succeeded");
+  CHECK(a["c1"].at(0).message.size() == 1024);  // trimmed
+  CHECK(a["c2"].at(0).reason == "Failed");
+  CHECK(of(gone, "b").empty());
+  CHECK(gone.size() == 2);
+  // Kept kKeepMs from when each was seen.
+  gone.Remember("c3", finished("c", "Succeeded"), 1'000 + FinishedGone::kKeepMs);
+  a = of(gone, "a");
+  CHECK(a.count("c1") == 0);
+  CHECK(a.count("c2") == 1);
+  CHECK(gone.size() == 2);
+  // At most kMaxKept: the oldest go first.
+  FinishedGone full;
+  for (std::size_t i = 0; i <= FinishedGone::kMaxKept; ++i) {
+    full.Remember("c1", finished("job-" + std::to_string(i), "Succeeded"), 10'000 + static_cast<int64_t>(i));
+  }
+  CHECK(full.size() == FinishedGone::kMaxKept);
+  CHECK(of(full, "job-0").empty());
+  CHECK(of(full, "job-1").size() == 1);
+  CHECK(of(full, "job-" + std::to_string(FinishedGone::kMaxKept)).size() == 1);
+}
 
 TEST_CASE("ParseWorkload reads identity, epoch and conditions", "[observer]") {
   auto w = ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}},

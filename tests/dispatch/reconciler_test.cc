@@ -111,7 +111,9 @@ TEST_CASE("a cancel of a job still waiting for its first pass is served before t
   for (int i = 0; i < 100; ++i) r.reconciler.WakeNew("new-" + std::to_string(i), 0, i);
   r.reconciler.Wake("plain");
   dispatch::JobIntake& intake = r.reconciler;  // as the API calls it
-  intake.CancelRequested("new-99");
+  bool acknowledged = false;
+  intake.CancelRequested("new-99", [&] { acknowledged = true; });
+  CHECK(acknowledged);
   std::vector<std::string> served = r.Serve(101);
   REQUIRE(served.size() == 101);  // served once: its new-job entry is skipped
   CHECK(served[0] == "new-99");

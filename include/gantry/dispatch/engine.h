@@ -24,6 +24,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,6 +33,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
@@ -116,7 +118,7 @@ class Engine final : public JobIntake {
   // whatever woke it may have changed it in the store.
   void Wake(const std::string& job_uid) override;
   // The same, served ahead of new jobs (job_intake.h).
-  void CancelRequested(const std::string& job_uid) override;
+  void CancelRequested(const std::string& job_uid, std::function<void()> acknowledge) override;
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
   bool WantsSpec() const override { return !fresh_.full() && !no_clusters_.load(); }
   // kNoClustersMessage while the inventory is empty: a job submitted then
@@ -159,8 +161,9 @@ class Engine final : public JobIntake {
   bool Execute(const JobRecord& job, const Action& action, Refusal* refusal);
   // Execute in two halves (engine_actions.cc): the request goes out on a
   // leased connection (none when the cluster cannot be reached now), then
-  // its answer is read and judged.
-  std::optional<kube::ClientPool::Lease> StartAction(const Action& action);
+  // its answer is read and judged. A real job's create for a job whose
+  // cancel was acknowledged meanwhile is not sent (CancelRequested): none.
+  std::optional<kube::ClientPool::Lease> StartAction(const JobRecord& job, const Action& action);
   // *retry_after_ms (when given) is raised to the cluster's Retry-After, if its answer had one.
   bool FinishAction(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease,
                     Refusal* refusal, int64_t* retry_after_ms = nullptr);
@@ -235,6 +238,20 @@ class Engine final : public JobIntake {
   KnownJobs known_;
   Expectations expected_;
   UnseenAsks unseen_{10'000, 300'000};  // kDeleteUnseen: 10 s after the first ask, doubling up to 5 min
+  // Jobs whose cancel the API acknowledged since this engine started, until
+  // the job is forgotten: a pass that read the job before the cancel
+  // committed must not create its real job after the answer (202) went
+  // out. StartAction checks the set before it sends a real job's create,
+  // and marks the job as sending meanwhile (sending_); CancelRequested adds
+  // the job, and has the cancel answered at once, or, while a create of
+  // the job is being sent, by the sender once it went out: such a create
+  // goes out before the cancel's answer, or not at all, and the store's
+  // writer thread (CancelRequested's caller) never waits for a send.
+  std::mutex cancel_seen_mu_;
+  std::unordered_set<std::string> cancel_seen_;  // guarded by cancel_seen_mu_
+  // Jobs whose real job's create is being sent, with the cancels' answers
+  // that wait for it; guarded by cancel_seen_mu_.
+  std::unordered_map<std::string, std::vector<std::function<void()>>> sending_;
   std::mutex settling_mu_;
   std::set<std::string> settling_;  // finished jobs with remote objects left to withdraw
   // Passes in a row whose actions did not all go through, by job (only

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,8 +55,14 @@ class JobIntake : public JobWaker {
   virtual bool WantsSpec() const { return false; }
   // A cancel was recorded for the job: a Wake that goes ahead of the jobs
   // waiting for their first pass, so that a cancel is not served after a
-  // burst of submissions. The default is a plain Wake.
-  virtual void CancelRequested(const std::string& job_uid) { Wake(job_uid); }
+  // burst of submissions. The default is a plain Wake. acknowledge (which
+  // answers the client) is called once nothing of the job can be sent to a
+  // cluster as if it were not cancelled: at once, or by the thread whose
+  // send it waits for; never blocking the caller (the store's writer).
+  virtual void CancelRequested(const std::string& job_uid, std::function<void()> acknowledge) {
+    Wake(job_uid);
+    acknowledge();
+  }
   // The status message a job submitted now starts with, when the engine
   // already knows what its first pass would say (no cluster is configured):
   // the caller stores it with the job, and Created then has no pass to run.

@@ -75,7 +75,10 @@ class Reconciler final : public dispatch::JobIntake {
   Result<size_t> WakeWaiting();
 
   void Wake(const std::string& job_uid) override { Enqueue(job_uid, Lane::kPlain); }
-  void CancelRequested(const std::string& job_uid) override { WakeUrgent(job_uid); }
+  void CancelRequested(const std::string& job_uid, std::function<void()> acknowledge) override {
+    WakeUrgent(job_uid);
+    acknowledge();
+  }
   // A new job: served after the other wakes, by priority, then seq.
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
   void WakeNew(const std::string& job_uid, int32_t priority, int64_t seq);

@@ -38,7 +38,10 @@ std::optional<Plan> Ladder::Lease() const {
   u.upsert_intents.push_back(IntentFor(create));
   u.events.push_back(Event("LeaseTaken", fmt::format("{} admitted the whole job first; epoch {}", winner, job_.epoch),
                            winner));
-  // Withdraw the other copies first, then create the real job.
+  // Withdraw the other copies, and create the real job: the deletes come
+  // first in the plan, but go to other clusters, so RunActions sends them
+  // in the same wave as the create, which does not wait for their answers
+  // (a copy runs nothing without the lease).
   for (const RemoteIntent& i : in_.intents) {
     if (i.kind != kWorkload || i.cluster == winner || !Reachable(i.cluster)) continue;
     const ClusterObservation* o = Observed(i.cluster);

@@ -133,7 +133,8 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events) {
 }
 
 nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
-                                   const std::vector<dispatch::ObservedObject>& observed) {
+                                   const std::vector<dispatch::ObservedObject>& observed,
+                                   const std::vector<dispatch::ActionError>& errors) {
   std::sort(intents.begin(), intents.end(), [](const RemoteIntent& a, const RemoteIntent& b) {
     return std::tie(a.cluster, a.kind) < std::tie(b.cluster, b.kind);
   });
@@ -147,6 +148,10 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
     if (!i.gate_refusal.empty()) item["preemptionGateRefusal"] = i.gate_refusal;
     if (i.created_ms > 0) item["createConfirmed"] = FormatRfc3339(i.created_ms);
     if (i.updated_ms > 0) item["updateTime"] = FormatRfc3339(i.updated_ms);
+    for (const dispatch::ActionError& e : errors) {
+      if (!i.present || e.cluster != i.cluster || e.kind != i.kind) continue;
+      item["lastError"] = {{"message", e.error}, {"time", FormatRfc3339(e.time_ms)}};
+    }
     for (const dispatch::ObservedObject& o : observed) {
       if (o.cluster != i.cluster || o.kind != i.kind || o.name != i.name) continue;
       nlohmann::json seen = {{"state", o.state}, {"epoch", o.epoch}};

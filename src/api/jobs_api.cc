@@ -324,8 +324,12 @@ void ApiService::JobRemoteObjects(http::Request req, Respond respond) {
     return;
   }
   std::vector<dispatch::ObservedObject> observed;
-  if (intake_) observed = intake_->RemoteView(job->uid);
-  respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents), observed)));
+  std::vector<dispatch::ActionError> errors;
+  if (intake_) {
+    observed = intake_->RemoteView(job->uid);
+    errors = intake_->ActionErrors(job->uid);
+  }
+  respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents), observed, errors)));
 }
 
 }  // namespace gantry::api

@@ -278,6 +278,10 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
     for (const auto& o : remote.body.value("items", nlohmann::json::array())) {
       std::string state = o.value("state", "");
       if (o.contains("refusal")) state += ": " + o.value("refusal", "");
+      if (o.contains("lastError") && o["lastError"].is_object()) {
+        state += fmt::format(" (create failed {} ago: {}; sent again)", AgeOf(o["lastError"].value("time", "")),
+                             o["lastError"].value("message", ""));
+      }
       rows.push_back({"  " + o.value("cluster", ""), o.value("kind", ""), o.value("name", ""),
                       std::to_string(o.value("epoch", int64_t{0})), state, ObservedText(o)});
     }

@@ -640,6 +640,10 @@ void Engine::ForgetJob(const std::string& uid) {
     std::lock_guard seen(cancel_seen_mu_);
     cancel_seen_.erase(uid);
   }
+  {
+    std::lock_guard lock(action_errors_mu_);
+    action_errors_.erase(uid);
+  }
   ClearFailures(uid);
   known_.Drop(uid);
   specs_.Forget(uid);

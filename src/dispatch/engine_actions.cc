@@ -189,6 +189,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   if (!reply.ok()) {
     spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,
                   reply.status().ToString());
+    refusal->failed = Cut(reply.status().message());
     return false;
   }
   if (reply->ok()) return true;
@@ -233,6 +234,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   }
   spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
                reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
+  refusal->failed = fmt::format("HTTP {} {}", reply->status, Cut(answer));
   return false;
 }
 
@@ -293,6 +295,12 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       const Action& action = *wave[i];
       Refusal refusal;
       const bool done = FinishAction(job, action, leases[i], &refusal, &out.retry_after_ms);
+      if (action.verb == Verb::kCreate && refusal.message.empty()) {
+        NoteActionError(job.uid, action,
+                        done            ? std::string()
+                        : !leases[i]    ? std::string("not sent: no connection to the cluster now")
+                                        : refusal.failed);
+      }
       if (!done) {
         out.all_ok = false;
         if (action.verb == Verb::kDelete || action.verb == Verb::kDeleteUnseen) delete_failed.insert(action.cluster);
@@ -316,6 +324,27 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
     // it: the caller fails the job, and nothing more of this plan is sent.
     if (!out.refusal.message.empty()) return out;
   }
+  return out;
+}
+
+void Engine::NoteActionError(const std::string& uid, const Action& action, const std::string& error) {
+  std::lock_guard lock(action_errors_mu_);
+  if (error.empty()) {
+    auto it = action_errors_.find(uid);
+    if (it == action_errors_.end()) return;
+    it->second.erase({action.cluster, action.kind});
+    if (it->second.empty()) action_errors_.erase(it);
+    return;
+  }
+  action_errors_[uid][{action.cluster, action.kind}] = {action.cluster, action.kind, error, clock_.NowMillis()};
+}
+
+std::vector<ActionError> Engine::ActionErrors(const std::string& job_uid) const {
+  std::vector<ActionError> out;
+  std::lock_guard lock(action_errors_mu_);
+  auto it = action_errors_.find(job_uid);
+  if (it == action_errors_.end()) return out;
+  for (const auto& [key, e] : it->second) out.push_back(e);
   return out;
 }
 

@@ -69,3 +69,39 @@ TEST_CASE("a waiting copy shows Kueue's reason, the owner's objects their admiss
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("a copy whose create keeps failing shows the cluster's answer, until a create goes through",
+          "[e2e][dispatch][status]") {
+  DispatchFleetOptions options;
+  options.sim_config_yaml = kTwoH100Clusters;
+  DispatchFleet fleet(options);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Ctl({"errors", "c1", "1.0", "500", "create"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("stuck", "team-a", 1, 0, "1s", "  placement: {clusters: [c1]}")) == 201);
+  nlohmann::json row;
+  REQUIRE(PollFor(
+      [&] {
+        row = Row(fleet, "stuck", "c1", "Workload");
+        return row.is_object() && row.contains("lastError");
+      },
+      std::chrono::seconds(20)));
+  INFO(row.dump());
+  CHECK(row.value("state", "") == "Wanted");
+  CHECK(row["lastError"].value("message", "").find("HTTP 500") != std::string::npos);
+  CHECK_FALSE(row["lastError"].value("time", "").empty());
+  auto status = Cli(fleet.url(), {"status", "stuck", "-n", "team-a"});
+  INFO(status.out);
+  CHECK(status.out.find("create failed") != std::string::npos);
+  CHECK(status.out.find("HTTP 500") != std::string::npos);
+
+  // The cluster answers again: the job runs, and the error is gone.
+  REQUIRE(fleet.Ctl({"errors", "c1", "0"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "stuck", {"Succeeded", "Failed"}, std::chrono::seconds(40)));
+  CHECK(fleet.Phase("team-a", "stuck") == "Succeeded");
+  for (const auto& r : fleet.RemoteObjects("team-a", "stuck")) CHECK_FALSE(r.contains("lastError"));
+}
+
+}  // namespace gantry::testing

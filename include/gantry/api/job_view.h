@@ -33,9 +33,12 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
 // kind and name) also has observed: {state, epoch, reason, message, and
 // lastSeen when the cluster's view may be behind}, e.g.
 // a copy Pending with Kueue's word on why; objects the store has no row
-// for are not listed.
+// for are not listed. A wanted object whose create failed at its last try
+// and is to be sent again (errors: same cluster and kind) has lastError:
+// {message, time}.
 nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
-                                   const std::vector<dispatch::ObservedObject>& observed = {});
+                                   const std::vector<dispatch::ObservedObject>& observed = {},
+                                   const std::vector<dispatch::ActionError>& errors = {});
 
 // The opaque continue token for a list page, and its inverse (nullopt for a
 // token that was not produced here).

@@ -119,6 +119,7 @@ class Engine final : public JobIntake {
   void Wake(const std::string& job_uid) override;
   // The same, served ahead of new jobs (job_intake.h).
   void CancelRequested(const std::string& job_uid, std::function<void()> acknowledge) override;
+  std::vector<ActionError> ActionErrors(const std::string& job_uid) const override;
   void Created(JobRecord record, std::shared_ptr<JobSpec> spec) override;
   bool WantsSpec() const override { return !fresh_.full() && !no_clusters_.load(); }
   // kNoClustersMessage while the inventory is empty: a job submitted then
@@ -156,6 +157,9 @@ class Engine final : public JobIntake {
     // its kind or namespace (404): another cluster may take it. A 400 or 422
     // (the object itself is invalid) would be refused anywhere.
     bool this_cluster_only = false;
+    // Not a refusal: why a create that is to be sent again failed (its
+    // answer, or no answer), for ActionErrors.
+    std::string failed{};
   };
   // Runs one action; false when it failed and the job should be looked at again soon.
   bool Execute(const JobRecord& job, const Action& action, Refusal* refusal);
@@ -247,6 +251,13 @@ class Engine final : public JobIntake {
   // the job is being sent, by the sender once it went out: such a create
   // goes out before the cancel's answer, or not at all, and the store's
   // writer thread (CancelRequested's caller) never waits for a send.
+  // The creates of each job that failed at their last try and are to be
+  // sent again, by (cluster, kind): what `gantry status` shows of a job that
+  // seems stuck Nominating. Cleared when one succeeds and when the job is
+  // forgotten.
+  void NoteActionError(const std::string& uid, const Action& action, const std::string& error);
+  mutable std::mutex action_errors_mu_;
+  std::unordered_map<std::string, std::map<std::pair<std::string, std::string>, ActionError>> action_errors_;
   std::mutex cancel_seen_mu_;
   std::unordered_set<std::string> cancel_seen_;  // guarded by cancel_seen_mu_
   // Jobs whose real job's create is being sent, with the cancels' answers

@@ -37,6 +37,15 @@ struct ObservedObject {
   bool last_seen = false;
 };
 
+// A create the engine is to send again, and why its last try failed: an
+// answer that is not a refusal (500, 429, a timeout), or no connection.
+struct ActionError {
+  std::string cluster;
+  std::string kind;  // as RemoteIntent::kind
+  std::string error;
+  int64_t time_ms = 0;
+};
+
 class JobIntake : public JobWaker {
  public:
   // Called once per new job, right after the store committed it, on the
@@ -62,6 +71,11 @@ class JobIntake : public JobWaker {
   virtual void CancelRequested(const std::string& job_uid, std::function<void()> acknowledge) {
     Wake(job_uid);
     acknowledge();
+  }
+  // The creates of the job whose last try failed (see ActionError); none by default.
+  virtual std::vector<ActionError> ActionErrors(const std::string& job_uid) const {
+    (void)job_uid;
+    return {};
   }
   // The status message a job submitted now starts with, when the engine
   // already knows what its first pass would say (no cluster is configured):

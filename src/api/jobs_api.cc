@@ -171,14 +171,17 @@ void ApiService::Resubmitted(const JobRecord& job, std::vector<std::string> warn
   e.message = "the same document was submitted again while the job was Unschedulable: it is judged again";
   u.events.push_back(std::move(e));
   store_.ApplyDispatch(std::move(u), [this, job, warnings = std::move(warnings), respond](Result<JobRecord> r) {
-    // Changed meanwhile (a conflict): answered as it is now, as any resubmission.
-    const JobRecord& now = r.ok() ? *r : job;
+    JobRecord now = job;
     if (r.ok()) {
       spdlog::info("job {}/{} submitted again while Unschedulable: queued to be judged again", job.ns, job.name);
-      intake_->Wake(job.uid);
-    } else if (r.status().code() != Code::kConflict) {
+      now = std::move(*r);
+    } else if (r.status().code() == Code::kConflict) {
+      // Changed meanwhile: answered as it is now, as any resubmission.
+      if (auto read = store_.Get(job.ns, job.name); read.ok()) now = std::move(*read);
+    } else {
       spdlog::warn("job {}/{}: could not queue it again: {}", job.ns, job.name, r.status().ToString());
     }
+    intake_->Wake(job.uid);  // judged again in any case, as before this write existed
     http::Response same = http::JsonResponse(200, JobJsonText(now));
     AddWarnings(same, warnings);
     respond(std::move(same));

@@ -88,6 +88,10 @@ int RunCli(int argc, char** argv) {
   auto* explain = app.add_subcommand("explain", "show where a job could run and why each cluster is or is not a candidate");
   explain->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   explain->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
+  auto* events = app.add_subcommand("events", "show every event of a job, oldest first");
+  events->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
+  events->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
+  auto* reload = app.add_subcommand("reload", "have the daemon read its cluster inventory again (admin)");
 
   try {
     app.parse(argc, argv);
@@ -102,7 +106,7 @@ int RunCli(int argc, char** argv) {
     return cli::kExitUsage;
   }
   if (serve_cmd->parsed()) return RunServe(serve);
-  if (status->parsed() || cancel->parsed() || explain->parsed()) {
+  if (status->parsed() || cancel->parsed() || explain->parsed() || events->parsed()) {
     // NAMESPACE/NAME, as gantry prints jobs, is taken too.
     if (std::string error = cli::SplitJobRef(name, flags.ns); !error.empty()) {
       std::cerr << "error: " << error << "\n";
@@ -118,6 +122,8 @@ int RunCli(int argc, char** argv) {
     if (cancel->parsed()) return cli::Cancel(flags, name, purge, wait, std::cout, std::cerr);
     if (clusters->parsed()) return cli::Clusters(flags, std::cout, std::cerr);
     if (explain->parsed()) return cli::Explain(flags, name, std::cout, std::cerr);
+    if (events->parsed()) return cli::Events(flags, name, std::cout, std::cerr);
+    if (reload->parsed()) return cli::Reload(flags, std::cout, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "error: the server's answer is not what gantry expects (is it a gantry daemon?): " << e.what()
               << "\n";

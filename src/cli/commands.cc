@@ -8,43 +8,16 @@
 
 #include <fmt/format.h>
 
+#include "command_support.h"
 #include "gantry/common/job_phase.h"
 #include "gantry/job/job_document.h"
 
 namespace gantry::cli {
 namespace {
 
-std::string Str(const nlohmann::json& j, const char* pointer, const std::string& fallback = "") {
-  nlohmann::json v;
-  try {
-    v = j.value(nlohmann::json::json_pointer(pointer), nlohmann::json());
-  } catch (const nlohmann::json::exception&) {
-    return fallback;  // a parent of another type ("metadata: []"): the server names the field
-  }
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_number()) return v.dump();
-  return fallback;
-}
-
-std::string NamespaceOf(const CommonFlags& flags) { return flags.ns.empty() ? "default" : flags.ns; }
-
-std::unique_ptr<ApiClient> Connect(const CommonFlags& flags, std::ostream& err, int* code) {
-  std::string error;
-  auto client = ApiClient::Create(flags.connection, &error);
-  if (!client) {
-    err << "error: " << error << "\n";
-    *code = kExitUsage;
-  }
-  return client;
-}
-
 bool IsFinalPhase(const std::string& phase) {
   auto p = ParseJobPhase(phase);
   return p && (IsFinal(*p) || *p == JobPhase::kUnschedulable);
-}
-
-std::string JobPath(const std::string& ns, const std::string& name) {
-  return "/api/v1/namespaces/" + UrlEncode(ns) + "/jobs/" + UrlEncode(name);
 }
 
 // Polls the job until it reaches a final phase (or the deadline). Prints each
@@ -116,27 +89,6 @@ std::string HumanBytes(const std::string& resource, const std::string& value) {
     if (bytes >= unit && bytes % unit == 0) return std::to_string(bytes / unit) + kSuffix[i];
   }
   return value;
-}
-
-// GETs path; on failure prints the error and sets *code. Returns the
-// result's body only on success.
-std::optional<nlohmann::json> Fetch(ApiClient& api, const std::string& path, std::ostream& err, int* code) {
-  ApiResult r = api.Call("GET", path);
-  if (r.exit_code != kExitOk) {
-    err << r.error << "\n";
-    *code = r.exit_code;
-    return std::nullopt;
-  }
-  return std::move(r.body);
-}
-
-// Prints body as JSON or YAML when -o asks for it; false for table output.
-bool PrintStructured(const CommonFlags& flags, const nlohmann::json& body, std::ostream& out) {
-  OutputFormat format;
-  ParseOutputFormat(flags.output, &format);
-  if (format == OutputFormat::kTable) return false;
-  PrintObject(out, body, format);
-  return true;
 }
 
 std::string RequestsText(const nlohmann::json& pod_set) {
@@ -294,16 +246,12 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
   }
   ApiResult ev = api->Call("GET", JobPath(ns, name) + "/events");
   if (ev.exit_code == kExitOk && ev.body.is_object()) {
-    rows.clear();
     const auto& items = ev.body.value("items", nlohmann::json::array());
-    std::size_t start = items.size() > 10 ? items.size() - 10 : 0;  // the last ten
-    out << (start > 0 ? fmt::format("Events (the last 10 of {}):\n", items.size()) : std::string("Events:\n"));
-    for (std::size_t i = start; i < items.size(); ++i) {
-      const auto& e = items[i];
-      rows.push_back({"  " + AgeOf(e.value("time", "")), e.value("type", ""), e.value("reason", ""),
-                      e.value("cluster", ""), e.value("message", "")});
-    }
-    PrintTable(out, {"  AGE", "TYPE", "REASON", "CLUSTER", "MESSAGE"}, rows);
+    const std::size_t shown = std::min<std::size_t>(items.size(), 10);  // the last ten
+    out << (shown < items.size() ? fmt::format("Events (the last 10 of {}; gantry events {} shows all):\n",
+                                               items.size(), name)
+                                 : std::string("Events:\n"));
+    PrintEvents(out, items, shown, "  ");
   }
   return kExitOk;
 }

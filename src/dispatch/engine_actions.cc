@@ -90,27 +90,14 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const JobRecord& job,
                      job.name, action.cluster);
         return std::nullopt;  // the next pass sees the cancel
       }
-      sending_[job.uid];
+      sending_[job.uid];  // until its answer is read (SendingDone): the client may send it again until then
     }
-    // Once the create is out (or its send threw), the cancels that came
-    // meanwhile are answered.
-    struct Sent {
-      Engine* e;
-      const std::string& uid;
-      ~Sent() {
-        std::vector<std::function<void()>> waiting;
-        {
-          std::lock_guard seen(e->cancel_seen_mu_);
-          auto it = e->sending_.find(uid);
-          if (it != e->sending_.end()) {
-            waiting = std::move(it->second);
-            e->sending_.erase(it);
-          }
-        }
-        for (auto& acknowledge : waiting) acknowledge();
-      }
-    } sent{this, job.uid};
-    (*lease)->StartCreate(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
+    try {
+      (*lease)->StartCreate(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
+    } catch (...) {
+      SendingDone(job.uid);
+      throw;
+    }
   } else {
     (*lease)->StartCreate(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
   }
@@ -240,7 +227,10 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
 
 bool Engine::Execute(const JobRecord& job, const Action& action, Refusal* refusal) {
   std::optional<kube::ClientPool::Lease> lease = StartAction(job, action);
-  return FinishAction(job, action, lease, refusal);
+  const bool marked = lease && action.verb == Verb::kCreate && action.kind == kJob;
+  const bool done = FinishAction(job, action, lease, refusal);
+  if (marked) SendingDone(job.uid);
+  return done;
 }
 
 Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vector<Action>& actions) {
@@ -294,7 +284,10 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       if (!run[i]) continue;
       const Action& action = *wave[i];
       Refusal refusal;
+      // A real job's create marked its job as sending (StartAction) until its answer is read.
+      const bool marked = leases[i] && action.verb == Verb::kCreate && action.kind == kJob;
       const bool done = FinishAction(job, action, leases[i], &refusal, &out.retry_after_ms);
+      if (marked) SendingDone(job.uid);
       if (action.verb == Verb::kCreate && refusal.message.empty()) {
         NoteActionError(job.uid, action,
                         done            ? std::string()
@@ -325,6 +318,18 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
     if (!out.refusal.message.empty()) return out;
   }
   return out;
+}
+
+void Engine::SendingDone(const std::string& uid) {
+  std::vector<std::function<void()>> waiting;  // the cancels that came meanwhile
+  {
+    std::lock_guard seen(cancel_seen_mu_);
+    auto it = sending_.find(uid);
+    if (it == sending_.end()) return;
+    waiting = std::move(it->second);
+    sending_.erase(it);
+  }
+  for (auto& acknowledge : waiting) acknowledge();
 }
 
 void Engine::NoteActionError(const std::string& uid, const Action& action, const std::string& error) {

@@ -192,6 +192,7 @@ void Engine::RunHealthWatch() {
       waiting_woken = steady_now;
       if (auto woken = reconciler_->WakeWaiting(); !woken.ok()) {
         spdlog::warn("dispatch: queued and nominating jobs: {}", woken.status().ToString());
+        waiting_due = true;  // tried again when its time comes
       }
     }
     last = std::move(now);

@@ -729,13 +729,31 @@ TEST_CASE("an Unschedulable job is queued again and runs once a reload gives it 
   REQUIRE(at != std::string::npos);
   config.replace(at, config.find('\n', at) - at, "region: mars-1");
   WriteFile(c1_file, config);
-  REQUIRE(fleet.ReloadClusters() == 200);
+  auto reloaded = Cli(fleet.url(), {"reload"});  // POST /api/v1/clusters:reload
+  CHECK(reloaded.code == 0);
+  CHECK_THAT(reloaded.out, Catch::Contains("inventory reloaded"));
   REQUIRE(fleet.WaitPhase("team-a", "mars", {"Succeeded"}, std::chrono::seconds(30)));
   CHECK(fleet.Job("team-a", "mars")["status"]["cluster"] == "c1");
   bool requeued = false;
   for (auto& e : fleet.Events("team-a", "mars")) requeued |= e.value("reason", "") == "Requeued";
   CHECK(requeued);
   CHECK(fleet.Ctl({"check"}).code == 0);
+  // Every event, oldest first.
+  auto events = Cli(fleet.url(), {"events", "team-a/mars"});
+  INFO(events.out);
+  CHECK(events.code == 0);
+  const std::size_t submitted = events.out.find("Submitted"), resubmitted = events.out.find("Resubmitted"),
+                    succeeded = events.out.find("Succeeded");
+  CHECK(submitted < resubmitted);
+  CHECK(resubmitted < succeeded);
+  CHECK(succeeded != std::string::npos);
+  // A file the reload refuses is named, with why, and the exit is not 0.
+  WriteFile(fleet.sim_dir() + "/clusters.d/broken.yaml", "name: [unclosed\n");
+  auto refused = Cli(fleet.url(), {"reload"});
+  INFO(refused.err);
+  CHECK(refused.code != 0);
+  CHECK_THAT(refused.err, Catch::Contains("broken.yaml"));
+  REQUIRE(std::remove((fleet.sim_dir() + "/clusters.d/broken.yaml").c_str()) == 0);
 }
 
 }  // namespace gantry::testing

@@ -246,11 +246,14 @@ class Engine final : public JobIntake {
   // the job is forgotten: a pass that read the job before the cancel
   // committed must not create its real job after the answer (202) went
   // out. StartAction checks the set before it sends a real job's create,
-  // and marks the job as sending meanwhile (sending_); CancelRequested adds
-  // the job, and has the cancel answered at once, or, while a create of
-  // the job is being sent, by the sender once it went out: such a create
-  // goes out before the cancel's answer, or not at all, and the store's
-  // writer thread (CancelRequested's caller) never waits for a send.
+  // and marks the job as sending (sending_) until the create's answer is
+  // read (SendingDone: the HTTP client may send it again on a new
+  // connection until then); CancelRequested adds the job, and has the
+  // cancel answered at once, or, while a create of the job is in flight, by
+  // its sender once the answer is in: such a create goes out before the
+  // cancel's answer, or not at all, and the store's writer thread
+  // (CancelRequested's caller) never waits for a request.
+  void SendingDone(const std::string& uid);
   // The creates of each job that failed at their last try and are to be
   // sent again, by (cluster, kind): what `gantry status` shows of a job that
   // seems stuck Nominating. Cleared when one succeeds and when the job is

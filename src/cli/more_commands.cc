@@ -1,0 +1,44 @@
+// gantry events and gantry reload.
+#include <fmt/format.h>
+
+#include "command_support.h"
+#include "commands.h"
+
+namespace gantry::cli {
+
+int Events(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err) {
+  int code = kExitOk;
+  auto api = Connect(flags, err, &code);
+  if (!api) return code;
+  auto body = Fetch(*api, JobPath(NamespaceOf(flags), name) + "/events", err, &code);
+  if (!body) return code;
+  if (PrintStructured(flags, *body, out)) return kExitOk;
+  const auto& items = body->value("items", nlohmann::json::array());
+  if (items.empty()) {
+    err << "No events.\n";
+    return kExitOk;
+  }
+  PrintEvents(out, items, items.size(), "");
+  return kExitOk;
+}
+
+int Reload(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
+  int code = kExitOk;
+  auto api = Connect(flags, err, &code);
+  if (!api) return code;
+  ApiResult r = api->Call("POST", "/api/v1/clusters:reload");
+  if (r.exit_code == kExitOk) {
+    out << "inventory reloaded\n";
+    return kExitOk;
+  }
+  // 422: some files refused (the others are in use); each named with why.
+  err << r.error << "\n";
+  if (r.http_status == 422 && r.body.is_object()) {
+    for (const auto& cause : r.body.value(nlohmann::json::json_pointer("/details/causes"), nlohmann::json::array())) {
+      err << fmt::format("  {}: {}\n", cause.value("field", ""), cause.value("message", ""));
+    }
+  }
+  return r.exit_code;
+}
+
+}  // namespace gantry::cli

@@ -134,7 +134,8 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events) {
 
 nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
                                    const std::vector<dispatch::ObservedObject>& observed,
-                                   const std::vector<dispatch::ActionError>& errors) {
+                                   const std::vector<dispatch::ActionError>& errors,
+                                   const std::string& job_kind) {
   std::sort(intents.begin(), intents.end(), [](const RemoteIntent& a, const RemoteIntent& b) {
     return std::tie(a.cluster, a.kind) < std::tie(b.cluster, b.kind);
   });
@@ -143,6 +144,7 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
     const char* state = i.present ? "Wanted" : i.refusal.empty() ? "Withdrawing" : "Refused";
     nlohmann::json item = {{"cluster", i.cluster}, {"kind", i.kind},   {"namespace", i.ns},
                            {"name", i.name},       {"epoch", i.epoch}, {"state", state}};
+    if (i.kind == "Job" && !job_kind.empty()) item["objectKind"] = job_kind;
     if (!i.refusal.empty()) item["refusal"] = i.refusal;
     if (i.gate_opened_ms > 0) item["preemptionGateOpened"] = FormatRfc3339(i.gate_opened_ms);
     if (!i.gate_refusal.empty()) item["preemptionGateRefusal"] = i.gate_refusal;

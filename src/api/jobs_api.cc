@@ -332,7 +332,15 @@ void ApiService::JobRemoteObjects(http::Request req, Respond respond) {
     observed = intake_->RemoteView(job->uid);
     errors = intake_->ActionErrors(job->uid);
   }
-  respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents), observed, errors)));
+  // The real job's own kind, from the stored spec (its rows say "Job").
+  std::string job_kind;
+  try {
+    const nlohmann::json spec = nlohmann::json::parse(job->spec_json);
+    job_kind = spec.value(nlohmann::json::json_pointer("/template/kind"), std::string());
+  } catch (const nlohmann::json::exception&) {
+    // a spec this daemon cannot read: the rows say Job
+  }
+  respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents), observed, errors, job_kind)));
 }
 
 }  // namespace gantry::api

@@ -84,7 +84,9 @@ int RunCli(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   cancel->add_flag("--purge", purge, "remove the record of a finished job");
 
+  std::string cluster_name;
   auto* clusters = app.add_subcommand("clusters", "list worker clusters, their health and capacity");
+  clusters->add_option("name", cluster_name, "only this cluster");
   auto* explain = app.add_subcommand("explain", "show where a job could run and why each cluster is or is not a candidate");
   explain->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   explain->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
@@ -120,7 +122,7 @@ int RunCli(int argc, char** argv) {
     if (status->parsed()) return cli::Status(flags, name, watch, watch_timeout, std::cout, std::cerr);
     if (list->parsed()) return cli::List(flags, all, phase, queue, std::cout, std::cerr);
     if (cancel->parsed()) return cli::Cancel(flags, name, purge, wait, std::cout, std::cerr);
-    if (clusters->parsed()) return cli::Clusters(flags, std::cout, std::cerr);
+    if (clusters->parsed()) return cli::Clusters(flags, cluster_name, std::cout, std::cerr);
     if (explain->parsed()) return cli::Explain(flags, name, std::cout, std::cerr);
     if (events->parsed()) return cli::Events(flags, name, std::cout, std::cerr);
     if (reload->parsed()) return cli::Reload(flags, std::cout, std::cerr);

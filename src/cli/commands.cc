@@ -173,7 +173,11 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
   if (format == OutputFormat::kTable) {
-    out << "job.gantry.dev/" << name << (r.http_status == 201 ? " created" : " unchanged") << "\n";
+    // 200: the same document again; an Unschedulable job is then judged again (event Resubmitted).
+    const bool judged_again = r.http_status == 200 && Str(r.body, "/status/message").starts_with("submitted again");
+    out << "job.gantry.dev/" << name
+        << (r.http_status == 201 ? " created" : judged_again ? " unchanged; queued to be judged again" : " unchanged")
+        << "\n";
   } else {
     PrintObject(out, r.body, format);
   }
@@ -234,7 +238,7 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
         state += fmt::format(" (create failed {} ago: {}; sent again)", AgeOf(o["lastError"].value("time", "")),
                              o["lastError"].value("message", ""));
       }
-      rows.push_back({"  " + o.value("cluster", ""), o.value("kind", ""), o.value("name", ""),
+      rows.push_back({"  " + o.value("cluster", ""), o.value("objectKind", o.value("kind", "")), o.value("name", ""),
                       std::to_string(o.value("epoch", int64_t{0})), state, ObservedText(o)});
     }
     if (rows.empty()) {
@@ -323,13 +327,15 @@ int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const 
   return WaitForFinal(*api, ns, name, wait, "Cancelled", out, err, nullptr, /*answered_before=*/true);
 }
 
-int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
+int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err) {
   int code = kExitOk;
   auto api = Connect(flags, err, &code);
   if (!api) return code;
-  auto body = Fetch(*api, "/api/v1/clusters", err, &code);
+  // One cluster: its own route (404 names it), shown as a list of one.
+  auto body = Fetch(*api, name.empty() ? "/api/v1/clusters" : "/api/v1/clusters/" + UrlEncode(name), err, &code);
   if (!body) return code;
   if (PrintStructured(flags, *body, out)) return kExitOk;
+  if (!name.empty()) *body = {{"items", nlohmann::json::array({std::move(*body)})}};
   const auto& items = body->value("items", nlohmann::json::array());
   if (items.empty()) {
     err << "No clusters configured.\n";

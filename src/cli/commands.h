@@ -35,7 +35,8 @@ int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase
          std::ostream& out, std::ostream& err);
 int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const WaitFlags& wait,
            std::ostream& out, std::ostream& err);
-int Clusters(const CommonFlags& flags, std::ostream& out, std::ostream& err);
+// name "": every cluster; else that one.
+int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err);
 int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err);
 // Every event of a job, oldest first.
 int Events(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err);

@@ -106,6 +106,14 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const JobRecord& job,
 
 namespace {
 
+// The kind of an action's object as the cluster knows it: a real job's own
+// kind (JobSet, TrainJob), not the intents' "Job".
+std::string KindOf(const Action& action) {
+  if (action.kind != kJob || !action.body.is_object()) return action.kind;
+  auto kind = action.body.find("kind");
+  return kind != action.body.end() && kind->is_string() ? kind->get<std::string>() : action.kind;
+}
+
 // Raises *at_least to the answer's Retry-After, in ms.
 void NoteRetryAfter(const Result<kube::KubeReply>& reply, int64_t* at_least) {
   if (!at_least || !reply.ok() || !reply->error || reply->error->retry_after_seconds <= 0) return;
@@ -201,7 +209,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     *refusal = {"NameTaken",
                 fmt::format("{} {}/{} already exists in cluster {} and was not created by gantry for this job; "
                             "it is left alone",
-                            action.kind, action.ns, action.name, action.cluster)};
+                            KindOf(action), action.ns, action.name, action.cluster)};
     return false;
   }
   // The cluster refuses the object itself (a missing CRD or namespace, or a
@@ -214,12 +222,12 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   const std::string answer = reply->error ? reply->error->message : "";
   if (reply->status == 404 || RefusedForGood(reply->status, answer)) {
     *refusal = {"Refused",
-                fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, action.kind, action.ns,
+                fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, KindOf(action), action.ns,
                             action.name, reply->status, Cut(answer)),
                 reply->status == 403 || reply->status == 404};
     return false;  // the caller logs what it does about it
   }
-  spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", action.kind, action.ns, action.name, action.cluster,
+  spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", KindOf(action), action.ns, action.name, action.cluster,
                reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
   refusal->failed = fmt::format("HTTP {} {}", reply->status, Cut(answer));
   return false;

@@ -41,9 +41,9 @@ inline DispatchUpdate Guarded(const JobRecord& job) {
   return u;
 }
 
-// A length of time for a message: "90 s", "10 min".
+// A length of time for a message: "90 s", "10 min" (whole minutes only).
 inline std::string DurationText(int64_t ms) {
-  return ms < 120'000 ? fmt::format("{} s", ms / 1000) : fmt::format("{} min", ms / 60'000);
+  return ms < 120'000 || ms % 60'000 != 0 ? fmt::format("{} s", ms / 1000) : fmt::format("{} min", ms / 60'000);
 }
 
 // The row of a job's real job in cluster at epoch, wanted there (null: none).

@@ -202,7 +202,13 @@ bool ServerConn::Read() {
       if (ec == bhttp::error::body_limit) {  // a declared Content-Length over the limit, or a body grown past it
         return Refuse(413, fmt::format("request body is over the limit of {} bytes", env_.options->body_limit));
       }
-      if (ec == bhttp::error::header_limit) {
+      // The parser takes whole lines of the head as they come, and its own
+      // limit bounds only what it has not taken yet: the head as a whole is
+      // bounded here.
+      const bool head_over = ec == bhttp::error::header_limit ||
+                             (!parser_->is_header_done() &&
+                              head_taken_ + (in_.size() - in_used_) > env_.options->header_limit);
+      if (head_over) {
         // The request line alone over the limit (its target, say): 414;
         // else its header fields: 431 (RFC 9110 15.5.15, RFC 6585 5).
         // (The parser takes the lines it can before it gives up: none yet

@@ -198,6 +198,9 @@ std::string LenientClusterName(const std::string& path) {
   if (Result<std::string> text = ReadClusterFile(path, DisplayName(path)); text.ok()) {
     try {
       const YAML::Node root = YAML::Load(*text);
+      // A Kubernetes object or a kubeconfig dropped beside the cluster files
+      // (apiVersion and kind at the top) is no cluster's file: it holds none.
+      if (root.IsMap() && root["apiVersion"] && root["kind"]) return "";
       const YAML::Node name = root.IsMap() ? root["name"] : YAML::Node();
       if (name.IsScalar() && CheckDns1123Label(name.Scalar()).empty()) return name.Scalar();
     } catch (const YAML::Exception&) {

@@ -58,6 +58,10 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
     return Status::Ok();
   };
 
+  // The files that defined clusters before go first: a new file naming a
+  // cluster in use is the one refused, whichever sorts first.
+  std::stable_partition(files->begin(), files->end(),
+                        [&](const std::string& file) { return previous_by_file.count(file) > 0; });
   std::vector<size_t> unkept;  // in `out.errors`: refused files without a last good entry
   for (const std::string& file : *files) {
     Result<ClusterConfig> config = LoadClusterFile(file);
@@ -85,6 +89,9 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
   out.clusters.reserve(by_name.size());
   for (auto& [name, config] : by_name) out.clusters.push_back(std::move(config));
   for (auto& [name, placeholder] : held) out.placeholders.push_back(std::move(placeholder));
+  // Reported in file order, whatever order they were read in.
+  std::stable_sort(out.errors.begin(), out.errors.end(),
+                   [](const ClusterFileError& a, const ClusterFileError& b) { return a.file < b.file; });
   return out;
 }
 

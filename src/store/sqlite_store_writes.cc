@@ -66,7 +66,9 @@ void SqliteStore::Submit(JobRecord job, StoreCallback<SubmitResult> done) {
       if (existing.ok()) {
         if (!SameSubmission(*existing, job.spec_json)) {
           return Status::Conflict(
-              fmt::format("job {} already exists with a different spec", JobName(job.ns, job.name)));
+              fmt::format("job {} already exists with a different spec (its name is taken until the job is purged: "
+                          "gantry cancel --purge, once it has ended)",
+                          JobName(job.ns, job.name)));
         }
         return SubmitResult{SubmitOutcome::kExisting, std::move(*existing)};
       }

@@ -43,6 +43,7 @@ TEST_CASE("a waiting copy shows Kueue's reason, the owner's objects their admiss
                 std::chrono::seconds(20)));
   CHECK(PollFor([&] { return ObservedState(Row(fleet, "fill-1", owner, "Job")) == "Running"; },
                 std::chrono::seconds(20)));
+  CHECK(Row(fleet, "fill-1", owner, "Job").value("objectKind", "") == "Job");  // the template's kind
 
   // A third waits in both, and each copy says why, in Kueue's words.
   REQUIRE(fleet.Submit("team-a", SimJobYaml("waits", "team-a", 1, 8, "1s")) == 201);

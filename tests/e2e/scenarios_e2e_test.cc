@@ -718,7 +718,12 @@ TEST_CASE("an Unschedulable job is queued again and runs once a reload gives it 
   REQUIRE(fleet.Submit("team-a", GpuJob("mars", 1, 1, "1s", "  placement: {regions: [mars-1]}")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "mars", {"Unschedulable"}));
   // The same document again: judged again (Queued, then the same verdict).
-  REQUIRE(fleet.Submit("team-a", GpuJob("mars", 1, 1, "1s", "  placement: {regions: [mars-1]}")) == 200);
+  const std::string doc = fleet.dir().File("mars.yaml");
+  WriteFile(doc, GpuJob("mars", 1, 1, "1s", "  placement: {regions: [mars-1]}"));
+  auto again = Cli(fleet.url(), {"submit", "-f", doc, "-n", "team-a"});
+  INFO(again.out << again.err);
+  CHECK(again.code == 0);
+  CHECK_THAT(again.out, Catch::Contains("unchanged; queued to be judged again"));
   REQUIRE(WaitFor([&] { return Count(Reasons(fleet, "team-a", "mars"), "Unschedulable") == 2; }));
   CHECK(Count(Reasons(fleet, "team-a", "mars"), "Resubmitted") == 1);
   CHECK(fleet.Phase("team-a", "mars") == "Unschedulable");
@@ -729,6 +734,12 @@ TEST_CASE("an Unschedulable job is queued again and runs once a reload gives it 
   REQUIRE(at != std::string::npos);
   config.replace(at, config.find('\n', at) - at, "region: mars-1");
   WriteFile(c1_file, config);
+  // One cluster's line, or none.
+  auto one = Cli(fleet.url(), {"clusters", "c1"});
+  CHECK(one.code == 0);
+  CHECK(one.out.find("c1 ") != std::string::npos);
+  CHECK(one.out.find("c2 ") == std::string::npos);
+  CHECK(Cli(fleet.url(), {"clusters", "nope"}).code == 1);
   auto reloaded = Cli(fleet.url(), {"reload"});  // POST /api/v1/clusters:reload
   CHECK(reloaded.code == 0);
   CHECK_THAT(reloaded.out, Catch::Contains("inventory reloaded"));

@@ -106,6 +106,22 @@ TEST_CASE("Duplicate cluster names: the later file is refused", "[inventory][dir
         "b.yaml: cluster name 'alpha' is already defined by a.yaml");
 }
 
+TEST_CASE("Duplicate cluster names at a reload: the file in use keeps the name, a new one is refused",
+          "[inventory][dir]") {
+  ClustersDir d;
+  d.Put("c1.yaml", ClusterYaml("c1", "eu"));
+  const ClusterDirLoad first = LoadClusterDir(d.dir, {});
+  REQUIRE(first.clusters.size() == 1);
+  // A copy that sorts first ("c1-copy" < "c1.yaml"), edited, names c1 too.
+  const std::string copy = d.Put("c1-copy.yaml", ClusterYaml("c1", "ap-south-1"));
+  const ClusterDirLoad second = LoadClusterDir(d.dir, first.clusters);
+  REQUIRE(second.clusters.size() == 1);
+  CHECK(second.clusters[0].region == "eu");
+  REQUIRE(second.errors.size() == 1);
+  CHECK(second.errors[0].file == copy);
+  CHECK(second.errors[0].status.message() == "c1-copy.yaml: cluster name 'c1' is already defined by c1.yaml");
+}
+
 TEST_CASE("A removed file removes its cluster", "[inventory][dir]") {
   ClustersDir d;
   d.Put("a.yaml", ClusterYaml("alpha"));
@@ -152,6 +168,10 @@ TEST_CASE("A refused file's cluster is named by its name line, else after the fi
       {"a name that is not a string", "c4.yaml", "name: [c9]\nkubeconfig: kube.yaml\n", "c4"},
       {"not a mapping", "c5.yaml", "- c9\n", "c5"},
       {"a stem that is no DNS label either", "Cluster_6.yaml", "kubeconfig: [\n", ""},
+      // Not a cluster's file at all: a Kubernetes object or a kubeconfig.
+      {"a ConfigMap", "notes.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata: {a: b}\n", ""},
+      {"a kubeconfig", "c9.yaml", "apiVersion: v1\nkind: Config\nclusters: []\n", ""},
+      {"empty (a cluster file cut short, perhaps)", "c10.yaml", "", "c10"},
   };
   for (const Case& c : cases) {
     INFO(c.what);

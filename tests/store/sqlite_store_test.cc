@@ -69,7 +69,9 @@ TEST_CASE("submit is idempotent on an identical spec", "[store]") {
   SECTION("same name, different spec: conflict") {
     Result<SubmitResult> again = SubmitSync(*store, MakeJob("ns", "a", R"({"x":2})"));
     CHECK(again.status().code() == Code::kConflict);
-    CHECK(again.status().message() == "job ns/a already exists with a different spec");
+    CHECK(again.status().message() ==
+          "job ns/a already exists with a different spec (its name is taken until the job is purged: gantry cancel "
+          "--purge, once it has ended)");
   }
   SECTION("same uid again (a retried request): the stored record") {
     JobRecord retry = first;

@@ -35,10 +35,12 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
 // a copy Pending with Kueue's word on why; objects the store has no row
 // for are not listed. A wanted object whose create failed at its last try
 // and is to be sent again (errors: same cluster and kind) has lastError:
-// {message, time}.
+// {message, time}. The real job's rows (kind "Job" whatever its kind) have
+// objectKind: job_kind, the template's kind (JobSet, ...), when given.
 nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
                                    const std::vector<dispatch::ObservedObject>& observed = {},
-                                   const std::vector<dispatch::ActionError>& errors = {});
+                                   const std::vector<dispatch::ActionError>& errors = {},
+                                   const std::string& job_kind = "");
 
 // The opaque continue token for a list page, and its inverse (nullopt for a
 // token that was not produced here).

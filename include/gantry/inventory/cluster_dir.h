@@ -12,8 +12,9 @@
 //     recovered, nor when the name is another file's entry's (good or kept:
 //     that entry wins); two refused files of one name give one placeholder,
 //     from the file that sorts first;
-//   - two files naming the same cluster: the file that sorts later (by file
-//     name) is reported and skipped; the earlier one wins;
+//   - two files naming the same cluster: the one that defined it before
+//     (in `previous`) wins, else the one that sorts first (by file name);
+//     the other is reported and skipped;
 //   - a file that is gone removes its cluster.
 // Hidden files (".foo.yaml", editor swap files) and non-regular files are ignored.
 // Output is sorted by cluster name, so two loads of the same files are equal.

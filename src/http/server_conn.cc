@@ -231,6 +231,12 @@ bool ServerConn::Read() {
                                        env_.options->header_limit));
       }
       if (parser_->is_header_done() && !head_) {
+        // Read whole in one go, a head over the limit can pass the parser's
+        // own bound; the parser stops at its end, so head_taken_ is its size.
+        if (head_taken_ > env_.options->header_limit) {
+          return Refuse(431, fmt::format("request header fields over the limit of {} bytes",
+                                         env_.options->header_limit));
+        }
         if (std::optional<Refusal> refusal = HeadRefusal()) return Refuse(refusal->status, refusal->message);
         KeepHead();
       }

@@ -27,8 +27,10 @@ class RawSocket {
     REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
   }
   ~RawSocket() { ::close(fd_); }
-  void Send(const std::string& text) {
-    REQUIRE(::send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size()));
+  void Send(const std::string& text) { REQUIRE(TrySend(text)); }
+  // As Send, for a peer that may have answered and closed already.
+  bool TrySend(const std::string& text) {
+    return ::send(fd_, text.data(), text.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(text.size());
   }
   // Reads until `done(all read so far)` or the peer closes or the deadline.
   std::string ReadUntil(const std::function<bool(const std::string&)>& done,

@@ -9,6 +9,8 @@
 #include <optional>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "gantry/http/server.h"
 #include "raw_socket.h"
 #include "test_support.h"
@@ -201,6 +203,17 @@ TEST_CASE("a request line over the header limit gets 414, header fields over it 
   CHECK(status_of("GET /" + long_text + " HTTP/1.1\r\nHost: x\r\n\r\n") == "HTTP/1.1 414 URI Too Long");
   CHECK(status_of("GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + long_text + "\r\n\r\n") ==
         "HTTP/1.1 431 Request Header Fields Too Large");
+  // Many small fields, over the limit together, read in one go (the
+  // default limit, 64 KiB, the size of the server's reads).
+  {
+    auto roomy = Started(Echo());
+    std::string fields;
+    for (int i = 0; i < 2000; ++i) fields += fmt::format("X-Field-{}: {}\r\n", i, std::string(40, 'v'));
+    RawSocket raw(roomy->port());
+    (void)raw.TrySend("GET / HTTP/1.1\r\nHost: x\r\n" + fields + "\r\n");  // about 100 KB
+    std::string got = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+    CHECK(got.substr(0, got.find("\r\n")) == "HTTP/1.1 431 Request Header Fields Too Large");
+  }
   CHECK(status_of("GET / HTTP/1.1\r\n\r\n") == "HTTP/1.1 400 Bad Request");
   CHECK(status_of("GET / HTTP/1.1\r\nHost: x\r\nHost: y\r\n\r\n") == "HTTP/1.1 400 Bad Request");
   // HTTP/1.0 has no Host to ask for; a request within the limits goes through.

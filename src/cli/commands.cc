@@ -1,6 +1,8 @@
 #include "commands.h"
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -143,7 +145,7 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
   } else {
     std::ifstream in(file, std::ios::binary);
     if (!in) {
-      err << "error: cannot read " << file << "\n";
+      err << "error: cannot read " << file << ": " << std::strerror(errno) << "\n";
       return kExitUsage;
     }
     ss << in.rdbuf();

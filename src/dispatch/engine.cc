@@ -554,8 +554,8 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
         u.cluster = "";
         u.lease_ms = 0;
         u.remote_status = "";
-        u.message = fmt::format("{}; dispatched again, without {} for {}", taken, acted.taken_cluster,
-                                ladder::DurationText(options_.decide.job_refusal_hold_ms));
+        u.message = fmt::format("{}; to be dispatched again without {} (left out of the job's dispatches for {})",
+                                taken, acted.taken_cluster, ladder::DurationText(options_.decide.job_refusal_hold_ms));
         e.reason = "JobRefused";
         e.message = *u.message + fmt::format("; the next dispatch uses epoch {}", current->epoch + 1);
         MarkIntentsAbsent(u, in.intents);

@@ -151,7 +151,7 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
     if (i.created_ms > 0) item["createConfirmed"] = FormatRfc3339(i.created_ms);
     if (i.updated_ms > 0) item["updateTime"] = FormatRfc3339(i.updated_ms);
     for (const dispatch::ActionError& e : errors) {
-      if (!i.present || e.cluster != i.cluster || e.kind != i.kind) continue;
+      if (!i.present || e.cluster != i.cluster || e.kind != i.kind || e.epoch != i.epoch) continue;
       item["lastError"] = {{"message", e.error}, {"time", FormatRfc3339(e.time_ms)}};
     }
     for (const dispatch::ObservedObject& o : observed) {

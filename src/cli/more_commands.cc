@@ -1,6 +1,4 @@
 // gantry events and gantry reload.
-#include <fmt/format.h>
-
 #include "command_support.h"
 #include "commands.h"
 
@@ -31,13 +29,8 @@ int Reload(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
     out << "inventory reloaded\n";
     return kExitOk;
   }
-  // 422: some files refused (the others are in use); each named with why.
+  // 422: some files refused (the others are in use); the error names each, with why.
   err << r.error << "\n";
-  if (r.http_status == 422 && r.body.is_object()) {
-    for (const auto& cause : r.body.value(nlohmann::json::json_pointer("/details/causes"), nlohmann::json::array())) {
-      err << fmt::format("  {}: {}\n", cause.value("field", ""), cause.value("message", ""));
-    }
-  }
   return r.exit_code;
 }
 

@@ -644,6 +644,7 @@ void Engine::ForgetJob(const std::string& uid) {
     std::lock_guard lock(action_errors_mu_);
     action_errors_.erase(uid);
   }
+  SendingDone(uid);  // none should wait, but a cancel is never left unanswered
   ClearFailures(uid);
   known_.Drop(uid);
   specs_.Forget(uid);

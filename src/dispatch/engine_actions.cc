@@ -235,13 +235,22 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
 
 bool Engine::Execute(const JobRecord& job, const Action& action, Refusal* refusal) {
   std::optional<kube::ClientPool::Lease> lease = StartAction(job, action);
-  const bool marked = lease && action.verb == Verb::kCreate && action.kind == kJob;
-  const bool done = FinishAction(job, action, lease, refusal);
-  if (marked) SendingDone(job.uid);
-  return done;
+  struct Released {
+    Engine* e;
+    const std::string& uid;
+    ~Released() { e->SendingDone(uid); }  // a no-op unless StartAction marked the job
+  } released{this, job.uid};
+  return FinishAction(job, action, lease, refusal);
 }
 
 Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vector<Action>& actions) {
+  // However this ends (an exception included), a cancel never waits on a
+  // create of this job's that is done with.
+  struct Released {
+    Engine* e;
+    const std::string& uid;
+    ~Released() { e->SendingDone(uid); }
+  } released{this, job.uid};
   ActionsOutcome out;
   std::set<std::string> delete_failed;  // clusters where an older object may still hold our name
   std::size_t next = 0;
@@ -281,9 +290,16 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
     // The answers of the requests sent are read first: a kDeleteUnseen
     // sends nothing ahead, and its two round trips (GET, then DELETE) must
     // not keep the others' answers waiting.
+    // A real job's create first: a cancel that came meanwhile waits for its
+    // answer (SendingDone), not for the other clusters' too.
     std::vector<std::size_t> order;
     for (std::size_t i = 0; i < wave.size(); ++i) {
-      if (wave[i]->verb != Verb::kDeleteUnseen) order.push_back(i);
+      if (wave[i]->verb == Verb::kCreate && wave[i]->kind == kJob) order.push_back(i);
+    }
+    for (std::size_t i = 0; i < wave.size(); ++i) {
+      if (wave[i]->verb != Verb::kDeleteUnseen && !(wave[i]->verb == Verb::kCreate && wave[i]->kind == kJob)) {
+        order.push_back(i);
+      }
     }
     for (std::size_t i = 0; i < wave.size(); ++i) {
       if (wave[i]->verb == Verb::kDeleteUnseen) order.push_back(i);
@@ -293,14 +309,18 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       const Action& action = *wave[i];
       Refusal refusal;
       // A real job's create marked its job as sending (StartAction) until its answer is read.
-      const bool marked = leases[i] && action.verb == Verb::kCreate && action.kind == kJob;
+      const bool had_lease = leases[i].has_value();
+      const bool marked = had_lease && action.verb == Verb::kCreate && action.kind == kJob;
       const bool done = FinishAction(job, action, leases[i], &refusal, &out.retry_after_ms);
       if (marked) SendingDone(job.uid);
       if (action.verb == Verb::kCreate && refusal.message.empty()) {
-        NoteActionError(job.uid, action,
-                        done            ? std::string()
-                        : !leases[i]    ? std::string("not sent: no connection to the cluster now")
-                                        : refusal.failed);
+        if (done) {
+          NoteActionError(job.uid, action, "");
+        } else if (!refusal.failed.empty()) {
+          NoteActionError(job.uid, action, refusal.failed);
+        } else if (!had_lease && !CancelSeen(job.uid)) {
+          NoteActionError(job.uid, action, "not sent: no connection to the cluster now");
+        }  // else not done for a reason of its own (another epoch's object holds the name): as it was
       }
       if (!done) {
         out.all_ok = false;
@@ -328,6 +348,11 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
   return out;
 }
 
+bool Engine::CancelSeen(const std::string& uid) {
+  std::lock_guard seen(cancel_seen_mu_);
+  return cancel_seen_.count(uid) > 0;
+}
+
 void Engine::SendingDone(const std::string& uid) {
   std::vector<std::function<void()>> waiting;  // the cancels that came meanwhile
   {
@@ -349,7 +374,8 @@ void Engine::NoteActionError(const std::string& uid, const Action& action, const
     if (it->second.empty()) action_errors_.erase(it);
     return;
   }
-  action_errors_[uid][{action.cluster, action.kind}] = {action.cluster, action.kind, error, clock_.NowMillis()};
+  action_errors_[uid][{action.cluster, action.kind}] = {action.cluster, action.kind, action.epoch, error,
+                                                        clock_.NowMillis()};
 }
 
 std::vector<ActionError> Engine::ActionErrors(const std::string& job_uid) const {

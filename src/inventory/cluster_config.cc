@@ -199,8 +199,9 @@ std::string LenientClusterName(const std::string& path) {
     try {
       const YAML::Node root = YAML::Load(*text);
       // A Kubernetes object or a kubeconfig dropped beside the cluster files
-      // (apiVersion and kind at the top) is no cluster's file: it holds none.
-      if (root.IsMap() && root["apiVersion"] && root["kind"]) return "";
+      // (apiVersion and kind at the top, no name there) is no cluster's
+      // file: it holds none.
+      if (root.IsMap() && root["apiVersion"] && root["kind"] && !root["name"]) return "";
       const YAML::Node name = root.IsMap() ? root["name"] : YAML::Node();
       if (name.IsScalar() && CheckDns1123Label(name.Scalar()).empty()) return name.Scalar();
     } catch (const YAML::Exception&) {

@@ -58,13 +58,19 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
     return Status::Ok();
   };
 
-  // The files that defined clusters before go first: a new file naming a
-  // cluster in use is the one refused, whichever sorts first.
-  std::stable_partition(files->begin(), files->end(),
-                        [&](const std::string& file) { return previous_by_file.count(file) > 0; });
+  std::vector<std::pair<std::string, Result<ClusterConfig>>> loaded;
+  loaded.reserve(files->size());
+  for (const std::string& file : *files) loaded.emplace_back(file, LoadClusterFile(file));
+  // A file that loads and still names the cluster it defined before goes
+  // first: a new file naming a cluster in use is the one refused, whichever
+  // sorts first. (A refused file's kept entry has no such claim: a new good
+  // file of its name is the truth.)
+  std::stable_partition(loaded.begin(), loaded.end(), [&](const auto& f) {
+    auto prev = previous_by_file.find(f.first);
+    return prev != previous_by_file.end() && f.second.ok() && f.second->name == prev->second->name;
+  });
   std::vector<size_t> unkept;  // in `out.errors`: refused files without a last good entry
-  for (const std::string& file : *files) {
-    Result<ClusterConfig> config = LoadClusterFile(file);
+  for (auto& [file, config] : loaded) {
     if (config.ok()) {
       Status added = add(file, std::move(config).value());
       if (!added.ok()) out.errors.push_back({file, added, false});

@@ -120,6 +120,14 @@ TEST_CASE("Duplicate cluster names at a reload: the file in use keeps the name, 
   REQUIRE(second.errors.size() == 1);
   CHECK(second.errors[0].file == copy);
   CHECK(second.errors[0].status.message() == "c1-copy.yaml: cluster name 'c1' is already defined by c1.yaml");
+
+  // The file in use broken (its last good entry kept for want of better), a
+  // new good file of its name is the truth.
+  d.Put("c1.yaml", ClusterYaml("c1", "eu") + "cordoned: perhaps\n");
+  const ClusterDirLoad third = LoadClusterDir(d.dir, second.clusters);
+  REQUIRE(third.clusters.size() == 1);
+  CHECK(third.clusters[0].region == "ap-south-1");
+  CHECK(third.clusters[0].source_file == copy);
 }
 
 TEST_CASE("A removed file removes its cluster", "[inventory][dir]") {
@@ -171,6 +179,8 @@ TEST_CASE("A refused file's cluster is named by its name line, else after the fi
       // Not a cluster's file at all: a Kubernetes object or a kubeconfig.
       {"a ConfigMap", "notes.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: notes}\ndata: {a: b}\n", ""},
       {"a kubeconfig", "c9.yaml", "apiVersion: v1\nkind: Config\nclusters: []\n", ""},
+      {"a cluster file with an apiVersion and a kind", "c11.yaml", "apiVersion: gantry.dev/v1\nkind: Cluster\nname: gpu-1\n",
+       "gpu-1"},
       {"empty (a cluster file cut short, perhaps)", "c10.yaml", "", "c10"},
   };
   for (const Case& c : cases) {

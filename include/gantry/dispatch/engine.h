@@ -254,6 +254,7 @@ class Engine final : public JobIntake {
   // cancel's answer, or not at all, and the store's writer thread
   // (CancelRequested's caller) never waits for a request.
   void SendingDone(const std::string& uid);
+  bool CancelSeen(const std::string& uid);
   // The creates of each job that failed at their last try and are to be
   // sent again, by (cluster, kind): what `gantry status` shows of a job that
   // seems stuck Nominating. Cleared when one succeeds and when the job is

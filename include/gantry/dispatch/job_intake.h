@@ -42,6 +42,7 @@ struct ObservedObject {
 struct ActionError {
   std::string cluster;
   std::string kind;  // as RemoteIntent::kind
+  int64_t epoch = 0;
   std::string error;
   int64_t time_ms = 0;
 };

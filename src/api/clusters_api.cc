@@ -110,6 +110,18 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   body["kind"] = "PlacementDecision";
   body["job"] = ns + "/" + job->name;
   body["decidedAt"] = FormatRfc3339(now);
+  // Placement knows clusters, not this job's history: a cluster that refused
+  // the job's real job (its row kept while the engine leaves that cluster
+  // out of the job's dispatches, jobRefusalHoldSeconds) is told beside.
+  if (auto intents = store_.Intents(job->uid); intents.ok()) {
+    for (const RemoteIntent& i : *intents) {
+      if (i.kind != "Job" || i.present || i.refusal.empty()) continue;
+      for (nlohmann::json& c : body["clusters"]) {
+        if (c.value("name", "") != i.cluster) continue;
+        c["refusedJob"] = {{"message", i.refusal}, {"time", FormatRfc3339(i.updated_ms)}};
+      }
+    }
+  }
   respond(JsonAnswer(body));
 }
 

@@ -325,7 +325,12 @@ int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const 
   }
   std::string phase = Str(r.body, "/status/phase");
   out << "job.gantry.dev/" << name << (phase == "Cancelling" ? " cancelling" : " is " + phase) << "\n";
-  if (!wait.wait || phase != "Cancelling") return kExitOk;
+  if (!wait.wait || phase == "Cancelled") return kExitOk;
+  if (phase != "Cancelling") {
+    // Ended otherwise before the cancel: --wait promised a Cancelled job.
+    err << fmt::format("job {} had already ended ({}): nothing was cancelled\n", name, phase);
+    return kExitRefused;
+  }
   return WaitForFinal(*api, ns, name, wait, "Cancelled", out, err, nullptr, /*answered_before=*/true);
 }
 
@@ -410,7 +415,12 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : decision.value("clusters", nlohmann::json::array())) {
-    if (c.value("feasible", false)) {
+    if (c.contains("refusedJob") && c["refusedJob"].is_object()) {
+      // The engine leaves it out of this job's dispatches for a while.
+      rows.push_back({c.value("name", ""), "refused",
+                      fmt::format("refused the job {} ago: {}", AgeOf(c["refusedJob"].value("time", "")),
+                                  c["refusedJob"].value("message", ""))});
+    } else if (c.value("feasible", false)) {
       rows.push_back({c.value("name", ""), c.value("selected", false) ? "candidate" : "feasible",
                       fmt::format("rank {} score {:.1f}", c.value("rank", 0), c.value("score", 0.0))});
     } else {

@@ -91,3 +91,20 @@ TEST_CASE("status -w --timeout gives up with exit 1, also while the daemon is ou
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("cancel --wait of a job that had already ended otherwise exits 1, saying so", "[cli]") {
+  std::atomic<int> asked{0};
+  auto failed = JobServer(0, "Failed", &asked);  // answers the DELETE with the job as it is
+  const std::string url = "http://127.0.0.1:" + std::to_string(failed->port());
+  RunResult waited = Cli(url, {"cancel", "train", "-n", "team-a", "--wait", "--timeout", "10"});
+  CHECK(waited.code == 1);
+  CHECK_THAT(waited.err, Catch::Contains("had already ended (Failed)"));
+  CHECK(Cli(url, {"cancel", "train", "-n", "team-a"}).code == 0);  // without --wait: told, not an error
+  auto cancelled = JobServer(0, "Cancelled", &asked);
+  CHECK(Cli("http://127.0.0.1:" + std::to_string(cancelled->port()), {"cancel", "train", "-n", "team-a", "--wait"})
+            .code == 0);
+}
+
+}  // namespace gantry::testing

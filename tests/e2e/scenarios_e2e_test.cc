@@ -509,7 +509,13 @@ TEST_CASE("an owner that forbids gantry to create the job's kind: the job runs e
   REQUIRE(fleet.WaitClustersReady());
   // RBAC (or a policy webhook) lets gantry list Jobs in c1 but not create them.
   REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:create"}).code == 0);
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("moved", "team-a", 1, 0, "1s")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("moved", "team-a", 1, 0, "4s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "moved", {"Running"}, std::chrono::seconds(40)));
+  // While it runs elsewhere, gantry explain tells why c1 is left out.
+  auto explained = Cli(fleet.url(), {"explain", "moved", "-n", "team-a"});
+  INFO(explained.out);
+  CHECK(explained.out.find("refused the job") != std::string::npos);
+  CHECK(explained.out.find("cluster c1 refused Job") != std::string::npos);
   REQUIRE(fleet.WaitPhase("team-a", "moved", {"Failed", "Succeeded"}, std::chrono::seconds(40)));
   auto moved = fleet.Job("team-a", "moved");
   CHECK(moved["status"]["phase"] == "Succeeded");

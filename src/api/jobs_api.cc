@@ -294,15 +294,14 @@ void ApiService::CancelJob(http::Request req, Respond respond) {
       return;
     }
     const JobRecord& job = *result;
+    if (job.phase == JobPhase::kCancelling) spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
     if (job.phase == JobPhase::kCancelling && intake_) {
-      spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
       // Answered once no create of the job's can go out any more (job_intake.h).
       intake_->CancelRequested(job.uid, [respond, body = JobJsonText(job)] {
         respond(http::JsonResponse(202, body));
       });
       return;
     }
-    if (job.phase == JobPhase::kCancelling) spdlog::info("job {}/{} cancel requested uid={}", job.ns, job.name, job.uid);
     respond(http::JsonResponse(202, JobJsonText(job)));
   });
 }

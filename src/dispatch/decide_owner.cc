@@ -11,13 +11,7 @@ namespace gantry::dispatch::ladder {
 Plan Ladder::Requeue(const std::string& step, const std::string& reason, const std::string& message) const {
   Plan plan;
   plan.step = step;
-  DispatchUpdate u = Guarded(job_);
-  u.phase = JobPhase::kQueued;
-  u.cluster = "";
-  u.lease_ms = 0;
-  u.remote_status = "";
-  u.message = message;
-  MarkAllAbsent(u);
+  DispatchUpdate u = Requeued(job_, in_.intents, message);
   u.events.push_back(Event(reason, message + "; requeued, the next dispatch uses epoch " + std::to_string(job_.epoch + 1),
                            job_.cluster, "Warning"));
   plan.write = std::move(u);

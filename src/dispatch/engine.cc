@@ -541,24 +541,20 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     const int64_t later = ActionRetryMs(NoteFailure(uid), options_.decide.retry_ms, acted.retry_after_ms);
     if (!current.ok()) return current.status().code() == Code::kNotFound ? 0 : later;
     if (!IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
-      DispatchUpdate u = ladder::Guarded(*current);
-      JobEvent e;
-      e.type = "Warning";
-      e.cluster = acted.taken_cluster;
+      const std::string& where = acted.refused->cluster;
+      DispatchUpdate u;
       if (MovesOnRefusal(*current, *spec, in.intents, acted)) {
         // Only this cluster forbids the real job (RBAC, a policy, its kind
         // or namespace missing there): nothing was created, so the job is
         // dispatched again, without that cluster for a while (the row of
         // its real job keeps the answer: Ladder::JobRefusalIn).
-        u.phase = JobPhase::kQueued;
-        u.cluster = "";
-        u.lease_ms = 0;
-        u.remote_status = "";
-        u.message = fmt::format("{}; to be dispatched again without {} (left out of the job's dispatches for {})",
-                                taken, acted.taken_cluster, ladder::DurationText(options_.decide.job_refusal_hold_ms));
-        e.reason = "JobRefused";
-        e.message = *u.message + fmt::format("; the next dispatch uses epoch {}", current->epoch + 1);
-        MarkIntentsAbsent(u, in.intents);
+        u = ladder::Requeued(*current, in.intents,
+                             fmt::format("{}; to be dispatched again without {} (left out of the job's dispatches "
+                                         "for {})",
+                                         taken, where, ladder::DurationText(options_.decide.job_refusal_hold_ms)));
+        u.events.push_back(ladder::Event(
+            "JobRefused", *u.message + fmt::format("; the next dispatch uses epoch {}", current->epoch + 1), where,
+            "Warning"));
         RemoteIntent row = ladder::IntentFor(*acted.refused);
         row.present = false;
         row.refusal = taken;
@@ -566,13 +562,12 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
                       [&](const RemoteIntent& i) { return i.cluster == row.cluster && i.kind == row.kind; });
         u.upsert_intents.push_back(std::move(row));
       } else {
+        u = ladder::Guarded(*current);
         u.phase = JobPhase::kFailed;
         u.message = taken;
-        e.reason = acted.refusal.reason;
-        e.message = taken;
+        u.events.push_back(ladder::Event(acted.refusal.reason, taken, where, "Warning"));
         MarkIntentsAbsent(u, in.intents);
       }
-      u.events.push_back(e);
       auto written = WriteSync(std::move(u));
       if (!Settled(written)) {
         spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name,

@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -90,14 +91,11 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const JobRecord& job,
                      job.name, action.cluster);
         return std::nullopt;  // the next pass sees the cancel
       }
-      sending_[job.uid];  // until its answer is read (SendingDone): the client may send it again until then
+      // Until its answer is read (the client may send it again until then):
+      // RunActions and Execute call SendingDone, whatever happens.
+      sending_[job.uid];
     }
-    try {
-      (*lease)->StartCreate(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
-    } catch (...) {
-      SendingDone(job.uid);
-      throw;
-    }
+    (*lease)->StartCreate(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
   } else {
     (*lease)->StartCreate(action.path, action.body, kube::KubeClient::Body::kOnlyOnError);
   }
@@ -287,23 +285,18 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       run[i] = true;
       if (auto lease = StartAction(job, action)) leases[i].emplace(std::move(*lease));
     }
-    // The answers of the requests sent are read first: a kDeleteUnseen
-    // sends nothing ahead, and its two round trips (GET, then DELETE) must
-    // not keep the others' answers waiting.
-    // A real job's create first: a cancel that came meanwhile waits for its
-    // answer (SendingDone), not for the other clusters' too.
-    std::vector<std::size_t> order;
-    for (std::size_t i = 0; i < wave.size(); ++i) {
-      if (wave[i]->verb == Verb::kCreate && wave[i]->kind == kJob) order.push_back(i);
-    }
-    for (std::size_t i = 0; i < wave.size(); ++i) {
-      if (wave[i]->verb != Verb::kDeleteUnseen && !(wave[i]->verb == Verb::kCreate && wave[i]->kind == kJob)) {
-        order.push_back(i);
-      }
-    }
-    for (std::size_t i = 0; i < wave.size(); ++i) {
-      if (wave[i]->verb == Verb::kDeleteUnseen) order.push_back(i);
-    }
+    // The answers are read in this order: a real job's create first (a
+    // cancel that came meanwhile waits for its answer, SendingDone, not
+    // for the other clusters' too); then the requests sent; a kDeleteUnseen
+    // last, as it sends nothing ahead and its two round trips (GET, then
+    // DELETE) must not keep the others' answers waiting.
+    auto rank = [](const Action* a) {
+      return a->verb == Verb::kCreate && a->kind == kJob ? 0 : a->verb == Verb::kDeleteUnseen ? 2 : 1;
+    };
+    std::vector<std::size_t> order(wave.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return rank(wave[a]) < rank(wave[b]); });
     for (std::size_t i : order) {
       if (!run[i]) continue;
       const Action& action = *wave[i];
@@ -337,7 +330,6 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
         out.copy_refusals.push_back({&action, std::move(refusal)});
       } else if (out.refusal.message.empty()) {
         out.refusal = std::move(refusal);
-        out.taken_cluster = action.cluster;
         out.refused = &action;
       }
     }

@@ -41,6 +41,19 @@ inline DispatchUpdate Guarded(const JobRecord& job) {
   return u;
 }
 
+// A guarded write that sends the job back to Queued, its lease given up and
+// every object of it withdrawn: it is dispatched again at the next epoch.
+inline DispatchUpdate Requeued(const JobRecord& job, const std::vector<RemoteIntent>& intents, std::string message) {
+  DispatchUpdate u = Guarded(job);
+  u.phase = JobPhase::kQueued;
+  u.cluster = "";
+  u.lease_ms = 0;
+  u.remote_status = "";
+  u.message = std::move(message);
+  MarkIntentsAbsent(u, intents);
+  return u;
+}
+
 // A length of time for a message: "90 s", "10 min" (whole minutes only).
 inline std::string DurationText(int64_t ms) {
   return ms < 120'000 || ms % 60'000 != 0 ? fmt::format("{} s", ms / 1000) : fmt::format("{} min", ms / 60'000);

@@ -203,11 +203,13 @@ bool ServerConn::Read() {
         return Refuse(413, fmt::format("request body is over the limit of {} bytes", env_.options->body_limit));
       }
       // The parser takes whole lines of the head as they come, and its own
-      // limit bounds only what it has not taken yet: the head as a whole is
-      // bounded here.
-      const bool head_over = ec == bhttp::error::header_limit ||
-                             (!parser_->is_header_done() &&
-                              head_taken_ + (in_.size() - in_used_) > env_.options->header_limit);
+      // limit bounds only what it has not taken yet: the head as a whole,
+      // taken and waiting, is bounded here, until it is kept (head_; after
+      // it the parser takes the body, which this does not count). Not eager
+      // before, the parser stops at the head's end: head_taken_ is its size.
+      const std::size_t head_bytes = head_taken_ + (parser_->is_header_done() ? 0 : in_.size() - in_used_);
+      const bool head_over =
+          ec == bhttp::error::header_limit || (!head_ && head_bytes > env_.options->header_limit);
       if (head_over) {
         // The request line alone over the limit (its target, say): 414;
         // else its header fields: 431 (RFC 9110 15.5.15, RFC 6585 5).
@@ -231,12 +233,6 @@ bool ServerConn::Read() {
                                        env_.options->header_limit));
       }
       if (parser_->is_header_done() && !head_) {
-        // Read whole in one go, a head over the limit can pass the parser's
-        // own bound; the parser stops at its end, so head_taken_ is its size.
-        if (head_taken_ > env_.options->header_limit) {
-          return Refuse(431, fmt::format("request header fields over the limit of {} bytes",
-                                         env_.options->header_limit));
-        }
         if (std::optional<Refusal> refusal = HeadRefusal()) return Refuse(refusal->status, refusal->message);
         KeepHead();
       }

@@ -191,8 +191,7 @@ class Engine final : public JobIntake {
     bool all_ok = true;
     int64_t retry_after_ms = 0;  // the longest Retry-After of the answers (0: none)
     Refusal refusal;
-    std::string taken_cluster;
-    const Action* refused = nullptr;  // the action that met `refusal`
+    const Action* refused = nullptr;  // the action that met `refusal` (set with it)
     std::vector<CopyRefusal> copy_refusals;
     const Action* job_created = nullptr;  // the real job's create, when its cluster confirmed it
   };

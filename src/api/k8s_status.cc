@@ -14,9 +14,15 @@ std::string ReasonForCode(int code) {
     case 408: return "Timeout";
     case 409: return "Conflict";
     case 413: return "RequestEntityTooLarge";
+    // Kubernetes has no reason of its own for these two (its API server
+    // answers neither as a Status): named after the code, as 413 is, so that
+    // a client tells a long target from long header fields without parsing
+    // the message.
+    case 414: return "RequestURITooLong";
     case 415: return "UnsupportedMediaType";
     case 422: return "Invalid";
     case 429: return "TooManyRequests";
+    case 431: return "RequestHeaderFieldsTooLarge";
     case 503: return "ServiceUnavailable";
     case 504: return "Timeout";
     default: return code >= 500 ? "InternalError" : "BadRequest";

@@ -226,6 +226,31 @@ TEST_CASE("a declared body over the limit is refused before it is read", "[api][
   close(fd);
 }
 
+TEST_CASE("header fields over the header limit get 431 with a reason of their own", "[api][limits]") {
+  ApiFixture api;
+  int fd = ConnectRaw(api.port());
+  // Over the limit (64 KiB) in one field: the server answers before it has read it all.
+  const std::string head = "GET /api/v1/jobs HTTP/1.1\r\nHost: x\r\nX-Big: " + std::string(70 << 10, 'a') + "\r\n\r\n";
+  (void)send(fd, head.data(), head.size(), MSG_NOSIGNAL);
+  std::string got;
+  char buf[4096];
+  WaitFor([&] {  // the whole answer: the server closes after it
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 20) <= 0) return false;
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n > 0) got.append(buf, n);
+    return n <= 0;
+  });
+  close(fd);
+  CHECK(got.rfind("HTTP/1.1 431", 0) == 0);
+  const std::size_t body_at = got.find("\r\n\r\n");
+  REQUIRE(body_at != std::string::npos);
+  auto body = nlohmann::json::parse(got.substr(body_at + 4), nullptr, false);
+  REQUIRE(body.is_object());
+  CHECK(body["code"] == 431);
+  CHECK(body["reason"] == "RequestHeaderFieldsTooLarge");
+}
+
 TEST_CASE("garbage instead of HTTP gets 400 and the server stays up", "[api][limits]") {
   ApiFixture api;
   int fd = ConnectRaw(api.port());

@@ -48,7 +48,7 @@ struct ServerOptions {
   std::optional<TlsServerOptions> tls;
   // Largest request body accepted; larger gets 413.
   std::size_t body_limit = 1 << 20;
-  // Largest request header block; larger gets 431-ish 400.
+  // Largest request head: a request line over it gets 414, header fields 431.
   std::size_t header_limit = 64 << 10;
   // Deadline for a whole request once its first byte arrived (headers and body).
   std::chrono::milliseconds read_timeout{10'000};

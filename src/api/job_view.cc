@@ -5,6 +5,8 @@
 #include <tuple>
 
 #include "gantry/common/clock.h"
+#include "gantry/common/json_path.h"
+#include "gantry/common/json_scan.h"
 #include "gantry/common/json_text.h"
 
 namespace gantry::api {
@@ -166,6 +168,15 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
     items.push_back(std::move(item));
   }
   return {{"apiVersion", "gantry.dev/v1"}, {"kind", "RemoteObjectList"}, {"items", std::move(items)}};
+}
+
+std::string TemplateKindOf(const std::string& spec_json) {
+  ScannedString kind = ScanJsonString(spec_json, {"template", "kind"});
+  if (kind.outcome == ScannedString::Outcome::kFound) return std::string(kind.value);
+  if (kind.outcome == ScannedString::Outcome::kAbsent) return "";
+  // Text the walk cannot tell about (an escape in the kind): the parser's
+  // word, as before the walk (a text it refuses has no kind).
+  return JsonStringAt(nlohmann::json::parse(spec_json, nullptr, /*allow_exceptions=*/false), {"template", "kind"});
 }
 
 // "v1:" marks the token format so a later format can be told apart.

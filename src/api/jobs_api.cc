@@ -331,14 +331,9 @@ void ApiService::JobRemoteObjects(http::Request req, Respond respond) {
     observed = intake_->RemoteView(job->uid);
     errors = intake_->ActionErrors(job->uid);
   }
-  // The real job's own kind, from the stored spec (its rows say "Job").
-  std::string job_kind;
-  try {
-    const nlohmann::json spec = nlohmann::json::parse(job->spec_json);
-    job_kind = spec.value(nlohmann::json::json_pointer("/template/kind"), std::string());
-  } catch (const nlohmann::json::exception&) {
-    // a spec this daemon cannot read: the rows say Job
-  }
+  // The real job's own kind (its rows say "Job"), read from the stored
+  // spec without parsing it: this is the server's loop.
+  const std::string job_kind = TemplateKindOf(job->spec_json);
   respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents), observed, errors, job_kind)));
 }
 

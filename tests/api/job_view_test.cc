@@ -2,10 +2,14 @@
 // paths); it must say exactly what JobToJson says.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <sstream>
+
 #include <nlohmann/json.hpp>
 
 #include "gantry/api/job_view.h"
 #include "gantry/api/k8s_status.h"
+#include "gantry/job/job_document.h"
 
 namespace gantry::api {
 namespace {
@@ -77,6 +81,40 @@ TEST_CASE("a JSON answer quoting bytes that are not UTF-8 writes them as U+FFFD,
   auto parsed = nlohmann::json::parse(r.body, nullptr, false);
   REQUIRE_FALSE(parsed.is_discarded());
   CHECK(parsed["items"][0]["message"] == "caf\xEF\xBF\xBD");
+}
+
+}  // namespace gantry::api
+
+namespace gantry::api {
+
+TEST_CASE("the template's kind of a stored spec is read without parsing it, as parsing would read it",
+          "[api]") {
+  std::vector<std::string> specs;
+  for (const char* example : {"llama-ft", "batch-infer", "sweep-trial", "trainjob"}) {
+    INFO(example);
+    std::ifstream in(std::string(GANTRY_SOURCE_DIR) + "/config/examples/" + example + ".yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = ParseJobDocument(text.str(), DocumentFormat::kYaml, std::nullopt);
+    REQUIRE(std::holds_alternative<JobSpec>(parsed));
+    specs.push_back(SpecToJsonText(std::get<JobSpec>(parsed)));
+  }
+  specs.push_back(R"({"queue":"q","template":{"apiVersion":"x/v1","kind":"Tr\u0061inJob"}})");  // parsed
+  specs.push_back(R"({"queue":"q","template":{"kind":7}})");
+  specs.push_back(R"({"queue":"q"})");
+  specs.push_back("not JSON");
+  for (const std::string& spec : specs) {
+    INFO(spec.substr(0, 200));
+    std::string before;  // as GET .../remoteobjects read it, parsing the spec
+    try {
+      before = nlohmann::json::parse(spec).value(nlohmann::json::json_pointer("/template/kind"), std::string());
+    } catch (const nlohmann::json::exception&) {
+    }
+    CHECK(TemplateKindOf(spec) == before);
+  }
+  CHECK(TemplateKindOf(specs[0]) == "Job");
+  CHECK(TemplateKindOf(specs[2]) == "JobSet");
+  CHECK(TemplateKindOf(specs[4]) == "TrainJob");
 }
 
 }  // namespace gantry::api

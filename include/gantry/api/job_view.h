@@ -42,6 +42,12 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
                                    const std::vector<dispatch::ActionError>& errors = {},
                                    const std::string& job_kind = "");
 
+// The template's kind (JobSet, ...) of a stored spec, "" when it has none:
+// as parsing spec_json would find it at /template/kind, without parsing it
+// when the text is as gantry stores it (json_scan.h). For the API's reads
+// on the server's loop, which must not parse a megabyte of spec.
+std::string TemplateKindOf(const std::string& spec_json);
+
 // The opaque continue token for a list page, and its inverse (nullopt for a
 // token that was not produced here).
 std::string EncodeContinue(int64_t after_seq);

@@ -46,6 +46,12 @@ void AddWarnings(http::Response& response, const std::vector<std::string>& warni
   }
 }
 
+// On a 200 to a submission: this very post put the job back to Queued
+// (event Resubmitted). The job's message alone cannot tell it: it still
+// says "submitted again" when the same document comes once more while the
+// job waits, and nothing was written then.
+constexpr const char* kResubmittedHeader = "Gantry-Resubmitted";
+
 http::Response InvalidName(const std::string& what, const std::string& field, const std::string& error) {
   return K8sStatus(422, "Invalid", what + " " + error, {{field, error}});
 }
@@ -157,7 +163,11 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respon
 // An Unschedulable job submitted again as it was is judged again, against
 // the inventory of now: it goes back to Queued here, so that the answer (and
 // a `submit --wait` reading it) does not show the old verdict as final, and
-// its next pass nominates it or finds it Unschedulable again.
+// its next pass nominates it or finds it Unschedulable again. Only an
+// Unschedulable job is written (SubmitDocument's check, and expected_phase
+// below against a race): the same document for a job in any other phase,
+// Queued again included, is answered as it is, so that a tool applying it
+// every minute adds nothing to the job's history.
 void ApiService::Resubmitted(const JobRecord& job, std::vector<std::string> warnings, const Respond& respond) {
   DispatchUpdate u;
   u.uid = job.uid;
@@ -172,6 +182,7 @@ void ApiService::Resubmitted(const JobRecord& job, std::vector<std::string> warn
   u.events.push_back(std::move(e));
   store_.ApplyDispatch(std::move(u), [this, job, warnings = std::move(warnings), respond](Result<JobRecord> r) {
     JobRecord now = job;
+    const bool queued_again = r.ok();
     if (r.ok()) {
       spdlog::info("job {}/{} submitted again while Unschedulable: queued to be judged again", job.ns, job.name);
       now = std::move(*r);
@@ -183,6 +194,7 @@ void ApiService::Resubmitted(const JobRecord& job, std::vector<std::string> warn
     }
     intake_->Wake(job.uid);  // judged again in any case, as before this write existed
     http::Response same = http::JsonResponse(200, JobJsonText(now));
+    if (queued_again) same.headers.emplace_back(kResubmittedHeader, "true");
     AddWarnings(same, warnings);
     respond(std::move(same));
   });

@@ -30,6 +30,7 @@ ApiResult ApiClient::Call(const std::string& method, const std::string& target, 
   }
   result.http_status = res->status;
   if (auto w = res->headers.find("warning"); w != res->headers.end()) result.warnings = WarningTexts(w->second);
+  result.headers = res->headers;
   result.body = nlohmann::json::parse(res->body, nullptr, false);
   if (result.body.is_discarded()) result.body = nullptr;
   if (res->status >= 200 && res->status < 300) return result;

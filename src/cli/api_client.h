@@ -2,6 +2,7 @@
 // failures into the CLI's exit codes and a one-line message.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +34,8 @@ struct ApiResult {
   std::string error;        // message for the user when exit_code != 0
   // The texts of the answer's Warning headers (299 - "text"), unquoted.
   std::vector<std::string> warnings;
+  // Every header of the answer, names lower-cased (a repeated one's values joined by ", ").
+  std::map<std::string, std::string> headers;
 };
 
 // The quoted texts of a Warning header's value (one or several, joined).

@@ -175,8 +175,11 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
   if (format == OutputFormat::kTable) {
-    // 200: the same document again; an Unschedulable job is then judged again (event Resubmitted).
-    const bool judged_again = r.http_status == 200 && Str(r.body, "/status/message").starts_with("submitted again");
+    // 200: the same document again. The server says whether this post put
+    // an Unschedulable job back to be judged again (event Resubmitted); the
+    // job's message cannot, as it says so until the job's next verdict.
+    auto resubmitted = r.headers.find("gantry-resubmitted");
+    const bool judged_again = r.http_status == 200 && resubmitted != r.headers.end() && resubmitted->second == "true";
     out << "job.gantry.dev/" << name
         << (r.http_status == 201 ? " created" : judged_again ? " unchanged; queued to be judged again" : " unchanged")
         << "\n";

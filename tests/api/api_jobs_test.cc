@@ -33,6 +33,39 @@ TEST_CASE("submit, idempotent resubmit, conflicting resubmit", "[api]") {
   CHECK(api.Json(got)["metadata"]["uid"] == job["metadata"]["uid"]);
 }
 
+TEST_CASE("the same document again puts an Unschedulable job back to Queued once, and while Queued it writes nothing",
+          "[api]") {
+  ApiFixture api;
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("train-1")).status == 201);
+  const JobRecord submitted = api.store().Get("team-a", "train-1").value();
+  std::promise<bool> judged;  // the engine's verdict (the API tests run no engine)
+  api.store().Transition(submitted.uid, JobPhase::kQueued, JobPhase::kUnschedulable, "no cluster could ever run it",
+                         std::nullopt, [&judged](Result<JobRecord> r) { judged.set_value(r.ok()); });
+  REQUIRE(judged.get_future().get());
+  auto events = [&] { return api.store().Events(submitted.uid).value().size(); };
+  const std::size_t events_before = events();
+
+  // Unschedulable: queued to be judged again, and the answer says this post did it.
+  auto again = api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("train-1"));
+  CHECK(again.status == 200);
+  CHECK(api.Json(again)["status"]["phase"] == "Queued");
+  CHECK(again.headers["gantry-resubmitted"] == "true");
+  CHECK(events() == events_before + 1);
+  const JobRecord queued = api.store().Get("team-a", "train-1").value();
+  CHECK(queued.message.rfind("submitted again", 0) == 0);
+
+  // Still Queued (its message still says "submitted again"): the same
+  // answer as any idempotent re-post, with nothing written and no header.
+  for (int i = 0; i < 3; ++i) {
+    auto once_more = api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("train-1"));
+    CHECK(once_more.status == 200);
+    CHECK(api.Json(once_more)["status"]["phase"] == "Queued");
+    CHECK(once_more.headers.count("gantry-resubmitted") == 0);
+  }
+  CHECK(events() == events_before + 1);
+  CHECK(api.store().Get("team-a", "train-1").value().updated_ms == queued.updated_ms);
+}
+
 TEST_CASE("a job the engine refuses is 422 with its field, unless it is already stored as sent", "[api]") {
   auto refusing = std::make_shared<std::atomic<bool>>(false);
   ApiFixtureOptions options;

@@ -8,6 +8,12 @@
 #include "slow_lane.h"
 
 namespace gantry::api {
+namespace {
+
+// Room on the admin lane for a reload waiting, with some to spare.
+constexpr std::size_t kAdminLaneCapacity = 4;
+
+}  // namespace
 
 ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, dispatch::JobIntake* intake,
                        const Clock& clock, ApiOptions options, inventory::Fleet* fleet)
@@ -18,7 +24,9 @@ ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, di
       clock_(clock),
       options_(options),
       fleet_(fleet),
-      slow_lane_(std::make_unique<SlowLane>(options_.slow_lane_capacity)) {
+      slow_lane_(std::make_unique<SlowLane>(options_.slow_lane_capacity, "api-slow")),
+      // At most a reload waits there (ReloadClusters): never full.
+      admin_lane_(std::make_unique<SlowLane>(kAdminLaneCapacity, "api-admin")) {
   auto bind = [this](void (ApiService::*fn)(http::Request, Respond)) {
     return [this, fn](http::Request req, Respond respond) { (this->*fn)(std::move(req), std::move(respond)); };
   };
@@ -40,7 +48,10 @@ ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, di
 
 ApiService::~ApiService() = default;
 
-void ApiService::StopSlowLane() { slow_lane_->Stop(); }
+void ApiService::StopSlowLane() {
+  slow_lane_->Stop();
+  admin_lane_->Stop();
+}
 
 http::Handler ApiService::Handler() {
   return [this](http::Request req, Respond respond) { Dispatch(std::move(req), std::move(respond)); };

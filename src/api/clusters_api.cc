@@ -69,25 +69,42 @@ void ApiService::ReloadClusters(http::Request req, Respond respond) {
     respond(K8sStatus(503, "ServiceUnavailable", "no cluster inventory is configured"));
     return;
   }
-  // On the slow lane, not the server's loop: the reload reads every
+  // On the admin lane, not the server's loop: the reload reads every
   // cluster file, and the engine then walks every unfinished job in the
-  // store (100,000 queued ones take a while).
-  auto work = [this, respond](bool run) {
-    if (!run) return respond(K8sStatus(503, "ServiceUnavailable", "gantry is shutting down; reload again"));
-    auto errors = fleet_->Reload();
-    if (options_.after_reload) options_.after_reload();
-    std::vector<Cause> causes;
-    for (const auto& e : errors) causes.push_back({e.file, e.status.message()});
+  // store (100,000 queued ones take a while). Not on the lane of large job
+  // documents either, where a burst of submissions would refuse it.
+  bool post = false;
+  {
+    std::lock_guard lock(reload_mu_);
+    post = reloads_waiting_.empty();  // else the reload posted already answers this one too
+    reloads_waiting_.push_back(std::move(respond));
+  }
+  // Refused only once stopped (it never holds more than a reload).
+  if (post && !admin_lane_->Post([this](bool run) { ReloadForWaiting(run); })) ReloadForWaiting(false);
+}
+
+void ApiService::ReloadForWaiting(bool run) {
+  std::vector<Respond> waiting;
+  {
+    std::lock_guard lock(reload_mu_);
+    waiting.swap(reloads_waiting_);  // a request from now on waits for the next reload
+  }
+  if (!run) {
+    for (const Respond& respond : waiting) {
+      respond(K8sStatus(503, "ServiceUnavailable", "gantry is shutting down; reload again"));
+    }
+    return;
+  }
+  auto errors = fleet_->Reload();
+  if (options_.after_reload) options_.after_reload();
+  std::vector<Cause> causes;
+  for (const auto& e : errors) causes.push_back({e.file, e.status.message()});
+  for (const Respond& respond : waiting) {
     if (!errors.empty()) {
       respond(K8sStatus(422, "Invalid", "some cluster files were refused; the others are in use", causes));
-      return;
+    } else {
+      respond(K8sSuccess(200, "inventory reloaded"));
     }
-    respond(K8sSuccess(200, "inventory reloaded"));
-  };
-  if (!slow_lane_->Post(std::move(work))) {
-    http::Response busy = K8sStatus(429, "TooManyRequests", "the API's slow lane is full; reload again shortly");
-    busy.headers.emplace_back("Retry-After", "1");
-    respond(std::move(busy));
   }
 }
 

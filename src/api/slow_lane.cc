@@ -9,7 +9,8 @@
 
 namespace gantry::api {
 
-SlowLane::SlowLane(std::size_t capacity) : capacity_(capacity), thread_([this] { Run(); }) {}
+SlowLane::SlowLane(std::size_t capacity, const char* thread_name)
+    : capacity_(capacity), thread_name_(thread_name), thread_([this] { Run(); }) {}
 
 SlowLane::~SlowLane() { Stop(); }
 
@@ -37,7 +38,7 @@ bool SlowLane::Post(Work work) {
 }
 
 void SlowLane::Run() {
-  SetThreadName("api-slow");
+  SetThreadName(thread_name_);
   std::unique_lock lock(mu_);
   while (true) {
     wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });

@@ -7,6 +7,10 @@
 // caller answers 429. Work still queued when the lane is destroyed runs
 // with `run` false, to answer without doing it.
 //
+// The API keeps two: one for job documents, which any submitter fills, and
+// one for the operator's work (inventory reloads), so that a burst of large
+// submissions neither refuses nor delays it (api_service.h).
+//
 // Thread-safety: Post from any thread.
 #pragma once
 
@@ -22,7 +26,8 @@ namespace gantry::api {
 class SlowLane {
  public:
   using Work = std::function<void(bool run)>;
-  explicit SlowLane(std::size_t capacity);
+  // thread_name: the lane's thread, as ps and a debugger show it (at most 15 characters).
+  SlowLane(std::size_t capacity, const char* thread_name);
   ~SlowLane();
   SlowLane(const SlowLane&) = delete;
   SlowLane& operator=(const SlowLane&) = delete;
@@ -39,6 +44,7 @@ class SlowLane {
   void Run();
 
   const std::size_t capacity_;
+  const char* const thread_name_;
   std::mutex mu_;
   std::condition_variable wake_;
   std::deque<Work> queue_;  // GUARDED_BY(mu_)

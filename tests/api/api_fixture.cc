@@ -1,5 +1,7 @@
 #include "api_fixture.h"
 
+#include <filesystem>
+
 #include <catch2/catch.hpp>
 
 #include "gantry/api/k8s_status.h"
@@ -33,6 +35,15 @@ class TestIntake final : public dispatch::JobIntake {
   std::function<std::vector<dispatch::ObservedObject>(const std::string&)> remote_view_;
 };
 
+// The clusters of an empty clusters.d: none to probe.
+class NoProber final : public inventory::ClusterProber {
+ public:
+  Result<inventory::CapacityReading> Probe(const inventory::ClusterConfig&,
+                                           const inventory::ClusterCredentials&) override {
+    return Status::Unavailable("no cluster is probed in the API tests");
+  }
+};
+
 }  // namespace
 
 ApiFixture::ApiFixture(ApiFixtureOptions options) {
@@ -62,7 +73,16 @@ ApiFixture::ApiFixture(ApiFixtureOptions options) {
   }
   api::ApiOptions api_options;
   api_options.slow_lane_capacity = options.slow_lane_capacity;
-  service_ = std::make_unique<api::ApiService>(*store_, *auth_, metrics_, intake, clock_, api_options);
+  api_options.after_reload = options.after_reload;
+  if (options.with_fleet) {
+    std::filesystem::create_directories(dir_.File("clusters.d"));
+    inventory::FleetOptions fleet_options;
+    fleet_options.clusters_dir = dir_.File("clusters.d");
+    prober_ = std::make_unique<NoProber>();
+    fleet_ = std::make_unique<inventory::Fleet>(*prober_, *store_, clock_, fleet_options);
+    REQUIRE(fleet_->Start().empty());
+  }
+  service_ = std::make_unique<api::ApiService>(*store_, *auth_, metrics_, intake, clock_, api_options, fleet_.get());
   service_->SetReady(true);
   http::ServerOptions so2;
   so2.port = 0;

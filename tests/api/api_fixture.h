@@ -33,6 +33,10 @@ struct ApiFixtureOptions {
   std::function<std::optional<FieldError>(const JobSpec&)> refuse = nullptr;
   // The job intake's RemoteView (the engine's watches, in the daemon); unset: none.
   std::function<std::vector<dispatch::ObservedObject>(const std::string&)> remote_view = nullptr;
+  // An inventory (an empty clusters.d; never probed), so that the cluster
+  // routes do their work; after_reload as api::ApiOptions has it.
+  bool with_fleet = false;
+  std::function<void()> after_reload = nullptr;
 };
 
 class ApiFixture {
@@ -59,6 +63,8 @@ class ApiFixture {
   std::unique_ptr<api::TokenAuth> auth_;
   std::unique_ptr<Reconciler> reconciler_;
   std::unique_ptr<dispatch::JobIntake> intake_;  // the reconciler, with options.refuse and remote_view
+  std::unique_ptr<inventory::ClusterProber> prober_;
+  std::unique_ptr<inventory::Fleet> fleet_;  // with options.with_fleet
   std::unique_ptr<api::ApiService> service_;
   std::unique_ptr<http::Server> server_;
   std::unique_ptr<http::Client> client_;

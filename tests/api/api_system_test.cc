@@ -7,6 +7,12 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <functional>
+#include <future>
+#include <memory>
+#include <vector>
+
 #include "api_fixture.h"
 #include "gantry/api/api_metrics.h"
 
@@ -157,6 +163,72 @@ TEST_CASE("cluster routes and placement without an inventory", "[api]") {
   CHECK(decision["unschedulable"] == false);  // no clusters yet is not "never"
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/p1/placement", "", kTeamAToken).status == 200);
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/nope/placement").status == 404);
+}
+
+TEST_CASE("a reload is not refused while large job documents fill the slow lane", "[api]") {
+  // The reading of documents named large-* is held (the intake's Refuse
+  // runs once one is parsed), so that they fill the slow lane.
+  auto release = std::make_shared<std::promise<void>>();
+  std::shared_future<void> released = release->get_future().share();
+  auto reached = std::make_shared<std::atomic<bool>>(false);
+  ApiFixtureOptions options;
+  options.refuse = [released, reached](const JobSpec& spec) -> std::optional<FieldError> {
+    if (spec.name.rfind("large", 0) == 0) {
+      reached->store(true);
+      released.wait();
+    }
+    return std::nullopt;
+  };
+  options.slow_lane_capacity = 1;
+  options.with_fleet = true;
+  auto reloads = std::make_shared<std::atomic<int>>(0);
+  options.after_reload = [reloads] { ++*reloads; };
+  ApiFixture api(options);
+  auto submit = [&](const std::string& name) {  // valid JSON over 32 KiB: read on the slow lane
+    return std::async(std::launch::async, [&api, doc = JobDoc(name) + std::string(64 << 10, ' ')] {
+      auto client = http::Client::Create("http://127.0.0.1:" + std::to_string(api.port())).value();
+      return client->Do("POST", "/api/v1/namespaces/team-a/jobs", doc,
+                        {{"Authorization", std::string("Bearer ") + kAdminToken}, {"Content-Type", "application/json"}});
+    });
+  };
+  // Released once, also when a REQUIRE below fails: the futures, destroyed
+  // then, wait for their answers, which wait for it.
+  std::atomic<bool> released_once{false};
+  auto release_once = [&] {
+    if (!released_once.exchange(true)) release->set_value();
+  };
+  struct OnExit {
+    std::function<void()> fn;
+    ~OnExit() { fn(); }
+  };
+  std::vector<std::future<Result<http::ClientResponse>>> large;
+  OnExit release_at_exit{release_once};  // after `large`'s declaration: runs before its futures wait
+  large.push_back(submit("large-1"));
+  REQUIRE(WaitFor([&] { return reached->load(); }, std::chrono::seconds(10)));
+  large.push_back(submit("large-2"));
+  large.push_back(submit("large-3"));
+  // The lane is full: one of the two waits, the other got 429.
+  REQUIRE(WaitFor([&] {
+    for (std::size_t i = 1; i < large.size(); ++i) {
+      if (large[i].wait_for(std::chrono::seconds(0)) == std::future_status::ready) return true;
+    }
+    return false;
+  }, std::chrono::seconds(10)));
+  // An operator's reload is served all the same, while the lane is full.
+  auto reload = api.Call("POST", "/api/v1/clusters:reload");
+  CHECK(reload.status == 200);
+  CHECK(api.Json(reload)["message"] == "inventory reloaded");
+  CHECK(reloads->load() == 1);
+  release_once();
+  int created = 0, refused = 0;
+  for (auto& f : large) {
+    auto answer = f.get();
+    REQUIRE(answer.ok());
+    created += answer->status == 201;
+    refused += answer->status == 429;
+  }
+  CHECK(created == 2);
+  CHECK(refused == 1);  // the lane was full indeed
 }
 
 TEST_CASE("without a tokens file loopback clients are admins", "[api][auth]") {

@@ -11,7 +11,9 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include "gantry/api/api_metrics.h"
 #include "gantry/api/token_auth.h"
@@ -75,9 +77,9 @@ class ApiService {
 
   // The handler to give the HTTP server.
   http::Handler Handler();
-  // Ends the lane where large job documents are read: those waiting get
-  // 503. Called at shutdown once the server has stopped, before the store
-  // and the engine stop.
+  // Ends the lanes where large job documents are read and the operator's
+  // work is done (reloads): what waits there gets 503. Called at shutdown
+  // once the server has stopped, before the store and the engine stop.
   void StopSlowLane();
   // /readyz answers 200 only while ready (set after start-up, cleared at shutdown).
   void SetReady(bool ready) { ready_ = ready; }
@@ -109,6 +111,9 @@ class ApiService {
   void ListClusters(http::Request req, Respond respond);
   void GetCluster(http::Request req, Respond respond);
   void ReloadClusters(http::Request req, Respond respond);
+  // One reload on the admin lane, for every request waiting (run false: the
+  // lane stopped first).
+  void ReloadForWaiting(bool run);
   void JobPlacement(http::Request req, Respond respond);
   void Healthz(http::Request req, Respond respond);
   void Readyz(http::Request req, Respond respond);
@@ -123,8 +128,18 @@ class ApiService {
   inventory::Fleet* fleet_;
   http::Router router_;
   std::atomic<bool> ready_{false};
-  // Last: destroyed first, so that work still queued answers while the rest is whole.
+  // Reload requests not yet taken by a reload: all answered by the next
+  // one to start, which reads the files as they are after each of them
+  // came. So a reload is never refused for room, and a burst of them is
+  // one reload.
+  std::mutex reload_mu_;
+  std::vector<Respond> reloads_waiting_;  // GUARDED_BY(reload_mu_)
+  // Last: destroyed first, so that work still queued answers while the rest
+  // is whole. Job documents over inline_parse_bytes are read on slow_lane_;
+  // the operator's work runs on admin_lane_, which submitters cannot fill:
+  // a reload is neither refused nor held up by a burst of large submissions.
   std::unique_ptr<SlowLane> slow_lane_;
+  std::unique_ptr<SlowLane> admin_lane_;
 };
 
 }  // namespace gantry::api

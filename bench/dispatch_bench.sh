@@ -140,6 +140,7 @@ scenario() {
 clustersDir: $d/sim/clusters.d
 probeIntervalSeconds: 1
 logLevel: warn
+jobsMetricSeconds: 0  # the load generator sees the jobs finish in gantry_jobs
 ${DISPATCH_WORKERS:+dispatchWorkers: $DISPATCH_WORKERS}
 ${EXTRA_CONFIG:-}
 EOF

@@ -5,12 +5,13 @@
 #include <spdlog/spdlog.h>
 
 #include "gantry/api/k8s_status.h"
+#include "jobs_gauge.h"
 #include "slow_lane.h"
 
 namespace gantry::api {
 namespace {
 
-// Room on the admin lane for a reload waiting, with some to spare.
+// Room on the admin lane for a job count and a reload waiting, with some to spare.
 constexpr std::size_t kAdminLaneCapacity = 4;
 
 }  // namespace
@@ -25,8 +26,9 @@ ApiService::ApiService(JobStore& store, TokenAuth& auth, ApiMetrics& metrics, di
       options_(options),
       fleet_(fleet),
       slow_lane_(std::make_unique<SlowLane>(options_.slow_lane_capacity, "api-slow")),
-      // At most a reload waits there (ReloadClusters): never full.
+      // At most a count and a reload wait there (jobs_gauge.h, ReloadClusters): never full.
       admin_lane_(std::make_unique<SlowLane>(kAdminLaneCapacity, "api-admin")) {
+  jobs_gauge_ = std::make_unique<JobsGauge>(store_, metrics_, clock_, *admin_lane_, options_.jobs_count_refresh_ms);
   auto bind = [this](void (ApiService::*fn)(http::Request, Respond)) {
     return [this, fn](http::Request req, Respond respond) { (this->*fn)(std::move(req), std::move(respond)); };
   };
@@ -133,8 +135,6 @@ void ApiService::Readyz(http::Request, Respond respond) {
 }
 
 void ApiService::Metrics(http::Request, Respond respond) {
-  auto counts = store_.CountByPhase();
-  if (counts.ok()) metrics_.SetJobsByPhase(*counts);
   if (fleet_) {
     std::vector<inventory::ClusterView> clusters = fleet_->Clusters();
     std::map<std::string, int64_t> behind_since;
@@ -150,7 +150,11 @@ void ApiService::Metrics(http::Request, Respond respond) {
     }
     metrics_.SetClusters(clusters, clock_.NowMillis(), behind_since, connections);
   }
-  respond(http::TextResponse(200, metrics_.Serialize(), "text/plain; version=0.0.4"));
+  // The jobs by phase: the last count's figures (jobs_gauge.h).
+  jobs_gauge_->Scrape([this, respond = std::move(respond)](bool ready) {
+    if (!ready) return respond(K8sStatus(503, "ServiceUnavailable", "gantry is shutting down"));
+    respond(http::TextResponse(200, metrics_.Serialize(), "text/plain; version=0.0.4"));
+  });
 }
 
 }  // namespace gantry::api

@@ -79,7 +79,7 @@ void ApiService::ReloadClusters(http::Request req, Respond respond) {
     post = reloads_waiting_.empty();  // else the reload posted already answers this one too
     reloads_waiting_.push_back(std::move(respond));
   }
-  // Refused only once stopped (it never holds more than a reload).
+  // Refused only once stopped (it never holds more than a reload and a count).
   if (post && !admin_lane_->Post([this](bool run) { ReloadForWaiting(run); })) ReloadForWaiting(false);
 }
 

@@ -8,8 +8,9 @@
 // with `run` false, to answer without doing it.
 //
 // The API keeps two: one for job documents, which any submitter fills, and
-// one for the operator's work (inventory reloads), so that a burst of large
-// submissions neither refuses nor delays it (api_service.h).
+// one for the operator's work (inventory reloads, the job count of
+// /metrics), so that a burst of large submissions neither refuses nor
+// delays it (api_service.h).
 //
 // Thread-safety: Post from any thread.
 #pragma once

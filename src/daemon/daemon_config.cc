@@ -90,6 +90,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   }
   if (!in(c.resync_seconds, 1, 3600)) return Status::Invalid("resyncSeconds must be 1..3600");
   if (!in(c.gc_interval_seconds, 1, 3600)) return Status::Invalid("gcIntervalSeconds must be 1..3600");
+  if (!in(c.jobs_metric_seconds, 0, 3600)) {
+    return Status::Invalid("jobsMetricSeconds must be 0..3600 (0: counted at each scrape)");
+  }
   if (!in(c.resync_passes_per_second, 0, 100000)) {
     return Status::Invalid("resyncPassesPerSecond must be 0..100000 (0: the backstop never stretches)");
   }

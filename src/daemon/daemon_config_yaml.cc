@@ -151,6 +151,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"notFoundConfirmsAfterSeconds", num(&c.not_found_confirms_after_seconds)},
       {"resyncSeconds", num(&c.resync_seconds)},
       {"gcIntervalSeconds", num(&c.gc_interval_seconds)},
+      {"jobsMetricSeconds", num(&c.jobs_metric_seconds)},
       {"resyncPassesPerSecond", num(&c.resync_passes_per_second)},
   };
   GANTRY_RETURN_IF_ERROR(CheckKeys(path, root, ""));

@@ -200,6 +200,7 @@ int RunServe(const ServeFlags& flags) {
 
   api::ApiOptions api_options;
   api_options.stale_after_ms = fleet_options.stale_after_ms;
+  api_options.jobs_count_refresh_ms = int64_t{config.jobs_metric_seconds} * 1000;
   api_options.after_reload = [&engine, &check_open_files] {
     engine.InventoryChanged();
     check_open_files();

@@ -32,6 +32,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "resyncSeconds: 10\n"
                      "resyncPassesPerSecond: 0\n"
                      "gcIntervalSeconds: 5\n"
+                     "jobsMetricSeconds: 0\n"
                      "genericKinds:\n"
                      "- {apiVersion: trainer.kubeflow.org/v1alpha1, kind: TrainJob}\n"
                      "- apiVersion: ray.io/v1\n"
@@ -76,6 +77,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(DaemonConfig{}.resync_passes_per_second == 100);
   CHECK(c->gc_interval_seconds == 5);
   CHECK(DaemonConfig{}.gc_interval_seconds == 60);
+  CHECK(c->jobs_metric_seconds == 0);
+  CHECK(DaemonConfig{}.jobs_metric_seconds == 15);
 
   testing::WriteFile(path, "");
   REQUIRE(LoadDaemonConfig(path).ok());  // an empty file is all defaults
@@ -105,6 +108,8 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"preemptionGateSeconds: -1\n", "preemptionGateSeconds must be 0..86400"},
       {"resyncSeconds: 0\n", "resyncSeconds must be 1..3600"},
       {"resyncPassesPerSecond: -1\n", "resyncPassesPerSecond must be 0..100000"},
+      {"jobsMetricSeconds: -1\n", "jobsMetricSeconds must be 0..3600"},
+      {"jobsMetricSeconds: 3601\n", "jobsMetricSeconds must be 0..3600"},
       {"preemptionGateSeconds: 86401\n", "preemptionGateSeconds must be 0..86400"},
       {"listErrorsToldAfterSeconds: 0\n", "listErrorsToldAfterSeconds must be 1..86400"},
       {"notFoundConfirmsAfterSeconds: 0\n", "notFoundConfirmsAfterSeconds must be 1..86400"},

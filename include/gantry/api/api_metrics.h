@@ -2,7 +2,7 @@
 //
 //   gantry_http_requests_total{method,route,code}
 //   gantry_http_request_duration_seconds{method,route}      (histogram)
-//   gantry_jobs{phase}                                      (gauge, read from the store at scrape)
+//   gantry_jobs{phase}                                      (gauge, counted off the loop: jobs_gauge.h)
 //   gantry_store_commit_duration_seconds                     (histogram)
 //   gantry_store_commit_writes                               (histogram: writes per commit)
 //   gantry_dispatch_remote_calls_total{cluster,verb,code}    (code 0: no answer)

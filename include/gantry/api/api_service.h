@@ -27,6 +27,7 @@
 
 namespace gantry::api {
 
+class JobsGauge;
 class SlowLane;
 
 // A cluster whose objects gantry's view may miss: the watched resources
@@ -65,6 +66,11 @@ struct ApiOptions {
   // at most slow_lane_capacity wait there (more get 429).
   std::size_t inline_parse_bytes = 32 << 10;
   std::size_t slow_lane_capacity = 8;
+  // gantry_jobs{phase} is counted at most this often (ms), off the loop; a
+  // scrape meanwhile shows the last count (src/api/jobs_gauge.h). 15 s: a
+  // common scrape interval; the count reads every job, so its time grows
+  // with the store. 0: each scrape starts one unless one runs.
+  int64_t jobs_count_refresh_ms = 15'000;
 };
 
 class ApiService {
@@ -78,8 +84,9 @@ class ApiService {
   // The handler to give the HTTP server.
   http::Handler Handler();
   // Ends the lanes where large job documents are read and the operator's
-  // work is done (reloads): what waits there gets 503. Called at shutdown
-  // once the server has stopped, before the store and the engine stop.
+  // work is done (reloads, the job count of /metrics): what waits there
+  // gets 503. Called at shutdown once the server has stopped, before the
+  // store and the engine stop.
   void StopSlowLane();
   // /readyz answers 200 only while ready (set after start-up, cleared at shutdown).
   void SetReady(bool ready) { ready_ = ready; }
@@ -128,6 +135,7 @@ class ApiService {
   inventory::Fleet* fleet_;
   http::Router router_;
   std::atomic<bool> ready_{false};
+  std::unique_ptr<JobsGauge> jobs_gauge_;
   // Reload requests not yet taken by a reload: all answered by the next
   // one to start, which reads the files as they are after each of them
   // came. So a reload is never refused for room, and a burst of them is

@@ -75,6 +75,7 @@ Status Engine::Start() {
     std::lock_guard lock(fleet_mu_);
     watch_refused_since_ = std::move(*refusals);
   }
+  started_ms_ = clock_.NowMillis();
   SetObservedClusters();
   GANTRY_RETURN_IF_ERROR(reconciler_->Start());
   gc_thread_ = std::thread([this] {
@@ -542,8 +543,12 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     if (!current.ok()) return current.status().code() == Code::kNotFound ? 0 : later;
     if (!IsFinal(current->phase) && current->phase != JobPhase::kCancelling) {
       const std::string& where = acted.refused->cluster;
+      const JobRefusalJudgement judged = JudgeRefusal(*current, *spec, in, acted);
+      if (judged.verdict == JobRefusalVerdict::kWait) {
+        return WaitOnRefusal(*current, taken, where, std::max(later, judged.wait_ms));
+      }
       DispatchUpdate u;
-      if (MovesOnRefusal(*current, *spec, in.intents, acted)) {
+      if (judged.verdict == JobRefusalVerdict::kMove) {
         // Only this cluster forbids the real job (RBAC, a policy, its kind
         // or namespace missing there): nothing was created, so the job is
         // dispatched again, without that cluster for a while (the row of
@@ -597,17 +602,50 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   return {plan.requeue_ms, plan.backstop};
 }
 
-bool Engine::MovesOnRefusal(const JobRecord& job, const JobSpec& spec, const std::vector<RemoteIntent>& intents,
-                            const ActionsOutcome& acted) {
+int64_t Engine::WaitOnRefusal(const JobRecord& job, const std::string& refusal, const std::string& cluster,
+                              int64_t wait_ms) {
+  const std::string message = fmt::format(
+      "{}; an earlier create of the job there went unanswered and may have landed: it is dispatched elsewhere only "
+      "once {}'s view shows no such job, {} after that create",
+      refusal, cluster, ladder::DurationText(options_.decide.not_found_confirms_after_ms));
+  if (job.message == message) return wait_ms;  // said already
+  DispatchUpdate u = ladder::Guarded(job);
+  u.message = message;
+  u.events.push_back(ladder::Event("JobRefusedWaiting", message, cluster, "Warning"));
+  auto written = WriteSync(std::move(u));
+  if (!Settled(written)) {
+    spdlog::warn("dispatch: job {}/{}: store write failed: {}", job.ns, job.name, written.status().ToString());
+  } else {
+    spdlog::warn("job {}/{}: {}", job.ns, job.name, message);
+  }
+  return wait_ms;
+}
+
+JobRefusalJudgement Engine::JudgeRefusal(const JobRecord& job, const JobSpec& spec, const DecideInput& in,
+                                         const ActionsOutcome& acted) {
   const Action* a = acted.refused;
-  if (!acted.refusal.this_cluster_only || !a || a->verb != Verb::kCreate || a->kind != kJob) return false;
-  if (job.cluster != a->cluster || job.epoch != a->epoch) return false;
-  if (job.phase != JobPhase::kAdmitted && job.phase != JobPhase::kRunning) return false;
-  // An at-most-once job moves only if no create of its real job there is on
-  // record: one that was seen running, or confirmed created, may have started.
-  if (!AtMostOnce(spec)) return true;
-  const RemoteIntent* row = ladder::JobRowIn(intents, a->cluster, a->epoch);
-  return job.phase == JobPhase::kAdmitted && (!row || row->created_ms == 0);
+  if (!acted.refusal.this_cluster_only || !a || a->verb != Verb::kCreate || a->kind != kJob) return {};
+  if (job.cluster != a->cluster || job.epoch != a->epoch) return {};
+  JobRefusalFacts f;
+  f.phase = job.phase;
+  f.at_most_once = AtMostOnce(spec);
+  f.now_ms = clock_.NowMillis();
+  if (const RemoteIntent* row = ladder::JobRowIn(in.intents, a->cluster, a->epoch)) f.created_ms = row->created_ms;
+  {
+    std::lock_guard lock(unanswered_mu_);
+    auto u = unanswered_.find(job.uid);
+    if (u != unanswered_.end() && u->second.cluster == a->cluster && u->second.epoch == a->epoch) {
+      f.unanswered_since_ms = u->second.since_ms;
+    }
+  }
+  // Leased before this daemon started: a create sent before it stopped may
+  // have gone unanswered.
+  if (f.unanswered_since_ms == 0 && job.lease_ms < started_ms_) f.unanswered_since_ms = started_ms_;
+  // The pass planned the create: its view showed no real job there.
+  auto facts = in.clusters->find(a->cluster);
+  f.view_confirms_absence = facts != in.clusters->end() && facts->second.ready && in.synced->count(a->cluster) &&
+                            !in.behind->count(a->cluster);
+  return JudgeJobRefusal(f, options_.decide);
 }
 
 Result<JobRecord> Engine::WriteSync(DispatchUpdate update) {
@@ -638,6 +676,10 @@ void Engine::ForgetJob(const std::string& uid) {
   {
     std::lock_guard lock(action_errors_mu_);
     action_errors_.erase(uid);
+  }
+  {
+    std::lock_guard lock(unanswered_mu_);
+    unanswered_.erase(uid);
   }
   SendingDone(uid);  // none should wait, but a cancel is never left unanswered
   ClearFailures(uid);

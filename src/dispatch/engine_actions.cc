@@ -183,6 +183,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,
                   reply.status().ToString());
     refusal->failed = Cut(reply.status().message());
+    refusal->maybe_landed = true;  // sent, perhaps carried out, its answer lost
     return false;
   }
   if (reply->ok()) return true;
@@ -228,6 +229,9 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   spdlog::warn("dispatch: create {} {}/{} in {}: HTTP {} {}: {}", KindOf(action), action.ns, action.name, action.cluster,
                reply->status, reply->error ? reply->error->reason : "", reply->error ? reply->error->message : "");
   refusal->failed = fmt::format("HTTP {} {}", reply->status, Cut(answer));
+  // A 5xx may come after the object was stored (a timeout, say); a 429 or
+  // a 409 comes before.
+  refusal->maybe_landed = reply->status >= 500;
   return false;
 }
 
@@ -306,6 +310,7 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       const bool marked = had_lease && action.verb == Verb::kCreate && action.kind == kJob;
       const bool done = FinishAction(job, action, leases[i], &refusal, &out.retry_after_ms);
       if (marked) SendingDone(job.uid);
+      if (refusal.maybe_landed && action.kind == kJob) NoteUnanswered(job.uid, action);
       if (action.verb == Verb::kCreate && refusal.message.empty()) {
         if (done) {
           NoteActionError(job.uid, action, "");
@@ -368,6 +373,13 @@ void Engine::NoteActionError(const std::string& uid, const Action& action, const
   }
   action_errors_[uid][{action.cluster, action.kind}] = {action.cluster, action.kind, action.epoch, error,
                                                         clock_.NowMillis()};
+}
+
+void Engine::NoteUnanswered(const std::string& uid, const Action& create) {
+  std::lock_guard lock(unanswered_mu_);
+  Unanswered& u = unanswered_[uid];
+  if (u.cluster == create.cluster && u.epoch == create.epoch) return;  // the first one counts
+  u = {create.cluster, create.epoch, clock_.NowMillis()};
 }
 
 std::vector<ActionError> Engine::ActionErrors(const std::string& job_uid) const {

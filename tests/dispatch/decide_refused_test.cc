@@ -431,4 +431,42 @@ TEST_CASE("step 9: the failure names at most 8 clusters' answers", "[dispatch][d
   CHECK(message.find("and 2 more (see the job's events)") != std::string::npos);
 }
 
+TEST_CASE("JudgeJobRefusal: a refused real job moves, fails, or waits for its owner's view", "[decide][refusal]") {
+  DecideOptions opt;
+  opt.retry_ms = 1'000;
+  opt.not_found_confirms_after_ms = 10'000;
+  JobRefusalFacts f;
+  f.phase = JobPhase::kAdmitted;
+  f.now_ms = 100'000;
+  f.view_confirms_absence = true;
+  // A job that may run more than once moves, even from Running.
+  CHECK(JudgeJobRefusal(f, opt).verdict == JobRefusalVerdict::kMove);
+  f.phase = JobPhase::kRunning;
+  CHECK(JudgeJobRefusal(f, opt).verdict == JobRefusalVerdict::kMove);
+  f.phase = JobPhase::kCancelling;
+  CHECK(JudgeJobRefusal(f, opt).verdict == JobRefusalVerdict::kFail);
+  // At most once: only while nothing of it can have started.
+  f.at_most_once = true;
+  f.phase = JobPhase::kRunning;
+  CHECK(JudgeJobRefusal(f, opt).verdict == JobRefusalVerdict::kFail);
+  f.phase = JobPhase::kAdmitted;
+  CHECK(JudgeJobRefusal(f, opt).verdict == JobRefusalVerdict::kMove);
+  f.created_ms = 90'000;
+  CHECK(JudgeJobRefusal(f, opt).verdict == JobRefusalVerdict::kFail);
+  f.created_ms = 0;
+  // An earlier create went unanswered 4 s ago: it waits the 6 s left.
+  f.unanswered_since_ms = 96'000;
+  JobRefusalJudgement j = JudgeJobRefusal(f, opt);
+  CHECK(j.verdict == JobRefusalVerdict::kWait);
+  CHECK(j.wait_ms == 6'000);
+  // Past that, a view that confirms the absence lets it move; one that
+  // cannot (out of reach, or behind) keeps it waiting, asked every retry.
+  f.now_ms = 106'000;
+  CHECK(JudgeJobRefusal(f, opt).verdict == JobRefusalVerdict::kMove);
+  f.view_confirms_absence = false;
+  j = JudgeJobRefusal(f, opt);
+  CHECK(j.verdict == JobRefusalVerdict::kWait);
+  CHECK(j.wait_ms == 1'000);
+}
+
 }  // namespace gantry::dispatch

@@ -160,4 +160,43 @@ TEST_CASE("a cluster's watch refusal keeps its start time across a daemon restar
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
 }
 
+TEST_CASE("an at-most-once job refused after a create whose answer was lost waits for its owner's view, and runs once",
+          "[e2e][dispatch][refusal]") {
+  // c1 admits at once, c2 after 2 s: c1 takes the lease.
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kSlowThenFast;
+  o.daemon_config_yaml = "notFoundConfirmsAfterSeconds: 60\n";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // c1's apiserver stalls as it creates the real job: the job is there and
+  // runs, but gantry gets no answer and its watches show nothing.
+  REQUIRE(fleet.Ctl({"lose-answer", "c1", "jobs:create"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("once", "team-a", 1, 0, "3s", "  onClusterLoss: Fail")) == 201);
+  const std::string uid = fleet.Uid("team-a", "once");
+  REQUIRE(WaitFor([&] { return fleet.Runs(uid).size() == 1; }, seconds(30)));
+  // RBAC changes meanwhile; then the stalled answer comes, a 503. The
+  // create sent again is refused: a refusal judged before the object's
+  // existence, which says nothing of the first one.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:create"}).code == 0);
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  // Moved now, the job would run in c2 as well. It waits, and says why.
+  REQUIRE(WaitFor([&] { return Count(Reasons(fleet, "team-a", "once"), "JobRefusedWaiting") == 1; }, seconds(30)));
+  auto waiting = fleet.Job("team-a", "once");
+  CHECK(waiting["status"]["phase"] == "Admitted");
+  CHECK(waiting["status"]["cluster"] == "c1");
+  CHECK(waiting["status"].value("message", "").find("went unanswered and may have landed") != std::string::npos);
+  // c1's watches come back: the job is seen there, and followed to its end.
+  REQUIRE(fleet.Ctl({"hold-watches", "c1", "off"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "once", {"Succeeded", "Failed"}, seconds(40)));
+  auto done = fleet.Job("team-a", "once");
+  CHECK(done["status"]["phase"] == "Succeeded");
+  CHECK(done["status"]["cluster"] == "c1");
+  CHECK(done["status"]["epoch"] == 1);
+  CHECK(Count(Reasons(fleet, "team-a", "once"), "JobRefused") == 0);
+  CHECK(fleet.Runs(uid).size() == 1);
+  CHECK(fleet.Ctl({"check"}).code == 0);
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+}
+
 }  // namespace gantry::testing

@@ -69,6 +69,7 @@ AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
       s["server"] = c->server_url();
       s["faults"] = {{"latencyMs", f.latency_ms}, {"errorFraction", f.error_fraction},
                      {"errorCodes", f.error_codes}, {"errorVerbs", f.error_verbs}, {"partitionMode", f.partition_mode},
+                     {"loseAnswer", f.lose_answer},
                      {"apiserverStopped", f.apiserver_stopped}, {"forbidden", f.forbidden}, {"failing", f.failing},
                      {"rbac", f.rbac != nullptr}};
       out.push_back(std::move(s));
@@ -128,7 +129,14 @@ http::Response AdminApi::ClusterAction(const http::Request& req) const {
     if (action == "forbid") {
       return FromStatus(c->SetForbidden(SplitCommas(req.Query("resources").value_or(""))));
     }
+    if (action == "lose-answer") return FromStatus(c->SetLoseAnswer(req.Query("request").value_or("")));
     if (action == "rbac") return FromStatus(c->SetRbac(req.body));
+    if (action == "hold-watches") {
+      const std::string hold = req.Query("hold").value_or("on");
+      if (hold != "on" && hold != "off") return FromStatus(Status::Invalid("hold: want on or off"));
+      c->state().HoldWatches(hold == "on");
+      return FromStatus(Status::Ok());
+    }
     if (action == "kill-watches") {
       c->state().KillWatches();
       return FromStatus(Status::Ok());

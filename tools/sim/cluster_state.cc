@@ -332,6 +332,15 @@ void ClusterState::KillWatches() {
   hub_.CloseAll();
 }
 
+void ClusterState::HoldWatches(bool hold) {
+  std::lock_guard lock(mu_);
+  if (hold) {
+    hub_.Hold();
+  } else {
+    hub_.Release();
+  }
+}
+
 ResourceList ClusterState::Reserved() {
   std::lock_guard lock(mu_);
   return kueue_.Reserved();
@@ -344,7 +353,8 @@ json ClusterState::Summary() {
           {"quota", ToJson(kueue_.quota())},
           {"reserved", ToJson(kueue_.Reserved())},
           {"runningJobs", kueue_.running_jobs()},
-          {"watches", hub_.size()}};
+          {"watches", hub_.size()},
+          {"watchesHeld", hub_.held()}};
 }
 
 }  // namespace gantry::sim

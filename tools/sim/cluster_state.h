@@ -80,6 +80,8 @@ class ClusterState {
   // KueueController::AddLocalQueue.
   Status AddLocalQueue(const std::string& ns, const std::string& name);
   void KillWatches();
+  // WatchHub::Hold / Release.
+  void HoldWatches(bool hold);
   nlohmann::json Summary();
   // For tests: quota reserved now.
   ResourceList Reserved();

@@ -33,7 +33,7 @@ namespace gantry::sim {
 
 int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   if (args.empty()) {
-    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|admission-check|partition|heal|stop|start|latency|errors|forbid|rbac|kill-watches|quota|local-queue ...\n");
+    std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR journal|check|clusters|evict|admission-check|partition|heal|stop|start|latency|errors|forbid|lose-answer|hold-watches|rbac|kill-watches|quota|local-queue ...\n");
     return kExitUsage;
   }
   const std::string& cmd = args[0];
@@ -77,6 +77,12 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   } else if (cmd == "forbid") {  // forbid CLUSTER [RESOURCE[:VERB|=CODE],...]: none to allow everything again
     if (!need(1)) return kExitUsage;
     target = fmt::format("/clusters/{}/forbid?resources={}", args[1], args.size() > 2 ? args[2] : "");
+  } else if (cmd == "hold-watches") {  // hold-watches CLUSTER on|off: the watch streams go silent, or send what was held
+    if (!need(2)) return kExitUsage;
+    target = fmt::format("/clusters/{}/hold-watches?hold={}", args[1], args[2]);
+  } else if (cmd == "lose-answer") {  // lose-answer CLUSTER [RESOURCE:VERB]: the next one is carried out, its answer and watch events held
+    if (!need(1)) return kExitUsage;
+    target = fmt::format("/clusters/{}/lose-answer?request={}", args[1], args.size() > 2 ? args[2] : "");
   } else if (cmd == "rbac") {  // rbac CLUSTER [FILE]: only FILE's ClusterRole rules granted; none: everything
     if (!need(1)) return kExitUsage;
     target = fmt::format("/clusters/{}/rbac", args[1]);

@@ -103,6 +103,7 @@ std::string ForbidVerb(const RequestAttributes& a) {
 
 void SimCluster::Handle(http::Request req, http::Responder respond) {
   int64_t delay = 0;
+  bool lose = false;
   {
     std::lock_guard lock(fault_mu_);
     // Cut off: no answer at all, not even a refusal, as on a real network.
@@ -117,7 +118,7 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
     // What RBAC would judge of the request, read once, and only when some
     // fault needs it.
     const bool judged = !faults_.failing.empty() || !faults_.forbidden.empty() || faults_.rbac ||
-                        !faults_.error_verbs.empty();
+                        !faults_.error_verbs.empty() || !faults_.lose_answer.empty();
     const RequestAttributes a = judged ? AttributesOf(req) : RequestAttributes{};
     const std::string resource = a.resource.substr(0, a.resource.find('/'));  // "workloads" of "workloads/status"
     if (auto failing = faults_.failing.find(resource); failing != faults_.failing.end()) {
@@ -150,6 +151,19 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
       return;
     }
     delay = faults_.latency_ms;
+    if (!faults_.lose_answer.empty() && faults_.lose_answer == resource + ":" + ForbidVerb(a)) {
+      faults_.lose_answer.clear();
+      lose = true;
+    }
+  }
+  if (lose) {
+    // The apiserver stalls as it carries the request out: its watch events
+    // and its answer are held back.
+    state_.HoldWatches(true);
+    (void)api_.Handle(req);
+    std::lock_guard lock(fault_mu_);
+    stalled_.push_back(std::move(respond));
+    return;
   }
   http::Response resp = api_.Handle(req);
   if (delay > 0 && !resp.stream) {
@@ -263,6 +277,15 @@ Status SimCluster::SetForbidden(std::set<std::string> resources) {
   std::lock_guard lock(fault_mu_);
   faults_.forbidden = std::move(forbidden);
   faults_.failing = std::move(failing);
+  return Status::Ok();
+}
+
+Status SimCluster::SetLoseAnswer(std::string request) {
+  if (!request.empty() && request.find(':') == std::string::npos) {
+    return Status::Invalid(fmt::format("{}: want RESOURCE:VERB, e.g. jobs:create", request));
+  }
+  std::lock_guard lock(fault_mu_);
+  faults_.lose_answer = std::move(request);
   return Status::Ok();
 }
 

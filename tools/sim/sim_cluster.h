@@ -46,6 +46,12 @@ struct FaultSettings {
   // a CRD whose conversion webhook is broken, say).
   std::map<std::string, int> failing;
   bool apiserver_stopped = false;
+  // One request, RESOURCE:VERB (jobs:create): the next one is carried out
+  // by an apiserver that stalls as it does so: its answer is held back
+  // until heal (then a 503), and the watch streams go silent, their events
+  // held until hold-watches off. Its sender cannot know that it landed, and
+  // a view fed by those watches does not show it.
+  std::string lose_answer;
   // Set: only what these rules grant is allowed (rbac.h), on top of the above.
   std::shared_ptr<const Rbac> rbac;
 };
@@ -81,6 +87,8 @@ class SimCluster {
   // Each entry: RESOURCE or RESOURCE:VERB (403), or RESOURCE=CODE (that
   // error, 400..599, for every verb). Replaces what was set before.
   Status SetForbidden(std::set<std::string> resources);
+  // FaultSettings::lose_answer; "" clears it.
+  Status SetLoseAnswer(std::string request);
   // The ClusterRole(s) in this YAML become the token's only grants; "" grants
   // everything again.
   Status SetRbac(const std::string& yaml_text);

@@ -64,6 +64,10 @@ bool WatchHub::Deliver(Watcher& w, const WatchEvent& ev, std::vector<EncodedEven
 }
 
 void WatchHub::Dispatch(const WatchEvent& ev) {
+  if (held_) {
+    held_events_.push_back(ev);
+    return;
+  }
   std::vector<EncodedEvent> cache;
   std::vector<EncodedEvent>* shared = watchers_.size() > 1 ? &cache : nullptr;  // one watcher: nothing to share
   for (auto it = watchers_.begin(); it != watchers_.end();) {
@@ -76,6 +80,7 @@ void WatchHub::Dispatch(const WatchEvent& ev) {
 }
 
 void WatchHub::Tick(int64_t now_ms, int64_t rv, int64_t bookmark_interval_ms) {
+  if (held_) return;
   for (auto it = watchers_.begin(); it != watchers_.end();) {
     Watcher& w = it->second;
     bool alive = !w.stream->closed();
@@ -97,6 +102,15 @@ void WatchHub::Tick(int64_t now_ms, int64_t rv, int64_t bookmark_interval_ms) {
 void WatchHub::CloseAll() {
   for (auto& [id, w] : watchers_) w.stream->Finish();
   watchers_.clear();
+  held_ = false;
+  held_events_.clear();
+}
+
+void WatchHub::Release() {
+  held_ = false;
+  std::vector<WatchEvent> held;
+  held.swap(held_events_);
+  for (const WatchEvent& ev : held) Dispatch(ev);
 }
 
 }  // namespace gantry::sim

@@ -53,8 +53,13 @@ class WatchHub {
   void Dispatch(const WatchEvent& ev);
   // Bookmarks every bookmark_interval_ms; Finish at the deadline; prunes.
   void Tick(int64_t now_ms, int64_t rv, int64_t bookmark_interval_ms);
-  // Ends every stream (admin "kill watches", apiserver stop).
+  // Ends every stream (admin "kill watches", apiserver stop); drops a hold.
   void CloseAll();
+  // A stalled apiserver (admin "hold-watches"): the open streams stay open
+  // and silent, no event, bookmark or end, until Release sends what was held.
+  void Hold() { held_ = true; }
+  void Release();
+  bool held() const { return held_; }
   std::size_t size() const { return watchers_.size(); }
 
  private:
@@ -66,6 +71,8 @@ class WatchHub {
   // (cache nullptr: encodes without keeping the line).
   static bool Deliver(Watcher& w, const WatchEvent& ev, std::vector<EncodedEvent>* cache);
 
+  bool held_ = false;
+  std::vector<WatchEvent> held_events_;
   uint64_t next_id_ = 1;
   std::map<uint64_t, Watcher> watchers_;
 };

@@ -301,6 +301,39 @@ int64_t ActionRetryMs(int failures, int64_t retry_ms, int64_t retry_after_ms);
 // the loss would otherwise be created, and run, a second time.
 bool MayBeLost(const Plan& plan, const std::vector<RemoteIntent>& intents, bool at_most_once = false);
 
+// What becomes of a job whose owner refused the create of its real job
+// for that cluster alone (a 403 from RBAC or a policy webhook, a 404 for a
+// kind or namespace missing there): dispatched again elsewhere at the next
+// epoch (kMove), failed (kFail), or left as it is while the owner's view
+// catches up (kWait).
+enum class JobRefusalVerdict { kMove, kFail, kWait };
+struct JobRefusalFacts {
+  JobPhase phase = JobPhase::kAdmitted;
+  bool at_most_once = false;
+  // The row of the real job there: when its create was confirmed (0: not).
+  int64_t created_ms = 0;
+  // Since when an earlier create of it there, at this epoch, may have landed
+  // unseen: its answer was never read (a timeout, a connection lost) or was
+  // a 5xx, or it was leased before the daemon last started (a create sent
+  // before a crash). 0: every earlier try was answered "not created".
+  int64_t unanswered_since_ms = 0;
+  // The owner's view is current (reachable, its watch not behind) and shows
+  // no real job of this one there.
+  bool view_confirms_absence = false;
+  int64_t now_ms = 0;
+};
+struct JobRefusalJudgement {
+  JobRefusalVerdict verdict = JobRefusalVerdict::kFail;
+  int64_t wait_ms = 0;  // kWait: look again after this
+};
+// A job that runs at least once (onClusterLoss Requeue) moves: a create that
+// landed unseen is another epoch's object, fenced once seen. An at-most-once
+// job moves only while nothing of it can have started: Admitted, no create
+// confirmed, and no create that may have landed unseen, unless the owner's
+// view has confirmed its absence notFoundConfirmsAfter after that create
+// (by then a landed one would show); until then it waits. Else it fails.
+JobRefusalJudgement JudgeJobRefusal(const JobRefusalFacts& f, const DecideOptions& opt);
+
 // Adds to u every present intent, marked absent (the write withdraws the
 // objects), except those of the (cluster, kind) pairs in keep.
 void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& intents,

@@ -160,6 +160,9 @@ class Engine final : public JobIntake {
     // Not a refusal: why a create that is to be sent again failed (its
     // answer, or no answer), for ActionErrors.
     std::string failed{};
+    // That create may have been carried out: its answer was never read, or
+    // was a 5xx (unanswered_).
+    bool maybe_landed = false;
   };
   // Runs one action; false when it failed and the job should be looked at again soon.
   bool Execute(const JobRecord& job, const Action& action, Refusal* refusal);
@@ -201,11 +204,29 @@ class Engine final : public JobIntake {
   // each, if the job is still nominating at their epoch. False when the store could not be read or
   // written: the job is looked at again after a while, not at once.
   bool RecordCopyRefusals(const std::string& uid, const std::vector<CopyRefusal>& refusals);
-  // Whether a job whose real job its owner refused (acted.refusal) is
-  // dispatched again elsewhere rather than failed: the owner alone forbids
-  // it (Refusal::this_cluster_only), and nothing of it can have run there.
-  static bool MovesOnRefusal(const JobRecord& job, const JobSpec& spec, const std::vector<RemoteIntent>& intents,
-                             const ActionsOutcome& acted);
+  // What becomes of a job whose real job its owner refused (acted.refusal):
+  // dispatched again elsewhere, failed, or left waiting (JudgeJobRefusal).
+  // It fails unless the owner alone forbids it (Refusal::this_cluster_only);
+  // in reads the owner's view.
+  JobRefusalJudgement JudgeRefusal(const JobRecord& job, const JobSpec& spec, const DecideInput& in,
+                                   const ActionsOutcome& acted);
+  // kWait: the job's message and an event say why it waits (once); returns
+  // wait_ms, when to look again.
+  int64_t WaitOnRefusal(const JobRecord& job, const std::string& refusal, const std::string& cluster,
+                        int64_t wait_ms);
+  // The real job's creates whose answers were not read or were a 5xx, by
+  // job: since when one may have landed unseen, at which (cluster, epoch).
+  // Forgotten with the job; a restart forgets them all, and every job
+  // leased before it counts as such from started_ms_ (JudgeRefusal).
+  struct Unanswered {
+    std::string cluster;
+    int64_t epoch = 0;
+    int64_t since_ms = 0;
+  };
+  void NoteUnanswered(const std::string& uid, const Action& create);
+  std::mutex unanswered_mu_;
+  std::unordered_map<std::string, Unanswered> unanswered_;
+  int64_t started_ms_ = 0;  // wall clock, set by Start
   // An at-most-once job's real job was created (its cluster answered 201,
   // or 409 for the job's own object): its row's created_ms is written, and
   // fsync'd, so that a job seen gone afterwards, even after a restart, is

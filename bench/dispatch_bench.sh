@@ -3,7 +3,8 @@
 # 10 simulated Kueue clusters over HTTPS, `gantry serve` dispatches to them,
 # and dispatch_loadgen submits short jobs (one 100m/128Mi pod, 200 ms) and
 # waits until every one is Succeeded. First a line of what a syscall, a
-# thread wake-up and an fdatasync cost on this machine (machine_probe), then
+# thread wake-up and an fdatasync cost on this machine (machine_probe), and
+# what a bare HTTPS round trip costs in CPU (transport_floor), then
 # three runs, each on a fresh simulator and a fresh daemon:
 #
 #   AllAtOnce    JOBS jobs as fast as CONNS connections post them
@@ -43,7 +44,7 @@ TARGET_DISPATCH_PER_S=1000
 TARGET_P99_MS=250
 BIN=$BUILD/bin
 for b in gantry gantry-sim dispatch_loadgen; do
-  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: ninja -C $BUILD gantry gantry-sim dispatch_loadgen machine_probe"; exit 2; }
+  [ -x "$BIN/$b" ] || { echo "missing $BIN/$b: ninja -C $BUILD gantry gantry-sim dispatch_loadgen machine_probe transport_floor"; exit 2; }
 done
 work=$(mktemp -d -p "${BENCH_DIR:-$PWD}" .bench-XXXXXX)
 pids=()
@@ -195,6 +196,10 @@ named() { [[ " ${SCENARIOS:-} " == *" $1 "* ]]; }
 # The machine first: its costs set the figures below (builds from before
 # the probe have none).
 if [ -x "$BIN/machine_probe" ]; then "$BIN/machine_probe" "$work"; fi
+# And the CPU of a bare HTTPS round trip (transport_floor): what the 18
+# round trips of an AllAtOnce job cost before any work of gantry's or the
+# simulator's own.
+if [ -x "$BIN/transport_floor" ]; then "$BIN/transport_floor" "$CLUSTERS" 16 3 1500 18; fi
 if want allatonce; then
   echo "AllAtOnce: $JOBS jobs, closed loop over $CONNS connections, $CLUSTERS clusters:"
   scenario allatonce AllAtOnce "$JOBS"

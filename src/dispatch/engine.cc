@@ -586,6 +586,8 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   }
   if (acted.job_created && AtMostOnce(*spec) &&
       !RecordJobCreated(*stored, in.intents, *acted.job_created)) {
+    // Created, and not on record: known to this run of the daemon at least.
+    NoteUnanswered(uid, *acted.job_created);
     return options_.decide.retry_ms;
   }
   if (!acted.copy_refusals.empty()) {
@@ -604,11 +606,18 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
 
 int64_t Engine::WaitOnRefusal(const JobRecord& job, const std::string& refusal, const std::string& cluster,
                               int64_t wait_ms) {
+  // Said once: the cluster's answer may differ from one try to the next (a
+  // webhook's request id), the start does not.
+  const std::string said = fmt::format(
+      "waiting: {} refuses the job's create now, but an earlier create there went unanswered and may have landed",
+      cluster);
+  if (job.message.starts_with(said)) return wait_ms;
   const std::string message = fmt::format(
-      "{}; an earlier create of the job there went unanswered and may have landed: it is dispatched elsewhere only "
-      "once {}'s view shows no such job, {} after that create",
-      refusal, cluster, ladder::DurationText(options_.decide.not_found_confirms_after_ms));
-  if (job.message == message) return wait_ms;  // said already
+      "{}: it is dispatched elsewhere only once {}'s view shows no such job, {} after that create ({})", said,
+      cluster,
+      ladder::DurationText(std::max<int64_t>(options_.decide.not_found_confirms_after_ms,
+                                             options_.observer.SilentWatchFoundAfter().count())),
+      refusal);
   DispatchUpdate u = ladder::Guarded(job);
   u.message = message;
   u.events.push_back(ladder::Event("JobRefusedWaiting", message, cluster, "Warning"));
@@ -629,7 +638,7 @@ JobRefusalJudgement Engine::JudgeRefusal(const JobRecord& job, const JobSpec& sp
   JobRefusalFacts f;
   f.phase = job.phase;
   f.at_most_once = AtMostOnce(spec);
-  f.now_ms = clock_.NowMillis();
+  f.now_ms = in.now_ms;  // the moment of the view below, not later
   if (const RemoteIntent* row = ladder::JobRowIn(in.intents, a->cluster, a->epoch)) f.created_ms = row->created_ms;
   {
     std::lock_guard lock(unanswered_mu_);
@@ -642,9 +651,9 @@ JobRefusalJudgement Engine::JudgeRefusal(const JobRecord& job, const JobSpec& sp
   // have gone unanswered.
   if (f.unanswered_since_ms == 0 && job.lease_ms < started_ms_) f.unanswered_since_ms = started_ms_;
   // The pass planned the create: its view showed no real job there.
-  auto facts = in.clusters->find(a->cluster);
-  f.view_confirms_absence = facts != in.clusters->end() && facts->second.ready && in.synced->count(a->cluster) &&
-                            !in.behind->count(a->cluster);
+  f.view_confirms_absence = ladder::ConfirmsAbsence(in, a->cluster);
+  f.kind_watched = !in.resource.empty();
+  f.silent_watch_found_ms = options_.observer.SilentWatchFoundAfter().count();
   return JudgeJobRefusal(f, options_.decide);
 }
 

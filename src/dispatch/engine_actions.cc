@@ -183,14 +183,17 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     spdlog::debug("dispatch: create {} {} in {}: {}", action.kind, action.name, action.cluster,
                   reply.status().ToString());
     refusal->failed = Cut(reply.status().message());
-    refusal->maybe_landed = true;  // sent, perhaps carried out, its answer lost
+    refusal->maybe_landed = client.last_sent();  // written, perhaps carried out, its answer lost
     return false;
   }
   if (reply->ok()) return true;
   if (reply->status == 409 && reply->error && reply->error->reason == "AlreadyExists") {
     auto existing = client.Get(action.path + "/" + action.name);
     if (metrics_) metrics_->RemoteCall(action.cluster, "get", existing.ok() ? existing->status : 0);
-    if (!existing.ok() || !existing->ok()) return false;  // gone meanwhile, or unreachable: next pass
+    if (!existing.ok() || !existing->ok()) {
+      refusal->maybe_landed = true;  // the name is held, perhaps by an earlier create of ours
+      return false;  // gone meanwhile, or unreachable: next pass
+    }
     if (Label(existing->body, kOriginLabel) == options_.decide.origin &&
         Label(existing->body, kJobUidLabel) == job.uid) {
       const std::string epoch = JsonStringAt(existing->body, {"metadata", "annotations", kEpochAnnotation});
@@ -376,10 +379,9 @@ void Engine::NoteActionError(const std::string& uid, const Action& action, const
 }
 
 void Engine::NoteUnanswered(const std::string& uid, const Action& create) {
+  // The latest counts: it may be the one that landed.
   std::lock_guard lock(unanswered_mu_);
-  Unanswered& u = unanswered_[uid];
-  if (u.cluster == create.cluster && u.epoch == create.epoch) return;  // the first one counts
-  u = {create.cluster, create.epoch, clock_.NowMillis()};
+  unanswered_[uid] = {create.cluster, create.epoch, clock_.NowMillis()};
 }
 
 std::vector<ActionError> Engine::ActionErrors(const std::string& job_uid) const {

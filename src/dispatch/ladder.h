@@ -100,6 +100,18 @@ inline std::string ConditionReason(const std::string& conditions_json, std::stri
   return "";
 }
 
+// The cluster is Ready and its view synced for the job's kind.
+inline bool Reachable(const DecideInput& in, const std::string& cluster) {
+  auto f = in.clusters->find(cluster);
+  return f != in.clusters->end() && f->second.ready && in.synced->count(cluster) > 0;
+}
+// Whether the cluster's view can confirm that an object is gone: it is
+// reachable, and not behind (a watch there broke and the relist has not
+// come yet, so a copy created since would not show).
+inline bool ConfirmsAbsence(const DecideInput& in, const std::string& cluster) {
+  return Reachable(in, cluster) && !in.behind->count(cluster);
+}
+
 class Ladder {
  public:
   explicit Ladder(const DecideInput& in) : in_(in), job_(*in.job), opt_(in.options) {}
@@ -107,16 +119,8 @@ class Ladder {
   Plan Run();
 
  private:
-  bool Reachable(const std::string& cluster) const {
-    auto f = in_.clusters->find(cluster);
-    return f != in_.clusters->end() && f->second.ready && in_.synced->count(cluster) > 0;
-  }
-  // Whether the cluster's view can confirm that an object is gone: it is
-  // reachable, and not behind (a watch there broke and the relist has not
-  // come yet, so a copy created since would not show).
-  bool ConfirmsAbsence(const std::string& cluster) const {
-    return Reachable(cluster) && !in_.behind->count(cluster);
-  }
+  bool Reachable(const std::string& cluster) const { return ladder::Reachable(in_, cluster); }
+  bool ConfirmsAbsence(const std::string& cluster) const { return ladder::ConfirmsAbsence(in_, cluster); }
   // The cluster keeps gantry from listing the resource of this job's kind
   // (its JobSets, say; ClusterFacts::kind_refused): a copy there could take
   // the lease for a job whose status would not be followed, so none goes.

@@ -24,8 +24,6 @@ using observer_internal::Resource;
 
 // First wait after a failure of our own (client creation, an exception); doubled up to max_backoff.
 constexpr auto kFirstBackoff = std::chrono::milliseconds(200);
-// A watch stream is declared dead when silent this much longer than the server's own timeout.
-constexpr auto kIdleMargin = std::chrono::seconds(30);
 
 std::string PathOf(const Resource& r, inventory::KueueApiVersion version) {
   return r.path.empty() ? AllWorkloadsPath(version) : r.path;
@@ -66,11 +64,10 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
   kube::ListWatchOptions lw;
   lw.label_selector = Selector();
   lw.watch_timeout_seconds = options.watch_timeout_seconds;
-  auto watch_length = std::chrono::seconds(options.watch_timeout_seconds);
   // Not at least ListWatchOptions' default (120 s): a stream that died
   // without a reset (a control-plane node gone) must not leave the view
   // quietly stale, and not behind, for two minutes.
-  lw.idle_timeout = watch_length + kIdleMargin;
+  lw.idle_timeout = options.SilentWatchFoundAfter();
   lw.max_backoff = options.max_backoff;
   lw.stop_fd = c->stop_signal.fd();
   lw.on_watch_failed = [this, c, r](const std::string&) { SetBehind(c, r, true); };

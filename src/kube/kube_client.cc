@@ -112,12 +112,15 @@ Result<KubeReply> KubeClient::Finish() {
   Pending p = std::move(*pending_);
   pending_.reset();
   exchange_ = {};
+  last_sent_ = false;
   if (!p.headers.ok()) return p.headers.status();
+  last_sent_ = p.sent.ok();
   const uint64_t read_waits = client_->read_waits();
   std::chrono::milliseconds backoff = options_.first_backoff;
   Status last = Status::Unavailable("no attempt made");
   for (int attempt = 1; attempt <= std::max(1, options_.max_attempts); ++attempt) {
     // The first try was sent by Start; a retry is a whole exchange.
+    if (attempt > 1) last_sent_ = true;  // a whole exchange: it may have been written
     Result<http::ClientResponse> res =
         attempt > 1 ? client_->Do(p.method, p.target, p.body, *p.headers)
                     : (p.sent.ok() ? client_->Finish() : Result<http::ClientResponse>(p.sent));

@@ -467,6 +467,18 @@ TEST_CASE("JudgeJobRefusal: a refused real job moves, fails, or waits for its ow
   j = JudgeJobRefusal(f, opt);
   CHECK(j.verdict == JobRefusalVerdict::kWait);
   CHECK(j.wait_ms == 1'000);
+  // A silent watch is found dead only after 40 s: until then the view's
+  // word is not enough.
+  f.view_confirms_absence = true;
+  f.silent_watch_found_ms = 40'000;
+  j = JudgeJobRefusal(f, opt);
+  CHECK(j.verdict == JobRefusalVerdict::kWait);
+  CHECK(j.wait_ms == 30'000);
+  f.now_ms = 136'000;
+  CHECK(JudgeJobRefusal(f, opt).verdict == JobRefusalVerdict::kMove);
+  // Of a kind not watched there, a job that landed would never show.
+  f.kind_watched = false;
+  CHECK(JudgeJobRefusal(f, opt).verdict == JobRefusalVerdict::kFail);
 }
 
 }  // namespace gantry::dispatch

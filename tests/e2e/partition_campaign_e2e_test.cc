@@ -1,7 +1,9 @@
 // A partition campaign: while jobs of every onClusterLoss flow through three
-// clusters, one cluster at a time is cut off (its apiserver down, or only the
-// daemon's requests stalled) for a random time, shorter or longer than
-// clusterLostTimeoutSeconds, and the daemon is SIGKILLed now and then. The
+// clusters, one cluster at a time is cut off (its apiserver down, only the
+// daemon's requests stalled, or an apiserver that stalls in the middle of a
+// write it carries out: the answer lost, the watches silent) for a random
+// time, shorter or longer than clusterLostTimeoutSeconds, and the daemon is
+// SIGKILLed now and then. The
 // simulator's journal is the oracle once everything has healed:
 //   - every acknowledged job is stored and finished: Requeue and Wait jobs
 //     Succeeded, Fail jobs Succeeded or Failed for their lost owner;
@@ -115,7 +117,16 @@ void RunCampaign(const Campaign& c) {
   for (int k = 0; k < c.cuts && daemon_up && ctl_ok; ++k) {
     std::this_thread::sleep_for(milliseconds(gap_ms(rng)));
     const std::string cluster = fmt::format("c{}", pick(rng));
-    ctl_ok = fleet.Ctl({"partition", cluster, std::to_string(pick(rng) % 2 + 1)}).code == 0;
+    // 1: its apiserver down; 2: the daemon's requests stalled; 3: an
+    // apiserver that stalls as it carries out the next write of one kind:
+    // that write lands unanswered, and the watches go silent until the heal.
+    const int kind = pick(rng);
+    if (kind == 3) {
+      static const char* kWrites[] = {"jobs:create", "workloads:create", "workloads:delete", "jobs:delete"};
+      ctl_ok = fleet.Ctl({"lose-answer", cluster, kWrites[rng() % 4]}).code == 0;
+    } else {
+      ctl_ok = fleet.Ctl({"partition", cluster, std::to_string(kind)}).code == 0;
+    }
     ++cuts_done;
     const milliseconds cut(cut_ms(rng));
     if (kills_left > 0 && static_cast<int>(rng() % c.cuts) < c.kills) {
@@ -129,7 +140,9 @@ void RunCampaign(const Campaign& c) {
     } else {
       std::this_thread::sleep_for(cut);
     }
+    if (kind == 3) ctl_ok = fleet.Ctl({"lose-answer", cluster}).code == 0 && ctl_ok;  // if no such write came
     ctl_ok = fleet.Ctl({"heal", cluster}).code == 0 && ctl_ok;
+    if (kind == 3) ctl_ok = fleet.Ctl({"hold-watches", cluster, "off"}).code == 0 && ctl_ok;
   }
   cuts_done = c.cuts;  // release the submitter whatever happened
   submitter.join();

@@ -36,6 +36,18 @@ int WatchRefusalRows(DispatchFleet& fleet) {
   return rows;
 }
 
+// Whether gantry-sim holds cluster's watch events back (hold-watches, lose-answer).
+bool WatchesHeld(DispatchFleet& fleet, const std::string& cluster) {
+  RunResult r = fleet.Ctl({"clusters"});
+  if (r.code != 0) return false;
+  auto all = nlohmann::json::parse(r.out, nullptr, false);
+  if (!all.is_array()) return false;
+  for (const auto& c : all) {
+    if (c.value("name", "") == cluster) return c.value("watchesHeld", false);
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("a candidate that forbids the Workload copy is asked once: the job runs in another cluster",
@@ -174,11 +186,14 @@ TEST_CASE("an at-most-once job refused after a create whose answer was lost wait
   REQUIRE(fleet.Ctl({"lose-answer", "c1", "jobs:create"}).code == 0);
   REQUIRE(fleet.Submit("team-a", SimJobYaml("once", "team-a", 1, 0, "3s", "  onClusterLoss: Fail")) == 201);
   const std::string uid = fleet.Uid("team-a", "once");
-  REQUIRE(WaitFor([&] { return fleet.Runs(uid).size() == 1; }, seconds(30)));
-  // RBAC changes meanwhile; then the stalled answer comes, a 503. The
-  // create sent again is refused: a refusal judged before the object's
-  // existence, which says nothing of the first one.
+  // RBAC changes meanwhile, before the daemon's own deadline (10 s) ends its
+  // wait for the answer: its create sent again would find its own object.
+  REQUIRE(WaitFor([&] { return WatchesHeld(fleet, "c1"); }, seconds(30)));
   REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:create"}).code == 0);
+  REQUIRE(WaitFor([&] { return fleet.Runs(uid).size() == 1; }, seconds(30)));  // it landed, and runs
+  // Then the stalled answer comes, a 503. The create sent again is refused:
+  // a refusal judged before the object's existence, which says nothing of
+  // the first one.
   REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
   // Moved now, the job would run in c2 as well. It waits, and says why.
   REQUIRE(WaitFor([&] { return Count(Reasons(fleet, "team-a", "once"), "JobRefusedWaiting") == 1; }, seconds(30)));

@@ -296,6 +296,7 @@ void ClusterState::Watch(WatchRequest req) {
       if (!WatchHub::Deliver(w, *ev)) return;
     }
   }
+  w.start_rv = store_.resource_version();
   hub_.Add(std::move(w));
 }
 

@@ -161,6 +161,8 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
     // and its answer are held back.
     state_.HoldWatches(true);
     (void)api_.Handle(req);
+    // (A heal between the two leaves this answer to the next heal; the
+    // client's own deadline ends its wait.)
     std::lock_guard lock(fault_mu_);
     stalled_.push_back(std::move(respond));
     return;

@@ -40,6 +40,7 @@ std::string WithApiVersion(const std::string& body, const std::string& api_versi
 
 bool WatchHub::Deliver(Watcher& w, const WatchEvent& ev, std::vector<EncodedEvent>* cache) {
   if (ev.resource != w.resource) return true;
+  if (w.start_rv > 0 && ev.rv <= w.start_rv) return true;  // in its replay already
   if (!w.ns.empty() && ev.ns != w.ns) return true;
   const char* type = ev.type.c_str();
   bool now_matches = w.selector.MatchesLabels(ev.labels);

@@ -38,6 +38,9 @@ struct Watcher {
   int64_t deadline_ms = 0;
   int64_t next_bookmark_ms = 0;
   std::shared_ptr<http::ResponseStream> stream;
+  // The store's resourceVersion once its replay was sent: events at or
+  // below it reached it already (held ones, released later, included).
+  int64_t start_rv = 0;
 };
 
 class WatchHub {
@@ -56,7 +59,9 @@ class WatchHub {
   // Ends every stream (admin "kill watches", apiserver stop); drops a hold.
   void CloseAll();
   // A stalled apiserver (admin "hold-watches"): the open streams stay open
-  // and silent, no event, bookmark or end, until Release sends what was held.
+  // and silent, no event, bookmark or end, until Release sends what was held
+  // (a stream opened meanwhile starts from the store as it is, and gets only
+  // what came after that).
   void Hold() { held_ = true; }
   void Release();
   bool held() const { return held_; }

@@ -320,6 +320,12 @@ struct JobRefusalFacts {
   // The owner's view is current (reachable, its watch not behind) and shows
   // no real job of this one there.
   bool view_confirms_absence = false;
+  // The job's kind is watched there: a job that landed can show at all.
+  bool kind_watched = true;
+  // How long a watch stream may stay silent before it is found dead
+  // (ObserverOptions::SilentWatchFoundAfter): a view fed by a stalled
+  // stream still counts as current until then.
+  int64_t silent_watch_found_ms = 0;
   int64_t now_ms = 0;
 };
 struct JobRefusalJudgement {
@@ -330,8 +336,11 @@ struct JobRefusalJudgement {
 // landed unseen is another epoch's object, fenced once seen. An at-most-once
 // job moves only while nothing of it can have started: Admitted, no create
 // confirmed, and no create that may have landed unseen, unless the owner's
-// view has confirmed its absence notFoundConfirmsAfter after that create
-// (by then a landed one would show); until then it waits. Else it fails.
+// view has confirmed its absence after the later of notFoundConfirmsAfter
+// and silent_watch_found_ms from the latest such create (by then a landed
+// one would show, or its watch would have been found dead); until then it
+// waits. Of a kind not watched there nothing would ever show: it fails.
+// Else it fails.
 JobRefusalJudgement JudgeJobRefusal(const JobRefusalFacts& f, const DecideOptions& opt);
 
 // Adds to u every present intent, marked absent (the write withdraws the

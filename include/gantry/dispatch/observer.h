@@ -163,6 +163,12 @@ struct ObservedCluster {
 struct ObserverOptions {
   std::string origin = "gantry";  // label selector: kueue.x-k8s.io/multikueue-origin=<origin>
   int watch_timeout_seconds = 10;  // server-side end of each watch, then resumed
+  // A watch stream silent this much longer than watch_timeout_seconds is
+  // declared dead, and the view behind until the next list.
+  static constexpr std::chrono::seconds kIdleMargin{30};
+  std::chrono::milliseconds SilentWatchFoundAfter() const {
+    return std::chrono::seconds(watch_timeout_seconds) + kIdleMargin;
+  }
   std::chrono::milliseconds request_timeout{10'000};
   std::chrono::milliseconds max_backoff{10'000};
   // Watched as well as Jobs and JobSets: their jobs go Running, finish and

@@ -127,6 +127,10 @@ class KubeClient {
   void StartDelete(const std::string& path, const DeleteOptions& options = {}, Body body = Body::kParse);
   void StartMergePatch(const std::string& path, const nlohmann::json& patch, Body body = Body::kParse);
   Result<KubeReply> Finish();
+  // Whether the call the last Finish read wrote its request whole at least
+  // once: one that did not (no connection, a credential it could not get)
+  // cannot have been carried out, whatever came of it.
+  bool last_sent() const { return last_sent_; }
 
   // How the last exchange Finish read went, for the pool's concurrency
   // limit (concurrency_limit.h); taken once, then kNone until the next.
@@ -183,6 +187,7 @@ class KubeClient {
   // apiserver does at timeoutSeconds), so resuming costs no new handshake.
   std::unique_ptr<http::Client> watch_client_;
   std::optional<Pending> pending_;
+  bool last_sent_ = false;
 };
 
 // Decodes a Kubernetes Status body (exposed for tests).

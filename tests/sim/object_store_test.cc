@@ -45,6 +45,28 @@ TEST_CASE("ObjectStore: resourceVersion, generation, conflicts, pages", "[sim][s
   CHECK(names == std::vector<std::string>{"a", "b", "c", "d", "e"});
 }
 
+TEST_CASE("ObjectStore: a DELETED event carries the object as deleted, at the deletion's resourceVersion",
+          "[sim][store]") {
+  std::vector<std::string> bodies;
+  ObjectStore store(100, [&](const WatchEvent& ev, const json&) { bodies.push_back(ev.type + " " + ev.body); });
+  REQUIRE(store.Create("jobs", Obj("a", "prod"), 0).ok());
+  REQUIRE(store.Mutate("jobs", "ns", "a", [](json& o) { o["status"]["active"] = 1; }).ok());
+  // A label value that spells a resourceVersion field is escaped, not taken for one.
+  REQUIRE(store.Mutate("jobs", "ns", "a", [](json& o) {
+                 o["metadata"]["labels"]["note"] = "\"resourceVersion\":\"3\"";
+               }).ok());
+  auto deleted = store.Delete("jobs", "ns", "a");
+  REQUIRE(deleted.ok());
+  CHECK((*deleted)["metadata"]["resourceVersion"] == "4");
+  REQUIRE(bodies.size() == 4);
+  CHECK(bodies.back() == "DELETED " + deleted->dump());
+  // Created again: its own text, not the old one's.
+  REQUIRE(store.Create("jobs", Obj("a", "dev"), 0).ok());
+  auto again = store.Delete("jobs", "ns", "a");
+  REQUIRE(again.ok());
+  CHECK(bodies.back() == "DELETED " + again->dump());
+}
+
 TEST_CASE("ObjectStore: an edit that changes nothing writes nothing", "[sim][store]") {
   ObjectStore store(100, nullptr);
   REQUIRE(store.Create("jobs", Obj("a", "prod"), 0).ok());

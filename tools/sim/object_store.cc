@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "gantry/common/clock.h"
 #include "gantry/common/names.h"
 #include "gantry/common/json_text.h"
@@ -54,22 +56,47 @@ const json& Member(const json& o, const char* key) {
 }  // namespace
 
 WatchEvent WatchEvent::Of(std::string type, std::string resource, int64_t rv, const json& object, json old_labels) {
+  std::string text;
+  AppendJson(text, object);  // what dump() writes, faster (json_text.h)
+  return Of(std::move(type), std::move(resource), rv, object, std::move(old_labels), std::move(text));
+}
+
+WatchEvent WatchEvent::Of(std::string type, std::string resource, int64_t rv, const json& object, json old_labels,
+                          std::string text) {
   const json& md = Member(object, "metadata");
   std::string ns = md.is_object() ? md.value("namespace", "") : "";
   json labels = md.is_object() ? Member(md, "labels") : json();
-  std::string text;
-  AppendJson(text, object);  // what dump() writes, faster (json_text.h)
   return {std::move(type), std::move(resource), rv, std::move(ns), std::move(labels), std::move(old_labels),
           std::move(text)};
 }
+
+namespace {
+
+// text, an object's serialization at resourceVersion `from`, at `to`
+// instead; "" when its resourceVersion is not found exactly once.
+std::string WithResourceVersion(std::string text, const std::string& from, const std::string& to) {
+  const std::string field = "\"resourceVersion\":\"" + from + "\"";
+  const std::size_t at = text.find(field);
+  if (at == std::string::npos || text.find(field, at + 1) != std::string::npos) return "";
+  text.replace(at, field.size(), "\"resourceVersion\":\"" + to + "\"");
+  return text;
+}
+
+}  // namespace
 
 ObjectStore::ObjectStore(std::size_t history_limit, EventSink sink)
     : history_limit_(history_limit), sink_(std::move(sink)) {}
 
 std::string ObjectStore::Key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
 
-void ObjectStore::Record(const char* type, const std::string& resource, const json& object, json old_labels) {
-  history_.push_back(WatchEvent::Of(type, resource, rv_, object, std::move(old_labels)));
+void ObjectStore::Record(const char* type, const std::string& resource, const std::string& key, const json& object,
+                         json old_labels, std::string text) {
+  if (text.empty()) {
+    history_.push_back(WatchEvent::Of(type, resource, rv_, object, std::move(old_labels)));
+  } else {
+    history_.push_back(WatchEvent::Of(type, resource, rv_, object, std::move(old_labels), std::move(text)));
+  }
+  if (std::string_view(type) != "DELETED") texts_[resource][key] = history_.back().body;
   while (history_.size() > history_limit_) {
     compacted_rv_ = history_.front().rv;
     history_.pop_front();
@@ -91,8 +118,9 @@ Result<const json*> ObjectStore::Create(const std::string& resource, json object
   md["generation"] = 1;
   md["resourceVersion"] = std::to_string(++rv_);
   md.erase("deletionTimestamp");
-  const json& stored = bucket.emplace(std::move(key), std::move(object)).first->second;
-  Record("ADDED", resource, stored, nullptr);
+  auto placed = bucket.emplace(std::move(key), std::move(object)).first;
+  const json& stored = placed->second;
+  Record("ADDED", resource, placed->first, stored, nullptr);
   return &stored;
 }
 
@@ -118,7 +146,7 @@ Result<const json*> ObjectStore::Update(const std::string& resource, json object
   md["resourceVersion"] = std::to_string(++rv_);
   json old_labels = old_md.value("labels", json::object());
   old = std::move(object);
-  Record("MODIFIED", resource, old, std::move(old_labels));
+  Record("MODIFIED", resource, it->first, old, std::move(old_labels));
   return &old;
 }
 
@@ -139,7 +167,7 @@ Result<const json*> ObjectStore::MutateIf(const std::string& resource, const std
   json old_labels = object["metadata"].value("labels", json::object());
   if (!edit(object)) return &object;
   object["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  Record("MODIFIED", resource, object, std::move(old_labels));
+  Record("MODIFIED", resource, it->first, object, std::move(old_labels));
   return &object;
 }
 
@@ -147,10 +175,19 @@ Result<json> ObjectStore::Delete(const std::string& resource, const std::string&
   auto& bucket = objects_[resource];
   auto it = bucket.find(Key(ns, name));
   if (it == bucket.end()) return Status::NotFound(fmt::format("{} \"{}\" not found", resource, name));
+  const std::string key = it->first;
   json object = std::move(it->second);
   bucket.erase(it);
+  std::string text;
+  auto& texts = texts_[resource];
+  if (auto t = texts.find(key); t != texts.end()) {
+    text = std::move(t->second);
+    texts.erase(t);
+  }
+  const std::string from = object["metadata"].value("resourceVersion", "");
   object["metadata"]["resourceVersion"] = std::to_string(++rv_);
-  Record("DELETED", resource, object, nullptr);
+  if (!text.empty()) text = WithResourceVersion(std::move(text), from, std::to_string(rv_));
+  Record("DELETED", resource, key, object, nullptr, std::move(text));
   return object;
 }
 

@@ -19,6 +19,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,9 @@ struct WatchEvent {
   // The event of `object` (serializes it).
   static WatchEvent Of(std::string type, std::string resource, int64_t rv, const nlohmann::json& object,
                        nlohmann::json old_labels = nullptr);
+  // The same with the object serialized already.
+  static WatchEvent Of(std::string type, std::string resource, int64_t rv, const nlohmann::json& object,
+                       nlohmann::json old_labels, std::string text);
 };
 
 struct ListPage {
@@ -98,15 +102,20 @@ class ObjectStore {
 
  private:
   static std::string Key(const std::string& ns, const std::string& name);
-  // Records the event of `object` and hands it to the sink.
-  void Record(const char* type, const std::string& resource, const nlohmann::json& object,
-              nlohmann::json old_labels);
+  // Records the event of `object` and hands it to the sink. text: the
+  // object serialized, when known ("": serialized here).
+  void Record(const char* type, const std::string& resource, const std::string& key, const nlohmann::json& object,
+              nlohmann::json old_labels, std::string text = "");
 
   std::size_t history_limit_;
   EventSink sink_;
   int64_t rv_ = 0;
   int64_t compacted_rv_ = 0;  // events with rv <= this are gone
   std::map<std::string, std::map<std::string, nlohmann::json>> objects_;
+  // Each stored object's text as its latest event serialized it, by
+  // resource and key: its DELETED event is that text with the deletion's
+  // resourceVersion, not a second serialization of the whole object.
+  std::map<std::string, std::unordered_map<std::string, std::string>> texts_;
   std::deque<WatchEvent> history_;
 };
 

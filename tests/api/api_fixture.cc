@@ -129,4 +129,12 @@ std::string JobDoc(const std::string& name, const std::string& ns, int priority,
   return doc.dump();
 }
 
+std::future<Result<http::ClientResponse>> PostLargeJob(const ApiFixture& api, const std::string& name) {
+  return std::async(std::launch::async, [port = api.port(), doc = JobDoc(name) + std::string(64 << 10, ' ')] {
+    auto client = http::Client::Create("http://127.0.0.1:" + std::to_string(port)).value();
+    return client->Do("POST", "/api/v1/namespaces/team-a/jobs", doc,
+                      {{"Authorization", std::string("Bearer ") + kAdminToken}, {"Content-Type", "application/json"}});
+  });
+}
+
 }  // namespace gantry::testing

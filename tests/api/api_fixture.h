@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -73,5 +74,9 @@ class ApiFixture {
 // A valid gantry.dev/v1 Job document (JSON) named name in namespace ns.
 std::string JobDoc(const std::string& name, const std::string& ns = "team-a", int priority = 0,
                    int gpus = 8);
+
+// Posts JobDoc(name) padded past 32 KiB (read on the API's slow lane) as
+// the admin, on a connection of its own, from another thread.
+std::future<Result<http::ClientResponse>> PostLargeJob(const ApiFixture& api, const std::string& name);
 
 }  // namespace gantry::testing

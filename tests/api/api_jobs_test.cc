@@ -109,14 +109,7 @@ TEST_CASE("a large job document is read off the server's loop: other requests ar
   options.slow_lane_capacity = 1;
   ApiFixture api(options);
   // Valid JSON over 32 KiB.
-  auto large = [](const std::string& name) { return JobDoc(name) + std::string(64 << 10, ' '); };
-  auto submit = [&](const std::string& name) {
-    return std::async(std::launch::async, [&api, doc = large(name)] {
-      auto client = http::Client::Create("http://127.0.0.1:" + std::to_string(api.port())).value();
-      return client->Do("POST", "/api/v1/namespaces/team-a/jobs", doc,
-                        {{"Authorization", std::string("Bearer ") + kAdminToken}, {"Content-Type", "application/json"}});
-    });
-  };
+  auto submit = [&](const std::string& name) { return PostLargeJob(api, name); };
   // Released once, also when a REQUIRE below fails: the pending submissions'
   // futures, destroyed then, wait for their answers, which wait for it.
   std::atomic<bool> released_once{false};

@@ -184,13 +184,7 @@ TEST_CASE("a reload is not refused while large job documents fill the slow lane"
   auto reloads = std::make_shared<std::atomic<int>>(0);
   options.after_reload = [reloads] { ++*reloads; };
   ApiFixture api(options);
-  auto submit = [&](const std::string& name) {  // valid JSON over 32 KiB: read on the slow lane
-    return std::async(std::launch::async, [&api, doc = JobDoc(name) + std::string(64 << 10, ' ')] {
-      auto client = http::Client::Create("http://127.0.0.1:" + std::to_string(api.port())).value();
-      return client->Do("POST", "/api/v1/namespaces/team-a/jobs", doc,
-                        {{"Authorization", std::string("Bearer ") + kAdminToken}, {"Content-Type", "application/json"}});
-    });
-  };
+  auto submit = [&](const std::string& name) { return PostLargeJob(api, name); };
   // Released once, also when a REQUIRE below fails: the futures, destroyed
   // then, wait for their answers, which wait for it.
   std::atomic<bool> released_once{false};

@@ -11,21 +11,26 @@ JobsGauge::JobsGauge(JobStore& store, ApiMetrics& metrics, const Clock& clock, S
 
 void JobsGauge::Scrape(std::function<void(bool)> ready) {
   bool start = false;
-  bool ready_now = false;
+  bool answer_now = false;
+  bool have = false;
   {
     std::lock_guard lock(mu_);
     const int64_t now = clock_.MonotonicMillis();
-    if (!counting_ && (!started_ || now - last_start_ms_ >= refresh_ms_)) {
+    if (counting_) {
+      waiting_.push_back(std::move(ready));  // the count at work has the freshest figures
+    } else if (started_ && now - last_start_ms_ < refresh_ms_) {
+      answer_now = true;  // counted recently enough
+      have = have_figures_;
+    } else {
       start = counting_ = started_ = true;
       last_start_ms_ = now;
+      waiting_.push_back(std::move(ready));
     }
-    ready_now = have_figures_;
-    if (!ready_now) waiting_.push_back(std::move(ready));
   }
   // The lane refuses only once stopped (it holds at most a count and a
-  // reload): the waiting scrapes are answered as by a stopped lane.
+  // reload): the waiting scrapes are answered with the last figures, if any.
   if (start && !lane_.Post([this](bool run) { Count(run); })) Count(false);
-  if (ready_now) ready(true);
+  if (answer_now) ready(have);
 }
 
 void JobsGauge::Count(bool run) {
@@ -38,13 +43,15 @@ void JobsGauge::Count(bool run) {
     }
   }
   std::vector<std::function<void(bool)>> waiting;
+  bool have = false;
   {
     std::lock_guard lock(mu_);
     counting_ = false;
     if (run) have_figures_ = true;
+    have = have_figures_;
     waiting.swap(waiting_);
   }
-  for (auto& ready : waiting) ready(run);
+  for (auto& ready : waiting) ready(have);
 }
 
 }  // namespace gantry::api

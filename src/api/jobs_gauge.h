@@ -5,12 +5,11 @@
 //
 // The count runs on the API's admin lane (slow_lane.h: shared with
 // inventory reloads, never with job documents), at most once every
-// refresh_ms: a scrape that finds the last count started that long ago
-// starts the next one and, as every scrape while it runs, shows the last
-// count's figures. So what a scrape shows was counted about refresh_ms ago
-// at most, or at the scrape before it when scrapes come less often. The first scrape after the start
-// has no figures to show: it waits for the first count, off the loop, and
-// never shows a full store as empty.
+// refresh_ms. A scrape within refresh_ms of the last count's start shows its
+// figures at once; a later one starts a count and waits for it, off the
+// loop, as does every scrape that comes while a count is at work. So a
+// scrape never shows figures counted more than refresh_ms before it (0: a
+// count at each scrape), and never a full store as empty.
 //
 // A count that fails (the store's error is logged) leaves the last figures
 // as they were.
@@ -38,10 +37,10 @@ class JobsGauge {
   JobsGauge(const JobsGauge&) = delete;
   JobsGauge& operator=(const JobsGauge&) = delete;
 
-  // For a scrape: starts a count if one is due, and calls ready once the
-  // metrics hold figures to show, at once or (the first scrape) from the
-  // lane when the first count is in. ready(false): the lane stopped before
-  // it counted (the daemon is stopping).
+  // For a scrape: calls ready once the metrics hold figures to show, at
+  // once or from the lane when the count it started or found at work is in.
+  // ready(false): no count has ever ended (the lane stopped first: the
+  // daemon is stopping); a stopped lane otherwise leaves the last figures.
   void Scrape(std::function<void(bool)> ready);
 
  private:

@@ -50,6 +50,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       known_(options_.known_jobs_entries),
       expected_(options_.expectation_ttl_ms) {
   options_.observer.origin = options_.decide.origin;
+  options_.decide.silent_watch_found_ms = options_.observer.SilentWatchFoundAfter().count();
   options_.observer.clock = &clock_;
   // A pass does not sleep on a retry: it holds a worker and a connection in
   // every cluster of its wave, and a throttling cluster's Retry-After would
@@ -615,8 +616,8 @@ int64_t Engine::WaitOnRefusal(const JobRecord& job, const std::string& refusal, 
   const std::string message = fmt::format(
       "{}: it is dispatched elsewhere only once {}'s view shows no such job, {} after that create ({})", said,
       cluster,
-      ladder::DurationText(std::max<int64_t>(options_.decide.not_found_confirms_after_ms,
-                                             options_.observer.SilentWatchFoundAfter().count())),
+      ladder::DurationText(std::max(options_.decide.not_found_confirms_after_ms,
+                                    options_.decide.silent_watch_found_ms)),
       refusal);
   DispatchUpdate u = ladder::Guarded(job);
   u.message = message;
@@ -653,7 +654,6 @@ JobRefusalJudgement Engine::JudgeRefusal(const JobRecord& job, const JobSpec& sp
   // The pass planned the create: its view showed no real job there.
   f.view_confirms_absence = ladder::ConfirmsAbsence(in, a->cluster);
   f.kind_watched = !in.resource.empty();
-  f.silent_watch_found_ms = options_.observer.SilentWatchFoundAfter().count();
   return JudgeJobRefusal(f, options_.decide);
 }
 

@@ -243,6 +243,27 @@ TEST_CASE("an at-most-once job created in its owner and gone unseen fails as Job
   }
 }
 
+TEST_CASE("an at-most-once job's confirmed create gone unseen waits at least as long as a silent watch takes to be found dead",
+          "[dispatch][decide][evicted]") {
+  World probe = CreatedNotSeen("Fail", 0);
+  const int64_t now = probe.in.now_ms;
+  // notFoundConfirmsAfterSeconds set shorter than a silent watch's 40 s:
+  // a view fed by a stalled stream counts as current, and shows no job.
+  World w = CreatedNotSeen("Fail", now - 15'000);
+  w.in.options.not_found_confirms_after_ms = 10'000;
+  w.in.options.silent_watch_found_ms = 40'000;
+  Plan p = Decide(w.Input());
+  CHECK((!p.write || !p.write->phase));
+  CHECK(p.requeue_ms == 25'000);
+  w = CreatedNotSeen("Fail", now - 40'000);
+  w.in.options.not_found_confirms_after_ms = 10'000;
+  w.in.options.silent_watch_found_ms = 40'000;
+  p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->phase);
+  CHECK(*p.write->phase == JobPhase::kFailed);
+}
+
 TEST_CASE("an at-most-once job's confirmed create waits for a view that can confirm it gone",
           "[dispatch][decide][evicted]") {
   World probe = CreatedNotSeen("Fail", 0);

@@ -435,6 +435,7 @@ TEST_CASE("JudgeJobRefusal: a refused real job moves, fails, or waits for its ow
   DecideOptions opt;
   opt.retry_ms = 1'000;
   opt.not_found_confirms_after_ms = 10'000;
+  opt.silent_watch_found_ms = 0;
   JobRefusalFacts f;
   f.phase = JobPhase::kAdmitted;
   f.now_ms = 100'000;
@@ -470,7 +471,7 @@ TEST_CASE("JudgeJobRefusal: a refused real job moves, fails, or waits for its ow
   // A silent watch is found dead only after 40 s: until then the view's
   // word is not enough.
   f.view_confirms_absence = true;
-  f.silent_watch_found_ms = 40'000;
+  opt.silent_watch_found_ms = 40'000;
   j = JudgeJobRefusal(f, opt);
   CHECK(j.verdict == JobRefusalVerdict::kWait);
   CHECK(j.wait_ms == 30'000);

@@ -67,9 +67,10 @@ struct ApiOptions {
   std::size_t inline_parse_bytes = 32 << 10;
   std::size_t slow_lane_capacity = 8;
   // gantry_jobs{phase} is counted at most this often (ms), off the loop; a
-  // scrape meanwhile shows the last count (src/api/jobs_gauge.h). 15 s: a
-  // common scrape interval; the count reads every job, so its time grows
-  // with the store. 0: each scrape starts one unless one runs.
+  // scrape within this time of the last count shows its figures, a later
+  // one waits for a new count (src/api/jobs_gauge.h). 15 s: a common scrape
+  // interval; the count reads every job, so its time grows with the store.
+  // 0: every scrape waits for a count (one at work, or its own).
   int64_t jobs_count_refresh_ms = 15'000;
 };
 

@@ -179,6 +179,11 @@ struct DecideOptions {
   // create of it that gantry sent can still be at work in the API server
   // (whose own request timeout is a minute by default) and land after.
   int64_t not_found_confirms_after_ms = 120'000;
+  // How long a watch stream may stay silent before it is found dead and its
+  // view behind (ObserverOptions::SilentWatchFoundAfter): until then a
+  // stalled stream's view still counts as current. An absence the view
+  // "confirms" is trusted only once a create is older than this as well.
+  int64_t silent_watch_found_ms = 40'000;
   // A real job still suspended this long after its lease, under a copy its
   // cluster admitted: Kueue unsuspends such a job within seconds, so it
   // most likely never will (its kind's integration is off there, or its
@@ -322,10 +327,6 @@ struct JobRefusalFacts {
   bool view_confirms_absence = false;
   // The job's kind is watched there: a job that landed can show at all.
   bool kind_watched = true;
-  // How long a watch stream may stay silent before it is found dead
-  // (ObserverOptions::SilentWatchFoundAfter): a view fed by a stalled
-  // stream still counts as current until then.
-  int64_t silent_watch_found_ms = 0;
   int64_t now_ms = 0;
 };
 struct JobRefusalJudgement {
@@ -337,7 +338,7 @@ struct JobRefusalJudgement {
 // job moves only while nothing of it can have started: Admitted, no create
 // confirmed, and no create that may have landed unseen, unless the owner's
 // view has confirmed its absence after the later of notFoundConfirmsAfter
-// and silent_watch_found_ms from the latest such create (by then a landed
+// and DecideOptions::silent_watch_found_ms from the latest such create (by then a landed
 // one would show, or its watch would have been found dead); until then it
 // waits. Of a kind not watched there nothing would ever show: it fails.
 // Else it fails.

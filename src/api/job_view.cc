@@ -152,10 +152,7 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
     if (!i.gate_refusal.empty()) item["preemptionGateRefusal"] = i.gate_refusal;
     if (i.created_ms > 0) item["createConfirmed"] = FormatRfc3339(i.created_ms);
     if (i.updated_ms > 0) item["updateTime"] = FormatRfc3339(i.updated_ms);
-    for (const dispatch::ActionError& e : errors) {
-      if (!i.present || e.cluster != i.cluster || e.kind != i.kind || e.epoch != i.epoch) continue;
-      item["lastError"] = {{"message", e.error}, {"time", FormatRfc3339(e.time_ms)}};
-    }
+    bool there = i.created_ms > 0;  // the create's outcome is known: it landed
     for (const dispatch::ObservedObject& o : observed) {
       if (o.cluster != i.cluster || o.kind != i.kind || o.name != i.name) continue;
       nlohmann::json seen = {{"state", o.state}, {"epoch", o.epoch}};
@@ -163,7 +160,14 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
       if (!o.message.empty()) seen["message"] = o.message;
       if (o.last_seen) seen["lastSeen"] = true;
       item["observed"] = std::move(seen);
+      there = there || o.epoch == i.epoch;
       break;
+    }
+    for (const dispatch::ActionError& e : errors) {
+      // A failed try of a create that landed after all (its answer lost, or
+      // sent again) says nothing any more.
+      if (!i.present || there || e.cluster != i.cluster || e.kind != i.kind || e.epoch != i.epoch) continue;
+      item["lastError"] = {{"message", e.error}, {"time", FormatRfc3339(e.time_ms)}};
     }
     items.push_back(std::move(item));
   }

@@ -117,4 +117,31 @@ TEST_CASE("the template's kind of a stored spec is read without parsing it, as p
   CHECK(TemplateKindOf(specs[4]) == "TrainJob");
 }
 
+TEST_CASE("a remote object's lastError shows while its create is to be sent again, not once it landed", "[api]") {
+  RemoteIntent row;
+  row.cluster = "c1";
+  row.kind = "Job";
+  row.ns = "team-a";
+  row.name = "llama-ft-0b7e3c1a";
+  row.epoch = 2;
+  dispatch::ActionError error{"c1", "Job", 2, "HTTP 503 the cluster was unreachable", 1'764'000'000'000};
+  auto item = [&](const std::vector<dispatch::ObservedObject>& observed) {
+    return RemoteObjectsToJson({row}, observed, {error}, "Job")["items"][0];
+  };
+  CHECK(item({})["lastError"]["message"] == "HTTP 503 the cluster was unreachable");
+  // Seen there at its epoch: the failed try's answer was lost, or a later try landed.
+  dispatch::ObservedObject seen;
+  seen.cluster = "c1";
+  seen.kind = "Job";
+  seen.name = row.name;
+  seen.epoch = 2;
+  seen.state = "Running";
+  CHECK_FALSE(item({seen}).contains("lastError"));
+  // An older epoch's object holding the name says nothing of this create.
+  seen.epoch = 1;
+  CHECK(item({seen}).contains("lastError"));
+  row.created_ms = 1'764'000'001'000;
+  CHECK_FALSE(item({}).contains("lastError"));
+}
+
 }  // namespace gantry::api

@@ -36,16 +36,22 @@ int WatchRefusalRows(DispatchFleet& fleet) {
   return rows;
 }
 
+// What gantry-sim ctl clusters says of cluster (null when it cannot be read).
+nlohmann::json SimClusterSummary(DispatchFleet& fleet, const std::string& cluster) {
+  RunResult r = fleet.Ctl({"clusters"});
+  if (r.code != 0) return nullptr;
+  auto all = nlohmann::json::parse(r.out, nullptr, false);
+  if (!all.is_array()) return nullptr;
+  for (const auto& c : all) {
+    if (c.value("name", "") == cluster) return c;
+  }
+  return nullptr;
+}
+
 // Whether gantry-sim holds cluster's watch events back (hold-watches, lose-answer).
 bool WatchesHeld(DispatchFleet& fleet, const std::string& cluster) {
-  RunResult r = fleet.Ctl({"clusters"});
-  if (r.code != 0) return false;
-  auto all = nlohmann::json::parse(r.out, nullptr, false);
-  if (!all.is_array()) return false;
-  for (const auto& c : all) {
-    if (c.value("name", "") == cluster) return c.value("watchesHeld", false);
-  }
-  return false;
+  nlohmann::json c = SimClusterSummary(fleet, cluster);
+  return c.is_object() && c.value("watchesHeld", false);
 }
 
 }  // namespace
@@ -183,6 +189,9 @@ TEST_CASE("an at-most-once job refused after a create whose answer was lost wait
   REQUIRE(fleet.WaitClustersReady());
   // c1's apiserver stalls as it creates the real job: the job is there and
   // runs, but gantry gets no answer and its watches show nothing.
+  // A typo would never fire: refused.
+  CHECK(fleet.Ctl({"lose-answer", "c1", "job:create"}).code != 0);
+  CHECK(fleet.Ctl({"lose-answer", "c1", "jobs:frobnicate"}).code != 0);
   REQUIRE(fleet.Ctl({"lose-answer", "c1", "jobs:create"}).code == 0);
   REQUIRE(fleet.Submit("team-a", SimJobYaml("once", "team-a", 1, 0, "3s", "  onClusterLoss: Fail")) == 201);
   const std::string uid = fleet.Uid("team-a", "once");
@@ -190,6 +199,7 @@ TEST_CASE("an at-most-once job refused after a create whose answer was lost wait
   // wait for the answer: its create sent again would find its own object.
   REQUIRE(WaitFor([&] { return WatchesHeld(fleet, "c1"); }, seconds(30)));
   REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:create"}).code == 0);
+  CHECK(SimClusterSummary(fleet, "c1")["faults"].value("answersHeld", 0) == 1);
   REQUIRE(WaitFor([&] { return fleet.Runs(uid).size() == 1; }, seconds(30)));  // it landed, and runs
   // Then the stalled answer comes, a 503. The create sent again is refused:
   // a refusal judged before the object's existence, which says nothing of

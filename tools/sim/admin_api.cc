@@ -69,7 +69,7 @@ AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
       s["server"] = c->server_url();
       s["faults"] = {{"latencyMs", f.latency_ms}, {"errorFraction", f.error_fraction},
                      {"errorCodes", f.error_codes}, {"errorVerbs", f.error_verbs}, {"partitionMode", f.partition_mode},
-                     {"loseAnswer", f.lose_answer},
+                     {"loseAnswer", f.lose_answer}, {"answersHeld", c->answers_held()},
                      {"apiserverStopped", f.apiserver_stopped}, {"forbidden", f.forbidden}, {"failing", f.failing},
                      {"rbac", f.rbac != nullptr}};
       out.push_back(std::move(s));

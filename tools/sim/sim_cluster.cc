@@ -1,10 +1,12 @@
 #include "sim_cluster.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/format.h>
 
 #include "kube_errors.h"
+#include "resources.h"
 
 namespace gantry::sim {
 
@@ -282,9 +284,26 @@ Status SimCluster::SetForbidden(std::set<std::string> resources) {
   return Status::Ok();
 }
 
+std::size_t SimCluster::answers_held() {
+  std::lock_guard lock(fault_mu_);
+  return stalled_.size();
+}
+
 Status SimCluster::SetLoseAnswer(std::string request) {
-  if (!request.empty() && request.find(':') == std::string::npos) {
-    return Status::Invalid(fmt::format("{}: want RESOURCE:VERB, e.g. jobs:create", request));
+  if (!request.empty()) {
+    // The verbs as ForbidVerb names them; a typo would never fire.
+    static const std::set<std::string> kVerbs = {"create", "update", "delete", "get", "list"};
+    const std::size_t colon = request.find(':');
+    if (colon == std::string::npos || colon == 0 || !kVerbs.count(request.substr(colon + 1))) {
+      return Status::Invalid(
+          fmt::format("{}: want RESOURCE:VERB, VERB one of create, update, delete, get, list (e.g. jobs:create)",
+                      request));
+    }
+    const std::string plural = request.substr(0, colon);
+    if (std::none_of(AllResources().begin(), AllResources().end(),
+                     [&](const ResourceInfo& r) { return r.plural == plural; })) {
+      return Status::Invalid(fmt::format("{}: no resource {} here", request, plural));
+    }
   }
   std::lock_guard lock(fault_mu_);
   faults_.lose_answer = std::move(request);

@@ -93,6 +93,8 @@ class SimCluster {
   // everything again.
   Status SetRbac(const std::string& yaml_text);
   FaultSettings faults();
+  // Answers held back (partition mode 2, lose-answer) until the next heal.
+  std::size_t answers_held();
 
  private:
   struct Deferred {

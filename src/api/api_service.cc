@@ -150,7 +150,7 @@ void ApiService::Metrics(http::Request, Respond respond) {
     }
     metrics_.SetClusters(clusters, clock_.NowMillis(), behind_since, connections);
   }
-  // The jobs by phase: the last count's figures (jobs_gauge.h).
+  // The jobs by phase, counted at most jobsMetricSeconds before (jobs_gauge.h).
   jobs_gauge_->Scrape([this, respond = std::move(respond)](bool ready) {
     if (!ready) return respond(K8sStatus(503, "ServiceUnavailable", "gantry is shutting down"));
     respond(http::TextResponse(200, metrics_.Serialize(), "text/plain; version=0.0.4"));

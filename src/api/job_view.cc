@@ -6,7 +6,7 @@
 
 #include "gantry/common/clock.h"
 #include "gantry/common/json_path.h"
-#include "gantry/common/json_scan.h"
+#include "gantry/common/json_fast.h"
 #include "gantry/common/json_text.h"
 
 namespace gantry::api {
@@ -175,11 +175,8 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
 }
 
 std::string TemplateKindOf(const std::string& spec_json) {
-  ScannedString kind = ScanJsonString(spec_json, {"template", "kind"});
-  if (kind.outcome == ScannedString::Outcome::kFound) return std::string(kind.value);
-  if (kind.outcome == ScannedString::Outcome::kAbsent) return "";
-  // Text the walk cannot tell about (an escape in the kind): the parser's
-  // word, as before the walk (a text it refuses has no kind).
+  if (std::optional<std::string> kind = FastStringAt(spec_json, {"template", "kind"})) return *kind;
+  // Text simdjson refuses: the parser's word (a text it refuses has no kind).
   return JsonStringAt(nlohmann::json::parse(spec_json, nullptr, /*allow_exceptions=*/false), {"template", "kind"});
 }
 

@@ -79,15 +79,18 @@ class Converter {
 
 }  // namespace
 
-std::optional<nlohmann::json> FastParseJson(std::string_view text, const FastJsonOptions& options) {
-  // A thread keeps its parser and padded copy for the next text, up to this
-  // size; a larger text gets its own, freed after it (so a thread that once
-  // read a huge watch event does not keep that memory).
-  constexpr std::size_t kKeptCapacity = 1 << 20;
+namespace {
+
+// simdjson's parse of text into *root, with the thread's parser and padded
+// copy (or, for a text over kKeptCapacity, ones of its own in *once_*).
+// A thread keeps its parser and padded copy for the next text, up to this
+// size; a larger text gets its own, freed after it (so a thread that once
+// read a huge watch event does not keep that memory).
+constexpr std::size_t kKeptCapacity = 1 << 20;
+bool Parse(std::string_view text, std::optional<simdjson::dom::parser>& once_parser, std::string& once_copy,
+           simdjson::dom::element* root) {
   thread_local simdjson::dom::parser kept_parser;
   thread_local std::string kept_copy;
-  std::optional<simdjson::dom::parser> once_parser;
-  std::string once_copy;
   const bool large = text.size() > kKeptCapacity;
   simdjson::dom::parser& parser = large ? once_parser.emplace() : kept_parser;
   std::string& padded = large ? once_copy : kept_copy;  // simdjson reads up to SIMDJSON_PADDING bytes past the end
@@ -95,12 +98,41 @@ std::optional<nlohmann::json> FastParseJson(std::string_view text, const FastJso
     padded.resize(text.size() + simdjson::SIMDJSON_PADDING);
   }
   std::copy(text.begin(), text.end(), padded.begin());
+  return parser.parse(padded.data(), text.size(), false).get(*root) == simdjson::SUCCESS;
+}
+
+}  // namespace
+
+std::optional<nlohmann::json> FastParseJson(std::string_view text, const FastJsonOptions& options) {
+  std::optional<simdjson::dom::parser> once_parser;
+  std::string once_copy;
   simdjson::dom::element root;
-  if (parser.parse(padded.data(), text.size(), false).get(root) != simdjson::SUCCESS) return std::nullopt;
+  if (!Parse(text, once_parser, once_copy, &root)) return std::nullopt;
   Converter converter(options);
   json out = converter.Convert(root, 0, false, nullptr);
   if (converter.refused()) return std::nullopt;
   return out;
+}
+
+std::optional<std::string> FastStringAt(std::string_view text, std::initializer_list<std::string_view> path) {
+  std::optional<simdjson::dom::parser> once_parser;
+  std::string once_copy;
+  simdjson::dom::element e;
+  if (!Parse(text, once_parser, once_copy, &e)) return std::nullopt;
+  for (std::string_view key : path) {
+    simdjson::dom::object object;
+    // A repeated key: nlohmann keeps the last, simdjson finds the first.
+    if (e.get_object().get(object) != simdjson::SUCCESS) return std::string();
+    std::size_t seen = 0;
+    for (simdjson::dom::key_value_pair kv : object) {
+      if (kv.key == key && seen++ == 0) e = kv.value;
+    }
+    if (seen == 0) return std::string();
+    if (seen > 1) return std::nullopt;
+  }
+  std::string_view value;
+  if (e.get_string().get(value) != simdjson::SUCCESS) return std::string();
+  return std::string(value);
 }
 
 }  // namespace gantry

@@ -447,7 +447,7 @@ Plan Ladder::CreatedAndGone(const std::string& owner, int64_t created_ms) const 
   }
   // Not before a stalled watch stream would have been found dead: its view
   // counts as current until then, and would not show the job.
-  const int64_t due = created_ms + std::max(opt_.not_found_confirms_after_ms, opt_.silent_watch_found_ms);
+  const int64_t due = created_ms + opt_.AbsenceConfirmedAfterMs();
   if (!ConfirmsAbsence(owner) || in_.now_ms < due) {
     plan.requeue_ms = std::max(opt_.retry_ms, due - in_.now_ms);
     return plan;

@@ -15,7 +15,7 @@ JobRefusalJudgement JudgeJobRefusal(const JobRefusalFacts& f, const DecideOption
   // says nothing of it (RBAC is judged before the object's existence):
   // moved now, the job could run in two clusters.
   if (!f.kind_watched) return {JobRefusalVerdict::kFail};
-  const int64_t due = f.unanswered_since_ms + std::max(opt.not_found_confirms_after_ms, opt.silent_watch_found_ms);
+  const int64_t due = f.unanswered_since_ms + opt.AbsenceConfirmedAfterMs();
   if (f.view_confirms_absence && f.now_ms >= due) return {JobRefusalVerdict::kMove};
   return {JobRefusalVerdict::kWait, std::max(opt.retry_ms, due - f.now_ms)};
 }

@@ -616,8 +616,7 @@ int64_t Engine::WaitOnRefusal(const JobRecord& job, const std::string& refusal, 
   const std::string message = fmt::format(
       "{}: it is dispatched elsewhere only once {}'s view shows no such job, {} after that create ({})", said,
       cluster,
-      ladder::DurationText(std::max(options_.decide.not_found_confirms_after_ms,
-                                    options_.decide.silent_watch_found_ms)),
+      ladder::DurationText(options_.decide.AbsenceConfirmedAfterMs()),
       refusal);
   DispatchUpdate u = ladder::Guarded(job);
   u.message = message;

@@ -240,22 +240,14 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
 
 bool Engine::Execute(const JobRecord& job, const Action& action, Refusal* refusal) {
   std::optional<kube::ClientPool::Lease> lease = StartAction(job, action);
-  struct Released {
-    Engine* e;
-    const std::string& uid;
-    ~Released() { e->SendingDone(uid); }  // a no-op unless StartAction marked the job
-  } released{this, job.uid};
+  SendingRelease released{this, job.uid};  // a no-op unless StartAction marked the job
   return FinishAction(job, action, lease, refusal);
 }
 
 Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vector<Action>& actions) {
   // However this ends (an exception included), a cancel never waits on a
   // create of this job's that is done with.
-  struct Released {
-    Engine* e;
-    const std::string& uid;
-    ~Released() { e->SendingDone(uid); }
-  } released{this, job.uid};
+  SendingRelease released{this, job.uid};
   ActionsOutcome out;
   std::set<std::string> delete_failed;  // clusters where an older object may still hold our name
   std::size_t next = 0;

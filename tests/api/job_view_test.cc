@@ -103,6 +103,11 @@ TEST_CASE("the template's kind of a stored spec is read without parsing it, as p
   specs.push_back(R"({"queue":"q","template":{"kind":7}})");
   specs.push_back(R"({"queue":"q"})");
   specs.push_back("not JSON");
+  specs.push_back(R"({"template":[{"kind":"Job"}]})");
+  specs.push_back(R"({"template":{"kind":null}})");
+  specs.push_back(R"({"kind":"Job","spec":{"template":{"kind":"Pod"}}})");
+  specs.push_back(R"({"template":{"kind":"Job","kind":"JobSet"}})");  // nlohmann keeps the last
+  specs.push_back(R"({"template":{"kind":"Jo)");
   for (const std::string& spec : specs) {
     INFO(spec.substr(0, 200));
     std::string before;  // as GET .../remoteobjects read it, parsing the spec

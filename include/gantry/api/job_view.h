@@ -43,9 +43,9 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
                                    const std::string& job_kind = "");
 
 // The template's kind (JobSet, ...) of a stored spec, "" when it has none:
-// as parsing spec_json would find it at /template/kind, without parsing it
-// when the text is as gantry stores it (json_scan.h). For the API's reads
-// on the server's loop, which must not parse a megabyte of spec.
+// as parsing spec_json would find it at /template/kind, read from
+// simdjson's parse (json_fast.h) without building a tree. For the API's
+// reads on the server's loop, which must not build a megabyte of spec.
 std::string TemplateKindOf(const std::string& spec_json);
 
 // The opaque continue token for a list page, and its inverse (nullopt for a

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <climits>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -41,5 +42,14 @@ struct FastJsonOptions {
 // holds a negative zero double (nlohmann reads "-0.0" as a double but "-0"
 // as an integer; a double alone does not tell which was written).
 std::optional<nlohmann::json> FastParseJson(std::string_view text, const FastJsonOptions& options = {});
+
+// The string at path (member names, outermost first) of the object in
+// text, read from simdjson's parse without building an nlohmann tree: for
+// one field of a large document (a stored job spec on the API's loop). ""
+// when a member on the way is missing or not an object, or the value is not
+// a string, as json.value(pointer, "") gives; nullopt when simdjson refuses
+// the text or a key on the way is repeated (the caller parses with
+// nlohmann, whose verdict stands).
+std::optional<std::string> FastStringAt(std::string_view text, std::initializer_list<std::string_view> path);
 
 }  // namespace gantry

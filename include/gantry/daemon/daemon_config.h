@@ -122,8 +122,8 @@ struct DaemonConfig {
   // in the clusters (EngineOptions::gc_interval_ms).
   int gc_interval_seconds = 60;
   // jobsMetricSeconds: gantry_jobs{phase} is counted (a COUNT over every
-  // job) at most this often, off the server's loop; 0: at each scrape that
-  // finds no count running (api::ApiOptions::jobs_count_refresh_ms).
+  // job) at most this often, off the server's loop; 0: for every scrape
+  // (api::ApiOptions::jobs_count_refresh_ms).
   int jobs_metric_seconds = 15;
   // Kinds run by the generic adapter (spec.suspend, pod sets in the job
   // document) that gantry watches in every cluster, as it does Jobs and

@@ -57,6 +57,8 @@
 // Thread-safety: pure.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -184,6 +186,9 @@ struct DecideOptions {
   // stalled stream's view still counts as current. An absence the view
   // "confirms" is trusted only once a create is older than this as well.
   int64_t silent_watch_found_ms = 40'000;
+  // How old a create must be before the view's not showing its object
+  // confirms it is not there: the later of the two above.
+  int64_t AbsenceConfirmedAfterMs() const { return std::max(not_found_confirms_after_ms, silent_watch_found_ms); }
   // A real job still suspended this long after its lease, under a copy its
   // cluster admitted: Kueue unsuspends such a job within seconds, so it
   // most likely never will (its kind's integration is off there, or its

@@ -274,6 +274,12 @@ class Engine final : public JobIntake {
   // cancel's answer, or not at all, and the store's writer thread
   // (CancelRequested's caller) never waits for a request.
   void SendingDone(const std::string& uid);
+  // SendingDone(uid) when it goes out of scope, however the scope ends.
+  struct SendingRelease {
+    Engine* engine;
+    const std::string& uid;
+    ~SendingRelease() { engine->SendingDone(uid); }
+  };
   bool CancelSeen(const std::string& uid);
   // The creates of each job that failed at their last try and are to be
   // sent again, by (cluster, kind): what `gantry status` shows of a job that

@@ -25,6 +25,7 @@
 #   env: CLUSTERS (10: the fleet's size; e.g. 100 shows what grows with it), CONNS (16), DISPATCH_WORKERS (the daemon's default), SCENARIOS (e.g. 'allatonce paced'; all but rest), PACED_SECONDS (5), REST_JOBS (2000), REST_SECONDS (60), REST_SETTLE_SECONDS (5), PACED_MODES ('AllAtOnce Incremental'), KEEP_ON_FAILURE (keep the work directory when a run fails), BENCH_DIR (where the temp dir goes),
 #        EXTRA_CONFIG (lines added to gantry.yaml, e.g. "resyncPassesPerSecond: 0"),
 #        SIM_CTL (gantry-sim ctl commands run once the simulator is up, ';' between them, e.g. "errors c1 0.2 429"),
+#        SIM_CTL_DURING (the same, run SIM_CTL_AFTER_S (1) seconds after the load starts, e.g. "latency c1 15000": a cluster that stalls mid-run),
 #        SIM_LATENCY_MS (every cluster answers each request this much later, as a distant one would; what the request does, and its watch events, are not delayed),
 #        PROFILE=DIR (perf record both processes during each run into DIR/NAME.{gantry,sim}.data),
 #        PROFILE_CALLGRAPH (perf record call-graph option, default -g; e.g. "--call-graph dwarf,8192"), PROFILE_FREQ (samples a second, default 499)
@@ -162,6 +163,15 @@ EOF
   local host0 writes0
   host0=$(cpu_counters)
   writes0=$(sim_writes "$d/sim")
+  if [ -n "${SIM_CTL_DURING:-}" ]; then  # faults that start once the load does
+    (
+      sleep "${SIM_CTL_AFTER_S:-1}"
+      IFS=';' read -ra cmds <<<"$SIM_CTL_DURING"
+      for cmd in "${cmds[@]}"; do
+        [ -n "${cmd// /}" ] && "$BIN/gantry-sim" ctl --out-dir "$d/sim" $cmd >/dev/null 2>&1
+      done
+    ) &
+  fi
   GANTRY_PID=$daemon SIM_PID=$sim "$BIN/dispatch_loadgen" "$(cat "$d/gantry.ready")" "$d/sim" "$d/data/gantry.db" "$jobs" "$CONNS" "$mode" $rate \
     >"$d/out" 2>&1 || rc=$?
   for p in "${perf_pids[@]}"; do kill -INT "$p" 2>/dev/null || true; wait "$p" 2>/dev/null || true; done

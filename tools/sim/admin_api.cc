@@ -67,7 +67,7 @@ AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
       json s = c->state().Summary();
       FaultSettings f = c->faults();
       s["server"] = c->server_url();
-      s["faults"] = {{"latencyMs", f.latency_ms}, {"errorFraction", f.error_fraction},
+      s["faults"] = {{"latencyMs", f.latency_ms}, {"latencyVerbs", f.latency_verbs}, {"errorFraction", f.error_fraction},
                      {"errorCodes", f.error_codes}, {"errorVerbs", f.error_verbs}, {"partitionMode", f.partition_mode},
                      {"loseAnswer", f.lose_answer}, {"answersHeld", c->answers_held()},
                      {"apiserverStopped", f.apiserver_stopped}, {"forbidden", f.forbidden}, {"failing", f.failing},
@@ -118,8 +118,8 @@ http::Response AdminApi::ClusterAction(const http::Request& req) const {
     if (action == "stop") return FromStatus(c->StopApiserver());
     if (action == "start") return FromStatus(c->StartApiserver());
     if (action == "latency") {
-      c->SetLatency(std::stoll(req.Query("ms").value_or("0")));
-      return FromStatus(Status::Ok());
+      return FromStatus(
+          c->SetLatency(std::stoll(req.Query("ms").value_or("0")), SplitCommas(req.Query("verbs").value_or(""))));
     }
     if (action == "errors") {
       return FromStatus(c->SetErrors(std::stod(req.Query("fraction").value_or("0")),

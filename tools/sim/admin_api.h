@@ -7,7 +7,7 @@
 //   POST /clusters/{c}/evict?namespace=NS&name=WL
 //   POST /clusters/{c}/partition?mode=1|2      POST /clusters/{c}/heal
 //   POST /clusters/{c}/stop                    POST /clusters/{c}/start
-//   POST /clusters/{c}/latency?ms=N
+//   POST /clusters/{c}/latency?ms=N[&verbs=create,delete]   (none: every request)
 //   POST /clusters/{c}/errors?fraction=F&codes=500,503,429
 //   POST /clusters/{c}/kill-watches
 //   POST /clusters/{c}/quota   body {"nvidia.com/gpu":"16",...}

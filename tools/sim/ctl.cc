@@ -69,7 +69,8 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
     target = fmt::format("/clusters/{}/{}", args[1], cmd);
   } else if (cmd == "latency") {
     if (!need(2)) return kExitUsage;
-    target = fmt::format("/clusters/{}/latency?ms={}", args[1], args[2]);
+    // latency CLUSTER MS [VERBS]: VERBS e.g. create,delete (none: every request)
+    target = fmt::format("/clusters/{}/latency?ms={}&verbs={}", args[1], args[2], args.size() > 3 ? args[3] : "");
   } else if (cmd == "errors") {  // errors CLUSTER FRACTION [CODES [VERBS]]: VERBS e.g. create,delete (none: every request)
     if (!need(2)) return kExitUsage;
     target = fmt::format("/clusters/{}/errors?fraction={}&codes={}&verbs={}", args[1], args[2],

@@ -4,7 +4,7 @@
 //   journal | check | clusters
 //   evict C NS/NAME | admission-check C NS/NAME STATE [CHECK]
 //   partition C [1|2] | heal C | stop C | start C
-//   latency C MS | errors C FRACTION [CODES] | kill-watches C
+//   latency C MS [VERBS] | errors C FRACTION [CODES] | kill-watches C
 //   quota C RESOURCE=QTY...
 //
 // `check` exits 1 and names the job when the journal shows a double run.

@@ -91,9 +91,14 @@ void SimCluster::Shutdown() {
 
 namespace {
 
+// The verbs as ForbidVerb names them, which faults set per verb accept; a
+// typo would never fire.
+const std::set<std::string> kFaultVerbs = {"create", "update", "delete", "get", "list"};
+
 // The verbs `forbid` names, coarser than RBAC's: update for a PATCH too,
 // list for a watch too, delete for a whole collection too.
 std::string ForbidVerb(const RequestAttributes& a) {
+  // (kFaultVerbs lists what this returns for the requests gantry sends.)
   if (a.verb == "create" || a.verb == "get" || a.verb == "list" || a.verb == "update") return a.verb;
   if (a.verb == "patch") return "update";
   if (a.verb == "watch") return "list";
@@ -120,7 +125,8 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
     // What RBAC would judge of the request, read once, and only when some
     // fault needs it.
     const bool judged = !faults_.failing.empty() || !faults_.forbidden.empty() || faults_.rbac ||
-                        !faults_.error_verbs.empty() || !faults_.lose_answer.empty();
+                        !faults_.error_verbs.empty() || !faults_.lose_answer.empty() ||
+                        !faults_.latency_verbs.empty();
     const RequestAttributes a = judged ? AttributesOf(req) : RequestAttributes{};
     const std::string resource = a.resource.substr(0, a.resource.find('/'));  // "workloads" of "workloads/status"
     if (auto failing = faults_.failing.find(resource); failing != faults_.failing.end()) {
@@ -152,7 +158,7 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
       respond(std::move(r));
       return;
     }
-    delay = faults_.latency_ms;
+    if (faults_.latency_verbs.empty() || faults_.latency_verbs.count(ForbidVerb(a))) delay = faults_.latency_ms;
     if (!faults_.lose_answer.empty() && faults_.lose_answer == resource + ":" + ForbidVerb(a)) {
       faults_.lose_answer.clear();
       lose = true;
@@ -243,9 +249,16 @@ Status SimCluster::Heal() {
   return StartServerLocked();
 }
 
-void SimCluster::SetLatency(int64_t ms) {
+Status SimCluster::SetLatency(int64_t ms, std::set<std::string> verbs) {
+  for (const std::string& v : verbs) {
+    if (!kFaultVerbs.count(v)) {
+      return Status::Invalid(fmt::format("latency: unknown verb {} (create, delete, update, get, list)", v));
+    }
+  }
   std::lock_guard lock(fault_mu_);
   faults_.latency_ms = std::max<int64_t>(0, ms);
+  faults_.latency_verbs = std::move(verbs);
+  return Status::Ok();
 }
 
 Status SimCluster::SetErrors(double fraction, std::vector<int> codes, std::set<std::string> verbs) {
@@ -291,10 +304,8 @@ std::size_t SimCluster::answers_held() {
 
 Status SimCluster::SetLoseAnswer(std::string request) {
   if (!request.empty()) {
-    // The verbs as ForbidVerb names them; a typo would never fire.
-    static const std::set<std::string> kVerbs = {"create", "update", "delete", "get", "list"};
     const std::size_t colon = request.find(':');
-    if (colon == std::string::npos || colon == 0 || !kVerbs.count(request.substr(colon + 1))) {
+    if (colon == std::string::npos || colon == 0 || !kFaultVerbs.count(request.substr(colon + 1))) {
       return Status::Invalid(
           fmt::format("{}: want RESOURCE:VERB, VERB one of create, update, delete, get, list (e.g. jobs:create)",
                       request));

@@ -32,6 +32,11 @@ namespace gantry::sim {
 
 struct FaultSettings {
   int64_t latency_ms = 0;
+  // The verbs (as forbid names them: create, delete, update, get, list)
+  // the latency above delays; empty: every request. Writes alone stalling
+  // while reads answer is an apiserver whose etcd lost its quorum: its
+  // health checks and watches look fine.
+  std::set<std::string> latency_verbs;
   double error_fraction = 0;
   std::vector<int> error_codes = {500, 503, 429};
   // The verbs (as RBAC names them: create, delete, list, ...) the errors
@@ -82,7 +87,7 @@ class SimCluster {
   Status StartApiserver();
   Status Partition(int mode);
   Status Heal();
-  void SetLatency(int64_t ms);
+  Status SetLatency(int64_t ms, std::set<std::string> verbs = {});
   Status SetErrors(double fraction, std::vector<int> codes, std::set<std::string> verbs = {});
   // Each entry: RESOURCE or RESOURCE:VERB (403), or RESOURCE=CODE (that
   // error, 400..599, for every verb). Replaces what was set before.

@@ -103,6 +103,9 @@ class Client::Impl {
   Status Begin(const std::string& method, const std::string& target, const std::string& body,
                const std::vector<std::pair<std::string, std::string>>& headers);
   Result<ClientResponse> Finish();
+  bool AnswerBy(Connection::Clock::time_point until) {
+    return !pending_ || !conn_ || conn_->Readable(until);
+  }
   Result<ClientResponse> OpenStream(const std::string& method, const std::string& target,
                                     const std::vector<std::pair<std::string, std::string>>& headers,
                                     std::chrono::milliseconds idle_timeout,
@@ -427,6 +430,8 @@ Status Client::Begin(const std::string& method, const std::string& target, const
 }
 
 Result<ClientResponse> Client::Finish() { return impl_->Finish(); }
+
+bool Client::AnswerBy(std::chrono::steady_clock::time_point until) { return impl_->AnswerBy(until); }
 
 int Client::connects() const { return impl_->connects(); }
 

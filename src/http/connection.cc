@@ -142,6 +142,39 @@ Connection::~Connection() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+bool Connection::Readable(Clock::time_point until) {
+  const Clock::time_point end = std::min(until, deadline_);
+  bool waited = false;
+  while (true) {
+    if (ssl_ && SSL_pending(ssl_) > 0) return true;
+    pollfd p{fd_, POLLIN, 0};
+    int r = ::poll(&p, 1, 0);
+    if (r == 0) {
+      if (!waited) ++read_waits_;
+      waited = true;
+      const int left = MillisLeft(end);
+      if (left == 0) return false;
+      r = ::poll(&p, 1, left);
+      if (r == 0) return false;
+    }
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return true;  // the read reports it
+    }
+    if (!ssl_) return true;
+    // Bytes on a TLS connection may be no data: after the handshake a
+    // TLS 1.3 server sends its session tickets, which come before the first
+    // answer. A peek takes them in (the socket does not block), and tells
+    // whether data came.
+    char byte;
+    ERR_clear_error();
+    const int n = SSL_peek(ssl_, &byte, 1);
+    if (n > 0) return true;
+    const int e = SSL_get_error(ssl_, n);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return true;  // closed or failed: the read reports it
+  }
+}
+
 bool Connection::Wait(short events, error_code& ec) {
   if (events & POLLIN) ++read_waits_;
   while (true) {

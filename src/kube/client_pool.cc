@@ -43,8 +43,34 @@ int ClientPool::limit() const {
   return LimitLocked();
 }
 
+void ClientPool::NoteLate() {
+  std::lock_guard lock(mu_);
+  stall_seen_ms_ = SteadyMillis();
+  if (stalled_since_ms_ < 0) stalled_since_ms_ = stall_seen_ms_;
+}
+
+void ClientPool::ExpireStallLocked(int64_t now_ms) const {
+  if (stalled_since_ms_ >= 0 && in_use_ == 0 && now_ms - stall_seen_ms_ >= options_.stall_retry.count()) {
+    stalled_since_ms_ = -1;
+  }
+}
+
+int64_t ClientPool::stalled_for_ms() const {
+  std::lock_guard lock(mu_);
+  const int64_t now = SteadyMillis();
+  ExpireStallLocked(now);
+  return stalled_since_ms_ < 0 ? -1 : std::max<int64_t>(0, now - stalled_since_ms_);
+}
+
 Result<ClientPool::Lease> ClientPool::Acquire() {
   std::unique_lock lock(mu_);
+  ExpireStallLocked(SteadyMillis());
+  if (stalled_since_ms_ >= 0 && in_use_ > 0) {
+    // One at a time tells when it answers again; the rest would only wait.
+    return Status::Unavailable(fmt::format(
+        "{} has left requests unanswered for {} ms; until it answers one, one request at a time goes there",
+        creds_.server, std::max<int64_t>(0, SteadyMillis() - stalled_since_ms_)));
+  }
   if (!cv_.wait_for(lock, options_.acquire_timeout, [&] { return in_use_ < LimitLocked(); })) {
     return Status::Unavailable(
         fmt::format("all {} connections to {} in use (the limit now) are busy", LimitLocked(), creds_.server));
@@ -76,6 +102,12 @@ void ClientPool::Return(std::unique_ptr<KubeClient> client, int in_flight) {
     // closing them as the limit moves down and up would cost a TLS
     // handshake each time it grows again (measured: a worse tail nearby).
     idle_.push_back(std::move(client));
+    if (exchange.answered) {
+      stalled_since_ms_ = -1;
+    } else if (exchange.no_answer) {
+      stall_seen_ms_ = SteadyMillis();
+      if (stalled_since_ms_ < 0) stalled_since_ms_ = stall_seen_ms_;
+    }
     if (adaptive_) {
       const int before = adaptive_->limit();
       if (exchange.outcome == KubeClient::Exchange::Outcome::kAnswered) {

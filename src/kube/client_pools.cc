@@ -59,4 +59,13 @@ ClientPools::Totals ClientPools::Load() const {
   return t;
 }
 
+std::map<std::string, int64_t> ClientPools::Stalled() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, int64_t> out;
+  for (const auto& [cluster, pool] : pools_) {
+    if (const int64_t for_ms = pool->stalled_for_ms(); for_ms >= 0) out.emplace(cluster, for_ms);
+  }
+  return out;
+}
+
 }  // namespace gantry::kube

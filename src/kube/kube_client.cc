@@ -103,6 +103,12 @@ void KubeClient::Start(const std::string& method, const std::string& target, std
   p.connects = client_->connects();
   p.sent_at = std::chrono::steady_clock::now();
   if (p.headers.ok()) p.sent = client_->Begin(p.method, p.target, p.body, *p.headers);
+  p.read_waits = client_->read_waits();
+}
+
+bool KubeClient::AnswerBy(std::chrono::steady_clock::time_point until) {
+  if (!pending_ || !pending_->headers.ok() || !pending_->sent.ok()) return true;  // Finish answers at once
+  return client_->AnswerBy(until);
 }
 
 KubeClient::Exchange KubeClient::TakeExchange() { return std::exchange(exchange_, Exchange{}); }
@@ -115,7 +121,7 @@ Result<KubeReply> KubeClient::Finish() {
   last_sent_ = false;
   if (!p.headers.ok()) return p.headers.status();
   last_sent_ = p.sent.ok();
-  const uint64_t read_waits = client_->read_waits();
+  const uint64_t read_waits = p.read_waits;
   std::chrono::milliseconds backoff = options_.first_backoff;
   Status last = Status::Unavailable("no attempt made");
   for (int attempt = 1; attempt <= std::max(1, options_.max_attempts); ++attempt) {
@@ -126,10 +132,12 @@ Result<KubeReply> KubeClient::Finish() {
                     : (p.sent.ok() ? client_->Finish() : Result<http::ClientResponse>(p.sent));
     std::chrono::milliseconds wait = backoff;
     if (attempt == 1) {
+      exchange_.answered = res.ok();
       // The first try's round trip: the one the request's own connection
       // carried, sent by Start.
       if (!res.ok() || res->status == 429 || res->status == 503) {
         exchange_.outcome = Exchange::Outcome::kOverloaded;
+        exchange_.no_answer = p.sent.ok() && !res.ok() && res.status().code() == Code::kDeadlineExceeded;
       } else if (client_->connects() == p.connects && client_->read_waits() != read_waits) {
         // Waited for: the answer came while this Finish read, so the time
         // since the request went out is its round trip. One there already

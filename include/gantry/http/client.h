@@ -82,6 +82,10 @@ class Client {
   Status Begin(const std::string& method, const std::string& target, const std::string& body = "",
                const std::vector<std::pair<std::string, std::string>>& headers = {});
   Result<ClientResponse> Finish();
+  // Whether the answer of the request Begin sent has come (Finish would not
+  // wait for it), waiting for it until `until` at most (or the request's
+  // deadline). True when there is nothing to wait for.
+  bool AnswerBy(std::chrono::steady_clock::time_point until);
   // How many connections this client has opened so far: a request that
   // moved it on opened one (and made its TLS handshake).
   int connects() const;

@@ -4,6 +4,17 @@
 // kUnavailable instead of queueing without bound. That is what keeps one
 // slow cluster from tying up every thread that talks to clusters.
 //
+// A cluster whose requests go unanswered (an API server that answers its
+// probes and watches but whose writes hang: etcd without quorum, a webhook
+// that times out) would still hold every caller that sends it one until the
+// request's deadline, and one pass after another would wait there while
+// every other cluster answers in a millisecond. After a request of it gets
+// no answer within its deadline, or its caller stops waiting for one
+// (Lease::Late), the pool is stalling (stalled_for_ms): Acquire hands out
+// one connection at a time, and no caller waits for one; the first answer
+// ends it. So does stall_retry without a request out or a new sign of the
+// stall: a cluster nobody sends to must not stay shunned for ever.
+//
 // A pool lives in a shared_ptr (Create), and each Lease holds one: the
 // engine drops a cluster's pool when a reload changes its connection
 // (ClientPools::Retain) while passes may still hold leases, and a lease must
@@ -32,6 +43,7 @@ struct ClientPoolOptions {
   // always size.
   int min_size = 0;
   std::chrono::milliseconds acquire_timeout{2'000};
+  std::chrono::milliseconds stall_retry{30'000};
   KubeClientOptions client;
 
   // Whether the limit follows the round trips (min_size below size).
@@ -49,6 +61,11 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
     Lease(Lease&&) = default;
     Lease& operator=(Lease&&) = delete;
     ~Lease();
+    // Its caller has waited long for the answer, and reads it later: the
+    // pool is stalling until an answer comes.
+    void Late() {
+      if (pool_) pool_->NoteLate();
+    }
     KubeClient& operator*() { return *client_; }
     KubeClient* operator->() { return client_.get(); }
 
@@ -77,9 +94,13 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
     bool congested = false;  // its recent round trips are beyond twice its base
   };
   Load load() const;
+  // For how long its requests have gone unanswered: -1 while they are
+  // answered.
+  int64_t stalled_for_ms() const;
 
  private:
   void Return(std::unique_ptr<KubeClient> client, int in_flight);
+  void NoteLate();
   int LimitLocked() const { return adaptive_ ? adaptive_->limit() : options_.size; }
 
   inventory::ClusterCredentials creds_;
@@ -89,6 +110,11 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   std::vector<std::unique_ptr<KubeClient>> idle_;
   int in_use_ = 0;
   std::optional<ConcurrencyLimit> adaptive_;  // set when options_.adaptive()
+  // Mutable: a look at the stall (stalled_for_ms) may find it expired.
+  mutable int64_t stalled_since_ms_ = -1;
+  int64_t stall_seen_ms_ = -1;  // the last sign of the stall (a late answer, or none)
+  // Ends the stall once stall_retry has passed with nothing out and no new sign.
+  void ExpireStallLocked(int64_t now_ms) const;
 };
 
 }  // namespace gantry::kube

@@ -46,6 +46,9 @@ class ClientPools {
     int congested = 0;
   };
   Totals Load() const;
+  // The clusters whose pools are stalling (ClientPool::stalled_for_ms), and
+  // for how long.
+  std::map<std::string, int64_t> Stalled() const;
 
  private:
   const ClientPoolOptions options_;

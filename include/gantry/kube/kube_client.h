@@ -127,6 +127,11 @@ class KubeClient {
   void StartDelete(const std::string& path, const DeleteOptions& options = {}, Body body = Body::kParse);
   void StartMergePatch(const std::string& path, const nlohmann::json& patch, Body body = Body::kParse);
   Result<KubeReply> Finish();
+  // Whether the started request's answer has come (Finish would not wait),
+  // waiting for it until `until` at most; true when Finish has nothing to
+  // wait for (nothing started, or it was not sent). A wait here counts as
+  // Finish's own for the exchange's round trip (TakeExchange).
+  bool AnswerBy(std::chrono::steady_clock::time_point until);
   // Whether the call the last Finish read wrote its request whole at least
   // once: one that did not (no connection, a credential it could not get)
   // cannot have been carried out, whatever came of it.
@@ -136,6 +141,12 @@ class KubeClient {
   // limit (concurrency_limit.h); taken once, then kNone until the next.
   struct Exchange {
     enum class Outcome { kNone, kAnswered, kOverloaded } outcome = Outcome::kNone;
+    // The request went out and no answer came within its deadline (also
+    // kOverloaded): the cluster may be stalling (ClientPool::stall).
+    bool no_answer = false;
+    // An answer came (whatever its code), and was not waited for past the
+    // deadline: the cluster answers.
+    bool answered = false;
     // kAnswered: from the request sent to its answer read, on a connection
     // already open, when the answer was waited for (a round trip that
     // opened one, with its TLS handshake, says nothing of the cluster's
@@ -169,6 +180,7 @@ class KubeClient {
     Status sent;
     std::chrono::steady_clock::time_point sent_at;
     int connects = 0;  // the connections client_ had opened before it was sent
+    uint64_t read_waits = 0;  // client_'s read waits once it was sent (AnswerBy's wait counts)
   };
   // The request headers; *token is set to the bearer token they carry.
   Result<std::vector<std::pair<std::string, std::string>>> Headers(const std::string& content_type,

@@ -14,6 +14,7 @@
 #include "gantry/dispatch/remote_view.h"
 #include "gantry/placement/place.h"
 #include "ladder.h"
+#include "stragglers.h"
 
 namespace gantry::dispatch {
 namespace {
@@ -48,7 +49,8 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       specs_(options_.spec_cache_entries),
       fresh_(options_.fresh_jobs_entries),
       known_(options_.known_jobs_entries),
-      expected_(options_.expectation_ttl_ms) {
+      expected_(options_.expectation_ttl_ms),
+      stragglers_(std::make_unique<Stragglers>()) {
   options_.observer.origin = options_.decide.origin;
   options_.decide.silent_watch_found_ms = options_.observer.SilentWatchFoundAfter().count();
   options_.observer.clock = &clock_;
@@ -100,6 +102,7 @@ void Engine::Stop() {
   if (gc_thread_.joinable()) gc_thread_.join();
   if (health_thread_.joinable()) health_thread_.join();
   reconciler_->Stop();
+  stragglers_->Stop();  // no pass hands one over now
   observer_->Stop();
 }
 
@@ -313,11 +316,17 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
     it = watch_refused_since_.erase(it);
   }
   std::vector<placement::ClusterSnapshot> snapshots = fleet_.Snapshot(now_ms);
+  const std::map<std::string, int64_t> stalled = pools_->Stalled();
   for (placement::ClusterSnapshot& s : snapshots) {
     // A cluster that keeps gantry from following what it runs there takes
     // nothing new: no copy there could take the lease.
     if (watch_refusals.count(s.name) && s.health == placement::ClusterHealth::kReady) {
       s.health = placement::ClusterHealth::kNotReady;
+    }
+    // Nor one whose requests go unanswered: a copy would not be created,
+    // and a lease there would wait for its real job's create.
+    if (auto st = stalled.find(s.name); st != stalled.end()) {
+      s.stalled = fmt::format("gantry's requests there have gone unanswered for {} s", st->second / 1000);
     }
   }
   facts_ = std::move(facts);

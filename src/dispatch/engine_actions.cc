@@ -13,12 +13,14 @@
 #include <numeric>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "gantry/common/cut_text.h"
 #include "gantry/common/json_path.h"
 #include "gantry/dispatch/engine.h"
 #include "gantry/dispatch/remote_objects.h"
 #include "ladder.h"
+#include "stragglers.h"
 
 namespace gantry::dispatch {
 namespace {
@@ -64,14 +66,30 @@ std::string Cut(const std::string& answer) { return CutText(answer, 300); }
 
 }  // namespace
 
+void Engine::WarnNotSent(const Action& action, const std::string& why) {
+  const int64_t now = clock_.NowMillis();
+  int64_t more = 0;
+  {
+    std::lock_guard lock(not_sent_mu_);
+    NotSentTold& told = not_sent_[action.cluster];
+    if (told.at_ms > 0 && now >= told.at_ms && now - told.at_ms < kNotSentWarnEveryMs) {
+      ++told.more;
+      return;
+    }
+    more = std::exchange(told.more, 0);
+    told.at_ms = std::max<int64_t>(now, 1);
+  }
+  spdlog::warn("dispatch: {} {} in {} not sent: {}{}", VerbName(action.verb), action.path, action.cluster, why,
+               more > 0 ? fmt::format(" ({} more not sent there since the last such line)", more) : "");
+}
+
 std::optional<kube::ClientPool::Lease> Engine::StartAction(const JobRecord& job, const Action& action) {
   if (action.verb == Verb::kCreate && action.path.empty()) return std::nullopt;  // FinishAction says why
   auto pool = pools_->For(action.cluster);
   if (!pool) return std::nullopt;
   auto lease = pool->Acquire();
   if (!lease.ok()) {  // the action is retried by the job's next pass
-    spdlog::warn("dispatch: {} {} in {} not sent: {}", VerbName(action.verb), action.path, action.cluster,
-                 lease.status().message());
+    WarnNotSent(action, lease.status().message());
     return std::nullopt;
   }
   if (action.verb == Verb::kDeleteUnseen) {
@@ -238,6 +256,68 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   return false;
 }
 
+bool Engine::MayHandOver(const Action& action) {
+  return (action.verb == Verb::kCreate && action.kind == kWorkload) || action.verb == Verb::kDelete ||
+         action.verb == Verb::kOpenGate;
+}
+
+std::string Engine::LateKey(const std::string& uid, const Action& action) {
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", uid, action.cluster, action.kind, static_cast<int>(action.verb),
+                     action.epoch, action.precondition_uid);
+}
+
+bool Engine::Late(const std::string& uid, const Action& action) {
+  std::lock_guard lock(late_mu_);
+  return !late_.empty() && late_.count(LateKey(uid, action)) > 0;
+}
+
+bool Engine::HandOver(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease) {
+  // What FinishAction reads of the job: who it is.
+  JobRecord who;
+  who.uid = job.uid;
+  who.ns = job.ns;
+  who.name = job.name;
+  const std::string key = LateKey(job.uid, action);
+  {
+    std::lock_guard lock(late_mu_);
+    late_.insert(key);
+  }
+  // std::function wants a copyable task; the lease moves into a shared box.
+  lease->Late();
+  auto held = std::make_shared<std::optional<kube::ClientPool::Lease>>();
+  held->emplace(std::move(*lease));
+  lease.reset();
+  const bool handed = stragglers_->Hand(action.cluster, [this, who, action, held, key] {
+    Refusal refusal;
+    const bool done = FinishAction(who, action, *held, &refusal);
+    held->reset();  // the connection goes back to its pool
+    const int64_t now = clock_.NowMillis();
+    if (done && action.verb == Verb::kCreate) {
+      expected_.Created(who.uid, action.cluster, action.kind, action.epoch, now);
+      NoteActionError(who.uid, action, "");
+    } else if (done && action.verb == Verb::kDelete) {
+      expected_.Deleted(action.precondition_uid, now);
+    } else if (action.verb == Verb::kCreate && !refusal.failed.empty()) {
+      NoteActionError(who.uid, action, refusal.failed);
+    }  // a refusal: the pass that sends it again meets it, and records it
+    spdlog::info("dispatch: job {}/{}: {} {} in {}, read after its pass went on: {}", who.ns, who.name,
+                 VerbName(action.verb), action.path, action.cluster,
+                 done ? "done" : "not done; the job's next pass sees to it");
+    {
+      std::lock_guard lock(late_mu_);
+      late_.erase(key);
+    }
+    Wake(who.uid);
+  });
+  if (!handed) {  // stopping: the caller reads the answer
+    lease.emplace(std::move(**held));
+    held->reset();
+    std::lock_guard lock(late_mu_);
+    late_.erase(key);
+  }
+  return handed;
+}
+
 bool Engine::Execute(const JobRecord& job, const Action& action, Refusal* refusal) {
   std::optional<kube::ClientPool::Lease> lease = StartAction(job, action);
   SendingRelease released{this, job.uid};  // a no-op unless StartAction marked the job
@@ -276,6 +356,13 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
           expected_.RecentlyDeleted(action.precondition_uid, clock_.NowMillis())) {
         continue;  // answered already; a second delete would get 404, which counts as done
       }
+      // Its earlier request's answer is still awaited (stragglers_): sent
+      // again, it would wait behind that one.
+      if (Late(job.uid, action)) {
+        out.all_ok = false;
+        if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
+        continue;
+      }
       // Asked a moment ago: its view cannot show the answer, so it is asked
       // again later (UnseenAsks), not on every pass.
       if (action.verb == Verb::kDeleteUnseen && !unseen_.Due(UnseenKey(job, action), clock_.NowMillis())) {
@@ -284,6 +371,7 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       run[i] = true;
       if (auto lease = StartAction(job, action)) leases[i].emplace(std::move(*lease));
     }
+    const auto late_after = std::chrono::steady_clock::now() + kStragglerGrace;
     // The answers are read in this order: a real job's create first (a
     // cancel that came meanwhile waits for its answer, SendingDone, not
     // for the other clusters' too); then the requests sent; a kDeleteUnseen
@@ -299,6 +387,12 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
     for (std::size_t i : order) {
       if (!run[i]) continue;
       const Action& action = *wave[i];
+      if (leases[i] && MayHandOver(action) && !(*leases[i])->AnswerBy(late_after) &&
+          HandOver(job, action, leases[i])) {
+        out.all_ok = false;  // the pass after its answer sees what it did
+        if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
+        continue;
+      }
       Refusal refusal;
       // A real job's create marked its job as sending (StartAction) until its answer is read.
       const bool had_lease = leases[i].has_value();

@@ -183,6 +183,7 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
     return Exclude(Filter::kHealth,
                    fmt::format("connection {}, not Ready", ClusterHealthName(cluster.health)));
   }
+  if (!cluster.stalled.empty()) return Exclude(Filter::kHealth, "its requests stall: " + cluster.stalled);
   return std::nullopt;
 }
 

@@ -54,6 +54,8 @@
 
 namespace gantry::dispatch {
 
+class Stragglers;  // stragglers.h
+
 struct EngineOptions {
   DecideOptions decide;
   int workers = 4;                 // reconciler threads (passes block on cluster calls)
@@ -190,6 +192,22 @@ class Engine final : public JobIntake {
     const Action* action = nullptr;  // the create or kOpenGate, in the plan's actions
     Refusal refusal;
   };
+  // A wave waits this long after its requests went out for each answer;
+  // one not come by then is read by stragglers_ (a Workload copy's create,
+  // a delete, a gate's opening), and the pass goes on without it: one
+  // cluster slow to answer holds neither the pass nor the other clusters'
+  // connections for its request deadline. A real job's create and a
+  // look-up (kDeleteUnseen) are waited for: what follows them is the pass's.
+  static constexpr std::chrono::milliseconds kStragglerGrace{1'000};
+  static bool MayHandOver(const Action& action);
+  // Hands the action's answer, and lease, to stragglers_, noting it in
+  // late_ until read; false when stopping (lease is left to the caller).
+  bool HandOver(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease);
+  // The key late_ keeps an action under, and whether it is there.
+  static std::string LateKey(const std::string& uid, const Action& action);
+  bool Late(const std::string& uid, const Action& action);
+  std::mutex late_mu_;
+  std::set<std::string> late_;  // actions whose answers stragglers_ waits for; guarded by late_mu_
   struct ActionsOutcome {
     bool all_ok = true;
     int64_t retry_after_ms = 0;  // the longest Retry-After of the answers (0: none)
@@ -288,6 +306,17 @@ class Engine final : public JobIntake {
   void NoteActionError(const std::string& uid, const Action& action, const std::string& error);
   mutable std::mutex action_errors_mu_;
   std::unordered_map<std::string, std::map<std::pair<std::string, std::string>, ActionError>> action_errors_;
+  // A request not sent for want of a connection is told once per cluster
+  // every kNotSentWarnEveryMs, with how many more were not (a stalling
+  // cluster refuses one for every action of every pass).
+  void WarnNotSent(const Action& action, const std::string& why);
+  static constexpr int64_t kNotSentWarnEveryMs = 10'000;
+  struct NotSentTold {
+    int64_t at_ms = 0;
+    int64_t more = 0;
+  };
+  std::mutex not_sent_mu_;
+  std::map<std::string, NotSentTold> not_sent_;  // by cluster; guarded by not_sent_mu_
   std::mutex cancel_seen_mu_;
   std::unordered_set<std::string> cancel_seen_;  // guarded by cancel_seen_mu_
   // Jobs whose real job's create is being sent, with the cancels' answers
@@ -353,6 +382,8 @@ class Engine final : public JobIntake {
   std::mutex inventory_mu_;  // one InventoryChanged at a time
   std::thread gc_thread_;
   std::thread health_thread_;
+  // Last: gone first, its tasks done, before what they use.
+  std::unique_ptr<Stragglers> stragglers_;
 };
 
 }  // namespace gantry::dispatch

@@ -94,6 +94,9 @@ struct ClusterSnapshot {
   // accelerators and queues are not what the empty fields say.
   bool config_refused = false;
   ClusterHealth health = ClusterHealth::kUnknown;
+  // Why it answers its probes but not gantry's requests ("" when it does):
+  // excluded, as not Ready.
+  std::string stalled;
   ClusterCapacity capacity;
   std::optional<AdmissionStats> admission;
 };

@@ -1,0 +1,91 @@
+// A cluster whose API server answers its probes and watches but not its
+// writes (etcd without quorum, a webhook that times out) holds neither the
+// passes nor the other clusters: a pass reads its other answers and goes on
+// (Engine::kStragglerGrace), the cluster takes no new copy while its
+// requests go unanswered (ClientPool's stall), and it takes work again once
+// it answers.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// c1 admits only after 30 s: no copy there takes a lease during the test,
+// so every job runs in c2 or c3 and none waits for c1's stalled writes.
+DispatchFleetOptions StallFleet() {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, admissionDelay: 30s}
+- {name: c2}
+- {name: c3}
+)";
+  return o;
+}
+
+std::string CpuJob(const std::string& name) { return SimJobYaml(name, "team-a", 1, 0, "1s"); }
+
+// The message of the job's first event of that reason ("" when none).
+std::string EventMessage(DispatchFleet& fleet, const std::string& name, const std::string& reason) {
+  for (const auto& e : fleet.Events("team-a", name)) {
+    if (e.value("reason", "") == reason) return e.value("message", "");
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("a cluster whose writes stall holds no pass: jobs are leased elsewhere at once, it takes no new copy "
+          "until it answers again",
+          "[e2e][dispatch][stall]") {
+  DispatchFleet fleet(StallFleet());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // Its writes are answered in 10 minutes, past any request's deadline (10 s);
+  // its reads, the probes' and watches', at once.
+  REQUIRE(fleet.Ctl({"latency", "c1", "600000", "create,delete"}).code == 0);
+
+  // The first job's copies go to all three; c1's create goes unanswered. The
+  // pass reads c2's and c3's answers and goes on: the lease comes well before
+  // c1's request deadline, which a pass waiting for every answer would wait out.
+  REQUIRE(fleet.Submit("team-a", CpuJob("first")) == 201);
+  REQUIRE(WaitFor([&] { return Count(Reasons(fleet, "team-a", "first"), "LeaseTaken") > 0; }, seconds(7)));
+  CHECK(EventMessage(fleet, "first", "Nominated").find("c1") != std::string::npos);
+  REQUIRE(fleet.WaitPhase("team-a", "first", {"Succeeded"}, seconds(30)));
+  CHECK(fleet.Job("team-a", "first")["status"]["cluster"] != "c1");
+
+  // Meanwhile c1 is left out of placement, saying why.
+  REQUIRE(fleet.Submit("team-a", CpuJob("second")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "second", {"Succeeded"}, seconds(30)));
+  const std::string nominated = EventMessage(fleet, "second", "Nominated");
+  INFO(nominated);
+  CHECK(nominated.find("left out: c1: its requests stall") != std::string::npos);
+  CHECK(nominated.find("copies to c1") == std::string::npos);
+  CHECK(nominated.find(", c1") == std::string::npos);
+
+  // c1 answers again: the first answer to a request there (the first job's
+  // copy's withdrawal, sent one at a time meanwhile) ends the stall, and the
+  // next job gets a copy there too.
+  REQUIRE(fleet.Ctl({"latency", "c1", "0"}).code == 0);
+  REQUIRE(WaitFor([&] {
+    auto explained = Cli(fleet.url(), {"explain", "second", "-n", "team-a"});
+    return explained.code == 0 && explained.out.find("requests stall") == std::string::npos;
+  }, seconds(40)));
+  REQUIRE(fleet.Submit("team-a", CpuJob("third")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "third", {"Succeeded"}, seconds(30)));
+  CHECK(EventMessage(fleet, "third", "Nominated").find("c1") != std::string::npos);
+
+  for (const char* name : {"first", "second", "third"}) {
+    INFO(name);
+    CHECK(fleet.Runs(fleet.Uid("team-a", name)).size() == 1);
+  }
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+}  // namespace gantry::testing

@@ -161,17 +161,28 @@ bool Connection::Readable(Clock::time_point until) {
       if (errno == EINTR) continue;
       return true;  // the read reports it
     }
-    if (!ssl_) return true;
+    // Readable may mean closed (a kept-alive connection the server ended
+    // before the request came): no answer comes then, and the read that
+    // sends the request again on a new connection may wait its whole
+    // deadline. False, so that the caller leaves that to someone else.
+    char byte;
+    if (!ssl_) {
+      const ssize_t n = ::recv(fd_, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n > 0) return true;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+      return false;
+    }
     // Bytes on a TLS connection may be no data: after the handshake a
     // TLS 1.3 server sends its session tickets, which come before the first
     // answer. A peek takes them in (the socket does not block), and tells
     // whether data came.
-    char byte;
     ERR_clear_error();
     const int n = SSL_peek(ssl_, &byte, 1);
     if (n > 0) return true;
     const int e = SSL_get_error(ssl_, n);
-    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) return true;  // closed or failed: the read reports it
+    if (e == SSL_ERROR_WANT_READ) continue;
+    if (e == SSL_ERROR_WANT_WRITE) return true;  // the read does what TLS wants
+    return false;  // closed, or broken
   }
 }
 

@@ -70,9 +70,10 @@ class Connection {
   // How many times a read has waited for bytes on this connection: an
   // answer read without a wait had come already.
   uint64_t read_waits() const { return read_waits_; }
-  // Whether bytes wait to be read, or come before until (or the deadline,
-  // whichever is first): a read would not wait then. A wait for them
-  // counts as a read's (read_waits).
+  // Whether an answer's bytes wait to be read, or come before until (or
+  // the deadline, whichever is first): a read would not wait then. False
+  // also for a connection found closed or broken (its read would send the
+  // request again, or fail). A wait counts as a read's (read_waits).
   bool Readable(Clock::time_point until);
   // Asked every poll_interval while a read or write waits; true fails it
   // with operation_aborted. Empty: never asked. With a stop_fd (a

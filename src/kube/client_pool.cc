@@ -14,7 +14,7 @@ int64_t SteadyMillis() {
 }  // namespace
 
 ClientPool::Lease::~Lease() {
-  if (pool_ && client_) pool_->Return(std::move(client_), in_flight_);
+  if (pool_ && client_) pool_->Return(std::move(client_), in_flight_, late_at_ms_);
 }
 
 ClientPool::ClientPool(Passkey, inventory::ClusterCredentials creds, ClientPoolOptions options)
@@ -43,33 +43,46 @@ int ClientPool::limit() const {
   return LimitLocked();
 }
 
-void ClientPool::NoteLate() {
+int64_t ClientPool::NoteLate() {
+  const int64_t now = SteadyMillis();
   std::lock_guard lock(mu_);
-  stall_seen_ms_ = SteadyMillis();
-  if (stalled_since_ms_ < 0) stalled_since_ms_ = stall_seen_ms_;
+  late_out_.insert(now);
+  return now;
 }
 
-void ClientPool::ExpireStallLocked(int64_t now_ms) const {
-  if (stalled_since_ms_ >= 0 && in_use_ == 0 && now_ms - stall_seen_ms_ >= options_.stall_retry.count()) {
-    stalled_since_ms_ = -1;
+int64_t ClientPool::StalledSinceLocked(int64_t now_ms) const {
+  if (unanswered_since_ms_ >= 0 && in_use_ == 0 && now_ms - stall_seen_ms_ >= options_.stall_retry.count()) {
+    unanswered_since_ms_ = -1;
   }
+  int64_t since = unanswered_since_ms_;
+  if (!late_out_.empty() && now_ms - *late_out_.begin() >= options_.stall_after.count()) {
+    const int64_t late = *late_out_.begin() + options_.stall_after.count();
+    since = since < 0 ? late : std::min(since, late);
+  }
+  return since;
 }
 
 int64_t ClientPool::stalled_for_ms() const {
   std::lock_guard lock(mu_);
   const int64_t now = SteadyMillis();
-  ExpireStallLocked(now);
-  return stalled_since_ms_ < 0 ? -1 : std::max<int64_t>(0, now - stalled_since_ms_);
+  const int64_t since = StalledSinceLocked(now);
+  return since < 0 ? -1 : std::max<int64_t>(0, now - since);
 }
 
 Result<ClientPool::Lease> ClientPool::Acquire() {
   std::unique_lock lock(mu_);
-  ExpireStallLocked(SteadyMillis());
-  if (stalled_since_ms_ >= 0 && in_use_ > 0) {
+  const int64_t now = SteadyMillis();
+  if (const int64_t since = StalledSinceLocked(now); since >= 0 && in_use_ > 0) {
     // One at a time tells when it answers again; the rest would only wait.
     return Status::Unavailable(fmt::format(
         "{} has left requests unanswered for {} ms; until it answers one, one request at a time goes there",
-        creds_.server, std::max<int64_t>(0, SteadyMillis() - stalled_since_ms_)));
+        creds_.server, std::max<int64_t>(0, now - since)));
+  }
+  if (!late_out_.empty() && in_use_ >= LimitLocked()) {
+    // A connection comes back when a late answer does, or its deadline.
+    return Status::Unavailable(fmt::format("all {} connections to {} in use (the limit now) are busy, {} of them "
+                                           "with requests whose answers are late",
+                                           LimitLocked(), creds_.server, late_out_.size()));
   }
   if (!cv_.wait_for(lock, options_.acquire_timeout, [&] { return in_use_ < LimitLocked(); })) {
     return Status::Unavailable(
@@ -92,7 +105,7 @@ Result<ClientPool::Lease> ClientPool::Acquire() {
   return Lease(shared_from_this(), std::move(client.value()), in_flight);
 }
 
-void ClientPool::Return(std::unique_ptr<KubeClient> client, int in_flight) {
+void ClientPool::Return(std::unique_ptr<KubeClient> client, int in_flight, int64_t late_at_ms) {
   const KubeClient::Exchange exchange = client->TakeExchange();
   bool grew = false;
   {
@@ -102,11 +115,14 @@ void ClientPool::Return(std::unique_ptr<KubeClient> client, int in_flight) {
     // closing them as the limit moves down and up would cost a TLS
     // handshake each time it grows again (measured: a worse tail nearby).
     idle_.push_back(std::move(client));
-    if (exchange.answered) {
-      stalled_since_ms_ = -1;
+    if (late_at_ms >= 0) {
+      if (auto it = late_out_.find(late_at_ms); it != late_out_.end()) late_out_.erase(it);
+    }
+    if (exchange.answered && exchange.write && exchange.status < 500 && exchange.status != 429) {
+      unanswered_since_ms_ = -1;
     } else if (exchange.no_answer) {
       stall_seen_ms_ = SteadyMillis();
-      if (stalled_since_ms_ < 0) stalled_since_ms_ = stall_seen_ms_;
+      if (unanswered_since_ms_ < 0) unanswered_since_ms_ = stall_seen_ms_;
     }
     if (adaptive_) {
       const int before = adaptive_->limit();

@@ -59,6 +59,17 @@ ClientPools::Totals ClientPools::Load() const {
   return t;
 }
 
+int64_t ClientPools::StalledForMs(const std::string& cluster) const {
+  std::shared_ptr<ClientPool> pool;
+  {
+    std::lock_guard lock(mu_);
+    auto it = pools_.find(cluster);
+    if (it == pools_.end()) return -1;
+    pool = it->second;
+  }
+  return pool->stalled_for_ms();
+}
+
 std::map<std::string, int64_t> ClientPools::Stalled() const {
   std::lock_guard lock(mu_);
   std::map<std::string, int64_t> out;

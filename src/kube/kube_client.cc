@@ -108,7 +108,9 @@ void KubeClient::Start(const std::string& method, const std::string& target, std
 
 bool KubeClient::AnswerBy(std::chrono::steady_clock::time_point until) {
   if (!pending_ || !pending_->headers.ok() || !pending_->sent.ok()) return true;  // Finish answers at once
-  return client_->AnswerBy(until);
+  if (client_->AnswerBy(until)) return true;
+  pending_->given_up = true;
+  return false;
 }
 
 KubeClient::Exchange KubeClient::TakeExchange() { return std::exchange(exchange_, Exchange{}); }
@@ -133,12 +135,14 @@ Result<KubeReply> KubeClient::Finish() {
     std::chrono::milliseconds wait = backoff;
     if (attempt == 1) {
       exchange_.answered = res.ok();
+      exchange_.status = res.ok() ? res->status : 0;
+      exchange_.write = p.method != "GET";
       // The first try's round trip: the one the request's own connection
       // carried, sent by Start.
       if (!res.ok() || res->status == 429 || res->status == 503) {
         exchange_.outcome = Exchange::Outcome::kOverloaded;
         exchange_.no_answer = p.sent.ok() && !res.ok() && res.status().code() == Code::kDeadlineExceeded;
-      } else if (client_->connects() == p.connects && client_->read_waits() != read_waits) {
+      } else if (!p.given_up && client_->connects() == p.connects && client_->read_waits() != read_waits) {
         // Waited for: the answer came while this Finish read, so the time
         // since the request went out is its round trip. One there already
         // (the caller was busy with other clusters' answers meanwhile) came

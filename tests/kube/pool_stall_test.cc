@@ -12,6 +12,7 @@
 
 #include "gantry/http/server.h"
 #include "gantry/kube/client_pool.h"
+#include "test_support.h"
 #include "tls_cluster.h"
 #include "unreachable.h"
 
@@ -43,6 +44,7 @@ class HangingCluster {
     options.client.max_attempts = 1;
     options.client.timeout = timeout;
     options.stall_retry = stall_retry;
+    options.stall_after = std::chrono::milliseconds(200);
     return kube::ClientPool::Create(creds, options);
   }
 
@@ -54,6 +56,10 @@ class HangingCluster {
                     if (req.path == "/hang") {
                       std::lock_guard lock(mu_);
                       held_.push_back(std::move(respond));
+                      return;
+                    }
+                    if (req.path == "/500") {
+                      respond(http::JsonResponse(500, R"({"kind":"Status","code":500,"reason":"InternalError"})"));
                       return;
                     }
                     respond(http::JsonResponse(200, "{}"));
@@ -98,6 +104,21 @@ TEST_CASE("a pool whose request got no answer in time sends one at a time until 
   CHECK_THAT(refused.status().message(), Catch::Contains("unanswered for"));
   CHECK(std::chrono::steady_clock::now() - before < std::chrono::milliseconds(4'000));
 
+  SECTION("a read answered, or a write answered 500, does not end it") {
+    auto read = (*trial)->Get("/fine");
+    REQUIRE(read.ok());
+    REQUIRE(read->status == 200);
+    { auto done = std::move(*trial); }
+    CHECK(pool->stalled_for_ms() >= 0);
+    auto again = pool->Acquire();
+    REQUIRE(again.ok());
+    auto failed = Delete(*again, "/500");
+    REQUIRE(failed.ok());
+    CHECK(failed->status == 500);
+    { auto done = std::move(*again); }
+    CHECK(pool->stalled_for_ms() >= 0);
+  }
+
   SECTION("an answer ends the stall: as many as the pool holds again") {
     auto answered = Delete(*trial, "/fine");
     REQUIRE(answered.ok());
@@ -132,6 +153,36 @@ TEST_CASE("a pool whose request got no answer in time sends one at a time until 
     CHECK_FALSE(pool->Acquire().ok());
   }
   cluster.Release();
+}
+
+TEST_CASE("a request its caller gave up waiting for: the others are refused at once when every connection is busy, "
+          "and past stall_after the pool stalls",
+          "[kube][pool]") {
+  HangingCluster cluster;
+  std::shared_ptr<kube::ClientPool> pool = cluster.Pool(std::chrono::seconds(60), std::chrono::seconds(10));
+  std::vector<kube::ClientPool::Lease> out;
+  for (int i = 0; i < 4; ++i) {  // the pool's size
+    auto lease = pool->Acquire();
+    REQUIRE(lease.ok());
+    out.push_back(std::move(*lease));
+  }
+  out[0]->StartDelete("/hang", {}, kube::KubeClient::Body::kOnlyOnError);
+  CHECK_FALSE(out[0]->AnswerBy(std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+  out[0].Late();
+  // Not stalling yet; a caller finding no connection is told at once (the
+  // pool's acquire_timeout is 5 s).
+  CHECK(pool->stalled_for_ms() == -1);
+  const auto before = std::chrono::steady_clock::now();
+  auto busy = pool->Acquire();
+  REQUIRE_FALSE(busy.ok());
+  CHECK_THAT(busy.status().message(), Catch::Contains("answers are late"));
+  CHECK(std::chrono::steady_clock::now() - before < std::chrono::milliseconds(4'000));
+  // Out past stall_after (200 ms here): stalling.
+  REQUIRE(WaitFor([&] { return pool->stalled_for_ms() >= 0; }, std::chrono::seconds(5)));
+  cluster.Release();
+  REQUIRE(out[0]->Finish().ok());  // a write answered 200: the stall ends once it is back
+  out.clear();
+  CHECK(pool->stalled_for_ms() == -1);
 }
 
 TEST_CASE("AnswerBy tells an answer from a new TLS connection's session tickets, and waits no longer than asked",

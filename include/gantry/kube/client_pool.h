@@ -8,12 +8,18 @@
 // probes and watches but whose writes hang: etcd without quorum, a webhook
 // that times out) would still hold every caller that sends it one until the
 // request's deadline, and one pass after another would wait there while
-// every other cluster answers in a millisecond. After a request of it gets
-// no answer within its deadline, or its caller stops waiting for one
-// (Lease::Late), the pool is stalling (stalled_for_ms): Acquire hands out
-// one connection at a time, and no caller waits for one; the first answer
-// ends it. So does stall_retry without a request out or a new sign of the
-// stall: a cluster nobody sends to must not stay shunned for ever.
+// every other cluster answers in a millisecond. So a caller may stop
+// waiting for an answer and have it read later (Lease::Late); while such a
+// request is out, a caller finding every connection busy is refused at
+// once rather than waiting for one. Once a late request has been out
+// stall_after, or one got no answer within its deadline, the pool is
+// stalling (stalled_for_ms): Acquire hands out one connection at a time.
+// It stalls while such a late request is out; after a request that got no
+// answer, until a write is answered neither 5xx nor 429 (an answer to a
+// read does not count: reads may answer from a cache while writes hang;
+// nor does a 5xx, which is how etcd without quorum answers at last), or
+// stall_retry passes with nothing out and no new sign of the stall: a
+// cluster nobody sends to must not stay shunned for ever.
 //
 // A pool lives in a shared_ptr (Create), and each Lease holds one: the
 // engine drops a cluster's pool when a reload changes its connection
@@ -28,6 +34,7 @@
 #include <condition_variable>
 #include <memory>
 #include <optional>
+#include <set>
 #include <mutex>
 #include <vector>
 
@@ -43,6 +50,9 @@ struct ClientPoolOptions {
   // always size.
   int min_size = 0;
   std::chrono::milliseconds acquire_timeout{2'000};
+  // Twice the API server's own latency target for a write (p99 1 s): a
+  // healthy cluster under load is not taken for a stalled one.
+  std::chrono::milliseconds stall_after{2'000};
   std::chrono::milliseconds stall_retry{30'000};
   KubeClientOptions client;
 
@@ -61,10 +71,9 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
     Lease(Lease&&) = default;
     Lease& operator=(Lease&&) = delete;
     ~Lease();
-    // Its caller has waited long for the answer, and reads it later: the
-    // pool is stalling until an answer comes.
+    // Its caller has waited long for the answer, and reads it later.
     void Late() {
-      if (pool_) pool_->NoteLate();
+      if (pool_ && late_at_ms_ < 0) late_at_ms_ = pool_->NoteLate();
     }
     KubeClient& operator*() { return *client_; }
     KubeClient* operator->() { return client_.get(); }
@@ -73,6 +82,7 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
     std::shared_ptr<ClientPool> pool_;  // kept alive until the client is back
     std::unique_ptr<KubeClient> client_;
     int in_flight_;  // the pool's requests out when this one was taken, itself included
+    int64_t late_at_ms_ = -1;  // when Late was called (-1: it was not)
   };
 
   static std::shared_ptr<ClientPool> Create(inventory::ClusterCredentials creds, ClientPoolOptions options) {
@@ -99,8 +109,8 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   int64_t stalled_for_ms() const;
 
  private:
-  void Return(std::unique_ptr<KubeClient> client, int in_flight);
-  void NoteLate();
+  void Return(std::unique_ptr<KubeClient> client, int in_flight, int64_t late_at_ms);
+  int64_t NoteLate();  // returns the time it noted
   int LimitLocked() const { return adaptive_ ? adaptive_->limit() : options_.size; }
 
   inventory::ClusterCredentials creds_;
@@ -110,11 +120,14 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   std::vector<std::unique_ptr<KubeClient>> idle_;
   int in_use_ = 0;
   std::optional<ConcurrencyLimit> adaptive_;  // set when options_.adaptive()
-  // Mutable: a look at the stall (stalled_for_ms) may find it expired.
-  mutable int64_t stalled_since_ms_ = -1;
-  int64_t stall_seen_ms_ = -1;  // the last sign of the stall (a late answer, or none)
-  // Ends the stall once stall_retry has passed with nothing out and no new sign.
-  void ExpireStallLocked(int64_t now_ms) const;
+  // Since when requests went unanswered (a timeout; -1: none since a write
+  // was answered), and the last such sign. Mutable: a look at the stall
+  // (stalled_for_ms) may find it expired.
+  mutable int64_t unanswered_since_ms_ = -1;
+  int64_t stall_seen_ms_ = -1;
+  std::multiset<int64_t> late_out_;  // when each late request still out was given up on
+  // Since when the pool stalls (-1: it does not), ending an expired one.
+  int64_t StalledSinceLocked(int64_t now_ms) const;
 };
 
 }  // namespace gantry::kube

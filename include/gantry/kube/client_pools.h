@@ -49,6 +49,8 @@ class ClientPools {
   // The clusters whose pools are stalling (ClientPool::stalled_for_ms), and
   // for how long.
   std::map<std::string, int64_t> Stalled() const;
+  // The same for one cluster (-1: not stalling, or no pool yet).
+  int64_t StalledForMs(const std::string& cluster) const;
 
  private:
   const ClientPoolOptions options_;

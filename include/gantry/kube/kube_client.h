@@ -144,9 +144,12 @@ class KubeClient {
     // The request went out and no answer came within its deadline (also
     // kOverloaded): the cluster may be stalling (ClientPool::stall).
     bool no_answer = false;
-    // An answer came (whatever its code), and was not waited for past the
-    // deadline: the cluster answers.
+    // An answer came, with this HTTP status, to a request that was a write
+    // (not a GET): what ends a pool's stall (ClientPool) is a write answered
+    // neither 5xx nor 429.
     bool answered = false;
+    int status = 0;
+    bool write = false;
     // kAnswered: from the request sent to its answer read, on a connection
     // already open, when the answer was waited for (a round trip that
     // opened one, with its TLS handshake, says nothing of the cluster's
@@ -181,6 +184,9 @@ class KubeClient {
     std::chrono::steady_clock::time_point sent_at;
     int connects = 0;  // the connections client_ had opened before it was sent
     uint64_t read_waits = 0;  // client_'s read waits once it was sent (AnswerBy's wait counts)
+    // AnswerBy gave up on it: its answer is read later, perhaps after
+    // others of the same thread, so the time it took is not a round trip.
+    bool given_up = false;
   };
   // The request headers; *token is set to the bearer token they carry.
   Result<std::vector<std::pair<std::string, std::string>>> Headers(const std::string& content_type,

@@ -158,8 +158,9 @@ void ApiMetrics::SetJobsByPhase(const std::map<JobPhase, int64_t>& counts) {
 
 void ApiMetrics::SetClusters(const std::vector<inventory::ClusterView>& clusters, int64_t now_ms,
                              const std::map<std::string, int64_t>& behind_since,
-                             const std::map<std::string, int>& connections_limit) {
-  auto families = ClusterMetricFamilies(clusters, now_ms, behind_since, connections_limit);
+                             const std::map<std::string, int>& connections_limit,
+                             const std::map<std::string, int64_t>& stalled_for_ms) {
+  auto families = ClusterMetricFamilies(clusters, now_ms, behind_since, connections_limit, stalled_for_ms);
   std::lock_guard lock(impl_->clusters_mu);
   impl_->clusters = std::move(families);
 }

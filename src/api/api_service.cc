@@ -148,7 +148,15 @@ void ApiService::Metrics(http::Request, Respond respond) {
     if (options_.connections_limit) {
       for (const auto& view : clusters) connections[view.config.name] = options_.connections_limit(view.config.name);
     }
-    metrics_.SetClusters(clusters, clock_.NowMillis(), behind_since, connections);
+    std::map<std::string, int64_t> stalled;
+    if (options_.requests_stalled_for_ms) {
+      for (const auto& view : clusters) {
+        if (const int64_t ms = options_.requests_stalled_for_ms(view.config.name); ms >= 0) {
+          stalled[view.config.name] = ms;
+        }
+      }
+    }
+    metrics_.SetClusters(clusters, clock_.NowMillis(), behind_since, connections, stalled);
   }
   // The jobs by phase, counted at most jobsMetricSeconds before (jobs_gauge.h).
   jobs_gauge_->Scrape([this, respond = std::move(respond)](bool ready) {

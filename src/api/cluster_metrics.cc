@@ -26,7 +26,8 @@ void Add(prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Labe
 std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<inventory::ClusterView>& clusters,
                                                             int64_t now_ms,
                                                             const std::map<std::string, int64_t>& behind_since,
-                                                            const std::map<std::string, int>& connections_limit) {
+                                                            const std::map<std::string, int>& connections_limit,
+                                                            const std::map<std::string, int64_t>& stalled_for_ms) {
   auto ready = Gauge("gantry_cluster_ready", "1 when the worker cluster is Ready (probed, answering), else 0");
   auto refused = Gauge("gantry_cluster_credentials_refused",
                        "1 when the cluster answers but refuses gantry's credentials: NotReady, and lost only after "
@@ -50,8 +51,13 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
   auto connections = Gauge("gantry_cluster_connections_limit",
                            "Requests the dispatch engine allows in flight to the cluster now: from "
                            "clusterConnectionsMin up to clusterConnections, following its round trips");
+  auto stalled = Gauge("gantry_cluster_requests_stalled_seconds",
+                       "How long the dispatch engine's requests to the cluster have gone unanswered while it "
+                       "answers its probes (writes that hang), 0 when answered; meanwhile it takes no new copy");
   for (const inventory::ClusterView& view : clusters) {
     const prometheus::ClientMetric::Label cluster{"cluster", view.config.name};
+    auto st = stalled_for_ms.find(view.config.name);
+    Add(stalled, {cluster}, st == stalled_for_ms.end() ? 0.0 : static_cast<double>(st->second) / 1000.0);
     const inventory::ClusterHealth& h = view.health;
     Add(ready, {cluster}, h.state == inventory::HealthState::kReady && view.Usable() ? 1 : 0);
     Add(refused, {cluster}, h.credentials_refused ? 1 : 0);
@@ -76,7 +82,7 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
   }
   return {std::move(ready),      std::move(refused),    std::move(outage),   std::move(cordoned),
           std::move(declared_lost), std::move(unreadable), std::move(behind), std::move(quota), std::move(reserved),
-          std::move(pending),    std::move(age),        std::move(connections)};
+          std::move(pending),    std::move(age),        std::move(connections), std::move(stalled)};
 }
 
 }  // namespace gantry::api

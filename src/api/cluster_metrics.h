@@ -13,6 +13,7 @@
 //   gantry_cluster_pending_workloads{cluster}
 //   gantry_cluster_capacity_age_seconds{cluster}  since its quota was last read
 //   gantry_cluster_connections_limit{cluster}     requests the engine allows in flight there now
+//   gantry_cluster_requests_stalled_seconds{cluster}  how long its requests have gone unanswered (0: answered)
 //                                                 (clusterConnectionsMin..clusterConnections, by its round trips)
 //
 // The quota series exist once a probe has read it.
@@ -34,9 +35,13 @@ namespace gantry::api {
 // connections_limit: the requests the dispatch engine allows in flight to
 // each cluster now, for gantry_cluster_connections_limit (a cluster not in
 // it has no series).
+// stalled_for_ms: for how long the engine's requests to each cluster have
+// gone unanswered (ApiOptions::requests_stalled_for_ms), for
+// gantry_cluster_requests_stalled_seconds; a cluster not in it answers.
 std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<inventory::ClusterView>& clusters,
                                                             int64_t now_ms,
                                                             const std::map<std::string, int64_t>& behind_since = {},
-                                                            const std::map<std::string, int>& connections_limit = {});
+                                                            const std::map<std::string, int>& connections_limit = {},
+                                                            const std::map<std::string, int64_t>& stalled_for_ms = {});
 
 }  // namespace gantry::api

@@ -25,6 +25,15 @@ nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64
       out["status"]["watchRefusedSince"] = FormatRfc3339(since);
     }
   }
+  if (options_.requests_stalled_for_ms) {
+    if (const int64_t ms = options_.requests_stalled_for_ms(view.config.name); ms >= 0) {
+      out["status"]["requestsStalled"] =
+          fmt::format("gantry's requests here have gone unanswered for {} s: it takes no new copy, and one request "
+                      "at a time goes here until one is answered",
+                      ms / 1000);
+      out["status"]["requestsStalledSince"] = FormatRfc3339(now_ms - ms);
+    }
+  }
   if (options_.view_behind) {
     ViewBehind b = options_.view_behind(view.config.name);
     if (!b.resources.empty()) {
@@ -120,7 +129,11 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   }
   int64_t now = clock_.NowMillis();
   std::vector<placement::ClusterSnapshot> fleet;
-  if (fleet_) fleet = fleet_->Snapshot(now);
+  if (options_.placement_snapshots) {
+    fleet = options_.placement_snapshots(now);
+  } else if (fleet_) {
+    fleet = fleet_->Snapshot(now);
+  }
   placement::Decision decision = placement::Place(DemandFromSpec(*spec), fleet);
   nlohmann::json body = placement::DecisionToJson(decision);
   body["apiVersion"] = "gantry.dev/v1";

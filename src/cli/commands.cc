@@ -370,6 +370,7 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
     const std::string capacity_error = Str(c, "/status/capacityError");
     const std::string watch_refused = Str(c, "/status/watchRefused");
     const std::string view_behind = Str(c, "/status/viewBehind");
+    const std::string stalled = Str(c, "/status/requestsStalled");
     // A file or kubeconfig refused at a reload, its last good one kept in use.
     const std::string stale = !Str(c, "/status/configWarning").empty() ? Str(c, "/status/configWarning")
                                                                        : Str(c, "/status/credentialsWarning");
@@ -379,6 +380,7 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
     if (!capacity_error.empty()) health += ",CapacityUnreadable";
     if (!watch_refused.empty()) health += ",WatchRefused";
     if (!view_behind.empty()) health += ",ViewBehind";
+    if (!stalled.empty()) health += ",RequestsStall";
     std::string behind_note;
     if (!view_behind.empty()) {
       const std::string behind_since = Str(c, "/status/viewBehindSince");
@@ -390,6 +392,7 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
                     !config_error.empty()                 ? config_error
                     : !credentials_error.empty()          ? credentials_error
                     : Str(c, "/status/health") != "Ready" ? Str(c, "/status/lastError")
+                    : !stalled.empty()                    ? stalled
                     : !watch_refused.empty()              ? watch_refused
                     : !capacity_error.empty()             ? capacity_error
                     : !stale.empty()                      ? stale + " (the last good one is in use)"

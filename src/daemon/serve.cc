@@ -214,6 +214,10 @@ int RunServe(const ServeFlags& flags) {
     return api::ViewBehind{std::move(b.resources), b.since_ms};
   };
   api_options.connections_limit = [&engine](const std::string& cluster) { return engine.ConnectionsLimit(cluster); };
+  api_options.requests_stalled_for_ms = [&engine](const std::string& cluster) {
+    return engine.RequestsStalledForMs(cluster);
+  };
+  api_options.placement_snapshots = [&engine](int64_t now_ms) { return *engine.PlacementSnapshots(now_ms); };
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";

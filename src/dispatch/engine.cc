@@ -348,6 +348,8 @@ std::shared_ptr<const std::vector<placement::ClusterSnapshot>> Engine::Snapshots
 
 int Engine::ConnectionsLimit(const std::string& cluster) { return pools_->Limit(cluster); }
 
+int64_t Engine::RequestsStalledForMs(const std::string& cluster) const { return pools_->StalledForMs(cluster); }
+
 int Engine::LeastPasses() const {
   return options_.min_active_passes > 0 ? std::min(options_.min_active_passes, options_.workers) : options_.workers;
 }
@@ -451,6 +453,10 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, job->epoch);
   (void)expected_.Pending(uid, job->epoch, seen, now);  // drops what is seen now
   for (const Expectations::Key& key : expected_before) {
+    if (!seen.count(key)) in.expected.insert(key);
+  }
+  // A create whose answer a straggler awaits may land as well.
+  for (const Expectations::Key& key : LateCreates(uid, job->epoch)) {
     if (!seen.count(key)) in.expected.insert(key);
   }
   in.inventory_confirmed = inventory_confirmed_.load();  // before the facts (InventoryChanged)

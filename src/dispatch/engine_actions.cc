@@ -271,6 +271,25 @@ bool Engine::Late(const std::string& uid, const Action& action) {
   return !late_.empty() && late_.count(LateKey(uid, action)) > 0;
 }
 
+std::optional<Engine::Refusal> Engine::TakeLateRefusal(const std::string& uid, const Action& action) {
+  std::lock_guard lock(late_mu_);
+  if (late_refused_.empty()) return std::nullopt;
+  auto it = late_refused_.find(LateKey(uid, action));
+  if (it == late_refused_.end()) return std::nullopt;
+  Refusal r = std::move(it->second);
+  late_refused_.erase(it);
+  return r;
+}
+
+std::set<Expectations::Key> Engine::LateCreates(const std::string& uid, int64_t epoch) {
+  std::set<Expectations::Key> out;
+  std::lock_guard lock(late_mu_);
+  for (const auto& [key, a] : late_) {
+    if (a.uid == uid && a.verb == Verb::kCreate && a.epoch == epoch) out.insert({a.cluster, a.kind});
+  }
+  return out;
+}
+
 bool Engine::HandOver(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease) {
   // What FinishAction reads of the job: who it is.
   JobRecord who;
@@ -280,7 +299,7 @@ bool Engine::HandOver(const JobRecord& job, const Action& action, std::optional<
   const std::string key = LateKey(job.uid, action);
   {
     std::lock_guard lock(late_mu_);
-    late_.insert(key);
+    late_[key] = {job.uid, action.cluster, action.kind, action.verb, action.epoch};
   }
   // std::function wants a copyable task; the lease moves into a shared box.
   lease->Late();
@@ -299,13 +318,15 @@ bool Engine::HandOver(const JobRecord& job, const Action& action, std::optional<
       expected_.Deleted(action.precondition_uid, now);
     } else if (action.verb == Verb::kCreate && !refusal.failed.empty()) {
       NoteActionError(who.uid, action, refusal.failed);
-    }  // a refusal: the pass that sends it again meets it, and records it
+    }
     spdlog::info("dispatch: job {}/{}: {} {} in {}, read after its pass went on: {}", who.ns, who.name,
                  VerbName(action.verb), action.path, action.cluster,
                  done ? "done" : "not done; the job's next pass sees to it");
     {
       std::lock_guard lock(late_mu_);
       late_.erase(key);
+      // Recorded by the job's next pass, in place of sending it again.
+      if (!refusal.message.empty()) late_refused_[key] = std::move(refusal);
     }
     Wake(who.uid);
   });
@@ -362,6 +383,12 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
         out.all_ok = false;
         if (action.verb == Verb::kDelete) delete_failed.insert(action.cluster);
         continue;
+      }
+      if (action.kind == kWorkload && (action.verb == Verb::kCreate || action.verb == Verb::kOpenGate)) {
+        if (std::optional<Refusal> refused = TakeLateRefusal(job.uid, action)) {
+          out.copy_refusals.push_back({&action, std::move(*refused)});
+          continue;
+        }
       }
       // Asked a moment ago: its view cannot show the answer, so it is asked
       // again later (UnseenAsks), not on every pass.

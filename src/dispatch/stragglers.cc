@@ -1,6 +1,10 @@
 #include "stragglers.h"
 
+#include <exception>
+#include <system_error>
 #include <vector>
+
+#include <spdlog/spdlog.h>
 
 #include "gantry/common/thread_name.h"
 
@@ -8,6 +12,7 @@ namespace gantry::dispatch {
 
 bool Stragglers::Hand(const std::string& cluster, std::function<void()> task) {
   std::vector<std::thread> ended;
+  bool handed = true;
   {
     std::lock_guard lock(mu_);
     if (stopping_) return false;
@@ -21,10 +26,19 @@ bool Stragglers::Hand(const std::string& cluster, std::function<void()> task) {
       ended.push_back(std::move(t->second));
       threads_.erase(t);
     }
-    threads_.emplace(cluster, std::thread([this, cluster] { Run(cluster); }));
+    try {
+      threads_.emplace(cluster, std::thread([this, cluster] { Run(cluster); }));
+    } catch (const std::system_error& e) {  // no thread to be had: the caller reads the answer
+      spdlog::warn("dispatch: no thread for {}'s late answers: {}", cluster, e.what());
+      lane.tasks.pop_back();
+      --pending_;
+      lane.running = false;
+      idle_.notify_all();
+      handed = false;
+    }
   }
   for (std::thread& t : ended) t.join();
-  return true;
+  return handed;
 }
 
 void Stragglers::Run(const std::string& cluster) {
@@ -35,7 +49,11 @@ void Stragglers::Run(const std::string& cluster) {
     std::function<void()> task = std::move(lane.tasks.front());
     lane.tasks.pop_front();
     lock.unlock();
-    task();
+    try {
+      task();
+    } catch (const std::exception& e) {
+      spdlog::error("dispatch: reading a late answer from {}: {}", cluster, e.what());
+    }
     task = nullptr;  // what it holds (a connection's lease) goes back now
     lock.lock();
     --pending_;

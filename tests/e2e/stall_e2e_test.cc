@@ -60,7 +60,22 @@ TEST_CASE("a cluster whose writes stall holds no pass: jobs are leased elsewhere
   REQUIRE(fleet.WaitPhase("team-a", "first", {"Succeeded"}, seconds(30)));
   CHECK(fleet.Job("team-a", "first")["status"]["cluster"] != "c1");
 
-  // Meanwhile c1 is left out of placement, saying why.
+  // Its copy's create out past stall_after (2 s) unanswered, c1 is
+  // stalling, and operators see it: gantry clusters, and a gauge to alert on.
+  auto stalling = [&] { return Cli(fleet.url(), {"clusters"}).out.find("Ready,RequestsStall") != std::string::npos; };
+  REQUIRE(WaitFor(stalling, seconds(15)));
+  auto clusters = Cli(fleet.url(), {"clusters"});
+  INFO(clusters.out);
+  CHECK(clusters.out.find("gantry's requests here have gone unanswered") != std::string::npos);
+  auto stalled = fleet.ClusterGauge("gantry_cluster_requests_stalled_seconds");
+  CHECK(stalled["c1"] > 0);
+  CHECK(stalled["c2"] == 0);
+
+  // Meanwhile c1 is left out of placement, saying why: gantry explain shows
+  // the placement the next pass makes.
+  REQUIRE(WaitFor([&] {
+    return Cli(fleet.url(), {"explain", "first", "-n", "team-a"}).out.find("requests stall") != std::string::npos;
+  }, seconds(5)));
   REQUIRE(fleet.Submit("team-a", CpuJob("second")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "second", {"Succeeded"}, seconds(30)));
   const std::string nominated = EventMessage(fleet, "second", "Nominated");
@@ -69,14 +84,16 @@ TEST_CASE("a cluster whose writes stall holds no pass: jobs are leased elsewhere
   CHECK(nominated.find("copies to c1") == std::string::npos);
   CHECK(nominated.find(", c1") == std::string::npos);
 
-  // c1 answers again: the first answer to a request there (the first job's
-  // copy's withdrawal, sent one at a time meanwhile) ends the stall, and the
-  // next job gets a copy there too.
+  // c1 answers again: the first write answered there (the first job's copy's
+  // withdrawal, sent one at a time meanwhile) ends the stall, and the next
+  // job gets a copy there too.
   REQUIRE(fleet.Ctl({"latency", "c1", "0"}).code == 0);
-  REQUIRE(WaitFor([&] {
-    auto explained = Cli(fleet.url(), {"explain", "second", "-n", "team-a"});
-    return explained.code == 0 && explained.out.find("requests stall") == std::string::npos;
-  }, seconds(40)));
+  REQUIRE(WaitFor([&] { return !stalling(); }, seconds(40)));
+  CHECK(fleet.ClusterGauge("gantry_cluster_requests_stalled_seconds")["c1"] == 0);
+  // (The passes' view of the fleet is at most 200 ms old.)
+  CHECK(WaitFor([&] {
+    return Cli(fleet.url(), {"explain", "second", "-n", "team-a"}).out.find("requests stall") == std::string::npos;
+  }, seconds(5)));
   REQUIRE(fleet.Submit("team-a", CpuJob("third")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "third", {"Succeeded"}, seconds(30)));
   CHECK(EventMessage(fleet, "third", "Nominated").find("c1") != std::string::npos);

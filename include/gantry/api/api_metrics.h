@@ -59,7 +59,8 @@ class ApiMetrics final : public dispatch::EngineMetrics {
   // behind_since: see ClusterMetricFamilies.
   void SetClusters(const std::vector<inventory::ClusterView>& clusters, int64_t now_ms,
                    const std::map<std::string, int64_t>& behind_since = {},
-                   const std::map<std::string, int>& connections_limit = {});
+                   const std::map<std::string, int>& connections_limit = {},
+                   const std::map<std::string, int64_t>& stalled_for_ms = {});
   // Prometheus text format 0.0.4.
   std::string Serialize() const;
 

@@ -61,6 +61,14 @@ struct ApiOptions {
   // The requests the dispatch engine allows in flight to the cluster now:
   // gantry_cluster_connections_limit. Optional.
   std::function<int(const std::string& cluster)> connections_limit;
+  // For how long (ms) the dispatch engine's requests to the cluster have
+  // gone unanswered (-1: they are answered; kube::ClientPool's stall):
+  // status.requestsStalled and requestsStalledSince, and
+  // gantry_cluster_requests_stalled_seconds. Optional.
+  std::function<int64_t(const std::string& cluster)> requests_stalled_for_ms;
+  // The fleet as the dispatch engine's placement sees it now (a job's
+  // placement route, gantry explain); unset: the inventory's own snapshot.
+  std::function<std::vector<placement::ClusterSnapshot>(int64_t now_ms)> placement_snapshots;
   // A job document larger than this is parsed on a thread of its own (the
   // slow lane), not on the server's loop, which serves every connection;
   // at most slow_lane_capacity wait there (more get 429).

@@ -111,6 +111,15 @@ class Engine final : public JobIntake {
   // The requests the engine allows in flight to the cluster now (its pool's
   // limit; 0 before its first request), for its gauge.
   int ConnectionsLimit(const std::string& cluster);
+  // For how long its requests have gone unanswered (kube::ClientPool's
+  // stall; -1 while they are answered).
+  int64_t RequestsStalledForMs(const std::string& cluster) const;
+  // The fleet as the passes' placement sees it now (the inventory's
+  // snapshots, with a cluster that refuses a watch or whose requests stall
+  // left out), for gantry explain.
+  std::shared_ptr<const std::vector<placement::ClusterSnapshot>> PlacementSnapshots(int64_t now_ms) {
+    return Snapshots(now_ms);
+  }
   // Since when (ms) the cluster refuses gantry a watch, as the engine counts
   // it (kept across restarts, noted within a health poll); 0 when not noted.
   int64_t WatchRefusedSince(const std::string& cluster);
@@ -206,8 +215,24 @@ class Engine final : public JobIntake {
   // The key late_ keeps an action under, and whether it is there.
   static std::string LateKey(const std::string& uid, const Action& action);
   bool Late(const std::string& uid, const Action& action);
+  // A refusal a straggler read for this action (a copy's create, a gate's
+  // opening), taken once: the pass that would send it again records it.
+  std::optional<Refusal> TakeLateRefusal(const std::string& uid, const Action& action);
+  // The job's creates at this epoch whose answers are awaited, as
+  // Expectations keys: they may land, as a create answered 201 and not
+  // yet seen (DecideInput::expected).
+  std::set<Expectations::Key> LateCreates(const std::string& uid, int64_t epoch);
+  struct LateAction {
+    std::string uid;
+    std::string cluster;
+    std::string kind;
+    Verb verb = Verb::kCreate;
+    int64_t epoch = 0;
+  };
   std::mutex late_mu_;
-  std::set<std::string> late_;  // actions whose answers stragglers_ waits for; guarded by late_mu_
+  // Actions whose answers stragglers_ waits for, by LateKey; guarded by late_mu_.
+  std::map<std::string, LateAction> late_;
+  std::map<std::string, Refusal> late_refused_;  // by LateKey; guarded by late_mu_
   struct ActionsOutcome {
     bool all_ok = true;
     int64_t retry_after_ms = 0;  // the longest Retry-After of the answers (0: none)

@@ -217,7 +217,7 @@ int RunServe(const ServeFlags& flags) {
   api_options.requests_stalled_for_ms = [&engine](const std::string& cluster) {
     return engine.RequestsStalledForMs(cluster);
   };
-  api_options.placement_snapshots = [&engine](int64_t now_ms) { return *engine.PlacementSnapshots(now_ms); };
+  api_options.placement_snapshots = [&engine](int64_t now_ms) { return *engine.Snapshots(now_ms); };
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";

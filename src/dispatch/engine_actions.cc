@@ -256,25 +256,43 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   return false;
 }
 
+void Engine::NoteAnswer(const std::string& uid, const Action& action, bool done, const Refusal& refusal,
+                        bool had_lease) {
+  if (action.verb == Verb::kCreate && refusal.message.empty()) {
+    if (done) {
+      NoteActionError(uid, action, "");
+    } else if (!refusal.failed.empty()) {
+      NoteActionError(uid, action, refusal.failed);
+    } else if (!had_lease && !CancelSeen(uid)) {
+      NoteActionError(uid, action, "not sent: no connection to the cluster now");
+    }  // else not done for a reason of its own (another epoch's object holds the name): as it was
+  }
+  if (!done) return;
+  if (action.verb == Verb::kCreate) {
+    expected_.Created(uid, action.cluster, action.kind, action.epoch, clock_.NowMillis());
+  } else if (action.verb == Verb::kDelete) {
+    expected_.Deleted(action.precondition_uid, clock_.NowMillis());
+  }
+}
+
 bool Engine::MayHandOver(const Action& action) {
   return (action.verb == Verb::kCreate && action.kind == kWorkload) || action.verb == Verb::kDelete ||
          action.verb == Verb::kOpenGate;
 }
 
-std::string Engine::LateKey(const std::string& uid, const Action& action) {
-  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", uid, action.cluster, action.kind, static_cast<int>(action.verb),
-                     action.epoch, action.precondition_uid);
+Engine::LateAction Engine::LateAction::Of(const std::string& uid, const Action& action) {
+  return {uid, action.cluster, action.kind, action.verb, action.epoch, action.precondition_uid};
 }
 
 bool Engine::Late(const std::string& uid, const Action& action) {
   std::lock_guard lock(late_mu_);
-  return !late_.empty() && late_.count(LateKey(uid, action)) > 0;
+  return !late_.empty() && late_.count(LateAction::Of(uid, action)) > 0;
 }
 
 std::optional<Engine::Refusal> Engine::TakeLateRefusal(const std::string& uid, const Action& action) {
   std::lock_guard lock(late_mu_);
   if (late_refused_.empty()) return std::nullopt;
-  auto it = late_refused_.find(LateKey(uid, action));
+  auto it = late_refused_.find(LateAction::Of(uid, action));
   if (it == late_refused_.end()) return std::nullopt;
   Refusal r = std::move(it->second);
   late_refused_.erase(it);
@@ -284,7 +302,7 @@ std::optional<Engine::Refusal> Engine::TakeLateRefusal(const std::string& uid, c
 std::set<Expectations::Key> Engine::LateCreates(const std::string& uid, int64_t epoch) {
   std::set<Expectations::Key> out;
   std::lock_guard lock(late_mu_);
-  for (const auto& [key, a] : late_) {
+  for (const LateAction& a : late_) {
     if (a.uid == uid && a.verb == Verb::kCreate && a.epoch == epoch) out.insert({a.cluster, a.kind});
   }
   return out;
@@ -296,10 +314,10 @@ bool Engine::HandOver(const JobRecord& job, const Action& action, std::optional<
   who.uid = job.uid;
   who.ns = job.ns;
   who.name = job.name;
-  const std::string key = LateKey(job.uid, action);
+  const LateAction key = LateAction::Of(job.uid, action);
   {
     std::lock_guard lock(late_mu_);
-    late_[key] = {job.uid, action.cluster, action.kind, action.verb, action.epoch};
+    late_.insert(key);
   }
   // std::function wants a copyable task; the lease moves into a shared box.
   lease->Late();
@@ -310,15 +328,7 @@ bool Engine::HandOver(const JobRecord& job, const Action& action, std::optional<
     Refusal refusal;
     const bool done = FinishAction(who, action, *held, &refusal);
     held->reset();  // the connection goes back to its pool
-    const int64_t now = clock_.NowMillis();
-    if (done && action.verb == Verb::kCreate) {
-      expected_.Created(who.uid, action.cluster, action.kind, action.epoch, now);
-      NoteActionError(who.uid, action, "");
-    } else if (done && action.verb == Verb::kDelete) {
-      expected_.Deleted(action.precondition_uid, now);
-    } else if (action.verb == Verb::kCreate && !refusal.failed.empty()) {
-      NoteActionError(who.uid, action, refusal.failed);
-    }
+    NoteAnswer(who.uid, action, done, refusal, /*had_lease=*/true);
     spdlog::info("dispatch: job {}/{}: {} {} in {}, read after its pass went on: {}", who.ns, who.name,
                  VerbName(action.verb), action.path, action.cluster,
                  done ? "done" : "not done; the job's next pass sees to it");
@@ -427,23 +437,12 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       const bool done = FinishAction(job, action, leases[i], &refusal, &out.retry_after_ms);
       if (marked) SendingDone(job.uid);
       if (refusal.maybe_landed && action.kind == kJob) NoteUnanswered(job.uid, action);
-      if (action.verb == Verb::kCreate && refusal.message.empty()) {
-        if (done) {
-          NoteActionError(job.uid, action, "");
-        } else if (!refusal.failed.empty()) {
-          NoteActionError(job.uid, action, refusal.failed);
-        } else if (!had_lease && !CancelSeen(job.uid)) {
-          NoteActionError(job.uid, action, "not sent: no connection to the cluster now");
-        }  // else not done for a reason of its own (another epoch's object holds the name): as it was
-      }
+      NoteAnswer(job.uid, action, done, refusal, had_lease);
       if (!done) {
         out.all_ok = false;
         if (action.verb == Verb::kDelete || action.verb == Verb::kDeleteUnseen) delete_failed.insert(action.cluster);
-      } else if (action.verb == Verb::kCreate) {
-        expected_.Created(job.uid, action.cluster, action.kind, action.epoch, clock_.NowMillis());
-        if (action.kind == kJob) out.job_created = &action;
-      } else if (action.verb == Verb::kDelete) {
-        expected_.Deleted(action.precondition_uid, clock_.NowMillis());
+      } else if (action.verb == Verb::kCreate && action.kind == kJob) {
+        out.job_created = &action;
       }
       leases[i].reset();  // the connection goes back to its pool
       if (refusal.message.empty()) continue;

@@ -62,11 +62,6 @@ void Stragglers::Run(const std::string& cluster) {
   idle_.notify_all();
 }
 
-size_t Stragglers::pending() const {
-  std::lock_guard lock(mu_);
-  return pending_;
-}
-
 void Stragglers::Stop() {
   std::map<std::string, std::thread> threads;
   {

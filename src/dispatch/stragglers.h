@@ -1,7 +1,7 @@
 // Stragglers: reads the answers a pass stopped waiting for, one thread per
 // cluster that has any, so that one cluster slow to answer holds neither
 // the pass nor the other clusters' answers (Engine::RunActions hands over
-// a request whose answer has not come StragglerGrace after its wave went
+// a request whose answer has not come kStragglerGrace after its wave went
 // out). Each task reads one answer, bounded by its request's deadline, and
 // does what follows it; a cluster's tasks run in the order handed over,
 // which is about the order their deadlines come in.
@@ -31,8 +31,6 @@ class Stragglers {
 
   // Runs task on cluster's thread. False once stopping (task not run).
   bool Hand(const std::string& cluster, std::function<void()> task);
-  // Tasks handed over and not yet done.
-  size_t pending() const;
   void Stop();
 
  private:
@@ -42,7 +40,7 @@ class Stragglers {
   };
   void Run(const std::string& cluster);
 
-  mutable std::mutex mu_;
+  std::mutex mu_;
   std::condition_variable idle_;
   std::map<std::string, Lane> lanes_;
   std::map<std::string, std::thread> threads_;  // ended ones are joined by the next Hand, or Stop

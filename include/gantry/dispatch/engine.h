@@ -114,12 +114,10 @@ class Engine final : public JobIntake {
   // For how long its requests have gone unanswered (kube::ClientPool's
   // stall; -1 while they are answered).
   int64_t RequestsStalledForMs(const std::string& cluster) const;
-  // The fleet as the passes' placement sees it now (the inventory's
-  // snapshots, with a cluster that refuses a watch or whose requests stall
-  // left out), for gantry explain.
-  std::shared_ptr<const std::vector<placement::ClusterSnapshot>> PlacementSnapshots(int64_t now_ms) {
-    return Snapshots(now_ms);
-  }
+  // The fleet as the passes' placement sees it (the inventory's snapshots,
+  // a cluster that refuses a watch or whose requests stall marked so), at
+  // most fleet_refresh_ms old: the passes', and gantry explain's.
+  std::shared_ptr<const std::vector<placement::ClusterSnapshot>> Snapshots(int64_t now_ms);
   // Since when (ms) the cluster refuses gantry a watch, as the engine counts
   // it (kept across restarts, noted within a health poll); 0 when not noted.
   int64_t WatchRefusedSince(const std::string& cluster);
@@ -212,8 +210,11 @@ class Engine final : public JobIntake {
   // Hands the action's answer, and lease, to stragglers_, noting it in
   // late_ until read; false when stopping (lease is left to the caller).
   bool HandOver(const JobRecord& job, const Action& action, std::optional<kube::ClientPool::Lease>& lease);
-  // The key late_ keeps an action under, and whether it is there.
-  static std::string LateKey(const std::string& uid, const Action& action);
+  // What RunActions and a straggler note of an action's answer: the create's
+  // error for ActionErrors (a create not sent, had_lease false, says so),
+  // and the expectation a create or delete that was done leaves.
+  void NoteAnswer(const std::string& uid, const Action& action, bool done, const Refusal& refusal, bool had_lease);
+  // Whether the action's answer is awaited by stragglers_ (in late_).
   bool Late(const std::string& uid, const Action& action);
   // A refusal a straggler read for this action (a copy's create, a gate's
   // opening), taken once: the pass that would send it again records it.
@@ -222,17 +223,20 @@ class Engine final : public JobIntake {
   // Expectations keys: they may land, as a create answered 201 and not
   // yet seen (DecideInput::expected).
   std::set<Expectations::Key> LateCreates(const std::string& uid, int64_t epoch);
+  // An action of a job, as late_ knows it.
   struct LateAction {
     std::string uid;
     std::string cluster;
     std::string kind;
     Verb verb = Verb::kCreate;
     int64_t epoch = 0;
+    std::string precondition_uid;  // a delete's: one incarnation of the object
+    static LateAction Of(const std::string& uid, const Action& action);
+    auto operator<=>(const LateAction&) const = default;
   };
   std::mutex late_mu_;
-  // Actions whose answers stragglers_ waits for, by LateKey; guarded by late_mu_.
-  std::map<std::string, LateAction> late_;
-  std::map<std::string, Refusal> late_refused_;  // by LateKey; guarded by late_mu_
+  std::set<LateAction> late_;  // actions whose answers stragglers_ waits for; guarded by late_mu_
+  std::map<LateAction, Refusal> late_refused_;  // guarded by late_mu_
   struct ActionsOutcome {
     bool all_ok = true;
     int64_t retry_after_ms = 0;  // the longest Retry-After of the answers (0: none)
@@ -284,7 +288,6 @@ class Engine final : public JobIntake {
   ActionsOutcome RunActions(const JobRecord& job, const std::vector<Action>& actions);
   // The fleet as last read (at most fleet_refresh_ms ago), shared, not copied.
   std::shared_ptr<const FleetFacts> Facts(int64_t now_ms);
-  std::shared_ptr<const std::vector<placement::ClusterSnapshot>> Snapshots(int64_t now_ms);
   void RefreshFleetLocked(int64_t now_ms);
   void SetObservedClusters();
   void RunGc();

@@ -129,8 +129,9 @@ class KubeClient {
   Result<KubeReply> Finish();
   // Whether the started request's answer has come (Finish would not wait),
   // waiting for it until `until` at most; true when Finish has nothing to
-  // wait for (nothing started, or it was not sent). A wait here counts as
-  // Finish's own for the exchange's round trip (TakeExchange).
+  // wait for (nothing started, or it was not sent). When it comes, a wait
+  // here counts as Finish's own for the exchange's round trip
+  // (TakeExchange); when it gives up, the exchange tells no round trip.
   bool AnswerBy(std::chrono::steady_clock::time_point until);
   // Whether the call the last Finish read wrote its request whole at least
   // once: one that did not (no connection, a credential it could not get)
@@ -142,11 +143,11 @@ class KubeClient {
   struct Exchange {
     enum class Outcome { kNone, kAnswered, kOverloaded } outcome = Outcome::kNone;
     // The request went out and no answer came within its deadline (also
-    // kOverloaded): the cluster may be stalling (ClientPool::stall).
+    // kOverloaded): the cluster may be stalling (ClientPool::stalled_for_ms).
     bool no_answer = false;
-    // An answer came, with this HTTP status, to a request that was a write
-    // (not a GET): what ends a pool's stall (ClientPool) is a write answered
-    // neither 5xx nor 429.
+    // An answer came, with this HTTP status, to a request that was or was
+    // not a write (not a GET): what ends a pool's stall (ClientPool) is a
+    // write answered neither 5xx nor 429.
     bool answered = false;
     int status = 0;
     bool write = false;

@@ -168,6 +168,9 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
       // sent again) says nothing any more.
       if (!i.present || there || e.cluster != i.cluster || e.kind != i.kind || e.epoch != i.epoch) continue;
       item["lastError"] = {{"message", e.error}, {"time", FormatRfc3339(e.time_ms)}};
+      // Since when every try has failed: a real job's create failing as long
+      // as clusterLostTimeout counts as its owner lost.
+      if (e.since_ms > 0) item["lastError"]["failingSince"] = FormatRfc3339(e.since_ms);
     }
     items.push_back(std::move(item));
   }

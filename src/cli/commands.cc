@@ -240,8 +240,13 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
       std::string state = o.value("state", "");
       if (o.contains("refusal")) state += ": " + o.value("refusal", "");
       if (o.contains("lastError") && o["lastError"].is_object()) {
-        state += fmt::format(" (create failed {} ago: {}; sent again)", AgeOf(o["lastError"].value("time", "")),
-                             o["lastError"].value("message", ""));
+        const nlohmann::json& e = o["lastError"];
+        const std::string since = e.value("failingSince", "");
+        state += since.empty() || since == e.value("time", "")
+                     ? fmt::format(" (create failed {} ago: {}; sent again)", AgeOf(e.value("time", "")),
+                                   e.value("message", ""))
+                     : fmt::format(" (create failing for {}, last {} ago: {}; sent again)", AgeOf(since),
+                                   AgeOf(e.value("time", "")), e.value("message", ""));
       }
       rows.push_back({"  " + o.value("cluster", ""), o.value("objectKind", o.value("kind", "")), o.value("name", ""),
                       std::to_string(o.value("epoch", int64_t{0})), state, ObservedText(o)});

@@ -213,6 +213,41 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
   return plan;
 }
 
+// Step 13: the owner answers gantry's probes and watches, and has failed
+// every try to create the job there since job_create_failing_since_ms. Its
+// outage clock does not run (it is reachable), yet the job cannot start
+// there: once that has lasted as long as an outage would have to
+// (clusterLostTimeout; an owner declared lost, its grace), the job's
+// onClusterLoss applies as for an owner out of reach. A create that may
+// have landed unseen is fenced by the next epoch (Requeue) or deleted once
+// the job is over (Fail); Wait flags the job and goes on trying.
+std::optional<Plan> Ladder::CreateKeepsFailing(const std::string& owner, Plan& plan) const {
+  const int64_t since = in_.job_create_failing_since_ms;
+  auto facts = in_.clusters->find(owner);
+  if (since <= 0 || facts == in_.clusters->end()) return std::nullopt;
+  const int64_t failing = std::max<int64_t>(0, in_.now_ms - since);
+  const int64_t timeout = LostAfterMs(facts->second, false);
+  if (failing < timeout) return std::nullopt;  // (a failed pass is looked at again within retry_ms)
+  const std::string why = fmt::format(
+      "owner cluster {} answers gantry's reads but has failed every try to create the job there for {} s (see "
+      "gantry status for the last answer)",
+      owner, failing / 1000);
+  switch (in_.spec->on_cluster_loss) {
+    case OnClusterLoss::kRequeue:
+      return Requeue("owner-lost", "ClusterLost", why);
+    case OnClusterLoss::kFail:
+      return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + "; onClusterLoss is Fail");
+    case OnClusterLoss::kWait:
+      if (ConditionReason(job_.conditions_json, "OwnerUnreachable") != "OwnerLost") {
+        const std::string msg = why + "; onClusterLoss is Wait: trying on";
+        plan.write = OwnerFlag("OwnerLost", msg);
+        plan.write->events.push_back(Event("ClusterLost", msg, owner, "Warning"));
+      }
+      break;
+  }
+  return std::nullopt;
+}
+
 // Step 10, before the inventory is confirmed (DecideInput::inventory_confirmed):
 // the owner is missing from the inventory the daemon started with. Its file
 // may be missing a moment, or its clusters.d not mounted yet: counted as
@@ -336,6 +371,9 @@ Plan Ladder::Owned() const {
   }
   if (!j && AtMostOnce(*in_.spec) && !Expected(owner, kJob)) {
     if (const int64_t created = JobCreatedMs(owner); created > 0) return CreatedAndGone(owner, created);
+  }
+  if (!j) {
+    if (std::optional<Plan> lost = CreateKeepsFailing(owner, plan)) return std::move(*lost);
   }
   if (!j && !Expected(owner, kJob)) {
     if (const std::optional<EarlierRun> earlier = EarlierRunGate(owner, job_.lease_ms)) {
@@ -536,7 +574,10 @@ std::string Ladder::OlderRunIn() const {
 // evicted while out of reach.
 void Ladder::OwnerReturned(Plan& plan) const {
   const std::string& owner = job_.cluster;
-  if (!Reachable(owner) || ConditionReason(job_.conditions_json, "OwnerUnreachable").empty()) return;
+  const std::string flag = ConditionReason(job_.conditions_json, "OwnerUnreachable");
+  if (!Reachable(owner) || flag.empty()) return;
+  // Reachable, and still failing the job's create (CreateKeepsFailing).
+  if (flag == "OwnerLost" && in_.job_create_failing_since_ms > 0) return;
   if (!plan.write) plan.write = Guarded(job_);
   DispatchUpdate& u = *plan.write;
   if (!u.conditions_json) u.conditions_json = "[]";

@@ -486,14 +486,24 @@ void Engine::NoteActionError(const std::string& uid, const Action& action, const
     if (it->second.empty()) action_errors_.erase(it);
     return;
   }
-  action_errors_[uid][{action.cluster, action.kind}] = {action.cluster, action.kind, action.epoch, error,
-                                                        clock_.NowMillis()};
+  const int64_t now = clock_.NowMillis();
+  ActionError& e = action_errors_[uid][{action.cluster, action.kind}];
+  if (e.since_ms == 0 || e.epoch != action.epoch) e.since_ms = now;
+  e = {action.cluster, action.kind, action.epoch, error, now, e.since_ms};
 }
 
 void Engine::NoteUnanswered(const std::string& uid, const Action& create) {
   // The latest counts: it may be the one that landed.
   std::lock_guard lock(unanswered_mu_);
   unanswered_[uid] = {create.cluster, create.epoch, clock_.NowMillis()};
+}
+
+int64_t Engine::CreateFailingSince(const std::string& uid, const std::string& cluster, int64_t epoch) const {
+  std::lock_guard lock(action_errors_mu_);
+  auto it = action_errors_.find(uid);
+  if (it == action_errors_.end()) return 0;
+  auto e = it->second.find({cluster, std::string(kJob)});
+  return e != it->second.end() && e->second.epoch == epoch ? e->second.since_ms : 0;
 }
 
 std::vector<ActionError> Engine::ActionErrors(const std::string& job_uid) const {

@@ -583,4 +583,64 @@ TEST_CASE("before a reload confirms the inventory, a cluster missing from it kee
   }
 }
 
+TEST_CASE("step 13: an owner that answers but fails every create of the job for clusterLostTimeout counts as lost",
+          "[dispatch][decide][lost]") {
+  for (const char* policy : {"Requeue", "Fail", "Wait"}) {
+    INFO(policy);
+    World w;
+    w.spec = Spec(policy);
+    w.in.options.cluster_lost_timeout_ms = 60'000;
+    w.OwnedBy(JobPhase::kAdmitted, "c1", 1);
+    w.Workload("c1", 1).admitted = true;
+    // Failing for less than the timeout: sent again, nothing else.
+    w.in.job_create_failing_since_ms = w.in.now_ms - 59'000;
+    Plan before = Decide(w.Input());
+    CHECK(before.step == "run");
+    CHECK(Count(before, Verb::kCreate, "Job") == 1);
+    CHECK((!before.write || !before.write->phase));
+
+    w.in.job_create_failing_since_ms = w.in.now_ms - 60'000;
+    Plan after = Decide(w.Input());
+    if (std::string(policy) == "Wait") {
+      // Flagged, and tried on.
+      CHECK(after.step == "run");
+      CHECK(Count(after, Verb::kCreate, "Job") == 1);
+      REQUIRE(after.write);
+      CHECK_FALSE(after.write->phase);
+      CHECK_THAT(*after.write->conditions_json, Catch::Contains("OwnerLost"));
+      CHECK_THAT(*after.write->message, Catch::Contains("failed every try to create the job there for 60 s"));
+      // Flagged once; the flag is not lifted while the creates fail, and is
+      // once one does not (the owner answers again).
+      w.job.conditions_json = *after.write->conditions_json;
+      Plan again = Decide(w.Input());
+      CHECK((!again.write || !again.write->conditions_json));
+      w.in.job_create_failing_since_ms = 0;
+      Plan returned = Decide(w.Input());
+      REQUIRE(returned.write);
+      CHECK(*returned.write->conditions_json == "[]");
+      continue;
+    }
+    CHECK(after.step == "owner-lost");
+    CHECK(Count(after, Verb::kCreate, "Job") == 0);
+    REQUIRE(after.write);
+    REQUIRE(after.write->phase);
+    CHECK_THAT(*after.write->message, Catch::Contains("answers gantry's reads but has failed every try"));
+    if (std::string(policy) == "Requeue") {
+      CHECK(*after.write->phase == JobPhase::kQueued);
+      CHECK(*after.write->cluster == "");
+      REQUIRE(FindIntent(*after.write, "c1", "Job"));
+      CHECK_FALSE(FindIntent(*after.write, "c1", "Job")->present);  // fenced should the create land after all
+    } else {
+      CHECK(*after.write->phase == JobPhase::kFailed);
+    }
+    // A real job seen there after all (the create landed, its answer lost):
+    // it runs there, whatever the clock says.
+    w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+    Plan seen = Decide(w.Input());
+    CHECK(seen.step == "run");
+    REQUIRE(seen.write);
+    CHECK(*seen.write->phase == JobPhase::kRunning);
+  }
+}
+
 }  // namespace gantry::dispatch

@@ -105,4 +105,54 @@ TEST_CASE("a cluster whose writes stall holds no pass: jobs are leased elsewhere
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("an owner that answers but fails every create of the job is lost after clusterLostTimeout: a Requeue "
+          "job moves, a Fail job fails, neither runs twice",
+          "[e2e][dispatch][stall]") {
+  DispatchFleetOptions o;
+  // c2 admits 2 s late: the first leases go to c1.
+  o.sim_config_yaml = R"(clusters:
+- {name: c1}
+- {name: c2, admissionDelay: 2s}
+)";
+  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 6";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // c1 answers its probes, watches and Workload writes, and every create of
+  // a job with a 500, as its API server does when an admission webhook on
+  // jobs fails. Its outage clock never runs: it is Ready throughout.
+  CHECK(fleet.Ctl({"forbid", "c1", "jobs:watch=500"}).code != 0);  // a verb the fault does not know: refused
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:create=500"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", CpuJob("mover")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("once", "team-a", 1, 0, "1s", "  onClusterLoss: Fail")) == 201);
+  for (const char* name : {"mover", "once"}) {
+    INFO(name);
+    REQUIRE(WaitFor([&] { return fleet.Job("team-a", name)["status"].value("cluster", "") == "c1"; }, seconds(10)));
+  }
+  // Meanwhile gantry status tells since when the creates have failed.
+  auto failing = [&] {
+    for (const auto& o : fleet.RemoteObjects("team-a", "mover")) {
+      if (o.value("kind", "") == "Job" && o.contains("lastError") && o["lastError"].contains("failingSince")) return true;
+    }
+    return false;
+  };
+  CHECK(WaitFor(failing, seconds(5)));
+  // No new copy goes to c1 from here on: the moved job runs in c2.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:create=500,workloads:create"}).code == 0);
+
+  REQUIRE(fleet.WaitPhase("team-a", "mover", {"Succeeded"}, seconds(40)));
+  auto mover = fleet.Job("team-a", "mover");
+  CHECK(mover["status"]["cluster"] == "c2");
+  CHECK(mover["status"]["epoch"] == 2);
+  CHECK(EventMessage(fleet, "mover", "ClusterLost").find("answers gantry's reads but has failed every try to create "
+                                                         "the job there") != std::string::npos);
+  REQUIRE(fleet.WaitPhase("team-a", "once", {"Failed"}, seconds(20)));
+  CHECK(EventMessage(fleet, "once", "ClusterLost").find("onClusterLoss is Fail") != std::string::npos);
+  CHECK(fleet.Cluster("c1")["status"].value("health", "") == "Ready");
+
+  CHECK(fleet.Runs(fleet.Uid("team-a", "mover")).size() == 1);
+  CHECK(fleet.Runs(fleet.Uid("team-a", "once")).empty());
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 }  // namespace gantry::testing

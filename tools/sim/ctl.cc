@@ -75,7 +75,7 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
     if (!need(2)) return kExitUsage;
     target = fmt::format("/clusters/{}/errors?fraction={}&codes={}&verbs={}", args[1], args[2],
                          args.size() > 3 ? args[3] : "", args.size() > 4 ? args[4] : "");
-  } else if (cmd == "forbid") {  // forbid CLUSTER [RESOURCE[:VERB|=CODE],...]: none to allow everything again
+  } else if (cmd == "forbid") {  // forbid CLUSTER [RESOURCE[:VERB][=CODE],...]: none to allow everything again
     if (!need(1)) return kExitUsage;
     target = fmt::format("/clusters/{}/forbid?resources={}", args[1], args.size() > 2 ? args[2] : "");
   } else if (cmd == "hold-watches") {  // hold-watches CLUSTER on|off: the watch streams go silent, or send what was held

@@ -129,7 +129,13 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
                         !faults_.latency_verbs.empty();
     const RequestAttributes a = judged ? AttributesOf(req) : RequestAttributes{};
     const std::string resource = a.resource.substr(0, a.resource.find('/'));  // "workloads" of "workloads/status"
-    if (auto failing = faults_.failing.find(resource); failing != faults_.failing.end()) {
+    // RESOURCE fails every verb (a broken conversion webhook), RESOURCE:VERB
+    // only that one (an admission webhook that fails, or times out, on creates).
+    auto failing = faults_.failing.find(resource);
+    if (failing == faults_.failing.end() && !faults_.failing.empty()) {
+      failing = faults_.failing.find(resource + ":" + ForbidVerb(a));
+    }
+    if (failing != faults_.failing.end()) {
       respond(KubeError(failing->second, ReasonOfCode(failing->second),
                         fmt::format("injected fault for {} (gantry-sim)", failing->first)));
       return;
@@ -288,7 +294,11 @@ Status SimCluster::SetForbidden(std::set<std::string> resources) {
     if (ec != std::errc() || end != text.data() + text.size() || code < 400 || code > 599) {
       return Status::Invalid(fmt::format("{}: the code is not an HTTP error", entry));
     }
-    if (entry.find(':') < eq) return Status::Invalid(fmt::format("{}: an error is for every verb of a resource", entry));
+    if (const std::size_t colon = entry.find(':'); colon < eq && !kFaultVerbs.count(entry.substr(colon + 1, eq - colon - 1))) {
+      return Status::Invalid(fmt::format("{}: want RESOURCE=CODE or RESOURCE:VERB=CODE, VERB one of create, update, "
+                                         "delete, get, list",
+                                         entry));
+    }
     failing[entry.substr(0, eq)] = code;
   }
   std::lock_guard lock(fault_mu_);

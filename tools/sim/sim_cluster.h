@@ -48,7 +48,8 @@ struct FaultSettings {
   // Forbidden, as RBAC answers.
   std::set<std::string> forbidden;
   // Resources every request for which answers this error (jobsets -> 500:
-  // a CRD whose conversion webhook is broken, say).
+  // a CRD whose conversion webhook is broken, say); or RESOURCE:VERB, only
+  // that verb's (jobs:create -> 500: an admission webhook that fails).
   std::map<std::string, int> failing;
   bool apiserver_stopped = false;
   // One request, RESOURCE:VERB (jobs:create): the next one is carried out

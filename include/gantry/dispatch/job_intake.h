@@ -44,7 +44,8 @@ struct ActionError {
   std::string kind;  // as RemoteIntent::kind
   int64_t epoch = 0;
   std::string error;
-  int64_t time_ms = 0;
+  int64_t time_ms = 0;   // of the last try
+  int64_t since_ms = 0;  // of the first of the tries at this epoch that have failed in a row
 };
 
 class JobIntake : public JobWaker {

@@ -101,6 +101,15 @@ Status ReadGenericKinds(const std::string& path, const YAML::Node& list, int lin
   return Status::Ok();
 }
 
+// "line N: " of the field a ValidateDaemonConfig message begins with
+// ("clusterLostTimeoutSeconds must be 1..604800", "tls.certFile and ..."),
+// when the file gives it; "" for a default or a message about no one field.
+std::string LineOfMessage(std::string_view message, const std::map<std::string, int, std::less<>>& lines) {
+  const std::size_t end = message.find_first_of(" .");
+  auto it = lines.find(message.substr(0, end));
+  return it == lines.end() ? "" : fmt::format("line {}: ", it->second);
+}
+
 }  // namespace
 
 Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
@@ -155,9 +164,11 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"resyncPassesPerSecond", num(&c.resync_passes_per_second)},
   };
   GANTRY_RETURN_IF_ERROR(CheckKeys(path, root, ""));
+  std::map<std::string, int, std::less<>> lines;  // of each top-level key given
   for (const auto& kv : root) {
     const std::string& key = kv.first.Scalar();
     const int line = LineOf(kv.first);
+    lines[key] = line;
     if (key != "genericKinds" && key != "tls" && !fields.count(key)) {
       return FieldError(path, line, key, "unknown field");
     }
@@ -175,7 +186,8 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
     }
   }
   Status valid = ValidateDaemonConfig(c);
-  if (!valid.ok()) return Status::Invalid(fmt::format("config {}: {}", path, valid.message()));
+  if (!valid.ok()) return Status::Invalid(fmt::format("config {}: {}{}", path, LineOfMessage(valid.message(), lines),
+                                                      valid.message()));
   return c;
 }
 

@@ -93,6 +93,11 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
   };
   const Case cases[] = {
       {"finishedRetentionSeconds: -1\n", "finishedRetentionSeconds must be 0..604800"},
+      // A value out of range names its line too.
+      {"origin: gantry\n\nclusterLostTimeoutSeconds: 0\n", "line 3: clusterLostTimeoutSeconds must be 1..604800"},
+      {"listen: 127.0.0.1:7070\ntls: {certFile: a.pem}\n", "line 2: tls.certFile and tls.keyFile must be set together"},
+      {"origin: gantry\nrejectionBackoffSeconds: 60\nrejectionBackoffMaxSeconds: 30\n",
+       "line 3: rejectionBackoffMaxSeconds (30) must be at least"},
       {"finishedRetentionSeconds: 604801\n", "finishedRetentionSeconds must be 0..604800"},
       {"origin: gantry\nfinishedRetentionSeconds: soon\n", "line 2: finishedRetentionSeconds: wrong type"},
       {"finishedRetention: 60\n", "line 1: finishedRetention: unknown field"},

@@ -95,6 +95,9 @@ std::optional<Plan> Ladder::EndedBeforeCancel() const {
   return p;
 }
 
+// In the message of a job CreateKeepsFailing flagged or moved.
+constexpr std::string_view kCreateFailsText = "has failed every try to create the job there";
+
 // The job's message, and its one condition OwnerUnreachable with this
 // reason (OwnerReturned lifts it).
 DispatchUpdate Ladder::OwnerFlag(const std::string& reason, const std::string& message) const {
@@ -214,7 +217,7 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
 }
 
 // Step 13: the owner answers gantry's probes and watches, and has failed
-// every try to create the job there since job_create_failing_since_ms. Its
+// every try to create the job there for job_create_failing_ms. Its
 // outage clock does not run (it is reachable), yet the job cannot start
 // there: once that has lasted as long as an outage would have to
 // (clusterLostTimeout; an owner declared lost, its grace), the job's
@@ -222,16 +225,14 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
 // have landed unseen is fenced by the next epoch (Requeue) or deleted once
 // the job is over (Fail); Wait flags the job and goes on trying.
 std::optional<Plan> Ladder::CreateKeepsFailing(const std::string& owner, Plan& plan) const {
-  const int64_t since = in_.job_create_failing_since_ms;
+  const int64_t failing = in_.job_create_failing_ms;
   auto facts = in_.clusters->find(owner);
-  if (since <= 0 || facts == in_.clusters->end()) return std::nullopt;
-  const int64_t failing = std::max<int64_t>(0, in_.now_ms - since);
+  if (failing <= 0 || facts == in_.clusters->end()) return std::nullopt;
   const int64_t timeout = LostAfterMs(facts->second, false);
   if (failing < timeout) return std::nullopt;  // (a failed pass is looked at again within retry_ms)
-  const std::string why = fmt::format(
-      "owner cluster {} answers gantry's reads but has failed every try to create the job there for {} s (see "
-      "gantry status for the last answer)",
-      owner, failing / 1000);
+  const std::string why = fmt::format("owner cluster {} answers gantry's reads but {} for {} s (see gantry status for "
+                                      "the last answer)",
+                                      owner, kCreateFailsText, failing / 1000);
   switch (in_.spec->on_cluster_loss) {
     case OnClusterLoss::kRequeue:
       return Requeue("owner-lost", "ClusterLost", why);
@@ -378,10 +379,9 @@ Plan Ladder::Owned() const {
   if (!j && !Expected(owner, kJob)) {
     if (const std::optional<EarlierRun> earlier = EarlierRunGate(owner, job_.lease_ms)) {
       if (job_.message != earlier->message) {
-        DispatchUpdate u = Guarded(job_);
-        u.message = earlier->message;
-        u.events.push_back(earlier->event);
-        plan.write = std::move(u);
+        if (!plan.write) plan.write = Guarded(job_);  // (may carry CreateKeepsFailing's flag)
+        plan.write->message = earlier->message;
+        plan.write->events.push_back(earlier->event);
       }
       if (earlier->wait_ms > 0) {
         plan.requeue_ms = earlier->wait_ms;
@@ -577,7 +577,8 @@ void Ladder::OwnerReturned(Plan& plan) const {
   const std::string flag = ConditionReason(job_.conditions_json, "OwnerUnreachable");
   if (!Reachable(owner) || flag.empty()) return;
   // Reachable, and still failing the job's create (CreateKeepsFailing).
-  if (flag == "OwnerLost" && in_.job_create_failing_since_ms > 0) return;
+  if (flag == "OwnerLost" && in_.job_create_failing_ms > 0 && !JobIn(owner)) return;
+  const bool create_flagged = flag == "OwnerLost" && job_.message.find(kCreateFailsText) != std::string::npos;
   if (!plan.write) plan.write = Guarded(job_);
   DispatchUpdate& u = *plan.write;
   if (!u.conditions_json) u.conditions_json = "[]";
@@ -586,7 +587,10 @@ void Ladder::OwnerReturned(Plan& plan) const {
                                                  : fmt::format("admitted by {} at epoch {}", owner, job_.epoch);
   }
   u.events.insert(u.events.begin(),
-                  Event("ClusterReturned", fmt::format("owner cluster {} answers again", owner), owner));
+                  Event("ClusterReturned",
+                        create_flagged ? fmt::format("owner cluster {} no longer fails the job's create", owner)
+                                       : fmt::format("owner cluster {} answers again", owner),
+                        owner));
 }
 
 }  // namespace gantry::dispatch::ladder

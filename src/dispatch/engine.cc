@@ -459,7 +459,10 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   for (const Expectations::Key& key : LateCreates(uid, job->epoch)) {
     if (!seen.count(key)) in.expected.insert(key);
   }
-  if (!job->cluster.empty()) in.job_create_failing_since_ms = CreateFailingSince(uid, job->cluster, job->epoch);
+  if (!job->cluster.empty()) {
+    in.job_create_failing_ms =
+        CreateFailingMs(uid, job->cluster, job->epoch, seen.count({job->cluster, std::string(kJob)}) > 0);
+  }
   in.inventory_confirmed = inventory_confirmed_.load();  // before the facts (InventoryChanged)
   in.clusters = Facts(now);
   in.now_ms = now;

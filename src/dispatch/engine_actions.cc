@@ -258,7 +258,9 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
 
 void Engine::NoteAnswer(const std::string& uid, const Action& action, bool done, const Refusal& refusal,
                         bool had_lease) {
-  if (action.verb == Verb::kCreate && refusal.message.empty()) {
+  if (action.verb == Verb::kCreate && !refusal.message.empty()) {
+    NoteActionError(uid, action, "");  // refused (or the name taken): a failing run, if any, ends
+  } else if (action.verb == Verb::kCreate) {
     if (done) {
       NoteActionError(uid, action, "");
     } else if (!refusal.failed.empty()) {
@@ -486,10 +488,11 @@ void Engine::NoteActionError(const std::string& uid, const Action& action, const
     if (it->second.empty()) action_errors_.erase(it);
     return;
   }
-  const int64_t now = clock_.NowMillis();
   ActionError& e = action_errors_[uid][{action.cluster, action.kind}];
-  if (e.since_ms == 0 || e.epoch != action.epoch) e.since_ms = now;
-  e = {action.cluster, action.kind, action.epoch, error, now, e.since_ms};
+  e.cluster = action.cluster;
+  e.kind = action.kind;
+  e.error = error;
+  NoteFailedTry(e, action.epoch, clock_.NowMillis());
 }
 
 void Engine::NoteUnanswered(const std::string& uid, const Action& create) {
@@ -498,12 +501,20 @@ void Engine::NoteUnanswered(const std::string& uid, const Action& create) {
   unanswered_[uid] = {create.cluster, create.epoch, clock_.NowMillis()};
 }
 
-int64_t Engine::CreateFailingSince(const std::string& uid, const std::string& cluster, int64_t epoch) const {
+int64_t Engine::CreateFailingMs(const std::string& uid, const std::string& cluster, int64_t epoch, bool seen) {
   std::lock_guard lock(action_errors_mu_);
   auto it = action_errors_.find(uid);
   if (it == action_errors_.end()) return 0;
   auto e = it->second.find({cluster, std::string(kJob)});
-  return e != it->second.end() && e->second.epoch == epoch ? e->second.since_ms : 0;
+  if (e == it->second.end()) return 0;
+  if (seen) {
+    // There after all (a create that failed landed): no run of failures
+    // left to count, should it vanish and be created again later.
+    it->second.erase(e);
+    if (it->second.empty()) action_errors_.erase(it);
+    return 0;
+  }
+  return FailingRunMs(e->second, epoch, clock_.NowMillis());
 }
 
 std::vector<ActionError> Engine::ActionErrors(const std::string& job_uid) const {

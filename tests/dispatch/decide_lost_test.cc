@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "decide_world.h"
+#include "gantry/dispatch/job_intake.h"
 
 namespace gantry::dispatch {
 using namespace decide_world;
@@ -593,13 +594,13 @@ TEST_CASE("step 13: an owner that answers but fails every create of the job for 
     w.OwnedBy(JobPhase::kAdmitted, "c1", 1);
     w.Workload("c1", 1).admitted = true;
     // Failing for less than the timeout: sent again, nothing else.
-    w.in.job_create_failing_since_ms = w.in.now_ms - 59'000;
+    w.in.job_create_failing_ms = 59'000;
     Plan before = Decide(w.Input());
     CHECK(before.step == "run");
     CHECK(Count(before, Verb::kCreate, "Job") == 1);
     CHECK((!before.write || !before.write->phase));
 
-    w.in.job_create_failing_since_ms = w.in.now_ms - 60'000;
+    w.in.job_create_failing_ms = 60'000;
     Plan after = Decide(w.Input());
     if (std::string(policy) == "Wait") {
       // Flagged, and tried on.
@@ -612,12 +613,24 @@ TEST_CASE("step 13: an owner that answers but fails every create of the job for 
       // Flagged once; the flag is not lifted while the creates fail, and is
       // once one does not (the owner answers again).
       w.job.conditions_json = *after.write->conditions_json;
+      w.job.message = *after.write->message;
       Plan again = Decide(w.Input());
       CHECK((!again.write || !again.write->conditions_json));
-      w.in.job_create_failing_since_ms = 0;
+      {
+        // The real job seen there after all (a create whose answer failed
+        // landed): the flag goes, whatever the failed tries say.
+        World seen = w;
+        seen.RemoteJob("c1", 1, RemoteJobState::kSuspended);
+        Plan p = Decide(seen.Input());
+        REQUIRE(p.write);
+        CHECK(*p.write->conditions_json == "[]");
+      }
+      w.in.job_create_failing_ms = 0;
       Plan returned = Decide(w.Input());
       REQUIRE(returned.write);
       CHECK(*returned.write->conditions_json == "[]");
+      REQUIRE_FALSE(returned.write->events.empty());
+      CHECK_THAT(returned.write->events.front().message, Catch::Contains("no longer fails the job's create"));
       continue;
     }
     CHECK(after.step == "owner-lost");
@@ -641,6 +654,29 @@ TEST_CASE("step 13: an owner that answers but fails every create of the job for 
     REQUIRE(seen.write);
     CHECK(*seen.write->phase == JobPhase::kRunning);
   }
+}
+
+TEST_CASE("a run of failed creates lasts from its first try to its last, and a gap, a new epoch or a success ends it",
+          "[dispatch][decide][lost]") {
+  ActionError e;
+  NoteFailedTry(e, 1, 1'000);
+  CHECK(FailingRunMs(e, 1, 1'000) == 0);
+  NoteFailedTry(e, 1, 3'000);
+  NoteFailedTry(e, 1, 50'000);
+  CHECK(FailingRunMs(e, 1, 50'000) == 49'000);
+  // Time with no try is not counted: the run ends at its last try...
+  CHECK(FailingRunMs(e, 1, 100'000) == 49'000);
+  // ...and is over once that is long past (the owner out of reach meanwhile).
+  CHECK(FailingRunMs(e, 1, 50'000 + kFailingRunGapMs + 1) == 0);
+  // A try after such a gap starts a new run.
+  NoteFailedTry(e, 1, 200'000);
+  CHECK(FailingRunMs(e, 1, 200'000) == 0);
+  NoteFailedTry(e, 1, 230'000);
+  CHECK(FailingRunMs(e, 1, 230'000) == 30'000);
+  // Another epoch's run is not this one's.
+  CHECK(FailingRunMs(e, 2, 230'000) == 0);
+  NoteFailedTry(e, 2, 231'000);
+  CHECK(FailingRunMs(e, 2, 232'000) == 0);
 }
 
 }  // namespace gantry::dispatch

@@ -228,15 +228,17 @@ struct DecideInput {
   // (kDeleteUnseen) found the object not there, and when (UnseenAsks, the
   // engine's memory: after a restart it is read again).
   std::map<std::pair<std::string, std::string>, int64_t> read_gone;
-  // Since when every try to create the real job in its owner at the job's
-  // epoch has failed (ActionError: a 5xx, a 429, no answer, not sent for
-  // want of a connection), with none succeeding since; 0 when its last try
-  // did not fail. An owner whose probes and watches answer while its
-  // writes do not (etcd without quorum, a webhook that times out) counts
-  // as reachable, so its outage clock never runs: this one does, and
-  // cluster_lost_timeout_ms applies to it (Ladder::CreateKeepsFailing).
-  // The engine's memory: a restart starts it over.
-  int64_t job_create_failing_since_ms = 0;
+  // For how long the tries to create the real job in its owner at the
+  // job's epoch have failed in a row (ActionError: a 5xx, a 429, no answer,
+  // not sent for want of a connection), from the first of them to the
+  // latest; 0 when the last try did not fail, was refused, or is not
+  // recent, or the job is seen there. An owner whose probes and watches
+  // answer while its writes do not (etcd without quorum, a webhook that
+  // times out) counts as reachable, so its outage clock never runs: this
+  // one does, and cluster_lost_timeout_ms applies to it
+  // (Ladder::CreateKeepsFailing). The engine's memory: a restart starts it
+  // over.
+  int64_t job_create_failing_ms = 0;
   int64_t now_ms = 0;
   // False from the daemon's start until the first reload of the inventory:
   // an owner missing from it then may only be a file missing a moment (a

@@ -332,8 +332,9 @@ class Engine final : public JobIntake {
   // seems stuck Nominating. Cleared when one succeeds and when the job is
   // forgotten.
   void NoteActionError(const std::string& uid, const Action& action, const std::string& error);
-  // DecideInput::job_create_failing_since_ms of the job's real job in cluster at epoch.
-  int64_t CreateFailingSince(const std::string& uid, const std::string& cluster, int64_t epoch) const;
+  // DecideInput::job_create_failing_ms of the job's real job in cluster at
+  // epoch (seen: the watch shows it there, which ends the run).
+  int64_t CreateFailingMs(const std::string& uid, const std::string& cluster, int64_t epoch, bool seen);
   mutable std::mutex action_errors_mu_;
   std::unordered_map<std::string, std::map<std::pair<std::string, std::string>, ActionError>> action_errors_;
   // A request not sent for want of a connection is told once per cluster

@@ -48,6 +48,26 @@ struct ActionError {
   int64_t since_ms = 0;  // of the first of the tries at this epoch that have failed in a row
 };
 
+// Failed tries further apart than this are not one run: a pass whose
+// action failed looks again within DecideOptions::retry_ms, and a try
+// waits at most a request's deadline. The time between (the owner out of
+// reach, the job held at a gate) is no failure.
+inline constexpr int64_t kFailingRunGapMs = 60'000;
+
+// Records in e a failed try of its create at epoch, at now_ms.
+inline void NoteFailedTry(ActionError& e, int64_t epoch, int64_t now_ms) {
+  if (e.since_ms == 0 || e.epoch != epoch || now_ms - e.time_ms > kFailingRunGapMs) e.since_ms = now_ms;
+  e.epoch = epoch;
+  e.time_ms = now_ms;
+}
+
+// How long e's run of failed tries at epoch has lasted, from its first try
+// to its last; 0 when the last is not recent (the run is over).
+inline int64_t FailingRunMs(const ActionError& e, int64_t epoch, int64_t now_ms) {
+  if (e.since_ms == 0 || e.epoch != epoch || now_ms - e.time_ms > kFailingRunGapMs) return 0;
+  return e.time_ms - e.since_ms;
+}
+
 class JobIntake : public JobWaker {
  public:
   // Called once per new job, right after the store committed it, on the

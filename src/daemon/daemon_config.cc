@@ -72,6 +72,7 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.dispatch_workers_min, 1, 256)) return Status::Invalid("dispatchWorkersMin must be 1..256");
   if (!in(c.cluster_connections, 1, 256)) return Status::Invalid("clusterConnections must be 1..256");
   if (!in(c.cluster_connections_min, 1, 256)) return Status::Invalid("clusterConnectionsMin must be 1..256");
+  if (!in(c.cluster_stall_seconds, 1, 600)) return Status::Invalid("clusterStallSeconds must be 1..600");
   if (!in(c.probe_interval_seconds, 1, 3600)) return Status::Invalid("probeIntervalSeconds must be 1..3600");
   if (!in(c.rejection_backoff_seconds, 1, 3600)) return Status::Invalid("rejectionBackoffSeconds must be 1..3600");
   if (!in(c.job_refusal_hold_seconds, 1, 86400)) return Status::Invalid("jobRefusalHoldSeconds must be 1..86400");

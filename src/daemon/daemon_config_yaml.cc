@@ -151,6 +151,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"dispatchWorkersMin", num(&c.dispatch_workers_min)},
       {"clusterConnections", num(&c.cluster_connections)},
       {"clusterConnectionsMin", num(&c.cluster_connections_min)},
+      {"clusterStallSeconds", num(&c.cluster_stall_seconds)},
       {"probeIntervalSeconds", num(&c.probe_interval_seconds)},
       {"rejectionBackoffSeconds", num(&c.rejection_backoff_seconds)},
       {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},

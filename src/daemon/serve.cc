@@ -185,6 +185,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.min_active_passes = std::min(config.dispatch_workers_min, config.dispatch_workers);
   engine_options.pool.size = config.cluster_connections;
   engine_options.pool.min_size = std::min(config.cluster_connections_min, config.cluster_connections);
+  engine_options.pool.stall_after = std::chrono::seconds(config.cluster_stall_seconds);
   for (const KindRef& k : config.generic_kinds) engine_options.observer.generic_kinds.push_back({k.api_version, k.kind});
   const std::size_t watched_kinds = dispatch::ClusterObserver::WatchedKinds(engine_options.observer);
   auto check_open_files = [&] {

@@ -24,6 +24,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "dispatchWorkersMin: 2\n"
                      "clusterConnections: 3\n"
                      "clusterConnectionsMin: 5\n"
+                     "clusterStallSeconds: 7\n"
                      "rejectionBackoffSeconds: 1\n"
                      "rejectionBackoffMaxSeconds: 30\n"
                      "preemptionGateSeconds: 0\n"
@@ -54,6 +55,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(c->cluster_connections_min == 5);  // above clusterConnections: the daemon uses 3, fixed
   CHECK(DaemonConfig{}.cluster_connections == 64);
   CHECK(DaemonConfig{}.cluster_connections_min == 16);
+  CHECK(c->cluster_stall_seconds == 7);
+  CHECK(DaemonConfig{}.cluster_stall_seconds == 2);
   CHECK(c->rejection_backoff_seconds == 1);
   CHECK(c->rejection_backoff_max_seconds == 30);
   REQUIRE(c->generic_kinds.size() == 2);
@@ -106,6 +109,8 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"clusterConnections: 0\n", "clusterConnections must be 1..256"},
       {"clusterConnections: 257\n", "clusterConnections must be 1..256"},
       {"clusterConnectionsMin: 0\n", "clusterConnectionsMin must be 1..256"},
+      {"clusterStallSeconds: 0\n", "clusterStallSeconds must be 1..600"},
+      {"clusterStallSeconds: 601\n", "clusterStallSeconds must be 1..600"},
       {"dispatchWorkersMin: 257\n", "dispatchWorkersMin must be 1..256"},
       {"credentialsRefusedTimeoutSeconds: -1\n", "credentialsRefusedTimeoutSeconds must be 0..2592000 (0: never)"},
       {"declaredLostGraceSeconds: 86401\n", "declaredLostGraceSeconds must be 0..86400"},

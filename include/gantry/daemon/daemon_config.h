@@ -83,6 +83,11 @@ struct DaemonConfig {
   // (kube::ConcurrencyLimit). Equal to clusterConnections (or above it):
   // always that many.
   int cluster_connections_min = 16;
+  // clusterStallSeconds: how long a request whose answer is late (its pass
+  // went on without it) may stay out before its cluster counts as stalling:
+  // one request at a time goes there, and placement leaves it out, until
+  // it answers a write (kube::ClientPoolOptions::stall_after).
+  int cluster_stall_seconds = 2;
   // Probe interval of a healthy cluster (readiness and quota).
   int probe_interval_seconds = 5;
   // How old an epoch whose every copy an admission check rejected (or whose

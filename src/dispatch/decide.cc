@@ -271,7 +271,7 @@ Plan Ladder::Cancel() const {
   }
   const std::string told =
       !except.empty()  ? fmt::format("remote objects withdrawn, except {}; job cancelled", fmt::join(except, "; and "))
-      : job_.epoch > 0 ? "remote objects withdrawn from every cluster; job cancelled"
+      : job_.epoch > 0 ? "remote objects withdrawn from every cluster in the inventory; job cancelled"
                        : "nothing was dispatched; job cancelled";
   plan.write->events.push_back(Event("Cancelled", told));
   plan.requeue_ms = lost_left ? opt_.lost_recheck_ms : -1;  // the backstop, as for a finished job

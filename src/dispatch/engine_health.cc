@@ -166,11 +166,20 @@ void Engine::RunHealthWatch() {
         fleet_read_ms_ = -1;
       }
       size_t woken = 0;
+      std::set<std::string> seen_there = ready ? observer_->JobUidsIn(cluster) : std::set<std::string>{};
       Status scanned = ForEachUidWithIntents(store_, &cluster, [&](const std::string& uid) {
         reconciler_->WakeUrgent(uid);
+        seen_there.erase(uid);
         ++woken;
       });
       if (!scanned.ok()) spdlog::warn("dispatch: jobs in {}: {}", cluster, scanned.ToString());
+      // And those whose objects it shows with no row of theirs naming it
+      // (what a job left in a cluster removed from the inventory, now back):
+      // their passes withdraw what they no longer want there.
+      for (const std::string& uid : seen_there) {
+        reconciler_->WakeUrgent(uid);
+        ++woken;
+      }
       if (woken > 0) {
         // Not ready at either look, yet what it lists changed between them.
         const bool listing_only = before != last.end() && !before->second.ready && !ready;

@@ -316,6 +316,15 @@ bool ClusterObserver::Listed(const std::string& cluster, const std::string& reso
   return it != impl_->clusters.end() && it->second->caches[r].listed;
 }
 
+std::set<std::string> ClusterObserver::JobUidsIn(const std::string& cluster) const {
+  std::set<std::string> uids;
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->clusters.find(cluster);
+  if (it == impl_->clusters.end()) return uids;
+  for (const ResourceCache& cache : it->second->caches) cache.ForEachUid([&](const std::string& uid) { uids.insert(uid); });
+  return uids;
+}
+
 std::vector<std::string> ClusterObserver::AllJobUids() const {
   std::lock_guard lock(impl_->mu);
   return impl_->index.Uids();

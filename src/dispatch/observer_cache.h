@@ -104,6 +104,15 @@ class ResourceCache {
   void Detach();
   std::size_t size() const { return uid_of_.size(); }
 
+  // fn(uid) once for each job with an object here, in order.
+  template <class Fn>
+  void ForEachUid(Fn&& fn) const {
+    for (auto it = by_uid_.begin(); it != by_uid_.end();) {
+      fn(it->first.first);
+      it = by_uid_.lower_bound({it->first.first + '\0', ""});  // past this job's objects
+    }
+  }
+
   template <class Fn>
   void ForJob(const std::string& job_uid, Fn&& fn) const {
     for (auto it = by_uid_.lower_bound({job_uid, ""});

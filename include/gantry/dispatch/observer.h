@@ -275,6 +275,11 @@ class ClusterObserver {
   std::map<std::string, std::map<std::string, std::string>> KindRefusals() const;
   // Every job uid with at least one object in some cluster (start-up garbage collection).
   std::vector<std::string> AllJobUids() const;
+  // Every job uid with an object in the cluster's view: the jobs to look at
+  // again when it becomes reachable, whether or not a row of theirs names
+  // it (a finished job's rows for a cluster removed from the inventory are
+  // gone, while what it ran there was left running).
+  std::set<std::string> JobUidsIn(const std::string& cluster) const;
 
  private:
   struct Impl;

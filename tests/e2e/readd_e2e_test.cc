@@ -1,0 +1,82 @@
+// A cluster removed from the inventory and added back: what its jobs left
+// running there while it was out (a Fail job failed for the lost owner, a
+// job cancelled meanwhile) is deleted once it is back and answers, without
+// a restart of the daemon.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+std::string ClusterFile(DispatchFleet& fleet, const std::string& cluster) {
+  return fleet.sim_dir() + "/clusters.d/" + cluster + ".yaml";
+}
+
+// Whether every run of the job in the journal has ended.
+bool RunsEnded(DispatchFleet& fleet, const std::string& uid) {
+  const std::vector<json> runs = fleet.Runs(uid);
+  if (runs.empty()) return false;
+  for (const json& r : runs) {
+    if (r.value("endReason", "").empty()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("a cluster removed and added back by reloads: the runs its jobs left there are deleted once it answers",
+          "[e2e][recovery][inventory]") {
+  DispatchFleetOptions o;
+  o.clusters = 2;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("failed", "team-a", 1, 0, "300s",
+                                            "  onClusterLoss: Fail\n  placement: {clusters: [c2]}")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("cancelled", "team-a", 1, 0, "300s",
+                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
+  for (const char* name : {"failed", "cancelled"}) REQUIRE(fleet.WaitPhase("team-a", name, {"Running"}, seconds(30)));
+  const std::string failed_uid = fleet.Uid("team-a", "failed");
+  const std::string cancelled_uid = fleet.Uid("team-a", "cancelled");
+
+  // c2's entry goes: its jobs' owner is removed, lost at once.
+  const std::string c2_config = ReadFile(ClusterFile(fleet, "c2"));
+  REQUIRE(!c2_config.empty());
+  REQUIRE(std::remove(ClusterFile(fleet, "c2").c_str()) == 0);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "failed", {"Failed"}, seconds(30)));
+  REQUIRE(Cli(fleet.url(), {"cancel", "cancelled", "-n", "team-a"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "cancelled", {"Cancelled"}, seconds(30)));
+  // (Its rows there went at the requeue: all the event can claim is the inventory.)
+  for (const json& e : fleet.Events("team-a", "cancelled")) {
+    if (e.value("reason", "") == "Cancelled") CHECK(e.value("message", "").find("every cluster;") == std::string::npos);
+  }
+  // Out of gantry's reach, their runs go on there.
+  CHECK_FALSE(RunsEnded(fleet, failed_uid));
+  CHECK_FALSE(RunsEnded(fleet, cancelled_uid));
+
+  // Added back while its API server is down, then up: once it answers,
+  // what they left there is deleted (no row of theirs names c2 any more,
+  // and its watches may list before a probe finds it Ready).
+  REQUIRE(fleet.Ctl({"partition", "c2", "1"}).code == 0);
+  WriteFile(ClusterFile(fleet, "c2"), c2_config);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(WaitFor([&] { return fleet.Cluster("c2")["status"].value("health", "") == "NotReady"; }, seconds(20)));
+  REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
+  CHECK(WaitFor([&] { return RunsEnded(fleet, failed_uid) && RunsEnded(fleet, cancelled_uid); }, seconds(30)));
+  for (const std::string& uid : {failed_uid, cancelled_uid}) {
+    INFO(uid);
+    CHECK(fleet.Runs(uid).size() == 1);
+  }
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+}  // namespace gantry::testing

@@ -230,12 +230,22 @@ std::optional<Plan> Ladder::CreateKeepsFailing(const std::string& owner, Plan& p
   if (failing <= 0 || facts == in_.clusters->end()) return std::nullopt;
   const int64_t timeout = LostAfterMs(facts->second, false);
   if (failing < timeout) return std::nullopt;  // (a failed pass is looked at again within retry_ms)
-  const std::string why = fmt::format("owner cluster {} answers gantry's reads but {} for {} s (see gantry status for "
-                                      "the last answer)",
-                                      owner, kCreateFailsText, failing / 1000);
+  const std::string why =
+      fmt::format("owner cluster {} answers gantry's reads but {} for {} s (the last: {})", owner, kCreateFailsText,
+                  failing / 1000, in_.job_create_error.empty() ? "no answer" : in_.job_create_error);
   switch (in_.spec->on_cluster_loss) {
-    case OnClusterLoss::kRequeue:
-      return Requeue("owner-lost", "ClusterLost", why);
+    case OnClusterLoss::kRequeue: {
+      // Left out of the job's next dispatches for a while, as an owner that
+      // refused the create would be (JobRefusalIn): it would most likely
+      // win the lease again, and fail the create again, for as long.
+      Plan p = Requeue("owner-lost", "ClusterLost",
+                       fmt::format("{}; {} is left out of the job's dispatches for {}", why, owner,
+                                   DurationText(opt_.job_refusal_hold_ms)));
+      for (RemoteIntent& i : p.write->upsert_intents) {
+        if (i.cluster == owner && i.kind == kJob) i.refusal = why;
+      }
+      return p;
+    }
     case OnClusterLoss::kFail:
       return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + "; onClusterLoss is Fail");
     case OnClusterLoss::kWait:

@@ -460,8 +460,9 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
     if (!seen.count(key)) in.expected.insert(key);
   }
   if (!job->cluster.empty()) {
-    in.job_create_failing_ms =
-        CreateFailingMs(uid, job->cluster, job->epoch, seen.count({job->cluster, std::string(kJob)}) > 0);
+    in.job_create_failing_ms = CreateFailingMs(uid, job->cluster, job->epoch,
+                                               seen.count({job->cluster, std::string(kJob)}) > 0,
+                                               &in.job_create_error);
   }
   in.inventory_confirmed = inventory_confirmed_.load();  // before the facts (InventoryChanged)
   in.clusters = Facts(now);

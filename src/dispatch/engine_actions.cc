@@ -501,7 +501,8 @@ void Engine::NoteUnanswered(const std::string& uid, const Action& create) {
   unanswered_[uid] = {create.cluster, create.epoch, clock_.NowMillis()};
 }
 
-int64_t Engine::CreateFailingMs(const std::string& uid, const std::string& cluster, int64_t epoch, bool seen) {
+int64_t Engine::CreateFailingMs(const std::string& uid, const std::string& cluster, int64_t epoch, bool seen,
+                                std::string* error) {
   std::lock_guard lock(action_errors_mu_);
   auto it = action_errors_.find(uid);
   if (it == action_errors_.end()) return 0;
@@ -514,7 +515,9 @@ int64_t Engine::CreateFailingMs(const std::string& uid, const std::string& clust
     if (it->second.empty()) action_errors_.erase(it);
     return 0;
   }
-  return FailingRunMs(e->second, epoch, clock_.NowMillis());
+  const int64_t failing = FailingRunMs(e->second, epoch, clock_.NowMillis());
+  if (failing > 0) *error = e->second.error;
+  return failing;
 }
 
 std::vector<ActionError> Engine::ActionErrors(const std::string& job_uid) const {

@@ -601,6 +601,7 @@ TEST_CASE("step 13: an owner that answers but fails every create of the job for 
     CHECK((!before.write || !before.write->phase));
 
     w.in.job_create_failing_ms = 60'000;
+    w.in.job_create_error = "HTTP 500 failed calling webhook";
     Plan after = Decide(w.Input());
     if (std::string(policy) == "Wait") {
       // Flagged, and tried on.
@@ -638,11 +639,15 @@ TEST_CASE("step 13: an owner that answers but fails every create of the job for 
     REQUIRE(after.write);
     REQUIRE(after.write->phase);
     CHECK_THAT(*after.write->message, Catch::Contains("answers gantry's reads but has failed every try"));
+    CHECK_THAT(*after.write->message, Catch::Contains("(the last: HTTP 500 failed calling webhook)"));
     if (std::string(policy) == "Requeue") {
       CHECK(*after.write->phase == JobPhase::kQueued);
       CHECK(*after.write->cluster == "");
       REQUIRE(FindIntent(*after.write, "c1", "Job"));
       CHECK_FALSE(FindIntent(*after.write, "c1", "Job")->present);  // fenced should the create land after all
+      // c1 is left out of its next dispatches for a while, as if it had refused the job.
+      CHECK_THAT(FindIntent(*after.write, "c1", "Job")->refusal, Catch::Contains("failed every try"));
+      CHECK_THAT(*after.write->message, Catch::Contains("c1 is left out of the job's dispatches for"));
     } else {
       CHECK(*after.write->phase == JobPhase::kFailed);
     }

@@ -239,6 +239,7 @@ struct DecideInput {
   // (Ladder::CreateKeepsFailing). The engine's memory: a restart starts it
   // over.
   int64_t job_create_failing_ms = 0;
+  std::string job_create_error;  // the last of those tries' answers (or why none came)
   int64_t now_ms = 0;
   // False from the daemon's start until the first reload of the inventory:
   // an owner missing from it then may only be a file missing a moment (a

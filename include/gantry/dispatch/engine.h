@@ -334,7 +334,9 @@ class Engine final : public JobIntake {
   void NoteActionError(const std::string& uid, const Action& action, const std::string& error);
   // DecideInput::job_create_failing_ms of the job's real job in cluster at
   // epoch (seen: the watch shows it there, which ends the run).
-  int64_t CreateFailingMs(const std::string& uid, const std::string& cluster, int64_t epoch, bool seen);
+  // *error: the last try's answer.
+  int64_t CreateFailingMs(const std::string& uid, const std::string& cluster, int64_t epoch, bool seen,
+                          std::string* error);
   mutable std::mutex action_errors_mu_;
   std::unordered_map<std::string, std::map<std::pair<std::string, std::string>, ActionError>> action_errors_;
   // A request not sent for want of a connection is told once per cluster

@@ -301,6 +301,9 @@ int RunServe(const ServeFlags& flags) {
   }
   sd_notify(0, "STOPPING=1");
   service.SetReady(false);
+  // The passes in hand end while the API drains, not after it: with a
+  // cluster whose writes hang, each wait is up to a request's deadline.
+  engine.BeginStop();
   server.Stop(std::chrono::seconds(config.shutdown_grace_seconds));
   service.StopSlowLane();  // a large submission still queued must not reach a stopped engine or store
   engine.Stop();

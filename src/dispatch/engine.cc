@@ -92,10 +92,20 @@ Status Engine::Start() {
   return Status::Ok();
 }
 
+void Engine::BeginStop() {
+  {
+    std::lock_guard lock(gc_mu_);
+    stopping_ = true;
+  }
+  gc_cv_.notify_all();
+  reconciler_->Quiesce();
+}
+
 void Engine::Stop() {
   {
     std::lock_guard lock(gc_mu_);
-    if (stopping_) return;
+    if (stopped_) return;
+    stopped_ = true;
     stopping_ = true;
   }
   gc_cv_.notify_all();

@@ -91,15 +91,18 @@ Status Reconciler::Start() {
   return Status::Ok();
 }
 
-void Reconciler::Stop() {
+void Reconciler::Quiesce() {
   {
     std::lock_guard lock(mu_);
-    if (stopping_) return;
     stopping_ = true;
   }
   cv_.notify_all();
   timer_cv_.notify_all();
   gate_cv_.notify_all();
+}
+
+void Reconciler::Stop() {
+  Quiesce();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
 }

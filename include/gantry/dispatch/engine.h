@@ -97,6 +97,10 @@ class Engine final : public JobIntake {
   // Starts watching every cluster, then the reconciler (its start-up scan
   // wakes every unfinished job) and the garbage collector.
   Status Start();
+  // A shutdown's first step: no new pass starts (nor a garbage collection
+  // round); the passes in hand go on, and their requests' answers are read,
+  // while the API drains. Stop then joins them.
+  void BeginStop();
   void Stop();
   // After the fleet reloaded its inventory: re-aim the watches and pools,
   // and look at every unfinished job again.
@@ -412,6 +416,7 @@ class Engine final : public JobIntake {
   // Set under gc_mu_ (the waits on gc_cv_ read it there); read without it
   // between the steps of a garbage-collection round.
   std::atomic<bool> stopping_ = false;
+  bool stopped_ = false;  // Stop ran; guarded by gc_mu_
   std::mutex inventory_mu_;  // one InventoryChanged at a time
   std::thread gc_thread_;
   std::thread health_thread_;

@@ -64,6 +64,9 @@ class Reconciler final : public dispatch::JobIntake {
   // Finishes the job in hand, then stops; queued keys are dropped (they are
   // found again by the next start's scan).
   void Stop();
+  // Starts no pass from now on, without waiting for those in hand (Stop
+  // joins them): a shutdown lets them end while the API drains.
+  void Quiesce();
   // Wakes every job in a non-final phase (start-up, inventory reload), the
   // Queued ones as new jobs (WakeNew). Returns how many.
   Result<size_t> WakeUnfinished();

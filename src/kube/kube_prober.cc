@@ -87,13 +87,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   };
   auto ready = conn.client->Get("/readyz");
   if (!ready.ok()) return ready.status();
-  // The API server itself (its Status, over verified TLS) asking gantry to
-  // slow down (API Priority and Fairness): it is up, and what it runs is not
-  // out of reach. Its capacity is read as usual; a list throttled as well
-  // leaves it unreadable, and no new job goes there meanwhile.
-  const bool throttled = ready->status == 429 && !creds.insecure && ready->body.is_object() &&
-                         ready->body.value("kind", "") == "Status";
-  if (ready->status != 200 && !throttled) {
+  if (ready->status != 200) {
     if (ready->status < 500) keep();  // a refusal or 429: the same server answers the next probe
     return RefusalOrOutage(*ready, !creds.insecure, fmt::format("/readyz answered {}", ready->status));
   }

@@ -236,22 +236,6 @@ TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
     }
     REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "forbid", "c1"}).code == 0);
   }
-  SECTION("an API server throttling every request (429) is up, its capacity unreadable; one answering 503 is not") {
-    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "errors", "c1", "1", "429"}).code == 0);
-    kube::KubeProber prober;
-    auto throttled = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
-    REQUIRE(throttled.ok());
-    CHECK(throttled->quota.empty());
-    CHECK_THAT(throttled->unreadable, Catch::Contains("answered 429"));
-    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "errors", "c1", "1", "503"}).code == 0);
-    auto down = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
-    REQUIRE_FALSE(down.ok());
-    CHECK(down.status().code() == Code::kUnavailable);
-    REQUIRE(Run({Sim(), "ctl", "--out-dir", sim_dir, "errors", "c1", "0"}).code == 0);
-    auto back = prober.Probe(ConfigFor(sim_dir, "c1"), *c1);
-    REQUIRE(back.ok());
-    CHECK(back->unreadable.empty());
-  }
   SECTION("a certificate signed by another CA is refused") {
     inventory::ClusterCredentials wrong = *c1;
     wrong.ca_pem = c2->ca_pem;

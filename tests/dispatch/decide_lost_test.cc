@@ -645,9 +645,8 @@ TEST_CASE("step 13: an owner that answers but fails every create of the job for 
       CHECK(*after.write->cluster == "");
       REQUIRE(FindIntent(*after.write, "c1", "Job"));
       CHECK_FALSE(FindIntent(*after.write, "c1", "Job")->present);  // fenced should the create land after all
-      // c1 is left out of its next dispatches for a while, as if it had refused the job.
-      CHECK_THAT(FindIntent(*after.write, "c1", "Job")->refusal, Catch::Contains("failed every try"));
-      CHECK_THAT(*after.write->message, Catch::Contains("c1 is left out of the job's dispatches for"));
+      // Not a refusal: a try may have landed there, and the next run waits for the view to show none.
+      CHECK(FindIntent(*after.write, "c1", "Job")->refusal.empty());
     } else {
       CHECK(*after.write->phase == JobPhase::kFailed);
     }

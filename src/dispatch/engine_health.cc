@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -64,6 +65,11 @@ void Engine::RunHealthWatch() {
   constexpr auto kWakeWaitingEvery = std::chrono::seconds(5);
   std::optional<std::chrono::steady_clock::time_point> waiting_woken;
   bool waiting_due = false;
+  // The clusters Ready at some look since they entered the inventory (or
+  // the daemon started): a cluster's first Ready also wakes the jobs its
+  // view shows objects of with no row naming it (what was left there while
+  // it was out of the inventory), once, not at every blip.
+  std::set<std::string> ready_once;
   std::unique_lock lock(gc_mu_);
   // The first look is at once: what it sees is what later looks compare
   // with, and jobs dispatched before it to a cluster it then finds not
@@ -166,10 +172,13 @@ void Engine::RunHealthWatch() {
         fleet_read_ms_ = -1;
       }
       size_t woken = 0;
-      std::set<std::string> seen_there = ready ? observer_->JobUidsIn(cluster) : std::set<std::string>{};
+      std::vector<std::string> seen_there;
+      if (ready && ready_once.insert(cluster).second) seen_there = observer_->JobUidsIn(cluster);  // sorted
       Status scanned = ForEachUidWithIntents(store_, &cluster, [&](const std::string& uid) {
         reconciler_->WakeUrgent(uid);
-        seen_there.erase(uid);
+        if (auto it = std::lower_bound(seen_there.begin(), seen_there.end(), uid); it != seen_there.end() && *it == uid) {
+          it->clear();  // woken: not again below
+        }
         ++woken;
       });
       if (!scanned.ok()) spdlog::warn("dispatch: jobs in {}: {}", cluster, scanned.ToString());
@@ -177,6 +186,7 @@ void Engine::RunHealthWatch() {
       // (what a job left in a cluster removed from the inventory, now back):
       // their passes withdraw what they no longer want there.
       for (const std::string& uid : seen_there) {
+        if (uid.empty()) continue;
         reconciler_->WakeUrgent(uid);
         ++woken;
       }
@@ -204,6 +214,8 @@ void Engine::RunHealthWatch() {
         waiting_due = true;  // tried again when its time comes
       }
     }
+    // One that left the inventory is new again if it comes back.
+    std::erase_if(ready_once, [&](const std::string& c) { return !now.count(c); });
     last = std::move(now);
     lock.lock();
   }

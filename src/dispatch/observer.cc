@@ -316,12 +316,19 @@ bool ClusterObserver::Listed(const std::string& cluster, const std::string& reso
   return it != impl_->clusters.end() && it->second->caches[r].listed;
 }
 
-std::set<std::string> ClusterObserver::JobUidsIn(const std::string& cluster) const {
-  std::set<std::string> uids;
-  std::lock_guard lock(impl_->mu);
-  auto it = impl_->clusters.find(cluster);
-  if (it == impl_->clusters.end()) return uids;
-  for (const ResourceCache& cache : it->second->caches) cache.ForEachUid([&](const std::string& uid) { uids.insert(uid); });
+std::vector<std::string> ClusterObserver::JobUidsIn(const std::string& cluster) const {
+  std::vector<std::string> uids;
+  {
+    std::lock_guard lock(impl_->mu);
+    auto it = impl_->clusters.find(cluster);
+    if (it == impl_->clusters.end()) return uids;
+    for (const ResourceCache& cache : it->second->caches) {
+      cache.ForEachUid([&](const std::string& uid) { uids.push_back(uid); });
+    }
+  }
+  // A job's Workload and its real job are in two caches.
+  std::sort(uids.begin(), uids.end());
+  uids.erase(std::unique(uids.begin(), uids.end()), uids.end());
   return uids;
 }
 

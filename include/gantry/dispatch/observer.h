@@ -279,7 +279,8 @@ class ClusterObserver {
   // again when it becomes reachable, whether or not a row of theirs names
   // it (a finished job's rows for a cluster removed from the inventory are
   // gone, while what it ran there was left running).
-  std::set<std::string> JobUidsIn(const std::string& cluster) const;
+  // Sorted, each once; copied out under the observer's lock, sorted after.
+  std::vector<std::string> JobUidsIn(const std::string& cluster) const;
 
  private:
   struct Impl;

@@ -242,10 +242,11 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
       if (o.contains("lastError") && o["lastError"].is_object()) {
         const nlohmann::json& e = o["lastError"];
         const std::string since = e.value("failingSince", "");
+        const std::string verb = e.value("verb", "create");
         state += since.empty() || since == e.value("time", "")
-                     ? fmt::format(" (create failed {} ago: {}; sent again)", AgeOf(e.value("time", "")),
+                     ? fmt::format(" ({} failed {} ago: {}; sent again)", verb, AgeOf(e.value("time", "")),
                                    e.value("message", ""))
-                     : fmt::format(" (create failing for {}, last {} ago: {}; sent again)", AgeOf(since),
+                     : fmt::format(" ({} failing for {}, last {} ago: {}; sent again)", verb, AgeOf(since),
                                    AgeOf(e.value("time", "")), e.value("message", ""));
       }
       rows.push_back({"  " + o.value("cluster", ""), o.value("objectKind", o.value("kind", "")), o.value("name", ""),

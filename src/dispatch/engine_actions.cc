@@ -186,12 +186,14 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     if (metrics_) metrics_->RemoteCall(action.cluster, "delete", reply.ok() ? reply->status : 0);
     if (!reply.ok()) {
       spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, reply.status().ToString());
+      refusal->failed = Cut(reply.status().message());  // for ActionErrors: gantry status shows it
       return false;
     }
     // Gone already, or a newer incarnation (precondition failed): fine either way.
     if (reply->ok() || reply->status == 404 || reply->status == 409) return true;
     spdlog::warn("dispatch: delete {} in {}: HTTP {} {}", action.path, action.cluster, reply->status,
                  reply->error ? reply->error->message : "");
+    refusal->failed = fmt::format("HTTP {} {}", reply->status, Cut(reply->error ? reply->error->message : ""));
     return false;
   }
   auto reply = client.Finish();
@@ -258,7 +260,15 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
 
 void Engine::NoteAnswer(const std::string& uid, const Action& action, bool done, const Refusal& refusal,
                         bool had_lease) {
-  if (action.verb == Verb::kCreate && !refusal.message.empty()) {
+  if (action.verb == Verb::kDelete) {
+    // A withdrawn object's delete that fails (a 403: RBAC without delete
+    // there; a 500, a timeout) is sent again, and shown with the job's row.
+    if (done) {
+      NoteActionError(uid, action, "");
+    } else if (!refusal.failed.empty()) {
+      NoteActionError(uid, action, refusal.failed);
+    }
+  } else if (action.verb == Verb::kCreate && !refusal.message.empty()) {
     NoteActionError(uid, action, "");  // refused (or the name taken): a failing run, if any, ends
   } else if (action.verb == Verb::kCreate) {
     if (done) {
@@ -484,13 +494,14 @@ void Engine::NoteActionError(const std::string& uid, const Action& action, const
   if (error.empty()) {
     auto it = action_errors_.find(uid);
     if (it == action_errors_.end()) return;
-    it->second.erase({action.cluster, action.kind});
+    it->second.erase({action.cluster, action.kind, std::string(VerbName(action.verb))});
     if (it->second.empty()) action_errors_.erase(it);
     return;
   }
-  ActionError& e = action_errors_[uid][{action.cluster, action.kind}];
+  ActionError& e = action_errors_[uid][{action.cluster, action.kind, std::string(VerbName(action.verb))}];
   e.cluster = action.cluster;
   e.kind = action.kind;
+  e.verb = VerbName(action.verb);
   e.error = error;
   NoteFailedTry(e, action.epoch, clock_.NowMillis());
 }
@@ -506,7 +517,7 @@ int64_t Engine::CreateFailingMs(const std::string& uid, const std::string& clust
   std::lock_guard lock(action_errors_mu_);
   auto it = action_errors_.find(uid);
   if (it == action_errors_.end()) return 0;
-  auto e = it->second.find({cluster, std::string(kJob)});
+  auto e = it->second.find({cluster, std::string(kJob), std::string("create")});
   if (e == it->second.end()) return 0;
   if (seen) {
     // There after all (a create that failed landed): no run of failures

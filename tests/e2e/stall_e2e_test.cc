@@ -157,4 +157,40 @@ TEST_CASE("an owner that answers but fails every create of the job is lost after
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("a cancel whose deletes the owner refuses waits, and gantry status shows the refusal: it ends once "
+          "they are allowed",
+          "[e2e][dispatch][cancel]") {
+  DispatchFleetOptions o;
+  o.clusters = 2;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "300s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, seconds(30)));
+  // RBAC drift: gantry may no longer delete there.
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:delete,workloads:delete"}).code == 0);
+  REQUIRE(Cli(fleet.url(), {"cancel", "held", "-n", "team-a"}).code == 0);
+  auto refused = [&] {
+    for (const auto& r : fleet.RemoteObjects("team-a", "held")) {
+      if (r.contains("lastError") && r["lastError"].value("verb", "") == "delete" &&
+          r["lastError"].value("message", "").find("HTTP 403") != std::string::npos) {
+        return true;
+      }
+    }
+    return false;
+  };
+  REQUIRE(WaitFor(refused, seconds(15)));
+  CHECK(fleet.Phase("team-a", "held") == "Cancelling");
+  const auto status = Cli(fleet.url(), {"status", "held", "-n", "team-a"});
+  INFO(status.out);
+  CHECK(status.out.find("delete failed") != std::string::npos);
+
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Cancelled"}, seconds(30)));
+  const auto runs = fleet.Runs(fleet.Uid("team-a", "held"));
+  REQUIRE(runs.size() == 1);
+  CHECK_FALSE(runs[0].value("endReason", "").empty());
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 }  // namespace gantry::testing

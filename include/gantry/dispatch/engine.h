@@ -342,7 +342,9 @@ class Engine final : public JobIntake {
   int64_t CreateFailingMs(const std::string& uid, const std::string& cluster, int64_t epoch, bool seen,
                           std::string* error);
   mutable std::mutex action_errors_mu_;
-  std::unordered_map<std::string, std::map<std::pair<std::string, std::string>, ActionError>> action_errors_;
+  // By job uid, then (cluster, kind, verb).
+  std::unordered_map<std::string, std::map<std::tuple<std::string, std::string, std::string>, ActionError>>
+      action_errors_;
   // A request not sent for want of a connection is told once per cluster
   // every kNotSentWarnEveryMs, with how many more were not (a stalling
   // cluster refuses one for every action of every pass).

@@ -37,8 +37,9 @@ struct ObservedObject {
   bool last_seen = false;
 };
 
-// A create the engine is to send again, and why its last try failed: an
-// answer that is not a refusal (500, 429, a timeout), or no connection.
+// A create (or a delete) the engine is to send again, and why its last try
+// failed: an answer that is not a refusal (500, 429, a timeout; for a
+// delete, a 403 too), or no connection.
 struct ActionError {
   std::string cluster;
   std::string kind;  // as RemoteIntent::kind
@@ -46,6 +47,7 @@ struct ActionError {
   std::string error;
   int64_t time_ms = 0;   // of the last try
   int64_t since_ms = 0;  // of the first of the tries at this epoch that have failed in a row
+  std::string verb = "create";  // or "delete": a withdrawn object's delete, sent again too
 };
 
 // Failed tries further apart than this are not one run: a pass whose

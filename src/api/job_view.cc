@@ -165,17 +165,12 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
     }
     for (const dispatch::ActionError& e : errors) {
       if (e.cluster != i.cluster || e.kind != i.kind) continue;
-      if (e.verb == "delete") {
-        // A withdrawn object whose delete keeps failing (a 403: gantry may
-        // not delete it there): what a cancel waits for.
-        if (i.present) continue;
-        item["lastError"] = {{"verb", e.verb}, {"message", e.error}, {"time", FormatRfc3339(e.time_ms)}};
-        if (e.since_ms > 0) item["lastError"]["failingSince"] = FormatRfc3339(e.since_ms);
-        continue;
-      }
-      // A failed try of a create that landed after all (its answer lost, or
-      // sent again) says nothing any more.
-      if (!i.present || there || e.epoch != i.epoch) continue;
+      // A withdrawn object whose delete keeps failing (a 403: gantry may not
+      // delete it there) is what a cancel waits for. A failed try of a
+      // create that landed after all (its answer lost, or sent again) says
+      // nothing any more.
+      const bool applies = e.verb == "delete" ? !i.present : i.present && !there && e.epoch == i.epoch;
+      if (!applies) continue;
       item["lastError"] = {{"verb", e.verb}, {"message", e.error}, {"time", FormatRfc3339(e.time_ms)}};
       // Since when every try has failed: a real job's create failing as long
       // as clusterLostTimeout counts as its owner lost.

@@ -106,9 +106,8 @@ void Engine::Stop() {
     std::lock_guard lock(gc_mu_);
     if (stopped_) return;
     stopped_ = true;
-    stopping_ = true;
   }
-  gc_cv_.notify_all();
+  BeginStop();  // if the shutdown did not already
   if (gc_thread_.joinable()) gc_thread_.join();
   if (health_thread_.joinable()) health_thread_.join();
   reconciler_->Stop();

@@ -260,22 +260,16 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
 
 void Engine::NoteAnswer(const std::string& uid, const Action& action, bool done, const Refusal& refusal,
                         bool had_lease) {
-  if (action.verb == Verb::kDelete) {
-    // A withdrawn object's delete that fails (a 403: RBAC without delete
-    // there; a 500, a timeout) is sent again, and shown with the job's row.
-    if (done) {
+  // A create or a withdrawn object's delete that failed (a 500, a 429, a
+  // timeout; a delete's 403: RBAC without delete there) is sent again, and
+  // shown with the job's row. Done, or refused (a create's 403, the name
+  // taken: deletes have no refusal), a failing run, if any, ends.
+  if (action.verb == Verb::kCreate || action.verb == Verb::kDelete) {
+    if (done || !refusal.message.empty()) {
       NoteActionError(uid, action, "");
     } else if (!refusal.failed.empty()) {
       NoteActionError(uid, action, refusal.failed);
-    }
-  } else if (action.verb == Verb::kCreate && !refusal.message.empty()) {
-    NoteActionError(uid, action, "");  // refused (or the name taken): a failing run, if any, ends
-  } else if (action.verb == Verb::kCreate) {
-    if (done) {
-      NoteActionError(uid, action, "");
-    } else if (!refusal.failed.empty()) {
-      NoteActionError(uid, action, refusal.failed);
-    } else if (!had_lease && !CancelSeen(uid)) {
+    } else if (action.verb == Verb::kCreate && !had_lease && !CancelSeen(uid)) {
       NoteActionError(uid, action, "not sent: no connection to the cluster now");
     }  // else not done for a reason of its own (another epoch's object holds the name): as it was
   }
@@ -517,7 +511,7 @@ int64_t Engine::CreateFailingMs(const std::string& uid, const std::string& clust
   std::lock_guard lock(action_errors_mu_);
   auto it = action_errors_.find(uid);
   if (it == action_errors_.end()) return 0;
-  auto e = it->second.find({cluster, std::string(kJob), std::string("create")});
+  auto e = it->second.find({cluster, std::string(kJob), std::string(VerbName(Verb::kCreate))});
   if (e == it->second.end()) return 0;
   if (seen) {
     // There after all (a create that failed landed): no run of failures

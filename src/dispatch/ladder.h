@@ -473,8 +473,8 @@ class Ladder {
   Plan OwnerUnreachable(bool removed) const;
   // Step 13 for a real job whose every create in owner has failed for as
   // long as an outage of owner would take (DecideInput::
-  // job_create_failing_since_ms): onClusterLoss, as for an owner out of
-  // reach. Nothing (Wait: the flag, in plan) while it may still come.
+  // job_create_failing_ms): onClusterLoss, as for an owner out of reach.
+  // Nothing (Wait: the flag, in plan) while it may still come.
   std::optional<Plan> CreateKeepsFailing(const std::string& owner, Plan& plan) const;
   Plan OwnerMissingAtStart() const;
   DispatchUpdate OwnerFlag(const std::string& reason, const std::string& message) const;

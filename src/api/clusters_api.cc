@@ -141,14 +141,16 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   body["job"] = ns + "/" + job->name;
   body["decidedAt"] = FormatRfc3339(now);
   // Placement knows clusters, not this job's history: a cluster that refused
-  // the job's real job (its row kept while the engine leaves that cluster
-  // out of the job's dispatches, jobRefusalHoldSeconds) is told beside.
+  // the job's real job, or that failed every create of it (its row kept
+  // while the engine leaves that cluster out of the job's dispatches,
+  // jobRefusalHoldSeconds), is told beside.
   if (auto intents = store_.Intents(job->uid); intents.ok()) {
     for (const RemoteIntent& i : *intents) {
-      if (i.kind != "Job" || i.present || i.refusal.empty()) continue;
+      if (i.kind != "Job" || i.present || (i.refusal.empty() && i.hold.empty())) continue;
       for (nlohmann::json& c : body["clusters"]) {
         if (c.value("name", "") != i.cluster) continue;
-        c["refusedJob"] = {{"message", i.refusal}, {"time", FormatRfc3339(i.updated_ms)}};
+        c[i.hold.empty() ? "refusedJob" : "heldOut"] = {{"message", i.hold.empty() ? i.refusal : i.hold},
+                                                        {"time", FormatRfc3339(i.updated_ms)}};
       }
     }
   }

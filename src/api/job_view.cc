@@ -148,6 +148,7 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
                            {"name", i.name},       {"epoch", i.epoch}, {"state", state}};
     if (i.kind == "Job" && !job_kind.empty()) item["objectKind"] = job_kind;
     if (!i.refusal.empty()) item["refusal"] = i.refusal;
+    if (!i.hold.empty()) item["hold"] = i.hold;
     if (i.gate_opened_ms > 0) item["preemptionGateOpened"] = FormatRfc3339(i.gate_opened_ms);
     if (!i.gate_refusal.empty()) item["preemptionGateRefusal"] = i.gate_refusal;
     if (i.created_ms > 0) item["createConfirmed"] = FormatRfc3339(i.created_ms);

@@ -432,6 +432,10 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
       rows.push_back({c.value("name", ""), "refused",
                       fmt::format("refused the job {} ago: {}", AgeOf(c["refusedJob"].value("time", "")),
                                   c["refusedJob"].value("message", ""))});
+    } else if (c.contains("heldOut") && c["heldOut"].is_object()) {
+      rows.push_back({c.value("name", ""), "held out",
+                      fmt::format("left out since {} ago: {}", AgeOf(c["heldOut"].value("time", "")),
+                                  c["heldOut"].value("message", ""))});
     } else if (c.value("feasible", false)) {
       rows.push_back({c.value("name", ""), c.value("selected", false) ? "candidate" : "feasible",
                       fmt::format("rank {} score {:.1f}", c.value("rank", 0), c.value("score", 0.0))});

@@ -76,7 +76,7 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
   std::erase_if(drops, [&](const auto& d) { return touched(d.first, d.second); });
   if (drops.empty()) return;
   if (!plan.write) plan.write = Guarded(job_);
-  for (auto& d : drops) plan.write->drop_intents.push_back(std::move(d));
+  KeepHolds(*plan.write, std::move(drops));
 }
 
 Plan Ladder::Run() {
@@ -379,11 +379,13 @@ Plan Ladder::Nominate() const {
   if (candidates.empty()) {
     std::vector<std::string> kind_refused, classless, job_refused;
     int64_t hold_ends_ms = 0;  // the first of the refusals to lapse
+    bool held = false;         // one is held back, not refused: it may take the job later
     for (const std::string& c : d.candidates) {
       if (KindRefused(c)) {
         kind_refused.push_back(c);
       } else if (const RemoteIntent* r = JobRefusalIn(c)) {
-        job_refused.push_back(r->refusal);
+        held = held || !r->hold.empty();
+        job_refused.push_back(r->hold.empty() ? r->refusal : r->hold);
         const int64_t ends = r->updated_ms + opt_.job_refusal_hold_ms;
         hold_ends_ms = hold_ends_ms == 0 ? ends : std::min(hold_ends_ms, ends);
       } else {
@@ -400,7 +402,7 @@ Plan Ladder::Nominate() const {
       // none left out for the time being could take it later: it fails,
       // with their answers, as a job whose every candidate refuses its
       // Workload copy does, rather than go round them for ever.
-      if (kind_refused.empty() && classless.empty() && !LaterCandidate()) {
+      if (kind_refused.empty() && classless.empty() && !held && !LaterCandidate()) {
         return Finish("nominate", JobPhase::kFailed, "Refused",
                       fmt::format("every cluster that can take the job refused to create it: {}",
                                   fmt::join(job_refused, "; ")));

@@ -234,13 +234,21 @@ std::optional<Plan> Ladder::CreateKeepsFailing(const std::string& owner, Plan& p
       fmt::format("owner cluster {} answers gantry's reads but {} for {} s (the last: {})", owner, kCreateFailsText,
                   failing / 1000, in_.job_create_error.empty() ? "no answer" : in_.job_create_error);
   switch (in_.spec->on_cluster_loss) {
-    case OnClusterLoss::kRequeue:
-      // Its row stays a plain withdrawn one: a failed try may have landed
-      // (a 5xx, a timeout), and the next epoch's run waits until the view
-      // shows none there. (So the cluster is not left out of the next
-      // dispatch as one that refused the job is: JobRefusalIn reads a row
-      // with a refusal as nothing there.)
-      return Requeue("owner-lost", "ClusterLost", why);
+    case OnClusterLoss::kRequeue: {
+      // It would most likely win the lease again and fail the create again
+      // for as long: the row holds it out of the job's dispatches for a
+      // while (RemoteIntent::hold). It is no refusal: a failed try may have
+      // landed (a 5xx, a timeout), so the row stays an ordinary withdrawn
+      // one to every other reader, and the next epoch's run waits until the
+      // view shows none there.
+      Plan p = Requeue("owner-lost", "ClusterLost",
+                       fmt::format("{}; {} is left out of the job's dispatches for {}", why, owner,
+                                   DurationText(opt_.job_refusal_hold_ms)));
+      for (RemoteIntent& i : p.write->upsert_intents) {
+        if (i.cluster == owner && i.kind == kJob) i.hold = why;
+      }
+      return p;
+    }
     case OnClusterLoss::kFail:
       return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + "; onClusterLoss is Fail");
     case OnClusterLoss::kWait:

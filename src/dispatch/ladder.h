@@ -347,9 +347,10 @@ class Ladder {
     return out;
   }
   // The row of the job's real job that cluster refused (403 or 404: only
-  // there, Engine::MovesOnRefusal), less than job_refusal_hold_ms ago (the
-  // row's updated_ms): the cluster is left out of the job's dispatches
-  // meanwhile. Null when none.
+  // there, Engine::MovesOnRefusal), or that holds it back (RemoteIntent::hold:
+  // an owner that failed every create of it), less than job_refusal_hold_ms
+  // ago (the row's updated_ms): the cluster is left out of the job's
+  // dispatches meanwhile. Null when none.
   const RemoteIntent* JobRefusalIn(const std::string& cluster) const {
     for (const RemoteIntent& i : in_.intents) {
       if (i.cluster == cluster && JobRefusalHeld(i)) return &i;
@@ -357,13 +358,35 @@ class Ladder {
     return nullptr;
   }
   // Such a row, kept while it holds its cluster back from a job still to be
-  // dispatched or running. Nothing of the job's is there: a cancelled,
-  // finished or Unschedulable job drops it at once, and waits for nothing.
+  // dispatched or running. A refused one says nothing of the job's is there:
+  // a cancelled, finished or Unschedulable job drops it at once, and waits
+  // for nothing. A hold alone is an ordinary withdrawn row to every other
+  // reader, and becomes a refused one once its cluster shows it gone
+  // (KeepHolds).
   bool JobRefusalHeld(const RemoteIntent& i) const {
     const bool dispatching = job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating ||
                              job_.phase == JobPhase::kAdmitted || job_.phase == JobPhase::kRunning;
-    return dispatching && i.kind != kWorkload && !i.present && !i.refusal.empty() &&
+    return dispatching && i.kind != kWorkload && !i.present && (!i.refusal.empty() || !i.hold.empty()) &&
            in_.now_ms < i.updated_ms + opt_.job_refusal_hold_ms;
+  }
+  // Rows confirmed gone (ConfirmedGone) are dropped in u, except a held
+  // row of a real job (RemoteIntent::hold) whose hold is still on: it is
+  // written again as a refused one (nothing of the job's is there now), so
+  // that it keeps its cluster out of the job's dispatches for
+  // job_refusal_hold_ms more without making any reader wait on it.
+  void KeepHolds(DispatchUpdate& u, std::vector<std::pair<std::string, std::string>> drops) const {
+    for (auto& d : drops) {
+      auto it = std::find_if(in_.intents.begin(), in_.intents.end(), [&](const RemoteIntent& i) {
+        return i.cluster == d.first && i.kind == d.second;
+      });
+      if (it != in_.intents.end() && it->refusal.empty() && !it->hold.empty() && JobRefusalHeld(*it)) {
+        RemoteIntent kept = *it;
+        kept.refusal = kept.hold;
+        u.upsert_intents.push_back(std::move(kept));
+      } else {
+        u.drop_intents.push_back(std::move(d));
+      }
+    }
   }
   // A row of a Workload copy that its cluster refused at this epoch, while
   // the job nominates: that cluster is not asked again until the next epoch.

@@ -12,12 +12,12 @@ namespace {
 Status UpsertIntent(SqliteConnection& conn, const RemoteIntent& intent, int64_t now) {
   Result<Statement> stmt = conn.Prepare(
       "INSERT INTO remote_intents (job_uid, cluster, kind, namespace, name, epoch, present, updated_ms, refusal, "
-      "gate_opened_ms, gate_refusal, created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12) "
+      "gate_opened_ms, gate_refusal, created_ms, hold) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) "
       "ON CONFLICT (job_uid, cluster, kind) DO UPDATE SET namespace = ?4, name = ?5, "
       // A confirmed create stays confirmed for its epoch, whatever the
       // writer of the row knew (epoch is still the old row's here).
       "created_ms = CASE WHEN epoch = ?6 THEN max(created_ms, ?12) ELSE ?12 END, epoch = ?6, "
-      "present = ?7, updated_ms = ?8, refusal = ?9, gate_opened_ms = ?10, gate_refusal = ?11");
+      "present = ?7, updated_ms = ?8, refusal = ?9, gate_opened_ms = ?10, gate_refusal = ?11, hold = ?13");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, intent.job_uid)
       .Bind(2, intent.cluster)
@@ -30,7 +30,8 @@ Status UpsertIntent(SqliteConnection& conn, const RemoteIntent& intent, int64_t 
       .Bind(9, intent.refusal)
       .Bind(10, intent.gate_opened_ms)
       .Bind(11, intent.gate_refusal)
-      .Bind(12, intent.created_ms);
+      .Bind(12, intent.created_ms)
+      .Bind(13, intent.hold);
   return stmt->Run();
 }
 

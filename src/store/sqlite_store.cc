@@ -202,7 +202,7 @@ Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
   std::lock_guard lock(read_mu_);
   Result<Statement> stmt = reader_->Prepare(
       "SELECT job_uid, cluster, kind, namespace, name, epoch, present, updated_ms, refusal, gate_opened_ms, "
-      "gate_refusal, created_ms "
+      "gate_refusal, created_ms, hold "
       "FROM remote_intents WHERE job_uid = ?1 ORDER BY cluster, kind");
   if (!stmt.ok()) return stmt.status();
   stmt->Bind(1, uid);
@@ -224,6 +224,7 @@ Result<std::vector<RemoteIntent>> SqliteStore::Intents(const std::string& uid) {
     i.gate_opened_ms = stmt->Int(9);
     i.gate_refusal = stmt->Text(10);
     i.created_ms = stmt->Int(11);
+    i.hold = stmt->Text(12);
     out.push_back(std::move(i));
   }
 }

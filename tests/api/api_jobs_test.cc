@@ -392,6 +392,11 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
                                     row("c3", false, "")};
   rows[0].gate_opened_ms = 1'780'000'000'000;
   rows[0].gate_refusal = "HTTP 403 patch denied";
+  // c3's real job, withdrawn after c3 failed every create of it: held out.
+  RemoteIntent held = IntentRow("c3", "Job", "r1-0123abcd");
+  held.present = false;
+  held.hold = "owner cluster c3 answers gantry's reads but has failed every try to create the job there";
+  rows.push_back(held);
   REQUIRE(Nominate(api, uid, std::move(rows)).ok());
 
   auto r = api.Call("GET", path);
@@ -399,7 +404,7 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
   nlohmann::json list = api.Json(r);
   CHECK(list["kind"] == "RemoteObjectList");
   const nlohmann::json& items = list["items"];
-  REQUIRE(items.size() == 3);
+  REQUIRE(items.size() == 4);
   CHECK(items[0]["cluster"] == "c1");  // by cluster
   CHECK(items[0]["state"] == "Refused");
   CHECK(items[0]["refusal"] == "HTTP 403 denied by policy");
@@ -412,8 +417,13 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
   CHECK_FALSE(items[1].contains("refusal"));
   CHECK(items[1]["preemptionGateOpened"] == "2026-05-28T20:26:40Z");
   CHECK(items[1]["preemptionGateRefusal"] == "HTTP 403 patch denied");
-  CHECK_FALSE(items[2].contains("preemptionGateOpened"));
-  CHECK(items[2]["state"] == "Withdrawing");
+  CHECK(items[2]["kind"] == "Job");  // by kind within a cluster
+  CHECK(items[2]["state"] == "Withdrawing");  // a hold is no refusal: it may be there
+  CHECK(items[2]["hold"] == held.hold);
+  CHECK_FALSE(items[2].contains("refusal"));
+  CHECK_FALSE(items[3].contains("preemptionGateOpened"));
+  CHECK_FALSE(items[3].contains("hold"));
+  CHECK(items[3]["state"] == "Withdrawing");
   // Like the job itself: no token is 401, a missing job 404.
   CHECK(api.Call("GET", path, "", "").status == 401);
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/nope/remoteobjects").status == 404);

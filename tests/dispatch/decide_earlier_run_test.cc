@@ -171,6 +171,42 @@ TEST_CASE("step 13: a moved job starts in its new owner only once its earlier ru
   }
 }
 
+TEST_CASE("step 13: an earlier owner held out after failing every create is waited for as any earlier run, its "
+          "row kept as a refused one once seen gone",
+          "[dispatch][decide]") {
+  World w = MovedToC2();
+  w.in.options.job_refusal_hold_ms = 600'000;
+  RemoteIntent& held = w.in.intents.back();  // c1's real job at epoch 1
+  REQUIRE(held.kind == "Job");
+  held.hold = "owner cluster c1 answers gantry's reads but has failed every try to create the job there for 900 s";
+  held.updated_ms = w.in.now_ms - 2'000;
+  // A failed try may have landed: the hold is no refusal, and the job waits
+  // for the view to show c1's run gone before it starts in c2.
+  Plan wait = Decide(w.Input());
+  CHECK(Count(wait, Verb::kCreate, "Job") == 0);
+  CHECK(Count(wait, Verb::kDelete, "Job", "c1") == 1);
+  REQUIRE(wait.write);
+  CHECK_FALSE(Drops(wait, "c1", "Job"));
+  CHECK_FALSE(FindIntent(*wait.write, "c1", "Job"));
+  // Seen gone: the job starts in c2, and the row is not dropped but kept as
+  // a refused one (nothing is there now) for the rest of the hold.
+  w.in.observed.erase("c1");
+  Plan go = Decide(w.Input());
+  CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+  REQUIRE(go.write);
+  CHECK_FALSE(Drops(go, "c1", "Job"));
+  const RemoteIntent* kept = FindIntent(*go.write, "c1", "Job");
+  REQUIRE(kept);
+  CHECK_FALSE(kept->present);
+  CHECK(kept->refusal == held.hold);
+  CHECK(kept->hold == held.hold);
+  // Once the hold is over, a row seen gone is dropped as any other.
+  w.in.now_ms += 600'000;
+  Plan later = Decide(w.Input());
+  REQUIRE(later.write);
+  CHECK(Drops(later, "c1", "Job"));
+}
+
 TEST_CASE("step 13: an earlier run in the new owner itself is deleted before the job is created there",
           "[dispatch][decide]") {
   World w;

@@ -645,8 +645,12 @@ TEST_CASE("step 13: an owner that answers but fails every create of the job for 
       CHECK(*after.write->cluster == "");
       REQUIRE(FindIntent(*after.write, "c1", "Job"));
       CHECK_FALSE(FindIntent(*after.write, "c1", "Job")->present);  // fenced should the create land after all
-      // Not a refusal: a try may have landed there, and the next run waits for the view to show none.
+      // Not a refusal: a try may have landed there, and the next run waits for
+      // the view to show none. A hold: c1, which would most likely win the
+      // lease and fail again, is left out of the next dispatches for a while.
       CHECK(FindIntent(*after.write, "c1", "Job")->refusal.empty());
+      CHECK_THAT(FindIntent(*after.write, "c1", "Job")->hold, Catch::Contains("failed every try"));
+      CHECK_THAT(*after.write->message, Catch::Contains("c1 is left out of the job's dispatches for"));
     } else {
       CHECK(*after.write->phase == JobPhase::kFailed);
     }

@@ -204,6 +204,74 @@ TEST_CASE("step 4: an owner that refused the job's real job is left out of its d
   CHECK(cancelled.write->drop_intents.size() == 1);
 }
 
+TEST_CASE("step 4: an owner held out after failing every create is left out for a while, its run still deleted "
+          "and waited for",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kQueued;  // requeued by step 13: c1 failed every create of the real job
+  w.job.epoch = 1;
+  w.in.options.job_refusal_hold_ms = 600'000;
+  w.Intent("c1", "Workload", 1, false);
+  w.Intent("c1", "Job", 1, false);
+  const std::string why = "owner cluster c1 answers gantry's reads but has failed every try to create the job there";
+  w.in.intents.back().hold = why;
+  w.in.intents.back().updated_ms = w.in.now_ms - 60'000;
+  // A try that failed (a timeout) landed after all: c1 shows the job.
+  w.RemoteJob("c1", 1, RemoteJobState::kSuspended);
+  w.in.placement = Candidates({"c1", "c2"});
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "nominate");
+  CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 0);
+  CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+  CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);  // withdrawn as any other row
+  REQUIRE(p.write);
+  auto drops_job = [](const Plan& plan) {
+    const auto& d = plan.write->drop_intents;
+    return std::find(d.begin(), d.end(), std::make_pair(std::string("c1"), std::string("Job"))) != d.end();
+  };
+  CHECK_FALSE(drops_job(p));
+  const RemoteIntent* row = decide_world::FindIntent(*p.write, "c1", "Job");
+  CHECK((!row || row->refusal.empty()));  // not "nothing there" while c1 shows it
+
+  // A cancel waits for c1 to show it gone: a hold is no refusal.
+  World cancelling = w;
+  cancelling.job.phase = JobPhase::kCancelling;
+  Plan cancel = Decide(cancelling.Input());
+  CHECK(Count(cancel, Verb::kDelete, "Job", "c1") == 1);
+  CHECK((!cancel.write || !cancel.write->phase));
+  cancelling.in.observed.erase("c1");
+  Plan cancelled = Decide(cancelling.Input());
+  REQUIRE(cancelled.write);
+  CHECK(cancelled.write->phase == std::optional<JobPhase>(JobPhase::kCancelled));
+
+  // Seen gone while the hold is on: the row becomes a refused one and keeps
+  // c1 out; it is not dropped.
+  w.in.observed.erase("c1");
+  Plan gone = Decide(w.Input());
+  CHECK(Count(gone, Verb::kCreate, "Workload", "c1") == 0);
+  REQUIRE(gone.write);
+  CHECK_FALSE(drops_job(gone));
+  row = decide_world::FindIntent(*gone.write, "c1", "Job");
+  REQUIRE(row);
+  CHECK(row->refusal == why);
+
+  // Only c1 can take it, and nothing else ever will: unlike a refusal, a
+  // hold does not fail the job; it waits out the hold, saying why.
+  World only = w;
+  only.in.placement = Candidates({"c1"});
+  only.in.placement->excluded.push_back({"c3", {placement::Filter::kRegion, "region us-east-1 not allowed", true}});
+  Plan wait = Decide(only.Input());
+  REQUIRE(wait.write);
+  CHECK_FALSE(wait.write->phase);
+  REQUIRE(wait.write->message);
+  CHECK_THAT(*wait.write->message, Catch::Contains("no cluster can take it now") && Catch::Contains(why) &&
+                                       Catch::Contains("each left out for 10 min"));
+  CHECK(wait.requeue_ms == only.in.options.resync_ms);
+  // Its time out, c1 is asked again.
+  only.in.now_ms += 540'000;
+  CHECK(Count(Decide(only.Input()), Verb::kCreate, "Workload", "c1") == 1);
+}
+
 TEST_CASE("step 6: the timeout's reasons name the candidates that refused", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kNominating;

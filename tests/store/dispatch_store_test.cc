@@ -250,6 +250,33 @@ TEST_CASE("an intent's preemption gate time and refusal are stored, and a new ep
   CHECK(intents->at(1).gate_refusal.empty());
 }
 
+TEST_CASE("a real job's row keeps the hold it was written with, and a later write without one clears it",
+          "[store][dispatch]") {
+  TempDir dir;
+  auto store = OpenStore(dir.File("db"));
+  JobRecord job = MakeJob("team-a", "held");
+  REQUIRE(SubmitSync(*store, job).ok());
+  RemoteIntent held = Intent("c1", "Job", 1, false);
+  held.hold = "owner cluster c1 answers gantry's reads but has failed every try to create the job there";
+  DispatchUpdate u = Upsert(job, JobPhase::kQueued, 0, {held});
+  u.epoch = 1;
+  REQUIRE(ApplySync(*store, u).ok());
+  auto intents = store->Intents(job.uid);
+  REQUIRE(intents.ok());
+  REQUIRE(intents->size() == 1);
+  CHECK(intents->at(0).hold == held.hold);
+  CHECK(intents->at(0).refusal.empty());
+  CHECK_FALSE(intents->at(0).present);
+
+  RemoteIntent plain = Intent("c1", "Job", 2, true);
+  DispatchUpdate again = Upsert(job, JobPhase::kQueued, 1, {plain});
+  again.epoch = 2;
+  REQUIRE(ApplySync(*store, again).ok());
+  intents = store->Intents(job.uid);
+  REQUIRE(intents.ok());
+  CHECK(intents->at(0).hold.empty());
+}
+
 TEST_CASE("a real job's confirmed create stays confirmed at its epoch, and a new epoch's row starts unconfirmed",
           "[store][dispatch]") {
   TempDir dir;

@@ -92,6 +92,13 @@ struct RemoteIntent {
   // writes of the row at the same epoch (schema 012). Written for
   // at-most-once jobs, which must not create again a job that was there.
   int64_t created_ms = 0;
+  // A real job's withdrawn row: why its cluster is left out of the job's
+  // dispatches for a while (DecideOptions::job_refusal_hold_ms from
+  // updated_ms), although what gantry sent there may be present (schema
+  // 014). Unlike refusal, every other reader takes the row as an ordinary
+  // withdrawn one; once the cluster shows the object gone, the row becomes
+  // a refusal row (nothing there) for the rest of the hold.
+  std::string hold;
   int64_t updated_ms = 0;
 };
 

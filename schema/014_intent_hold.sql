@@ -1,0 +1,12 @@
+-- 014_intent_hold: a cluster left out of a job's dispatches while what
+-- gantry sent there may still be present.
+--
+-- hold: on a real job's withdrawn row, why its cluster is left out of the
+-- job's next dispatches for jobRefusalHoldSeconds (e.g. the owner answered
+-- gantry's reads but failed every try to create the job for
+-- clusterLostTimeout, and the job was moved). Unlike refusal (007), it
+-- says nothing about the cluster being empty: a failed try may have
+-- landed, so every other reader takes the row as an ordinary withdrawn
+-- one, deleted and waited for until the cluster shows it gone. Only
+-- placement reads this column. Existing rows get '' (no hold).
+ALTER TABLE remote_intents ADD COLUMN hold TEXT NOT NULL DEFAULT '';

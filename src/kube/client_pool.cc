@@ -51,10 +51,11 @@ int64_t ClientPool::NoteLate() {
 }
 
 int64_t ClientPool::StalledSinceLocked(int64_t now_ms) const {
-  if (unanswered_since_ms_ >= 0 && in_use_ == 0 && now_ms - stall_seen_ms_ >= options_.stall_retry.count()) {
-    unanswered_since_ms_ = -1;
+  if (!unanswered_since_ms_.empty() && in_use_ == 0 && now_ms - stall_seen_ms_ >= options_.stall_retry.count()) {
+    unanswered_since_ms_.clear();
   }
-  int64_t since = unanswered_since_ms_;
+  int64_t since = -1;
+  for (const auto& [method, at] : unanswered_since_ms_) since = since < 0 ? at : std::min(since, at);
   if (!late_out_.empty() && now_ms - *late_out_.begin() >= options_.stall_after.count()) {
     const int64_t late = *late_out_.begin() + options_.stall_after.count();
     since = since < 0 ? late : std::min(since, late);
@@ -119,10 +120,11 @@ void ClientPool::Return(std::unique_ptr<KubeClient> client, int in_flight, int64
       if (auto it = late_out_.find(late_at_ms); it != late_out_.end()) late_out_.erase(it);
     }
     if (exchange.answered && exchange.write && exchange.status < 500 && exchange.status != 429) {
-      unanswered_since_ms_ = -1;
+      unanswered_since_ms_.erase(exchange.method);
+      unanswered_since_ms_.erase("GET");  // a read's answer may come from a cache: only a write's counts
     } else if (exchange.no_answer) {
       stall_seen_ms_ = SteadyMillis();
-      if (unanswered_since_ms_ < 0) unanswered_since_ms_ = stall_seen_ms_;
+      unanswered_since_ms_.emplace(exchange.method, stall_seen_ms_);  // kept if already there
     }
     if (adaptive_) {
       const int before = adaptive_->limit();

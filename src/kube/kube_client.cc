@@ -137,6 +137,7 @@ Result<KubeReply> KubeClient::Finish() {
       exchange_.answered = res.ok();
       exchange_.status = res.ok() ? res->status : 0;
       exchange_.write = p.method != "GET";
+      exchange_.method = p.method;
       // The first try's round trip: the one the request's own connection
       // carried, sent by Start.
       if (!res.ok() || res->status == 429 || res->status == 503) {

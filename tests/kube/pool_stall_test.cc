@@ -119,6 +119,22 @@ TEST_CASE("a pool whose request got no answer in time sends one at a time until 
     CHECK(pool->stalled_for_ms() >= 0);
   }
 
+  SECTION("a write of another method answered does not end it, and the stall keeps its start") {
+    const int64_t stalled = pool->stalled_for_ms();
+    auto created = (*trial)->Create("/fine", nlohmann::json{{"kind", "Workload"}});
+    REQUIRE(created.ok());
+    REQUIRE(created->status == 200);
+    { auto done = std::move(*trial); }
+    CHECK(pool->stalled_for_ms() >= stalled);
+    auto again = pool->Acquire();
+    REQUIRE(again.ok());
+    CHECK_FALSE(pool->Acquire().ok());  // still one at a time
+    auto deleted = Delete(*again, "/fine");  // the method that went unanswered
+    REQUIRE(deleted.ok());
+    { auto done = std::move(*again); }
+    CHECK(pool->stalled_for_ms() == -1);
+  }
+
   SECTION("an answer ends the stall: as many as the pool holds again") {
     auto answered = Delete(*trial, "/fine");
     REQUIRE(answered.ok());

@@ -15,9 +15,11 @@
 // stall_after, or one got no answer within its deadline, the pool is
 // stalling (stalled_for_ms): Acquire hands out one connection at a time.
 // It stalls while such a late request is out; after a request that got no
-// answer, until a write is answered neither 5xx nor 429 (an answer to a
-// read does not count: reads may answer from a cache while writes hang;
-// nor does a 5xx, which is how etcd without quorum answers at last), or
+// answer, until a write of the same method is answered neither 5xx nor 429
+// (a webhook may hang creates while patches answer; an answer to a read
+// does not count: reads may answer from a cache while writes hang; nor
+// does a 5xx, which is how etcd without quorum answers at last; a read
+// that got none is ended by any write answered), or
 // stall_retry passes with nothing out and no new sign of the stall: a
 // cluster nobody sends to must not stay shunned for ever.
 //
@@ -32,10 +34,11 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
-#include <mutex>
 #include <vector>
 
 #include "gantry/kube/concurrency_limit.h"
@@ -120,10 +123,13 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   std::vector<std::unique_ptr<KubeClient>> idle_;
   int in_use_ = 0;
   std::optional<ConcurrencyLimit> adaptive_;  // set when options_.adaptive()
-  // Since when requests went unanswered (a timeout; -1: none since a write
-  // was answered), and the last such sign. Mutable: a look at the stall
-  // (stalled_for_ms) may find it expired.
-  mutable int64_t unanswered_since_ms_ = -1;
+  // Since when requests of each method went unanswered (a timeout; none
+  // since a write of that method was answered; any write answered ends a
+  // GET's), and the last such sign. By method, so that a cluster whose
+  // creates hang while its patches answer (a webhook on create) stalls for
+  // as long as they hang, not from the last patch answered. Mutable: a
+  // look at the stall (stalled_for_ms) may find it expired.
+  mutable std::map<std::string, int64_t> unanswered_since_ms_;
   int64_t stall_seen_ms_ = -1;
   std::multiset<int64_t> late_out_;  // when each late request still out was given up on
   // Since when the pool stalls (-1: it does not), ending an expired one.

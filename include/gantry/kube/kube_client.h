@@ -151,6 +151,7 @@ class KubeClient {
     bool answered = false;
     int status = 0;
     bool write = false;
+    std::string method;  // the request's: a stall ends for the verb that went unanswered
     // kAnswered: from the request sent to its answer read, on a connection
     // already open, when the answer was waited for (a round trip that
     // opened one, with its TLS handshake, says nothing of the cluster's

@@ -24,6 +24,21 @@ uint64_t QueuesStamp(const ClusterQueues& queues) {
     auto cq = queues.by_name.find(cluster_queue);
     mix(cq == queues.by_name.end() ? 0 : 1 + static_cast<uint64_t>(cq->second.activity));
   }
+  // What each ClusterQueue may hold at most (not what it holds now): a
+  // quota raised may let a job go there that no cluster could ever run
+  // before (Unschedulable), and nothing else wakes it.
+  for (const auto& [name, cq] : queues.by_name) {
+    mix(hash(name));
+    mix(hash(cq.cohort));
+    for (const auto& [resource, flavors] : cq.resources) {
+      mix(hash(resource));
+      for (const FlavorQuota& f : flavors) {
+        mix(hash(f.flavor));
+        mix(static_cast<uint64_t>(f.nominal_milli));
+        mix(f.borrowing_limit_milli ? static_cast<uint64_t>(*f.borrowing_limit_milli) + 1 : 0);
+      }
+    }
+  }
   return stamp;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fixtures.h"
+#include "gantry/placement/cluster_queues.h"
 #include "gantry/placement/place.h"
 
 namespace gantry::placement {
@@ -366,6 +367,30 @@ TEST_CASE("a resource the cluster's Kueue excludes by prefix needs no quota ther
     CHECK(ExclusionIn(PlaceOne(job, cluster)).message ==
           "needs 50Gi ephemeral-storage; no ClusterQueue has quota for ephemeral-storage");
   }
+}
+
+TEST_CASE("the queues' stamp moves with a ClusterQueue's nominal quota, borrowing limit and cohort, not with what "
+          "it holds",
+          "[placement][quota]") {
+  ClusterQueues q;
+  q.local_queues_known = true;
+  q.local_queues["team-a/gpu"] = "cq";
+  q.by_name["cq"] = Queue("cq", {Gpus("h100", 8, 2)});
+  const uint64_t before = QueuesStamp(q);
+  CHECK(before != 0);
+  // What admitted Workloads hold changes all the time: no wake-up for it.
+  q.by_name["cq"].resources[kGpu][0].reserved_milli = Units(6);
+  CHECK(QueuesStamp(q) == before);
+  // A quota raised (or cut: a job may wait on other clusters) is news for
+  // the jobs judged against the old one, Unschedulable ones too.
+  q.by_name["cq"].resources[kGpu][0].nominal_milli = Units(16);
+  const uint64_t raised = QueuesStamp(q);
+  CHECK(raised != before);
+  q.by_name["cq"].resources[kGpu][0].borrowing_limit_milli = Units(4);
+  const uint64_t limited = QueuesStamp(q);
+  CHECK(limited != raised);
+  q.by_name["cq"].cohort = "pool";
+  CHECK(QueuesStamp(q) != limited);
 }
 
 }  // namespace gantry::placement

@@ -65,14 +65,17 @@ struct ClusterQueues {
   std::map<std::string, int32_t> priority_classes;
   std::string priority_classes_error;
   // Changes when where a LocalQueue may be used changes (a LocalQueue or
-  // ClusterQueue appears or goes, a ClusterQueue turns Active or not): the
-  // engine then looks again at the jobs that wait for one (QueuesStamp).
+  // ClusterQueue appears or goes, a ClusterQueue turns Active or not, its
+  // nominal quota, borrowing limit or cohort changes): the engine then
+  // looks again at the jobs that wait for one, Unschedulable ones too
+  // (QueuesStamp).
   uint64_t stamp = 0;
 };
 
 // The stamp of `queues`: a hash of each LocalQueue with its ClusterQueue and
-// that one's activity, and of each WorkloadPriorityClass's name (0 when
-// neither list is known).
+// that one's activity, of each ClusterQueue's cohort and nominal quota and
+// borrowing limit per flavor (not what it has reserved), and of each
+// WorkloadPriorityClass's name (0 when neither list is known).
 uint64_t QueuesStamp(const ClusterQueues& queues);
 
 // The LocalQueue a Workload for a gantry queue `queue` in namespace `ns`

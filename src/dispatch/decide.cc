@@ -348,7 +348,9 @@ bool Ladder::LaterCandidate() const {
   if (!in_.placement) return false;
   return std::any_of(in_.placement->excluded.begin(), in_.placement->excluded.end(),
                      [&](const placement::ExcludedCluster& x) {
-                       return !x.exclusion.permanent && !Gone(x.cluster) && !JobRefusalIn(x.cluster);
+                       // (a cluster held out, not refused, may take it once the hold is over)
+                       const RemoteIntent* r = JobRefusalIn(x.cluster);
+                       return !x.exclusion.permanent && !Gone(x.cluster) && (!r || !r->hold.empty());
                      });
 }
 

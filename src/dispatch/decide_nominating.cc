@@ -19,7 +19,7 @@ std::optional<Plan> Ladder::Lease() const {
   std::vector<std::string> admitted;
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
-    if (DeclaredLost(i.cluster)) continue;  // step 9 withdraws it
+    if (DeclaredLost(i.cluster) || Cordoned(i.cluster)) continue;  // step 9 withdraws it
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (w && Leasable(*w)) admitted.push_back(i.cluster);
   }
@@ -105,11 +105,12 @@ std::optional<Plan> Ladder::Widen() const {
     have.insert(i.cluster);
     // Holding quota, and not on its way out (evicted, deactivated, or with
     // a check Kueue is about to evict it for: it releases the quota).
-    const ObservedWorkload* w = Reachable(i.cluster) && !Gone(i.cluster) ? WorkloadIn(i.cluster) : nullptr;
+    const bool withdrawn = Gone(i.cluster) || Cordoned(i.cluster);  // by step 9
+    const ObservedWorkload* w = Reachable(i.cluster) && !withdrawn ? WorkloadIn(i.cluster) : nullptr;
     holding = holding || (w && w->quota_reserved && w->active && !w->evicted && !w->check_failed);
     // AllAtOnce replaces only refused copies: a deactivated one waits for
     // step 8 (its backoff) as before, and keeps its slot of maxCopies.
-    if (!Gone(i.cluster) && (!incremental || !Deactivated(i.cluster))) ++live;
+    if (!withdrawn && (!incremental || !Deactivated(i.cluster))) ++live;
   }
   // Incremental: placement's candidates are the best step x (rounds + 1);
   // their ranking moves with capacity, so only the count tells whether a
@@ -221,6 +222,16 @@ Plan Ladder::AllRefused(const std::vector<std::string>& refused) const {
       later.push_back(x.cluster);
     }
   }
+  // A cluster held out of the job's dispatches (RemoteIntent::hold) may
+  // take it once the hold is over, whenever that is: Widen then adds a
+  // copy there at this epoch.
+  int64_t held_until = 0;
+  for (const RemoteIntent& i : in_.intents) {
+    if (i.hold.empty() || !JobRefusalHeld(i) || Gone(i.cluster) || asked.count(i.cluster)) continue;
+    if (std::find(later.begin(), later.end(), i.cluster) == later.end()) later.push_back(i.cluster);
+    const int64_t until = i.updated_ms + opt_.job_refusal_hold_ms;
+    held_until = held_until == 0 ? until : std::min(held_until, until);
+  }
   if (later.empty()) {
     constexpr size_t kNamed = 8;  // each answer is up to ~300 bytes
     const auto named_end = refused.begin() + static_cast<std::ptrdiff_t>(std::min(refused.size(), kNamed));
@@ -241,13 +252,14 @@ Plan Ladder::AllRefused(const std::vector<std::string>& refused) const {
     plan.write = Guarded(job_);
     plan.write->message = msg;
   }
-  const int64_t wait_left = job_.nominated_ms + opt_.cluster_lost_timeout_ms - in_.now_ms;
+  int64_t wait_left = job_.nominated_ms + opt_.cluster_lost_timeout_ms - in_.now_ms;
+  if (held_until > 0) wait_left = wait_left > 0 ? std::min(wait_left, held_until - in_.now_ms) : held_until - in_.now_ms;
   plan.requeue_ms = UntilTimeout(std::clamp<int64_t>(wait_left, 1, opt_.resync_ms));
   return plan;
 }
 
-// Step 9. Copies in a cluster removed from the inventory or declared lost,
-// or one that keeps gantry from listing the job's kind (KindRefused: such a
+// Step 9. Copies in a cluster removed from the inventory, declared lost or
+// cordoned, or one that keeps gantry from listing the job's kind (KindRefused: such a
 // copy could never take the lease), or gone from one where the job's class
 // has no known value now (ClassValueMissing: it is not made again), are
 // withdrawn (intents absent; Sweep
@@ -261,8 +273,9 @@ Plan Ladder::Copies() const {
   std::vector<RemoteIntent> withdrawn;  // their rows, marked absent
   std::vector<std::string> refused;     // "c1: <its answer>"
   size_t left = 0;
-  bool lost = false;  // some in a cluster gone (not only refusing the kind)
-  bool kind = false;  // some refusing the kind
+  bool lost = false;      // some in a cluster gone (not only refusing the kind)
+  bool kind = false;      // some refusing the kind
+  bool cordoned = false;  // some in a cluster cordoned
   for (const RemoteIntent& i : in_.intents) {
     if (RefusedNow(i)) refused.push_back(fmt::format("{}: {}", i.cluster, i.refusal));
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
@@ -275,13 +288,15 @@ Plan Ladder::Copies() const {
     // removed (Gone; its row kept until a reload confirms it): without a
     // lease it runs nothing, and the job must not wait for a reload that
     // may never come.
-    if (Gone(i.cluster) || KindRefused(i.cluster) || classless) {
+    if (Gone(i.cluster) || KindRefused(i.cluster) || classless || Cordoned(i.cluster)) {
       lost |= Gone(i.cluster);
       kind |= KindRefused(i.cluster);
+      cordoned |= Cordoned(i.cluster);
       gone.push_back(fmt::format("{} ({})", i.cluster,
                                  Removed(i.cluster) ? std::string("removed from the inventory")
                                  : MissingAtStart(i.cluster) ? std::string("not in the inventory the daemon started with")
                                  : DeclaredLost(i.cluster) ? std::string("declared lost by an operator")
+                                 : Cordoned(i.cluster) ? std::string("cordoned by an operator")
                                  : classless ? fmt::format("its copy is gone, and the value of WorkloadPriorityClass "
                                                            "{} is not known there",
                                                            WorkloadPriorityClass(in_.spec->template_object))
@@ -294,7 +309,11 @@ Plan Ladder::Copies() const {
   }
   if (left == 0 && gone.empty() && !refused.empty()) return AllRefused(refused);
   if (!gone.empty() && left == 0) {
-    return Requeue("copies", lost ? "ClusterLost" : kind ? "WatchRefused" : "PriorityClassUnknown",
+    return Requeue("copies",
+                   lost       ? "ClusterLost"
+                   : kind     ? "WatchRefused"
+                   : cordoned ? "Cordoned"
+                              : "PriorityClassUnknown",
                    fmt::format("every Workload copy was in a cluster that cannot take the job: {}",
                                fmt::join(gone, ", ")));
   }
@@ -305,16 +324,16 @@ Plan Ladder::Copies() const {
     u.upsert_intents = std::move(withdrawn);
     u.events.push_back(Event("CopiesWithdrawn", fmt::format("Workload copies withdrawn from {}", fmt::join(gone, ", "))));
     plan.write = std::move(u);
-    // A cluster declared lost that still answers: its copies go now.
+    // A cluster declared lost or cordoned that answers: its copies go now.
     for (const auto& [cluster, o] : in_.observed) {
-      if (!DeclaredLost(cluster) || !Reachable(cluster)) continue;
+      if (!(DeclaredLost(cluster) || Cordoned(cluster)) || !Reachable(cluster)) continue;
       for (const ObservedWorkload& w : o.workloads) plan.actions.push_back(DeleteWorkload(cluster, w));
     }
   }
   bool awaited = false;  // a copy not seen yet, created a moment ago
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
-    if (Gone(i.cluster)) continue;
+    if (Gone(i.cluster) || Cordoned(i.cluster)) continue;
     if (WorkloadIn(i.cluster)) continue;
     if (Expected(i.cluster, kWorkload)) {
       awaited = true;
@@ -366,7 +385,7 @@ void Ladder::Gates(Plan& plan) const {
   int64_t last_opened = 0;
   int64_t hold_until = 0;  // a preemption under way holds the next gate until then
   for (const RemoteIntent& i : in_.intents) {
-    if (!current(i)) continue;
+    if (!current(i) || Cordoned(i.cluster)) continue;  // (withdrawn by this step)
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (w && w->quota_reserved) return;  // on its way to admission: nothing else may preempt
     last_opened = std::max(last_opened, i.gate_opened_ms);
@@ -378,7 +397,10 @@ void Ladder::Gates(Plan& plan) const {
   for (const RemoteIntent& i : in_.intents) {
     if (!current(i)) continue;
     const ObservedWorkload* w = WorkloadIn(i.cluster);
-    if (!w || !w->gated || w->gate_open || !w->active || !Reachable(i.cluster) || Gone(i.cluster)) continue;
+    if (!w || !w->gated || w->gate_open || !w->active || !Reachable(i.cluster) || Gone(i.cluster) ||
+        Cordoned(i.cluster)) {
+      continue;
+    }
     if (w->resource_version.empty()) continue;  // the patch's precondition (an API server always sets one)
     if (i.gate_opened_ms == 0) {
       closed.emplace_back(&i, w);

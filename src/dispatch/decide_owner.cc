@@ -242,8 +242,9 @@ std::optional<Plan> Ladder::CreateKeepsFailing(const std::string& owner, Plan& p
       // one to every other reader, and the next epoch's run waits until the
       // view shows none there.
       Plan p = Requeue("owner-lost", "ClusterLost",
-                       fmt::format("{}; {} is left out of the job's dispatches for {}", why, owner,
-                                   DurationText(opt_.job_refusal_hold_ms)));
+                       fmt::format("{}; {} is left out of the job's dispatches for {} from when it shows "
+                                   "the job gone",
+                                   why, owner, DurationText(opt_.job_refusal_hold_ms)));
       for (RemoteIntent& i : p.write->upsert_intents) {
         if (i.cluster == owner && i.kind == kJob) i.hold = why;
       }

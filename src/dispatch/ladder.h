@@ -154,6 +154,13 @@ class Ladder {
     auto f = in_.clusters->find(cluster);
     return f != in_.clusters->end() && f->second.config.declared_lost;
   }
+  // Cordoned by an operator (ClusterConfig::cordoned): no new work goes
+  // there. A copy waiting there takes no lease and opens no gate, and is
+  // withdrawn (step 9); what already holds the lease there runs on.
+  bool Cordoned(const std::string& cluster) const {
+    auto f = in_.clusters->find(cluster);
+    return f != in_.clusters->end() && f->second.config.cordoned;
+  }
   // How long cluster f may be out of reach before it is lost (step 10):
   // clusterLostTimeout, or credentialsRefusedTimeout while it refuses
   // gantry (its credentials, or for an owner a watch), and no longer than
@@ -379,7 +386,9 @@ class Ladder {
       auto it = std::find_if(in_.intents.begin(), in_.intents.end(), [&](const RemoteIntent& i) {
         return i.cluster == d.first && i.kind == d.second;
       });
-      if (it != in_.intents.end() && it->refusal.empty() && !it->hold.empty() && JobRefusalHeld(*it)) {
+      // (A cluster removed from the inventory confirms nothing: its row goes.)
+      if (it != in_.intents.end() && it->refusal.empty() && !it->hold.empty() && JobRefusalHeld(*it) &&
+          !Removed(it->cluster)) {
         RemoteIntent kept = *it;
         kept.refusal = kept.hold;
         u.upsert_intents.push_back(std::move(kept));

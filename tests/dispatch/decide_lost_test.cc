@@ -186,6 +186,71 @@ TEST_CASE("declared lost: Incremental does not count a copy there as live, and a
   CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 0);
 }
 
+TEST_CASE("cordoned: a copy waiting there takes no lease and opens no gate, and is withdrawn, the job requeued "
+          "when no other copy is left",
+          "[dispatch][decide][cordon]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.job.nominated_ms = w.in.now_ms - 60'000;
+  w.in.options.preemption_gate_ms = 10'000;
+  w.Intent("c1", "Workload", 1);
+  w.Intent("c2", "Workload", 1);
+  ObservedWorkload& gated = w.Workload("c1", 1);
+  gated.gated = true;
+  gated.held_by_gate = true;  // Kueue says it would preempt there
+  ObservedWorkload& other = w.Workload("c2", 1);
+  other.gated = true;
+  w.clusters["c1"].config.cordoned = true;
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "copies");
+  REQUIRE(p.write);
+  CHECK_FALSE(p.write->phase);
+  REQUIRE(FindIntent(*p.write, "c1", "Workload"));
+  CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c2") == 0);
+  // The gate that opens is c2's, not the cordoned cluster's, although
+  // Kueue holds c1's copy back for want of a preemption.
+  CHECK(Count(p, Verb::kOpenGate, "Workload", "c1") == 0);
+  CHECK(Count(p, Verb::kOpenGate, "Workload", "c2") == 1);
+  REQUIRE(FindIntent(*p.write, "c2", "Workload"));
+  CHECK(FindIntent(*p.write, "c2", "Workload")->gate_opened_ms == w.in.now_ms);
+  REQUIRE_FALSE(p.write->events.empty());
+  CHECK_THAT(p.write->events.front().message, Catch::Contains("c1 (cordoned by an operator)"));
+
+  SECTION("admitted there after the cordon: no lease") {
+    w.in.observed["c1"].workloads.back().admitted = true;
+    Plan q = Decide(w.Input());
+    CHECK(q.step == "copies");
+    REQUIRE(q.write);
+    CHECK_FALSE(q.write->cluster);
+    CHECK_FALSE(q.write->phase);
+  }
+  SECTION("its only copy there: requeued, to wait for a cluster that may take it") {
+    w.in.intents.pop_back();
+    w.in.observed.erase("c2");
+    Plan q = Decide(w.Input());
+    REQUIRE(q.write);
+    REQUIRE(q.write->phase);
+    CHECK(*q.write->phase == JobPhase::kQueued);
+    CHECK_THAT(*q.write->message, Catch::Contains("cordoned by an operator"));
+    REQUIRE_FALSE(q.write->events.empty());
+    CHECK(q.write->events.front().reason == "Cordoned");
+  }
+  SECTION("leased there before the cordon: it runs on") {
+    World owned;
+    owned.OwnedBy(JobPhase::kRunning, "c1", 1);
+    owned.Workload("c1", 1).admitted = true;
+    owned.RemoteJob("c1", 1, RemoteJobState::kRunning);
+    owned.clusters["c1"].config.cordoned = true;
+    Plan r = Decide(owned.Input());
+    CHECK(Count(r, Verb::kDelete, "Workload") == 0);
+    CHECK(Count(r, Verb::kDelete, "Job") == 0);
+    CHECK((!r.write || !r.write->phase));
+  }
+}
+
 TEST_CASE("declared lost: a cancel does not wait for it, and its rows stay until it answers again",
           "[dispatch][decide][lost]") {
   World w;

@@ -272,6 +272,67 @@ TEST_CASE("step 4: an owner held out after failing every create is left out for 
   CHECK(Count(Decide(only.Input()), Verb::kCreate, "Workload", "c1") == 1);
 }
 
+TEST_CASE("a cluster held out is one that may take the job later: a refusal elsewhere does not fail the job",
+          "[dispatch][decide]") {
+  const std::string why = "owner cluster c1 answers gantry's reads but has failed every try to create the job there";
+  World w;
+  w.in.options.job_refusal_hold_ms = 600'000;
+  // c1's run at epoch 1 seen gone: its row is refused and held.
+  w.Intent("c1", "Job", 1, false);
+  w.in.intents.back().hold = why;
+  w.in.intents.back().refusal = why;
+  w.in.intents.back().updated_ms = w.in.now_ms - 60'000;
+
+  SECTION("step 9: the only copy of the epoch refused, c1 held: the job waits for c1, not fails") {
+    w.job.phase = JobPhase::kNominating;
+    w.job.epoch = 2;
+    w.job.nominated_ms = w.in.now_ms - 1'000;
+    Refused(w, "c2", 2, "cluster c2 refused Workload team-a/x: HTTP 403 forbidden");
+    w.in.placement = Candidates({"c1", "c2"});
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    CHECK_FALSE(p.write->phase);
+    REQUIRE(p.write->message);
+    CHECK_THAT(*p.write->message, Catch::Contains("waiting for c1"));
+    CHECK(p.requeue_ms <= 540'000);
+    // The hold over, c1 gets a copy at this epoch.
+    w.in.now_ms += 540'000;
+    CHECK(Count(Decide(w.Input()), Verb::kCreate, "Workload", "c1") == 1);
+  }
+  SECTION("step 4: c2 refused the real job, c1 held and not Ready now: the job waits, not fails") {
+    w.job.phase = JobPhase::kQueued;
+    w.job.epoch = 2;
+    w.Intent("c2", "Job", 2, false);
+    w.in.intents.back().refusal = "cluster c2 refused Job team-a/x: HTTP 403 forbidden";
+    w.in.intents.back().updated_ms = w.in.now_ms - 1'000;
+    w.in.placement = Candidates({"c2"});
+    w.in.placement->excluded.push_back({"c1", {placement::Filter::kHealth, "not Ready", false}});
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    CHECK_FALSE(p.write->phase);
+    CHECK_THAT(*p.write->message, Catch::Contains("no cluster can take it now"));
+  }
+  SECTION("a held row in a cluster removed from the inventory is dropped, not kept as refused") {
+    World r;
+    r.in.options.job_refusal_hold_ms = 600'000;
+    r.job.phase = JobPhase::kQueued;
+    r.job.epoch = 1;
+    r.Intent("c1", "Job", 1, false);
+    r.in.intents.back().hold = why;
+    r.in.intents.back().updated_ms = r.in.now_ms - 1'000;
+    r.clusters.erase("c1");
+    r.synced.erase("c1");
+    r.in.inventory_confirmed = true;
+    r.in.placement = Candidates({"c2"});
+    Plan p = Decide(r.Input());
+    REQUIRE(p.write);
+    const auto& d = p.write->drop_intents;
+    CHECK(std::find(d.begin(), d.end(), std::make_pair(std::string("c1"), std::string("Job"))) != d.end());
+    const RemoteIntent* row = decide_world::FindIntent(*p.write, "c1", "Job");
+    CHECK((!row || row->refusal.empty()));
+  }
+}
+
 TEST_CASE("step 6: the timeout's reasons name the candidates that refused", "[dispatch][decide]") {
   World w;
   w.job.phase = JobPhase::kNominating;

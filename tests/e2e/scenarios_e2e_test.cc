@@ -342,6 +342,45 @@ TEST_CASE("a cordoned cluster takes no new job, keeps its running one, and takes
   CHECK(Runs(fleet, fleet.Uid("team-a", "runner")) == 1);
 }
 
+TEST_CASE("a copy waiting in a cluster when it is cordoned is withdrawn: the job is not admitted there until uncordoned",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
+  const std::string c1_config = ReadFile(c1_file);
+  REQUIRE(!c1_config.empty());
+  // c1 full; a job only c1 may run waits there for admission.
+  REQUIRE(fleet.Submit("team-a", GpuJob("blocker", 2, 8, "3s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "blocker", {"Running"}));
+  REQUIRE(fleet.Submit("team-a", GpuJob("pinned", 1, 8, "500ms", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "pinned", {"Nominating"}));
+
+  // Cordoned while its copy waits: the copy goes, the job waits Queued.
+  WriteFile(c1_file, c1_config + "cordoned: true\n");
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "pinned", {"Queued"}, std::chrono::seconds(15)));
+  CHECK(Count(Reasons(fleet, "team-a", "pinned"), "Cordoned") == 1);
+  REQUIRE(WaitFor([&] {
+    for (const auto& o : fleet.RemoteObjects("team-a", "pinned")) {
+      if (o.value("kind", "") == "Workload" && o.contains("observed")) return false;
+    }
+    return true;
+  }, std::chrono::seconds(15)));
+  // c1 frees up: nothing of the job's is there to be admitted.
+  REQUIRE(fleet.WaitPhase("team-a", "blocker", {"Succeeded"}, std::chrono::seconds(30)));
+  CHECK(fleet.Phase("team-a", "pinned") == "Queued");
+  CHECK(Count(Reasons(fleet, "team-a", "pinned"), "LeaseTaken") == 0);
+
+  // Uncordoned: dispatched again, at the next epoch, and runs once.
+  WriteFile(c1_file, c1_config);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "pinned", {"Succeeded"}, std::chrono::seconds(30)));
+  CHECK(fleet.Job("team-a", "pinned")["status"]["epoch"] == 2);
+  CHECK(Runs(fleet, fleet.Uid("team-a", "pinned")) == 1);
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 TEST_CASE("a cluster whose ClusterQueues gantry may not list stays Ready: its running job is followed to its end",
           "[e2e][dispatch][inventory]") {
   DispatchFleet fleet(TwoClusters());
@@ -715,6 +754,27 @@ TEST_CASE("a job whose kind leaves genericKinds: its document still answers, and
 }  // namespace gantry::testing
 
 namespace gantry::testing {
+
+TEST_CASE("an Unschedulable job runs once a worker's ClusterQueue quota is raised to fit it, with no reload",
+          "[e2e][dispatch][quota]") {
+  DispatchFleet fleet(TwoClusters());
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // c2's quota cut for maintenance; the probes read it.
+  REQUIRE(fleet.Ctl({"quota", "c2", "nvidia.com/gpu=8"}).code == 0);
+  REQUIRE(WaitFor([&] {
+    return fleet.Cluster("c2").dump().find("\"nominal\":\"8\"") != std::string::npos;
+  }, std::chrono::seconds(10)));
+  // 2 pods x 8 GPUs, only in c2: more than its quota now.
+  REQUIRE(fleet.Submit("team-a", GpuJob("wide", 2, 8, "500ms", "  placement: {clusters: [c2]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "wide", {"Unschedulable"}, std::chrono::seconds(15)));
+  // The quota back (an edit of its ClusterQueue): the next probe reads
+  // it, and the job is judged again.
+  REQUIRE(fleet.Ctl({"quota", "c2", "nvidia.com/gpu=16"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "wide", {"Succeeded"}, std::chrono::seconds(40)));
+  CHECK(fleet.Job("team-a", "wide")["status"]["cluster"] == "c2");
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
 
 TEST_CASE("an Unschedulable job is queued again and runs once a reload gives it a cluster",
           "[e2e][dispatch][inventory]") {

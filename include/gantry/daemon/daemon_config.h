@@ -95,8 +95,9 @@ struct DaemonConfig {
   // again; doubled with each epoch of the job, up to the max.
   int rejection_backoff_seconds = 10;
   int rejection_backoff_max_seconds = 600;
-  // How long a cluster that refused a job's real job (403, 404) is left out
-  // of that job's dispatches (DecideOptions::job_refusal_hold_ms).
+  // How long a cluster that refused a job's real job (403, 404), or failed
+  // every create of it (RemoteIntent::hold), is left out of that job's
+  // dispatches (DecideOptions::job_refusal_hold_ms).
   int job_refusal_hold_seconds = 600;
   // preemptionGateSeconds: how long a job's Workload copies wait for an
   // admission that preempts nothing before one cluster may preempt for it

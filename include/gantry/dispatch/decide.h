@@ -33,7 +33,7 @@
 //                epoch at least redispatch_after_rejection_ms old, doubled
 //                per epoch)
 //   9 copies     Nominating: create missing copies; withdraw those in a
-//                cluster removed or declared lost (and requeue when no
+//                cluster removed, declared lost or cordoned (and requeue when no
 //                other copy is left); when every cluster asked refused its
 //                copy: Failed with their answers, or wait while a cluster
 //                that cannot take the job only for now may later; while no

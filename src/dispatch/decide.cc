@@ -434,6 +434,17 @@ Plan Ladder::Nominate() const {
     // again once its time is out.
     plan.requeue_ms = opt_.resync_ms;
     if (hold_ends_ms > 0) plan.requeue_ms = std::clamp<int64_t>(hold_ends_ms - in_.now_ms, 1, opt_.resync_ms);
+    // A first dispatch's timeout runs from the submission: a job no cluster
+    // can take for that long fails as one none admits would, with why.
+    if (in_.spec->dispatch.timeout_seconds && DispatchClockStartMs() > 0) {
+      const int64_t t = int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
+      const int64_t left = DispatchClockStartMs() + t - in_.now_ms;
+      if (left <= 0) {
+        return Finish("nominate", JobPhase::kFailed, "DispatchTimeout",
+                      fmt::format("not admitted within {} s: {}", t / 1000, msg));
+      }
+      plan.requeue_ms = std::min(plan.requeue_ms, left);
+    }
     return plan;
   }
   const int64_t epoch = job_.epoch + 1;

@@ -517,6 +517,15 @@ class Ladder {
   int64_t RejectionFloorMs() const;
   // wait_ms, cut short to wake the job at its dispatch timeout, if it has one.
   int64_t UntilTimeout(int64_t wait_ms) const;
+  // When the job's dispatch timeout (dispatch.timeoutSeconds) started: its
+  // submission for its first dispatch (the wait for a cluster that may take
+  // it counts), else the current epoch's nomination (a requeued job's clock
+  // starts again). 0: not started (a requeued job waiting to be nominated).
+  int64_t DispatchClockStartMs() const {
+    if (job_.epoch == 0) return job_.created_ms;
+    if (job_.phase == JobPhase::kQueued) return 0;
+    return job_.epoch == 1 && job_.created_ms > 0 ? std::min(job_.created_ms, job_.nominated_ms) : job_.nominated_ms;
+  }
   Plan Finish(const std::string& step, JobPhase phase, const std::string& reason, const std::string& message) const;
 
   const DecideInput& in_;

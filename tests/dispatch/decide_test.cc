@@ -234,6 +234,63 @@ TEST_CASE("step 6: dispatch.timeoutSeconds fails the job with per-cluster reason
   CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
 }
 
+TEST_CASE("step 4 and 6: a first dispatch's timeout runs from the submission, a requeued job's from its nomination",
+          "[dispatch][decide]") {
+  World w;
+  w.spec.dispatch.timeout_seconds = 60;
+  w.job.phase = JobPhase::kQueued;
+  w.job.epoch = 0;
+  w.job.created_ms = w.in.now_ms - 40'000;
+  // No cluster can take it now (c1 cordoned): it waits, woken at its timeout.
+  w.in.placement = Candidates({});
+  w.in.placement->excluded.push_back({"c1", {placement::Filter::kCordoned, "cordoned by an operator", false}});
+  Plan wait = Decide(w.Input());
+  CHECK_FALSE((wait.write && wait.write->phase));
+  CHECK(wait.requeue_ms == 20'000);
+  // Past it: failed, saying why no cluster could take it.
+  w.in.now_ms += 20'000;
+  Plan failed = Decide(w.Input());
+  REQUIRE(failed.write);
+  REQUIRE(failed.write->phase);
+  CHECK(*failed.write->phase == JobPhase::kFailed);
+  CHECK_THAT(*failed.write->message, Catch::Contains("not admitted within 60 s") && Catch::Contains("cordoned"));
+  REQUIRE_FALSE(failed.write->events.empty());
+  CHECK(failed.write->events.back().reason == "DispatchTimeout");
+
+  // Nominated after 40 s of waiting: 20 s are left, not 60.
+  World n;
+  n.spec.dispatch.timeout_seconds = 60;
+  n.job.phase = JobPhase::kNominating;
+  n.job.epoch = 1;
+  n.job.created_ms = n.in.now_ms - 61'000;
+  n.job.nominated_ms = n.in.now_ms - 21'000;
+  n.Intent("c1", "Workload", 1);
+  n.Workload("c1", 1);
+  n.in.placement = Candidates({"c1"});
+  Plan late = Decide(n.Input());
+  REQUIRE(late.write);
+  REQUIRE(late.write->phase);
+  CHECK(*late.write->phase == JobPhase::kFailed);
+  // A requeued job (epoch 2) has its whole timeout from its nomination.
+  n.job.epoch = 2;
+  n.in.intents.clear();
+  n.in.observed.clear();
+  n.Intent("c1", "Workload", 2);
+  n.Workload("c1", 2);
+  Plan again = Decide(n.Input());
+  CHECK_FALSE((again.write && again.write->phase));
+  // And waiting in Queued to be nominated again, it does not time out.
+  World r;
+  r.spec.dispatch.timeout_seconds = 60;
+  r.job.phase = JobPhase::kQueued;
+  r.job.epoch = 2;
+  r.job.created_ms = r.in.now_ms - 600'000;
+  r.job.nominated_ms = r.in.now_ms - 300'000;
+  r.in.placement = w.in.placement;
+  Plan queued = Decide(r.Input());
+  CHECK_FALSE((queued.write && queued.write->phase));
+}
+
 TEST_CASE("step 7: Incremental adds the next round's candidates", "[dispatch][decide]") {
   World w = IncrementalWithCopyInC1();
   w.in.placement = Candidates({"c1", "c2"});

@@ -41,20 +41,31 @@ Result<std::string> ReadWholeFile(const std::string& path) {
   return ss.str();
 }
 
+// The file's text, or "" when it cannot be read.
+std::string TextOf(const std::string& path) {
+  if (path.empty()) return "";
+  auto text = ReadWholeFile(path);
+  return text.ok() ? std::move(*text) : "";
+}
+
 // $name when set (systemd's ConfigurationDirectory= / StateDirectory=), else fallback.
 std::string EnvOr(const char* name, const char* fallback) {
   const char* value = std::getenv(name);
   return value && *value ? value : fallback;
 }
 
+// The gantry.yaml the daemon reads: --config, else the configuration
+// directory's if it exists ("" : none, the defaults).
+std::string ConfigPath(const ServeFlags& flags) {
+  if (!flags.config_path.empty()) return flags.config_path;
+  std::string path = EnvOr("CONFIGURATION_DIRECTORY", kDefaultConfigDir) + "/gantry.yaml";
+  return std::filesystem::exists(path) ? path : "";
+}
+
 Result<DaemonConfig> ResolveConfig(const ServeFlags& flags) {
   DaemonConfig config;
   const std::string config_dir = EnvOr("CONFIGURATION_DIRECTORY", kDefaultConfigDir);
-  std::string path = flags.config_path;
-  if (path.empty()) {
-    path = config_dir + "/gantry.yaml";
-    if (!std::filesystem::exists(path)) path.clear();  // no file: defaults
-  }
+  const std::string path = ConfigPath(flags);
   if (!path.empty()) {
     auto loaded = LoadDaemonConfig(path);
     if (!loaded.ok()) return loaded.status();
@@ -71,6 +82,26 @@ Result<DaemonConfig> ResolveConfig(const ServeFlags& flags) {
   if (config.data_dir.empty()) config.data_dir = EnvOr("STATE_DIRECTORY", kDefaultDataDir);
   GANTRY_RETURN_IF_ERROR(ValidateDaemonConfig(config));
   return config;
+}
+
+// At a reload: gantry.yaml is read only at the start. If it changed since,
+// say so, and whether the daemon would start with it (an error found now
+// is not found only at the next restart).
+void NoteConfigChange(const ServeFlags& flags, const std::string& started_path, const std::string& started_text) {
+  const std::string path = ConfigPath(flags);
+  const std::string text = TextOf(path);
+  if (path == started_path && text == started_text) return;
+  const std::string shown = path.empty() ? started_path : path;
+  auto resolved = ResolveConfig(flags);
+  if (!resolved.ok()) {
+    spdlog::error("SIGHUP: {} changed since the start and the daemon would not start with it: {}; running on with "
+                  "the settings it started with",
+                  shown, resolved.status().message());
+    return;
+  }
+  spdlog::warn("SIGHUP: {} changed since the start; its settings take effect at the next restart (a reload "
+               "applies clusters.d and the API tokens only)",
+               shown);
 }
 
 // Blocks the signals the main thread handles, before any thread starts, so
@@ -96,6 +127,10 @@ int RunServe(const ServeFlags& flags) {
   }
   const DaemonConfig& config = *config_or;
   SetUpLogging(config.log_format, config.log_level);
+  // gantry.yaml as the daemon started with it: a reload (SIGHUP) does not
+  // apply it, and says so when it changed rather than stay silent.
+  const std::string config_path = ConfigPath(flags);
+  const std::string config_text = TextOf(config_path);
 
   std::error_code ec;
   const bool created = std::filesystem::create_directories(config.data_dir, ec);
@@ -286,12 +321,15 @@ int RunServe(const ServeFlags& flags) {
       spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused", fleet.Clusters().size(),
                    refused.size());
       check_open_files();
-      Status s = (*auth)->Reload();
-      if (s.ok()) {
-        spdlog::info("SIGHUP: {} API token(s) reloaded", (*auth)->size());
-      } else {
-        spdlog::error("SIGHUP: tokens not reloaded, keeping the old ones: {}", s.message());
+      if (!config.tokens_file.empty()) {
+        Status s = (*auth)->Reload();
+        if (s.ok()) {
+          spdlog::info("SIGHUP: {} API token(s) reloaded", (*auth)->size());
+        } else {
+          spdlog::error("SIGHUP: tokens not reloaded, keeping the old ones: {}", s.message());
+        }
       }
+      NoteConfigChange(flags, config_path, config_text);
       sd_notify(0, "READY=1");
       continue;
     }

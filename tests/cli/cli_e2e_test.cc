@@ -204,4 +204,35 @@ TEST_CASE("tokens: 401 without, SIGHUP reloads the file", "[cli][e2e][auth]") {
   CHECK(log.find("first-token") == std::string::npos);
   CHECK(log.find("second-token") == std::string::npos);
 }
+TEST_CASE("a reload says when gantry.yaml changed since the start, and whether the daemon would start with it",
+          "[cli][e2e][config]") {
+  TempDir dir;
+  std::string config = dir.File("gantry.yaml");
+  WriteFile(config, "shutdownGraceSeconds: 5\n");
+  Daemon daemon(dir.File("data"), dir.path(), {"--config", config});
+  REQUIRE(daemon.ready());
+  // Unchanged: the reload says nothing of it.
+  daemon.process().Signal(SIGHUP);
+  REQUIRE(WaitFor([&] { return daemon.process().Stderr().find("SIGHUP: inventory reloaded") != std::string::npos; }));
+  CHECK(daemon.process().Stderr().find("gantry.yaml changed") == std::string::npos);
+  // No tokens file: no line about tokens.
+  CHECK(daemon.process().Stderr().find("API token(s) reloaded") == std::string::npos);
+  // A setting the daemon does not know: it would not start with this file.
+  WriteFile(config, "shutdownGraceSeconds: 5\nbogusSetting: 1\n");
+  daemon.process().Signal(SIGHUP);
+  REQUIRE(WaitFor([&] { return daemon.process().Stderr().find("would not start with it") != std::string::npos; }));
+  std::string log = daemon.process().Stderr();
+  CHECK(log.find("bogusSetting") != std::string::npos);
+  CHECK(log.find("line 2") != std::string::npos);
+  // A valid change: taken at the next restart, and said so.
+  WriteFile(config, "shutdownGraceSeconds: 7\n");
+  daemon.process().Signal(SIGHUP);
+  REQUIRE(WaitFor([&] {
+    return daemon.process().Stderr().find("take effect at the next restart") != std::string::npos;
+  }));
+  CHECK(Cli(daemon.url(), {"list", "-A"}).code == 0);  // still serving
+  daemon.process().Signal(SIGTERM);
+  CHECK(daemon.process().Wait() == 0);
+}
+
 }  // namespace gantry::testing

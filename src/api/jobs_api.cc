@@ -64,13 +64,15 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
   if (auto limit = req.Query("limit"); limit && !limit->empty()) {
     char* end = nullptr;
     long v = std::strtol(limit->c_str(), &end, 10);
-    if (*end != '\0' || v < 1 || v > options_.max_list_limit) {
+    if (*end != '\0' || v < 0 || v > options_.max_list_limit) {
       respond(K8sStatus(400, "BadRequest",
-                        "limit must be an integer from 1 to " + std::to_string(options_.max_list_limit),
+                        fmt::format("limit must be an integer from 0 (none asked: pages of {}) to {}",
+                                    options_.default_list_limit, options_.max_list_limit),
                         {{"limit", "out of range"}}));
       return;
     }
-    query.limit = static_cast<int>(v);
+    // 0 is Kubernetes' "no limit": pages of the default size, as without one.
+    if (v > 0) query.limit = static_cast<int>(v);
   }
   if (auto token = req.Query("continue"); token && !token->empty()) {
     auto after = DecodeContinue(*token);

@@ -176,6 +176,7 @@ void ApiService::Resubmitted(const JobRecord& job, std::vector<std::string> warn
   u.expected_epoch = job.epoch;
   u.expected_cluster = job.cluster;
   u.phase = JobPhase::kQueued;
+  u.nominated_ms = clock_.NowMillis();  // Queued since: its dispatch timeout counts from here
   u.message = "submitted again: judged again against the clusters of now";
   JobEvent e;
   e.reason = "Resubmitted";

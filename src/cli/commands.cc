@@ -150,9 +150,17 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     }
     ss << in.rdbuf();
   }
-  auto parsed = YamlToJson(ss.str());
+  const std::string text = ss.str();
+  auto parsed = YamlToJson(text);
   if (auto* e = std::get_if<DocumentError>(&parsed)) {
-    err << "error: " << file << ": " << e->message << "\n";
+    // A JSON document is read as the YAML it also is: its errors are told
+    // as JSON's, as the server tells them.
+    std::string message = e->message;
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    if (first != std::string::npos && text[first] == '{' && message.rfind("invalid YAML", 0) == 0) {
+      message.replace(0, 12, "invalid JSON");
+    }
+    err << "error: " << file << ": " << message << "\n";
     return kExitUsage;
   }
   const nlohmann::json& doc = std::get<nlohmann::json>(parsed);
@@ -180,8 +188,16 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     // job's message cannot, as it says so until the job's next verdict.
     auto resubmitted = r.headers.find("gantry-resubmitted");
     const bool judged_again = r.http_status == 200 && resubmitted != r.headers.end() && resubmitted->second == "true";
+    // The same document as a finished job's is that job, not a new run.
+    const std::string phase = Str(r.body, "/status/phase");
+    const bool finished = phase == "Succeeded" || phase == "Failed" || phase == "Cancelled";
     out << "job.gantry.dev/" << name
-        << (r.http_status == 201 ? " created" : judged_again ? " unchanged; queued to be judged again" : " unchanged")
+        << (r.http_status == 201 ? " created"
+            : judged_again       ? " unchanged; queued to be judged again"
+            : finished ? fmt::format(" unchanged: it is {} already, and is not run again (to run it again: gantry "
+                                     "cancel --purge {} -n {}, then submit)",
+                                     phase, name, ns)
+                       : " unchanged")
         << "\n";
   } else {
     PrintObject(out, r.body, format);

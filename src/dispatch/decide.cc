@@ -334,6 +334,7 @@ Plan Ladder::Unschedulable() const {
       fmt::format("queued again: the inventory changed, and {} may run it now", fmt::join(may, ", "));
   DispatchUpdate u = Guarded(job_);
   u.phase = JobPhase::kQueued;
+  u.nominated_ms = in_.now_ms;  // Queued since (QueuedSinceMs)
   u.message = msg;
   u.events.push_back(Event("Requeued", msg));
   plan.write = std::move(u);
@@ -434,11 +435,11 @@ Plan Ladder::Nominate() const {
     // again once its time is out.
     plan.requeue_ms = opt_.resync_ms;
     if (hold_ends_ms > 0) plan.requeue_ms = std::clamp<int64_t>(hold_ends_ms - in_.now_ms, 1, opt_.resync_ms);
-    // A first dispatch's timeout runs from the submission: a job no cluster
-    // can take for that long fails as one none admits would, with why.
-    if (in_.spec->dispatch.timeout_seconds && DispatchClockStartMs() > 0) {
+    // A job no cluster can take for its dispatch timeout since it was
+    // Queued fails, as one none admits that long after its nomination does.
+    if (in_.spec->dispatch.timeout_seconds && QueuedSinceMs() > 0) {
       const int64_t t = int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
-      const int64_t left = DispatchClockStartMs() + t - in_.now_ms;
+      const int64_t left = QueuedSinceMs() + t - in_.now_ms;
       if (left <= 0) {
         return Finish("nominate", JobPhase::kFailed, "DispatchTimeout",
                       fmt::format("not admitted within {} s: {}", t / 1000, msg));

@@ -67,7 +67,7 @@ std::optional<Plan> Ladder::Lease() const {
 // Step 6.
 std::optional<Plan> Ladder::Timeout() const {
   if (!in_.spec->dispatch.timeout_seconds) return std::nullopt;
-  int64_t deadline = DispatchClockStartMs() + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
+  int64_t deadline = job_.nominated_ms + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
   if (in_.now_ms < deadline) return std::nullopt;
   std::vector<std::string> why;
   for (const RemoteIntent& i : in_.intents) {
@@ -172,7 +172,7 @@ int64_t Ladder::RejectionFloorMs() const {
 
 int64_t Ladder::UntilTimeout(int64_t wait_ms) const {
   if (!in_.spec->dispatch.timeout_seconds) return wait_ms;
-  int64_t left = DispatchClockStartMs() + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000 - in_.now_ms;
+  int64_t left = job_.nominated_ms + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000 - in_.now_ms;
   return std::min(wait_ms, std::max<int64_t>(left, 1));
 }
 

@@ -11,7 +11,7 @@ namespace gantry::dispatch::ladder {
 Plan Ladder::Requeue(const std::string& step, const std::string& reason, const std::string& message) const {
   Plan plan;
   plan.step = step;
-  DispatchUpdate u = Requeued(job_, in_.intents, message);
+  DispatchUpdate u = Requeued(job_, in_.intents, message, in_.now_ms);
   u.events.push_back(Event(reason, message + "; requeued, the next dispatch uses epoch " + std::to_string(job_.epoch + 1),
                            job_.cluster, "Warning"));
   plan.write = std::move(u);

@@ -586,7 +586,8 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
         u = ladder::Requeued(*current, in.intents,
                              fmt::format("{}; to be dispatched again without {} (left out of the job's dispatches "
                                          "for {})",
-                                         taken, where, ladder::DurationText(options_.decide.job_refusal_hold_ms)));
+                                         taken, where, ladder::DurationText(options_.decide.job_refusal_hold_ms)),
+                             clock_.NowMillis());
         u.events.push_back(ladder::Event(
             "JobRefused", *u.message + fmt::format("; the next dispatch uses epoch {}", current->epoch + 1), where,
             "Warning"));

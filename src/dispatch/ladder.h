@@ -43,9 +43,12 @@ inline DispatchUpdate Guarded(const JobRecord& job) {
 
 // A guarded write that sends the job back to Queued, its lease given up and
 // every object of it withdrawn: it is dispatched again at the next epoch.
-inline DispatchUpdate Requeued(const JobRecord& job, const std::vector<RemoteIntent>& intents, std::string message) {
+// Its nominated_ms says since when it is Queued until then.
+inline DispatchUpdate Requeued(const JobRecord& job, const std::vector<RemoteIntent>& intents, std::string message,
+                               int64_t now_ms) {
   DispatchUpdate u = Guarded(job);
   u.phase = JobPhase::kQueued;
+  u.nominated_ms = now_ms;  // Queued since: a wait for a cluster that may take it (Ladder::QueuedSinceMs)
   u.cluster = "";
   u.lease_ms = 0;
   u.remote_status = "";
@@ -517,15 +520,12 @@ class Ladder {
   int64_t RejectionFloorMs() const;
   // wait_ms, cut short to wake the job at its dispatch timeout, if it has one.
   int64_t UntilTimeout(int64_t wait_ms) const;
-  // When the job's dispatch timeout (dispatch.timeoutSeconds) started: its
-  // submission for its first dispatch (the wait for a cluster that may take
-  // it counts), else the current epoch's nomination (a requeued job's clock
-  // starts again). 0: not started (a requeued job waiting to be nominated).
-  int64_t DispatchClockStartMs() const {
-    if (job_.epoch == 0) return job_.created_ms;
-    if (job_.phase == JobPhase::kQueued) return 0;
-    return job_.epoch == 1 && job_.created_ms > 0 ? std::min(job_.created_ms, job_.nominated_ms) : job_.nominated_ms;
-  }
+  // A Queued job: since when (its submission, or the write that sent it
+  // back to Queued, which sets nominated_ms: Requeued, Unschedulable's
+  // verdict lifted, a resubmission). dispatch.timeoutSeconds bounds this
+  // wait for a cluster that may take it, as it bounds a nomination's wait
+  // for an admission.
+  int64_t QueuedSinceMs() const { return job_.nominated_ms > 0 ? job_.nominated_ms : job_.created_ms; }
   Plan Finish(const std::string& step, JobPhase phase, const std::string& reason, const std::string& message) const;
 
   const DecideInput& in_;

@@ -207,7 +207,7 @@ TEST_CASE("error codes are Kubernetes Status objects", "[api]") {
       {"unknown route", "GET", "/api/v2/things", "", "", 404, "NotFound", ""},
       {"method not allowed", "PUT", "/api/v1/namespaces/team-a/jobs/x", "{}", "application/json", 405,
        "MethodNotAllowed", ""},
-      {"bad limit", "GET", "/api/v1/jobs?limit=0", "", "", 400, "BadRequest", "limit"},
+      {"bad limit", "GET", "/api/v1/jobs?limit=-1", "", "", 400, "BadRequest", "limit"},
       {"bad continue", "GET", "/api/v1/jobs?continue=garbage", "", "", 400, "BadRequest", "continue"},
       {"bad phase", "GET", "/api/v1/jobs?phase=Sleeping", "", "", 400, "BadRequest", "phase"},
       {"bad purge", "DELETE", "/api/v1/namespaces/team-a/jobs/x?purge=maybe", "", "", 400, "BadRequest", "purge"},
@@ -311,6 +311,8 @@ TEST_CASE("list filters and paginates in a stable order", "[api]") {
   CHECK(api.Json(api.Call("GET", "/api/v1/jobs?namespace=team-a&phase=Queued"))["items"].size() == 7);
   CHECK(api.Json(api.Call("GET", "/api/v1/jobs?phase=Running"))["items"].empty());
   CHECK(api.Json(api.Call("GET", "/api/v1/jobs?queue=other"))["items"].empty());
+  // limit=0, Kubernetes' "no limit": the default page, here all ten.
+  CHECK(api.Json(api.Call("GET", "/api/v1/jobs?limit=0"))["items"].size() == 10);
 }
 
 TEST_CASE("cancel, events and purge", "[api]") {

@@ -46,4 +46,31 @@ TEST_CASE("submit says the job is queued to be judged again only when the server
   }
 }
 
+TEST_CASE("submit of a finished job's document says it is not run again, and how to run it again", "[cli]") {
+  const std::string job = R"({"metadata":{"name":"once","namespace":"team-a"},"status":{"phase":"Failed"}})";
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  http::Server server(options, [&](http::Request, http::Responder respond) { respond(http::JsonResponse(200, job)); });
+  REQUIRE(server.Start().ok());
+  TempDir dir;
+  const std::string doc = dir.File("once.yaml");
+  WriteFile(doc, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: once}\nspec: {queue: team-a}\n");
+  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"submit", "-f", doc, "-n", "team-a"});
+  CHECK(r.code == 0);
+  CHECK(r.out == "job.gantry.dev/once unchanged: it is Failed already, and is not run again (to run it again: gantry "
+                 "cancel --purge once -n team-a, then submit)\n");
+  server.Stop(std::chrono::seconds(1));
+}
+
+TEST_CASE("submit of a JSON file tells its errors as JSON's", "[cli]") {
+  TempDir dir;
+  const std::string doc = dir.File("dup.json");
+  WriteFile(doc, R"({"apiVersion": "gantry.dev/v1", "kind": "Job", "spec": {"queue": "a", "queue": "b"}})");
+  RunResult r = Cli("http://127.0.0.1:1", {"submit", "-f", doc});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("invalid JSON") && Catch::Contains("duplicate key"));
+  CHECK(r.err.find("YAML") == std::string::npos);
+}
+
 }  // namespace gantry::testing

@@ -234,7 +234,8 @@ TEST_CASE("step 6: dispatch.timeoutSeconds fails the job with per-cluster reason
   CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
 }
 
-TEST_CASE("step 4 and 6: a first dispatch's timeout runs from the submission, a requeued job's from its nomination",
+TEST_CASE("step 4: dispatch.timeoutSeconds bounds a wait in Queued for a cluster that may take the job, from when "
+          "it was Queued",
           "[dispatch][decide]") {
   World w;
   w.spec.dispatch.timeout_seconds = 60;
@@ -257,38 +258,41 @@ TEST_CASE("step 4 and 6: a first dispatch's timeout runs from the submission, a 
   REQUIRE_FALSE(failed.write->events.empty());
   CHECK(failed.write->events.back().reason == "DispatchTimeout");
 
-  // Nominated after 40 s of waiting: 20 s are left, not 60.
-  World n;
-  n.spec.dispatch.timeout_seconds = 60;
-  n.job.phase = JobPhase::kNominating;
-  n.job.epoch = 1;
-  n.job.created_ms = n.in.now_ms - 61'000;
-  n.job.nominated_ms = n.in.now_ms - 21'000;
-  n.Intent("c1", "Workload", 1);
-  n.Workload("c1", 1);
-  n.in.placement = Candidates({"c1"});
-  Plan late = Decide(n.Input());
-  REQUIRE(late.write);
-  REQUIRE(late.write->phase);
-  CHECK(*late.write->phase == JobPhase::kFailed);
-  // A requeued job (epoch 2) has its whole timeout from its nomination.
-  n.job.epoch = 2;
-  n.in.intents.clear();
-  n.in.observed.clear();
-  n.Intent("c1", "Workload", 2);
-  n.Workload("c1", 2);
-  Plan again = Decide(n.Input());
-  CHECK_FALSE((again.write && again.write->phase));
-  // And waiting in Queued to be nominated again, it does not time out.
-  World r;
-  r.spec.dispatch.timeout_seconds = 60;
-  r.job.phase = JobPhase::kQueued;
-  r.job.epoch = 2;
-  r.job.created_ms = r.in.now_ms - 600'000;
-  r.job.nominated_ms = r.in.now_ms - 300'000;
-  r.in.placement = w.in.placement;
-  Plan queued = Decide(r.Input());
-  CHECK_FALSE((queued.write && queued.write->phase));
+  SECTION("requeued (its copies withdrawn by a cordon): from the requeue, not the submission") {
+    World r = w;
+    r.in.now_ms = w.in.now_ms;
+    r.job.epoch = 1;
+    r.job.created_ms = r.in.now_ms - 3'600'000;
+    r.job.nominated_ms = r.in.now_ms - 30'000;  // what Requeued wrote
+    Plan p = Decide(r.Input());
+    CHECK_FALSE((p.write && p.write->phase));
+    CHECK(p.requeue_ms == 30'000);
+  }
+  SECTION("an Unschedulable job judged again long after its submission is queued with its clock started, and "
+          "nominated, not failed") {
+    World u;
+    u.spec.dispatch.timeout_seconds = 60;
+    u.job.phase = JobPhase::kUnschedulable;
+    u.job.created_ms = u.in.now_ms - 3'600'000;
+    u.in.placement = Candidates({"c1"});
+    Plan queued = Decide(u.Input());
+    REQUIRE(queued.write);
+    CHECK(queued.write->phase == std::optional<JobPhase>(JobPhase::kQueued));
+    CHECK(queued.write->nominated_ms == std::optional<int64_t>(u.in.now_ms));
+    u.job.phase = JobPhase::kQueued;
+    u.job.nominated_ms = u.in.now_ms;
+    Plan nominated = Decide(u.Input());
+    CHECK(nominated.step == "nominate");
+    CHECK(Count(nominated, Verb::kCreate, "Workload", "c1") == 1);
+    // Nominating: from its nomination, whenever it was submitted.
+    u.job.phase = JobPhase::kNominating;
+    u.job.epoch = 1;
+    u.in.now_ms += 1'000;
+    u.Intent("c1", "Workload", 1);
+    u.Workload("c1", 1);
+    Plan waits = Decide(u.Input());
+    CHECK_FALSE((waits.write && waits.write->phase));
+  }
 }
 
 TEST_CASE("step 7: Incremental adds the next round's candidates", "[dispatch][decide]") {

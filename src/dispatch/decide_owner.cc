@@ -155,7 +155,7 @@ Plan Ladder::OwnerUnreachable(bool removed) const {
       case OnClusterLoss::kRequeue:
         return Requeue("owner-lost", "ClusterLost", why);
       case OnClusterLoss::kFail:
-        return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + "; onClusterLoss is Fail");
+        return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + std::string(kFailedOnLossText));
       case OnClusterLoss::kWait: {
         Plan plan;
         plan.step = "owner-lost";
@@ -251,7 +251,7 @@ std::optional<Plan> Ladder::CreateKeepsFailing(const std::string& owner, Plan& p
       return p;
     }
     case OnClusterLoss::kFail:
-      return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + "; onClusterLoss is Fail");
+      return Finish("owner-lost", JobPhase::kFailed, "ClusterLost", why + std::string(kFailedOnLossText));
     case OnClusterLoss::kWait:
       if (ConditionReason(job_.conditions_json, "OwnerUnreachable") != "OwnerLost") {
         const std::string msg = why + "; onClusterLoss is Wait: trying on";

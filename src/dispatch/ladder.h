@@ -21,6 +21,11 @@ namespace gantry::dispatch::ladder {
 
 using nlohmann::json;
 
+// Ends the message of a job failed because its owner was lost (step 10, or
+// step 13 when its creates kept failing) under onClusterLoss Fail: its run
+// there may have gone on unseen (Ladder::TellUnseenEnd).
+inline constexpr std::string_view kFailedOnLossText = "; onClusterLoss is Fail";
+
 inline JobEvent Event(std::string reason, std::string message, std::string cluster = "",
                std::string type = "Normal") {
   JobEvent e;
@@ -476,6 +481,7 @@ class Ladder {
   // Step 12's finish of a job whose end only its finished Workload tells (WorkloadTells).
   Plan FinishAsWorkloadTells(const std::string& step, const ObservedWorkload& w) const;
   bool LaterCandidate() const;
+  void TellUnseenEnd(DispatchUpdate& u) const;  // step 2 (decide.cc)
   Plan Nominate() const;
   std::optional<Plan> Lease() const;
   std::optional<Plan> Timeout() const;

@@ -752,4 +752,37 @@ TEST_CASE("a run of failed creates lasts from its first try to its last, and a g
   CHECK(FailingRunMs(e, 2, 232'000) == 0);
 }
 
+TEST_CASE("step 2: a job failed for a lost owner whose run there ended unseen tells how it ended, once, and stays "
+          "Failed",
+          "[dispatch][decide][lost]") {
+  World w;
+  w.spec = Spec("Fail");
+  w.FinishedOn("c1", 1);
+  w.job.phase = JobPhase::kFailed;
+  w.job.message = "owner cluster c1 has been unreachable for 900 s; onClusterLoss is Fail";
+  w.job.remote_status = "active 2, succeeded 0, failed 0, restarts 0";  // as last seen
+  ObservedJob& run = w.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
+  run.summary = "active 0, succeeded 2, failed 0, restarts 0";
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  CHECK_FALSE(p.write->phase);
+  CHECK(p.write->remote_status == std::optional<std::string>(run.summary));
+  REQUIRE(p.write->events.size() == 1);
+  CHECK(p.write->events[0].reason == "RunEndedUnseen");
+  CHECK(p.write->events[0].cluster == "c1");
+  CHECK_THAT(p.write->events[0].message, Catch::Contains("succeeded there meanwhile") &&
+                                             Catch::Contains("the job stays Failed"));
+  // Told once: the next pass finds it in the job's remote status.
+  w.job.remote_status = run.summary;
+  Plan again = Decide(w.Input());
+  CHECK((!again.write || (again.write->events.empty() && !again.write->remote_status)));
+  // A job that failed in its owner as seen (no loss) is not told again.
+  World seen = w;
+  seen.job.message = "failed in c1: BackoffLimitExceeded";
+  seen.job.remote_status = "active 0, succeeded 0, failed 1, restarts 3";
+  seen.in.observed["c1"].jobs.back().state = RemoteJobState::kFailed;
+  Plan plain = Decide(seen.Input());
+  CHECK((!plain.write || plain.write->events.empty()));
+}
+
 }  // namespace gantry::dispatch

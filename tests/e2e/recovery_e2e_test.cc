@@ -389,6 +389,44 @@ void CrashCampaign(int jobs, int kills, milliseconds max_gap, seconds converge) 
 
 }  // namespace
 
+TEST_CASE("owner partitioned: a Fail job whose run ended unseen says how it ended once its owner answers, and "
+          "stays Failed",
+          "[e2e][recovery][partition]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  o.daemon_config_yaml = kFastLoss;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("unseen", "team-a", 1, 0, "8s",
+                                            "  placement: {clusters: [c1]}\n  onClusterLoss: Fail")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "unseen", {"Running"}, seconds(30)));
+  const std::string uid = fleet.Uid("team-a", "unseen");
+  REQUIRE(fleet.Ctl({"partition", "c1", "2"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "unseen", {"Failed", "Succeeded"}, seconds(30)));
+  CHECK(fleet.Phase("team-a", "unseen") == "Failed");
+  // The run goes on in c1 and ends there, unseen.
+  REQUIRE(PollFor([&] {
+    auto runs = fleet.Runs(uid);
+    return runs.size() == 1 && runs[0].contains("endMs");
+  }, seconds(30), milliseconds(250)));
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "unseen"), "RunEndedUnseen") == 1; }, seconds(30)));
+  json job = fleet.Job("team-a", "unseen");
+  CHECK(job["status"]["phase"] == "Failed");
+  CHECK_THAT(job["status"].value("remote", ""), Catch::Contains("succeeded 1"));
+  for (const json& e : fleet.Events("team-a", "unseen")) {
+    if (e.value("reason", "") == "RunEndedUnseen") {
+      CHECK_THAT(e.value("message", ""), Catch::Contains("succeeded there meanwhile"));
+    }
+  }
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", RemoteName("unseen", uid)); }, seconds(20),
+                milliseconds(250)));
+  CHECK(Count(Reasons(fleet, "team-a", "unseen"), "RunEndedUnseen") == 1);  // told once
+  CHECK(fleet.Runs(uid).size() == 1);
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 TEST_CASE("daemon SIGKILLed 20 times during 200 jobs: all succeed, none runs twice, nothing acknowledged is lost",
           "[e2e][recovery][crash]") {
   CrashCampaign(200, 20, milliseconds(1500), seconds(90));

@@ -474,6 +474,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
                                                &in.job_create_error);
   }
   in.inventory_confirmed = inventory_confirmed_.load();  // before the facts (InventoryChanged)
+  in.started_ms = started_ms_;
   in.clusters = Facts(now);
   in.now_ms = now;
   in.options = options_.decide;

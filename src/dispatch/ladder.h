@@ -531,7 +531,10 @@ class Ladder {
   // verdict lifted, a resubmission). dispatch.timeoutSeconds bounds this
   // wait for a cluster that may take it, as it bounds a nomination's wait
   // for an admission.
-  int64_t QueuedSinceMs() const { return job_.nominated_ms > 0 ? job_.nominated_ms : job_.created_ms; }
+  // Not before the daemon started (DecideInput::started_ms).
+  int64_t QueuedSinceMs() const {
+    return std::max(job_.nominated_ms > 0 ? job_.nominated_ms : job_.created_ms, in_.started_ms);
+  }
   Plan Finish(const std::string& step, JobPhase phase, const std::string& reason, const std::string& message) const;
 
   const DecideInput& in_;

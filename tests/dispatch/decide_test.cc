@@ -258,6 +258,15 @@ TEST_CASE("step 4: dispatch.timeoutSeconds bounds a wait in Queued for a cluster
   REQUIRE_FALSE(failed.write->events.empty());
   CHECK(failed.write->events.back().reason == "DispatchTimeout");
 
+  SECTION("waiting while the daemon was down: from the daemon's start, not the submission") {
+    World d = w;
+    d.in.now_ms = w.in.now_ms;
+    d.job.created_ms = d.in.now_ms - 3'600'000;
+    d.in.started_ms = d.in.now_ms - 5'000;
+    Plan p = Decide(d.Input());
+    CHECK_FALSE((p.write && p.write->phase));
+    CHECK(p.requeue_ms == std::min<int64_t>(55'000, d.in.options.resync_ms));
+  }
   SECTION("requeued (its copies withdrawn by a cordon): from the requeue, not the submission") {
     World r = w;
     r.in.now_ms = w.in.now_ms;

@@ -241,6 +241,11 @@ struct DecideInput {
   int64_t job_create_failing_ms = 0;
   std::string job_create_error;  // the last of those tries' answers (or why none came)
   int64_t now_ms = 0;
+  // When the daemon started (wall clock): a Queued job's wait for a cluster
+  // that may take it counts from then at the earliest, so that a job that
+  // waited while the daemon was down (or whose clusters are not probed yet)
+  // is not failed at once by its dispatch timeout.
+  int64_t started_ms = 0;
   // False from the daemon's start until the first reload of the inventory:
   // an owner missing from it then may only be a file missing a moment (a
   // clusters.d not mounted yet), not a removal, so its jobs are held, not

@@ -170,29 +170,31 @@ std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, i
 }
 
 // Step 2, of a job failed because its owner was lost (onClusterLoss Fail):
-// its run there went on unseen, and the owner, back, shows how it ended.
-// The job stays Failed (it promised at most one run, and may have been
-// told failed to its user), but what the run did is not thrown away with
-// its objects: once, as the job's remote status (what gantry status shows
-// of its run) and an event.
+// its run there may have gone on unseen, and the owner, back, shows how it
+// ended. The job stays Failed (it promised at most one run, and may have
+// been told failed to its user), but what the run did is not thrown away
+// with its objects: once (condition RunEndedUnseen, which also marks it
+// told), with an event and, if its kind has one, the run's status summary.
 void Ladder::TellUnseenEnd(DispatchUpdate& u) const {
   if (job_.phase != JobPhase::kFailed || job_.cluster.empty() || !Reachable(job_.cluster)) return;
   const std::string_view tail = kFailedOnLossText;
   if (job_.message.size() < tail.size() || job_.message.compare(job_.message.size() - tail.size(), tail.size(), tail)) {
     return;
   }
+  if (!ConditionReason(job_.conditions_json, "RunEndedUnseen").empty()) return;  // told
   for (const ObservedJob& j : Observed(job_.cluster)->jobs) {
     const bool ended = j.state == RemoteJobState::kSucceeded || j.state == RemoteJobState::kFailed;
-    if (j.epoch != job_.epoch || !ended || j.summary == job_.remote_status) continue;
+    if (j.epoch != job_.epoch || !ended) continue;
     const bool ok = j.state == RemoteJobState::kSucceeded;
-    u.remote_status = j.summary;
-    u.events.push_back(Event("RunEndedUnseen",
-                             fmt::format("the job's run in {} at epoch {}, out of reach when the job was failed, "
-                                         "{} there meanwhile: {}{}; the job stays Failed",
-                                         job_.cluster, job_.epoch, ok ? "succeeded" : "failed",
-                                         j.reason.empty() ? (ok ? "Complete" : "Failed") : j.reason,
-                                         j.summary.empty() ? "" : " (" + j.summary + ")"),
-                             job_.cluster, ok ? "Normal" : "Warning"));
+    const std::string msg =
+        fmt::format("the job's run in {} at epoch {}, given up for lost when the job was failed, {} there "
+                    "meanwhile: {}{}; the job stays Failed",
+                    job_.cluster, job_.epoch, ok ? "succeeded" : "failed",
+                    j.reason.empty() ? (ok ? "Complete" : "Failed") : j.reason,
+                    j.message.empty() ? "" : " (" + j.message + ")");
+    u.conditions_json = Conditions("RunEndedUnseen", ok ? "Succeeded" : "Failed", msg, in_.now_ms);
+    if (!j.summary.empty()) u.remote_status = j.summary;
+    u.events.push_back(Event("RunEndedUnseen", msg, job_.cluster, ok ? "Normal" : "Warning"));
     return;
   }
 }
@@ -212,7 +214,7 @@ Plan Ladder::Cleanup(const char* step) const {
   // among the rows this write marks absent.
   u.drop_intents = ConfirmedGone();
   TellUnseenEnd(u);
-  if (!u.upsert_intents.empty() || !u.drop_intents.empty() || u.remote_status) plan.write = std::move(u);
+  if (!u.upsert_intents.empty() || !u.drop_intents.empty() || u.conditions_json) plan.write = std::move(u);
   if (const Leftover left = Left(plan, keep); left.any()) {
     // Only kept objects left: look again when their time is up. Only rows in
     // clusters declared lost and silent: the health watch wakes the job when

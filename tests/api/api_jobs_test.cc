@@ -53,6 +53,9 @@ TEST_CASE("the same document again puts an Unschedulable job back to Queued once
   CHECK(events() == events_before + 1);
   const JobRecord queued = api.store().Get("team-a", "train-1").value();
   CHECK(queued.message.rfind("submitted again", 0) == 0);
+  // Queued since this post: its dispatch timeout counts from here.
+  CHECK(queued.nominated_ms > 0);
+  CHECK(queued.nominated_ms >= submitted.created_ms);
 
   // Still Queued (its message still says "submitted again"): the same
   // answer as any idempotent re-post, with nothing written and no header.

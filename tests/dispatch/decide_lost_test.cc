@@ -715,6 +715,8 @@ TEST_CASE("step 13: an owner that answers but fails every create of the job for 
       // lease and fail again, is left out of the next dispatches for a while.
       CHECK(FindIntent(*after.write, "c1", "Job")->refusal.empty());
       CHECK_THAT(FindIntent(*after.write, "c1", "Job")->hold, Catch::Contains("failed every try"));
+      // Queued since now: its dispatch timeout's wait for a cluster counts from here.
+      CHECK(after.write->nominated_ms == std::optional<int64_t>(w.in.now_ms));
       CHECK_THAT(*after.write->message, Catch::Contains("c1 is left out of the job's dispatches for"));
     } else {
       CHECK(*after.write->phase == JobPhase::kFailed);
@@ -772,10 +774,29 @@ TEST_CASE("step 2: a job failed for a lost owner whose run there ended unseen te
   CHECK(p.write->events[0].cluster == "c1");
   CHECK_THAT(p.write->events[0].message, Catch::Contains("succeeded there meanwhile") &&
                                              Catch::Contains("the job stays Failed"));
-  // Told once: the next pass finds it in the job's remote status.
-  w.job.remote_status = run.summary;
+  REQUIRE(p.write->conditions_json);
+  CHECK_THAT(*p.write->conditions_json, Catch::Contains("RunEndedUnseen"));
+  // Told once: the next pass finds the condition, whatever the run's counts
+  // do meanwhile.
+  w.job.conditions_json = *p.write->conditions_json;
+  w.in.observed["c1"].jobs.back().summary = "active 0, succeeded 2, failed 1, restarts 0";
   Plan again = Decide(w.Input());
   CHECK((!again.write || (again.write->events.empty() && !again.write->remote_status)));
+  // A failed run says why, and a kind with no summary is told too.
+  World failed_run = w;
+  failed_run.job.conditions_json = "[]";
+  ObservedJob& f = failed_run.in.observed["c1"].jobs.back();
+  f.state = RemoteJobState::kFailed;
+  f.reason = "BackoffLimitExceeded";
+  f.message = "Job has reached the specified backoff limit";
+  f.summary = "";
+  Plan told = Decide(failed_run.Input());
+  REQUIRE(told.write);
+  REQUIRE(told.write->events.size() == 1);
+  CHECK(told.write->events[0].type == "Warning");
+  CHECK_THAT(told.write->events[0].message,
+             Catch::Contains("failed there meanwhile: BackoffLimitExceeded (Job has reached the specified backoff limit)"));
+  CHECK_FALSE(told.write->remote_status);
   // A job that failed in its owner as seen (no loss) is not told again.
   World seen = w;
   seen.job.message = "failed in c1: BackoffLimitExceeded";

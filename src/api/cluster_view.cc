@@ -2,6 +2,7 @@
 
 #include "gantry/common/clock.h"
 #include "gantry/job/quantity.h"
+#include "gantry/placement/quantity_format.h"
 
 namespace gantry::api {
 
@@ -46,8 +47,9 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   if (view.capacity) {
     nlohmann::json resources = nlohmann::json::object();
     for (const auto& [name, q] : view.capacity->quota) {
-      resources[name] = {{"nominal", FormatQuantityMilli(q.nominal_milli)},
-                         {"reserved", FormatQuantityMilli(q.reserved_milli)}};
+      // As Kubernetes writes them: memory and storage in binary units.
+      resources[name] = {{"nominal", placement::FormatQuantity(name, q.nominal_milli)},
+                         {"reserved", placement::FormatQuantity(name, q.reserved_milli)}};
     }
     int64_t age = now_ms - view.capacity_at_ms;
     status["capacity"] = {{"resources", resources},

@@ -375,10 +375,14 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : items) {
-    std::string gpus = "<unknown>", pending = "", age = "<never>";
+    std::string cpus = "<unknown>", gpus = "<unknown>", pending = "", age = "<never>";
     if (auto cap = c.value(nlohmann::json::json_pointer("/status/capacity"), nlohmann::json()); cap.is_object()) {
-      auto g = cap.value(nlohmann::json::json_pointer("/resources/nvidia.com~1gpu"), nlohmann::json());
-      gpus = g.is_object() ? g.value("reserved", "0") + "/" + g.value("nominal", "0") : "0/0";
+      auto used = [&](const char* pointer) {
+        auto r = cap.value(nlohmann::json::json_pointer(pointer), nlohmann::json());
+        return r.is_object() ? r.value("reserved", "0") + "/" + r.value("nominal", "0") : std::string("0/0");
+      };
+      cpus = used("/resources/cpu");
+      gpus = used("/resources/nvidia.com~1gpu");
       pending = std::to_string(cap.value("pendingWorkloads", 0));
       age = cap.value("age", "") + (cap.value("stale", false) ? " (stale)" : "");
     }
@@ -410,7 +414,7 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
                     (behind_since.empty() ? "" : " for " + AgeOf(behind_since)) + ", relisting";
     }
     rows.push_back({Str(c, "/metadata/name"), health,
-                    since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), gpus, pending, age,
+                    since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), cpus, gpus, pending, age,
                     !config_error.empty()                 ? config_error
                     : !credentials_error.empty()          ? credentials_error
                     : Str(c, "/status/health") != "Ready" ? Str(c, "/status/lastError")
@@ -420,7 +424,9 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
                     : !stale.empty()                      ? stale + " (the last good one is in use)"
                                                           : behind_note});
   }
-  PrintTable(out, {"NAME", "HEALTH", "SINCE", "REGION", "GPUS(RESERVED/QUOTA)", "PENDING", "CAPACITY-AGE", "LAST-ERROR"},
+  PrintTable(out,
+             {"NAME", "HEALTH", "SINCE", "REGION", "CPU(RESERVED/QUOTA)", "GPUS(RESERVED/QUOTA)", "PENDING",
+              "CAPACITY-AGE", "LAST-ERROR"},
              rows);
   return kExitOk;
 }

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "quantity_format.h"
+#include "gantry/placement/quantity_format.h"
 #include "queue_quota.h"
 
 namespace gantry::placement {

@@ -1,4 +1,4 @@
-#include "quantity_format.h"
+#include "gantry/placement/quantity_format.h"
 
 #include <fmt/format.h>
 

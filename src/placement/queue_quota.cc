@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gantry/common/names.h"
-#include "quantity_format.h"
+#include "gantry/placement/quantity_format.h"
 
 namespace gantry::placement {
 namespace {

@@ -62,6 +62,15 @@ TEST_CASE("clusters from gantry-sim: health, capacity, explain, a persisted outa
     auto c1 = ByName(ClustersJson(daemon.url()))["c1"];
     CHECK(c1["status"]["capacity"]["resources"]["nvidia.com/gpu"]["nominal"] == "32");
     CHECK(c1["status"]["capacity"]["stale"] == false);
+    // Memory as Kubernetes writes it, not a count of bytes.
+    const nlohmann::json memory = c1["status"]["capacity"]["resources"].value("memory", nlohmann::json());
+    REQUIRE(memory.is_object());
+    CHECK_THAT(memory.value("nominal", ""), Catch::EndsWith("Gi") || Catch::EndsWith("Ti"));
+    // The table shows CPU beside GPUs, for a fleet without GPUs.
+    const std::string listed = Cli(daemon.url(), {"clusters"}).out;
+    CHECK(listed.find("CPU(RESERVED/QUOTA)") != std::string::npos);
+    const std::string cpu = c1["status"]["capacity"]["resources"]["cpu"].value("nominal", "");
+    CHECK(listed.find("/" + cpu + " ") != std::string::npos);
 
     // Placement over the live inventory: the H100 job fits c1 only (c2 has
     // A100s, c3 to c5 are in other regions); the JobSet fits all but c5,

@@ -1,4 +1,5 @@
-// Human renderings of quantities and name lists for exclusion messages.
+// Human renderings of quantities and name lists: placement's exclusion
+// messages, and the capacity the API shows of each cluster.
 #pragma once
 
 #include <cstdint>

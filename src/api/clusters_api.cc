@@ -106,6 +106,8 @@ void ApiService::ReloadForWaiting(bool run) {
   }
   auto errors = fleet_->Reload();
   if (options_.after_reload) options_.after_reload();
+  spdlog::info("POST /api/v1/clusters:reload: inventory reloaded: {} cluster(s), {} file(s) refused",
+               fleet_->Clusters().size(), errors.size());
   std::vector<Cause> causes;
   for (const auto& e : errors) causes.push_back({e.file, e.status.message()});
   for (const Respond& respond : waiting) {
@@ -143,14 +145,27 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   // Placement knows clusters, not this job's history: a cluster that refused
   // the job's real job, or that failed every create of it (its row kept
   // while the engine leaves that cluster out of the job's dispatches,
-  // jobRefusalHoldSeconds), is told beside.
-  if (auto intents = store_.Intents(job->uid); intents.ok()) {
+  // jobRefusalHoldSeconds), is told beside, and is no candidate meanwhile,
+  // as the engine's passes see it (Ladder::JobRefusalIn).
+  const bool dispatching = job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating ||
+                           job->phase == JobPhase::kAdmitted || job->phase == JobPhase::kRunning;
+  if (auto intents = store_.Intents(job->uid); intents.ok() && dispatching) {
     for (const RemoteIntent& i : *intents) {
       if (i.kind != "Job" || i.present || (i.refusal.empty() && i.hold.empty())) continue;
+      if (now >= i.updated_ms + options_.job_refusal_hold_ms) continue;  // over: asked again
       for (nlohmann::json& c : body["clusters"]) {
         if (c.value("name", "") != i.cluster) continue;
         c[i.hold.empty() ? "refusedJob" : "heldOut"] = {{"message", i.hold.empty() ? i.refusal : i.hold},
-                                                        {"time", FormatRfc3339(i.updated_ms)}};
+                                                        {"time", FormatRfc3339(i.updated_ms)},
+                                                        {"until", FormatRfc3339(i.updated_ms +
+                                                                                options_.job_refusal_hold_ms)}};
+        if (c.contains("selected")) c["selected"] = false;
+      }
+      if (body["candidates"].is_array()) {
+        auto& cands = body["candidates"];
+        for (auto it = cands.begin(); it != cands.end();) {
+          it = it->is_string() && it->get<std::string>() == i.cluster ? cands.erase(it) : it + 1;
+        }
       }
     }
   }

@@ -143,11 +143,16 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
   });
   nlohmann::json items = nlohmann::json::array();
   for (const RemoteIntent& i : intents) {
-    const char* state = i.present ? "Wanted" : i.refusal.empty() ? "Withdrawing" : "Refused";
+    // A held row (RemoteIntent::hold) is Withdrawing while its object may
+    // be there, and HeldOut once the cluster showed it gone: not a refusal.
+    const char* state = i.present            ? "Wanted"
+                        : i.refusal.empty() ? "Withdrawing"
+                        : !i.hold.empty()   ? "HeldOut"
+                                            : "Refused";
     nlohmann::json item = {{"cluster", i.cluster}, {"kind", i.kind},   {"namespace", i.ns},
                            {"name", i.name},       {"epoch", i.epoch}, {"state", state}};
     if (i.kind == "Job" && !job_kind.empty()) item["objectKind"] = job_kind;
-    if (!i.refusal.empty()) item["refusal"] = i.refusal;
+    if (!i.refusal.empty() && i.hold.empty()) item["refusal"] = i.refusal;
     if (!i.hold.empty()) item["hold"] = i.hold;
     if (i.gate_opened_ms > 0) item["preemptionGateOpened"] = FormatRfc3339(i.gate_opened_ms);
     if (!i.gate_refusal.empty()) item["preemptionGateRefusal"] = i.gate_refusal;

@@ -93,10 +93,25 @@ void NoteConfigChange(const ServeFlags& flags, const std::string& started_path, 
   if (path == started_path && text == started_text) return;
   const std::string shown = path.empty() ? started_path : path;
   auto resolved = ResolveConfig(flags);
-  if (!resolved.ok()) {
+  std::string problem = resolved.ok() ? "" : resolved.status().message();
+  if (resolved.ok()) {
+    // The files it names must be there too, as the start reads them.
+    auto readable = [](const std::string& file) { return std::ifstream(file).good(); };
+    const DaemonConfig& c = *resolved;
+    if (!c.tokens_file.empty() && !readable(c.tokens_file)) {
+      problem = "tokens file " + c.tokens_file + " cannot be read";
+    } else if (!c.tls_cert_file.empty() && !readable(c.tls_cert_file)) {
+      problem = "TLS certificate " + c.tls_cert_file + " cannot be read";
+    } else if (!c.tls_key_file.empty() && !readable(c.tls_key_file)) {
+      problem = "TLS key " + c.tls_key_file + " cannot be read";
+    } else if (!c.clusters_dir.empty() && !std::filesystem::is_directory(c.clusters_dir)) {
+      problem = "clusters dir " + c.clusters_dir + " is not a directory";
+    }
+  }
+  if (!problem.empty()) {
     spdlog::error("SIGHUP: {} changed since the start and the daemon would not start with it: {}; running on with "
                   "the settings it started with",
-                  shown, resolved.status().message());
+                  shown, problem);
     return;
   }
   spdlog::warn("SIGHUP: {} changed since the start; its settings take effect at the next restart (a reload "
@@ -254,6 +269,7 @@ int RunServe(const ServeFlags& flags) {
     return engine.RequestsStalledForMs(cluster);
   };
   api_options.placement_snapshots = [&engine](int64_t now_ms) { return *engine.Snapshots(now_ms); };
+  api_options.job_refusal_hold_ms = engine_options.decide.job_refusal_hold_ms;
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";

@@ -472,8 +472,12 @@ Plan Ladder::Nominate() const {
       const int64_t t = int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
       const int64_t left = QueuedSinceMs() + t - in_.now_ms;
       if (left <= 0) {
+        // The reasons, without the waiting the job no longer does.
+        const std::string reasons = !d.candidates.empty() ? fmt::format("{}", fmt::join(why, "; "))
+                                    : d.excluded.empty()  ? std::string(kNoClustersMessage)
+                                                          : LeftOut(d).substr(2);  // "left out: ..."
         return Finish("nominate", JobPhase::kFailed, "DispatchTimeout",
-                      fmt::format("not admitted within {} s: {}", t / 1000, msg));
+                      fmt::format("not admitted within {} s: no cluster could take it: {}", t / 1000, reasons));
       }
       plan.requeue_ms = std::min(plan.requeue_ms, left);
     }

@@ -203,6 +203,14 @@ std::vector<ClusterFileError> Fleet::Load() {
     } else if (!held && was_lost && !e.view.config.declared_lost) {
       spdlog::info("inventory: cluster {} is no longer declared lost", name);
     }
+    const bool was_cordoned = old != entries_.end() && old->second.view.config.cordoned;
+    if (!held && e.view.config.cordoned && !was_cordoned) {
+      spdlog::info("inventory: cluster {} is cordoned: no new job goes there, and copies waiting there are withdrawn; "
+                   "the jobs it runs carry on",
+                   name);
+    } else if (!held && was_cordoned && !e.view.config.cordoned) {
+      spdlog::info("inventory: cluster {} is no longer cordoned", name);
+    }
     if (old == entries_.end()) {
       if (!held) spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
       continue;

@@ -402,6 +402,12 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
   held.present = false;
   held.hold = "owner cluster c3 answers gantry's reads but has failed every try to create the job there";
   rows.push_back(held);
+  // c4's, seen gone there while the hold is on: held out, not refused.
+  RemoteIntent gone = IntentRow("c4", "Job", "r1-0123abcd");
+  gone.present = false;
+  gone.hold = "owner cluster c4 answers gantry's reads but has failed every try to create the job there";
+  gone.refusal = gone.hold;
+  rows.push_back(gone);
   REQUIRE(Nominate(api, uid, std::move(rows)).ok());
 
   auto r = api.Call("GET", path);
@@ -409,7 +415,7 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
   nlohmann::json list = api.Json(r);
   CHECK(list["kind"] == "RemoteObjectList");
   const nlohmann::json& items = list["items"];
-  REQUIRE(items.size() == 4);
+  REQUIRE(items.size() == 5);
   CHECK(items[0]["cluster"] == "c1");  // by cluster
   CHECK(items[0]["state"] == "Refused");
   CHECK(items[0]["refusal"] == "HTTP 403 denied by policy");
@@ -429,6 +435,9 @@ TEST_CASE("remoteobjects: where gantry has the job's objects, and in what state"
   CHECK_FALSE(items[3].contains("preemptionGateOpened"));
   CHECK_FALSE(items[3].contains("hold"));
   CHECK(items[3]["state"] == "Withdrawing");
+  CHECK(items[4]["state"] == "HeldOut");
+  CHECK(items[4]["hold"] == gone.hold);
+  CHECK_FALSE(items[4].contains("refusal"));
   // Like the job itself: no token is 401, a missing job 404.
   CHECK(api.Call("GET", path, "", "").status == 401);
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/nope/remoteobjects").status == 404);

@@ -228,6 +228,12 @@ TEST_CASE("a reload says when gantry.yaml changed since the start, and whether t
   CHECK(changed != std::string::npos);
   CHECK(log.find("changed since the start", changed + 1) == std::string::npos);
   CHECK(log.find("API token(s) reloaded") == std::string::npos);
+  // Valid YAML naming a file that is not there: the start would fail too.
+  WriteFile(config, "tokensFile: " + dir.File("missing-tokens.yaml") + "\n");
+  daemon.process().Signal(SIGHUP);
+  REQUIRE(WaitFor([&] {
+    return daemon.process().Stderr().find("missing-tokens.yaml cannot be read") != std::string::npos;
+  }));
   // A valid change: taken at the next restart, and said so.
   WriteFile(config, "shutdownGraceSeconds: 7\n");
   daemon.process().Signal(SIGHUP);

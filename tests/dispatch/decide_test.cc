@@ -254,7 +254,9 @@ TEST_CASE("step 4: dispatch.timeoutSeconds bounds a wait in Queued for a cluster
   REQUIRE(failed.write);
   REQUIRE(failed.write->phase);
   CHECK(*failed.write->phase == JobPhase::kFailed);
-  CHECK_THAT(*failed.write->message, Catch::Contains("not admitted within 60 s") && Catch::Contains("cordoned"));
+  CHECK_THAT(*failed.write->message, Catch::Contains("not admitted within 60 s: no cluster could take it: left out: ") &&
+                                         Catch::Contains("cordoned"));
+  CHECK(failed.write->message->find("waiting") == std::string::npos);
   REQUIRE_FALSE(failed.write->events.empty());
   CHECK(failed.write->events.back().reason == "DispatchTimeout");
 

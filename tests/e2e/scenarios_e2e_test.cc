@@ -361,6 +361,11 @@ TEST_CASE("a copy waiting in a cluster when it is cordoned is withdrawn: the job
   REQUIRE(fleet.ReloadClusters() == 200);
   REQUIRE(fleet.WaitPhase("team-a", "pinned", {"Queued"}, std::chrono::seconds(15)));
   CHECK(Count(Reasons(fleet, "team-a", "pinned"), "Cordoned") == 1);
+  // The daemon's log tells the operator's change and its reload.
+  const std::string log = fleet.daemon().process().Stderr();
+  CHECK(log.find("inventory: cluster c1 is cordoned") != std::string::npos);
+  CHECK(log.find("POST /api/v1/clusters:reload: inventory reloaded: 2 cluster(s), 0 file(s) refused") !=
+        std::string::npos);
   REQUIRE(WaitFor([&] {
     for (const auto& o : fleet.RemoteObjects("team-a", "pinned")) {
       if (o.value("kind", "") == "Workload" && o.contains("observed")) return false;

@@ -140,7 +140,11 @@ TEST_CASE("an owner that answers but fails every create of the job is lost after
   // Once the job has moved, gantry explain tells why c1 is left out.
   auto held_out = [&] {
     const std::string out = Cli(fleet.url(), {"explain", "mover", "-n", "team-a"}).out;
-    return out.find("held out") != std::string::npos && out.find("failed every try") != std::string::npos;
+    const size_t line = out.find("Candidates:");
+    const std::string candidates = line == std::string::npos ? "" : out.substr(line, out.find('\n', line) - line);
+    // Held out, and no candidate meanwhile.
+    return out.find("held out") != std::string::npos && out.find("failed every try") != std::string::npos &&
+           !candidates.empty() && candidates.find("c1") == std::string::npos;
   };
   CHECK(WaitFor(held_out, seconds(20)));
 

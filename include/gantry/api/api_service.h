@@ -69,6 +69,10 @@ struct ApiOptions {
   // The fleet as the dispatch engine's placement sees it now (a job's
   // placement route, gantry explain); unset: the inventory's own snapshot.
   std::function<std::vector<placement::ClusterSnapshot>(int64_t now_ms)> placement_snapshots;
+  // How long the engine leaves a cluster that refused a job's real job, or
+  // failed every create of it, out of that job's dispatches (jobRefusalHoldSeconds):
+  // the placement route shows it left out, not a candidate, meanwhile.
+  int64_t job_refusal_hold_ms = 600'000;
   // A job document larger than this is parsed on a thread of its own (the
   // slow lane), not on the server's loop, which serves every connection;
   // at most slow_lane_capacity wait there (more get 429).

@@ -96,6 +96,8 @@ std::optional<Plan> Ladder::Widen() const {
   bool holding = false;  // a copy holds quota (its admission checks pending, say)
   std::set<std::string> have;
   size_t live = 0;  // copies that may still be admitted
+  std::vector<std::string> live_in;  // their clusters
+  bool replaced = false;  // a copy not live any more (its cluster gone or cordoned, or deactivated)
   for (const RemoteIntent& i : in_.intents) {
     if (RefusedNow(i)) {
       have.insert(i.cluster);
@@ -110,7 +112,12 @@ std::optional<Plan> Ladder::Widen() const {
     holding = holding || (w && w->quota_reserved && w->active && !w->evicted && !w->check_failed);
     // AllAtOnce replaces only refused copies: a deactivated one waits for
     // step 8 (its backoff) as before, and keeps its slot of maxCopies.
-    if (!withdrawn && (!incremental || !Deactivated(i.cluster))) ++live;
+    if (!withdrawn && (!incremental || !Deactivated(i.cluster))) {
+      ++live;
+      live_in.push_back(i.cluster);
+    } else {
+      replaced = true;
+    }
   }
   // Incremental: placement's candidates are the best step x (rounds + 1);
   // their ranking moves with capacity, so only the count tells whether a
@@ -147,14 +154,20 @@ std::optional<Plan> Ladder::Widen() const {
     u.upsert_intents.push_back(IntentFor(a));
     plan.actions.push_back(std::move(a));
   }
-  u.events.push_back(Event("Widened", incremental ? fmt::format("Incremental round: Workload copies added to {}",
+  u.events.push_back(Event("Widened", replaced   ? fmt::format("Workload copies added to {}, in place of copies in "
+                                                                "clusters that cannot take the job now",
                                                                 fmt::join(add, ", "))
-                                      : refusals ? fmt::format("Workload copies added to {}, in place of the "
-                                                               "clusters that refused theirs",
-                                                               fmt::join(add, ", "))
-                                                 : fmt::format("Workload copies added to {}, which can take the "
-                                                               "job now",
-                                                               fmt::join(add, ", "))));
+                                      : incremental ? fmt::format("Incremental round: Workload copies added to {}",
+                                                                  fmt::join(add, ", "))
+                                      : refusals    ? fmt::format("Workload copies added to {}, in place of the "
+                                                                  "clusters that refused theirs",
+                                                                  fmt::join(add, ", "))
+                                                    : fmt::format("Workload copies added to {}, which can take "
+                                                                  "the job now",
+                                                                  fmt::join(add, ", "))));
+  // The job's message names where its copies are now.
+  live_in.insert(live_in.end(), add.begin(), add.end());
+  u.message = fmt::format("nominated to {}", fmt::join(live_in, ", "));
   plan.write = std::move(u);
   plan.requeue_ms = opt_.retry_ms;
   return plan;
@@ -273,6 +286,7 @@ Plan Ladder::Copies() const {
   std::vector<RemoteIntent> withdrawn;  // their rows, marked absent
   std::vector<std::string> refused;     // "c1: <its answer>"
   size_t left = 0;
+  std::vector<std::string> left_in;  // their clusters
   bool lost = false;      // some in a cluster gone (not only refusing the kind)
   bool kind = false;      // some refusing the kind
   bool cordoned = false;  // some in a cluster cordoned
@@ -305,6 +319,7 @@ Plan Ladder::Copies() const {
       withdrawn.back().present = false;
     } else {
       ++left;
+      left_in.push_back(i.cluster);
     }
   }
   if (left == 0 && gone.empty() && !refused.empty()) return AllRefused(refused);
@@ -322,6 +337,7 @@ Plan Ladder::Copies() const {
   if (!gone.empty()) {
     DispatchUpdate u = Guarded(job_);
     u.upsert_intents = std::move(withdrawn);
+    u.message = fmt::format("nominated to {}", fmt::join(left_in, ", "));
     u.events.push_back(Event("CopiesWithdrawn", fmt::format("Workload copies withdrawn from {}", fmt::join(gone, ", "))));
     plan.write = std::move(u);
     // A cluster declared lost or cordoned that answers: its copies go now.

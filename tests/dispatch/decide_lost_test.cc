@@ -184,6 +184,12 @@ TEST_CASE("declared lost: Incremental does not count a copy there as live, and a
   CHECK(p.step == "widen");
   CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
   CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 0);
+  // Told as a replacement, not a round, and the message names where the
+  // live copies are.
+  REQUIRE(p.write);
+  REQUIRE(p.write->events.size() == 1);
+  CHECK_THAT(p.write->events[0].message, Catch::Contains("in place of copies in clusters that cannot take the job"));
+  CHECK(p.write->message == std::optional<std::string>("nominated to c2"));
 }
 
 TEST_CASE("cordoned: a copy waiting there takes no lease and opens no gate, and is withdrawn, the job requeued "
@@ -218,6 +224,7 @@ TEST_CASE("cordoned: a copy waiting there takes no lease and opens no gate, and 
   CHECK(FindIntent(*p.write, "c2", "Workload")->gate_opened_ms == w.in.now_ms);
   REQUIRE_FALSE(p.write->events.empty());
   CHECK_THAT(p.write->events.front().message, Catch::Contains("c1 (cordoned by an operator)"));
+  CHECK(p.write->message == std::optional<std::string>("nominated to c2"));
 
   SECTION("admitted there after the cordon: no lease") {
     w.in.observed["c1"].workloads.back().admitted = true;

@@ -96,7 +96,9 @@ void NoteConfigChange(const ServeFlags& flags, const std::string& started_path, 
   std::string problem = resolved.ok() ? "" : resolved.status().message();
   if (resolved.ok()) {
     // The files it names must be there too, as the start reads them.
-    auto readable = [](const std::string& file) { return std::ifstream(file).good(); };
+    auto readable = [](const std::string& file) {
+      return std::filesystem::is_regular_file(file) && std::ifstream(file).good();
+    };
     const DaemonConfig& c = *resolved;
     if (!c.tokens_file.empty() && !readable(c.tokens_file)) {
       problem = "tokens file " + c.tokens_file + " cannot be read";

@@ -67,7 +67,9 @@ std::optional<Plan> Ladder::Lease() const {
 // Step 6.
 std::optional<Plan> Ladder::Timeout() const {
   if (!in_.spec->dispatch.timeout_seconds) return std::nullopt;
-  int64_t deadline = job_.nominated_ms + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
+  // Not before the daemon started: right after a start the views are not
+  // synced, and an admitted copy cannot take its lease yet.
+  int64_t deadline = std::max(job_.nominated_ms, in_.started_ms) + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
   if (in_.now_ms < deadline) return std::nullopt;
   std::vector<std::string> why;
   for (const RemoteIntent& i : in_.intents) {
@@ -97,7 +99,7 @@ std::optional<Plan> Ladder::Widen() const {
   std::set<std::string> have;
   size_t live = 0;  // copies that may still be admitted
   std::vector<std::string> live_in;  // their clusters
-  bool replaced = false;  // a copy not live any more (its cluster gone or cordoned, or deactivated)
+  bool replaced = false;  // a copy withdrawn by step 9 (its cluster gone or cordoned)
   for (const RemoteIntent& i : in_.intents) {
     if (RefusedNow(i)) {
       have.insert(i.cluster);
@@ -115,9 +117,8 @@ std::optional<Plan> Ladder::Widen() const {
     if (!withdrawn && (!incremental || !Deactivated(i.cluster))) {
       ++live;
       live_in.push_back(i.cluster);
-    } else {
-      replaced = true;
     }
+    replaced = replaced || withdrawn;  // (a deactivated copy stays for the epoch: later rounds are rounds)
   }
   // Incremental: placement's candidates are the best step x (rounds + 1);
   // their ranking moves with capacity, so only the count tells whether a
@@ -185,7 +186,8 @@ int64_t Ladder::RejectionFloorMs() const {
 
 int64_t Ladder::UntilTimeout(int64_t wait_ms) const {
   if (!in_.spec->dispatch.timeout_seconds) return wait_ms;
-  int64_t left = job_.nominated_ms + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000 - in_.now_ms;
+  int64_t left =
+      std::max(job_.nominated_ms, in_.started_ms) + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000 - in_.now_ms;
   return std::min(wait_ms, std::max<int64_t>(left, 1));
 }
 

@@ -303,6 +303,16 @@ TEST_CASE("step 4: dispatch.timeoutSeconds bounds a wait in Queued for a cluster
     u.Workload("c1", 1);
     Plan waits = Decide(u.Input());
     CHECK_FALSE((waits.write && waits.write->phase));
+    // Nominated before a daemon restart long ago: from the start, so that
+    // a copy admitted meanwhile can take its lease once the views sync.
+    u.job.nominated_ms = u.in.now_ms - 3'600'000;
+    u.in.started_ms = u.in.now_ms - 1'000;
+    Plan restarted = Decide(u.Input());
+    CHECK_FALSE((restarted.write && restarted.write->phase));
+    u.in.started_ms = 0;
+    Plan old = Decide(u.Input());
+    REQUIRE(old.write);
+    CHECK(old.write->phase == std::optional<JobPhase>(JobPhase::kFailed));
   }
 }
 

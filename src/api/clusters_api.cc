@@ -7,6 +7,7 @@
 #include "gantry/api/cluster_view.h"
 #include "gantry/api/k8s_status.h"
 #include "gantry/common/clock.h"
+#include "gantry/dispatch/decide.h"
 #include "gantry/dispatch/demand.h"
 #include "gantry/job/job_document.h"
 #include "gantry/placement/explain.h"
@@ -147,15 +148,12 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   // while the engine leaves that cluster out of the job's dispatches,
   // jobRefusalHoldSeconds), is told beside, and is no candidate meanwhile,
   // as the engine's passes see it (Ladder::JobRefusalIn).
-  const bool dispatching = job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating ||
-                           job->phase == JobPhase::kAdmitted || job->phase == JobPhase::kRunning;
-  if (auto intents = store_.Intents(job->uid); intents.ok() && dispatching) {
+  if (auto intents = store_.Intents(job->uid); intents.ok()) {
     for (const RemoteIntent& i : *intents) {
-      if (i.kind != "Job" || i.present || (i.refusal.empty() && i.hold.empty())) continue;
-      if (now >= i.updated_ms + options_.job_refusal_hold_ms) continue;  // over: asked again
+      if (!dispatch::HoldsClusterOut(i, job->phase, now, options_.job_refusal_hold_ms)) continue;
       for (nlohmann::json& c : body["clusters"]) {
         if (c.value("name", "") != i.cluster) continue;
-        c[i.hold.empty() ? "refusedJob" : "heldOut"] = {{"message", i.hold.empty() ? i.refusal : i.hold},
+        c[i.hold.empty() ? "refusedJob" : "heldOut"] = {{"message", dispatch::HeldOutWhy(i)},
                                                         {"time", FormatRfc3339(i.updated_ms)},
                                                         {"until", FormatRfc3339(i.updated_ms +
                                                                                 options_.job_refusal_hold_ms)}};

@@ -177,10 +177,7 @@ std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, i
 // told), with an event and, if its kind has one, the run's status summary.
 void Ladder::TellUnseenEnd(DispatchUpdate& u) const {
   if (job_.phase != JobPhase::kFailed || job_.cluster.empty() || !Reachable(job_.cluster)) return;
-  const std::string_view tail = kFailedOnLossText;
-  if (job_.message.size() < tail.size() || job_.message.compare(job_.message.size() - tail.size(), tail.size(), tail)) {
-    return;
-  }
+  if (!std::string_view(job_.message).ends_with(kFailedOnLossText)) return;
   if (!ConditionReason(job_.conditions_json, "RunEndedUnseen").empty()) return;  // told
   for (const ObservedJob& j : Observed(job_.cluster)->jobs) {
     const bool ended = j.state == RemoteJobState::kSucceeded || j.state == RemoteJobState::kFailed;
@@ -419,7 +416,7 @@ Plan Ladder::Nominate() const {
         kind_refused.push_back(c);
       } else if (const RemoteIntent* r = JobRefusalIn(c)) {
         held = held || !r->hold.empty();
-        job_refused.push_back(r->hold.empty() ? r->refusal : r->hold);
+        job_refused.push_back(HeldOutWhy(*r));
         const int64_t ends = r->updated_ms + opt_.job_refusal_hold_ms;
         hold_ends_ms = hold_ends_ms == 0 ? ends : std::min(hold_ends_ms, ends);
       } else {
@@ -511,6 +508,13 @@ Plan Ladder::Nominate() const {
 }  // namespace ladder
 
 Plan Decide(const DecideInput& in) { return ladder::Ladder(in).Run(); }
+
+bool HoldsClusterOut(const RemoteIntent& i, JobPhase phase, int64_t now_ms, int64_t hold_ms) {
+  const bool dispatching = phase == JobPhase::kQueued || phase == JobPhase::kNominating ||
+                           phase == JobPhase::kAdmitted || phase == JobPhase::kRunning;
+  return dispatching && i.kind != kWorkload && !i.present && (!i.refusal.empty() || !i.hold.empty()) &&
+         now_ms < i.updated_ms + hold_ms;
+}
 
 void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& intents,
                        const std::set<std::pair<std::string, std::string>>& keep) {

@@ -19,7 +19,7 @@ std::optional<Plan> Ladder::Lease() const {
   std::vector<std::string> admitted;
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
-    if (DeclaredLost(i.cluster) || Cordoned(i.cluster)) continue;  // step 9 withdraws it
+    if (CopiesWithdrawn(i.cluster)) continue;  // step 9 withdraws it
     const ObservedWorkload* w = WorkloadIn(i.cluster);
     if (w && Leasable(*w)) admitted.push_back(i.cluster);
   }
@@ -67,10 +67,7 @@ std::optional<Plan> Ladder::Lease() const {
 // Step 6.
 std::optional<Plan> Ladder::Timeout() const {
   if (!in_.spec->dispatch.timeout_seconds) return std::nullopt;
-  // Not before the daemon started: right after a start the views are not
-  // synced, and an admitted copy cannot take its lease yet.
-  int64_t deadline = std::max(job_.nominated_ms, in_.started_ms) + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
-  if (in_.now_ms < deadline) return std::nullopt;
+  if (in_.now_ms < NominationDeadlineMs()) return std::nullopt;
   std::vector<std::string> why;
   for (const RemoteIntent& i : in_.intents) {
     if (RefusedNow(i)) why.push_back(fmt::format("{}: refused the Workload copy ({})", i.cluster, i.refusal));
@@ -97,8 +94,7 @@ std::optional<Plan> Ladder::Widen() const {
   bool refusals = false;
   bool holding = false;  // a copy holds quota (its admission checks pending, say)
   std::set<std::string> have;
-  size_t live = 0;  // copies that may still be admitted
-  std::vector<std::string> live_in;  // their clusters
+  std::vector<std::string> live;  // the clusters of copies that may still be admitted
   bool replaced = false;  // a copy withdrawn by step 9 (its cluster gone or cordoned)
   for (const RemoteIntent& i : in_.intents) {
     if (RefusedNow(i)) {
@@ -109,15 +105,12 @@ std::optional<Plan> Ladder::Widen() const {
     have.insert(i.cluster);
     // Holding quota, and not on its way out (evicted, deactivated, or with
     // a check Kueue is about to evict it for: it releases the quota).
-    const bool withdrawn = Gone(i.cluster) || Cordoned(i.cluster);  // by step 9
+    const bool withdrawn = CopiesWithdrawn(i.cluster);  // by step 9
     const ObservedWorkload* w = Reachable(i.cluster) && !withdrawn ? WorkloadIn(i.cluster) : nullptr;
     holding = holding || (w && w->quota_reserved && w->active && !w->evicted && !w->check_failed);
     // AllAtOnce replaces only refused copies: a deactivated one waits for
     // step 8 (its backoff) as before, and keeps its slot of maxCopies.
-    if (!withdrawn && (!incremental || !Deactivated(i.cluster))) {
-      ++live;
-      live_in.push_back(i.cluster);
-    }
+    if (!withdrawn && (!incremental || !Deactivated(i.cluster))) live.push_back(i.cluster);
     replaced = replaced || withdrawn;  // (a deactivated copy stays for the epoch: later rounds are rounds)
   }
   // Incremental: placement's candidates are the best step x (rounds + 1);
@@ -133,14 +126,14 @@ std::optional<Plan> Ladder::Widen() const {
   const size_t target = incremental ? in_.placement->candidates.size()
                         : holding   ? (refusals ? in_.placement->candidates.size() : 0)
                                     : in_.max_copies;
-  if (live >= target) return std::nullopt;
+  if (live.size() >= target) return std::nullopt;
   std::vector<std::string> add;
   for (const std::string& c : in_.placement->candidates) {
-    if (live + add.size() >= target) break;
+    if (live.size() + add.size() >= target) break;
     if (!have.count(c) && !KindRefused(c) && !ClassValueMissing(c) && !JobRefusalIn(c)) add.push_back(c);
   }
   for (const placement::RankedCluster& r : in_.placement->feasible) {
-    if (live + add.size() >= target) break;
+    if (live.size() + add.size() >= target) break;
     if (!have.count(r.cluster) && !KindRefused(r.cluster) && !ClassValueMissing(r.cluster) &&
         !JobRefusalIn(r.cluster) && std::find(add.begin(), add.end(), r.cluster) == add.end()) {
       add.push_back(r.cluster);
@@ -167,8 +160,8 @@ std::optional<Plan> Ladder::Widen() const {
                                                                   "the job now",
                                                                   fmt::join(add, ", "))));
   // The job's message names where its copies are now.
-  live_in.insert(live_in.end(), add.begin(), add.end());
-  u.message = fmt::format("nominated to {}", fmt::join(live_in, ", "));
+  live.insert(live.end(), add.begin(), add.end());
+  u.message = fmt::format("nominated to {}", fmt::join(live, ", "));
   plan.write = std::move(u);
   plan.requeue_ms = opt_.retry_ms;
   return plan;
@@ -186,9 +179,7 @@ int64_t Ladder::RejectionFloorMs() const {
 
 int64_t Ladder::UntilTimeout(int64_t wait_ms) const {
   if (!in_.spec->dispatch.timeout_seconds) return wait_ms;
-  int64_t left =
-      std::max(job_.nominated_ms, in_.started_ms) + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000 - in_.now_ms;
-  return std::min(wait_ms, std::max<int64_t>(left, 1));
+  return std::min(wait_ms, std::max<int64_t>(NominationDeadlineMs() - in_.now_ms, 1));
 }
 
 // Step 8. Every copy of this epoch deactivated (an admission check
@@ -287,8 +278,7 @@ Plan Ladder::Copies() const {
   std::vector<std::string> gone;       // for the messages: "c1 (declared lost by an operator)"
   std::vector<RemoteIntent> withdrawn;  // their rows, marked absent
   std::vector<std::string> refused;     // "c1: <its answer>"
-  size_t left = 0;
-  std::vector<std::string> left_in;  // their clusters
+  std::vector<std::string> left;  // the clusters of the copies that stay
   bool lost = false;      // some in a cluster gone (not only refusing the kind)
   bool kind = false;      // some refusing the kind
   bool cordoned = false;  // some in a cluster cordoned
@@ -304,7 +294,7 @@ Plan Ladder::Copies() const {
     // removed (Gone; its row kept until a reload confirms it): without a
     // lease it runs nothing, and the job must not wait for a reload that
     // may never come.
-    if (Gone(i.cluster) || KindRefused(i.cluster) || classless || Cordoned(i.cluster)) {
+    if (CopiesWithdrawn(i.cluster) || KindRefused(i.cluster) || classless) {
       lost |= Gone(i.cluster);
       kind |= KindRefused(i.cluster);
       cordoned |= Cordoned(i.cluster);
@@ -320,12 +310,11 @@ Plan Ladder::Copies() const {
       withdrawn.push_back(i);
       withdrawn.back().present = false;
     } else {
-      ++left;
-      left_in.push_back(i.cluster);
+      left.push_back(i.cluster);
     }
   }
-  if (left == 0 && gone.empty() && !refused.empty()) return AllRefused(refused);
-  if (!gone.empty() && left == 0) {
+  if (left.empty() && gone.empty() && !refused.empty()) return AllRefused(refused);
+  if (!gone.empty() && left.empty()) {
     return Requeue("copies",
                    lost       ? "ClusterLost"
                    : kind     ? "WatchRefused"
@@ -339,19 +328,19 @@ Plan Ladder::Copies() const {
   if (!gone.empty()) {
     DispatchUpdate u = Guarded(job_);
     u.upsert_intents = std::move(withdrawn);
-    u.message = fmt::format("nominated to {}", fmt::join(left_in, ", "));
+    u.message = fmt::format("nominated to {}", fmt::join(left, ", "));
     u.events.push_back(Event("CopiesWithdrawn", fmt::format("Workload copies withdrawn from {}", fmt::join(gone, ", "))));
     plan.write = std::move(u);
     // A cluster declared lost or cordoned that answers: its copies go now.
     for (const auto& [cluster, o] : in_.observed) {
-      if (!(DeclaredLost(cluster) || Cordoned(cluster)) || !Reachable(cluster)) continue;
+      if (!CopiesWithdrawn(cluster) || !Reachable(cluster)) continue;
       for (const ObservedWorkload& w : o.workloads) plan.actions.push_back(DeleteWorkload(cluster, w));
     }
   }
   bool awaited = false;  // a copy not seen yet, created a moment ago
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || !Reachable(i.cluster)) continue;
-    if (Gone(i.cluster) || Cordoned(i.cluster)) continue;
+    if (CopiesWithdrawn(i.cluster)) continue;
     if (WorkloadIn(i.cluster)) continue;
     if (Expected(i.cluster, kWorkload)) {
       awaited = true;
@@ -415,10 +404,7 @@ void Ladder::Gates(Plan& plan) const {
   for (const RemoteIntent& i : in_.intents) {
     if (!current(i)) continue;
     const ObservedWorkload* w = WorkloadIn(i.cluster);
-    if (!w || !w->gated || w->gate_open || !w->active || !Reachable(i.cluster) || Gone(i.cluster) ||
-        Cordoned(i.cluster)) {
-      continue;
-    }
+    if (!w || !w->gated || w->gate_open || !w->active || !Reachable(i.cluster) || CopiesWithdrawn(i.cluster)) continue;
     if (w->resource_version.empty()) continue;  // the patch's precondition (an API server always sets one)
     if (i.gate_opened_ms == 0) {
       closed.emplace_back(&i, w);

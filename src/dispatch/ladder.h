@@ -169,6 +169,9 @@ class Ladder {
     auto f = in_.clusters->find(cluster);
     return f != in_.clusters->end() && f->second.config.cordoned;
   }
+  // Gone or cordoned: a copy there takes no lease, opens no gate, is not
+  // made again and is withdrawn (step 9). Unlike Gone, only for now.
+  bool CopiesWithdrawn(const std::string& cluster) const { return Gone(cluster) || Cordoned(cluster); }
   // How long cluster f may be out of reach before it is lost (step 10):
   // clusterLostTimeout, or credentialsRefusedTimeout while it refuses
   // gantry (its credentials, or for an owner a watch), and no longer than
@@ -379,10 +382,7 @@ class Ladder {
   // reader, and becomes a refused one once its cluster shows it gone
   // (KeepHolds).
   bool JobRefusalHeld(const RemoteIntent& i) const {
-    const bool dispatching = job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating ||
-                             job_.phase == JobPhase::kAdmitted || job_.phase == JobPhase::kRunning;
-    return dispatching && i.kind != kWorkload && !i.present && (!i.refusal.empty() || !i.hold.empty()) &&
-           in_.now_ms < i.updated_ms + opt_.job_refusal_hold_ms;
+    return HoldsClusterOut(i, job_.phase, in_.now_ms, opt_.job_refusal_hold_ms);
   }
   // Rows confirmed gone (ConfirmedGone) are dropped in u, except a held
   // row of a real job (RemoteIntent::hold) whose hold is still on: it is
@@ -526,6 +526,13 @@ class Ladder {
   int64_t RejectionFloorMs() const;
   // wait_ms, cut short to wake the job at its dispatch timeout, if it has one.
   int64_t UntilTimeout(int64_t wait_ms) const;
+  // When a nomination's wait for an admission times out (dispatch.timeoutSeconds
+  // set): from the nomination, not before the daemon started (right after a
+  // start the views are not synced, and an admitted copy cannot take its
+  // lease yet).
+  int64_t NominationDeadlineMs() const {
+    return std::max(job_.nominated_ms, in_.started_ms) + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
+  }
   // A Queued job: since when (its submission, or the write that sent it
   // back to Queued, which sets nominated_ms: Requeued, Unschedulable's
   // verdict lifted, a resubmission). dispatch.timeoutSeconds bounds this

@@ -366,6 +366,15 @@ struct JobRefusalJudgement {
 // Else it fails.
 JobRefusalJudgement JudgeJobRefusal(const JobRefusalFacts& f, const DecideOptions& opt);
 
+// Whether a real job's row keeps its cluster out of the job's dispatches
+// now: withdrawn, with a refusal (the cluster refused the create) or a hold
+// (it failed every create: RemoteIntent::hold), less than hold_ms after the
+// row's updated_ms, while the job is still to be dispatched or running.
+// The engine's passes (Ladder::JobRefusalIn) and the placement route use it.
+bool HoldsClusterOut(const RemoteIntent& i, JobPhase phase, int64_t now_ms, int64_t hold_ms);
+// Why such a row holds its cluster out: its hold, else its refusal.
+inline const std::string& HeldOutWhy(const RemoteIntent& i) { return i.hold.empty() ? i.refusal : i.hold; }
+
 // Adds to u every present intent, marked absent (the write withdraws the
 // objects), except those of the (cluster, kind) pairs in keep.
 void MarkIntentsAbsent(DispatchUpdate& u, const std::vector<RemoteIntent>& intents,

@@ -110,7 +110,8 @@ void ApiService::ReloadForWaiting(bool run) {
   spdlog::info("POST /api/v1/clusters:reload: inventory reloaded: {} cluster(s), {} file(s) refused",
                fleet_->Clusters().size(), errors.size());
   std::vector<Cause> causes;
-  for (const auto& e : errors) causes.push_back({e.file, e.status.message()});
+  // The field is the file; the message says why, not the file again.
+  for (const auto& e : errors) causes.push_back({e.file, inventory::RefusalWithoutFile(e.file, e.status.message())});
   for (const Respond& respond : waiting) {
     if (!errors.empty()) {
       respond(K8sStatus(422, "Invalid", "some cluster files were refused; the others are in use", causes));

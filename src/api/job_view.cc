@@ -121,7 +121,7 @@ std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<in
   return text;
 }
 
-nlohmann::json EventsToJson(const std::vector<JobEvent>& events) {
+nlohmann::json EventsToJson(const std::vector<JobEvent>& events, int64_t total) {
   nlohmann::json items = nlohmann::json::array();
   for (const JobEvent& e : events) {
     nlohmann::json item = {{"time", FormatRfc3339(e.time_ms)},
@@ -131,7 +131,10 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events) {
     if (!e.cluster.empty()) item["cluster"] = e.cluster;
     items.push_back(std::move(item));
   }
-  return {{"apiVersion", "gantry.dev/v1"}, {"kind", "EventList"}, {"items", items}};
+  return {{"apiVersion", "gantry.dev/v1"},
+          {"kind", "EventList"},
+          {"metadata", {{"totalItems", std::max<int64_t>(total, static_cast<int64_t>(events.size()))}}},
+          {"items", items}};
 }
 
 nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,

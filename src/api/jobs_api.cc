@@ -12,6 +12,20 @@
 #include "gantry/job/template_fields.h"
 
 namespace gantry::api {
+namespace {
+
+// The query's limit, from 0 to max; nullopt when it is not a number in that
+// range. None given reads as 0.
+std::optional<long> QueryLimit(const http::Request& req, long max) {
+  auto text = req.Query("limit");
+  if (!text || text->empty()) return 0;
+  char* end = nullptr;
+  long v = std::strtol(text->c_str(), &end, 10);
+  if (*end != '\0' || v < 0 || v > max) return std::nullopt;
+  return v;
+}
+
+}  // namespace
 
 std::optional<JobRecord> ApiService::AuthorizedJob(http::Request& req, const Respond& respond) {
   const std::string& ns = req.path_params["ns"];
@@ -60,20 +74,16 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
       return;
     }
   }
-  query.limit = options_.default_list_limit;
-  if (auto limit = req.Query("limit"); limit && !limit->empty()) {
-    char* end = nullptr;
-    long v = std::strtol(limit->c_str(), &end, 10);
-    if (*end != '\0' || v < 0 || v > options_.max_list_limit) {
-      respond(K8sStatus(400, "BadRequest",
-                        fmt::format("limit must be an integer from 0 (none asked: pages of {}) to {}",
-                                    options_.default_list_limit, options_.max_list_limit),
-                        {{"limit", "out of range"}}));
-      return;
-    }
-    // 0 is Kubernetes' "no limit": pages of the default size, as without one.
-    if (v > 0) query.limit = static_cast<int>(v);
+  const auto limit = QueryLimit(req, options_.max_list_limit);
+  if (!limit) {
+    respond(K8sStatus(400, "BadRequest",
+                      fmt::format("limit must be an integer from 0 (none asked: pages of {}) to {}",
+                                  options_.default_list_limit, options_.max_list_limit),
+                      {{"limit", "out of range"}}));
+    return;
   }
+  // 0 is Kubernetes' "no limit": pages of the default size, as without one.
+  query.limit = *limit > 0 ? static_cast<int>(*limit) : options_.default_list_limit;
   if (auto token = req.Query("continue"); token && !token->empty()) {
     auto after = DecodeContinue(*token);
     if (!after) {
@@ -136,12 +146,30 @@ void ApiService::CancelJob(http::Request req, Respond respond) {
 void ApiService::JobEvents(http::Request req, Respond respond) {
   auto job = AuthorizedJob(req, respond);
   if (!job) return;
+  // limit: the job's last so many events (a status page's tail); none or 0
+  // asks for all of them, oldest first either way.
+  const auto limit = QueryLimit(req, options_.max_list_limit);
+  if (!limit) {
+    respond(K8sStatus(400, "BadRequest",
+                      fmt::format("limit must be an integer from 0 (all events) to {}", options_.max_list_limit),
+                      {{"limit", "out of range"}}));
+    return;
+  }
+  if (*limit > 0) {
+    auto tail = store_.LastEvents(job->uid, static_cast<int>(*limit));
+    if (!tail.ok()) {
+      respond(K8sStatusFrom(tail.status()));
+      return;
+    }
+    respond(JsonAnswer(EventsToJson(tail->events, tail->total)));
+    return;
+  }
   auto events = store_.Events(job->uid);
   if (!events.ok()) {
     respond(K8sStatusFrom(events.status()));
     return;
   }
-  respond(JsonAnswer(EventsToJson(*events)));
+  respond(JsonAnswer(EventsToJson(*events, static_cast<int64_t>(events->size()))));
 }
 
 void ApiService::JobRemoteObjects(http::Request req, Respond respond) {

@@ -93,6 +93,8 @@ int RunCli(int argc, char** argv) {
   auto* events = app.add_subcommand("events", "show every event of a job, oldest first");
   events->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   events->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
+  int events_tail = 0;
+  events->add_option("--tail", events_tail, "only the last N events (0: all)")->check(CLI::Range(0, 5000));
   auto* reload = app.add_subcommand("reload", "have the daemon read its cluster inventory again (admin)");
 
   try {
@@ -124,7 +126,7 @@ int RunCli(int argc, char** argv) {
     if (cancel->parsed()) return cli::Cancel(flags, name, purge, wait, std::cout, std::cerr);
     if (clusters->parsed()) return cli::Clusters(flags, cluster_name, std::cout, std::cerr);
     if (explain->parsed()) return cli::Explain(flags, name, std::cout, std::cerr);
-    if (events->parsed()) return cli::Events(flags, name, std::cout, std::cerr);
+    if (events->parsed()) return cli::Events(flags, name, events_tail, std::cout, std::cerr);
     if (reload->parsed()) return cli::Reload(flags, std::cout, std::cerr);
   } catch (const std::exception& e) {
     std::cerr << "error: the server's answer is not what gantry expects (is it a gantry daemon?): " << e.what()

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -143,6 +144,11 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
   if (file == "-") {
     ss << std::cin.rdbuf();
   } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(file, ec)) {  // opens, then reads as empty: "holds no document"
+      err << "error: " << file << " is a directory: give one job file (YAML or JSON), or - for standard input\n";
+      return kExitUsage;
+    }
     std::ifstream in(file, std::ios::binary);
     if (!in) {
       err << "error: cannot read " << file << ": " << std::strerror(errno) << "\n";
@@ -276,13 +282,16 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
       PrintTable(out, {"  CLUSTER", "KIND", "NAME", "EPOCH", "STATE", "IN CLUSTER"}, rows);
     }
   }
-  ApiResult ev = api->Call("GET", JobPath(ns, name) + "/events");
+  // The last ten, and how many there are in all (a job that waited long
+  // may have thousands: the daemon sends only the ten).
+  ApiResult ev = api->Call("GET", JobPath(ns, name) + "/events?limit=10");
   if (ev.exit_code == kExitOk && ev.body.is_object()) {
     const auto& items = ev.body.value("items", nlohmann::json::array());
-    const std::size_t shown = std::min<std::size_t>(items.size(), 10);  // the last ten
-    out << (shown < items.size() ? fmt::format("Events (the last 10 of {}; gantry events {} shows all):\n",
-                                               items.size(), name)
-                                 : std::string("Events:\n"));
+    const std::size_t shown = std::min<std::size_t>(items.size(), 10);
+    const std::size_t total = std::max<std::size_t>(
+        items.size(), ev.body.value("metadata", nlohmann::json::object()).value("totalItems", std::size_t{0}));
+    out << (shown < total ? fmt::format("Events (the last {} of {}; gantry events {} shows all):\n", shown, total, name)
+                          : std::string("Events:\n"));
     PrintEvents(out, items, shown, "  ");
   }
   return kExitOk;

@@ -39,7 +39,8 @@ int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const 
 int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err);
 int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err);
 // Every event of a job, oldest first.
-int Events(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err);
+// tail > 0: only the last so many.
+int Events(const CommonFlags& flags, const std::string& name, int tail, std::ostream& out, std::ostream& err);
 // POST /api/v1/clusters:reload: the daemon reads its cluster inventory again
 // (an admin token); the files it refused, each with why.
 int Reload(const CommonFlags& flags, std::ostream& out, std::ostream& err);

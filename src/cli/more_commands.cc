@@ -4,11 +4,12 @@
 
 namespace gantry::cli {
 
-int Events(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err) {
+int Events(const CommonFlags& flags, const std::string& name, int tail, std::ostream& out, std::ostream& err) {
   int code = kExitOk;
   auto api = Connect(flags, err, &code);
   if (!api) return code;
-  auto body = Fetch(*api, JobPath(NamespaceOf(flags), name) + "/events", err, &code);
+  const std::string query = tail > 0 ? "?limit=" + std::to_string(tail) : "";
+  auto body = Fetch(*api, JobPath(NamespaceOf(flags), name) + "/events" + query, err, &code);
   if (!body) return code;
   if (PrintStructured(flags, *body, out)) return kExitOk;
   const auto& items = body->value("items", nlohmann::json::array());

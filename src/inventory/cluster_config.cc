@@ -158,6 +158,13 @@ Result<ClusterConfig> ParseClusterConfig(std::string_view yaml, const std::strin
   return config;
 }
 
+std::string RefusalWithoutFile(const std::string& path, const std::string& message) {
+  for (const std::string& name : {DisplayName(path), fs::path(path).filename().string()}) {
+    if (!name.empty() && message.starts_with(name + ": ")) return message.substr(name.size() + 2);
+  }
+  return message;
+}
+
 Result<ClusterConfig> LoadClusterFile(const std::string& path) {
   const std::string display = DisplayName(path);
   Result<std::string> text = ReadClusterFile(path, display);

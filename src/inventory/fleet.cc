@@ -109,7 +109,8 @@ Fleet::Entry Fleet::Held(const ClusterPlaceholder& placeholder) const {
   held.view.config.source_file = placeholder.file;
   const std::string file = std::filesystem::path(placeholder.file).filename().string();
   held.view.config_error =
-      fmt::format("cluster file {} refused: {}; its jobs are held until it loads", file, placeholder.status.message());
+      fmt::format("cluster file {} refused: {}; its jobs are held until it loads", file,
+                  RefusalWithoutFile(placeholder.file, placeholder.status.message()));
   if (existing.view.config_error.empty()) {  // not at every reload while it stays held
     spdlog::error("inventory: cluster {} is held, not removed: its file {} is refused; it is not probed, nothing new "
                   "goes there, and the jobs it owns are left as they are until the file loads",

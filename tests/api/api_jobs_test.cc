@@ -334,6 +334,19 @@ TEST_CASE("cancel, events and purge", "[api]") {
   std::vector<std::string> reasons;
   for (auto& e : events) reasons.push_back(e["reason"]);
   CHECK(reasons == std::vector<std::string>{"Submitted", "CancelRequested", "Cancelled"});
+  // limit: the last so many, oldest first, and how many there are in all.
+  auto tail = api.Json(api.Call("GET", "/api/v1/namespaces/team-a/jobs/c1/events?limit=2"));
+  REQUIRE(tail["items"].size() == 2);
+  CHECK(tail["items"][0]["reason"] == "CancelRequested");
+  CHECK(tail["items"][1]["reason"] == "Cancelled");
+  CHECK(tail["metadata"]["totalItems"] == 3);
+  CHECK(api.Json(api.Call("GET", "/api/v1/namespaces/team-a/jobs/c1/events?limit=0"))["items"].size() == 3);
+  CHECK(api.Json(api.Call("GET", "/api/v1/namespaces/team-a/jobs/c1/events?limit=50"))["items"].size() == 3);
+  for (const char* bad : {"-1", "ten", "99999999"}) {
+    auto refused = api.Call("GET", std::string("/api/v1/namespaces/team-a/jobs/c1/events?limit=") + bad);
+    CHECK(refused.status == 400);
+    CHECK(refused.body.find("limit") != std::string::npos);
+  }
   // Cancelling a finished job again is harmless and says so.
   auto again = api.Call("DELETE", "/api/v1/namespaces/team-a/jobs/c1");
   CHECK(again.status == 202);

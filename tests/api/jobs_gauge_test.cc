@@ -50,6 +50,7 @@ class CountingStore final : public JobStore {
   Result<bool> WasPurged(const std::string& uid) override { return inner_.WasPurged(uid); }
   Result<JobPage> List(const ListQuery& query) override { return inner_.List(query); }
   Result<std::vector<JobEvent>> Events(const std::string& uid) override { return inner_.Events(uid); }
+  Result<EventTail> LastEvents(const std::string& uid, int limit) override { return inner_.LastEvents(uid, limit); }
   Result<std::vector<JobKey>> JobsInPhase(JobPhase phase, int64_t after_seq, int limit) override {
     return inner_.JobsInPhase(phase, after_seq, limit);
   }

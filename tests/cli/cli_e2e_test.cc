@@ -107,6 +107,10 @@ TEST_CASE("CLI commands against a real daemon", "[cli][e2e]") {
   auto cancel = Cli(daemon.url(), {"cancel", "e2e-train", "-n", "team-a", "--wait", "--timeout", "30"});
   CHECK(cancel.code == 0);
   CHECK(cancel.out.find("Cancelled") != std::string::npos);
+  auto tail = Cli(daemon.url(), {"events", "team-a/e2e-train", "--tail", "1"});
+  CHECK(tail.code == 0);
+  CHECK(tail.out.find("Cancelled") != std::string::npos);
+  CHECK(tail.out.find("Submitted") == std::string::npos);
   auto purge = Cli(daemon.url(), {"cancel", "e2e-train", "-n", "team-a", "--purge"});
   CHECK(purge.code == 0);
   CHECK(purge.out == "job.gantry.dev/e2e-train purged\n");
@@ -139,6 +143,9 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
   CHECK(Cli(daemon.url(), {"submit"}).code == 2);
   CHECK(Cli(daemon.url(), {"frobnicate"}).code == 2);
   CHECK(Cli(daemon.url(), {"submit", "-f", dir.File("absent.yaml")}).code == 2);
+  auto directory = Cli(daemon.url(), {"submit", "-f", dir.path()});
+  CHECK(directory.code == 2);
+  CHECK(directory.err == "error: " + dir.path() + " is a directory: give one job file (YAML or JSON), or - for standard input\n");
   CHECK(Cli(daemon.url(), {"list", "-o", "xml"}).code == 2);
   // Not a mapping: exit 2 with a line that says so, not an abort.
   for (const char* text : {"hello\n", "- a\n- b\n"}) {

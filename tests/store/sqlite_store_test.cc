@@ -172,6 +172,15 @@ TEST_CASE("Transition is a compare-and-set on the phase", "[store]") {
   CHECK(events[1].time_ms == 20'005);
   CHECK(events[0].id < events[1].id);
 
+  // The last one alone, and the count of all.
+  Result<EventTail> tail = store->LastEvents(job.uid, 1);
+  REQUIRE(tail.ok());
+  REQUIRE(tail->events.size() == 1);
+  CHECK(tail->events[0].reason == "Nominated");
+  CHECK(tail->total == 2);
+  CHECK(store->LastEvents(job.uid, 5)->events.size() == 2);
+  CHECK(store->LastEvents("no-such-uid", 5)->total == 0);
+
   // The phase moved on: a stale expectation loses and changes nothing.
   Result<JobRecord> stale =
       TransitionSync(*store, job.uid, JobPhase::kQueued, JobPhase::kRunning, event);

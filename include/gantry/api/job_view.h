@@ -20,7 +20,9 @@ nlohmann::json JobToJson(const JobRecord& job);
 // paths (submit, get, list) use these.
 std::string JobJsonText(const JobRecord& job);
 std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq);
-nlohmann::json EventsToJson(const std::vector<JobEvent>& events);
+// total: how many events the job has in all, the list being its last ones
+// (metadata.totalItems).
+nlohmann::json EventsToJson(const std::vector<JobEvent>& events, int64_t total);
 
 // The job's remote objects as gantry means them (its intent rows), by
 // cluster and kind: a RemoteObjectList whose items have cluster, kind,

@@ -106,6 +106,11 @@ std::string LocalQueueFor(const ClusterConfig& config, const std::string& ns,
 // "<parent dir name>/<file name>" (e.g. "clusters.d/gpu-eu-1.yaml").
 Result<ClusterConfig> LoadClusterFile(const std::string& path);
 
+// Why a cluster file was refused, without the file's name that
+// LoadClusterFile and LoadClusterDir put first ("line 4: invalid YAML: ..."):
+// for a message beside the path, which says it already.
+std::string RefusalWithoutFile(const std::string& path, const std::string& message);
+
 // The name of the cluster a refused cluster file most likely describes, for
 // LoadClusterDir to hold that cluster in the inventory (ClusterPlaceholder):
 // the file's top-level `name` if the file parses as YAML and that is a

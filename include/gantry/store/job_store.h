@@ -64,6 +64,12 @@ struct JobEvent {
   std::string cluster;          // "" when not about one cluster
 };
 
+// The most recent events of a job, oldest first, and how many it has in all.
+struct EventTail {
+  std::vector<JobEvent> events;
+  int64_t total = 0;
+};
+
 // The desired state of one object gantry keeps in a worker cluster, recorded
 // before the object is created or deleted there (DESIGN.md, "Crash anywhere").
 struct RemoteIntent {
@@ -217,6 +223,9 @@ class JobStore {
   virtual Result<bool> WasPurged(const std::string& uid) = 0;
   virtual Result<JobPage> List(const ListQuery& query) = 0;
   virtual Result<std::vector<JobEvent>> Events(const std::string& uid) = 0;
+  // The last `limit` (> 0) of them: what a status page shows of a job whose
+  // events have grown long.
+  virtual Result<EventTail> LastEvents(const std::string& uid, int limit) = 0;
   // Every phase with its count (phases with no job are 0).
   virtual Result<std::map<JobPhase, int64_t>> CountByPhase() = 0;
   // Jobs in a phase by seq, from after_seq (exclusive), at most limit: one

@@ -77,6 +77,7 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
   Result<JobPage> List(const ListQuery& query) override;
   // Oldest first; an unknown uid has no events (empty, not NotFound).
   Result<std::vector<JobEvent>> Events(const std::string& uid) override;
+  Result<EventTail> LastEvents(const std::string& uid, int limit) override;
   Result<std::map<JobPhase, int64_t>> CountByPhase() override;
   // limit is clamped to 1..kMaxScanLimit.
   Result<std::vector<JobKey>> JobsInPhase(JobPhase phase, int64_t after_seq, int limit) override;

@@ -435,12 +435,19 @@ void Ladder::Gates(Plan& plan) const {
   RemoteIntent opened = *row;
   opened.gate_opened_ms = in_.now_ms;
   plan.write->upsert_intents.push_back(std::move(opened));
-  plan.write->events.push_back(Event(
-      "PreemptionAllowed",
-      fmt::format("{} may preempt lower-priority work for this job: not admitted without preempting {} s after "
-                  "its dispatch (its copy's preemption gate is open)",
-                  row->cluster, (in_.now_ms - job_.nominated_ms) / 1000),
-      row->cluster));
+  // Told only where Kueue says the gate is what holds the copy back: a copy
+  // that waits for quota with nothing it may preempt (a job of the lowest
+  // priority) has its gate opened in turn all the same, in case that
+  // changes, but an event per cluster would say it may preempt what is not
+  // there (remoteobjects shows every gate).
+  if (copy->held_by_gate) {
+    plan.write->events.push_back(Event(
+        "PreemptionAllowed",
+        fmt::format("{} may preempt lower-priority work for this job: not admitted without preempting {} s after "
+                    "its dispatch (its copy's preemption gate is open)",
+                    row->cluster, (in_.now_ms - job_.nominated_ms) / 1000),
+        row->cluster));
+  }
   const auto version = KueueVersionOf(*in_.clusters, row->cluster);
   plan.actions.push_back(OpenGateAction(row->cluster, version, *copy, job_.epoch, in_.now_ms));
   if (closed.size() > 1) plan.requeue_ms = std::min(plan.requeue_ms, period);  // the next one's turn

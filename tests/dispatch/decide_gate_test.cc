@@ -110,11 +110,21 @@ TEST_CASE("step 9: after a period the best-ranked copy's gate opens, recorded fi
   CHECK(row->gate_opened_ms == w.in.now_ms);
   CHECK(row->present);
   CHECK(row->epoch == 1);
-  REQUIRE(p.write->events.size() == 1);
-  CHECK(p.write->events[0].reason == "PreemptionAllowed");
-  CHECK(p.write->events[0].cluster == "c3");
+  // Every copy waits for quota alone (Kueue's reason Pending): nothing to
+  // tell, as nothing there would be preempted.
+  CHECK(p.write->events.empty());
   CHECK(p.requeue_ms == kGateMs);  // the next gate is due a period after this one
   CHECK_FALSE(MayBeLost(p, w.in.intents));
+
+  SECTION("where Kueue says the gate holds the copy back, the opening is an event naming the cluster") {
+    w.in.observed["c3"].workloads[0].held_by_gate = true;
+    Plan q = Decide(w.Input());
+    REQUIRE(OpenGates(q, "c3") == 1);
+    REQUIRE(q.write);
+    REQUIRE(q.write->events.size() == 1);
+    CHECK(q.write->events[0].reason == "PreemptionAllowed");
+    CHECK(q.write->events[0].cluster == "c3");
+  }
 
   SECTION("the next pass in the same period opens no other gate") {
     w.in.intents[2].gate_opened_ms = w.in.now_ms;  // c3's row (intents are c1, c2, c3)

@@ -143,6 +143,7 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   body["apiVersion"] = "gantry.dev/v1";
   body["kind"] = "PlacementDecision";
   body["job"] = ns + "/" + job->name;
+  body["jobPhase"] = std::string(JobPhaseName(job->phase));  // placement's verdict is for a dispatch now
   body["decidedAt"] = FormatRfc3339(now);
   // Placement knows clusters, not this job's history: a cluster that refused
   // the job's real job, or that failed every create of it (its row kept

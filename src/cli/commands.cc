@@ -455,7 +455,20 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
   }
   out << "Candidates:    " << (candidates.empty() ? "<none>" : candidates) << "\n";
   if (decision.value("unschedulable", false)) {
-    out << "Unschedulable: no configured cluster can ever run this job as a whole\n";
+    // The verdict is placement's, for a dispatch now; a job already
+    // dispatched is not judged again by it (a quota cut leaves a
+    // Nominating job's copies waiting where they are).
+    const std::string phase = decision.value("jobPhase", "");
+    if (phase.empty() || phase == "Queued" || phase == "Unschedulable") {
+      out << "Unschedulable: no configured cluster can ever run this job as a whole\n";
+    } else if (phase == "Nominating") {
+      out << "No fit now:    no configured cluster's quota holds this job as a whole any more; it stays Nominating, "
+             "its copies waiting where they are until a quota grows again\n";
+    } else {
+      out << "No fit now:    no configured cluster's quota would hold this job as a whole if it were dispatched "
+             "now; it is "
+          << phase << ", and that does not change it\n";
+    }
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : decision.value("clusters", nlohmann::json::array())) {

@@ -161,6 +161,7 @@ TEST_CASE("cluster routes and placement without an inventory", "[api]") {
   CHECK(decision["kind"] == "PlacementDecision");
   CHECK(decision["candidates"].empty());
   CHECK(decision["unschedulable"] == false);  // no clusters yet is not "never"
+  CHECK(decision["jobPhase"] == "Queued");    // what the verdict is beside
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/p1/placement", "", kTeamAToken).status == 200);
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/nope/placement").status == 404);
 }

@@ -1,0 +1,49 @@
+// What `gantry explain` says of placement's Unschedulable verdict, by the
+// job's phase, against a server made here.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "daemon_fixture.h"
+#include "gantry/http/server.h"
+
+namespace gantry::testing {
+
+TEST_CASE("explain calls a job Unschedulable only while it waits for a dispatch: a dispatched one keeps its phase",
+          "[cli]") {
+  struct Row {
+    const char* phase;
+    const char* said;  // the line's start
+  };
+  const Row rows[] = {
+      {"Queued", "Unschedulable: no configured cluster can ever run this job as a whole\n"},
+      {"Unschedulable", "Unschedulable: no configured cluster can ever run this job as a whole\n"},
+      {"", "Unschedulable: no configured cluster can ever run this job as a whole\n"},  // an older daemon
+      {"Nominating", "No fit now:    no configured cluster's quota holds this job as a whole any more; it stays "
+                     "Nominating, its copies waiting where they are until a quota grows again\n"},
+      {"Running", "No fit now:    no configured cluster's quota would hold this job as a whole if it were "
+                  "dispatched now; it is Running, and that does not change it\n"},
+  };
+  for (const Row& row : rows) {
+    INFO(row.phase);
+    std::string decision = R"({"kind":"PlacementDecision","candidates":[],"unschedulable":true,)"
+                           R"("clusters":[{"name":"c1","feasible":false,"filter":"Quota","permanent":true,)"
+                           R"("message":"gang needs 64 cpu, nominal quota 32"}])";
+    if (*row.phase) decision += std::string(R"(,"jobPhase":")") + row.phase + "\"";
+    decision += "}";
+    http::ServerOptions options;
+    options.address = "127.0.0.1";
+    options.port = 0;
+    http::Server server(options, [&](http::Request, http::Responder respond) {
+      respond(http::JsonResponse(200, decision));
+    });
+    REQUIRE(server.Start().ok());
+    RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"explain", "team-a/big"});
+    CHECK(r.code == 0);
+    CHECK(r.out.find(row.said) != std::string::npos);
+    CHECK(r.out.find("c1") != std::string::npos);  // the clusters' table follows either way
+    server.Stop(std::chrono::seconds(1));
+  }
+}
+
+}  // namespace gantry::testing

@@ -10,9 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <spdlog/spdlog.h>
+#include <yaml-cpp/yaml.h>
 
 #include "gantry/api/api_metrics.h"
 #include "gantry/api/api_service.h"
@@ -46,6 +48,24 @@ std::string TextOf(const std::string& path) {
   if (path.empty()) return "";
   auto text = ReadWholeFile(path);
   return text.ok() ? std::move(*text) : "";
+}
+
+// Whether two texts of gantry.yaml say the same: equal once parsed and
+// written out again, so that an edited comment or a blank line is no
+// change. Text that does not parse is compared as it is.
+bool SameYaml(const std::string& a, const std::string& b) {
+  if (a == b) return true;
+  auto canonical = [](const std::string& text) -> std::optional<std::string> {
+    try {
+      YAML::Emitter out;
+      out << YAML::Load(text);
+      return std::string(out.c_str());
+    } catch (const YAML::Exception&) {
+      return std::nullopt;
+    }
+  };
+  const auto ca = canonical(a), cb = canonical(b);
+  return ca && cb && *ca == *cb;
 }
 
 // $name when set (systemd's ConfigurationDirectory= / StateDirectory=), else fallback.
@@ -90,7 +110,7 @@ Result<DaemonConfig> ResolveConfig(const ServeFlags& flags) {
 void NoteConfigChange(const ServeFlags& flags, const std::string& started_path, const std::string& started_text) {
   const std::string path = ConfigPath(flags);
   const std::string text = TextOf(path);
-  if (path == started_path && text == started_text) return;
+  if (path == started_path && SameYaml(text, started_text)) return;
   const std::string shown = path.empty() ? started_path : path;
   auto resolved = ResolveConfig(flags);
   std::string problem = resolved.ok() ? "" : resolved.status().message();

@@ -221,6 +221,15 @@ TEST_CASE("a reload says when gantry.yaml changed since the start, and whether t
   // Unchanged: the reload says nothing of it.
   daemon.process().Signal(SIGHUP);
   REQUIRE(WaitFor([&] { return daemon.process().Stderr().find("SIGHUP: inventory reloaded") != std::string::npos; }));
+  // Comments and blank lines edited, the settings the same: no change either.
+  WriteFile(config, "# drains get five seconds\n\nshutdownGraceSeconds: 5   # seconds\n");
+  daemon.process().Signal(SIGHUP);
+  REQUIRE(WaitFor([&] {
+    const std::string log = daemon.process().Stderr();
+    const size_t first = log.find("SIGHUP: inventory reloaded");
+    return first != std::string::npos && log.find("SIGHUP: inventory reloaded", first + 1) != std::string::npos;
+  }));
+  // (Checked below, once the next reload has been handled after it.)
   // A setting the daemon does not know: it would not start with this file.
   WriteFile(config, "shutdownGraceSeconds: 5\nbogusSetting: 1\n");
   daemon.process().Signal(SIGHUP);
@@ -228,8 +237,8 @@ TEST_CASE("a reload says when gantry.yaml changed since the start, and whether t
   std::string log = daemon.process().Stderr();
   CHECK(log.find("bogusSetting") != std::string::npos);
   CHECK(log.find("line 2") != std::string::npos);
-  // The second reload's line is the only one about gantry.yaml (the first,
-  // done before it, said nothing), and neither spoke of tokens: there is
+  // The third reload's line is the only one about gantry.yaml (the two
+  // done before it said nothing), and neither spoke of tokens: there is
   // no tokens file.
   const size_t changed = log.find("changed since the start");
   CHECK(changed != std::string::npos);

@@ -16,8 +16,23 @@
 
 namespace gantry::api {
 
-nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64_t now_ms) const {
+nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64_t now_ms, bool admin) const {
   nlohmann::json out = ClusterToJson(view, now_ms, options_.stale_after_ms);
+  if (!admin) {
+    // A tenant sees that a cluster's file or credentials are refused, not
+    // the paths and kubeconfig entries the messages name: those are the
+    // operator's (the health, ConfigRefused or CredentialsUnloadable, says
+    // as much as a tenant can act on).
+    nlohmann::json& status = out["status"];
+    if (status.contains("configError")) {
+      status["configError"] = "its cluster file is refused (an admin token's gantry clusters shows why)";
+    }
+    if (status.contains("credentialsError")) {
+      status["credentialsError"] = "its credentials do not load (an admin token's gantry clusters shows why)";
+    }
+    status.erase("configWarning");
+    status.erase("credentialsWarning");
+  }
   if (options_.watch_refused) {
     if (std::string why = options_.watch_refused(view.config.name); !why.empty()) out["status"]["watchRefused"] = why;
   }
@@ -46,11 +61,12 @@ nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64
 }
 
 void ApiService::ListClusters(http::Request req, Respond respond) {
-  if (!Authorize(req, nullptr, respond)) return;
+  auto principal = Authorize(req, nullptr, respond);
+  if (!principal) return;
   nlohmann::json items = nlohmann::json::array();
   if (fleet_) {
     int64_t now = clock_.NowMillis();
-    for (const auto& view : fleet_->Clusters()) items.push_back(ClusterJson(view, now));
+    for (const auto& view : fleet_->Clusters()) items.push_back(ClusterJson(view, now, principal->admin));
   }
   nlohmann::json list = {{"apiVersion", "gantry.dev/v1"}, {"kind", "ClusterList"}, {"metadata", nlohmann::json::object()},
                         {"items", items}};
@@ -58,14 +74,15 @@ void ApiService::ListClusters(http::Request req, Respond respond) {
 }
 
 void ApiService::GetCluster(http::Request req, Respond respond) {
-  if (!Authorize(req, nullptr, respond)) return;
+  auto principal = Authorize(req, nullptr, respond);
+  if (!principal) return;
   const std::string& name = req.path_params["name"];
   auto view = fleet_ ? fleet_->Cluster(name) : std::nullopt;
   if (!view) {
     respond(K8sStatus(404, "NotFound", "cluster " + name + " not found"));
     return;
   }
-  respond(JsonAnswer(ClusterJson(*view, clock_.NowMillis())));
+  respond(JsonAnswer(ClusterJson(*view, clock_.NowMillis(), principal->admin)));
 }
 
 void ApiService::ReloadClusters(http::Request req, Respond respond) {

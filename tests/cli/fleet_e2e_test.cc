@@ -8,8 +8,10 @@
 namespace gantry::testing {
 namespace {
 
-nlohmann::json ClustersJson(const std::string& url) {
-  auto r = Cli(url, {"clusters", "-o", "json"});
+nlohmann::json ClustersJson(const std::string& url, const std::string& token = "") {
+  std::map<std::string, std::string> env;
+  if (!token.empty()) env["GANTRY_TOKEN"] = token;
+  auto r = Cli(url, {"clusters", "-o", "json"}, env);
   if (r.code != 0) return nlohmann::json::object();
   return nlohmann::json::parse(r.out, nullptr, false);
 }
@@ -171,7 +173,8 @@ TEST_CASE("clusters from gantry-sim whose kubeconfig users are exec plugins", "[
         std::string::npos);
 }
 
-TEST_CASE("a cluster whose kubeconfig does not load is listed, saying why", "[cli][e2e][fleet]") {
+TEST_CASE("a cluster whose kubeconfig does not load is listed, saying why to an admin and not to a tenant",
+          "[cli][e2e][fleet]") {
   if (!SimBuilt()) return;
   TempDir dir;
   std::string sim_dir = dir.File("sim");
@@ -186,16 +189,29 @@ TEST_CASE("a cluster whose kubeconfig does not load is listed, saying why", "[cl
   file.replace(at, file.find('\n', at) - at, "kubeconfig: " + dir.File("gone.kubeconfig"));
   WriteFile(sim_dir + "/clusters.d/c9.yaml", file);
 
-  Daemon daemon(dir.File("data"), dir.path(), {"--clusters-dir", sim_dir + "/clusters.d"});
+  const std::string admin = "admin-token-0123456789", tenant = "tenant-token-0123456789";
+  WriteFile(dir.File("tokens.yaml"), "tokens:\n- {subject: ops, token: " + admin +
+                                         ", namespaces: ['*']}\n- {subject: a, token: " + tenant +
+                                         ", namespaces: [team-a]}\n");
+  WriteFile(dir.File("gantry.yaml"), "tokensFile: " + dir.File("tokens.yaml") + "\n");
+  Daemon daemon(dir.File("data"), dir.path(),
+                {"--clusters-dir", sim_dir + "/clusters.d", "--config", dir.File("gantry.yaml")});
   REQUIRE(daemon.ready());
-  auto clusters = ByName(ClustersJson(daemon.url()));
+  auto clusters = ByName(ClustersJson(daemon.url(), admin));
   REQUIRE(clusters.count("c9"));
   const std::string error = clusters["c9"]["status"].value("credentialsError", "");
   CHECK_THAT(error, Catch::Contains("gone.kubeconfig"));
-  const std::string table = Cli(daemon.url(), {"clusters"}).out;
+  const std::string table = Cli(daemon.url(), {"clusters"}, {{"GANTRY_TOKEN", admin}}).out;
   INFO(table);
   CHECK(table.find(",CredentialsUnloadable") != std::string::npos);
   CHECK(table.find(error.substr(0, 40)) != std::string::npos);
+  // A tenant sees that it does not load, not the operator's paths.
+  auto seen = ByName(ClustersJson(daemon.url(), tenant));
+  REQUIRE(seen.count("c9"));
+  const std::string tenant_error = seen["c9"]["status"].value("credentialsError", "");
+  CHECK_THAT(tenant_error, Catch::Contains("credentials do not load"));
+  CHECK(seen["c9"].dump().find(dir.path()) == std::string::npos);
+  CHECK(seen["c1"].dump().find(dir.path()) == std::string::npos);
 }
 
 }  // namespace gantry::testing

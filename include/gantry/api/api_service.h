@@ -127,7 +127,8 @@ class ApiService {
   void JobEvents(http::Request req, Respond respond);
   void JobRemoteObjects(http::Request req, Respond respond);
   // A cluster as the API shows it (cluster_view.h), with what only the engine knows.
-  nlohmann::json ClusterJson(const inventory::ClusterView& view, int64_t now_ms) const;
+  // admin: the messages that name files and kubeconfig entries in full.
+  nlohmann::json ClusterJson(const inventory::ClusterView& view, int64_t now_ms, bool admin) const;
   void ListClusters(http::Request req, Respond respond);
   void GetCluster(http::Request req, Respond respond);
   void ReloadClusters(http::Request req, Respond respond);

@@ -1,5 +1,6 @@
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 
 #include <CLI/CLI.hpp>
 
@@ -55,7 +56,7 @@ int RunCli(int argc, char** argv) {
   submit->add_option("-n,--namespace", flags.ns, "namespace (default: the document's, else default)");
   submit->add_flag("--wait", wait.wait, "wait until the job finishes; exit 0 only if it succeeded");
   submit->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
 
   std::string name;
   bool watch = false;
@@ -65,7 +66,7 @@ int RunCli(int argc, char** argv) {
   status->add_flag("-w,--watch", watch, "follow phase changes until the job finishes");
   int watch_timeout = 0;
   status->add_option("--timeout", watch_timeout, "with --watch: give up after this many seconds (exit 1)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
 
   bool all = false;
   std::string phase, queue;
@@ -81,7 +82,7 @@ int RunCli(int argc, char** argv) {
   cancel->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
   cancel->add_flag("--wait", wait.wait, "wait until the job is Cancelled");
   cancel->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
   cancel->add_flag("--purge", purge, "remove the record of a finished job");
 
   std::string cluster_name;
@@ -90,11 +91,12 @@ int RunCli(int argc, char** argv) {
   auto* explain = app.add_subcommand("explain", "show where a job could run and why each cluster is or is not a candidate");
   explain->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   explain->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
-  auto* events = app.add_subcommand("events", "show every event of a job, oldest first");
+  auto* events = app.add_subcommand("events", "show a job's events, oldest first: all of them, or the last N");
   events->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   events->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
   int events_tail = 0;
-  events->add_option("--tail", events_tail, "only the last N events (0: all)")->check(CLI::Range(0, 5000));
+  // The daemon bounds N (its maxListLimit) and says so.
+  events->add_option("--tail", events_tail, "only the last N events (0: all)")->check(CLI::Range(0, std::numeric_limits<int>::max()));
   auto* reload = app.add_subcommand("reload", "have the daemon read its cluster inventory again (admin)");
 
   try {

@@ -150,36 +150,28 @@ Result<std::vector<JobEvent>> SqliteStore::Events(const std::string& uid) {
 
 Result<EventTail> SqliteStore::LastEvents(const std::string& uid, int limit) {
   std::lock_guard lock(read_mu_);
-  // Both reads in one transaction, so that the count and the rows agree.
-  if (Status begin = reader_->Exec("BEGIN"); !begin.ok()) return begin;
-  auto read = [&]() -> Result<EventTail> {
-    EventTail tail;
-    Result<Statement> count = reader_->Prepare(
-        "SELECT COUNT(*) FROM job_events WHERE job_seq = (SELECT seq FROM jobs WHERE uid = ?1)");
-    if (!count.ok()) return count.status();
-    count->Bind(1, uid);
-    Result<bool> counted = count->Step();
-    if (!counted.ok()) return counted.status();
-    tail.total = count->Int(0);
-    Result<Statement> stmt = reader_->Prepare(
-        "SELECT id, job_uid, time_ms, type, reason, message, cluster FROM job_events "
-        "WHERE job_seq = (SELECT seq FROM jobs WHERE uid = ?1) ORDER BY id DESC LIMIT ?2");
-    if (!stmt.ok()) return stmt.status();
-    stmt->Bind(1, uid);
-    stmt->Bind(2, int64_t{limit});
-    while (true) {
-      Result<bool> row = stmt->Step();
-      if (!row.ok()) return row.status();
-      if (!*row) break;
-      Result<JobEvent> event = ReadEvent(*stmt);
-      if (!event.ok()) return event.status();
-      tail.events.push_back(std::move(*event));
-    }
-    std::reverse(tail.events.begin(), tail.events.end());
-    return tail;
-  };
-  Result<EventTail> tail = read();
-  (void)reader_->Exec("COMMIT");
+  // One statement, so that the count and the rows are of one snapshot; each
+  // row carries the count (no row: no event at all), a subquery SQLite
+  // evaluates once, as it names no column of the row.
+  Result<Statement> stmt = reader_->Prepare(
+      "SELECT e.id, e.job_uid, e.time_ms, e.type, e.reason, e.message, e.cluster, "
+      "(SELECT COUNT(*) FROM job_events WHERE job_seq = (SELECT seq FROM jobs WHERE uid = ?1)) "
+      "FROM job_events AS e "
+      "WHERE e.job_seq = (SELECT seq FROM jobs WHERE uid = ?1) ORDER BY e.id DESC LIMIT ?2");
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, uid);
+  stmt->Bind(2, int64_t{limit > 0 ? limit : -1});  // SQLite's "no limit"
+  EventTail tail;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    Result<JobEvent> event = ReadEvent(*stmt);
+    if (!event.ok()) return event.status();
+    tail.total = stmt->Int(7);
+    tail.events.push_back(std::move(*event));
+  }
+  std::reverse(tail.events.begin(), tail.events.end());
   return tail;
 }
 

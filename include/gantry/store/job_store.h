@@ -223,8 +223,8 @@ class JobStore {
   virtual Result<bool> WasPurged(const std::string& uid) = 0;
   virtual Result<JobPage> List(const ListQuery& query) = 0;
   virtual Result<std::vector<JobEvent>> Events(const std::string& uid) = 0;
-  // The last `limit` (> 0) of them: what a status page shows of a job whose
-  // events have grown long.
+  // The last `limit` of them (0 or less: all), oldest first, and the count
+  // of all: what a status page shows of a job whose events have grown long.
   virtual Result<EventTail> LastEvents(const std::string& uid, int limit) = 0;
   // Every phase with its count (phases with no job are 0).
   virtual Result<std::map<JobPhase, int64_t>> CountByPhase() = 0;

@@ -110,7 +110,10 @@ Result<DaemonConfig> ResolveConfig(const ServeFlags& flags) {
 void NoteConfigChange(const ServeFlags& flags, const std::string& started_path, const std::string& started_text) {
   const std::string path = ConfigPath(flags);
   const std::string text = TextOf(path);
-  if (path == started_path && SameYaml(text, started_text)) return;
+  // A file that cannot be read now is a change even if it held only
+  // comments (read as "" too): the next start would fail on it.
+  const bool readable = path.empty() || ReadWholeFile(path).ok();
+  if (path == started_path && readable && SameYaml(text, started_text)) return;
   const std::string shown = path.empty() ? started_path : path;
   auto resolved = ResolveConfig(flags);
   std::string problem = resolved.ok() ? "" : resolved.status().message();

@@ -435,17 +435,26 @@ void Ladder::Gates(Plan& plan) const {
   RemoteIntent opened = *row;
   opened.gate_opened_ms = in_.now_ms;
   plan.write->upsert_intents.push_back(std::move(opened));
-  // Told only where Kueue says the gate is what holds the copy back: a copy
-  // that waits for quota with nothing it may preempt (a job of the lowest
-  // priority) has its gate opened in turn all the same, in case that
-  // changes, but an event per cluster would say it may preempt what is not
-  // there (remoteobjects shows every gate).
+  // Each opening is told where Kueue says the gate is what holds the copy
+  // back. A copy that waits for quota alone (a job of the lowest priority
+  // has nothing to preempt) has its gate opened in turn all the same, in
+  // case that changes; one event says so at the first, rather than one per
+  // cluster saying it may preempt what is not there (remoteobjects shows
+  // every gate).
   if (copy->held_by_gate) {
     plan.write->events.push_back(Event(
         "PreemptionAllowed",
         fmt::format("{} may preempt lower-priority work for this job: not admitted without preempting {} s after "
-                    "its dispatch (its copy's preemption gate is open)",
+                    "its dispatch (its copy's preemption gate is opened)",
                     row->cluster, (in_.now_ms - job_.nominated_ms) / 1000),
+        row->cluster));
+  } else if (last_opened == 0) {
+    plan.write->events.push_back(Event(
+        "PreemptionAllowed",
+        fmt::format("not admitted {} s after its dispatch: its copies' preemption gates are opened one at a time, "
+                    "{} first, so that a cluster may preempt lower-priority work for it if it comes to that (no "
+                    "cluster says it would yet)",
+                    (in_.now_ms - job_.nominated_ms) / 1000, row->cluster),
         row->cluster));
   }
   const auto version = KueueVersionOf(*in_.clusters, row->cluster);

@@ -110,9 +110,12 @@ TEST_CASE("step 9: after a period the best-ranked copy's gate opens, recorded fi
   CHECK(row->gate_opened_ms == w.in.now_ms);
   CHECK(row->present);
   CHECK(row->epoch == 1);
-  // Every copy waits for quota alone (Kueue's reason Pending): nothing to
-  // tell, as nothing there would be preempted.
-  CHECK(p.write->events.empty());
+  // Every copy waits for quota alone (Kueue's reason Pending): the first
+  // opening says the gates open in turn, and that none would preempt yet.
+  REQUIRE(p.write->events.size() == 1);
+  CHECK(p.write->events[0].reason == "PreemptionAllowed");
+  CHECK(p.write->events[0].cluster == "c3");
+  CHECK_THAT(p.write->events[0].message, Catch::Contains("one at a time, c3 first"));
   CHECK(p.requeue_ms == kGateMs);  // the next gate is due a period after this one
   CHECK_FALSE(MayBeLost(p, w.in.intents));
 
@@ -124,6 +127,7 @@ TEST_CASE("step 9: after a period the best-ranked copy's gate opens, recorded fi
     REQUIRE(q.write->events.size() == 1);
     CHECK(q.write->events[0].reason == "PreemptionAllowed");
     CHECK(q.write->events[0].cluster == "c3");
+    CHECK_THAT(q.write->events[0].message, Catch::StartsWith("c3 may preempt lower-priority work"));
   }
 
   SECTION("the next pass in the same period opens no other gate") {
@@ -141,6 +145,15 @@ TEST_CASE("step 9: after a period the best-ranked copy's gate opens, recorded fi
     Plan q = Decide(w.Input());
     REQUIRE(OpenGates(q) == 1);
     CHECK(OpenGates(q, "c1") == 1);
+    // The next openings of copies that wait for quota alone are not told
+    // again; one Kueue says its gate holds back is.
+    REQUIRE(q.write);
+    CHECK(q.write->events.empty());
+    w.in.observed["c1"].workloads[0].held_by_gate = true;
+    Plan r = Decide(w.Input());
+    REQUIRE(r.write);
+    REQUIRE(r.write->events.size() == 1);
+    CHECK_THAT(r.write->events[0].message, Catch::StartsWith("c1 may preempt"));
   }
   SECTION("a row that says open but a copy that shows it closed is patched again, and no other opens") {
     w.in.intents[2].gate_opened_ms = w.in.now_ms;  // recorded, but the patch was lost (a crash) or the copy re-created

@@ -15,20 +15,30 @@
 #include "gantry/placement/place.h"
 
 namespace gantry::api {
+namespace {
+
+// What a tenant token reads in place of a cluster's error messages.
+constexpr const char* kWithheld = "withheld from tenant tokens: an admin token's gantry clusters shows it";
+
+}  // namespace
 
 nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64_t now_ms, bool admin) const {
   nlohmann::json out = ClusterToJson(view, now_ms, options_.stale_after_ms);
   if (!admin) {
-    // A tenant sees that a cluster's file or credentials are refused, not
-    // the paths and kubeconfig entries the messages name: those are the
-    // operator's (the health, ConfigRefused or CredentialsUnloadable, says
-    // as much as a tenant can act on).
+    // A tenant sees each cluster's health, capacity and spec, and that
+    // something is wrong, not the messages: they name the operator's files,
+    // kubeconfig entries and credential plugins (with what a plugin printed),
+    // and carry the clusters' own answers to gantry's identity. The health
+    // (ConfigRefused, CredentialsUnloadable, NotReady...) says as much as a
+    // tenant can act on.
     nlohmann::json& status = out["status"];
-    if (status.contains("configError")) {
-      status["configError"] = "its cluster file is refused (an admin token's gantry clusters shows why)";
+    for (const char* field : {"lastError", "configError", "credentialsError", "capacityError", "watchRefused"}) {
+      if (status.contains(field)) status[field] = kWithheld;
     }
-    if (status.contains("credentialsError")) {
-      status["credentialsError"] = "its credentials do not load (an admin token's gantry clusters shows why)";
+    if (status.contains("capacity")) {
+      for (const char* field : {"localQueuesError", "priorityClassesError"}) {
+        if (status["capacity"].contains(field)) status["capacity"][field] = kWithheld;
+      }
     }
     status.erase("configWarning");
     status.erase("credentialsWarning");

@@ -52,6 +52,8 @@ class ApiFixture {
   nlohmann::json Json(const http::ClientResponse& r) { return nlohmann::json::parse(r.body); }
   uint16_t port() const { return server_->port(); }
   JobStore& store() { return *store_; }
+  // The inventory's clusters.d (options.with_fleet).
+  std::string clusters_dir() const { return dir_.File("clusters.d"); }
   api::ApiMetrics& metrics() { return metrics_; }
   // Passes the reconciler (the API's job intake) has run.
   int64_t reconciled() const { return reconciler_->reconciled(); }

@@ -114,6 +114,27 @@ TEST_CASE("health, readiness and metrics", "[api]") {
   CHECK(api.Json(clusters)["items"].empty());
 }
 
+TEST_CASE("a tenant token reads a cluster's health, not its error messages, which name the operator's files",
+          "[api][auth]") {
+  ApiFixtureOptions options;
+  options.with_fleet = true;
+  ApiFixture api(options);
+  WriteFile(api.clusters_dir() + "/c1.yaml", "name: c1\nkubeconfig: /etc/secret-place/c1.kubeconfig\nregion: [\n");
+  REQUIRE(api.Call("POST", "/api/v1/clusters:reload").status == 422);
+  for (const std::string target : {"/api/v1/clusters", "/api/v1/clusters/c1"}) {
+    INFO(target);
+    auto as_admin = api.Call("GET", target);
+    REQUIRE(as_admin.status == 200);
+    INFO(as_admin.body);
+    CHECK(as_admin.body.find("cluster file c1.yaml refused: line 4") != std::string::npos);
+    auto as_tenant = api.Call("GET", target, "", kTeamAToken);
+    REQUIRE(as_tenant.status == 200);
+    CHECK(as_tenant.body.find("c1.yaml") == std::string::npos);
+    CHECK(as_tenant.body.find("withheld from tenant tokens") != std::string::npos);
+    CHECK(as_tenant.body.find("\"configError\"") != std::string::npos);  // what is wrong, not why
+  }
+}
+
 TEST_CASE("authentication and tenant isolation", "[api][auth]") {
   ApiFixture api;
   REQUIRE(api.Call("POST", "/api/v1/namespaces/team-b/jobs", JobDoc("secret", "team-b")).status == 201);

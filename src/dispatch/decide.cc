@@ -25,6 +25,15 @@ namespace ladder {
 // reach or out of the inventory, it may be the owner's own run seen under
 // another entry's name (an entry renamed, two entries for one server), and
 // deleting it would stop a run that onClusterLoss: Wait keeps for its owner.
+//
+// Except an older epoch's real job, not seen ended, in a view that is
+// behind (the cluster answers again after an outage, and its watches have
+// not listed again yet): its relist may show that run succeeded meanwhile,
+// and then the job is done (EarlierRunSucceeded), which a delete now would
+// have thrown away with the object. It waits for the relist while no run of
+// the current epoch may start: Queued or Nominating, or Admitted while the
+// earlier-run gate holds the real job back (EarlierRunGate: until
+// clusterLostTimeout from the lease, when it is deleted as before).
 bool Ladder::Fence(Plan& plan) const {
   const bool has_owner = !job_.cluster.empty() &&
                          (job_.phase == JobPhase::kAdmitted || job_.phase == JobPhase::kRunning);
@@ -38,12 +47,29 @@ bool Ladder::Fence(Plan& plan) const {
       }
     }
     for (const ObservedJob& j : o.jobs) {
+      if (AwaitsRelist(cluster, j)) continue;  // (above)
       if (j.epoch < job_.epoch || !has_owner || stray) {
         plan.actions.push_back(DeleteJob(cluster, j));
       }
     }
   }
   return !plan.actions.empty();
+}
+
+// Whether j is a run of a dispatch the job has given up: of an older epoch,
+// or of its own while it is Queued (sent back, not dispatched again yet:
+// the next nomination moves it to epoch+1).
+bool Ladder::OfEarlierDispatch(const ObservedJob& j) const {
+  return j.epoch < job_.epoch || (job_.phase == JobPhase::kQueued && j.epoch == job_.epoch);
+}
+
+// Whether fencing and the sweep leave an older epoch's real job j in
+// cluster for its view's relist (Fence says why).
+bool Ladder::AwaitsRelist(const std::string& cluster, const ObservedJob& j) const {
+  if (!OfEarlierDispatch(j) || Ended(&j) || !in_.behind->count(cluster)) return false;
+  return job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating ||
+         (job_.phase == JobPhase::kAdmitted &&
+          (job_.lease_ms <= 0 || in_.now_ms - job_.lease_ms < opt_.cluster_lost_timeout_ms));
 }
 
 // Withdrawn copies (intents marked absent, e.g. the losers of a lease whose
@@ -69,7 +95,9 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
     if (i.kind == kWorkload) {
       for (const ObservedWorkload& w : o->workloads) deletes.actions.push_back(DeleteWorkload(i.cluster, w));
     } else {
-      for (const ObservedJob& j : o->jobs) deletes.actions.push_back(DeleteJob(i.cluster, j));
+      for (const ObservedJob& j : o->jobs) {
+        if (!AwaitsRelist(i.cluster, j)) deletes.actions.push_back(DeleteJob(i.cluster, j));
+      }
     }
   }
   std::vector<std::pair<std::string, std::string>> drops = ConfirmedGone();
@@ -90,6 +118,7 @@ Plan Ladder::Run() {
   // its copies is withdrawn (it is not the lease holder's ladder below,
   // which would read the empty owner as one removed from the inventory).
   if (job_.phase == JobPhase::kUnschedulable) return Unschedulable();
+  if (std::optional<Plan> done = EarlierRunSucceeded()) return std::move(*done);
   Plan fence;
   Fence(fence);
   Plan plan;
@@ -194,6 +223,41 @@ void Ladder::TellUnseenEnd(DispatchUpdate& u) const {
     u.events.push_back(Event("RunEndedUnseen", msg, job_.cluster, ok ? "Normal" : "Warning"));
     return;
   }
+}
+
+// Step 1, first: a job sent back to Queued and dispatched again at a new
+// epoch (its owner lost under onClusterLoss Requeue, or removed from the
+// inventory, or its copy evicted) whose earlier run, out of gantry's sight
+// meanwhile, is seen to have succeeded. The job is done, and is not run
+// again: it Succeeds as that run did, telling where and at which epoch, and
+// everything of it is withdrawn, that run's objects with the rest, as
+// fencing would have (they are of an older epoch: retention keeps only the
+// current one's). So while its new epoch has no run seen running: Queued or
+// Nominating (no lease, no run created), or Admitted, the real job's create
+// held back until the earlier run is seen deleted (EarlierRunGate), or sent
+// a moment ago and not seen yet; such a run is stopped, as redundant. A run
+// seen running at the new epoch goes on. An earlier run that failed is not
+// taken for the job's end: being dispatched again is what the job asked for.
+std::optional<Plan> Ladder::EarlierRunSucceeded() const {
+  if (job_.phase != JobPhase::kQueued && job_.phase != JobPhase::kNominating && job_.phase != JobPhase::kAdmitted) {
+    return std::nullopt;
+  }
+  for (const auto& [cluster, o] : in_.observed) {
+    if (!Reachable(cluster)) continue;
+    for (const ObservedJob& j : o.jobs) {
+      if (!OfEarlierDispatch(j) || j.state != RemoteJobState::kSucceeded) continue;
+      const std::string msg = fmt::format(
+          "succeeded in {} at epoch {} while out of gantry's sight, before the job was run again: {}{}; not run "
+          "again",
+          cluster, j.epoch, j.reason.empty() ? "Complete" : j.reason, j.message.empty() ? "" : " (" + j.message + ")");
+      Plan p = Finish("earlier-run", JobPhase::kSucceeded, "Succeeded", msg);
+      p.write->events.back().cluster = cluster;
+      p.write->cluster = cluster;
+      p.write->remote_status = j.summary;
+      return p;
+    }
+  }
+  return std::nullopt;
 }
 
 // Step 2.

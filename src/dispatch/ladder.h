@@ -482,6 +482,9 @@ class Ladder {
   Plan FinishAsWorkloadTells(const std::string& step, const ObservedWorkload& w) const;
   bool LaterCandidate() const;
   void TellUnseenEnd(DispatchUpdate& u) const;  // step 2 (decide.cc)
+  std::optional<Plan> EarlierRunSucceeded() const;  // step 1, first (decide.cc)
+  bool AwaitsRelist(const std::string& cluster, const ObservedJob& j) const;  // step 1 (decide.cc)
+  bool OfEarlierDispatch(const ObservedJob& j) const;                           // step 1 (decide.cc)
   Plan Nominate() const;
   std::optional<Plan> Lease() const;
   std::optional<Plan> Timeout() const;

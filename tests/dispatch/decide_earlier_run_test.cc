@@ -372,3 +372,108 @@ TEST_CASE("a requeued job's run (evicted, its rows withdrawn) is deleted in the 
 }
 
 }  // namespace gantry::dispatch
+
+namespace gantry::dispatch {
+using namespace decide_world;
+
+TEST_CASE("step 1: a job dispatched again whose earlier run is seen to have succeeded meanwhile Succeeds, not run "
+          "again",
+          "[dispatch][decide][lost]") {
+  // Requeued when c1 was lost, Nominating at epoch 2 with a copy waiting in
+  // c1; c1 answers again, showing the epoch-1 run completed while cut off.
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 2;
+  w.job.nominated_ms = w.in.now_ms - 5'000;
+  w.Intent("c1", "Workload", 2);
+  w.Workload("c1", 2);
+  w.Intent("c1", "Job", 1, false);
+  ObservedJob& earlier = w.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
+  earlier.reason = "Complete";
+  earlier.summary = "active 0, succeeded 1, failed 0";
+
+  SECTION("succeeded: the job ends as that run did, and everything of it is withdrawn") {
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "earlier-run");
+    REQUIRE(p.write);
+    CHECK(p.write->phase == JobPhase::kSucceeded);
+    CHECK(p.write->cluster == std::optional<std::string>("c1"));
+    CHECK(p.write->remote_status == std::optional<std::string>("active 0, succeeded 1, failed 0"));
+    REQUIRE(p.write->message);
+    CHECK_THAT(*p.write->message, Catch::Contains("succeeded in c1 at epoch 1"));
+    REQUIRE_FALSE(p.write->events.empty());
+    CHECK(p.write->events[0].reason == "Succeeded");
+    CHECK(p.write->events[0].cluster == "c1");
+    CHECK(p.write->expected_phase == JobPhase::kNominating);  // guarded: a lease meanwhile wins
+    CHECK(Count(p, Verb::kCreate, "Job") == 0);
+    CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
+    CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);
+  }
+  SECTION("Queued, between its epochs: the same") {
+    w.job.phase = JobPhase::kQueued;
+    CHECK(Decide(w.Input()).step == "earlier-run");
+  }
+  SECTION("Queued at the epoch it was sent back from (the next dispatch moves it on): the same") {
+    w.job.phase = JobPhase::kQueued;
+    w.job.epoch = 1;
+    CHECK(Decide(w.Input()).step == "earlier-run");
+  }
+  SECTION("not seen ended in a view that is behind: left for the relist, not deleted, while no run may start") {
+    w.in.observed["c1"].jobs[0].state = RemoteJobState::kRunning;
+    w.behind = {"c1"};
+    Plan wait = Decide(w.Input());
+    CHECK(wait.step != "earlier-run");
+    CHECK(Count(wait, Verb::kDelete, "Job", "c1") == 0);
+    w.behind.clear();  // listed again, still running: fenced
+    CHECK(Count(Decide(w.Input()), Verb::kDelete, "Job", "c1") == 1);
+  }
+  SECTION("leased elsewhere longer than clusterLostTimeout ago (the earlier-run gate lets its run start): fenced "
+          "even in a view that is behind") {
+    w.in.observed["c1"].jobs[0].state = RemoteJobState::kRunning;
+    w.behind = {"c1"};
+    w.job.phase = JobPhase::kAdmitted;
+    w.job.cluster = "c2";
+    w.job.lease_ms = w.in.now_ms - w.in.options.cluster_lost_timeout_ms - 1;
+    w.Intent("c2", "Workload", 2);
+    w.Intent("c2", "Job", 2);
+    w.Workload("c2", 2).admitted = true;
+    CHECK(Count(Decide(w.Input()), Verb::kDelete, "Job", "c1") == 1);
+    w.job.lease_ms = w.in.now_ms - 1'000;  // the gate still holds the run back: left for the relist
+    CHECK(Count(Decide(w.Input()), Verb::kDelete, "Job", "c1") == 0);
+  }
+  SECTION("failed there: dispatched again, as a loss under Requeue asks") {
+    w.in.observed["c1"].jobs[0].state = RemoteJobState::kFailed;
+    Plan p = Decide(w.Input());
+    CHECK(p.step != "earlier-run");
+    CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);  // fenced
+  }
+  SECTION("leased at the new epoch, its run not seen running: the same, and a run created meanwhile is stopped") {
+    w.job.phase = JobPhase::kAdmitted;
+    w.job.cluster = "c2";
+    w.Intent("c2", "Workload", 2);
+    w.Intent("c2", "Job", 2);
+    w.Workload("c2", 2).admitted = true;
+    w.RemoteJob("c2", 2, RemoteJobState::kSuspended);
+    Plan p = Decide(w.Input());
+    CHECK(p.step == "earlier-run");
+    CHECK(Count(p, Verb::kDelete, "Job", "c2") == 1);
+    REQUIRE(p.write);
+    CHECK(p.write->expected_cluster == "c2");
+    CHECK(p.write->cluster == std::optional<std::string>("c1"));
+  }
+  SECTION("running at the new epoch: it runs on") {
+    w.job.phase = JobPhase::kRunning;
+    w.job.cluster = "c2";
+    w.Intent("c2", "Workload", 2);
+    w.Intent("c2", "Job", 2);
+    w.Workload("c2", 2).admitted = true;
+    w.RemoteJob("c2", 2, RemoteJobState::kRunning);
+    CHECK(Decide(w.Input()).step != "earlier-run");
+  }
+  SECTION("seen in a cluster that does not answer now: not taken") {
+    w.clusters["c1"].ready = false;
+    CHECK(Decide(w.Input()).step != "earlier-run");
+  }
+}
+
+}  // namespace gantry::dispatch

@@ -427,6 +427,47 @@ TEST_CASE("owner partitioned: a Fail job whose run ended unseen says how it ende
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("owner partitioned: a Requeue job whose run succeeded unseen Succeeds once its owner answers, and is not "
+          "run again",
+          "[e2e][recovery][partition]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  o.daemon_config_yaml = kFastLoss;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // Pinned to c1: sent back at epoch 2, it waits for c1 to answer again.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("done", "team-a", 1, 0, "6s",
+                                            "  placement: {clusters: [c1]}\n  onClusterLoss: Requeue")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "done", {"Running"}, seconds(30)));
+  const std::string uid = fleet.Uid("team-a", "done");
+  REQUIRE(fleet.Ctl({"partition", "c1", "2"}).code == 0);
+  REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "done"), "ClusterLost") == 1; }, seconds(30)));
+  // The run goes on in c1 and succeeds there, unseen.
+  REQUIRE(PollFor([&] {
+    auto runs = fleet.Runs(uid);
+    return runs.size() == 1 && runs[0].contains("endMs");
+  }, seconds(30), milliseconds(250)));
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "done", {"Succeeded", "Failed"}, seconds(30)));
+  json job = fleet.Job("team-a", "done");
+  CHECK(job["status"]["phase"] == "Succeeded");
+  CHECK(job["status"].value("cluster", "") == "c1");
+  CHECK(job["status"]["epoch"] == 1);  // seen while Queued, before a dispatch at epoch 2
+  CHECK_THAT(job["status"].value("message", ""), Catch::Contains("succeeded in c1 at epoch 1"));
+  CHECK_THAT(job["status"].value("remote", ""), Catch::Contains("succeeded 1"));
+  CHECK(Count(Reasons(fleet, "team-a", "done"), "Started") == 1);  // epoch 1's only
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", RemoteName("done", uid)); }, seconds(20),
+                milliseconds(250)));
+  const std::vector<json> runs = fleet.Runs(uid);
+  INFO(Describe(runs));
+  std::string events;
+  for (const json& e : fleet.Events("team-a", "done")) events += e.dump() + "\n";
+  INFO(events);
+  CHECK(runs.size() == 1);
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 TEST_CASE("daemon SIGKILLed 20 times during 200 jobs: all succeed, none runs twice, nothing acknowledged is lost",
           "[e2e][recovery][crash]") {
   CrashCampaign(200, 20, milliseconds(1500), seconds(90));

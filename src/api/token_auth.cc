@@ -130,12 +130,15 @@ Result<Principal> TokenAuth::Authenticate(const http::Request& request) const {
     }
     return Principal{"anonymous-loopback", true, {}};
   }
-  std::string auth = request.Header("authorization");
-  constexpr std::string_view kBearer = "Bearer ";
-  if (auth.size() <= kBearer.size() || !std::string_view(auth).starts_with(kBearer)) {
+  const std::string auth = request.Header("authorization");
+  // The scheme's name is case-insensitive (RFC 9110 11.1): "bearer" is Bearer.
+  constexpr std::string_view kBearer = "bearer ";
+  const std::size_t token_at = auth.find_first_not_of(' ', kBearer.size());
+  if (auth.size() <= kBearer.size() || http::ToLowerAscii(std::string_view(auth).substr(0, kBearer.size())) != kBearer ||
+      token_at == std::string::npos) {
     return Status(Code::kUnauthenticated, "a bearer token is required (Authorization: Bearer ...)");
   }
-  std::string hash = Sha256Hex(auth.substr(kBearer.size()));
+  std::string hash = Sha256Hex(auth.substr(token_at));
   std::shared_ptr<const Table> table;
   {
     std::lock_guard lock(mu_);

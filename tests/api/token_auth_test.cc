@@ -45,4 +45,30 @@ TEST_CASE("a tokens file with a null, doubled or wrongly typed field is refused 
   CHECK(api::TokenAuth::Load(path).ok());
 }
 
+TEST_CASE("the Authorization scheme's name is taken in any case, as HTTP says", "[api][auth]") {
+  TempDir dir;
+  const std::string path = dir.File("tokens.yaml");
+  WriteFile(path, "tokens:\n- subject: alice\n  namespaces: [team-a]\n  token: " + kToken + "\n");
+  auto auth = api::TokenAuth::Load(path);
+  REQUIRE(auth.ok());
+  struct Row {
+    std::string header;
+    bool ok;
+  };
+  const Row rows[] = {
+      {"Bearer " + kToken, true},       {"bearer " + kToken, true},  {"BEARER " + kToken, true},
+      {"Bearer   " + kToken, true},     {"Bearer " + kToken + "x", false},
+      {"Basic " + kToken, false},       {"Bearer", false},           {"Bearer    ", false},
+      {"Bearer" + kToken, false},       {"", false},
+  };
+  for (const Row& row : rows) {
+    INFO("'" << row.header << "'");
+    http::Request req;
+    if (!row.header.empty()) req.headers["authorization"] = row.header;
+    auto principal = (*auth)->Authenticate(req);
+    CHECK(principal.ok() == row.ok);
+    if (principal.ok()) CHECK(principal->subject == "alice");
+  }
+}
+
 }  // namespace gantry::testing

@@ -217,6 +217,11 @@ std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_
     sets.push_back(JobPodSet("main", *spec, spath, 1, false, errors));
     return sets;
   }
+  // The generic adapter sets spec.suspend: a spec of another type would be
+  // replaced by it, the user's fields lost.
+  if (const json* spec = Member(object, "spec"); spec != nullptr && !spec->is_object()) {
+    errors.Add(spath, fmt::format("must be an object (gantry sets its suspend), got {}", TypeName(*spec)));
+  }
   if (explicit_pod_sets == nullptr) {
     errors.Add(
         std::string(pod_sets_path),

@@ -182,6 +182,10 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
        "must not be set for kind Job; derived from the template"},
       {"custom kind without podSets", pt, Erase("/spec", "podSets"), "spec.podSets",
        "required for kind PyTorchJob"},
+      {"custom kind's spec a list", pt, Set("/spec/template/spec", {1, 2}), "spec.template.spec",
+       "must be an object (gantry sets its suspend), got list"},
+      {"custom kind's spec a string", pt, Set("/spec/template/spec", "str"), "spec.template.spec",
+       "must be an object"},
       {"19 podSets", pt,
        [](json& d) {
          d["spec"]["podSets"] = json::array();

@@ -74,7 +74,12 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
       if (!message.empty()) err << "job " << name << " is " << phase << ": " << message << "\n";
       return kExitRefused;
     }
-    if (timed_out()) return give_up("phase " + phase);
+    if (timed_out()) {
+      // What the job waits for, as the daemon tells it (a cluster that has
+      // not confirmed a delete, say).
+      const std::string message = Str(r.body, "/status/message");
+      return give_up("phase " + phase + (message.empty() ? "" : ": " + message));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(wait.poll_ms));
   }
 }

@@ -16,15 +16,17 @@ namespace gantry::testing {
 namespace {
 
 // Answers any GET of a job with the given phase.
-std::unique_ptr<http::Server> JobServer(uint16_t port, const std::string& phase, std::atomic<int>* asked) {
+std::unique_ptr<http::Server> JobServer(uint16_t port, const std::string& phase, std::atomic<int>* asked,
+                                        const std::string& message = "") {
   http::ServerOptions options;
   options.address = "127.0.0.1";
   options.port = port;
-  auto server = std::make_unique<http::Server>(options, [phase, asked](http::Request, http::Responder respond) {
-    ++*asked;
-    respond(http::JsonResponse(
-        200, R"({"metadata":{"name":"train","namespace":"team-a"},"status":{"phase":")" + phase + R"("}})"));
-  });
+  auto server =
+      std::make_unique<http::Server>(options, [phase, asked, message](http::Request, http::Responder respond) {
+        ++*asked;
+        respond(http::JsonResponse(200, R"({"metadata":{"name":"train","namespace":"team-a"},"status":{"phase":")" +
+                                            phase + R"(","message":")" + message + R"("}})"));
+      });
   REQUIRE(server->Start().ok());
   return server;
 }
@@ -88,6 +90,16 @@ TEST_CASE("status -w --timeout gives up with exit 1, also while the daemon is ou
   CHECK(gone.code == 1);
   CHECK_THAT(gone.err, Catch::Contains("timed out after 2s"));
   CHECK(Cli(url, {"status", "train", "-w", "--timeout=-5"}).code == 2);  // refused, not tried (3)
+}
+
+TEST_CASE("a wait that times out says what the job waits for, as its message tells", "[cli]") {
+  std::atomic<int> asked{0};
+  auto server = JobServer(0, "Cancelling", &asked, "waiting for cluster(s) c3 to confirm deletion");
+  const std::string url = "http://127.0.0.1:" + std::to_string(server->port());
+  RunResult r = Cli(url, {"cancel", "train", "-n", "team-a", "--wait", "--timeout", "1"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("timed out after 1s waiting for job train (phase Cancelling: waiting for "
+                                    "cluster(s) c3 to confirm deletion)"));
 }
 
 }  // namespace gantry::testing

@@ -132,18 +132,24 @@ void ApiService::ReloadForWaiting(bool run) {
     }
     return;
   }
-  auto errors = fleet_->Reload();
+  inventory::InventoryChange change;
+  auto errors = fleet_->Reload(&change);
   if (options_.after_reload) options_.after_reload();
-  spdlog::info("POST /api/v1/clusters:reload: inventory reloaded: {} cluster(s), {} file(s) refused",
-               fleet_->Clusters().size(), errors.size());
+  const std::string changed = change.Describe();
+  spdlog::info("POST /api/v1/clusters:reload: inventory reloaded: {} cluster(s), {} file(s) refused{}",
+               fleet_->Clusters().size(), errors.size(), changed.empty() ? "" : "; " + changed);
   std::vector<Cause> causes;
   // The field is the file; the message says why, not the file again.
   for (const auto& e : errors) causes.push_back({e.file, inventory::RefusalWithoutFile(e.file, e.status.message())});
   for (const Respond& respond : waiting) {
     if (!errors.empty()) {
-      respond(K8sStatus(422, "Invalid", "some cluster files were refused; the others are in use", causes));
+      respond(K8sStatus(422, "Invalid",
+                        "some cluster files were refused; the others are in use" +
+                            (changed.empty() ? std::string() : "; " + changed),
+                        causes));
     } else {
-      respond(K8sSuccess(200, "inventory reloaded"));
+      respond(K8sSuccess(200, changed.empty() ? "inventory reloaded: no cluster added or removed"
+                                              : "inventory reloaded: " + changed));
     }
   }
 }

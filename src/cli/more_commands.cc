@@ -27,7 +27,9 @@ int Reload(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   if (!api) return code;
   ApiResult r = api->Call("POST", "/api/v1/clusters:reload");
   if (r.exit_code == kExitOk) {
-    out << "inventory reloaded\n";
+    // The daemon's word on what changed (clusters added, removed, renamed?).
+    const std::string said = r.body.is_object() ? r.body.value("message", "") : "";
+    out << (said.empty() ? "inventory reloaded" : said) << "\n";
     return kExitOk;
   }
   // 422: some files refused (the others are in use); the error names each, with why.

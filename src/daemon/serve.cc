@@ -357,10 +357,12 @@ int RunServe(const ServeFlags& flags) {
     if (sig < 0) continue;  // timeout or EINTR
     if (sig == SIGHUP) {
       sd_notify(0, "RELOADING=1");
-      auto refused = fleet.Reload();
+      inventory::InventoryChange change;
+      auto refused = fleet.Reload(&change);
       engine.InventoryChanged();
-      spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused", fleet.Clusters().size(),
-                   refused.size());
+      const std::string changed = change.Describe();
+      spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused{}", fleet.Clusters().size(),
+                   refused.size(), changed.empty() ? "" : "; " + changed);
       check_open_files();
       if (!config.tokens_file.empty()) {
         Status s = (*auth)->Reload();

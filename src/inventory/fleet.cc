@@ -2,6 +2,7 @@
 #include "gantry/common/thread_name.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -78,8 +79,24 @@ void Fleet::Stop() {
   workers_.clear();
 }
 
-std::vector<ClusterFileError> Fleet::Reload() {
-  auto errors = Load();
+std::string InventoryChange::Describe() const {
+  std::vector<std::string> parts;
+  if (!added.empty()) parts.push_back(fmt::format("added {}", fmt::join(added, ", ")));
+  if (!removed.empty()) {
+    parts.push_back(fmt::format("removed {} (the jobs each owned are treated as lost to it: their onClusterLoss)",
+                                fmt::join(removed, ", ")));
+  }
+  for (const auto& [gone, now] : same_server) {
+    parts.push_back(fmt::format("{} names the API server {} named: if that is a rename, gantry takes it for another "
+                                "cluster (what the jobs of {} run there is deleted as strays); name it {} again to "
+                                "keep them",
+                                now, gone, gone, gone));
+  }
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
+std::vector<ClusterFileError> Fleet::Reload(InventoryChange* change) {
+  auto errors = Load(change);
   cv_.notify_all();
   return errors;
 }
@@ -119,7 +136,8 @@ Fleet::Entry Fleet::Held(const ClusterPlaceholder& placeholder) const {
   return held;
 }
 
-std::vector<ClusterFileError> Fleet::Load() {
+std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
+  InventoryChange changed;
   if (options_.clusters_dir.empty()) return {};
   std::lock_guard load_lock(load_mu_);
   std::vector<ClusterConfig> previous;
@@ -185,10 +203,13 @@ std::vector<ClusterFileError> Fleet::Load() {
   // that the store writes them in the order they happen: a probe that
   // fails right after this reload saves its outage after the forgetting.
   std::lock_guard lock(mu_);
+  std::map<std::string, std::string> removed_servers;  // name -> its API server
   for (const auto& [name, e] : entries_) {
     if (next.count(name)) continue;
     spdlog::info("inventory: cluster {} removed", name);
     ForgetOutage(name);
+    changed.removed.push_back(name);
+    if (e.creds) removed_servers[name] = e.creds->server;
   }
   for (auto& [name, e] : next) {
     auto old = entries_.find(name);
@@ -214,6 +235,15 @@ std::vector<ClusterFileError> Fleet::Load() {
     }
     if (old == entries_.end()) {
       if (!held) spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
+      changed.added.push_back(name);
+      for (const auto& [gone, server] : removed_servers) {
+        if (!e.creds || e.creds->server != server) continue;
+        changed.same_server.emplace_back(gone, name);
+        spdlog::warn("inventory: cluster {} added with the API server of cluster {}, removed: a rename is a removal "
+                     "and an addition to gantry; the jobs {} owned are treated as lost to it, and what they run "
+                     "there is deleted as strays",
+                     name, gone, gone);
+      }
       continue;
     }
     if (was_held && !held) spdlog::info("inventory: cluster {}: its file loads again; it is probed and watched", name);
@@ -243,6 +273,7 @@ std::vector<ClusterFileError> Fleet::Load() {
   entries_ = std::move(next);
   dir_status_ = load.dir_status;
   generation_.fetch_add(1, std::memory_order_release);
+  if (change) *change = std::move(changed);
   return load.errors;
 }
 

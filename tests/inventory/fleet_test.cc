@@ -186,6 +186,34 @@ TEST_CASE("an outage's kind survives a restart: after refusals, a timeout starts
   fleet.Stop();
 }
 
+TEST_CASE("a reload says which clusters it added and removed, and a removed one whose API server an added one "
+          "names",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  InventoryChange none;
+  fleet.Reload(&none);
+  CHECK(none.empty());
+  CHECK(none.Describe().empty());
+  // c1's entry renamed c1b: the same kubeconfig, so the same API server.
+  WriteCluster(dir.path(), "c1b");
+  std::filesystem::remove(dir.File("clusters.d/c1.yaml"));
+  InventoryChange renamed;
+  fleet.Reload(&renamed);
+  CHECK(renamed.added == std::vector<std::string>{"c1b"});
+  CHECK(renamed.removed == std::vector<std::string>{"c1"});
+  REQUIRE(renamed.same_server.size() == 1);
+  CHECK(renamed.same_server[0] == std::make_pair(std::string("c1"), std::string("c1b")));
+  const std::string said = renamed.Describe();
+  CHECK_THAT(said, Catch::StartsWith("added c1b; removed c1 (the jobs each owned are treated as lost"));
+  CHECK_THAT(said, Catch::Contains("c1b names the API server c1 named"));
+  fleet.Stop();
+}
+
 TEST_CASE("a cluster that leaves the inventory leaves its outage behind", "[inventory][fleet]") {
   FleetDir fleet_dir({"c1", "c2"});
   auto& [dir, store, options] = fleet_dir;

@@ -119,6 +119,19 @@ struct ClusterView {
   bool Usable() const { return credentials_error.empty() && config_error.empty(); }
 };
 
+// What a reload changed in the inventory: the clusters it added and
+// removed (by name), and each removed one whose API server an added one
+// names too: most likely an entry renamed, which gantry cannot tell from a
+// cluster removed and another added (the jobs the old name owns are lost
+// to it, and what they run there is a stray to the new name).
+struct InventoryChange {
+  std::vector<std::string> added, removed;
+  std::vector<std::pair<std::string, std::string>> same_server;  // (removed, added)
+  bool empty() const { return added.empty() && removed.empty(); }
+  // "added c3b; removed c3 (c3b names the same API server: ...)"; "" when empty.
+  std::string Describe() const;
+};
+
 class Fleet {
  public:
   Fleet(ClusterProber& prober, ClusterStateStore& store, const Clock& clock, FleetOptions options);
@@ -132,7 +145,8 @@ class Fleet {
   // that breaks keeps its cluster's last good entry. At Start and here, a
   // refused file with none keeps its cluster as a placeholder
   // (ClusterView::config_error) until it loads.
-  std::vector<ClusterFileError> Reload();
+  // change, when given, says which clusters the reload added and removed.
+  std::vector<ClusterFileError> Reload(InventoryChange* change = nullptr);
   // Whether the last Start or Reload could list the directory. A reload that
   // cannot keeps every entry as it was; a daemon whose start cannot must not
   // run on an empty inventory (every job the store gives a cluster would
@@ -165,7 +179,7 @@ class Fleet {
     bool probing = false;  // a worker has it in hand
     bool reprobe = false;  // reloaded while probing: probe again once this probe ends
   };
-  std::vector<ClusterFileError> Load();
+  std::vector<ClusterFileError> Load(InventoryChange* change = nullptr);
   // The entry `name` has, or a new one with the outage restored for it at
   // Start. REQUIRES: load_mu_ held, mu_ not.
   Entry Existing(const std::string& name) const;

@@ -88,9 +88,8 @@ std::string InventoryChange::Describe() const {
   }
   for (const auto& [gone, now] : same_server) {
     parts.push_back(fmt::format("{} names the API server {} named: if that is a rename, gantry takes it for another "
-                                "cluster (what the jobs of {} run there is deleted as strays); name it {} again to "
-                                "keep them",
-                                now, gone, gone, gone));
+                                "cluster, and what the jobs of {} ran there is deleted as theirs no more",
+                                now, gone, gone));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
 }

@@ -9,6 +9,7 @@
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/decide.h"
 #include "gantry/dispatch/demand.h"
+#include "gantry/dispatch/remote_objects.h"
 #include "gantry/job/job_document.h"
 #include "gantry/placement/explain.h"
 #include "slow_lane.h"
@@ -184,6 +185,15 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   // jobRefusalHoldSeconds), is told beside, and is no candidate meanwhile,
   // as the engine's passes see it (Ladder::JobRefusalIn).
   if (auto intents = store_.Intents(job->uid); intents.ok()) {
+    // Where the job's dispatch already put a Workload copy of its epoch:
+    // the verdict of now (which counts that copy among the cluster's
+    // pending work) is not what chose it.
+    for (const RemoteIntent& i : *intents) {
+      if (!i.present || i.kind != dispatch::kWorkload || i.epoch != job->epoch) continue;
+      for (nlohmann::json& c : body["clusters"]) {
+        if (c.value("name", "") == i.cluster) c["copy"] = true;
+      }
+    }
     for (const RemoteIntent& i : *intents) {
       if (!dispatch::HoldsClusterOut(i, job->phase, now, options_.job_refusal_hold_ms)) continue;
       for (nlohmann::json& c : body["clusters"]) {

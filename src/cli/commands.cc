@@ -486,6 +486,12 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
       rows.push_back({c.value("name", ""), "held out",
                       fmt::format("left out since {} ago: {}", AgeOf(c["heldOut"].value("time", "")),
                                   c["heldOut"].value("message", ""))});
+    } else if (c.value("copy", false)) {
+      // The job's dispatch put a copy here: it waits there, whatever the rank of now says.
+      rows.push_back({c.value("name", ""), "has a copy",
+                      c.value("feasible", false)
+                          ? fmt::format("rank {} score {:.1f} now", c.value("rank", 0), c.value("score", 0.0))
+                          : c.value("filter", "") + " now: " + c.value("message", "")});
     } else if (c.value("feasible", false)) {
       rows.push_back({c.value("name", ""), c.value("selected", false) ? "candidate" : "feasible",
                       fmt::format("rank {} score {:.1f}", c.value("rank", 0), c.value("score", 0.0))});

@@ -46,4 +46,26 @@ TEST_CASE("explain calls a job Unschedulable only while it waits for a dispatch:
   }
 }
 
+TEST_CASE("explain shows where the job's dispatch put its copies, whatever the rank of now says", "[cli]") {
+  const std::string decision =
+      R"({"kind":"PlacementDecision","candidates":["c2"],"unschedulable":false,"jobPhase":"Nominating","clusters":[)"
+      R"({"name":"c1","feasible":true,"rank":2,"score":9.2,"copy":true},)"
+      R"({"name":"c2","feasible":true,"rank":1,"score":9.5,"selected":true},)"
+      R"({"name":"c3","feasible":false,"filter":"Quota","message":"needs 8 GPUs","copy":true}]})";
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  http::Server server(options, [&](http::Request, http::Responder respond) {
+    respond(http::JsonResponse(200, decision));
+  });
+  REQUIRE(server.Start().ok());
+  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"explain", "team-a/inc"});
+  INFO(r.out);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("c1        has a copy   rank 2 score 9.2 now") != std::string::npos);
+  CHECK(r.out.find("c2        candidate    rank 1 score 9.5") != std::string::npos);
+  CHECK(r.out.find("c3        has a copy   Quota now: needs 8 GPUs") != std::string::npos);
+  server.Stop(std::chrono::seconds(1));
+}
+
 }  // namespace gantry::testing

@@ -30,10 +30,10 @@ namespace ladder {
 // behind (the cluster answers again after an outage, and its watches have
 // not listed again yet): its relist may show that run succeeded meanwhile,
 // and then the job is done (EarlierRunSucceeded), which a delete now would
-// have thrown away with the object. It waits for the relist while no run of
-// the current epoch may start: Queued or Nominating, or Admitted while the
-// earlier-run gate holds the real job back (EarlierRunGate: until
-// clusterLostTimeout from the lease, when it is deleted as before).
+// have thrown away with the object. It waits for the relist only while the
+// job holds no lease (Queued or Nominating), so no run of it can start
+// meanwhile; at a lease its delete goes, before the earlier-run gate
+// (EarlierRunGate) lets the new run start, as before.
 bool Ladder::Fence(Plan& plan) const {
   const bool has_owner = !job_.cluster.empty() &&
                          (job_.phase == JobPhase::kAdmitted || job_.phase == JobPhase::kRunning);
@@ -67,9 +67,23 @@ bool Ladder::OfEarlierDispatch(const ObservedJob& j) const {
 // cluster for its view's relist (Fence says why).
 bool Ladder::AwaitsRelist(const std::string& cluster, const ObservedJob& j) const {
   if (!OfEarlierDispatch(j) || Ended(&j) || !in_.behind->count(cluster)) return false;
-  return job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating ||
-         (job_.phase == JobPhase::kAdmitted &&
-          (job_.lease_ms <= 0 || in_.now_ms - job_.lease_ms < opt_.cluster_lost_timeout_ms));
+  return job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating;
+}
+
+// Whether j is the job's own run of an earlier dispatch: its name and
+// namespace, and an epoch (an object with gantry's labels and another name,
+// or none, is not taken for how the job ended).
+bool Ladder::OwnEarlierRun(const ObservedJob& j) const {
+  return OfEarlierDispatch(j) && j.epoch > 0 && j.ns == job_.ns && j.name == RemoteName(job_.name, job_.uid);
+}
+
+// Whether the job, Admitted, has certainly created no run at its epoch: the
+// earlier-run gate held the create back at the lease (the job's message
+// says so until the pass that sends it), and none is awaited or seen.
+bool Ladder::CreateHeldBack() const {
+  const std::string& owner = job_.cluster;
+  return job_.phase == JobPhase::kAdmitted && !owner.empty() && job_.message.starts_with(WaitingPrefix(owner)) &&
+         !JobIn(owner) && !Expected(owner, kJob);
 }
 
 // Withdrawn copies (intents marked absent, e.g. the losers of a lease whose
@@ -232,26 +246,28 @@ void Ladder::TellUnseenEnd(DispatchUpdate& u) const {
 // again: it Succeeds as that run did, telling where and at which epoch, and
 // everything of it is withdrawn, that run's objects with the rest, as
 // fencing would have (they are of an older epoch: retention keeps only the
-// current one's). So while its new epoch has no run seen running: Queued or
-// Nominating (no lease, no run created), or Admitted, the real job's create
-// held back until the earlier run is seen deleted (EarlierRunGate), or sent
-// a moment ago and not seen yet; such a run is stopped, as redundant. A run
-// seen running at the new epoch goes on. An earlier run that failed is not
-// taken for the job's end: being dispatched again is what the job asked for.
+// current one's). So only while no run of its new epoch can exist: Queued
+// or Nominating (no lease), or Admitted with the real job's create held
+// back by the earlier-run gate (CreateHeldBack). Once a run of the new
+// epoch may have been created, that run goes on. An earlier run that failed
+// is not taken for the job's end: being dispatched again is what the job
+// asked for.
 std::optional<Plan> Ladder::EarlierRunSucceeded() const {
-  if (job_.phase != JobPhase::kQueued && job_.phase != JobPhase::kNominating && job_.phase != JobPhase::kAdmitted) {
+  if (job_.phase != JobPhase::kQueued && job_.phase != JobPhase::kNominating && !CreateHeldBack()) {
     return std::nullopt;
   }
   for (const auto& [cluster, o] : in_.observed) {
     if (!Reachable(cluster)) continue;
     for (const ObservedJob& j : o.jobs) {
-      if (!OfEarlierDispatch(j) || j.state != RemoteJobState::kSucceeded) continue;
+      if (!OwnEarlierRun(j) || j.state != RemoteJobState::kSucceeded) continue;
       const std::string msg = fmt::format(
           "succeeded in {} at epoch {} while out of gantry's sight, before the job was run again: {}{}; not run "
           "again",
           cluster, j.epoch, j.reason.empty() ? "Complete" : j.reason, j.message.empty() ? "" : " (" + j.message + ")");
       Plan p = Finish("earlier-run", JobPhase::kSucceeded, "Succeeded", msg);
-      p.write->events.back().cluster = cluster;
+      for (JobEvent& e : p.write->events) {
+        if (e.reason == "Succeeded") e.cluster = cluster;
+      }
       p.write->cluster = cluster;
       p.write->remote_status = j.summary;
       return p;

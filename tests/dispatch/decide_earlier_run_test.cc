@@ -416,6 +416,10 @@ TEST_CASE("step 1: a job dispatched again whose earlier run is seen to have succ
   SECTION("Queued at the epoch it was sent back from (the next dispatch moves it on): the same") {
     w.job.phase = JobPhase::kQueued;
     w.job.epoch = 1;
+    w.in.intents.clear();  // its rows as the requeue left them
+    w.Intent("c1", "Workload", 1, false);
+    w.Intent("c1", "Job", 1, false);
+    w.in.observed["c1"].workloads.clear();
     CHECK(Decide(w.Input()).step == "earlier-run");
   }
   SECTION("not seen ended in a view that is behind: left for the relist, not deleted, while no run may start") {
@@ -427,19 +431,17 @@ TEST_CASE("step 1: a job dispatched again whose earlier run is seen to have succ
     w.behind.clear();  // listed again, still running: fenced
     CHECK(Count(Decide(w.Input()), Verb::kDelete, "Job", "c1") == 1);
   }
-  SECTION("leased elsewhere longer than clusterLostTimeout ago (the earlier-run gate lets its run start): fenced "
-          "even in a view that is behind") {
+  SECTION("leased: fenced even in a view that is behind, so that its delete is out before the earlier-run gate "
+          "may let the new run start") {
     w.in.observed["c1"].jobs[0].state = RemoteJobState::kRunning;
     w.behind = {"c1"};
     w.job.phase = JobPhase::kAdmitted;
     w.job.cluster = "c2";
-    w.job.lease_ms = w.in.now_ms - w.in.options.cluster_lost_timeout_ms - 1;
+    w.job.lease_ms = w.in.now_ms - 1'000;
     w.Intent("c2", "Workload", 2);
     w.Intent("c2", "Job", 2);
     w.Workload("c2", 2).admitted = true;
     CHECK(Count(Decide(w.Input()), Verb::kDelete, "Job", "c1") == 1);
-    w.job.lease_ms = w.in.now_ms - 1'000;  // the gate still holds the run back: left for the relist
-    CHECK(Count(Decide(w.Input()), Verb::kDelete, "Job", "c1") == 0);
   }
   SECTION("failed there: dispatched again, as a loss under Requeue asks") {
     w.in.observed["c1"].jobs[0].state = RemoteJobState::kFailed;
@@ -447,19 +449,42 @@ TEST_CASE("step 1: a job dispatched again whose earlier run is seen to have succ
     CHECK(p.step != "earlier-run");
     CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);  // fenced
   }
-  SECTION("leased at the new epoch, its run not seen running: the same, and a run created meanwhile is stopped") {
+  SECTION("leased at the new epoch, its run's create held back by the earlier-run gate: the same") {
     w.job.phase = JobPhase::kAdmitted;
     w.job.cluster = "c2";
+    w.job.lease_ms = w.in.now_ms - 1'000;
+    w.job.message = "admitted by c2 at epoch 2; starts there once its earlier run in c1 is seen deleted";
     w.Intent("c2", "Workload", 2);
     w.Intent("c2", "Job", 2);
     w.Workload("c2", 2).admitted = true;
-    w.RemoteJob("c2", 2, RemoteJobState::kSuspended);
     Plan p = Decide(w.Input());
     CHECK(p.step == "earlier-run");
-    CHECK(Count(p, Verb::kDelete, "Job", "c2") == 1);
+    CHECK(Count(p, Verb::kCreate, "Job") == 0);
     REQUIRE(p.write);
     CHECK(p.write->expected_cluster == "c2");
     CHECK(p.write->cluster == std::optional<std::string>("c1"));
+    for (const JobEvent& e : p.write->events) {
+      if (e.reason == "Succeeded") CHECK(e.cluster == "c1");
+    }
+  }
+  SECTION("leased at the new epoch with its run's create sent (or seen): that run goes on") {
+    w.job.phase = JobPhase::kAdmitted;
+    w.job.cluster = "c2";
+    w.job.lease_ms = w.in.now_ms - 1'000;
+    w.job.message = "admitted by c2 at epoch 2";  // the gate let it go, or never held it (c1 lost then)
+    w.Intent("c2", "Workload", 2);
+    w.Intent("c2", "Job", 2);
+    w.Workload("c2", 2).admitted = true;
+    CHECK(Decide(w.Input()).step != "earlier-run");
+    w.job.message = "admitted by c2 at epoch 2; starts there once its earlier run in c1 is seen deleted";
+    w.RemoteJob("c2", 2, RemoteJobState::kSuspended);  // ... but a run of epoch 2 is there
+    CHECK(Decide(w.Input()).step != "earlier-run");
+  }
+  SECTION("an object with the job's labels and another name, or no epoch, is not taken for its run") {
+    SECTION("another name") { w.in.observed["c1"].jobs[0].name = "copied-by-hand"; }
+    SECTION("another namespace") { w.in.observed["c1"].jobs[0].ns = "team-b"; }
+    SECTION("no epoch") { w.in.observed["c1"].jobs[0].epoch = 0; }
+    CHECK(Decide(w.Input()).step != "earlier-run");
   }
   SECTION("running at the new epoch: it runs on") {
     w.job.phase = JobPhase::kRunning;

@@ -10,9 +10,10 @@
 // state after a crash, and a repeated delete is harmless.
 //
 // The ladder (each step returns early; the step's name is in Plan::step):
-//   1 earlier-run Queued, Nominating or Admitted (no run seen running),
-//                and a run of an older epoch seen succeeded (out of sight
-//                when the job was sent back): Succeeded, not run again
+//   1 earlier-run Queued, Nominating, or Admitted with its run's create
+//                held back by the earlier-run gate, and its run of an
+//                earlier dispatch seen succeeded (out of sight when the
+//                job was sent back): Succeeded, not run again
 //     fence      objects of an older epoch, or a job outside the owner: delete
 //   2 finished   final phase: withdraw everything, drop confirmed intents
 //   3 cancel     Cancelling: withdraw everything, then Cancelled

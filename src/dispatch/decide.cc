@@ -77,14 +77,6 @@ bool Ladder::OwnEarlierRun(const ObservedJob& j) const {
   return OfEarlierDispatch(j) && j.epoch > 0 && j.ns == job_.ns && j.name == RemoteName(job_.name, job_.uid);
 }
 
-// Whether the job, Admitted, has certainly created no run at its epoch: the
-// earlier-run gate held the create back at the lease (the job's message
-// says so until the pass that sends it), and none is awaited or seen.
-bool Ladder::CreateHeldBack() const {
-  const std::string& owner = job_.cluster;
-  return job_.phase == JobPhase::kAdmitted && !owner.empty() && job_.message.starts_with(WaitingPrefix(owner)) &&
-         !JobIn(owner) && !Expected(owner, kJob);
-}
 
 // Withdrawn copies (intents marked absent, e.g. the losers of a lease whose
 // cluster did not answer then) are deleted once reachable (by name while
@@ -247,15 +239,14 @@ void Ladder::TellUnseenEnd(DispatchUpdate& u) const {
 // everything of it is withdrawn, that run's objects with the rest, as
 // fencing would have (they are of an older epoch: retention keeps only the
 // current one's). So only while no run of its new epoch can exist: Queued
-// or Nominating (no lease), or Admitted with the real job's create held
-// back by the earlier-run gate (CreateHeldBack). Once a run of the new
-// epoch may have been created, that run goes on. An earlier run that failed
-// is not taken for the job's end: being dispatched again is what the job
-// asked for.
+// or Nominating, with no lease. Once leased, a run of the new epoch may
+// have been created (the earlier-run gate holds the create back only while
+// it sees the earlier run, and gantry keeps no durable record of a create
+// sent for a job that may run twice), and that run goes on. An earlier run
+// that failed is not taken for the job's end: being dispatched again is
+// what the job asked for.
 std::optional<Plan> Ladder::EarlierRunSucceeded() const {
-  if (job_.phase != JobPhase::kQueued && job_.phase != JobPhase::kNominating && !CreateHeldBack()) {
-    return std::nullopt;
-  }
+  if (job_.phase != JobPhase::kQueued && job_.phase != JobPhase::kNominating) return std::nullopt;
   for (const auto& [cluster, o] : in_.observed) {
     if (!Reachable(cluster)) continue;
     for (const ObservedJob& j : o.jobs) {

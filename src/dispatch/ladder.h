@@ -486,7 +486,6 @@ class Ladder {
   bool AwaitsRelist(const std::string& cluster, const ObservedJob& j) const;  // step 1 (decide.cc)
   bool OfEarlierDispatch(const ObservedJob& j) const;                           // step 1 (decide.cc)
   bool OwnEarlierRun(const ObservedJob& j) const;                               // step 1 (decide.cc)
-  bool CreateHeldBack() const;                                                  // step 1 (decide.cc)
   Plan Nominate() const;
   std::optional<Plan> Lease() const;
   std::optional<Plan> Timeout() const;

@@ -10,8 +10,7 @@
 // state after a crash, and a repeated delete is harmless.
 //
 // The ladder (each step returns early; the step's name is in Plan::step):
-//   1 earlier-run Queued, Nominating, or Admitted with its run's create
-//                held back by the earlier-run gate, and its run of an
+//   1 earlier-run Queued or Nominating (no lease), and its run of an
 //                earlier dispatch seen succeeded (out of sight when the
 //                job was sent back): Succeeded, not run again
 //     fence      objects of an older epoch, or a job outside the owner: delete

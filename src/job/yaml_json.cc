@@ -16,6 +16,7 @@
 // (kubectl reads them as booleans; a string is what a user who wrote them
 // in a string field meant). Merge keys ("<<") are not expanded.
 #include <fmt/format.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <charconv>
@@ -299,6 +300,8 @@ std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
     json out = converter.Convert(docs[0], 0);
     if (converter.error) return *converter.error;
     return out;
+  } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own limit, which it words "bad file"
+    return YamlError(e.mark, "document is nested too deeply");
   } catch (const YAML::Exception& e) {
     return YamlError(e.mark, e.msg);
   } catch (const std::exception& e) {

@@ -141,6 +141,18 @@ TEST_CASE("YamlToJson refuses what JSON cannot hold, with the position", "[job][
     CHECK(e.code == 400);
     CHECK_THAT(e.message, Catch::Contains(c.message_part));
   }
+  // Nesting deeper than the parser's own limit is told as nesting, with
+  // where, as nesting within it is (not yaml-cpp's "bad file").
+  for (const std::string open : {"[", "{a: "}) {
+    std::string text = "v: ";
+    for (int i = 0; i < 3000; ++i) text += open;
+    auto got = YamlToJson(text);
+    REQUIRE(std::holds_alternative<DocumentError>(got));
+    const std::string& message = std::get<DocumentError>(got).message;
+    INFO(message);
+    CHECK_THAT(message, Catch::StartsWith("invalid YAML: line 1, column "));
+    CHECK_THAT(message, Catch::EndsWith("document is nested too deeply"));
+  }
 }
 
 TEST_CASE("YamlToJson stops alias expansion bombs", "[job][yaml]") {

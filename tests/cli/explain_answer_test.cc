@@ -8,6 +8,23 @@
 #include "gantry/http/server.h"
 
 namespace gantry::testing {
+namespace {
+
+// `gantry explain team-a/JOB` against a server that answers decision.
+RunResult ExplainAgainst(const std::string& decision, const std::string& job) {
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  http::Server server(options, [&](http::Request, http::Responder respond) {
+    respond(http::JsonResponse(200, decision));
+  });
+  REQUIRE(server.Start().ok());
+  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"explain", "team-a/" + job});
+  server.Stop(std::chrono::seconds(1));
+  return r;
+}
+
+}  // namespace
 
 TEST_CASE("explain calls a job Unschedulable only while it waits for a dispatch: a dispatched one keeps its phase",
           "[cli]") {
@@ -31,18 +48,10 @@ TEST_CASE("explain calls a job Unschedulable only while it waits for a dispatch:
                            R"("message":"gang needs 64 cpu, nominal quota 32"}])";
     if (*row.phase) decision += std::string(R"(,"jobPhase":")") + row.phase + "\"";
     decision += "}";
-    http::ServerOptions options;
-    options.address = "127.0.0.1";
-    options.port = 0;
-    http::Server server(options, [&](http::Request, http::Responder respond) {
-      respond(http::JsonResponse(200, decision));
-    });
-    REQUIRE(server.Start().ok());
-    RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"explain", "team-a/big"});
+    RunResult r = ExplainAgainst(decision, "big");
     CHECK(r.code == 0);
     CHECK(r.out.find(row.said) != std::string::npos);
     CHECK(r.out.find("c1") != std::string::npos);  // the clusters' table follows either way
-    server.Stop(std::chrono::seconds(1));
   }
 }
 
@@ -52,20 +61,12 @@ TEST_CASE("explain shows where the job's dispatch put its copies, whatever the r
       R"({"name":"c1","feasible":true,"rank":2,"score":9.2,"copy":true},)"
       R"({"name":"c2","feasible":true,"rank":1,"score":9.5,"selected":true},)"
       R"({"name":"c3","feasible":false,"filter":"Quota","message":"needs 8 GPUs","copy":true}]})";
-  http::ServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  http::Server server(options, [&](http::Request, http::Responder respond) {
-    respond(http::JsonResponse(200, decision));
-  });
-  REQUIRE(server.Start().ok());
-  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"explain", "team-a/inc"});
+  RunResult r = ExplainAgainst(decision, "inc");
   INFO(r.out);
   CHECK(r.code == 0);
   CHECK(r.out.find("c1        has a copy   rank 2 score 9.2 now") != std::string::npos);
   CHECK(r.out.find("c2        candidate    rank 1 score 9.5") != std::string::npos);
   CHECK(r.out.find("c3        has a copy   Quota now: needs 8 GPUs") != std::string::npos);
-  server.Stop(std::chrono::seconds(1));
 }
 
 }  // namespace gantry::testing

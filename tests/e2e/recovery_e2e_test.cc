@@ -387,6 +387,24 @@ void CrashCampaign(int jobs, int kills, milliseconds max_gap, seconds converge) 
   CHECK(check.code == 0);
 }
 
+// A job pinned to c1 (onClusterLoss on_loss) runs there; c1 is then cut off
+// until gantry applies the loss, and the run goes on there and ends,
+// unseen. Returns the job's uid ("" when a step failed).
+std::string RunEndsWhileCutOff(DispatchFleet& fleet, const std::string& name, const std::string& on_loss,
+                               const std::string& duration) {
+  REQUIRE(fleet.Submit("team-a", SimJobYaml(name, "team-a", 1, 0, duration,
+                                            "  placement: {clusters: [c1]}\n  onClusterLoss: " + on_loss)) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", name, {"Running"}, seconds(30)));
+  const std::string uid = fleet.Uid("team-a", name);
+  REQUIRE(fleet.Ctl({"partition", "c1", "2"}).code == 0);
+  REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", name), "ClusterLost") == 1; }, seconds(30)));
+  REQUIRE(PollFor([&] {
+    auto runs = fleet.Runs(uid);
+    return runs.size() == 1 && runs[0].contains("endMs");
+  }, seconds(30), milliseconds(250)));
+  return uid;
+}
+
 }  // namespace
 
 TEST_CASE("owner partitioned: a Fail job whose run ended unseen says how it ended once its owner answers, and "
@@ -398,18 +416,8 @@ TEST_CASE("owner partitioned: a Fail job whose run ended unseen says how it ende
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("unseen", "team-a", 1, 0, "8s",
-                                            "  placement: {clusters: [c1]}\n  onClusterLoss: Fail")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "unseen", {"Running"}, seconds(30)));
-  const std::string uid = fleet.Uid("team-a", "unseen");
-  REQUIRE(fleet.Ctl({"partition", "c1", "2"}).code == 0);
-  REQUIRE(fleet.WaitPhase("team-a", "unseen", {"Failed", "Succeeded"}, seconds(30)));
+  const std::string uid = RunEndsWhileCutOff(fleet, "unseen", "Fail", "8s");
   CHECK(fleet.Phase("team-a", "unseen") == "Failed");
-  // The run goes on in c1 and ends there, unseen.
-  REQUIRE(PollFor([&] {
-    auto runs = fleet.Runs(uid);
-    return runs.size() == 1 && runs[0].contains("endMs");
-  }, seconds(30), milliseconds(250)));
   REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
   REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "unseen"), "RunEndedUnseen") == 1; }, seconds(30)));
   json job = fleet.Job("team-a", "unseen");
@@ -436,18 +444,8 @@ TEST_CASE("owner partitioned: a Requeue job whose run succeeded unseen Succeeds 
   DispatchFleet fleet(o);
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  // Pinned to c1: sent back at epoch 2, it waits for c1 to answer again.
-  REQUIRE(fleet.Submit("team-a", SimJobYaml("done", "team-a", 1, 0, "6s",
-                                            "  placement: {clusters: [c1]}\n  onClusterLoss: Requeue")) == 201);
-  REQUIRE(fleet.WaitPhase("team-a", "done", {"Running"}, seconds(30)));
-  const std::string uid = fleet.Uid("team-a", "done");
-  REQUIRE(fleet.Ctl({"partition", "c1", "2"}).code == 0);
-  REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "done"), "ClusterLost") == 1; }, seconds(30)));
-  // The run goes on in c1 and succeeds there, unseen.
-  REQUIRE(PollFor([&] {
-    auto runs = fleet.Runs(uid);
-    return runs.size() == 1 && runs[0].contains("endMs");
-  }, seconds(30), milliseconds(250)));
+  // Pinned to c1: sent back, it waits for c1 to answer again.
+  const std::string uid = RunEndsWhileCutOff(fleet, "done", "Requeue", "6s");
   REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
   REQUIRE(fleet.WaitPhase("team-a", "done", {"Succeeded", "Failed"}, seconds(30)));
   json job = fleet.Job("team-a", "done");

@@ -11,6 +11,7 @@
 #include "gantry/common/names.h"
 #include "gantry/dispatch/demand.h"
 #include "gantry/job/job_document.h"
+#include "gantry/job/kueue_labels.h"
 #include "gantry/job/template_fields.h"
 #include "slow_lane.h"
 
@@ -57,6 +58,27 @@ http::Response InvalidName(const std::string& what, const std::string& field, co
   return K8sStatus(422, "Invalid", what + " " + error, {{field, error}});
 }
 
+// What a job asks beyond its token's priority cap (Principal::max_priority):
+// so that a tenant cannot have its jobs preempt everyone else's.
+std::optional<FieldError> OverPriorityCap(const JobSpec& spec, const Principal& principal) {
+  if (!principal.max_priority) return std::nullopt;
+  if (spec.priority > *principal.max_priority) {
+    return FieldError{"spec.priority", fmt::format("{} is above this token's maxPriority, {}", spec.priority,
+                                                   *principal.max_priority)};
+  }
+  if (const std::string cls = WorkloadPriorityClass(spec.template_object);
+      !cls.empty() && !principal.priority_classes.count(cls)) {
+    const std::string allowed = principal.priority_classes.empty()
+                                    ? "none"
+                                    : fmt::format("{}", fmt::join(principal.priority_classes, ", "));
+    const std::string at = spec.template_path.empty() ? "" : spec.template_path + ".";
+    return FieldError{at + "metadata.labels[" + kPriorityClassLabel + "]",
+                      fmt::format("WorkloadPriorityClass {} is not among this token's priorityClasses ({})", cls,
+                                  allowed)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 void ApiService::Submit(http::Request req, Respond respond) {
@@ -65,20 +87,23 @@ void ApiService::Submit(http::Request req, Respond respond) {
     respond(InvalidName("namespace", "metadata.namespace", e));
     return;
   }
-  if (!Authorize(req, &ns, respond)) return;
+  auto principal = Authorize(req, &ns, respond);
+  if (!principal) return;
   auto format = FormatOf(req);
   if (!format) {
     respond(K8sStatus(415, "UnsupportedMediaType",
                       "Content-Type must be application/json or application/yaml"));
     return;
   }
-  if (req.body.size() <= options_.inline_parse_bytes) return SubmitDocument(std::move(req), *format, std::move(respond));
+  if (req.body.size() <= options_.inline_parse_bytes) {
+    return SubmitDocument(std::move(req), *format, std::move(*principal), std::move(respond));
+  }
   // A large document is parsed on the slow lane, not on the server's loop
   // (slow_lane.h); what a submitter sends then holds no one else up.
   auto work = [this, req = std::make_shared<http::Request>(std::move(req)), format = *format,
-               respond](bool run) mutable {
+               principal = std::move(*principal), respond](bool run) mutable {
     if (!run) return respond(K8sStatus(503, "ServiceUnavailable", "gantry is shutting down; submit again"));
-    SubmitDocument(std::move(*req), format, std::move(respond));
+    SubmitDocument(std::move(*req), format, std::move(principal), std::move(respond));
   };
   if (!slow_lane_->Post(std::move(work))) {
     http::Response busy = K8sStatus(429, "TooManyRequests",
@@ -90,13 +115,17 @@ void ApiService::Submit(http::Request req, Respond respond) {
   }
 }
 
-void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Respond respond) {
+void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Principal principal, Respond respond) {
   const std::string& ns = req.path_params["ns"];
   auto parsed = ParseJobDocument(req.body, format, ns);
   if (auto* err = std::get_if<DocumentError>(&parsed)) {
     std::vector<Cause> causes;
     for (const FieldError& f : err->causes) causes.push_back({f.field, f.message});
     respond(K8sStatus(err->code, err->code == 400 ? "BadRequest" : "Invalid", err->message, causes));
+    return;
+  }
+  if (std::optional<FieldError> over = OverPriorityCap(std::get<JobSpec>(parsed), principal)) {
+    respond(K8sStatus(403, "Forbidden", over->field + ": " + over->message, {{over->field, over->message}}));
     return;
   }
   if (intake_) {

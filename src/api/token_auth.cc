@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <cstdint>
 #include <set>
 #include <string>
 
@@ -45,7 +46,8 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
       std::set<std::string> seen;
       for (const auto& kv : entry) {
         std::string key = kv.first.as<std::string>();
-        if (key != "subject" && key != "token" && key != "tokenSha256" && key != "namespaces") {
+        if (key != "subject" && key != "token" && key != "tokenSha256" && key != "namespaces" && key != "maxPriority" &&
+            key != "priorityClasses") {
           return Status::Invalid(where(key.c_str()) + ": unknown field");
         }
         // yaml-cpp would read the first of two silently.
@@ -89,6 +91,30 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
           p.namespaces.insert(name);
         }
       }
+      if (entry["maxPriority"]) {
+        const YAML::Node& cap = entry["maxPriority"];
+        long long value = 0;
+        if (!cap.IsScalar() || !YAML::convert<long long>::decode(cap, value) || value < INT32_MIN ||
+            value > INT32_MAX) {
+          return Status::Invalid(where("maxPriority") + ": must be an integer (a 32-bit priority)");
+        }
+        p.max_priority = static_cast<int32_t>(value);
+      }
+      if (entry["priorityClasses"]) {
+        if (!p.max_priority) {
+          return Status::Invalid(where("priorityClasses") + ": only with maxPriority (the classes a capped token may name)");
+        }
+        if (!entry["priorityClasses"].IsSequence()) {
+          return Status::Invalid(where("priorityClasses") + ": must be a list of WorkloadPriorityClass names");
+        }
+        for (const auto& c : entry["priorityClasses"]) {
+          std::string name = text(c, "priorityClasses");
+          if (!null_field.empty() || name.empty()) {
+            return Status::Invalid(where("priorityClasses") + ": each must be a non-empty string");
+          }
+          p.priority_classes.insert(name);
+        }
+      }
       if (!table->emplace(hash, std::move(p)).second) {
         return Status::Invalid(where("token") + ": the same token appears twice");
       }
@@ -128,7 +154,10 @@ Result<Principal> TokenAuth::Authenticate(const http::Request& request) const {
       return Status(Code::kPermissionDenied,
                     "no tokens file is configured: only loopback clients are accepted");
     }
-    return Principal{"anonymous-loopback", true, {}};
+    Principal loopback;
+    loopback.subject = "anonymous-loopback";
+    loopback.admin = true;
+    return loopback;
   }
   const std::string auth = request.Header("authorization");
   // The scheme's name is case-insensitive (RFC 9110 11.1): "bearer" is Bearer.

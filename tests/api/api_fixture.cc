@@ -59,7 +59,8 @@ ApiFixture::ApiFixture(ApiFixtureOptions options) {
     WriteFile(tokens_path, std::string("tokens:\n") +
                                "- subject: admin\n  token: " + kAdminToken + "\n  namespaces: ['*']\n" +
                                "- subject: alice\n  tokenSha256: " + api::TokenAuth::Sha256Hex(kTeamAToken) +
-                               "\n  namespaces: [team-a]\n");
+                               "\n  namespaces: [team-a]\n" + "- subject: capped\n  token: " + kCappedToken +
+                               "\n  namespaces: [team-a]\n  maxPriority: 10\n  priorityClasses: [batch-low]\n");
   }
   auto auth = api::TokenAuth::Load(tokens_path);
   REQUIRE(auth.ok());

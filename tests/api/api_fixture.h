@@ -23,6 +23,8 @@ namespace gantry::testing {
 
 inline constexpr const char* kAdminToken = "admin-token-0123456789";
 inline constexpr const char* kTeamAToken = "team-a-token-0123456789";
+// team-a too, capped: maxPriority 10, and WorkloadPriorityClass batch-low only.
+inline constexpr const char* kCappedToken = "capped-token-0123456789";
 
 struct ApiFixtureOptions {
   bool with_tokens = true;

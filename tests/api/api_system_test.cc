@@ -135,6 +135,30 @@ TEST_CASE("a tenant token reads a cluster's health, not its error messages, whic
   }
 }
 
+TEST_CASE("a token's maxPriority caps its jobs' priority and the WorkloadPriorityClass they may name",
+          "[api][auth]") {
+  ApiFixture api;
+  auto post = [&](const std::string& doc, const char* token) {
+    return api.Call("POST", "/api/v1/namespaces/team-a/jobs", doc, token);
+  };
+  CHECK(post(JobDoc("at-cap", "team-a", 10), kCappedToken).status == 201);
+  auto over = post(JobDoc("over-cap", "team-a", 11), kCappedToken);
+  CHECK(over.status == 403);
+  CHECK(over.body.find("spec.priority: 11 is above this token's maxPriority, 10") != std::string::npos);
+  CHECK(post(JobDoc("uncapped", "team-a", 1000), kTeamAToken).status == 201);  // another token: no cap
+  auto with_class = [](const std::string& name, const std::string& cls) {
+    nlohmann::json doc = nlohmann::json::parse(JobDoc(name));
+    doc["spec"]["template"]["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] = cls;
+    return doc.dump();
+  };
+  CHECK(post(with_class("low-class", "batch-low"), kCappedToken).status == 201);
+  auto high = post(with_class("high-class", "prod-high"), kCappedToken);
+  CHECK(high.status == 403);
+  CHECK(high.body.find("spec.template.metadata.labels[kueue.x-k8s.io/priority-class]") != std::string::npos);
+  CHECK(high.body.find("not among this token's priorityClasses (batch-low)") != std::string::npos);
+  CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/over-cap").status == 404);  // nothing stored
+}
+
 TEST_CASE("authentication and tenant isolation", "[api][auth]") {
   ApiFixture api;
   REQUIRE(api.Call("POST", "/api/v1/namespaces/team-b/jobs", JobDoc("secret", "team-b")).status == 201);

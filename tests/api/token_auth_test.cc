@@ -28,6 +28,12 @@ TEST_CASE("a tokens file with a null, doubled or wrongly typed field is refused 
       {"- subject: alice\n  namespaces: [team-a, {a: b}]\n", "namespaces"},
       {"- subject: alice\n  namespaces: [team-a]\n  namespaces: ['*']\n", "namespaces"},
       {"- subject: alice\n  subject: bob\n  namespaces: [team-a]\n", "subject"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: high\n", "maxPriority"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 3000000000\n", "maxPriority"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: [1]\n", "maxPriority"},
+      {"- subject: alice\n  namespaces: [team-a]\n  priorityClasses: [low]\n", "priorityClasses"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 5\n  priorityClasses: low\n", "priorityClasses"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 5\n  priorityClasses: [~]\n", "priorityClasses"},
   };
   for (const Case& c : cases) {
     TempDir dir;

@@ -118,7 +118,7 @@ class ApiService {
 
   void Submit(http::Request req, Respond respond);
   // Submit's work once the caller may submit in a format gantry reads.
-  void SubmitDocument(http::Request req, DocumentFormat format, Respond respond);
+  void SubmitDocument(http::Request req, DocumentFormat format, Principal principal, Respond respond);
   // The same document again for an Unschedulable job: queued to be judged again.
   void Resubmitted(const JobRecord& job, std::vector<std::string> warnings, const Respond& respond);
   void GetJob(http::Request req, Respond respond);

@@ -15,6 +15,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -28,6 +29,11 @@ struct Principal {
   std::string subject;
   bool admin = false;
   std::set<std::string> namespaces;  // ignored when admin
+  // The token's cap on what its jobs may preempt (tokens file maxPriority):
+  // spec.priority at most this, and a WorkloadPriorityClass only one of
+  // priority_classes (whose values are the worker clusters'). Unset: none.
+  std::optional<int32_t> max_priority;
+  std::set<std::string> priority_classes;
 
   bool MayUse(const std::string& ns) const { return admin || namespaces.count(ns) > 0; }
 };

@@ -39,6 +39,15 @@ TEST_CASE("a misspelt field of a Job's pod template is named with its path, a ri
                  });
 }
 
+TEST_CASE("a GANTRY_EPOCH the template sets is warned of: gantry replaces it with the job's epoch", "[job]") {
+  nlohmann::json job = BatchJob();
+  job["spec"]["template"]["spec"]["containers"][0]["env"] = {{{"name", "A"}, {"value", "1"}},
+                                                             {{"name", "GANTRY_EPOCH"}, {"value", "77"}}};
+  CHECK(UnknownTemplateFields(job) ==
+        std::vector<std::string>{"spec.template.spec.template.spec.containers[0].env: GANTRY_EPOCH is set by gantry "
+                                 "to the job's epoch; the value given here is replaced"});
+}
+
 TEST_CASE("a JobSet's pod templates are looked at too, another kind's not at all", "[job]") {
   nlohmann::json jobset = nlohmann::json::parse(R"({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
       "spec": {"replicatedJobs": [{"name": "w", "replicas": 1, "template": {"spec": {

@@ -18,6 +18,7 @@
 namespace gantry {
 
 // "spec.template.spec.template.spec.containers[0].resources: unknown field \"limts\"", ...
+// (and a container's GANTRY_EPOCH, which gantry replaces)
 // for a batch/v1 Job or a JobSet template; nothing for any other kind,
 // whose schema is its CRD's business. template_path: where the template is
 // in the document ("spec.template"; "" for a manifest submitted as is).

@@ -46,6 +46,10 @@ TEST_CASE("a GANTRY_EPOCH the template sets is warned of: gantry replaces it wit
   CHECK(UnknownTemplateFields(job) ==
         std::vector<std::string>{"spec.template.spec.template.spec.containers[0].env: GANTRY_EPOCH is set by gantry "
                                  "to the job's epoch; the value given here is replaced"});
+  // An entry whose name is no string (the worker's API server judges it) is
+  // passed over, not a throw.
+  job["spec"]["template"]["spec"]["containers"][0]["env"] = {{{"name", 5}}, {{"name", nullptr}}, 7};
+  CHECK(UnknownTemplateFields(job).empty());
 }
 
 TEST_CASE("a JobSet's pod templates are looked at too, another kind's not at all", "[job]") {

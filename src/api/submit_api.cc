@@ -58,23 +58,51 @@ http::Response InvalidName(const std::string& what, const std::string& field, co
   return K8sStatus(422, "Invalid", what + " " + error, {{field, error}});
 }
 
-// What a job asks beyond its token's priority cap (Principal::max_priority):
-// so that a tenant cannot have its jobs preempt everyone else's.
+// What a job asks beyond its token's priority cap (Principal::max_priority),
+// so that a tenant cannot have its jobs preempt everyone else's: its
+// priority (Kueue's, for admission and preemption), its WorkloadPriorityClass
+// (one the token lists), and its pods' own priority (kube-scheduler's, which
+// preempts running pods on a full node): none may be named. Kinds gantry
+// reads no pod templates of (generic kinds) are refused for such a token.
 std::optional<FieldError> OverPriorityCap(const JobSpec& spec, const Principal& principal) {
   if (!principal.max_priority) return std::nullopt;
+  const bool manifest = spec.template_path.empty();  // the priority is then an annotation
+  const std::string at = manifest ? "" : spec.template_path + ".";
   if (spec.priority > *principal.max_priority) {
-    return FieldError{"spec.priority", fmt::format("{} is above this token's maxPriority, {}", spec.priority,
-                                                   *principal.max_priority)};
+    return FieldError{manifest ? "metadata.annotations[gantry.dev/priority]" : "spec.priority",
+                      fmt::format("{} is above this token's maxPriority, {}", spec.priority, *principal.max_priority)};
   }
   if (const std::string cls = WorkloadPriorityClass(spec.template_object);
       !cls.empty() && !principal.priority_classes.count(cls)) {
     const std::string allowed = principal.priority_classes.empty()
                                     ? "none"
                                     : fmt::format("{}", fmt::join(principal.priority_classes, ", "));
-    const std::string at = spec.template_path.empty() ? "" : spec.template_path + ".";
     return FieldError{at + "metadata.labels[" + kPriorityClassLabel + "]",
                       fmt::format("WorkloadPriorityClass {} is not among this token's priorityClasses ({})", cls,
                                   allowed)};
+  }
+  const std::string api_version = spec.template_object.value("apiVersion", "");
+  const std::string kind = spec.template_object.value("kind", "");
+  const bool read = (api_version == "batch/v1" && kind == "Job") ||
+                    (api_version.starts_with("jobset.x-k8s.io/") && kind == "JobSet");
+  if (!read) {
+    return FieldError{at + "kind", fmt::format("a token with maxPriority may submit a batch/v1 Job or a JobSet, whose "
+                                               "pods' priority gantry reads, not {} {}",
+                                               api_version, kind)};
+  }
+  for (const PodSet& set : spec.pod_sets) {
+    const nlohmann::json* pod = set.pod_template.is_object() && set.pod_template.contains("spec")
+                                    ? &set.pod_template["spec"]
+                                    : nullptr;
+    if (!pod || !pod->is_object()) continue;
+    for (const char* field : {"priorityClassName", "priority"}) {
+      if (pod->contains(field)) {
+        return FieldError{at + "spec",
+                          fmt::format("pod set {}: {} is set; a token with maxPriority may not give its pods a "
+                                      "priority of their own (kube-scheduler preempts running pods by it)",
+                                      set.name, field)};
+      }
+    }
   }
   return std::nullopt;
 }

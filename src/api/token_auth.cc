@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <charconv>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -92,13 +93,22 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
         }
       }
       if (entry["maxPriority"]) {
+        // A plain decimal integer, as spec.priority is written: not a quoted
+        // string, and not YAML 1.1's 0x10 or 010 (octal), which would read as
+        // another cap than the operator meant.
         const YAML::Node& cap = entry["maxPriority"];
-        long long value = 0;
-        if (!cap.IsScalar() || !YAML::convert<long long>::decode(cap, value) || value < INT32_MIN ||
-            value > INT32_MAX) {
-          return Status::Invalid(where("maxPriority") + ": must be an integer (a 32-bit priority)");
+        const std::string digits = cap.IsScalar() && cap.Tag() == "?" ? cap.Scalar() : "";
+        const std::size_t start = !digits.empty() && (digits[0] == '-' || digits[0] == '+') ? 1 : 0;
+        int32_t value = 0;
+        const char* end = digits.data() + digits.size();
+        const bool decimal = digits.size() > start && digits.find_first_not_of("0123456789", start) == std::string::npos &&
+                             (digits[start] != '0' || digits.size() == start + 1);
+        const char* from = digits.data() + (start == 1 && digits[0] == '+' ? 1 : 0);
+        const auto [stop, err] = decimal ? std::from_chars(from, end, value) : std::from_chars_result{from, std::errc::invalid_argument};
+        if (!decimal || err != std::errc() || stop != end) {
+          return Status::Invalid(where("maxPriority") + ": must be a decimal integer (a 32-bit priority)");
         }
-        p.max_priority = static_cast<int32_t>(value);
+        p.max_priority = value;
       }
       if (entry["priorityClasses"]) {
         if (!p.max_priority) {
@@ -109,8 +119,9 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
         }
         for (const auto& c : entry["priorityClasses"]) {
           std::string name = text(c, "priorityClasses");
-          if (!null_field.empty() || name.empty()) {
-            return Status::Invalid(where("priorityClasses") + ": each must be a non-empty string");
+          if (!null_field.empty()) return Status::Invalid(where("priorityClasses") + ": each must be a string");
+          if (std::string e = CheckDns1123Subdomain(name); !e.empty()) {
+            return Status::Invalid(where("priorityClasses") + ": '" + name + "' " + e);
           }
           p.priority_classes.insert(name);
         }

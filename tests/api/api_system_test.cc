@@ -157,6 +157,20 @@ TEST_CASE("a token's maxPriority caps its jobs' priority and the WorkloadPriorit
   CHECK(high.body.find("spec.template.metadata.labels[kueue.x-k8s.io/priority-class]") != std::string::npos);
   CHECK(high.body.find("not among this token's priorityClasses (batch-low)") != std::string::npos);
   CHECK(api.Call("GET", "/api/v1/namespaces/team-a/jobs/over-cap").status == 404);  // nothing stored
+  // The pods' own priority: kube-scheduler preempts by it, whatever Kueue admitted.
+  nlohmann::json pod_class = nlohmann::json::parse(JobDoc("pod-class"));
+  pod_class["spec"]["template"]["spec"]["template"]["spec"]["priorityClassName"] = "system-cluster-critical";
+  auto pods = post(pod_class.dump(), kCappedToken);
+  CHECK(pods.status == 403);
+  CHECK(pods.body.find("priorityClassName is set") != std::string::npos);
+  // A manifest submitted as it is: its priority is an annotation, and named so.
+  nlohmann::json manifest = nlohmann::json::parse(JobDoc("manifest"))["spec"]["template"];
+  manifest["metadata"] = {{"name", "manifest"},
+                          {"labels", {{"kueue.x-k8s.io/queue-name", "team-a"}}},
+                          {"annotations", {{"gantry.dev/priority", "11"}}}};
+  auto annotated = post(manifest.dump(), kCappedToken);
+  CHECK(annotated.status == 403);
+  CHECK(annotated.body.find("metadata.annotations[gantry.dev/priority]: 11 is above") != std::string::npos);
 }
 
 TEST_CASE("authentication and tenant isolation", "[api][auth]") {
@@ -257,7 +271,7 @@ TEST_CASE("a reload is not refused while large job documents fill the slow lane"
   // An operator's reload is served all the same, while the lane is full.
   auto reload = api.Call("POST", "/api/v1/clusters:reload");
   CHECK(reload.status == 200);
-  CHECK(api.Json(reload)["message"] == "inventory reloaded: no cluster added or removed");
+  CHECK(api.Json(reload)["message"] == "inventory reloaded");
   CHECK(reloads->load() == 1);
   release_once();
   int created = 0, refused = 0;

@@ -34,6 +34,15 @@ TEST_CASE("a tokens file with a null, doubled or wrongly typed field is refused 
       {"- subject: alice\n  namespaces: [team-a]\n  priorityClasses: [low]\n", "priorityClasses"},
       {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 5\n  priorityClasses: low\n", "priorityClasses"},
       {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 5\n  priorityClasses: [~]\n", "priorityClasses"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 5\n  priorityClasses: [Batch_Low]\n",
+       "priorityClasses"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: \"10\"\n", "maxPriority"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 0x10\n", "maxPriority"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 010\n", "maxPriority"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 1.5\n", "maxPriority"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: true\n", "maxPriority"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: +\n", "maxPriority"},
+      {"- subject: alice\n  namespaces: [team-a]\n  maxPriority: 2147483648\n", "maxPriority"},
   };
   for (const Case& c : cases) {
     TempDir dir;
@@ -43,6 +52,15 @@ TEST_CASE("a tokens file with a null, doubled or wrongly typed field is refused 
     auto loaded = api::TokenAuth::Load(path);
     REQUIRE_FALSE(loaded.ok());
     CHECK_THAT(loaded.status().message(), Catch::Contains(std::string("tokens[0].") + c.field));
+  }
+  // Caps written as decimal integers load, negative ones too.
+  for (const char* cap : {"0", "-5", "+7", "2147483647", "-2147483648"}) {
+    TempDir caps;
+    const std::string file = caps.File("tokens.yaml");
+    WriteFile(file, std::string("tokens:\n- subject: alice\n  namespaces: [team-a]\n  maxPriority: ") + cap + "\n" +
+                        token);
+    INFO(cap);
+    CHECK(api::TokenAuth::Load(file).ok());
   }
   // The same entry, well formed, loads; a quoted "null" is a name like any.
   TempDir dir;

@@ -142,15 +142,18 @@ void ApiService::ReloadForWaiting(bool run) {
   std::vector<Cause> causes;
   // The field is the file; the message says why, not the file again.
   for (const auto& e : errors) causes.push_back({e.file, inventory::RefusalWithoutFile(e.file, e.status.message())});
+  const Status dir = fleet_->DirStatus();
   for (const Respond& respond : waiting) {
-    if (!errors.empty()) {
+    if (!dir.ok()) {
+      // Nothing was read: every cluster is kept as it was (Fleet::Reload).
+      respond(K8sStatus(422, "Invalid", dir.message() + "; the inventory is kept as it was", {}));
+    } else if (!errors.empty()) {
       respond(K8sStatus(422, "Invalid",
                         "some cluster files were refused; the others are in use" +
                             (changed.empty() ? std::string() : "; " + changed),
                         causes));
     } else {
-      respond(K8sSuccess(200, changed.empty() ? "inventory reloaded: no cluster added or removed"
-                                              : "inventory reloaded: " + changed));
+      respond(K8sSuccess(200, changed.empty() ? "inventory reloaded" : "inventory reloaded: " + changed));
     }
   }
 }

@@ -88,7 +88,7 @@ std::string InventoryChange::Describe() const {
   }
   for (const auto& [gone, now] : same_server) {
     parts.push_back(fmt::format("{} names the API server {} named: if that is a rename, gantry takes it for another "
-                                "cluster, and what the jobs of {} ran there is deleted as theirs no more",
+                                "cluster, and the jobs of {} get their onClusterLoss as for a cluster removed",
                                 now, gone, gone));
   }
   return fmt::format("{}", fmt::join(parts, "; "));
@@ -233,14 +233,14 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
       spdlog::info("inventory: cluster {} is no longer cordoned", name);
     }
     if (old == entries_.end()) {
-      if (!held) spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
+      if (held) continue;  // its file refused: told as such, not as a cluster added
+      spdlog::info("inventory: cluster {} added ({})", name, e.view.config.region);
       changed.added.push_back(name);
       for (const auto& [gone, server] : removed_servers) {
         if (!e.creds || e.creds->server != server) continue;
         changed.same_server.emplace_back(gone, name);
         spdlog::warn("inventory: cluster {} added with the API server of cluster {}, removed: a rename is a removal "
-                     "and an addition to gantry; the jobs {} owned are treated as lost to it, and what they run "
-                     "there is deleted as strays",
+                     "and an addition to gantry; the jobs {} owned get their onClusterLoss as for a cluster removed",
                      name, gone, gone);
       }
       continue;

@@ -459,6 +459,13 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
     candidates += (candidates.empty() ? "" : ", ") + c.get<std::string>();
   }
   out << "Candidates:    " << (candidates.empty() ? "<none>" : candidates) << "\n";
+  // For a job dispatched already, where its copies are (the candidates are
+  // placement's of now).
+  std::string copies;
+  for (const auto& c : decision.value("clusters", nlohmann::json::array())) {
+    if (c.value("copy", false)) copies += (copies.empty() ? "" : ", ") + c.value("name", "");
+  }
+  if (!copies.empty()) out << "Copies in:     " << copies << "\n";
   if (decision.value("unschedulable", false)) {
     // The verdict is placement's, for a dispatch now; a job already
     // dispatched is not judged again by it (a quota cut leaves a

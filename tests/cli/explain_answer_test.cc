@@ -64,6 +64,7 @@ TEST_CASE("explain shows where the job's dispatch put its copies, whatever the r
   RunResult r = ExplainAgainst(decision, "inc");
   INFO(r.out);
   CHECK(r.code == 0);
+  CHECK(r.out.find("Copies in:     c1, c3\n") != std::string::npos);
   CHECK(r.out.find("c1        has a copy   rank 2 score 9.2 now") != std::string::npos);
   CHECK(r.out.find("c2        candidate    rank 1 score 9.5") != std::string::npos);
   CHECK(r.out.find("c3        has a copy   Quota now: needs 8 GPUs") != std::string::npos);

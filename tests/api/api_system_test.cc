@@ -171,6 +171,17 @@ TEST_CASE("a token's maxPriority caps its jobs' priority and the WorkloadPriorit
   auto annotated = post(manifest.dump(), kCappedToken);
   CHECK(annotated.status == 403);
   CHECK(annotated.body.find("metadata.annotations[gantry.dev/priority]: 11 is above") != std::string::npos);
+  // A kind gantry reads no pods of: refused to a capped token, taken from another.
+  nlohmann::json generic = nlohmann::json::parse(JobDoc("torch"));
+  nlohmann::json pod = generic["spec"]["template"]["spec"]["template"];
+  generic["spec"]["template"] = {{"apiVersion", "kubeflow.org/v1"}, {"kind", "PyTorchJob"},
+                                 {"spec", {{"pytorchReplicaSpecs", nlohmann::json::object()}}}};
+  generic["spec"]["podSets"] = {{{"name", "master"}, {"template", pod}}};
+  auto torch = post(generic.dump(), kCappedToken);
+  CHECK(torch.status == 403);
+  CHECK(torch.body.find("spec.template.kind: a token with maxPriority may submit a batch/v1 Job or a JobSet") !=
+        std::string::npos);
+  CHECK(post(generic.dump(), kTeamAToken).status == 201);
 }
 
 TEST_CASE("authentication and tenant isolation", "[api][auth]") {

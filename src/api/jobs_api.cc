@@ -155,21 +155,12 @@ void ApiService::JobEvents(http::Request req, Respond respond) {
                       {{"limit", "out of range"}}));
     return;
   }
-  if (*limit > 0) {
-    auto tail = store_.LastEvents(job->uid, static_cast<int>(*limit));
-    if (!tail.ok()) {
-      respond(K8sStatusFrom(tail.status()));
-      return;
-    }
-    respond(JsonAnswer(EventsToJson(tail->events, tail->total)));
+  auto tail = store_.LastEvents(job->uid, static_cast<int>(*limit));  // 0: all
+  if (!tail.ok()) {
+    respond(K8sStatusFrom(tail.status()));
     return;
   }
-  auto events = store_.Events(job->uid);
-  if (!events.ok()) {
-    respond(K8sStatusFrom(events.status()));
-    return;
-  }
-  respond(JsonAnswer(EventsToJson(*events, static_cast<int64_t>(events->size()))));
+  respond(JsonAnswer(EventsToJson(tail->events, tail->total)));
 }
 
 void ApiService::JobRemoteObjects(http::Request req, Respond respond) {

@@ -12,6 +12,7 @@
 #include "gantry/dispatch/demand.h"
 #include "gantry/job/job_document.h"
 #include "gantry/job/kueue_labels.h"
+#include "gantry/job/pod_templates.h"
 #include "gantry/job/template_fields.h"
 #include "slow_lane.h"
 
@@ -81,14 +82,11 @@ std::optional<FieldError> OverPriorityCap(const JobSpec& spec, const Principal& 
                       fmt::format("WorkloadPriorityClass {} is not among this token's priorityClasses ({})", cls,
                                   allowed)};
   }
-  const std::string api_version = spec.template_object.value("apiVersion", "");
-  const std::string kind = spec.template_object.value("kind", "");
-  const bool read = (api_version == "batch/v1" && kind == "Job") ||
-                    (api_version.starts_with("jobset.x-k8s.io/") && kind == "JobSet");
-  if (!read) {
+  if (ClassifyTemplate(spec.template_object) == TemplateKind::kOther) {
     return FieldError{at + "kind", fmt::format("a token with maxPriority may submit a batch/v1 Job or a JobSet, whose "
                                                "pods' priority gantry reads, not {} {}",
-                                               api_version, kind)};
+                                               spec.template_object.value("apiVersion", ""),
+                                               spec.template_object.value("kind", ""))};
   }
   for (const PodSet& set : spec.pod_sets) {
     const nlohmann::json* pod = set.pod_template.is_object() && set.pod_template.contains("spec")

@@ -97,15 +97,14 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
         // string, and not YAML 1.1's 0x10 or 010 (octal), which would read as
         // another cap than the operator meant.
         const YAML::Node& cap = entry["maxPriority"];
-        const std::string digits = cap.IsScalar() && cap.Tag() == "?" ? cap.Scalar() : "";
-        const std::size_t start = !digits.empty() && (digits[0] == '-' || digits[0] == '+') ? 1 : 0;
+        const std::string text = cap.IsScalar() && cap.Tag() == "?" ? cap.Scalar() : "";
+        const std::string_view digits = std::string_view(text).substr(text.starts_with('+') ? 1 : 0);
+        const std::size_t first = digits.starts_with('-') ? 1 : 0;  // from_chars takes a '-', not a '+'
         int32_t value = 0;
-        const char* end = digits.data() + digits.size();
-        const bool decimal = digits.size() > start && digits.find_first_not_of("0123456789", start) == std::string::npos &&
-                             (digits[start] != '0' || digits.size() == start + 1);
-        const char* from = digits.data() + (start == 1 && digits[0] == '+' ? 1 : 0);
-        const auto [stop, err] = decimal ? std::from_chars(from, end, value) : std::from_chars_result{from, std::errc::invalid_argument};
-        if (!decimal || err != std::errc() || stop != end) {
+        const bool decimal = digits.size() > first && digits.find_first_not_of("0123456789", first) == std::string::npos &&
+                             (digits[first] != '0' || digits.size() == first + 1);  // no leading 0: not octal
+        const auto [stop, err] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+        if (!decimal || err != std::errc() || stop != digits.data() + digits.size()) {
           return Status::Invalid(where("maxPriority") + ": must be a decimal integer (a 32-bit priority)");
         }
         p.max_priority = value;

@@ -109,11 +109,10 @@ Result<DaemonConfig> ResolveConfig(const ServeFlags& flags) {
 // is not found only at the next restart).
 void NoteConfigChange(const ServeFlags& flags, const std::string& started_path, const std::string& started_text) {
   const std::string path = ConfigPath(flags);
-  const std::string text = TextOf(path);
   // A file that cannot be read now is a change even if it held only
-  // comments (read as "" too): the next start would fail on it.
-  const bool readable = path.empty() || ReadWholeFile(path).ok();
-  if (path == started_path && readable && SameYaml(text, started_text)) return;
+  // comments (which read as the same empty YAML): the next start would fail on it.
+  const Result<std::string> now = path.empty() ? Result<std::string>(std::string()) : ReadWholeFile(path);
+  if (path == started_path && now.ok() && SameYaml(*now, started_text)) return;
   const std::string shown = path.empty() ? started_path : path;
   auto resolved = ResolveConfig(flags);
   std::string problem = resolved.ok() ? "" : resolved.status().message();

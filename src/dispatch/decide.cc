@@ -220,10 +220,8 @@ void Ladder::TellUnseenEnd(DispatchUpdate& u) const {
     const bool ok = j.state == RemoteJobState::kSucceeded;
     const std::string msg =
         fmt::format("the job's run in {} at epoch {}, given up for lost when the job was failed, {} there "
-                    "meanwhile: {}{}; the job stays Failed",
-                    job_.cluster, job_.epoch, ok ? "succeeded" : "failed",
-                    j.reason.empty() ? (ok ? "Complete" : "Failed") : j.reason,
-                    j.message.empty() ? "" : " (" + j.message + ")");
+                    "meanwhile: {}; the job stays Failed",
+                    job_.cluster, job_.epoch, ok ? "succeeded" : "failed", EndText(j));
     u.conditions_json = Conditions("RunEndedUnseen", ok ? "Succeeded" : "Failed", msg, in_.now_ms);
     if (!j.summary.empty()) u.remote_status = j.summary;
     u.events.push_back(Event("RunEndedUnseen", msg, job_.cluster, ok ? "Normal" : "Warning"));
@@ -252,9 +250,8 @@ std::optional<Plan> Ladder::EarlierRunSucceeded() const {
     for (const ObservedJob& j : o.jobs) {
       if (!OwnEarlierRun(j) || j.state != RemoteJobState::kSucceeded) continue;
       const std::string msg = fmt::format(
-          "succeeded in {} at epoch {} while out of gantry's sight, before the job was run again: {}{}; not run "
-          "again",
-          cluster, j.epoch, j.reason.empty() ? "Complete" : j.reason, j.message.empty() ? "" : " (" + j.message + ")");
+          "succeeded in {} at epoch {} while out of gantry's sight, before the job was run again: {}; not run again",
+          cluster, j.epoch, EndText(j));
       Plan p = Finish("earlier-run", JobPhase::kSucceeded, "Succeeded", msg);
       for (JobEvent& e : p.write->events) {
         if (e.reason == "Succeeded") e.cluster = cluster;

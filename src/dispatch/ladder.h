@@ -289,6 +289,13 @@ class Ladder {
     return it != in_.read_gone.end() && it->second >= i.updated_ms + opt_.not_found_confirms_after_ms;
   }
   // Whether the real job j says it ended (Succeeded or Failed there).
+  // How a run ended, for a message: its condition's reason (else Complete
+  // or Failed) and message, "CompletionsReached (Reached expected ...)".
+  static std::string EndText(const ObservedJob& j) {
+    const bool ok = j.state == RemoteJobState::kSucceeded;
+    return fmt::format("{}{}", j.reason.empty() ? (ok ? "Complete" : "Failed") : j.reason,
+                       j.message.empty() ? "" : " (" + j.message + ")");
+  }
   static bool Ended(const ObservedJob* j) {
     return j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed);
   }

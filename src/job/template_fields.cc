@@ -54,14 +54,11 @@ void CheckContainers(const json& pod_spec, const char* list, const std::string& 
     if (c.is_object() && c.contains("resources")) Check(c["resources"], kResources, at + ".resources", out);
     // gantry sets it in every container (the job's epoch, to fence writes
     // with): a value the template gives is replaced, and said so.
-    if (auto env = c.is_object() ? c.find("env") : c.end(); c.is_object() && env != c.end() && env->is_array()) {
-      for (const json& var : *env) {
-        const auto name = var.is_object() ? var.find("name") : var.end();
-        if (var.is_object() && name != var.end() && name->is_string() && *name == "GANTRY_EPOCH") {
-          out.push_back(fmt::format("{}.env: GANTRY_EPOCH is set by gantry to the job's epoch; the value given here "
-                                    "is replaced",
-                                    at));
-        }
+    if (!c.is_object() || !c.contains("env") || !c["env"].is_array()) continue;
+    for (const json& var : c["env"]) {
+      if (var.is_object() && var.contains("name") && var["name"] == "GANTRY_EPOCH") {
+        out.push_back(
+            fmt::format("{}.env: GANTRY_EPOCH is set by gantry to the job's epoch; the value given here is replaced", at));
       }
     }
   }

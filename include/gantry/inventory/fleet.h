@@ -122,8 +122,8 @@ struct ClusterView {
 // What a reload changed in the inventory: the clusters it added and
 // removed (by name), and each removed one whose API server an added one
 // names too: most likely an entry renamed, which gantry cannot tell from a
-// cluster removed and another added (the jobs the old name owns are lost
-// to it, and what they run there is a stray to the new name).
+// cluster removed and another added (the jobs the old name owns get their
+// onClusterLoss, as for any cluster removed).
 struct InventoryChange {
   std::vector<std::string> added, removed;
   std::vector<std::pair<std::string, std::string>> same_server;  // (removed, added)

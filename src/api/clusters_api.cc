@@ -25,25 +25,6 @@ constexpr const char* kWithheld = "withheld from tenant tokens: an admin token's
 
 nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64_t now_ms, bool admin) const {
   nlohmann::json out = ClusterToJson(view, now_ms, options_.stale_after_ms);
-  if (!admin) {
-    // A tenant sees each cluster's health, capacity and spec, and that
-    // something is wrong, not the messages: they name the operator's files,
-    // kubeconfig entries and credential plugins (with what a plugin printed),
-    // and carry the clusters' own answers to gantry's identity. The health
-    // (ConfigRefused, CredentialsUnloadable, NotReady...) says as much as a
-    // tenant can act on.
-    nlohmann::json& status = out["status"];
-    for (const char* field : {"lastError", "configError", "credentialsError", "capacityError", "watchRefused"}) {
-      if (status.contains(field)) status[field] = kWithheld;
-    }
-    if (status.contains("capacity")) {
-      for (const char* field : {"localQueuesError", "priorityClassesError"}) {
-        if (status["capacity"].contains(field)) status["capacity"][field] = kWithheld;
-      }
-    }
-    status.erase("configWarning");
-    status.erase("credentialsWarning");
-  }
   if (options_.watch_refused) {
     if (std::string why = options_.watch_refused(view.config.name); !why.empty()) out["status"]["watchRefused"] = why;
   }
@@ -67,6 +48,26 @@ nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64
       out["status"]["viewBehind"] = fmt::format("{}", fmt::join(b.resources, ", "));
       if (b.since_ms > 0) out["status"]["viewBehindSince"] = FormatRfc3339(b.since_ms);
     }
+  }
+  // Last, once every message is in (the engine's too).
+  if (!admin) {
+    // A tenant sees each cluster's health, capacity and spec, and that
+    // something is wrong, not the messages: they name the operator's files,
+    // kubeconfig entries and credential plugins (with what a plugin printed),
+    // and carry the clusters' own answers to gantry's identity. The health
+    // (ConfigRefused, CredentialsUnloadable, NotReady...) says as much as a
+    // tenant can act on.
+    nlohmann::json& status = out["status"];
+    for (const char* field : {"lastError", "configError", "credentialsError", "capacityError", "watchRefused"}) {
+      if (status.contains(field)) status[field] = kWithheld;
+    }
+    if (status.contains("capacity")) {
+      for (const char* field : {"localQueuesError", "priorityClassesError"}) {
+        if (status["capacity"].contains(field)) status["capacity"][field] = kWithheld;
+      }
+    }
+    status.erase("configWarning");
+    status.erase("credentialsWarning");
   }
   return out;
 }

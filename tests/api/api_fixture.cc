@@ -75,6 +75,7 @@ ApiFixture::ApiFixture(ApiFixtureOptions options) {
   api::ApiOptions api_options;
   api_options.slow_lane_capacity = options.slow_lane_capacity;
   api_options.after_reload = options.after_reload;
+  api_options.watch_refused = options.watch_refused;
   if (options.with_fleet) {
     std::filesystem::create_directories(dir_.File("clusters.d"));
     inventory::FleetOptions fleet_options;

@@ -40,6 +40,8 @@ struct ApiFixtureOptions {
   // routes do their work; after_reload as api::ApiOptions has it.
   bool with_fleet = false;
   std::function<void()> after_reload = nullptr;
+  // Why a cluster refuses gantry its watch, as the engine says (api::ApiOptions).
+  std::function<std::string(const std::string& cluster)> watch_refused = nullptr;
 };
 
 class ApiFixture {

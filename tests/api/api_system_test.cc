@@ -118,6 +118,10 @@ TEST_CASE("a tenant token reads a cluster's health, not its error messages, whic
           "[api][auth]") {
   ApiFixtureOptions options;
   options.with_fleet = true;
+  // The engine's words too: a refusal names gantry's identity there.
+  options.watch_refused = [](const std::string&) {
+    return std::string("jobs is forbidden: User \"system:serviceaccount:gantry:dispatcher\" cannot list");
+  };
   ApiFixture api(options);
   WriteFile(api.clusters_dir() + "/c1.yaml", "name: c1\nkubeconfig: /etc/secret-place/c1.kubeconfig\nregion: [\n");
   REQUIRE(api.Call("POST", "/api/v1/clusters:reload").status == 422);
@@ -130,6 +134,8 @@ TEST_CASE("a tenant token reads a cluster's health, not its error messages, whic
     auto as_tenant = api.Call("GET", target, "", kTeamAToken);
     REQUIRE(as_tenant.status == 200);
     CHECK(as_tenant.body.find("c1.yaml") == std::string::npos);
+    CHECK(as_admin.body.find("serviceaccount:gantry") != std::string::npos);
+    CHECK(as_tenant.body.find("serviceaccount:gantry") == std::string::npos);
     CHECK(as_tenant.body.find("withheld from tenant tokens") != std::string::npos);
     CHECK(as_tenant.body.find("\"configError\"") != std::string::npos);  // what is wrong, not why
   }

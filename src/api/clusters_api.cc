@@ -183,6 +183,32 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   body["job"] = ns + "/" + job->name;
   body["jobPhase"] = std::string(JobPhaseName(job->phase));  // placement's verdict is for a dispatch now
   body["decidedAt"] = FormatRfc3339(now);
+  // A cluster the engine leaves out of this job's dispatches is no candidate.
+  auto leave_out = [&body](nlohmann::json& cluster) {
+    if (cluster.contains("selected")) cluster["selected"] = false;
+    if (!body["candidates"].is_array()) return;
+    auto& cands = body["candidates"];
+    const std::string name = cluster.value("name", "");
+    for (auto it = cands.begin(); it != cands.end();) {
+      it = it->is_string() && it->get<std::string>() == name ? cands.erase(it) : it + 1;
+    }
+  };
+  // One that keeps gantry from listing the job's kind (a JobSet CRD or its
+  // RBAC missing there): the engine cannot see a run of it there, so it
+  // sends it none. Why is the cluster's to tell (its watchRefused).
+  if (options_.kind_refused) {
+    const std::string api_version = spec->template_object.value("apiVersion", "");
+    const std::string kind = spec->template_object.value("kind", "");
+    for (nlohmann::json& c : body["clusters"]) {
+      const std::string resource = options_.kind_refused(c.value("name", ""), api_version, kind);
+      if (resource.empty()) continue;
+      c["kindRefused"] = {{"resource", resource},
+                          {"message", fmt::format("the cluster keeps gantry from listing {}, so no {} is sent "
+                                                  "there (gantry clusters {} says why)",
+                                                  resource, kind, c.value("name", ""))}};
+      leave_out(c);
+    }
+  }
   // Placement knows clusters, not this job's history: a cluster that refused
   // the job's real job, or that failed every create of it (its row kept
   // while the engine leaves that cluster out of the job's dispatches,
@@ -206,13 +232,7 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
                                                         {"time", FormatRfc3339(i.updated_ms)},
                                                         {"until", FormatRfc3339(i.updated_ms +
                                                                                 options_.job_refusal_hold_ms)}};
-        if (c.contains("selected")) c["selected"] = false;
-      }
-      if (body["candidates"].is_array()) {
-        auto& cands = body["candidates"];
-        for (auto it = cands.begin(); it != cands.end();) {
-          it = it->is_string() && it->get<std::string>() == i.cluster ? cands.erase(it) : it + 1;
-        }
+        leave_out(c);
       }
     }
   }

@@ -493,6 +493,8 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
       rows.push_back({c.value("name", ""), "held out",
                       fmt::format("left out since {} ago: {}", AgeOf(c["heldOut"].value("time", "")),
                                   c["heldOut"].value("message", ""))});
+    } else if (c.contains("kindRefused") && c["kindRefused"].is_object()) {
+      rows.push_back({c.value("name", ""), "refuses kind", c["kindRefused"].value("message", "")});
     } else if (c.value("copy", false)) {
       // The job's dispatch put a copy here: it waits there, whatever the rank of now says.
       rows.push_back({c.value("name", ""), "has a copy",

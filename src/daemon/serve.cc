@@ -281,6 +281,10 @@ int RunServe(const ServeFlags& flags) {
     check_open_files();
   };
   api_options.watch_refused = [&engine](const std::string& cluster) { return engine.WatchRefused(cluster); };
+  api_options.kind_refused = [&engine](const std::string& cluster, const std::string& api_version,
+                                       const std::string& kind) {
+    return engine.KindRefused(cluster, dispatch::JobKind{api_version, kind});
+  };
   api_options.watch_refused_since = [&engine](const std::string& cluster) {
     return engine.WatchRefusedSince(cluster);
   };

@@ -57,6 +57,14 @@ std::string Engine::WatchRefused(const std::string& cluster) {
   return it->second.kind_refused.empty() ? "" : it->second.kind_refused.begin()->second.why;
 }
 
+std::string Engine::KindRefused(const std::string& cluster, const JobKind& kind) {
+  const std::string resource = observer_->OptionalResourceOf(kind);
+  if (resource.empty()) return "";
+  const std::shared_ptr<const FleetFacts> facts = Facts(clock_.NowMillis());
+  auto it = facts->find(cluster);
+  return it != facts->end() && it->second.kind_refused.count(resource) ? resource : "";
+}
+
 int64_t Engine::WatchRefusedSince(const std::string& cluster) {
   std::lock_guard lock(fleet_mu_);
   auto it = watch_refused_since_.find(cluster);

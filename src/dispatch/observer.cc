@@ -186,6 +186,11 @@ void ClusterObserver::Stop() {
   for (auto& c : all) c->Join();  // every one signalled first: the waits overlap
 }
 
+std::string ClusterObserver::OptionalResourceOf(const JobKind& kind) const {
+  const std::size_t r = impl_->ResourceOf(kind);
+  return r > 0 && impl_->resources[r].optional ? impl_->resources[r].name : std::string();
+}
+
 JobObservation ClusterObserver::ForJob(const std::string& job_uid, const JobKind& kind) const {
   JobObservation out;
   const std::size_t r = impl_->ResourceOf(kind);

@@ -46,6 +46,12 @@ TEST_CASE("a cluster whose JobSets cannot be listed still follows its Jobs after
                                                                            "(jobsets)") != std::string::npos;
   }, std::chrono::seconds(20)));
   CHECK(fleet.Phase("team-a", "sweep") == "Queued");
+  // gantry explain says so of c1, and names no candidate (it named c1).
+  auto explained = Cli(fleet.url(), {"explain", "sweep", "-n", "team-a"});
+  INFO(explained.out);
+  CHECK(explained.out.find("refuses kind") != std::string::npos);
+  CHECK(explained.out.find("keeps gantry from listing jobsets") != std::string::npos);
+  CHECK(explained.out.find("Candidates:    <none>") != std::string::npos);
 
   // The Job is followed meanwhile: it finishes in c1, once, with no condition.
   REQUIRE(fleet.WaitPhase("team-a", "runner", {"Succeeded", "Failed"}, std::chrono::seconds(40)));

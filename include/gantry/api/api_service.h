@@ -54,6 +54,11 @@ struct ApiOptions {
   // Since when (ms) it does (0: it does not, or not known): shown as
   // status.watchRefusedSince. Optional.
   std::function<int64_t(const std::string& cluster)> watch_refused_since;
+  // The resource of a job's kind (its template's apiVersion and kind) when
+  // the cluster keeps gantry from listing it, else "": such a cluster is no
+  // candidate for the job (placement route, gantry explain). Optional.
+  std::function<std::string(const std::string& cluster, const std::string& api_version, const std::string& kind)>
+      kind_refused;
   // Which of the cluster's watched resources gantry's view may miss changes
   // of, and since when: shown as status.viewBehind and viewBehindSince, and
   // as gantry_cluster_view_behind_seconds. Optional.

@@ -110,6 +110,10 @@ class Engine final : public JobIntake {
   // cluster: read from the facts the passes read, so that what an operator
   // sees there, the next pass acts on.
   std::string WatchRefused(const std::string& cluster);
+  // The resource of the job's kind ("jobsets") when the cluster keeps gantry
+  // from listing it (the passes then leave the cluster out of the job's
+  // dispatches), else "": for gantry explain, from the same facts.
+  std::string KindRefused(const std::string& cluster, const JobKind& kind);
   // ClusterObserver::ViewBehind, for the API's view of the cluster and its gauge.
   ClusterObserver::BehindView ViewBehind(const std::string& cluster) const { return observer_->ViewBehind(cluster); }
   // The requests the engine allows in flight to the cluster now (its pool's

@@ -273,6 +273,9 @@ class ClusterObserver {
   // in one cluster holds its JobSets, not its Jobs). By cluster, then
   // resource name ("jobsets"), why.
   std::map<std::string, std::map<std::string, std::string>> KindRefusals() const;
+  // The resource gantry lists a job of this kind by when it is an optional
+  // one ("jobsets", a generic kind's plural); "" for a Job or an unknown kind.
+  std::string OptionalResourceOf(const JobKind& kind) const;
   // Every job uid with at least one object in some cluster (start-up garbage collection).
   std::vector<std::string> AllJobUids() const;
   // Every job uid with an object in the cluster's view: the jobs to look at

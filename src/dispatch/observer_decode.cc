@@ -51,10 +51,24 @@ bool ParseMeta(const json& o, Observed* out) {
   return !out->name.empty() && !out->job_uid.empty();
 }
 
+// Kueue names the preemptor of an evicted Workload by its uids ("Preempted
+// to accommodate a workload (UID: ..., JobUID: ...) due to ..."). Its
+// JobUID is gantry's uid of a job that may be another tenant's, and the
+// message becomes the evicted job's event: they are left out.
+void DropPreemptorIds(std::string& message) {
+  static constexpr std::string_view kOpen = " (UID: ";
+  for (std::size_t at = message.find(kOpen); at != std::string::npos; at = message.find(kOpen, at)) {
+    const std::size_t close = message.find(')', at);
+    if (close == std::string::npos) return;
+    message.erase(at, close + 1 - at);
+  }
+}
+
 void CopyReason(const json* condition, std::string* reason, std::string* message) {
   if (!condition) return;
   *reason = JsonStringAt(*condition, {"reason"});
   *message = JsonStringAt(*condition, {"message"});
+  DropPreemptorIds(*message);
 }
 
 // Kueue's own causes of a deactivation that is its last word on the run

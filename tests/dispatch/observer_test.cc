@@ -106,6 +106,22 @@ TEST_CASE("ParseWorkload reads identity, epoch and conditions", "[observer]") {
   CHECK(w->message == "QuotaReserved message");
 }
 
+TEST_CASE("ParseWorkload leaves the preemptor's uids out of an eviction's message: another tenant's job uid",
+          "[observer]") {
+  json evicted = Condition("Evicted", "True", "Preempted");
+  evicted["message"] =
+      "Preempted to accommodate a workload (UID: 5f1c-k8s, JobUID: a9e0-gantry) due to prioritization in the "
+      "ClusterQueue; preemptor path: /gpu; preemptee path: /gpu";
+  auto w = ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}}, {evicted}));
+  REQUIRE(w);
+  CHECK(w->evicted);
+  CHECK(w->message ==
+        "Preempted to accommodate a workload due to prioritization in the ClusterQueue; preemptor path: /gpu; "
+        "preemptee path: /gpu");
+  evicted["message"] = "cut (UID: 5f1c";  // no end: kept as it is
+  CHECK(ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}}, {evicted}))->message == "cut (UID: 5f1c");
+}
+
 TEST_CASE("ParseWorkload reads when Kueue deactivated a copy for good, and why", "[observer]") {
   auto read = [](std::vector<json> conditions) {
     json o = WithConditions({{"metadata", Meta("uid-1")}}, std::move(conditions));

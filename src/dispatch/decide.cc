@@ -70,6 +70,38 @@ bool Ladder::AwaitsRelist(const std::string& cluster, const ObservedJob& j) cons
   return job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating;
 }
 
+// A verdict that ends the dispatch of a job that holds no lease (a dispatch
+// timeout, Unschedulable, every cluster refusing it) while its own earlier
+// run, not seen ended, waits for a view's relist (AwaitsRelist): the relist
+// may show that run succeeded (EarlierRunSucceeded), which the verdict's
+// cleanup would throw away with the object. The verdict waits for it; the
+// relist comes within seconds of the cluster answering again.
+std::optional<Plan> Ladder::RelistBeforeVerdict(const Plan& plan) const {
+  if (!plan.write || !plan.write->phase) return std::nullopt;
+  const JobPhase to = *plan.write->phase;
+  if (!IsFinal(to) && to != JobPhase::kUnschedulable) return std::nullopt;
+  for (const auto& [cluster, o] : in_.observed) {
+    if (!Reachable(cluster)) continue;
+    for (const ObservedJob& j : o.jobs) {
+      if (!OwnEarlierRun(j) || !AwaitsRelist(cluster, j)) continue;
+      Plan wait;
+      wait.step = plan.step;
+      wait.requeue_ms = opt_.retry_ms;
+      const std::string msg = fmt::format(
+          "waiting for {} to list its objects again: the job's run there of epoch {} may have ended while out of "
+          "gantry's sight",
+          cluster, j.epoch);
+      if (job_.message != msg) {
+        DispatchUpdate u = Guarded(job_);
+        u.message = msg;
+        wait.write = std::move(u);
+      }
+      return wait;
+    }
+  }
+  return std::nullopt;
+}
+
 // Whether j is the job's own run of an earlier dispatch: its name and
 // namespace, and an epoch (an object with gantry's labels and another name,
 // or none, is not taken for how the job ended).
@@ -145,6 +177,7 @@ Plan Ladder::Run() {
       OwnerReturned(plan);
       break;
   }
+  if (std::optional<Plan> wait = RelistBeforeVerdict(plan)) plan = std::move(*wait);
   Sweep(plan, fence);
   if (!fence.actions.empty()) {
     if (plan.step.empty()) plan.step = "fence";

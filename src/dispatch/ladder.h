@@ -491,6 +491,7 @@ class Ladder {
   void TellUnseenEnd(DispatchUpdate& u) const;  // step 2 (decide.cc)
   std::optional<Plan> EarlierRunSucceeded() const;  // step 1, first (decide.cc)
   bool AwaitsRelist(const std::string& cluster, const ObservedJob& j) const;  // step 1 (decide.cc)
+  std::optional<Plan> RelistBeforeVerdict(const Plan& plan) const;              // step 1 (decide.cc)
   bool OfEarlierDispatch(const ObservedJob& j) const;                           // step 1 (decide.cc)
   bool OwnEarlierRun(const ObservedJob& j) const;                               // step 1 (decide.cc)
   Plan Nominate() const;

@@ -431,6 +431,42 @@ TEST_CASE("step 1: a job dispatched again whose earlier run is seen to have succ
     w.behind.clear();  // listed again, still running: fenced
     CHECK(Count(Decide(w.Input()), Verb::kDelete, "Job", "c1") == 1);
   }
+  SECTION("a verdict that would end the job waits for the relist too: its cleanup would delete that run") {
+    w.in.observed["c1"].jobs[0].state = RemoteJobState::kRunning;
+    w.behind = {"c1"};
+    auto ends_now = [&](const Plan& p) {
+      return p.write && p.write->phase && (IsFinal(*p.write->phase) || *p.write->phase == JobPhase::kUnschedulable);
+    };
+    const bool timeout = GENERATE(true, false);
+    if (timeout) {
+      w.spec.dispatch.timeout_seconds = 1;  // nominated 5 s ago
+    } else {  // Unschedulable, while Queued
+      w.job.phase = JobPhase::kQueued;
+      w.in.placement = Candidates({});
+      w.in.placement->unschedulable = true;
+      w.in.placement->excluded.push_back({"c2", {placement::Filter::kQuota, "too small", true}});
+    }
+    INFO((timeout ? "dispatch timeout" : "Unschedulable"));
+    Plan wait = Decide(w.Input());
+    CHECK_FALSE(ends_now(wait));
+    CHECK(Count(wait, Verb::kDelete, "Job", "c1") == 0);
+    CHECK(wait.requeue_ms == w.in.options.retry_ms);
+    REQUIRE(wait.write);
+    REQUIRE(wait.write->message);
+    CHECK_THAT(*wait.write->message, Catch::Contains("waiting for c1 to list its objects again"));
+    w.job.message = *wait.write->message;  // told once
+    CHECK_FALSE(Decide(w.Input()).write);
+    SECTION("listed again, still running: the verdict goes") {
+      w.behind.clear();
+      Plan verdict = Decide(w.Input());
+      CHECK(ends_now(verdict));
+    }
+    SECTION("listed again, succeeded: the job Succeeds as that run did") {
+      w.behind.clear();
+      w.in.observed["c1"].jobs[0].state = RemoteJobState::kSucceeded;
+      CHECK(Decide(w.Input()).step == "earlier-run");
+    }
+  }
   SECTION("leased: fenced even in a view that is behind, so that its delete is out before the earlier-run gate "
           "may let the new run start") {
     w.in.observed["c1"].jobs[0].state = RemoteJobState::kRunning;

@@ -136,8 +136,9 @@ void ApiService::ReloadForWaiting(bool run) {
   }
   inventory::InventoryChange change;
   auto errors = fleet_->Reload(&change);
-  if (options_.after_reload) options_.after_reload();
-  const std::string changed = change.Describe();
+  const std::string also = options_.after_reload ? options_.after_reload() : "";
+  std::string changed = change.Describe();
+  if (!also.empty()) changed += (changed.empty() ? "" : "; ") + also;
   spdlog::info("POST /api/v1/clusters:reload: inventory reloaded: {} cluster(s), {} file(s) refused{}",
                fleet_->Clusters().size(), errors.size(), changed.empty() ? "" : "; " + changed);
   std::vector<Cause> causes;

@@ -277,8 +277,9 @@ int RunServe(const ServeFlags& flags) {
   api_options.stale_after_ms = fleet_options.stale_after_ms;
   api_options.jobs_count_refresh_ms = int64_t{config.jobs_metric_seconds} * 1000;
   api_options.after_reload = [&engine, &check_open_files] {
-    engine.InventoryChanged();
+    std::string also = engine.InventoryChanged();
     check_open_files();
+    return also;
   };
   api_options.watch_refused = [&engine](const std::string& cluster) { return engine.WatchRefused(cluster); };
   api_options.kind_refused = [&engine](const std::string& cluster, const std::string& api_version,
@@ -362,8 +363,9 @@ int RunServe(const ServeFlags& flags) {
       sd_notify(0, "RELOADING=1");
       inventory::InventoryChange change;
       auto refused = fleet.Reload(&change);
-      engine.InventoryChanged();
-      const std::string changed = change.Describe();
+      const std::string also = engine.InventoryChanged();
+      std::string changed = change.Describe();
+      if (!also.empty()) changed += (changed.empty() ? "" : "; ") + also;
       spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused{}", fleet.Clusters().size(),
                    refused.size(), changed.empty() ? "" : "; " + changed);
       check_open_files();

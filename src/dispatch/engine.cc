@@ -225,10 +225,14 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
   }
 }
 
-void Engine::InventoryChanged() {
+std::string Engine::InventoryChanged() {
   // Called by a SIGHUP's thread and by the API's reload: one at a time, so
   // that the observer is not left watching the older of two cluster sets.
   std::lock_guard reload(inventory_mu_);
+  // A reload that could not read clusters.d kept every entry as it was: it
+  // confirms nothing of what was missing at the start.
+  const bool confirms = !inventory_confirmed_.load() && fleet_.DirStatus().ok();
+  const std::string confirmed = confirms ? OwnersRemovedNote() : "";
   SetObservedClusters();
   if (int dropped = pools_->Retain(); dropped > 0) {
     spdlog::info("dispatch: inventory reloaded: {} cluster(s) changed connection or left; their pooled connections "
@@ -242,12 +246,43 @@ void Engine::InventoryChanged() {
   // Confirmed only once the facts of before the reload are dropped: a pass
   // reads the flag first, then the facts, so it never judges a cluster
   // removed from facts that do not show it back.
-  inventory_confirmed_.store(true);
+  if (confirms) inventory_confirmed_.store(true);
   if (auto woken = reconciler_->WakeUnfinished(); !woken.ok()) {
     spdlog::warn("dispatch: after the inventory reload: {}", woken.status().ToString());
   } else {
     spdlog::debug("dispatch: inventory reloaded: {} unfinished job(s) to look at again", *woken);
   }
+  return confirmed;
+}
+
+std::string Engine::OwnersRemovedNote() {
+  std::set<std::string> in_inventory;
+  for (const inventory::ClusterView& view : fleet_.Clusters()) in_inventory.insert(view.config.name);
+  std::map<std::string, int> owners;  // missing owner -> its jobs
+  for (JobPhase phase : {JobPhase::kAdmitted, JobPhase::kRunning}) {
+    ListQuery query;
+    query.phase = phase;
+    query.limit = 5000;
+    for (;;) {
+      Result<JobPage> page = store_.List(query);
+      if (!page.ok()) {
+        spdlog::warn("dispatch: inventory reload: the jobs whose owners it removes cannot be read: {}",
+                     page.status().ToString());
+        return "";
+      }
+      for (const JobRecord& job : page->jobs) {
+        if (!job.cluster.empty() && !in_inventory.count(job.cluster)) ++owners[job.cluster];
+      }
+      if (!page->next_after_seq) break;
+      query.after_seq = *page->next_after_seq;
+    }
+  }
+  if (owners.empty()) return "";
+  std::vector<std::string> named;
+  for (const auto& [cluster, jobs] : owners) named.push_back(fmt::format("{} ({} job(s))", cluster, jobs));
+  return fmt::format("confirmed the removal of {}, missing since gantry started: the jobs they own now get their "
+                     "onClusterLoss",
+                     fmt::join(named, ", "));
 }
 
 void Engine::SetObservedClusters() {

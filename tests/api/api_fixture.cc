@@ -74,7 +74,12 @@ ApiFixture::ApiFixture(ApiFixtureOptions options) {
   }
   api::ApiOptions api_options;
   api_options.slow_lane_capacity = options.slow_lane_capacity;
-  api_options.after_reload = options.after_reload;
+  if (options.after_reload) {
+    api_options.after_reload = [f = options.after_reload] {
+      f();
+      return std::string();
+    };
+  }
   api_options.watch_refused = options.watch_refused;
   if (options.with_fleet) {
     std::filesystem::create_directories(dir_.File("clusters.d"));

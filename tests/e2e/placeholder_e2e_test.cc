@@ -212,4 +212,35 @@ TEST_CASE("an owner whose file is missing at the daemon's start is held until a 
   CheckRanOnceInC1(fleet, uid);
 }
 
+TEST_CASE("a reload that confirms the removal of an owner missing since the start says so, though no cluster was "
+          "added or removed by it",
+          "[e2e][recovery][inventory][placeholder]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kFirstIsFastest;
+  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 3";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  RunHeld(fleet, "120s", /*witness=*/false);
+  RestartWithC1File(fleet, /*remove=*/true, /*cut_c2=*/false);
+  REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
+
+  // The file stays gone: the operator's reload makes it c1's removal. It
+  // said "inventory reloaded" and no more, while the held job moved on.
+  const RunResult reload = Cli(fleet.url(), {"reload"});
+  INFO(reload.out << reload.err);
+  CHECK(reload.code == 0);
+  CHECK((reload.out + reload.err).find("confirmed the removal of c1 (1 job(s)), missing since gantry started") !=
+        std::string::npos);
+  // Its onClusterLoss (Requeue): it runs again elsewhere, at epoch 2.
+  REQUIRE(PollFor([&] {
+    const json held = fleet.Job("team-a", "held");
+    return held.is_object() && held["status"].value("epoch", 0) == 2 && held["status"].value("phase", "") == "Running";
+  }, seconds(60)));
+  CHECK(fleet.Job("team-a", "held")["status"].value("cluster", "") != "c1");
+  // Told once: the next reload confirms nothing more.
+  const RunResult again = Cli(fleet.url(), {"reload"});
+  CHECK((again.out + again.err).find("confirmed the removal") == std::string::npos);
+}
+
 }  // namespace gantry::testing

@@ -46,8 +46,10 @@ struct ApiOptions {
   // Capacity readings older than this are shown as stale (as the Fleet treats them).
   int64_t stale_after_ms = 30'000;
   // Called after POST /api/v1/clusters:reload re-read the inventory (the
-  // dispatch engine re-aims its watches). Optional.
-  std::function<void()> after_reload;
+  // dispatch engine re-aims its watches). Returns what else the reload did,
+  // told beside the clusters it added and removed ("": nothing; the
+  // engine's Engine::InventoryChanged). Optional.
+  std::function<std::string()> after_reload;
   // Why a cluster keeps gantry from watching its objects ("" when it does
   // not): shown as status.watchRefused. Optional.
   std::function<std::string(const std::string& cluster)> watch_refused;

@@ -103,8 +103,12 @@ class Engine final : public JobIntake {
   void BeginStop();
   void Stop();
   // After the fleet reloaded its inventory: re-aim the watches and pools,
-  // and look at every unfinished job again.
-  void InventoryChanged();
+  // and look at every unfinished job again. The first reload that could
+  // read clusters.d confirms the inventory (DecideInput::inventory_confirmed):
+  // the owners missing since the start are then removed, and returned is
+  // what that does ("" when nothing): a reload's summary (InventoryChange)
+  // compares it with the inventory before, where they were missing already.
+  std::string InventoryChanged();
   // Why the cluster keeps gantry from listing what it watches there (its
   // Workloads or Jobs, else an optional kind), for the API's view of the
   // cluster: read from the facts the passes read, so that what an operator
@@ -298,6 +302,8 @@ class Engine final : public JobIntake {
   std::shared_ptr<const FleetFacts> Facts(int64_t now_ms);
   void RefreshFleetLocked(int64_t now_ms);
   void SetObservedClusters();
+  // InventoryChanged's note of the owners a first reload removes.
+  std::string OwnersRemovedNote();
   void RunGc();
   // Logs, once per uid, the objects of a job uid the store never had.
   void LeaveUnknown(const std::string& uid, const JobObservation& observation);

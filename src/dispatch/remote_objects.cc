@@ -127,7 +127,17 @@ void SetEpochEnv(json& pod_template, const std::string& epoch) {
 // (kind), the epoch env. Kueue marks a prebuilt Workload OutOfSync (Finished)
 // when its pod sets differ from its job's; older releases compare whole
 // containers.
+// A finalizer that nothing in the worker removes would hold gantry's delete
+// of the job (a cancel's, a requeue's, a fence's; a foreground one waits for
+// the job's pods and a JobSet's Jobs) for good. The worker's controllers
+// add their own; one copied with the template is dropped (and warned of at
+// submission, UnknownTemplateFields).
+void DropFinalizers(json& object) {
+  if (json* meta = Find(object, {"metadata"})) meta->erase("finalizers");
+}
+
 void PreparePodTemplate(json& pod_template, TemplateKind kind, const std::string& epoch) {
+  DropFinalizers(pod_template);
   DropRepeatedListKeys(pod_template);
   if (kind != TemplateKind::kOther) SetEpochEnv(pod_template, epoch);
 }
@@ -137,6 +147,14 @@ void ClearCopiedJobFields(json& job, TemplateKind kind) {
   if (spec == nullptr || kind == TemplateKind::kOther) return;
   spec->erase("managedBy");
   spec->erase("ttlSecondsAfterFinished");  // kept by the engine instead (TemplateTtlSeconds)
+  if (kind == TemplateKind::kJobSet) {
+    auto jobs = spec->find("replicatedJobs");
+    if (jobs == spec->end() || !jobs->is_array()) return;
+    for (json& rj : *jobs) {
+      if (json* job_template = Find(rj, {"template"})) DropFinalizers(*job_template);
+    }
+    return;
+  }
   if (kind != TemplateKind::kBatchJob) return;
   auto manual = spec->find("manualSelector");
   if (manual != spec->end() && manual->is_boolean() && manual->get<bool>()) return;
@@ -335,6 +353,7 @@ json BuildRemoteJob(const RemoteJobParams& params) {
   job.erase("status");
   json& meta = ObjectAt(job, "metadata");
   for (const char* key : kServerSetMetadata) meta.erase(key);
+  DropFinalizers(job);
   meta["name"] = RemoteName(spec.name, params.job_uid);
   meta["namespace"] = spec.ns;
 

@@ -28,7 +28,6 @@ void ReadSpec(const json& s, JobSpec& spec, FieldErrors& errors) {
   ReadSpecFields(s, "spec", spec, errors);
   const json* tmpl = RequireObject(s, "template", "spec", errors);
   if (tmpl == nullptr || !CheckTemplateHeader(*tmpl, "spec.template", errors)) return;
-  CheckTemplateTop(*tmpl, "spec.template", errors);
   CheckKueueLabels(*tmpl, "spec.template", errors);
   spec.pod_sets =
       DerivePodSets(*tmpl, "spec.template", Member(s, "podSets"), "spec.podSets", errors);

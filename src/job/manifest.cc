@@ -125,7 +125,7 @@ void ApplyAnnotation(std::string_view name, const std::string& value, const std:
 JobSpec ReadManifest(const json& doc, std::optional<std::string_view> path_namespace,
                      FieldErrors& errors) {
   JobSpec spec;
-  CheckTemplateTop(doc, "", errors);  // its fields, as a template's: it is the template
+  CheckKnownFields(doc, "", {"apiVersion", "kind", "metadata", "spec", "status"}, errors);
   const json* meta = RequireObject(doc, "metadata", "", errors);
   static const json kEmpty = json::object();
   if (meta == nullptr) meta = &kEmpty;

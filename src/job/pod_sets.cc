@@ -198,20 +198,6 @@ bool CheckTemplateHeader(const json& object, std::string_view path, FieldErrors&
   return ok;
 }
 
-void CheckTemplateTop(const json& object, std::string_view path, FieldErrors& errors) {
-  if (!object.is_object()) return;
-  if (ClassifyTemplate(object) != TemplateKind::kOther) {
-    CheckKnownFields(object, path, {"apiVersion", "kind", "metadata", "spec", "status"}, errors);
-  }
-  const json* meta = Member(object, "metadata");
-  const json* finalizers = meta != nullptr && meta->is_object() ? Member(*meta, "finalizers") : nullptr;
-  if (finalizers != nullptr && !(finalizers->is_array() && finalizers->empty()) && !finalizers->is_null()) {
-    errors.Add(Child(Child(path, "metadata"), "finalizers"),
-               "Forbidden: gantry deletes the remote job to cancel, requeue or fence it, and a finalizer "
-               "would hold that delete until something in the worker removes it");
-  }
-}
-
 std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_path,
                                   const json* explicit_pod_sets, std::string_view pod_sets_path,
                                   FieldErrors& errors) {

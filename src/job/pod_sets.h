@@ -43,13 +43,6 @@ bool IsJobSetTemplate(const json& object);
 // Returns false then.
 bool CheckTemplateHeader(const json& object, std::string_view path, FieldErrors& errors);
 
-// What gantry refuses in a template it has read the header of: a Job's or
-// a JobSet's field Kubernetes does not have at the top (as a manifest's),
-// and, for any kind, metadata.finalizers: gantry deletes the remote job to
-// cancel, requeue or fence it, and a finalizer nothing in the worker
-// removes would hold that delete, and the job's pods, for good.
-void CheckTemplateTop(const json& object, std::string_view path, FieldErrors& errors);
-
 // The pod sets of the template at template_path. explicit_pod_sets is the
 // document's spec.podSets (nullptr when absent), reported at pod_sets_path.
 std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_path,

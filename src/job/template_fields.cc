@@ -34,6 +34,22 @@ const Names kJobSpec = {
     "manualSelector", "maxFailedIndexes", "parallelism", "podFailurePolicy", "podReplacementPolicy", "selector",
     "successPolicy", "suspend", "template", "ttlSecondsAfterFinished"};
 const Names kPodTemplate = {"metadata", "spec"};
+const Names kObject = {"apiVersion", "kind", "metadata", "spec", "status"};
+
+// Finalizers that nothing in the worker removes would hold the delete
+// gantry sends to cancel, requeue or fence the job (a foreground delete
+// waits for its pods and child Jobs too): gantry drops them from what it
+// writes (BuildRemoteJob), and says so.
+void CheckFinalizers(const json& object, const std::string& path, std::vector<std::string>& out) {
+  if (!object.is_object()) return;
+  auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return;
+  auto finalizers = meta->find("finalizers");
+  if (finalizers == meta->end() || finalizers->is_null() || (finalizers->is_array() && finalizers->empty())) return;
+  out.push_back(fmt::format("{}metadata.finalizers: dropped: gantry deletes the remote job to cancel, requeue or "
+                            "fence it, and a finalizer would hold that delete (the worker's controllers add their own)",
+                            path.empty() ? path : path + "."));
+}
 
 void Check(const json& object, const Names& known, const std::string& path, std::vector<std::string>& out) {
   if (!object.is_object()) return;
@@ -66,6 +82,7 @@ void CheckContainers(const json& pod_spec, const char* list, const std::string& 
 
 void CheckPodTemplate(const json& pod_template, const std::string& path, std::vector<std::string>& out) {
   Check(pod_template, kPodTemplate, path, out);
+  CheckFinalizers(pod_template, path, out);
   if (!pod_template.is_object() || !pod_template.contains("spec") || !pod_template["spec"].is_object()) return;
   const json& spec = pod_template["spec"];
   Check(spec, kPodSpec, path + ".spec", out);
@@ -83,8 +100,19 @@ void CheckJobSpec(const json& job_spec, const std::string& path, std::vector<std
 
 std::vector<std::string> UnknownTemplateFields(const json& template_object, std::string_view template_path) {
   std::vector<std::string> out;
-  const std::string at = template_path.empty() ? std::string("spec") : std::string(template_path) + ".spec";
+  const std::string top = template_path.empty() ? std::string("") : std::string(template_path);
+  const std::string at = top.empty() ? std::string("spec") : top + ".spec";
+  // A manifest's own fields at the top are the document's, refused there.
+  if (!top.empty() && ClassifyTemplate(template_object) != TemplateKind::kOther) {
+    Check(template_object, kObject, top, out);
+  }
+  CheckFinalizers(template_object, top, out);
   ForEachJobSpec(template_object, [&](const json& job_spec, int replicated_job) {
+    if (replicated_job >= 0) {  // a JobSet's Job template: its metadata too
+      CheckFinalizers(template_object.at("spec").at("replicatedJobs").at(static_cast<std::size_t>(replicated_job)).at(
+                          "template"),
+                      fmt::format("{}.replicatedJobs[{}].template", at, replicated_job), out);
+    }
     CheckJobSpec(job_spec,
                  replicated_job < 0 ? at : fmt::format("{}.replicatedJobs[{}].template.spec", at, replicated_job),
                  out);

@@ -435,6 +435,35 @@ TEST_CASE("BuildRemoteJob: other kinds get labels, annotations and suspend only"
   CHECK(job.dump().find(kEpochEnv) == std::string::npos);
 }
 
+TEST_CASE("BuildRemoteJob drops the template's finalizers at every level: they would hold gantry's deletes") {
+  const json keep = json::array({"example.com/keep"});
+  SECTION("a Job and its pods") {
+    JobSpec spec = MustParse(kJobDoc);
+    spec.template_object["metadata"]["finalizers"] = keep;
+    spec.template_object["spec"]["template"]["metadata"]["finalizers"] = keep;
+    const json job = RemoteJob(spec);
+    CHECK_FALSE(job["metadata"].contains("finalizers"));
+    CHECK_FALSE(job["spec"]["template"]["metadata"].contains("finalizers"));
+    CHECK(job["metadata"]["labels"][kJobUidLabel] == kUid);  // the rest of the metadata kept
+  }
+  SECTION("a JobSet, its Jobs and their pods") {
+    JobSpec spec = MustParse(kJobSetDoc);
+    spec.template_object["metadata"]["finalizers"] = keep;
+    json& rj = spec.template_object["spec"]["replicatedJobs"][0];
+    rj["template"]["metadata"]["finalizers"] = keep;
+    rj["template"]["metadata"]["labels"] = {{"a", "b"}};
+    rj["template"]["spec"]["template"]["metadata"]["finalizers"] = keep;
+    const json job = RemoteJob(spec);
+    CHECK(job.dump().find("example.com/keep") == std::string::npos);
+    CHECK(job["spec"]["replicatedJobs"][0]["template"]["metadata"]["labels"]["a"] == "b");
+  }
+  SECTION("another kind, at its top") {
+    JobSpec spec = MustParse(kTorchDoc);
+    spec.template_object["metadata"]["finalizers"] = keep;
+    CHECK_FALSE(RemoteJob(spec)["metadata"].contains("finalizers"));
+  }
+}
+
 TEST_CASE("BuildRemoteJob drops what the API server set on a template read back from a cluster") {
   JobSpec spec = MustParse(kJobDoc);
   json& t = spec.template_object;

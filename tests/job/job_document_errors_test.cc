@@ -271,17 +271,6 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
            json::parse(R"([{"ip": "10.0.0.1", "hostnames": ["a"]}, {"ip": "10.0.0.1", "hostnames": ["b"]}])")),
        "spec.template.spec.hostAliases[1]", "Duplicate value: the same ip"},
       {"manifest unknown top-level field", m, Set("/extra", 1), "extra", "unknown field"},
-      // A finalizer would hold the delete of a cancel, a requeue or a fence.
-      {"template finalizers", g, Set("/spec/template/metadata/finalizers", json::array({"example.com/keep"})),
-       "spec.template.metadata.finalizers", "Forbidden: gantry deletes the remote job"},
-      {"manifest finalizers", m, Set("/metadata/finalizers", json::array({"example.com/keep"})),
-       "metadata.finalizers", "Forbidden"},
-      {"generic kind's finalizers", pt, Set("/spec/template/metadata/finalizers", json::array({"x/y"})),
-       "spec.template.metadata.finalizers", "Forbidden"},
-      {"template's unknown top-level field", g, Set("/spec/template/spc", json::object()), "spec.template.spc",
-       "unknown field"},
-      {"JobSet template's unknown top-level field", js, Set("/spec/template/extra", 1), "spec.template.extra",
-       "unknown field"},
       {"manifest namespace differs from URL", m, [](json&) {}, "metadata.namespace", "URL",
        "team-a"},
       {"JobSet manifest v1alpha1", m,
@@ -376,15 +365,6 @@ TEST_CASE("Every cause is reported, and the message summarizes them", "[job][err
   CHECK(e.causes[3].field == "spec.dispatch.stepSize");
   CHECK_THAT(e.message,
              Catch::StartsWith("job document is invalid: metadata.name: Required value"));
-}
-
-TEST_CASE("An empty finalizers list and a generic kind's own top-level fields are taken", "[job][errors]") {
-  json doc = Base(testing::kGantryJobYaml);
-  doc[json::json_pointer("/spec/template/metadata/finalizers")] = json::array();
-  CHECK(std::holds_alternative<JobSpec>(ParseJobJson(doc, std::nullopt)));
-  json generic = Base(testing::kPyTorchJobYaml);
-  generic[json::json_pointer("/spec/template/extra")] = 1;  // its CRD's business
-  CHECK(std::holds_alternative<JobSpec>(ParseJobJson(generic, std::nullopt)));
 }
 
 }  // namespace

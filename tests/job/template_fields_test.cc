@@ -71,6 +71,43 @@ TEST_CASE("a JobSet's pod templates are looked at too, another kind's not at all
 
 namespace gantry {
 
+TEST_CASE("finalizers at any level of the template are warned of as dropped, and a Job's unknown top-level field",
+          "[job]") {
+  const nlohmann::json keep = nlohmann::json::array({"example.com/keep"});
+  nlohmann::json job = BatchJob();
+  job["metadata"]["finalizers"] = keep;
+  job["spec"]["template"]["metadata"]["finalizers"] = keep;
+  job["spc"] = nlohmann::json::object();
+  const std::vector<std::string> found = UnknownTemplateFields(job);
+  REQUIRE(found.size() == 3);
+  CHECK(found[0] == "spec.template: unknown field \"spc\"");
+  CHECK_THAT(found[1], Catch::StartsWith("spec.template.metadata.finalizers: dropped: gantry deletes the remote job"));
+  CHECK_THAT(found[2], Catch::StartsWith("spec.template.spec.template.metadata.finalizers: dropped"));
+  // Submitted as is: the manifest's own paths; its top-level fields are the
+  // document's (refused there), not warned of here.
+  CHECK(UnknownTemplateFields(job, "") ==
+        std::vector<std::string>{found[1].substr(std::string("spec.template.").size()),
+                                 found[2].substr(std::string("spec.template.").size())});
+  // An empty list is none.
+  job["metadata"]["finalizers"] = nlohmann::json::array();
+  CHECK(UnknownTemplateFields(job).size() == 2);
+
+  nlohmann::json jobset = nlohmann::json::parse(R"({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+      "spec": {"replicatedJobs": [{"name": "w", "template": {"metadata": {"finalizers": ["x/y"]}, "spec": {
+        "template": {"spec": {"containers": [{"name": "m", "image": "t:1"}]}}}}}]}})");
+  CHECK(UnknownTemplateFields(jobset) ==
+        std::vector<std::string>{"spec.template.spec.replicatedJobs[0].template.metadata.finalizers: dropped: gantry "
+                                 "deletes the remote job to cancel, requeue or fence it, and a finalizer would hold "
+                                 "that delete (the worker's controllers add their own)"});
+  // Another kind: its finalizers (its top-level fields are its CRD's business).
+  nlohmann::json ray = nlohmann::json::parse(
+      R"({"apiVersion": "ray.io/v1", "kind": "RayJob", "metadata": {"finalizers": ["ray.io/rayjob-finalizer"]},
+          "extra": 1, "spec": {}})");
+  const std::vector<std::string> of_ray = UnknownTemplateFields(ray);
+  REQUIRE(of_ray.size() == 1);
+  CHECK_THAT(of_ray[0], Catch::StartsWith("spec.template.metadata.finalizers: dropped"));
+}
+
 TEST_CASE("a manifest submitted as is gets paths of its own, and warnings stay few, short and printable", "[job]") {
   nlohmann::json manifest = BatchJob();
   manifest["spec"]["parallelizm"] = 4;

@@ -18,8 +18,11 @@
 namespace gantry {
 
 // "spec.template.spec.template.spec.containers[0].resources: unknown field \"limts\"", ...
-// (and a container's GANTRY_EPOCH, which gantry replaces)
-// for a batch/v1 Job or a JobSet template; nothing for any other kind,
+// (and a container's GANTRY_EPOCH, which gantry replaces; a field at the
+// template's top other than apiVersion, kind, metadata, spec and status)
+// for a batch/v1 Job or a JobSet template; for any kind, the template's
+// metadata.finalizers, and its Jobs' and pods', which gantry drops from
+// what it writes (dispatch::BuildRemoteJob). Nothing else for another kind,
 // whose schema is its CRD's business. template_path: where the template is
 // in the document ("spec.template"; "" for a manifest submitted as is).
 // At most kMaxTemplateWarnings, each cut to kMaxTemplateWarningBytes, and

@@ -70,23 +70,25 @@ bool Ladder::AwaitsRelist(const std::string& cluster, const ObservedJob& j) cons
   return job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating;
 }
 
-// A verdict that ends the dispatch of a job that holds no lease (a dispatch
-// timeout, Unschedulable, every cluster refusing it) while its own earlier
-// run, not seen ended, waits for a view's relist (AwaitsRelist): the relist
-// may show that run succeeded (EarlierRunSucceeded), which the verdict's
-// cleanup would throw away with the object. The verdict waits for it; the
-// relist comes within seconds of the cluster answering again.
-std::optional<Plan> Ladder::RelistBeforeVerdict(const Plan& plan) const {
-  if (!plan.write || !plan.write->phase) return std::nullopt;
-  const JobPhase to = *plan.write->phase;
-  if (!IsFinal(to) && to != JobPhase::kUnschedulable) return std::nullopt;
+// While the job's own earlier run, not seen ended, waits for a view's
+// relist (AwaitsRelist), a verdict that ends the dispatch of a job holding
+// no lease (its dispatch timeout, Unschedulable, every cluster refusing it)
+// waits too: the relist may show that run succeeded (EarlierRunSucceeded),
+// which the verdict's cleanup would throw away with the object. And a job
+// past its dispatch timeout takes no lease meanwhile (Run): the lease would
+// fence that run, and the job run again after its deadline. At most
+// relist_wait_ms of the view behind: a relist that keeps failing then lets
+// the verdict go, as before.
+std::optional<Plan> Ladder::WaitForRelist(const std::string& step) const {
   for (const auto& [cluster, o] : in_.observed) {
     if (!Reachable(cluster)) continue;
+    auto f = in_.clusters->find(cluster);
+    if (f == in_.clusters->end() || f->second.behind_for_ms >= opt_.relist_wait_ms) continue;
     for (const ObservedJob& j : o.jobs) {
       if (!OwnEarlierRun(j) || !AwaitsRelist(cluster, j)) continue;
       Plan wait;
-      wait.step = plan.step;
-      wait.requeue_ms = opt_.retry_ms;
+      wait.step = step;
+      wait.requeue_ms = std::min(opt_.retry_ms, opt_.relist_wait_ms - f->second.behind_for_ms);
       const std::string msg = fmt::format(
           "waiting for {} to list its objects again: the job's run there of epoch {} may have ended while out of "
           "gantry's sight",
@@ -100,6 +102,13 @@ std::optional<Plan> Ladder::RelistBeforeVerdict(const Plan& plan) const {
     }
   }
   return std::nullopt;
+}
+
+std::optional<Plan> Ladder::RelistBeforeVerdict(const Plan& plan) const {
+  if (!plan.write || !plan.write->phase) return std::nullopt;
+  const JobPhase to = *plan.write->phase;
+  if (!IsFinal(to) && to != JobPhase::kUnschedulable) return std::nullopt;
+  return WaitForRelist(plan.step);
 }
 
 // Whether j is the job's own run of an earlier dispatch: its name and
@@ -165,6 +174,10 @@ Plan Ladder::Run() {
       plan = Nominate();
       break;
     case JobPhase::kNominating: {
+      if (std::optional<Plan> wait; PastDeadline() && (wait = WaitForRelist("timeout"))) {
+        plan = std::move(*wait);  // (WaitForRelist says why)
+        break;
+      }
       if (auto p = Lease()) { plan = std::move(*p); break; }
       if (auto p = Timeout()) { plan = std::move(*p); break; }
       if (auto p = Widen()) { plan = std::move(*p); break; }

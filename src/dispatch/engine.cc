@@ -329,6 +329,9 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
     if (int64_t since = NoteWatchRefusalLocked(name, !f.watch_refused.empty(), now_ms); since >= 0) {
       f.watch_refused_for_ms = std::max<int64_t>(0, now_ms - since);
     }
+    if (const int64_t since = observer_->ViewBehind(name).since_ms; since > 0) {
+      f.behind_for_ms = std::max<int64_t>(0, now_ms - since);
+    }
     if (auto k = kind_refusals.find(name); k != kind_refusals.end() && view.Usable()) {
       for (const auto& [resource, why] : k->second) {
         const int64_t since = NoteWatchRefusalLocked(RefusalKey(name, resource), true, now_ms);

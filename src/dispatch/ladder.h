@@ -492,6 +492,11 @@ class Ladder {
   std::optional<Plan> EarlierRunSucceeded() const;  // step 1, first (decide.cc)
   bool AwaitsRelist(const std::string& cluster, const ObservedJob& j) const;  // step 1 (decide.cc)
   std::optional<Plan> RelistBeforeVerdict(const Plan& plan) const;              // step 1 (decide.cc)
+  std::optional<Plan> WaitForRelist(const std::string& step) const;             // step 1 (decide.cc)
+  // Past its dispatch timeout (step 6's, when it has one).
+  bool PastDeadline() const {
+    return in_.spec->dispatch.timeout_seconds && in_.now_ms >= NominationDeadlineMs();
+  }
   bool OfEarlierDispatch(const ObservedJob& j) const;                           // step 1 (decide.cc)
   bool OwnEarlierRun(const ObservedJob& j) const;                               // step 1 (decide.cc)
   Plan Nominate() const;

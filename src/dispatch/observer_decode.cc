@@ -52,15 +52,14 @@ bool ParseMeta(const json& o, Observed* out) {
 }
 
 // Kueue names the preemptor of an evicted Workload by its uids ("Preempted
-// to accommodate a workload (UID: ..., JobUID: ...) due to ..."). Its
-// JobUID is gantry's uid of a job that may be another tenant's, and the
-// message becomes the evicted job's event: they are left out.
+// to accommodate a workload (UID: ..., JobUID: ...) due to ..."): ids of
+// another tenant's job, in a message that becomes the evicted job's event.
+// They are left out (to the end of a message cut short).
 void DropPreemptorIds(std::string& message) {
   static constexpr std::string_view kOpen = " (UID: ";
   for (std::size_t at = message.find(kOpen); at != std::string::npos; at = message.find(kOpen, at)) {
     const std::size_t close = message.find(')', at);
-    if (close == std::string::npos) return;
-    message.erase(at, close + 1 - at);
+    message.erase(at, close == std::string::npos ? std::string::npos : close + 1 - at);
   }
 }
 

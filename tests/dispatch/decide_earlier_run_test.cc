@@ -466,6 +466,26 @@ TEST_CASE("step 1: a job dispatched again whose earlier run is seen to have succ
       w.in.observed["c1"].jobs[0].state = RemoteJobState::kSucceeded;
       CHECK(Decide(w.Input()).step == "earlier-run");
     }
+    SECTION("behind for relist_wait_ms (its lists keep failing): the verdict goes") {
+      w.clusters["c1"].behind_for_ms = w.in.options.relist_wait_ms;
+      CHECK(ends_now(Decide(w.Input())));
+    }
+  }
+  SECTION("past its dispatch timeout, waiting for that relist, it takes no lease: the lease would fence the run") {
+    w.in.observed["c1"].jobs[0].state = RemoteJobState::kRunning;
+    w.behind = {"c1"};
+    w.spec.dispatch.timeout_seconds = 1;
+    w.Intent("c2", "Workload", 2);
+    w.Workload("c2", 2).admitted = true;
+    Plan wait = Decide(w.Input());
+    CHECK((!wait.write || !wait.write->phase));
+    CHECK((!wait.write || !wait.write->cluster));
+    CHECK(Count(wait, Verb::kCreate, "Job") == 0);
+    CHECK(Count(wait, Verb::kDelete, "Job", "c1") == 0);
+    w.spec.dispatch.timeout_seconds = 3600;  // within it: the lease goes, as before
+    Plan lease = Decide(w.Input());
+    REQUIRE(lease.write);
+    CHECK(lease.write->cluster == std::optional<std::string>("c2"));
   }
   SECTION("leased: fenced even in a view that is behind, so that its delete is out before the earlier-run gate "
           "may let the new run start") {

@@ -118,8 +118,8 @@ TEST_CASE("ParseWorkload leaves the preemptor's uids out of an eviction's messag
   CHECK(w->message ==
         "Preempted to accommodate a workload due to prioritization in the ClusterQueue; preemptor path: /gpu; "
         "preemptee path: /gpu");
-  evicted["message"] = "cut (UID: 5f1c";  // no end: kept as it is
-  CHECK(ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}}, {evicted}))->message == "cut (UID: 5f1c");
+  evicted["message"] = "cut (UID: 5f1c";  // cut short: to its end
+  CHECK(ParseWorkload(WithConditions({{"metadata", Meta("uid-1")}}, {evicted}))->message == "cut");
 }
 
 TEST_CASE("ParseWorkload reads when Kueue deactivated a copy for good, and why", "[observer]") {

@@ -139,7 +139,7 @@ TEST_CASE("a gated Workload waits, and once gantry opens its gate it preempts th
   const int64_t now = f.clock.NowMillis();
   const std::string message = "Preempted to accommodate a workload (UID: " +
                               f.Get(f.wl, "vip")["metadata"]["uid"].get<std::string>() +
-                              ", JobUID: uid-vip) due to prioritization in the ClusterQueue";
+                              ", JobUID: UNKNOWN) due to prioritization in the ClusterQueue";
   CHECK(f.Cond("low-b", "Evicted") == std::vector<std::string>{"True", "Preempted", message});
   CHECK(f.Cond("low-b", "QuotaReserved") == std::vector<std::string>{"False", "Preempted", message});
   CHECK(f.Cond("low-b", "Admitted") == std::vector<std::string>{"False", "Preempted", message});

@@ -16,12 +16,13 @@ using nlohmann::json;
 namespace {
 
 // Kueue's words for a preemption within the ClusterQueue (its
-// preemption.GetWorkloadPreemptionMessage with the InClusterQueue reason);
-// the job uid is gantry's label, as the Workloads gantry writes carry it.
+// preemption.GetWorkloadPreemptionMessage with the InClusterQueue reason):
+// the job uid is its own job-uid label, which a Workload gantry writes does
+// not carry (UNKNOWN then).
 std::string PreemptedMessage(const json& preemptor) {
   const json& md = MemberOr(preemptor, "metadata", EmptyObject());
   const std::string uid = md.is_object() ? md.value("uid", "") : "";
-  const std::string job_uid = Label(preemptor, kJobUidLabel);
+  const std::string job_uid = Label(preemptor, "kueue.x-k8s.io/job-uid");
   return fmt::format(
       "Preempted to accommodate a workload (UID: {}, JobUID: {}) due to prioritization in the ClusterQueue", uid,
       job_uid.empty() ? "UNKNOWN" : job_uid);

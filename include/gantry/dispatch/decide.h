@@ -108,6 +108,9 @@ struct ClusterFacts {
     int64_t for_ms = 0;
   };
   std::map<std::string, KindRefusal> kind_refused;
+  // For how long its view has been behind (ClusterObserver::ViewBehind; 0:
+  // it is not), as of the facts' last refresh.
+  int64_t behind_for_ms = 0;
   // Why gantry does not try to reach it at all ("" when it does): its file
   // in clusters.d is refused, or its credentials do not load
   // (inventory::ClusterView::Usable). Not ready then, with no loss clock.
@@ -198,6 +201,12 @@ struct DecideOptions {
   // webhook refused the prebuilt Workload). The job's message and a
   // NotStarted event say so; nothing else changes.
   int64_t not_started_warn_ms = 300'000;
+  // How long a verdict that would end a job holding no lease (its dispatch
+  // timeout, Unschedulable) waits for a view behind to list again, while the
+  // job's own earlier run there, not seen ended, may have succeeded
+  // (Ladder::WaitForRelist): a relist comes within seconds of the cluster
+  // answering again, and one that keeps failing must not hold it for good.
+  int64_t relist_wait_ms = 120'000;
 };
 
 struct DecideInput {

@@ -111,6 +111,20 @@ std::optional<Plan> Ladder::RelistBeforeVerdict(const Plan& plan) const {
   return WaitForRelist(plan.step);
 }
 
+bool Ladder::EarlierJobIn(const std::string& cluster) const {
+  const auto& jobs = Observed(cluster)->jobs;
+  if (std::any_of(jobs.begin(), jobs.end(), [&](const ObservedJob& j) { return OfEarlierDispatch(j); })) return true;
+  const bool queued = job_.phase == JobPhase::kQueued;
+  bool withdrawn = false;
+  for (const RemoteIntent& i : in_.intents) {
+    if (i.cluster != cluster || i.kind == kWorkload || i.present || !i.refusal.empty()) continue;
+    if (i.epoch < job_.epoch || (queued && i.epoch == job_.epoch)) withdrawn = true;
+  }
+  if (!withdrawn) return false;
+  const auto gone = ConfirmedGone();
+  return std::find(gone.begin(), gone.end(), std::make_pair(cluster, std::string(kJob))) == gone.end();
+}
+
 // Whether j is the job's own run of an earlier dispatch: its name and
 // namespace, and an epoch (an object with gantry's labels and another name,
 // or none, is not taken for how the job ended).
@@ -520,14 +534,16 @@ Plan Ladder::Nominate() const {
   // the same cluster is created once the old name is free.
   std::vector<std::string> candidates;
   std::copy_if(d.candidates.begin(), d.candidates.end(), std::back_inserter(candidates),
-               [&](const std::string& c) { return !KindRefused(c) && !ClassValueMissing(c) && !JobRefusalIn(c); });
+               [&](const std::string& c) { return CopyMayGoTo(c); });
   if (candidates.empty()) {
-    std::vector<std::string> kind_refused, classless, job_refused;
+    std::vector<std::string> kind_refused, classless, job_refused, earlier;
     int64_t hold_ends_ms = 0;  // the first of the refusals to lapse
     bool held = false;         // one is held back, not refused: it may take the job later
     for (const std::string& c : d.candidates) {
       if (KindRefused(c)) {
         kind_refused.push_back(c);
+      } else if (EarlierJobIn(c)) {
+        earlier.push_back(c);
       } else if (const RemoteIntent* r = JobRefusalIn(c)) {
         held = held || !r->hold.empty();
         job_refused.push_back(HeldOutWhy(*r));
@@ -547,13 +563,16 @@ Plan Ladder::Nominate() const {
       // none left out for the time being could take it later: it fails,
       // with their answers, as a job whose every candidate refuses its
       // Workload copy does, rather than go round them for ever.
-      if (kind_refused.empty() && classless.empty() && !held && !LaterCandidate()) {
+      if (kind_refused.empty() && classless.empty() && earlier.empty() && !held && !LaterCandidate()) {
         return Finish("nominate", JobPhase::kFailed, "Refused",
                       fmt::format("every cluster that can take the job refused to create it: {}",
                                   fmt::join(job_refused, "; ")));
       }
       why.push_back(fmt::format("{} (each left out for {} from its answer)", fmt::join(job_refused, "; "),
                                 DurationText(opt_.job_refusal_hold_ms)));
+    }
+    if (!earlier.empty()) {
+      why.push_back(fmt::format("its earlier run in {} is not seen deleted yet", fmt::join(earlier, ", ")));
     }
     if (!classless.empty()) {
       why.push_back(fmt::format("the value of its WorkloadPriorityClass {} is not known in {}",
@@ -577,6 +596,7 @@ Plan Ladder::Nominate() const {
     // again once its time is out.
     plan.requeue_ms = opt_.resync_ms;
     if (hold_ends_ms > 0) plan.requeue_ms = std::clamp<int64_t>(hold_ends_ms - in_.now_ms, 1, opt_.resync_ms);
+    if (!earlier.empty()) plan.requeue_ms = std::min(plan.requeue_ms, opt_.retry_ms);  // its delete is at work
     // A job no cluster can take for its dispatch timeout since it was
     // Queued fails, as one none admits that long after its nomination does.
     if (in_.spec->dispatch.timeout_seconds && QueuedSinceMs() > 0) {

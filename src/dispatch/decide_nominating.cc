@@ -130,12 +130,12 @@ std::optional<Plan> Ladder::Widen() const {
   std::vector<std::string> add;
   for (const std::string& c : in_.placement->candidates) {
     if (live.size() + add.size() >= target) break;
-    if (!have.count(c) && !KindRefused(c) && !ClassValueMissing(c) && !JobRefusalIn(c)) add.push_back(c);
+    if (!have.count(c) && CopyMayGoTo(c)) add.push_back(c);
   }
   for (const placement::RankedCluster& r : in_.placement->feasible) {
     if (live.size() + add.size() >= target) break;
-    if (!have.count(r.cluster) && !KindRefused(r.cluster) && !ClassValueMissing(r.cluster) &&
-        !JobRefusalIn(r.cluster) && std::find(add.begin(), add.end(), r.cluster) == add.end()) {
+    if (!have.count(r.cluster) && CopyMayGoTo(r.cluster) &&
+        std::find(add.begin(), add.end(), r.cluster) == add.end()) {
       add.push_back(r.cluster);
     }
   }

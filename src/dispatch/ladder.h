@@ -178,6 +178,16 @@ class Ladder {
   // the grace of one declared lost.
   int64_t LostAfterMs(const ClusterFacts& f, bool refused) const;  // decide_owner.cc
   // Whether cluster's view shows the job's real job at an older epoch.
+  // An earlier dispatch's real job (OfEarlierDispatch) may still be in the
+  // cluster: seen there, or withdrawn and not confirmed gone. No copy goes
+  // there meanwhile: the copy has the name that run's prebuilt-workload
+  // label names (the same at every epoch), and the worker's Kueue would let
+  // the old run adopt the new copy and start again under its admission.
+  bool EarlierJobIn(const std::string& cluster) const;
+  // Whether a new Workload copy of the job may go to the cluster now.
+  bool CopyMayGoTo(const std::string& c) const {
+    return !KindRefused(c) && !ClassValueMissing(c) && !JobRefusalIn(c) && !EarlierJobIn(c);
+  }
   bool OlderJobSeenIn(const std::string& cluster) const {
     const auto& jobs = Observed(cluster)->jobs;
     return std::any_of(jobs.begin(), jobs.end(), [&](const ObservedJob& j) { return j.epoch < job_.epoch; });

@@ -542,3 +542,63 @@ TEST_CASE("step 1: a job dispatched again whose earlier run is seen to have succ
 }
 
 }  // namespace gantry::dispatch
+
+namespace gantry::dispatch {
+using namespace decide_world;
+
+TEST_CASE("step 4: no Workload copy goes to a cluster while an earlier run of the job may still be there: the run "
+          "would adopt the copy, which has the name its label names, and start again under its admission",
+          "[dispatch][decide][lost]") {
+  // Requeued after c1 was lost (Queued at epoch 1); c1 answers again and
+  // shows the epoch-1 run, which fencing deletes in this pass.
+  World w;
+  w.job.phase = JobPhase::kQueued;
+  w.job.epoch = 1;
+  w.Intent("c1", "Workload", 1, false);
+  w.Intent("c1", "Job", 1, false);
+  w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+
+  SECTION("its only candidate: it waits, saying why, and looks again soon") {
+    w.in.placement = Candidates({"c1"});
+    Plan wait = Decide(w.Input());
+    CHECK(Count(wait, Verb::kCreate, "Workload") == 0);
+    CHECK(Count(wait, Verb::kDelete, "Job", "c1") == 1);  // fenced
+    CHECK((!wait.write || !wait.write->phase));
+    REQUIRE(wait.write);
+    REQUIRE(wait.write->message);
+    CHECK_THAT(*wait.write->message, Catch::Contains("its earlier run in c1 is not seen deleted yet"));
+    CHECK(wait.requeue_ms == w.in.options.retry_ms);
+    SECTION("seen gone, its row dropped: the copy goes there") {
+      w.in.observed.erase("c1");
+      w.in.intents.clear();
+      Plan go = Decide(w.Input());
+      CHECK(Count(go, Verb::kCreate, "Workload", "c1") == 1);
+    }
+    SECTION("not seen any more, its row not confirmed gone (the view behind): still not") {
+      w.in.observed.erase("c1");
+      w.behind = {"c1"};
+      CHECK(Count(Decide(w.Input()), Verb::kCreate, "Workload") == 0);
+    }
+  }
+  SECTION("another candidate: the copy goes there only") {
+    w.in.placement = Candidates({"c1", "c2"});
+    Plan p = Decide(w.Input());
+    CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+    CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 0);
+    SECTION("Nominating at epoch 2: no copy is added in c1 while the run is there, one once it is gone") {
+      w.job.phase = JobPhase::kNominating;
+      w.job.epoch = 2;
+      w.job.nominated_ms = w.in.now_ms - 1'000;
+      w.Intent("c2", "Workload", 2);
+      w.Workload("c2", 2);
+      CHECK(Count(Decide(w.Input()), Verb::kCreate, "Workload", "c1") == 0);
+      w.in.observed["c1"].jobs.clear();
+      w.in.intents.erase(std::remove_if(w.in.intents.begin(), w.in.intents.end(),
+                                        [](const RemoteIntent& i) { return i.cluster == "c1"; }),
+                         w.in.intents.end());
+      CHECK(Count(Decide(w.Input()), Verb::kCreate, "Workload", "c1") == 1);
+    }
+  }
+}
+
+}  // namespace gantry::dispatch

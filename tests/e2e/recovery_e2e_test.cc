@@ -468,6 +468,37 @@ TEST_CASE("owner partitioned: a Requeue job whose run succeeded unseen Succeeds 
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("owner partitioned: a Requeue job still running when its owner answers runs there again at epoch 2 only "
+          "once its earlier run is gone: that run does not adopt the new copy and start over",
+          "[e2e][recovery][partition]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kTwoClusters;
+  o.daemon_config_yaml = kFastLoss;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("again", "team-a", 1, 0, "8s",
+                                            "  placement: {clusters: [c1]}\n  onClusterLoss: Requeue")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "again", {"Running"}, seconds(30)));
+  const std::string uid = fleet.Uid("team-a", "again");
+  REQUIRE(fleet.Ctl({"partition", "c1", "1"}).code == 0);
+  REQUIRE(PollFor([&] { return Count(Reasons(fleet, "team-a", "again"), "ClusterLost") == 1; }, seconds(30)));
+  // Back while its epoch-1 run still runs there: fenced, and the job
+  // dispatched again to c1, its only cluster.
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "again", {"Succeeded", "Failed"}, seconds(60)));
+  const json job = fleet.Job("team-a", "again");
+  const std::vector<json> runs = fleet.Runs(uid);
+  INFO(job.dump() << "\n" << Describe(runs));
+  CHECK(job["status"]["phase"] == "Succeeded");
+  CHECK(job["status"]["epoch"] == 2);  // before, the run adopted epoch 2's copy: WorkloadGone, epoch 3
+  CHECK(Count(Reasons(fleet, "team-a", "again"), "WorkloadGone") == 0);
+  std::map<int, int> by_epoch;
+  for (const json& r : runs) ++by_epoch[std::stoi(r.value("epoch", "0"))];
+  CHECK(by_epoch == std::map<int, int>{{1, 1}, {2, 1}});
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 TEST_CASE("daemon SIGKILLed 20 times during 200 jobs: all succeed, none runs twice, nothing acknowledged is lost",
           "[e2e][recovery][crash]") {
   CrashCampaign(200, 20, milliseconds(1500), seconds(90));

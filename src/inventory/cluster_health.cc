@@ -74,6 +74,11 @@ int64_t ClusterHealth::LostForMs(int64_t now_ms) const {
   return std::max<int64_t>(0, now_ms - *first_lost_ms);
 }
 
+int64_t ClusterHealth::ShownLostForMs() const {
+  if (!first_lost_ms || state != HealthState::kNotReady || last_failure_ms <= 0) return 0;
+  return std::max<int64_t>(0, last_failure_ms - *first_lost_ms);
+}
+
 int64_t ClusterHealth::NextRetryDelayMs(std::mt19937& rng, const BackoffPolicy& policy) const {
   return BackoffDelayMs(consecutive_failures, policy, rng);
 }

@@ -56,6 +56,28 @@ TEST_CASE("A cluster failing from its first probe is lost from that probe", "[in
   CHECK(h.last_error == "tls: certificate signed by unknown authority");
 }
 
+TEST_CASE("The outage a loss is judged on is the one a failed probe has shown, not the time since",
+          "[inventory][health]") {
+  ClusterHealth h;
+  CHECK(h.ShownLostForMs() == 0);
+  h.OnProbeFailed(kT0, "timeout");
+  CHECK(h.ShownLostForMs() == 0);
+  h.OnProbeFailed(kT0 + 20'000, "timeout");
+  CHECK(h.ShownLostForMs() == 20'000);
+  // A minute later, with no probe since (backing off): the cluster may be
+  // back; the outage shown stays at the last failure.
+  CHECK(h.LostForMs(kT0 + 80'000) == 80'000);
+  CHECK(h.ShownLostForMs() == 20'000);
+  h.OnProbeOk(kT0 + 81'000);
+  CHECK(h.ShownLostForMs() == 0);
+  // After a restart: nothing until a probe fails, then from the kept start.
+  ClusterHealth restored;
+  restored.RestoreFirstLost(kT0 - 600'000);
+  CHECK(restored.ShownLostForMs() == 0);
+  restored.OnProbeFailed(kT0, "timeout");
+  CHECK(restored.ShownLostForMs() == 600'000);
+}
+
 TEST_CASE("first_lost_ms survives a restart via RestoreFirstLost", "[inventory][health]") {
   const int64_t persisted = kT0 - 600'000;  // outage began 10 min before the restart
   ClusterHealth failing;

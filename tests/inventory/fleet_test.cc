@@ -63,6 +63,26 @@ TEST_CASE("fleet health, capacity and a persisted outage start", "[inventory][fl
   CHECK(testing::WaitFor([&] { return store->LoadOutages()->empty(); }));
 }
 
+TEST_CASE("a cluster out of reach is probed again when its outage reaches the lost timeout, whatever its backoff",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.lost_timeout_ms = 3'000;
+  options.backoff = {10'000, 60'000, Jitter::kNone};  // next at +10 s, past the timeout
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", false}};
+  Fleet fleet(prober, *store, clock, options);
+  CHECK(fleet.Start().empty());
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'000'000; }));
+  // Its verdict needs a failed probe at the timeout: one falls due then,
+  // not after the backoff's 10 s.
+  clock.Advance(3'000);
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'003'000; }));
+  CHECK(fleet.Cluster("c1")->health.ShownLostForMs() == 3'000);
+  fleet.Stop();
+}
+
 TEST_CASE("a cluster whose ClusterQueues may not be listed stays Ready, its last reading going stale",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});

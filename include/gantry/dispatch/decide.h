@@ -89,8 +89,10 @@ inline constexpr std::string_view kNoClustersMessage = "no clusters known yet";
 // What the engine knows of one cluster of the inventory.
 struct ClusterFacts {
   bool ready = false;           // health Ready (Decide also requires the observer to have synced it)
-  // Length of the current outage: 0 when none, and 0 until a probe since
-  // the daemon started confirms an outage restored from the store.
+  // Length of the current outage, as far as a failed probe has shown it
+  // (inventory::ClusterHealth::ShownLostForMs): 0 when none, and 0 until a
+  // probe since the daemon started confirms an outage restored from the
+  // store. A cluster back since its last probe is not lost on time alone.
   int64_t lost_for_ms = 0;
   // The outage is a refusal: the cluster answers but refuses gantry's
   // credentials (cluster_health.h), so credentials_refused_timeout_ms

@@ -83,6 +83,12 @@ struct ClusterHealth {
   // and 0 while Unknown: an outage restored after a restart counts (from its
   // restored start) once a probe says the cluster is still out.
   int64_t LostForMs(int64_t now_ms) const;
+  // The outage as a failed probe has shown it: from its start to the latest
+  // failure (0 when not in one, and until a probe since a restart failed).
+  // What a cluster's loss is judged on: between probes (5 s to a minute
+  // apart while it does not answer) a cluster may be back, and an outage
+  // counted to now would have it lost while it answers again.
+  int64_t ShownLostForMs() const;
   // The outage length past which the cluster is lost (LostTimeoutMs below).
   int64_t LostTimeoutMs(int64_t lost_timeout_ms, int64_t refused_timeout_ms) const {
     return inventory::LostTimeoutMs(credentials_refused, lost_timeout_ms, refused_timeout_ms);

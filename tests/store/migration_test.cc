@@ -282,6 +282,25 @@ TEST_CASE("database, -wal and -shm files are 0600 whatever the umask", "[store][
   CHECK(ModeOf(path + "-shm") == 0600);
 }
 
+TEST_CASE("a full disk is a store unavailable for now, and says so without the database's path",
+          "[store][open]") {
+  TempDir dir;
+  Result<std::unique_ptr<SqliteConnection>> conn = SqliteConnection::Open(dir.File("db"), {});
+  REQUIRE(conn.ok());
+  // The file may not grow past a few pages: SQLITE_FULL, as on a full disk.
+  REQUIRE((*conn)->Exec("CREATE TABLE t (v TEXT NOT NULL)").ok());
+  REQUIRE((*conn)->Exec("PRAGMA max_page_count = 8").ok());
+  Status full;
+  for (int i = 0; i < 100 && full.ok(); ++i) {
+    full = (*conn)->Exec("INSERT INTO t VALUES (printf('%.2000c', 'x'))");
+  }
+  REQUIRE_FALSE(full.ok());
+  CHECK(full.code() == Code::kUnavailable);  // the API answers 503, not 500
+  CHECK_THAT(full.message(), Catch::Contains("database or disk is full") &&
+                                 Catch::Contains("writes are refused until the disk has room again"));
+  CHECK(full.message().find(dir.path()) == std::string::npos);
+}
+
 TEST_CASE("connections run WAL, synchronous=FULL and foreign keys", "[store][open]") {
   TempDir dir;
   Result<std::unique_ptr<SqliteConnection>> conn = SqliteConnection::Open(dir.File("db"), {});

@@ -107,6 +107,40 @@ error_code Connection::Connect(const addrinfo& addr) {
   return err ? Errno(err) : error_code();
 }
 
+namespace {
+
+// Why the server's certificate was refused, and what to check: OpenSSL's
+// error string says only "certificate verify failed".
+std::string VerifyDetail(SSL* ssl, const std::string& name) {
+  const long result = SSL_get_verify_result(ssl);
+  if (result == X509_V_OK) return "";
+  std::string hint;
+  switch (result) {
+    case X509_V_ERR_HOSTNAME_MISMATCH:
+    case X509_V_ERR_IP_ADDRESS_MISMATCH:
+      hint = fmt::format("the certificate does not name {}: connect by a name it has, or set tls-server-name in "
+                         "the kubeconfig",
+                         name);
+      break;
+    case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
+    case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
+    case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
+    case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
+      hint = "the certificate is not signed by the CA gantry trusts for this cluster (certificate-authority-data): "
+             "a CA rotated there needs the kubeconfig updated, then a reload";
+      break;
+    case X509_V_ERR_CERT_HAS_EXPIRED:
+    case X509_V_ERR_CERT_NOT_YET_VALID:
+      hint = "check the certificate's dates, and this host's clock";
+      break;
+    default:
+      break;
+  }
+  return fmt::format(": {}{}{}", X509_verify_cert_error_string(result), hint.empty() ? "" : "; ", hint);
+}
+
+}  // namespace
+
 Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::string& port,
                              const std::string& name) {
   ssl_ = SSL_new(tls);
@@ -134,7 +168,8 @@ Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::s
     if (r == 1) return Status::Ok();
     if (!Retry(r, ec)) break;
   }
-  return Status::Unavailable(fmt::format("TLS handshake with {}: {}", HostPort(host, port), ec.message()));
+  return Status::Unavailable(
+      fmt::format("TLS handshake with {}: {}{}", HostPort(host, port), ec.message(), VerifyDetail(ssl_, name)));
 }
 
 Connection::~Connection() {

@@ -144,15 +144,31 @@ void ApiService::ReloadForWaiting(bool run) {
   std::vector<Cause> causes;
   // The field is the file; the message says why, not the file again.
   for (const auto& e : errors) causes.push_back({e.file, inventory::RefusalWithoutFile(e.file, e.status.message())});
+  // A file taken whose kubeconfig is not: the cluster is in the inventory
+  // but gantry cannot reach it (or keeps its last good credentials).
+  std::size_t unusable = 0;
+  for (const inventory::ClusterView& view : fleet_->Clusters()) {
+    if (!view.credentials_error.empty()) {
+      causes.push_back({view.config.name, "its credentials do not load: " + view.credentials_error +
+                                              "; the cluster is not reached until they do"});
+      ++unusable;
+    } else if (!view.credentials_warning.empty()) {
+      causes.push_back({view.config.name, "its kubeconfig was refused at this reload, and its last good credentials "
+                                          "stay in use: " +
+                                              view.credentials_warning});
+      ++unusable;
+    }
+  }
   const Status dir = fleet_->DirStatus();
   for (const Respond& respond : waiting) {
     if (!dir.ok()) {
       // Nothing was read: every cluster is kept as it was (Fleet::Reload).
       respond(K8sStatus(422, "Invalid", dir.message() + "; the inventory is kept as it was", {}));
-    } else if (!errors.empty()) {
+    } else if (!errors.empty() || unusable > 0) {
       respond(K8sStatus(422, "Invalid",
-                        "some cluster files were refused; the others are in use" +
-                            (changed.empty() ? std::string() : "; " + changed),
+                        std::string(errors.empty() ? "some clusters' credentials do not load"
+                                                   : "some cluster files were refused") +
+                            "; the others are in use" + (changed.empty() ? std::string() : "; " + changed),
                         causes));
     } else {
       respond(K8sSuccess(200, changed.empty() ? "inventory reloaded" : "inventory reloaded: " + changed));

@@ -114,6 +114,31 @@ TEST_CASE("health, readiness and metrics", "[api]") {
   CHECK(api.Json(clusters)["items"].empty());
 }
 
+TEST_CASE("a reload whose new cluster's kubeconfig does not load says so (422), naming the cluster", "[api]") {
+  ApiFixtureOptions options;
+  options.with_fleet = true;
+  ApiFixture api(options);
+  // insecure-skip-tls-verify without the file's allowInsecure: refused.
+  WriteFile(api.clusters_dir() + "/../x.kubeconfig", R"(apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: not-a-real-token-123}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+)");
+  WriteFile(api.clusters_dir() + "/x.yaml", "name: x-insecure\nkubeconfig: ../x.kubeconfig\nregion: eu-central-1\n");
+  auto reload = api.Call("POST", "/api/v1/clusters:reload");
+  INFO(reload.body);
+  CHECK(reload.status == 422);  // it said 200 "inventory reloaded: added x-insecure"
+  const nlohmann::json body = api.Json(reload);
+  CHECK_THAT(body.value("message", ""), Catch::StartsWith("some clusters' credentials do not load; the others are "
+                                                          "in use; added x-insecure"));
+  REQUIRE(body["details"]["causes"].size() == 1);
+  CHECK(body["details"]["causes"][0]["field"] == "x-insecure");
+  CHECK_THAT(body["details"]["causes"][0].value("message", ""), Catch::StartsWith("its credentials do not load: "));
+  CHECK(body.dump().find("not-a-real-token-123") == std::string::npos);
+}
+
 TEST_CASE("a tenant token reads a cluster's health, not its error messages, which name the operator's files",
           "[api][auth]") {
   ApiFixtureOptions options;

@@ -482,6 +482,14 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
           << phase << ", and that does not change it\n";
     }
   }
+  // A feasible cluster whose quota has no room for the job now: a copy
+  // there waits in its Kueue's queue (placement's fits_now term).
+  auto room = [](const nlohmann::json& c) -> std::string {
+    const nlohmann::json* terms = c.contains("scoreTerms") && c["scoreTerms"].is_object() ? &c["scoreTerms"] : nullptr;
+    if (!terms || !terms->contains("fits_now") || !(*terms)["fits_now"].is_object()) return "";
+    const nlohmann::json& v = (*terms)["fits_now"]["value"];
+    return v.is_number() && v.get<double>() == 0 ? "; no room in its quota now: waits there for it" : "";
+  };
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : decision.value("clusters", nlohmann::json::array())) {
     if (c.contains("refusedJob") && c["refusedJob"].is_object()) {
@@ -499,11 +507,11 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
       // The job's dispatch put a copy here: it waits there, whatever the rank of now says.
       rows.push_back({c.value("name", ""), "has a copy",
                       c.value("feasible", false)
-                          ? fmt::format("rank {} score {:.1f} now", c.value("rank", 0), c.value("score", 0.0))
+                          ? fmt::format("rank {} score {:.1f} now{}", c.value("rank", 0), c.value("score", 0.0), room(c))
                           : c.value("filter", "") + " now: " + c.value("message", "")});
     } else if (c.value("feasible", false)) {
       rows.push_back({c.value("name", ""), c.value("selected", false) ? "candidate" : "feasible",
-                      fmt::format("rank {} score {:.1f}", c.value("rank", 0), c.value("score", 0.0))});
+                      fmt::format("rank {} score {:.1f}{}", c.value("rank", 0), c.value("score", 0.0), room(c))});
     } else {
       rows.push_back({c.value("name", ""), "excluded",
                       c.value("filter", "") + ": " + c.value("message", "") +

@@ -70,4 +70,18 @@ TEST_CASE("explain shows where the job's dispatch put its copies, whatever the r
   CHECK(r.out.find("c3        has a copy   Quota now: needs 8 GPUs") != std::string::npos);
 }
 
+TEST_CASE("explain says when a feasible cluster, or one holding a copy, has no room in its quota now", "[cli]") {
+  const std::string decision =
+      R"({"kind":"PlacementDecision","candidates":["c2"],"unschedulable":false,"jobPhase":"Nominating","clusters":[)"
+      R"({"name":"c1","feasible":true,"rank":1,"score":9.2,"copy":true,)"
+      R"("scoreTerms":{"fits_now":{"value":0,"weight":3,"points":0}}},)"
+      R"({"name":"c2","feasible":true,"rank":2,"score":8.5,"selected":true,)"
+      R"("scoreTerms":{"fits_now":{"value":1,"weight":3,"points":3}}}]})";
+  RunResult r = ExplainAgainst(decision, "full");
+  INFO(r.out);
+  CHECK(r.out.find("c1        has a copy   rank 1 score 9.2 now; no room in its quota now: waits there for it") !=
+        std::string::npos);
+  CHECK(r.out.find("c2        candidate    rank 2 score 8.5\n") != std::string::npos);
+}
+
 }  // namespace gantry::testing

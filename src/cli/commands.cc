@@ -331,11 +331,28 @@ int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase
     err << "No jobs found.\n";
     return kExitOk;
   }
+  // The phase, and what holds the job as it is (kubectl's "Ready,SchedulingDisabled"): its owner out of
+  // reach, lost or held (condition OwnerUnreachable), a cancel waiting for a cluster (WaitingForClusters).
+  auto phase_of = [](const nlohmann::json& j) {
+    std::string phase = Str(j, "/status/phase");
+    const nlohmann::json* conditions = j.contains("status") && j["status"].is_object() &&
+                                               j["status"].contains("conditions") &&
+                                               j["status"]["conditions"].is_array()
+                                           ? &j["status"]["conditions"]
+                                           : nullptr;
+    if (!conditions) return phase;
+    for (const auto& c : *conditions) {
+      if (!c.is_object() || c.value("status", "") != "True") continue;
+      const std::string type = c.value("type", "");
+      if (type == "OwnerUnreachable" || type == "WaitingForClusters") phase += "," + c.value("reason", type);
+    }
+    return phase;
+  };
   std::vector<std::vector<std::string>> rows;
   for (const auto& j : items) {
     std::vector<std::string> row;
     if (all_namespaces) row.push_back(Str(j, "/metadata/namespace"));
-    for (std::string v : {Str(j, "/metadata/name"), Str(j, "/spec/queue"), Str(j, "/status/phase"),
+    for (std::string v : {Str(j, "/metadata/name"), Str(j, "/spec/queue"), phase_of(j),
                           Str(j, "/status/cluster", "<none>"), Str(j, "/status/epoch", "0"),
                           AgeOf(Str(j, "/metadata/creationTimestamp"))}) {
       row.push_back(v);

@@ -10,18 +10,23 @@
 namespace gantry::testing {
 namespace {
 
-// `gantry explain team-a/JOB` against a server that answers decision.
-RunResult ExplainAgainst(const std::string& decision, const std::string& job) {
+// `gantry ARGS` against a server that answers every request with body.
+RunResult CliAgainst(const std::string& body, std::vector<std::string> args) {
   http::ServerOptions options;
   options.address = "127.0.0.1";
   options.port = 0;
   http::Server server(options, [&](http::Request, http::Responder respond) {
-    respond(http::JsonResponse(200, decision));
+    respond(http::JsonResponse(200, body));
   });
   REQUIRE(server.Start().ok());
-  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"explain", "team-a/" + job});
+  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), std::move(args));
   server.Stop(std::chrono::seconds(1));
   return r;
+}
+
+// `gantry explain team-a/JOB` against a server that answers decision.
+RunResult ExplainAgainst(const std::string& decision, const std::string& job) {
+  return CliAgainst(decision, {"explain", "team-a/" + job});
 }
 
 }  // namespace
@@ -82,6 +87,20 @@ TEST_CASE("explain says when a feasible cluster, or one holding a copy, has no r
   CHECK(r.out.find("c1        has a copy   rank 1 score 9.2 now; no room in its quota now: waits there for it") !=
         std::string::npos);
   CHECK(r.out.find("c2        candidate    rank 2 score 8.5\n") != std::string::npos);
+}
+
+TEST_CASE("list shows what holds a job beside its phase: its owner out of reach, a cancel waiting", "[cli]") {
+  const std::string page = R"({"kind":"JobList","items":[)"
+                           R"({"metadata":{"name":"held","creationTimestamp":"2026-12-06T10:00:00Z"},"spec":{"queue":"q"},)"
+                           R"("status":{"phase":"Running","cluster":"c1","epoch":1,"conditions":[)"
+                           R"({"type":"OwnerUnreachable","status":"True","reason":"OwnerLost"}]}},)"
+                           R"({"metadata":{"name":"plain","creationTimestamp":"2026-12-06T10:00:00Z"},"spec":{"queue":"q"},)"
+                           R"("status":{"phase":"Running","cluster":"c2","epoch":1}}]})";
+  RunResult r = CliAgainst(page, {"list", "-n", "team-a"});
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("held    q       Running,OwnerLost   c1") != std::string::npos);
+  CHECK(r.out.find("plain   q       Running             c2") != std::string::npos);
 }
 
 }  // namespace gantry::testing

@@ -50,8 +50,10 @@ void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error) {
 
 void ClusterHealth::Fail(int64_t now_ms, std::string error) {
   if (state != HealthState::kNotReady) {
+    // An outage restored after a restart, and still on: NotReady since it
+    // began, not since the daemon started (gantry clusters' SINCE).
+    since_ms = state == HealthState::kUnknown && first_lost_ms && *first_lost_ms <= now_ms ? *first_lost_ms : now_ms;
     state = HealthState::kNotReady;
-    since_ms = now_ms;
   }
   if (!first_lost_ms) first_lost_ms = now_ms;
   // The time since the previous failure counts as its kind's: no answer at

@@ -89,6 +89,7 @@ TEST_CASE("first_lost_ms survives a restart via RestoreFirstLost", "[inventory][
   failing.OnProbeFailed(kT0, "timeout");
   CHECK(failing.first_lost_ms == persisted);  // not reset by the restart
   CHECK(failing.LostForMs(kT0) == 600'000);
+  CHECK(failing.since_ms == persisted);  // NotReady since the outage began (gantry clusters' SINCE)
 
   ClusterHealth recovering;
   recovering.RestoreFirstLost(persisted);

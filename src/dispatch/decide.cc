@@ -67,6 +67,13 @@ bool Ladder::OfEarlierDispatch(const ObservedJob& j) const {
 // cluster for its view's relist (Fence says why).
 bool Ladder::AwaitsRelist(const std::string& cluster, const ObservedJob& j) const {
   if (!OfEarlierDispatch(j) || Ended(&j) || !in_.behind->count(cluster)) return false;
+  // Not for longer than relist_wait_ms of the view behind: a list that
+  // keeps failing must not leave the run undeleted, and (EarlierJobIn) the
+  // job kept from that cluster, for good.
+  if (auto f = in_.clusters->find(cluster);
+      f != in_.clusters->end() && f->second.behind_for_ms >= opt_.relist_wait_ms) {
+    return false;
+  }
   return job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating;
 }
 
@@ -535,13 +542,24 @@ Plan Ladder::Nominate() const {
   std::vector<std::string> candidates;
   std::copy_if(d.candidates.begin(), d.candidates.end(), std::back_inserter(candidates),
                [&](const std::string& c) { return CopyMayGoTo(c); });
+  // A candidate left out is replaced by the next feasible cluster, as Widen
+  // tops the copies up (the best one may hold the job's earlier run a while).
+  for (const placement::RankedCluster& r : d.feasible) {
+    if (candidates.size() >= d.candidates.size()) break;
+    if (std::find(d.candidates.begin(), d.candidates.end(), r.cluster) == d.candidates.end() &&
+        CopyMayGoTo(r.cluster)) {
+      candidates.push_back(r.cluster);
+    }
+  }
   if (candidates.empty()) {
-    std::vector<std::string> kind_refused, classless, job_refused, earlier;
+    std::vector<std::string> kind_refused, classless, job_refused, earlier, unlisted;
     int64_t hold_ends_ms = 0;  // the first of the refusals to lapse
     bool held = false;         // one is held back, not refused: it may take the job later
     for (const std::string& c : d.candidates) {
       if (KindRefused(c)) {
         kind_refused.push_back(c);
+      } else if (!Reachable(c)) {
+        unlisted.push_back(c);
       } else if (EarlierJobIn(c)) {
         earlier.push_back(c);
       } else if (const RemoteIntent* r = JobRefusalIn(c)) {
@@ -563,7 +581,8 @@ Plan Ladder::Nominate() const {
       // none left out for the time being could take it later: it fails,
       // with their answers, as a job whose every candidate refuses its
       // Workload copy does, rather than go round them for ever.
-      if (kind_refused.empty() && classless.empty() && earlier.empty() && !held && !LaterCandidate()) {
+      if (kind_refused.empty() && classless.empty() && earlier.empty() && unlisted.empty() && !held &&
+          !LaterCandidate()) {
         return Finish("nominate", JobPhase::kFailed, "Refused",
                       fmt::format("every cluster that can take the job refused to create it: {}",
                                   fmt::join(job_refused, "; ")));
@@ -574,6 +593,7 @@ Plan Ladder::Nominate() const {
     if (!earlier.empty()) {
       why.push_back(fmt::format("its earlier run in {} is not seen deleted yet", fmt::join(earlier, ", ")));
     }
+    if (!unlisted.empty()) why.push_back(fmt::format("gantry has not listed {} yet", fmt::join(unlisted, ", ")));
     if (!classless.empty()) {
       why.push_back(fmt::format("the value of its WorkloadPriorityClass {} is not known in {}",
                                 WorkloadPriorityClass(in_.spec->template_object), fmt::join(classless, ", ")));
@@ -588,6 +608,9 @@ Plan Ladder::Nominate() const {
     if (job_.message != msg) {
       DispatchUpdate u = Guarded(job_);
       u.message = msg;
+      // Told as an event too: the run's pods may take long to stop (a node
+      // gone NotReady), and the job waits for them meanwhile.
+      if (!earlier.empty()) u.events.push_back(Event("WaitingForEarlierRun", msg, earlier.front()));
       plan.write = std::move(u);
     }
     // Candidates appear when a cluster becomes Ready, is uncordoned or is
@@ -596,7 +619,7 @@ Plan Ladder::Nominate() const {
     // again once its time is out.
     plan.requeue_ms = opt_.resync_ms;
     if (hold_ends_ms > 0) plan.requeue_ms = std::clamp<int64_t>(hold_ends_ms - in_.now_ms, 1, opt_.resync_ms);
-    if (!earlier.empty()) plan.requeue_ms = std::min(plan.requeue_ms, opt_.retry_ms);  // its delete is at work
+    if (!earlier.empty() || !unlisted.empty()) plan.requeue_ms = std::min(plan.requeue_ms, opt_.retry_ms);
     // A job no cluster can take for its dispatch timeout since it was
     // Queued fails, as one none admits that long after its nomination does.
     if (in_.spec->dispatch.timeout_seconds && QueuedSinceMs() > 0) {

@@ -227,6 +227,13 @@ Plan Ladder::AllRefused(const std::vector<std::string>& refused) const {
       if (f != in_.clusters->end() && f->second.lost_for_ms >= opt_.cluster_lost_timeout_ms) continue;
       later.push_back(x.cluster);
     }
+    // A candidate no copy went to while the job's earlier run may still be
+    // there (EarlierJobIn) is asked once that run is gone.
+    for (const std::string& c : in_.placement->candidates) {
+      if (!asked.count(c) && EarlierJobIn(c) && std::find(later.begin(), later.end(), c) == later.end()) {
+        later.push_back(c);
+      }
+    }
   }
   // A cluster held out of the job's dispatches (RemoteIntent::hold) may
   // take it once the hold is over, whenever that is: Widen then adds a

@@ -225,14 +225,14 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
   }
 }
 
-std::string Engine::InventoryChanged() {
+std::string Engine::InventoryChanged(const std::vector<std::string>& removed) {
   // Called by a SIGHUP's thread and by the API's reload: one at a time, so
   // that the observer is not left watching the older of two cluster sets.
   std::lock_guard reload(inventory_mu_);
   // A reload that could not read clusters.d kept every entry as it was: it
   // confirms nothing of what was missing at the start.
   const bool confirms = !inventory_confirmed_.load() && fleet_.DirStatus().ok();
-  const std::string confirmed = confirms ? OwnersRemovedNote() : "";
+  const std::string confirmed = confirms ? OwnersRemovedNote(removed) : "";
   SetObservedClusters();
   if (int dropped = pools_->Retain(); dropped > 0) {
     spdlog::info("dispatch: inventory reloaded: {} cluster(s) changed connection or left; their pooled connections "
@@ -255,8 +255,8 @@ std::string Engine::InventoryChanged() {
   return confirmed;
 }
 
-std::string Engine::OwnersRemovedNote() {
-  std::set<std::string> in_inventory;
+std::string Engine::OwnersRemovedNote(const std::vector<std::string>& removed) {
+  std::set<std::string> in_inventory(removed.begin(), removed.end());  // (named by the reload as removed)
   for (const inventory::ClusterView& view : fleet_.Clusters()) in_inventory.insert(view.config.name);
   std::map<std::string, int> owners;  // missing owner -> its jobs
   for (JobPhase phase : {JobPhase::kAdmitted, JobPhase::kRunning}) {

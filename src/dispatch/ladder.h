@@ -185,8 +185,11 @@ class Ladder {
   // the old run adopt the new copy and start again under its admission.
   bool EarlierJobIn(const std::string& cluster) const;
   // Whether a new Workload copy of the job may go to the cluster now.
+  // Only where the job's objects can be seen (Reachable: listed): an
+  // earlier run there, its row gone (a cluster removed and added back, an
+  // entry renamed), shows only in the view.
   bool CopyMayGoTo(const std::string& c) const {
-    return !KindRefused(c) && !ClassValueMissing(c) && !JobRefusalIn(c) && !EarlierJobIn(c);
+    return Reachable(c) && !KindRefused(c) && !ClassValueMissing(c) && !JobRefusalIn(c) && !EarlierJobIn(c);
   }
   bool OlderJobSeenIn(const std::string& cluster) const {
     const auto& jobs = Observed(cluster)->jobs;

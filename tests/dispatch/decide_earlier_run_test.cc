@@ -580,6 +580,54 @@ TEST_CASE("step 4: no Workload copy goes to a cluster while an earlier run of th
       CHECK(Count(Decide(w.Input()), Verb::kCreate, "Workload") == 0);
     }
   }
+  SECTION("placement's only pick: the next feasible cluster takes its place, as Widen would") {
+    w.in.placement = Candidates({"c1"});
+    for (const char* c : {"c1", "c2"}) {
+      placement::RankedCluster r;
+      r.cluster = c;
+      w.in.placement->feasible.push_back(r);
+    }
+    Plan p = Decide(w.Input());
+    CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
+    CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 0);
+  }
+  SECTION("its wait is told as an event too, once") {
+    w.in.placement = Candidates({"c1"});
+    Plan wait = Decide(w.Input());
+    REQUIRE(wait.write);
+    REQUIRE(wait.write->events.size() == 1);
+    CHECK(wait.write->events[0].reason == "WaitingForEarlierRun");
+    CHECK(wait.write->events[0].cluster == "c1");
+  }
+  SECTION("the view behind past relist_wait_ms: the run is deleted, not left for a relist that does not come") {
+    w.in.placement = Candidates({"c1"});
+    w.behind = {"c1"};
+    CHECK(Count(Decide(w.Input()), Verb::kDelete, "Job", "c1") == 0);  // waits for the relist
+    w.clusters["c1"].behind_for_ms = w.in.options.relist_wait_ms;
+    CHECK(Count(Decide(w.Input()), Verb::kDelete, "Job", "c1") == 1);
+  }
+  SECTION("Nominating, every other candidate refused its copy: it waits for c1, not Failed") {
+    w.job.phase = JobPhase::kNominating;
+    w.job.epoch = 2;
+    w.job.nominated_ms = w.in.now_ms - 1'000;
+    w.Intent("c2", "Workload", 2, false);
+    w.in.intents.back().refusal = "cluster c2 refused Workload team-a/x: HTTP 403 forbidden";
+    w.in.placement = Candidates({"c1", "c2"});
+    Plan p = Decide(w.Input());
+    CHECK((!p.write || !p.write->phase));
+  }
+  SECTION("a cluster gantry has not listed yet (an earlier run there would not show): no copy, waiting") {
+    w.in.observed.erase("c1");
+    w.in.intents.clear();
+    w.synced.erase("c3");
+    w.in.placement = Candidates({"c3"});
+    Plan wait = Decide(w.Input());
+    CHECK(Count(wait, Verb::kCreate, "Workload") == 0);
+    REQUIRE(wait.write);
+    REQUIRE(wait.write->message);
+    CHECK_THAT(*wait.write->message, Catch::Contains("gantry has not listed c3 yet"));
+    CHECK(wait.requeue_ms == w.in.options.retry_ms);
+  }
   SECTION("another candidate: the copy goes there only") {
     w.in.placement = Candidates({"c1", "c2"});
     Plan p = Decide(w.Input());

@@ -1,4 +1,6 @@
 // The cluster routes of ApiService: list, get, reload, and a job's placement.
+#include <map>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -134,9 +136,16 @@ void ApiService::ReloadForWaiting(bool run) {
     }
     return;
   }
+  // Each cluster's credentials problem before: the answer names those this
+  // reload brought (a script reloading while one cluster's kubeconfig stays
+  // broken is not failed each time; gantry clusters shows it meanwhile).
+  std::map<std::string, std::string> credentials_before;
+  for (const inventory::ClusterView& view : fleet_->Clusters()) {
+    credentials_before[view.config.name] = view.credentials_error + "\n" + view.credentials_warning;
+  }
   inventory::InventoryChange change;
   auto errors = fleet_->Reload(&change);
-  const std::string also = options_.after_reload ? options_.after_reload() : "";
+  const std::string also = options_.after_reload ? options_.after_reload(change.removed) : "";
   std::string changed = change.Describe();
   if (!also.empty()) changed += (changed.empty() ? "" : "; ") + also;
   spdlog::info("POST /api/v1/clusters:reload: inventory reloaded: {} cluster(s), {} file(s) refused{}",
@@ -148,6 +157,10 @@ void ApiService::ReloadForWaiting(bool run) {
   // but gantry cannot reach it (or keeps its last good credentials).
   std::size_t unusable = 0;
   for (const inventory::ClusterView& view : fleet_->Clusters()) {
+    auto before = credentials_before.find(view.config.name);
+    if (before != credentials_before.end() && before->second == view.credentials_error + "\n" + view.credentials_warning) {
+      continue;  // as before this reload
+    }
     if (!view.credentials_error.empty()) {
       causes.push_back({view.config.name, "its credentials do not load: " + view.credentials_error +
                                               "; the cluster is not reached until they do"});

@@ -505,7 +505,7 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
     const nlohmann::json* terms = c.contains("scoreTerms") && c["scoreTerms"].is_object() ? &c["scoreTerms"] : nullptr;
     if (!terms || !terms->contains("fits_now") || !(*terms)["fits_now"].is_object()) return "";
     const nlohmann::json& v = (*terms)["fits_now"]["value"];
-    return v.is_number() && v.get<double>() == 0 ? "; no room in its quota now: waits there for it" : "";
+    return v.is_number() && v.get<double>() == 0 ? "; its quota shows no room now (or its reading is stale)" : "";
   };
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : decision.value("clusters", nlohmann::json::array())) {

@@ -276,8 +276,8 @@ int RunServe(const ServeFlags& flags) {
   api::ApiOptions api_options;
   api_options.stale_after_ms = fleet_options.stale_after_ms;
   api_options.jobs_count_refresh_ms = int64_t{config.jobs_metric_seconds} * 1000;
-  api_options.after_reload = [&engine, &check_open_files] {
-    std::string also = engine.InventoryChanged();
+  api_options.after_reload = [&engine, &check_open_files](const std::vector<std::string>& removed) {
+    std::string also = engine.InventoryChanged(removed);
     check_open_files();
     return also;
   };
@@ -363,7 +363,7 @@ int RunServe(const ServeFlags& flags) {
       sd_notify(0, "RELOADING=1");
       inventory::InventoryChange change;
       auto refused = fleet.Reload(&change);
-      const std::string also = engine.InventoryChanged();
+      const std::string also = engine.InventoryChanged(change.removed);
       std::string changed = change.Describe();
       if (!also.empty()) changed += (changed.empty() ? "" : "; ") + also;
       spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused{}", fleet.Clusters().size(),

@@ -75,7 +75,7 @@ ApiFixture::ApiFixture(ApiFixtureOptions options) {
   api::ApiOptions api_options;
   api_options.slow_lane_capacity = options.slow_lane_capacity;
   if (options.after_reload) {
-    api_options.after_reload = [f = options.after_reload] {
+    api_options.after_reload = [f = options.after_reload](const std::vector<std::string>&) {
       f();
       return std::string();
     };

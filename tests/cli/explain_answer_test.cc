@@ -84,7 +84,7 @@ TEST_CASE("explain says when a feasible cluster, or one holding a copy, has no r
       R"("scoreTerms":{"fits_now":{"value":1,"weight":3,"points":3}}}]})";
   RunResult r = ExplainAgainst(decision, "full");
   INFO(r.out);
-  CHECK(r.out.find("c1        has a copy   rank 1 score 9.2 now; no room in its quota now: waits there for it") !=
+  CHECK(r.out.find("c1        has a copy   rank 1 score 9.2 now; its quota shows no room now (or its reading is stale)") !=
         std::string::npos);
   CHECK(r.out.find("c2        candidate    rank 2 score 8.5\n") != std::string::npos);
 }

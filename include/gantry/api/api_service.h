@@ -49,7 +49,8 @@ struct ApiOptions {
   // dispatch engine re-aims its watches). Returns what else the reload did,
   // told beside the clusters it added and removed ("": nothing; the
   // engine's Engine::InventoryChanged). Optional.
-  std::function<std::string()> after_reload;
+  // removed: the clusters the reload removed (InventoryChange::removed).
+  std::function<std::string(const std::vector<std::string>& removed)> after_reload;
   // Why a cluster keeps gantry from watching its objects ("" when it does
   // not): shown as status.watchRefused. Optional.
   std::function<std::string(const std::string& cluster)> watch_refused;

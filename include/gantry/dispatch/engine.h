@@ -108,7 +108,9 @@ class Engine final : public JobIntake {
   // the owners missing since the start are then removed, and returned is
   // what that does ("" when nothing): a reload's summary (InventoryChange)
   // compares it with the inventory before, where they were missing already.
-  std::string InventoryChanged();
+  // removed: the clusters this reload removed, which were not missing
+  // since the start (the reload's own summary names them).
+  std::string InventoryChanged(const std::vector<std::string>& removed = {});
   // Why the cluster keeps gantry from listing what it watches there (its
   // Workloads or Jobs, else an optional kind), for the API's view of the
   // cluster: read from the facts the passes read, so that what an operator
@@ -303,7 +305,7 @@ class Engine final : public JobIntake {
   void RefreshFleetLocked(int64_t now_ms);
   void SetObservedClusters();
   // InventoryChanged's note of the owners a first reload removes.
-  std::string OwnersRemovedNote();
+  std::string OwnersRemovedNote(const std::vector<std::string>& removed);
   void RunGc();
   // Logs, once per uid, the objects of a job uid the store never had.
   void LeaveUnknown(const std::string& uid, const JobObservation& observation);

@@ -605,7 +605,11 @@ Plan Ladder::Nominate() const {
                                            // Each cluster's reason, so that a typo (a class or a
                                            // LocalQueue that exists nowhere) shows in gantry status.
                                            : "no cluster can take it now; waiting (see gantry explain)" + LeftOut(d);
-    if (job_.message != msg) {
+    // Clusters not listed yet, just after a start, are no news: every
+    // queued job would be written once for them while the views sync.
+    const bool syncing = !unlisted.empty() && kind_refused.empty() && job_refused.empty() && earlier.empty() &&
+                         classless.empty() && in_.now_ms - in_.started_ms < opt_.resync_ms;
+    if (job_.message != msg && !syncing) {
       DispatchUpdate u = Guarded(job_);
       u.message = msg;
       // Told as an event too: the run's pods may take long to stop (a node

@@ -126,8 +126,9 @@ std::string VerifyDetail(SSL* ssl, const std::string& name) {
     case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
     case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-      hint = "the certificate is not signed by the CA gantry trusts for this cluster (certificate-authority-data): "
-             "a CA rotated there needs the kubeconfig updated, then a reload";
+      hint = "the certificate is not signed by the CA gantry trusts for this cluster (the kubeconfig's "
+             "certificate-authority or certificate-authority-data): a CA rotated there needs it updated, then a "
+             "reload";
       break;
     case X509_V_ERR_CERT_HAS_EXPIRED:
     case X509_V_ERR_CERT_NOT_YET_VALID:

@@ -379,7 +379,7 @@ void Fleet::ProbeOne(const std::string& name) {
       int64_t delay = e.view.health.NextRetryDelayMs(rng_, options_.backoff);
       // A cluster is judged lost on a probe that failed (ShownLostForMs):
       // one falls due when the outage reaches clusterLostTimeout, so that
-      // a backoff of up to a minute does not put the verdict off by as much.
+      // a backoff of up to 30 s does not put the verdict off by as much.
       if (const auto& lost = e.view.health.first_lost_ms) {
         const int64_t at = *lost + options_.lost_timeout_ms;
         if (at > now && at < now + delay) delay = at - now;

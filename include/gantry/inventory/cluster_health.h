@@ -85,7 +85,7 @@ struct ClusterHealth {
   int64_t LostForMs(int64_t now_ms) const;
   // The outage as a failed probe has shown it: from its start to the latest
   // failure (0 when not in one, and until a probe since a restart failed).
-  // What a cluster's loss is judged on: between probes (5 s to a minute
+  // What a cluster's loss is judged on: between probes (5 s to 30 s
   // apart while it does not answer) a cluster may be back, and an outage
   // counted to now would have it lost while it answers again.
   int64_t ShownLostForMs() const;

@@ -139,9 +139,12 @@ void ApiService::ReloadForWaiting(bool run) {
   // Each cluster's credentials problem before: the answer names those this
   // reload brought (a script reloading while one cluster's kubeconfig stays
   // broken is not failed each time; gantry clusters shows it meanwhile).
+  auto credentials_of = [](const inventory::ClusterView& view) {
+    return view.credentials_error + "\n" + view.credentials_warning;
+  };
   std::map<std::string, std::string> credentials_before;
   for (const inventory::ClusterView& view : fleet_->Clusters()) {
-    credentials_before[view.config.name] = view.credentials_error + "\n" + view.credentials_warning;
+    credentials_before[view.config.name] = credentials_of(view);
   }
   inventory::InventoryChange change;
   auto errors = fleet_->Reload(&change);
@@ -158,9 +161,7 @@ void ApiService::ReloadForWaiting(bool run) {
   std::size_t unusable = 0;
   for (const inventory::ClusterView& view : fleet_->Clusters()) {
     auto before = credentials_before.find(view.config.name);
-    if (before != credentials_before.end() && before->second == view.credentials_error + "\n" + view.credentials_warning) {
-      continue;  // as before this reload
-    }
+    if (before != credentials_before.end() && before->second == credentials_of(view)) continue;  // as before
     if (!view.credentials_error.empty()) {
       causes.push_back({view.config.name, "its credentials do not load: " + view.credentials_error +
                                               "; the cluster is not reached until they do"});

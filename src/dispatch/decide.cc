@@ -89,13 +89,11 @@ bool Ladder::AwaitsRelist(const std::string& cluster, const ObservedJob& j) cons
 std::optional<Plan> Ladder::WaitForRelist(const std::string& step) const {
   for (const auto& [cluster, o] : in_.observed) {
     if (!Reachable(cluster)) continue;
-    auto f = in_.clusters->find(cluster);
-    if (f == in_.clusters->end() || f->second.behind_for_ms >= opt_.relist_wait_ms) continue;
     for (const ObservedJob& j : o.jobs) {
-      if (!OwnEarlierRun(j) || !AwaitsRelist(cluster, j)) continue;
+      if (!OwnEarlierRun(j) || !AwaitsRelist(cluster, j)) continue;  // (its bound too)
       Plan wait;
       wait.step = step;
-      wait.requeue_ms = std::min(opt_.retry_ms, opt_.relist_wait_ms - f->second.behind_for_ms);
+      wait.requeue_ms = std::min(opt_.retry_ms, opt_.relist_wait_ms - in_.clusters->at(cluster).behind_for_ms);
       const std::string msg = fmt::format(
           "waiting for {} to list its objects again: the job's run there of epoch {} may have ended while out of "
           "gantry's sight",

@@ -35,6 +35,12 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   nlohmann::json status = {{"health", inventory::HealthStateName(reached ? h.state : inventory::HealthState::kUnknown)}};
   if (h.since_ms && reached) status["since"] = FormatRfc3339(h.since_ms);
   if (h.first_lost_ms && reached) status["firstLostAt"] = FormatRfc3339(*h.first_lost_ms);
+  // The last probe that failed, and how many in a row: its probes back off
+  // with them (5 s, doubling, at most 30 s apart).
+  if (h.state == inventory::HealthState::kNotReady && h.last_failure_ms > 0 && reached) {
+    status["lastProbeFailedAt"] = FormatRfc3339(h.last_failure_ms);
+    status["failedProbes"] = h.consecutive_failures;
+  }
   // Up, refusing gantry's credentials: NotReady, lost only after the longer
   // credentialsRefusedTimeoutSeconds (cluster_health.h).
   if (h.credentials_refused && reached) status["credentialsRefused"] = true;

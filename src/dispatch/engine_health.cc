@@ -58,6 +58,10 @@ void Engine::RunHealthWatch() {
     bool relisted = false;
   };
   std::map<std::string, Answering> answering;
+  // cluster -> its view's resources behind at the previous look, while its
+  // last probe failed: one of them listing again since says the cluster
+  // answers, and is probed at once rather than at its backed-off probe.
+  std::map<std::string, std::vector<std::string>> behind_out;
   // The scans of the waiting jobs that clusters becoming Ready ask for: at
   // most one per kWakeWaitingEvery, the first at once, so that a cluster
   // flapping every second does not walk 100,000 queued or Unschedulable
@@ -84,6 +88,7 @@ void Engine::RunHealthWatch() {
     if (WatchRefusalsToNote()) (void)Facts(clock_.NowMillis());
     std::map<std::string, Readiness> now;
     std::map<std::string, Answering> answering_now;
+    std::map<std::string, std::vector<std::string>> behind_out_now;
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const std::string& name = view.config.name;
       // The stamp first: a change after it is seen in the next look's stamp,
@@ -99,6 +104,17 @@ void Engine::RunHealthWatch() {
       if (!answers) {
         if (view.health.state == inventory::HealthState::kNotReady) {
           answering_now[name] = {};
+          std::vector<std::string> behind = observer_->ViewBehind(name).resources;
+          if (auto was = behind_out.find(name); was != behind_out.end()) {
+            const bool listed = std::any_of(was->second.begin(), was->second.end(), [&](const std::string& r) {
+              return std::find(behind.begin(), behind.end(), r) == behind.end();
+            });
+            if (listed && fleet_.ProbeSoon(name)) {
+              spdlog::info("dispatch: cluster {}'s watches list again while its last probe failed: probing it now",
+                           name);
+            }
+          }
+          behind_out_now[name] = std::move(behind);
         } else if (before != answering.end()) {
           answering_now[name] = before->second;  // Unknown tells nothing new
         }
@@ -122,6 +138,7 @@ void Engine::RunHealthWatch() {
       a.relisted = true;
     }
     answering = std::move(answering_now);
+    behind_out = std::move(behind_out_now);
     bool became_ready = false;
     for (const auto& [cluster, readiness] : now) {
       const bool ready = readiness.ready;

@@ -444,6 +444,19 @@ void Fleet::ProbeAllNow() {
   }
 }
 
+bool Fleet::ProbeSoon(const std::string& name) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(name);
+  if (it == entries_.end() || !it->second.creds || it->second.probing) return false;
+  Entry& e = it->second;
+  if (e.view.health.state != HealthState::kNotReady) return false;
+  const int64_t now = clock_.NowMillis();
+  if (e.next_probe_ms <= now) return false;  // due already
+  e.next_probe_ms = now;
+  cv_.notify_all();
+  return true;
+}
+
 void Fleet::ReleaseLocked(const std::string& name) {
   if (auto it = entries_.find(name); it != entries_.end()) it->second.probing = false;
   cv_.notify_all();  // ProbeAllNow may wait for this cluster, a worker for any

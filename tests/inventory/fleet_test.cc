@@ -83,6 +83,27 @@ TEST_CASE("a cluster out of reach is probed again when its outage reaches the lo
   fleet.Stop();
 }
 
+TEST_CASE("a cluster out of reach is probed at once when asked (ProbeSoon), not at its backed-off probe",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.backoff = {30'000, 60'000, Jitter::kNone};
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", false}};
+  Fleet fleet(prober, *store, clock, options);
+  CHECK(fleet.Start().empty());
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'000'000; }));
+  prober.up["c1"] = true;
+  clock.Advance(1'000);  // its next probe is 29 s away
+  CHECK(fleet.ProbeSoon("c1"));
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.state == HealthState::kReady; }));
+  CHECK(fleet.Cluster("c1")->health.since_ms == 1'001'000);
+  CHECK_FALSE(fleet.ProbeSoon("c1"));  // Ready: nothing to bring forward
+  CHECK_FALSE(fleet.ProbeSoon("c9"));  // not in the inventory
+  fleet.Stop();
+}
+
 TEST_CASE("a cluster whose ClusterQueues may not be listed stays Ready, its last reading going stale",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});

@@ -163,6 +163,12 @@ class Fleet {
 
   // Probes every cluster once, now, on the calling thread (tests).
   void ProbeAllNow();
+  // Brings the next probe of a cluster whose last probe failed forward to
+  // now: something else (its watches list again) says it may answer, and
+  // its probes may be backed off for up to 30 s. Returns whether a probe
+  // was brought forward (false: Ready, being probed, no credentials, or
+  // not in the inventory).
+  bool ProbeSoon(const std::string& name);
   // Changes each time a cluster's health changes (Ready, NotReady, refused),
   // its quota becomes unreadable or readable again (capacity_error), where
   // its LocalQueues lead changes (ClusterQueues::stamp), or the

@@ -1,0 +1,46 @@
+// A cluster back after an outage long enough for its probes to back off:
+// its watches, which retry on their own (at most 10 s apart), list again
+// first, and the cluster is probed then, rather than at its backed-off
+// probe (up to 30 s later), so the jobs waiting for it go there at once.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "dispatch_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+using nlohmann::json;
+using std::chrono::seconds;
+
+}  // namespace
+
+TEST_CASE("a cluster whose watches list again after an outage is probed then: a job waiting for it goes there at once",
+          "[e2e][recovery][health]") {
+  DispatchFleetOptions o;
+  o.clusters = 2;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Ctl({"partition", "c1", "1"}).code == 0);
+  REQUIRE(WaitFor([&] { return fleet.Cluster("c1")["status"].value("health", "") == "NotReady"; }, seconds(20)));
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("pinned", "team-a", 1, 0, "1s", "  placement: {clusters: [c1]}")) == 201);
+  // Four failed probes: the next is 15 to 30 s after the fourth (5 s,
+  // doubling, equal jitter), the watches' next list at most 10 s.
+  REQUIRE(WaitFor([&] { return fleet.Cluster("c1")["status"].value("failedProbes", 0) >= 4; }, seconds(60)));
+  CHECK(fleet.Phase("team-a", "pinned") == "Queued");
+  const json before = fleet.Cluster("c1")["status"];
+  INFO(before.dump());
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  const auto healed = std::chrono::steady_clock::now();
+  REQUIRE(WaitFor([&] { return fleet.Cluster("c1")["status"].value("health", "") == "Ready"; }, seconds(40)));
+  const auto ready_after = std::chrono::steady_clock::now() - healed;
+  CHECK(ready_after < seconds(14));
+  CHECK(fleet.daemon().process().Stderr().find("c1's watches list again while its last probe failed") !=
+        std::string::npos);
+  CHECK(fleet.WaitPhase("team-a", "pinned", {"Running", "Succeeded"}, seconds(20)));
+}
+
+}  // namespace gantry::testing

@@ -588,7 +588,15 @@ Plan Ladder::Nominate() const {
       why.push_back(fmt::format("{} (each left out for {} from its answer)", fmt::join(job_refused, "; "),
                                 DurationText(opt_.job_refusal_hold_ms)));
     }
-    if (!earlier.empty()) {
+    // Waited as long as a lost owner would be waited for: an operator's to
+    // look at (its pods may not stop on a node gone NotReady, or a
+    // finalizer holds it), told once as a Warning.
+    const bool earlier_overdue = !earlier.empty() && in_.now_ms - QueuedSinceMs() >= opt_.cluster_lost_timeout_ms;
+    if (earlier_overdue) {
+      why.push_back(fmt::format("its earlier run in {} is not seen deleted {} after the job was queued "
+                                "(clusterLostTimeout): its pods may not be stopping, or a finalizer holds it",
+                                fmt::join(earlier, ", "), DurationText(opt_.cluster_lost_timeout_ms)));
+    } else if (!earlier.empty()) {
       why.push_back(fmt::format("its earlier run in {} is not seen deleted yet", fmt::join(earlier, ", ")));
     }
     if (!unlisted.empty()) why.push_back(fmt::format("gantry has not listed {} yet", fmt::join(unlisted, ", ")));
@@ -612,7 +620,11 @@ Plan Ladder::Nominate() const {
       u.message = msg;
       // Told as an event too: the run's pods may take long to stop (a node
       // gone NotReady), and the job waits for them meanwhile.
-      if (!earlier.empty()) u.events.push_back(Event("WaitingForEarlierRun", msg, earlier.front()));
+      if (earlier_overdue) {
+        u.events.push_back(Event("EarlierRunNotSeenDeleted", msg, earlier.front(), "Warning"));
+      } else if (!earlier.empty()) {
+        u.events.push_back(Event("WaitingForEarlierRun", msg, earlier.front()));
+      }
       plan.write = std::move(u);
     }
     // Candidates appear when a cluster becomes Ready, is uncordoned or is

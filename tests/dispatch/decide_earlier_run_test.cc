@@ -554,6 +554,7 @@ TEST_CASE("step 4: no Workload copy goes to a cluster while an earlier run of th
   World w;
   w.job.phase = JobPhase::kQueued;
   w.job.epoch = 1;
+  w.job.nominated_ms = w.in.now_ms - 60'000;  // sent back a minute ago
   w.Intent("c1", "Workload", 1, false);
   w.Intent("c1", "Job", 1, false);
   w.RemoteJob("c1", 1, RemoteJobState::kRunning);
@@ -598,6 +599,28 @@ TEST_CASE("step 4: no Workload copy goes to a cluster while an earlier run of th
     REQUIRE(wait.write->events.size() == 1);
     CHECK(wait.write->events[0].reason == "WaitingForEarlierRun");
     CHECK(wait.write->events[0].cluster == "c1");
+  }
+  SECTION("waited clusterLostTimeout since it was queued: told as a Warning, once") {
+    w.in.placement = Candidates({"c1"});
+    w.in.started_ms = 0;
+    w.job.nominated_ms = w.in.now_ms - w.in.options.cluster_lost_timeout_ms + 1;
+    Plan before = Decide(w.Input());
+    REQUIRE(before.write);
+    REQUIRE(before.write->events.size() == 1);
+    CHECK(before.write->events[0].reason == "WaitingForEarlierRun");
+    w.job.message = *before.write->message;
+    w.job.nominated_ms -= 1;
+    Plan overdue = Decide(w.Input());
+    REQUIRE(overdue.write);
+    REQUIRE(overdue.write->events.size() == 1);
+    CHECK(overdue.write->events[0].reason == "EarlierRunNotSeenDeleted");
+    CHECK(overdue.write->events[0].type == "Warning");
+    CHECK(overdue.write->events[0].cluster == "c1");
+    CHECK_THAT(*overdue.write->message, Catch::Contains("(clusterLostTimeout)"));
+    CHECK(Count(overdue, Verb::kCreate, "Workload") == 0);
+    w.job.message = *overdue.write->message;
+    Plan again = Decide(w.Input());
+    CHECK((!again.write || again.write->events.empty()));
   }
   SECTION("the view behind past relist_wait_ms: the run is deleted, not left for a relist that does not come") {
     w.in.placement = Candidates({"c1"});

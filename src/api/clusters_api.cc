@@ -240,6 +240,18 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
       leave_out(c);
     }
   }
+  // One where an earlier run of the job may still be (its delete not seen
+  // done): no copy goes there until it is, since that run would take it.
+  if (options_.earlier_runs_in && !IsFinal(job->phase)) {
+    for (const std::string& name : options_.earlier_runs_in(*job)) {
+      for (nlohmann::json& c : body["clusters"]) {
+        if (c.value("name", "") != name) continue;
+        c["earlierRun"] = {{"message", "an earlier run of the job there is not seen deleted yet: no copy goes there "
+                                       "until it is, since that run would take the copy and start again"}};
+        leave_out(c);
+      }
+    }
+  }
   // Placement knows clusters, not this job's history: a cluster that refused
   // the job's real job, or that failed every create of it (its row kept
   // while the engine leaves that cluster out of the job's dispatches,

@@ -520,6 +520,8 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
                                   c["heldOut"].value("message", ""))});
     } else if (c.contains("kindRefused") && c["kindRefused"].is_object()) {
       rows.push_back({c.value("name", ""), "refuses kind", c["kindRefused"].value("message", "")});
+    } else if (c.contains("earlierRun") && c["earlierRun"].is_object()) {
+      rows.push_back({c.value("name", ""), "earlier run", c["earlierRun"].value("message", "")});
     } else if (c.value("copy", false)) {
       // The job's dispatch put a copy here: it waits there, whatever the rank of now says.
       rows.push_back({c.value("name", ""), "has a copy",

@@ -286,6 +286,7 @@ int RunServe(const ServeFlags& flags) {
                                        const std::string& kind) {
     return engine.KindRefused(cluster, dispatch::JobKind{api_version, kind});
   };
+  api_options.earlier_runs_in = [&engine](const JobRecord& job) { return engine.EarlierRunsHolding(job); };
   api_options.watch_refused_since = [&engine](const std::string& cluster) {
     return engine.WatchRefusedSince(cluster);
   };

@@ -680,6 +680,10 @@ Plan Ladder::Nominate() const {
 
 Plan Decide(const DecideInput& in) { return ladder::Ladder(in).Run(); }
 
+std::vector<std::string> EarlierRunsHoldingCopies(const DecideInput& in) {
+  return ladder::Ladder(in).EarlierRunsHoldingCopies();
+}
+
 bool HoldsClusterOut(const RemoteIntent& i, JobPhase phase, int64_t now_ms, int64_t hold_ms) {
   const bool dispatching = phase == JobPhase::kQueued || phase == JobPhase::kNominating ||
                            phase == JobPhase::kAdmitted || phase == JobPhase::kRunning;

@@ -476,14 +476,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   in.job = &*job;
   in.spec = spec;
   in.intents = std::move(*intents);
-  // What lookups by name found (kDeleteUnseen): rarely any, so asked once.
-  const bool any_asked = unseen_.size() > 0;
-  for (const RemoteIntent& i : in.intents) {
-    if (!any_asked || i.present || !i.refusal.empty()) continue;
-    if (const int64_t at = unseen_.GoneAt(UnseenAsks::Key(uid, i.cluster, i.kind, i.epoch))) {
-      in.read_gone[{i.cluster, i.kind}] = at;
-    }
-  }
+  in.read_gone = ReadGone(uid, in.intents);
   // Expectations are read before the observation. A watch event updates the
   // observer first and fulfils its expectation after (Engine::Observed), so
   // every expectation gone from this read is in the observation below. Read

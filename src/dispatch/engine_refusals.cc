@@ -86,4 +86,40 @@ bool Engine::WatchRefusalsToNote() {
   return !observer_->WatchRefusals().empty() || !observer_->KindRefusals().empty();
 }
 
+std::map<std::pair<std::string, std::string>, int64_t> Engine::ReadGone(const std::string& uid,
+                                                                        const std::vector<RemoteIntent>& intents) {
+  std::map<std::pair<std::string, std::string>, int64_t> out;
+  if (unseen_.size() == 0) return out;  // rarely any: asked once
+  for (const RemoteIntent& i : intents) {
+    if (i.present || !i.refusal.empty()) continue;
+    if (const int64_t at = unseen_.GoneAt(UnseenAsks::Key(uid, i.cluster, i.kind, i.epoch))) {
+      out[{i.cluster, i.kind}] = at;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> Engine::EarlierRunsHolding(const JobRecord& job) {
+  auto parsed = specs_.Get(job);
+  auto intents = store_.Intents(job.uid);
+  if (!parsed.ok() || !intents.ok()) return {};
+  const int64_t now = clock_.NowMillis();
+  DecideInput in;
+  in.job = &job;
+  in.spec = &(*parsed)->spec;
+  in.intents = std::move(*intents);
+  in.read_gone = ReadGone(job.uid, in.intents);
+  JobObservation observation = observer_->ForJob(job.uid, (*parsed)->kind);
+  in.observed = std::move(observation.clusters);
+  in.synced = std::move(observation.synced);
+  in.behind = std::move(observation.behind);
+  in.resource = std::move(observation.resource);
+  in.inventory_confirmed = inventory_confirmed_.load();
+  in.started_ms = started_ms_;
+  in.clusters = Facts(now);
+  in.now_ms = now;
+  in.options = options_.decide;
+  return EarlierRunsHoldingCopies(in);
+}
+
 }  // namespace gantry::dispatch

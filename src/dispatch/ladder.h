@@ -125,6 +125,14 @@ class Ladder {
   explicit Ladder(const DecideInput& in) : in_(in), job_(*in.job), opt_(in.options) {}
 
   Plan Run();
+  // See EarlierRunsHoldingCopies (decide.h).
+  std::vector<std::string> EarlierRunsHoldingCopies() const {
+    std::vector<std::string> out;
+    for (const auto& [cluster, facts] : *in_.clusters) {
+      if (EarlierJobIn(cluster)) out.push_back(cluster);
+    }
+    return out;
+  }
 
  private:
   bool Reachable(const std::string& cluster) const { return ladder::Reachable(in_, cluster); }

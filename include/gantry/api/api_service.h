@@ -62,6 +62,10 @@ struct ApiOptions {
   // candidate for the job (placement route, gantry explain). Optional.
   std::function<std::string(const std::string& cluster, const std::string& api_version, const std::string& kind)>
       kind_refused;
+  // The clusters where an earlier run of the job may still be (seen, or its
+  // delete not confirmed): the dispatch sends no copy there meanwhile, so
+  // such a cluster is no candidate now (placement route). Optional.
+  std::function<std::vector<std::string>(const JobRecord& job)> earlier_runs_in;
   // Which of the cluster's watched resources gantry's view may miss changes
   // of, and since when: shown as status.viewBehind and viewBehindSince, and
   // as gantry_cluster_view_behind_seconds. Optional.

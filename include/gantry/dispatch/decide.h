@@ -309,6 +309,11 @@ struct Plan {
 
 Plan Decide(const DecideInput& in);
 
+// The clusters of in.clusters where an earlier run of the job may still be
+// (seen there, or its delete not confirmed): no Workload copy of the job
+// goes there meanwhile, as Decide's passes see it (for gantry explain).
+std::vector<std::string> EarlierRunsHoldingCopies(const DecideInput& in);
+
 // The backstop for a pass (DecideOptions::backstop_ms): resync_ms, or
 // longer when the `waiting` jobs on it, each looked at once per period,
 // would take more than `passes_per_s` passes a second between them; never

@@ -120,6 +120,11 @@ class Engine final : public JobIntake {
   // from listing it (the passes then leave the cluster out of the job's
   // dispatches), else "": for gantry explain, from the same facts.
   std::string KindRefused(const std::string& cluster, const JobKind& kind);
+  // The clusters where an earlier run of the job may still be (seen, or its
+  // delete not confirmed): the passes send no copy there meanwhile
+  // (EarlierRunsHoldingCopies); for gantry explain, from what a pass reads
+  // but the creates this engine awaits the sight of.
+  std::vector<std::string> EarlierRunsHolding(const JobRecord& job);
   // ClusterObserver::ViewBehind, for the API's view of the cluster and its gauge.
   ClusterObserver::BehindView ViewBehind(const std::string& cluster) const { return observer_->ViewBehind(cluster); }
   // The requests the engine allows in flight to the cluster now (its pool's
@@ -202,6 +207,10 @@ class Engine final : public JobIntake {
   // or not the job's to delete. Records the row's ask (UnseenAsks) unless
   // the cluster gave no answer, or a 429 or 5xx.
   bool DeleteUnseen(const JobRecord& job, const Action& action, kube::KubeClient& client);
+  // What its lookups by name found of the job's withdrawn rows
+  // (DecideInput::read_gone).
+  std::map<std::pair<std::string, std::string>, int64_t> ReadGone(const std::string& uid,
+                                                                  const std::vector<RemoteIntent>& intents);
   // Runs a plan's actions in waves of at most one per cluster (see
   // engine_actions.cc). all_ok is false when any failed or was held back;
   // refusal is set when an object gantry did not make holds the real job's

@@ -32,6 +32,16 @@ Status RunCached(SqliteConnection& conn, const char* sql) {
   return stmt.ok() ? stmt->Run() : stmt.status();
 }
 
+// The default probe (GroupCommitOptions::probe_op): a row of schema_version
+// added and removed, so that its commit appends to the WAL as a write does
+// (the row is never seen: it goes in the same transaction).
+Status ProbeWrite(SqliteConnection& conn) {
+  Status added = RunCached(conn,
+                           "INSERT OR REPLACE INTO schema_version (version, name, applied_at_ms) "
+                           "VALUES (-1, 'commit probe', 0)");
+  return added.ok() ? RunCached(conn, "DELETE FROM schema_version WHERE version = -1") : added;
+}
+
 }  // namespace
 
 GroupCommitter::GroupCommitter(std::unique_ptr<SqliteConnection> conn, GroupCommitOptions options)
@@ -74,17 +84,30 @@ void GroupCommitter::Shutdown() {
 
 void GroupCommitter::Run() {
   std::deque<Pending> batch;
+  bool failing = false;  // the last commit failed
+  const auto pending = [this] { return stopping_ || !queue_.empty(); };
   while (true) {
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (failing && options_.retry_after_failure.count() > 0) {
+        if (!cv_.wait_for(lock, options_.retry_after_failure, pending)) {
+          lock.unlock();
+          batch.push_back(Pending{options_.probe_op ? Op(options_.probe_op) : Op(ProbeWrite), [](Status) {}});
+          failing = !CommitBatch(batch, /*probe=*/true);
+          batch.clear();
+          if (!failing) spdlog::info("store: a commit succeeds again");
+          continue;
+        }
+      } else {
+        cv_.wait(lock, pending);
+      }
       if (queue_.empty()) return;  // stopping and drained
       size_t take = std::min(queue_.size(), static_cast<size_t>(options_.max_batch));
       auto end = queue_.begin() + static_cast<std::ptrdiff_t>(take);
       batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(end));
       queue_.erase(queue_.begin(), end);
     }
-    CommitBatch(batch);
+    failing = !CommitBatch(batch);
     batch.clear();
   }
 }
@@ -121,7 +144,7 @@ Status GroupCommitter::RunOp(const Op& op, bool* aborted) {
   return status.ok() ? st : status;
 }
 
-void GroupCommitter::CommitBatch(std::deque<Pending>& batch) {
+bool GroupCommitter::CommitBatch(std::deque<Pending>& batch, bool probe) {
   auto start = std::chrono::steady_clock::now();
   std::vector<Status> results(batch.size());
   Status batch_error = RunCached(*conn_, "BEGIN IMMEDIATE");
@@ -141,6 +164,10 @@ void GroupCommitter::CommitBatch(std::deque<Pending>& batch) {
       Status st = RunCached(*conn_, "ROLLBACK");
       if (!st.ok()) spdlog::error("store: rollback after failed batch: {}", st.ToString());
     }
+    if (probe) {
+      spdlog::debug("store: a probe commit failed: {}", batch_error.ToString());
+      return false;
+    }
     spdlog::warn("store: batch of {} writes failed: {}", batch.size(), batch_error.ToString());
     if (options_.on_failure) {
       try {
@@ -150,7 +177,7 @@ void GroupCommitter::CommitBatch(std::deque<Pending>& batch) {
       }
     }
     for (auto& p : batch) Complete(p.done, batch_error);
-    return;
+    return false;
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   commits_.fetch_add(1);
@@ -163,6 +190,7 @@ void GroupCommitter::CommitBatch(std::deque<Pending>& batch) {
     }
   }
   for (size_t i = 0; i < batch.size(); ++i) Complete(batch[i].done, std::move(results[i]));
+  return true;
 }
 
 }  // namespace gantry

@@ -222,6 +222,72 @@ TEST_CASE("a failed COMMIT fails every op of the batch, and says so", "[store][g
   CHECK(out.statuses[4].ok());
 }
 
+TEST_CASE("after a failed commit, an idle writer tries a probe commit until one succeeds, reporting only that",
+          "[store][group_commit]") {
+  TempDir dir;
+  std::mutex mu;
+  int failures = 0, commits = 0, probes = 0;
+  std::atomic<bool> broken{true};  // commits fail while set (a full disk, say)
+  GroupCommitOptions options;
+  options.retry_after_failure = std::chrono::milliseconds(20);
+  options.on_failure = [&](const Status&, int) {
+    std::lock_guard lock(mu);
+    ++failures;
+  };
+  options.on_commit = [&](double, int, bool) {
+    std::lock_guard lock(mu);
+    ++commits;
+  };
+  // A dangling child of a deferred foreign key fails the COMMIT.
+  const auto dangling = [&broken](SqliteConnection& conn) {
+    return broken ? conn.Exec("INSERT INTO child (p) VALUES ('dangling')") : Status::Ok();
+  };
+  options.probe_op = [&](SqliteConnection& conn) {
+    {
+      std::lock_guard lock(mu);
+      ++probes;
+    }
+    return dangling(conn);
+  };
+  auto committer = MakeCommitter(dir, std::move(options));
+  Outcomes out;
+  committer->Enqueue(GroupCommitter::Op([](SqliteConnection& conn) {
+                       return conn.Exec("CREATE TABLE child (p TEXT REFERENCES t (k) DEFERRABLE INITIALLY DEFERRED)");
+                     }),
+                     out.At(0));
+  REQUIRE(WaitFor([&] { return out.AllDone(); }, kDeadline));  // its own commit
+  committer->Enqueue(GroupCommitter::Op(dangling), out.At(1));
+  REQUIRE(WaitFor([&] { return out.AllDone(); }, kDeadline));
+  CHECK(out.statuses[1].code() == Code::kConflict);
+  // Probes run and fail, unreported: the one failure told is the write's.
+  REQUIRE(WaitFor([&] {
+    std::lock_guard lock(mu);
+    return probes >= 3;
+  }, kDeadline));
+  {
+    std::lock_guard lock(mu);
+    CHECK(failures == 1);
+    CHECK(commits == 1);  // the CREATE TABLE's
+  }
+  broken = false;  // room again: the next probe commits, and says so
+  REQUIRE(WaitFor([&] {
+    std::lock_guard lock(mu);
+    return commits == 2;
+  }, kDeadline));
+  // Then it waits for writes, trying nothing more.
+  int probes_then = 0;
+  {
+    std::lock_guard lock(mu);
+    probes_then = probes;
+  }
+  committer->Enqueue(InsertKey("after"), out.At(2));
+  REQUIRE(WaitFor([&] { return out.AllDone(); }, kDeadline));
+  CHECK(out.statuses[2].ok());
+  std::lock_guard lock(mu);
+  CHECK(probes == probes_then);
+  CHECK(failures == 1);
+}
+
 TEST_CASE("shutdown drains queued ops and rejects later ones", "[store][group_commit]") {
   TempDir dir;
   auto committer = MakeCommitter(dir, {});

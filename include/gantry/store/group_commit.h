@@ -41,6 +41,7 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -67,6 +68,16 @@ struct GroupCommitOptions {
   // COMMIT failed, or an op's error ended the transaction: a full disk, an
   // I/O error), with that error and the number of ops it failed. Optional.
   std::function<void(const Status& error, int writes)> on_failure;
+  // While the last commit failed, a commit of probe_op alone is tried this
+  // often when no write comes: its success (on_commit, with 1 write) tells
+  // that commits work again (a full disk given room) without waiting for
+  // the next real write, which a daemon judged not ready may never get.
+  // Its failures are not reported (on_failure): the first one was. Zero:
+  // never tried.
+  std::chrono::milliseconds retry_after_failure{5'000};
+  // The probe: by default it adds and removes a row of schema_version, so
+  // its commit appends to the WAL as any write does. Optional.
+  std::function<Status(SqliteConnection& conn)> probe_op;
 };
 
 class GroupCommitter {
@@ -105,7 +116,9 @@ class GroupCommitter {
   };
 
   void Run();
-  void CommitBatch(std::deque<Pending>& batch);
+  // Commits the batch; returns whether it committed. A probe's failure is
+  // not reported (GroupCommitOptions::retry_after_failure).
+  bool CommitBatch(std::deque<Pending>& batch, bool probe = false);
   // Runs one op inside its savepoint. Returns the op's status; sets *aborted
   // when SQLite rolled back the whole transaction.
   Status RunOp(const Op& op, bool* aborted);

@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <fstream>
 
 #include "gantry/store/sqlite_store.h"
+#include "store_test_util.h"
 #include "test_support.h"
 
 namespace gantry {
@@ -49,11 +51,52 @@ TEST_CASE("a database in use by a store is refused to a second, naming the holde
 TEST_CASE("a database found open to others is made private again", "[store]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");
-  { std::ofstream(path).flush(); }  // an empty file is an empty database
+  REQUIRE(OpenSqliteStore(At(path)).ok());  // made, then closed
   REQUIRE(::chmod(path.c_str(), 0644) == 0);
   auto store = OpenSqliteStore(At(path));
   REQUIRE(store.ok());
   CHECK(ModeOf(path) == 0600);
+}
+
+TEST_CASE("a database file that exists and is empty is refused, not taken for a new database", "[store]") {
+  // A truncated file, or a restore that wrote nothing: started on, gantry
+  // would forget every job it held.
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  { std::ofstream(path).flush(); }
+  auto store = OpenSqliteStore(At(path));
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().code() == Code::kCorruption);
+  CHECK_THAT(store.status().message(), Catch::Contains("exists and is empty") && Catch::Contains("remove it"));
+  // Removed, it starts anew.
+  REQUIRE(std::remove(path.c_str()) == 0);
+  CHECK(OpenSqliteStore(At(path)).ok());
+}
+
+TEST_CASE("a damaged database file is refused at the start, not found out at the first write", "[store]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  {
+    auto store = OpenSqliteStore(At(path));
+    REQUIRE(store.ok());
+    // Enough rows for a few pages of the jobs table and its indexes.
+    for (int i = 0; i < 300; ++i) {
+      REQUIRE(testing::SubmitSync(**store, testing::MakeJob("team-a", "j" + std::to_string(i))).ok());
+    }
+  }
+  // Garbage over the pages past the first two (the header and the schema
+  // stay readable, as in the damage seen in a trial).
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    REQUIRE(f.good());
+    f.seekp(8192);
+    const std::string junk(8192, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto store = OpenSqliteStore(At(path));
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().code() == Code::kCorruption);
+  CHECK_THAT(store.status().message(), Catch::Contains("is damaged") && Catch::Contains("backup"));
 }
 
 }  // namespace gantry

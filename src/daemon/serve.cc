@@ -194,9 +194,14 @@ int RunServe(const ServeFlags& flags) {
     metrics.ObserveCommit(seconds, writes, synced);
   };
   store_options.on_commit_failed = [&metrics](const Status& error, int writes) {
-    spdlog::error("store: a commit of {} write(s) failed, each refused: {}; /readyz answers 503 until one succeeds",
+    spdlog::error("store: a commit of {} write(s) failed, each refused: {}; /readyz answers 503 until one succeeds "
+                  "(tried every 5 s while no write comes)",
                   writes, error.ToString());
-    metrics.ObserveCommitFailure(error.ToString());
+    // /readyz shows it, to anyone: a full disk's message has no path; any
+    // other error (the file's path, the SQL) is in the log only.
+    metrics.ObserveCommitFailure(error.code() == Code::kUnavailable
+                                     ? error.ToString()
+                                     : fmt::format("{} (see the gantry log)", CodeName(error.code())));
   };
   auto store = OpenSqliteStore(store_options);
   if (!store.ok()) {
@@ -332,12 +337,25 @@ int RunServe(const ServeFlags& flags) {
   service.SetReady(true);
   spdlog::info("gantry serving on {}://{} (data {})", server_options.tls ? "https" : "http", bound,
                config.data_dir);
+  // Whoever waits for the ready file waits for ever when it cannot be
+  // written: a clear stop instead.
+  int exit_code = 0;
   if (!flags.ready_file.empty()) {
     std::string tmp = flags.ready_file + ".tmp";
-    std::ofstream(tmp) << bound << "\n";
-    std::filesystem::rename(tmp, flags.ready_file, ec);
+    std::ofstream out(tmp);
+    out << bound << "\n";
+    out.close();
+    if (!out) {
+      spdlog::critical("--ready-file {}: cannot write {}: {}; shutting down", flags.ready_file, tmp,
+                       std::strerror(errno));
+      exit_code = 1;
+    } else if (std::filesystem::rename(tmp, flags.ready_file, ec); ec) {
+      spdlog::critical("--ready-file {}: cannot move {} there: {}; shutting down", flags.ready_file, tmp,
+                       ec.message());
+      exit_code = 1;
+    }
   }
-  sd_notifyf(0, "READY=1\nSTATUS=serving on %s", bound.c_str());
+  if (exit_code == 0) sd_notifyf(0, "READY=1\nSTATUS=serving on %s", bound.c_str());
 
   uint64_t watchdog_usec = 0;
   bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
@@ -347,7 +365,7 @@ int RunServe(const ServeFlags& flags) {
     uint64_t half = watchdog_usec / 2;
     wait = {static_cast<time_t>(half / 1'000'000), static_cast<long>((half % 1'000'000) * 1000)};
   }
-  while (true) {
+  while (exit_code == 0) {
     siginfo_t info;
     int sig = sigtimedwait(&signals, &info, &wait);
     // Pinged only while the API's loop thread answers: a wedged loop (every
@@ -397,7 +415,7 @@ int RunServe(const ServeFlags& flags) {
   fleet.Stop();
   store.value().reset();  // drains the commit queue and closes the database
   spdlog::info("gantry stopped");
-  return 0;
+  return exit_code;
 }
 
 }  // namespace gantry

@@ -148,4 +148,26 @@ TEST_CASE("a clusters directory that cannot be listed stops the start, saying wh
   CHECK(r.err.find("not starting") != std::string::npos);
 }
 
+TEST_CASE("a ready file that cannot be written stops the daemon, rather than leave its supervisor waiting",
+          "[daemon][e2e]") {
+  TempDir dir;
+  WriteFile(dir.File("gantry.yaml"), "listen: 127.0.0.1:0\n");
+  auto r = Run({GantryBin(), "serve", "--config", dir.File("gantry.yaml"), "--data-dir", dir.File("data"),
+                "--ready-file", dir.File("no-such-dir/ready")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("--ready-file " + dir.File("no-such-dir/ready")) != std::string::npos);
+  CHECK(r.err.find("shutting down") != std::string::npos);
+}
+
+TEST_CASE("an empty gantry.db is refused at start, not taken for a new database", "[daemon][e2e]") {
+  TempDir dir;
+  WriteFile(dir.File("gantry.yaml"), "listen: 127.0.0.1:0\n");
+  REQUIRE(::mkdir(dir.File("data").c_str(), 0700) == 0);
+  WriteFile(dir.File("data/gantry.db"), "");
+  auto r = Run({GantryBin(), "serve", "--config", dir.File("gantry.yaml"), "--data-dir", dir.File("data")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("exists and is empty") != std::string::npos);
+  CHECK(r.err.find("applied schema migration") == std::string::npos);
+}
+
 }  // namespace gantry::testing

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <tuple>
 
+#include <fmt/format.h>
+
 #include "gantry/common/clock.h"
 #include "gantry/common/json_path.h"
 #include "gantry/common/json_fast.h"
@@ -17,12 +19,28 @@ nlohmann::json ParseOr(const std::string& text, nlohmann::json fallback) {
   return j.is_discarded() ? fallback : j;
 }
 
+// status.ownerUnreachable of the job (OwnersOut), or nullopt.
+std::optional<std::pair<int64_t, std::string>> OwnerOut(const JobRecord& job, const OwnersOut* out) {
+  if (!out || job.cluster.empty()) return std::nullopt;
+  if (job.phase != JobPhase::kAdmitted && job.phase != JobPhase::kRunning && job.phase != JobPhase::kCancelling) {
+    return std::nullopt;
+  }
+  auto it = out->find(job.cluster);
+  if (it == out->end()) return std::nullopt;
+  if (job.conditions_json.find("\"OwnerUnreachable\"") != std::string::npos) return std::nullopt;
+  return std::make_pair(
+      it->second, fmt::format("owner cluster {} has not answered gantry since {}: the job is left as it is there, "
+                              "and what is shown of it may be stale; if the cluster stays out for "
+                              "clusterLostTimeout, the job's onClusterLoss applies (see gantry clusters {})",
+                              job.cluster, FormatRfc3339(it->second), job.cluster));
+}
+
 }  // namespace
 
 namespace {
 
 // Everything but the spec, which JobToJson adds.
-nlohmann::json JobWithoutSpec(const JobRecord& job) {
+nlohmann::json JobWithoutSpec(const JobRecord& job, const OwnersOut* out) {
   nlohmann::json metadata = {{"name", job.name},
                              {"namespace", job.ns},
                              {"uid", job.uid},
@@ -38,14 +56,17 @@ nlohmann::json JobWithoutSpec(const JobRecord& job) {
   if (job.lease_ms > 0) status["leaseTime"] = FormatRfc3339(job.lease_ms);
   if (job.finished_ms > 0) status["completionTime"] = FormatRfc3339(job.finished_ms);
   if (!job.remote_status.empty()) status["remote"] = job.remote_status;
+  if (auto owner = OwnerOut(job, out)) {
+    status["ownerUnreachable"] = {{"since", FormatRfc3339(owner->first)}, {"message", owner->second}};
+  }
   return {{"apiVersion", "gantry.dev/v1"}, {"kind", "Job"}, {"metadata", std::move(metadata)},
           {"status", std::move(status)}};
 }
 
 }  // namespace
 
-nlohmann::json JobToJson(const JobRecord& job) {
-  nlohmann::json j = JobWithoutSpec(job);
+nlohmann::json JobToJson(const JobRecord& job, const OwnersOut* out) {
+  nlohmann::json j = JobWithoutSpec(job, out);
   j["spec"] = ParseOr(job.spec_json, nlohmann::json::object());
   return j;
 }
@@ -70,7 +91,7 @@ std::string_view StoredJson(const std::string& text, char open, char close, std:
 
 // The same value as JobToJson, written directly: metadata and status keys
 // in the order dump() would give them, the stored spec last.
-std::string JobJsonText(const JobRecord& job) {
+std::string JobJsonText(const JobRecord& job, const OwnersOut* owners_out) {
   std::string out;
   out.reserve(job.spec_json.size() + job.labels_json.size() + job.conditions_json.size() + job.message.size() +
               job.remote_status.size() + 400);
@@ -97,6 +118,14 @@ std::string JobJsonText(const JobRecord& job) {
   out.push_back(',');
   if (job.lease_ms > 0) AppendMember(out, "leaseTime", FormatRfc3339(job.lease_ms));
   if (!job.message.empty()) AppendMember(out, "message", job.message);
+  if (auto owner = OwnerOut(job, owners_out)) {
+    out += R"("ownerUnreachable":{)";
+    AppendMember(out, "message", owner->second);
+    AppendJsonString(out, "since");
+    out.push_back(':');
+    AppendJsonString(out, FormatRfc3339(owner->first));
+    out += "},";
+  }
   AppendMember(out, "phase", JobPhaseName(job.phase));
   if (!job.remote_status.empty()) AppendMember(out, "remote", job.remote_status);
   AppendJsonString(out, "updateTime");
@@ -108,14 +137,15 @@ std::string JobJsonText(const JobRecord& job) {
   return out;
 }
 
-std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq) {
+std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq,
+                            const OwnersOut* out) {
   nlohmann::json metadata = nlohmann::json::object();
   if (next_after_seq) metadata["continue"] = EncodeContinue(*next_after_seq);
   std::string text = R"({"apiVersion":"gantry.dev/v1","kind":"JobList","metadata":)" + metadata.dump() +
                      R"(,"items":[)";
   for (std::size_t i = 0; i < jobs.size(); ++i) {
     if (i) text += ",";
-    text += JobJsonText(jobs[i]);
+    text += JobJsonText(jobs[i], out);
   }
   text += "]}";
   return text;

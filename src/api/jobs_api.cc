@@ -41,7 +41,20 @@ std::optional<JobRecord> ApiService::AuthorizedJob(http::Request& req, const Res
 void ApiService::GetJob(http::Request req, Respond respond) {
   auto job = AuthorizedJob(req, respond);
   if (!job) return;
-  respond(http::JsonResponse(200, JobJsonText(*job)));
+  const OwnersOut out = OwnersOutNow();
+  respond(http::JsonResponse(200, JobJsonText(*job, &out)));
+}
+
+OwnersOut ApiService::OwnersOutNow() const {
+  OwnersOut out;
+  if (!fleet_) return out;
+  for (const inventory::ClusterView& view : fleet_->Clusters()) {
+    const inventory::ClusterHealth& h = view.health;
+    if (view.Usable() && h.state == inventory::HealthState::kNotReady) {
+      out[view.config.name] = h.first_lost_ms.value_or(h.since_ms);
+    }
+  }
+  return out;
 }
 
 void ApiService::ListJobs(http::Request req, Respond respond) {
@@ -98,7 +111,8 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
     respond(K8sStatusFrom(page.status()));
     return;
   }
-  respond(http::JsonResponse(200, JobListJsonText(page->jobs, page->next_after_seq)));
+  const OwnersOut out = OwnersOutNow();
+  respond(http::JsonResponse(200, JobListJsonText(page->jobs, page->next_after_seq, &out)));
 }
 
 void ApiService::CancelJob(http::Request req, Respond respond) {

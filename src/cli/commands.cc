@@ -250,6 +250,7 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
   field("Epoch:", Str(j, "/status/epoch", "0"));
   field("Age:", AgeOf(Str(j, "/metadata/creationTimestamp")));
   if (auto m = Str(j, "/status/message"); !m.empty()) field("Message:", m);
+  if (auto o = Str(j, "/status/ownerUnreachable/message"); !o.empty()) field("Owner:", o);
   if (auto r = Str(j, "/status/remote"); !r.empty()) field("Remote:", r);
   if (auto c = Str(j, "/status/completionTime"); !c.empty()) field("Completed:", c);
   out << "Pod sets:\n";
@@ -335,6 +336,7 @@ int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase
   // reach, lost or held (condition OwnerUnreachable), a cancel waiting for a cluster (WaitingForClusters).
   auto phase_of = [](const nlohmann::json& j) {
     std::string phase = Str(j, "/status/phase");
+    if (!Str(j, "/status/ownerUnreachable/since").empty()) phase += ",Unreachable";
     const nlohmann::json* conditions = j.contains("status") && j["status"].is_object() &&
                                                j["status"].contains("conditions") &&
                                                j["status"]["conditions"].is_array()

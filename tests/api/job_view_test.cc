@@ -68,6 +68,34 @@ TEST_CASE("a job's JSON text says what its JSON value says", "[api]") {
   CHECK(nlohmann::json::parse(JobJsonText(finished))["status"]["completionTime"] == "2025-11-24T16:01:50Z");
 }
 
+TEST_CASE("a running job whose owner is out of reach says so in its status, until the engine flags it itself",
+          "[api]") {
+  JobRecord running = Job();
+  running.phase = JobPhase::kRunning;
+  running.cluster = "gpu-eu-1";
+  running.message = "running in gpu-eu-1";
+  const OwnersOut out = {{"gpu-eu-1", 1'764'000'090'000}};
+  nlohmann::json parsed = nlohmann::json::parse(JobJsonText(running, &out));
+  CHECK(parsed == JobToJson(running, &out));
+  REQUIRE(parsed["status"].contains("ownerUnreachable"));
+  CHECK(parsed["status"]["ownerUnreachable"]["since"] == "2025-11-24T16:01:30Z");
+  CHECK_THAT(parsed["status"]["ownerUnreachable"]["message"].get<std::string>(),
+             Catch::Contains("gpu-eu-1 has not answered gantry since 2025-11-24T16:01:30Z") &&
+                 Catch::Contains("clusterLostTimeout"));
+  CHECK(parsed["status"]["message"] == "running in gpu-eu-1");  // the stored message is kept
+  // Not for another cluster's outage, nor a finished job, nor a job the
+  // engine already flagged (condition OwnerUnreachable: its own story).
+  const OwnersOut elsewhere = {{"gpu-us-1", 1}};
+  CHECK_FALSE(nlohmann::json::parse(JobJsonText(running, &elsewhere))["status"].contains("ownerUnreachable"));
+  JobRecord finished = running;
+  finished.phase = JobPhase::kSucceeded;
+  CHECK_FALSE(nlohmann::json::parse(JobJsonText(finished, &out))["status"].contains("ownerUnreachable"));
+  JobRecord flagged = running;
+  flagged.conditions_json = R"([{"type":"OwnerUnreachable","status":"True","reason":"OwnerLost","message":"x"}])";
+  CHECK_FALSE(nlohmann::json::parse(JobJsonText(flagged, &out))["status"].contains("ownerUnreachable"));
+  CHECK_FALSE(nlohmann::json::parse(JobJsonText(running))["status"].contains("ownerUnreachable"));
+}
+
 }  // namespace gantry::api
 
 namespace gantry::api {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gantry/api/api_metrics.h"
+#include "gantry/api/job_view.h"
 #include "gantry/api/token_auth.h"
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/job_intake.h"
@@ -127,6 +128,9 @@ class ApiService {
   // Authorizes the caller for {ns} and reads job {ns}/{name}; answers the
   // error itself and returns nullopt when there is no job to work on.
   std::optional<JobRecord> AuthorizedJob(http::Request& req, const Respond& respond);
+  // The clusters NotReady at their last probe, since the outage began
+  // (job_view.h, OwnersOut): none without a fleet.
+  OwnersOut OwnersOutNow() const;
 
   void Submit(http::Request req, Respond respond);
   // Submit's work once the caller may submit in a format gantry reads.

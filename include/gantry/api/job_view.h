@@ -3,6 +3,7 @@
 // metadata.continue, and event lists.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,12 +15,21 @@
 
 namespace gantry::api {
 
-nlohmann::json JobToJson(const JobRecord& job);
+// The clusters out of reach now (NotReady at their last probe), each since
+// when (ms): a job whose owner is one of them, and that carries no
+// OwnerUnreachable condition yet (the engine raises one only when the
+// outage means something for the job: its timeout, a refusal), gets
+// status.ownerUnreachable {since, message}, not stored: its status may be
+// stale, and the outage is the cause.
+using OwnersOut = std::map<std::string, int64_t>;
+
+nlohmann::json JobToJson(const JobRecord& job, const OwnersOut* out = nullptr);
 // The same as JSON text. The stored spec is already canonical JSON text, so
 // it is spliced in as is rather than parsed and printed again: the API's hot
 // paths (submit, get, list) use these.
-std::string JobJsonText(const JobRecord& job);
-std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq);
+std::string JobJsonText(const JobRecord& job, const OwnersOut* out = nullptr);
+std::string JobListJsonText(const std::vector<JobRecord>& jobs, std::optional<int64_t> next_after_seq,
+                            const OwnersOut* out = nullptr);
 // total: how many events the job has in all, the list being its last ones
 // (metadata.totalItems).
 nlohmann::json EventsToJson(const std::vector<JobEvent>& events, int64_t total);

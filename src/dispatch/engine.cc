@@ -620,9 +620,14 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
                                          "for {})",
                                          taken, where, ladder::DurationText(options_.decide.job_refusal_hold_ms)),
                              clock_.NowMillis());
+        // Whether another cluster can take it is the next pass's to judge
+        // (step 4: with none, the job fails as Refused), not promised here.
         u.events.push_back(ladder::Event(
-            "JobRefused", *u.message + fmt::format("; the next dispatch uses epoch {}", current->epoch + 1), where,
-            "Warning"));
+            "JobRefused",
+            *u.message + fmt::format("; its next dispatch, at epoch {}, goes to another cluster if one can take it, "
+                                     "else the job fails",
+                                     current->epoch + 1),
+            where, "Warning"));
         RemoteIntent row = ladder::IntentFor(*acted.refused);
         row.present = false;
         row.refusal = taken;

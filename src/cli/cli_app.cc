@@ -1,8 +1,13 @@
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <limits>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "commands.h"
 #include "gantry/cli/cli.h"
@@ -108,6 +113,17 @@ int RunCli(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // A first word that names no command: say which, not only that one is
+    // needed ("gantry version", "gantry get").
+    if (argc > 1 && argv[1][0] != '-' && argv[1][0] != '\0') {
+      std::vector<std::string> names;
+      for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) names.push_back(sub->get_name());
+      if (std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+        std::cerr << "error: unknown command \"" << argv[1] << "\"; the commands are "
+                  << fmt::format("{}", fmt::join(names, ", ")) << " (gantry --help)\n";
+        return cli::kExitUsage;
+      }
+    }
     app.exit(e);
     return cli::kExitUsage;
   }

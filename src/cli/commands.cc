@@ -378,6 +378,8 @@ int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const 
     err << r.error << "\n";
     return r.exit_code;
   }
+  // -o json|yaml: the daemon's answer (the job, or the purge's Status), for scripts.
+  if (!wait.wait && PrintStructured(flags, r.body, out)) return kExitOk;
   if (purge) {
     out << "job.gantry.dev/" << name << " purged\n";
     return kExitOk;

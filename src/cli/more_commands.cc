@@ -27,6 +27,7 @@ int Reload(const CommonFlags& flags, std::ostream& out, std::ostream& err) {
   if (!api) return code;
   ApiResult r = api->Call("POST", "/api/v1/clusters:reload");
   if (r.exit_code == kExitOk) {
+    if (PrintStructured(flags, r.body, out)) return kExitOk;  // -o json|yaml: its Status
     // The daemon's word on what changed (clusters added, removed, renamed?).
     const std::string said = r.body.is_object() ? r.body.value("message", "") : "";
     out << (said.empty() ? "inventory reloaded" : said) << "\n";

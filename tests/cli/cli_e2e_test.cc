@@ -60,7 +60,10 @@ TEST_CASE("CLI commands against a real daemon", "[cli][e2e]") {
   auto warned = Cli(daemon.url(), {"submit", "-f", typo});
   CHECK(warned.code == 0);
   CHECK(warned.err == "Warning: spec.template.spec: unknown field \"parallelizm\"\n");
-  CHECK(Cli(daemon.url(), {"cancel", "e2e-typo", "-n", "team-a"}).code == 0);
+  auto cancelled = Cli(daemon.url(), {"cancel", "e2e-typo", "-n", "team-a", "-o", "json"});
+  CHECK(cancelled.code == 0);
+  const auto cancelled_job = nlohmann::json::parse(cancelled.out, nullptr, false);  // the job, for scripts
+  CHECK((cancelled_job.is_object() && cancelled_job["metadata"]["name"] == "e2e-typo"));
 
   auto list = Cli(daemon.url(), {"list", "-A"});
   CHECK(list.code == 0);
@@ -141,7 +144,9 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
   CHECK_THAT(version.out, Catch::StartsWith("gantry "));
   // 2: usage errors, and files that are not YAML at all.
   CHECK(Cli(daemon.url(), {"submit"}).code == 2);
-  CHECK(Cli(daemon.url(), {"frobnicate"}).code == 2);
+  auto unknown = Cli(daemon.url(), {"frobnicate"});
+  CHECK(unknown.code == 2);
+  CHECK(unknown.err.find("unknown command \"frobnicate\"; the commands are serve, submit") != std::string::npos);
   CHECK(Cli(daemon.url(), {"submit", "-f", dir.File("absent.yaml")}).code == 2);
   auto directory = Cli(daemon.url(), {"submit", "-f", dir.path()});
   CHECK(directory.code == 2);

@@ -264,7 +264,22 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
     for (const RemoteIntent& i : *intents) {
       if (!i.present || i.kind != dispatch::kWorkload || i.epoch != job->epoch) continue;
       for (nlohmann::json& c : body["clusters"]) {
-        if (c.value("name", "") == i.cluster) c["copy"] = true;
+        if (c.value("name", "") != i.cluster) continue;
+        c["copy"] = true;
+        // Whether it may preempt lower-priority work there yet: gates open
+        // one cluster at a time (decide_nominating.cc, Gates), so that the
+        // job does not evict work in every cluster at once.
+        if (options_.preemption_gate_ms <= 0 || job->phase != JobPhase::kNominating) continue;
+        if (i.gate_opened_ms > 0) {
+          c["preemptionGate"] = {{"open", true}, {"openedAt", FormatRfc3339(i.gate_opened_ms)}};
+        } else {
+          c["preemptionGate"] = {
+              {"open", false},
+              {"message", fmt::format("its copy may not preempt other workloads there yet: gantry opens one "
+                                      "cluster's gate at a time, preemptionGateSeconds ({} s) apart, the first that "
+                                      "long after the job's nomination, and none while a copy holds quota",
+                                      options_.preemption_gate_ms / 1000)}};
+        }
       }
     }
     for (const RemoteIntent& i : *intents) {

@@ -528,10 +528,18 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
       rows.push_back({c.value("name", ""), "earlier run", c["earlierRun"].value("message", "")});
     } else if (c.value("copy", false)) {
       // The job's dispatch put a copy here: it waits there, whatever the rank of now says.
+      std::string gate;
+      if (c.contains("preemptionGate") && c["preemptionGate"].is_object()) {
+        gate = c["preemptionGate"].value("open", false)
+                   ? "; may preempt there since " + AgeOf(c["preemptionGate"].value("openedAt", "")) + " ago"
+                   : "; may not preempt there yet (its preemption gate is closed)";
+      }
       rows.push_back({c.value("name", ""), "has a copy",
-                      c.value("feasible", false)
-                          ? fmt::format("rank {} score {:.1f} now{}", c.value("rank", 0), c.value("score", 0.0), room(c))
-                          : c.value("filter", "") + " now: " + c.value("message", "")});
+                      (c.value("feasible", false)
+                           ? fmt::format("rank {} score {:.1f} now{}", c.value("rank", 0), c.value("score", 0.0),
+                                         room(c))
+                           : c.value("filter", "") + " now: " + c.value("message", "")) +
+                          gate});
     } else if (c.value("feasible", false)) {
       rows.push_back({c.value("name", ""), c.value("selected", false) ? "candidate" : "feasible",
                       fmt::format("rank {} score {:.1f}{}", c.value("rank", 0), c.value("score", 0.0), room(c))});

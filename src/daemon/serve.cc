@@ -305,6 +305,7 @@ int RunServe(const ServeFlags& flags) {
   };
   api_options.placement_snapshots = [&engine](int64_t now_ms) { return *engine.Snapshots(now_ms); };
   api_options.job_refusal_hold_ms = engine_options.decide.job_refusal_hold_ms;
+  api_options.preemption_gate_ms = engine_options.decide.preemption_gate_ms;
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";

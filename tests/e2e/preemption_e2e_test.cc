@@ -133,3 +133,29 @@ TEST_CASE("a cluster that refuses gantry the gate's patch (RBAC) is asked once, 
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("gantry explain says a job's copies may not preempt yet while their preemption gates are closed",
+          "[e2e][dispatch][preemption]") {
+  DispatchFleet fleet(PreemptingFleet(600));  // no gate opens in this test
+  FillBoth(fleet);
+  REQUIRE(fleet.Submit("team-a", WholeCluster("high", 100, "2s")) == 201);
+  REQUIRE(WaitFor([&] { return fleet.RemoteObjects("team-a", "high").size() == 2; }, seconds(20)));
+  RunResult json_out = Cli(fleet.url(), {"explain", "high", "-n", "team-a", "-o", "json"});
+  INFO(json_out.out << json_out.err);
+  REQUIRE(json_out.code == 0);
+  const json decision = json::parse(json_out.out, nullptr, false);
+  REQUIRE(decision.is_object());
+  int closed = 0;
+  for (const json& c : decision.value("clusters", json::array())) {
+    if (c.value("copy", false) && c.contains("preemptionGate") && !c["preemptionGate"].value("open", true)) ++closed;
+  }
+  CHECK(closed == 2);
+  RunResult table = Cli(fleet.url(), {"explain", "high", "-n", "team-a"});
+  INFO(table.out);
+  CHECK(table.out.find("may not preempt there yet") != std::string::npos);
+  REQUIRE(Cli(fleet.url(), {"cancel", "high", "-n", "team-a"}).code == 0);
+}
+
+}  // namespace gantry::testing

@@ -86,6 +86,9 @@ struct ApiOptions {
   // failed every create of it, out of that job's dispatches (jobRefusalHoldSeconds):
   // the placement route shows it left out, not a candidate, meanwhile.
   int64_t job_refusal_hold_ms = 600'000;
+  // preemptionGateSeconds in ms (0: no gates): gantry explain says whether
+  // the job's copy in a cluster may preempt there yet.
+  int64_t preemption_gate_ms = 0;
   // A job document larger than this is parsed on a thread of its own (the
   // slow lane), not on the server's loop, which serves every connection;
   // at most slow_lane_capacity wait there (more get 429).

@@ -89,8 +89,10 @@ void Engine::RunHealthWatch() {
     std::map<std::string, Readiness> now;
     std::map<std::string, Answering> answering_now;
     std::map<std::string, std::vector<std::string>> behind_out_now;
+    std::set<std::string> unprobed;  // health Unknown: not probed yet (a start), for the log only
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const std::string& name = view.config.name;
+      if (view.health.state == inventory::HealthState::kUnknown) unprobed.insert(name);
       // The stamp first: a change after it is seen in the next look's stamp,
       // whatever this look's other reads show.
       const uint64_t listed_changes = observer_->ListedChanges(name);
@@ -214,7 +216,8 @@ void Engine::RunHealthWatch() {
                      kinds_only     ? (kind_listed ? "lists a watched kind again" : "no longer lists a watched kind")
                      : ready        ? "is reachable"
                      : listing_only ? "changed which kinds it lets gantry list, and is not ready"
-                                    : "is unreachable",
+                     : unprobed.count(cluster) ? "is not probed yet"
+                                               : "is unreachable",
                      woken);
       }
     }

@@ -666,8 +666,22 @@ Plan Ladder::Nominate() const {
     u.upsert_intents.push_back(IntentFor(a));
     plan.actions.push_back(std::move(a));
   }
-  u.events.push_back(Event("Nominated", fmt::format("epoch {}: Workload copies to {}{}", epoch,
-                                                    fmt::join(candidates, ", "), LeftOut(d))));
+  // Placement's picks that this job's own history keeps out now (the
+  // gate above): named beside placement's exclusions.
+  std::vector<std::string> held;
+  for (const std::string& c : d.candidates) {
+    if (std::find(candidates.begin(), candidates.end(), c) != candidates.end()) continue;
+    const RemoteIntent* r = JobRefusalIn(c);
+    const std::string why = KindRefused(c)     ? "keeps gantry from listing its kind"
+                            : !Reachable(c)    ? "not listed by gantry yet"
+                            : EarlierJobIn(c)  ? "its earlier run there is not seen deleted yet"
+                            : r                ? HeldOutWhy(*r)
+                                               : "the value of its WorkloadPriorityClass is not known there";
+    held.push_back(fmt::format("{} ({})", c, why));
+  }
+  const std::string held_back = held.empty() ? "" : fmt::format("; held back: {}", fmt::join(held, ", "));
+  u.events.push_back(Event("Nominated", fmt::format("epoch {}: Workload copies to {}{}{}", epoch,
+                                                    fmt::join(candidates, ", "), held_back, LeftOut(d))));
   plan.write = std::move(u);
   // The copies' watch events wake the job; the first preemption gate is due
   // a period from now whatever they say (the copy's first status may come

@@ -669,6 +669,12 @@ TEST_CASE("step 4: no Workload copy goes to a cluster while an earlier run of th
     Plan p = Decide(w.Input());
     CHECK(Count(p, Verb::kCreate, "Workload", "c2") == 1);
     CHECK(Count(p, Verb::kCreate, "Workload", "c1") == 0);
+    // The Nominated event names it, and why.
+    REQUIRE(p.write);
+    const auto nominated = std::find_if(p.write->events.begin(), p.write->events.end(),
+                                        [](const JobEvent& e) { return e.reason == "Nominated"; });
+    REQUIRE(nominated != p.write->events.end());
+    CHECK_THAT(nominated->message, Catch::Contains("held back: c1 (its earlier run there is not seen deleted yet)"));
     SECTION("Nominating at epoch 2: no copy is added in c1 while the run is there, one once it is gone") {
       w.job.phase = JobPhase::kNominating;
       w.job.epoch = 2;

@@ -61,11 +61,29 @@ std::vector<ClusterFileError> Fleet::Start() {
     }
     restored_outages_.clear();
   }
-  for (int i = 0; i < std::max(1, options_.probe_workers); ++i) workers_.emplace_back([this] {
-    SetThreadName("probe");
-    Run();
-  });
+  GrowWorkers();
   return errors;
+}
+
+void Fleet::GrowWorkers() {
+  std::lock_guard workers_lock(workers_mu_);
+  int target = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    const int least = std::max(1, options_.probe_workers);
+    const int per = std::max(1, options_.clusters_per_probe_worker);
+    const int clusters = static_cast<int>(entries_.size());
+    target = std::clamp((clusters + per - 1) / per, least, std::max(least, options_.max_probe_workers));
+    if (target <= workers_started_) return;
+    workers_started_ = target;
+  }
+  while (static_cast<int>(workers_.size()) < target) {
+    workers_.emplace_back([this] {
+      SetThreadName("probe");
+      Run();
+    });
+  }
 }
 
 void Fleet::Stop() {
@@ -75,6 +93,7 @@ void Fleet::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  std::lock_guard workers_lock(workers_mu_);  // a reload's GrowWorkers has started its threads, or sees stopping_
   for (auto& w : workers_) w.join();
   workers_.clear();
 }
@@ -96,6 +115,7 @@ std::string InventoryChange::Describe() const {
 
 std::vector<ClusterFileError> Fleet::Reload(InventoryChange* change) {
   auto errors = Load(change);
+  GrowWorkers();
   cv_.notify_all();
   return errors;
 }
@@ -447,9 +467,15 @@ void Fleet::ProbeAllNow() {
 bool Fleet::ProbeSoon(const std::string& name) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(name);
-  if (it == entries_.end() || !it->second.creds || it->second.probing) return false;
+  if (it == entries_.end() || !it->second.creds) return false;
   Entry& e = it->second;
   if (e.view.health.state != HealthState::kNotReady) return false;
+  if (e.probing) {
+    // One in flight (waiting out a deadline, maybe, begun before the
+    // cluster answered again): another right after it.
+    e.reprobe = true;
+    return true;
+  }
   const int64_t now = clock_.NowMillis();
   if (e.next_probe_ms <= now) return false;  // due already
   e.next_probe_ms = now;
@@ -466,14 +492,24 @@ void Fleet::Run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     int64_t now = clock_.NowMillis();
+    // The cluster due longest, among those this worker may take: one out
+    // of reach only while another worker is left for the Ready ones.
+    const bool may_take_out = workers_started_ <= 1 || probing_out_ < workers_started_ - 1;
     std::string due;
+    int64_t due_at = 0;
+    bool due_out = false;
     int64_t next = now + options_.probe_interval_ms;
     for (auto& [name, e] : entries_) {
       if (e.probing) continue;
+      const bool out = e.view.health.state == HealthState::kNotReady;
+      if (out && !may_take_out) continue;  // a release wakes this worker (ReleaseLocked)
       if (e.next_probe_ms <= now) {
-        due = name;
-        e.probing = true;
-        break;
+        if (due.empty() || e.next_probe_ms < due_at) {
+          due = name;
+          due_at = e.next_probe_ms;
+          due_out = out;
+        }
+        continue;
       }
       next = std::min(next, e.next_probe_ms);
     }
@@ -482,9 +518,12 @@ void Fleet::Run() {
       cv_.wait_for(lock, std::chrono::milliseconds(std::clamp<int64_t>(next - now, 1, 500)));
       continue;
     }
+    entries_[due].probing = true;
+    if (due_out) ++probing_out_;
     lock.unlock();
     ProbeOne(due);
     lock.lock();
+    if (due_out) --probing_out_;
     ReleaseLocked(due);
   }
 }

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -59,10 +60,20 @@ class FakeProber final : public ClusterProber {
   ClusterFlags up;  // cluster -> answers
   ClusterFlags refuses;  // cluster -> answers 401 (when up)
   ClusterFlags forbids_queues;  // cluster -> 403 on listing ClusterQueues (when up)
+  // cluster -> its probe waits, as a connect to a blackholed address waits
+  // out its deadline, until Release(); then it fails.
+  ClusterFlags blocks;
   Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
     {
       std::lock_guard lock(probes_mu_);
       ++probes_[config.name];
+    }
+    if (blocks.Get(config.name)) {
+      std::unique_lock lock(probes_mu_);
+      ++blocked_;
+      released_cv_.wait(lock, [&] { return released_; });
+      --blocked_;
+      return Status::Unavailable("connect: timed out");
     }
     if (!up.Get(config.name)) return Status::Unavailable("connect: connection refused");
     if (refuses.Get(config.name)) return Status(Code::kUnauthenticated, "/readyz answered 401");
@@ -81,9 +92,23 @@ class FakeProber final : public ClusterProber {
     auto it = probes_.find(cluster);
     return it == probes_.end() ? 0 : it->second;
   }
+  // Probes waiting in `blocks` now.
+  int Blocked() const {
+    std::lock_guard lock(probes_mu_);
+    return blocked_;
+  }
+  // Ends every wait in `blocks`, now and later.
+  void Release() {
+    std::lock_guard lock(probes_mu_);
+    released_ = true;
+    released_cv_.notify_all();
+  }
 
  private:
   mutable std::mutex probes_mu_;
+  std::condition_variable released_cv_;
+  bool released_ = false;
+  int blocked_ = 0;
   std::map<std::string, int> probes_;
 };
 

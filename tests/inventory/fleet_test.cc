@@ -96,11 +96,40 @@ TEST_CASE("a cluster out of reach is probed at once when asked (ProbeSoon), not 
   REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'000'000; }));
   prober.up["c1"] = true;
   clock.Advance(1'000);  // its next probe is 29 s away
-  CHECK(fleet.ProbeSoon("c1"));
+  CHECK(testing::WaitFor([&] { return fleet.ProbeSoon("c1"); }));  // (once the first probe's worker let go)
   REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.state == HealthState::kReady; }));
   CHECK(fleet.Cluster("c1")->health.since_ms == 1'001'000);
   CHECK_FALSE(fleet.ProbeSoon("c1"));  // Ready: nothing to bring forward
   CHECK_FALSE(fleet.ProbeSoon("c9"));  // not in the inventory
+  fleet.Stop();
+}
+
+TEST_CASE("clusters whose probes wait out their deadline take all probe workers but one: the Ready ones are "
+          "still probed",
+          "[inventory][fleet]") {
+  // A zone's clusters cut off at once: each probe waits for its connect's
+  // deadline. The Ready clusters' readings must not go stale meanwhile.
+  FleetDir fleet_dir({"c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08", "c09", "c10"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_workers = 4;
+  options.backoff = {1'000, 1'000, Jitter::kNone};
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  for (const char* c : {"c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08"}) prober.up[c] = false;
+  prober.up["c09"] = true;
+  prober.up["c10"] = true;
+  Fleet fleet(prober, *store, clock, options);
+  CHECK(fleet.Start().empty());
+  REQUIRE(testing::WaitFor([&] {
+    return fleet.Cluster("c08")->health.state == HealthState::kNotReady &&
+           fleet.Cluster("c10")->health.state == HealthState::kReady;
+  }));
+  for (const char* c : {"c01", "c02", "c03", "c04", "c05", "c06", "c07", "c08"}) prober.blocks[c] = true;
+  const int c09 = prober.Probes("c09"), c10 = prober.Probes("c10");
+  clock.Advance(10'000);  // every cluster due
+  CHECK(testing::WaitFor([&] { return prober.Probes("c09") > c09 && prober.Probes("c10") > c10; }));
+  CHECK(prober.Blocked() <= 3);
+  prober.Release();
   fleet.Stop();
 }
 

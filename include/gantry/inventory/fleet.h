@@ -86,8 +86,15 @@ struct FleetOptions {
   int64_t refused_timeout_ms = 24 * 3600'000;
   BackoffPolicy backoff;                   // while a cluster does not answer
   // Threads probing in parallel, so a cluster that stalls until its probe's
-  // deadline does not hold up the probes of the others.
+  // deadline does not hold up the probes of the others: at least
+  // probe_workers, one more for each clusters_per_probe_worker clusters
+  // beyond, at most max_probe_workers (grown at a reload, never shrunk).
+  // Clusters out of reach (NotReady: each probe may wait out its deadline,
+  // a zone's worth at once) may take all of them but one, which keeps the
+  // Ready clusters' readings fresh meanwhile.
   int probe_workers = 4;
+  int clusters_per_probe_worker = 8;
+  int max_probe_workers = 64;
 };
 
 struct ClusterView {
@@ -165,9 +172,10 @@ class Fleet {
   void ProbeAllNow();
   // Brings the next probe of a cluster whose last probe failed forward to
   // now: something else (its watches list again) says it may answer, and
-  // its probes may be backed off for up to 30 s. Returns whether a probe
-  // was brought forward (false: Ready, being probed, no credentials, or
-  // not in the inventory).
+  // its probes may be backed off for up to 30 s; one being probed is
+  // probed again once that probe ends. Returns whether a probe was brought
+  // forward (false: not NotReady, no credentials, not in the inventory, or
+  // due already).
   bool ProbeSoon(const std::string& name);
   // Changes each time a cluster's health changes (Ready, NotReady, refused),
   // its quota becomes unreadable or readable again (capacity_error), where
@@ -183,7 +191,7 @@ class Fleet {
     std::optional<ClusterCredentials> creds;
     int64_t next_probe_ms = 0;
     bool probing = false;  // a worker has it in hand
-    bool reprobe = false;  // reloaded while probing: probe again once this probe ends
+    bool reprobe = false;  // reloaded (or ProbeSoon) while probing: probe again once this probe ends
   };
   std::vector<ClusterFileError> Load(InventoryChange* change = nullptr);
   // The entry `name` has, or a new one with the outage restored for it at
@@ -192,6 +200,9 @@ class Fleet {
   // The entry a refused file's cluster is held as (ClusterView::config_error).
   Entry Held(const ClusterPlaceholder& placeholder) const;
   void Run();
+  // Starts probe workers up to what the inventory's size asks for
+  // (FleetOptions::probe_workers).
+  void GrowWorkers();
   void ProbeOne(const std::string& name);
   // Deletes a cluster's persisted outage (it left the inventory, or is
   // reached again). Only queues the write. REQUIRES: mu_ held, so that the
@@ -212,6 +223,9 @@ class Fleet {
   Status dir_status_;  // guarded by mu_; see DirStatus()
   std::mt19937 rng_{std::random_device{}()};
   bool stopping_ = false;
+  int workers_started_ = 0;  // guarded by mu_
+  int probing_out_ = 0;      // workers probing a NotReady cluster; guarded by mu_
+  std::mutex workers_mu_;    // guards workers_; taken before mu_
   std::vector<std::thread> workers_;
   std::atomic<uint64_t> generation_{0};  // see Generation(); bumped under mu_
 };

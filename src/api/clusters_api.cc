@@ -270,7 +270,14 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
         // one cluster at a time (decide_nominating.cc, Gates), so that the
         // job does not evict work in every cluster at once.
         if (options_.preemption_gate_ms <= 0 || job->phase != JobPhase::kNominating) continue;
-        if (i.gate_opened_ms > 0) {
+        // Copies carry a gate only in clusters that serve Kueue's v1beta2
+        // (remote_objects.cc); elsewhere nothing holds them back.
+        const auto view = fleet_ ? fleet_->Cluster(i.cluster) : std::nullopt;
+        if (!view || view->config.kueue_api_version != inventory::KueueApiVersion::kV1beta2) continue;
+        if (!i.gate_refusal.empty()) {
+          c["preemptionGate"] = {{"open", false},
+                                 {"message", "the cluster refused gantry the gate's patch: " + i.gate_refusal}};
+        } else if (i.gate_opened_ms > 0) {
           c["preemptionGate"] = {{"open", true}, {"openedAt", FormatRfc3339(i.gate_opened_ms)}};
         } else {
           c["preemptionGate"] = {

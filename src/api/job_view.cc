@@ -28,11 +28,18 @@ std::optional<std::pair<int64_t, std::string>> OwnerOut(const JobRecord& job, co
   auto it = out->find(job.cluster);
   if (it == out->end()) return std::nullopt;
   if (job.conditions_json.find("\"OwnerUnreachable\"") != std::string::npos) return std::nullopt;
+  const std::string since = FormatRfc3339(it->second.since_ms);
   return std::make_pair(
-      it->second, fmt::format("owner cluster {} has not answered gantry since {}: the job is left as it is there, "
-                              "and what is shown of it may be stale; if the cluster stays out for "
-                              "clusterLostTimeout, the job's onClusterLoss applies (see gantry clusters {})",
-                              job.cluster, FormatRfc3339(it->second), job.cluster));
+      it->second.since_ms,
+      it->second.credentials_refused
+          ? fmt::format("owner cluster {} has refused gantry's credentials since {}: the job is left as it is there, "
+                        "and what is shown of it may be stale; if that lasts credentialsRefusedTimeout, the job's "
+                        "onClusterLoss applies (see gantry clusters {})",
+                        job.cluster, since, job.cluster)
+          : fmt::format("owner cluster {} has not answered gantry since {}: the job is left as it is there, and what "
+                        "is shown of it may be stale; if the cluster stays out for clusterLostTimeout, the job's "
+                        "onClusterLoss applies (see gantry clusters {})",
+                        job.cluster, since, job.cluster));
 }
 
 }  // namespace

@@ -45,17 +45,7 @@ void ApiService::GetJob(http::Request req, Respond respond) {
   respond(http::JsonResponse(200, JobJsonText(*job, &out)));
 }
 
-OwnersOut ApiService::OwnersOutNow() const {
-  OwnersOut out;
-  if (!fleet_) return out;
-  for (const inventory::ClusterView& view : fleet_->Clusters()) {
-    const inventory::ClusterHealth& h = view.health;
-    if (view.Usable() && h.state == inventory::HealthState::kNotReady) {
-      out[view.config.name] = h.first_lost_ms.value_or(h.since_ms);
-    }
-  }
-  return out;
-}
+OwnersOut ApiService::OwnersOutNow() const { return fleet_ ? fleet_->Outages() : OwnersOut{}; }
 
 void ApiService::ListJobs(http::Request req, Respond respond) {
   ListQuery query;

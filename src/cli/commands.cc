@@ -530,9 +530,15 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
       // The job's dispatch put a copy here: it waits there, whatever the rank of now says.
       std::string gate;
       if (c.contains("preemptionGate") && c["preemptionGate"].is_object()) {
-        gate = c["preemptionGate"].value("open", false)
-                   ? "; may preempt there since " + AgeOf(c["preemptionGate"].value("openedAt", "")) + " ago"
-                   : "; may not preempt there yet (its preemption gate is closed)";
+        const nlohmann::json& g = c["preemptionGate"];
+        const std::string said = g.value("message", "");
+        if (g.value("open", false)) {
+          gate = "; may preempt there since " + AgeOf(g.value("openedAt", "")) + " ago";
+        } else if (said.starts_with("the cluster refused")) {
+          gate = "; may not preempt there: " + said;
+        } else {
+          gate = "; may not preempt there yet (its preemption gate is closed)";
+        }
       }
       rows.push_back({c.value("name", ""), "has a copy",
                       (c.value("feasible", false)

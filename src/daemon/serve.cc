@@ -27,6 +27,7 @@
 #include "gantry/http/server.h"
 #include "gantry/inventory/fleet.h"
 #include "gantry/kube/kube_prober.h"
+#include "gantry/store/sqlite_connection.h"
 #include "gantry/store/sqlite_store.h"
 
 namespace gantry {
@@ -198,8 +199,9 @@ int RunServe(const ServeFlags& flags) {
                   "(tried every 5 s while no write comes)",
                   writes, error.ToString());
     // /readyz shows it, to anyone: a full disk's message has no path; any
-    // other error (the file's path, the SQL) is in the log only.
-    metrics.ObserveCommitFailure(error.code() == Code::kUnavailable
+    // other error (the file's path, the SQL: a busy database's too) is in
+    // the log only.
+    metrics.ObserveCommitFailure(error.message().starts_with(kDatabaseFullPrefix)
                                      ? error.ToString()
                                      : fmt::format("{} (see the gantry log)", CodeName(error.code())));
   };

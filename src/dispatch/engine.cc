@@ -621,11 +621,12 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
                                          taken, where, ladder::DurationText(options_.decide.job_refusal_hold_ms)),
                              clock_.NowMillis());
         // Whether another cluster can take it is the next pass's to judge
-        // (step 4: with none, the job fails as Refused), not promised here.
+        // (step 4: with none now or later, the job fails as Refused; with one
+        // held back or not Ready, it waits), not promised here.
         u.events.push_back(ladder::Event(
             "JobRefused",
             *u.message + fmt::format("; its next dispatch, at epoch {}, goes to another cluster if one can take it, "
-                                     "else the job fails",
+                                     "else the job waits or fails (its message says which)",
                                      current->epoch + 1),
             where, "Warning"));
         RemoteIntent row = ladder::IntentFor(*acted.refused);

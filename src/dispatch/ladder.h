@@ -125,11 +125,13 @@ class Ladder {
   explicit Ladder(const DecideInput& in) : in_(in), job_(*in.job), opt_(in.options) {}
 
   Plan Run();
-  // See EarlierRunsHoldingCopies (decide.h).
+  // See EarlierRunsHoldingCopies (decide.h). Only where the job's objects
+  // can be seen (Reachable): another is out for that first, as Nominate
+  // tells it.
   std::vector<std::string> EarlierRunsHoldingCopies() const {
     std::vector<std::string> out;
     for (const auto& [cluster, facts] : *in_.clusters) {
-      if (EarlierJobIn(cluster)) out.push_back(cluster);
+      if (Reachable(cluster) && EarlierJobIn(cluster)) out.push_back(cluster);
     }
     return out;
   }

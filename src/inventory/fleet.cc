@@ -528,6 +528,17 @@ void Fleet::Run() {
   }
 }
 
+std::map<std::string, Fleet::Outage> Fleet::Outages() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, Outage> out;
+  for (const auto& [name, e] : entries_) {
+    const ClusterHealth& h = e.view.health;
+    if (!e.view.Usable() || h.state != HealthState::kNotReady) continue;
+    out[name] = {h.first_lost_ms.value_or(h.since_ms), h.credentials_refused};
+  }
+  return out;
+}
+
 std::vector<ClusterView> Fleet::Clusters() const {
   std::lock_guard lock(mu_);
   std::vector<ClusterView> out;

@@ -70,9 +70,8 @@ Status SqliteStatus(sqlite3* db, int rc, std::string_view context) {
     case SQLITE_FULL:
       // Passes once space is freed: unavailable, as a client is told (503),
       // and without the file's path, which a tenant's answer would show.
-      return Status::Unavailable(fmt::format("gantry's database cannot grow: {}; writes are refused until the disk "
-                                             "has room again",
-                                             detail));
+      return Status::Unavailable(fmt::format("{}: {}; writes are refused until the disk has room again",
+                                             kDatabaseFullPrefix, detail));
     case SQLITE_CONSTRAINT:
       return Status::Conflict(std::move(message));
     default:

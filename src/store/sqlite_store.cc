@@ -39,8 +39,9 @@ namespace {
 Status RefuseEmptyFile(const std::string& path) {
   struct stat db {};
   if (::stat(path.c_str(), &db) != 0 || db.st_size != 0) return Status::Ok();
+  // A WAL of its 32-byte header alone holds no page either.
   struct stat wal {};
-  if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 0) return Status::Ok();
+  if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 32) return Status::Ok();
   return Status::Corruption(fmt::format(
       "database {} exists and is empty, so it holds no jobs; if this gantry had jobs, restore the file from a "
       "backup; to start with no jobs, remove it",
@@ -53,6 +54,10 @@ Status RefuseEmptyFile(const std::string& path) {
 // in the page cache on the test machine.
 Status CheckIntegrity(SqliteConnection& conn) {
   const auto start = std::chrono::steady_clock::now();
+  struct stat db {};
+  if (::stat(conn.path().c_str(), &db) == 0 && db.st_size > (int64_t{1} << 30)) {
+    spdlog::info("store: checking {} ({} MiB) before serving", conn.path(), db.st_size >> 20);
+  }
   Result<Statement> check = conn.Prepare("PRAGMA quick_check(5)");
   if (!check.ok()) return check.status();
   std::vector<std::string> problems;

@@ -74,7 +74,7 @@ TEST_CASE("a running job whose owner is out of reach says so in its status, unti
   running.phase = JobPhase::kRunning;
   running.cluster = "gpu-eu-1";
   running.message = "running in gpu-eu-1";
-  const OwnersOut out = {{"gpu-eu-1", 1'764'000'090'000}};
+  const OwnersOut out = {{"gpu-eu-1", {1'764'000'090'000, false}}};
   nlohmann::json parsed = nlohmann::json::parse(JobJsonText(running, &out));
   CHECK(parsed == JobToJson(running, &out));
   REQUIRE(parsed["status"].contains("ownerUnreachable"));
@@ -85,7 +85,7 @@ TEST_CASE("a running job whose owner is out of reach says so in its status, unti
   CHECK(parsed["status"]["message"] == "running in gpu-eu-1");  // the stored message is kept
   // Not for another cluster's outage, nor a finished job, nor a job the
   // engine already flagged (condition OwnerUnreachable: its own story).
-  const OwnersOut elsewhere = {{"gpu-us-1", 1}};
+  const OwnersOut elsewhere = {{"gpu-us-1", {1, false}}};
   CHECK_FALSE(nlohmann::json::parse(JobJsonText(running, &elsewhere))["status"].contains("ownerUnreachable"));
   JobRecord finished = running;
   finished.phase = JobPhase::kSucceeded;

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/dispatch/job_intake.h"
+#include "gantry/inventory/fleet.h"
 #include "gantry/store/job_store.h"
 
 namespace gantry::api {
@@ -21,7 +22,7 @@ namespace gantry::api {
 // outage means something for the job: its timeout, a refusal), gets
 // status.ownerUnreachable {since, message}, not stored: its status may be
 // stale, and the outage is the cause.
-using OwnersOut = std::map<std::string, int64_t>;
+using OwnersOut = std::map<std::string, inventory::Fleet::Outage>;
 
 nlohmann::json JobToJson(const JobRecord& job, const OwnersOut* out = nullptr);
 // The same as JSON text. The stored spec is already canonical JSON text, so

@@ -161,6 +161,14 @@ class Fleet {
   Status DirStatus() const;
 
   std::vector<ClusterView> Clusters() const;  // by name
+  // The clusters NotReady at their last probe (and usable: credentials and
+  // file load), each with its outage's start and whether it refuses
+  // gantry's credentials: cheaper than Clusters() for a reader of that alone.
+  struct Outage {
+    int64_t since_ms = 0;
+    bool credentials_refused = false;
+  };
+  std::map<std::string, Outage> Outages() const;
   std::optional<ClusterView> Cluster(const std::string& name) const;
   // The cluster's credentials; nullopt when unknown or its kubeconfig failed.
   // Tokens are shared (TokenSource), so rotation reaches every copy.

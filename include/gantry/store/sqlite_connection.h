@@ -28,6 +28,10 @@
 
 namespace gantry {
 
+// How the error of a write the full disk refused begins (SQLITE_FULL): it
+// names no file, and may be shown to anyone (/readyz).
+inline constexpr std::string_view kDatabaseFullPrefix = "gantry's database cannot grow";
+
 struct SqliteConnectionOptions {
   // Create the database file (mode 0600) when it is missing.
   bool create = true;

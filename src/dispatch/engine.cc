@@ -233,6 +233,10 @@ std::string Engine::InventoryChanged(const std::vector<std::string>& removed) {
   // confirms nothing of what was missing at the start.
   const bool confirms = !inventory_confirmed_.load() && fleet_.DirStatus().ok();
   const std::string confirmed = confirms ? OwnersRemovedNote(removed) : "";
+  {
+    std::lock_guard lock(left_mu_);
+    left_inventory_.insert(removed.begin(), removed.end());
+  }
   SetObservedClusters();
   if (int dropped = pools_->Retain(); dropped > 0) {
     spdlog::info("dispatch: inventory reloaded: {} cluster(s) changed connection or left; their pooled connections "

@@ -82,6 +82,21 @@ void Engine::RunHealthWatch() {
     if (!first) gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.health_poll_ms));
     if (stopping_) return;
     lock.unlock();
+    // Removed by a reload since the last look, and maybe added back since:
+    // new again (a removal and a re-add between two looks would otherwise
+    // leave it Ready once already, and the jobs whose runs it kept while
+    // it was out would never be woken to delete them).
+    std::set<std::string> left;
+    {
+      std::lock_guard left_lock(left_mu_);
+      left.swap(left_inventory_);
+    }
+    for (const std::string& name : left) {
+      ready_once.erase(name);
+      last.erase(name);
+      answering.erase(name);
+      behind_out.erase(name);
+    }
     SetPassAllowance();
     // While a cluster refuses a watch, keeps the fleet view, and with it the
     // refusal's clock and its row in the store, current when no pass runs.

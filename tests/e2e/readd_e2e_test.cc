@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <string>
 
 #include "dispatch_fixture.h"
@@ -73,7 +74,14 @@ TEST_CASE("a cluster removed and added back by reloads: the runs its jobs left t
   REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
   // (Seen back at its next probe, up to the backoff's 10 s after the heal,
   // then listed: a loaded machine took longer than 30 s once.)
-  CHECK(WaitFor([&] { return RunsEnded(fleet, failed_uid) && RunsEnded(fleet, cancelled_uid); }, seconds(60)));
+  const bool ended = WaitFor([&] { return RunsEnded(fleet, failed_uid) && RunsEnded(fleet, cancelled_uid); }, seconds(60));
+  if (!ended) {  // what the daemon said of c2, for the failure's log
+    std::istringstream log(fleet.daemon().process().Stderr());
+    std::string said;
+    for (std::string line; std::getline(log, line);) said += line + "\n";
+    INFO(said << fleet.Cluster("c2").dump());
+    CHECK(ended);
+  }
   for (const std::string& uid : {failed_uid, cancelled_uid}) {
     INFO(uid);
     CHECK(fleet.Runs(uid).size() == 1);

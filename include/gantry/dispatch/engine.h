@@ -441,6 +441,11 @@ class Engine final : public JobIntake {
   std::atomic<bool> stopping_ = false;
   bool stopped_ = false;  // Stop ran; guarded by gc_mu_
   std::mutex inventory_mu_;  // one InventoryChanged at a time
+  // Clusters a reload removed since the health watch's last look: one added
+  // back before that look is new to it all the same (its first Ready wakes
+  // the jobs its view shows objects of). Guarded by left_mu_.
+  std::mutex left_mu_;
+  std::set<std::string> left_inventory_;
   std::thread gc_thread_;
   std::thread health_thread_;
   // Last: gone first, its tasks done, before what they use.

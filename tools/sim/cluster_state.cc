@@ -108,16 +108,35 @@ Result<json> ClusterState::Get(const ResourceInfo& res, const std::string& ns, c
 Result<json> ClusterState::List(const ResourceInfo& res, const std::string& api_version, const std::string& ns,
                                 const LabelSelector& selector, std::size_t limit, const std::string& continue_token) {
   std::lock_guard lock(mu_);
-  auto page = store_.List(res.plural, ns, selector, limit, continue_token);
+  // Every page of a list says the first page's resourceVersion, as an API
+  // server's do (it serves them from one snapshot), and the token carries
+  // it ("RV|key"). The pages here are read live, not from a snapshot, so a
+  // change after the first page is not in it; a client that watches from
+  // the version the list gave is sent that change again from the history,
+  // and ends as the cluster is. With the current version on each page
+  // instead, a change to an object already read fell between the list and
+  // the watch, and was never seen (a job shown Running for ever).
+  std::string key = continue_token;
+  int64_t snapshot_rv = store_.resource_version();
+  if (!continue_token.empty()) {
+    const auto bar = continue_token.find('|');
+    if (bar == std::string::npos || bar == 0 ||
+        continue_token.find_first_not_of("0123456789") != bar) {
+      return Status::Invalid("invalid continue token");
+    }
+    snapshot_rv = std::stoll(continue_token.substr(0, bar));
+    key = continue_token.substr(bar + 1);
+  }
+  auto page = store_.List(res.plural, ns, selector, limit, key);
   if (!page.ok()) return page.status();
   json items = json::array();
   for (json& item : page->items) {
     item["apiVersion"] = api_version;
     items.push_back(std::move(item));
   }
-  json md = {{"resourceVersion", std::to_string(store_.resource_version())}};
+  json md = {{"resourceVersion", std::to_string(snapshot_rv)}};
   if (!page->continue_token.empty()) {
-    md["continue"] = page->continue_token;
+    md["continue"] = std::to_string(snapshot_rv) + "|" + page->continue_token;
     md["remainingItemCount"] = page->remaining;
   }
   return json{{"kind", res.kind + "List"}, {"apiVersion", api_version}, {"metadata", md}, {"items", items}};

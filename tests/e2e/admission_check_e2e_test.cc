@@ -117,8 +117,16 @@ void ReadyThenSucceededOnce(DispatchFleet& fleet, const std::string& name, const
 std::string SubmitHeldInBoth(DispatchFleet& fleet, const std::string& name) {
   REQUIRE(fleet.Submit("team-a", SimJobYaml(name, "team-a", 1, 0, "500ms")) == 201);
   const std::string remote = RemoteName(name, fleet.Uid("team-a", name));
-  REQUIRE(PollFor([&] { return Reserved(fleet, "c1", remote, 1) && Reserved(fleet, "c2", remote, 1); },
-                  seconds(20)));
+  // (A copy added later, to a cluster placement did not find feasible at
+  // the nomination, comes at a resync: up to 30 s on a loaded machine.)
+  const bool held = PollFor([&] { return Reserved(fleet, "c1", remote, 1) && Reserved(fleet, "c2", remote, 1); },
+                            seconds(45));
+  if (!held) {
+    std::string events;
+    for (const json& e : fleet.Events("team-a", name)) events += e.dump() + "\n";
+    INFO(events << RemoteWorkload(fleet, "c1", remote).dump() << "\n" << RemoteWorkload(fleet, "c2", remote).dump());
+    REQUIRE(held);
+  }
   return remote;
 }
 

@@ -108,36 +108,59 @@ Result<json> ClusterState::Get(const ResourceInfo& res, const std::string& ns, c
 Result<json> ClusterState::List(const ResourceInfo& res, const std::string& api_version, const std::string& ns,
                                 const LabelSelector& selector, std::size_t limit, const std::string& continue_token) {
   std::lock_guard lock(mu_);
-  // Every page of a list says the first page's resourceVersion, as an API
-  // server's do (it serves them from one snapshot), and the token carries
-  // it ("RV|key"). The pages here are read live, not from a snapshot, so a
-  // change after the first page is not in it; a client that watches from
-  // the version the list gave is sent that change again from the history,
-  // and ends as the cluster is. With the current version on each page
-  // instead, a change to an object already read fell between the list and
-  // the watch, and was never seen (a job shown Running for ever).
-  std::string key = continue_token;
-  int64_t snapshot_rv = store_.resource_version();
-  if (!continue_token.empty()) {
+  // Every page of a list comes from one snapshot, at one resourceVersion,
+  // as an API server serves it (from etcd at the first page's revision): a
+  // client that watches from that version is sent every later change, in
+  // order. Pages read live instead either missed a change to an object
+  // already read (the current version on each page: a job shown Running
+  // for ever) or showed an object newer than the changes then replayed.
+  ListSnapshot taken;
+  const ListSnapshot* snapshot = nullptr;
+  std::size_t offset = 0;
+  uint64_t id = 0;
+  if (continue_token.empty()) {
+    auto all = store_.List(res.plural, ns, selector, 0, "");
+    if (!all.ok()) return all.status();
+    taken.resource_version = store_.resource_version();
+    taken.items = std::move(all->items);
+    snapshot = &taken;
+  } else {
     const auto bar = continue_token.find('|');
-    if (bar == std::string::npos || bar == 0 ||
-        continue_token.find_first_not_of("0123456789") != bar) {
-      return Status::Invalid("invalid continue token");
+    const bool digits = bar != std::string::npos && bar > 0 && bar < 19 && bar + 1 < continue_token.size() &&
+                        continue_token.size() - bar - 1 < 19 &&
+                        continue_token.find_first_not_of("0123456789|") == std::string::npos &&
+                        continue_token.find('|', bar + 1) == std::string::npos;
+    if (!digits) return Status::Invalid("invalid continue token");
+    id = std::stoull(continue_token.substr(0, bar));
+    offset = std::stoull(continue_token.substr(bar + 1));
+    auto it = list_snapshots_.find(id);
+    if (it == list_snapshots_.end()) {
+      return Status(Code::kNotFound, "the provided continue parameter is too old to display a consistent list "
+                                     "result. You can start a new list without the continue parameter");
     }
-    snapshot_rv = std::stoll(continue_token.substr(0, bar));
-    key = continue_token.substr(bar + 1);
+    snapshot = &it->second;
+    if (offset > snapshot->items.size()) return Status::Invalid("invalid continue token");
   }
-  auto page = store_.List(res.plural, ns, selector, limit, key);
-  if (!page.ok()) return page.status();
+  const std::size_t end =
+      limit == 0 ? snapshot->items.size() : std::min(snapshot->items.size(), offset + limit);
   json items = json::array();
-  for (json& item : page->items) {
+  for (std::size_t k = offset; k < end; ++k) {
+    json item = snapshot->items[k];
     item["apiVersion"] = api_version;
     items.push_back(std::move(item));
   }
-  json md = {{"resourceVersion", std::to_string(snapshot_rv)}};
-  if (!page->continue_token.empty()) {
-    md["continue"] = std::to_string(snapshot_rv) + "|" + page->continue_token;
-    md["remainingItemCount"] = page->remaining;
+  json md = {{"resourceVersion", std::to_string(snapshot->resource_version)}};
+  if (end < snapshot->items.size()) {
+    if (continue_token.empty()) {  // kept for the pages to come
+      id = next_list_snapshot_++;
+      list_snapshots_.emplace(id, std::move(taken));
+      while (list_snapshots_.size() > kListSnapshots) list_snapshots_.erase(list_snapshots_.begin());
+      snapshot = &list_snapshots_.at(id);
+    }
+    md["continue"] = std::to_string(id) + "|" + std::to_string(end);
+    md["remainingItemCount"] = snapshot->items.size() - end;
+  } else if (!continue_token.empty()) {
+    list_snapshots_.erase(id);  // read to its end
   }
   return json{{"kind", res.kind + "List"}, {"apiVersion", api_version}, {"metadata", md}, {"items", items}};
 }

@@ -6,10 +6,13 @@
 // Thread-safety: every public method is safe from any thread.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -101,6 +104,17 @@ class ClusterState {
   ObjectStore store_;
   KueueController kueue_;
   std::mt19937_64 rng_;
+  // A list in pages is served from one snapshot, as an API server serves
+  // it: the first page takes the whole result at its resourceVersion, and
+  // the continue token names it ("ID|OFFSET"). The last kListSnapshots are
+  // kept; an older token is answered 410 Expired, and the client lists anew.
+  struct ListSnapshot {
+    int64_t resource_version = 0;
+    std::vector<nlohmann::json> items;
+  };
+  static constexpr std::size_t kListSnapshots = 16;
+  std::map<uint64_t, ListSnapshot> list_snapshots_;  // by id; guarded by mu_
+  uint64_t next_list_snapshot_ = 1;                   // guarded by mu_
 };
 
 }  // namespace gantry::sim

@@ -171,6 +171,9 @@ http::Response KubeApi::Collection(const http::Request& req, const ResourceInfo&
   if (!list.ok() && list.status().code() == Code::kInvalidArgument) {
     return KubeError(400, "BadRequest", list.status().message());
   }
+  if (!list.ok() && list.status().code() == Code::kNotFound) {  // a continue token whose snapshot is gone
+    return KubeError(410, "Expired", list.status().message());
+  }
   return FromResult(list, 200);
 }
 

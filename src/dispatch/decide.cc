@@ -554,19 +554,28 @@ Plan Ladder::Nominate() const {
     int64_t hold_ends_ms = 0;  // the first of the refusals to lapse
     bool held = false;         // one is held back, not refused: it may take the job later
     for (const std::string& c : d.candidates) {
-      if (KindRefused(c)) {
-        kind_refused.push_back(c);
-      } else if (!Reachable(c)) {
-        unlisted.push_back(c);
-      } else if (EarlierJobIn(c)) {
-        earlier.push_back(c);
-      } else if (const RemoteIntent* r = JobRefusalIn(c)) {
-        held = held || !r->hold.empty();
-        job_refused.push_back(HeldOutWhy(*r));
-        const int64_t ends = r->updated_ms + opt_.job_refusal_hold_ms;
-        hold_ends_ms = hold_ends_ms == 0 ? ends : std::min(hold_ends_ms, ends);
-      } else {
-        classless.push_back(c);
+      switch (CopyHoldIn(c)) {
+        case CopyHold::kKindRefused:
+          kind_refused.push_back(c);
+          break;
+        case CopyHold::kUnlisted:
+          unlisted.push_back(c);
+          break;
+        case CopyHold::kEarlierRun:
+          earlier.push_back(c);
+          break;
+        case CopyHold::kJobRefused: {
+          const RemoteIntent* r = JobRefusalIn(c);
+          held = held || !r->hold.empty();
+          job_refused.push_back(HeldOutWhy(*r));
+          const int64_t ends = r->updated_ms + opt_.job_refusal_hold_ms;
+          hold_ends_ms = hold_ends_ms == 0 ? ends : std::min(hold_ends_ms, ends);
+          break;
+        }
+        case CopyHold::kClassless:
+        case CopyHold::kNone:  // (none: every candidate was left out)
+          classless.push_back(c);
+          break;
       }
     }
     std::vector<std::string> why;
@@ -670,13 +679,26 @@ Plan Ladder::Nominate() const {
   // gate above): named beside placement's exclusions.
   std::vector<std::string> held;
   for (const std::string& c : d.candidates) {
-    if (std::find(candidates.begin(), candidates.end(), c) != candidates.end()) continue;
-    const RemoteIntent* r = JobRefusalIn(c);
-    const std::string why = KindRefused(c)     ? "keeps gantry from listing its kind"
-                            : !Reachable(c)    ? "not listed by gantry yet"
-                            : EarlierJobIn(c)  ? "its earlier run there is not seen deleted yet"
-                            : r                ? HeldOutWhy(*r)
-                                               : "the value of its WorkloadPriorityClass is not known there";
+    std::string why;
+    switch (CopyHoldIn(c)) {
+      case CopyHold::kNone:
+        continue;  // one of the copies
+      case CopyHold::kKindRefused:
+        why = "keeps gantry from listing its kind";
+        break;
+      case CopyHold::kUnlisted:
+        why = "not listed by gantry yet";
+        break;
+      case CopyHold::kEarlierRun:
+        why = "its earlier run there is not seen deleted yet";
+        break;
+      case CopyHold::kJobRefused:
+        why = HeldOutWhy(*JobRefusalIn(c));
+        break;
+      case CopyHold::kClassless:
+        why = "the value of its WorkloadPriorityClass is not known there";
+        break;
+    }
     held.push_back(fmt::format("{} ({})", c, why));
   }
   const std::string held_back = held.empty() ? "" : fmt::format("; held back: {}", fmt::join(held, ", "));

@@ -131,7 +131,7 @@ class Ladder {
   std::vector<std::string> EarlierRunsHoldingCopies() const {
     std::vector<std::string> out;
     for (const auto& [cluster, facts] : *in_.clusters) {
-      if (Reachable(cluster) && EarlierJobIn(cluster)) out.push_back(cluster);
+      if (Reachable(cluster) && EarlierJobIn(cluster)) out.push_back(cluster);  // (KindRefused: its own row)
     }
     return out;
   }
@@ -194,13 +194,21 @@ class Ladder {
   // label names (the same at every epoch), and the worker's Kueue would let
   // the old run adopt the new copy and start again under its admission.
   bool EarlierJobIn(const std::string& cluster) const;
-  // Whether a new Workload copy of the job may go to the cluster now.
-  // Only where the job's objects can be seen (Reachable: listed): an
-  // earlier run there, its row gone (a cluster removed and added back, an
-  // entry renamed), shows only in the view.
-  bool CopyMayGoTo(const std::string& c) const {
-    return Reachable(c) && !KindRefused(c) && !ClassValueMissing(c) && !JobRefusalIn(c) && !EarlierJobIn(c);
+  // What keeps a new Workload copy of the job from the cluster now, the
+  // first in the order Nominate tells them (kNone: a copy may go). Only
+  // where the job's objects can be seen (Reachable: listed): an earlier run
+  // there, its row gone (a cluster removed and added back, an entry
+  // renamed), shows only in the view.
+  enum class CopyHold { kNone, kKindRefused, kUnlisted, kEarlierRun, kJobRefused, kClassless };
+  CopyHold CopyHoldIn(const std::string& c) const {
+    if (KindRefused(c)) return CopyHold::kKindRefused;
+    if (!Reachable(c)) return CopyHold::kUnlisted;
+    if (EarlierJobIn(c)) return CopyHold::kEarlierRun;
+    if (JobRefusalIn(c)) return CopyHold::kJobRefused;
+    if (ClassValueMissing(c)) return CopyHold::kClassless;
+    return CopyHold::kNone;
   }
+  bool CopyMayGoTo(const std::string& c) const { return CopyHoldIn(c) == CopyHold::kNone; }
   bool OlderJobSeenIn(const std::string& cluster) const {
     const auto& jobs = Observed(cluster)->jobs;
     return std::any_of(jobs.begin(), jobs.end(), [&](const ObservedJob& j) { return j.epoch < job_.epoch; });

@@ -240,66 +240,75 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
       leave_out(c);
     }
   }
+  // The cluster of that name in the answer, or null.
+  auto named = [&body](const std::string& name) -> nlohmann::json* {
+    for (nlohmann::json& c : body["clusters"]) {
+      if (c.value("name", "") == name) return &c;
+    }
+    return nullptr;
+  };
+  // Placement knows clusters, not this job's history: what the job's rows
+  // say of each (below) is told beside, as the engine's passes see it.
+  auto intents = store_.Intents(job->uid);
+  if (!intents.ok()) {
+    respond(JsonAnswer(body));
+    return;
+  }
   // One where an earlier run of the job may still be (its delete not seen
   // done): no copy goes there until it is, since that run would take it.
   if (options_.earlier_runs_in && !IsFinal(job->phase)) {
-    for (const std::string& name : options_.earlier_runs_in(*job)) {
-      for (nlohmann::json& c : body["clusters"]) {
-        if (c.value("name", "") != name) continue;
-        c["earlierRun"] = {{"message", "an earlier run of the job there is not seen deleted yet: no copy goes there "
-                                       "until it is, since that run would take the copy and start again"}};
-        leave_out(c);
-      }
+    for (const std::string& name : options_.earlier_runs_in(*job, *intents)) {
+      nlohmann::json* c = named(name);
+      if (!c) continue;
+      (*c)["earlierRun"] = {{"message", "an earlier run of the job there is not seen deleted yet: no copy goes there "
+                                        "until it is, since that run would take the copy and start again"}};
+      leave_out(*c);
     }
   }
-  // Placement knows clusters, not this job's history: a cluster that refused
-  // the job's real job, or that failed every create of it (its row kept
-  // while the engine leaves that cluster out of the job's dispatches,
-  // jobRefusalHoldSeconds), is told beside, and is no candidate meanwhile,
-  // as the engine's passes see it (Ladder::JobRefusalIn).
-  if (auto intents = store_.Intents(job->uid); intents.ok()) {
-    // Where the job's dispatch already put a Workload copy of its epoch:
-    // the verdict of now (which counts that copy among the cluster's
-    // pending work) is not what chose it.
-    for (const RemoteIntent& i : *intents) {
-      if (!i.present || i.kind != dispatch::kWorkload || i.epoch != job->epoch) continue;
-      for (nlohmann::json& c : body["clusters"]) {
-        if (c.value("name", "") != i.cluster) continue;
-        c["copy"] = true;
-        // Whether it may preempt lower-priority work there yet: gates open
-        // one cluster at a time (decide_nominating.cc, Gates), so that the
-        // job does not evict work in every cluster at once.
-        if (options_.preemption_gate_ms <= 0 || job->phase != JobPhase::kNominating) continue;
-        // Copies carry a gate only in clusters that serve Kueue's v1beta2
-        // (remote_objects.cc); elsewhere nothing holds them back.
-        const auto view = fleet_ ? fleet_->Cluster(i.cluster) : std::nullopt;
-        if (!view || view->config.kueue_api_version != inventory::KueueApiVersion::kV1beta2) continue;
-        if (!i.gate_refusal.empty()) {
-          c["preemptionGate"] = {{"open", false},
-                                 {"message", "the cluster refused gantry the gate's patch: " + i.gate_refusal}};
-        } else if (i.gate_opened_ms > 0) {
-          c["preemptionGate"] = {{"open", true}, {"openedAt", FormatRfc3339(i.gate_opened_ms)}};
-        } else {
-          c["preemptionGate"] = {
-              {"open", false},
-              {"message", fmt::format("its copy may not preempt other workloads there yet: gantry opens one "
-                                      "cluster's gate at a time, preemptionGateSeconds ({} s) apart, the first that "
-                                      "long after the job's nomination, and none while a copy holds quota",
-                                      options_.preemption_gate_ms / 1000)}};
-        }
-      }
+  // Where the job's dispatch already put a Workload copy of its epoch: the
+  // verdict of now (which counts that copy among the cluster's pending
+  // work) is not what chose it.
+  for (const RemoteIntent& i : *intents) {
+    if (!i.present || i.kind != dispatch::kWorkload || i.epoch != job->epoch) continue;
+    nlohmann::json* c = named(i.cluster);
+    if (!c) continue;
+    (*c)["copy"] = true;
+    // Whether it may preempt lower-priority work there yet: gates open one
+    // cluster at a time (decide_nominating.cc, Gates), so that the job does
+    // not evict work in every cluster at once.
+    if (options_.preemption_gate_ms <= 0 || job->phase != JobPhase::kNominating) continue;
+    // Copies carry a gate only in clusters that serve Kueue's v1beta2
+    // (remote_objects.cc); elsewhere nothing holds them back.
+    const auto view = fleet_ ? fleet_->Cluster(i.cluster) : std::nullopt;
+    if (!view || view->config.kueue_api_version != inventory::KueueApiVersion::kV1beta2) continue;
+    if (!i.gate_refusal.empty()) {
+      (*c)["preemptionGate"] = {{"open", false},
+                                {"refusal", i.gate_refusal},
+                                {"message", "the cluster refused gantry the gate's patch: " + i.gate_refusal}};
+    } else if (i.gate_opened_ms > 0) {
+      (*c)["preemptionGate"] = {{"open", true}, {"openedAt", FormatRfc3339(i.gate_opened_ms)}};
+    } else {
+      (*c)["preemptionGate"] = {
+          {"open", false},
+          {"message", fmt::format("its copy may not preempt other workloads there yet: gantry opens one "
+                                  "cluster's gate at a time, preemptionGateSeconds ({} s) apart, the first that "
+                                  "long after the job's nomination, and none while a copy holds quota",
+                                  options_.preemption_gate_ms / 1000)}};
     }
-    for (const RemoteIntent& i : *intents) {
-      if (!dispatch::HoldsClusterOut(i, job->phase, now, options_.job_refusal_hold_ms)) continue;
-      for (nlohmann::json& c : body["clusters"]) {
-        if (c.value("name", "") != i.cluster) continue;
-        c[i.hold.empty() ? "refusedJob" : "heldOut"] = {{"message", dispatch::HeldOutWhy(i)},
-                                                        {"time", FormatRfc3339(i.updated_ms)},
-                                                        {"until", FormatRfc3339(i.updated_ms +
-                                                                                options_.job_refusal_hold_ms)}};
-        leave_out(c);
-      }
-    }
+  }
+  // A cluster that refused the job's real job, or that failed every create
+  // of it (its row kept while the engine leaves that cluster out of the
+  // job's dispatches, jobRefusalHoldSeconds), is no candidate meanwhile
+  // (Ladder::JobRefusalIn).
+  for (const RemoteIntent& i : *intents) {
+    if (!dispatch::HoldsClusterOut(i, job->phase, now, options_.job_refusal_hold_ms)) continue;
+    nlohmann::json* c = named(i.cluster);
+    if (!c) continue;
+    (*c)[i.hold.empty() ? "refusedJob" : "heldOut"] = {
+        {"message", dispatch::HeldOutWhy(i)},
+        {"time", FormatRfc3339(i.updated_ms)},
+        {"until", FormatRfc3339(i.updated_ms + options_.job_refusal_hold_ms)}};
+    leave_out(*c);
   }
   respond(JsonAnswer(body));
 }

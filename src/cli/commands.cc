@@ -531,11 +531,10 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
       std::string gate;
       if (c.contains("preemptionGate") && c["preemptionGate"].is_object()) {
         const nlohmann::json& g = c["preemptionGate"];
-        const std::string said = g.value("message", "");
         if (g.value("open", false)) {
           gate = "; may preempt there since " + AgeOf(g.value("openedAt", "")) + " ago";
-        } else if (said.starts_with("the cluster refused")) {
-          gate = "; may not preempt there: " + said;
+        } else if (g.contains("refusal")) {
+          gate = "; may not preempt there: " + g.value("message", "");
         } else {
           gate = "; may not preempt there yet (its preemption gate is closed)";
         }

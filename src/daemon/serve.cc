@@ -293,7 +293,9 @@ int RunServe(const ServeFlags& flags) {
                                        const std::string& kind) {
     return engine.KindRefused(cluster, dispatch::JobKind{api_version, kind});
   };
-  api_options.earlier_runs_in = [&engine](const JobRecord& job) { return engine.EarlierRunsHolding(job); };
+  api_options.earlier_runs_in = [&engine](const JobRecord& job, const std::vector<RemoteIntent>& intents) {
+    return engine.EarlierRunsHolding(job, intents);
+  };
   api_options.watch_refused_since = [&engine](const std::string& cluster) {
     return engine.WatchRefusedSince(cluster);
   };

@@ -430,6 +430,14 @@ void Engine::SetPassAllowance() {
   reconciler_->SetConcurrency(std::clamp(allowed, least, options_.workers));
 }
 
+void Engine::TakeObservation(DecideInput& in, JobObservation observation) {
+  in.observed = std::move(observation.clusters);
+  in.synced = std::move(observation.synced);
+  in.behind = std::move(observation.behind);
+  in.resource = std::move(observation.resource);
+  in.finished_gone = std::move(observation.finished_gone);
+}
+
 Reconciler::PassResult Engine::Pass(const std::string& uid) {
   // A job created a moment ago comes as the API parsed and the store
   // committed it (see fresh_jobs.h); it has no remote intents yet.
@@ -488,12 +496,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   // its object in neither, and the pass would create it again (a 409 and a
   // GET).
   const std::set<Expectations::Key> expected_before = expected_.Pending(uid, job->epoch, {}, now);
-  JobObservation observation = observer_->ForJob(uid, (*parsed)->kind);
-  in.observed = std::move(observation.clusters);
-  in.synced = std::move(observation.synced);
-  in.behind = std::move(observation.behind);
-  in.resource = std::move(observation.resource);
-  in.finished_gone = std::move(observation.finished_gone);
+  TakeObservation(in, observer_->ForJob(uid, (*parsed)->kind));
   const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, job->epoch);
   (void)expected_.Pending(uid, job->epoch, seen, now);  // drops what is seen now
   for (const Expectations::Key& key : expected_before) {

@@ -99,21 +99,16 @@ std::map<std::pair<std::string, std::string>, int64_t> Engine::ReadGone(const st
   return out;
 }
 
-std::vector<std::string> Engine::EarlierRunsHolding(const JobRecord& job) {
+std::vector<std::string> Engine::EarlierRunsHolding(const JobRecord& job, std::vector<RemoteIntent> intents) {
   auto parsed = specs_.Get(job);
-  auto intents = store_.Intents(job.uid);
-  if (!parsed.ok() || !intents.ok()) return {};
+  if (!parsed.ok()) return {};
   const int64_t now = clock_.NowMillis();
   DecideInput in;
   in.job = &job;
   in.spec = &(*parsed)->spec;
-  in.intents = std::move(*intents);
+  in.intents = std::move(intents);
   in.read_gone = ReadGone(job.uid, in.intents);
-  JobObservation observation = observer_->ForJob(job.uid, (*parsed)->kind);
-  in.observed = std::move(observation.clusters);
-  in.synced = std::move(observation.synced);
-  in.behind = std::move(observation.behind);
-  in.resource = std::move(observation.resource);
+  TakeObservation(in, observer_->ForJob(job.uid, (*parsed)->kind));
   in.inventory_confirmed = inventory_confirmed_.load();
   in.started_ms = started_ms_;
   in.clusters = Facts(now);

@@ -66,7 +66,9 @@ struct ApiOptions {
   // The clusters where an earlier run of the job may still be (seen, or its
   // delete not confirmed): the dispatch sends no copy there meanwhile, so
   // such a cluster is no candidate now (placement route). Optional.
-  std::function<std::vector<std::string>(const JobRecord& job)> earlier_runs_in;
+  // (The job's rows, as the route read them.)
+  std::function<std::vector<std::string>(const JobRecord& job, const std::vector<RemoteIntent>& intents)>
+      earlier_runs_in;
   // Which of the cluster's watched resources gantry's view may miss changes
   // of, and since when: shown as status.viewBehind and viewBehindSince, and
   // as gantry_cluster_view_behind_seconds. Optional.

@@ -124,7 +124,8 @@ class Engine final : public JobIntake {
   // delete not confirmed): the passes send no copy there meanwhile
   // (EarlierRunsHoldingCopies); for gantry explain, from what a pass reads
   // but the creates this engine awaits the sight of.
-  std::vector<std::string> EarlierRunsHolding(const JobRecord& job);
+  // intents: the job's rows, as the caller read them.
+  std::vector<std::string> EarlierRunsHolding(const JobRecord& job, std::vector<RemoteIntent> intents);
   // ClusterObserver::ViewBehind, for the API's view of the cluster and its gauge.
   ClusterObserver::BehindView ViewBehind(const std::string& cluster) const { return observer_->ViewBehind(cluster); }
   // The requests the engine allows in flight to the cluster now (its pool's
@@ -207,6 +208,9 @@ class Engine final : public JobIntake {
   // or not the job's to delete. Records the row's ask (UnseenAsks) unless
   // the cluster gave no answer, or a 429 or 5xx.
   bool DeleteUnseen(const JobRecord& job, const Action& action, kube::KubeClient& client);
+  // Moves what the watches show of the job into a pass's input (its
+  // observed, synced, behind, resource and finished_gone).
+  static void TakeObservation(DecideInput& in, JobObservation observation);
   // What its lookups by name found of the job's withdrawn rows
   // (DecideInput::read_gone).
   std::map<std::pair<std::string, std::string>, int64_t> ReadGone(const std::string& uid,

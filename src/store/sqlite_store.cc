@@ -50,8 +50,8 @@ Status RefuseEmptyFile(const std::string& path) {
 
 // SQLite's own check of the file's structure (pages, indexes), at the start:
 // a damaged file otherwise starts, serves reads and says it is ready, and
-// fails at its first write. It reads the whole file: 0.16 s for 210 MB
-// in the page cache on the test machine.
+// fails at its first write. It reads the whole file: 0.16 s for a 210 MB
+// synthetic file in the page cache (Python's sqlite3, the test machine).
 Status CheckIntegrity(SqliteConnection& conn) {
   const auto start = std::chrono::steady_clock::now();
   struct stat db {};

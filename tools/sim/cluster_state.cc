@@ -1,5 +1,8 @@
 #include "cluster_state.h"
 
+#include <charconv>
+#include <system_error>
+
 #include <fmt/format.h>
 
 #include "gantry/common/clock.h"
@@ -125,14 +128,17 @@ Result<json> ClusterState::List(const ResourceInfo& res, const std::string& api_
     taken.items = std::move(all->items);
     snapshot = &taken;
   } else {
-    const auto bar = continue_token.find('|');
-    const bool digits = bar != std::string::npos && bar > 0 && bar < 19 && bar + 1 < continue_token.size() &&
-                        continue_token.size() - bar - 1 < 19 &&
-                        continue_token.find_first_not_of("0123456789|") == std::string::npos &&
-                        continue_token.find('|', bar + 1) == std::string::npos;
-    if (!digits) return Status::Invalid("invalid continue token");
-    id = std::stoull(continue_token.substr(0, bar));
-    offset = std::stoull(continue_token.substr(bar + 1));
+    // "ID|OFFSET", each a whole number that fits (from_chars: no sign, no
+    // exception, an overflow an error).
+    const char* p = continue_token.data();
+    const char* const last = p + continue_token.size();
+    const auto [bar, id_error] = std::from_chars(p, last, id);
+    bool parsed = id_error == std::errc() && bar != last && *bar == '|';
+    if (parsed) {
+      const auto [end, offset_error] = std::from_chars(bar + 1, last, offset);
+      parsed = offset_error == std::errc() && end == last;
+    }
+    if (!parsed) return Status::Invalid("invalid continue token");
     auto it = list_snapshots_.find(id);
     if (it == list_snapshots_.end()) {
       return Status(Code::kNotFound, "the provided continue parameter is too old to display a consistent list "

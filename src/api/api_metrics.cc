@@ -59,6 +59,10 @@ struct ApiMetrics::Impl {
       prometheus::BuildCounter().Name("gantry_dispatch_write_conflicts_total")
           .Help("Guarded dispatch writes that found the job changed (lost lease races included)")
           .Register(*registry).Add({});
+  prometheus::Counter& records_expired =
+      prometheus::BuildCounter().Name("gantry_job_records_expired_total")
+          .Help("Records of finished jobs deleted, with their events, for their age (jobRecordRetentionSeconds)")
+          .Register(*registry).Add({});
   prometheus::Family<prometheus::Counter>& leases =
       prometheus::BuildCounter().Name("gantry_dispatch_leases_total")
           .Help("Leases by cluster: won (the cluster holds the job), lost (its copy was admitted too, and withdrawn)")
@@ -203,6 +207,7 @@ void ApiMetrics::Transition(JobPhase from, JobPhase to, const std::string& step)
 void ApiMetrics::Admitted(double seconds) { impl_->admission.Observe(seconds); }
 
 void ApiMetrics::WriteConflict() { impl_->conflicts.Increment(); }
+void ApiMetrics::RecordsExpired(int count) { impl_->records_expired.Increment(count); }
 
 void ApiMetrics::Lease(const std::string& cluster, bool won) {
   prometheus::Counter* c;

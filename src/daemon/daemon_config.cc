@@ -65,6 +65,9 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.finished_retention_seconds, 0, 7 * 86400)) {
     return Status::Invalid("finishedRetentionSeconds must be 0..604800");
   }
+  if (!in(c.job_record_retention_seconds, 0, 3650 * 86400)) {
+    return Status::Invalid("jobRecordRetentionSeconds must be 0..315360000 (0: for ever)");
+  }
   if (c.lease_on != "Admitted" && c.lease_on != "QuotaReserved") {
     return Status::Invalid("leaseOn must be Admitted or QuotaReserved");
   }

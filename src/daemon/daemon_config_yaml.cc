@@ -146,6 +146,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"credentialsRefusedTimeoutSeconds", num(&c.credentials_refused_timeout_seconds)},
       {"declaredLostGraceSeconds", num(&c.declared_lost_grace_seconds)},
       {"finishedRetentionSeconds", num(&c.finished_retention_seconds)},
+      {"jobRecordRetentionSeconds", num(&c.job_record_retention_seconds)},
       {"leaseOn", str(&c.lease_on)},
       {"dispatchWorkers", num(&c.dispatch_workers)},
       {"dispatchWorkersMin", num(&c.dispatch_workers_min)},

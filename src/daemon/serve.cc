@@ -261,6 +261,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.resync_ms = int64_t{config.resync_seconds} * 1000;
   engine_options.resync_passes_per_s = config.resync_passes_per_second;
   engine_options.gc_interval_ms = int64_t{config.gc_interval_seconds} * 1000;
+  engine_options.job_record_retention_ms = int64_t{config.job_record_retention_seconds} * 1000;
   engine_options.observer.list_errors_told_after = std::chrono::seconds(config.list_errors_told_after_seconds);
   engine_options.workers = config.dispatch_workers;
   engine_options.min_active_passes = std::min(config.dispatch_workers_min, config.dispatch_workers);

@@ -795,6 +795,7 @@ void Engine::RunGc() {
     gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.gc_interval_ms));
     if (stopping_) return;
     lock.unlock();
+    ExpireRecords();
     const std::shared_ptr<const FleetFacts> facts = Facts(clock_.NowMillis());
     for (const std::string& uid : observer_->AllJobUids()) {
       // Each delete may wait out its client's deadline (a cluster cut off

@@ -33,4 +33,14 @@ inline constexpr char kUidsWithIntentsInSql[] =
     "SELECT DISTINCT job_uid FROM remote_intents WHERE job_uid > ?1 AND cluster = ?2 "
     "ORDER BY job_uid LIMIT ?3";
 
+// ExpireFinished's batch: finished jobs oldest first by jobs_by_finished
+// (015), none with an intent left. finished_ms is set only by the write
+// that makes a phase final (006); the phase is checked as well, and the +
+// keeps SQLite from reading every finished job by jobs_by_phase and sorting
+// them instead. ?1 finished before, ?2 limit.
+inline constexpr char kExpireFinishedSql[] =
+    "SELECT seq, uid FROM jobs WHERE finished_ms > 0 AND finished_ms < ?1 "
+    "AND +phase IN ('Succeeded', 'Failed', 'Cancelled', 'Lost') "
+    "AND NOT EXISTS (SELECT 1 FROM remote_intents WHERE job_uid = jobs.uid) ORDER BY finished_ms LIMIT ?2";
+
 }  // namespace gantry

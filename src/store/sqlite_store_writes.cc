@@ -3,11 +3,15 @@
 // leaves no trace, and its callback gets that error.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "gantry/store/sqlite_store.h"
 #include "job_rows.h"
+#include "read_sql.h"
 
 namespace gantry {
 namespace {
@@ -33,6 +37,20 @@ void EnqueueWrite(GroupCommitter& writer, Fn fn, StoreCallback<T> done) {
 }
 
 std::string JobName(const std::string& ns, const std::string& name) { return ns + "/" + name; }
+
+// Deletes a finished job's row and its events, and records its uid in
+// purged_jobs: what the garbage collector may delete (011_purged_jobs).
+Status RemoveJob(SqliteConnection& conn, int64_t seq, const std::string& uid, int64_t now) {
+  Result<Statement> events = conn.Prepare("DELETE FROM job_events WHERE job_seq = ?1");
+  if (!events.ok()) return events.status();
+  GANTRY_RETURN_IF_ERROR(events->Bind(1, seq).Run());
+  Result<Statement> jobs = conn.Prepare("DELETE FROM jobs WHERE seq = ?1");
+  if (!jobs.ok()) return jobs.status();
+  GANTRY_RETURN_IF_ERROR(jobs->Bind(1, seq).Run());
+  Result<Statement> purged = conn.Prepare("INSERT OR REPLACE INTO purged_jobs(uid, purged_ms) VALUES (?1, ?2)");
+  if (!purged.ok()) return purged.status();
+  return purged->Bind(1, uid).Bind(2, now).Run();
+}
 
 // Runs an "UPDATE jobs ... RETURNING kJobColumns" and reads the updated row
 // back (nullopt when no row matched). Takes the statement by value so it is
@@ -129,19 +147,33 @@ void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<std::str
       return Status::Conflict(fmt::format("job {} is {}; only finished jobs can be purged",
                                           JobName(ns, name), JobPhaseName(job->phase)));
     }
-    Result<Statement> events = conn.Prepare("DELETE FROM job_events WHERE job_seq = ?1");
-    if (!events.ok()) return events.status();
-    GANTRY_RETURN_IF_ERROR(events->Bind(1, job->seq).Run());
-    Result<Statement> jobs = conn.Prepare("DELETE FROM jobs WHERE seq = ?1");
-    if (!jobs.ok()) return jobs.status();
-    GANTRY_RETURN_IF_ERROR(jobs->Bind(1, job->seq).Run());
-    // What the garbage collector may delete (011_purged_jobs).
-    Result<Statement> purged = conn.Prepare("INSERT OR REPLACE INTO purged_jobs(uid, purged_ms) VALUES (?1, ?2)");
-    if (!purged.ok()) return purged.status();
-    GANTRY_RETURN_IF_ERROR(purged->Bind(1, job->uid).Bind(2, now).Run());
+    GANTRY_RETURN_IF_ERROR(RemoveJob(conn, job->seq, job->uid, now));
     return std::move(job->uid);
   };
   EnqueueWrite<std::string>(*writer_, std::move(op), std::move(done));
+}
+
+void SqliteStore::ExpireFinished(int64_t finished_before_ms, int limit, StoreCallback<int> done) {
+  auto op = [this, finished_before_ms, limit](SqliteConnection& conn) -> Result<int> {
+    const int64_t now = Now();
+    // A job with an intent left (an object not yet seen deleted, in a
+    // cluster out of reach say) stays until the engine has dropped it.
+    std::vector<std::pair<int64_t, std::string>> expired;
+    {
+      Result<Statement> select = conn.Prepare(kExpireFinishedSql);
+      if (!select.ok()) return select.status();
+      select->Bind(1, finished_before_ms).Bind(2, int64_t{std::max(limit, 1)});
+      while (true) {
+        Result<bool> row = select->Step();
+        if (!row.ok()) return row.status();
+        if (!*row) break;
+        expired.emplace_back(select->Int(0), select->Text(1));
+      }
+    }
+    for (const auto& [seq, uid] : expired) GANTRY_RETURN_IF_ERROR(RemoveJob(conn, seq, uid, now));
+    return static_cast<int>(expired.size());
+  };
+  EnqueueWrite<int>(*writer_, std::move(op), std::move(done));
 }
 
 void SqliteStore::Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase,

@@ -19,6 +19,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "credentialsRefusedTimeoutSeconds: 0\n"
                      "declaredLostGraceSeconds: 5\n"
                      "finishedRetentionSeconds: 3600\n"
+                     "jobRecordRetentionSeconds: 0\n"
                      "leaseOn: QuotaReserved\n"
                      "dispatchWorkers: 4\n"
                      "dispatchWorkersMin: 2\n"
@@ -46,6 +47,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(c->declared_lost_grace_seconds == 5);
   CHECK(DaemonConfig{}.declared_lost_grace_seconds == 60);
   CHECK(c->finished_retention_seconds == 3600);
+  CHECK(c->job_record_retention_seconds == 0);
+  CHECK(DaemonConfig{}.job_record_retention_seconds == 30 * 86400);
   CHECK(c->lease_on == "QuotaReserved");
   CHECK(c->dispatch_workers == 4);
   CHECK(c->dispatch_workers_min == 2);
@@ -102,6 +105,7 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"origin: gantry\nrejectionBackoffSeconds: 60\nrejectionBackoffMaxSeconds: 30\n",
        "line 3: rejectionBackoffMaxSeconds (30) must be at least"},
       {"finishedRetentionSeconds: 604801\n", "finishedRetentionSeconds must be 0..604800"},
+      {"jobRecordRetentionSeconds: -5\n", "jobRecordRetentionSeconds must be 0..315360000 (0: for ever)"},
       {"origin: gantry\nfinishedRetentionSeconds: soon\n", "line 2: finishedRetentionSeconds: wrong type"},
       {"finishedRetention: 60\n", "line 1: finishedRetention: unknown field"},
       {"leaseOn: Running\n", "leaseOn must be Admitted or QuotaReserved"},

@@ -67,4 +67,44 @@ TEST_CASE("the garbage collector deletes what a purged job left, and leaves a jo
   CHECK(log.find("deleted 1 object(s) of purged job uid " + uid) != std::string::npos);
 }
 
+TEST_CASE("a finished job's record is deleted after jobRecordRetentionSeconds, never while its objects remain",
+          "[e2e][dispatch][gc]") {
+  DispatchFleetOptions options;
+  options.clusters = 1;
+  // The objects stay 6 s after the job finished, the record 2 s: it goes
+  // only once they are seen deleted.
+  options.daemon_config_yaml = "gcIntervalSeconds: 1\njobRecordRetentionSeconds: 2\nfinishedRetentionSeconds: 6\n";
+  DispatchFleet fleet(options);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("long", "team-a", 1, 0, "600s")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("short", "team-a", 1, 0, "1s")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "short", {"Succeeded"}));
+  const auto succeeded_seen = std::chrono::steady_clock::now();
+  const std::string remote = dispatch::RemoteName("short", fleet.Uid("team-a", "short"));
+  REQUIRE_FALSE(RemoteGone(fleet, "c1", "team-a", remote));  // kept for kubectl
+
+  // Gone no sooner than its objects' 6 s (the record's own 2 s and a round
+  // would take it at 3 s), and they are gone by then.
+  bool objects_gone_first = true;
+  CHECK(PollFor(
+      [&] {
+        if (!fleet.Job("team-a", "short").is_null()) return false;
+        objects_gone_first = RemoteGone(fleet, "c1", "team-a", remote);
+        return true;
+      },
+      std::chrono::seconds(40)));
+  CHECK(std::chrono::steady_clock::now() - succeeded_seen >= std::chrono::milliseconds(5'000));
+  CHECK(objects_gone_first);
+  CHECK(fleet.Events("team-a", "short").empty());
+  CHECK_FALSE(fleet.Job("team-a", "long").is_null());  // not finished: kept
+  const std::optional<std::string> metrics = fleet.Metrics();
+  REQUIRE(metrics);
+  CHECK_THAT(*metrics, Catch::Contains("gantry_job_records_expired_total 1"));
+  CHECK_THAT(fleet.daemon().process().Stderr(),
+             Catch::Contains("deleted the records of 1 job(s) finished more than 2 s"));
+  // The name is free again.
+  CHECK(fleet.Submit("team-a", SimJobYaml("short", "team-a", 1, 0, "1s")) == 201);
+}
+
 }  // namespace gantry::testing

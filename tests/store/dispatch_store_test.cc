@@ -2,6 +2,8 @@
 // through.
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "gantry/store/sqlite_store.h"
 #include "store_test_util.h"
 #include "test_support.h"
@@ -170,6 +172,60 @@ TEST_CASE("finished_ms is set by the write that makes the phase final, and kept 
   clock.Advance(1'000);
   ForcePhase(*store, other.uid, JobPhase::kCancelled);
   CHECK(store->GetByUid(other.uid)->finished_ms == clock.NowMillis());
+}
+
+TEST_CASE("ExpireFinished purges finished jobs past the cutoff with no intent left, oldest first",
+          "[store][dispatch]") {
+  TempDir dir;
+  FakeClock clock;
+  auto store = OpenStore(dir.File("db"), &clock);
+  // Finished at 1, 2 and 3 s after the start: old-a, old-b, kept (an intent left).
+  const int64_t start = clock.NowMillis();
+  std::vector<JobRecord> jobs;
+  for (const char* name : {"old-a", "old-b", "kept", "late", "running"}) {
+    jobs.push_back(MakeJob("team-a", name));
+    REQUIRE(SubmitSync(*store, jobs.back()).ok());
+  }
+  for (int i = 0; i < 3; ++i) {
+    clock.Advance(1'000);
+    DispatchUpdate finish;
+    finish.uid = jobs[i].uid;
+    finish.phase = i == 1 ? JobPhase::kFailed : JobPhase::kSucceeded;
+    if (i == 2) finish.upsert_intents = {Intent("c1", "Job", 1, false)};  // withdrawn, not seen gone
+    REQUIRE(ApplySync(*store, finish).ok());
+  }
+  clock.Advance(10'000);
+  ForcePhase(*store, jobs[3].uid, JobPhase::kCancelled);  // finished after the cutoff below
+  ForcePhase(*store, jobs[4].uid, JobPhase::kRunning);
+  const int64_t cutoff = start + 5'000;
+
+  auto first = ExpireSync(*store, cutoff, 1);  // a batch of one: the oldest
+  REQUIRE(first.ok());
+  CHECK(*first == 1);
+  CHECK(store->GetByUid(jobs[0].uid).status().code() == Code::kNotFound);
+  CHECK(*store->WasPurged(jobs[0].uid));  // what it left in a cluster is gantry's to delete
+  CHECK(store->GetByUid(jobs[1].uid).ok());
+
+  auto rest = ExpireSync(*store, cutoff, 100);
+  REQUIRE(rest.ok());
+  CHECK(*rest == 1);
+  CHECK(store->GetByUid(jobs[1].uid).status().code() == Code::kNotFound);
+  CHECK(store->Events(jobs[1].uid)->empty());
+  for (int i = 2; i < 5; ++i) CHECK(store->GetByUid(jobs[i].uid).ok());
+  CHECK(*ExpireSync(*store, cutoff, 100) == 0);
+
+  // Once its object is seen gone, the job with a row left goes too.
+  DispatchUpdate drop;
+  drop.uid = jobs[2].uid;
+  drop.expected_phase = JobPhase::kSucceeded;
+  drop.drop_intents = {{"c1", "Job"}};
+  REQUIRE(ApplySync(*store, drop).ok());
+  CHECK(*ExpireSync(*store, cutoff, 100) == 1);
+  CHECK(store->GetByUid(jobs[2].uid).status().code() == Code::kNotFound);
+  CHECK(store->GetByUid(jobs[3].uid).ok());
+  CHECK(store->GetByUid(jobs[4].uid).ok());
+  // Its name is free again.
+  CHECK(SubmitSync(*store, MakeJob("team-a", "old-a")).ok());
 }
 
 TEST_CASE("a refused copy's row keeps the cluster's answer until it is upserted again", "[store][dispatch]") {

@@ -72,6 +72,8 @@ TEST_CASE("the paged reads go by an index in page order, without a sort", "[stor
        "USING INTEGER PRIMARY KEY (rowid>?)"},
       {"jobs in a phase", kJobsInPhaseSql, kByPhase},
       {"jobs with intents", kUidsWithIntentsSql, "USING PRIMARY KEY (job_uid>?)"},
+      {"finished jobs to expire", kExpireFinishedSql,
+       "USING INDEX jobs_by_finished (finished_ms>? AND finished_ms<?)"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.what, c.sql);

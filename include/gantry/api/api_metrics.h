@@ -11,6 +11,7 @@
 //   gantry_dispatch_admission_seconds                        (histogram: submit -> lease)
 //   gantry_dispatch_write_conflicts_total                    (guarded writes that lost a race)
 //   gantry_dispatch_passes_total{step}                       (reconciler passes by deciding ladder step)
+//   gantry_job_records_expired_total                         (finished jobs' records deleted for their age)
 //   gantry_cluster_*{cluster}                                (gauges of the fleet, set at scrape;
 //                                                              src/api/cluster_metrics.h lists them)
 //
@@ -42,6 +43,7 @@ class ApiMetrics final : public dispatch::EngineMetrics {
   void Transition(JobPhase from, JobPhase to, const std::string& step) override;
   void Admitted(double seconds) override;
   void WriteConflict() override;
+  void RecordsExpired(int count) override;
   void Lease(const std::string& cluster, bool won) override;
   void Pass(const std::string& step) override;
 

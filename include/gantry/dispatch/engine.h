@@ -71,6 +71,10 @@ struct EngineOptions {
   placement::PlacementOptions placement;
   int64_t fleet_refresh_ms = 200;  // how stale the cached fleet view may be
   int64_t gc_interval_ms = 60'000;
+  // Each garbage collection round also deletes the records (and events) of
+  // jobs finished longer ago than this whose every object is seen deleted
+  // (JobStore::ExpireFinished); 0 keeps them for ever.
+  int64_t job_record_retention_ms = 0;
   int64_t health_poll_ms = 500;
   size_t spec_cache_entries = 8192;  // parsed specs kept for the jobs in flight
   size_t fresh_jobs_entries = 4096;  // new jobs held for their first pass (fresh_jobs.h)
@@ -320,6 +324,9 @@ class Engine final : public JobIntake {
   // InventoryChanged's note of the owners a first reload removes.
   std::string OwnersRemovedNote(const std::vector<std::string>& removed);
   void RunGc();
+  // Deletes the records of jobs finished longer ago than
+  // job_record_retention_ms, a batch per commit (engine_records.cc).
+  void ExpireRecords();
   // Logs, once per uid, the objects of a job uid the store never had.
   void LeaveUnknown(const std::string& uid, const JobObservation& observation);
   // Every health_poll: wakes the jobs with intents in a cluster whose

@@ -30,6 +30,8 @@ class EngineMetrics {
   // One reconciler pass over a job that reached Decide, by the ladder step
   // that decided it.
   virtual void Pass(const std::string& step) = 0;
+  // Records of finished jobs deleted for their age (jobRecordRetentionSeconds).
+  virtual void RecordsExpired(int count) = 0;
 };
 
 }  // namespace gantry::dispatch

@@ -194,6 +194,12 @@ class JobStore {
   // (WasPurged); done gets the removed job's uid. kConflict when the job is
   // not in a final phase; kNotFound when absent.
   virtual void Purge(std::string ns, std::string name, StoreCallback<std::string> done) = 0;
+  // Purges (as Purge does) the finished jobs whose final phase came before
+  // finished_before_ms and that have no intent left (every object gantry
+  // made for them seen deleted), oldest first, at most limit of them in one
+  // transaction; done gets how many. A job that finished before
+  // migration 006 (no finish time) is never taken.
+  virtual void ExpireFinished(int64_t finished_before_ms, int limit, StoreCallback<int> done) = 0;
 
   // Sets phase/message (and optionally appends an event) if the job is still
   // at expected_phase. kConflict when the phase moved on; kNotFound when absent.

@@ -59,19 +59,23 @@ int RunCli(int argc, char** argv) {
   auto* submit = app.add_subcommand("submit", "submit a job (gantry Job, or a batch/v1 Job or JobSet manifest)");
   submit->add_option("-f,--filename", file, "job file (YAML or JSON; - for stdin)")->required();
   submit->add_option("-n,--namespace", flags.ns, "namespace (default: the document's, else default)");
-  submit->add_flag("--wait", wait.wait, "wait until the job finishes; exit 0 only if it succeeded");
+  auto* submit_wait =
+      submit->add_flag("--wait", wait.wait, "wait until the job finishes; exit 0 only if it succeeded (with -o: "
+                                            "prints the job as it ended)");
   submit->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+      ->needs(submit_wait);
 
   std::string name;
   bool watch = false;
   auto* status = app.add_subcommand("status", "show a job: phase, cluster, epoch, pod sets, last events");
   status->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   status->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
-  status->add_flag("-w,--watch", watch, "follow phase changes until the job finishes");
+  auto* status_watch = status->add_flag("-w,--watch", watch, "follow phase changes until the job finishes");
   int watch_timeout = 0;
   status->add_option("--timeout", watch_timeout, "with --watch: give up after this many seconds (exit 1)")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+      ->needs(status_watch);
 
   bool all = false;
   std::string phase, queue;
@@ -85,10 +89,12 @@ int RunCli(int argc, char** argv) {
   auto* cancel = app.add_subcommand("cancel", "cancel a job (or remove a finished one with --purge)");
   cancel->add_option("name", name, "job name, or NAMESPACE/NAME")->required();
   cancel->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
-  cancel->add_flag("--wait", wait.wait, "wait until the job is Cancelled");
+  auto* cancel_wait = cancel->add_flag("--wait", wait.wait, "wait until the job is Cancelled (with -o: prints the "
+                                                            "job as it ended)");
   cancel->add_option("--timeout", wait.timeout_seconds, "with --wait: give up after this many seconds")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()));
-  cancel->add_flag("--purge", purge, "remove the record of a finished job");
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))
+      ->needs(cancel_wait);
+  cancel->add_flag("--purge", purge, "remove the record of a finished job")->excludes(cancel_wait);
 
   std::string cluster_name;
   auto* clusters = app.add_subcommand("clusters", "list worker clusters, their health and capacity");

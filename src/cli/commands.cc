@@ -27,10 +27,11 @@ bool IsFinalPhase(const std::string& phase) {
 // phase change. A daemon that answered once and is out of reach meanwhile
 // (restarting) is waited for, until the deadline, not taken for an end.
 // Exit 0 for Succeeded/Cancelled as wanted, 1 otherwise (a request the
-// server refused too: reached_final, when given, tells which).
+// server refused too: reached_final, when given, tells which). last_body,
+// when given, gets the job as last read.
 int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name, const WaitFlags& wait,
                  const std::string& wanted, std::ostream& out, std::ostream& err, bool* reached_final = nullptr,
-                 bool answered_before = false) {
+                 bool answered_before = false, nlohmann::json* last_body = nullptr) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(wait.timeout_seconds);
   auto timed_out = [&] { return wait.timeout_seconds > 0 && std::chrono::steady_clock::now() >= deadline; };
   auto give_up = [&](const std::string& state) {
@@ -60,6 +61,7 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
     }
     told_unreachable = false;
     answered = true;
+    if (last_body != nullptr) *last_body = r.body;
     std::string phase = Str(r.body, "/status/phase");
     if (phase != last) {
       std::string cluster = Str(r.body, "/status/cluster");
@@ -82,6 +84,22 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(wait.poll_ms));
   }
+}
+
+// WaitForFinal for a command given -o: with json or yaml, standard output
+// holds one document, the job as it ended (or as last read, at a timeout),
+// and the phase changes go to standard error.
+int WaitAndPrint(ApiClient& api, const CommonFlags& flags, const std::string& ns, const std::string& name,
+                 const WaitFlags& wait, const std::string& wanted, std::ostream& out, std::ostream& err,
+                 bool* reached_final = nullptr, bool answered_before = false) {
+  OutputFormat format;
+  ParseOutputFormat(flags.output, &format);
+  const bool structured = format != OutputFormat::kTable;
+  nlohmann::json last;
+  const int rc =
+      WaitForFinal(api, ns, name, wait, wanted, structured ? err : out, err, reached_final, answered_before, &last);
+  if (structured && !last.is_null()) PrintObject(out, last, format);
+  return rc;
 }
 
 // Byte quantities stored canonically ("68719476736") read better as "64Gi".
@@ -193,7 +211,9 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
   for (const std::string& w : r.warnings) err << "Warning: " << w << "\n";
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
-  if (format == OutputFormat::kTable) {
+  if (wait.wait && format != OutputFormat::kTable) {
+    // One document on standard output: the job as it ends (WaitAndPrint).
+  } else if (format == OutputFormat::kTable) {
     // 200: the same document again. The server says whether this post put
     // an Unschedulable job back to be judged again (event Resubmitted); the
     // job's message cannot, as it says so until the job's next verdict.
@@ -214,7 +234,7 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     PrintObject(out, r.body, format);
   }
   if (!wait.wait) return kExitOk;
-  return WaitForFinal(*api, ns, name, wait, "Succeeded", out, err, nullptr, /*answered_before=*/true);
+  return WaitAndPrint(*api, flags, ns, name, wait, "Succeeded", out, err, nullptr, /*answered_before=*/true);
 }
 
 int Status(const CommonFlags& flags, const std::string& name, bool watch, int watch_timeout_seconds,
@@ -226,7 +246,7 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
   if (watch) {
     WaitFlags wait{true, watch_timeout_seconds, 1000};
     bool final = false;
-    int rc = WaitForFinal(*api, ns, name, wait, "", out, err, &final);
+    int rc = WaitAndPrint(*api, flags, ns, name, wait, "", out, err, &final);
     return final ? kExitOk : rc;  // reaching any final phase ends a watch normally; a 404 does not
   }
   auto body = Fetch(*api, JobPath(ns, name), err, &code);
@@ -384,15 +404,26 @@ int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const 
     out << "job.gantry.dev/" << name << " purged\n";
     return kExitOk;
   }
-  std::string phase = Str(r.body, "/status/phase");
-  out << "job.gantry.dev/" << name << (phase == "Cancelling" ? " cancelling" : " is " + phase) << "\n";
-  if (!wait.wait || phase == "Cancelled") return kExitOk;
-  if (phase != "Cancelling") {
-    // Ended otherwise before the cancel: --wait promised a Cancelled job.
-    err << fmt::format("job {} had already ended ({}): nothing was cancelled\n", name, phase);
-    return kExitRefused;
+  const std::string phase = Str(r.body, "/status/phase");
+  const std::string said = "job.gantry.dev/" + name + (phase == "Cancelling" ? " cancelling" : " is " + phase) + "\n";
+  if (!wait.wait) {
+    out << said;
+    return kExitOk;
   }
-  return WaitForFinal(*api, ns, name, wait, "Cancelled", out, err, nullptr, /*answered_before=*/true);
+  // --wait with -o json|yaml: standard output holds one document, the job
+  // as it ends (WaitAndPrint); what is said meanwhile goes to standard error.
+  OutputFormat format;
+  ParseOutputFormat(flags.output, &format);
+  const bool structured = format != OutputFormat::kTable;
+  (structured ? err : out) << said;
+  if (phase == "Cancelling") {
+    return WaitAndPrint(*api, flags, ns, name, wait, "Cancelled", out, err, nullptr, /*answered_before=*/true);
+  }
+  if (structured) PrintObject(out, r.body, format);
+  if (phase == "Cancelled") return kExitOk;
+  // Ended otherwise before the cancel: --wait promised a Cancelled job.
+  err << fmt::format("job {} had already ended ({}): nothing was cancelled\n", name, phase);
+  return kExitRefused;
 }
 
 int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& out, std::ostream& err) {

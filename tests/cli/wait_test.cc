@@ -8,6 +8,9 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "daemon_fixture.h"
 #include "gantry/http/server.h"
@@ -117,6 +120,42 @@ TEST_CASE("cancel --wait of a job that had already ended otherwise exits 1, sayi
   auto cancelled = JobServer(0, "Cancelled", &asked);
   CHECK(Cli("http://127.0.0.1:" + std::to_string(cancelled->port()), {"cancel", "train", "-n", "team-a", "--wait"})
             .code == 0);
+}
+
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("a wait with -o json prints one document, the job as it ended, and says the rest on stderr", "[cli]") {
+  std::atomic<int> asked{0};
+  auto cancelled = JobServer(0, "Cancelled", &asked);
+  const std::string url = "http://127.0.0.1:" + std::to_string(cancelled->port());
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"cancel", "train", "-n", "team-a", "--wait", "-o", "json"},
+        std::vector<std::string>{"status", "train", "-n", "team-a", "-w", "-o", "json"}}) {
+    CAPTURE(args);
+    RunResult r = Cli(url, args);
+    CHECK(r.code == 0);
+    const nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);  // one document, nothing else
+    REQUIRE_FALSE(doc.is_discarded());
+    CHECK(doc["status"]["phase"] == "Cancelled");
+    CHECK_THAT(r.err, Catch::Contains("job.gantry.dev/train"));
+  }
+}
+
+TEST_CASE("a --timeout without --wait (or --watch), and cancel --purge --wait, are refused as usage errors", "[cli]") {
+  const std::string url = "http://127.0.0.1:1";  // never asked
+  RunResult submit = Cli(url, {"submit", "-f", "job.yaml", "--timeout", "5"});
+  CHECK(submit.code == 2);
+  CHECK_THAT(submit.err, Catch::Contains("--timeout requires --wait"));
+  RunResult status = Cli(url, {"status", "train", "--timeout", "5"});
+  CHECK(status.code == 2);
+  CHECK_THAT(status.err, Catch::Contains("--timeout requires --watch"));
+  RunResult cancel = Cli(url, {"cancel", "train", "--timeout", "5"});
+  CHECK(cancel.code == 2);
+  RunResult purge = Cli(url, {"cancel", "train", "--purge", "--wait"});
+  CHECK(purge.code == 2);
+  CHECK_THAT(purge.err, Catch::Contains("--wait excludes --purge"));
 }
 
 }  // namespace gantry::testing

@@ -210,7 +210,13 @@ int RunServe(const ServeFlags& flags) {
     spdlog::critical("store: {}", store.status().ToString());
     return 1;
   }
-  spdlog::info("store {} open at schema version {}", store_options.path, LatestSchemaVersion());
+  spdlog::info("store {} open at schema version {}; a finished job's record is kept {} (jobRecordRetentionSeconds)",
+               store_options.path, LatestSchemaVersion(),
+               config.job_record_retention_seconds == 0
+                   ? std::string("for ever")
+                   : config.job_record_retention_seconds % 86400 == 0
+                         ? fmt::format("{} day(s) after it finished", config.job_record_retention_seconds / 86400)
+                         : fmt::format("{} s after it finished", config.job_record_retention_seconds));
 
   auto auth = api::TokenAuth::Load(config.tokens_file);
   if (!auth.ok()) {

@@ -37,9 +37,11 @@ inline constexpr char kUidsWithIntentsInSql[] =
 // (015), none with an intent left. finished_ms is set only by the write
 // that makes a phase final (006); the phase is checked as well, and the +
 // keeps SQLite from reading every finished job by jobs_by_phase and sorting
-// them instead. ?1 finished before, ?2 limit.
+// them instead. ?1 finished before, ?2 limit, ?3 finished at or after (the
+// last batch's last: the jobs kept before it, their objects not yet seen
+// deleted, are not read again by every batch).
 inline constexpr char kExpireFinishedSql[] =
-    "SELECT seq, uid FROM jobs WHERE finished_ms > 0 AND finished_ms < ?1 "
+    "SELECT seq, uid, finished_ms FROM jobs WHERE finished_ms > 0 AND finished_ms >= ?3 AND finished_ms < ?1 "
     "AND +phase IN ('Succeeded', 'Failed', 'Cancelled', 'Lost') "
     "AND NOT EXISTS (SELECT 1 FROM remote_intents WHERE job_uid = jobs.uid) ORDER BY finished_ms LIMIT ?2";
 

@@ -153,27 +153,31 @@ void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<std::str
   EnqueueWrite<std::string>(*writer_, std::move(op), std::move(done));
 }
 
-void SqliteStore::ExpireFinished(int64_t finished_before_ms, int limit, StoreCallback<int> done) {
-  auto op = [this, finished_before_ms, limit](SqliteConnection& conn) -> Result<int> {
+void SqliteStore::ExpireFinished(int64_t finished_before_ms, int64_t finished_from_ms, int limit,
+                                 StoreCallback<ExpiredJobs> done) {
+  auto op = [this, finished_before_ms, finished_from_ms, limit](SqliteConnection& conn) -> Result<ExpiredJobs> {
     const int64_t now = Now();
     // A job with an intent left (an object not yet seen deleted, in a
     // cluster out of reach say) stays until the engine has dropped it.
     std::vector<std::pair<int64_t, std::string>> expired;
+    ExpiredJobs batch;
     {
       Result<Statement> select = conn.Prepare(kExpireFinishedSql);
       if (!select.ok()) return select.status();
-      select->Bind(1, finished_before_ms).Bind(2, int64_t{std::max(limit, 1)});
+      select->Bind(1, finished_before_ms).Bind(2, int64_t{std::max(limit, 1)}).Bind(3, finished_from_ms);
       while (true) {
         Result<bool> row = select->Step();
         if (!row.ok()) return row.status();
         if (!*row) break;
         expired.emplace_back(select->Int(0), select->Text(1));
+        batch.last_finished_ms = select->Int(2);
       }
     }
     for (const auto& [seq, uid] : expired) GANTRY_RETURN_IF_ERROR(RemoveJob(conn, seq, uid, now));
-    return static_cast<int>(expired.size());
+    batch.count = static_cast<int>(expired.size());
+    return batch;
   };
-  EnqueueWrite<int>(*writer_, std::move(op), std::move(done));
+  EnqueueWrite<ExpiredJobs>(*writer_, std::move(op), std::move(done));
 }
 
 void SqliteStore::Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase,

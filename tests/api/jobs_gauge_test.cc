@@ -30,8 +30,9 @@ class CountingStore final : public JobStore {
   void Purge(std::string ns, std::string name, StoreCallback<std::string> done) override {
     inner_.Purge(std::move(ns), std::move(name), std::move(done));
   }
-  void ExpireFinished(int64_t finished_before_ms, int limit, StoreCallback<int> done) override {
-    inner_.ExpireFinished(finished_before_ms, limit, std::move(done));
+  void ExpireFinished(int64_t finished_before_ms, int64_t finished_from_ms, int limit,
+                      StoreCallback<ExpiredJobs> done) override {
+    inner_.ExpireFinished(finished_before_ms, finished_from_ms, limit, std::move(done));
   }
   void Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase, std::string message,
                   std::optional<JobEvent> event, StoreCallback<JobRecord> done) override {

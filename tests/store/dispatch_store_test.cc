@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "gantry/store/sqlite_connection.h"
 #include "gantry/store/sqlite_store.h"
 #include "store_test_util.h"
 #include "test_support.h"
@@ -178,52 +179,69 @@ TEST_CASE("ExpireFinished purges finished jobs past the cutoff with no intent le
           "[store][dispatch]") {
   TempDir dir;
   FakeClock clock;
-  auto store = OpenStore(dir.File("db"), &clock);
-  // Finished at 1, 2 and 3 s after the start: old-a, old-b, kept (an intent left).
+  const std::string path = dir.File("db");
+  auto store = OpenStore(path, &clock);
+  // Finished 1, 2, 3 and 4 s after the start: kept (an intent left), old-a,
+  // old-b, old-c; late after the cutoff; running not finished; pre-006
+  // finished with no finish time (as before migration 006).
   const int64_t start = clock.NowMillis();
   std::vector<JobRecord> jobs;
-  for (const char* name : {"old-a", "old-b", "kept", "late", "running"}) {
+  for (const char* name : {"kept", "old-a", "old-b", "old-c", "late", "running", "pre-006"}) {
     jobs.push_back(MakeJob("team-a", name));
     REQUIRE(SubmitSync(*store, jobs.back()).ok());
   }
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 4; ++i) {
     clock.Advance(1'000);
     DispatchUpdate finish;
     finish.uid = jobs[i].uid;
-    finish.phase = i == 1 ? JobPhase::kFailed : JobPhase::kSucceeded;
-    if (i == 2) finish.upsert_intents = {Intent("c1", "Job", 1, false)};  // withdrawn, not seen gone
+    finish.phase = i == 2 ? JobPhase::kFailed : JobPhase::kSucceeded;
+    if (i == 0) finish.upsert_intents = {Intent("c1", "Job", 1, false)};  // withdrawn, not seen gone
     REQUIRE(ApplySync(*store, finish).ok());
   }
+  ForcePhase(*store, jobs[6].uid, JobPhase::kSucceeded);
+  {
+    auto conn = SqliteConnection::Open(path, {});
+    REQUIRE(conn.ok());
+    REQUIRE((*conn)->Exec("UPDATE jobs SET finished_ms = 0 WHERE name = 'pre-006'").ok());
+  }
   clock.Advance(10'000);
-  ForcePhase(*store, jobs[3].uid, JobPhase::kCancelled);  // finished after the cutoff below
-  ForcePhase(*store, jobs[4].uid, JobPhase::kRunning);
-  const int64_t cutoff = start + 5'000;
+  ForcePhase(*store, jobs[4].uid, JobPhase::kCancelled);  // finished after the cutoff below
+  ForcePhase(*store, jobs[5].uid, JobPhase::kRunning);
+  const int64_t cutoff = start + 8'000;
 
-  auto first = ExpireSync(*store, cutoff, 1);  // a batch of one: the oldest
+  auto first = ExpireSync(*store, cutoff, 1);  // a batch of one: the oldest that may go
   REQUIRE(first.ok());
-  CHECK(*first == 1);
-  CHECK(store->GetByUid(jobs[0].uid).status().code() == Code::kNotFound);
-  CHECK(*store->WasPurged(jobs[0].uid));  // what it left in a cluster is gantry's to delete
-  CHECK(store->GetByUid(jobs[1].uid).ok());
+  CHECK(first->count == 1);
+  CHECK(first->last_finished_ms == start + 2'000);
+  CHECK(store->GetByUid(jobs[1].uid).status().code() == Code::kNotFound);
+  CHECK(*store->WasPurged(jobs[1].uid));  // what it left in a cluster is gantry's to delete
+  CHECK(store->GetByUid(jobs[2].uid).ok());
+
+  // From old-c's finish on: old-b, before it, is not taken.
+  auto from = ExpireSync(*store, cutoff, 100, start + 4'000);
+  REQUIRE(from.ok());
+  CHECK(from->count == 1);
+  CHECK(from->last_finished_ms == start + 4'000);
+  CHECK(store->GetByUid(jobs[3].uid).status().code() == Code::kNotFound);
+  CHECK(store->GetByUid(jobs[2].uid).ok());
 
   auto rest = ExpireSync(*store, cutoff, 100);
   REQUIRE(rest.ok());
-  CHECK(*rest == 1);
-  CHECK(store->GetByUid(jobs[1].uid).status().code() == Code::kNotFound);
-  CHECK(store->Events(jobs[1].uid)->empty());
-  for (int i = 2; i < 5; ++i) CHECK(store->GetByUid(jobs[i].uid).ok());
-  CHECK(*ExpireSync(*store, cutoff, 100) == 0);
+  CHECK(rest->count == 1);
+  CHECK(store->GetByUid(jobs[2].uid).status().code() == Code::kNotFound);
+  CHECK(store->Events(jobs[2].uid)->empty());
+  for (int i : {0, 4, 5, 6}) CHECK(store->GetByUid(jobs[i].uid).ok());
+  CHECK(ExpireSync(*store, cutoff, 100)->count == 0);
 
   // Once its object is seen gone, the job with a row left goes too.
   DispatchUpdate drop;
-  drop.uid = jobs[2].uid;
+  drop.uid = jobs[0].uid;
   drop.expected_phase = JobPhase::kSucceeded;
   drop.drop_intents = {{"c1", "Job"}};
   REQUIRE(ApplySync(*store, drop).ok());
-  CHECK(*ExpireSync(*store, cutoff, 100) == 1);
-  CHECK(store->GetByUid(jobs[2].uid).status().code() == Code::kNotFound);
-  CHECK(store->GetByUid(jobs[3].uid).ok());
-  CHECK(store->GetByUid(jobs[4].uid).ok());
+  CHECK(ExpireSync(*store, cutoff, 100)->count == 1);
+  CHECK(store->GetByUid(jobs[0].uid).status().code() == Code::kNotFound);
+  for (int i : {4, 5, 6}) CHECK(store->GetByUid(jobs[i].uid).ok());
   // Its name is free again.
   CHECK(SubmitSync(*store, MakeJob("team-a", "old-a")).ok());
 }

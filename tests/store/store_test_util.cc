@@ -65,8 +65,9 @@ Result<std::string> PurgeSync(SqliteStore& store, const std::string& ns, const s
   return Await<std::string>([&](StoreCallback<std::string> cb) { store.Purge(ns, name, cb); });
 }
 
-Result<int> ExpireSync(SqliteStore& store, int64_t finished_before_ms, int limit) {
-  return Await<int>([&](StoreCallback<int> cb) { store.ExpireFinished(finished_before_ms, limit, cb); });
+Result<ExpiredJobs> ExpireSync(SqliteStore& store, int64_t finished_before_ms, int limit, int64_t finished_from_ms) {
+  return Await<ExpiredJobs>(
+      [&](StoreCallback<ExpiredJobs> cb) { store.ExpireFinished(finished_before_ms, finished_from_ms, limit, cb); });
 }
 
 Result<JobRecord> TransitionSync(SqliteStore& store, const std::string& uid, JobPhase from,

@@ -22,7 +22,8 @@ std::unique_ptr<SqliteStore> OpenStore(const std::string& path, const Clock* clo
 Result<SubmitResult> SubmitSync(SqliteStore& store, JobRecord job);
 Result<JobRecord> CancelSync(SqliteStore& store, const std::string& ns, const std::string& name);
 Result<std::string> PurgeSync(SqliteStore& store, const std::string& ns, const std::string& name);
-Result<int> ExpireSync(SqliteStore& store, int64_t finished_before_ms, int limit);
+Result<ExpiredJobs> ExpireSync(SqliteStore& store, int64_t finished_before_ms, int limit,
+                               int64_t finished_from_ms = 0);
 Result<JobRecord> TransitionSync(SqliteStore& store, const std::string& uid, JobPhase from,
                                  JobPhase to, std::optional<JobEvent> event = std::nullopt);
 

@@ -59,9 +59,9 @@ struct DaemonConfig {
   // How long a job that finished in its cluster keeps its Workload and job
   // there (for kubectl: pods, logs) before gantry deletes them. 0 = at once.
   int finished_retention_seconds = 0;
-  // How long gantry keeps a finished job's record (status, events) once the
-  // job's objects are gone from its clusters; then it is purged, as by
-  // `gantry cancel --purge`. 0 = for ever.
+  // How long gantry keeps a finished job's record (status, events) after
+  // the job finished; then, once every object gantry made for it is seen
+  // deleted, it is purged, as by `gantry cancel --purge`. 0 = for ever.
   int job_record_retention_seconds = 30 * 86400;
   // Admitted | QuotaReserved: the worker condition that wins the lease.
   std::string lease_on = "Admitted";

@@ -176,6 +176,12 @@ struct JobKey {
 template <typename T>
 using StoreCallback = std::function<void(Result<T>)>;
 
+// One batch of JobStore::ExpireFinished.
+struct ExpiredJobs {
+  int count = 0;
+  int64_t last_finished_ms = 0;  // of the last job purged (0: none)
+};
+
 class JobStore {
  public:
   virtual ~JobStore() = default;
@@ -194,12 +200,14 @@ class JobStore {
   // (WasPurged); done gets the removed job's uid. kConflict when the job is
   // not in a final phase; kNotFound when absent.
   virtual void Purge(std::string ns, std::string name, StoreCallback<std::string> done) = 0;
-  // Purges (as Purge does) the finished jobs whose final phase came before
-  // finished_before_ms and that have no intent left (every object gantry
-  // made for them seen deleted), oldest first, at most limit of them in one
-  // transaction; done gets how many. A job that finished before
-  // migration 006 (no finish time) is never taken.
-  virtual void ExpireFinished(int64_t finished_before_ms, int limit, StoreCallback<int> done) = 0;
+  // Purges (as Purge does) the finished jobs whose final phase came in
+  // [finished_from_ms, finished_before_ms) and that have no intent left
+  // (every object gantry made for them seen deleted), oldest first, at most
+  // limit of them in one transaction; done gets how many, and the finish
+  // time of the last (the next batch's finished_from_ms). A job that
+  // finished before migration 006 (no finish time) is never taken.
+  virtual void ExpireFinished(int64_t finished_before_ms, int64_t finished_from_ms, int limit,
+                              StoreCallback<ExpiredJobs> done) = 0;
 
   // Sets phase/message (and optionally appends an event) if the job is still
   // at expected_phase. kConflict when the phase moved on; kNotFound when absent.

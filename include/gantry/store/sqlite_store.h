@@ -66,7 +66,8 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
   // A job already Cancelling is returned unchanged, without a second event.
   void RequestCancel(std::string ns, std::string name, StoreCallback<JobRecord> done) override;
   void Purge(std::string ns, std::string name, StoreCallback<std::string> done) override;
-  void ExpireFinished(int64_t finished_before_ms, int limit, StoreCallback<int> done) override;
+  void ExpireFinished(int64_t finished_before_ms, int64_t finished_from_ms, int limit,
+                      StoreCallback<ExpiredJobs> done) override;
   // The event's job_uid is set to uid; time_ms = 0 is replaced by now.
   void Transition(std::string uid, JobPhase expected_phase, JobPhase new_phase, std::string message,
                   std::optional<JobEvent> event, StoreCallback<JobRecord> done) override;

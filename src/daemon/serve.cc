@@ -205,6 +205,11 @@ int RunServe(const ServeFlags& flags) {
                                      ? error.ToString()
                                      : fmt::format("{} (see the gantry log)", CodeName(error.code())));
   };
+  // A large database on a cold disk may take longer to check than systemd's
+  // start timeout (90 s by default): each notice moves it 30 s on.
+  store_options.on_slow_start = [] {
+    sd_notify(0, "EXTEND_TIMEOUT_USEC=30000000\nSTATUS=checking the database before serving");
+  };
   auto store = OpenSqliteStore(store_options);
   if (!store.ok()) {
     spdlog::critical("store: {}", store.status().ToString());

@@ -75,6 +75,41 @@ Status CheckIntegrity(SqliteConnection& conn) {
                                         fmt::join(problems, "; ")));
 }
 
+// Calls options.on_slow_start every slow_start_every while it is installed
+// on a connection: SQLite's progress handler runs every kOps virtual
+// machine steps of any statement there, a clock read each.
+class SlowStartNotice {
+ public:
+  SlowStartNotice(sqlite3* db, const SqliteStoreOptions& options)
+      : db_(db), call_(options.on_slow_start), every_(options.slow_start_every), next_(Clock::now() + every_) {
+    if (call_) sqlite3_progress_handler(db_, kOps, &SlowStartNotice::Progress, this);
+  }
+  ~SlowStartNotice() {
+    if (call_) sqlite3_progress_handler(db_, 0, nullptr, nullptr);
+  }
+  SlowStartNotice(const SlowStartNotice&) = delete;
+  SlowStartNotice& operator=(const SlowStartNotice&) = delete;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static constexpr int kOps = 10'000;
+
+  static int Progress(void* self) {
+    auto* notice = static_cast<SlowStartNotice*>(self);
+    const Clock::time_point now = Clock::now();
+    if (now >= notice->next_) {
+      notice->next_ = now + notice->every_;
+      notice->call_();
+    }
+    return 0;  // go on
+  }
+
+  sqlite3* db_;
+  std::function<void()> call_;
+  std::chrono::milliseconds every_;
+  Clock::time_point next_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& options) {
@@ -93,9 +128,12 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
     return Status::Io(fmt::format("database {} can only be read (its permissions, or a read-only filesystem)",
                                   options.path));
   }
-  GANTRY_RETURN_IF_ERROR(CheckIntegrity(**writer));
-  Result<int> migrated = MigrateSchema(**writer, EmbeddedMigrations(), clock->NowMillis());
-  if (!migrated.ok()) return migrated.status();
+  {
+    SlowStartNotice notice((*writer)->db(), options);
+    GANTRY_RETURN_IF_ERROR(CheckIntegrity(**writer));
+    Result<int> migrated = MigrateSchema(**writer, EmbeddedMigrations(), clock->NowMillis());
+    if (!migrated.ok()) return migrated.status();
+  }
 
   SqliteConnectionOptions read_options;
   read_options.create = false;

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 
@@ -97,6 +98,42 @@ TEST_CASE("a damaged database file is refused at the start, not found out at the
   REQUIRE_FALSE(store.ok());
   CHECK(store.status().code() == Code::kCorruption);
   CHECK_THAT(store.status().message(), Catch::Contains("is damaged") && Catch::Contains("backup"));
+}
+
+TEST_CASE("a start whose check of the database takes long says so every slow_start_every, and only then",
+          "[store]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  {
+    auto store = OpenSqliteStore(At(path));
+    REQUIRE(store.ok());
+    for (int i = 0; i < 300; ++i) {
+      REQUIRE(testing::SubmitSync(**store, testing::MakeJob("team-a", "j" + std::to_string(i))).ok());
+    }
+  }
+  // Every progress step counts as late: the check of 300 jobs' pages takes several.
+  int notices = 0;
+  SqliteStoreOptions options = At(path);
+  options.on_slow_start = [&notices] { ++notices; };
+  options.slow_start_every = std::chrono::milliseconds(0);
+  auto store = OpenSqliteStore(options);
+  REQUIRE(store.ok());
+  CHECK(notices > 0);
+  // Not after the start: the store's own statements do not call it.
+  const int at_start = notices;
+  for (int i = 0; i < 50; ++i) {
+    REQUIRE(testing::SubmitSync(**store, testing::MakeJob("team-b", "j" + std::to_string(i))).ok());
+  }
+  REQUIRE((*store)->List(ListQuery{}).ok());
+  CHECK(notices == at_start);
+  store->reset();
+
+  // Within its time, none.
+  int early = 0;
+  options.on_slow_start = [&early] { ++early; };
+  options.slow_start_every = std::chrono::hours(1);
+  REQUIRE(OpenSqliteStore(options).ok());
+  CHECK(early == 0);
 }
 
 }  // namespace gantry

@@ -331,27 +331,9 @@ int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase
   std::string base = all_namespaces ? "/api/v1/jobs?" : "/api/v1/namespaces/" + UrlEncode(NamespaceOf(flags)) + "/jobs?";
   if (!phase.empty()) base += "phase=" + UrlEncode(phase) + "&";
   if (!queue.empty()) base += "queue=" + UrlEncode(queue) + "&";
-  nlohmann::json items = nlohmann::json::array();
-  std::string cont;
-  do {  // follow continue tokens until the last page
-    ApiResult r = api->Call("GET", base + "limit=500" + (cont.empty() ? "" : "&continue=" + UrlEncode(cont)));
-    if (r.exit_code != kExitOk) {
-      err << r.error << "\n";
-      return r.exit_code;
-    }
-    for (auto& item : r.body.value("items", nlohmann::json::array())) items.push_back(std::move(item));
-    cont = Str(r.body, "/metadata/continue");
-  } while (!cont.empty());
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
-  if (format != OutputFormat::kTable) {
-    PrintObject(out, {{"apiVersion", "gantry.dev/v1"}, {"kind", "JobList"}, {"items", items}}, format);
-    return kExitOk;
-  }
-  if (items.empty()) {
-    err << "No jobs found.\n";
-    return kExitOk;
-  }
+  const bool table = format == OutputFormat::kTable;
   // The phase, and what holds the job as it is (kubectl's "Ready,SchedulingDisabled"): its owner out of
   // reach, lost or held (condition OwnerUnreachable), a cancel waiting for a cluster (WaitingForClusters).
   auto phase_of = [](const nlohmann::json& j) {
@@ -370,16 +352,46 @@ int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase
     }
     return phase;
   };
+  // A table keeps each page's rows, not its jobs (tens of thousands of
+  // them, each with its spec, would be hundreds of megabytes of tree).
+  nlohmann::json items = nlohmann::json::array();
   std::vector<std::vector<std::string>> rows;
-  for (const auto& j : items) {
-    std::vector<std::string> row;
-    if (all_namespaces) row.push_back(Str(j, "/metadata/namespace"));
-    for (std::string v : {Str(j, "/metadata/name"), Str(j, "/spec/queue"), phase_of(j),
-                          Str(j, "/status/cluster", "<none>"), Str(j, "/status/epoch", "0"),
-                          AgeOf(Str(j, "/metadata/creationTimestamp"))}) {
-      row.push_back(v);
+  std::string cont;
+  do {  // follow continue tokens until the last page
+    ApiResult r = api->Call("GET", base + "limit=500" + (cont.empty() ? "" : "&continue=" + UrlEncode(cont)));
+    if (r.exit_code != kExitOk) {
+      err << r.error << "\n";
+      return r.exit_code;
     }
-    rows.push_back(std::move(row));
+    auto page = r.body.is_object() ? r.body.find("items") : r.body.end();
+    if (!r.body.is_object() || page == r.body.end() || !page->is_array()) {
+      err << "error: the server's answer is not what gantry expects (is it a gantry daemon?): it holds no list "
+             "of items\n";
+      return kExitRefused;
+    }
+    for (auto& j : *page) {
+      if (!table) {
+        items.push_back(std::move(j));
+        continue;
+      }
+      std::vector<std::string> row;
+      if (all_namespaces) row.push_back(Str(j, "/metadata/namespace"));
+      for (std::string v : {Str(j, "/metadata/name"), Str(j, "/spec/queue"), phase_of(j),
+                            Str(j, "/status/cluster", "<none>"), Str(j, "/status/epoch", "0"),
+                            AgeOf(Str(j, "/metadata/creationTimestamp"))}) {
+        row.push_back(v);
+      }
+      rows.push_back(std::move(row));
+    }
+    cont = Str(r.body, "/metadata/continue");
+  } while (!cont.empty());
+  if (!table) {
+    PrintObject(out, {{"apiVersion", "gantry.dev/v1"}, {"kind", "JobList"}, {"items", std::move(items)}}, format);
+    return kExitOk;
+  }
+  if (rows.empty()) {
+    err << "No jobs found.\n";
+    return kExitOk;
   }
   std::vector<std::string> headers = {"NAME", "QUEUE", "PHASE", "CLUSTER", "EPOCH", "AGE"};
   if (all_namespaces) headers.insert(headers.begin(), "NAMESPACE");

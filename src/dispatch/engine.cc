@@ -438,6 +438,28 @@ void Engine::TakeObservation(DecideInput& in, JobObservation observation) {
   in.finished_gone = std::move(observation.finished_gone);
 }
 
+std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& uid, int64_t epoch,
+                                            const JobKind& kind, int64_t now) {
+  // Expectations are read before the observation. A watch event updates the
+  // observer first and fulfils its expectation after (Engine::Observed), so
+  // every expectation gone from this read is in the observation below. Read
+  // the other way round, an event arriving between the two reads would leave
+  // its object in neither, and the pass would create it again (a 409 and a
+  // GET).
+  const std::set<Expectations::Key> expected_before = expected_.Pending(uid, epoch, {}, now);
+  TakeObservation(in, observer_->ForJob(uid, kind));
+  const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, epoch);
+  (void)expected_.Pending(uid, epoch, seen, now);  // drops what is seen now
+  for (const Expectations::Key& key : expected_before) {
+    if (!seen.count(key)) in.expected.insert(key);
+  }
+  // A create whose answer a straggler awaits may land as well.
+  for (const Expectations::Key& key : LateCreates(uid, epoch)) {
+    if (!seen.count(key)) in.expected.insert(key);
+  }
+  return seen;
+}
+
 Reconciler::PassResult Engine::Pass(const std::string& uid) {
   // A job created a moment ago comes as the API parsed and the store
   // committed it (see fresh_jobs.h); it has no remote intents yet.
@@ -489,23 +511,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   in.spec = spec;
   in.intents = std::move(*intents);
   in.read_gone = ReadGone(uid, in.intents);
-  // Expectations are read before the observation. A watch event updates the
-  // observer first and fulfils its expectation after (Engine::Observed), so
-  // every expectation gone from this read is in the observation below. Read
-  // the other way round, an event arriving between the two reads would leave
-  // its object in neither, and the pass would create it again (a 409 and a
-  // GET).
-  const std::set<Expectations::Key> expected_before = expected_.Pending(uid, job->epoch, {}, now);
-  TakeObservation(in, observer_->ForJob(uid, (*parsed)->kind));
-  const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, job->epoch);
-  (void)expected_.Pending(uid, job->epoch, seen, now);  // drops what is seen now
-  for (const Expectations::Key& key : expected_before) {
-    if (!seen.count(key)) in.expected.insert(key);
-  }
-  // A create whose answer a straggler awaits may land as well.
-  for (const Expectations::Key& key : LateCreates(uid, job->epoch)) {
-    if (!seen.count(key)) in.expected.insert(key);
-  }
+  const std::set<Expectations::Key> seen = Observe(in, uid, job->epoch, (*parsed)->kind, now);
   if (!job->cluster.empty()) {
     in.job_create_failing_ms = CreateFailingMs(uid, job->cluster, job->epoch,
                                                seen.count({job->cluster, std::string(kJob)}) > 0,

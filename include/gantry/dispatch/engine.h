@@ -215,6 +215,11 @@ class Engine final : public JobIntake {
   // Moves what the watches show of the job into a pass's input (its
   // observed, synced, behind, resource and finished_gone).
   static void TakeObservation(DecideInput& in, JobObservation observation);
+  // The job's observation (TakeObservation), and the creates at its epoch
+  // still awaited, not seen yet (in.expected): what a pass, and explain,
+  // read of the clusters. Returns the objects seen at the epoch.
+  std::set<Expectations::Key> Observe(DecideInput& in, const std::string& uid, int64_t epoch, const JobKind& kind,
+                                      int64_t now);
   // What its lookups by name found of the job's withdrawn rows
   // (DecideInput::read_gone).
   std::map<std::pair<std::string, std::string>, int64_t> ReadGone(const std::string& uid,

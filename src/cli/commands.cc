@@ -38,7 +38,8 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
     err << fmt::format("error: timed out after {}s waiting for job {} ({})\n", wait.timeout_seconds, name, state);
     return kExitRefused;
   };
-  std::string last;
+  std::string last;       // the phase last read
+  std::string last_line;  // the line last printed
   bool told_unreachable = false;
   bool answered = answered_before;  // a server never reached (a wrong --server) is not waited for
   while (true) {
@@ -63,17 +64,29 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
     answered = true;
     if (last_body != nullptr) *last_body = r.body;
     std::string phase = Str(r.body, "/status/phase");
-    if (phase != last) {
-      std::string cluster = Str(r.body, "/status/cluster");
-      out << fmt::format("job.gantry.dev/{} {}{}", name, phase, cluster.empty() ? "" : " on " + cluster) << "\n";
+    // A line for each change of phase, of cluster (a job moved after its
+    // owner was lost), of epoch, and for an owner out of reach.
+    const std::string cluster = Str(r.body, "/status/cluster");
+    const std::string epoch = Str(r.body, "/status/epoch");
+    const std::string unreachable = Str(r.body, "/status/ownerUnreachable/since");
+    std::string line = fmt::format("job.gantry.dev/{} {}", name, phase);
+    if (!cluster.empty()) line += " on " + cluster;
+    if (!epoch.empty() && epoch != "0" && epoch != "1") line += " (epoch " + epoch + ")";
+    if (!unreachable.empty()) line += ", its owner out of reach since " + unreachable;
+    if (line != last_line) {
+      out << line << "\n";
       out.flush();
-      last = phase;
+      last_line = std::move(line);
     }
+    last = phase;
     if (IsFinalPhase(phase)) {
       if (reached_final != nullptr) *reached_final = true;
       if (phase == wanted) return kExitOk;
       std::string message = Str(r.body, "/status/message");
-      if (!message.empty()) err << "job " << name << " is " << phase << ": " << message << "\n";
+      // A watch (nothing wanted) ends well at any final phase: how, with the rest.
+      if (!message.empty()) {
+        (wanted.empty() ? out : err) << "job " << name << " is " << phase << ": " << message << "\n";
+      }
       return kExitRefused;
     }
     if (timed_out()) {

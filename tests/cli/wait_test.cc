@@ -3,6 +3,7 @@
 // for, and a server never reached is not.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <memory>
@@ -156,6 +157,41 @@ TEST_CASE("a --timeout without --wait (or --watch), and cancel --purge --wait, a
   RunResult purge = Cli(url, {"cancel", "train", "--purge", "--wait"});
   CHECK(purge.code == 2);
   CHECK_THAT(purge.err, Catch::Contains("--wait excludes --purge"));
+}
+
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("status -w prints a line when the job moves to another cluster or epoch, or its owner is out of reach",
+          "[cli]") {
+  // Each GET shows the next state; the last one stays.
+  const std::vector<std::string> states = {
+      R"("phase":"Running","cluster":"c1","epoch":1)",
+      R"("phase":"Running","cluster":"c1","epoch":1,"ownerUnreachable":{"since":"2026-12-06T10:00:00Z"})",
+      R"("phase":"Running","cluster":"c2","epoch":2)",
+      R"("phase":"Succeeded","cluster":"c2","epoch":2,"message":"succeeded in c2")",
+  };
+  std::atomic<int> asked{0};
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  http::Server server(options, [&](http::Request, http::Responder respond) {
+    const int n = std::min<int>(asked++, static_cast<int>(states.size()) - 1);
+    respond(http::JsonResponse(
+        200, R"({"metadata":{"name":"train","namespace":"team-a"},"status":{)" + states[n] + "}}"));
+  });
+  REQUIRE(server.Start().ok());
+  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()),
+                    {"status", "train", "-n", "team-a", "-w", "--timeout", "60"});
+  CHECK(r.code == 0);
+  CHECK(r.out ==
+        "job.gantry.dev/train Running on c1\n"
+        "job.gantry.dev/train Running on c1, its owner out of reach since 2026-12-06T10:00:00Z\n"
+        "job.gantry.dev/train Running on c2 (epoch 2)\n"
+        "job.gantry.dev/train Succeeded on c2 (epoch 2)\n"
+        "job train is Succeeded: succeeded in c2\n");
+  CHECK(r.err.empty());  // a watch that ends, however, is no error
+  server.Stop(std::chrono::milliseconds(0));
 }
 
 }  // namespace gantry::testing

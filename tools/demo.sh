@@ -155,7 +155,7 @@ if [ -n "$allowed" ]; then
   echo "   deleted when the partition healed. A job that must never run twice sets onClusterLoss: Fail"
   echo "   or Wait (at-most-once; the check enforces it)."
 else
-  echo "-> no job ran twice"
+  echo "-> no job ran in two places at once"
 fi
 
 step "stop the daemon (SIGTERM: drain, close the store)"

@@ -181,7 +181,9 @@ TEST_CASE("gantry-sim end to end over HTTPS", "[sim][e2e]") {
     };
     CHECK(Do("POST", kWorkloads, testing::MakeWorkload("twice", 1, 1)).status == 201);
     CHECK(post2(kWorkloads, testing::MakeWorkload("twice", 1, 1)) == 201);
-    CHECK(gantry::testing::Run({GANTRY_BIN_DIR "/gantry-sim", "ctl", "--out-dir", sim.dir(), "check"}).code == 0);
+    auto clean = gantry::testing::Run({GANTRY_BIN_DIR "/gantry-sim", "ctl", "--out-dir", sim.dir(), "check"});
+    CHECK(clean.code == 0);
+    CHECK(clean.out == "ok: no job ran in two places at once, and no at-most-once job ran twice (0 jobs ran)\n");
     REQUIRE(gantry::testing::WaitFor([&] { return HasCond(json::parse(Do("GET", kWorkloads + "/twice").body), "Admitted"); }));
     CHECK(Do("POST", kJobs, testing::MakeJob("twice", "twice", "uid-double", "30s")).status == 201);
     // Created once: a second POST would be a 409, so the wait is for the run only.

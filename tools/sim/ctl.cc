@@ -129,7 +129,16 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
   if (cmd == "check") {
     json r = json::parse(resp->body, nullptr, false);
     if (r.is_object() && r.value("ok", false)) {
-      std::printf("ok: no job ran twice\n");
+      // Checked: no two runs of a job at once, no at-most-once job run twice.
+      // A Requeue job may run again once its earlier run ended.
+      const int64_t jobs = r.value("jobs", int64_t{0}), again = r.value("jobsRunAgain", int64_t{0});
+      std::printf("ok: no job ran in two places at once, and no at-most-once job ran twice (%lld jobs ran",
+                  static_cast<long long>(jobs));
+      if (again > 0) {
+        std::printf("; %lld of them again after an earlier run ended, as a Requeue job moved or evicted may",
+                    static_cast<long long>(again));
+      }
+      std::printf(")\n");
       return 0;
     }
     for (const json& v : r.value("violations", json::array())) {

@@ -6,7 +6,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <functional>
+#include <limits>
 #include <map>
+#include <stdexcept>
 #include <string_view>
 
 namespace gantry {
@@ -128,7 +130,17 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   auto str = [](std::string* out) -> Setter {
     return [out](const YAML::Node& n) { *out = n.as<std::string>(); };
   };
-  auto num = [](int* out) -> Setter { return [out](const YAML::Node& n) { *out = n.as<int>(); }; };
+  // A whole number past int's range is told as one, not as a wrong type.
+  auto num = [](int* out) -> Setter {
+    return [out](const YAML::Node& n) {
+      long long wide = 0;
+      if (YAML::convert<long long>::decode(n, wide) &&
+          (wide > std::numeric_limits<int>::max() || wide < std::numeric_limits<int>::min())) {
+        throw std::out_of_range(fmt::format("{} is out of range", n.Scalar()));
+      }
+      *out = n.as<int>();
+    };
+  };
   std::map<std::string, Setter> fields = {
       {"listen", str(&c.listen)},
       {"dataDir", str(&c.data_dir)},
@@ -184,6 +196,8 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
         fields.at(key)(kv.second);
       } catch (const YAML::Exception& e) {
         return FieldError(path, line, key, fmt::format("wrong type ({})", e.msg));
+      } catch (const std::out_of_range& e) {
+        return FieldError(path, line, key, e.what());
       }
     }
   }

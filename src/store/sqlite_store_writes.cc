@@ -144,7 +144,8 @@ void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<std::str
     Result<JobRecord> job = SelectJobByName(conn, ns, name);
     if (!job.ok()) return job.status();
     if (!IsFinal(job->phase)) {
-      return Status::Conflict(fmt::format("job {} is {}; only finished jobs can be purged",
+      return Status::Conflict(fmt::format("job {} is {}; only finished jobs can be purged: cancel it first, then purge "
+                                          "it once it is Cancelled",
                                           JobName(ns, name), JobPhaseName(job->phase)));
     }
     GANTRY_RETURN_IF_ERROR(RemoveJob(conn, job->seq, job->uid, now));

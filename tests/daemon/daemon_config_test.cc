@@ -106,6 +106,8 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
        "line 3: rejectionBackoffMaxSeconds (30) must be at least"},
       {"finishedRetentionSeconds: 604801\n", "finishedRetentionSeconds must be 0..604800"},
       {"jobRecordRetentionSeconds: -5\n", "jobRecordRetentionSeconds must be 0..315360000 (0: for ever)"},
+      {"origin: gantry\njobRecordRetentionSeconds: 99999999999\n",
+       "line 2: jobRecordRetentionSeconds: 99999999999 is out of range"},
       {"origin: gantry\nfinishedRetentionSeconds: soon\n", "line 2: finishedRetentionSeconds: wrong type"},
       {"finishedRetention: 60\n", "line 1: finishedRetention: unknown field"},
       {"leaseOn: Running\n", "leaseOn must be Admitted or QuotaReserved"},

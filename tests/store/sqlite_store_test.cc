@@ -136,7 +136,8 @@ TEST_CASE("RequestCancel, Purge and Transition follow the phase rules", "[store]
       CHECK(purged.status().code() == Code::kConflict);
       CHECK(purged.status().message() == "job ns/" + name + " is " +
                                              std::string(JobPhaseName(now)) +
-                                             "; only finished jobs can be purged");
+                                             "; only finished jobs can be purged: cancel it first, then purge it "
+                                             "once it is Cancelled");
       CHECK(store->Get("ns", name).ok());
     }
   }

@@ -41,6 +41,17 @@ std::set<std::string> StatusFieldsRead(const Resource& r) {
   return {"conditions", "active", "succeeded", "failed", "replicatedJobsStatus", "restarts"};
 }
 
+// The metadata members a watch event's object is read for: ParseWorkload
+// and ParseJob (observer_decode.cc), KeyOf and ToEntry here, and the
+// resume point and bookmarks (KubeClient::Watch); keep in step with them.
+// A real API server sends managedFields with every object, often larger
+// than the rest of it: the watch drops it, and what else goes unread
+// (ownerReferences, finalizers), before it is parsed.
+std::set<std::string> MetadataFieldsRead() {
+  return {"name", "namespace", "uid", "labels", "annotations", "resourceVersion", "deletionTimestamp",
+          "creationTimestamp"};
+}
+
 std::optional<Entry> ToEntry(const Resource& r, const json& o) {
   if (r.kind.empty()) {
     auto w = ParseWorkload(o);
@@ -153,9 +164,12 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
                    status, message);
     }
   };
-  // ToEntry reads metadata and a few spec and status fields: the pod
-  // templates and admission details need not be parsed on every event.
-  lw.only_fields = {{"spec", {"suspend", "active", "preemptionGates"}}, {"status", StatusFieldsRead(resources[r])}};
+  // ToEntry reads a few metadata, spec and status fields: managedFields,
+  // the pod templates and admission details need not be parsed on every
+  // event.
+  lw.only_fields = {{"metadata", MetadataFieldsRead()},
+                    {"spec", {"suspend", "active", "preemptionGates"}},
+                    {"status", StatusFieldsRead(resources[r])}};
   auto backoff = std::chrono::milliseconds(kFirstBackoff);
   while (!c->stopping()) {
     try {

@@ -15,6 +15,7 @@
 #include "migrator.h"
 #include "read_sql.h"
 #include "schema_migrations.h"
+#include "start_notice.h"
 
 namespace gantry {
 namespace {
@@ -75,41 +76,6 @@ Status CheckIntegrity(SqliteConnection& conn) {
                                         fmt::join(problems, "; ")));
 }
 
-// Calls options.on_slow_start every slow_start_every while it is installed
-// on a connection: SQLite's progress handler runs every kOps virtual
-// machine steps of any statement there, a clock read each.
-class SlowStartNotice {
- public:
-  SlowStartNotice(sqlite3* db, const SqliteStoreOptions& options)
-      : db_(db), call_(options.on_slow_start), every_(options.slow_start_every), next_(Clock::now() + every_) {
-    if (call_) sqlite3_progress_handler(db_, kOps, &SlowStartNotice::Progress, this);
-  }
-  ~SlowStartNotice() {
-    if (call_) sqlite3_progress_handler(db_, 0, nullptr, nullptr);
-  }
-  SlowStartNotice(const SlowStartNotice&) = delete;
-  SlowStartNotice& operator=(const SlowStartNotice&) = delete;
-
- private:
-  using Clock = std::chrono::steady_clock;
-  static constexpr int kOps = 10'000;
-
-  static int Progress(void* self) {
-    auto* notice = static_cast<SlowStartNotice*>(self);
-    const Clock::time_point now = Clock::now();
-    if (now >= notice->next_) {
-      notice->next_ = now + notice->every_;
-      notice->call_();
-    }
-    return 0;  // go on
-  }
-
-  sqlite3* db_;
-  std::function<void()> call_;
-  std::chrono::milliseconds every_;
-  Clock::time_point next_;
-};
-
 }  // namespace
 
 Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& options) {
@@ -129,7 +95,7 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
                                   options.path));
   }
   {
-    SlowStartNotice notice((*writer)->db(), options);
+    StartNotice notice(options.on_slow_start, options.slow_start_every);
     GANTRY_RETURN_IF_ERROR(CheckIntegrity(**writer));
     Result<int> migrated = MigrateSchema(**writer, EmbeddedMigrations(), clock->NowMillis());
     if (!migrated.ok()) return migrated.status();

@@ -42,9 +42,10 @@ struct SqliteStoreOptions {
   std::function<void(const Status& error, int writes)> on_commit_failed;
   // Time source for event timestamps written by the store. Must outlive the store.
   const Clock* clock = nullptr;  // nullptr = system clock
-  // Called every slow_start_every while the start's check of the file and
-  // its migrations run (a large database on a cold disk may take minutes):
-  // the daemon tells systemd to extend its start timeout. Optional.
+  // Called every slow_start_every, on a thread of its own, while the start's
+  // check of the file and its migrations run (a large database on a cold
+  // disk may take minutes): the daemon tells systemd to extend its start
+  // timeout. Optional.
   std::function<void()> on_slow_start;
   std::chrono::milliseconds slow_start_every{10'000};
 };

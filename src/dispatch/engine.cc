@@ -439,17 +439,18 @@ void Engine::TakeObservation(DecideInput& in, JobObservation observation) {
 }
 
 std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& uid, int64_t epoch,
-                                            const JobKind& kind, int64_t now) {
+                                            const JobKind& kind, int64_t now, bool settle) {
   // Expectations are read before the observation. A watch event updates the
   // observer first and fulfils its expectation after (Engine::Observed), so
   // every expectation gone from this read is in the observation below. Read
   // the other way round, an event arriving between the two reads would leave
   // its object in neither, and the pass would create it again (a 409 and a
   // GET).
-  const std::set<Expectations::Key> expected_before = expected_.Pending(uid, epoch, {}, now);
+  const std::set<Expectations::Key> expected_before =
+      settle ? expected_.Pending(uid, epoch, {}, now) : expected_.Peek(uid, epoch, {}, now);
   TakeObservation(in, observer_->ForJob(uid, kind));
   const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, epoch);
-  (void)expected_.Pending(uid, epoch, seen, now);  // drops what is seen now
+  if (settle) (void)expected_.Pending(uid, epoch, seen, now);  // drops what is seen now
   for (const Expectations::Key& key : expected_before) {
     if (!seen.count(key)) in.expected.insert(key);
   }

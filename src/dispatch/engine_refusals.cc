@@ -108,7 +108,7 @@ std::vector<std::string> Engine::EarlierRunsHolding(const JobRecord& job, std::v
   in.spec = &(*parsed)->spec;
   in.intents = std::move(intents);
   in.read_gone = ReadGone(job.uid, in.intents);
-  Observe(in, job.uid, job.epoch, (*parsed)->kind, now);
+  Observe(in, job.uid, job.epoch, (*parsed)->kind, now, /*settle=*/false);
   in.inventory_confirmed = inventory_confirmed_.load();
   in.started_ms = started_ms_;
   in.clusters = Facts(now);

@@ -33,6 +33,18 @@ std::set<Expectations::Key> Expectations::Pending(const std::string& job_uid, in
   return out;
 }
 
+std::set<Expectations::Key> Expectations::Peek(const std::string& job_uid, int64_t epoch,
+                                           const std::set<Key>& observed, int64_t now_ms) const {
+  std::set<Key> out;
+  std::lock_guard lock(mu_);
+  auto it = by_job_.find(job_uid);
+  if (it == by_job_.end()) return out;
+  for (const Entry& e : it->second) {
+    if (e.epoch == epoch && Live(e.at_ms, now_ms) && !observed.count(e.key)) out.insert(e.key);
+  }
+  return out;
+}
+
 bool Expectations::Seen(const std::string& job_uid, const std::string& cluster, const std::string& kind,
                         int64_t epoch, int64_t now_ms) {
   std::lock_guard lock(mu_);

@@ -44,6 +44,19 @@ TEST_CASE("a created object is expected until seen, superseded or lapsed", "[dis
   CHECK(e.Pending("j3", 2, {}, 14'000).empty());
 }
 
+TEST_CASE("Peek reads what Pending would, and drops nothing, whatever the epoch it is given", "[dispatch]") {
+  Expectations e(10'000);
+  using Key = Expectations::Key;
+  e.Created("j1", "c1", "Workload", 2, 1'000);
+  e.Created("j1", "c2", "Workload", 2, 1'000);
+  // A reader a moment behind, at epoch 1: nothing of epoch 2 is dropped.
+  CHECK(e.Peek("j1", 1, {}, 2'000).empty());
+  CHECK(e.Peek("j1", 2, {{"c1", "Workload"}}, 2'000) == std::set<Key>{{"c2", "Workload"}});
+  CHECK(e.Peek("j1", 2, {}, 11'000).empty());  // lapsed, as Pending would say
+  CHECK(e.Pending("j1", 2, {}, 2'000) == std::set<Key>{{"c1", "Workload"}, {"c2", "Workload"}});
+  CHECK(e.Peek("j9", 1, {}, 2'000).empty());
+}
+
 TEST_CASE("a deleted incarnation is skipped until its delete lapses", "[dispatch]") {
   Expectations e(10'000);
   e.Deleted("k8s-a", 1'000);

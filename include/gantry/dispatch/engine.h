@@ -217,9 +217,11 @@ class Engine final : public JobIntake {
   static void TakeObservation(DecideInput& in, JobObservation observation);
   // The job's observation (TakeObservation), and the creates at its epoch
   // still awaited, not seen yet (in.expected): what a pass, and explain,
-  // read of the clusters. Returns the objects seen at the epoch.
+  // read of the clusters. Returns the objects seen at the epoch. A pass
+  // settles the expectations (drops those seen, or of another epoch);
+  // explain, whose job may be a moment older, only reads them.
   std::set<Expectations::Key> Observe(DecideInput& in, const std::string& uid, int64_t epoch, const JobKind& kind,
-                                      int64_t now);
+                                      int64_t now, bool settle = true);
   // What its lookups by name found of the job's withdrawn rows
   // (DecideInput::read_gone).
   std::map<std::pair<std::string, std::string>, int64_t> ReadGone(const std::string& uid,

@@ -43,6 +43,9 @@ class Expectations {
   // lists the keys seen at that epoch, which stop being expected) and younger
   // than ttl. Entries of other epochs and lapsed ones are dropped.
   std::set<Key> Pending(const std::string& job_uid, int64_t epoch, const std::set<Key>& observed, int64_t now_ms);
+  // The same, dropping nothing: for a reader that may hold an older epoch
+  // than the engine's (gantry explain).
+  std::set<Key> Peek(const std::string& job_uid, int64_t epoch, const std::set<Key>& observed, int64_t now_ms) const;
   // The watch showed job_uid's object of kind in cluster at epoch: its
   // expectation is fulfilled and dropped. True when there was one (created
   // less than ttl ago). Dropped here, not at the next pass: should the object

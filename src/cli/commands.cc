@@ -100,15 +100,17 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
 }
 
 // WaitForFinal for a command given -o: with json or yaml, standard output
-// holds one document, the job as it ended (or as last read, at a timeout),
-// and the phase changes go to standard error.
+// holds one document, the job as it ended (or as last read, at a timeout:
+// first_read, the submit's or cancel's answer, if the daemon was out of
+// reach from then on), and the phase changes go to standard error.
 int WaitAndPrint(ApiClient& api, const CommonFlags& flags, const std::string& ns, const std::string& name,
                  const WaitFlags& wait, const std::string& wanted, std::ostream& out, std::ostream& err,
-                 bool* reached_final = nullptr, bool answered_before = false) {
+                 bool* reached_final = nullptr, bool answered_before = false,
+                 nlohmann::json first_read = nullptr) {
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
   const bool structured = format != OutputFormat::kTable;
-  nlohmann::json last;
+  nlohmann::json last = std::move(first_read);
   const int rc =
       WaitForFinal(api, ns, name, wait, wanted, structured ? err : out, err, reached_final, answered_before, &last);
   if (structured && !last.is_null()) PrintObject(out, last, format);
@@ -247,7 +249,8 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     PrintObject(out, r.body, format);
   }
   if (!wait.wait) return kExitOk;
-  return WaitAndPrint(*api, flags, ns, name, wait, "Succeeded", out, err, nullptr, /*answered_before=*/true);
+  return WaitAndPrint(*api, flags, ns, name, wait, "Succeeded", out, err, nullptr, /*answered_before=*/true,
+                      std::move(r.body));
 }
 
 int Status(const CommonFlags& flags, const std::string& name, bool watch, int watch_timeout_seconds,
@@ -442,7 +445,8 @@ int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const 
   const bool structured = format != OutputFormat::kTable;
   (structured ? err : out) << said;
   if (phase == "Cancelling") {
-    return WaitAndPrint(*api, flags, ns, name, wait, "Cancelled", out, err, nullptr, /*answered_before=*/true);
+    return WaitAndPrint(*api, flags, ns, name, wait, "Cancelled", out, err, nullptr, /*answered_before=*/true,
+                        std::move(r.body));
   }
   if (structured) PrintObject(out, r.body, format);
   if (phase == "Cancelled") return kExitOk;

@@ -144,9 +144,9 @@ void SqliteStore::Purge(std::string ns, std::string name, StoreCallback<std::str
     Result<JobRecord> job = SelectJobByName(conn, ns, name);
     if (!job.ok()) return job.status();
     if (!IsFinal(job->phase)) {
-      return Status::Conflict(fmt::format("job {} is {}; only finished jobs can be purged: cancel it first, then purge "
-                                          "it once it is Cancelled",
-                                          JobName(ns, name), JobPhaseName(job->phase)));
+      const char* hint = job->phase == JobPhase::kCancelling ? "purge it" : "cancel it, and purge it";
+      return Status::Conflict(fmt::format("job {} is {}; only finished jobs can be purged: {} once it is Cancelled",
+                                          JobName(ns, name), JobPhaseName(job->phase), hint));
     }
     GANTRY_RETURN_IF_ERROR(RemoveJob(conn, job->seq, job->uid, now));
     return std::move(job->uid);

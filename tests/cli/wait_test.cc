@@ -195,3 +195,25 @@ TEST_CASE("status -w prints a line when the job moves to another cluster or epoc
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("a -o json wait that times out with the daemon gone prints the job as last read", "[cli]") {
+  std::atomic<int> asked{0};
+  auto server = JobServer(0, "Cancelling", &asked);
+  const std::string url = "http://127.0.0.1:" + std::to_string(server->port());
+  auto wait = std::async(std::launch::async, [&] {
+    return Cli(url, {"cancel", "train", "-n", "team-a", "--wait", "--timeout", "2", "-o", "json"});
+  });
+  REQUIRE(WaitFor([&] { return asked.load() > 0; }, std::chrono::seconds(20)));
+  server->Stop(std::chrono::milliseconds(0));  // gone from the cancel's answer on, perhaps
+  REQUIRE(wait.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+  RunResult r = wait.get();
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("timed out after 2s"));
+  const nlohmann::json doc = nlohmann::json::parse(r.out, nullptr, false);
+  REQUIRE_FALSE(doc.is_discarded());
+  CHECK(doc["status"]["phase"] == "Cancelling");
+}
+
+}  // namespace gantry::testing

@@ -309,6 +309,17 @@ TEST_CASE("the default probe commits a write to schema_version that leaves no ro
                      out.At(0));
   REQUIRE(WaitFor([&] { return out.AllDone(); }, kDeadline));
   REQUIRE(out.statuses[0].ok());
+  // Another connection's data_version moves when a commit changed the file:
+  // the probe's must, as a write's does.
+  Result<std::unique_ptr<SqliteConnection>> reader = SqliteConnection::Open(dir.File("gc.db"), {});
+  REQUIRE(reader.ok());
+  auto data_version = [&] {
+    Result<Statement> v = (*reader)->Prepare("PRAGMA data_version");
+    REQUIRE(v.ok());
+    REQUIRE(*v->Step());
+    return v->Int(0);
+  };
+  const int64_t version_before = data_version();
   // A commit that fails (a dangling child of a deferred foreign key), once:
   // the probe that follows has nothing against it.
   committer->Enqueue(GroupCommitter::Op([](SqliteConnection& conn) {
@@ -325,9 +336,8 @@ TEST_CASE("the default probe commits a write to schema_version that leaves no ro
     std::lock_guard lock(mu);
     CHECK(commits == std::vector<int>{1, 1});  // the tables', then the probe's alone
   }
+  CHECK(data_version() != version_before);
   // The probe's row went in the same transaction it came in.
-  Result<std::unique_ptr<SqliteConnection>> reader = SqliteConnection::Open(dir.File("gc.db"), {});
-  REQUIRE(reader.ok());
   Result<Statement> rows = (*reader)->Prepare("SELECT count(*) FROM schema_version");
   REQUIRE(rows.ok());
   REQUIRE(*rows->Step());

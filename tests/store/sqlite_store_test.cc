@@ -134,10 +134,9 @@ TEST_CASE("RequestCancel, Purge and Transition follow the phase rules", "[store]
     } else {
       CHECK_FALSE(*store->WasPurged(job.uid));
       CHECK(purged.status().code() == Code::kConflict);
-      CHECK(purged.status().message() == "job ns/" + name + " is " +
-                                             std::string(JobPhaseName(now)) +
-                                             "; only finished jobs can be purged: cancel it first, then purge it "
-                                             "once it is Cancelled");
+      CHECK(purged.status().message() ==
+            "job ns/" + name + " is " + std::string(JobPhaseName(now)) + "; only finished jobs can be purged: " +
+                (now == JobPhase::kCancelling ? "purge it" : "cancel it, and purge it") + " once it is Cancelled");
       CHECK(store->Get("ns", name).ok());
     }
   }

@@ -177,7 +177,8 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events, int64_t total) 
 nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
                                    const std::vector<dispatch::ObservedObject>& observed,
                                    const std::vector<dispatch::ActionError>& errors,
-                                   const std::string& job_kind) {
+                                   const std::string& job_kind,
+                                   const std::set<std::string>& not_in_inventory) {
   std::sort(intents.begin(), intents.end(), [](const RemoteIntent& a, const RemoteIntent& b) {
     return std::tie(a.cluster, a.kind) < std::tie(b.cluster, b.kind);
   });
@@ -198,6 +199,7 @@ nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
     if (!i.gate_refusal.empty()) item["preemptionGateRefusal"] = i.gate_refusal;
     if (i.created_ms > 0) item["createConfirmed"] = FormatRfc3339(i.created_ms);
     if (i.updated_ms > 0) item["updateTime"] = FormatRfc3339(i.updated_ms);
+    if (not_in_inventory.count(i.cluster)) item["notInInventory"] = true;
     bool there = i.created_ms > 0;  // the create's outcome is known: it landed
     for (const dispatch::ObservedObject& o : observed) {
       if (o.cluster != i.cluster || o.kind != i.kind || o.name != i.name) continue;

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <set>
+
 #include "gantry/api/api_service.h"
 #include "gantry/api/job_view.h"
 #include "gantry/api/k8s_status.h"
@@ -184,7 +186,14 @@ void ApiService::JobRemoteObjects(http::Request req, Respond respond) {
   // The real job's own kind (its rows say "Job"), read from the stored
   // spec without parsing it: this is the server's loop.
   const std::string job_kind = TemplateKindOf(job->spec_json);
-  respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents), observed, errors, job_kind)));
+  // The rows' clusters that a reload removed from the inventory (a few
+  // lookups: a job's rows name a handful of clusters).
+  std::set<std::string> clusters, not_in_inventory;
+  for (const RemoteIntent& i : *intents) clusters.insert(i.cluster);
+  for (const std::string& c : clusters) {
+    if (fleet_ && !fleet_->Cluster(c)) not_in_inventory.insert(c);
+  }
+  respond(JsonAnswer(RemoteObjectsToJson(std::move(*intents), observed, errors, job_kind, not_in_inventory)));
 }
 
 }  // namespace gantry::api

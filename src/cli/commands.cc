@@ -304,6 +304,7 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
       std::string state = o.value("state", "");
       if (o.contains("refusal")) state += ": " + o.value("refusal", "");
       if (o.contains("hold")) state += " (left out of the job's dispatches: " + o.value("hold", "") + ")";
+      if (o.value("notInInventory", false)) state += " (its cluster is no longer in the inventory)";
       if (o.contains("lastError") && o["lastError"].is_object()) {
         const nlohmann::json& e = o["lastError"];
         const std::string since = e.value("failingSince", "");

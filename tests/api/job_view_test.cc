@@ -177,4 +177,17 @@ TEST_CASE("a remote object's lastError shows while its create is to be sent agai
   CHECK_FALSE(item({}).contains("lastError"));
 }
 
+TEST_CASE("a remote object of a cluster removed from the inventory says so", "[api]") {
+  RemoteIntent in_c1, in_c9;
+  in_c1.cluster = "c1";
+  in_c1.kind = "Workload";
+  in_c9 = in_c1;
+  in_c9.cluster = "c9";
+  const nlohmann::json items = RemoteObjectsToJson({in_c9, in_c1}, {}, {}, "", {"c9"})["items"];
+  REQUIRE(items.size() == 2);
+  CHECK(items[0]["cluster"] == "c1");  // by cluster
+  CHECK_FALSE(items[0].contains("notInInventory"));
+  CHECK(items[1]["notInInventory"] == true);
+}
+
 }  // namespace gantry::api

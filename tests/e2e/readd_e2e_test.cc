@@ -54,6 +54,16 @@ TEST_CASE("a cluster removed and added back by reloads: the runs its jobs left t
   REQUIRE(std::remove(ClusterFile(fleet, "c2").c_str()) == 0);
   REQUIRE(fleet.ReloadClusters() == 200);
   REQUIRE(fleet.WaitPhase("team-a", "failed", {"Failed"}, seconds(30)));
+  // Its rows there say the cluster is out of the inventory.
+  int in_c2 = 0;
+  for (const json& o : fleet.RemoteObjects("team-a", "failed")) {
+    if (o.value("cluster", "") != "c2") continue;
+    ++in_c2;
+    CHECK(o.value("notInInventory", false));
+  }
+  CHECK(in_c2 > 0);
+  CHECK_THAT(Cli(fleet.url(), {"status", "failed", "-n", "team-a"}).out,
+             Catch::Contains("(its cluster is no longer in the inventory)"));
   REQUIRE(Cli(fleet.url(), {"cancel", "cancelled", "-n", "team-a"}).code == 0);
   REQUIRE(fleet.WaitPhase("team-a", "cancelled", {"Cancelled"}, seconds(30)));
   // (Its rows there went at the requeue: all the event can claim is the inventory.)

@@ -31,6 +31,16 @@ SqliteStoreOptions At(const std::string& path) {
   return options;
 }
 
+// A database of 300 jobs at path, closed: enough rows for a few pages of
+// the jobs table and its indexes.
+void FillStore(const std::string& path) {
+  auto store = OpenSqliteStore(At(path));
+  REQUIRE(store.ok());
+  for (int i = 0; i < 300; ++i) {
+    REQUIRE(testing::SubmitSync(**store, testing::MakeJob("team-a", "j" + std::to_string(i))).ok());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("a database in use by a store is refused to a second, naming the holder", "[store]") {
@@ -80,14 +90,7 @@ TEST_CASE("a database file that exists and is empty is refused, not taken for a 
 TEST_CASE("a damaged database file is refused at the start, not found out at the first write", "[store]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");
-  {
-    auto store = OpenSqliteStore(At(path));
-    REQUIRE(store.ok());
-    // Enough rows for a few pages of the jobs table and its indexes.
-    for (int i = 0; i < 300; ++i) {
-      REQUIRE(testing::SubmitSync(**store, testing::MakeJob("team-a", "j" + std::to_string(i))).ok());
-    }
-  }
+  FillStore(path);
   // Garbage over the pages past the first two (the header and the schema
   // stay readable, as in the damage seen in a trial).
   {
@@ -123,13 +126,7 @@ TEST_CASE("a start notice calls every period on its own thread until it ends, an
 TEST_CASE("a store's start says nothing within slow_start_every, and serves as before once open", "[store]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");
-  {
-    auto store = OpenSqliteStore(At(path));
-    REQUIRE(store.ok());
-    for (int i = 0; i < 300; ++i) {
-      REQUIRE(testing::SubmitSync(**store, testing::MakeJob("team-a", "j" + std::to_string(i))).ok());
-    }
-  }
+  FillStore(path);
   int notices = 0;
   SqliteStoreOptions options = At(path);
   options.on_slow_start = [&notices] { ++notices; };

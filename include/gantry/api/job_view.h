@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -49,11 +50,14 @@ nlohmann::json EventsToJson(const std::vector<JobEvent>& events, int64_t total);
 // for are not listed. A wanted object whose create failed at its last try
 // and is to be sent again (errors: same cluster and kind) has lastError:
 // {message, time}. The real job's rows (kind "Job" whatever its kind) have
-// objectKind: job_kind, the template's kind (JobSet, ...), when given.
+// objectKind: job_kind, the template's kind (JobSet, ...), when given. An
+// item of a cluster in not_in_inventory (removed from clusters.d: gantry
+// can neither read nor delete there) has notInInventory: true.
 nlohmann::json RemoteObjectsToJson(std::vector<RemoteIntent> intents,
                                    const std::vector<dispatch::ObservedObject>& observed = {},
                                    const std::vector<dispatch::ActionError>& errors = {},
-                                   const std::string& job_kind = "");
+                                   const std::string& job_kind = "",
+                                   const std::set<std::string>& not_in_inventory = {});
 
 // The template's kind (JobSet, ...) of a stored spec, "" when it has none:
 // as parsing spec_json would find it at /template/kind, read from

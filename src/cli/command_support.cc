@@ -1,8 +1,5 @@
 #include "command_support.h"
 
-#include <algorithm>
-#include <charconv>
-#include <string_view>
 #include <vector>
 
 #include "output.h"
@@ -11,39 +8,19 @@ namespace gantry::cli {
 namespace {
 
 // The value at a JSON pointer (RFC 6901), or null when a member or an
-// element on the way is missing or a parent is of another type
-// ("metadata: []": the server names the field). Walked here: nlohmann's
-// value(json_pointer) throws and catches for every absent member, and a
-// table of thousands of jobs, most without a cluster, paid for each.
-const nlohmann::json* PointerAt(const nlohmann::json& j, std::string_view pointer) {
-  const nlohmann::json* at = &j;
-  while (!pointer.empty()) {
-    if (pointer[0] != '/') return nullptr;
-    pointer.remove_prefix(1);
-    const std::size_t end = std::min(pointer.find('/'), pointer.size());
-    std::string token(pointer.substr(0, end));
-    pointer.remove_prefix(end);
-    for (std::size_t t = token.find('~'); t != std::string::npos; t = token.find('~', t + 1)) {
-      if (t + 1 >= token.size() || (token[t + 1] != '0' && token[t + 1] != '1')) return nullptr;
-      token.replace(t, 2, token[t + 1] == '0' ? "~" : "/");
-    }
-    if (at->is_object()) {
-      auto it = at->find(token);
-      if (it == at->end()) return nullptr;
-      at = &*it;
-    } else if (at->is_array()) {
-      std::size_t index = 0;
-      auto [rest, ec] = std::from_chars(token.data(), token.data() + token.size(), index);
-      if (ec != std::errc() || rest != token.data() + token.size() || token.empty() ||
-          (token.size() > 1 && token[0] == '0') || index >= at->size()) {
-        return nullptr;
-      }
-      at = &(*at)[index];
-    } else {
-      return nullptr;
-    }
+// element on the way is missing, a parent is of another type ("metadata:
+// []": the server names the field), or the pointer is malformed.
+// nlohmann's contains() walks it without throwing; value(json_pointer)
+// threw and caught for every absent member, and a table of thousands of
+// jobs, most without a cluster, paid for each.
+const nlohmann::json* PointerAt(const nlohmann::json& j, const char* pointer) {
+  nlohmann::json::json_pointer at;
+  try {
+    at = nlohmann::json::json_pointer(pointer);
+  } catch (const nlohmann::json::exception&) {
+    return nullptr;
   }
-  return at;
+  return j.contains(at) ? &j[at] : nullptr;
 }
 
 }  // namespace

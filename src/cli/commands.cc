@@ -226,9 +226,7 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
   for (const std::string& w : r.warnings) err << "Warning: " << w << "\n";
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
-  if (wait.wait && format != OutputFormat::kTable) {
-    // One document on standard output: the job as it ends (WaitAndPrint).
-  } else if (format == OutputFormat::kTable) {
+  if (format == OutputFormat::kTable) {
     // 200: the same document again. The server says whether this post put
     // an Unschedulable job back to be judged again (event Resubmitted); the
     // job's message cannot, as it says so until the job's next verdict.
@@ -245,8 +243,8 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
                                      phase, name, ns)
                        : " unchanged")
         << "\n";
-  } else {
-    PrintObject(out, r.body, format);
+  } else if (!wait.wait) {
+    PrintObject(out, r.body, format);  // with --wait, the job as it ends instead (WaitAndPrint)
   }
   if (!wait.wait) return kExitOk;
   return WaitAndPrint(*api, flags, ns, name, wait, "Succeeded", out, err, nullptr, /*answered_before=*/true,

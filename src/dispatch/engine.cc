@@ -49,7 +49,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       specs_(options_.spec_cache_entries),
       fresh_(options_.fresh_jobs_entries),
       known_(options_.known_jobs_entries),
-      expected_(options_.expectation_ttl_ms),
+      expected_(options_.expectation_ttl_ms, options_.observer.SilentWatchFoundAfter().count()),
       stragglers_(std::make_unique<Stragglers>()) {
   options_.observer.origin = options_.decide.origin;
   options_.decide.silent_watch_found_ms = options_.observer.SilentWatchFoundAfter().count();
@@ -201,8 +201,11 @@ void Engine::Observed(const ClusterObserver::Observed& what) {
   // pass after the object vanished again creates it at once. Not for a
   // finished job: its copies are to be withdrawn, and the pass that would
   // withdraw this one may have run before the watch showed it.
-  if (change == ClusterObserver::Change::kAppeared && what.as_created &&
-      expected_.Seen(uid, what.cluster, what.kind, what.epoch, clock_.NowMillis()) && !settling) {
+  // Any appearing at its epoch fulfils the create's expectation (a real
+  // job's unseen run too), as created or not.
+  if (change == ClusterObserver::Change::kAppeared &&
+      expected_.Seen(uid, what.cluster, what.kind, what.epoch, clock_.NowMillis()) && what.as_created &&
+      !settling) {
     return;
   }
   // What moves a job on is a change: an admission, an eviction, a run, a
@@ -458,6 +461,11 @@ std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& 
   for (const Expectations::Key& key : LateCreates(uid, epoch)) {
     if (!seen.count(key)) in.expected.insert(key);
   }
+  std::set<Expectations::Run> runs_seen;
+  for (const auto& [cluster, o] : in.observed) {
+    for (const ObservedJob& j : o.jobs) runs_seen.emplace(cluster, j.epoch);
+  }
+  in.unseen_runs = expected_.UnseenRuns(uid, runs_seen, now, settle);
   return seen;
 }
 

@@ -234,6 +234,19 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
                             KindOf(action), action.ns, action.name, action.cluster)};
     return false;
   }
+  const std::string answer = reply->error ? reply->error->message : "";
+  if (reply->resent) {
+    // Answered when sent again (kube::KubeReply::resent): the first send may
+    // have created the object, so no answer but a 409 says what is there.
+    // The next pass sends it again: a landed create is then answered 409
+    // and read back as the job's (above), a refusal is a refusal.
+    spdlog::info("dispatch: create {} {}/{} in {}: HTTP {} to the request sent again; the first may have landed, "
+                 "so it is sent once more before its answer is taken: {}",
+                 KindOf(action), action.ns, action.name, action.cluster, reply->status, Cut(answer));
+    refusal->failed = fmt::format("HTTP {} to a create sent again {}", reply->status, Cut(answer));
+    refusal->maybe_landed = true;
+    return false;
+  }
   // The cluster refuses the object itself (a missing CRD or namespace, or a
   // schema it rejects), or forbids it (RBAC on that kind, or a policy
   // webhook's denial): retrying will not help, and the user must know. For
@@ -241,7 +254,6 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
   // not asked again at this epoch, and the others carry on (RunActions).
   // A 403 for a passing state (a full object-count quota, a namespace being
   // deleted) is retried as any other failure.
-  const std::string answer = reply->error ? reply->error->message : "";
   if (reply->status == 404 || RefusedForGood(reply->status, answer)) {
     *refusal = {"Refused",
                 fmt::format("cluster {} refused {} {}/{}: HTTP {} {}", action.cluster, KindOf(action), action.ns,

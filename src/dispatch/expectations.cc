@@ -2,7 +2,16 @@
 
 #include <algorithm>
 
+#include "gantry/dispatch/remote_objects.h"
+
 namespace gantry::dispatch {
+
+bool Expectations::RunEntry(const Entry& e) const { return run_ttl_ms_ > ttl_ms_ && e.key.second == kJob; }
+
+bool Expectations::Kept(const Entry& e, int64_t now_ms) const {
+  if (!RunEntry(e)) return Live(e.at_ms, now_ms);
+  return now_ms >= e.at_ms && now_ms - e.at_ms < run_ttl_ms_;
+}
 
 void Expectations::Created(const std::string& job_uid, const std::string& cluster, const std::string& kind,
                                  int64_t epoch, int64_t now_ms) {
@@ -26,9 +35,33 @@ std::set<Expectations::Key> Expectations::Pending(const std::string& job_uid, in
   if (it == by_job_.end()) return out;
   std::vector<Entry>& entries = it->second;
   std::erase_if(entries, [&](const Entry& e) {
-    return e.epoch != epoch || !Live(e.at_ms, now_ms) || observed.count(e.key) > 0;
+    if (e.epoch == epoch && observed.count(e.key) > 0) return true;
+    if (RunEntry(e)) return !Kept(e, now_ms);  // another epoch's, or past ttl: UnseenRuns still counts it
+    return e.epoch != epoch || !Live(e.at_ms, now_ms);
   });
-  for (const Entry& e : entries) out.insert(e.key);
+  for (const Entry& e : entries) {
+    if (e.epoch == epoch && Live(e.at_ms, now_ms)) out.insert(e.key);
+  }
+  if (entries.empty()) by_job_.erase(it);
+  return out;
+}
+
+std::set<Expectations::Run> Expectations::UnseenRuns(const std::string& job_uid, const std::set<Run>& seen,
+                                                     int64_t now_ms, bool settle) {
+  std::set<Run> out;
+  if (run_ttl_ms_ <= ttl_ms_) return out;
+  std::lock_guard lock(mu_);
+  auto it = by_job_.find(job_uid);
+  if (it == by_job_.end()) return out;
+  std::vector<Entry>& entries = it->second;
+  if (settle) {
+    std::erase_if(entries, [&](const Entry& e) {
+      return !Kept(e, now_ms) || (RunEntry(e) && seen.count({e.key.first, e.epoch}) > 0);
+    });
+  }
+  for (const Entry& e : entries) {
+    if (RunEntry(e) && Kept(e, now_ms) && !seen.count({e.key.first, e.epoch})) out.emplace(e.key.first, e.epoch);
+  }
   if (entries.empty()) by_job_.erase(it);
   return out;
 }
@@ -50,11 +83,12 @@ bool Expectations::Seen(const std::string& job_uid, const std::string& cluster, 
   std::lock_guard lock(mu_);
   auto it = by_job_.find(job_uid);
   if (it == by_job_.end()) return false;
-  const size_t before = it->second.size();
+  bool was_expected = false;
   std::erase_if(it->second, [&](const Entry& e) {
-    return e.key.first == cluster && e.key.second == kind && e.epoch == epoch && Live(e.at_ms, now_ms);
+    if (e.key.first != cluster || e.key.second != kind || e.epoch != epoch || !Kept(e, now_ms)) return false;
+    was_expected = Live(e.at_ms, now_ms);
+    return true;
   });
-  const bool was_expected = it->second.size() < before;
   if (it->second.empty()) by_job_.erase(it);
   return was_expected;
 }

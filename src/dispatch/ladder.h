@@ -396,6 +396,12 @@ class Ladder {
       // row stays until the object is seen and deleted, or the expectation
       // lapses; dropped now, the copy would be left there for good.
       if (Expected(i.cluster, i.kind.c_str())) continue;
+      // A real job created (its create answered) and never seen since: a
+      // view without it may be a watch gone silent, not yet found dead (its
+      // view would then be behind). Confirmed by the view once the watch
+      // would have been found dead: dropped sooner, the row would let the
+      // job start elsewhere, or be cancelled, while that run goes on unseen.
+      if (i.kind != kWorkload && in_.unseen_runs.count({i.cluster, i.epoch})) continue;
       const ClusterObservation* o = Observed(i.cluster);
       bool seen = i.kind == kWorkload ? !o->workloads.empty() : !o->jobs.empty();
       if (!seen) out.emplace_back(i.cluster, i.kind);

@@ -243,7 +243,9 @@ Status Client::Impl::Begin(const std::string& method, const std::string& target,
   // A kept-alive connection may have been closed by the server meanwhile:
   // one fresh connection is tried then (here if the write fails, in Finish
   // if the read does). gantry's writes are idempotent (submission by name,
-  // remote objects by deterministic name), so a repeat is safe.
+  // remote objects by deterministic name), so a repeat is safe; an answer
+  // to a request sent again after its read failed says so
+  // (ClientResponse::resent), since the first may have been carried out.
   for (int attempt = 0; attempt < 2; ++attempt) {
     pending_reused_ = connected();
     if (!pending_reused_) {
@@ -278,6 +280,7 @@ Result<ClientResponse> Client::Impl::Finish() {
   GANTRY_RETURN_IF_ERROR(Connect());
   r = Exchange(req);
   if (!r.ok()) Reset();
+  if (r.ok()) r->resent = true;
   return r;
 }
 

@@ -126,6 +126,7 @@ Result<KubeReply> KubeClient::Finish() {
   const uint64_t read_waits = p.read_waits;
   std::chrono::milliseconds backoff = options_.first_backoff;
   Status last = Status::Unavailable("no attempt made");
+  bool earlier_may_have_landed = false;  // KubeReply::resent
   for (int attempt = 1; attempt <= std::max(1, options_.max_attempts); ++attempt) {
     // The first try was sent by Start; a retry is a whole exchange.
     if (attempt > 1) last_sent_ = true;  // a whole exchange: it may have been written
@@ -157,6 +158,8 @@ Result<KubeReply> KubeClient::Finish() {
       KubeReply reply;
       reply.status = res->status;
       reply.attempts = attempt;
+      reply.resent = earlier_may_have_landed || res->resent;
+      earlier_may_have_landed = reply.resent || res->status >= 500;
       if (p.reply_body == Body::kOnlyOnError && reply.ok()) return reply;
       reply.body = nlohmann::json::parse(res->body, nullptr, false);
       if (reply.body.is_discarded()) reply.body = nullptr;
@@ -168,6 +171,7 @@ Result<KubeReply> KubeClient::Finish() {
     } else {
       last = res.status();
       if (attempt == options_.max_attempts) return last;
+      if (last_sent_) earlier_may_have_landed = true;
     }
     std::this_thread::sleep_for(std::min(wait, options_.max_backoff));  // backoff between attempts
     backoff = std::min(backoff * 2, options_.max_backoff);

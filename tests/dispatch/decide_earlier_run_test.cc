@@ -546,6 +546,68 @@ TEST_CASE("step 1: a job dispatched again whose earlier run is seen to have succ
 namespace gantry::dispatch {
 using namespace decide_world;
 
+TEST_CASE("a real job created and not seen since holds its withdrawn row, at any epoch, until a silent watch would "
+          "be found dead: no copy goes there, nothing starts elsewhere, and a cancel waits",
+          "[dispatch][decide]") {
+  // Created in c1 at epoch 1 (answered 201), and the job sent back since
+  // (evicted, say). c1's view of its jobs is current, but may come from a
+  // watch gone silent not yet found dead: it shows nothing.
+  World w;
+  w.job.phase = JobPhase::kQueued;
+  w.job.epoch = 1;
+  w.job.nominated_ms = w.in.now_ms - 60'000;
+  w.Intent("c1", "Workload", 1, false);
+  w.Intent("c1", "Job", 1, false);
+  w.in.placement = Candidates({"c1"});
+
+  SECTION("unseen since its create: the row stays, and no copy goes to c1") {
+    w.in.unseen_runs = {{"c1", 1}};
+    Plan wait = Decide(w.Input());
+    CHECK(Count(wait, Verb::kCreate, "Workload") == 0);
+    CHECK_FALSE(Drops(wait, "c1", "Job"));
+    CHECK(Drops(wait, "c1", "Workload"));  // a copy's row is not held so
+    CHECK(wait.requeue_ms > 0);
+    CHECK(wait.requeue_ms <= w.in.options.retry_ms);
+    CHECK(EarlierRunsHoldingCopies(w.Input()) == std::vector<std::string>{"c1"});
+  }
+  SECTION("another epoch's run, or none (seen, or created long enough ago): the current view confirms it gone") {
+    w.in.unseen_runs = {{"c1", 2}, {"c2", 1}};
+    Plan go = Decide(w.Input());
+    CHECK(Drops(go, "c1", "Job"));
+    CHECK(Count(go, Verb::kCreate, "Workload", "c1") == 1);
+  }
+  SECTION("the job moved on and leased elsewhere: it does not start there meanwhile") {
+    w.job.phase = JobPhase::kAdmitted;
+    w.job.epoch = 2;
+    w.job.cluster = "c2";
+    w.job.lease_ms = w.in.now_ms - 1'000;
+    w.Intent("c2", "Workload", 2);
+    w.Intent("c2", "Job", 2);
+    w.Workload("c2", 2).admitted = true;
+    w.in.unseen_runs = {{"c1", 1}};
+    Plan wait = Decide(w.Input());
+    CHECK(Count(wait, Verb::kCreate, "Job") == 0);
+    CHECK_FALSE(Drops(wait, "c1", "Job"));
+    w.in.unseen_runs.clear();
+    Plan go = Decide(w.Input());
+    CHECK(Count(go, Verb::kCreate, "Job", "c2") == 1);
+  }
+  SECTION("a cancel is not done while the run may go on there") {
+    w.job.phase = JobPhase::kCancelling;
+    w.in.placement.reset();
+    w.in.unseen_runs = {{"c1", 1}};
+    Plan wait = Decide(w.Input());
+    CHECK((!wait.write || !wait.write->phase));
+    CHECK_FALSE(Drops(wait, "c1", "Job"));
+    CHECK(wait.requeue_ms == w.in.options.retry_ms);
+    w.in.unseen_runs.clear();
+    Plan done = Decide(w.Input());
+    REQUIRE(done.write);
+    REQUIRE(done.write->phase);
+    CHECK(*done.write->phase == JobPhase::kCancelled);
+  }
+}
+
 TEST_CASE("step 4: no Workload copy goes to a cluster while an earlier run of the job may still be there: the run "
           "would adopt the copy, which has the name its label names, and start again under its admission",
           "[dispatch][decide][lost]") {

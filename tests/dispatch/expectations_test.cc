@@ -57,6 +57,51 @@ TEST_CASE("Peek reads what Pending would, and drops nothing, whatever the epoch 
   CHECK(e.Peek("j9", 1, {}, 2'000).empty());
 }
 
+TEST_CASE("a real job's create not seen yet is an unseen run at any epoch until seen or past its own ttl",
+          "[dispatch]") {
+  Expectations e(10'000, 40'000);
+  using Run = Expectations::Run;
+  e.Created("j1", "c1", "Job", 1, 1'000);
+  e.Created("j1", "c2", "Workload", 1, 1'000);
+  CHECK(e.UnseenRuns("j1", {}, 2'000, true) == std::set<Run>{{"c1", 1}});
+  // The job moved on to epoch 2: the create is no longer expected at the
+  // job's epoch, but still an unseen run; the copy is forgotten as before.
+  CHECK(e.Pending("j1", 2, {}, 2'000).empty());
+  CHECK(e.UnseenRuns("j1", {}, 2'000, true) == std::set<Run>{{"c1", 1}});
+  // Past the expectation's ttl, within the run's.
+  CHECK(e.Pending("j1", 2, {}, 30'000).empty());
+  CHECK(e.UnseenRuns("j1", {}, 30'000, true) == std::set<Run>{{"c1", 1}});
+  CHECK(e.UnseenRuns("j1", {}, 41'000, true).empty());
+  CHECK(e.jobs() == 0);
+
+  SECTION("seen by the watch at its epoch, even past the expectation's ttl: no longer unseen") {
+    e.Created("j2", "c1", "Job", 3, 1'000);
+    CHECK_FALSE(e.Seen("j2", "c1", "Job", 3, 20'000));  // not expected at 20 s: the job is woken
+    CHECK(e.UnseenRuns("j2", {}, 20'000, true).empty());
+  }
+  SECTION("shown by the job's view (a relist): dropped when settled, kept by a reader that only peeks") {
+    e.Created("j3", "c1", "Job", 3, 1'000);
+    CHECK(e.UnseenRuns("j3", {{"c1", 2}}, 2'000, true) == std::set<Run>{{"c1", 3}});  // another epoch's
+    CHECK(e.UnseenRuns("j3", {{"c1", 3}}, 2'000, false).empty());
+    CHECK(e.UnseenRuns("j3", {}, 2'000, true) == std::set<Run>{{"c1", 3}});
+    CHECK(e.UnseenRuns("j3", {{"c1", 3}}, 2'000, true).empty());
+    CHECK(e.UnseenRuns("j3", {}, 2'000, true).empty());
+  }
+  SECTION("within the expectation's ttl a create is still expected at its epoch, as before") {
+    e.Created("j4", "c1", "Job", 1, 1'000);
+    CHECK(e.Pending("j4", 1, {}, 5'000) == std::set<Expectations::Key>{{"c1", "Job"}});
+    CHECK(e.Pending("j4", 1, {}, 12'000).empty());
+    CHECK(e.UnseenRuns("j4", {}, 12'000, true) == std::set<Run>{{"c1", 1}});
+  }
+  SECTION("without a run ttl longer than the expectation's, nothing is kept apart") {
+    Expectations plain(10'000);
+    plain.Created("j5", "c1", "Job", 1, 1'000);
+    CHECK(plain.UnseenRuns("j5", {}, 2'000, true).empty());
+    CHECK(plain.Pending("j5", 2, {}, 2'000).empty());
+    CHECK(plain.jobs() == 0);
+  }
+}
+
 TEST_CASE("a deleted incarnation is skipped until its delete lapses", "[dispatch]") {
   Expectations e(10'000);
   e.Deleted("k8s-a", 1'000);

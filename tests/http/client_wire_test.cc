@@ -32,6 +32,18 @@ std::unique_ptr<Server> HostEcho(const std::string& address) {
   return server;
 }
 
+// Binds fd to a free loopback port and listens; the port.
+uint16_t ListenOnLoopback(int fd) {
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+  REQUIRE(::listen(fd, 4) == 0);
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  return ntohs(addr.sin_port);
+}
+
 // A server on a free loopback port that answers its one request with a 500
 // whose chunked body does not end: 16 KiB chunks until the client hangs up,
 // kMaxChunks (16 MiB), or kGiveUp.
@@ -41,14 +53,7 @@ class EndlessErrorServer {
   static constexpr auto kGiveUp = std::chrono::seconds(30);
 
   EndlessErrorServer() : listener_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    REQUIRE(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), len) == 0);
-    REQUIRE(::listen(listener_, 4) == 0);
-    REQUIRE(::getsockname(listener_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-    port_ = ntohs(addr.sin_port);
+    port_ = ListenOnLoopback(listener_);
     thread_ = std::thread([this] { Serve(); });
   }
   ~EndlessErrorServer() {
@@ -110,6 +115,77 @@ class EndlessErrorServer {
   std::thread thread_;
 };
 
+
+// A server on a free loopback port whose first connection answers a GET,
+// then reads the next request whole and closes without answering it (as a
+// server that stops after doing what was asked); its second connection
+// answers the request, sent again, 403. posts(): the POSTs it read.
+class ClosesBeforeAnswering {
+ public:
+  ClosesBeforeAnswering() : listener_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    port_ = ListenOnLoopback(listener_);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ClosesBeforeAnswering() {
+    if (thread_.joinable()) thread_.join();
+    ::close(listener_);
+  }
+  uint16_t port() const { return port_; }
+  int posts() const { return posts_; }
+
+ private:
+  static constexpr int kWaitMs = 10'000;
+  // Reads one request whole (its headers, and a body of Content-Length).
+  static std::string ReadRequest(int fd, std::string& buffered) {
+    char buf[4096];
+    for (;;) {
+      const size_t end = buffered.find("\r\n\r\n");
+      if (end != std::string::npos) {
+        size_t length = 0;
+        const size_t at = buffered.find("Content-Length: ");
+        if (at != std::string::npos && at < end) length = std::stoul(buffered.substr(at + 16));
+        if (buffered.size() >= end + 4 + length) {
+          std::string request = buffered.substr(0, end + 4 + length);
+          buffered.erase(0, end + 4 + length);
+          return request;
+        }
+      }
+      pollfd r{fd, POLLIN, 0};
+      if (::poll(&r, 1, kWaitMs) != 1) return "";
+      const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) return "";
+      buffered.append(buf, static_cast<size_t>(n));
+    }
+  }
+  int Accept() {
+    pollfd p{listener_, POLLIN, 0};
+    if (::poll(&p, 1, kWaitMs) != 1) return -1;
+    return ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+  }
+  void Serve() {
+    auto send = [](int fd, const std::string& text) {
+      (void)::send(fd, text.data(), text.size(), MSG_NOSIGNAL);
+    };
+    std::string buffered;
+    const int first = Accept();
+    if (first < 0) return;
+    if (ReadRequest(first, buffered).rfind("GET ", 0) == 0) send(first, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    if (ReadRequest(first, buffered).rfind("POST ", 0) == 0) ++posts_;
+    ::close(first);  // no answer
+    const int second = Accept();
+    if (second < 0) return;
+    buffered.clear();
+    if (ReadRequest(second, buffered).rfind("POST ", 0) == 0) ++posts_;
+    send(second, "HTTP/1.1 403 Forbidden\r\nContent-Length: 9\r\n\r\nforbidden");
+    ReadRequest(second, buffered);  // until the client closes
+    ::close(second);
+  }
+
+  int listener_;
+  uint16_t port_ = 0;
+  std::atomic<int> posts_{0};
+  std::thread thread_;
+};
 }  // namespace
 
 TEST_CASE("HostPort puts an IPv6 address in brackets, and nothing else", "[http]") {
@@ -160,6 +236,26 @@ TEST_CASE("a stream's error answer is kept up to its limit, and the rest is not 
   CHECK(took < std::chrono::seconds(5));
   CHECK(server.hung_up());  // the client closed the connection, with the body unread
   CHECK(server.chunks() < EndlessErrorServer::kMaxChunks);
+}
+
+TEST_CASE("an answer to a request sent again after its kept-alive connection closed unanswered says so",
+          "[http]") {
+  ClosesBeforeAnswering server;
+  {
+    auto client = Client::Create("http://127.0.0.1:" + std::to_string(server.port()));
+    REQUIRE(client.ok());
+    auto first = (*client)->Do("GET", "/ready");
+    REQUIRE(first.ok());
+    CHECK(first->status == 200);
+    CHECK_FALSE(first->resent);
+    // Written whole on the kept-alive connection, which then closed: sent
+    // again on a new one, whose 403 does not show the first was not done.
+    auto post = (*client)->Do("POST", "/objects", "abc");
+    REQUIRE(post.ok());
+    CHECK(post->status == 403);
+    CHECK(post->resent);
+  }
+  CHECK(server.posts() == 2);
 }
 
 }  // namespace gantry::http

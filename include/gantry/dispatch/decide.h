@@ -238,6 +238,11 @@ struct DecideInput {
   // (cluster, kind) objects of the current epoch this engine created and has
   // not seen yet (expectations.h): not created again.
   std::set<std::pair<std::string, std::string>> expected;
+  // (cluster, epoch) of real jobs this engine created at any epoch, less than
+  // silent_watch_found_ms ago, and has not seen since (Expectations::
+  // UnseenRuns): their withdrawn rows are not confirmed gone by a view that
+  // does not show them, which may come from a watch gone silent.
+  std::set<std::pair<std::string, int64_t>> unseen_runs;
   // (cluster, kind) of withdrawn rows whose last lookup by name
   // (kDeleteUnseen) found the object not there, and when (UnseenAsks, the
   // engine's memory: after a restart it is read again).

@@ -12,6 +12,13 @@
 // An expectation lapses after ttl_ms, so an object that vanished, or stayed,
 // without the watch telling is acted on again.
 //
+// A real job's create (kind kJob) not seen yet is also remembered apart,
+// for run_ttl_ms and whatever the job's epoch becomes (UnseenRuns): its
+// cluster's view not showing it may come from a watch gone silent, which
+// is found dead only after ObserverOptions::SilentWatchFoundAfter, so until
+// then the job's withdrawn row there is not confirmed gone by that view
+// (Ladder::ConfirmedGone), and no run of the job starts elsewhere.
+//
 // Memory only: after a restart nothing is expected, and the worst case is
 // the wasted calls.
 //
@@ -34,7 +41,9 @@ class Expectations {
  public:
   using Key = std::pair<std::string, std::string>;  // cluster, kind
 
-  explicit Expectations(int64_t ttl_ms) : ttl_ms_(ttl_ms) {}
+  // run_ttl_ms: how long a real job's create not seen yet is remembered
+  // for UnseenRuns (0: not apart from the other expectations).
+  explicit Expectations(int64_t ttl_ms, int64_t run_ttl_ms = 0) : ttl_ms_(ttl_ms), run_ttl_ms_(run_ttl_ms) {}
 
   // job_uid's object of kind in cluster at epoch was created at now_ms.
   void Created(const std::string& job_uid, const std::string& cluster, const std::string& kind, int64_t epoch,
@@ -55,6 +64,14 @@ class Expectations {
   void Forget(const std::string& job_uid);
   size_t jobs() const;
 
+  // A real job's create, as (cluster, epoch).
+  using Run = std::pair<std::string, int64_t>;
+  // The real jobs of job_uid created less than run_ttl ago, at any epoch,
+  // and not seen since: neither by Seen nor in seen (every (cluster, epoch)
+  // of the job's real jobs its view shows now). With settle, those in seen
+  // are dropped (as Pending drops; Peek's reader passes false).
+  std::set<Run> UnseenRuns(const std::string& job_uid, const std::set<Run>& seen, int64_t now_ms, bool settle);
+
   // The object incarnation k8s_uid was deleted (the cluster answered) at now_ms.
   void Deleted(const std::string& k8s_uid, int64_t now_ms);
   // Whether k8s_uid was deleted less than ttl ago.
@@ -71,7 +88,12 @@ class Expectations {
   // Whether something noted at at_ms still counts at now_ms (a clock that
   // stepped back makes it lapse).
   bool Live(int64_t at_ms, int64_t now_ms) const { return now_ms >= at_ms && now_ms - at_ms < ttl_ms_; }
+  // Whether e is a real job's create remembered for UnseenRuns.
+  bool RunEntry(const Entry& e) const;
+  // Whether e is kept at all at now_ms: Live, or a run entry within run_ttl.
+  bool Kept(const Entry& e, int64_t now_ms) const;
   const int64_t ttl_ms_;
+  const int64_t run_ttl_ms_;
   mutable std::mutex mu_;
   std::map<std::string, std::vector<Entry>> by_job_;
   std::unordered_map<std::string, int64_t> deleted_;  // k8s uid -> when

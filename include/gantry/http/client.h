@@ -56,6 +56,12 @@ struct ClientResponse {
   // and body holds its first kStreamErrorBodyLimit bytes (the rest was
   // left unread, its connection closed).
   bool body_cut = false;
+  // The request was written whole on a kept-alive connection that then
+  // closed without an answer, and this answer is to the same request sent
+  // again on a new connection: the first may have been carried out (the
+  // server stopped after doing it, say), so a refusal here does not show
+  // that nothing was done.
+  bool resent = false;
 };
 
 class Client {

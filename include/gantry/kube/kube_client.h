@@ -58,6 +58,12 @@ struct KubeReply {
   std::optional<KubeError> error;    // set for non-2xx answers
   bool ok() const { return status >= 200 && status < 300; }
   int attempts = 1;                  // how many tries it took
+  // The request went out more than once, and an earlier send may have been
+  // carried out: it was sent again after a kept-alive connection closed
+  // without answering (http::ClientResponse::resent), or retried after an
+  // attempt that had no answer or a 5xx. A create refused now may still
+  // have created its object then.
+  bool resent = false;
 };
 
 struct ListOptions {

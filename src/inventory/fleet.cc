@@ -210,6 +210,7 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     next.emplace(std::move(name), std::move(entry));
   }
   for (const ClusterPlaceholder& placeholder : load.placeholders) next.emplace(placeholder.name, Held(placeholder));
+  HoldSameServer(next, load.errors);
   if (!load.dir_status.ok()) {
     // Not listed: `clusters` is the previous good entries, and the clusters
     // held stay held.

@@ -112,10 +112,18 @@ class FakeProber final : public ClusterProber {
   std::map<std::string, int> probes_;
 };
 
-inline void WriteCluster(const std::string& dir, const std::string& name) {
+// The API server a cluster named so has in WriteCluster: one of its own
+// (two entries reaching one server are held, Fleet::HoldSameServer).
+inline std::string ServerOf(const std::string& name) {
+  uint32_t h = 2166136261u;  // FNV-1a
+  for (unsigned char c : name) h = (h ^ c) * 16777619u;
+  return "https://127.0.0.1:" + std::to_string(20000 + h % 40000);
+}
+
+inline void WriteCluster(const std::string& dir, const std::string& name, const std::string& server = "") {
   std::ofstream(dir + "/" + name + ".kubeconfig") << R"(apiVersion: v1
 kind: Config
-clusters: [{name: c, cluster: {server: "https://127.0.0.1:6443"}}]
+clusters: [{name: c, cluster: {server: ")" << (server.empty() ? ServerOf(name) : server) << R"("}}]
 users: [{name: u, user: {token: not-a-real-token-123}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x

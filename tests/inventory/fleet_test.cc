@@ -276,7 +276,7 @@ TEST_CASE("a reload says which clusters it added and removed, and a removed one 
   CHECK(none.empty());
   CHECK(none.Describe().empty());
   // c1's entry renamed c1b: the same kubeconfig, so the same API server.
-  WriteCluster(dir.path(), "c1b");
+  WriteCluster(dir.path(), "c1b", ServerOf("c1"));
   std::filesystem::remove(dir.File("clusters.d/c1.yaml"));
   InventoryChange renamed;
   fleet.Reload(&renamed);
@@ -287,6 +287,66 @@ TEST_CASE("a reload says which clusters it added and removed, and a removed one 
   const std::string said = renamed.Describe();
   CHECK_THAT(said, Catch::StartsWith("added c1b; removed c1 (the jobs each owned are treated as lost"));
   CHECK_THAT(said, Catch::Contains("c1b names the API server c1 named"));
+  fleet.Stop();
+}
+
+TEST_CASE("two entries that reach one API server: the one that reached it before keeps it, the other is held and "
+          "the load says why",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  auto held = [&](const std::string& name) {
+    auto view = fleet.Cluster(name);
+    REQUIRE(view);
+    return view->config_error;
+  };
+  SECTION("an entry added with another's API server (an entry copied under a new name) is held") {
+    WriteCluster(dir.path(), "c1b", ServerOf("c1"));
+    auto errors = fleet.Reload();
+    REQUIRE(errors.size() == 1);
+    CHECK_THAT(errors[0].status.message(),
+               Catch::Contains("c1b.yaml: its kubeconfig reaches the API server " + ServerOf("c1") +
+                               ", as that of cluster c1 does"));
+    CHECK_THAT(errors[0].status.message(), Catch::Contains("held and c1 kept"));
+    CHECK_THAT(held("c1b"), Catch::Contains("as that of cluster c1 does"));
+    CHECK(held("c1").empty());
+    CHECK(held("c2").empty());
+    CHECK_FALSE(fleet.Credentials("c1b"));  // not probed, not watched
+    CHECK(fleet.Credentials("c1"));
+    SECTION("given its own server, it loads") {
+      WriteCluster(dir.path(), "c1b");
+      CHECK(fleet.Reload().empty());
+      CHECK(held("c1b").empty());
+      CHECK(fleet.Credentials("c1b"));
+    }
+  }
+  SECTION("an entry whose kubeconfig is replaced by another's (one port spelt out, a host in capitals) is held") {
+    const std::string c1 = ServerOf("c1");
+    const std::string upper = "https://LOCALHOST" + c1.substr(std::string("https://127.0.0.1").size());
+    WriteCluster(dir.path(), "c1", upper);
+    WriteCluster(dir.path(), "c2", "https://localhost" + c1.substr(std::string("https://127.0.0.1").size()) + "/");
+    REQUIRE(fleet.Reload().size() == 2);  // neither reached localhost before: both held
+    CHECK_FALSE(held("c1").empty());
+    CHECK_FALSE(held("c2").empty());
+    WriteCluster(dir.path(), "c1");
+    WriteCluster(dir.path(), "c2");
+    CHECK(fleet.Reload().empty());
+    CHECK(held("c1").empty());
+    CHECK(held("c2").empty());
+  }
+  SECTION("at a start with two entries for one server, both are held") {
+    fleet.Stop();
+    WriteCluster(dir.path(), "c2", ServerOf("c1"));
+    Fleet again(prober, *store, clock, options);
+    CHECK(again.Start().size() == 2);
+    CHECK_FALSE(again.Cluster("c1")->config_error.empty());
+    CHECK_FALSE(again.Cluster("c2")->config_error.empty());
+    again.Stop();
+  }
   fleet.Stop();
 }
 

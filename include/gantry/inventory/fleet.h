@@ -207,6 +207,10 @@ class Fleet {
   Entry Existing(const std::string& name) const;
   // The entry a refused file's cluster is held as (ClusterView::config_error).
   Entry Held(const ClusterPlaceholder& placeholder) const;
+  // Holds the entries of next that reach an API server another entry
+  // reaches too, but the one that reached it before (same_server.cc), and
+  // adds to errors why. REQUIRES: load_mu_ held, mu_ not.
+  void HoldSameServer(std::map<std::string, Entry>& next, std::vector<ClusterFileError>& errors) const;
   void Run();
   // Starts probe workers up to what the inventory's size asks for
   // (FleetOptions::probe_workers).

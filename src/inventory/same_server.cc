@@ -1,0 +1,68 @@
+// Fleet::HoldSameServer: two entries of the inventory that reach one API
+// server (a kubeconfig copied into another cluster's file, an entry copied
+// under a new name) would each watch the other's objects, take them for
+// strays of its own, and delete them: every job there evicted and run again
+// in a loop, at-most-once jobs failed, and runs in a cluster their
+// constraints exclude. The entry that already reached that server keeps it;
+// the others are held as a refused file's cluster is (not probed, nothing
+// new goes there, the jobs they own left as they are) until one of them
+// changes, and the load says why.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "gantry/inventory/fleet.h"
+#include "server_url.h"
+
+namespace gantry::inventory {
+namespace {
+
+// One API server, whatever spelling its URL has: host (in lower case),
+// port (443 when not given) and path prefix.
+std::string ServerKey(const std::string& server) {
+  auto address = internal::ParseServerUrl(server);
+  if (!address.ok()) return server;
+  std::string host = address->host;
+  std::transform(host.begin(), host.end(), host.begin(), [](unsigned char c) { return std::tolower(c); });
+  return fmt::format("{}:{}{}", host, address->port, address->base_path);
+}
+
+}  // namespace
+
+void Fleet::HoldSameServer(std::map<std::string, Entry>& next, std::vector<ClusterFileError>& errors) const {
+  std::map<std::string, std::vector<std::string>> by_server;  // ServerKey -> entries reaching it, by name
+  for (const auto& [name, e] : next) {
+    if (e.creds && e.view.config_error.empty()) by_server[ServerKey(e.creds->server)].push_back(name);
+  }
+  for (const auto& [server, names] : by_server) {
+    if (names.size() < 2) continue;
+    // The one entry that reached this server before the load keeps it; with
+    // none, or more than one, every one is held.
+    std::vector<std::string> had;
+    for (const std::string& name : names) {
+      const Entry old = Existing(name);
+      if (old.creds && old.view.config_error.empty() && ServerKey(old.creds->server) == server) had.push_back(name);
+    }
+    const std::string keeper = had.size() == 1 ? had.front() : "";
+    for (const std::string& name : names) {
+      if (name == keeper) continue;
+      std::vector<std::string> others;
+      std::copy_if(names.begin(), names.end(), std::back_inserter(others),
+                   [&](const std::string& n) { return n != name; });
+      const std::string file = next.at(name).view.config.source_file;
+      const std::string why = fmt::format(
+          "{}: its kubeconfig reaches the API server {}, as that of cluster {} does: two entries for one cluster "
+          "would each take the other's objects for strays and delete them, so this one is {}; give each cluster "
+          "its own kubeconfig, or remove one of the entries",
+          std::filesystem::path(file).filename().string(), next.at(name).creds->server, fmt::join(others, ", "),
+          keeper.empty() ? "held, as each of them is" : "held and " + keeper + " kept");
+      errors.push_back({file, Status::Invalid(why), false});
+      next[name] = Held(ClusterPlaceholder{name, file, Status::Invalid(why)});
+    }
+  }
+}
+
+}  // namespace gantry::inventory

@@ -41,9 +41,10 @@ bool PassingForbidden(const std::string& message) {
 }
 
 // An answer that sending the same request again will not change: the
-// object refused (400, 422), or forbidden for good (403, unless passing).
+// object refused (400, 422; 413: larger than the cluster takes), or
+// forbidden for good (403, unless passing).
 bool RefusedForGood(int status, const std::string& message) {
-  return status == 422 || status == 400 || (status == 403 && !PassingForbidden(message));
+  return status == 422 || status == 400 || status == 413 || (status == 403 && !PassingForbidden(message));
 }
 
 // The key under which a kDeleteUnseen is remembered as asked (UnseenAsks).

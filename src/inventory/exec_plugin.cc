@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <limits>
 #include <map>
 
@@ -49,17 +50,34 @@ std::string OneLine(std::string_view text, std::size_t limit) {
 // upper case, lower case and digits (tokens, keys, signatures), or 32 or more
 // hex digits, where words, paths and names seldom are. Best effort: a plugin
 // should not print secrets.
+// Also OpenShift's tokens (sha256~...), and 32 or more characters of letters
+// and digits in one case with dashes or underscores (API keys such as
+// sk-proj-..., which are not file or host names: no '/' or '.').
 bool TokenLike(std::string_view word) {
+  if (word.starts_with("sha256~") && word.size() > 7) return true;
   if (word.size() < 24) return false;
   if (word.front() == '/' || word.front() == '~' || word.front() == '.') return false;  // a path
-  bool upper = false, lower = false, digit = false, hex = true;
+  bool upper = false, lower = false, digit = false, hex = true, dotted = false;
   for (const char c : word) {
     upper |= c >= 'A' && c <= 'Z';
     lower |= c >= 'a' && c <= 'z';
     digit |= c >= '0' && c <= '9';
     hex &= (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    dotted |= c == '/' || c == '.';
   }
-  return (upper && lower && digit) || (hex && word.size() >= 32 && digit && lower);
+  return (upper && lower && digit) || (hex && word.size() >= 32 && digit && lower) ||
+         (word.size() >= 32 && (upper || lower) && digit && !dotted);
+}
+
+// Whether the word after this one is a credential whatever it looks like:
+// "Bearer X" (an Authorization header), "token: X", "password: X".
+bool NamesSecret(std::string_view word) {
+  std::string w;
+  for (const char c : word) w.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (w == "bearer") return true;
+  if (!w.ends_with(':')) return false;
+  w.pop_back();
+  return w == "token" || w == "password" || w == "secret" || w == "authorization";
 }
 
 std::string RedactWord(std::string_view word) {
@@ -104,10 +122,13 @@ std::string StderrLine(std::string_view err) {
   const std::string line = OneLine(err.substr(0, err.find('\n')), kMaxStderrBytes);
   std::string out;
   std::size_t from = 0;
+  bool secret_next = false;
   while (from < line.size()) {  // OneLine left single spaces between words
     const std::size_t to = std::min(line.find(' ', from), line.size());
+    const std::string_view word = std::string_view(line).substr(from, to - from);
     if (!out.empty()) out.push_back(' ');
-    out += RedactWord(std::string_view(line).substr(from, to - from));
+    out += secret_next ? std::string("[redacted]") : RedactWord(word);
+    secret_next = NamesSecret(word);
     from = to + 1;
   }
   return OneLine(out, kMaxLineBytes);

@@ -293,6 +293,17 @@ TEST_CASE("Exec plugin: a stderr line keeps its words and loses what looks like 
   CHECK(StderrLine("read ~/Config/Profile2024/credentials.yaml failed") ==
         "read ~/Config/Profile2024/credentials.yaml failed");
   CHECK(StderrLine("   \n\t") == "");
+  // After what names a credential, whatever it looks like; API keys in one case, OpenShift's tokens.
+  CHECK(StderrLine("sent Authorization: Bearer abc123 and was refused") ==
+        "sent Authorization: [redacted] [redacted] and was refused");
+  CHECK(StderrLine("curl -H bearer hunter2 failed") == "curl -H bearer [redacted] failed");
+  CHECK(StderrLine("token: s3cr3t password: pw") == "token: [redacted] password: [redacted]");
+  CHECK(StderrLine("key sk-proj-abcdef0123456789abcdef0123456789 expired") == "key [redacted] expired");
+  CHECK(StderrLine("login sha256~AbC_dEf refused") == "login [redacted] refused");
+  // A long word in one case that names a file or a host is kept.
+  CHECK(StderrLine("read provider-config-2024-final-version-two.json failed") ==
+        "read provider-config-2024-final-version-two.json failed");
+  CHECK(StderrLine("refresh token for profile ml-prod failed") == "refresh token for profile ml-prod failed");
 }
 
 TEST_CASE_METHOD(FifteenMinuteTokens, "Exec plugin: a failed renewal keeps handing out the token until it expires",

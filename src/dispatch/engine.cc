@@ -49,7 +49,11 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       specs_(options_.spec_cache_entries),
       fresh_(options_.fresh_jobs_entries),
       known_(options_.known_jobs_entries),
-      expected_(options_.expectation_ttl_ms, options_.observer.SilentWatchFoundAfter().count()),
+      // A watch resumed just before a create and silent since is found dead
+      // SilentWatchFoundAfter past its last byte, plus a resume's request
+      // timeout: so long is a run created and not seen held (UnseenRuns).
+      expected_(options_.expectation_ttl_ms,
+                (options_.observer.SilentWatchFoundAfter() + options_.observer.request_timeout).count()),
       stragglers_(std::make_unique<Stragglers>()) {
   options_.observer.origin = options_.decide.origin;
   options_.decide.silent_watch_found_ms = options_.observer.SilentWatchFoundAfter().count();
@@ -451,6 +455,9 @@ std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& 
   // GET).
   const std::set<Expectations::Key> expected_before =
       settle ? expected_.Pending(uid, epoch, {}, now) : expected_.Peek(uid, epoch, {}, now);
+  // Read before the observation too, for the same reason: a run seen in
+  // between is in the observation, and dropped from these below.
+  const std::set<Expectations::Run> unseen_before = expected_.UnseenRuns(uid, {}, now, false);
   TakeObservation(in, observer_->ForJob(uid, kind));
   const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, epoch);
   if (settle) (void)expected_.Pending(uid, epoch, seen, now);  // drops what is seen now
@@ -461,11 +468,17 @@ std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& 
   for (const Expectations::Key& key : LateCreates(uid, epoch)) {
     if (!seen.count(key)) in.expected.insert(key);
   }
+  // A kind not watched there (in.resource empty: genericKinds) is never
+  // seen: its rows are not held for want of a sight that cannot come.
+  if (unseen_before.empty() || in.resource.empty()) return seen;
   std::set<Expectations::Run> runs_seen;
   for (const auto& [cluster, o] : in.observed) {
     for (const ObservedJob& j : o.jobs) runs_seen.emplace(cluster, j.epoch);
   }
-  in.unseen_runs = expected_.UnseenRuns(uid, runs_seen, now, settle);
+  if (settle) (void)expected_.UnseenRuns(uid, runs_seen, now, true);  // drops what is seen now
+  for (const Expectations::Run& run : unseen_before) {
+    if (!runs_seen.count(run)) in.unseen_runs.insert(run);
+  }
   return seen;
 }
 

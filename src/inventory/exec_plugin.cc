@@ -50,9 +50,9 @@ std::string OneLine(std::string_view text, std::size_t limit) {
 // upper case, lower case and digits (tokens, keys, signatures), or 32 or more
 // hex digits, where words, paths and names seldom are. Best effort: a plugin
 // should not print secrets.
-// Also OpenShift's tokens (sha256~...), and 32 or more characters of letters
-// and digits in one case with dashes or underscores (API keys such as
-// sk-proj-..., which are not file or host names: no '/' or '.').
+// Also OpenShift's tokens (sha256~...), and 48 or more characters of letters
+// and digits, dashes or underscores (API keys such as sk-proj-...; not file
+// or host names: no '/' or '.'; longer than UUIDs and request ids).
 bool TokenLike(std::string_view word) {
   if (word.starts_with("sha256~") && word.size() > 7) return true;
   if (word.size() < 24) return false;
@@ -66,18 +66,19 @@ bool TokenLike(std::string_view word) {
     dotted |= c == '/' || c == '.';
   }
   return (upper && lower && digit) || (hex && word.size() >= 32 && digit && lower) ||
-         (word.size() >= 32 && (upper || lower) && digit && !dotted);
+         (word.size() >= 48 && (upper || lower) && digit && !dotted);
 }
 
 // Whether the word after this one is a credential whatever it looks like:
-// "Bearer X" (an Authorization header), "token: X", "password: X".
+// "Bearer X" (an Authorization header), "password: X". Not "token:", which
+// plugins mostly write before what went wrong ("get token: exit status 1").
 bool NamesSecret(std::string_view word) {
   std::string w;
   for (const char c : word) w.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
   if (w == "bearer") return true;
   if (!w.ends_with(':')) return false;
   w.pop_back();
-  return w == "token" || w == "password" || w == "secret" || w == "authorization";
+  return w == "password" || w == "secret" || w == "authorization";
 }
 
 std::string RedactWord(std::string_view word) {

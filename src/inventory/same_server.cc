@@ -20,14 +20,20 @@
 namespace gantry::inventory {
 namespace {
 
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
+  return text;
+}
+
 // One API server, whatever spelling its URL has: host (in lower case),
-// port (443 when not given) and path prefix.
-std::string ServerKey(const std::string& server) {
-  auto address = internal::ParseServerUrl(server);
-  if (!address.ok()) return server;
-  std::string host = address->host;
-  std::transform(host.begin(), host.end(), host.begin(), [](unsigned char c) { return std::tolower(c); });
-  return fmt::format("{}:{}{}", host, address->port, address->base_path);
+// port (443 when not given) and path prefix, and the TLS server name asked
+// for: a gateway that serves many clusters on one address tells them apart
+// by it (or by the path).
+std::string ServerKey(const ClusterCredentials& creds) {
+  auto address = internal::ParseServerUrl(creds.server);
+  if (!address.ok()) return creds.server + " " + Lower(creds.tls_server_name);
+  return fmt::format("{}:{}{} {}", Lower(address->host), address->port, address->base_path,
+                     Lower(creds.tls_server_name));
 }
 
 }  // namespace
@@ -35,7 +41,7 @@ std::string ServerKey(const std::string& server) {
 void Fleet::HoldSameServer(std::map<std::string, Entry>& next, std::vector<ClusterFileError>& errors) const {
   std::map<std::string, std::vector<std::string>> by_server;  // ServerKey -> entries reaching it, by name
   for (const auto& [name, e] : next) {
-    if (e.creds && e.view.config_error.empty()) by_server[ServerKey(e.creds->server)].push_back(name);
+    if (e.creds && e.view.config_error.empty()) by_server[ServerKey(*e.creds)].push_back(name);
   }
   for (const auto& [server, names] : by_server) {
     if (names.size() < 2) continue;
@@ -44,7 +50,7 @@ void Fleet::HoldSameServer(std::map<std::string, Entry>& next, std::vector<Clust
     std::vector<std::string> had;
     for (const std::string& name : names) {
       const Entry old = Existing(name);
-      if (old.creds && old.view.config_error.empty() && ServerKey(old.creds->server) == server) had.push_back(name);
+      if (old.creds && old.view.config_error.empty() && ServerKey(*old.creds) == server) had.push_back(name);
     }
     const std::string keeper = had.size() == 1 ? had.front() : "";
     for (const std::string& name : names) {
@@ -56,7 +62,7 @@ void Fleet::HoldSameServer(std::map<std::string, Entry>& next, std::vector<Clust
       const std::string why = fmt::format(
           "{}: its kubeconfig reaches the API server {}, as that of cluster {} does: two entries for one cluster "
           "would each take the other's objects for strays and delete them, so this one is {}; give each cluster "
-          "its own kubeconfig, or remove one of the entries",
+          "its own kubeconfig, or remove this entry",
           std::filesystem::path(file).filename().string(), next.at(name).creds->server, fmt::join(others, ", "),
           keeper.empty() ? "held, as each of them is" : "held and " + keeper + " kept");
       errors.push_back({file, Status::Invalid(why), false});

@@ -297,8 +297,11 @@ TEST_CASE("Exec plugin: a stderr line keeps its words and loses what looks like 
   CHECK(StderrLine("sent Authorization: Bearer abc123 and was refused") ==
         "sent Authorization: [redacted] [redacted] and was refused");
   CHECK(StderrLine("curl -H bearer hunter2 failed") == "curl -H bearer [redacted] failed");
-  CHECK(StderrLine("token: s3cr3t password: pw") == "token: [redacted] password: [redacted]");
-  CHECK(StderrLine("key sk-proj-abcdef0123456789abcdef0123456789 expired") == "key [redacted] expired");
+  CHECK(StderrLine("secret: s3cr3t password: pw") == "secret: [redacted] password: [redacted]");
+  CHECK(StderrLine("get token: exit status 1") == "get token: exit status 1");
+  CHECK(StderrLine("key sk-proj-abcdef0123456789abcdef0123456789abcdef0123456789 expired") == "key [redacted] expired");
+  CHECK(StderrLine("request 123e4567-e89b-12d3-a456-426614174000 failed") ==
+        "request 123e4567-e89b-12d3-a456-426614174000 failed");
   CHECK(StderrLine("login sha256~AbC_dEf refused") == "login [redacted] refused");
   // A long word in one case that names a file or a host is kept.
   CHECK(StderrLine("read provider-config-2024-final-version-two.json failed") ==

@@ -57,8 +57,8 @@ Status SimCluster::StartServerLocked() {
   opts.server_name = "gantry-sim";
   opts.idle_timeout = std::chrono::minutes(5);
   // kube-apiserver's request body limit (MaxRequestBodyBytes, 3 MiB by
-  // default): a document gantry's API takes (1 MiB at most) makes a
-  // Workload and a job that a real cluster takes.
+  // default). A real cluster's etcd also refuses an object over about
+  // 1.5 MiB, which gantry-sim does not model.
   opts.body_limit = 3 * 1024 * 1024;
   opts.error_response = [](int status, std::string message) {
     return KubeError(status, status >= 500 ? "InternalError" : "BadRequest", message);

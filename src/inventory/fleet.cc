@@ -485,7 +485,16 @@ bool Fleet::ProbeSoon(const std::string& name) {
 }
 
 void Fleet::ReleaseLocked(const std::string& name) {
-  if (auto it = entries_.find(name); it != entries_.end()) it->second.probing = false;
+  if (auto it = entries_.find(name); it != entries_.end()) {
+    it->second.probing = false;
+    // Asked for again (ProbeSoon, a reload) after the probe's verdict was
+    // recorded, but before it let go: due now, or the ask would be lost
+    // until the backed-off probe.
+    if (it->second.reprobe) {
+      it->second.next_probe_ms = clock_.NowMillis();
+      it->second.reprobe = false;
+    }
+  }
   cv_.notify_all();  // ProbeAllNow may wait for this cluster, a worker for any
 }
 

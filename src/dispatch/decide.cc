@@ -34,6 +34,13 @@ namespace ladder {
 // job holds no lease (Queued or Nominating), so no run of it can start
 // meanwhile; at a lease its delete goes, before the earlier-run gate
 // (EarlierRunGate) lets the new run start, as before.
+//
+// And a Workload copy of an epoch newer than the job's with no real job of
+// that epoch beside it: no dispatch of gantry's made it (an operator's edit
+// of its gantry.dev/epoch, a store restored from an older copy of itself).
+// It would hold quota there, and the name the job's copy needs, for good. A
+// newer epoch's Workload beside a real job of that epoch is that run's: it
+// goes with the run (deleted above while nobody holds the lease).
 bool Ladder::Fence(Plan& plan) const {
   const bool has_owner = !job_.cluster.empty() &&
                          (job_.phase == JobPhase::kAdmitted || job_.phase == JobPhase::kRunning);
@@ -42,7 +49,10 @@ bool Ladder::Fence(Plan& plan) const {
     if (!Reachable(cluster)) continue;
     const bool stray = strays_known && cluster != job_.cluster;
     for (const ObservedWorkload& w : o.workloads) {
-      if (w.epoch < job_.epoch || job_.phase == JobPhase::kQueued || stray) {
+      const bool newer_copy = w.epoch > job_.epoch && std::none_of(o.jobs.begin(), o.jobs.end(), [&](const auto& j) {
+                                return j.epoch == w.epoch;
+                              });
+      if (w.epoch < job_.epoch || job_.phase == JobPhase::kQueued || stray || newer_copy) {
         plan.actions.push_back(DeleteWorkload(cluster, w));
       }
     }

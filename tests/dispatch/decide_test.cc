@@ -517,6 +517,33 @@ TEST_CASE("step 1: fencing deletes older epochs, and jobs and copies outside the
   CHECK(Count(stray, Verb::kDelete, "Workload", "c2") == 0);
 }
 
+TEST_CASE("step 1: a copy of an epoch newer than the job's is deleted, unless a run of that epoch is beside it",
+          "[dispatch][decide]") {
+  // Nominating at epoch 1 with a copy in c1; an operator raised its
+  // gantry.dev/epoch to 7: it holds the name (and quota) the job's copy needs.
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.job.nominated_ms = w.in.now_ms - 5'000;
+  w.Intent("c1", "Workload", 1);
+  w.Workload("c1", 7).admitted = true;
+  Plan p = Decide(w.Input());
+  CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
+  // No lease on it either: not this epoch's admission.
+  CHECK((!p.write || !p.write->phase || *p.write->phase != JobPhase::kAdmitted));
+
+  SECTION("with a real job of epoch 7 in c1: the copy is that run's, and goes with it") {
+    w.RemoteJob("c1", 7, RemoteJobState::kRunning);
+    Plan q = Decide(w.Input());
+    CHECK(Count(q, Verb::kDelete, "Workload", "c1") == 0);
+    CHECK(Count(q, Verb::kDelete, "Job", "c1") == 1);  // a real job while nobody holds the lease
+  }
+  SECTION("the current epoch's copy is kept") {
+    w.in.observed["c1"].workloads[0].epoch = 1;
+    CHECK(Count(Decide(w.Input()), Verb::kDelete, "Workload") == 0);
+  }
+}
+
 TEST_CASE("step 10: an unreachable owner is waited for, then onClusterLoss applies", "[dispatch][decide]") {
   for (const char* policy : {"Requeue", "Fail", "Wait"}) {
     World w;

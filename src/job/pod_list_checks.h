@@ -15,4 +15,13 @@ namespace gantry::job_internal {
 // the entry (at the entry).
 void CheckRepeatedListKeys(const json& pod_spec, std::string_view spec_path, FieldErrors& errors);
 
+// Reports, for the pod template at path (a Job's or a JobSet's), what the
+// worker's API server would refuse of the fields gantry does not otherwise
+// read: the template's label and annotation keys and values (annotations
+// at most 256 KiB), container names (DNS-1123 labels), an image with
+// surrounding whitespace, env names ('=' or not printable), containerPort
+// outside 1-65535, port names (IANA_SVC_NAME, unique in the pod), and a
+// volumeMount naming no volume of the pod (pod_field_checks.cc).
+void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors& errors);
+
 }  // namespace gantry::job_internal

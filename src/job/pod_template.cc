@@ -231,7 +231,10 @@ std::map<std::string, int64_t> CheckPodTemplate(const json& pod_template, std::s
     }
   }
   MaxInto(sum, init_max);
-  if (pods_of_job) CheckRepeatedListKeys(*spec, spath, errors);
+  if (pods_of_job) {
+    CheckRepeatedListKeys(*spec, spath, errors);
+    CheckPodFields(pod_template, path, errors);
+  }
   std::set<std::string> bad;
   overflow = overflow || !AddInto(sum, ReadResourceMap(*spec, "overhead", spath, false, bad, errors));
   if (overflow) errors.Add(Child(spath, "containers"), "the summed requests overflow");

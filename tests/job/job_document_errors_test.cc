@@ -270,6 +270,31 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
        Set("/spec/template/spec/hostAliases",
            json::parse(R"([{"ip": "10.0.0.1", "hostnames": ["a"]}, {"ip": "10.0.0.1", "hostnames": ["b"]}])")),
        "spec.template.spec.hostAliases[1]", "Duplicate value: the same ip"},
+      // What the worker's API server would refuse of the pod template, refused before any lease.
+      {"container name not DNS-1123", g, Set(kC0 + "/name", "Main"), kC0Path + ".name", "a container's name"},
+      {"env name with '='", g, Set(kC0 + "/env", json::parse(R"([{"name": "1BAD=x", "value": "v"}])")),
+       kC0Path + ".env[0].name", "except '='"},
+      {"containerPort out of range", g, Set(kC0 + "/ports", json::parse(R"([{"containerPort": 70000}])")),
+       kC0Path + ".ports[0].containerPort", "between 1 and 65535"},
+      {"port name not IANA_SVC_NAME", g,
+       Set(kC0 + "/ports", json::parse(R"([{"containerPort": 80, "name": "HTTP_1"}])")),
+       kC0Path + ".ports[0].name", "alpha-numeric"},
+      {"port name twice in the pod", g,
+       Set(kC0 + "/ports",
+           json::parse(R"([{"containerPort": 80, "name": "http"}, {"containerPort": 81, "name": "http"}])")),
+       kC0Path + ".ports[1].name", "Duplicate value: \"http\""},
+      {"volumeMount of no volume", g,
+       Set(kC0 + "/volumeMounts", json::parse(R"([{"name": "data", "mountPath": "/data"}])")),
+       kC0Path + ".volumeMounts[0].name", "Not found: \"data\""},
+      {"image with surrounding spaces", g, Set(kC0 + "/image", " busybox "), kC0Path + ".image",
+       "leading or trailing whitespace"},
+      {"pod label value too long", g, Set("/spec/template/spec/template/metadata/labels/app", std::string(64, 'a')),
+       "spec.template.spec.template.metadata.labels[app]", "at most 63"},
+      {"pod label key with a space", g, Set("/spec/template/spec/template/metadata/labels/bad key!", "v"),
+       "spec.template.spec.template.metadata.labels[bad key!]", "Invalid label key"},
+      {"pod annotations over 256 KiB", g,
+       Set("/spec/template/spec/template/metadata/annotations/notes", std::string(300 << 10, 'x')),
+       "spec.template.spec.template.metadata.annotations", "Too long"},
       {"manifest unknown top-level field", m, Set("/extra", 1), "extra", "unknown field"},
       {"manifest namespace differs from URL", m, [](json&) {}, "metadata.namespace", "URL",
        "team-a"},
@@ -301,6 +326,20 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
     CHECK(found);
     CHECK(e.causes.front().field == c.want_field);  // the expected cause is the first one
   }
+}
+
+TEST_CASE("a pod template's ports, mounts, env and labels as the API server takes them are accepted", "[job][errors]") {
+  json doc = Base(testing::kGantryJobYaml);
+  doc[json::json_pointer(kC0 + "/ports")] =
+      json::parse(R"([{"containerPort": 8080, "name": "http-1"}, {"containerPort": 9090, "name": "metrics"}])");
+  doc[json::json_pointer(kC0 + "/env")] = json::parse(R"([{"name": "1GOOD.name-x", "value": "v"}])");
+  doc[json::json_pointer(kC0 + "/volumeMounts")] = json::parse(R"([{"name": "data", "mountPath": "/data"}])");
+  doc[json::json_pointer("/spec/template/spec/template/spec/volumes")] =
+      json::parse(R"([{"name": "data", "emptyDir": {}}])");
+  doc[json::json_pointer("/spec/template/spec/template/metadata/labels/example.com~1tier")] = "gpu_A-1.x";
+  doc[json::json_pointer("/spec/template/spec/template/metadata/annotations/notes")] = std::string(200 << 10, 'x');
+  auto parsed = ParseJobJson(doc, std::nullopt);
+  if (auto* e = std::get_if<DocumentError>(&parsed)) FAIL(e->message);
 }
 
 TEST_CASE("ParseJobDocument refuses unparseable bodies (400)", "[job][errors]") {

@@ -1,0 +1,165 @@
+// Submission's check of the fields of a job's pod template that the worker's
+// API server validates and gantry does not otherwise read: refused here, with
+// the field, rather than taken, leased, and failed when the cluster refuses
+// the real job (422) after the job has waited for its admission. The rules
+// are the API server's (k8s.io/kubernetes pkg/apis/core/validation) for what
+// users most often get wrong; what they do not cover the cluster still
+// judges.
+#include <fmt/format.h>
+
+#include <cctype>
+#include <map>
+#include <set>
+#include <string>
+
+#include "gantry/common/names.h"
+#include "pod_list_checks.h"
+
+namespace gantry::job_internal {
+namespace {
+
+// Kubernetes' TotalAnnotationSizeLimitB: keys and values together.
+constexpr std::size_t kAnnotationsLimit = 256 * 1024;
+
+// IANA_SVC_NAME, a port's name: at most 15 lower-case letters, digits and
+// '-', at least one letter, no '-' first, last or twice in a row.
+std::string CheckPortName(const std::string& name) {
+  if (name.size() > 15) return "must be no more than 15 characters";
+  bool letter = false;
+  for (char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) {
+      return "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)";
+    }
+    letter |= c >= 'a' && c <= 'z';
+  }
+  if (!letter) return "must contain at least one letter (a-z)";
+  if (name.front() == '-' || name.back() == '-') return "must not begin or end with a hyphen";
+  if (name.find("--") != std::string::npos) return "must not contain consecutive hyphens";
+  return "";
+}
+
+// An environment variable's name: printable ASCII but '=' (the API
+// server's rule since RelaxedEnvironmentVariableValidation).
+std::string CheckEnvName(const std::string& name) {
+  if (name.empty()) return "Required value";
+  for (char c : name) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u > 0x7e || c == '=') return fmt::format("Invalid value: \"{}\": must consist of printable ASCII "
+                                                             "characters except '='", name);
+  }
+  return "";
+}
+
+const json* StringAt(const json& obj, const char* key) {
+  const json* v = Member(obj, key);
+  return v != nullptr && v->is_string() ? v : nullptr;
+}
+
+void CheckContainer(const json& c, const std::string& cpath, const std::set<std::string>& volumes,
+                    std::map<std::string, std::string>& port_names, FieldErrors& errors) {
+  if (const json* name = StringAt(c, "name"); name != nullptr && !name->get_ref<const std::string&>().empty()) {
+    const std::string& n = name->get_ref<const std::string&>();
+    if (std::string e = CheckDns1123Label(n); !e.empty()) {
+      errors.Add(Child(cpath, "name"), fmt::format("Invalid value: \"{}\": a container's name {}", n, e));
+    }
+  }
+  if (const json* image = StringAt(c, "image")) {
+    const std::string& i = image->get_ref<const std::string&>();
+    if (!i.empty() && (std::isspace(static_cast<unsigned char>(i.front())) ||
+                       std::isspace(static_cast<unsigned char>(i.back())))) {
+      errors.Add(Child(cpath, "image"), "Invalid value: must not have leading or trailing whitespace");
+    }
+  }
+  if (const json* env = Member(c, "env"); env != nullptr && env->is_array()) {
+    for (std::size_t i = 0; i < env->size(); ++i) {
+      const json* name = StringAt((*env)[i], "name");
+      if (name == nullptr) continue;  // the list's own reader says so
+      if (std::string e = CheckEnvName(name->get<std::string>()); !e.empty()) {
+        errors.Add(Child(Index(Child(cpath, "env"), i), "name"), e);
+      }
+    }
+  }
+  if (const json* ports = Member(c, "ports"); ports != nullptr && ports->is_array()) {
+    for (std::size_t i = 0; i < ports->size(); ++i) {
+      const json& p = (*ports)[i];
+      const std::string ppath = Index(Child(cpath, "ports"), i);
+      if (const json* port = Member(p, "containerPort"); port != nullptr && port->is_number_integer()) {
+        const int64_t v = port->get<int64_t>();
+        if (v < 1 || v > 65535) {
+          errors.Add(Child(ppath, "containerPort"),
+                     fmt::format("Invalid value: {}: must be between 1 and 65535, inclusive", v));
+        }
+      }
+      const json* name = StringAt(p, "name");
+      if (name == nullptr || name->get_ref<const std::string&>().empty()) continue;
+      const std::string& n = name->get_ref<const std::string&>();
+      if (std::string e = CheckPortName(n); !e.empty()) {
+        errors.Add(Child(ppath, "name"), fmt::format("Invalid value: \"{}\": {}", n, e));
+      } else if (auto [it, fresh] = port_names.emplace(n, ppath); !fresh) {
+        errors.Add(Child(ppath, "name"), fmt::format("Duplicate value: \"{}\" (same as {})", n, it->second));
+      }
+    }
+  }
+  if (const json* mounts = Member(c, "volumeMounts"); mounts != nullptr && mounts->is_array()) {
+    for (std::size_t i = 0; i < mounts->size(); ++i) {
+      const json* name = StringAt((*mounts)[i], "name");
+      if (name == nullptr || volumes.count(name->get<std::string>())) continue;
+      errors.Add(Child(Index(Child(cpath, "volumeMounts"), i), "name"),
+                 fmt::format("Not found: \"{}\": no volume of the pod has that name", name->get<std::string>()));
+    }
+  }
+}
+
+}  // namespace
+
+void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors& errors) {
+  if (const json* metadata = Member(pod_template, "metadata"); metadata != nullptr && metadata->is_object()) {
+    const std::string mpath = Child(path, "metadata");
+    if (const json* labels = Member(*metadata, "labels"); labels != nullptr && labels->is_object()) {
+      for (const auto& [k, v] : labels->items()) {
+        if (std::string e = CheckLabelKey(k); !e.empty()) {
+          errors.Add(Key(Child(mpath, "labels"), k), fmt::format("Invalid label key: {}", e));
+        } else if (!v.is_string()) {
+          errors.Add(Key(Child(mpath, "labels"), k), fmt::format("must be a string, got {}", TypeName(v)));
+        } else if (std::string ve = CheckLabelValue(v.get_ref<const std::string&>()); !ve.empty()) {
+          errors.Add(Key(Child(mpath, "labels"), k),
+                     fmt::format("Invalid value: \"{}\": {}", v.get_ref<const std::string&>(), ve));
+        }
+      }
+    }
+    if (const json* annotations = Member(*metadata, "annotations");
+        annotations != nullptr && annotations->is_object()) {
+      std::size_t total = 0;
+      for (const auto& [k, v] : annotations->items()) {
+        total += k.size() + (v.is_string() ? v.get_ref<const std::string&>().size() : 0);
+        if (std::string e = CheckLabelKey(k); !e.empty()) {
+          errors.Add(Key(Child(mpath, "annotations"), k), fmt::format("Invalid annotation key: {}", e));
+        }
+      }
+      if (total > kAnnotationsLimit) {
+        errors.Add(Child(mpath, "annotations"),
+                   fmt::format("Too long: {} bytes of keys and values, must have at most {} bytes", total,
+                               kAnnotationsLimit));
+      }
+    }
+  }
+  const json* spec = Member(pod_template, "spec");
+  if (spec == nullptr || !spec->is_object()) return;
+  const std::string spath = Child(path, "spec");
+  std::set<std::string> volumes;
+  if (const json* list = Member(*spec, "volumes"); list != nullptr && list->is_array()) {
+    for (const json& v : *list) {
+      if (const json* name = StringAt(v, "name")) volumes.insert(name->get<std::string>());
+    }
+  }
+  std::map<std::string, std::string> port_names;  // a port's name is unique in the pod
+  for (const char* key : {"containers", "initContainers"}) {
+    const json* list = Member(*spec, key);
+    if (list == nullptr || !list->is_array()) continue;
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      if ((*list)[i].is_object()) CheckContainer((*list)[i], Index(Child(spath, key), i), volumes, port_names, errors);
+    }
+  }
+}
+
+}  // namespace gantry::job_internal

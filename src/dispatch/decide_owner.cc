@@ -336,7 +336,10 @@ Plan Ladder::Owned() const {
     }
     if (w && (w->evicted || !w->active)) {  // Kueue evicts a deactivated copy in a write of its own
       reason = "Evicted";
-      message = fmt::format("{} evicted the job's Workload ({}: {})", owner, w->reason, w->message);
+      // Deactivated (spec.active false, by an operator there, say) and not
+      // evicted yet: its conditions still tell of its quota, not of this.
+      message = w->evicted ? fmt::format("{} evicted the job's Workload ({}: {})", owner, w->reason, w->message)
+                           : fmt::format("{} deactivated the job's Workload (spec.active: false)", owner);
     } else if (!w && (!j || j->state == RemoteJobState::kSuspended)) {
       // Gone with its job, or without it: Kueue holds a job whose prebuilt
       // Workload is gone suspended (stopping it if it ran) for good.

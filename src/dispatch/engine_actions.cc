@@ -455,7 +455,10 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
       const bool marked = had_lease && action.verb == Verb::kCreate && action.kind == kJob;
       const bool done = FinishAction(job, action, leases[i], &refusal, &out.retry_after_ms);
       if (marked) SendingDone(job.uid);
-      if (refusal.maybe_landed && action.kind == kJob) NoteUnanswered(job.uid, action);
+      if (refusal.maybe_landed && action.kind == kJob) {
+        NoteUnanswered(job.uid, action);
+        expected_.MayHaveLanded(job.uid, action.cluster, action.epoch, clock_.NowMillis());
+      }
       NoteAnswer(job.uid, action, done, refusal, had_lease);
       if (!done) {
         out.all_ok = false;

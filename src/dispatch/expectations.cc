@@ -24,6 +24,21 @@ void Expectations::Created(const std::string& job_uid, const std::string& cluste
   } else {
     it->epoch = epoch;
     it->at_ms = now_ms;
+    it->run_only = false;
+  }
+}
+
+void Expectations::MayHaveLanded(const std::string& job_uid, const std::string& cluster, int64_t epoch,
+                                 int64_t now_ms) {
+  if (run_ttl_ms_ <= ttl_ms_) return;
+  std::lock_guard lock(mu_);
+  std::vector<Entry>& entries = by_job_[job_uid];
+  Key key{cluster, kJob};
+  auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.key == key; });
+  if (it == entries.end()) {
+    entries.push_back(Entry{std::move(key), epoch, now_ms, true});
+  } else if (it->run_only || it->epoch != epoch) {  // an answered create of this epoch stays expected
+    *it = Entry{std::move(key), epoch, now_ms, true};
   }
 }
 
@@ -40,7 +55,7 @@ std::set<Expectations::Key> Expectations::Pending(const std::string& job_uid, in
     return e.epoch != epoch || !Live(e.at_ms, now_ms);
   });
   for (const Entry& e : entries) {
-    if (e.epoch == epoch && Live(e.at_ms, now_ms)) out.insert(e.key);
+    if (e.epoch == epoch && Live(e.at_ms, now_ms) && !e.run_only) out.insert(e.key);
   }
   if (entries.empty()) by_job_.erase(it);
   return out;
@@ -73,7 +88,7 @@ std::set<Expectations::Key> Expectations::Peek(const std::string& job_uid, int64
   auto it = by_job_.find(job_uid);
   if (it == by_job_.end()) return out;
   for (const Entry& e : it->second) {
-    if (e.epoch == epoch && Live(e.at_ms, now_ms) && !observed.count(e.key)) out.insert(e.key);
+    if (e.epoch == epoch && Live(e.at_ms, now_ms) && !e.run_only && !observed.count(e.key)) out.insert(e.key);
   }
   return out;
 }
@@ -86,7 +101,7 @@ bool Expectations::Seen(const std::string& job_uid, const std::string& cluster, 
   bool was_expected = false;
   std::erase_if(it->second, [&](const Entry& e) {
     if (e.key.first != cluster || e.key.second != kind || e.epoch != epoch || !Kept(e, now_ms)) return false;
-    was_expected = Live(e.at_ms, now_ms);
+    was_expected = Live(e.at_ms, now_ms) && !e.run_only;
     return true;
   });
   if (it->second.empty()) by_job_.erase(it);

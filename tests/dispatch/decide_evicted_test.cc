@@ -63,6 +63,20 @@ TEST_CASE("an eviction before the job was created, or a Requeue job's, leaves th
   CHECK(Count(p, Verb::kDelete, "Job") == 0);
 }
 
+TEST_CASE("a Workload deactivated in its cluster and not evicted yet is told as deactivated, not by its quota",
+          "[dispatch][decide][evicted]") {
+  World w = RunningIn("Requeue", 0);
+  ObservedWorkload& wl = w.in.observed["c1"].workloads[0];
+  wl.active = false;
+  wl.reason = "QuotaReserved";
+  wl.message = "Quota reserved in ClusterQueue cluster-queue";
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->message);
+  CHECK_THAT(*p.write->message, Catch::Contains("c1 deactivated the job's Workload (spec.active: false)"));
+  CHECK_THAT(*p.write->message, !Catch::Contains("Quota reserved"));
+}
+
 TEST_CASE("a job whose Workload Kueue deactivated for good fails, whatever onClusterLoss says",
           "[dispatch][decide][evicted]") {
   for (const char* cause : {"MaximumExecutionTimeExceeded", "RequeuingLimitExceeded"}) {

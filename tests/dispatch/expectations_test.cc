@@ -93,9 +93,23 @@ TEST_CASE("a real job's create not seen yet is an unseen run at any epoch until 
     CHECK(e.Pending("j4", 1, {}, 12'000).empty());
     CHECK(e.UnseenRuns("j4", {}, 12'000, true) == std::set<Run>{{"c1", 1}});
   }
+  SECTION("a create that may have landed unanswered is an unseen run, never an expectation") {
+    e.MayHaveLanded("j6", "c1", 2, 1'000);
+    CHECK(e.Pending("j6", 2, {}, 2'000).empty());  // sent again as any failed create
+    CHECK(e.Peek("j6", 2, {}, 2'000).empty());
+    CHECK_FALSE(e.Seen("j6", "c1", "Job", 2, 2'000));  // seen: dropped, the job woken
+    CHECK(e.UnseenRuns("j6", {}, 2'000, true).empty());
+    e.MayHaveLanded("j6", "c1", 2, 3'000);
+    CHECK(e.UnseenRuns("j6", {}, 30'000, true) == std::set<Run>{{"c1", 2}});
+    e.Created("j6", "c1", "Job", 2, 31'000);  // answered after all: expected again
+    CHECK(e.Pending("j6", 2, {}, 32'000) == std::set<Expectations::Key>{{"c1", "Job"}});
+    e.MayHaveLanded("j6", "c1", 2, 33'000);  // a later failure does not undo that
+    CHECK(e.Pending("j6", 2, {}, 34'000) == std::set<Expectations::Key>{{"c1", "Job"}});
+  }
   SECTION("without a run ttl longer than the expectation's, nothing is kept apart") {
     Expectations plain(10'000);
     plain.Created("j5", "c1", "Job", 1, 1'000);
+    plain.MayHaveLanded("j5", "c1", 1, 1'000);
     CHECK(plain.UnseenRuns("j5", {}, 2'000, true).empty());
     CHECK(plain.Pending("j5", 2, {}, 2'000).empty());
     CHECK(plain.jobs() == 0);

@@ -169,7 +169,9 @@ class ClosesBeforeAnswering {
     std::string buffered;
     const int first = Accept();
     if (first < 0) return;
-    if (ReadRequest(first, buffered).rfind("GET ", 0) == 0) send(first, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    if (ReadRequest(first, buffered).rfind("GET ", 0) == 0) {
+      send(first, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    }
     if (ReadRequest(first, buffered).rfind("POST ", 0) == 0) ++posts_;
     ::close(first);  // no answer
     const int second = Accept();

@@ -64,6 +64,12 @@ class Expectations {
   void Forget(const std::string& job_uid);
   size_t jobs() const;
 
+  // A real job's create that may have landed though its answer does not
+  // say so (none came, a 5xx, a refusal of the request sent again): an
+  // unseen run (UnseenRuns) for run_ttl from now_ms, not an expectation
+  // (Pending): the create is sent again as any failed one.
+  void MayHaveLanded(const std::string& job_uid, const std::string& cluster, int64_t epoch, int64_t now_ms);
+
   // A real job's create, as (cluster, epoch).
   using Run = std::pair<std::string, int64_t>;
   // The real jobs of job_uid created less than run_ttl ago, at any epoch,
@@ -84,6 +90,7 @@ class Expectations {
     Key key;
     int64_t epoch = 0;
     int64_t at_ms = 0;
+    bool run_only = false;  // MayHaveLanded: an unseen run, never expected
   };
   // Whether something noted at at_ms still counts at now_ms (a clock that
   // stepped back makes it lapse).

@@ -1,7 +1,10 @@
 #include "command_support.h"
 
+#include <fmt/format.h>
+
 #include <vector>
 
+#include "gantry/job/quantity.h"
 #include "output.h"
 
 namespace gantry::cli {
@@ -24,6 +27,15 @@ const nlohmann::json* PointerAt(const nlohmann::json& j, const char* pointer) {
 }
 
 }  // namespace
+
+std::string InUnits(const std::string& quantity) {
+  auto milli = ParseQuantityMilli(quantity);
+  if (!milli.ok() || *milli < 0 || quantity.find('i') != std::string::npos) return quantity;
+  std::string out = fmt::format("{}.{:03d}", *milli / 1000, *milli % 1000);
+  while (out.back() == '0') out.pop_back();
+  if (out.back() == '.') out.pop_back();
+  return out;
+}
 
 std::string Str(const nlohmann::json& j, const char* pointer, const std::string& fallback) {
   const nlohmann::json* v = PointerAt(j, pointer);

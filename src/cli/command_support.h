@@ -16,6 +16,11 @@ namespace gantry::cli {
 // The string (or number, as text) at a JSON pointer of j; fallback when
 // there is none, or a parent of another type.
 std::string Str(const nlohmann::json& j, const char* pointer, const std::string& fallback = "");
+// A Kubernetes quantity as a decimal number of its units ("1500m" -> "1.5",
+// "384" -> "384"), so that the reserved and the nominal amounts of a
+// column read in one unit; as given when it does not parse, or is in bytes
+// ("64Gi" stays).
+std::string InUnits(const std::string& quantity);
 // -n, or "default".
 std::string NamespaceOf(const CommonFlags& flags);
 // The API client, or null with the error printed and *code set.

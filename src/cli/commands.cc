@@ -474,7 +474,8 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
     if (auto cap = c.value(nlohmann::json::json_pointer("/status/capacity"), nlohmann::json()); cap.is_object()) {
       auto used = [&](const char* pointer) {
         auto r = cap.value(nlohmann::json::json_pointer(pointer), nlohmann::json());
-        return r.is_object() ? r.value("reserved", "0") + "/" + r.value("nominal", "0") : std::string("0/0");
+        return r.is_object() ? InUnits(r.value("reserved", "0")) + "/" + InUnits(r.value("nominal", "0"))
+                             : std::string("0/0");
       };
       cpus = used("/resources/cpu");
       gpus = used("/resources/nvidia.com~1gpu");

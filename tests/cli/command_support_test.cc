@@ -34,4 +34,14 @@ TEST_CASE("Str reads strings and numbers at a JSON pointer, and the fallback for
   CHECK(Str(nlohmann::json("top"), "") == "top");
 }
 
+TEST_CASE("a column's quantities read in one unit: millis as decimals, bytes and the unreadable as given", "[cli]") {
+  CHECK(InUnits("1500m") == "1.5");
+  CHECK(InUnits("250m") == "0.25");
+  CHECK(InUnits("384") == "384");
+  CHECK(InUnits("0") == "0");
+  CHECK(InUnits("2k") == "2000");
+  CHECK(InUnits("64Gi") == "64Gi");
+  CHECK(InUnits("n/a") == "n/a");
+}
+
 }  // namespace gantry::cli

@@ -35,8 +35,9 @@ namespace ladder {
 // meanwhile; at a lease its delete goes, before the earlier-run gate
 // (EarlierRunGate) lets the new run start, as before.
 //
-// And a Workload copy of an epoch newer than the job's with no real job of
-// that epoch beside it: no dispatch of gantry's made it (an operator's edit
+// And, while nobody holds the lease, a Workload copy of an epoch newer than
+// the job's with no real job of that epoch beside it: no dispatch of
+// gantry's made it (an operator's edit
 // of its gantry.dev/epoch, a store restored from an older copy of itself).
 // It would hold quota there, and the name the job's copy needs, for good. A
 // newer epoch's Workload beside a real job of that epoch is that run's: it
@@ -49,7 +50,12 @@ bool Ladder::Fence(Plan& plan) const {
     if (!Reachable(cluster)) continue;
     const bool stray = strays_known && cluster != job_.cluster;
     for (const ObservedWorkload& w : o.workloads) {
-      const bool newer_copy = w.epoch > job_.epoch && std::none_of(o.jobs.begin(), o.jobs.end(), [&](const auto& j) {
+      // (Only while nobody holds the lease, as the copy of a leased job's
+      // run is never deleted for its epoch: an edit of the owner's would
+      // stop the run. Not for a kind gantry does not watch: its run beside
+      // would not show.)
+      const bool newer_copy = w.epoch > job_.epoch && !has_owner && !in_.resource.empty() &&
+                              std::none_of(o.jobs.begin(), o.jobs.end(), [&](const auto& j) {
                                 return j.epoch == w.epoch;
                               });
       if (w.epoch < job_.epoch || job_.phase == JobPhase::kQueued || stray || newer_copy) {

@@ -194,7 +194,10 @@ std::optional<Plan> Ladder::AllDeactivated() const {
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
     if (!Deactivated(i.cluster)) return std::nullopt;
     const ObservedWorkload* w = WorkloadIn(i.cluster);
-    why.push_back(fmt::format("{}: {} ({})", i.cluster, w->reason, w->message));
+    // Deactivated and not evicted yet (spec.active set false there): its
+    // conditions tell of its quota, not of this.
+    why.push_back(w->evicted ? fmt::format("{}: {} ({})", i.cluster, w->reason, w->message)
+                             : fmt::format("{}: spec.active: false", i.cluster));
   }
   if (why.empty()) return std::nullopt;
   const int64_t due = job_.nominated_ms + RejectionFloorMs();

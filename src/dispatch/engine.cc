@@ -22,6 +22,16 @@ namespace {
 using nlohmann::json;
 
 // The (cluster, kind) of every object of the job observed at epoch.
+// How long after a create a watch that missed the object's appearing has
+// been found dead: one resumed just before the create and silent since is
+// found SilentWatchFoundAfter past its last byte, and its resume may have
+// taken a request's timeout. Absence is not trusted sooner: a run created
+// and not seen (Expectations::UnseenRuns), an at-most-once job's run gone
+// (JobGone), a refusal after a create that may have landed.
+int64_t SilentWatchFoundMs(const ObserverOptions& observer) {
+  return (observer.SilentWatchFoundAfter() + observer.request_timeout).count();
+}
+
 std::set<Expectations::Key> SeenAtEpoch(const std::map<std::string, ClusterObservation>& observed,
                                               int64_t epoch) {
   std::set<Expectations::Key> seen;
@@ -49,14 +59,10 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
       specs_(options_.spec_cache_entries),
       fresh_(options_.fresh_jobs_entries),
       known_(options_.known_jobs_entries),
-      // A watch resumed just before a create and silent since is found dead
-      // SilentWatchFoundAfter past its last byte, plus a resume's request
-      // timeout: so long is a run created and not seen held (UnseenRuns).
-      expected_(options_.expectation_ttl_ms,
-                (options_.observer.SilentWatchFoundAfter() + options_.observer.request_timeout).count()),
+      expected_(options_.expectation_ttl_ms, SilentWatchFoundMs(options_.observer)),
       stragglers_(std::make_unique<Stragglers>()) {
   options_.observer.origin = options_.decide.origin;
-  options_.decide.silent_watch_found_ms = options_.observer.SilentWatchFoundAfter().count();
+  options_.decide.silent_watch_found_ms = SilentWatchFoundMs(options_.observer);
   options_.observer.clock = &clock_;
   // A pass does not sleep on a retry: it holds a worker and a connection in
   // every cluster of its wave, and a throttling cluster's Retry-After would

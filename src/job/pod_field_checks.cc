@@ -56,7 +56,11 @@ const json* StringAt(const json& obj, const char* key) {
 }
 
 void CheckContainer(const json& c, const std::string& cpath, const std::set<std::string>& volumes,
-                    std::map<std::string, std::string>& port_names, FieldErrors& errors) {
+                    FieldErrors& errors) {
+  // A port's name is unique in its container (in the pod, a repeat is only
+  // the API server's warning); an entry repeated whole is one, as gantry
+  // writes it (DropRepeatedListKeys).
+  std::map<std::string, const json*> port_names;
   if (const json* name = StringAt(c, "name"); name != nullptr && !name->get_ref<const std::string&>().empty()) {
     const std::string& n = name->get_ref<const std::string&>();
     if (std::string e = CheckDns1123Label(n); !e.empty()) {
@@ -95,8 +99,8 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
       const std::string& n = name->get_ref<const std::string&>();
       if (std::string e = CheckPortName(n); !e.empty()) {
         errors.Add(Child(ppath, "name"), fmt::format("Invalid value: \"{}\": {}", n, e));
-      } else if (auto [it, fresh] = port_names.emplace(n, ppath); !fresh) {
-        errors.Add(Child(ppath, "name"), fmt::format("Duplicate value: \"{}\" (same as {})", n, it->second));
+      } else if (auto [it, fresh] = port_names.emplace(n, &p); !fresh && *it->second != p) {
+        errors.Add(Child(ppath, "name"), fmt::format("Duplicate value: \"{}\"", n));
       }
     }
   }
@@ -119,6 +123,8 @@ void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors
       for (const auto& [k, v] : labels->items()) {
         if (std::string e = CheckLabelKey(k); !e.empty()) {
           errors.Add(Key(Child(mpath, "labels"), k), fmt::format("Invalid label key: {}", e));
+        } else if (v.is_null()) {
+          // `team:` in YAML: the API server reads it as "".
         } else if (!v.is_string()) {
           errors.Add(Key(Child(mpath, "labels"), k), fmt::format("must be a string, got {}", TypeName(v)));
         } else if (std::string ve = CheckLabelValue(v.get_ref<const std::string&>()); !ve.empty()) {
@@ -132,7 +138,10 @@ void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors
       std::size_t total = 0;
       for (const auto& [k, v] : annotations->items()) {
         total += k.size() + (v.is_string() ? v.get_ref<const std::string&>().size() : 0);
-        if (std::string e = CheckLabelKey(k); !e.empty()) {
+        // The API server judges an annotation's key in lower case.
+        std::string lower = k;
+        for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (std::string e = CheckLabelKey(lower); !e.empty()) {
           errors.Add(Key(Child(mpath, "annotations"), k), fmt::format("Invalid annotation key: {}", e));
         }
       }
@@ -152,12 +161,11 @@ void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors
       if (const json* name = StringAt(v, "name")) volumes.insert(name->get<std::string>());
     }
   }
-  std::map<std::string, std::string> port_names;  // a port's name is unique in the pod
   for (const char* key : {"containers", "initContainers"}) {
     const json* list = Member(*spec, key);
     if (list == nullptr || !list->is_array()) continue;
     for (std::size_t i = 0; i < list->size(); ++i) {
-      if ((*list)[i].is_object()) CheckContainer((*list)[i], Index(Child(spath, key), i), volumes, port_names, errors);
+      if ((*list)[i].is_object()) CheckContainer((*list)[i], Index(Child(spath, key), i), volumes, errors);
     }
   }
 }

@@ -20,7 +20,7 @@ void CheckRepeatedListKeys(const json& pod_spec, std::string_view spec_path, Fie
 // read: the template's label and annotation keys and values (annotations
 // at most 256 KiB), container names (DNS-1123 labels), an image with
 // surrounding whitespace, env names ('=' or not printable), containerPort
-// outside 1-65535, port names (IANA_SVC_NAME, unique in the pod), and a
+// outside 1-65535, port names (IANA_SVC_NAME, unique in their container), and a
 // volumeMount naming no volume of the pod (pod_field_checks.cc).
 void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors& errors);
 

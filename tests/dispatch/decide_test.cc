@@ -387,6 +387,18 @@ TEST_CASE("step 8: every copy deactivated requeues the job for the next epoch, n
   CHECK_FALSE(FindIntent(*p.write, "c2", "Workload")->present);
   CHECK(p.requeue_ms == 0);
 
+  // Deactivated by hand there and not evicted yet: told as such, not by the
+  // quota its conditions still tell of.
+  World by_hand = w;
+  for (ObservedWorkload& wl : by_hand.in.observed["c2"].workloads) {
+    wl.evicted = false;
+    wl.reason = "Pending";
+    wl.message = "couldn't assign flavors to pod set main";
+  }
+  Plan told = Decide(by_hand.Input());
+  REQUIRE(told.write);
+  CHECK_THAT(*told.write->message, Catch::Contains("c2: spec.active: false") && !Catch::Contains("flavors"));
+
   // Rejected at once: the epoch runs its shortest length first, so that a
   // check that always rejects does not start an epoch on every pass.
   World young = w;
@@ -527,6 +539,7 @@ TEST_CASE("step 1: a copy of an epoch newer than the job's is deleted, unless a 
   w.job.nominated_ms = w.in.now_ms - 5'000;
   w.Intent("c1", "Workload", 1);
   w.Workload("c1", 7).admitted = true;
+  w.in.resource = "jobs.batch";
   Plan p = Decide(w.Input());
   CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
   // No lease on it either: not this epoch's admission.
@@ -540,6 +553,19 @@ TEST_CASE("step 1: a copy of an epoch newer than the job's is deleted, unless a 
   }
   SECTION("the current epoch's copy is kept") {
     w.in.observed["c1"].workloads[0].epoch = 1;
+    CHECK(Count(Decide(w.Input()), Verb::kDelete, "Workload") == 0);
+  }
+  SECTION("the owner's copy of a leased job's run, its epoch edited there: kept, and the run goes on") {
+    w.job.phase = JobPhase::kRunning;
+    w.job.cluster = "c1";
+    w.Intent("c1", "Job", 1);
+    w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+    Plan q = Decide(w.Input());
+    CHECK(Count(q, Verb::kDelete, "Workload", "c1") == 0);
+    CHECK(Count(q, Verb::kDelete, "Job", "c1") == 0);
+  }
+  SECTION("of a kind gantry does not watch (its run beside would not show): kept") {
+    w.in.resource.clear();
     CHECK(Count(Decide(w.Input()), Verb::kDelete, "Workload") == 0);
   }
 }

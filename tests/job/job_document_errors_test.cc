@@ -279,7 +279,7 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
       {"port name not IANA_SVC_NAME", g,
        Set(kC0 + "/ports", json::parse(R"([{"containerPort": 80, "name": "HTTP_1"}])")),
        kC0Path + ".ports[0].name", "alpha-numeric"},
-      {"port name twice in the pod", g,
+      {"port name twice in a container", g,
        Set(kC0 + "/ports",
            json::parse(R"([{"containerPort": 80, "name": "http"}, {"containerPort": 81, "name": "http"}])")),
        kC0Path + ".ports[1].name", "Duplicate value: \"http\""},
@@ -338,6 +338,12 @@ TEST_CASE("a pod template's ports, mounts, env and labels as the API server take
       json::parse(R"([{"name": "data", "emptyDir": {}}])");
   doc[json::json_pointer("/spec/template/spec/template/metadata/labels/example.com~1tier")] = "gpu_A-1.x";
   doc[json::json_pointer("/spec/template/spec/template/metadata/annotations/notes")] = std::string(200 << 10, 'x');
+  doc[json::json_pointer("/spec/template/spec/template/metadata/annotations/Example.COM~1owner")] = "ml";
+  doc[json::json_pointer("/spec/template/spec/template/metadata/labels/team")] = nullptr;  // `team:` in YAML
+  // A name repeated in another container (the API server's warning), and an entry repeated whole.
+  doc[json::json_pointer("/spec/template/spec/template/spec/initContainers")] = json::parse(
+      R"([{"name": "proxy", "image": "proxy:1", "restartPolicy": "Always",
+           "ports": [{"containerPort": 9090, "name": "metrics"}, {"containerPort": 9090, "name": "metrics"}]}])");
   auto parsed = ParseJobJson(doc, std::nullopt);
   if (auto* e = std::get_if<DocumentError>(&parsed)) FAIL(e->message);
 }

@@ -74,6 +74,13 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
       errors.Add(Child(cpath, "image"), "Invalid value: must not have leading or trailing whitespace");
     }
   }
+  if (const json* policy = StringAt(c, "imagePullPolicy")) {
+    const std::string& v = policy->get_ref<const std::string&>();
+    if (v != "Always" && v != "Never" && v != "IfNotPresent") {
+      errors.Add(Child(cpath, "imagePullPolicy"),
+                 fmt::format("Unsupported value: \"{}\": supported values: \"Always\", \"IfNotPresent\", \"Never\"", v));
+    }
+  }
   if (const json* env = Member(c, "env"); env != nullptr && env->is_array()) {
     for (std::size_t i = 0; i < env->size(); ++i) {
       const json* name = StringAt((*env)[i], "name");
@@ -81,17 +88,39 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
       if (std::string e = CheckEnvName(name->get<std::string>()); !e.empty()) {
         errors.Add(Child(Index(Child(cpath, "env"), i), "name"), e);
       }
+      const json* value = StringAt((*env)[i], "value");
+      if (value != nullptr && !value->get_ref<const std::string&>().empty() &&
+          Member((*env)[i], "valueFrom") != nullptr) {
+        errors.Add(Child(Index(Child(cpath, "env"), i), "valueFrom"),
+                   "Invalid value: may not be specified when `value` is not empty");
+      }
     }
   }
   if (const json* ports = Member(c, "ports"); ports != nullptr && ports->is_array()) {
     for (std::size_t i = 0; i < ports->size(); ++i) {
       const json& p = (*ports)[i];
       const std::string ppath = Index(Child(cpath, "ports"), i);
-      if (const json* port = Member(p, "containerPort"); port != nullptr && port->is_number_integer()) {
-        const int64_t v = port->get<int64_t>();
-        if (v < 1 || v > 65535) {
-          errors.Add(Child(ppath, "containerPort"),
+      if (!p.is_object()) continue;
+      const json* port = Member(p, "containerPort");
+      if (port == nullptr) {
+        errors.Add(Child(ppath, "containerPort"), "Required value");
+      } else if (!port->is_number_integer()) {
+        errors.Add(Child(ppath, "containerPort"), fmt::format("must be an integer, got {}", TypeName(*port)));
+      } else if (const int64_t v = port->get<int64_t>(); v < 1 || v > 65535) {
+        errors.Add(Child(ppath, "containerPort"),
+                   fmt::format("Invalid value: {}: must be between 1 and 65535, inclusive", v));
+      }
+      if (const json* host = Member(p, "hostPort"); host != nullptr && host->is_number_integer()) {
+        if (const int64_t v = host->get<int64_t>(); v < 0 || v > 65535) {  // 0: none
+          errors.Add(Child(ppath, "hostPort"),
                      fmt::format("Invalid value: {}: must be between 1 and 65535, inclusive", v));
+        }
+      }
+      if (const json* protocol = StringAt(p, "protocol")) {
+        const std::string& v = protocol->get_ref<const std::string&>();
+        if (v != "TCP" && v != "UDP" && v != "SCTP") {
+          errors.Add(Child(ppath, "protocol"),
+                     fmt::format("Unsupported value: \"{}\": supported values: \"SCTP\", \"TCP\", \"UDP\"", v));
         }
       }
       const json* name = StringAt(p, "name");
@@ -105,10 +134,20 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
     }
   }
   if (const json* mounts = Member(c, "volumeMounts"); mounts != nullptr && mounts->is_array()) {
+    std::set<std::string> paths;  // a container mounts one volume at a path
     for (std::size_t i = 0; i < mounts->size(); ++i) {
+      const std::string mpath = Index(Child(cpath, "volumeMounts"), i);
+      if (!(*mounts)[i].is_object()) continue;
+      const json* path = StringAt((*mounts)[i], "mountPath");
+      if (path == nullptr || path->get_ref<const std::string&>().empty()) {
+        errors.Add(Child(mpath, "mountPath"), "Required value");
+      } else if (!paths.insert(path->get<std::string>()).second) {
+        errors.Add(Child(mpath, "mountPath"), fmt::format("Invalid value: \"{}\": must be unique",
+                                                          path->get<std::string>()));
+      }
       const json* name = StringAt((*mounts)[i], "name");
       if (name == nullptr || volumes.count(name->get<std::string>())) continue;
-      errors.Add(Child(Index(Child(cpath, "volumeMounts"), i), "name"),
+      errors.Add(Child(mpath, "name"),
                  fmt::format("Not found: \"{}\": no volume of the pod has that name", name->get<std::string>()));
     }
   }
@@ -138,6 +177,9 @@ void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors
       std::size_t total = 0;
       for (const auto& [k, v] : annotations->items()) {
         total += k.size() + (v.is_string() ? v.get_ref<const std::string&>().size() : 0);
+        if (!v.is_string() && !v.is_null()) {
+          errors.Add(Key(Child(mpath, "annotations"), k), fmt::format("must be a string, got {}", TypeName(v)));
+        }
         // The API server judges an annotation's key in lower case.
         std::string lower = k;
         for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -157,8 +199,37 @@ void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors
   const std::string spath = Child(path, "spec");
   std::set<std::string> volumes;
   if (const json* list = Member(*spec, "volumes"); list != nullptr && list->is_array()) {
-    for (const json& v : *list) {
-      if (const json* name = StringAt(v, "name")) volumes.insert(name->get<std::string>());
+    for (std::size_t i = 0; i < list->size(); ++i) {
+      const json* name = StringAt((*list)[i], "name");
+      if (name == nullptr) continue;
+      const std::string& n = name->get_ref<const std::string&>();
+      const std::string vpath = Child(Index(Child(spath, "volumes"), i), "name");
+      if (std::string e = CheckDns1123Label(n); !e.empty()) {
+        errors.Add(vpath, fmt::format("Invalid value: \"{}\": a volume's name {}", n, e));
+      } else if (!volumes.insert(n).second) {
+        errors.Add(vpath, fmt::format("Duplicate value: \"{}\"", n));
+      }
+    }
+  }
+  if (const json* selector = Member(*spec, "nodeSelector"); selector != nullptr && selector->is_object()) {
+    for (const auto& [k, v] : selector->items()) {
+      const std::string field = Key(Child(spath, "nodeSelector"), k);
+      if (std::string e = CheckLabelKey(k); !e.empty()) {
+        errors.Add(field, fmt::format("Invalid label key: {}", e));
+      } else if (v.is_string()) {
+        if (std::string ve = CheckLabelValue(v.get_ref<const std::string&>()); !ve.empty()) {
+          errors.Add(field, fmt::format("Invalid value: \"{}\": {}", v.get_ref<const std::string&>(), ve));
+        }
+      } else if (!v.is_null()) {
+        errors.Add(field, fmt::format("must be a string, got {}", TypeName(v)));
+      }
+    }
+  }
+  if (const json* account = StringAt(*spec, "serviceAccountName");
+      account != nullptr && !account->get_ref<const std::string&>().empty()) {
+    if (std::string e = CheckDns1123Subdomain(account->get_ref<const std::string&>()); !e.empty()) {
+      errors.Add(Child(spath, "serviceAccountName"),
+                 fmt::format("Invalid value: \"{}\": {}", account->get_ref<const std::string&>(), e));
     }
   }
   for (const char* key : {"containers", "initContainers"}) {

@@ -19,9 +19,12 @@ void CheckRepeatedListKeys(const json& pod_spec, std::string_view spec_path, Fie
 // worker's API server would refuse of the fields gantry does not otherwise
 // read: the template's label and annotation keys and values (annotations
 // at most 256 KiB), container names (DNS-1123 labels), an image with
-// surrounding whitespace, env names ('=' or not printable), containerPort
-// outside 1-65535, port names (IANA_SVC_NAME, unique in their container), and a
-// volumeMount naming no volume of the pod (pod_field_checks.cc).
+// surrounding whitespace, imagePullPolicy, env names ('=' or not printable)
+// and an env with both value and valueFrom, ports (containerPort required
+// and in 1-65535, hostPort, protocol, names IANA_SVC_NAME and unique in
+// their container), volume names (DNS-1123 labels, unique), volumeMounts
+// (a mountPath, unique in the container, and a volume of the pod),
+// nodeSelector, serviceAccountName (pod_field_checks.cc).
 void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors& errors);
 
 }  // namespace gantry::job_internal

@@ -292,6 +292,40 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
        "spec.template.spec.template.metadata.labels[app]", "at most 63"},
       {"pod label key with a space", g, Set("/spec/template/spec/template/metadata/labels/bad key!", "v"),
        "spec.template.spec.template.metadata.labels[bad key!]", "Invalid label key"},
+      {"hostPort out of range", g,
+       Set(kC0 + "/ports", json::parse(R"([{"containerPort": 80, "hostPort": 70000}])")),
+       kC0Path + ".ports[0].hostPort", "between 1 and 65535"},
+      {"protocol in lower case", g, Set(kC0 + "/ports", json::parse(R"([{"containerPort": 80, "protocol": "tcp"}])")),
+       kC0Path + ".ports[0].protocol", "Unsupported value"},
+      {"a named port without containerPort", g, Set(kC0 + "/ports", json::parse(R"([{"name": "http"}])")),
+       kC0Path + ".ports[0].containerPort", "Required value"},
+      {"containerPort a string", g, Set(kC0 + "/ports", json::parse(R"([{"containerPort": "8080"}])")),
+       kC0Path + ".ports[0].containerPort", "must be an integer"},
+      {"imagePullPolicy unknown", g, Set(kC0 + "/imagePullPolicy", "Sometimes"), kC0Path + ".imagePullPolicy",
+       "Unsupported value"},
+      {"env with value and valueFrom", g,
+       Set(kC0 + "/env", json::parse(R"([{"name": "A", "value": "v", "valueFrom": {"fieldRef": {"fieldPath": "x"}}}])")),
+       kC0Path + ".env[0].valueFrom", "may not be specified"},
+      {"volumeMount without mountPath", g,
+       [](json& d) {
+         d[json::json_pointer(kC0 + "/volumeMounts")] = json::parse(R"([{"name": "data"}])");
+         d[json::json_pointer("/spec/template/spec/template/spec/volumes")] =
+             json::parse(R"([{"name": "data", "emptyDir": {}}])");
+       },
+       kC0Path + ".volumeMounts[0].mountPath", "Required value"},
+      {"two volumes of one name", g,
+       Set("/spec/template/spec/template/spec/volumes",
+           json::parse(R"([{"name": "data", "emptyDir": {}}, {"name": "data", "emptyDir": {}}])")),
+       "spec.template.spec.template.spec.volumes[1].name", "Duplicate value"},
+      {"volume name not DNS-1123", g,
+       Set("/spec/template/spec/template/spec/volumes", json::parse(R"([{"name": "Bad_Vol", "emptyDir": {}}])")),
+       "spec.template.spec.template.spec.volumes[0].name", "a volume's name"},
+      {"nodeSelector key with a space", g, Set("/spec/template/spec/template/spec/nodeSelector/bad key!", "x"),
+       "spec.template.spec.template.spec.nodeSelector[bad key!]", "Invalid label key"},
+      {"serviceAccountName not DNS-1123", g, Set("/spec/template/spec/template/spec/serviceAccountName", "Bad_SA"),
+       "spec.template.spec.template.spec.serviceAccountName", "Invalid value"},
+      {"annotation value an integer", g, Set("/spec/template/spec/template/metadata/annotations/a", 5),
+       "spec.template.spec.template.metadata.annotations[a]", "must be a string"},
       {"pod annotations over 256 KiB", g,
        Set("/spec/template/spec/template/metadata/annotations/notes", std::string(300 << 10, 'x')),
        "spec.template.spec.template.metadata.annotations", "Too long"},
@@ -331,9 +365,16 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
 TEST_CASE("a pod template's ports, mounts, env and labels as the API server takes them are accepted", "[job][errors]") {
   json doc = Base(testing::kGantryJobYaml);
   doc[json::json_pointer(kC0 + "/ports")] =
-      json::parse(R"([{"containerPort": 8080, "name": "http-1"}, {"containerPort": 9090, "name": "metrics"}])");
+      json::parse(R"([{"containerPort": 8080, "name": "http-1", "protocol": "TCP"},
+                      {"containerPort": 9090, "name": "metrics", "hostPort": 0},
+                      {"containerPort": 9090, "protocol": "UDP", "hostPort": 9090}])");
   doc[json::json_pointer(kC0 + "/env")] = json::parse(R"([{"name": "1GOOD.name-x", "value": "v"}])");
-  doc[json::json_pointer(kC0 + "/volumeMounts")] = json::parse(R"([{"name": "data", "mountPath": "/data"}])");
+  doc[json::json_pointer(kC0 + "/volumeMounts")] =
+      json::parse(R"([{"name": "data", "mountPath": "/data"}, {"name": "data", "mountPath": "/cache", "subPath": "c"}])");
+  doc[json::json_pointer(kC0 + "/imagePullPolicy")] = "IfNotPresent";
+  doc[json::json_pointer("/spec/template/spec/template/spec/nodeSelector")] =
+      json::parse(R"({"kubernetes.io/arch": "amd64", "example.com/pool": ""})");
+  doc[json::json_pointer("/spec/template/spec/template/spec/serviceAccountName")] = "trainer.sa";
   doc[json::json_pointer("/spec/template/spec/template/spec/volumes")] =
       json::parse(R"([{"name": "data", "emptyDir": {}}])");
   doc[json::json_pointer("/spec/template/spec/template/metadata/labels/example.com~1tier")] = "gpu_A-1.x";

@@ -6,6 +6,7 @@
 
 #include <set>
 
+#include "gantry/common/ascii.h"
 #include "gantry/api/api_service.h"
 #include "gantry/api/job_view.h"
 #include "gantry/api/k8s_status.h"
@@ -70,7 +71,7 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
     std::vector<std::string_view> names;
     for (JobPhase p : kAllJobPhases) {  // whatever its case: running is Running
       names.push_back(JobPhaseName(p));
-      if (http::ToLowerAscii(JobPhaseName(p)) == http::ToLowerAscii(*phase)) query.phase = p;
+      if (ToLowerAscii(JobPhaseName(p)) == ToLowerAscii(*phase)) query.phase = p;
     }
     if (!query.phase) {
       const std::string known = fmt::format("{}", fmt::join(names, ", "));

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "gantry/common/ascii.h"
 #include "gantry/api/api_service.h"
 #include "gantry/api/job_view.h"
 #include "gantry/api/k8s_status.h"
@@ -21,7 +22,7 @@ namespace {
 
 // Which parser a body needs, from its Content-Type; nullopt = unsupported.
 std::optional<DocumentFormat> FormatOf(const http::Request& req) {
-  std::string ct = http::ToLowerAscii(req.Header("content-type"));
+  std::string ct = ToLowerAscii(req.Header("content-type"));
   if (auto semi = ct.find(';'); semi != std::string::npos) ct.resize(semi);
   while (!ct.empty() && ct.back() == ' ') ct.pop_back();
   if (ct == "application/json") return DocumentFormat::kJson;

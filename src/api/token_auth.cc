@@ -1,3 +1,4 @@
+#include "gantry/common/ascii.h"
 #include "gantry/api/token_auth.h"
 
 #include <openssl/evp.h>
@@ -67,7 +68,7 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
       if (p.subject.empty()) return Status::Invalid(where("subject") + ": required");
       std::string hash;
       if (entry["tokenSha256"]) {
-        hash = http::ToLowerAscii(entry["tokenSha256"].as<std::string>());
+        hash = ToLowerAscii(entry["tokenSha256"].as<std::string>());
         if (hash.size() != 64 || hash.find_first_not_of("0123456789abcdef") != std::string::npos) {
           return Status::Invalid(where("tokenSha256") + ": must be 64 hex digits");
         }
@@ -173,7 +174,7 @@ Result<Principal> TokenAuth::Authenticate(const http::Request& request) const {
   // The scheme's name is case-insensitive (RFC 9110 11.1): "bearer" is Bearer.
   constexpr std::string_view kBearer = "bearer ";
   const std::size_t token_at = auth.find_first_not_of(' ', kBearer.size());
-  if (auth.size() <= kBearer.size() || http::ToLowerAscii(std::string_view(auth).substr(0, kBearer.size())) != kBearer ||
+  if (auth.size() <= kBearer.size() || ToLowerAscii(std::string_view(auth).substr(0, kBearer.size())) != kBearer ||
       token_at == std::string::npos) {
     return Status(Code::kUnauthenticated, "a bearer token is required (Authorization: Bearer ...)");
   }

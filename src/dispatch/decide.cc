@@ -37,9 +37,9 @@ namespace ladder {
 //
 // And, while nobody holds the lease, a Workload copy of an epoch newer than
 // the job's with no real job of that epoch beside it: no dispatch of
-// gantry's made it (an operator's edit
-// of its gantry.dev/epoch, a store restored from an older copy of itself).
-// It would hold quota there, and the name the job's copy needs, for good. A
+// gantry's made it (an operator's edit of its gantry.dev/epoch, a store
+// restored from an older copy of itself). It would hold quota there, and
+// the name the job's copy needs, for good. A
 // newer epoch's Workload beside a real job of that epoch is that run's: it
 // goes with the run (deleted above while nobody holds the lease).
 bool Ladder::Fence(Plan& plan) const {

@@ -21,7 +21,6 @@ namespace {
 
 using nlohmann::json;
 
-// The (cluster, kind) of every object of the job observed at epoch.
 // How long after a create a watch that missed the object's appearing has
 // been found dead: one resumed just before the create and silent since is
 // found SilentWatchFoundAfter past its last byte, and its resume may have
@@ -32,6 +31,7 @@ int64_t SilentWatchFoundMs(const ObserverOptions& observer) {
   return (observer.SilentWatchFoundAfter() + observer.request_timeout).count();
 }
 
+// The (cluster, kind) of every object of the job observed at epoch.
 std::set<Expectations::Key> SeenAtEpoch(const std::map<std::string, ClusterObservation>& observed,
                                               int64_t epoch) {
   std::set<Expectations::Key> seen;

@@ -9,37 +9,34 @@ namespace gantry::dispatch {
 bool Expectations::RunEntry(const Entry& e) const { return run_ttl_ms_ > ttl_ms_ && e.key.second == kJob; }
 
 bool Expectations::Kept(const Entry& e, int64_t now_ms) const {
-  if (!RunEntry(e)) return Live(e.at_ms, now_ms);
-  return now_ms >= e.at_ms && now_ms - e.at_ms < run_ttl_ms_;
+  return Within(e.at_ms, now_ms, RunEntry(e) ? run_ttl_ms_ : ttl_ms_);
+}
+
+Expectations::Entry& Expectations::EntryFor(const std::string& job_uid, const Key& key) {
+  std::vector<Entry>& entries = by_job_[job_uid];
+  auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.key == key; });
+  if (it != entries.end()) return *it;
+  return entries.emplace_back(Entry{key});
 }
 
 void Expectations::Created(const std::string& job_uid, const std::string& cluster, const std::string& kind,
                                  int64_t epoch, int64_t now_ms) {
   std::lock_guard lock(mu_);
-  std::vector<Entry>& entries = by_job_[job_uid];
-  Key key{cluster, kind};
-  auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.key == key; });
-  if (it == entries.end()) {
-    entries.push_back(Entry{std::move(key), epoch, now_ms});
-  } else {
-    it->epoch = epoch;
-    it->at_ms = now_ms;
-    it->run_only = false;
-  }
+  Entry& e = EntryFor(job_uid, {cluster, kind});
+  e.epoch = epoch;
+  e.at_ms = now_ms;
+  e.run_only = false;
 }
 
 void Expectations::MayHaveLanded(const std::string& job_uid, const std::string& cluster, int64_t epoch,
                                  int64_t now_ms) {
   if (run_ttl_ms_ <= ttl_ms_) return;
   std::lock_guard lock(mu_);
-  std::vector<Entry>& entries = by_job_[job_uid];
-  Key key{cluster, kJob};
-  auto it = std::find_if(entries.begin(), entries.end(), [&](const Entry& e) { return e.key == key; });
-  if (it == entries.end()) {
-    entries.push_back(Entry{std::move(key), epoch, now_ms, true});
-  } else if (it->run_only || it->epoch != epoch) {  // an answered create of this epoch stays expected
-    *it = Entry{std::move(key), epoch, now_ms, true};
-  }
+  Entry& e = EntryFor(job_uid, {cluster, kJob});
+  if (!e.run_only && e.epoch == epoch) return;  // an answered create of this epoch stays expected
+  e.epoch = epoch;
+  e.at_ms = now_ms;
+  e.run_only = true;
 }
 
 std::set<Expectations::Key> Expectations::Pending(const std::string& job_uid, int64_t epoch,

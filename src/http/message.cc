@@ -103,12 +103,6 @@ std::string PercentEncode(std::string_view s) {
   return out;
 }
 
-std::string ToLowerAscii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 std::string HostPort(std::string_view host, std::string_view port) {
   const bool ipv6 = host.find(':') != std::string_view::npos;
   std::string out;

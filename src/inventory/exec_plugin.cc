@@ -4,10 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <limits>
 #include <map>
 
+#include "gantry/common/ascii.h"
 #include "subprocess.h"
 
 extern char** environ;
@@ -73,8 +73,7 @@ bool TokenLike(std::string_view word) {
 // "Bearer X" (an Authorization header), "password: X". Not "token:", which
 // plugins mostly write before what went wrong ("get token: exit status 1").
 bool NamesSecret(std::string_view word) {
-  std::string w;
-  for (const char c : word) w.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  std::string w = ToLowerAscii(word);
   if (w == "bearer") return true;
   if (!w.ends_with(':')) return false;
   w.pop_back();

@@ -11,19 +11,14 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 #include <filesystem>
 
+#include "gantry/common/ascii.h"
 #include "gantry/inventory/fleet.h"
 #include "server_url.h"
 
 namespace gantry::inventory {
 namespace {
-
-std::string Lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
 
 // One API server, whatever spelling its URL has: host (in lower case),
 // port (443 when not given) and path prefix, and the TLS server name asked
@@ -31,9 +26,9 @@ std::string Lower(std::string text) {
 // by it (or by the path).
 std::string ServerKey(const ClusterCredentials& creds) {
   auto address = internal::ParseServerUrl(creds.server);
-  if (!address.ok()) return creds.server + " " + Lower(creds.tls_server_name);
-  return fmt::format("{}:{}{} {}", Lower(address->host), address->port, address->base_path,
-                     Lower(creds.tls_server_name));
+  if (!address.ok()) return creds.server + " " + ToLowerAscii(creds.tls_server_name);
+  return fmt::format("{}:{}{} {}", ToLowerAscii(address->host), address->port, address->base_path,
+                     ToLowerAscii(creds.tls_server_name));
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <set>
 #include <string>
 
+#include "gantry/common/ascii.h"
 #include "gantry/common/names.h"
 #include "pod_list_checks.h"
 
@@ -55,6 +56,23 @@ const json* StringAt(const json& obj, const char* key) {
   return v != nullptr && v->is_string() ? v : nullptr;
 }
 
+// A map of labels (the template's labels, a nodeSelector) at field: label
+// keys, and string values that are label values; a null value is "" (as
+// `team:` in YAML, which the API server takes).
+void CheckLabelMap(const json& map, const std::string& field, FieldErrors& errors) {
+  for (const auto& [k, v] : map.items()) {
+    if (std::string e = CheckLabelKey(k); !e.empty()) {
+      errors.Add(Key(field, k), fmt::format("Invalid label key: {}", e));
+    } else if (v.is_string()) {
+      if (std::string ve = CheckLabelValue(v.get_ref<const std::string&>()); !ve.empty()) {
+        errors.Add(Key(field, k), fmt::format("Invalid value: \"{}\": {}", v.get_ref<const std::string&>(), ve));
+      }
+    } else if (!v.is_null()) {
+      errors.Add(Key(field, k), fmt::format("must be a string, got {}", TypeName(v)));
+    }
+  }
+}
+
 void CheckContainer(const json& c, const std::string& cpath, const std::set<std::string>& volumes,
                     FieldErrors& errors) {
   // A port's name is unique in its container (in the pod, a repeat is only
@@ -78,7 +96,9 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
     const std::string& v = policy->get_ref<const std::string&>();
     if (v != "Always" && v != "Never" && v != "IfNotPresent") {
       errors.Add(Child(cpath, "imagePullPolicy"),
-                 fmt::format("Unsupported value: \"{}\": supported values: \"Always\", \"IfNotPresent\", \"Never\"", v));
+                 fmt::format("Unsupported value: \"{}\": supported values: \"Always\", \"IfNotPresent\", "
+                             "\"Never\"",
+                             v));
     }
   }
   if (const json* env = Member(c, "env"); env != nullptr && env->is_array()) {
@@ -159,18 +179,7 @@ void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors
   if (const json* metadata = Member(pod_template, "metadata"); metadata != nullptr && metadata->is_object()) {
     const std::string mpath = Child(path, "metadata");
     if (const json* labels = Member(*metadata, "labels"); labels != nullptr && labels->is_object()) {
-      for (const auto& [k, v] : labels->items()) {
-        if (std::string e = CheckLabelKey(k); !e.empty()) {
-          errors.Add(Key(Child(mpath, "labels"), k), fmt::format("Invalid label key: {}", e));
-        } else if (v.is_null()) {
-          // `team:` in YAML: the API server reads it as "".
-        } else if (!v.is_string()) {
-          errors.Add(Key(Child(mpath, "labels"), k), fmt::format("must be a string, got {}", TypeName(v)));
-        } else if (std::string ve = CheckLabelValue(v.get_ref<const std::string&>()); !ve.empty()) {
-          errors.Add(Key(Child(mpath, "labels"), k),
-                     fmt::format("Invalid value: \"{}\": {}", v.get_ref<const std::string&>(), ve));
-        }
-      }
+      CheckLabelMap(*labels, Child(mpath, "labels"), errors);
     }
     if (const json* annotations = Member(*metadata, "annotations");
         annotations != nullptr && annotations->is_object()) {
@@ -181,9 +190,7 @@ void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors
           errors.Add(Key(Child(mpath, "annotations"), k), fmt::format("must be a string, got {}", TypeName(v)));
         }
         // The API server judges an annotation's key in lower case.
-        std::string lower = k;
-        for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        if (std::string e = CheckLabelKey(lower); !e.empty()) {
+        if (std::string e = CheckLabelKey(ToLowerAscii(k)); !e.empty()) {
           errors.Add(Key(Child(mpath, "annotations"), k), fmt::format("Invalid annotation key: {}", e));
         }
       }
@@ -212,18 +219,7 @@ void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors
     }
   }
   if (const json* selector = Member(*spec, "nodeSelector"); selector != nullptr && selector->is_object()) {
-    for (const auto& [k, v] : selector->items()) {
-      const std::string field = Key(Child(spath, "nodeSelector"), k);
-      if (std::string e = CheckLabelKey(k); !e.empty()) {
-        errors.Add(field, fmt::format("Invalid label key: {}", e));
-      } else if (v.is_string()) {
-        if (std::string ve = CheckLabelValue(v.get_ref<const std::string&>()); !ve.empty()) {
-          errors.Add(field, fmt::format("Invalid value: \"{}\": {}", v.get_ref<const std::string&>(), ve));
-        }
-      } else if (!v.is_null()) {
-        errors.Add(field, fmt::format("must be a string, got {}", TypeName(v)));
-      }
-    }
+    CheckLabelMap(*selector, Child(spath, "nodeSelector"), errors);
   }
   if (const json* account = StringAt(*spec, "serviceAccountName");
       account != nullptr && !account->get_ref<const std::string&>().empty()) {

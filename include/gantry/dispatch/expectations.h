@@ -94,11 +94,16 @@ class Expectations {
   };
   // Whether something noted at at_ms still counts at now_ms (a clock that
   // stepped back makes it lapse).
-  bool Live(int64_t at_ms, int64_t now_ms) const { return now_ms >= at_ms && now_ms - at_ms < ttl_ms_; }
+  static bool Within(int64_t at_ms, int64_t now_ms, int64_t ttl_ms) {
+    return now_ms >= at_ms && now_ms - at_ms < ttl_ms;
+  }
+  bool Live(int64_t at_ms, int64_t now_ms) const { return Within(at_ms, now_ms, ttl_ms_); }
   // Whether e is a real job's create remembered for UnseenRuns.
   bool RunEntry(const Entry& e) const;
   // Whether e is kept at all at now_ms: Live, or a run entry within run_ttl.
   bool Kept(const Entry& e, int64_t now_ms) const;
+  // job_uid's entry for key, added (epoch 0) when it has none. REQUIRES: mu_ held.
+  Entry& EntryFor(const std::string& job_uid, const Key& key);
   const int64_t ttl_ms_;
   const int64_t run_ttl_ms_;
   mutable std::mutex mu_;

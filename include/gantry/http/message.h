@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "gantry/common/ascii.h"
+
 namespace gantry::http {
 
 struct Request {
@@ -97,8 +99,6 @@ std::string PercentDecode(std::string_view s, bool plus_is_space);
 // Percent-encodes everything but RFC 3986 unreserved characters (for a path
 // segment or a query value).
 std::string PercentEncode(std::string_view s);
-// ASCII lower case (header names, media types).
-std::string ToLowerAscii(std::string_view s);
 
 // host and port as a URL's authority and the Host header write them:
 // "example.com:443", "[::1]:6443". An IPv6 address goes in brackets, or its

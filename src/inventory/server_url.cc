@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "gantry/common/ascii.h"
+
 namespace gantry::inventory::internal {
 
 std::string RedactUrl(std::string_view url) {
@@ -35,8 +37,10 @@ std::string RedactUrl(std::string_view url) {
 
 Result<ServerAddress> ParseServerUrl(std::string_view url) {
   const std::string quoted = RedactUrl(url);
+  // The scheme is compared without regard to case, as Go's url.Parse (and
+  // so kubectl) reads it: HTTPS://h is https://h.
   constexpr std::string_view kScheme = "https://";
-  if (!url.starts_with(kScheme)) {
+  if (ToLowerAscii(url.substr(0, kScheme.size())) != kScheme) {
     return Status::Invalid(fmt::format("server '{}' must be an https:// URL", quoted));
   }
   std::string_view rest = url.substr(kScheme.size());

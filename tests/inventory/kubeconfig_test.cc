@@ -95,7 +95,7 @@ TEST_CASE("Kubeconfig: CA, token and client cert from files relative to the kube
   WriteFile(tmp.File("client.key"), client.key_pem);
   WriteFile(tmp.File("token"), std::string(kSecret) + "\n");
   Kube k;
-  k.server = "server: https://[fd00::1]/k8s/clusters/c-1/";
+  k.server = "server: HTTPS://[fd00::1]/k8s/clusters/c-1/";  // the scheme in any case, as kubectl takes it
   k.cluster = "certificate-authority: ca.crt\ntls-server-name: api.internal";
   k.user = "tokenFile: token\nclient-certificate: client.crt\nclient-key: client.key";
   WriteFile(tmp.File("kube.yaml"), k.Render());

@@ -34,7 +34,9 @@ std::string CheckDns1123Subdomain(std::string_view name) {
   while (true) {
     std::size_t dot = name.find('.', start);
     std::string_view part = name.substr(start, dot == std::string_view::npos ? name.npos : dot - start);
-    if (std::string e = CheckDns1123Label(part); !e.empty()) return "each dot-separated part " + e;
+    // Kubernetes (IsDNS1123Subdomain) limits only the whole name, not each
+    // part to a label's 63.
+    if (std::string e = CheckDns1123Label(part, 253); !e.empty()) return "each dot-separated part " + e;
     if (dot == std::string_view::npos) break;
     start = dot + 1;
   }

@@ -22,6 +22,18 @@ TEST_CASE("DNS-1123 labels", "[names]") {
   CHECK_FALSE(CheckDns1123Label(std::string(55, 'a'), 54).empty());
 }
 
+TEST_CASE("DNS-1123 subdomains: 253 characters in all, a part of any length, as Kubernetes has them", "[names]") {
+  CHECK(CheckDns1123Subdomain("kueue.x-k8s.io").empty());
+  CHECK(CheckDns1123Subdomain(std::string(64, 'a') + ".example.com").empty());
+  CHECK(CheckDns1123Subdomain(std::string(253, 'a')).empty());
+  CHECK_FALSE(CheckDns1123Subdomain(std::string(254, 'a')).empty());
+  CHECK_FALSE(CheckDns1123Subdomain("a..b").empty());
+  CHECK_FALSE(CheckDns1123Subdomain("a.-b").empty());
+  CHECK_FALSE(CheckDns1123Subdomain("A.b").empty());
+  // A label-key prefix is a subdomain: one with a long part is a key Kubernetes takes.
+  CHECK(CheckLabelKey(std::string(70, 'p') + ".example.com/team").empty());
+}
+
 TEST_CASE("label keys and values", "[names]") {
   CHECK(CheckLabelKey("team").empty());
   CHECK(CheckLabelKey("kueue.x-k8s.io/queue-name").empty());

@@ -12,7 +12,8 @@ namespace gantry {
 // Returns "" when valid, else a sentence saying what is wrong.
 std::string CheckDns1123Label(std::string_view name, std::size_t max_len = 63);
 
-// DNS-1123 subdomain (dots allowed between labels), at most 253 chars.
+// DNS-1123 subdomain (dots allowed between labels), at most 253 chars in
+// all; as in Kubernetes, a part between dots may be longer than a label's 63.
 std::string CheckDns1123Subdomain(std::string_view name);
 // A worker's LocalQueue name as gantry writes it: a DNS-1123 subdomain (the
 // Workload's spec.queueName) that also fits the 63 characters of the value

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gantry/common/clock.h"
+#include "gantry/inventory/token_source.h"
 #include "pem.h"
 
 namespace gantry::inventory {
@@ -52,6 +53,9 @@ Result<ExecCredential> ParseExecCredential(std::string_view output, std::string_
   if (const auto token = status->find("token"); token != status->end() && !token->is_null()) {
     if (!token->is_string()) return Status::Invalid("printed a status.token that is not a string");
     credential.token = token->get<std::string>();
+    if (std::string problem = BearerTokenProblem(credential.token); !problem.empty()) {
+      return Status::Invalid("printed a status.token that " + problem);
+    }
   }
   if (credential.token.empty()) {
     if (status->contains("clientCertificateData") || status->contains("clientKeyData")) {

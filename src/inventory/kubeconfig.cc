@@ -144,6 +144,10 @@ Status ReadUser(const Reader& r, const YAML::Node& user, const Field& f, Cluster
   if (!token.ok()) return token.status();
   Result<std::string> token_file = internal::ReadOptionalString(user, f, "tokenFile");
   if (!token_file.ok()) return token_file.status();
+  // Trimmed as the source trims it; what is left must be one token.
+  if (std::string problem = BearerTokenProblem(TrimToken(*token)); !problem.empty()) {
+    return internal::FieldError(f.Child("token", internal::LineOf(user["token"])), problem);
+  }
   if (!token->empty() && !token_file->empty()) {
     return internal::FieldError(f.Child("token", internal::LineOf(user["token"])),
                                 "set together with tokenFile; use one");

@@ -13,17 +13,26 @@ namespace fs = std::filesystem;
 // Service-account tokens are ~1 KiB; this bounds a misconfigured path.
 constexpr std::uintmax_t kMaxTokenBytes = 64 << 10;
 
-std::string Trim(const std::string& s) {
-  const char* kSpace = " \t\r\n";
-  const size_t begin = s.find_first_not_of(kSpace);
-  if (begin == std::string::npos) return "";
-  return s.substr(begin, s.find_last_not_of(kSpace) - begin + 1);
-}
-
 }  // namespace
 
+std::string TrimToken(std::string_view s) {
+  constexpr std::string_view kSpace = " \t\r\n";
+  const size_t begin = s.find_first_not_of(kSpace);
+  if (begin == std::string_view::npos) return "";
+  return std::string(s.substr(begin, s.find_last_not_of(kSpace) - begin + 1));
+}
+
+std::string BearerTokenProblem(std::string_view token) {
+  for (char c : token) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return "holds a line break or another control character";
+    if (c == ' ') return "holds a space";
+  }
+  return "";
+}
+
 std::shared_ptr<TokenSource> TokenSource::Static(std::string token) {
-  auto source = std::shared_ptr<TokenSource>(new TokenSource(Trim(token), ""));
+  auto source = std::shared_ptr<TokenSource>(new TokenSource(TrimToken(token), ""));
   source->loaded_ = true;
   return source;
 }
@@ -84,8 +93,11 @@ Status TokenSource::Reload() {
   if (!in) return Status::Io(fmt::format("token file {}: cannot be opened", path_));
   std::ostringstream text;
   text << in.rdbuf();
-  std::string token = Trim(text.str());
+  std::string token = TrimToken(text.str());
   if (token.empty()) return Status::Invalid(fmt::format("token file {}: is empty", path_));
+  if (std::string problem = BearerTokenProblem(token); !problem.empty()) {
+    return Status::Invalid(fmt::format("token file {}: {}; it must hold one token on one line", path_, problem));
+  }
   token_ = std::move(token);
   mtime_ = mtime;
   size_ = size;

@@ -60,6 +60,8 @@ TEST_CASE("ExecCredential: bad output is refused without quoting it", "[inventor
       {"no token", Credential("{}"), "without status.token"},
       {"empty token", Credential(R"({"token":""})"), "without status.token"},
       {"token not a string", Credential(R"({"token":42})"), "status.token that is not a string"},
+      {"token of two lines", Credential(R"({"token":")" + secret + R"(\r\nX-Extra: 1"})"),
+       "status.token that holds a line break"},
       {"certificate only", Credential(R"({"clientCertificateData":"c","clientKeyData":"k"})"),
        "client certificate and no token; gantry supports only token credentials"},
       {"bad expiry",

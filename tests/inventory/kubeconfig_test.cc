@@ -339,6 +339,8 @@ std::vector<BadKube> BadKubes() {
        "users[u-main].user.token: set together with tokenFile"},
       {"token file missing", with([](Kube& k) { k.user = "tokenFile: /nowhere/token"; }), "",
        "tokenFile: token file /nowhere/token:"},
+      {"token of two lines", with([](Kube& k) { k.user = std::string("token: \"") + kSecret + "\\r\\nX-Extra: 1\""; }), "",
+       "users[u-main].user.token: holds a line break"},
       {"token not a string",
        with([](Kube& k) { k.user = std::string("token: [") + kSecret + "]"; }), "",
        "users[u-main].user.token: must be a string, not a list"},

@@ -70,6 +70,31 @@ TEST_CASE("Token file errors name the path, not the content", "[inventory][token
   CHECK(blank.status().message() == "token file " + tmp.File("blank") + ": is empty");
 }
 
+TEST_CASE("A token file of more than one line is refused, not sent as headers of its own", "[inventory][token]") {
+  TempDir tmp;
+  WriteFile(tmp.File("two-lines"), "abc123token\r\nImpersonate-User: system:admin\n");
+  Result<std::string> r = TokenSource::FromFile(tmp.File("two-lines"))->Token();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Code::kInvalidArgument);
+  CHECK(r.status().message() == "token file " + tmp.File("two-lines") +
+                                    ": holds a line break or another control character; it must hold one token on "
+                                    "one line");
+  WriteFile(tmp.File("spaced"), "abc 123\n");
+  Result<std::string> spaced = TokenSource::FromFile(tmp.File("spaced"))->Token();
+  REQUIRE_FALSE(spaced.ok());
+  CHECK_THAT(spaced.status().message(), Catch::Matchers::Contains("holds a space"));
+  // Rotated to such a file, the last good token stays.
+  WriteFile(tmp.File("rotated"), "token-one\n");
+  auto source = TokenSource::FromFile(tmp.File("rotated"));
+  REQUIRE(source->Token().ok());
+  WriteFile(tmp.File("rotated"), "token-two\nX-Extra: 1\n");
+  Result<std::string> kept = source->Token();
+  REQUIRE(kept.ok());
+  CHECK(*kept == "token-one");
+  CHECK(BearerTokenProblem("eyJhbGciOi.J9-_~+/=").empty());
+  CHECK_FALSE(BearerTokenProblem(std::string("a\0b", 3)).empty());
+}
+
 TEST_CASE("SameSource compares how tokens are got, without getting one", "[inventory][token]") {
   TempDir tmp;
   WriteFile(tmp.File("token"), "token-one");

@@ -25,11 +25,21 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "gantry/common/status.h"
 #include "gantry/inventory/exec_plugin.h"
 
 namespace gantry::inventory {
+
+// What makes token unfit to send as "Authorization: Bearer <token>", or ""
+// when it is fit: a line break or another control character (a token file of
+// two lines would put a header of its own into every request), or a space
+// inside it. Names no character of the token.
+std::string BearerTokenProblem(std::string_view token);
+// token without the spaces, tabs and line breaks around it, as a fixed
+// token or a token file is read (client-go trims them too).
+std::string TrimToken(std::string_view token);
 
 class TokenSource {
  public:

@@ -62,6 +62,16 @@ inline DispatchUpdate Requeued(const JobRecord& job, const std::vector<RemoteInt
   return u;
 }
 
+// A job ending other than by its run's own end seen in the owner (a
+// cancel, an eviction or loss under Fail): the run's last status summary is
+// not how it ended, and says so. Nothing when there is none, or it says so
+// already. A later sight of the run's end (RunEndedUnseen) replaces it.
+inline constexpr std::string_view kLastSeenPrefix = "when last seen, before the job ended: ";
+inline void MarkSummaryLastSeen(const JobRecord& job, DispatchUpdate& u) {
+  if (job.remote_status.empty() || std::string_view(job.remote_status).starts_with(kLastSeenPrefix)) return;
+  u.remote_status = std::string(kLastSeenPrefix) + job.remote_status;
+}
+
 // A length of time for a message: "90 s", "10 min" (whole minutes only).
 inline std::string DurationText(int64_t ms) {
   return ms < 120'000 || ms % 60'000 != 0 ? fmt::format("{} s", ms / 1000) : fmt::format("{} min", ms / 60'000);

@@ -981,6 +981,55 @@ TEST_CASE("steps 2-3: cancel withdraws everywhere and completes only when every 
   CHECK(*r.write->phase == JobPhase::kCancelled);
 }
 
+TEST_CASE("a job that ends other than by its run's end says its remote summary is from before the end",
+          "[dispatch][decide]") {
+  const std::string running = "active 1, succeeded 0, failed 0";
+  SECTION("cancelled") {
+    World w;
+    w.job.phase = JobPhase::kCancelling;
+    w.job.epoch = 1;
+    w.job.remote_status = running;
+    w.Intent("c1", "Workload", 1, false);
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    CHECK(*p.write->phase == JobPhase::kCancelled);
+    REQUIRE(p.write->remote_status);
+    CHECK(*p.write->remote_status == "when last seen, before the job ended: " + running);
+    // Said once: a summary that says so already is left as it is.
+    w.job.remote_status = *p.write->remote_status;
+    Plan again = Decide(w.Input());
+    REQUIRE(again.write);
+    CHECK_FALSE(again.write->remote_status);
+  }
+  SECTION("evicted, at most once") {
+    World w;
+    w.spec = Spec("Fail");
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    w.job.remote_status = running;
+    ObservedWorkload& wl = w.Workload("c1", 1);
+    wl.evicted = true;
+    wl.reason = "Preempted";
+    w.RemoteJob("c1", 1, RemoteJobState::kSuspended);
+    Plan evicted = Decide(w.Input());
+    REQUIRE(evicted.write);
+    CHECK(*evicted.write->phase == JobPhase::kFailed);
+    REQUIRE(evicted.write->remote_status);
+    CHECK(*evicted.write->remote_status == "when last seen, before the job ended: " + running);
+  }
+  SECTION("the run's own end seen: its summary, as it ended") {
+    World w;
+    w.OwnedBy(JobPhase::kRunning, "c1", 1);
+    w.job.remote_status = running;
+    w.Workload("c1", 1);
+    w.RemoteJob("c1", 1, RemoteJobState::kSucceeded).summary = "active 0, succeeded 1, failed 0";
+    Plan done = Decide(w.Input());
+    REQUIRE(done.write);
+    CHECK(*done.write->phase == JobPhase::kSucceeded);
+    REQUIRE(done.write->remote_status);
+    CHECK(*done.write->remote_status == "active 0, succeeded 1, failed 0");
+  }
+}
+
 TEST_CASE("step 2: a finished job's rows are dropped once its cluster shows nothing", "[dispatch][decide]") {
   World w;
   w.FinishedOn("c1", 1);

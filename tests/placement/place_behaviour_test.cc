@@ -86,6 +86,29 @@ TEST_CASE("transient exclusions never make a job unschedulable", "[placement][un
   CHECK_FALSE(ExclusionOf(d, "c").permanent);
 }
 
+TEST_CASE("a cluster out of reach is told as such, not by a quota reading that may be old or was never made",
+          "[placement][unschedulable]") {
+  auto fleet = ThreeClusters(0);
+  // Out of reach since the daemon started: nothing read of its quota.
+  fleet[0].health = ClusterHealth::kLost;
+  fleet[0].capacity = ClusterCapacity{};
+  fleet[0].capacity.stale = true;
+  // Out of reach, its last reading short of the gang's free quota only.
+  fleet[1].health = ClusterHealth::kNotReady;
+  fleet[1].capacity.stale = true;
+  fleet[1].capacity.quota[kGpu].nominal_milli = Units(16);
+  // Out of reach, and its quota, read fresh, can never hold the gang: that is said.
+  fleet[2].health = ClusterHealth::kNotReady;
+  fleet[2].capacity.quota[kGpu].nominal_milli = Units(16);
+  const Decision d = Place(Workers(4, 8, 8, 64), fleet);  // 32 GPUs
+  CHECK(ExclusionOf(d, "a").filter == Filter::kHealth);
+  CHECK(ExclusionOf(d, "a").message == "connection Lost, not Ready");
+  CHECK(ExclusionOf(d, "b").filter == Filter::kHealth);
+  CHECK(ExclusionOf(d, "b").message == "connection NotReady, not Ready");
+  CHECK(ExclusionOf(d, "c").filter == Filter::kQuota);
+  CHECK(ExclusionOf(d, "c").permanent);
+}
+
 TEST_CASE("a cluster declared lost is excluded as a cordoned one is, and says why", "[placement][unschedulable]") {
   auto fleet = ThreeClusters(0);
   fleet[0].declared_lost = true;

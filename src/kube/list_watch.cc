@@ -11,6 +11,11 @@ namespace {
 // (client-go's "very short watch").
 constexpr auto kShortWatch = std::chrono::seconds(1);
 
+// "cluster c1: " before a log line's text, or nothing.
+std::string LogPrefix(const ListWatchOptions& options) {
+  return options.log_name.empty() ? std::string() : options.log_name + ": ";
+}
+
 // Lists every page. Returns the list's resourceVersion, or "" on failure
 // or when stop() asks between pages (a large cluster's list is many).
 std::string ListAll(KubeClient& client, const std::string& path, const ListWatchOptions& options,
@@ -23,7 +28,7 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
     if (!r.ok() || !r->ok()) {
       const std::string message = r.ok() ? (r->error ? r->error->message : "HTTP " + std::to_string(r->status))
                                          : r.status().message();
-      spdlog::warn("list {}: {}", path, message);
+      spdlog::warn("{}list {}: {}", LogPrefix(options), path, message);
       if (options.on_list_failed) options.on_list_failed(r.ok() ? r->status : 0, message);
       return "";
     }
@@ -100,7 +105,8 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       end = Status::Unavailable("the watch ended at once, with no event");
     }
     if (!end.ok()) {
-      spdlog::warn("watch {}: {}; listing again in {} ms", path, end.status().message(), backoff.count());
+      spdlog::warn("{}watch {}: {}; listing again in {} ms", LogPrefix(options), path, end.status().message(),
+                   backoff.count());
       if (options.on_watch_failed) options.on_watch_failed(end.status().message());
       rv.clear();  // start over from a list
       back_off();

@@ -7,9 +7,13 @@
 
 #include <atomic>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "gantry/http/server.h"
 #include "gantry/kube/kube_client.h"
@@ -55,9 +59,10 @@ struct Follower {
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  explicit Follower(kube::KubeClient& client) {
-    thread = std::thread([this, &client] {
+  explicit Follower(kube::KubeClient& client, std::string log_name = "") {
+    thread = std::thread([this, &client, log_name] {
       kube::ListWatchOptions lw;
+      lw.log_name = log_name;
       lw.max_backoff = std::chrono::milliseconds(50);
       lw.on_watch_failed = [this](const std::string& m) {
         std::lock_guard lock(mu);
@@ -116,6 +121,24 @@ TEST_CASE("a watch that cannot be followed is a failure: listed again after a ba
     CHECK(follower.FirstFailure().size() < 1000);  // a log line's worth, whatever the server sent
     CHECK(follower.events == 0);
   }
+}
+
+TEST_CASE("a failed watch's log line names its cluster: many clusters serve the same path", "[kube][watch]") {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  capture->set_pattern("%l %v");
+  spdlog::set_default_logger(capture);
+  {
+    Cluster cluster("<html>bad gateway</html>\n");
+    auto client = cluster.Client();
+    Follower follower(*client, "cluster c7");
+    const bool failed = WaitFor([&] { return !follower.FirstFailure().empty(); }, std::chrono::seconds(20));
+    follower.stop = true;
+    CHECK(failed);
+  }
+  spdlog::set_default_logger(previous);
+  CHECK_THAT(log.str(), Catch::Contains("warning cluster c7: watch /apis/kueue.x-k8s.io/v1beta2/workloads: "));
 }
 
 TEST_CASE("a short watch with an event in it is a clean end: resumed, not listed again", "[kube][watch]") {

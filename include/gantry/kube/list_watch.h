@@ -23,6 +23,9 @@
 namespace gantry::kube {
 
 struct ListWatchOptions {
+  // How its log lines name what is listed and watched ("cluster c1"): many
+  // clusters serve the same paths. "" = the path alone.
+  std::string log_name;
   std::string label_selector;
   int page_size = 500;
   int watch_timeout_seconds = 60;

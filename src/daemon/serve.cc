@@ -20,6 +20,7 @@
 #include "gantry/api/api_service.h"
 #include "gantry/api/k8s_status.h"
 #include "gantry/api/token_auth.h"
+#include "gantry/common/log_limiter.h"
 #include "gantry/daemon/daemon_config.h"
 #include "gantry/daemon/open_files.h"
 #include "gantry/daemon/logging.h"
@@ -194,10 +195,13 @@ int RunServe(const ServeFlags& flags) {
   store_options.on_commit = [&metrics](double seconds, int writes, bool synced) {
     metrics.ObserveCommit(seconds, writes, synced);
   };
-  store_options.on_commit_failed = [&metrics](const Status& error, int writes) {
-    spdlog::error("store: a commit of {} write(s) failed, each refused: {}; /readyz answers 503 until one succeeds "
-                  "(tried every 5 s while no write comes)",
-                  writes, error.ToString());
+  auto commit_failed_log = std::make_shared<LogLimiter>();
+  store_options.on_commit_failed = [&metrics, commit_failed_log](const Status& error, int writes) {
+    if (int64_t held = 0; commit_failed_log->Allow(&held)) {
+      spdlog::error("store: a commit of {} write(s) failed, each refused: {}; /readyz answers 503 until one "
+                    "succeeds (tried every 5 s while no write comes){}",
+                    writes, error.ToString(), commit_failed_log->HeldText(held));
+    }
     // /readyz shows it, to anyone: a full disk's message has no path; any
     // other error (the file's path, the SQL: a busy database's too) is in
     // the log only.

@@ -594,7 +594,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
         ForgetJob(uid);
         return -1;
       }
-      spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name, written.status().ToString());
+      WarnStoreWriteFailed(job->ns, job->name, written.status());
       return options_.decide.retry_ms;
     }
     in.intents = IntentsAfter(std::move(in.intents), intent_changes, written->updated_ms);
@@ -685,8 +685,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
       }
       auto written = WriteSync(std::move(u));
       if (!Settled(written)) {
-        spdlog::warn("dispatch: job {}/{}: store write failed: {}", job->ns, job->name,
-                     written.status().ToString());
+        WarnStoreWriteFailed(job->ns, job->name, written.status());
         return later;
       }
       spdlog::warn("job {}/{}: {}", job->ns, job->name, taken);
@@ -732,7 +731,7 @@ int64_t Engine::WaitOnRefusal(const JobRecord& job, const std::string& refusal, 
   u.events.push_back(ladder::Event("JobRefusedWaiting", message, cluster, "Warning"));
   auto written = WriteSync(std::move(u));
   if (!Settled(written)) {
-    spdlog::warn("dispatch: job {}/{}: store write failed: {}", job.ns, job.name, written.status().ToString());
+    WarnStoreWriteFailed(job.ns, job.name, written.status());
   } else {
     spdlog::warn("job {}/{}: {}", job.ns, job.name, message);
   }

@@ -68,20 +68,22 @@ std::string Cut(const std::string& answer) { return CutText(answer, 300); }
 }  // namespace
 
 void Engine::WarnNotSent(const Action& action, const std::string& why) {
-  const int64_t now = clock_.NowMillis();
-  int64_t more = 0;
+  LogLimiter* limiter = nullptr;
   {
     std::lock_guard lock(not_sent_mu_);
-    NotSentTold& told = not_sent_[action.cluster];
-    if (told.at_ms > 0 && now >= told.at_ms && now - told.at_ms < kNotSentWarnEveryMs) {
-      ++told.more;
-      return;
-    }
-    more = std::exchange(told.more, 0);
-    told.at_ms = std::max<int64_t>(now, 1);
+    limiter = &not_sent_log_.try_emplace(action.cluster).first->second;  // never erased: stays valid
   }
-  spdlog::warn("dispatch: {} {} in {} not sent: {}{}", VerbName(action.verb), action.path, action.cluster, why,
-               more > 0 ? fmt::format(" ({} more not sent there since the last such line)", more) : "");
+  if (int64_t held = 0; limiter->Allow(clock_.MonotonicMillis(), &held)) {
+    spdlog::warn("dispatch: {} {} in {} not sent: {}{}", VerbName(action.verb), action.path, action.cluster, why,
+                 limiter->HeldText(held));
+  }
+}
+
+void Engine::WarnStoreWriteFailed(const std::string& ns, const std::string& name, const Status& error) {
+  if (int64_t held = 0; store_write_failed_log_.Allow(clock_.MonotonicMillis(), &held)) {
+    spdlog::warn("dispatch: job {}/{}: store write failed: {}{}", ns, name, error.ToString(),
+                 store_write_failed_log_.HeldText(held));
+  }
 }
 
 std::optional<kube::ClientPool::Lease> Engine::StartAction(const JobRecord& job, const Action& action) {
@@ -591,8 +593,7 @@ bool Engine::RecordCopyRefusals(const std::string& uid, const std::vector<CopyRe
   if (u.upsert_intents.empty()) return true;
   auto written = WriteSync(std::move(u));
   if (!Settled(written)) {
-    spdlog::warn("dispatch: job {}/{}: store write failed: {}", current->ns, current->name,
-                 written.status().ToString());
+    WarnStoreWriteFailed(current->ns, current->name, written.status());
     return false;
   }
   return true;

@@ -168,7 +168,13 @@ bool GroupCommitter::CommitBatch(std::deque<Pending>& batch, bool probe) {
       spdlog::debug("store: a probe commit failed: {}", batch_error.ToString());
       return false;
     }
-    spdlog::warn("store: batch of {} writes failed: {}", batch.size(), batch_error.ToString());
+    // The owner's on_failure says it (the daemon's, at most every 10 s):
+    // a line per failed batch would flood the log while the disk is full.
+    if (options_.on_failure) {
+      spdlog::debug("store: batch of {} writes failed: {}", batch.size(), batch_error.ToString());
+    } else {
+      spdlog::warn("store: batch of {} writes failed: {}", batch.size(), batch_error.ToString());
+    }
     if (options_.on_failure) {
       try {
         options_.on_failure(batch_error, static_cast<int>(batch.size()));

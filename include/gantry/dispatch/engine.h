@@ -36,6 +36,7 @@
 #include <unordered_set>
 
 #include "gantry/common/clock.h"
+#include "gantry/common/log_limiter.h"
 #include "gantry/dispatch/decide.h"
 #include "gantry/dispatch/expectations.h"
 #include "gantry/dispatch/engine_metrics.h"
@@ -384,17 +385,17 @@ class Engine final : public JobIntake {
   // By job uid, then (cluster, kind, verb).
   std::unordered_map<std::string, std::map<std::tuple<std::string, std::string, std::string>, ActionError>>
       action_errors_;
+  // A job's store write that failed, logged at most every 10 s with how
+  // many more failed meanwhile: with the disk full, every pass of every
+  // job fails its write.
+  void WarnStoreWriteFailed(const std::string& ns, const std::string& name, const Status& error);
+  LogLimiter store_write_failed_log_;
   // A request not sent for want of a connection is told once per cluster
-  // every kNotSentWarnEveryMs, with how many more were not (a stalling
-  // cluster refuses one for every action of every pass).
+  // every 10 s, with how many more were not (a stalling cluster refuses one
+  // for every action of every pass).
   void WarnNotSent(const Action& action, const std::string& why);
-  static constexpr int64_t kNotSentWarnEveryMs = 10'000;
-  struct NotSentTold {
-    int64_t at_ms = 0;
-    int64_t more = 0;
-  };
   std::mutex not_sent_mu_;
-  std::map<std::string, NotSentTold> not_sent_;  // by cluster; guarded by not_sent_mu_
+  std::map<std::string, LogLimiter> not_sent_log_;  // by cluster; the map guarded by not_sent_mu_
   std::mutex cancel_seen_mu_;
   std::unordered_set<std::string> cancel_seen_;  // guarded by cancel_seen_mu_
   // Jobs whose real job's create is being sent, with the cancels' answers

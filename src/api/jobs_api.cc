@@ -85,7 +85,7 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
     respond(K8sStatus(400, "BadRequest",
                       fmt::format("limit must be an integer from 0 (none asked: pages of {}) to {}",
                                   options_.default_list_limit, options_.max_list_limit),
-                      {{"limit", "out of range"}}));
+                      {{"limit", fmt::format("must be an integer from 0 to {}", options_.max_list_limit)}}));
     return;
   }
   // 0 is Kubernetes' "no limit": pages of the default size, as without one.
@@ -159,7 +159,7 @@ void ApiService::JobEvents(http::Request req, Respond respond) {
   if (!limit) {
     respond(K8sStatus(400, "BadRequest",
                       fmt::format("limit must be an integer from 0 (all events) to {}", options_.max_list_limit),
-                      {{"limit", "out of range"}}));
+                      {{"limit", fmt::format("must be an integer from 0 to {}", options_.max_list_limit)}}));
     return;
   }
   auto tail = store_.LastEvents(job->uid, static_cast<int>(*limit));  // 0: all

@@ -211,6 +211,7 @@ TEST_CASE("error codes are Kubernetes Status objects", "[api]") {
       {"method not allowed", "PUT", "/api/v1/namespaces/team-a/jobs/x", "{}", "application/json", 405,
        "MethodNotAllowed", ""},
       {"bad limit", "GET", "/api/v1/jobs?limit=-1", "", "", 400, "BadRequest", "limit"},
+      {"limit not a number", "GET", "/api/v1/jobs?limit=abc", "", "", 400, "BadRequest", "limit"},
       {"bad continue", "GET", "/api/v1/jobs?continue=garbage", "", "", 400, "BadRequest", "continue"},
       {"bad phase", "GET", "/api/v1/jobs?phase=Sleeping", "", "", 400, "BadRequest", "phase"},
       {"bad purge", "DELETE", "/api/v1/namespaces/team-a/jobs/x?purge=maybe", "", "", 400, "BadRequest", "purge"},
@@ -246,6 +247,9 @@ TEST_CASE("error codes are Kubernetes Status objects", "[api]") {
     if (!row.field.empty()) {
       REQUIRE(body.contains("details"));
       CHECK(body["details"]["causes"][0]["field"] == row.field);
+      if (row.field == "limit") {  // what is wrong with it, whatever was given
+        CHECK_THAT(body["details"]["causes"][0].value("message", ""), Catch::StartsWith("must be an integer from 0 to"));
+      }
     }
   }
 }

@@ -212,6 +212,29 @@ Result<ClientResponse> Client::Impl::Exchange(const Request& req) {
   return Read(req);
 }
 
+namespace {
+
+// What would make the request another on the wire, or "": a request target
+// with a space or a control character in it, a header name or value with a
+// line break or NUL (Beast writes them as given). A line break in a token
+// or a server URL would add headers, or a request, of its own.
+std::string RequestTextProblem(const std::string& target,
+                               const std::vector<std::pair<std::string, std::string>>& headers) {
+  for (char c : target) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u <= 0x20 || u == 0x7f) return "the request target holds a space or a control character";
+  }
+  constexpr std::string_view kBreaks("\r\n\0", 3);
+  for (const auto& [name, value] : headers) {
+    if (name.find_first_of(kBreaks) != std::string::npos || value.find_first_of(kBreaks) != std::string::npos) {
+      return "header " + name.substr(0, name.find_first_of(kBreaks)) + " holds a line break or NUL";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 Client::Impl::Request Client::Impl::MakeRequest(const std::string& method, const std::string& target,
                                                 const std::string& body,
                                                 const std::vector<std::pair<std::string, std::string>>& headers) {
@@ -239,6 +262,9 @@ Status Client::Impl::Begin(const std::string& method, const std::string& target,
                            const std::vector<std::pair<std::string, std::string>>& headers) {
   // An answer still unread would be taken for this request's: read it first.
   if (pending_) (void)Finish();
+  if (std::string problem = RequestTextProblem(target, headers); !problem.empty()) {
+    return Status::Invalid(fmt::format("{} request not sent: {}", method, problem));
+  }
   pending_ = MakeRequest(method, target, body, headers);
   // A kept-alive connection may have been closed by the server meanwhile:
   // one fresh connection is tried then (here if the write fails, in Finish
@@ -368,6 +394,9 @@ Result<ClientResponse> Client::Impl::OpenStream(const std::string& method, const
   if (pending_) {
     Reset();
     pending_.reset();
+  }
+  if (std::string problem = RequestTextProblem(target, headers); !problem.empty()) {
+    return Status::Invalid(fmt::format("{} request not sent: {}", method, problem));
   }
   const bool reused = connected();
   if (!reused) GANTRY_RETURN_IF_ERROR(Connect());

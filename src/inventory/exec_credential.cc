@@ -52,7 +52,7 @@ Result<ExecCredential> ParseExecCredential(std::string_view output, std::string_
   ExecCredential credential;
   if (const auto token = status->find("token"); token != status->end() && !token->is_null()) {
     if (!token->is_string()) return Status::Invalid("printed a status.token that is not a string");
-    credential.token = token->get<std::string>();
+    credential.token = TrimToken(token->get<std::string>());  // as a fixed token or a token file is
     if (std::string problem = BearerTokenProblem(credential.token); !problem.empty()) {
       return Status::Invalid("printed a status.token that " + problem);
     }

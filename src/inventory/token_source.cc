@@ -1,6 +1,7 @@
 #include "gantry/inventory/token_source.h"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <fstream>
 #include <sstream>
@@ -85,18 +86,28 @@ Status TokenSource::Reload() {
   const std::uintmax_t size = fs::file_size(path_, ec);
   if (ec) return Status::Io(fmt::format("token file {}: {}", path_, ec.message()));
   if (loaded_ && mtime == mtime_ && size == size_) return Status::Ok();
+  // A file rotated to what is no token keeps the token read before: it is
+  // not read again until it changes, and the log says so once.
+  auto refused = [&](std::string why, bool tell) {
+    if (loaded_) {
+      mtime_ = mtime;
+      size_ = size;
+      if (tell) spdlog::warn("{}; the token read before is sent until the file changes", why);
+    }
+    return Status::Invalid(std::move(why));
+  };
   if (size > kMaxTokenBytes) {
-    return Status::Invalid(
-        fmt::format("token file {}: larger than {} bytes", path_, kMaxTokenBytes));
+    return refused(fmt::format("token file {}: larger than {} bytes", path_, kMaxTokenBytes), true);
   }
   std::ifstream in(path_, std::ios::binary);
   if (!in) return Status::Io(fmt::format("token file {}: cannot be opened", path_));
   std::ostringstream text;
   text << in.rdbuf();
   std::string token = TrimToken(text.str());
-  if (token.empty()) return Status::Invalid(fmt::format("token file {}: is empty", path_));
+  // (Empty: a rotation that truncates before it writes; not told.)
+  if (token.empty()) return refused(fmt::format("token file {}: is empty", path_), false);
   if (std::string problem = BearerTokenProblem(token); !problem.empty()) {
-    return Status::Invalid(fmt::format("token file {}: {}; it must hold one token on one line", path_, problem));
+    return refused(fmt::format("token file {}: {}; it must hold one token on one line", path_, problem), true);
   }
   token_ = std::move(token);
   mtime_ = mtime;

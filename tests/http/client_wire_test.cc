@@ -197,6 +197,33 @@ TEST_CASE("HostPort puts an IPv6 address in brackets, and nothing else", "[http]
   CHECK(HostPort("fd00::2", "80") == "[fd00::2]:80");
 }
 
+TEST_CASE("a request whose target or header would break its line is not sent", "[http]") {
+  std::atomic<int> seen{0};
+  ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  Server server(options, [&](Request, Responder respond) {
+    seen.fetch_add(1);
+    respond(TextResponse(200, "ok"));
+  });
+  REQUIRE(server.Start().ok());
+  auto client = Client::Create("http://127.0.0.1:" + std::to_string(server.port()));
+  REQUIRE(client.ok());
+  auto target = (*client)->Do("GET", "/p\r\nX-Extra: 1");
+  REQUIRE_FALSE(target.ok());
+  CHECK(target.status().code() == Code::kInvalidArgument);
+  CHECK(target.status().message() == "GET request not sent: the request target holds a space or a control character");
+  auto header = (*client)->Do("GET", "/", "", {{"Authorization", "Bearer abc\r\nImpersonate-User: admin"}});
+  REQUIRE_FALSE(header.ok());
+  CHECK(header.status().message() == "GET request not sent: header Authorization holds a line break or NUL");
+  auto streamed = (*client)->Stream("GET", "/w\n", {}, std::chrono::seconds(1), [](std::string_view) { return true; });
+  CHECK_FALSE(streamed.ok());
+  auto fine = (*client)->Do("GET", "/fine");  // the client is as good as before
+  REQUIRE(fine.ok());
+  CHECK(fine->status == 200);
+  CHECK(seen == 1);
+}
+
 TEST_CASE("the Host header of a request to an IPv6 server has the address in brackets", "[http][ipv6]") {
   for (const std::string address : {"127.0.0.1", "::1"}) {
     INFO(address);

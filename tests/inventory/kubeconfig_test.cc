@@ -307,6 +307,8 @@ std::vector<BadKube> BadKubes() {
        "clusters[c-main].cluster.server: is missing"},
       {"http server", with([](Kube& k) { k.server = "server: http://10.0.0.1:8080"; }), "",
        "must be an https:// URL"},
+      {"server with a line break", with([](Kube& k) { k.server = "server: \"https://h/p\\r\\nX-Extra: 1\""; }), "",
+       "server 'https://h/p??X-Extra: 1' holds a space or a control character"},
       {"bad port", with([](Kube& k) { k.server = "server: https://h:99999"; }), "",
        "port must be from 1 to 65535"},
       // The URL is quoted with its user information and query values redacted.

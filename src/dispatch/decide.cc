@@ -66,6 +66,7 @@ bool Ladder::Fence(Plan& plan) const {
       if (AwaitsRelist(cluster, j)) continue;  // (above)
       if (j.epoch < job_.epoch || !has_owner || stray) {
         plan.actions.push_back(DeleteJob(cluster, j));
+        plan.actions.back().tell_end_when_deleted = has_owner && j.epoch < job_.epoch;
       }
     }
   }
@@ -730,6 +731,18 @@ Plan Ladder::Nominate() const {
 }
 
 }  // namespace ladder
+
+// An earlier run of the job, given up when the job was dispatched again
+// (its owner lost, under onClusterLoss Requeue) and found ended once its
+// cluster answers, while the job's new run holds the lease: the job ran
+// twice, and says so (an at-least-once job may; EarlierRunSucceeded takes
+// such a success for the job's end only before a new lease).
+std::string EarlierRunEndedText(const JobRecord& job, const std::string& cluster, const ObservedJob& j) {
+  return fmt::format("the run in {} at epoch {}, out of gantry's sight when the job was dispatched again, {} there "
+                     "meanwhile: {}; its objects are deleted, and the job's run at epoch {} in {} goes on",
+                     cluster, j.epoch, j.state == RemoteJobState::kSucceeded ? "succeeded" : "failed",
+                     ladder::RunEndText(j), job.epoch, job.cluster);
+}
 
 Plan Decide(const DecideInput& in) { return ladder::Ladder(in).Run(); }
 

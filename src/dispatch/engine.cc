@@ -634,6 +634,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
                  spec->template_object.value("apiVersion", ""));
   }
   ActionsOutcome acted = RunActions(*job, plan.actions);
+  if (!acted.told.empty()) RecordTold(*stored, acted.told);
   if (!acted.refusal.message.empty()) {
     // Someone else's object holds the real job's name, or the owner refuses
     // it: fail the job instead of adopting or retrying.

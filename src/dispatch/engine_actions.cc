@@ -103,7 +103,10 @@ std::optional<kube::ClientPool::Lease> Engine::StartAction(const JobRecord& job,
     kube::DeleteOptions opts;
     opts.propagation_policy = action.foreground ? "Foreground" : "Background";
     opts.precondition_uid = action.precondition_uid;
-    (*lease)->StartDelete(action.path, opts, kube::KubeClient::Body::kOnlyOnError);
+    // The object as deleted is read only when how its run ended is to be told.
+    (*lease)->StartDelete(action.path, opts,
+                          action.tell_end_when_deleted ? kube::KubeClient::Body::kParse
+                                                       : kube::KubeClient::Body::kOnlyOnError);
   } else if (action.kind == kJob) {
     {
       std::lock_guard seen(cancel_seen_mu_);
@@ -191,6 +194,12 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
       spdlog::debug("dispatch: delete {} in {}: {}", action.path, action.cluster, reply.status().ToString());
       refusal->failed = Cut(reply.status().message());  // for ActionErrors: gantry status shows it
       return false;
+    }
+    if (reply->ok() && action.tell_end_when_deleted && reply->body.is_object()) {
+      const std::optional<ObservedJob> j = ParseJob(reply->body.value("kind", ""), reply->body);
+      if (j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed)) {
+        refusal->told = EarlierRunEndedText(job, action.cluster, *j);
+      }
     }
     // Gone already, or a newer incarnation (precondition failed): fine either way.
     if (reply->ok() || reply->status == 404 || reply->status == 409) return true;
@@ -467,6 +476,8 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
         if (action.verb == Verb::kDelete || action.verb == Verb::kDeleteUnseen) delete_failed.insert(action.cluster);
       } else if (action.verb == Verb::kCreate && action.kind == kJob) {
         out.job_created = &action;
+      } else if (!refusal.told.empty()) {
+        out.told.emplace_back(action.cluster, std::move(refusal.told));
       }
       leases[i].reset();  // the connection goes back to its pool
       if (refusal.message.empty()) continue;
@@ -482,6 +493,19 @@ Engine::ActionsOutcome Engine::RunActions(const JobRecord& job, const std::vecto
     if (!out.refusal.message.empty()) return out;
   }
   return out;
+}
+
+void Engine::RecordTold(const JobRecord& stored, const std::vector<std::pair<std::string, std::string>>& told) {
+  DispatchUpdate u = ladder::Guarded(stored);
+  for (const auto& [cluster, message] : told) {
+    u.events.push_back(ladder::Event("EarlierRunEnded", message, cluster, "Warning"));
+  }
+  auto written = WriteSync(std::move(u));
+  if (written.ok()) {
+    spdlog::warn("job {}/{}: {}", stored.ns, stored.name, told.front().second);
+  } else if (written.status().code() != Code::kConflict && written.status().code() != Code::kNotFound) {
+    WarnStoreWriteFailed(stored.ns, stored.name, written.status());
+  }
 }
 
 bool Engine::CancelSeen(const std::string& uid) {

@@ -130,6 +130,14 @@ inline bool ConfirmsAbsence(const DecideInput& in, const std::string& cluster) {
   return Reachable(in, cluster) && !in.behind->count(cluster);
 }
 
+// How a run ended, for a message: its condition's reason (else Complete
+// or Failed) and message, "CompletionsReached (Reached expected ...)".
+inline std::string RunEndText(const ObservedJob& j) {
+  const bool ok = j.state == RemoteJobState::kSucceeded;
+  return fmt::format("{}{}", j.reason.empty() ? (ok ? "Complete" : "Failed") : j.reason,
+                     j.message.empty() ? "" : " (" + j.message + ")");
+}
+
 class Ladder {
  public:
   explicit Ladder(const DecideInput& in) : in_(in), job_(*in.job), opt_(in.options) {}
@@ -329,14 +337,8 @@ class Ladder {
     auto it = in_.read_gone.find({i.cluster, i.kind});
     return it != in_.read_gone.end() && it->second >= i.updated_ms + opt_.not_found_confirms_after_ms;
   }
+  static std::string EndText(const ObservedJob& j) { return RunEndText(j); }
   // Whether the real job j says it ended (Succeeded or Failed there).
-  // How a run ended, for a message: its condition's reason (else Complete
-  // or Failed) and message, "CompletionsReached (Reached expected ...)".
-  static std::string EndText(const ObservedJob& j) {
-    const bool ok = j.state == RemoteJobState::kSucceeded;
-    return fmt::format("{}{}", j.reason.empty() ? (ok ? "Complete" : "Failed") : j.reason,
-                       j.message.empty() ? "" : " (" + j.message + ")");
-  }
   static bool Ended(const ObservedJob* j) {
     return j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed);
   }

@@ -529,6 +529,46 @@ TEST_CASE("step 1: fencing deletes older epochs, and jobs and copies outside the
   CHECK(Count(stray, Verb::kDelete, "Workload", "c2") == 0);
 }
 
+TEST_CASE("step 1: an earlier run deleted while the job's new run holds the lease asks for how it ended",
+          "[dispatch][decide]") {
+  World w;
+  w.job.phase = JobPhase::kRunning;
+  w.job.epoch = 2;
+  w.job.cluster = "c2";
+  w.Intent("c2", "Workload", 2);
+  w.Intent("c2", "Job", 2);
+  w.Workload("c2", 2).admitted = true;
+  w.RemoteJob("c2", 2, RemoteJobState::kRunning);
+  // Shown running: the view may be behind; the delete's answer tells.
+  w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  auto job_deletes = [](const Plan& p, const std::string& cluster) {
+    std::vector<const Action*> out;
+    for (const Action& a : p.actions) {
+      if (a.verb == Verb::kDelete && a.kind == "Job" && a.cluster == cluster) out.push_back(&a);
+    }
+    return out;
+  };
+  Plan p = Decide(w.Input());
+  auto deletes = job_deletes(p, "c1");
+  REQUIRE(deletes.size() == 1);
+  CHECK(deletes[0]->tell_end_when_deleted);
+
+  // Not while nobody holds the lease (an earlier run that succeeded is then the job's end: step 1, first).
+  World queued;
+  queued.job.phase = JobPhase::kQueued;
+  queued.job.epoch = 2;
+  queued.RemoteJob("c1", 1, RemoteJobState::kFailed);
+  for (const Action* a : job_deletes(Decide(queued.Input()), "c1")) CHECK_FALSE(a->tell_end_when_deleted);
+
+  ObservedJob ended;
+  ended.epoch = 1;
+  ended.state = RemoteJobState::kSucceeded;
+  ended.reason = "CompletionsReached";
+  CHECK(EarlierRunEndedText(w.job, "c1", ended) ==
+        "the run in c1 at epoch 1, out of gantry's sight when the job was dispatched again, succeeded there "
+        "meanwhile: CompletionsReached; its objects are deleted, and the job's run at epoch 2 in c2 goes on");
+}
+
 TEST_CASE("step 1: a copy of an epoch newer than the job's is deleted, unless a run of that epoch is beside it",
           "[dispatch][decide]") {
   // Nominating at epoch 1 with a copy in c1; an operator raised its

@@ -499,6 +499,58 @@ TEST_CASE("owner partitioned: a Requeue job still running when its owner answers
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("owner partitioned: a Requeue job's run that succeeded unseen after the job moved on is told when its "
+          "owner answers: the job ran twice",
+          "[e2e][recovery][partition]") {
+  DispatchFleetOptions o;
+  // c1 takes it first and runs it 5 s; c2 admits later and runs it a minute.
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, jobDuration: 5s}
+- {name: c2, jobDuration: 60s, admissionDelay: 2s}
+)";
+  o.daemon_config_yaml = kFastLoss;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("twice", "team-a", 1, 0, "", "  onClusterLoss: Requeue")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "twice", {"Running"}, seconds(30)));
+  REQUIRE(fleet.Job("team-a", "twice")["status"].value("cluster", "") == "c1");
+  const std::string uid = fleet.Uid("team-a", "twice");
+  REQUIRE(fleet.Ctl({"partition", "c1", "1"}).code == 0);
+  // Moved on to c2, and its first run ended in c1 meanwhile, unseen.
+  REQUIRE(PollFor([&] {
+    json j = fleet.Job("team-a", "twice");
+    return j.is_object() && j["status"]["epoch"] == 2 && j["status"].value("cluster", "") == "c2" &&
+           j["status"]["phase"] == "Running";
+  }, seconds(45)));
+  REQUIRE(PollFor([&] {
+    auto runs = fleet.Runs(uid);
+    return !runs.empty() && runs[0].value("endReason", "") == "Succeeded";
+  }, seconds(30), milliseconds(250)));
+  CHECK(Count(Reasons(fleet, "team-a", "twice"), "EarlierRunEnded") == 0);
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  const bool told = PollFor([&] { return Count(Reasons(fleet, "team-a", "twice"), "EarlierRunEnded") == 1; },
+                            seconds(30));
+  std::string events;
+  for (const json& e : fleet.Events("team-a", "twice")) events += e.dump() + "\n";
+  INFO(events << Describe(fleet.Runs(uid)));
+  REQUIRE(told);
+  for (const json& e : fleet.Events("team-a", "twice")) {
+    if (e.value("reason", "") != "EarlierRunEnded") continue;
+    CHECK(e.value("cluster", "") == "c1");
+    CHECK_THAT(e.value("message", ""), Catch::Contains("the run in c1 at epoch 1") &&
+                                           Catch::Contains("succeeded there meanwhile") &&
+                                           Catch::Contains("the job's run at epoch 2 in c2 goes on"));
+  }
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", RemoteName("twice", uid)); }, seconds(20),
+                milliseconds(250)));
+  json job = fleet.Job("team-a", "twice");
+  CHECK(job["status"]["phase"] == "Running");  // its run in c2 goes on
+  CHECK(Count(Reasons(fleet, "team-a", "twice"), "EarlierRunEnded") == 1);  // told once
+  REQUIRE(Cli(fleet.url(), {"cancel", "twice", "-n", "team-a", "--wait"}).code == 0);
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 TEST_CASE("daemon SIGKILLed 20 times during 200 jobs: all succeed, none runs twice, nothing acknowledged is lost",
           "[e2e][recovery][crash]") {
   CrashCampaign(200, 20, milliseconds(1500), seconds(90));

@@ -299,6 +299,12 @@ struct Action {
   // gone, so that a view that shows it gone shows its run stopped (step
   // 13's gate waits for that).
   bool foreground = false;
+  // A delete of an earlier epoch's run while the job's new run holds the
+  // lease (fencing): once the cluster carries it out, the object its answer
+  // holds, as it was then, is read, and a run that ended there is told on
+  // the job (EarlierRunEnded: the job ran twice). The answer, not the view:
+  // a view behind at the cluster's return may still show the run running.
+  bool tell_end_when_deleted = false;
 };
 
 struct Plan {
@@ -313,6 +319,11 @@ struct Plan {
 };
 
 Plan Decide(const DecideInput& in);
+
+// The event's message for Action::tell_end_when_deleted: job's earlier run
+// j in cluster, seen ended, deleted while the job's run at its epoch goes
+// on in its owner.
+std::string EarlierRunEndedText(const JobRecord& job, const std::string& cluster, const ObservedJob& j);
 
 // The clusters of in.clusters where an earlier run of the job may still be
 // (seen there, or its delete not confirmed): no Workload copy of the job

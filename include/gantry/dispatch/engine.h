@@ -197,6 +197,9 @@ class Engine final : public JobIntake {
     // That create may have been carried out: its answer was never read, or
     // was a 5xx (unanswered_).
     bool maybe_landed = false;
+    // A delete carried out whose Action::tell_end_when_deleted found the
+    // run ended in its answer: the event's message.
+    std::string told{};
   };
   // Runs one action; false when it failed and the job should be looked at again soon.
   bool Execute(const JobRecord& job, const Action& action, Refusal* refusal);
@@ -283,7 +286,13 @@ class Engine final : public JobIntake {
     const Action* refused = nullptr;  // the action that met `refusal` (set with it)
     std::vector<CopyRefusal> copy_refusals;
     const Action* job_created = nullptr;  // the real job's create, when its cluster confirmed it
+    // Deletes carried out whose answer showed an earlier run ended
+    // (Refusal::told): cluster, message.
+    std::vector<std::pair<std::string, std::string>> told;
   };
+  // Records the events of acted.told on the job, if it is still as stored
+  // (a conflict drops them: the pass after sees what changed).
+  void RecordTold(const JobRecord& stored, const std::vector<std::pair<std::string, std::string>>& told);
   // Records the candidates that refused the job's Workload copies (their
   // rows absent, with the answer), or the opening of a copy's preemption
   // gate (RemoteIntent::gate_refusal, not sent again), and an event for

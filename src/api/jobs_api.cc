@@ -83,8 +83,8 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
   const auto limit = QueryLimit(req, options_.max_list_limit);
   if (!limit) {
     respond(K8sStatus(400, "BadRequest",
-                      fmt::format("limit must be an integer from 0 (none asked: pages of {}) to {}",
-                                  options_.default_list_limit, options_.max_list_limit),
+                      fmt::format("limit: must be an integer from 0 to {} (0, or none: pages of {})",
+                                  options_.max_list_limit, options_.default_list_limit),
                       {{"limit", fmt::format("must be an integer from 0 to {}", options_.max_list_limit)}}));
     return;
   }
@@ -158,7 +158,8 @@ void ApiService::JobEvents(http::Request req, Respond respond) {
   const auto limit = QueryLimit(req, options_.max_list_limit);
   if (!limit) {
     respond(K8sStatus(400, "BadRequest",
-                      fmt::format("limit must be an integer from 0 (all events) to {}", options_.max_list_limit),
+                      fmt::format("limit: must be an integer from 0 to {} (0, or none: all events)",
+                                  options_.max_list_limit),
                       {{"limit", fmt::format("must be an integer from 0 to {}", options_.max_list_limit)}}));
     return;
   }

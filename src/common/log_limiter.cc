@@ -1,6 +1,7 @@
 #include "gantry/common/log_limiter.h"
 
 #include <chrono>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -8,7 +9,8 @@ namespace gantry {
 
 bool LogLimiter::Allow(int64_t now_ms, int64_t* held) {
   std::lock_guard lock(mu_);
-  if (logged_ && now_ms - last_ms_ < interval_ms_) {
+  // (A clock stepped back counts as the interval up.)
+  if (logged_ && now_ms >= last_ms_ && now_ms - last_ms_ < interval_ms_) {
     ++held_;
     return false;
   }
@@ -17,6 +19,13 @@ bool LogLimiter::Allow(int64_t now_ms, int64_t* held) {
   *held = held_;
   held_ = 0;
   return true;
+}
+
+int64_t LogLimiter::Reset() {
+  if (!logged_.load(std::memory_order_relaxed)) return 0;  // the common case: nothing to reset
+  std::lock_guard lock(mu_);
+  logged_ = false;
+  return std::exchange(held_, 0);
 }
 
 bool LogLimiter::Allow(int64_t* held) {

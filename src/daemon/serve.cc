@@ -192,10 +192,14 @@ int RunServe(const ServeFlags& flags) {
   SqliteStoreOptions store_options;
   store_options.path = config.data_dir + "/gantry.db";
   store_options.clock = &clock;
-  store_options.on_commit = [&metrics](double seconds, int writes, bool synced) {
-    metrics.ObserveCommit(seconds, writes, synced);
-  };
   auto commit_failed_log = std::make_shared<LogLimiter>();
+  store_options.on_commit = [&metrics, commit_failed_log](double seconds, int writes, bool synced) {
+    metrics.ObserveCommit(seconds, writes, synced);
+    // Failures held back before this success are told now; the next one at once.
+    if (const int64_t held = commit_failed_log->Reset(); held > 0) {
+      spdlog::error("store: {} more commit(s) failed before this one succeeded", held);
+    }
+  };
   store_options.on_commit_failed = [&metrics, commit_failed_log](const Status& error, int writes) {
     if (int64_t held = 0; commit_failed_log->Allow(&held)) {
       spdlog::error("store: a commit of {} write(s) failed, each refused: {}; /readyz answers 503 until one "

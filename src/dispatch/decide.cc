@@ -433,7 +433,7 @@ Plan Ladder::Cancel() const {
   if (!plan.write) plan.write = Guarded(job_);
   plan.write->phase = JobPhase::kCancelled;
   plan.write->message = "cancelled by request";
-  MarkSummaryLastSeen(job_, *plan.write);
+  MarkSummaryLastSeen(LastSummary(), *plan.write);
   plan.write->conditions_json = "[]";
   // What may be left, and where: a removed cluster's rows go (nothing can
   // confirm them), a declared-lost one's stay, so that it is cleaned up if

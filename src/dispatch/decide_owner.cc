@@ -29,7 +29,7 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
   DispatchUpdate u = Guarded(job_);
   u.phase = phase;
   u.message = message;
-  MarkSummaryLastSeen(job_, u);  // FinishAsEnded and the earlier-run finish put the run's end in its place
+  MarkSummaryLastSeen(LastSummary(), u);  // FinishAsEnded and the earlier-run finish put the run's end in its place
   MarkAllAbsent(u, keep);
   u.events.push_back(Event(reason, message, job_.cluster, phase == JobPhase::kSucceeded ? "Normal" : "Warning"));
   if (!keep.empty()) {

@@ -66,10 +66,12 @@ inline DispatchUpdate Requeued(const JobRecord& job, const std::vector<RemoteInt
 // cancel, an eviction or loss under Fail): the run's last status summary is
 // not how it ended, and says so. Nothing when there is none, or it says so
 // already. A later sight of the run's end (RunEndedUnseen) replaces it.
+// last: the newest summary seen (the owner's view in this pass, else the
+// job's stored one).
 inline constexpr std::string_view kLastSeenPrefix = "when last seen, before the job ended: ";
-inline void MarkSummaryLastSeen(const JobRecord& job, DispatchUpdate& u) {
-  if (job.remote_status.empty() || std::string_view(job.remote_status).starts_with(kLastSeenPrefix)) return;
-  u.remote_status = std::string(kLastSeenPrefix) + job.remote_status;
+inline void MarkSummaryLastSeen(const std::string& last, DispatchUpdate& u) {
+  if (last.empty() || std::string_view(last).starts_with(kLastSeenPrefix)) return;
+  u.remote_status = std::string(kLastSeenPrefix) + last;
 }
 
 // A length of time for a message: "90 s", "10 min" (whole minutes only).
@@ -227,6 +229,15 @@ class Ladder {
     return CopyHold::kNone;
   }
   bool CopyMayGoTo(const std::string& c) const { return CopyHoldIn(c) == CopyHold::kNone; }
+  // The run's newest status summary: the owner's real job at the current
+  // epoch as its view shows it now, else what the job has stored.
+  const std::string& LastSummary() const {
+    if (!job_.cluster.empty() && Reachable(job_.cluster)) {
+      const ObservedJob* j = AtCurrentEpoch(Observed(job_.cluster)->jobs);
+      if (j && !j->summary.empty()) return j->summary;
+    }
+    return job_.remote_status;
+  }
   bool OlderJobSeenIn(const std::string& cluster) const {
     const auto& jobs = Observed(cluster)->jobs;
     return std::any_of(jobs.begin(), jobs.end(), [&](const ObservedJob& j) { return j.epoch < job_.epoch; });

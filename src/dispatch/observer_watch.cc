@@ -73,7 +73,7 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
   client_options.max_attempts = 1;  // ListWatch retries; one try keeps a request within the bound
   const std::string path = PathOf(resources[r], c->config.kueue_version);
   kube::ListWatchOptions lw;
-  lw.log_name = "cluster " + c->config.name;
+  lw.log_name = "observer: cluster " + c->config.name;  // as the observer's other lines begin
   lw.label_selector = Selector();
   lw.watch_timeout_seconds = options.watch_timeout_seconds;
   // Not at least ListWatchOptions' default (120 s): a stream that died

@@ -176,12 +176,12 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
   if (auto x = CheckDatasets(c, cluster)) return x;
   if (auto x = CheckPrice(c, demand, cluster)) return x;
   if (auto x = CheckNodeFit(job, demand, cluster, options)) return x;
-  // A shortfall that may pass is told only of a Ready cluster: one out of
-  // reach is told as such, since its quota is what was last read, or, after
-  // a start during the outage, nothing at all ("no ClusterQueue has quota").
-  // One the cluster can never hold is told whatever its health.
+  // A shortfall the cluster can never pass is told first; one that may pass
+  // last: an operator's cordon, an outage or stalled requests say more (the
+  // quota of a cluster out of reach is what was last read, or, after a start
+  // during the outage, nothing at all: "no ClusterQueue has quota").
   std::optional<Exclusion> quota = CheckQuota(job, demand, cluster);
-  if (quota && (quota->permanent || cluster.health == ClusterHealth::kReady)) return quota;
+  if (quota && quota->permanent) return quota;
   if (cluster.declared_lost) return Exclude(Filter::kCordoned, "declared lost by an operator");
   if (cluster.cordoned) return Exclude(Filter::kCordoned, "cordoned by an operator");
   if (cluster.health != ClusterHealth::kReady) {
@@ -189,7 +189,7 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
                    fmt::format("connection {}, not Ready", ClusterHealthName(cluster.health)));
   }
   if (!cluster.stalled.empty()) return Exclude(Filter::kHealth, "its requests stall: " + cluster.stalled);
-  return std::nullopt;
+  return quota;
 }
 
 }  // namespace gantry::placement

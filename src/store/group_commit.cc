@@ -107,7 +107,9 @@ void GroupCommitter::Run() {
       batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(end));
       queue_.erase(queue_.begin(), end);
     }
+    const bool was_failing = failing;
     failing = !CommitBatch(batch);
+    if (was_failing && !failing) spdlog::info("store: a commit succeeds again");
     batch.clear();
   }
 }

@@ -17,6 +17,15 @@ TEST_CASE("a repeating log line is let through once an interval, with how many w
   CHECK(limiter.HeldText(held) == " (46 more like it held back since the last such line: at most one every 10 s)");
   REQUIRE(limiter.Allow(60'000, &held));  // quiet since: nothing held
   CHECK(held == 0);
+
+  // Over (a commit succeeded): what was held back is handed over, and the next line goes at once.
+  CHECK_FALSE(limiter.Allow(61'000, &held));
+  CHECK(limiter.Reset() == 1);
+  CHECK(limiter.Reset() == 0);
+  REQUIRE(limiter.Allow(62'000, &held));
+  CHECK(held == 0);
+  // A clock stepped back does not hold lines back for good.
+  REQUIRE(limiter.Allow(1'000, &held));
 }
 
 }  // namespace gantry

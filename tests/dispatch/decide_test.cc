@@ -1049,12 +1049,18 @@ TEST_CASE("a job that ends other than by its run's end says its remote summary i
     ObservedWorkload& wl = w.Workload("c1", 1);
     wl.evicted = true;
     wl.reason = "Preempted";
-    w.RemoteJob("c1", 1, RemoteJobState::kSuspended);
+    ObservedJob& suspended = w.RemoteJob("c1", 1, RemoteJobState::kSuspended);
     Plan evicted = Decide(w.Input());
     REQUIRE(evicted.write);
     CHECK(*evicted.write->phase == JobPhase::kFailed);
     REQUIRE(evicted.write->remote_status);
     CHECK(*evicted.write->remote_status == "when last seen, before the job ended: " + running);
+    // The owner's view in this pass shows newer counts than the job has stored: those.
+    suspended.summary = "active 0, succeeded 0, failed 1";
+    Plan newer = Decide(w.Input());
+    REQUIRE(newer.write);
+    REQUIRE(newer.write->remote_status);
+    CHECK(*newer.write->remote_status == "when last seen, before the job ended: active 0, succeeded 0, failed 1");
   }
   SECTION("the run's own end seen: its summary, as it ended") {
     World w;

@@ -8,6 +8,7 @@
 // Thread-safety: Allow from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -24,6 +25,11 @@ class LogLimiter {
   // Allow at the monotonic clock's time.
   bool Allow(int64_t* held);
 
+  // The trouble is over (a commit succeeds again): the next line is let
+  // through at once. Returns how many were held back since the last line
+  // let through, which no later line will tell.
+  int64_t Reset();
+
   // What to add to the line let through when held > 0 ("N more like it
   // held back ..."), else "".
   std::string HeldText(int64_t held) const;
@@ -31,7 +37,7 @@ class LogLimiter {
  private:
   const int64_t interval_ms_;
   std::mutex mu_;
-  bool logged_ = false;
+  std::atomic<bool> logged_{false};  // read without the lock by Reset, on every success
   int64_t last_ms_ = 0;
   int64_t held_ = 0;
 };

@@ -191,9 +191,14 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
         respond(K8sStatus(409, "AlreadyExists", result.status().message()));
         return;
       }
-      spdlog::error("submit failed: {}", result.status().ToString());
+      if (int64_t held = 0; submit_failed_log_.Allow(&held)) {
+        spdlog::error("submit failed: {}{}", result.status().ToString(), submit_failed_log_.HeldText(held));
+      }
       respond(K8sStatusFrom(result.status()));
       return;
+    }
+    if (const int64_t held = submit_failed_log_.Reset(); held > 0) {
+      spdlog::error("submit failed: {} more submission(s) refused before this one was taken", held);
     }
     const JobRecord& job = result->job;
     if (result->outcome == SubmitOutcome::kExisting) {

@@ -88,26 +88,25 @@ Status TokenSource::Reload() {
   if (loaded_ && mtime == mtime_ && size == size_) return Status::Ok();
   // A file rotated to what is no token keeps the token read before: it is
   // not read again until it changes, and the log says so once.
-  auto refused = [&](std::string why, bool tell) {
+  auto refused = [&](std::string why) {
     if (loaded_) {
       mtime_ = mtime;
       size_ = size;
-      if (tell) spdlog::warn("{}; the token read before is sent until the file changes", why);
+      spdlog::warn("{}; the token read before is sent until the file changes", why);
     }
     return Status::Invalid(std::move(why));
   };
   if (size > kMaxTokenBytes) {
-    return refused(fmt::format("token file {}: larger than {} bytes", path_, kMaxTokenBytes), true);
+    return refused(fmt::format("token file {}: larger than {} bytes", path_, kMaxTokenBytes));
   }
   std::ifstream in(path_, std::ios::binary);
   if (!in) return Status::Io(fmt::format("token file {}: cannot be opened", path_));
   std::ostringstream text;
   text << in.rdbuf();
   std::string token = TrimToken(text.str());
-  // (Empty: a rotation that truncates before it writes; not told.)
-  if (token.empty()) return refused(fmt::format("token file {}: is empty", path_), false);
+  if (token.empty()) return refused(fmt::format("token file {}: is empty", path_));
   if (std::string problem = BearerTokenProblem(token); !problem.empty()) {
-    return refused(fmt::format("token file {}: {}; it must hold one token on one line", path_, problem), true);
+    return refused(fmt::format("token file {}: {}; it must hold one token on one line", path_, problem));
   }
   token_ = std::move(token);
   mtime_ = mtime;

@@ -18,6 +18,7 @@
 #include "gantry/api/api_metrics.h"
 #include "gantry/api/job_view.h"
 #include "gantry/api/token_auth.h"
+#include "gantry/common/log_limiter.h"
 #include "gantry/common/clock.h"
 #include "gantry/dispatch/job_intake.h"
 #include "gantry/http/message.h"
@@ -176,6 +177,9 @@ class ApiService {
   // came. So a reload is never refused for room, and a burst of them is
   // one reload.
   std::mutex reload_mu_;
+  // A submission the store refused (a full disk refuses every one), logged
+  // at most every 10 s with how many more were.
+  LogLimiter submit_failed_log_;
   std::vector<Respond> reloads_waiting_;  // GUARDED_BY(reload_mu_)
   // Last: destroyed first, so that work still queued answers while the rest
   // is whole. Job documents over inline_parse_bytes are read on slow_lane_;

@@ -580,6 +580,7 @@ std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
     // Not probed: whatever its health last said, gantry knows nothing now.
     if (!e.view.Usable()) s.health = placement::ClusterHealth::kUnknown;
     s.config_refused = !e.view.config_error.empty();
+    s.credentials_unloadable = !e.view.credentials_error.empty();
     if (e.view.capacity) {
       s.capacity.quota = e.view.capacity->quota;
       s.capacity.queues = e.view.capacity->queues;  // shared, not copied

@@ -184,6 +184,10 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
   if (quota && quota->permanent) return quota;
   if (cluster.declared_lost) return Exclude(Filter::kCordoned, "declared lost by an operator");
   if (cluster.cordoned) return Exclude(Filter::kCordoned, "cordoned by an operator");
+  // (Its error, a path or a plugin's words, is the operator's: not told on a tenant's job.)
+  if (cluster.credentials_unloadable && cluster.health != ClusterHealth::kReady) {
+    return Exclude(Filter::kHealth, "its kubeconfig does not load (gantry clusters says why), not Ready");
+  }
   if (cluster.health != ClusterHealth::kReady) {
     return Exclude(Filter::kHealth,
                    fmt::format("connection {}, not Ready", ClusterHealthName(cluster.health)));

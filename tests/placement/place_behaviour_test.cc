@@ -107,6 +107,14 @@ TEST_CASE("a cluster out of reach is told as such, not by a quota reading that m
   CHECK(ExclusionOf(d, "b").message == "connection NotReady, not Ready");
   CHECK(ExclusionOf(d, "c").filter == Filter::kQuota);
   CHECK(ExclusionOf(d, "c").permanent);
+
+  // One whose kubeconfig does not load is not probed: told as that, not as an Unknown connection.
+  fleet[0].credentials_unloadable = true;
+  fleet[0].health = ClusterHealth::kUnknown;
+  const Decision unloadable = Place(Workers(4, 8, 8, 64), fleet);
+  CHECK(ExclusionOf(unloadable, "a").filter == Filter::kHealth);
+  CHECK(ExclusionOf(unloadable, "a").message == "its kubeconfig does not load (gantry clusters says why), not Ready");
+  CHECK_FALSE(ExclusionOf(unloadable, "a").permanent);
 }
 
 TEST_CASE("a cluster declared lost is excluded as a cordoned one is, and says why", "[placement][unschedulable]") {

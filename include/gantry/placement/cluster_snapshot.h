@@ -93,6 +93,9 @@ struct ClusterSnapshot {
   // holds it): excluded first and never permanently, since its region,
   // accelerators and queues are not what the empty fields say.
   bool config_refused = false;
+  // Its kubeconfig does not load (the inventory's credentials_error): not
+  // probed, health Unknown; told as such rather than as an unknown health.
+  bool credentials_unloadable = false;
   ClusterHealth health = ClusterHealth::kUnknown;
   // Why it answers its probes but not gantry's requests ("" when it does):
   // excluded, as not Ready.

@@ -74,6 +74,12 @@ void Engine::RunHealthWatch() {
   // view shows objects of with no row naming it (what was left there while
   // it was out of the inventory), once, not at every blip.
   std::set<std::string> ready_once;
+  // The clusters answering whose view was behind at the previous look. One
+  // whose view is current again at this look wakes the jobs with rows
+  // there: a pass that could not take the view's word for an object's
+  // absence (ConfirmedGone) waits for nothing else, and a relist that
+  // finds nothing changed notifies no job (else its backstop, 30 s).
+  std::set<std::string> answering_behind;
   std::unique_lock lock(gc_mu_);
   // The first look is at once: what it sees is what later looks compare
   // with, and jobs dispatched before it to a cluster it then finds not
@@ -104,6 +110,8 @@ void Engine::RunHealthWatch() {
     std::map<std::string, Readiness> now;
     std::map<std::string, Answering> answering_now;
     std::map<std::string, std::vector<std::string>> behind_out_now;
+    std::set<std::string> answering_behind_now;
+    std::vector<std::string> current_again;
     std::set<std::string> unprobed;  // health Unknown: not probed yet (a start), for the log only
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const std::string& name = view.config.name;
@@ -137,6 +145,11 @@ void Engine::RunHealthWatch() {
         }
         continue;
       }
+      if (observer_->Behind(name)) {
+        answering_behind_now.insert(name);
+      } else if (answering_behind.count(name)) {
+        current_again.push_back(name);
+      }
       Answering& a = answering_now[name];
       a.period = view.health.since_ms;
       a.relisted = before != answering.end() && before->second.period == a.period && before->second.relisted;
@@ -156,6 +169,19 @@ void Engine::RunHealthWatch() {
     }
     answering = std::move(answering_now);
     behind_out = std::move(behind_out_now);
+    answering_behind = std::move(answering_behind_now);
+    for (const std::string& cluster : current_again) {
+      size_t woken = 0;
+      Status scanned = ForEachUidWithIntents(store_, &cluster, [&](const std::string& uid) {
+        reconciler_->Wake(uid);
+        ++woken;
+      });
+      if (!scanned.ok()) spdlog::warn("dispatch: jobs in {}: {}", cluster, scanned.ToString());
+      if (woken > 0) {
+        spdlog::info("dispatch: cluster {}'s view is current again: looking again at {} job(s) with objects there",
+                     cluster, woken);
+      }
+    }
     bool became_ready = false;
     for (const auto& [cluster, readiness] : now) {
       const bool ready = readiness.ready;

@@ -516,7 +516,8 @@ TEST_CASE("owner partitioned: a Requeue job's run that succeeded unseen after th
   REQUIRE(fleet.WaitPhase("team-a", "twice", {"Running"}, seconds(30)));
   REQUIRE(fleet.Job("team-a", "twice")["status"].value("cluster", "") == "c1");
   const std::string uid = fleet.Uid("team-a", "twice");
-  REQUIRE(fleet.Ctl({"partition", "c1", "1"}).code == 0);
+  // Cut off as a network cut does it: gantry's requests held unanswered.
+  REQUIRE(fleet.Ctl({"partition", "c1", "2"}).code == 0);
   // Moved on to c2, and its first run ended in c1 meanwhile, unseen.
   REQUIRE(PollFor([&] {
     json j = fleet.Job("team-a", "twice");
@@ -544,6 +545,14 @@ TEST_CASE("owner partitioned: a Requeue job's run that succeeded unseen after th
   }
   CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", RemoteName("twice", uid)); }, seconds(20),
                 milliseconds(250)));
+  // Its rows in c1 go once c1's view is current again (its relist after the
+  // heal: a watch's 10 s here), not at the job's 30 s backstop.
+  CHECK(PollFor([&] {
+    for (const json& r : fleet.RemoteObjects("team-a", "twice")) {
+      if (r.value("cluster", "") == "c1") return false;
+    }
+    return true;
+  }, seconds(20), milliseconds(250)));
   json job = fleet.Job("team-a", "twice");
   CHECK(job["status"]["phase"] == "Running");  // its run in c2 goes on
   CHECK(Count(Reasons(fleet, "team-a", "twice"), "EarlierRunEnded") == 1);  // told once

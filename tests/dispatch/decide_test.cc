@@ -532,11 +532,7 @@ TEST_CASE("step 1: fencing deletes older epochs, and jobs and copies outside the
 TEST_CASE("step 1: an earlier run deleted while the job's new run holds the lease asks for how it ended",
           "[dispatch][decide]") {
   World w;
-  w.job.phase = JobPhase::kRunning;
-  w.job.epoch = 2;
-  w.job.cluster = "c2";
-  w.Intent("c2", "Workload", 2);
-  w.Intent("c2", "Job", 2);
+  w.OwnedBy(JobPhase::kRunning, "c2", 2);
   w.Workload("c2", 2).admitted = true;
   w.RemoteJob("c2", 2, RemoteJobState::kRunning);
   // Shown running: the view may be behind; the delete's answer tells.
@@ -558,7 +554,10 @@ TEST_CASE("step 1: an earlier run deleted while the job's new run holds the leas
   queued.job.phase = JobPhase::kQueued;
   queued.job.epoch = 2;
   queued.RemoteJob("c1", 1, RemoteJobState::kFailed);
-  for (const Action* a : job_deletes(Decide(queued.Input()), "c1")) CHECK_FALSE(a->tell_end_when_deleted);
+  Plan unleased = Decide(queued.Input());
+  const auto queued_deletes = job_deletes(unleased, "c1");
+  REQUIRE(queued_deletes.size() == 1);  // (not a loop over none)
+  CHECK_FALSE(queued_deletes[0]->tell_end_when_deleted);
 
   ObservedJob ended;
   ended.epoch = 1;

@@ -303,7 +303,7 @@ void Ladder::TellUnseenEnd(DispatchUpdate& u) const {
     const std::string msg =
         fmt::format("the job's run in {} at epoch {}, given up for lost when the job was failed, {} there "
                     "meanwhile: {}; the job stays Failed",
-                    job_.cluster, job_.epoch, ok ? "succeeded" : "failed", EndText(j));
+                    job_.cluster, job_.epoch, ok ? "succeeded" : "failed", RunEndText(j));
     u.conditions_json = Conditions("RunEndedUnseen", ok ? "Succeeded" : "Failed", msg, in_.now_ms);
     if (!j.summary.empty()) u.remote_status = j.summary;
     u.events.push_back(Event("RunEndedUnseen", msg, job_.cluster, ok ? "Normal" : "Warning"));
@@ -333,7 +333,7 @@ std::optional<Plan> Ladder::EarlierRunSucceeded() const {
       if (!OwnEarlierRun(j) || j.state != RemoteJobState::kSucceeded) continue;
       const std::string msg = fmt::format(
           "succeeded in {} at epoch {} while out of gantry's sight, before the job was run again: {}; not run again",
-          cluster, j.epoch, EndText(j));
+          cluster, j.epoch, RunEndText(j));
       Plan p = Finish("earlier-run", JobPhase::kSucceeded, "Succeeded", msg);
       for (JobEvent& e : p.write->events) {
         if (e.reason == "Succeeded") e.cluster = cluster;

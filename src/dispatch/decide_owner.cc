@@ -49,7 +49,7 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
 
 Plan Ladder::FinishAsEnded(const std::string& step, const ObservedJob& j) const {
   const bool ok = j.state == RemoteJobState::kSucceeded;
-  std::string msg = fmt::format("{} in {}: {}", ok ? "succeeded" : "failed", job_.cluster, EndText(j));
+  std::string msg = fmt::format("{} in {}: {}", ok ? "succeeded" : "failed", job_.cluster, RunEndText(j));
   Plan p = Finish(step, ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed", msg);
   p.write->remote_status = j.summary;
   return p;

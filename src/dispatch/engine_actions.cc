@@ -197,7 +197,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
     }
     if (reply->ok() && action.tell_end_when_deleted && reply->body.is_object()) {
       const std::optional<ObservedJob> j = ParseJob(reply->body.value("kind", ""), reply->body);
-      if (j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed)) {
+      if (j && ladder::RunEnded(*j)) {
         refusal->told = EarlierRunEndedText(job, action.cluster, *j);
       }
     }

@@ -132,6 +132,11 @@ inline bool ConfirmsAbsence(const DecideInput& in, const std::string& cluster) {
   return Reachable(in, cluster) && !in.behind->count(cluster);
 }
 
+// Whether the real job j says it ended (Succeeded or Failed there).
+inline bool RunEnded(const ObservedJob& j) {
+  return j.state == RemoteJobState::kSucceeded || j.state == RemoteJobState::kFailed;
+}
+
 // How a run ended, for a message: its condition's reason (else Complete
 // or Failed) and message, "CompletionsReached (Reached expected ...)".
 inline std::string RunEndText(const ObservedJob& j) {
@@ -348,11 +353,7 @@ class Ladder {
     auto it = in_.read_gone.find({i.cluster, i.kind});
     return it != in_.read_gone.end() && it->second >= i.updated_ms + opt_.not_found_confirms_after_ms;
   }
-  static std::string EndText(const ObservedJob& j) { return RunEndText(j); }
-  // Whether the real job j says it ended (Succeeded or Failed there).
-  static bool Ended(const ObservedJob* j) {
-    return j && (j->state == RemoteJobState::kSucceeded || j->state == RemoteJobState::kFailed);
-  }
+  static bool Ended(const ObservedJob* j) { return j && RunEnded(*j); }
   // Whether the owner's finished Workload w tells that the job ended, though
   // its real job j does not say so: j is not seen (a kind gantry does not
   // watch), or is of a generic kind, which may report its end only in its

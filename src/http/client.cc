@@ -17,6 +17,7 @@
 #include <spdlog/spdlog.h>
 
 #include "connection.h"
+#include "gantry/common/ascii.h"
 
 namespace gantry::http {
 
@@ -220,10 +221,7 @@ namespace {
 // or a server URL would add headers, or a request, of its own.
 std::string RequestTextProblem(const std::string& target,
                                const std::vector<std::pair<std::string, std::string>>& headers) {
-  for (char c : target) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) return "the request target holds a space or a control character";
-  }
+  if (HasSpaceOrControl(target)) return "the request target holds a space or a control character";
   constexpr std::string_view kBreaks("\r\n\0", 3);
   for (const auto& [name, value] : headers) {
     if (name.find_first_of(kBreaks) != std::string::npos || value.find_first_of(kBreaks) != std::string::npos) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "gantry/common/ascii.h"
@@ -46,15 +47,10 @@ Result<ServerAddress> ParseServerUrl(std::string_view url) {
   std::string_view rest = url.substr(kScheme.size());
   // As Go's url.Parse (kubectl's) refuses them: a line break would put a
   // header of its own before every request gantry sends there.
-  for (char c : rest) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u <= 0x20 || u == 0x7f) {
-      std::string shown = quoted;  // each such character shown as '?': a message must not break a log line
-      for (char& x : shown) {
-        if (static_cast<unsigned char>(x) < 0x20 || x == 0x7f) x = '?';
-      }
-      return Status::Invalid(fmt::format("server '{}' holds a space or a control character", shown));
-    }
+  if (HasSpaceOrControl(rest)) {
+    std::string shown = quoted;  // each control character shown as '?': a message must not break a log line
+    std::replace_if(shown.begin(), shown.end(), IsAsciiControl, '?');
+    return Status::Invalid(fmt::format("server '{}' holds a space or a control character", shown));
   }
   if (rest.find_first_of("?#@") != std::string_view::npos) {
     return Status::Invalid(

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+
+#include "gantry/common/ascii.h"
 
 namespace gantry::inventory {
 namespace {
@@ -24,12 +27,9 @@ std::string TrimToken(std::string_view s) {
 }
 
 std::string BearerTokenProblem(std::string_view token) {
-  for (char c : token) {
-    const auto u = static_cast<unsigned char>(c);
-    if (u < 0x20 || u == 0x7f) return "holds a line break or another control character";
-    if (c == ' ') return "holds a space";
-  }
-  return "";
+  if (!HasSpaceOrControl(token)) return "";
+  return std::any_of(token.begin(), token.end(), IsAsciiControl) ? "holds a line break or another control character"
+                                                                  : "holds a space";
 }
 
 std::shared_ptr<TokenSource> TokenSource::Static(std::string token) {

@@ -15,6 +15,7 @@
 #include "gantry/common/ascii.h"
 #include "gantry/common/names.h"
 #include "pod_list_checks.h"
+#include "spec_fields.h"
 
 namespace gantry::job_internal {
 namespace {
@@ -95,10 +96,7 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
   if (const json* policy = StringAt(c, "imagePullPolicy")) {
     const std::string& v = policy->get_ref<const std::string&>();
     if (v != "Always" && v != "Never" && v != "IfNotPresent") {
-      errors.Add(Child(cpath, "imagePullPolicy"),
-                 fmt::format("Unsupported value: \"{}\": supported values: \"Always\", \"IfNotPresent\", "
-                             "\"Never\"",
-                             v));
+      errors.Add(Child(cpath, "imagePullPolicy"), UnsupportedValue(v, {"Always", "IfNotPresent", "Never"}));
     }
   }
   if (const json* env = Member(c, "env"); env != nullptr && env->is_array()) {
@@ -139,8 +137,7 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
       if (const json* protocol = StringAt(p, "protocol")) {
         const std::string& v = protocol->get_ref<const std::string&>();
         if (v != "TCP" && v != "UDP" && v != "SCTP") {
-          errors.Add(Child(ppath, "protocol"),
-                     fmt::format("Unsupported value: \"{}\": supported values: \"SCTP\", \"TCP\", \"UDP\"", v));
+          errors.Add(Child(ppath, "protocol"), UnsupportedValue(v, {"SCTP", "TCP", "UDP"}));
         }
       }
       const json* name = StringAt(p, "name");

@@ -93,9 +93,8 @@ void GroupCommitter::Run() {
         if (!cv_.wait_for(lock, options_.retry_after_failure, pending)) {
           lock.unlock();
           batch.push_back(Pending{options_.probe_op ? Op(options_.probe_op) : Op(ProbeWrite), [](Status) {}});
-          failing = !CommitBatch(batch, /*probe=*/true);
+          failing = !CommitBatch(batch, /*probe=*/true, /*was_failing=*/true);
           batch.clear();
-          if (!failing) spdlog::info("store: a commit succeeds again");
           continue;
         }
       } else {
@@ -107,9 +106,7 @@ void GroupCommitter::Run() {
       batch.assign(std::make_move_iterator(queue_.begin()), std::make_move_iterator(end));
       queue_.erase(queue_.begin(), end);
     }
-    const bool was_failing = failing;
-    failing = !CommitBatch(batch);
-    if (was_failing && !failing) spdlog::info("store: a commit succeeds again");
+    failing = !CommitBatch(batch, /*probe=*/false, /*was_failing=*/failing);
     batch.clear();
   }
 }
@@ -146,7 +143,7 @@ Status GroupCommitter::RunOp(const Op& op, bool* aborted) {
   return status.ok() ? st : status;
 }
 
-bool GroupCommitter::CommitBatch(std::deque<Pending>& batch, bool probe) {
+bool GroupCommitter::CommitBatch(std::deque<Pending>& batch, bool probe, bool was_failing) {
   auto start = std::chrono::steady_clock::now();
   std::vector<Status> results(batch.size());
   Status batch_error = RunCached(*conn_, "BEGIN IMMEDIATE");
@@ -172,12 +169,10 @@ bool GroupCommitter::CommitBatch(std::deque<Pending>& batch, bool probe) {
     }
     // The owner's on_failure says it (the daemon's, at most every 10 s):
     // a line per failed batch would flood the log while the disk is full.
-    if (options_.on_failure) {
-      spdlog::debug("store: batch of {} writes failed: {}", batch.size(), batch_error.ToString());
-    } else {
+    if (!options_.on_failure) {
       spdlog::warn("store: batch of {} writes failed: {}", batch.size(), batch_error.ToString());
-    }
-    if (options_.on_failure) {
+    } else {
+      spdlog::debug("store: batch of {} writes failed: {}", batch.size(), batch_error.ToString());
       try {
         options_.on_failure(batch_error, static_cast<int>(batch.size()));
       } catch (...) {
@@ -187,6 +182,7 @@ bool GroupCommitter::CommitBatch(std::deque<Pending>& batch, bool probe) {
     for (auto& p : batch) Complete(p.done, batch_error);
     return false;
   }
+  if (was_failing) spdlog::info("store: a commit succeeds again");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   commits_.fetch_add(1);
   writes_.fetch_add(static_cast<int64_t>(batch.size()));

@@ -117,8 +117,9 @@ class GroupCommitter {
 
   void Run();
   // Commits the batch; returns whether it committed. A probe's failure is
-  // not reported (GroupCommitOptions::retry_after_failure).
-  bool CommitBatch(std::deque<Pending>& batch, bool probe = false);
+  // not reported (GroupCommitOptions::retry_after_failure); a success after
+  // failures (was_failing) is.
+  bool CommitBatch(std::deque<Pending>& batch, bool probe, bool was_failing);
   // Runs one op inside its savepoint. Returns the op's status; sets *aborted
   // when SQLite rolled back the whole transaction.
   Status RunOp(const Op& op, bool* aborted);

@@ -111,7 +111,7 @@ void Engine::RunHealthWatch() {
     std::map<std::string, Answering> answering_now;
     std::map<std::string, std::vector<std::string>> behind_out_now;
     std::set<std::string> answering_behind_now;
-    std::vector<std::string> current_again;
+    std::set<std::string> current_again;
     std::set<std::string> unprobed;  // health Unknown: not probed yet (a start), for the log only
     for (const inventory::ClusterView& view : fleet_.Clusters()) {
       const std::string& name = view.config.name;
@@ -148,7 +148,7 @@ void Engine::RunHealthWatch() {
       if (observer_->Behind(name)) {
         answering_behind_now.insert(name);
       } else if (answering_behind.count(name)) {
-        current_again.push_back(name);
+        current_again.insert(name);
       }
       Answering& a = answering_now[name];
       a.period = view.health.since_ms;
@@ -162,10 +162,23 @@ void Engine::RunHealthWatch() {
       // have listed, absence there proves nothing.
       const bool returned = before != answering.end() && before->second.period != a.period;
       if (!returned && !observer_->Behind(name)) continue;
-      spdlog::info("dispatch: cluster {} answers again{}: its watches relist now", name,
-                   returned ? "" : " while its view may miss changes");
-      observer_->Relist(name);
       a.relisted = true;
+      if (!returned) {
+        spdlog::info("dispatch: cluster {} answers its probe, but a watch there failed: its watches relist now", name);
+        observer_->Relist(name);
+        continue;
+      }
+      // A watch that listed again since the outage's last failed probe (they
+      // retry on their own, and often find the cluster back before a probe
+      // backed off does) has no stream from the outage: it is left alone,
+      // rather than held behind until its stream's next end.
+      const std::size_t asked = observer_->Relist(name, view.health.ready_after_failure_ms);
+      if (asked > 0) {
+        spdlog::info("dispatch: cluster {} answers again: {} of its watches relist now", name, asked);
+      } else {
+        spdlog::info("dispatch: cluster {} answers again; its watches listed since its last failed probe", name);
+        current_again.insert(name);  // what waits on its view goes on now
+      }
     }
     answering = std::move(answering_now);
     behind_out = std::move(behind_out_now);

@@ -271,17 +271,24 @@ ClusterObserver::BehindView ClusterObserver::ViewBehind(const std::string& clust
   return out;
 }
 
-void ClusterObserver::Relist(const std::string& cluster) {
+std::size_t ClusterObserver::Relist(const std::string& cluster, int64_t listed_since_ms) {
   std::lock_guard lock(impl_->mu);
   auto it = impl_->clusters.find(cluster);
-  if (it == impl_->clusters.end()) return;
+  if (it == impl_->clusters.end()) return 0;
   // Until each resource has listed again, its view may miss changes.
   const int64_t now = impl_->NowMillis();
-  for (ResourceCache& cache : it->second->caches) {
+  std::size_t asked = 0;
+  for (std::size_t r = 0; r < it->second->caches.size(); ++r) {
+    ResourceCache& cache = it->second->caches[r];
+    const bool unserved = cache.unserved && cache.refused.empty();  // nothing of it there to miss
+    const bool fresh = cache.listed && !cache.behind && cache.refused.empty() && cache.listed_ms >= listed_since_ms;
+    if (listed_since_ms > 0 && (unserved || fresh)) continue;
     if (!cache.unserved) cache.SetBehind(true, now);
+    ++it->second->relists[r];
+    ++asked;
   }
-  ++it->second->relists;
   impl_->PublishSyncedLocked();
+  return asked;
 }
 
 bool ClusterObserver::Synced(const std::string& cluster) const {

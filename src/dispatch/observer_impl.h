@@ -103,7 +103,8 @@ struct ClusterObserver::Impl {
 
   // One watched cluster: its configuration, its views and its threads.
   struct Cluster {
-    Cluster(ObservedCluster c, std::size_t resources, JobIndex* index) : config(std::move(c)), caches(resources) {
+    Cluster(ObservedCluster c, std::size_t resources, JobIndex* index)
+        : config(std::move(c)), caches(resources), relists(std::make_unique<std::atomic<uint64_t>[]>(resources)) {
       for (std::size_t r = 0; r < caches.size(); ++r) caches[r].Attach(index, &config.name, r);
     }
     const ObservedCluster config;
@@ -114,8 +115,9 @@ struct ClusterObserver::Impl {
     // ListedChanges); guarded by Impl::mu.
     std::vector<bool> listed_seen;
     uint64_t listed_changes = 0;
-    // Relist() calls: each resource thread sees each one once (relist_now).
-    std::atomic<uint64_t> relists{0};
+    // Relist() calls that asked resource r to list again: its thread sees
+    // each one once (relist_now).
+    std::unique_ptr<std::atomic<uint64_t>[]> relists;
     // Set once: ends the watches (their waits watch its fd) and the loops.
     StopSignal stop_signal;
     std::atomic<int> running{0};  // threads not yet ended

@@ -83,9 +83,9 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
   lw.max_backoff = options.max_backoff;
   lw.stop_fd = c->stop_signal.fd();
   lw.on_watch_failed = [this, c, r](const std::string&) { SetBehind(c, r, true); };
-  uint64_t relists_seen = c->relists.load();
-  lw.relist_now = [c, &relists_seen] {
-    const uint64_t now = c->relists.load();
+  uint64_t relists_seen = c->relists[r].load();
+  lw.relist_now = [c, r, &relists_seen] {
+    const uint64_t now = c->relists[r].load();
     if (now == relists_seen) return false;
     relists_seen = now;
     return true;
@@ -311,6 +311,7 @@ void ClusterObserver::Impl::ApplyList(Cluster* c, std::size_t r, const std::vect
     std::lock_guard lock(mu);
     if (c->stopping()) return;  // retired: out of the index for good
     c->caches[r].Replace(std::move(fresh), &changed);
+    c->caches[r].listed_ms = NowMillis();
     was_refused = !c->caches[r].refused.empty();
     c->caches[r].refused.clear();
     if (!c->caches[r].listed || c->caches[r].behind) {

@@ -19,6 +19,7 @@ std::string_view HealthStateName(HealthState state) {
 
 void ClusterHealth::OnProbeOk(int64_t now_ms) {
   if (state != HealthState::kReady) {
+    ready_after_failure_ms = state == HealthState::kNotReady ? last_failure_ms : 0;
     state = HealthState::kReady;
     since_ms = now_ms;
   }

@@ -635,10 +635,16 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     REQUIRE(WaitFor([&] { return in("c2", "uid-2").workloads.size() == 1; }));
     CHECK_FALSE(observer.Behind("c2"));
     CHECK(observer.ForJob("uid-2").behind->empty());
+    // Every resource listed at the clock's time (the kind it does not serve
+    // counts): a relist for an outage that ended then asks none to list again.
+    CHECK(observer.Relist("c2", 1'800'000'000'000) == 0);
+    CHECK_FALSE(observer.Behind("c2"));
+    CHECK(observer.Relist("c9", 1) == 0);  // not watched
     // Its apiserver down: the watches break, and the view may now miss changes.
     REQUIRE(Run({sim_bin, "ctl", "--out-dir", sim_dir, "partition", "c2", "1"}).code == 0);
     REQUIRE(WaitFor([&] { return observer.Behind("c2"); }, std::chrono::seconds(10)));
     CHECK(observer.ViewBehind("c2").since_ms == 1'800'000'000'000);  // the observer's clock, not the system's
+    clock.Advance(1000);
     const dispatch::JobObservation during = observer.ForJob("uid-2");
     CHECK(*during.behind == std::set<std::string>{"c2"});
     CHECK(during.synced->count("c2") == 1);  // what it held is still shown
@@ -652,13 +658,18 @@ TEST_CASE("ClusterObserver against two gantry-sim clusters", "[observer][e2e]") 
     observer.Relist("c2");
     REQUIRE(WaitFor([&] { return !observer.Behind("c2"); }, std::chrono::seconds(20)));
     CHECK(in("c2", "uid-4").workloads.size() == 1);  // the relist brought it
+    // Every resource listed after the heal: none to list again for it.
+    CHECK(observer.Relist("c2", 1'800'000'001'000) == 0);
+    CHECK_FALSE(observer.Behind("c2"));
     CHECK(in("c2", "uid-2").workloads.size() == 1);
     CHECK(observer.ForJob("uid-4").behind->empty());
 
     // Asked to relist a cluster whose watches are live (a stream may have
     // died silently): behind at once, current again once every resource
     // has listed, at its stream's end (1 s here) rather than resuming it.
-    observer.Relist("c1");
+    // (Its resources listed before the clock's time: each but the kind it
+    // does not serve, Widgets, is asked.)
+    CHECK(observer.Relist("c1", 1'800'000'001'000) == 4);
     CHECK(observer.Behind("c1"));
     CHECK(observer.ForJob("uid-4").behind->count("c1") == 1);
     CHECK(WaitFor([&] { return !observer.Behind("c1"); }, std::chrono::seconds(10)));

@@ -196,6 +196,23 @@ TEST_CASE("Recovery keeps the last error for display", "[inventory][health]") {
   CHECK(h.consecutive_failures == 0);
 }
 
+TEST_CASE("Ready after an outage keeps when its last failed probe was, and Ready from Unknown has none",
+          "[inventory][health]") {
+  ClusterHealth h;
+  h.OnProbeOk(kT0);
+  CHECK(h.ready_after_failure_ms == 0);
+  h.OnProbeFailed(kT0 + 1'000, "timeout");
+  h.OnProbeFailed(kT0 + 6'000, "timeout");
+  h.OnProbeOk(kT0 + 9'000);
+  CHECK(h.ready_after_failure_ms == kT0 + 6'000);
+  CHECK(h.last_failure_ms == 0);
+  h.OnProbeOk(kT0 + 14'000);  // still Ready: the same outage's
+  CHECK(h.ready_after_failure_ms == kT0 + 6'000);
+  h.OnProbeRefused(kT0 + 20'000, "401");
+  h.OnProbeOk(kT0 + 25'000);
+  CHECK(h.ready_after_failure_ms == kT0 + 20'000);
+}
+
 TEST_CASE("NextRetryDelayMs grows with consecutive failures", "[inventory][health]") {
   std::mt19937 rng(7);
   ClusterHealth h;

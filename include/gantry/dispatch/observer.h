@@ -259,8 +259,12 @@ class ClusterObserver {
   // Marks the cluster's view behind and has each of its watches list again:
   // at once if waiting out a backoff, else at the watch's next clean end
   // (watch_timeout_seconds). For a cluster that answers again after an
-  // outage, whose streams may have died silently or be backing off.
-  void Relist(const std::string& cluster);
+  // outage, whose streams may have died silently or be backing off. With
+  // listed_since_ms > 0 (ObserverOptions::clock), a resource whose view
+  // listed at or after it and is current is left alone (its stream began
+  // since: nothing there for a relist to replace), as is a kind not served
+  // there. Returns how many resources were asked to list again.
+  std::size_t Relist(const std::string& cluster, int64_t listed_since_ms = 0);
   // Every cluster that keeps gantry from listing its Workloads or Jobs,
   // and why (its last list answered 403; or the lists have answered errors
   // for list_errors_told_after: a 500 or a 404 for Workloads, say; the

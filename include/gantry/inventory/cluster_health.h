@@ -66,6 +66,10 @@ struct ClusterHealth {
   // restored after a restart, which knows only first_lost_ms).
   int64_t unreachable_ms = 0;
   int64_t last_failure_ms = 0;
+  // Ready after an outage: when that outage's latest failed probe was (0:
+  // Ready since the first probe, or Unknown before). A watch that listed
+  // after it began after the outage, so nothing in it went silent there.
+  int64_t ready_after_failure_ms = 0;
 
   void OnProbeOk(int64_t now_ms);
   void OnProbeFailed(int64_t now_ms, std::string error);

@@ -768,7 +768,14 @@ JobRefusalJudgement Engine::JudgeRefusal(const JobRecord& job, const JobSpec& sp
 Result<JobRecord> Engine::WriteSync(DispatchUpdate update) {
   std::promise<Result<JobRecord>> done;
   store_.ApplyDispatch(std::move(update), [&done](Result<JobRecord> r) { done.set_value(std::move(r)); });
-  return done.get_future().get();
+  Result<JobRecord> written = done.get_future().get();
+  // Writes succeed again: the next failure is told at once, and what was
+  // held back since the last line is told now.
+  if (const int64_t held = written.ok() ? store_write_failed_log_.Reset() : 0; held > 0) {
+    spdlog::info("dispatch: job store writes succeed again ({} failed write(s) not logged since the last such line)",
+                 held);
+  }
+  return written;
 }
 
 int Engine::NoteFailure(const std::string& uid) {

@@ -591,6 +591,7 @@ std::vector<placement::ClusterSnapshot> Fleet::Snapshot(int64_t now_ms) const {
       s.capacity.stale = s.capacity.age_ms > options_.stale_after_ms || !e.view.capacity_error.empty();
     } else {
       s.capacity.stale = true;
+      s.capacity_unread = true;
     }
     out.push_back(std::move(s));
   }

@@ -193,6 +193,12 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
                    fmt::format("connection {}, not Ready", ClusterHealthName(cluster.health)));
   }
   if (!cluster.stalled.empty()) return Exclude(Filter::kHealth, "its requests stall: " + cluster.stalled);
+  // Ready, but nothing of its quota read yet (the first reading is on its
+  // way, or ClusterQueues do not list: the operator's to see).
+  if (quota && cluster.capacity_unread) {
+    return Exclusion{Filter::kQuota, "its quota has not been read yet (gantry clusters says why if it cannot be)",
+                     false};
+  }
   return quota;
 }
 

@@ -117,6 +117,24 @@ TEST_CASE("a cluster out of reach is told as such, not by a quota reading that m
   CHECK_FALSE(ExclusionOf(unloadable, "a").permanent);
 }
 
+TEST_CASE("a Ready cluster whose quota was never read says so, not that no ClusterQueue has quota",
+          "[placement][unschedulable]") {
+  auto fleet = ThreeClusters(0);
+  fleet[0].capacity = ClusterCapacity{};
+  fleet[0].capacity.stale = true;
+  fleet[0].capacity_unread = true;
+  fleet[1].capacity = ClusterCapacity{};  // read, fresh, and empty: that is said, and for good
+  const Decision d = Place(Workers(4, 8, 8, 64), fleet);
+  CHECK(ExclusionOf(d, "a").filter == Filter::kQuota);
+  CHECK(ExclusionOf(d, "a").message == "its quota has not been read yet (gantry clusters says why if it cannot be)");
+  CHECK_FALSE(ExclusionOf(d, "a").permanent);
+  CHECK_THAT(ExclusionOf(d, "b").message, Catch::Contains("no ClusterQueue has quota for"));
+  CHECK(ExclusionOf(d, "b").permanent);
+  // Out of reach as well: the outage is told first.
+  fleet[0].health = ClusterHealth::kNotReady;
+  CHECK(ExclusionOf(Place(Workers(4, 8, 8, 64), fleet), "a").message == "connection NotReady, not Ready");
+}
+
 TEST_CASE("a cluster declared lost is excluded as a cordoned one is, and says why", "[placement][unschedulable]") {
   auto fleet = ThreeClusters(0);
   fleet[0].declared_lost = true;

@@ -96,6 +96,10 @@ struct ClusterSnapshot {
   // Its kubeconfig does not load (the inventory's credentials_error): not
   // probed, health Unknown; told as such rather than as an unknown health.
   bool credentials_unloadable = false;
+  // Its quota has not been read since the daemon started or it joined the
+  // inventory (capacity is then empty and stale): a shortfall is told as
+  // that, not as "no ClusterQueue has quota".
+  bool capacity_unread = false;
   ClusterHealth health = ClusterHealth::kUnknown;
   // Why it answers its probes but not gantry's requests ("" when it does):
   // excluded, as not Ready.

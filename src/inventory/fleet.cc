@@ -189,6 +189,7 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
       const auto& kept = entry.creds ? entry.creds->token_source : nullptr;
       if (kept && creds->token_source && kept->SameSource(*creds->token_source)) creds->token_source = kept;
       entry.creds = std::move(*creds);
+      if (entry.creds->token_source) entry.creds->token_source->set_owner("inventory: cluster " + config.name);
       entry.view.credentials_error.clear();
       entry.view.credentials_warning.clear();
       if (entry.creds->insecure) {
@@ -549,10 +550,20 @@ std::map<std::string, Fleet::Outage> Fleet::Outages() const {
   return out;
 }
 
+// The entry's view, with what its token file's rotation went wrong as a
+// credentials warning (its token read before is sent meanwhile).
+ClusterView Fleet::ViewOf(const Entry& e) {
+  ClusterView view = e.view;
+  if (view.credentials_warning.empty() && e.creds && e.creds->token_source) {
+    view.credentials_warning = e.creds->token_source->problem();
+  }
+  return view;
+}
+
 std::vector<ClusterView> Fleet::Clusters() const {
   std::lock_guard lock(mu_);
   std::vector<ClusterView> out;
-  for (const auto& [name, e] : entries_) out.push_back(e.view);
+  for (const auto& [name, e] : entries_) out.push_back(ViewOf(e));
   return out;
 }
 
@@ -560,7 +571,7 @@ std::optional<ClusterView> Fleet::Cluster(const std::string& name) const {
   std::lock_guard lock(mu_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return std::nullopt;
-  return it->second.view;
+  return ViewOf(it->second);
 }
 
 std::optional<ClusterCredentials> Fleet::Credentials(const std::string& name) const {

@@ -56,6 +56,16 @@ int TokenSource::reads() const {
   return reads_;
 }
 
+void TokenSource::set_owner(std::string owner) {
+  std::lock_guard lock(mu_);
+  owner_ = std::move(owner);
+}
+
+std::string TokenSource::problem() const {
+  std::lock_guard lock(mu_);
+  return problem_;
+}
+
 Result<std::string> TokenSource::Token() {
   if (exec_) return exec_->Token();
   std::lock_guard lock(mu_);
@@ -92,7 +102,8 @@ Status TokenSource::Reload() {
     if (loaded_) {
       mtime_ = mtime;
       size_ = size;
-      spdlog::warn("{}; the token read before is sent until the file changes", why);
+      problem_ = why + "; the token read before is sent until the file changes";
+      spdlog::warn("{}{}", owner_.empty() ? "" : owner_ + ": ", problem_);
     }
     return Status::Invalid(std::move(why));
   };
@@ -108,6 +119,10 @@ Status TokenSource::Reload() {
   if (std::string problem = BearerTokenProblem(token); !problem.empty()) {
     return refused(fmt::format("token file {}: {}; it must hold one token on one line", path_, problem));
   }
+  if (loaded_ && !problem_.empty()) {
+    spdlog::info("{}token file {} holds a token again", owner_.empty() ? "" : owner_ + ": ", path_);
+  }
+  problem_.clear();
   token_ = std::move(token);
   mtime_ = mtime;
   size_ = size;

@@ -420,6 +420,45 @@ TEST_CASE("a kubeconfig broken at a reload keeps the last good credentials, and 
   fleet.Stop();
 }
 
+TEST_CASE("a token file rotated to what is no token is a credentials warning of its cluster until it holds one",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  std::ofstream(dir.File("c1.token")) << "token-one\n";
+  std::ofstream(dir.File("c1.kubeconfig")) << R"(apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: ")" << ServerOf("c1") << R"("}}]
+users: [{name: u, user: {tokenFile: c1.token}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+)";
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}};
+  Fleet fleet(prober, *store, clock, options);
+  fleet.Start();
+  auto token = [&] { return fleet.Credentials("c1")->token_source->Token(); };
+  REQUIRE(*token() == "token-one");
+  CHECK(fleet.Cluster("c1")->credentials_warning.empty());
+  {
+    std::ofstream(dir.File("c1.token")) << "token-two\nImpersonate-User: admin\n";
+  }
+  std::filesystem::last_write_time(dir.File("c1.token"),
+                                   std::filesystem::last_write_time(dir.File("c1.token")) + std::chrono::seconds(5));
+  CHECK(*token() == "token-one");  // the token read before
+  CHECK_THAT(fleet.Cluster("c1")->credentials_warning, Catch::Contains("c1.token") &&
+                                                           Catch::Contains("the token read before is sent"));
+  CHECK(fleet.Clusters()[0].credentials_warning == fleet.Cluster("c1")->credentials_warning);
+  {
+    std::ofstream(dir.File("c1.token")) << "token-three\n";
+  }
+  std::filesystem::last_write_time(dir.File("c1.token"),
+                                   std::filesystem::last_write_time(dir.File("c1.token")) + std::chrono::seconds(10));
+  CHECK(*token() == "token-three");
+  CHECK(fleet.Cluster("c1")->credentials_warning.empty());
+  fleet.Stop();
+}
+
 TEST_CASE("a kubeconfig that loads again starts its cluster's outage clock afresh: nothing was seen meanwhile",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1", "c2"});

@@ -87,10 +87,18 @@ TEST_CASE("A token file of more than one line is refused, not sent as headers of
   WriteFile(tmp.File("rotated"), "token-one\n");
   auto source = TokenSource::FromFile(tmp.File("rotated"));
   REQUIRE(source->Token().ok());
+  CHECK(source->problem().empty());
   WriteFile(tmp.File("rotated"), "token-two\nX-Extra: 1\n");
   Result<std::string> kept = source->Token();
   REQUIRE(kept.ok());
   CHECK(*kept == "token-one");
+  // What gantry clusters shows meanwhile, naming the file, not the token.
+  CHECK_THAT(source->problem(), Catch::Matchers::Contains("token file " + tmp.File("rotated")) &&
+                                    Catch::Matchers::Contains("the token read before is sent until the file changes"));
+  CHECK(source->problem().find("token-two") == std::string::npos);
+  Rotate(tmp.File("rotated"), "token-three\n", 5);
+  CHECK(*source->Token() == "token-three");
+  CHECK(source->problem().empty());
   CHECK(BearerTokenProblem("eyJhbGciOi.J9-_~+/=").empty());
   CHECK_FALSE(BearerTokenProblem(std::string("a\0b", 3)).empty());
 }

@@ -201,6 +201,7 @@ class Fleet {
     bool probing = false;  // a worker has it in hand
     bool reprobe = false;  // reloaded (or ProbeSoon) while probing: probe again once this probe ends
   };
+  static ClusterView ViewOf(const Entry& e);  // REQUIRES: mu_ held
   std::vector<ClusterFileError> Load(InventoryChange* change = nullptr);
   // The entry `name` has, or a new one with the outage restored for it at
   // Start. REQUIRES: load_mu_ held, mu_ not.

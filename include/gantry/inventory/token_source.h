@@ -69,6 +69,11 @@ class TokenSource {
   const ExecConfig* exec() const { return exec_ ? &exec_->config() : nullptr; }
   // How many times the file was (re)read successfully; for tests and metrics.
   int reads() const;
+  // Who the token is for ("cluster c1"), put before its log lines.
+  void set_owner(std::string owner);
+  // Why the file, rotated, is not read (its token read before is sent
+  // meanwhile); "" while the file holds a token. For gantry clusters.
+  std::string problem() const;
 
  private:
   TokenSource(std::string token, std::string path);
@@ -82,6 +87,8 @@ class TokenSource {
   std::uintmax_t size_ = 0;
   bool loaded_ = false;
   int reads_ = 0;
+  std::string owner_;
+  std::string problem_;
 };
 
 }  // namespace gantry::inventory

@@ -170,10 +170,8 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
   // Duplicates of the fencing deletes are removed by Run().
   for (const RemoteIntent& i : in_.intents) {
     if (i.present || touched(i.cluster, i.kind)) continue;
-    if (!Reachable(i.cluster)) {
-      if (StillToReadByName(i)) deletes.actions.push_back(DeleteUnseen(i));
-      continue;
-    }
+    if (StillToReadByName(i)) deletes.actions.push_back(DeleteUnseen(i));
+    if (!Reachable(i.cluster)) continue;
     const ClusterObservation* o = Observed(i.cluster);
     if (i.kind == kWorkload) {
       for (const ObservedWorkload& w : o->workloads) deletes.actions.push_back(DeleteWorkload(i.cluster, w));

@@ -464,6 +464,7 @@ std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& 
   // Read before the observation too, for the same reason: a run seen in
   // between is in the observation, and dropped from these below.
   const std::set<Expectations::Run> unseen_before = expected_.UnseenRuns(uid, {}, now, false);
+  const std::set<Expectations::Run> unseen_copies_before = expected_.UnseenCreates(uid, kWorkload, {}, now, false);
   TakeObservation(in, observer_->ForJob(uid, kind));
   const std::set<Expectations::Key> seen = SeenAtEpoch(in.observed, epoch);
   if (settle) (void)expected_.Pending(uid, epoch, seen, now);  // drops what is seen now
@@ -473,6 +474,16 @@ std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& 
   // A create whose answer a straggler awaits may land as well.
   for (const Expectations::Key& key : LateCreates(uid, epoch)) {
     if (!seen.count(key)) in.expected.insert(key);
+  }
+  if (!unseen_copies_before.empty()) {
+    std::set<Expectations::Run> copies_seen;
+    for (const auto& [cluster, o] : in.observed) {
+      for (const ObservedWorkload& w : o.workloads) copies_seen.emplace(cluster, w.epoch);
+    }
+    if (settle) (void)expected_.UnseenCreates(uid, kWorkload, copies_seen, now, true);  // drops what is seen now
+    for (const Expectations::Run& copy : unseen_copies_before) {
+      if (!copies_seen.count(copy)) in.unseen_copies.insert(copy);
+    }
   }
   // A kind not watched there (in.resource empty: genericKinds) is never
   // seen: its rows are not held for want of a sight that cannot come.

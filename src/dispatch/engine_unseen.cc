@@ -1,7 +1,9 @@
 // Engine::DeleteUnseen: withdrawing an object that the job's view cannot
 // show. Its cluster answers but keeps gantry from listing that kind (RBAC
-// drift, a broken conversion webhook), so Decide has no uid to delete by
-// (ladder.h, AnswersUnseen). The name is known from the job's row; what
+// drift, a broken conversion webhook), or its view, current by every sign,
+// has not shown an object this engine created there (a watch gone silent,
+// not yet found dead: ladder.h, CreatedUnseen), so Decide has no uid to
+// delete by (ladder.h, AnswersUnseen). The name is known from the job's row; what
 // holds the name now is read, and deleted only if it is the job's, of an
 // epoch the row covers, with its uid as the precondition: never a newer
 // epoch's object, never someone else's. A NotFound that names the object
@@ -58,7 +60,7 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
   }
   if (!got->ok()) {
     unseen_.Found(key, 0);
-    spdlog::info("dispatch: {} {}/{} in {} cannot be listed there, nor read: HTTP {} {}; it is withdrawn once "
+    spdlog::info("dispatch: {} {}/{} in {} is not seen there, nor read: HTTP {} {}; it is withdrawn once "
                  "the cluster lets gantry see it",
                  action.kind, action.ns, action.name, action.cluster, got->status,
                  got->error ? got->error->message : "");

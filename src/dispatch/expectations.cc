@@ -6,7 +6,9 @@
 
 namespace gantry::dispatch {
 
-bool Expectations::RunEntry(const Entry& e) const { return run_ttl_ms_ > ttl_ms_ && e.key.second == kJob; }
+bool Expectations::RunEntry(const Entry& e) const {
+  return run_ttl_ms_ > ttl_ms_ && (e.key.second == kJob || e.key.second == kWorkload);
+}
 
 bool Expectations::Kept(const Entry& e, int64_t now_ms) const {
   return Within(e.at_ms, now_ms, RunEntry(e) ? run_ttl_ms_ : ttl_ms_);
@@ -60,6 +62,11 @@ std::set<Expectations::Key> Expectations::Pending(const std::string& job_uid, in
 
 std::set<Expectations::Run> Expectations::UnseenRuns(const std::string& job_uid, const std::set<Run>& seen,
                                                      int64_t now_ms, bool settle) {
+  return UnseenCreates(job_uid, kJob, seen, now_ms, settle);
+}
+
+std::set<Expectations::Run> Expectations::UnseenCreates(const std::string& job_uid, const std::string& kind,
+                                                        const std::set<Run>& seen, int64_t now_ms, bool settle) {
   std::set<Run> out;
   if (run_ttl_ms_ <= ttl_ms_) return out;
   std::lock_guard lock(mu_);
@@ -68,11 +75,13 @@ std::set<Expectations::Run> Expectations::UnseenRuns(const std::string& job_uid,
   std::vector<Entry>& entries = it->second;
   if (settle) {
     std::erase_if(entries, [&](const Entry& e) {
-      return !Kept(e, now_ms) || (RunEntry(e) && seen.count({e.key.first, e.epoch}) > 0);
+      return !Kept(e, now_ms) || (RunEntry(e) && e.key.second == kind && seen.count({e.key.first, e.epoch}) > 0);
     });
   }
   for (const Entry& e : entries) {
-    if (RunEntry(e) && Kept(e, now_ms) && !seen.count({e.key.first, e.epoch})) out.emplace(e.key.first, e.epoch);
+    if (RunEntry(e) && e.key.second == kind && Kept(e, now_ms) && !seen.count({e.key.first, e.epoch})) {
+      out.emplace(e.key.first, e.epoch);
+    }
   }
   if (entries.empty()) by_job_.erase(it);
   return out;

@@ -339,9 +339,25 @@ class Ladder {
     return i.refusal.empty() && !Reachable(i.cluster) && !DeclaredLost(i.cluster) && ListRefused(i.cluster);
   }
   Action DeleteUnseen(const RemoteIntent& i) const { return DeleteUnseenAction(in_, i); }
+  // Whether withdrawn row i's object was created by this engine (its create
+  // answered) and is not seen since, its expectation lapsed, while its
+  // cluster answers and the view shows nothing of the job's kind there: a
+  // watch gone silent, not found dead yet, may hide it (a loser's copy left
+  // holding quota, a run going on). It is read and deleted by name.
+  bool CreatedUnseen(const RemoteIntent& i) const {
+    if (i.present || !i.refusal.empty() || !Reachable(i.cluster)) return false;
+    const bool copy = i.kind == kWorkload;
+    if (!(copy ? in_.unseen_copies : in_.unseen_runs).count({i.cluster, i.epoch})) return false;
+    if (i.epoch == job_.epoch && Expected(i.cluster, i.kind.c_str())) return false;  // may just not be seen yet
+    const ClusterObservation* o = Observed(i.cluster);
+    return copy ? o->workloads.empty() : o->jobs.empty();
+  }
   // Row i's object is still to be read and deleted by name: the cluster
-  // answers unseen, and no read has yet confirmed it gone (ReadGone).
-  bool StillToReadByName(const RemoteIntent& i) const { return AnswersUnseen(i) && !ReadGone(i); }
+  // answers unseen, or its view may hide what was created (CreatedUnseen),
+  // and no read has yet confirmed it gone (ReadGone).
+  bool StillToReadByName(const RemoteIntent& i) const {
+    return (AnswersUnseen(i) || CreatedUnseen(i)) && !ReadGone(i);
+  }
   // Whether row i's object, withdrawn by name (AnswersUnseen), was read
   // gone long enough after the row was withdrawn that no create of it can
   // land after (DecideOptions::not_found_confirms_after_ms): confirmed, as
@@ -349,7 +365,7 @@ class Ladder {
   // store's clock, the engine's 404 time its own: the daemon's wall clock
   // for both.
   bool ReadGone(const RemoteIntent& i) const {
-    if (i.present || !AnswersUnseen(i)) return false;
+    if (i.present || !(AnswersUnseen(i) || CreatedUnseen(i))) return false;
     auto it = in_.read_gone.find({i.cluster, i.kind});
     return it != in_.read_gone.end() && it->second >= i.updated_ms + opt_.not_found_confirms_after_ms;
   }
@@ -426,6 +442,8 @@ class Ladder {
       // would have been found dead: dropped sooner, the row would let the
       // job start elsewhere, or be cancelled, while that run goes on unseen.
       if (i.kind != kWorkload && in_.unseen_runs.count({i.cluster, i.epoch})) continue;
+      // A copy so: left there holding quota, the row dropped while it is.
+      if (i.kind == kWorkload && in_.unseen_copies.count({i.cluster, i.epoch})) continue;
       const ClusterObservation* o = Observed(i.cluster);
       bool seen = i.kind == kWorkload ? !o->workloads.empty() : !o->jobs.empty();
       if (!seen) out.emplace_back(i.cluster, i.kind);

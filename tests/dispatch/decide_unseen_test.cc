@@ -132,6 +132,63 @@ TEST_CASE("a lease's losers in a cluster that refuses gantry the list are withdr
   CHECK(Count(p, Verb::kDeleteUnseen, "Workload", "c2") == 0);
 }
 
+TEST_CASE("a lease's loser copy created and not seen since holds its row, and is read and deleted by name once its "
+          "expectation has lapsed: the view may come from a watch gone silent",
+          "[dispatch][decide]") {
+  // Admitted in c2; c1's copy, created (201) and never seen, was marked
+  // absent by the lease. c1 answers, and its view is current but empty.
+  World w;
+  w.OwnedBy(JobPhase::kAdmitted, "c2", 1);
+  w.Workload("c2", 1).admitted = true;
+  w.Intent("c1", "Workload", 1, false);
+  w.in.unseen_copies = {{"c1", 1}};
+  auto drops = [](const Plan& p, const std::string& cluster) {
+    if (!p.write) return false;
+    const auto& d = p.write->drop_intents;
+    return std::find(d.begin(), d.end(), std::make_pair(cluster, std::string("Workload"))) != d.end();
+  };
+  Plan p = Decide(w.Input());
+  const Action* loser = Find(p, Verb::kDeleteUnseen, "Workload", "c1");
+  REQUIRE(loser);
+  CHECK(loser->epoch == 1);
+  CHECK_FALSE(drops(p, "c1"));
+  CHECK(Count(p, Verb::kDeleteUnseen, "Workload", "c2") == 0);
+
+  SECTION("not while its create is still expected: a moment after it, the view may just not show it yet") {
+    w.in.expected = {{"c1", "Workload"}};
+    Plan q = Decide(w.Input());
+    CHECK(UnseenDeletes(q) == 0);
+    CHECK_FALSE(drops(q, "c1"));
+  }
+  SECTION("seen: deleted as the view shows it, not read by name") {
+    w.in.unseen_copies.clear();
+    w.Workload("c1", 1);
+    Plan q = Decide(w.Input());
+    CHECK(Count(q, Verb::kDelete, "Workload", "c1") == 1);
+    CHECK(UnseenDeletes(q) == 0);
+  }
+  SECTION("its hold over (seen, or created long enough ago) and the view empty: the row is dropped") {
+    w.in.unseen_copies.clear();
+    Plan q = Decide(w.Input());
+    CHECK(drops(q, "c1"));
+    CHECK(UnseenDeletes(q) == 0);
+  }
+  SECTION("read gone by name long enough after the row was withdrawn: the row is dropped") {
+    w.in.intents.back().updated_ms = w.in.now_ms - 130'000;
+    w.in.read_gone = {{{"c1", "Workload"}, w.in.now_ms - 1'000}};
+    Plan q = Decide(w.Input());
+    CHECK(drops(q, "c1"));
+    CHECK(UnseenDeletes(q) == 0);
+  }
+  SECTION("not to a cluster out of reach") {
+    w.clusters["c1"].ready = false;
+    w.clusters["c1"].lost_for_ms = 1'000;
+    Plan q = Decide(w.Input());
+    CHECK(UnseenDeletes(q) == 0);
+    CHECK_FALSE(drops(q, "c1"));
+  }
+}
+
 TEST_CASE("a job moved on from an owner that refuses gantry their list has its old objects withdrawn there by name",
           "[dispatch][decide]") {
   // Moved past credentialsRefusedTimeout: epoch 3 runs in c2; c1's epoch-2

@@ -64,14 +64,17 @@ TEST_CASE("a real job's create not seen yet is an unseen run at any epoch until 
   e.Created("j1", "c1", "Job", 1, 1'000);
   e.Created("j1", "c2", "Workload", 1, 1'000);
   CHECK(e.UnseenRuns("j1", {}, 2'000, true) == std::set<Run>{{"c1", 1}});
-  // The job moved on to epoch 2: the create is no longer expected at the
-  // job's epoch, but still an unseen run; the copy is forgotten as before.
+  CHECK(e.UnseenCreates("j1", "Workload", {}, 2'000, true) == std::set<Run>{{"c2", 1}});  // the copy, apart
+  // The job moved on to epoch 2: neither create is expected at the job's
+  // epoch any more, but each is still unseen, the run and the copy.
   CHECK(e.Pending("j1", 2, {}, 2'000).empty());
   CHECK(e.UnseenRuns("j1", {}, 2'000, true) == std::set<Run>{{"c1", 1}});
   // Past the expectation's ttl, within the run's.
   CHECK(e.Pending("j1", 2, {}, 30'000).empty());
   CHECK(e.UnseenRuns("j1", {}, 30'000, true) == std::set<Run>{{"c1", 1}});
+  CHECK(e.UnseenCreates("j1", "Workload", {}, 30'000, true) == std::set<Run>{{"c2", 1}});
   CHECK(e.UnseenRuns("j1", {}, 41'000, true).empty());
+  CHECK(e.UnseenCreates("j1", "Workload", {}, 41'000, true).empty());
   CHECK(e.jobs() == 0);
 
   SECTION("seen by the watch at its epoch, even past the expectation's ttl: no longer unseen") {
@@ -86,6 +89,16 @@ TEST_CASE("a real job's create not seen yet is an unseen run at any epoch until 
     CHECK(e.UnseenRuns("j3", {}, 2'000, true) == std::set<Run>{{"c1", 3}});
     CHECK(e.UnseenRuns("j3", {{"c1", 3}}, 2'000, true).empty());
     CHECK(e.UnseenRuns("j3", {}, 2'000, true).empty());
+  }
+  SECTION("a copy seen by the watch, or shown by the job's view when settled, is no longer unseen") {
+    e.Created("j7", "c1", "Workload", 2, 1'000);
+    e.Created("j7", "c2", "Workload", 2, 1'000);
+    CHECK_FALSE(e.Seen("j7", "c1", "Workload", 2, 20'000));
+    CHECK(e.UnseenCreates("j7", "Workload", {{"c2", 2}}, 20'000, false).empty());
+    CHECK(e.UnseenCreates("j7", "Workload", {}, 20'000, true) == std::set<Run>{{"c2", 2}});
+    CHECK(e.UnseenCreates("j7", "Workload", {{"c2", 2}}, 20'000, true).empty());
+    CHECK(e.UnseenRuns("j7", {}, 20'000, true).empty());  // copies are not runs
+    CHECK(e.jobs() == 0);
   }
   SECTION("within the expectation's ttl a create is still expected at its epoch, as before") {
     e.Created("j4", "c1", "Job", 1, 1'000);

@@ -289,4 +289,53 @@ TEST_CASE("a cancel where the list is refused completes when the job's name ther
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("a lease's loser copy in a cluster whose watches went silent is deleted by name, its row kept until then",
+          "[e2e][dispatch][unseen]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kSlowThenFast;  // c1 admits at once, c2 after 2 s
+  o.daemon_config_yaml = "notFoundConfirmsAfterSeconds: 1\n";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // c1's watch streams stay open, and nothing comes through them.
+  REQUIRE(fleet.Ctl({"hold-watches", "c1", "on"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("loser", "team-a", 1, 0, "3s")) == 201);
+  const std::string uid = fleet.Uid("team-a", "loser");
+  const std::string copy = RemoteWorkloadPath("team-a", RemoteName("loser", uid));
+  // c1's admission is never seen: c2 takes the lease, and c1's copy, created
+  // and admitted there unseen, is the loser.
+  REQUIRE(fleet.WaitPhase("team-a", "loser", {"Running", "Succeeded"}, seconds(30)));
+  CHECK(fleet.Job("team-a", "loser")["status"].value("cluster", "") == "c2");
+  REQUIRE(fleet.RemoteGet("c1", copy).status == 200);
+  const auto leased = std::chrono::steady_clock::now();
+  auto c1_row = [&] {
+    for (const nlohmann::json& r : fleet.RemoteObjects("team-a", "loser")) {
+      if (r.value("cluster", "") == "c1") return true;
+    }
+    return false;
+  };
+  // Read and deleted by name once its create's expectation lapses (10 s),
+  // not when the silent watch is found dead (40 s); its row stays as long
+  // as the copy does (the row read first: a row gone before a copy still
+  // there is the fault, never a sampling order).
+  bool row_gone_first = false;
+  const bool deleted = PollFor([&] {
+    const bool row = c1_row();
+    const bool there = fleet.RemoteGet("c1", copy).status != 404;
+    if (there && !row) row_gone_first = true;
+    return !there;
+  }, seconds(30), std::chrono::milliseconds(250));
+  const auto took = std::chrono::duration_cast<seconds>(std::chrono::steady_clock::now() - leased).count();
+  INFO("c1's copy gone " << took << " s after the lease");
+  CHECK(deleted);
+  CHECK_FALSE(row_gone_first);
+  CHECK(took < 25);
+  // The row goes once a read by name finds the copy gone, the watch still silent.
+  CHECK(PollFor([&] { return !c1_row(); }, seconds(30), std::chrono::milliseconds(250)));
+  REQUIRE(fleet.WaitPhase("team-a", "loser", {"Succeeded", "Failed"}, seconds(30)));
+  CHECK(fleet.Phase("team-a", "loser") == "Succeeded");
+  REQUIRE(fleet.Ctl({"hold-watches", "c1", "off"}).code == 0);
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 }  // namespace gantry::testing

@@ -243,6 +243,10 @@ struct DecideInput {
   // UnseenRuns): their withdrawn rows are not confirmed gone by a view that
   // does not show them, which may come from a watch gone silent.
   std::set<std::pair<std::string, int64_t>> unseen_runs;
+  // The same for the job's Workload copies (Expectations::UnseenCreates):
+  // a loser's copy such a view hides holds its withdrawn row, and is read
+  // and deleted by name once its expectation has lapsed (Ladder::CreatedUnseen).
+  std::set<std::pair<std::string, int64_t>> unseen_copies;
   // (cluster, kind) of withdrawn rows whose last lookup by name
   // (kDeleteUnseen) found the object not there, and when (UnseenAsks, the
   // engine's memory: after a restart it is read again).

@@ -17,7 +17,9 @@
 // cluster's view not showing it may come from a watch gone silent, which
 // is found dead only after ObserverOptions::SilentWatchFoundAfter, so until
 // then the job's withdrawn row there is not confirmed gone by that view
-// (Ladder::ConfirmedGone), and no run of the job starts elsewhere.
+// (Ladder::ConfirmedGone), and no run of the job starts elsewhere. A
+// Workload copy's create is remembered so too (UnseenCreates): a loser's
+// copy that such a view hides holds its row, and is deleted by name.
 //
 // Memory only: after a restart nothing is expected, and the worst case is
 // the wasted calls.
@@ -77,6 +79,9 @@ class Expectations {
   // of the job's real jobs its view shows now). With settle, those in seen
   // are dropped (as Pending drops; Peek's reader passes false).
   std::set<Run> UnseenRuns(const std::string& job_uid, const std::set<Run>& seen, int64_t now_ms, bool settle);
+  // The same for creates of kind (kJob: UnseenRuns; kWorkload: copies).
+  std::set<Run> UnseenCreates(const std::string& job_uid, const std::string& kind, const std::set<Run>& seen,
+                              int64_t now_ms, bool settle);
 
   // The object incarnation k8s_uid was deleted (the cluster answered) at now_ms.
   void Deleted(const std::string& k8s_uid, int64_t now_ms);
@@ -98,7 +103,7 @@ class Expectations {
     return now_ms >= at_ms && now_ms - at_ms < ttl_ms;
   }
   bool Live(int64_t at_ms, int64_t now_ms) const { return Within(at_ms, now_ms, ttl_ms_); }
-  // Whether e is a real job's create remembered for UnseenRuns.
+  // Whether e is a create remembered for UnseenCreates (a real job's or a copy's).
   bool RunEntry(const Entry& e) const;
   // Whether e is kept at all at now_ms: Live, or a run entry within run_ttl.
   bool Kept(const Entry& e, int64_t now_ms) const;

@@ -11,6 +11,11 @@ namespace gantry::cli {
 std::unique_ptr<ApiClient> ApiClient::Create(const ConnectionFlags& flags, std::string* error) {
   http::ClientOptions options;
   options.ca_file = flags.ca_file;
+  options.untrusted_hint = flags.ca_file.empty()
+                               ? "the daemon's certificate is not signed by a CA this host trusts: pass its CA with "
+                                 "--ca-file or GANTRY_CA_FILE"
+                               : "the daemon's certificate is not signed by the CA in " + flags.ca_file +
+                                     " (--ca-file or GANTRY_CA_FILE)";
   options.request_timeout = std::chrono::seconds(flags.timeout_seconds);
   auto client = http::Client::Create(flags.server, options);
   if (!client.ok()) {

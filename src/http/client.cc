@@ -54,7 +54,10 @@ Result<std::shared_ptr<TlsContext>> NewTlsContext(const ClientOptions& o) {
     } else {
       ctx->set_default_verify_paths(ec);
     }
-    if (ec) return Status::Invalid("TLS CA: " + ec.message());
+    if (ec) {
+      const bool file = o.ca_pem.empty() && !o.ca_file.empty();
+      return Status::Invalid(file ? fmt::format("TLS CA {}: {}", o.ca_file, ec.message()) : "TLS CA: " + ec.message());
+    }
   }
   if (!o.client_cert_pem.empty()) {
     ctx->use_certificate_chain(net::buffer(o.client_cert_pem), ec);
@@ -163,7 +166,8 @@ Status Client::Impl::Connect() {
   Reset();
   ++connects_;
   auto conn = Connection::Open(host_, port_, tls_ ? ssl_->native_handle() : nullptr,
-                               Connection::Clock::now() + options_.connect_timeout, options_.tls_server_name);
+                               Connection::Clock::now() + options_.connect_timeout, options_.tls_server_name,
+                               options_.untrusted_hint);
   if (!conn.ok()) return conn.status();
   conn_ = std::move(*conn);
   return Status::Ok();

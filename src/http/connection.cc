@@ -46,15 +46,17 @@ std::string AddressText(const addrinfo& a) {
 }  // namespace
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, const std::string& port, SSL_CTX* tls,
-                                                     Clock::time_point deadline, const std::string& tls_name) {
+                                                     Clock::time_point deadline, const std::string& tls_name,
+                                                     const std::string& untrusted_hint) {
   auto addrs = Resolve(host, port, deadline);
   if (!addrs.ok()) return addrs.status();
-  return Dial(addrs->get(), host, port, tls, deadline, tls_name);
+  return Dial(addrs->get(), host, port, tls, deadline, tls_name, untrusted_hint);
 }
 
 Result<std::unique_ptr<Connection>> Connection::Dial(const addrinfo* addrs, const std::string& host,
                                                      const std::string& port, SSL_CTX* tls,
-                                                     Clock::time_point deadline, const std::string& tls_name) {
+                                                     Clock::time_point deadline, const std::string& tls_name,
+                                                     const std::string& untrusted_hint) {
   int addresses_left = 0;
   for (const addrinfo* a = addrs; a; a = a->ai_next) ++addresses_left;
   const bool several = addresses_left > 1;
@@ -80,7 +82,9 @@ Result<std::unique_ptr<Connection>> Connection::Dial(const addrinfo* addrs, cons
     int one = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     conn->deadline_ = deadline;
-    if (tls) GANTRY_RETURN_IF_ERROR(conn->Handshake(tls, host, port, tls_name.empty() ? host : tls_name));
+    if (tls) {
+      GANTRY_RETURN_IF_ERROR(conn->Handshake(tls, host, port, tls_name.empty() ? host : tls_name, untrusted_hint));
+    }
     conn->deadline_ = Clock::time_point::max();
     return conn;
   }
@@ -111,7 +115,7 @@ namespace {
 
 // Why the server's certificate was refused, and what to check: OpenSSL's
 // error string says only "certificate verify failed".
-std::string VerifyDetail(SSL* ssl, const std::string& name) {
+std::string VerifyDetail(SSL* ssl, const std::string& name, const std::string& untrusted_hint) {
   const long result = SSL_get_verify_result(ssl);
   if (result == X509_V_OK) return "";
   std::string hint;
@@ -126,9 +130,11 @@ std::string VerifyDetail(SSL* ssl, const std::string& name) {
     case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
     case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
     case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-      hint = "the certificate is not signed by the CA gantry trusts for this cluster (the kubeconfig's "
-             "certificate-authority or certificate-authority-data): a CA rotated there needs it updated, then a "
-             "reload";
+      hint = !untrusted_hint.empty()
+                 ? untrusted_hint
+                 : "the certificate is not signed by the CA gantry trusts for this cluster (the kubeconfig's "
+                   "certificate-authority or certificate-authority-data): a CA rotated there needs it updated, then "
+                   "a reload";
       break;
     case X509_V_ERR_CERT_HAS_EXPIRED:
     case X509_V_ERR_CERT_NOT_YET_VALID:
@@ -143,7 +149,7 @@ std::string VerifyDetail(SSL* ssl, const std::string& name) {
 }  // namespace
 
 Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::string& port,
-                             const std::string& name) {
+                             const std::string& name, const std::string& untrusted_hint) {
   ssl_ = SSL_new(tls);
   BIO* bio = ssl_ ? NewSocketBio(fd_) : nullptr;
   if (!bio) return Status::Unavailable(fmt::format("TLS with {}: out of memory", HostPort(host, port)));
@@ -170,7 +176,8 @@ Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::s
     if (!Retry(r, ec)) break;
   }
   return Status::Unavailable(
-      fmt::format("TLS handshake with {}: {}{}", HostPort(host, port), ec.message(), VerifyDetail(ssl_, name)));
+      fmt::format("TLS handshake with {}: {}{}", HostPort(host, port), ec.message(),
+                  VerifyDetail(ssl_, name, untrusted_hint)));
 }
 
 Connection::~Connection() {

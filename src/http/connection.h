@@ -42,15 +42,19 @@ class Connection {
   // IP address). Every error is kUnavailable, a passed deadline included,
   // with the step (resolve, connect, TLS handshake) and the reason in its
   // message.
-  // tls_name: the name to send as SNI and verify ("" = host).
+  // tls_name: the name to send as SNI and verify ("" = host). untrusted_hint:
+  // what a refused handshake tells to check when the server's certificate
+  // is not signed by a trusted CA ("": a worker cluster's kubeconfig CA).
   static Result<std::unique_ptr<Connection>> Open(const std::string& host, const std::string& port, SSL_CTX* tls,
-                                                  Clock::time_point deadline, const std::string& tls_name = "");
+                                                  Clock::time_point deadline, const std::string& tls_name = "",
+                                                  const std::string& untrusted_hint = "");
   // Open's second half, on addresses already resolved (getaddrinfo's list,
   // tried in its order): each gets its share of the time left
   // (AddressDeadline), and the TLS handshake whatever is left of deadline.
   static Result<std::unique_ptr<Connection>> Dial(const addrinfo* addrs, const std::string& host,
                                                   const std::string& port, SSL_CTX* tls,
-                                                  Clock::time_point deadline, const std::string& tls_name = "");
+                                                  Clock::time_point deadline, const std::string& tls_name = "",
+                                                  const std::string& untrusted_hint = "");
   // The least time an address is given, unless less is left: an even share
   // of a short deadline among many addresses would fail a slow but working
   // one (Go's net.Dialer keeps the same 2 s).
@@ -139,7 +143,8 @@ class Connection {
   explicit Connection(int fd) : fd_(fd) {}
   // Connects the socket to addr before the deadline.
   boost::system::error_code Connect(const addrinfo& addr);
-  Status Handshake(SSL_CTX* tls, const std::string& host, const std::string& port, const std::string& name);
+  Status Handshake(SSL_CTX* tls, const std::string& host, const std::string& port, const std::string& name,
+                   const std::string& untrusted_hint);
   enum class Direction { kRead, kWrite };
   // One read into, or one write from, data (a write never changes it):
   // waits until the socket is ready, then moves what it can.

@@ -113,6 +113,25 @@ TEST_CASE("over HTTPS the server's certificate and name are checked", "[http]") 
     CHECK(res.status().message().find("certificate verify failed") != std::string::npos);
     // What is wrong, and what to check: not the same words as for a name.
     CHECK(res.status().message().find("is not signed by the CA gantry trusts for this cluster") != std::string::npos);
+    // A client of another kind of server (the CLI) names what to check instead.
+    ClientOptions cli;
+    cli.ca_pem = other->ca_pem;
+    cli.untrusted_hint = "pass its CA with --ca-file";
+    auto told = Client::Create(s.Url("127.0.0.1"), cli);
+    REQUIRE(told.ok());
+    auto refused = (*told)->Do("GET", "/z");
+    REQUIRE_FALSE(refused.ok());
+    INFO(refused.status().message());
+    CHECK(refused.status().message().find("; pass its CA with --ca-file") !=
+          std::string::npos);
+    CHECK(refused.status().message().find("kubeconfig") == std::string::npos);
+  }
+  SECTION("a CA file that cannot be read is named") {
+    ClientOptions missing;
+    missing.ca_file = "/nonexistent/gantry-ca.pem";
+    auto client = Client::Create(s.Url("127.0.0.1"), missing);
+    std::string message = client.ok() ? (*client)->Do("GET", "/z").status().message() : client.status().message();
+    CHECK(message.find("TLS CA /nonexistent/gantry-ca.pem: ") != std::string::npos);
   }
 }
 

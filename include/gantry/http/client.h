@@ -41,6 +41,10 @@ struct ClientOptions {
   // insecure-skip-tls-verify, which gantry takes only when the cluster's
   // file allows it). No CA may be given with it.
   bool insecure_skip_verify = false;
+  // What a refused handshake tells to check when the server's certificate
+  // is not signed by a CA trusted here ("": a worker cluster's kubeconfig
+  // CA, the daemon's case; the CLI names its own --ca-file).
+  std::string untrusted_hint;
 };
 
 // How much of a non-2xx answer's body Stream keeps: an error body is a

@@ -267,6 +267,11 @@ std::optional<ServerConn::Refusal> ServerConn::HeadRefusal() const {
     return Refusal{400, parser_->get().count(bhttp::field::host) == 0 ? "malformed request: no Host header"
                                                                        : "malformed request: more than one Host header"};
   }
+  // Authorization is one credential, not a list: of two, which one a
+  // reader takes is a guess (a proxy may have added one), so none is.
+  if (parser_->get().count(bhttp::field::authorization) > 1) {
+    return Refusal{400, "malformed request: more than one Authorization header"};
+  }
   const std::vector<std::string> codings = TransferCodings(parser_->get());
   if (!codings.empty() && codings.back() != "chunked") {
     return Refusal{400, fmt::format("malformed request: Transfer-Encoding must end with chunked, not \"{}\"",

@@ -99,12 +99,31 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
       errors.Add(Child(cpath, "imagePullPolicy"), UnsupportedValue(v, {"Always", "IfNotPresent", "Never"}));
     }
   }
+  // A container's command and args are lists of strings (a string given
+  // whole would be taken apart by no one: the API server refuses it).
+  for (const char* list : {"command", "args"}) {
+    const json* v = Member(c, list);
+    if (v == nullptr || v->is_null()) continue;
+    if (!v->is_array()) {
+      errors.Add(Child(cpath, list), fmt::format("must be a list of strings, got {}", TypeName(*v)));
+      continue;
+    }
+    for (std::size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) {
+        errors.Add(Index(Child(cpath, list), i), fmt::format("must be a string, got {}", TypeName((*v)[i])));
+      }
+    }
+  }
   if (const json* env = Member(c, "env"); env != nullptr && env->is_array()) {
     for (std::size_t i = 0; i < env->size(); ++i) {
       const json* name = StringAt((*env)[i], "name");
       if (name == nullptr) continue;  // the list's own reader says so
       if (std::string e = CheckEnvName(name->get<std::string>()); !e.empty()) {
         errors.Add(Child(Index(Child(cpath, "env"), i), "name"), e);
+      }
+      if (const json* v = Member((*env)[i], "value"); v != nullptr && !v->is_string() && !v->is_null()) {
+        errors.Add(Child(Index(Child(cpath, "env"), i), "value"),
+                   fmt::format("must be a string, got {}", TypeName(*v)));
       }
       const json* value = StringAt((*env)[i], "value");
       if (value != nullptr && !value->get_ref<const std::string&>().empty() &&
@@ -172,8 +191,8 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
 
 }  // namespace
 
-void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors& errors) {
-  if (const json* metadata = Member(pod_template, "metadata"); metadata != nullptr && metadata->is_object()) {
+void CheckMetadataMaps(const json& object, std::string_view path, FieldErrors& errors) {
+  if (const json* metadata = Member(object, "metadata"); metadata != nullptr && metadata->is_object()) {
     const std::string mpath = Child(path, "metadata");
     if (const json* labels = Member(*metadata, "labels"); labels != nullptr && labels->is_object()) {
       CheckLabelMap(*labels, Child(mpath, "labels"), errors);
@@ -198,6 +217,10 @@ void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors
       }
     }
   }
+}
+
+void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors& errors) {
+  CheckMetadataMaps(pod_template, path, errors);
   const json* spec = Member(pod_template, "spec");
   if (spec == nullptr || !spec->is_object()) return;
   const std::string spath = Child(path, "spec");

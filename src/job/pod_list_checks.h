@@ -26,5 +26,9 @@ void CheckRepeatedListKeys(const json& pod_spec, std::string_view spec_path, Fie
 // (a mountPath, unique in the container, and a volume of the pod),
 // nodeSelector, serviceAccountName (pod_field_checks.cc).
 void CheckPodFields(const json& pod_template, std::string_view path, FieldErrors& errors);
+// An object's metadata.labels (label keys and values) and annotations
+// (string values, keys, total size), as the API server types and checks
+// them: a pod template's, a job template's, the template object's own.
+void CheckMetadataMaps(const json& object, std::string_view path, FieldErrors& errors);
 
 }  // namespace gantry::job_internal

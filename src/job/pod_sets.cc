@@ -5,6 +5,7 @@
 #include "gantry/common/names.h"
 #include "gantry/job/pod_templates.h"
 #include "gantry/job/quantity.h"
+#include "pod_list_checks.h"
 #include "pod_template.h"
 
 namespace gantry::job_internal {
@@ -115,6 +116,7 @@ std::vector<PodSet> JobSetPodSets(const json& spec, std::string_view spath, Fiel
     const json* job_template = RequireObject(rj, "template", rpath, errors);
     if (job_template == nullptr) continue;
     std::string tpath = Child(rpath, "template");
+    CheckMetadataMaps(*job_template, tpath, errors);
     const json* job_spec = RequireObject(*job_template, "spec", tpath, errors);
     if (job_spec == nullptr) continue;
     out.push_back(JobPodSet(names.back(), *job_spec, Child(tpath, "spec"), replicas, true, errors));
@@ -204,6 +206,7 @@ std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_
   TemplateKind kind = ClassifyTemplate(object);
   std::string kind_name = StringOr(object, "kind");
   std::string spath = Child(template_path, "spec");
+  CheckMetadataMaps(object, template_path, errors);  // sent as given in the object gantry creates
   if (kind != TemplateKind::kOther) {
     if (explicit_pod_sets != nullptr) {
       errors.Add(std::string(pod_sets_path),

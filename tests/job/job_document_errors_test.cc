@@ -326,6 +326,16 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
        "spec.template.spec.template.spec.serviceAccountName", "Invalid value"},
       {"annotation value an integer", g, Set("/spec/template/spec/template/metadata/annotations/a", 5),
        "spec.template.spec.template.metadata.annotations[a]", "must be a string"},
+      {"the Job template's label an integer", g, Set("/spec/template/metadata/labels/x", 1),
+       "spec.template.metadata.labels[x]", "must be a string, got integer"},
+      {"the Job template's annotation a list", g, Set("/spec/template/metadata/annotations/y", json::array({"a"})),
+       "spec.template.metadata.annotations[y]", "must be a string, got list"},
+      {"env value a number", g, Set(kC0 + "/env", json::parse(R"([{"name": "A", "value": 5}])")),
+       kC0Path + ".env[0].value", "must be a string, got integer"},
+      {"command a string", g, Set(kC0 + "/command", "sleep 5"), kC0Path + ".command",
+       "must be a list of strings, got string"},
+      {"an arg a number", g, Set(kC0 + "/args", json::array({"--steps", 100})), kC0Path + ".args[1]",
+       "must be a string, got integer"},
       {"pod annotations over 256 KiB", g,
        Set("/spec/template/spec/template/metadata/annotations/notes", std::string(300 << 10, 'x')),
        "spec.template.spec.template.metadata.annotations", "Too long"},
@@ -381,6 +391,10 @@ TEST_CASE("a pod template's ports, mounts, env and labels as the API server take
   doc[json::json_pointer("/spec/template/spec/template/metadata/annotations/notes")] = std::string(200 << 10, 'x');
   doc[json::json_pointer("/spec/template/spec/template/metadata/annotations/Example.COM~1owner")] = "ml";
   doc[json::json_pointer("/spec/template/spec/template/metadata/labels/team")] = nullptr;  // `team:` in YAML
+  doc[json::json_pointer("/spec/template/metadata/labels/app")] = "trainer";  // the Job's own
+  doc[json::json_pointer("/spec/template/metadata/annotations/note")] = "nightly";
+  doc[json::json_pointer(kC0 + "/command")] = json::parse(R"(["python", "train.py"])");
+  doc[json::json_pointer(kC0 + "/args")] = json::parse(R"(["--steps", "100"])");
   // A name repeated in another container (the API server's warning), and an entry repeated whole.
   doc[json::json_pointer("/spec/template/spec/template/spec/initContainers")] = json::parse(
       R"([{"name": "proxy", "image": "proxy:1", "restartPolicy": "Always",

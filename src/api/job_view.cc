@@ -29,6 +29,17 @@ std::optional<std::pair<int64_t, std::string>> OwnerOut(const JobRecord& job, co
   if (it == out->end()) return std::nullopt;
   if (job.conditions_json.find("\"OwnerUnreachable\"") != std::string::npos) return std::nullopt;
   const std::string since = FormatRfc3339(it->second.since_ms);
+  if (job.phase == JobPhase::kCancelling) {
+    // A cancel waits for the owner whatever the outage's length: no
+    // onClusterLoss applies to a job being cancelled.
+    return std::make_pair(
+        it->second.since_ms,
+        fmt::format("owner cluster {} has {} since {}: the cancel completes once it answers and its objects of the "
+                    "job are confirmed deleted there, however long that takes (an operator who knows the cluster "
+                    "gone for good sets declaredLost in its entry; see gantry clusters {})",
+                    job.cluster, it->second.credentials_refused ? "refused gantry's credentials" : "not answered gantry",
+                    since, job.cluster));
+  }
   return std::make_pair(
       it->second.since_ms,
       it->second.credentials_refused

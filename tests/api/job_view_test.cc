@@ -94,6 +94,15 @@ TEST_CASE("a running job whose owner is out of reach says so in its status, unti
   flagged.conditions_json = R"([{"type":"OwnerUnreachable","status":"True","reason":"OwnerLost","message":"x"}])";
   CHECK_FALSE(nlohmann::json::parse(JobJsonText(flagged, &out))["status"].contains("ownerUnreachable"));
   CHECK_FALSE(nlohmann::json::parse(JobJsonText(running))["status"].contains("ownerUnreachable"));
+  // Being cancelled: the cancel waits for the owner, whatever the outage's
+  // length, and no onClusterLoss applies.
+  JobRecord cancelling = running;
+  cancelling.phase = JobPhase::kCancelling;
+  const std::string said =
+      nlohmann::json::parse(JobJsonText(cancelling, &out))["status"]["ownerUnreachable"]["message"].get<std::string>();
+  CHECK_THAT(said, Catch::Contains("gpu-eu-1 has not answered gantry since 2025-11-24T16:01:30Z") &&
+                       Catch::Contains("the cancel completes once it answers"));
+  CHECK(said.find("onClusterLoss") == std::string::npos);
 }
 
 }  // namespace gantry::api

@@ -257,10 +257,37 @@ class Converter {
     return *std::move(v);
   }
 
+  // A plain "<<" key: a merge (YAML 1.1's merge key, which kubectl's
+  // reader, go-yaml, takes too). A quoted one is an ordinary key.
+  static bool IsMergeKey(const YAML::Node& key) {
+    return key.IsScalar() && key.Scalar() == "<<" && (key.Tag() == "?" || key.Tag() == "tag:yaml.org,2002:merge");
+  }
+
   json Map(const YAML::Node& node, int depth) {
     json out = json::object();
+    // The maps a merge key brings in, in order: a key of the map itself
+    // wins over any of theirs, and an earlier one's over a later one's.
+    std::vector<json> merged;
+    bool merge_seen = false;
     for (const auto& pair : node) {
       const YAML::Node& key = pair.first;
+      if (IsMergeKey(key)) {
+        if (merge_seen) return Fail(key, "duplicate key \"<<\"");
+        merge_seen = true;
+        json value = Convert(pair.second, depth + 1);
+        if (error) return nullptr;
+        if (value.is_array()) {
+          for (json& m : value) {
+            if (!m.is_object()) return Fail(pair.second, "a merge (<<) takes a map or a list of maps");
+            merged.push_back(std::move(m));
+          }
+        } else if (value.is_object()) {
+          merged.push_back(std::move(value));
+        } else {
+          return Fail(pair.second, "a merge (<<) takes a map or a list of maps");
+        }
+        continue;
+      }
       std::string name;
       if (key.IsNull()) {
         name = "null";
@@ -273,6 +300,11 @@ class Converter {
       if (out.contains(name)) return Fail(key, fmt::format("duplicate key \"{}\"", name));
       out[name] = Convert(pair.second, depth + 1);
       if (error) return nullptr;
+    }
+    for (json& m : merged) {
+      for (auto& [k, v] : m.items()) {
+        if (!out.contains(k)) out[k] = std::move(v);
+      }
     }
     return out;
   }

@@ -110,6 +110,35 @@ TEST_CASE("YamlToJson keys, anchors and document separators", "[job][yaml]") {
   CHECK(std::get<json>(trailing) == json{{"a", 1}});
 }
 
+TEST_CASE("YamlToJson takes merge keys as kubectl does: the map's own keys win, then the earlier merged map's",
+          "[job][yaml]") {
+  auto got = YamlToJson(R"(containers:
+- &c {name: main, image: "busybox:1", resources: {requests: {cpu: "1"}}}
+- <<: *c
+  name: side
+defaults: &d {a: 1, b: 1}
+more: &m {b: 2, c: 2}
+both:
+  <<: [*d, *m]
+  c: 3
+quoted:
+  "<<": {x: 1}
+)");
+  REQUIRE(std::holds_alternative<json>(got));
+  const json& doc = std::get<json>(got);
+  CHECK(doc["containers"][1] ==
+        json::parse(R"({"name": "side", "image": "busybox:1", "resources": {"requests": {"cpu": "1"}}})"));
+  CHECK(doc["containers"][0]["name"] == "main");
+  CHECK(doc["both"] == json::parse(R"({"a": 1, "b": 1, "c": 3})"));
+  CHECK(doc["quoted"] == json::parse(R"({"<<": {"x": 1}})"));  // a quoted key is a key
+  for (const char* bad : {"a:\n  <<: 5\n", "a:\n  <<: [1, {x: 1}]\n", "a:\n  <<: {x: 1}\n  <<: {y: 1}\n"}) {
+    INFO(bad);
+    auto refused = YamlToJson(bad);
+    REQUIRE(std::holds_alternative<DocumentError>(refused));
+    CHECK(std::get<DocumentError>(refused).code == 400);
+  }
+}
+
 TEST_CASE("YamlToJson refuses what JSON cannot hold, with the position", "[job][yaml]") {
   struct Case {
     const char* yaml;

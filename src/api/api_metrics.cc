@@ -117,6 +117,17 @@ const std::string& MethodLabel(const std::string& method) {
 
 }  // namespace
 
+void ApiMetrics::CountServerAnswer(int code) {
+  prometheus::Counter* counter;
+  {
+    std::lock_guard lock(impl_->mu);
+    counter = Impl::Cached(impl_->counter_cache, {"-", "-", code}, [&]() -> prometheus::Counter& {
+      return impl_->requests.Add({{"method", "-"}, {"route", "-"}, {"code", std::to_string(code)}});
+    });
+  }
+  counter->Increment();
+}
+
 void ApiMetrics::ObserveRequest(const std::string& sent_method, const std::string& route, int code,
                                 double seconds) {
   const std::string& method = MethodLabel(sent_method);

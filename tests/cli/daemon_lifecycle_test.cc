@@ -1,7 +1,11 @@
 // The daemon as a process: durability across SIGKILL, graceful SIGTERM,
 // private files, JSON logs, refusing bad configuration.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -104,6 +108,37 @@ TEST_CASE("SIGTERM drains and exits 0, files are private", "[daemon][e2e]") {
   CHECK((st.st_mode & 0777) == 0600);
   REQUIRE(stat(dir.File("data").c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0700);
+}
+
+TEST_CASE("a request the HTTP server answers by itself, before any route, is counted in gantry_http_requests_total",
+          "[daemon][e2e]") {
+  TempDir dir;
+  Daemon daemon(dir.File("data"), dir.path());
+  REQUIRE(daemon.ready());
+  const std::string url = daemon.url();
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  // No Host field: the server's own 400.
+  {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const std::string request = "GET /api/v1/jobs HTTP/1.1\r\n\r\n";
+    REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
+    char answer[64] = {};
+    const ssize_t n = ::recv(fd, answer, sizeof answer - 1, MSG_WAITALL);
+    ::close(fd);
+    REQUIRE(n > 12);
+    CHECK(std::string(answer, 12) == "HTTP/1.1 400");
+  }
+  auto client = http::Client::Create(url, {});
+  REQUIRE(client.ok());
+  auto metrics = (*client)->Do("GET", "/metrics");
+  REQUIRE(metrics.ok());
+  CHECK_THAT(metrics->body, Catch::Contains("gantry_http_requests_total{code=\"400\",method=\"-\",route=\"-\"} 1"));
 }
 
 TEST_CASE("JSON logs are one object per line", "[daemon][e2e]") {

@@ -48,6 +48,10 @@ class ApiMetrics final : public dispatch::EngineMetrics {
   void Pass(const std::string& step) override;
 
   void ObserveRequest(const std::string& method, const std::string& route, int code, double seconds);
+  // A request the HTTP server answered by itself, before any route (a body
+  // over the limit, a malformed or slow request): counted with method and
+  // route "-" (no latency: it may not have been read whole).
+  void CountServerAnswer(int code);
   void ObserveCommit(double seconds, int writes, bool synced);
   // A store commit that failed as a whole (a full disk, an I/O error): counted
   // (gantry_store_commit_failures_total), and its error kept until the next

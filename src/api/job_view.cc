@@ -37,8 +37,9 @@ std::optional<std::pair<int64_t, std::string>> OwnerOut(const JobRecord& job, co
         fmt::format("owner cluster {} has {} since {}: the cancel completes once it answers and its objects of the "
                     "job are confirmed deleted there, however long that takes (an operator who knows the cluster "
                     "gone for good sets declaredLost in its entry; see gantry clusters {})",
-                    job.cluster, it->second.credentials_refused ? "refused gantry's credentials" : "not answered gantry",
-                    since, job.cluster));
+                    job.cluster,
+                    it->second.credentials_refused ? "refused gantry's credentials" : "not answered gantry", since,
+                    job.cluster));
   }
   return std::make_pair(
       it->second.since_ms,

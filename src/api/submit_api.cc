@@ -198,7 +198,9 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
       return;
     }
     if (const int64_t held = submit_failed_log_.Reset(); held > 0) {
-      spdlog::error("submit failed: {} more submission(s) refused before this one was taken", held);
+      spdlog::error("submit failed: {} more submission(s) refused before this one was taken (none refused for "
+                    "10 s since)",
+                    held);
     }
     const JobRecord& job = result->job;
     if (result->outcome == SubmitOutcome::kExisting) {

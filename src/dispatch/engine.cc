@@ -487,7 +487,10 @@ std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& 
   }
   // A kind not watched there (in.resource empty: genericKinds) is never
   // seen: its rows are not held for want of a sight that cannot come.
-  if (unseen_before.empty() || in.resource.empty()) return seen;
+  if (unseen_before.empty() || in.resource.empty()) {
+    if (!in.unseen_copies.empty()) in.created_lately = expected_.Young(uid, now);
+    return seen;
+  }
   std::set<Expectations::Run> runs_seen;
   for (const auto& [cluster, o] : in.observed) {
     for (const ObservedJob& j : o.jobs) runs_seen.emplace(cluster, j.epoch);
@@ -496,6 +499,7 @@ std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& 
   for (const Expectations::Run& run : unseen_before) {
     if (!runs_seen.count(run)) in.unseen_runs.insert(run);
   }
+  if (!in.unseen_copies.empty() || !in.unseen_runs.empty()) in.created_lately = expected_.Young(uid, now);
   return seen;
 }
 
@@ -780,9 +784,9 @@ Result<JobRecord> Engine::WriteSync(DispatchUpdate update) {
   std::promise<Result<JobRecord>> done;
   store_.ApplyDispatch(std::move(update), [&done](Result<JobRecord> r) { done.set_value(std::move(r)); });
   Result<JobRecord> written = done.get_future().get();
-  // Writes succeed again: the next failure is told at once, and what was
-  // held back since the last line is told now.
-  if (const int64_t held = written.ok() ? store_write_failed_log_.Reset() : 0; held > 0) {
+  // Writes succeed again, with no failure for an interval: the next failure
+  // is told at once, and what was held back since the last line is told now.
+  if (const int64_t held = written.ok() ? store_write_failed_log_.Reset(clock_.MonotonicMillis()) : 0; held > 0) {
     spdlog::info("dispatch: job store writes succeed again ({} failed write(s) not logged since the last such line)",
                  held);
   }

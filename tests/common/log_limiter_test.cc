@@ -18,11 +18,18 @@ TEST_CASE("a repeating log line is let through once an interval, with how many w
   REQUIRE(limiter.Allow(60'000, &held));  // quiet since: nothing held
   CHECK(held == 0);
 
-  // Over (a commit succeeded): what was held back is handed over, and the next line goes at once.
+  // A success while failures still come (a disk with room for small
+  // writes only): nothing changes, the lines stay limited.
   CHECK_FALSE(limiter.Allow(61'000, &held));
-  CHECK(limiter.Reset() == 1);
-  CHECK(limiter.Reset() == 0);
-  REQUIRE(limiter.Allow(62'000, &held));
+  CHECK(limiter.Reset(61'001) == 0);
+  CHECK_FALSE(limiter.Allow(61'002, &held));
+  CHECK(limiter.Reset(61'003) == 0);
+  CHECK_FALSE(limiter.Allow(69'999, &held));
+  // Over (a success with no failure for an interval before it): what was
+  // held back is handed over, and the next line goes at once.
+  CHECK(limiter.Reset(79'999) == 3);
+  CHECK(limiter.Reset(80'000) == 0);
+  REQUIRE(limiter.Allow(80'001, &held));
   CHECK(held == 0);
   // A clock stepped back does not hold lines back for good.
   REQUIRE(limiter.Allow(1'000, &held));

@@ -25,9 +25,14 @@ class LogLimiter {
   // Allow at the monotonic clock's time.
   bool Allow(int64_t* held);
 
-  // The trouble is over (a commit succeeds again): the next line is let
-  // through at once. Returns how many were held back since the last line
-  // let through, which no later line will tell.
+  // A success (a commit) at now_ms (the clock Allow is given). When no
+  // failure came for an interval before it, the trouble is over: the next
+  // line is let through at once, and how many were held back since the last
+  // line let through (which no later line will tell) is returned. While
+  // failures still come between successes (a disk with room for small
+  // writes only), nothing changes (0): the lines stay limited.
+  int64_t Reset(int64_t now_ms);
+  // Reset at the monotonic clock's time.
   int64_t Reset();
 
   // What to add to the line let through when held > 0 ("N more like it
@@ -38,7 +43,8 @@ class LogLimiter {
   const int64_t interval_ms_;
   std::mutex mu_;
   std::atomic<bool> logged_{false};  // read without the lock by Reset, on every success
-  int64_t last_ms_ = 0;
+  int64_t last_ms_ = 0;       // the last line let through
+  int64_t last_seen_ms_ = 0;  // the last line asked for, let through or not
   int64_t held_ = 0;
 };
 

@@ -340,10 +340,10 @@ int RunServe(const ServeFlags& flags) {
   server_options.body_limit = config.max_body_bytes;
   server_options.read_timeout = std::chrono::seconds(config.read_timeout_seconds);
   server_options.idle_timeout = std::chrono::seconds(config.idle_timeout_seconds);
-  server_options.error_response = [&metrics](int code, std::string message) {
-    metrics.CountServerAnswer(code);
+  server_options.error_response = [](int code, std::string message) {
     return api::K8sStatus(code, api::ReasonForCode(code), std::move(message));
   };
+  server_options.on_refused = [&metrics](int code) { metrics.CountServerAnswer(code); };
   if (!config.tls_cert_file.empty()) {
     auto cert = ReadWholeFile(config.tls_cert_file);
     auto key = ReadWholeFile(config.tls_key_file);

@@ -351,6 +351,7 @@ bool ServerConn::TimedOut() {
 }
 
 bool ServerConn::Refuse(int status, const std::string& message) {
+  if (env_.options->on_refused) env_.options->on_refused(status);
   QueueAnswer(env_.options->error_response(status, message), false, false);
   state_ = State::kClosing;
   deadline_ = Clock::now() + env_.options->write_timeout;

@@ -70,6 +70,9 @@ struct ServerOptions {
   // Builds the body of errors the server answers by itself (400, 408, 413,
   // 500). Default: a plain-text body.
   std::function<Response(int status, std::string message)> error_response;
+  // Told of each request the server refuses by itself, before any handler
+  // (400, 408, 413, 414, 431, 501): for a metric. Called on the io thread.
+  std::function<void(int status)> on_refused;
 };
 
 class Server {

@@ -62,7 +62,7 @@ void TokenSource::set_owner(std::string owner) {
 }
 
 std::string TokenSource::problem() const {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(problem_mu_);
   return problem_;
 }
 
@@ -102,8 +102,10 @@ Status TokenSource::Reload() {
     if (loaded_) {
       mtime_ = mtime;
       size_ = size;
-      problem_ = why + "; the token read before is sent until the file changes";
-      spdlog::warn("{}{}", owner_.empty() ? "" : owner_ + ": ", problem_);
+      std::string problem = why + "; the token read before is sent until the file changes";
+      spdlog::warn("{}{}", owner_.empty() ? "" : owner_ + ": ", problem);
+      std::lock_guard problem_lock(problem_mu_);
+      problem_ = std::move(problem);
     }
     return Status::Invalid(std::move(why));
   };
@@ -119,10 +121,13 @@ Status TokenSource::Reload() {
   if (std::string problem = BearerTokenProblem(token); !problem.empty()) {
     return refused(fmt::format("token file {}: {}; it must hold one token on one line", path_, problem));
   }
-  if (loaded_ && !problem_.empty()) {
-    spdlog::info("{}token file {} holds a token again", owner_.empty() ? "" : owner_ + ": ", path_);
+  {
+    std::lock_guard problem_lock(problem_mu_);
+    if (loaded_ && !problem_.empty()) {
+      spdlog::info("{}token file {} holds a token again", owner_.empty() ? "" : owner_ + ": ", path_);
+    }
+    problem_.clear();
   }
-  problem_.clear();
   token_ = std::move(token);
   mtime_ = mtime;
   size_ = size;

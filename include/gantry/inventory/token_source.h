@@ -88,6 +88,9 @@ class TokenSource {
   bool loaded_ = false;
   int reads_ = 0;
   std::string owner_;
+  // Apart from mu_, which a read of the file holds: the fleet asks for it
+  // under its own lock, which must not wait on a slow mount.
+  mutable std::mutex problem_mu_;
   std::string problem_;
 };
 

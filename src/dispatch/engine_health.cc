@@ -176,8 +176,9 @@ void Engine::RunHealthWatch() {
       if (asked > 0) {
         spdlog::info("dispatch: cluster {} answers again: {} of its watches relist now", name, asked);
       } else {
+        // (What waits on its view goes on now: its return wakes the jobs with
+        // rows there, below.)
         spdlog::info("dispatch: cluster {} answers again; its watches listed since its last failed probe", name);
-        current_again.insert(name);  // what waits on its view goes on now
       }
     }
     answering = std::move(answering_now);

@@ -89,8 +89,8 @@ bool Engine::DeleteUnseen(const JobRecord& job, const Action& action, kube::Kube
   }
   // Gone meanwhile, or re-created (the precondition failed): done either way.
   if (deleted->ok() || deleted->status == 404 || deleted->status == 409) {
-    spdlog::info("dispatch: {} {}/{} (epoch {}) deleted in {}, which keeps gantry from listing it", action.kind,
-                 action.ns, action.name, *epoch, action.cluster);
+    spdlog::info("dispatch: {} {}/{} (epoch {}) deleted by name in {}, where gantry's view does not show it",
+                 action.kind, action.ns, action.name, *epoch, action.cluster);
     return true;
   }
   spdlog::warn("dispatch: delete {} in {}: HTTP {} {}", action.path, action.cluster, deleted->status,

@@ -99,6 +99,17 @@ std::set<Expectations::Key> Expectations::Peek(const std::string& job_uid, int64
   return out;
 }
 
+std::set<Expectations::Key> Expectations::Young(const std::string& job_uid, int64_t now_ms) const {
+  std::set<Key> out;
+  std::lock_guard lock(mu_);
+  auto it = by_job_.find(job_uid);
+  if (it == by_job_.end()) return out;
+  for (const Entry& e : it->second) {
+    if (Live(e.at_ms, now_ms) && !e.run_only) out.insert(e.key);
+  }
+  return out;
+}
+
 bool Expectations::Seen(const std::string& job_uid, const std::string& cluster, const std::string& kind,
                         int64_t epoch, int64_t now_ms) {
   std::lock_guard lock(mu_);

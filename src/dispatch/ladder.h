@@ -348,7 +348,7 @@ class Ladder {
     if (i.present || !i.refusal.empty() || !Reachable(i.cluster)) return false;
     const bool copy = i.kind == kWorkload;
     if (!(copy ? in_.unseen_copies : in_.unseen_runs).count({i.cluster, i.epoch})) return false;
-    if (i.epoch == job_.epoch && Expected(i.cluster, i.kind.c_str())) return false;  // may just not be seen yet
+    if (in_.created_lately.count({i.cluster, i.kind})) return false;  // may just not be seen yet
     const ClusterObservation* o = Observed(i.cluster);
     return copy ? o->workloads.empty() : o->jobs.empty();
   }

@@ -90,6 +90,15 @@ TEST_CASE("a real job's create not seen yet is an unseen run at any epoch until 
     CHECK(e.UnseenRuns("j3", {{"c1", 3}}, 2'000, true).empty());
     CHECK(e.UnseenRuns("j3", {}, 2'000, true).empty());
   }
+  SECTION("Young: the creates answered less than ttl ago, at any epoch") {
+    e.Created("j8", "c1", "Workload", 1, 1'000);
+    e.Created("j8", "c2", "Job", 2, 5'000);
+    e.MayHaveLanded("j8", "c3", 2, 5'000);  // unanswered: not a create known to be young
+    CHECK(e.Young("j8", 6'000) == std::set<Expectations::Key>{{"c1", "Workload"}, {"c2", "Job"}});
+    CHECK(e.Young("j8", 12'000) == std::set<Expectations::Key>{{"c2", "Job"}});
+    CHECK(e.Young("j8", 16'000).empty());
+    CHECK(e.Young("nobody", 6'000).empty());
+  }
   SECTION("a copy seen by the watch, or shown by the job's view when settled, is no longer unseen") {
     e.Created("j7", "c1", "Workload", 2, 1'000);
     e.Created("j7", "c2", "Workload", 2, 1'000);

@@ -83,6 +83,10 @@ class Expectations {
   std::set<Run> UnseenCreates(const std::string& job_uid, const std::string& kind, const std::set<Run>& seen,
                               int64_t now_ms, bool settle);
 
+  // (cluster, kind) of job_uid's creates answered less than ttl ago, at any
+  // epoch: the watch may just not have shown them yet. Drops nothing.
+  std::set<Key> Young(const std::string& job_uid, int64_t now_ms) const;
+
   // The object incarnation k8s_uid was deleted (the cluster answered) at now_ms.
   void Deleted(const std::string& k8s_uid, int64_t now_ms);
   // Whether k8s_uid was deleted less than ttl ago.

@@ -100,7 +100,8 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
     }
   }
   // A container's command and args are lists of strings (a string given
-  // whole would be taken apart by no one: the API server refuses it).
+  // whole would be taken apart by no one: the API server refuses it; a
+  // null item it reads as "").
   for (const char* list : {"command", "args"}) {
     const json* v = Member(c, list);
     if (v == nullptr || v->is_null()) continue;
@@ -109,7 +110,7 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
       continue;
     }
     for (std::size_t i = 0; i < v->size(); ++i) {
-      if (!(*v)[i].is_string()) {
+      if (!(*v)[i].is_string() && !(*v)[i].is_null()) {  // null: "" to the API server
         errors.Add(Index(Child(cpath, list), i), fmt::format("must be a string, got {}", TypeName((*v)[i])));
       }
     }

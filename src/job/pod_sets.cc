@@ -206,7 +206,9 @@ std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_
   TemplateKind kind = ClassifyTemplate(object);
   std::string kind_name = StringOr(object, "kind");
   std::string spath = Child(template_path, "spec");
-  CheckMetadataMaps(object, template_path, errors);  // sent as given in the object gantry creates
+  // Sent as given in the object gantry creates. (A manifest's own metadata
+  // is the document's, read and checked as such.)
+  if (!template_path.empty()) CheckMetadataMaps(object, template_path, errors);
   if (kind != TemplateKind::kOther) {
     if (explicit_pod_sets != nullptr) {
       errors.Add(std::string(pod_sets_path),

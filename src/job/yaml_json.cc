@@ -258,7 +258,11 @@ class Converter {
   }
 
   // A plain "<<" key: a merge (YAML 1.1's merge key, which kubectl's
-  // reader, go-yaml, takes too). A quoted one is an ordinary key.
+  // reader, go-yaml, takes too). A quoted one is an ordinary key. The map's
+  // own keys win wherever they are written, as the merge key's spec has it
+  // (go-yaml v2 lets a key written before the "<<" be overridden by it; with
+  // "<<" first, as it is usually written, both agree), and a second "<<" in
+  // one map is refused rather than one of them dropped.
   static bool IsMergeKey(const YAML::Node& key) {
     return key.IsScalar() && key.Scalar() == "<<" && (key.Tag() == "?" || key.Tag() == "tag:yaml.org,2002:merge");
   }

@@ -394,7 +394,7 @@ TEST_CASE("a pod template's ports, mounts, env and labels as the API server take
   doc[json::json_pointer("/spec/template/metadata/labels/app")] = "trainer";  // the Job's own
   doc[json::json_pointer("/spec/template/metadata/annotations/note")] = "nightly";
   doc[json::json_pointer(kC0 + "/command")] = json::parse(R"(["python", "train.py"])");
-  doc[json::json_pointer(kC0 + "/args")] = json::parse(R"(["--steps", "100"])");
+  doc[json::json_pointer(kC0 + "/args")] = json::parse(R"(["--steps", "100", null])");  // `- ` in YAML: 
   // A name repeated in another container (the API server's warning), and an entry repeated whole.
   doc[json::json_pointer("/spec/template/spec/template/spec/initContainers")] = json::parse(
       R"([{"name": "proxy", "image": "proxy:1", "restartPolicy": "Always",

@@ -350,6 +350,18 @@ Plan Ladder::Cleanup(const char* step) const {
   plan.step = step;
   const auto keep = Retained(job_.phase, job_.finished_ms, false);  // nothing while Cancelling
   WithdrawObserved(plan, keep);
+  // A finished job's earlier run in another cluster (a Requeue job moved on
+  // while that cluster was out of sight): if it ended there meanwhile, the
+  // job ran twice, and its delete's answer tells how (as fencing's does
+  // while the new run goes on). Not in the cluster the job's end came from:
+  // an earlier run that succeeded unseen is the job's own end there (step 1).
+  if (job_.phase == JobPhase::kSucceeded || job_.phase == JobPhase::kFailed) {
+    for (Action& a : plan.actions) {
+      if (a.verb == Verb::kDelete && a.kind == kJob && a.epoch < job_.epoch && a.cluster != job_.cluster) {
+        a.tell_end_when_deleted = true;
+      }
+    }
+  }
   for (const RemoteIntent& i : in_.intents) {
     if (!keep.count({i.cluster, i.kind}) && StillToReadByName(i)) plan.actions.push_back(DeleteUnseen(i));
   }
@@ -736,10 +748,18 @@ Plan Ladder::Nominate() const {
 // twice, and says so (an at-least-once job may; EarlierRunSucceeded takes
 // such a success for the job's end only before a new lease).
 std::string EarlierRunEndedText(const JobRecord& job, const std::string& cluster, const ObservedJob& j) {
+  const std::string after =
+      IsFinal(job.phase)
+          ? fmt::format("the job had {} at epoch {} in {}: it ran twice",
+                        job.phase == JobPhase::kSucceeded ? "succeeded"
+                        : job.phase == JobPhase::kFailed  ? "failed"
+                                                          : "ended",
+                        job.epoch, job.cluster)
+          : fmt::format("the job's run at epoch {} in {} goes on", job.epoch, job.cluster);
   return fmt::format("the run in {} at epoch {}, out of gantry's sight when the job was dispatched again, {} there "
-                     "meanwhile: {}; its objects are deleted, and the job's run at epoch {} in {} goes on",
+                     "meanwhile: {}; its objects are deleted, and {}",
                      cluster, j.epoch, j.state == RemoteJobState::kSucceeded ? "succeeded" : "failed",
-                     ladder::RunEndText(j), job.epoch, job.cluster);
+                     ladder::RunEndText(j), after);
 }
 
 Plan Decide(const DecideInput& in) { return ladder::Ladder(in).Run(); }

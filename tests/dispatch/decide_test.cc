@@ -568,6 +568,46 @@ TEST_CASE("step 1: an earlier run deleted while the job's new run holds the leas
         "meanwhile: CompletionsReached; its objects are deleted, and the job's run at epoch 2 in c2 goes on");
 }
 
+TEST_CASE("step 2: a finished job's earlier run in another cluster, deleted, asks for how it ended: the job may have "
+          "run twice",
+          "[dispatch][decide]") {
+  // Succeeded at epoch 2 in c2; c1, out of sight when the job moved on, is
+  // back and shows the epoch-1 run (ended, or not: the delete's answer tells).
+  World w;
+  w.OwnedBy(JobPhase::kSucceeded, "c2", 2);
+  w.job.finished_ms = w.in.now_ms - 1'000;
+  w.RemoteJob("c1", 1, RemoteJobState::kSucceeded);
+  w.RemoteJob("c2", 2, RemoteJobState::kSucceeded);
+  auto tells = [](const Plan& p, const std::string& cluster) {
+    int n = 0, told = 0;
+    for (const Action& a : p.actions) {
+      if (a.verb != Verb::kDelete || a.kind != "Job" || a.cluster != cluster) continue;
+      ++n;
+      told += a.tell_end_when_deleted ? 1 : 0;
+    }
+    return std::make_pair(n, told);
+  };
+  Plan p = Decide(w.Input());
+  CHECK(tells(p, "c1") == std::make_pair(1, 1));
+  CHECK(tells(p, "c2").second == 0);  // the job's own run
+  ObservedJob ended;
+  ended.epoch = 1;
+  ended.state = RemoteJobState::kSucceeded;
+  ended.reason = "CompletionsReached";
+  CHECK(EarlierRunEndedText(w.job, "c1", ended) ==
+        "the run in c1 at epoch 1, out of gantry's sight when the job was dispatched again, succeeded there "
+        "meanwhile: CompletionsReached; its objects are deleted, and the job had succeeded at epoch 2 in c2: it "
+        "ran twice");
+  SECTION("not where the job's end came from: an earlier run that succeeded unseen is its own end there") {
+    w.job.cluster = "c1";
+    CHECK(tells(Decide(w.Input()), "c1") == std::make_pair(1, 0));
+  }
+  SECTION("not for a cancelled job") {
+    w.job.phase = JobPhase::kCancelled;
+    CHECK(tells(Decide(w.Input()), "c1") == std::make_pair(1, 0));
+  }
+}
+
 TEST_CASE("step 1: a copy of an epoch newer than the job's is deleted, unless a run of that epoch is beside it",
           "[dispatch][decide]") {
   // Nominating at epoch 1 with a copy in c1; an operator raised its

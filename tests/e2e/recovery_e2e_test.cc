@@ -568,6 +568,53 @@ TEST_CASE("owner partitioned: a Requeue job's run that succeeded unseen after th
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("owner partitioned: a Requeue job that succeeded elsewhere before its first owner answers is told, when "
+          "it does, that its first run succeeded there too",
+          "[e2e][recovery][partition]") {
+  DispatchFleetOptions o;
+  // c1 takes it first and runs it 5 s; c2 admits later and runs it 3 s.
+  o.sim_config_yaml = R"(clusters:
+- {name: c1, jobDuration: 5s}
+- {name: c2, jobDuration: 3s, admissionDelay: 2s}
+)";
+  o.daemon_config_yaml = kFastLoss;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("done-twice", "team-a", 1, 0, "", "  onClusterLoss: Requeue")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "done-twice", {"Running"}, seconds(30)));
+  REQUIRE(fleet.Job("team-a", "done-twice")["status"].value("cluster", "") == "c1");
+  const std::string uid = fleet.Uid("team-a", "done-twice");
+  REQUIRE(fleet.Ctl({"partition", "c1", "2"}).code == 0);
+  // Moved to c2 and finished there; its first run ended in c1 meanwhile, unseen.
+  REQUIRE(fleet.WaitPhase("team-a", "done-twice", {"Succeeded", "Failed"}, seconds(60)));
+  json done = fleet.Job("team-a", "done-twice");
+  REQUIRE(done["status"]["phase"] == "Succeeded");
+  REQUIRE(done["status"].value("cluster", "") == "c2");
+  REQUIRE(PollFor([&] {
+    auto runs = fleet.Runs(uid);
+    return !runs.empty() && runs[0].value("endReason", "") == "Succeeded";
+  }, seconds(30), milliseconds(250)));
+  CHECK(Count(Reasons(fleet, "team-a", "done-twice"), "EarlierRunEnded") == 0);
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  const bool told =
+      PollFor([&] { return Count(Reasons(fleet, "team-a", "done-twice"), "EarlierRunEnded") == 1; }, seconds(30));
+  std::string events;
+  for (const json& e : fleet.Events("team-a", "done-twice")) events += e.dump() + "\n";
+  INFO(events << Describe(fleet.Runs(uid)));
+  REQUIRE(told);
+  for (const json& e : fleet.Events("team-a", "done-twice")) {
+    if (e.value("reason", "") != "EarlierRunEnded") continue;
+    CHECK(e.value("cluster", "") == "c1");
+    CHECK_THAT(e.value("message", ""), Catch::Contains("the run in c1 at epoch 1") &&
+                                           Catch::Contains("succeeded there meanwhile") &&
+                                           Catch::Contains("the job had succeeded at epoch 2 in c2: it ran twice"));
+  }
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", RemoteName("done-twice", uid)); }, seconds(20),
+                milliseconds(250)));
+  CHECK(fleet.Phase("team-a", "done-twice") == "Succeeded");  // it stays as it ended
+}
+
 TEST_CASE("daemon SIGKILLed 20 times during 200 jobs: all succeed, none runs twice, nothing acknowledged is lost",
           "[e2e][recovery][crash]") {
   CrashCampaign(200, 20, milliseconds(1500), seconds(90));

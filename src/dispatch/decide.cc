@@ -181,6 +181,7 @@ void Ladder::Sweep(Plan& plan, Plan& deletes) const {
       }
     }
   }
+  LookAgainWhenOld(plan);
   std::vector<std::pair<std::string, std::string>> drops = ConfirmedGone();
   std::erase_if(drops, [&](const auto& d) { return touched(d.first, d.second); });
   if (drops.empty()) return;
@@ -342,6 +343,22 @@ std::optional<Plan> Ladder::EarlierRunSucceeded() const {
     }
   }
   return std::nullopt;
+}
+
+// A withdrawn row whose object is unseen and too young to be read by name
+// (CreatedUnseen) has the job looked at again once it is not: at the
+// backstop, a loser's copy a silent watch hides would hold its quota three
+// times as long.
+void Ladder::LookAgainWhenOld(Plan& plan) const {
+  for (const RemoteIntent& i : in_.intents) {
+    const int64_t until = YoungUntil(i);
+    if (until <= 0) continue;
+    const int64_t in_ms = std::max<int64_t>(until - in_.now_ms, 0) + 1;
+    if (plan.requeue_ms < 0 || plan.requeue_ms > in_ms) {
+      plan.requeue_ms = in_ms;
+      plan.backstop = false;
+    }
+  }
 }
 
 // Step 2.

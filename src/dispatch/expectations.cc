@@ -99,13 +99,13 @@ std::set<Expectations::Key> Expectations::Peek(const std::string& job_uid, int64
   return out;
 }
 
-std::set<Expectations::Key> Expectations::Young(const std::string& job_uid, int64_t now_ms) const {
-  std::set<Key> out;
+std::map<Expectations::Key, int64_t> Expectations::Young(const std::string& job_uid, int64_t now_ms) const {
+  std::map<Key, int64_t> out;
   std::lock_guard lock(mu_);
   auto it = by_job_.find(job_uid);
   if (it == by_job_.end()) return out;
   for (const Entry& e : it->second) {
-    if (Live(e.at_ms, now_ms) && !e.run_only) out.insert(e.key);
+    if (Live(e.at_ms, now_ms) && !e.run_only) out.emplace(e.key, e.at_ms + ttl_ms_);
   }
   return out;
 }

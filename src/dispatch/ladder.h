@@ -345,12 +345,21 @@ class Ladder {
   // watch gone silent, not found dead yet, may hide it (a loser's copy left
   // holding quota, a run going on). It is read and deleted by name.
   bool CreatedUnseen(const RemoteIntent& i) const {
+    return UnseenSoFar(i) && !in_.created_lately.count({i.cluster, i.kind});  // young: may just not show yet
+  }
+  // The same, whatever the create's age: when it is young, when it stops
+  // being so (the job is looked at again then, Sweep), else 0.
+  bool UnseenSoFar(const RemoteIntent& i) const {
     if (i.present || !i.refusal.empty() || !Reachable(i.cluster)) return false;
     const bool copy = i.kind == kWorkload;
     if (!(copy ? in_.unseen_copies : in_.unseen_runs).count({i.cluster, i.epoch})) return false;
-    if (in_.created_lately.count({i.cluster, i.kind})) return false;  // may just not be seen yet
     const ClusterObservation* o = Observed(i.cluster);
     return copy ? o->workloads.empty() : o->jobs.empty();
+  }
+  int64_t YoungUntil(const RemoteIntent& i) const {
+    if (!UnseenSoFar(i)) return 0;
+    auto it = in_.created_lately.find({i.cluster, i.kind});
+    return it == in_.created_lately.end() ? 0 : it->second;
   }
   // Row i's object is still to be read and deleted by name: the cluster
   // answers unseen, or its view may hide what was created (CreatedUnseen),
@@ -558,6 +567,7 @@ class Ladder {
 
   bool Fence(Plan& plan) const;
   void Sweep(Plan& plan, Plan& deletes) const;
+  void LookAgainWhenOld(Plan& plan) const;  // (decide.cc)
   Plan Cleanup(const char* step) const;
   Plan Cancel() const;
   Plan Unschedulable() const;

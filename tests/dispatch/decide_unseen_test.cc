@@ -154,17 +154,28 @@ TEST_CASE("a lease's loser copy created and not seen since holds its row, and is
   CHECK_FALSE(drops(p, "c1"));
   CHECK(Count(p, Verb::kDeleteUnseen, "Workload", "c2") == 0);
 
-  SECTION("not while its create is young: a moment after it, the view may just not show it yet") {
-    w.in.created_lately = {{"c1", "Workload"}};
+  SECTION("not while its create is young: a moment after it, the view may just not show it yet; looked at again "
+          "once it is not") {
+    w.in.created_lately = {{{"c1", "Workload"}, w.in.now_ms + 7'000}};
     Plan q = Decide(w.Input());
     CHECK(UnseenDeletes(q) == 0);
     CHECK_FALSE(drops(q, "c1"));
+    // Running in c2, nothing else due: without it, the job would wait for
+    // its backstop.
+    w.job.phase = JobPhase::kRunning;
+    w.RemoteJob("c2", 1, RemoteJobState::kRunning);
+    Plan running = Decide(w.Input());
+    CHECK(UnseenDeletes(running) == 0);
+    CHECK(running.requeue_ms == 7'001);
+    CHECK_FALSE(running.backstop);
+    w.in.unseen_copies.clear();
+    CHECK(Decide(w.Input()).requeue_ms > 7'001);
   }
   SECTION("nor when the job has moved to a later epoch since that young create") {
     w.job.epoch = 2;
     w.job.phase = JobPhase::kQueued;
     w.job.cluster.clear();
-    w.in.created_lately = {{"c1", "Workload"}};
+    w.in.created_lately = {{{"c1", "Workload"}, w.in.now_ms + 3'000}};
     Plan q = Decide(w.Input());
     CHECK(Count(q, Verb::kDeleteUnseen, "Workload", "c1") == 0);
     CHECK_FALSE(drops(q, "c1"));

@@ -94,8 +94,9 @@ TEST_CASE("a real job's create not seen yet is an unseen run at any epoch until 
     e.Created("j8", "c1", "Workload", 1, 1'000);
     e.Created("j8", "c2", "Job", 2, 5'000);
     e.MayHaveLanded("j8", "c3", 2, 5'000);  // unanswered: not a create known to be young
-    CHECK(e.Young("j8", 6'000) == std::set<Expectations::Key>{{"c1", "Workload"}, {"c2", "Job"}});
-    CHECK(e.Young("j8", 12'000) == std::set<Expectations::Key>{{"c2", "Job"}});
+    using Young = std::map<Expectations::Key, int64_t>;
+    CHECK(e.Young("j8", 6'000) == Young{{{"c1", "Workload"}, 11'000}, {{"c2", "Job"}, 15'000}});
+    CHECK(e.Young("j8", 12'000) == Young{{{"c2", "Job"}, 15'000}});
     CHECK(e.Young("j8", 16'000).empty());
     CHECK(e.Young("nobody", 6'000).empty());
   }

@@ -248,9 +248,10 @@ struct DecideInput {
   // and deleted by name once its expectation has lapsed (Ladder::CreatedUnseen).
   std::set<std::pair<std::string, int64_t>> unseen_copies;
   // (cluster, kind) of creates this engine made less than the expectations'
-  // ttl ago, at any epoch (Expectations::Young; read only when one of the
-  // sets above is not empty): not read and deleted by name yet.
-  std::set<std::pair<std::string, std::string>> created_lately;
+  // ttl ago, at any epoch, and when each stops being so (Expectations::Young;
+  // read only when one of the sets above is not empty): not read and deleted
+  // by name yet, and the job is looked at again then.
+  std::map<std::pair<std::string, std::string>, int64_t> created_lately;
   // (cluster, kind) of withdrawn rows whose last lookup by name
   // (kDeleteUnseen) found the object not there, and when (UnseenAsks, the
   // engine's memory: after a restart it is read again).

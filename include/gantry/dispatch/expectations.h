@@ -84,8 +84,9 @@ class Expectations {
                               int64_t now_ms, bool settle);
 
   // (cluster, kind) of job_uid's creates answered less than ttl ago, at any
-  // epoch: the watch may just not have shown them yet. Drops nothing.
-  std::set<Key> Young(const std::string& job_uid, int64_t now_ms) const;
+  // epoch (the watch may just not have shown them yet), each with when it
+  // stops being so. Drops nothing.
+  std::map<Key, int64_t> Young(const std::string& job_uid, int64_t now_ms) const;
 
   // The object incarnation k8s_uid was deleted (the cluster answered) at now_ms.
   void Deleted(const std::string& k8s_uid, int64_t now_ms);

@@ -100,8 +100,10 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
     }
   }
   // A container's command and args are lists of strings (a string given
-  // whole would be taken apart by no one: the API server refuses it; a
-  // null item it reads as "").
+  // whole would be taken apart by no one: the API server refuses it). A
+  // null item is refused too: a Job's API server would read it as "", but
+  // the Workload copy's schema (items of type string) refuses it, so such
+  // a job could be dispatched nowhere.
   for (const char* list : {"command", "args"}) {
     const json* v = Member(c, list);
     if (v == nullptr || v->is_null()) continue;
@@ -110,7 +112,7 @@ void CheckContainer(const json& c, const std::string& cpath, const std::set<std:
       continue;
     }
     for (std::size_t i = 0; i < v->size(); ++i) {
-      if (!(*v)[i].is_string() && !(*v)[i].is_null()) {  // null: "" to the API server
+      if (!(*v)[i].is_string()) {
         errors.Add(Index(Child(cpath, list), i), fmt::format("must be a string, got {}", TypeName((*v)[i])));
       }
     }

@@ -336,6 +336,8 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
        "must be a list of strings, got string"},
       {"an arg a number", g, Set(kC0 + "/args", json::array({"--steps", 100})), kC0Path + ".args[1]",
        "must be a string, got integer"},
+      {"an arg null (`- ` in YAML): the Workload copy's schema refuses it", g,
+       Set(kC0 + "/args", json::array({"--steps", nullptr})), kC0Path + ".args[1]", "must be a string, got null"},
       {"pod annotations over 256 KiB", g,
        Set("/spec/template/spec/template/metadata/annotations/notes", std::string(300 << 10, 'x')),
        "spec.template.spec.template.metadata.annotations", "Too long"},
@@ -394,7 +396,7 @@ TEST_CASE("a pod template's ports, mounts, env and labels as the API server take
   doc[json::json_pointer("/spec/template/metadata/labels/app")] = "trainer";  // the Job's own
   doc[json::json_pointer("/spec/template/metadata/annotations/note")] = "nightly";
   doc[json::json_pointer(kC0 + "/command")] = json::parse(R"(["python", "train.py"])");
-  doc[json::json_pointer(kC0 + "/args")] = json::parse(R"(["--steps", "100", null])");  // `- ` in YAML: 
+  doc[json::json_pointer(kC0 + "/args")] = json::parse(R"(["--steps", "100"])");
   // A name repeated in another container (the API server's warning), and an entry repeated whole.
   doc[json::json_pointer("/spec/template/spec/template/spec/initContainers")] = json::parse(
       R"([{"name": "proxy", "image": "proxy:1", "restartPolicy": "Always",

@@ -122,9 +122,13 @@ std::string VerifyDetail(SSL* ssl, const std::string& name, const std::string& u
   switch (result) {
     case X509_V_ERR_HOSTNAME_MISMATCH:
     case X509_V_ERR_IP_ADDRESS_MISMATCH:
-      hint = fmt::format("the certificate does not name {}: connect by a name it has, or set tls-server-name in "
-                         "the kubeconfig",
-                         name);
+      // (A client given its own hint is not a worker cluster's: it has no
+      // kubeconfig to set a name in.)
+      hint = untrusted_hint.empty()
+                 ? fmt::format("the certificate does not name {}: connect by a name it has, or set tls-server-name "
+                               "in the kubeconfig",
+                               name)
+                 : fmt::format("the certificate does not name {}: connect by a name it has", name);
       break;
     case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
     case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:

@@ -170,6 +170,19 @@ TEST_CASE("over HTTPS a certificate that does not name the address is refused", 
   CHECK(res.status().message().find("certificate verify failed") != std::string::npos);
   CHECK(res.status().message().find("IP address mismatch; the certificate does not name 127.0.0.2") !=
         std::string::npos);
+  CHECK(res.status().message().find("tls-server-name in the kubeconfig") != std::string::npos);
+  // A client that is not a worker cluster's (the CLI) has no kubeconfig to set a name in.
+  ClientOptions cli;
+  cli.ca_pem = s.certs.ca_pem;
+  cli.untrusted_hint = "pass its CA with --ca-file";
+  auto client = Client::Create(s.Url("127.0.0.2"), cli);
+  REQUIRE(client.ok());
+  auto refused = (*client)->Do("GET", "/");
+  REQUIRE_FALSE(refused.ok());
+  INFO(refused.status().message());
+  CHECK(refused.status().message().find("the certificate does not name 127.0.0.2: connect by a name it has") !=
+        std::string::npos);
+  CHECK(refused.status().message().find("kubeconfig") == std::string::npos);
 }
 
 TEST_CASE("a server that closes while the client still writes is an error, not a signal", "[http]") {

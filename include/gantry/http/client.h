@@ -43,7 +43,8 @@ struct ClientOptions {
   bool insecure_skip_verify = false;
   // What a refused handshake tells to check when the server's certificate
   // is not signed by a CA trusted here ("": a worker cluster's kubeconfig
-  // CA, the daemon's case; the CLI names its own --ca-file).
+  // CA, the daemon's case; the CLI names its own --ca-file). Set, a name
+  // the certificate lacks is not told to be set in a kubeconfig either.
   std::string untrusted_hint;
 };
 

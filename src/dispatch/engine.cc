@@ -475,29 +475,35 @@ std::set<Expectations::Key> Engine::Observe(DecideInput& in, const std::string& 
   for (const Expectations::Key& key : LateCreates(uid, epoch)) {
     if (!seen.count(key)) in.expected.insert(key);
   }
-  if (!unseen_copies_before.empty()) {
-    std::set<Expectations::Run> copies_seen;
-    for (const auto& [cluster, o] : in.observed) {
-      for (const ObservedWorkload& w : o.workloads) copies_seen.emplace(cluster, w.epoch);
+  // The creates read as unseen before the observation that it does not show
+  // either (by cluster and epoch), kept in *out; with settle, those it shows
+  // are dropped from the expectations. epochs_of lists what it shows.
+  using Shown = std::set<Expectations::Run>;
+  auto still_unseen = [&](const std::set<Expectations::Run>& before, const char* create_kind, auto epochs_of,
+                          std::set<std::pair<std::string, int64_t>>* out) {
+    if (before.empty()) return;
+    Shown shown;
+    for (const auto& [cluster, o] : in.observed) epochs_of(cluster, o, shown);
+    if (settle) (void)expected_.UnseenCreates(uid, create_kind, shown, now, true);
+    for (const Expectations::Run& r : before) {
+      if (!shown.count(r)) out->insert(r);
     }
-    if (settle) (void)expected_.UnseenCreates(uid, kWorkload, copies_seen, now, true);  // drops what is seen now
-    for (const Expectations::Run& copy : unseen_copies_before) {
-      if (!copies_seen.count(copy)) in.unseen_copies.insert(copy);
-    }
-  }
+  };
+  still_unseen(
+      unseen_copies_before, kWorkload,
+      [](const std::string& cluster, const ClusterObservation& o, Shown& shown) {
+        for (const ObservedWorkload& w : o.workloads) shown.emplace(cluster, w.epoch);
+      },
+      &in.unseen_copies);
   // A kind not watched there (in.resource empty: genericKinds) is never
   // seen: its rows are not held for want of a sight that cannot come.
-  if (unseen_before.empty() || in.resource.empty()) {
-    if (!in.unseen_copies.empty()) in.created_lately = expected_.Young(uid, now);
-    return seen;
-  }
-  std::set<Expectations::Run> runs_seen;
-  for (const auto& [cluster, o] : in.observed) {
-    for (const ObservedJob& j : o.jobs) runs_seen.emplace(cluster, j.epoch);
-  }
-  if (settle) (void)expected_.UnseenRuns(uid, runs_seen, now, true);  // drops what is seen now
-  for (const Expectations::Run& run : unseen_before) {
-    if (!runs_seen.count(run)) in.unseen_runs.insert(run);
+  if (!in.resource.empty()) {
+    still_unseen(
+        unseen_before, kJob,
+        [](const std::string& cluster, const ClusterObservation& o, Shown& shown) {
+          for (const ObservedJob& j : o.jobs) shown.emplace(cluster, j.epoch);
+        },
+        &in.unseen_runs);
   }
   if (!in.unseen_copies.empty() || !in.unseen_runs.empty()) in.created_lately = expected_.Young(uid, now);
   return seen;

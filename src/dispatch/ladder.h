@@ -364,9 +364,9 @@ class Ladder {
   // Row i's object is still to be read and deleted by name: the cluster
   // answers unseen, or its view may hide what was created (CreatedUnseen),
   // and no read has yet confirmed it gone (ReadGone).
-  bool StillToReadByName(const RemoteIntent& i) const {
-    return (AnswersUnseen(i) || CreatedUnseen(i)) && !ReadGone(i);
-  }
+  bool StillToReadByName(const RemoteIntent& i) const { return ReadByName(i) && !ReadGone(i); }
+  // Row i's object is withdrawn by name, not by what the view shows (either of the above).
+  bool ReadByName(const RemoteIntent& i) const { return AnswersUnseen(i) || CreatedUnseen(i); }
   // Whether row i's object, withdrawn by name (AnswersUnseen), was read
   // gone long enough after the row was withdrawn that no create of it can
   // land after (DecideOptions::not_found_confirms_after_ms): confirmed, as
@@ -374,7 +374,7 @@ class Ladder {
   // store's clock, the engine's 404 time its own: the daemon's wall clock
   // for both.
   bool ReadGone(const RemoteIntent& i) const {
-    if (i.present || !(AnswersUnseen(i) || CreatedUnseen(i))) return false;
+    if (i.present || !ReadByName(i)) return false;
     auto it = in_.read_gone.find({i.cluster, i.kind});
     return it != in_.read_gone.end() && it->second >= i.updated_ms + opt_.not_found_confirms_after_ms;
   }

@@ -111,6 +111,27 @@ Status InsertEvent(SqliteConnection& conn, const JobEvent& event, int64_t job_se
       .Bind(5, event.reason)
       .Bind(6, event.message)
       .Bind(7, event.cluster);
+  GANTRY_RETURN_IF_ERROR(stmt->Run());
+  // One insert in kEventTrimEvery looks whether the job has grown past its
+  // cap: an even spread over the ids, so a job that adds events without end
+  // is trimmed within that many of its own inserts, and the common job (a
+  // handful of events) pays for a trim rarely.
+  if (sqlite3_last_insert_rowid(conn.db()) % kEventTrimEvery != 0) return Status::Ok();
+  return TrimEvents(conn, job_seq);
+}
+
+Status TrimEvents(SqliteConnection& conn, int64_t job_seq) {
+  // Between the job's first kEventsKeptFirst events and its latest
+  // kEventsKeptLast: a subquery with no row is NULL, and the job has too few
+  // events to lose any.
+  static const std::string kSql = fmt::format(
+      "DELETE FROM job_events WHERE job_seq = ?1 "
+      "AND id > (SELECT id FROM job_events WHERE job_seq = ?1 ORDER BY id LIMIT 1 OFFSET {}) "
+      "AND id <= (SELECT id FROM job_events WHERE job_seq = ?1 ORDER BY id DESC LIMIT 1 OFFSET {})",
+      kEventsKeptFirst - 1, kEventsKeptLast);
+  Result<Statement> stmt = conn.Prepare(kSql);
+  if (!stmt.ok()) return stmt.status();
+  stmt->Bind(1, job_seq);
   return stmt->Run();
 }
 

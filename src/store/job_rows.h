@@ -33,7 +33,20 @@ Result<JobRecord> SelectJobByUid(SqliteConnection& conn, const std::string& uid)
 inline int64_t FinishedMsFor(JobPhase new_phase, int64_t now_ms) { return IsFinal(new_phase) ? now_ms : 0; }
 
 Status InsertJob(SqliteConnection& conn, const JobRecord& job, int64_t* seq);
-// job_seq is the job's jobs.seq (callers hold the row already).
+// A job keeps at most this many events: its first ones (how it began) and
+// its latest ones; those between are deleted. A job whose story repeats
+// without end (resubmitted in a loop while Unschedulable, requeued again and
+// again) must not grow the database without bound.
+inline constexpr int kEventsKeptFirst = 20;
+inline constexpr int kEventsKeptLast = 480;
+inline constexpr int kEventTrimEvery = 16;
+
+// job_seq is the job's jobs.seq (callers hold the row already). Trims the
+// job's events to the cap above on one insert in kEventTrimEvery, so a job
+// holds at most kEventsKeptFirst + kEventsKeptLast + kEventTrimEvery - 1.
 Status InsertEvent(SqliteConnection& conn, const JobEvent& event, int64_t job_seq);
+// Deletes the job's events between its first kEventsKeptFirst and its latest
+// kEventsKeptLast.
+Status TrimEvents(SqliteConnection& conn, int64_t job_seq);
 
 }  // namespace gantry

@@ -392,4 +392,39 @@ TEST_CASE("a real job's confirmed create stays confirmed at its epoch, and a new
   CHECK(created_ms() == 0);
 }
 
+TEST_CASE("a job that adds events without end keeps its first ones and its latest ones, not all", "[store][dispatch]") {
+  TempDir dir;
+  auto store = OpenStore(dir.File("db"));
+  JobRecord job = MakeJob("team-a", "loop");
+  REQUIRE(SubmitSync(*store, job).ok());
+  JobRecord other = MakeJob("team-a", "quiet");
+  REQUIRE(SubmitSync(*store, other).ok());
+  constexpr int kWrites = 1200;
+  for (int i = 0; i < kWrites; ++i) {
+    DispatchUpdate u;
+    u.uid = job.uid;
+    JobEvent e;
+    e.reason = "Again";
+    e.message = std::to_string(i);
+    u.events = {e};
+    REQUIRE(ApplySync(*store, u).ok());
+  }
+  auto events = store->Events(job.uid);
+  REQUIRE(events.ok());
+  // Capped, within one trim's spread.
+  CHECK(events->size() >= 500);
+  CHECK(events->size() < 500 + 16);
+  // How it began is kept: Submitted, then the first events after it.
+  CHECK(events->front().reason == "Submitted");
+  CHECK(events->at(19).message == "18");
+  // The latest ones are all there, in order, the newest last.
+  CHECK(events->back().message == std::to_string(kWrites - 1));
+  for (size_t i = 20; i + 1 < events->size(); ++i) {
+    CHECK(std::stoi(events->at(i).message) + 1 == std::stoi(events->at(i + 1).message));
+  }
+  // Another job's events are not touched.
+  REQUIRE(store->Events(other.uid)->size() == 1);
+  CHECK(store->LastEvents(job.uid, 5)->total == static_cast<int64_t>(events->size()));
+}
+
 }  // namespace gantry::testing

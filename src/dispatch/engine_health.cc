@@ -172,7 +172,7 @@ void Engine::RunHealthWatch() {
       // retry on their own, and often find the cluster back before a probe
       // backed off does) has no stream from the outage: it is left alone,
       // rather than held behind until its stream's next end.
-      const std::size_t asked = observer_->Relist(name, view.health.ready_after_failure_ms);
+      const std::size_t asked = observer_->Relist(name, view.health.ready_after_failure_mono_ms);
       if (asked > 0) {
         spdlog::info("dispatch: cluster {} answers again: {} of its watches relist now", name, asked);
       } else {

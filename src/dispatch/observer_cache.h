@@ -69,7 +69,7 @@ class ResourceCache {
   // SetBehind, which keeps behind_since_ms.
   bool behind = false;
   int64_t behind_since_ms = 0;  // ObserverOptions::clock; 0 while not behind
-  int64_t listed_ms = 0;        // when its latest list succeeded (the same clock)
+  int64_t listed_ms = 0;        // when its latest list succeeded (Clock::MonotonicMillis)
   // Its kind is not served there (404: counted as empty) or gantry may not
   // list it (403: refused); asked again now and then (observer_watch.cc).
   bool unserved = false;

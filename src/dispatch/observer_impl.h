@@ -184,6 +184,7 @@ struct ClusterObserver::Impl {
   void RetireLocked(std::unique_ptr<Cluster> c);
   // When a view fell behind, for operators (ClusterObserver::ViewBehind).
   int64_t NowMillis() const { return clock->NowMillis(); }
+  int64_t MonotonicMillis() const { return clock->MonotonicMillis(); }
 
   const ObserverOptions options;
   const OnChange on_change;

@@ -311,7 +311,7 @@ void ClusterObserver::Impl::ApplyList(Cluster* c, std::size_t r, const std::vect
     std::lock_guard lock(mu);
     if (c->stopping()) return;  // retired: out of the index for good
     c->caches[r].Replace(std::move(fresh), &changed);
-    c->caches[r].listed_ms = NowMillis();
+    c->caches[r].listed_ms = MonotonicMillis();
     was_refused = !c->caches[r].refused.empty();
     c->caches[r].refused.clear();
     if (!c->caches[r].listed || c->caches[r].behind) {

@@ -19,7 +19,7 @@ std::string_view HealthStateName(HealthState state) {
 
 void ClusterHealth::OnProbeOk(int64_t now_ms) {
   if (state != HealthState::kReady) {
-    ready_after_failure_ms = state == HealthState::kNotReady ? last_failure_ms : 0;
+    ready_after_failure_mono_ms = state == HealthState::kNotReady ? last_failure_mono_ms : 0;
     state = HealthState::kReady;
     since_ms = now_ms;
   }
@@ -28,9 +28,10 @@ void ClusterHealth::OnProbeOk(int64_t now_ms) {
   credentials_refused = false;
   unreachable_ms = 0;
   last_failure_ms = 0;
+  last_failure_mono_ms = 0;
 }
 
-void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error) {
+void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms) {
   // After refusals, a failure of another kind starts clusterLostTimeout's
   // clock again, counting only the time the cluster did not answer at all
   // in this outage: measured from the start of the refusals, one timeout of
@@ -39,17 +40,17 @@ void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error) {
   // still running there, re-run elsewhere); started afresh, a cluster that
   // alternates between refusals and no answer would never be lost.
   const bool after_refusal = credentials_refused;
-  Fail(now_ms, std::move(error));
+  Fail(now_ms, std::move(error), mono_ms);
   if (after_refusal) first_lost_ms = now_ms - unreachable_ms;
   credentials_refused = false;
 }
 
-void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error) {
-  Fail(now_ms, std::move(error));
+void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms) {
+  Fail(now_ms, std::move(error), mono_ms);
   credentials_refused = true;
 }
 
-void ClusterHealth::Fail(int64_t now_ms, std::string error) {
+void ClusterHealth::Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms) {
   if (state != HealthState::kNotReady) {
     // An outage restored after a restart, and still on: NotReady since it
     // began, not since the daemon started (gantry clusters' SINCE).
@@ -63,6 +64,7 @@ void ClusterHealth::Fail(int64_t now_ms, std::string error) {
     unreachable_ms += now_ms - last_failure_ms;
   }
   last_failure_ms = now_ms;
+  last_failure_mono_ms = mono_ms.value_or(now_ms);
   last_error = std::move(error);
   if (consecutive_failures < std::numeric_limits<int>::max()) ++consecutive_failures;
 }

@@ -394,9 +394,9 @@ void Fleet::ProbeOne(const std::string& name) {
       error = reading.status().message();
       e.view.capacity_error.clear();  // out of reach: the outage tells more
       if (Refusal(reading.status())) {
-        e.view.health.OnProbeRefused(now, error);
+        e.view.health.OnProbeRefused(now, error, clock_.MonotonicMillis());
       } else {
-        e.view.health.OnProbeFailed(now, error);
+        e.view.health.OnProbeFailed(now, error, clock_.MonotonicMillis());
       }
       int64_t delay = e.view.health.NextRetryDelayMs(rng_, options_.backoff);
       // A cluster is judged lost on a probe that failed (ShownLostForMs):

@@ -200,17 +200,26 @@ TEST_CASE("Ready after an outage keeps when its last failed probe was, and Ready
           "[inventory][health]") {
   ClusterHealth h;
   h.OnProbeOk(kT0);
-  CHECK(h.ready_after_failure_ms == 0);
+  CHECK(h.ready_after_failure_mono_ms == 0);
   h.OnProbeFailed(kT0 + 1'000, "timeout");
   h.OnProbeFailed(kT0 + 6'000, "timeout");
   h.OnProbeOk(kT0 + 9'000);
-  CHECK(h.ready_after_failure_ms == kT0 + 6'000);
+  CHECK(h.ready_after_failure_mono_ms == kT0 + 6'000);
   CHECK(h.last_failure_ms == 0);
   h.OnProbeOk(kT0 + 14'000);  // still Ready: the same outage's
-  CHECK(h.ready_after_failure_ms == kT0 + 6'000);
+  CHECK(h.ready_after_failure_mono_ms == kT0 + 6'000);
   h.OnProbeRefused(kT0 + 20'000, "401");
   h.OnProbeOk(kT0 + 25'000);
-  CHECK(h.ready_after_failure_ms == kT0 + 20'000);
+  CHECK(h.ready_after_failure_mono_ms == kT0 + 20'000);
+
+  // The monotonic time given, not the wall's: the wall clock stepped back a
+  // minute during the outage, and a watch that listed before the outage's
+  // last failure must not look as if it listed after it.
+  h.OnProbeFailed(kT0 + 30'000, "timeout", 700'000);
+  h.OnProbeFailed(kT0 - 30'000, "timeout", 740'000);
+  h.OnProbeOk(kT0 - 25'000);
+  CHECK(h.ready_after_failure_mono_ms == 740'000);
+  CHECK(h.last_failure_mono_ms == 0);
 }
 
 TEST_CASE("NextRetryDelayMs grows with consecutive failures", "[inventory][health]") {

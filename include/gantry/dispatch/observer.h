@@ -260,7 +260,7 @@ class ClusterObserver {
   // at once if waiting out a backoff, else at the watch's next clean end
   // (watch_timeout_seconds). For a cluster that answers again after an
   // outage, whose streams may have died silently or be backing off. With
-  // listed_since_ms > 0 (ObserverOptions::clock), a resource whose view
+  // listed_since_ms > 0 (ObserverOptions::clock's MonotonicMillis), a resource whose view
   // listed at or after it and is current is left alone (its stream began
   // since: nothing there for a relist to replace), as is a kind not served
   // there. Returns how many resources were asked to list again.

@@ -66,14 +66,20 @@ struct ClusterHealth {
   // restored after a restart, which knows only first_lost_ms).
   int64_t unreachable_ms = 0;
   int64_t last_failure_ms = 0;
-  // Ready after an outage: when that outage's latest failed probe was (0:
-  // Ready since the first probe, or Unknown before). A watch that listed
-  // after it began after the outage, so nothing in it went silent there.
-  int64_t ready_after_failure_ms = 0;
+  // The latest failure's time on the monotonic clock (Clock::MonotonicMillis;
+  // 0: none in this outage), and, Ready after an outage, that outage's latest
+  // failed probe's (0: Ready since the first probe, or Unknown before). A
+  // watch that listed after it began after the outage, so nothing in it went
+  // silent there. Monotonic: compared with the watches' list times, which a
+  // step of the wall clock (NTP) must not put on the wrong side of it.
+  int64_t last_failure_mono_ms = 0;
+  int64_t ready_after_failure_mono_ms = 0;
 
+  // now_ms: the wall clock; mono_ms: the monotonic clock at the same moment
+  // (unset: now_ms, as a fake clock's are one).
   void OnProbeOk(int64_t now_ms);
-  void OnProbeFailed(int64_t now_ms, std::string error);
-  void OnProbeRefused(int64_t now_ms, std::string error);
+  void OnProbeFailed(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms = std::nullopt);
+  void OnProbeRefused(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms = std::nullopt);
 
   // After a restart: the outage start the store kept (unset = none), and
   // whether its latest failure was a refusal (so that a failure of another
@@ -104,7 +110,7 @@ struct ClusterHealth {
 
  private:
   // What every failed probe, refused or not, does.
-  void Fail(int64_t now_ms, std::string error);
+  void Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms);
 };
 
 }  // namespace gantry::inventory

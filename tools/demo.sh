@@ -129,6 +129,16 @@ for j in "llama-ft team-a" "batch-infer team-b" "sweep-trial-7 team-a" "trainjob
   wait_phase "$1" "$2" Succeeded Failed Unschedulable Cancelled || true
 done
 "$BIN" list -A
+# A job placed in the partitioned cluster beside etl-moving shares its fate:
+# batch-infer asks for onClusterLoss: Fail (at-most-once), so if placement put
+# it there, gantry fails it rather than risk a second run. Say why a job
+# failed, in gantry's own words.
+for j in "llama-ft team-a" "batch-infer team-b" "sweep-trial-7 team-a" "trainjob-mnist team-a" "etl-short team-b"; do
+  set -- $j
+  [ "$(phase_of "$1" "$2")" = Failed ] || continue
+  why=$("$BIN" status "$1" -n "$2" -o json | sed -n 's/^ *"message": *"\(.*\)",*$/\1/p' | head -1)
+  echo "-> $2/$1 Failed: ${why:-no message}"
+done
 
 step "the simulator's run journal: did any job run twice at once?"
 # etl-moving asked for onClusterLoss: Requeue (the default), which trades

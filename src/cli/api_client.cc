@@ -34,7 +34,8 @@ ApiResult ApiClient::Call(const std::string& method, const std::string& target, 
   auto res = client_->Do(method, target, body, headers);
   if (!res.ok()) {
     result.exit_code = kExitUnreachable;
-    result.error = fmt::format("cannot reach gantry at {}: {}", server_, res.status().message());
+    result.error = fmt::format("cannot reach gantry at {}: {}{}", server_, res.status().message(),
+                               SchemeHint(server_, res.status().message()));
     return result;
   }
   result.http_status = res->status;
@@ -66,6 +67,29 @@ ApiResult ApiClient::Call(const std::string& method, const std::string& target, 
   while (!message.empty() && message.back() == '\n') message.pop_back();
   result.error = fmt::format("Error from server ({}): {}", res->status, message);
   return result;
+}
+
+std::string SchemeHint(const std::string& server, const std::string& error) {
+  constexpr std::string_view kHttps = "https://";
+  constexpr std::string_view kHttp = "http://";
+  auto has = [&](std::string_view text) { return error.find(text) != std::string::npos; };
+  if (server.starts_with(kHttps)) {
+    // OpenSSL's words for an answer that is no TLS record: plain HTTP.
+    if (has("wrong version number") || has("packet length too long") || has("http request")) {
+      return fmt::format("; the server there does not speak TLS: if the daemon serves plain HTTP (no tls in its "
+                         "gantry.yaml), use http://{}",
+                         server.substr(kHttps.size()));
+    }
+  } else if (server.starts_with(kHttp)) {
+    // A TLS server reads the request as a broken handshake and closes, or
+    // answers with a TLS alert, which is no HTTP status line.
+    if (has("end of stream") || has("connection reset") || has("bad version") || has("bad status")) {
+      return fmt::format("; the server closed the connection without an HTTP answer: if the daemon serves HTTPS "
+                         "(tls in its gantry.yaml), use https://{}",
+                         server.substr(kHttp.size()));
+    }
+  }
+  return "";
 }
 
 std::vector<std::string> WarningTexts(const std::string& header) {

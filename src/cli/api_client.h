@@ -38,6 +38,11 @@ struct ApiResult {
   std::map<std::string, std::string> headers;
 };
 
+// For a request to server that failed with error before any answer: a hint
+// when the URL's scheme looks wrong for the daemon there (https:// to a plain
+// HTTP daemon, http:// to a TLS one), "; ..." to append, else "".
+std::string SchemeHint(const std::string& server, const std::string& error);
+
 // The quoted texts of a Warning header's value (one or several, joined).
 std::vector<std::string> WarningTexts(const std::string& header);
 

@@ -181,6 +181,13 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
     CHECK(r.err.find("is it a gantry daemon") != std::string::npos);
   }
   page.Stop(std::chrono::milliseconds(0));
+  // 3, and a hint, when the URL's scheme is not the daemon's.
+  std::string https_url = daemon.url();
+  https_url.replace(0, 4, "https");
+  auto wrong_scheme = Cli(https_url, {"list"});
+  CHECK(wrong_scheme.code == 3);
+  CHECK(wrong_scheme.err.find("does not speak TLS: if the daemon serves plain HTTP (no tls in its gantry.yaml), use " +
+                              daemon.url()) != std::string::npos);
   // 3: nobody listens there.
   auto unreachable = Cli("http://127.0.0.1:1", {"list"});
   CHECK(unreachable.code == 3);

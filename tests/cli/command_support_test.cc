@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api_client.h"
 #include "command_support.h"
 
 namespace gantry::cli {
@@ -42,6 +43,21 @@ TEST_CASE("a column's quantities read in one unit: millis as decimals, bytes and
   CHECK(InUnits("2k") == "2000");
   CHECK(InUnits("64Gi") == "64Gi");
   CHECK(InUnits("n/a") == "n/a");
+}
+
+TEST_CASE("a failed request's hint names the other scheme when the URL's looks wrong for the daemon", "[cli]") {
+  // https:// to a plain HTTP daemon: OpenSSL reads its answer as no TLS record.
+  const std::string plain = SchemeHint("https://127.0.0.1:7070", "TLS handshake with 127.0.0.1:7070: wrong version "
+                                       "number (SSL routines)");
+  CHECK(plain.find("does not speak TLS") != std::string::npos);
+  CHECK(plain.find("use http://127.0.0.1:7070") != std::string::npos);
+  // http:// to a TLS daemon: it closes without an answer.
+  const std::string tls = SchemeHint("http://gantry.example:7070", "GET /api/v1/jobs: end of stream");
+  CHECK(tls.find("use https://gantry.example:7070") != std::string::npos);
+  // Nothing to say for other failures, or a scheme that fits.
+  CHECK(SchemeHint("http://127.0.0.1:1", "connect 127.0.0.1:1: Connection refused") == "");
+  CHECK(SchemeHint("https://127.0.0.1:7070", "certificate verify failed") == "");
+  CHECK(SchemeHint("https://127.0.0.1:7070", "end of stream") == "");
 }
 
 }  // namespace gantry::cli

@@ -173,10 +173,13 @@ std::vector<ObservedObject> Engine::RemoteView(const std::string& job_uid) const
   JobObservation seen = observer_->ForJob(job_uid);
   // ForJob's behind set counts the Workloads' view alone (the job's kind is
   // not known here): a cluster whose watch of any kind fell behind may show
-  // the real job as it last was.
+  // the real job as it last was. So may one whose probe fails: its watches
+  // are found behind only when they time out, seconds later.
   auto behind = std::make_shared<std::set<std::string>>();
   for (const auto& [cluster, objects] : seen.clusters) {
-    if (!observer_->ViewBehind(cluster).resources.empty()) behind->insert(cluster);
+    auto view = fleet_.Cluster(cluster);
+    const bool answers = view && view->health.state == inventory::HealthState::kReady;
+    if (!answers || !observer_->ViewBehind(cluster).resources.empty()) behind->insert(cluster);
   }
   seen.behind = std::move(behind);
   return RemoteViewOf(seen);

@@ -106,3 +106,34 @@ TEST_CASE("a copy whose create keeps failing shows the cluster's answer, until a
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("an owner whose probe fails shows its objects as last seen at once, not only once its watches time out",
+          "[e2e][dispatch][status]") {
+  DispatchFleetOptions options;
+  options.clusters = 2;
+  DispatchFleet fleet(options);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("held", "team-a", 1, 0, "300s", "  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.WaitPhase("team-a", "held", {"Running"}, std::chrono::seconds(30)));
+  REQUIRE(PollFor([&] { return ObservedState(Row(fleet, "held", "c1", "Job")) == "Running"; },
+                  std::chrono::seconds(20)));
+  CHECK_FALSE(Row(fleet, "held", "c1", "Job")["observed"].contains("lastSeen"));
+  // Cut off with the streams held open: they say nothing until the watch
+  // times out, while the probe fails within its own timeout.
+  REQUIRE(fleet.Ctl({"partition", "c1", "2"}).code == 0);
+  REQUIRE(PollFor([&] { return fleet.Cluster("c1")["status"].value("health", "") == "NotReady"; },
+                  std::chrono::seconds(30)));
+  const nlohmann::json row = Row(fleet, "held", "c1", "Job");
+  INFO(row.dump());
+  CHECK(ObservedState(row) == "Running");
+  CHECK(row["observed"].value("lastSeen", false));
+  auto status = Cli(fleet.url(), {"status", "held", "-n", "team-a"});
+  INFO(status.out);
+  CHECK(status.out.find("last seen Running") != std::string::npos);
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+}
+
+}  // namespace gantry::testing

@@ -150,6 +150,30 @@ std::string VerifyDetail(SSL* ssl, const std::string& name, const std::string& u
   return fmt::format(": {}{}{}", X509_verify_cert_error_string(result), hint.empty() ? "" : "; ", hint);
 }
 
+// After a handshake refused for the certificate's dates: whether the chain
+// the server sent verifies, dates aside, with the name and trust of this
+// connection. OpenSSL checks the dates last, but from the root down, so a
+// root's expiry is found before the leaf's signature is checked: only a full
+// verification without the dates shows that the CA signed what was sent.
+bool VerifiesButForDates(SSL* ssl) {
+  const long result = SSL_get_verify_result(ssl);
+  if (result != X509_V_ERR_CERT_HAS_EXPIRED && result != X509_V_ERR_CERT_NOT_YET_VALID) return false;
+  STACK_OF(X509)* chain = SSL_get_peer_cert_chain(ssl);  // a client's: the leaf first
+  if (!chain || sk_X509_num(chain) == 0) return false;
+  X509_STORE_CTX* ctx = X509_STORE_CTX_new();
+  if (!ctx) return false;
+  bool ok = X509_STORE_CTX_init(ctx, SSL_CTX_get_cert_store(SSL_get_SSL_CTX(ssl)), sk_X509_value(chain, 0), chain) == 1;
+  if (ok) {
+    X509_STORE_CTX_set_default(ctx, "ssl_server");
+    X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(ctx);
+    ok = X509_VERIFY_PARAM_set1(param, SSL_get0_param(ssl)) == 1;  // the name or address asked for
+    X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_NO_CHECK_TIME);
+    ok = ok && X509_verify_cert(ctx) == 1;
+  }
+  X509_STORE_CTX_free(ctx);
+  return ok;
+}
+
 }  // namespace
 
 Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::string& port,
@@ -179,9 +203,13 @@ Status Connection::Handshake(SSL_CTX* tls, const std::string& host, const std::s
     if (r == 1) return Status::Ok();
     if (!Retry(r, ec)) break;
   }
-  return Status::Unavailable(
-      fmt::format("TLS handshake with {}: {}{}", HostPort(host, port), ec.message(),
-                  VerifyDetail(ssl_, name, untrusted_hint)));
+  std::string message = fmt::format("TLS handshake with {}: {}{}", HostPort(host, port), ec.message(),
+                                    VerifyDetail(ssl_, name, untrusted_hint));
+  // Out of its dates, but signed by a CA trusted here, for the name asked
+  // for: the server is who it should be, and says so with a stale
+  // certificate. Unauthenticated, not Unavailable: it answers.
+  if (VerifiesButForDates(ssl_)) return Status(Code::kUnauthenticated, std::move(message));
+  return Status::Unavailable(std::move(message));
 }
 
 Connection::~Connection() {

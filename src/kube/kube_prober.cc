@@ -86,6 +86,16 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     conns_[config.name] = std::move(conn);
   };
   auto ready = conn.client->Get("/readyz");
+  if (!ready.ok() && ready.status().code() == Code::kUnauthenticated) {
+    // The transport's word for a certificate that verifies but for its dates
+    // (http::Connection::Handshake): the cluster is up, as with a refused
+    // token, and its jobs most likely run on.
+    return Status(Code::kUnauthenticated,
+                  ready.status().message() +
+                      "; its CA signed that certificate: the cluster is taken to be up, its jobs running on, as "
+                      "for refused credentials (credentialsRefusedTimeoutSeconds applies, not "
+                      "clusterLostTimeoutSeconds)");
+  }
   if (!ready.ok()) return ready.status();
   if (ready->status != 200) {
     if (ready->status < 500) keep();  // a refusal or 429: the same server answers the next probe

@@ -74,4 +74,40 @@ TEST_CASE("a cluster whose file allows it is probed without verifying its certif
   CHECK(reading.ok());
 }
 
+TEST_CASE("an API server whose certificate from the cluster's CA has expired is a refusal, not an outage, and one "
+          "that the CA did not sign is an outage",
+          "[kube][prober][tls]") {
+  auto ok = [](http::Request, http::Responder respond) { respond(http::TextResponse(200, "ok")); };
+  auto credentials = [](const TlsCluster& cluster, const std::string& ca_pem) {
+    inventory::ClusterCredentials c;
+    c.host = "127.0.0.1";
+    c.port = cluster.port();
+    c.server = "https://127.0.0.1:" + std::to_string(c.port);
+    c.ca_pem = ca_pem;
+    c.token_source = inventory::TokenSource::Static("prober-test-token-0123456789");
+    return c;
+  };
+  kube::KubeProber prober;
+  // Expired a day ago (kubeadm's serving certificates last a year), and one
+  // not valid until tomorrow: the CA signed them, so this is the cluster,
+  // up, whose jobs most likely run on.
+  for (sim::LeafValidity validity : {sim::LeafValidity{-400 * 86400L, -86400}, sim::LeafValidity{86400, 400 * 86400L}}) {
+    TlsCluster cluster("prober-test", ok, validity);
+    auto r = prober.Probe(Config(), credentials(cluster, cluster.ca_pem()));
+    REQUIRE_FALSE(r.ok());
+    INFO(r.status().message());
+    CHECK(r.status().code() == Code::kUnauthenticated);
+    CHECK_THAT(r.status().message(), Catch::Contains("check the certificate's dates, and this host's clock"));
+    CHECK_THAT(r.status().message(), Catch::Contains("its CA signed"));
+  }
+  // The same expired certificate, with another cluster's CA trusted: anyone
+  // could have answered.
+  TlsCluster other("prober-other", ok);
+  TlsCluster expired("prober-test", ok, {-400 * 86400L, -86400});
+  auto stranger = prober.Probe(Config(), credentials(expired, other.ca_pem()));
+  REQUIRE_FALSE(stranger.ok());
+  INFO(stranger.status().message());
+  CHECK(stranger.status().code() == Code::kUnavailable);
+}
+
 }  // namespace gantry::testing

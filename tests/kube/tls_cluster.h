@@ -18,8 +18,8 @@ namespace gantry::testing {
 class TlsCluster {
  public:
   // name goes into the certificates' names.
-  TlsCluster(const std::string& name, http::Handler handler) {
-    auto certs = sim::MakeClusterCerts(name);
+  TlsCluster(const std::string& name, http::Handler handler, sim::LeafValidity validity = {}) {
+    auto certs = sim::MakeClusterCerts(name, false, validity);
     REQUIRE(certs.ok());
     certs_ = *certs;
     http::ServerOptions options;

@@ -25,10 +25,9 @@ using CertPtr = std::unique_ptr<X509, Deleter>;
 using BioPtr = std::unique_ptr<BIO, Deleter>;
 using ExtPtr = std::unique_ptr<X509_EXTENSION, Deleter>;
 
-// Certificates are valid from an hour ago (clock skew) for ten years: the
-// simulator's clusters live as long as its process.
-constexpr long kNotBeforeSkewSeconds = 3600;
-constexpr long kValiditySeconds = 10L * 365 * 24 * 3600;
+// Certificates are valid from an hour ago (clock skew) for ten years
+// (LeafValidity's defaults, the CAs' too): the simulator's clusters live as
+// long as its process.
 
 std::string BioText(BIO* bio) {
   char* data = nullptr;
@@ -48,13 +47,13 @@ Status AddExt(X509* cert, X509* issuer, int nid, const char* value) {
 // A CA (self-signed when issuer is null, else an intermediate) or a
 // serving certificate.
 Result<CertPtr> MakeCert(const std::string& cn, EVP_PKEY* key, X509* issuer, EVP_PKEY* issuer_key, long serial,
-                         bool is_ca) {
+                         bool is_ca, LeafValidity validity = {}) {
   CertPtr cert(X509_new());
   if (!cert) return Status::Internal("X509_new");
   X509_set_version(cert.get(), 2);
   ASN1_INTEGER_set(X509_get_serialNumber(cert.get()), serial);
-  X509_gmtime_adj(X509_getm_notBefore(cert.get()), -kNotBeforeSkewSeconds);
-  X509_gmtime_adj(X509_getm_notAfter(cert.get()), kValiditySeconds);
+  X509_gmtime_adj(X509_getm_notBefore(cert.get()), validity.not_before_s);
+  X509_gmtime_adj(X509_getm_notAfter(cert.get()), validity.not_after_s);
   X509_set_pubkey(cert.get(), key);
   X509_NAME* name = X509_get_subject_name(cert.get());
   X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>("gantry-sim"), -1, -1, 0);
@@ -85,7 +84,7 @@ std::string CertPem(X509* cert) {
 
 }  // namespace
 
-Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name, bool intermediate) {
+Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name, bool intermediate, LeafValidity leaf_validity) {
   KeyPtr ca_key(EVP_EC_gen("P-256"));
   KeyPtr mid_key(intermediate ? EVP_EC_gen("P-256") : nullptr);
   KeyPtr leaf_key(EVP_EC_gen("P-256"));
@@ -109,7 +108,7 @@ Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name, bool inte
     issuer_key = mid_key.get();
   }
   auto leaf = MakeCert(fmt::format("{}.gantry-sim", cluster_name), leaf_key.get(), issuer, issuer_key, serial + 1,
-                       false);
+                       false, leaf_validity);
   if (!leaf.ok()) return leaf.status();
   out.cert_pem = CertPem(leaf->get()) + out.intermediate_pem;
   BioPtr bio(BIO_new(BIO_s_mem()));

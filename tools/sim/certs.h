@@ -18,9 +18,17 @@ struct ClusterCerts {
   std::string intermediate_pem;  // "" unless asked for
 };
 
+// When the serving certificate is valid, in seconds from now: by default
+// from an hour ago for ten years. Tests make expired ones with it.
+struct LeafValidity {
+  long not_before_s = -3600;
+  long not_after_s = 10L * 365 * 24 * 3600;
+};
+
 // common_name names the CA ("gantry-sim c1 CA"). With intermediate, the
 // root signs an intermediate CA, which signs the serving certificate.
-Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name, bool intermediate = false);
+Result<ClusterCerts> MakeClusterCerts(const std::string& cluster_name, bool intermediate = false,
+                                      LeafValidity leaf_validity = {});
 // 32 random bytes, hex.
 std::string MakeToken();
 std::string Base64(const std::string& data);

@@ -50,6 +50,13 @@ Plan Ladder::Finish(const std::string& step, JobPhase phase, const std::string& 
 Plan Ladder::FinishAsEnded(const std::string& step, const ObservedJob& j) const {
   const bool ok = j.state == RemoteJobState::kSucceeded;
   std::string msg = fmt::format("{} in {}: {}", ok ? "succeeded" : "failed", job_.cluster, RunEndText(j));
+  // Seen long after it ended (the cluster out of reach, or gantry down, in
+  // between): the job's completionTime is when gantry saw the end, so the
+  // run's own time is told here.
+  if (j.ended_ms > 0 && in_.now_ms - j.ended_ms >= kLateEndMs) {
+    msg += fmt::format("; the run ended at {} by {}'s clock, {} before gantry saw it", FormatRfc3339(j.ended_ms),
+                       job_.cluster, FormatAge(in_.now_ms - j.ended_ms));
+  }
   Plan p = Finish(step, ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed", msg);
   p.write->remote_status = j.summary;
   return p;

@@ -137,6 +137,10 @@ inline bool RunEnded(const ObservedJob& j) {
   return j.state == RemoteJobState::kSucceeded || j.state == RemoteJobState::kFailed;
 }
 
+// A run's end seen at least this long after it happened (by the cluster's
+// clock) is told with its time.
+inline constexpr int64_t kLateEndMs = 30'000;
+
 // How a run ended, for a message: its condition's reason (else Complete
 // or Failed) and message, "CompletionsReached (Reached expected ...)".
 inline std::string RunEndText(const ObservedJob& j) {

@@ -160,12 +160,10 @@ std::optional<ObservedJob> ParseJob(const std::string& kind, const json& object)
   if (!complete) complete = TrueCondition(object, "Completed");
   const json* failed = TrueCondition(object, "Failed");
   const json* suspend = JsonAt(object, {"spec", "suspend"});
-  if (complete) {
-    j.state = RemoteJobState::kSucceeded;
-    CopyReason(complete, &j.reason, &j.message);
-  } else if (failed) {
-    j.state = RemoteJobState::kFailed;
-    CopyReason(failed, &j.reason, &j.message);
+  if (complete || failed) {
+    j.state = complete ? RemoteJobState::kSucceeded : RemoteJobState::kFailed;
+    CopyReason(complete ? complete : failed, &j.reason, &j.message);
+    j.ended_ms = ParseRfc3339(JsonStringAt(complete ? *complete : *failed, {"lastTransitionTime"})).value_or(0);
   } else if (!suspend || !suspend->is_boolean() || !suspend->get<bool>()) {
     j.state = RemoteJobState::kRunning;
   } else {

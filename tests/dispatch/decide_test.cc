@@ -733,6 +733,20 @@ TEST_CASE("step 10: a Wait job's OwnerLost condition is lifted when its owner an
   CHECK(*done.write->phase == JobPhase::kSucceeded);
   CHECK(*done.write->conditions_json == "[]");
   CHECK_THAT(*done.write->message, Catch::Contains("succeeded in c1"));
+  CHECK_THAT(*done.write->message, !Catch::Contains("before gantry saw it"));  // no time given
+  // It ended long before it was seen: its own time is told, as the job's
+  // completionTime is when gantry saw the end.
+  const int64_t now_was = w.in.now_ms;
+  w.in.now_ms = *ParseRfc3339("2026-12-07T12:05:03Z");
+  w.in.observed["c1"].jobs[0].ended_ms = *ParseRfc3339("2026-12-07T10:05:03Z");
+  Plan late = Decide(w.Input());
+  REQUIRE(late.write);
+  CHECK_THAT(*late.write->message,
+             Catch::Contains("; the run ended at 2026-12-07T10:05:03Z by c1's clock, 2h before gantry saw it"));
+  w.in.observed["c1"].jobs[0].ended_ms = w.in.now_ms - 5'000;  // just now: nothing to tell
+  CHECK_THAT(*Decide(w.Input()).write->message, !Catch::Contains("before gantry saw it"));
+  w.in.now_ms = now_was;
+  w.in.observed["c1"].jobs[0].ended_ms = 0;
 
   // Never flagged: no extra write (its create on record, as it is once seen).
   w.job.conditions_json = "[]";

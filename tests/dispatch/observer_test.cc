@@ -348,6 +348,16 @@ TEST_CASE("ParseJob: state, reason and summary of Jobs and JobSets", "[observer]
     }
   }
 
+  // When it ended, by the cluster's clock: the deciding condition's time.
+  json ended = WithConditions({{"metadata", Meta("uid-9")}}, {Condition("Complete", "True", "Done")});
+  CHECK(ParseJob("Job", ended)->ended_ms == 0);  // none given
+  ended["status"]["conditions"][0]["lastTransitionTime"] = "2026-12-07T10:05:03Z";
+  CHECK(ParseJob("Job", ended)->ended_ms == *ParseRfc3339("2026-12-07T10:05:03Z"));
+  ended["status"]["conditions"][0]["type"] = "Failed";
+  CHECK(ParseJob("Job", ended)->ended_ms == *ParseRfc3339("2026-12-07T10:05:03Z"));
+  ended["status"]["conditions"][0]["type"] = "Suspended";
+  CHECK(ParseJob("Job", ended)->ended_ms == 0);  // not ended
+
   json job = {{"metadata", Meta("uid-9")}, {"status", {{"active", 2}, {"failed", 1}}}};
   CHECK(ParseJob("Job", job)->summary == "active 2, succeeded 0, failed 1");
   CHECK_FALSE(ParseJob("Job", job)->deleting);

@@ -101,6 +101,9 @@ struct ObservedJob {
   std::string reason;         // the deciding condition's reason, if any
   std::string message;
   std::string summary;        // e.g. "active 2, succeeded 0, failed 0" (Job status counts); "" for generic kinds
+  // Ended: when, by the cluster's clock (the deciding condition's
+  // lastTransitionTime; 0 when none is given).
+  int64_t ended_ms = 0;
   // metadata.deletionTimestamp set: being deleted, its pods stopping (a
   // foreground delete keeps it until they are gone).
   bool deleting = false;

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace gantry::kube {
@@ -16,10 +17,61 @@ std::string LogPrefix(const ListWatchOptions& options) {
   return options.log_name.empty() ? std::string() : options.log_name + ": ";
 }
 
+// The failures in a row of one list-and-watch: the first is logged, then
+// one in each failure_log_interval, telling how many were not; a cluster
+// out of reach for 15 minutes is a few lines per resource, not hundreds.
+class FailureLog {
+ public:
+  FailureLog(const ListWatchOptions& options, const std::string& path)
+      : prefix_(LogPrefix(options)), path_(path), interval_(options.failure_log_interval) {}
+
+  void Failed(const std::string& text) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!failing_) since_ = now;
+    failing_ = true;
+    if (logged_ && now - last_ < interval_) {
+      ++held_;
+      return;
+    }
+    if (held_ > 0) {
+      spdlog::warn("{}{} ({} more failure(s) of its list and watch not logged since {} s ago)", prefix_, text, held_,
+                   std::chrono::duration_cast<std::chrono::seconds>(now - last_).count());
+    } else {
+      spdlog::warn("{}{}", prefix_, text);
+    }
+    logged_ = true;
+    last_ = now;
+    held_ = 0;
+  }
+
+  // A watch brought events, or ended cleanly: the streak is over (a list
+  // alone is not: a proxy that cuts every stream lets the lists through).
+  void Followed() {
+    if (!failing_) return;
+    if (held_ > 0) {
+      spdlog::info("{}watch {} works again, after {} s of failures ({} not logged)", prefix_, path_,
+                   std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - since_).count(),
+                   held_);
+    }
+    failing_ = false;
+    logged_ = false;
+    held_ = 0;
+  }
+
+ private:
+  const std::string prefix_;
+  const std::string path_;
+  const std::chrono::milliseconds interval_;
+  bool failing_ = false;
+  bool logged_ = false;  // a line of this streak went out, at last_
+  std::chrono::steady_clock::time_point since_, last_;
+  int64_t held_ = 0;
+};
+
 // Lists every page. Returns the list's resourceVersion, or "" on failure
 // or when stop() asks between pages (a large cluster's list is many).
 std::string ListAll(KubeClient& client, const std::string& path, const ListWatchOptions& options,
-                    std::vector<nlohmann::json>* items, const std::function<bool()>& stop) {
+                    std::vector<nlohmann::json>* items, const std::function<bool()>& stop, FailureLog& log) {
   ListOptions page;
   page.label_selector = options.label_selector;
   page.limit = options.page_size;
@@ -28,7 +80,7 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
     if (!r.ok() || !r->ok()) {
       const std::string message = r.ok() ? (r->error ? r->error->message : "HTTP " + std::to_string(r->status))
                                          : r.status().message();
-      spdlog::warn("{}list {}: {}", LogPrefix(options), path, message);
+      log.Failed(fmt::format("list {}: {}", path, message));
       if (options.on_list_failed) options.on_list_failed(r.ok() ? r->status : 0, message);
       return "";
     }
@@ -60,6 +112,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
                          const std::function<void(const WatchEvent&)>& on_event,
                          const std::function<bool()>& stop) {
   ListWatchStats stats;
+  FailureLog log(options, path);
   std::string rv;  // "" = a (re)list is needed
   const auto first_backoff = std::chrono::milliseconds(200);
   auto backoff = first_backoff;
@@ -72,7 +125,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
   while (!stop()) {
     if (rv.empty()) {
       std::vector<nlohmann::json> items;
-      rv = ListAll(client, path, options, &items, stop);
+      rv = ListAll(client, path, options, &items, stop, log);
       if (rv.empty()) {
         back_off();
         continue;
@@ -96,6 +149,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       on_event(e);
       return !stop();
     });
+    if (events > 0) log.Followed();
     if (end.ok() && !end->expired && !end->stopped && events == 0 && !stop() &&
         std::chrono::steady_clock::now() - started < kShortWatch) {
       // A clean end at once, with nothing in it (a proxy cutting streams, a
@@ -105,14 +159,14 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       end = Status::Unavailable("the watch ended at once, with no event");
     }
     if (!end.ok()) {
-      spdlog::warn("{}watch {}: {}; listing again in {} ms", LogPrefix(options), path, end.status().message(),
-                   backoff.count());
+      log.Failed(fmt::format("watch {}: {}; listing again in {} ms", path, end.status().message(), backoff.count()));
       if (options.on_watch_failed) options.on_watch_failed(end.status().message());
       rv.clear();  // start over from a list
       back_off();
       continue;
     }
     backoff = first_backoff;
+    log.Followed();
     if (end->expired || (options.relist_now && options.relist_now())) {
       rv.clear();  // 410 (the resume point is gone), or a relist was asked for
     } else {

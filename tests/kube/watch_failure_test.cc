@@ -40,14 +40,25 @@ class Cluster {
   }
 
   std::atomic<int> lists{0}, watches{0};
+  // From the next watch on, each answers this body instead.
+  void SetWatchBody(std::string body) {
+    std::lock_guard lock(mu_);
+    watch_body_ = std::move(body);
+  }
 
  private:
+  std::mutex mu_;
   std::string watch_body_;
   int watch_status_;
   TlsCluster tls_{"watch-failure-test", [this](http::Request req, http::Responder respond) {
                     const bool watch = req.Query("watch").value_or("") == "true";
                     (watch ? watches : lists).fetch_add(1);
-                    respond(http::JsonResponse(watch ? watch_status_ : 200, watch ? watch_body_ : kList));
+                    std::string body;
+                    {
+                      std::lock_guard lock(mu_);
+                      body = watch ? watch_body_ : kList;
+                    }
+                    respond(http::JsonResponse(watch ? watch_status_ : 200, body));
                   }};
 };
 
@@ -139,6 +150,73 @@ TEST_CASE("a failed watch's log line names its cluster: many clusters serve the 
   }
   spdlog::set_default_logger(previous);
   CHECK_THAT(log.str(), Catch::Contains("warning cluster c7: watch /apis/kueue.x-k8s.io/v1beta2/workloads: "));
+}
+
+TEST_CASE("failures in a row of one list and watch are logged once, then once an interval with how many were not",
+          "[kube][watch]") {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  capture->set_pattern("%l %v");
+  spdlog::set_default_logger(capture);
+  int failures = 0;
+  {
+    // Every watch fails at once, every 50 ms at most: dozens of failures.
+    Cluster cluster("<html>bad gateway</html>\n");
+    auto client = cluster.Client();
+    Follower follower(*client, "cluster c7");
+    const bool many = WaitFor([&] { return cluster.watches >= 8; }, std::chrono::seconds(20));
+    follower.stop = true;
+    CHECK(many);
+    std::lock_guard lock(follower.mu);
+    failures = static_cast<int>(follower.failures.size());
+  }
+  spdlog::set_default_logger(previous);
+  const std::string text = log.str();
+  INFO(text);
+  CHECK(failures >= 8);  // each told to the view, whatever is logged
+  std::size_t lines = 0;
+  for (std::size_t at = text.find("warning cluster c7: watch"); at != std::string::npos;
+       at = text.find("warning cluster c7: watch", at + 1)) {
+    ++lines;
+  }
+  CHECK(lines == 1);
+  CHECK_THAT(text, !Catch::Contains("works again"));  // it never did
+}
+
+TEST_CASE("a watch that works again after failures not logged says so, and its next failure is logged", "[kube][watch]") {
+  std::ostringstream log;
+  auto previous = spdlog::default_logger();
+  auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
+  capture->set_pattern("%l %v");
+  spdlog::set_default_logger(capture);
+  {
+    Cluster cluster("<html>bad gateway</html>\n");
+    auto client = cluster.Client();
+    Follower follower(*client, "cluster c7");
+    REQUIRE(WaitFor([&] { return cluster.watches >= 4; }, std::chrono::seconds(20)));
+    // Events again: the streak is over.
+    cluster.SetWatchBody(
+        R"({"type":"ADDED","object":{"kind":"Workload","metadata":{"name":"w","namespace":"a","resourceVersion":"6"}}})"
+        "\n");
+    REQUIRE(WaitFor([&] { return follower.events >= 1; }, std::chrono::seconds(20)));
+    // Failing again: a new streak, whose first failure is logged.
+    cluster.SetWatchBody("<html>bad gateway</html>\n");
+    const int before = cluster.watches;
+    REQUIRE(WaitFor([&] { return cluster.watches >= before + 3; }, std::chrono::seconds(20)));
+    follower.stop = true;
+  }
+  spdlog::set_default_logger(previous);
+  const std::string text = log.str();
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("info cluster c7: watch /apis/kueue.x-k8s.io/v1beta2/workloads works again, after "));
+  CHECK_THAT(text, Catch::Contains(" not logged)"));
+  std::size_t lines = 0;
+  for (std::size_t at = text.find("warning cluster c7: watch"); at != std::string::npos;
+       at = text.find("warning cluster c7: watch", at + 1)) {
+    ++lines;
+  }
+  CHECK(lines == 2);
 }
 
 TEST_CASE("a short watch with an event in it is a clean end: resumed, not listed again", "[kube][watch]") {

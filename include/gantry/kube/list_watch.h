@@ -31,6 +31,11 @@ struct ListWatchOptions {
   int watch_timeout_seconds = 60;
   std::chrono::milliseconds idle_timeout{120'000};
   std::chrono::milliseconds max_backoff{30'000};
+  // Failures in a row (lists and watches, one stream after another, while
+  // a cluster is out of reach) are logged once, then at most once per this
+  // interval with how many were not; a list that works again after failures
+  // not logged says so.
+  std::chrono::milliseconds failure_log_interval{60'000};
   OnlyFields only_fields;  // for watch events: see WatchOptions
   int stop_fd = -1;        // see WatchOptions::stop_fd; stop() must say true once it is readable
   // Called when a (re)list fails: the HTTP status of the answer (0: none,

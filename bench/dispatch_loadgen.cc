@@ -22,7 +22,7 @@
 // the remote calls.
 // Remote API calls: the simulator counts no requests, so the figure is the
 // daemon's gantry_dispatch_remote_calls_total (every create, delete and 409
-// look-up the engine made; not the prober's 4 GETs per cluster per probe
+// look-up the engine made; not the prober's 5 GETs per cluster per probe
 // (readiness, ClusterQueues, LocalQueues, WorkloadPriorityClasses), nor the
 // watches), read once it stops moving after the last job finished. Beside
 // it, the protocol's own count from the store's events: one create per
@@ -567,7 +567,7 @@ int main(int argc, char** argv) {
     for (const auto& [k, v] : calls) by += fmt::format(", {} {:.0f}", k, v);
     std::printf(
         "  remote API  %.1f calls/job by the engine (%.0f in all%s); by the protocol %.1f; probes "
-        "(4 GETs per cluster per probe) and watches not counted\n",
+        "(5 GETs per cluster per probe) and watches not counted\n",
         calls_per_job, Total(calls), by.c_str(), 2 * creates_per_job);
   } else {
     std::printf(

@@ -48,6 +48,7 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   if (!view.capacity_error.empty()) status["capacityError"] = view.capacity_error;
   if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;
   if (!view.config_error.empty()) status["configError"] = view.config_error;
+  if (!view.cluster_id.empty() && reached) status["clusterID"] = view.cluster_id;  // its kube-system Namespace's uid
   if (!view.credentials_warning.empty()) status["credentialsWarning"] = view.credentials_warning;
   if (!view.config_warning.empty()) status["configWarning"] = view.config_warning;
   if (view.capacity) {

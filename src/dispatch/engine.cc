@@ -309,12 +309,27 @@ void Engine::SetObservedClusters() {
   std::vector<ObservedCluster> clusters;
   const std::vector<inventory::ClusterView> views = fleet_.Clusters();
   no_clusters_.store(views.empty());
+  observed_.clear();
   for (const inventory::ClusterView& view : views) {
-    auto creds = fleet_.Credentials(view.config.name);
+    // (Not one held: it reaches a cluster another entry watches already.)
+    auto creds = view.Usable() ? fleet_.Credentials(view.config.name) : std::nullopt;
     if (!creds) continue;
+    observed_.insert(view.config.name);
     clusters.push_back({view.config.name, view.config.kueue_api_version, std::move(*creds)});
   }
   observer_->SetClusters(clusters);
+}
+
+void Engine::ObserveUsableClusters() {
+  std::lock_guard reload(inventory_mu_);
+  std::set<std::string> usable;
+  for (const inventory::ClusterView& view : fleet_.Clusters()) {
+    if (view.Usable() && fleet_.Credentials(view.config.name)) usable.insert(view.config.name);
+  }
+  if (usable == observed_) return;
+  SetObservedClusters();
+  std::lock_guard lock(fleet_mu_);
+  fleet_read_ms_ = -1;
 }
 
 void Engine::RefreshFleetLocked(int64_t now_ms) {
@@ -342,7 +357,7 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
       f.lost_for_ms = view.health.ShownLostForMs();  // judged on a probe, not on the time since the last one
       f.credentials_refused = view.health.credentials_refused;
     } else {
-      f.unusable = view.config_error.empty() ? "its credentials do not load" : "its file in clusters.d is refused";
+      f.unusable = view.config_error.empty() ? "its credentials do not load" : "its file in clusters.d is refused, or held";
     }
     // Not usable: not watched, so nothing is learnt of its refusals.
     if (auto r = watch_refusals.find(name); r != watch_refusals.end() && view.Usable()) f.watch_refused = r->second;

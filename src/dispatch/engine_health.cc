@@ -104,6 +104,7 @@ void Engine::RunHealthWatch() {
       behind_out.erase(name);
     }
     SetPassAllowance();
+    ObserveUsableClusters();
     // While a cluster refuses a watch, keeps the fleet view, and with it the
     // refusal's clock and its row in the store, current when no pass runs.
     if (WatchRefusalsToNote()) (void)Facts(clock_.NowMillis());

@@ -344,6 +344,10 @@ void Fleet::ProbeOne(const std::string& name) {
       e.reprobe = false;
       return;
     }
+    if (reading.ok() && !reading->cluster_id.empty()) {
+      if (HoldIfSameCluster(name, e, reading->cluster_id)) return;
+      e.view.cluster_id = reading->cluster_id;
+    }
     auto before = e.view.health.first_lost_ms;
     HealthState old_state = e.view.health.state;
     const bool old_refused = e.view.health.credentials_refused;

@@ -7,7 +7,14 @@
 // the others are held as a refused file's cluster is (not probed, nothing
 // new goes there, the jobs they own left as they are) until one of them
 // changes, and the load says why.
+//
+// Fleet::HoldIfSameCluster: the same, found by what the cluster says it is
+// (its kube-system Namespace's uid, read at each probe) when two entries
+// spell its address differently (an IP and a DNS name, a load balancer and
+// a node): the later one to read it is held, at that probe, before it was
+// ever Ready.
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
@@ -64,6 +71,30 @@ void Fleet::HoldSameServer(std::map<std::string, Entry>& next, std::vector<Clust
       next[name] = Held(ClusterPlaceholder{name, file, Status::Invalid(why)});
     }
   }
+}
+
+bool Fleet::HoldIfSameCluster(const std::string& name, Entry& e, const std::string& cluster_id) {
+  std::string other;
+  for (const auto& [n, o] : entries_) {
+    if (n != name && o.view.Usable() && o.view.cluster_id == cluster_id) {
+      other = n;
+      break;
+    }
+  }
+  if (other.empty()) return false;
+  // Held as a refused file is, until a reload finds it alone: never Ready,
+  // so nothing was sent through it. Its health stays as it was.
+  const std::string file = std::filesystem::path(e.view.config.source_file).filename().string();
+  e.view.config_error = fmt::format(
+      "{}: it reaches the cluster that cluster {} reaches (its kube-system Namespace has uid {} there too), by "
+      "another address ({}): two entries for one cluster would each take the other's objects for strays and delete "
+      "them, so this one is held and {} kept; remove this entry, then reload",
+      file, other, cluster_id, e.creds ? e.creds->server : "?", other);
+  spdlog::error("inventory: cluster {} is held: {}", name, e.view.config_error);
+  e.reprobe = false;
+  e.next_probe_ms = clock_.NowMillis() + options_.probe_interval_ms;
+  generation_.fetch_add(1, std::memory_order_release);
+  return true;
 }
 
 }  // namespace gantry::inventory

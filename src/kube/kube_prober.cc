@@ -17,6 +17,14 @@ bool ApiServerRefusal(const KubeReply& reply) {
 
 }  // namespace
 
+std::string ClusterIdOf(const Result<KubeReply>& kube_system) {
+  if (!kube_system.ok() || kube_system->status != 200 || !kube_system->body.is_object()) return "";
+  const nlohmann::json& body = kube_system->body;
+  if (body.value("kind", "") != "Namespace") return "";
+  const auto uid = body.value("/metadata/uid"_json_pointer, nlohmann::json());
+  return uid.is_string() ? uid.get<std::string>() : "";
+}
+
 Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what) {
   // Without TLS verification anyone on the path could have answered.
   if (!verified || !ApiServerRefusal(reply)) return Status::Unavailable(std::move(what));
@@ -101,6 +109,9 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     if (ready->status < 500) keep();  // a refusal or 429: the same server answers the next probe
     return RefusalOrOutage(*ready, !creds.insecure, fmt::format("/readyz answered {}", ready->status));
   }
+  // Which cluster this is: a failure here is no failure of the probe (a
+  // worker whose RBAC predates it, a token without that permission).
+  const std::string cluster_id = ClusterIdOf(conn.client->Get("/api/v1/namespaces/kube-system"));
   const std::string base =
       fmt::format("/apis/kueue.x-k8s.io/{}/", inventory::KueueApiVersionName(config.kueue_api_version));
   auto cqs = conn.client->Get(base + "clusterqueues");
@@ -115,6 +126,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   if (cqs->ok() && lqs.ok()) wpcs = conn.client->Get(base + "workloadpriorityclasses");
   if (!cqs->ok() || (lqs.ok() && wpcs.ok())) keep();
   auto reading = ReadCapacity(*cqs, lqs, !creds.insecure, inventory::KueueApiVersionName(config.kueue_api_version));
+  if (reading.ok()) reading->cluster_id = cluster_id;
   if (reading.ok() && reading->queues) {
     if (!lqs.ok()) wpcs = Status::Unavailable("not asked: the LocalQueue list failed");
     std::optional<std::map<std::string, int32_t>> last;

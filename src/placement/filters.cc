@@ -167,7 +167,9 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
   const PlacementConstraints& c = job.constraints;
   if (auto x = CheckAllowlist(c, cluster)) return x;
   if (cluster.config_refused) {
-    return Exclude(Filter::kHealth, "its cluster file is refused; nothing is known of it until the file loads");
+    return Exclude(Filter::kHealth,
+                   "its cluster file is refused, or held (gantry clusters says why); nothing is known of it until a "
+                   "reload loads it");
   }
   if (auto x = CheckRegion(c, cluster)) return x;
   if (auto x = CheckComplianceZone(c, cluster)) return x;

@@ -84,7 +84,18 @@ class FakeProber final : public ClusterProber {
     }
     r.quota["nvidia.com/gpu"] = {32'000, 8'000};
     r.pending_workloads = 2;
+    r.cluster_id = ClusterId(config.name);
     return r;
+  }
+  // The identity a cluster's probe reads (its kube-system uid; "" = none).
+  void SetClusterId(const std::string& cluster, std::string id) {
+    std::lock_guard lock(probes_mu_);
+    ids_[cluster] = std::move(id);
+  }
+  std::string ClusterId(const std::string& cluster) const {
+    std::lock_guard lock(probes_mu_);
+    auto it = ids_.find(cluster);
+    return it == ids_.end() ? "" : it->second;
   }
   // How many times the cluster was probed (from any thread).
   int Probes(const std::string& cluster) const {
@@ -110,6 +121,7 @@ class FakeProber final : public ClusterProber {
   bool released_ = false;
   int blocked_ = 0;
   std::map<std::string, int> probes_;
+  std::map<std::string, std::string> ids_;
 };
 
 // The API server a cluster named so has in WriteCluster: one of its own

@@ -722,4 +722,58 @@ TEST_CASE("a reload during a probe waits for it, then probes the cluster again a
   CHECK(prober.max_in_c1 == 1);
 }
 
+TEST_CASE("an entry whose probe reads the identity of a cluster another entry reaches is held, until a reload "
+          "finds it alone",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2", "c3"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}, {"c3", true}};
+  // c2 spells c1's API server another way (its own URL here): the cluster
+  // says which it is.
+  prober.SetClusterId("c1", "kube-system-uid-a");
+  prober.SetClusterId("c2", "kube-system-uid-a");
+  prober.SetClusterId("c3", "kube-system-uid-b");
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  // The first to read it keeps it (the probes run at once at the start).
+  const bool c1_kept = fleet.Cluster("c1")->Usable();
+  const std::string kept = c1_kept ? "c1" : "c2";
+  const std::string held = c1_kept ? "c2" : "c1";
+  INFO("kept " << kept);
+  auto k = fleet.Cluster(kept);
+  auto h = fleet.Cluster(held);
+  CHECK(k->health.state == HealthState::kReady);
+  CHECK(k->cluster_id == "kube-system-uid-a");
+  CHECK(fleet.Cluster("c3")->health.state == HealthState::kReady);
+  CHECK_FALSE(h->Usable());
+  CHECK(h->health.state == HealthState::kUnknown);  // never Ready: nothing went through it
+  CHECK_THAT(h->config_error, Catch::Contains(held + ".yaml: it reaches the cluster that cluster " + kept +
+                                              " reaches (its kube-system Namespace has uid kube-system-uid-a there "
+                                              "too)"));
+  CHECK_THAT(h->config_error, Catch::Contains("this one is held and " + kept + " kept"));
+  // The placement view has it not Ready.
+  for (const auto& snap : fleet.Snapshot(clock.NowMillis())) {
+    if (snap.name == held) CHECK(snap.health != placement::ClusterHealth::kReady);
+  }
+  // Held at every probe after, and found again after a reload: the same
+  // one, as the one kept keeps the identity it read.
+  fleet.ProbeAllNow();
+  CHECK_FALSE(fleet.Cluster(held)->Usable());
+  REQUIRE(fleet.Reload().empty());
+  fleet.ProbeAllNow();
+  CHECK_FALSE(fleet.Cluster(held)->Usable());
+  CHECK(fleet.Cluster(kept)->health.state == HealthState::kReady);
+  // Alone once the other entry is gone.
+  std::filesystem::remove(dir.File("clusters.d/" + kept + ".yaml"));
+  REQUIRE(fleet.Reload().empty());
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster(held)->Usable());
+  CHECK(fleet.Cluster(held)->health.state == HealthState::kReady);
+  CHECK(fleet.Cluster(held)->cluster_id == "kube-system-uid-a");
+  fleet.Stop();
+}
+
 }  // namespace gantry::inventory

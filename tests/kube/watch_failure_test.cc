@@ -62,6 +62,29 @@ class Cluster {
                   }};
 };
 
+// The default logger's lines ("LEVEL text") while it lives.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_));
+    capture->set_pattern("%l %v");
+    spdlog::set_default_logger(capture);
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string Text() const { return log_.str(); }
+
+ private:
+  std::ostringstream log_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+// How many times needle is in text.
+std::size_t Occurrences(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
 // ListWatch on a thread of its own until stopped, recording what it tells.
 struct Follower {
   std::atomic<int> listed{0}, events{0};
@@ -135,11 +158,7 @@ TEST_CASE("a watch that cannot be followed is a failure: listed again after a ba
 }
 
 TEST_CASE("a failed watch's log line names its cluster: many clusters serve the same path", "[kube][watch]") {
-  std::ostringstream log;
-  auto previous = spdlog::default_logger();
-  auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
-  capture->set_pattern("%l %v");
-  spdlog::set_default_logger(capture);
+  LogCapture capture;
   {
     Cluster cluster("<html>bad gateway</html>\n");
     auto client = cluster.Client();
@@ -148,17 +167,12 @@ TEST_CASE("a failed watch's log line names its cluster: many clusters serve the 
     follower.stop = true;
     CHECK(failed);
   }
-  spdlog::set_default_logger(previous);
-  CHECK_THAT(log.str(), Catch::Contains("warning cluster c7: watch /apis/kueue.x-k8s.io/v1beta2/workloads: "));
+  CHECK_THAT(capture.Text(), Catch::Contains("warning cluster c7: watch /apis/kueue.x-k8s.io/v1beta2/workloads: "));
 }
 
 TEST_CASE("failures in a row of one list and watch are logged once, then once an interval with how many were not",
           "[kube][watch]") {
-  std::ostringstream log;
-  auto previous = spdlog::default_logger();
-  auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
-  capture->set_pattern("%l %v");
-  spdlog::set_default_logger(capture);
+  LogCapture capture;
   int failures = 0;
   {
     // Every watch fails at once, every 50 ms at most: dozens of failures.
@@ -171,25 +185,16 @@ TEST_CASE("failures in a row of one list and watch are logged once, then once an
     std::lock_guard lock(follower.mu);
     failures = static_cast<int>(follower.failures.size());
   }
-  spdlog::set_default_logger(previous);
-  const std::string text = log.str();
+  const std::string text = capture.Text();
   INFO(text);
   CHECK(failures >= 8);  // each told to the view, whatever is logged
-  std::size_t lines = 0;
-  for (std::size_t at = text.find("warning cluster c7: watch"); at != std::string::npos;
-       at = text.find("warning cluster c7: watch", at + 1)) {
-    ++lines;
-  }
+  const std::size_t lines = Occurrences(text, "warning cluster c7: watch");
   CHECK(lines == 1);
   CHECK_THAT(text, !Catch::Contains("works again"));  // it never did
 }
 
 TEST_CASE("a watch that works again after failures not logged says so, and its next failure is logged", "[kube][watch]") {
-  std::ostringstream log;
-  auto previous = spdlog::default_logger();
-  auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log));
-  capture->set_pattern("%l %v");
-  spdlog::set_default_logger(capture);
+  LogCapture capture;
   {
     Cluster cluster("<html>bad gateway</html>\n");
     auto client = cluster.Client();
@@ -206,16 +211,11 @@ TEST_CASE("a watch that works again after failures not logged says so, and its n
     REQUIRE(WaitFor([&] { return cluster.watches >= before + 3; }, std::chrono::seconds(20)));
     follower.stop = true;
   }
-  spdlog::set_default_logger(previous);
-  const std::string text = log.str();
+  const std::string text = capture.Text();
   INFO(text);
   CHECK_THAT(text, Catch::Contains("info cluster c7: watch /apis/kueue.x-k8s.io/v1beta2/workloads works again, after "));
   CHECK_THAT(text, Catch::Contains(" not logged)"));
-  std::size_t lines = 0;
-  for (std::size_t at = text.find("warning cluster c7: watch"); at != std::string::npos;
-       at = text.find("warning cluster c7: watch", at + 1)) {
-    ++lines;
-  }
+  const std::size_t lines = Occurrences(text, "warning cluster c7: watch");
   CHECK(lines == 2);
 }
 

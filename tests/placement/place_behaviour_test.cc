@@ -163,7 +163,8 @@ TEST_CASE("a cluster whose file is refused is left out for now, never permanentl
   CHECK(d.candidates.empty());
   CHECK(ExclusionOf(d, "b").filter == Filter::kHealth);
   CHECK(ExclusionOf(d, "b").message ==
-        "its cluster file is refused; nothing is known of it until the file loads");
+        "its cluster file is refused, or held (gantry clusters says why); nothing is known of it until a reload "
+        "loads it");
   CHECK_FALSE(ExclusionOf(d, "b").permanent);
   CHECK_FALSE(d.unschedulable);  // it waits for the file, not Unschedulable for a region it may well have
   // The allowlist names clusters: that one still holds, the cluster's name being known.

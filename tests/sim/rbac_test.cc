@@ -143,6 +143,9 @@ TEST_CASE("the worker manifest gantry ships grants what gantry does, and no more
   CHECK_FALSE(allows(Req("PATCH", wl + "/w1")));
   CHECK_FALSE(allows(Req("PUT", jobs + "/j1")));
   CHECK_FALSE(allows(Req("GET", "/api/v1/namespaces/team-a/secrets")));
+  CHECK(allows(Req("GET", "/api/v1/namespaces/kube-system")));  // its uid: which cluster this is, by the probe
+  CHECK_FALSE(allows(Req("GET", "/api/v1/namespaces/team-a")));
+  CHECK_FALSE(allows(Req("GET", "/api/v1/namespaces")));
   CHECK_FALSE(allows(Req("DELETE", wl)));
   CHECK_FALSE(allows(Req("GET", "/apis/kueue.x-k8s.io/v1beta2/localqueues", "true")));  // listed, never watched
 }

@@ -33,6 +33,7 @@ std::string RandomSuffix(std::mt19937_64& rng) {
 
 ClusterState::ClusterState(ClusterConfig config, Journal* journal, const Clock* clock)
     : config_(std::move(config)),
+      system_uid_(NewUid(clock->NowMillis())),
       journal_(journal),
       clock_(clock),
       store_(config_.history_limit,

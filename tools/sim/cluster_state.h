@@ -46,6 +46,10 @@ class ClusterState {
   ClusterState(ClusterConfig config, Journal* journal, const Clock* clock);
 
   const ClusterConfig& config() const { return config_; }
+  // The uid of its kube-system Namespace, the cluster's identity by custom
+  // (made at start: two entries of gantry's inventory that reach one
+  // cluster read the same).
+  const std::string& system_uid() const { return system_uid_; }
 
   // Create and Delete answer with the object as stored (as deleted), as
   // text: the text its watch event already serialized, with the storage
@@ -97,6 +101,7 @@ class ClusterState {
                                      bool status);
 
   const ClusterConfig config_;
+  const std::string system_uid_;
   Journal* journal_;
   const Clock* clock_;
   std::mutex mu_;

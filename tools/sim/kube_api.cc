@@ -97,6 +97,18 @@ http::Response KubeApi::Handle(const http::Request& req) {
       }
       return JsonResponse(200, {{"kind", "NamespaceList"}, {"apiVersion", "v1"}, {"metadata", json::object()}, {"items", items}});
     }
+    // kube-system alone: its uid is what tells one cluster from another.
+    if (seg.size() == 4 && seg[1] == "v1" && seg[2] == "namespaces") {
+      if (seg[3] != "kube-system") {
+        json body = KubeStatusJson(404, "NotFound", fmt::format("namespaces \"{}\" not found", seg[3]));
+        body["details"] = {{"name", seg[3]}, {"kind", "namespaces"}};
+        return JsonResponse(404, body);
+      }
+      return JsonResponse(200, {{"apiVersion", "v1"},
+                                {"kind", "Namespace"},
+                                {"metadata", {{"name", "kube-system"}, {"uid", state_->system_uid()}}},
+                                {"status", {{"phase", "Active"}}}});
+    }
     return NotFound(req.path);
   }
   if (seg[0] != "apis") return NotFound(req.path);

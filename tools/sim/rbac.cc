@@ -53,6 +53,7 @@ RequestAttributes AttributesOf(const http::Request& req) {
   a.resource_request = true;
   a.resource = seg[i];
   const bool one = i + 1 < seg.size();
+  if (one) a.name = seg[i + 1];
   if (i + 2 < seg.size()) a.resource += "/" + seg[i + 2];
   const auto watch = req.Query("watch");
   if (req.method == "GET" || req.method == "HEAD") {
@@ -94,10 +95,14 @@ Result<Rbac> Rbac::Parse(const std::string& yaml_text) {
       for (std::size_t r = 0; r < rules.size(); ++r) {
         const std::string at = fmt::format("ClusterRole {}: rules[{}]", name, r);
         if (!rules[r].IsMap()) return Status::Invalid(at + ": must be a mapping");
-        // A rule limited to named objects grants no list, watch or create;
-        // not modelled: it grants nothing here.
-        if (rules[r]["resourceNames"]) continue;
         RbacRule rule;
+        // Limited to named objects: no list, watch or create (Allows).
+        if (rules[r]["resourceNames"]) {
+          auto names = Strings(rules[r]["resourceNames"], at + ".resourceNames");
+          if (!names.ok()) return names.status();
+          if (names->empty()) return Status::Invalid(at + ".resourceNames: must name an object");
+          rule.resource_names = std::move(*names);
+        }
         auto groups = Strings(rules[r]["apiGroups"], at + ".apiGroups");
         auto resources = Strings(rules[r]["resources"], at + ".resources");
         auto verbs = Strings(rules[r]["verbs"], at + ".verbs");
@@ -125,6 +130,11 @@ Result<Rbac> Rbac::Parse(const std::string& yaml_text) {
 bool Rbac::Allows(const RequestAttributes& a) const {
   if (!a.resource_request) return true;
   return std::any_of(rules_.begin(), rules_.end(), [&](const RbacRule& r) {
+    if (!r.resource_names.empty() &&
+        (a.name.empty() || std::find(r.resource_names.begin(), r.resource_names.end(), a.name) ==
+                               r.resource_names.end())) {
+      return false;
+    }
     return Names(r.api_groups, a.group) && Names(r.resources, a.resource) && Names(r.verbs, a.verb);
   });
 }

@@ -23,6 +23,9 @@ struct RbacRule {
   std::vector<std::string> api_groups;
   std::vector<std::string> resources;
   std::vector<std::string> verbs;
+  // Non-empty: only requests on one object of these names (a get, update,
+  // patch or delete by name), as the API server grants them.
+  std::vector<std::string> resource_names;
 };
 
 // What RBAC judges of one request.
@@ -32,6 +35,7 @@ struct RequestAttributes {
   std::string resource;           // "jobs", "workloads/status"
   std::string verb;
   std::string ns;
+  std::string name;  // the object's, for a request on one ("" for a list, watch, create)
 };
 
 RequestAttributes AttributesOf(const http::Request& req);
@@ -40,9 +44,10 @@ class Rbac {
  public:
   // The rules of the ClusterRoles in a YAML stream that a
   // ClusterRoleBinding of the same stream binds (its subjects are taken to
-  // be gantry's token). Namespaced Roles and RoleBindings, and rules limited
-  // by resourceNames, grant nothing here: gantry's watches span every
-  // namespace, and a manifest that leans on them would fail in a real cluster.
+  // be gantry's token). Namespaced Roles and RoleBindings grant nothing
+  // here: gantry's watches span every namespace, and a manifest that leans
+  // on them would fail in a real cluster. A rule limited by resourceNames
+  // grants requests on those objects by name alone.
   static Result<Rbac> Parse(const std::string& yaml_text);
   bool Allows(const RequestAttributes& a) const;
   // The API server's words for a request it refuses.

@@ -337,7 +337,13 @@ class Engine final : public JobIntake {
   // The fleet as last read (at most fleet_refresh_ms ago), shared, not copied.
   std::shared_ptr<const FleetFacts> Facts(int64_t now_ms);
   void RefreshFleetLocked(int64_t now_ms);
+  // Watches the usable clusters of the inventory (ClusterView::Usable):
+  // REQUIRES inventory_mu_ held, or no other thread running yet.
   void SetObservedClusters();
+  // The health watch's look: a cluster that became usable or not without a
+  // reload (an entry held at a probe for reaching a cluster another entry
+  // reaches) is watched, or no more, at once.
+  void ObserveUsableClusters();
   // InventoryChanged's note of the owners a first reload removes.
   std::string OwnersRemovedNote(const std::vector<std::string>& removed);
   void RunGc();
@@ -469,6 +475,7 @@ class Engine final : public JobIntake {
   std::atomic<bool> stopping_ = false;
   bool stopped_ = false;  // Stop ran; guarded by gc_mu_
   std::mutex inventory_mu_;  // one InventoryChanged at a time
+  std::set<std::string> observed_;  // the clusters SetObservedClusters gave the observer; guarded by inventory_mu_
   // Clusters a reload removed since the health watch's last look: one added
   // back before that look is new to it all the same (its first Ready wakes
   // the jobs its view shows objects of). Guarded by left_mu_.

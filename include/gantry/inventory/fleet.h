@@ -55,6 +55,10 @@ struct CapacityReading {
   // Ready for the jobs it runs (a capacity problem never changes a
   // cluster's health); the last reading, if any, goes stale.
   std::string unreadable;
+  // The uid of the cluster's kube-system Namespace: its identity by custom,
+  // which tells two inventory entries that reach one cluster ("" when it
+  // cannot be read: RBAC, an API server that has none).
+  std::string cluster_id;
 
   // A reading of nothing, for that reason.
   static CapacityReading Unreadable(std::string why) {
@@ -110,6 +114,9 @@ struct ClusterView {
   // kept in use: the error (file, line, field), for the operator to fix.
   std::string config_warning;
   std::string capacity_error;     // CapacityReading::unreadable of the last probe
+  // CapacityReading::cluster_id of its last probe that read one, while the
+  // entry is not held for it (config_error): the cluster it reaches.
+  std::string cluster_id;
   // Set on a placeholder (ClusterPlaceholder): the cluster's file is refused
   // with no last good entry kept, so only its name is known (config holds
   // just name and source_file, and there are no credentials). Which file,
@@ -212,6 +219,11 @@ class Fleet {
   // reaches too, but the one that reached it before (same_server.cc), and
   // adds to errors why. REQUIRES: load_mu_ held, mu_ not.
   void HoldSameServer(std::map<std::string, Entry>& next, std::vector<ClusterFileError>& errors) const;
+  // A probe of `name` (entry e) read cluster_id, which another usable entry
+  // read before: e reaches that cluster too, by another address. Holds e
+  // (ClusterView::config_error) and says so; false when no other entry has
+  // it (same_server.cc). REQUIRES: mu_ held.
+  bool HoldIfSameCluster(const std::string& name, Entry& e, const std::string& cluster_id);
   void Run();
   // Starts probe workers up to what the inventory's size asks for
   // (FleetOptions::probe_workers).

@@ -63,6 +63,10 @@ class KubeProber final : public inventory::ClusterProber {
 // (kUnauthenticated, kPermissionDenied: up, refusing us); anything else is
 // an outage (kUnavailable). Exposed for tests.
 Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what);
+
+// The uid of the kube-system Namespace an answer to its GET holds ("" for
+// any other answer, or a failure).
+std::string ClusterIdOf(const Result<KubeReply>& kube_system);
 // With no token to send, what /readyz asked without one tells: a 200 or the
 // API server's own refusal over verified TLS shows the cluster up
 // (kUnauthenticated); no answer, or any other, is an outage. Exposed for tests.

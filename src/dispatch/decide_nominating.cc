@@ -12,6 +12,22 @@
 
 namespace gantry::dispatch::ladder {
 
+const placement::Exclusion* Ladder::ConstraintFails(const std::string& cluster) const {
+  if (!in_.placement) return nullptr;
+  for (const placement::ExcludedCluster& e : in_.placement->excluded) {
+    if (e.cluster != cluster) continue;
+    switch (e.exclusion.filter) {
+      case placement::Filter::kQuota:
+      case placement::Filter::kCordoned:
+      case placement::Filter::kHealth:
+        return nullptr;
+      default:
+        return &e.exclusion;
+    }
+  }
+  return nullptr;
+}
+
 // Step 5.
 std::optional<Plan> Ladder::Lease() const {
   // Every copy at this epoch that won admission, by cluster name: the first
@@ -292,6 +308,7 @@ Plan Ladder::Copies() const {
   bool lost = false;      // some in a cluster gone (not only refusing the kind)
   bool kind = false;      // some refusing the kind
   bool cordoned = false;  // some in a cluster cordoned
+  bool constrained = false;  // some in a cluster the job's constraints exclude now
   for (const RemoteIntent& i : in_.intents) {
     if (RefusedNow(i)) refused.push_back(fmt::format("{}: {}", i.cluster, i.refusal));
     if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch) continue;
@@ -308,11 +325,16 @@ Plan Ladder::Copies() const {
       lost |= Gone(i.cluster);
       kind |= KindRefused(i.cluster);
       cordoned |= Cordoned(i.cluster);
+      const placement::Exclusion* constraint = ConstraintFails(i.cluster);
+      constrained |= constraint != nullptr;
       gone.push_back(fmt::format("{} ({})", i.cluster,
                                  Removed(i.cluster) ? std::string("removed from the inventory")
                                  : MissingAtStart(i.cluster) ? std::string("not in the inventory the daemon started with")
                                  : DeclaredLost(i.cluster) ? std::string("declared lost by an operator")
                                  : Cordoned(i.cluster) ? std::string("cordoned by an operator")
+                                 : constraint ? fmt::format("no longer meets the job's constraints: {}: {}",
+                                                            placement::FilterName(constraint->filter),
+                                                            constraint->message)
                                  : classless ? fmt::format("its copy is gone, and the value of WorkloadPriorityClass "
                                                            "{} is not known there",
                                                            WorkloadPriorityClass(in_.spec->template_object))
@@ -326,10 +348,11 @@ Plan Ladder::Copies() const {
   if (left.empty() && gone.empty() && !refused.empty()) return AllRefused(refused);
   if (!gone.empty() && left.empty()) {
     return Requeue("copies",
-                   lost       ? "ClusterLost"
-                   : kind     ? "WatchRefused"
-                   : cordoned ? "Cordoned"
-                              : "PriorityClassUnknown",
+                   lost          ? "ClusterLost"
+                   : kind        ? "WatchRefused"
+                   : cordoned    ? "Cordoned"
+                   : constrained ? "ConstraintsChanged"
+                                 : "PriorityClassUnknown",
                    fmt::format("every Workload copy was in a cluster that cannot take the job: {}",
                                fmt::join(gone, ", ")));
   }

@@ -208,9 +208,19 @@ class Ladder {
     auto f = in_.clusters->find(cluster);
     return f != in_.clusters->end() && f->second.config.cordoned;
   }
-  // Gone or cordoned: a copy there takes no lease, opens no gate, is not
-  // made again and is withdrawn (step 9). Unlike Gone, only for now.
-  bool CopiesWithdrawn(const std::string& cluster) const { return Gone(cluster) || Cordoned(cluster); }
+  // A Queued or Nominating job's placement (DecideInput::placement) now
+  // excludes the cluster for one of the job's own constraints (allowlist,
+  // region, compliance zones, labels, accelerator, datasets, price, node
+  // size): its entry changed at a reload since the copy went there. The
+  // exclusion, or null (none, another filter, no placement). Not quota: a
+  // quota cut leaves copies waiting.
+  const placement::Exclusion* ConstraintFails(const std::string& cluster) const;  // decide_nominating.cc
+  // Gone, cordoned, or failing the job's constraints now: a copy there
+  // takes no lease, opens no gate, is not made again and is withdrawn
+  // (step 9). Unlike Gone, only for now.
+  bool CopiesWithdrawn(const std::string& cluster) const {
+    return Gone(cluster) || Cordoned(cluster) || ConstraintFails(cluster) != nullptr;
+  }
   // How long cluster f may be out of reach before it is lost (step 10):
   // clusterLostTimeout, or credentialsRefusedTimeout while it refuses
   // gantry (its credentials, or for an owner a watch), and no longer than

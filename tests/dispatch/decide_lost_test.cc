@@ -192,6 +192,55 @@ TEST_CASE("declared lost: Incremental does not count a copy there as live, and a
   CHECK(p.write->message == std::optional<std::string>("nominated to c2"));
 }
 
+TEST_CASE("a copy in a cluster the job's constraints exclude now (its entry changed at a reload) takes no lease and "
+          "is withdrawn, the job requeued when no other copy is left",
+          "[dispatch][decide][cordon]") {
+  World w;
+  w.job.phase = JobPhase::kNominating;
+  w.job.epoch = 1;
+  w.job.nominated_ms = w.in.now_ms - 60'000;
+  w.Intent("c1", "Workload", 1);
+  w.Intent("c2", "Workload", 1);
+  w.Workload("c1", 1).admitted = true;  // admitted since the reload
+  w.Workload("c2", 1);
+  w.in.placement = Candidates({"c2"});
+  placement::ExcludedCluster zone{"c1", {placement::Filter::kComplianceZone, "compliance zones [us] not in [eu]"}};
+  w.in.placement->excluded.push_back(zone);
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "copies");
+  REQUIRE(p.write);
+  CHECK_FALSE(p.write->phase);  // no lease in c1
+  CHECK_FALSE(p.write->cluster);
+  REQUIRE(FindIntent(*p.write, "c1", "Workload"));
+  CHECK_FALSE(FindIntent(*p.write, "c1", "Workload")->present);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c1") == 1);
+  CHECK(Count(p, Verb::kDelete, "Workload", "c2") == 0);
+  REQUIRE_FALSE(p.write->events.empty());
+  CHECK_THAT(p.write->events.front().message,
+             Catch::Contains("c1 (no longer meets the job's constraints: ComplianceZone: compliance zones [us] not in "
+                             "[eu])"));
+
+  SECTION("a quota shortfall is no constraint: the copy waits") {
+    w.in.placement->excluded.front().exclusion = {placement::Filter::kQuota, "needs 8 nvidia.com/gpu, 0 free"};
+    Plan q = Decide(w.Input());
+    CHECK(q.step == "lease");
+    REQUIRE(q.write);
+    CHECK(q.write->cluster == std::optional<std::string>("c1"));
+  }
+  SECTION("its only copy there: requeued") {
+    w.in.intents.pop_back();
+    w.in.observed.erase("c2");
+    w.in.placement = Candidates({});
+    w.in.placement->excluded.push_back(zone);
+    Plan q = Decide(w.Input());
+    REQUIRE(q.write);
+    REQUIRE(q.write->phase);
+    CHECK(*q.write->phase == JobPhase::kQueued);
+    REQUIRE_FALSE(q.write->events.empty());
+    CHECK(q.write->events.front().reason == "ConstraintsChanged");
+  }
+}
+
 TEST_CASE("cordoned: a copy waiting there takes no lease and opens no gate, and is withdrawn, the job requeued "
           "when no other copy is left",
           "[dispatch][decide][cordon]") {

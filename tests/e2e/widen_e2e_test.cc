@@ -93,3 +93,47 @@ TEST_CASE("an AllAtOnce job waiting in a full cluster gets a copy in one that co
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("a job waiting in a cluster whose entry stops meeting its constraints at a reload has its copy withdrawn, "
+          "and never runs there",
+          "[e2e][dispatch][inventory]") {
+  DispatchFleetOptions options;
+  options.sim_config_yaml = kTwoH100Clusters;
+  DispatchFleet fleet(options);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  const std::string c1_file = fleet.sim_dir() + "/clusters.d/c1.yaml";
+  const std::string c1_config = ReadFile(c1_file);
+  REQUIRE(c1_config.find("labels:\n  {}\n") != std::string::npos);
+  std::string gold = c1_config;
+  gold.replace(gold.find("labels:\n  {}\n"), 13, "labels: {tier: gold}\n");
+  WriteFile(c1_file, gold);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  // c1 full; the waiter, for gold clusters only, waits there.
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("filler", "team-a", 2, 8, "120s", "  placement: {clusters: [c1]}")) ==
+          201);
+  REQUIRE(fleet.WaitPhase("team-a", "filler", {"Running"}));
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("waiter", "team-a", 2, 8, "1s",
+                                            "  placement: {clusterSelector: {matchLabels: {tier: gold}}}")) == 201);
+  REQUIRE(WaitFor([&] { return fleet.Phase("team-a", "waiter") == "Nominating"; }, seconds(10)));
+
+  // c1 is bronze now: the copy goes, and the job, which no cluster can
+  // take, is Unschedulable; when the filler ends and frees c1, nothing of
+  // the waiter is there to be admitted.
+  std::string bronze = c1_config;
+  bronze.replace(bronze.find("labels:\n  {}\n"), 13, "labels: {tier: bronze}\n");
+  WriteFile(c1_file, bronze);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  REQUIRE(fleet.WaitPhase("team-a", "waiter", {"Unschedulable", "Running", "Succeeded"}, seconds(20)));
+  CHECK(fleet.Phase("team-a", "waiter") == "Unschedulable");
+  const auto reasons = Reasons(fleet, "team-a", "waiter");
+  CHECK(Count(reasons, "ConstraintsChanged") == 1);
+  CHECK(Count(reasons, "LeaseTaken") == 0);
+  CHECK(PollFor([&] { return RemoteGone(fleet, "c1", "team-a", RemoteName("waiter", fleet.Uid("team-a", "waiter"))); },
+                seconds(20)));
+  CHECK(fleet.Runs(fleet.Uid("team-a", "waiter")).empty());
+}
+
+}  // namespace gantry::testing

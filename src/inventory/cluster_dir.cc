@@ -42,6 +42,19 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
     out.clusters = previous;
     return out;
   }
+  // Emptied under a fleet in use: far more likely a directory swapped or
+  // rewritten by a deploy tool (a ConfigMap's atomic swap, a sync halfway)
+  // than every cluster removed on purpose, which would give every job its
+  // onClusterLoss at once. Taken as not listed: the inventory stays.
+  if (files->empty() && !previous.empty()) {
+    out.dir_status = Status::Unavailable(fmt::format(
+        "clusters dir {} holds no cluster file: a reload never empties the inventory (a directory being swapped or "
+        "rewritten looks so), and the {} cluster(s) stay as they were; to remove them, remove their files while "
+        "another remains, or restart the daemon",
+        dir, previous.size()));
+    out.clusters = previous;
+    return out;
+  }
   std::map<std::string, const ClusterConfig*> previous_by_file;
   for (const ClusterConfig& c : previous) previous_by_file[c.source_file] = &c;
 

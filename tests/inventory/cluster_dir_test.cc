@@ -142,6 +142,26 @@ TEST_CASE("A removed file removes its cluster", "[inventory][dir]") {
   CHECK(second.errors.empty());
 }
 
+TEST_CASE("A reload of a directory emptied under clusters in use keeps them all, and says so", "[inventory][dir]") {
+  ClustersDir d;
+  const std::string a = d.Put("a.yaml", ClusterYaml("alpha"));
+  const std::string b = d.Put("b.yaml", ClusterYaml("beta"));
+  const ClusterDirLoad first = LoadClusterDir(d.dir, {});
+  REQUIRE(first.clusters.size() == 2);
+  std::filesystem::remove(a);
+  std::filesystem::remove(b);
+  const ClusterDirLoad emptied = LoadClusterDir(d.dir, first.clusters);
+  CHECK(Names(emptied) == std::vector<std::string>{"alpha", "beta"});
+  CHECK_FALSE(emptied.dir_status.ok());
+  CHECK_THAT(emptied.dir_status.message(), Catch::Contains("holds no cluster file: a reload never empties the "
+                                                           "inventory"));
+  CHECK_THAT(emptied.dir_status.message(), Catch::Contains("the 2 cluster(s) stay as they were"));
+  // Empty with nothing in use (a fleet not set up yet): fine.
+  const ClusterDirLoad none = LoadClusterDir(d.dir, {});
+  CHECK(none.dir_status.ok());
+  CHECK(none.clusters.empty());
+}
+
 TEST_CASE("A refused file with no last good entry holds its cluster under the name it gives",
           "[inventory][dir][placeholder]") {
   ClustersDir d;

@@ -48,9 +48,10 @@ struct ClusterDirLoad {
   std::vector<ClusterFileError> errors;  // sorted by file name
   // Sorted by name, names unique and none of `clusters`; each file is also in `errors`.
   std::vector<ClusterPlaceholder> placeholders;
-  // The directory itself could not be listed; `clusters` is then `previous`
-  // unchanged (a transient mount problem must not empty the fleet), and
-  // `placeholders` empty: the caller keeps those it holds.
+  // The directory itself could not be listed, or holds no cluster file
+  // while `previous` has some; `clusters` is then `previous` unchanged (a
+  // transient mount problem, or a directory being swapped, must not empty
+  // the fleet), and `placeholders` empty: the caller keeps those it holds.
   Status dir_status;
 };
 

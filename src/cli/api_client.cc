@@ -17,6 +17,17 @@ std::unique_ptr<ApiClient> ApiClient::Create(const ConnectionFlags& flags, std::
                                : "the daemon's certificate is not signed by the CA in " + flags.ca_file +
                                      " (--ca-file or GANTRY_CA_FILE)";
   options.request_timeout = std::chrono::seconds(flags.timeout_seconds);
+  // The daemon serves its API at the root: a path (a proxy's prefix) would
+  // be dropped, and the requests would go to whatever the root is.
+  if (const auto scheme = flags.server.find("://"); scheme != std::string::npos) {
+    const auto slash = flags.server.find('/', scheme + 3);
+    if (slash != std::string::npos && flags.server.find_first_not_of('/', slash) != std::string::npos) {
+      *error = fmt::format("server URL '{}' has a path ('{}'): gantry serves its API at the root; give the "
+                           "scheme, host and port alone",
+                           flags.server, flags.server.substr(slash));
+      return nullptr;
+    }
+  }
   auto client = http::Client::Create(flags.server, options);
   if (!client.ok()) {
     *error = client.status().message();

@@ -432,7 +432,13 @@ int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const 
     return kExitOk;
   }
   const std::string phase = Str(r.body, "/status/phase");
-  const std::string said = "job.gantry.dev/" + name + (phase == "Cancelling" ? " cancelling" : " is " + phase) + "\n";
+  // A job that had ended otherwise is left as it ended: said so, not only its phase.
+  const bool ended_otherwise = phase == "Succeeded" || phase == "Failed";
+  const std::string said = "job.gantry.dev/" + name +
+                           (phase == "Cancelling"  ? " cancelling"
+                            : ended_otherwise ? " had already ended (" + phase + "): nothing to cancel"
+                                              : " is " + phase) +
+                           "\n";
   if (!wait.wait) {
     out << said;
     return kExitOk;

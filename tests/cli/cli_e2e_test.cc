@@ -188,6 +188,11 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
   CHECK(wrong_scheme.code == 3);
   CHECK(wrong_scheme.err.find("does not speak TLS: if the daemon serves plain HTTP (no tls in its gantry.yaml), use " +
                               daemon.url()) != std::string::npos);
+  // 2: a server URL with a path, which would be dropped.
+  auto prefixed = Cli(daemon.url() + "/gantry", {"list"});
+  CHECK(prefixed.code == 2);
+  CHECK(prefixed.err.find("has a path ('/gantry'): gantry serves its API at the root") != std::string::npos);
+  CHECK(Cli(daemon.url() + "/", {"list"}).code == 0);  // the root, spelled with its slash
   // 3: nobody listens there.
   auto unreachable = Cli("http://127.0.0.1:1", {"list"});
   CHECK(unreachable.code == 3);

@@ -48,7 +48,8 @@ struct ApiMetrics::Impl {
           .Register(*registry);
   prometheus::Family<prometheus::Counter>& transitions =
       prometheus::BuildCounter().Name("gantry_dispatch_transitions_total")
-          .Help("Job phase changes made by the dispatch engine, by ladder step").Register(*registry);
+          .Help("Job phase changes made by the dispatch engine, by ladder step (not the API's: a cancel request's "
+                "move to Cancelling, a resubmission's to Queued)").Register(*registry);
   prometheus::Family<prometheus::Histogram>& admission_family =
       prometheus::BuildHistogram().Name("gantry_dispatch_admission_seconds")
           .Help("Submission to lease (the first worker admitting the whole job)").Register(*registry);

@@ -754,6 +754,12 @@ Plan Ladder::Nominate() const {
   // a period from now whatever they say (the copy's first status may come
   // in the event of its creation, which wakes nothing: Engine::Observed).
   plan.requeue_ms = opt_.preemption_gate_ms > 0 ? std::min(opt_.resync_ms, opt_.preemption_gate_ms) : opt_.resync_ms;
+  // So is an Incremental job's first round: while its copies wait without a
+  // change of status (the clusters full), nothing else would wake it before
+  // the resync, and its rounds would come that late, several at once.
+  if (in_.spec->dispatch.mode == DispatchMode::kIncremental) {
+    plan.requeue_ms = std::min(plan.requeue_ms, std::max<int64_t>(int64_t{in_.spec->dispatch.round_seconds} * 1000, 1));
+  }
   return plan;
 }
 

@@ -30,6 +30,13 @@ TEST_CASE("step 4: a queued job is nominated at epoch+1 with one intent per cand
   const Action& a = p.actions[0];
   CHECK(a.body["metadata"]["annotations"][kEpochAnnotation] == "1");
   CHECK(a.body["metadata"]["labels"][kJobUidLabel] == w.job.uid);
+  CHECK(p.requeue_ms == w.in.options.resync_ms);  // the copies' events wake it
+  // Incremental: looked at again at its first round, whatever the copies
+  // say (waiting in full clusters, they may say nothing before the resync).
+  w.spec.dispatch.mode = DispatchMode::kIncremental;
+  w.spec.dispatch.round_seconds = 4;
+  REQUIRE(w.in.options.resync_ms > 4'000);
+  CHECK(Decide(w.Input()).requeue_ms == 4'000);
 }
 
 TEST_CASE("step 4: the Nominated event names the clusters left out, each reason cut short", "[dispatch][decide]") {

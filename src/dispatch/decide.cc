@@ -699,7 +699,9 @@ Plan Ladder::Nominate() const {
                                     : d.excluded.empty()  ? std::string(kNoClustersMessage)
                                                           : LeftOut(d).substr(2);  // "left out: ..."
         return Finish("nominate", JobPhase::kFailed, "DispatchTimeout",
-                      fmt::format("not admitted within {} s: no cluster could take it: {}", t / 1000, reasons));
+                      fmt::format("not admitted within {} s{}: no cluster could take it: {}", t / 1000,
+                                  CountedFromStart(job_.nominated_ms > 0 ? job_.nominated_ms : job_.created_ms),
+                                  reasons));
       }
       plan.requeue_ms = std::min(plan.requeue_ms, left);
     }

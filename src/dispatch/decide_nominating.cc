@@ -96,7 +96,8 @@ std::optional<Plan> Ladder::Timeout() const {
                                                     : w->message));
   }
   return Finish("timeout", JobPhase::kFailed, "DispatchTimeout",
-                fmt::format("not admitted within {} s: {}", *in_.spec->dispatch.timeout_seconds, fmt::join(why, "; ")));
+                fmt::format("not admitted within {} s{}: {}", *in_.spec->dispatch.timeout_seconds,
+                            CountedFromStart(job_.nominated_ms), fmt::join(why, "; ")));
 }
 
 // Step 7. Incremental: the next round. AllAtOnce: a copy in each feasible

@@ -650,6 +650,13 @@ class Ladder {
   // set): from the nomination, not before the daemon started (right after a
   // start the views are not synced, and an admitted copy cannot take its
   // lease yet).
+  // For a DispatchTimeout's message: " of the daemon's start at T (...)"
+  // when the wait counted from the start, not from since_ms; else "".
+  std::string CountedFromStart(int64_t since_ms) const {
+    if (since_ms <= 0 || in_.started_ms <= since_ms) return "";
+    return fmt::format(" of the daemon's start at {} (the wait began at {}; a wait is counted afresh from a start)",
+                       FormatRfc3339(in_.started_ms), FormatRfc3339(since_ms));
+  }
   int64_t NominationDeadlineMs() const {
     return std::max(job_.nominated_ms, in_.started_ms) + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
   }

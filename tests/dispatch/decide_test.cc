@@ -269,12 +269,20 @@ TEST_CASE("step 4: dispatch.timeoutSeconds bounds a wait in Queued for a cluster
 
   SECTION("waiting while the daemon was down: from the daemon's start, not the submission") {
     World d = w;
-    d.in.now_ms = w.in.now_ms;
+    d.in.now_ms = *ParseRfc3339("2026-12-07T10:00:00Z");
     d.job.created_ms = d.in.now_ms - 3'600'000;
     d.in.started_ms = d.in.now_ms - 5'000;
     Plan p = Decide(d.Input());
     CHECK_FALSE((p.write && p.write->phase));
     CHECK(p.requeue_ms == std::min<int64_t>(55'000, d.in.options.resync_ms));
+    // Its timeout, when it comes, says so: a wait longer than the timeout.
+    d.in.now_ms += 60'000;
+    Plan late = Decide(d.Input());
+    REQUIRE(late.write);
+    REQUIRE(late.write->message);
+    CHECK_THAT(*late.write->message,
+               Catch::Contains("not admitted within 60 s of the daemon's start at 2026-12-07T09:59:55Z (the wait "
+                               "began at 2026-12-07T09:00:00Z; a wait is counted afresh from a start)"));
   }
   SECTION("requeued (its copies withdrawn by a cordon): from the requeue, not the submission") {
     World r = w;

@@ -249,6 +249,8 @@ std::string Engine::InventoryChanged(const std::vector<std::string>& removed) {
   // confirms nothing of what was missing at the start.
   const bool confirms = !inventory_confirmed_.load() && fleet_.DirStatus().ok();
   const std::string confirmed = confirms ? OwnersRemovedNote(removed) : "";
+  // Read before the jobs are woken: once they are, their owners are cleared.
+  const std::string removed_owners = RemovedOwnersNote(removed);
   {
     std::lock_guard lock(left_mu_);
     left_inventory_.insert(removed.begin(), removed.end());
@@ -272,13 +274,38 @@ std::string Engine::InventoryChanged(const std::vector<std::string>& removed) {
   } else {
     spdlog::debug("dispatch: inventory reloaded: {} unfinished job(s) to look at again", *woken);
   }
-  return confirmed;
+  if (confirmed.empty() || removed_owners.empty()) return confirmed + removed_owners;
+  return confirmed + "; " + removed_owners;
 }
 
 std::string Engine::OwnersRemovedNote(const std::vector<std::string>& removed) {
   std::set<std::string> in_inventory(removed.begin(), removed.end());  // (named by the reload as removed)
   for (const inventory::ClusterView& view : fleet_.Clusters()) in_inventory.insert(view.config.name);
-  std::map<std::string, int> owners;  // missing owner -> its jobs
+  const std::map<std::string, int> owners =
+      OwnedJobs([&](const std::string& cluster) { return !in_inventory.count(cluster); });
+  if (owners.empty()) return "";
+  std::vector<std::string> named;
+  for (const auto& [cluster, jobs] : owners) named.push_back(fmt::format("{} ({} job(s))", cluster, jobs));
+  return fmt::format("confirmed the removal of {}, missing since gantry started: the jobs they own now get their "
+                     "onClusterLoss",
+                     fmt::join(named, ", "));
+}
+
+std::string Engine::RemovedOwnersNote(const std::vector<std::string>& removed) {
+  if (removed.empty()) return "";
+  const std::set<std::string> gone(removed.begin(), removed.end());
+  const std::map<std::string, int> owners = OwnedJobs([&](const std::string& cluster) { return gone.count(cluster); });
+  if (owners.empty()) return "";
+  std::vector<std::string> named;
+  for (const auto& [cluster, jobs] : owners) named.push_back(fmt::format("{} owned {} job(s)", cluster, jobs));
+  return fmt::format("{}: each gets its onClusterLoss now (Requeue: dispatched again, while its run there, which "
+                     "gantry no longer watches, may go on: it may run twice; Fail: failed); to stop a cluster's jobs "
+                     "first, cordon it or set declaredLost instead of removing it",
+                     fmt::join(named, ", "));
+}
+
+std::map<std::string, int> Engine::OwnedJobs(const std::function<bool(const std::string&)>& counts) {
+  std::map<std::string, int> owners;  // owner -> its jobs
   for (JobPhase phase : {JobPhase::kAdmitted, JobPhase::kRunning}) {
     ListQuery query;
     query.phase = phase;
@@ -288,21 +315,16 @@ std::string Engine::OwnersRemovedNote(const std::vector<std::string>& removed) {
       if (!page.ok()) {
         spdlog::warn("dispatch: inventory reload: the jobs whose owners it removes cannot be read: {}",
                      page.status().ToString());
-        return "";
+        return {};
       }
       for (const JobRecord& job : page->jobs) {
-        if (!job.cluster.empty() && !in_inventory.count(job.cluster)) ++owners[job.cluster];
+        if (!job.cluster.empty() && counts(job.cluster)) ++owners[job.cluster];
       }
       if (!page->next_after_seq) break;
       query.after_seq = *page->next_after_seq;
     }
   }
-  if (owners.empty()) return "";
-  std::vector<std::string> named;
-  for (const auto& [cluster, jobs] : owners) named.push_back(fmt::format("{} ({} job(s))", cluster, jobs));
-  return fmt::format("confirmed the removal of {}, missing since gantry started: the jobs they own now get their "
-                     "onClusterLoss",
-                     fmt::join(named, ", "));
+  return owners;
 }
 
 void Engine::SetObservedClusters() {

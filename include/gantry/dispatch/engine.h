@@ -346,6 +346,12 @@ class Engine final : public JobIntake {
   void ObserveUsableClusters();
   // InventoryChanged's note of the owners a first reload removes.
   std::string OwnersRemovedNote(const std::vector<std::string>& removed);
+  // InventoryChanged's note of the jobs the clusters a reload removed own
+  // ("" when none): what their removal does to them.
+  std::string RemovedOwnersNote(const std::vector<std::string>& removed);
+  // The Admitted and Running jobs of each owner `counts` takes ({} when the
+  // store cannot be read, which is logged).
+  std::map<std::string, int> OwnedJobs(const std::function<bool(const std::string&)>& counts);
   void RunGc();
   // Deletes the records of jobs finished longer ago than
   // job_record_retention_ms, a batch per commit (engine_records.cc).

@@ -541,6 +541,11 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
   if (!body) return code;
   if (PrintStructured(flags, *body, out)) return kExitOk;
   const nlohmann::json& decision = *body;
+  // A job past its dispatch: the verdict is what a dispatch now would find.
+  if (const std::string phase = decision.value("jobPhase", "");
+      phase == "Succeeded" || phase == "Failed" || phase == "Cancelled" || phase == "Cancelling") {
+    out << "Job phase:     " << phase << " (not dispatched again: below is where a dispatch now could go)\n";
+  }
   std::string candidates;
   for (const auto& c : decision.value("candidates", nlohmann::json::array())) {
     candidates += (candidates.empty() ? "" : ", ") + c.get<std::string>();
@@ -561,8 +566,8 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
     if (phase.empty() || phase == "Queued" || phase == "Unschedulable") {
       out << "Unschedulable: no configured cluster can ever run this job as a whole\n";
     } else if (phase == "Nominating") {
-      out << "No fit now:    no configured cluster's quota holds this job as a whole any more; it stays Nominating, "
-             "its copies waiting where they are until a quota grows again\n";
+      out << "No fit now:    no configured cluster can hold this job as a whole now (each one's reason is below); "
+             "it stays Nominating, its copies waiting where they are until a quota grows again\n";
     } else {
       out << "No fit now:    no configured cluster's quota would hold this job as a whole if it were dispatched "
              "now; it is "

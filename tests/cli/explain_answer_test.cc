@@ -41,10 +41,11 @@ TEST_CASE("explain calls a job Unschedulable only while it waits for a dispatch:
       {"Queued", "Unschedulable: no configured cluster can ever run this job as a whole\n"},
       {"Unschedulable", "Unschedulable: no configured cluster can ever run this job as a whole\n"},
       {"", "Unschedulable: no configured cluster can ever run this job as a whole\n"},  // an older daemon
-      {"Nominating", "No fit now:    no configured cluster's quota holds this job as a whole any more; it stays "
-                     "Nominating, its copies waiting where they are until a quota grows again\n"},
+      {"Nominating", "No fit now:    no configured cluster can hold this job as a whole now (each one's reason is "
+                     "below); it stays Nominating, its copies waiting where they are until a quota grows again\n"},
       {"Running", "No fit now:    no configured cluster's quota would hold this job as a whole if it were "
                   "dispatched now; it is Running, and that does not change it\n"},
+      {"Cancelled", "Job phase:     Cancelled (not dispatched again: below is where a dispatch now could go)\n"},
   };
   for (const Row& row : rows) {
     INFO(row.phase);

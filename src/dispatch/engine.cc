@@ -379,7 +379,8 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
       f.lost_for_ms = view.health.ShownLostForMs();  // judged on a probe, not on the time since the last one
       f.credentials_refused = view.health.credentials_refused;
     } else {
-      f.unusable = view.config_error.empty() ? "its credentials do not load" : "its file in clusters.d is refused, or held";
+      f.unusable =
+          view.config_error.empty() ? "its credentials do not load" : "its file in clusters.d is refused, or held";
     }
     // Not usable: not watched, so nothing is learnt of its refusals.
     if (auto r = watch_refusals.find(name); r != watch_refusals.end() && view.Usable()) f.watch_refused = r->second;

@@ -196,7 +196,7 @@ bool Engine::FinishAction(const JobRecord& job, const Action& action, std::optio
       return false;
     }
     if (reply->ok() && action.tell_end_when_deleted && reply->body.is_object()) {
-      const std::optional<ObservedJob> j = ParseJob(reply->body.value("kind", ""), reply->body);
+      const std::optional<ObservedJob> j = ParseJob(JsonStringAt(reply->body, {"kind"}), reply->body);
       if (j && ladder::RunEnded(*j)) {
         refusal->told = EarlierRunEndedText(job, action.cluster, *j);
       }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "gantry/common/clock.h"
+#include "gantry/common/cut_text.h"
 #include "gantry/common/json_path.h"
 #include "gantry/dispatch/observer.h"
 #include "gantry/dispatch/remote_objects.h"
@@ -65,8 +66,8 @@ void DropPreemptorIds(std::string& message) {
 
 void CopyReason(const json* condition, std::string* reason, std::string* message) {
   if (!condition) return;
-  *reason = JsonStringAt(*condition, {"reason"});
-  *message = JsonStringAt(*condition, {"message"});
+  *reason = CleanText(JsonStringAt(*condition, {"reason"}));
+  *message = CleanText(JsonStringAt(*condition, {"message"}));
   DropPreemptorIds(*message);
 }
 

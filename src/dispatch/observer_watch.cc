@@ -198,9 +198,13 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
     } catch (const std::exception& e) {
       // A malformed answer (or a throwing on_change): the view may be incomplete until relisted.
       spdlog::error("observer: cluster {} {}: {}", c->config.name, resources[r].name, e.what());
-      std::lock_guard lock(mu);
-      c->caches[r].listed = false;
-      PublishSyncedLocked();
+      {
+        std::lock_guard lock(mu);
+        c->caches[r].listed = false;
+        PublishSyncedLocked();
+      }
+      // Told as a list that keeps failing is: refused once it has lasted.
+      lw.on_list_failed(200, std::string("a malformed answer: ") + e.what());
     }
     if (!c->Wait(backoff)) return;
     backoff = std::min(backoff * 2, options.max_backoff);

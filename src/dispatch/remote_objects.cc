@@ -334,7 +334,7 @@ json OpenGatePatch(int64_t now_ms, const std::string& resource_version, const js
   json states = json::array();
   if (other_states.is_array()) {
     for (const json& g : other_states) {
-      if (!g.is_object() || g.value("name", "") != kPreemptionGate) states.push_back(g);
+      if (!g.is_object() || JsonStringAt(g, {"name"}) != kPreemptionGate) states.push_back(g);
     }
   }
   states.push_back({{"name", kPreemptionGate}, {"position", "Open"}, {"lastTransitionTime", FormatRfc3339(now_ms)}});

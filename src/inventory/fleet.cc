@@ -328,7 +328,14 @@ void Fleet::ProbeOne(const std::string& name) {
     it->second.reprobe = false;
     return;
   }
-  Result<CapacityReading> reading = prober_.Probe(config, *creds);
+  // A cluster's answer that some reader did not expect must not end the
+  // daemon (every cluster's jobs with it, at every restart): a failed probe.
+  Result<CapacityReading> reading = Status::Unavailable("not probed");
+  try {
+    reading = prober_.Probe(config, *creds);
+  } catch (const std::exception& e) {
+    reading = Status::Unavailable(fmt::format("its answer could not be read: {}", e.what()));
+  }
   now = clock_.NowMillis();
   std::optional<std::optional<ClusterOutage>> persist;  // set when the outage's start or kind changed
   std::string error;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "gantry/common/cut_text.h"
 #include "gantry/common/json_path.h"
 #include "gantry/common/json_text.h"
 #include "gantry/http/message.h"
@@ -25,8 +26,9 @@ KubeError DecodeError(int http_status, const std::string& body, const std::strin
   e.code = http_status;
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (j.is_object() && JsonStringAt(j, {"kind"}) == "Status") {
-    e.reason = JsonStringAt(j, {"reason"});
-    e.message = JsonStringAt(j, {"message"});
+    // Cleaned: a cluster's words reach log lines, events and terminals.
+    e.reason = CleanText(JsonStringAt(j, {"reason"}));
+    e.message = CleanText(JsonStringAt(j, {"message"}));
     if (j.contains("code") && j["code"].is_number_integer()) e.code = j["code"].get<int>();
   } else {
     // Someone else's page (a proxy's, a load balancer's): its first 200
@@ -43,6 +45,13 @@ KubeError DecodeError(int http_status, const std::string& body, const std::strin
     e.retry_after_seconds = std::stoi(retry_after);
   }
   return e;
+}
+
+void WithoutToken(std::string& message, const std::string& token) {
+  if (token.size() < 8) return;  // (none sent; a short one would match ordinary words)
+  for (std::size_t at = message.find(token); at != std::string::npos; at = message.find(token, at)) {
+    message.replace(at, token.size(), "<token>");
+  }
 }
 
 Result<std::unique_ptr<http::Client>> KubeClient::NewConnection() const {
@@ -167,6 +176,7 @@ Result<KubeReply> KubeClient::Finish() {
       if (reply.body.is_discarded()) reply.body = nullptr;
       if (reply.ok()) return reply;
       reply.error = DecodeError(res->status, res->body, res->headers["retry-after"]);
+      WithoutToken(reply.error->message, p.token);
       if (res->status == 401) Refused(p.token);
       if (!Retryable(res->status) || attempt == options_.max_attempts) return reply;
       if (reply.error->retry_after_seconds > 0) wait = std::chrono::seconds(reply.error->retry_after_seconds);
@@ -223,6 +233,15 @@ void KubeClient::StartMergePatch(const std::string& path, const nlohmann::json& 
   Start("PATCH", path, patch.dump(), "application/merge-patch+json", reply_body);
 }
 
+namespace {
+
+// See Watch: the longest watch line taken, and how long a stream may run on
+// past its timeoutSeconds.
+constexpr std::size_t kMaxWatchLine = std::size_t{16} << 20;
+constexpr std::chrono::seconds kWatchOverrun{30};
+
+}  // namespace
+
 Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& options,
                                    const std::function<bool(const WatchEvent&)>& handler) {
   std::string query = "?watch=true";
@@ -247,12 +266,35 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
   // meet the same error at once, again and again.
   std::string failure;
   std::string pending;  // a partial line between chunks
+  std::size_t scanned = 0;  // pending holds no newline before this
+  // However its bytes come (one a second keeps the idle timeout at bay), a
+  // stream ends at most this long after its timeoutSeconds: a server that
+  // never ends it would leave the view as it is for ever.
+  const auto outlasted = std::chrono::steady_clock::now() +
+                         std::chrono::seconds(options.timeout_seconds > 0 ? options.timeout_seconds : 3600) +
+                         kWatchOverrun;
   auto on_data = [&](std::string_view data) {
     pending.append(data);
+    if (std::chrono::steady_clock::now() > outlasted) {
+      failure = fmt::format("the stream outlasted its timeoutSeconds ({}) by more than {} s", options.timeout_seconds,
+                            std::chrono::duration_cast<std::chrono::seconds>(kWatchOverrun).count());
+      pending.clear();
+      return false;
+    }
     std::size_t start = 0;
     while (true) {
-      std::size_t nl = pending.find('\n', start);
-      if (nl == std::string::npos) break;
+      std::size_t nl = pending.find('\n', std::max(start, scanned));
+      if (nl == std::string::npos) {
+        scanned = pending.size();
+        // One object is at most a few MiB (etcd's limit is 1.5 MiB): a
+        // longer line is no event, and would grow without end.
+        if (pending.size() - start > kMaxWatchLine) {
+          failure = fmt::format("a watch line longer than {} MiB", kMaxWatchLine >> 20);
+          pending.clear();
+          return false;
+        }
+        break;
+      }
       const std::string_view raw = std::string_view(pending).substr(start, nl - start);
       auto line = ParseWatchLine(raw, options.only_fields);
       start = nl + 1;
@@ -272,12 +314,12 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
           end.expired = true;
         } else {
           failure = fmt::format("the server ended the watch with an error: {} {}", code,
-                                JsonStringAt(event.object, {"message"}));
+                                CleanText(JsonStringAt(event.object, {"message"})));
         }
         pending.clear();
         return false;
       }
-      std::string rv = event.object.value("/metadata/resourceVersion"_json_pointer, "");
+      std::string rv = JsonStringAt(event.object, {"metadata", "resourceVersion"});
       if (!rv.empty()) end.last_resource_version = rv;
       if (event.type == "BOOKMARK") continue;
       if (!handler(event)) {
@@ -287,6 +329,7 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
       }
     }
     pending.erase(0, start);
+    scanned = scanned > start ? scanned - start : 0;
     return true;
   };
   bool stop_seen = false;
@@ -308,6 +351,7 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
   if (res->status < 200 || res->status >= 300) {
     if (res->status == 401) Refused(token);
     KubeError e = DecodeError(res->status, res->body, "");
+    WithoutToken(e.message, token);
     const std::string cut =
         res->body_cut ? fmt::format(" (the body cut at {} KiB)", http::kStreamErrorBodyLimit >> 10) : "";
     return Status::Unavailable(

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "gantry/common/json_path.h"
+
 namespace gantry::kube {
 
 namespace {
@@ -12,7 +14,7 @@ namespace {
 // is not one).
 bool ApiServerRefusal(const KubeReply& reply) {
   return (reply.status == 401 || reply.status == 403) && reply.body.is_object() &&
-         reply.body.value("kind", "") == "Status";
+         JsonStringAt(reply.body, {"kind"}) == "Status";
 }
 
 }  // namespace
@@ -20,9 +22,8 @@ bool ApiServerRefusal(const KubeReply& reply) {
 std::string ClusterIdOf(const Result<KubeReply>& kube_system) {
   if (!kube_system.ok() || kube_system->status != 200 || !kube_system->body.is_object()) return "";
   const nlohmann::json& body = kube_system->body;
-  if (body.value("kind", "") != "Namespace") return "";
-  const auto uid = body.value("/metadata/uid"_json_pointer, nlohmann::json());
-  return uid.is_string() ? uid.get<std::string>() : "";
+  if (JsonStringAt(body, {"kind"}) != "Namespace") return "";
+  return JsonStringAt(body, {"metadata", "uid"});
 }
 
 Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what) {

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gantry/common/json_path.h"
+
 namespace gantry::kube {
 namespace {
 
@@ -84,9 +86,35 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
       if (options.on_list_failed) options.on_list_failed(r.ok() ? r->status : 0, message);
       return "";
     }
-    for (auto& item : r->body.value("items", nlohmann::json::array())) items->push_back(std::move(item));
-    page.continue_token = r->body.value("/metadata/continue"_json_pointer, "");
-    if (page.continue_token.empty()) return r->body.value("/metadata/resourceVersion"_json_pointer, "");
+    // What a list must be (a cluster's answer is not trusted): an object
+    // with an array of items and a string resourceVersion.
+    nlohmann::json* listed = nullptr;
+    std::string malformed;
+    if (!r->body.is_object()) {
+      malformed = "the answer is not a JSON object";
+    } else if (auto it = r->body.find("items"); it != r->body.end() && !it->is_null()) {
+      if (it->is_array()) {
+        listed = &*it;
+      } else {
+        malformed = "its items is not a list";
+      }
+    }
+    const std::string rv = JsonStringAt(r->body, {"metadata", "resourceVersion"});
+    page.continue_token = JsonStringAt(r->body, {"metadata", "continue"});
+    if (malformed.empty() && page.continue_token.empty() && rv.empty()) malformed = "it has no resourceVersion";
+    if (malformed.empty() && listed && items->size() + listed->size() > options.max_list_items) {
+      malformed = fmt::format("it holds more than {} objects (its pages may never end)", options.max_list_items);
+    }
+    if (!malformed.empty()) {
+      const std::string message = "a malformed list: " + malformed;
+      log.Failed(fmt::format("list {}: {}", path, message));
+      if (options.on_list_failed) options.on_list_failed(r->status, message);
+      return "";
+    }
+    if (listed) {
+      for (auto& item : *listed) items->push_back(std::move(item));
+    }
+    if (page.continue_token.empty()) return rv;
   }
   return "";
 }
@@ -159,7 +187,10 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       end = Status::Unavailable("the watch ended at once, with no event");
     }
     if (!end.ok()) {
-      log.Failed(fmt::format("watch {}: {}; listing again in {} ms", path, end.status().message(), backoff.count()));
+      // (The client's own messages begin with the watch's path already.)
+      const std::string& said = end.status().message();
+      const std::string prefix = said.starts_with("watch " + path) ? "" : "watch " + path + ": ";
+      log.Failed(fmt::format("{}{}; listing again in {} ms", prefix, said, backoff.count()));
       if (options.on_watch_failed) options.on_watch_failed(end.status().message());
       rv.clear();  // start over from a list
       back_off();
@@ -171,6 +202,15 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       rv.clear();  // 410 (the resume point is gone), or a relist was asked for
     } else {
       rv = end->last_resource_version;  // a clean end: resume
+    }
+    // At most one stream a second: a server that ends every watch at once
+    // (a 410 each time, one event then the end) would otherwise be asked
+    // thousands of times a second, a list with each 410.
+    if (const auto lasted = std::chrono::steady_clock::now() - started; lasted < kShortWatch && !end->stopped) {
+      if (SleepUnlessStopped(std::chrono::duration_cast<std::chrono::milliseconds>(kShortWatch - lasted), stop,
+                             options)) {
+        rv.clear();  // a relist was asked for meanwhile
+      }
     }
   }
   return stats;

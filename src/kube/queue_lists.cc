@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "gantry/common/cut_text.h"
 #include "gantry/job/quantity.h"
 #include "gantry/kube/kube_prober.h"
 
@@ -32,7 +33,7 @@ void ReadActivity(const json& cq, placement::ClusterQueueInfo& info) {
     } else if (status == "False") {
       info.activity = placement::QueueActivity::kInactive;
       const std::string reason = c.value("reason", ""), message = c.value("message", "");
-      info.inactive_message = reason.empty() || message.empty() ? reason + message : reason + ": " + message;
+      info.inactive_message = CleanText(reason.empty() || message.empty() ? reason + message : reason + ": " + message);
     }
   }
 }

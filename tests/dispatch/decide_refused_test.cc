@@ -414,7 +414,8 @@ TEST_CASE("step 7: AllAtOnce adds a copy in a cluster that can take the job only
   CHECK(Count(p, Verb::kDelete, "Workload") == 0);  // c1's copy stays: c1 may free up first
   REQUIRE(p.write);
   REQUIRE(p.write->events.size() == 1);
-  CHECK(p.write->events[0].message == "Workload copies added to c2, which may take the job now (its Kueue's quota decides)");
+  CHECK(p.write->events[0].message ==
+        "Workload copies added to c2, which may take the job now (its Kueue's quota decides)");
   REQUIRE(p.write->upsert_intents.size() == 1);
   CHECK(p.write->upsert_intents[0].epoch == 1);  // the same epoch: no new nomination
 

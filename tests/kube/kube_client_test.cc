@@ -462,4 +462,23 @@ TEST_CASE("Retry-After in seconds counts, the last of two given, and an HTTP dat
   CHECK(kube::DecodeError(429, status, "").retry_after_seconds == 0);
 }
 
+TEST_CASE("a cluster's error message reaches no log line or terminal with its control characters, nor with the "
+          "token it echoes",
+          "[kube]") {
+  // A line break, an escape sequence (ESC [2J: clear the screen), a C1 CSI,
+  // as JSON escapes them.
+  const std::string status =
+      R"({"kind":"Status","code":500,"reason":"Internal\nError",)"
+      R"("message":"etcd timeout\n2026-12-07 info forged\u001b[2J\u009b31m red"})";
+  const kube::KubeError e = kube::DecodeError(500, status, "");
+  CHECK(e.message == "etcd timeout 2026-12-07 info forged?[2J?31m red");
+  CHECK(e.reason == "Internal Error");
+  std::string echoed = "user with Bearer SECRETTOKEN-0123456789 cannot list; SECRETTOKEN-0123456789 again";
+  kube::WithoutToken(echoed, "SECRETTOKEN-0123456789");
+  CHECK(echoed == "user with Bearer <token> cannot list; <token> again");
+  std::string none = "no token here";
+  kube::WithoutToken(none, "");
+  CHECK(none == "no token here");
+}
+
 }  // namespace gantry::testing

@@ -91,7 +91,8 @@ TEST_CASE("an API server whose certificate from the cluster's CA has expired is 
   // Expired a day ago (kubeadm's serving certificates last a year), and one
   // not valid until tomorrow: the CA signed them, so this is the cluster,
   // up, whose jobs most likely run on.
-  for (sim::LeafValidity validity : {sim::LeafValidity{-400 * 86400L, -86400}, sim::LeafValidity{86400, 400 * 86400L}}) {
+  for (sim::LeafValidity validity :
+       {sim::LeafValidity{-400 * 86400L, -86400}, sim::LeafValidity{86400, 400 * 86400L}}) {
     TlsCluster cluster("prober-test", ok, validity);
     auto r = prober.Probe(Config(), credentials(cluster, cluster.ca_pem()));
     REQUIRE_FALSE(r.ok());
@@ -108,6 +109,28 @@ TEST_CASE("an API server whose certificate from the cluster's CA has expired is 
   REQUIRE_FALSE(stranger.ok());
   INFO(stranger.status().message());
   CHECK(stranger.status().code() == Code::kUnavailable);
+}
+
+TEST_CASE("a refusal whose body has fields of other types is an outage told, not a crash", "[kube][prober]") {
+  for (const char* body : {R"({"kind":5,"message":"no"})", R"({"kind":["Status"]})", R"({"kind":null})", "[1]"}) {
+    INFO(body);
+    std::string answer = body;
+    TlsCluster cluster("prober-test", [answer](http::Request req, http::Responder respond) {
+      respond(req.path == "/readyz" ? http::JsonResponse(401, answer)
+                                    : http::JsonResponse(200, R"({"kind":"List","items":[]})"));
+    });
+    inventory::ClusterCredentials c;
+    c.host = "127.0.0.1";
+    c.port = cluster.port();
+    c.server = "https://127.0.0.1:" + std::to_string(c.port);
+    c.ca_pem = cluster.ca_pem();
+    c.token_source = inventory::TokenSource::Static("prober-test-token-0123456789");
+    kube::KubeProber prober;
+    auto r = prober.Probe(Config(), c);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Code::kUnavailable);  // not a Kubernetes Status: anyone could have answered
+    CHECK_THAT(r.status().message(), Catch::Contains("/readyz answered 401"));
+  }
 }
 
 }  // namespace gantry::testing

@@ -45,10 +45,16 @@ class Cluster {
     std::lock_guard lock(mu_);
     watch_body_ = std::move(body);
   }
+  // From the next list on, each answers this body instead of kList.
+  void SetListBody(std::string body) {
+    std::lock_guard lock(mu_);
+    list_body_ = std::move(body);
+  }
 
  private:
   std::mutex mu_;
   std::string watch_body_;
+  std::string list_body_ = kList;
   int watch_status_;
   TlsCluster tls_{"watch-failure-test", [this](http::Request req, http::Responder respond) {
                     const bool watch = req.Query("watch").value_or("") == "true";
@@ -56,7 +62,7 @@ class Cluster {
                     std::string body;
                     {
                       std::lock_guard lock(mu_);
-                      body = watch ? watch_body_ : kList;
+                      body = watch ? watch_body_ : list_body_;
                     }
                     respond(http::JsonResponse(watch ? watch_status_ : 200, body));
                   }};
@@ -90,17 +96,23 @@ struct Follower {
   std::atomic<int> listed{0}, events{0};
   std::mutex mu;
   std::vector<std::string> failures;
+  std::vector<std::string> list_failures;
   std::atomic<bool> stop{false};
   std::thread thread;
 
-  explicit Follower(kube::KubeClient& client, std::string log_name = "") {
-    thread = std::thread([this, &client, log_name] {
+  explicit Follower(kube::KubeClient& client, std::string log_name = "", std::size_t max_list_items = 200'000) {
+    thread = std::thread([this, &client, log_name, max_list_items] {
       kube::ListWatchOptions lw;
       lw.log_name = log_name;
       lw.max_backoff = std::chrono::milliseconds(50);
+      lw.max_list_items = max_list_items;
       lw.on_watch_failed = [this](const std::string& m) {
         std::lock_guard lock(mu);
         failures.push_back(m);
+      };
+      lw.on_list_failed = [this](int, const std::string& m) {
+        std::lock_guard lock(mu);
+        list_failures.push_back(m);
       };
       kube::ListWatch(
           client, "/apis/kueue.x-k8s.io/v1beta2/workloads", lw,
@@ -115,6 +127,10 @@ struct Follower {
   std::string FirstFailure() {
     std::lock_guard lock(mu);
     return failures.empty() ? "" : failures.front();
+  }
+  std::string FirstListFailure() {
+    std::lock_guard lock(mu);
+    return list_failures.empty() ? "" : list_failures.front();
   }
 };
 
@@ -135,6 +151,8 @@ TEST_CASE("a watch that cannot be followed is a failure: listed again after a ba
        "\n",
        "500 etcdserver: leader changed"},
       {"a line that is not JSON", "<html>bad gateway</html>\n", "not a JSON object"},
+      // Kept whole, it would grow without end (and be searched again and again).
+      {"a line that does not end", std::string(std::size_t{17} << 20, 'x'), "a watch line longer than 16 MiB"},
       {"a stream that ends at once, empty", "", "at once, with no event"},
       // Read whole, as before, it was kept whole, however large.
       {"an error answer with a body larger than the client keeps",
@@ -193,7 +211,8 @@ TEST_CASE("failures in a row of one list and watch are logged once, then once an
   CHECK_THAT(text, !Catch::Contains("works again"));  // it never did
 }
 
-TEST_CASE("a watch that works again after failures not logged says so, and its next failure is logged", "[kube][watch]") {
+TEST_CASE("a watch that works again after failures not logged says so, and its next failure is logged",
+          "[kube][watch]") {
   LogCapture capture;
   {
     Cluster cluster("<html>bad gateway</html>\n");
@@ -213,7 +232,8 @@ TEST_CASE("a watch that works again after failures not logged says so, and its n
   }
   const std::string text = capture.Text();
   INFO(text);
-  CHECK_THAT(text, Catch::Contains("info cluster c7: watch /apis/kueue.x-k8s.io/v1beta2/workloads works again, after "));
+  CHECK_THAT(text,
+             Catch::Contains("info cluster c7: watch /apis/kueue.x-k8s.io/v1beta2/workloads works again, after "));
   CHECK_THAT(text, Catch::Contains(" not logged)"));
   const std::size_t lines = Occurrences(text, "warning cluster c7: watch");
   CHECK(lines == 2);
@@ -245,6 +265,51 @@ TEST_CASE("a kubeconfig's tls-server-name is the name the certificate is checked
   auto refused = other->Get("/api");
   REQUIRE_FALSE(refused.ok());
   CHECK_THAT(refused.status().message(), Catch::Contains("TLS handshake"));
+}
+
+TEST_CASE("a list whose answers are malformed, or whose pages never end, fails and is told, not kept",
+          "[kube][watch]") {
+  const std::string page = R"({"kind":"WorkloadList","metadata":{"resourceVersion":"5","continue":"more"},"items":[)"
+                           R"({"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]})";
+  struct Case {
+    const char* name;
+    std::string body;
+    const char* told;
+  };
+  const Case cases[] = {
+      {"pages that never end", page, "holds more than 10 objects (its pages may never end)"},
+      {"items not a list", R"({"kind":"WorkloadList","metadata":{"resourceVersion":"5"},"items":{"a":1}})",
+       "its items is not a list"},
+      {"a resourceVersion not a string", R"({"kind":"WorkloadList","metadata":{"resourceVersion":{"x":1}},"items":[]})",
+       "it has no resourceVersion"},
+      {"not an object", "[1,2,3]", "not a JSON object"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    Cluster cluster("");
+    cluster.SetListBody(c.body);
+    auto client = cluster.Client();
+    Follower follower(*client, "", 10);
+    CHECK(WaitFor([&] { return !follower.FirstListFailure().empty(); }, std::chrono::seconds(20)));
+    follower.stop = true;
+    CHECK_THAT(follower.FirstListFailure(), Catch::Contains(c.told));
+    CHECK(follower.listed == 0);
+  }
+}
+
+TEST_CASE("a server that ends every watch at once is asked at most once a second", "[kube][watch]") {
+  // One event, then the end, every time: each a clean end, resumed.
+  Cluster cluster(
+      R"({"type":"ADDED","object":{"kind":"Workload","metadata":{"name":"w","namespace":"a","resourceVersion":"6"}}})"
+      "\n");
+  auto client = cluster.Client();
+  const auto began = std::chrono::steady_clock::now();
+  Follower follower(*client);
+  REQUIRE(WaitFor([&] { return cluster.watches >= 4; }, std::chrono::seconds(20)));
+  const auto took = std::chrono::steady_clock::now() - began;
+  follower.stop = true;
+  CHECK(took >= std::chrono::milliseconds(2'900));  // 4 streams: 3 waits of a second between them
+  CHECK(follower.listed == 1);
 }
 
 }  // namespace gantry::testing

@@ -28,6 +28,10 @@ struct ListWatchOptions {
   std::string log_name;
   std::string label_selector;
   int page_size = 500;
+  // A list (all its pages) of more objects fails, as a malformed one does:
+  // a cluster whose continue tokens never end must not fill the memory.
+  // gantry lists its own objects alone (by label), far fewer.
+  std::size_t max_list_items = 200'000;
   int watch_timeout_seconds = 60;
   std::chrono::milliseconds idle_timeout{120'000};
   std::chrono::milliseconds max_backoff{30'000};

@@ -196,7 +196,10 @@ Result<ClientResponse> Client::Impl::Read(const Request& req) {
   error_code ec;
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::string_body> parser;
-  parser.body_limit(256ull << 20);
+  // A page of a list (500 objects) or one object is a few MiB at most; a
+  // body is held whole, and parsed into a tree about ten times its size: a
+  // server's larger answer is refused rather than held (64 MiB).
+  parser.body_limit(std::uint64_t{kResponseBodyLimit});
   bhttp::read(*conn_, buffer, parser, ec);
   if (ec) return TransportError(ec, req);
   auto res = parser.release();

@@ -23,6 +23,10 @@
 
 namespace gantry::http {
 
+// The largest response body a Client reads whole (a larger one fails the
+// request: "body limit exceeded").
+inline constexpr std::size_t kResponseBodyLimit = std::size_t{64} << 20;
+
 struct ClientOptions {
   std::chrono::milliseconds connect_timeout{5'000};
   // Deadline for writing the request and reading the whole response.

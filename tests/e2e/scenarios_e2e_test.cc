@@ -606,7 +606,9 @@ TEST_CASE("jobs submitted while no cluster is configured wait with a reason and 
   DispatchFleet fleet(TwoClusters());
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
-  // The operator empties the inventory and reloads.
+  // The operator empties the inventory. A reload keeps it as it was (a
+  // directory being swapped looks so); the daemon started again on it has
+  // no cluster.
   const std::string dir = fleet.sim_dir() + "/clusters.d/";
   std::map<std::string, std::string> files;
   for (const char* c : {"c1", "c2"}) {
@@ -614,7 +616,10 @@ TEST_CASE("jobs submitted while no cluster is configured wait with a reason and 
     REQUIRE(!files[c].empty());
     REQUIRE(std::remove((dir + c + ".yaml").c_str()) == 0);
   }
-  REQUIRE(fleet.ReloadClusters() == 200);  // answers once the engine knows the inventory is empty
+  CHECK(fleet.ReloadClusters() == 422);
+  CHECK(fleet.Cluster("c1")["status"].value("health", "") == "Ready");
+  fleet.RestartDaemon(false);
+  REQUIRE(fleet.ok());
 
   // Accepted, stored and told why nothing happens.
   for (const char* name : {"early-1", "early-2", "early-3"}) {

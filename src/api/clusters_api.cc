@@ -151,8 +151,13 @@ void ApiService::ReloadForWaiting(bool run) {
   const std::string also = options_.after_reload ? options_.after_reload(change.removed) : "";
   std::string changed = change.Describe();
   if (!also.empty()) changed += (changed.empty() ? "" : "; ") + also;
-  spdlog::info("POST /api/v1/clusters:reload: inventory reloaded: {} cluster(s), {} file(s) refused{}",
-               fleet_->Clusters().size(), errors.size(), changed.empty() ? "" : "; " + changed);
+  if (fleet_->DirStatus().ok()) {
+    spdlog::info("POST /api/v1/clusters:reload: inventory reloaded: {} cluster(s), {} file(s) refused{}",
+                 fleet_->Clusters().size(), errors.size(), changed.empty() ? "" : "; " + changed);
+  } else {
+    spdlog::warn("POST /api/v1/clusters:reload: the inventory is kept as it was ({} cluster(s)): {}",
+                 fleet_->Clusters().size(), fleet_->DirStatus().message());
+  }
   std::vector<Cause> causes;
   // The field is the file; the message says why, not the file again.
   for (const auto& e : errors) causes.push_back({e.file, inventory::RefusalWithoutFile(e.file, e.status.message())});

@@ -20,6 +20,13 @@ std::unique_ptr<ApiClient> ApiClient::Create(const ConnectionFlags& flags, std::
   // The daemon serves its API at the root: a path (a proxy's prefix) would
   // be dropped, and the requests would go to whatever the root is.
   if (const auto scheme = flags.server.find("://"); scheme != std::string::npos) {
+    // Nor a query, a fragment or credentials: they would be taken for the
+    // host's name or port, and a password written back in the error.
+    if (flags.server.find_first_of("?#@", scheme + 3) != std::string::npos) {
+      *error = fmt::format("server URL '{}' may hold only the scheme, host and port (no query, fragment or user)",
+                           flags.server.substr(0, scheme + 3) + "...");
+      return nullptr;
+    }
     const auto slash = flags.server.find('/', scheme + 3);
     if (slash != std::string::npos && flags.server.find_first_not_of('/', slash) != std::string::npos) {
       *error = fmt::format("server URL '{}' has a path ('{}'): gantry serves its API at the root; give the "

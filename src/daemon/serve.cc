@@ -413,8 +413,13 @@ int RunServe(const ServeFlags& flags) {
       const std::string also = engine.InventoryChanged(change.removed);
       std::string changed = change.Describe();
       if (!also.empty()) changed += (changed.empty() ? "" : "; ") + also;
-      spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused{}", fleet.Clusters().size(),
-                   refused.size(), changed.empty() ? "" : "; " + changed);
+      if (fleet.DirStatus().ok()) {
+        spdlog::info("SIGHUP: inventory reloaded: {} cluster(s), {} file(s) refused{}", fleet.Clusters().size(),
+                     refused.size(), changed.empty() ? "" : "; " + changed);
+      } else {
+        spdlog::warn("SIGHUP: the inventory is kept as it was ({} cluster(s)): {}", fleet.Clusters().size(),
+                     fleet.DirStatus().message());
+      }
       check_open_files();
       if (!config.tokens_file.empty()) {
         Status s = (*auth)->Reload();

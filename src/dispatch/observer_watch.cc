@@ -147,7 +147,10 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
         if (now - lists_failing_since < options.list_errors_told_after.count()) return;
       }
       first = c->caches[r].refused.empty();
-      c->caches[r].refused = fmt::format("listing {} answered {}: {}", resources[r].name, status, message);
+      // (A 200 is a malformed list: the message says so.)
+      c->caches[r].refused = status == 200 ? fmt::format("listing {}: {}", resources[r].name, message)
+                                           : fmt::format("listing {} answered {}: {}", resources[r].name, status,
+                                                         message);
       if (c->caches[r].listed) {
         c->caches[r].listed = false;
         PublishSyncedLocked();
@@ -159,10 +162,10 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
       }
     }
     if (first) {
-      spdlog::warn("observer: cluster {} {} the {} ({} {}): what its jobs do there is not followed until a list "
+      spdlog::warn("observer: cluster {} {} the {} ({}{}): what its jobs do there is not followed until a list "
                    "succeeds",
                    c->config.name, status == 403 ? "refuses gantry" : "fails gantry's list of", resources[r].name,
-                   status, message);
+                   status == 200 ? "" : std::to_string(status) + " ", message);
     }
   };
   // ToEntry reads a few metadata, spec and status fields: managedFields,

@@ -42,19 +42,6 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
     out.clusters = previous;
     return out;
   }
-  // Emptied under a fleet in use: far more likely a directory swapped or
-  // rewritten by a deploy tool (a ConfigMap's atomic swap, a sync halfway)
-  // than every cluster removed on purpose, which would give every job its
-  // onClusterLoss at once. Taken as not listed: the inventory stays.
-  if (files->empty() && !previous.empty()) {
-    out.dir_status = Status::Unavailable(fmt::format(
-        "clusters dir {} holds no cluster file: a reload never empties the inventory (a directory being swapped or "
-        "rewritten looks so), and the {} cluster(s) stay as they were; to remove them, remove their files while "
-        "another remains, or restart the daemon",
-        dir, previous.size()));
-    out.clusters = previous;
-    return out;
-  }
   std::map<std::string, const ClusterConfig*> previous_by_file;
   for (const ClusterConfig& c : previous) previous_by_file[c.source_file] = &c;
 
@@ -104,6 +91,25 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
     std::string name = LenientClusterName(error.file);
     if (name.empty() || by_name.count(name)) continue;
     held.emplace(name, ClusterPlaceholder{name, error.file, error.status});  // the first file keeps it
+  }
+  // Not one cluster in use left (no file, or only files refused): far more
+  // likely a directory swapped or rewritten by a deploy tool (a ConfigMap's
+  // atomic swap, a sync halfway) than every cluster removed on purpose,
+  // which would give every job its onClusterLoss at once. Taken as not
+  // listed: the inventory stays; the refused files are told.
+  const bool any_left = std::any_of(previous.begin(), previous.end(), [&](const ClusterConfig& c) {
+    return by_name.count(c.name) > 0 || held.count(c.name) > 0;
+  });
+  if (!previous.empty() && !any_left) {
+    out.dir_status = Status::Unavailable(fmt::format(
+        "clusters dir {} holds no cluster file{}: a reload never empties the inventory (a directory being swapped or "
+        "rewritten looks so), and the {} cluster(s) stay as they were; to remove them, remove their files while "
+        "another remains, or restart the daemon",
+        dir, files->empty() ? "" : " that loads with a cluster in use", previous.size()));
+    out.clusters = previous;
+    std::stable_sort(out.errors.begin(), out.errors.end(),
+                     [](const ClusterFileError& a, const ClusterFileError& b) { return a.file < b.file; });
+    return out;
   }
   out.clusters.reserve(by_name.size());
   for (auto& [name, config] : by_name) out.clusters.push_back(std::move(config));

@@ -351,7 +351,9 @@ void Fleet::ProbeOne(const std::string& name) {
       e.reprobe = false;
       return;
     }
-    if (reading.ok() && !reading->cluster_id.empty()) {
+    // (Not from a probe begun before a reload, with what the entry was then:
+    // its reprobe reads who it is now.)
+    if (reading.ok() && !reading->cluster_id.empty() && !e.reprobe) {
       if (HoldIfSameCluster(name, e, reading->cluster_id)) return;
       e.view.cluster_id = reading->cluster_id;
     }

@@ -193,6 +193,15 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
   CHECK(prefixed.code == 2);
   CHECK(prefixed.err.find("has a path ('/gantry'): gantry serves its API at the root") != std::string::npos);
   CHECK(Cli(daemon.url() + "/", {"list"}).code == 0);  // the root, spelled with its slash
+  // Nor a query, a fragment or credentials (whose password is not repeated).
+  for (const std::string& url : {daemon.url() + "?x=1", daemon.url() + "#f",
+                                 "http://user:secret-pw@" + daemon.url().substr(7)}) {
+    auto r = Cli(url, {"list"});
+    INFO(url << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK(r.err.find("may hold only the scheme, host and port") != std::string::npos);
+    CHECK(r.err.find("secret-pw") == std::string::npos);
+  }
   // 3: nobody listens there.
   auto unreachable = Cli("http://127.0.0.1:1", {"list"});
   CHECK(unreachable.code == 3);

@@ -160,6 +160,19 @@ TEST_CASE("A reload of a directory emptied under clusters in use keeps them all,
   const ClusterDirLoad none = LoadClusterDir(d.dir, {});
   CHECK(none.dir_status.ok());
   CHECK(none.clusters.empty());
+  // A file half written (refused) and nothing else: the same, and it is told.
+  const std::string broken = d.Put("bad.yaml", "name: [broken\n");
+  const ClusterDirLoad half = LoadClusterDir(d.dir, first.clusters);
+  CHECK(Names(half) == std::vector<std::string>{"alpha", "beta"});
+  CHECK_FALSE(half.dir_status.ok());
+  CHECK_THAT(half.dir_status.message(), Catch::Contains("holds no cluster file that loads with a cluster in use"));
+  REQUIRE(half.errors.size() == 1);
+  CHECK(half.errors[0].file == broken);
+  // One of them back: the other's removal is a reload's to make.
+  d.Put("a.yaml", ClusterYaml("alpha"));
+  const ClusterDirLoad one = LoadClusterDir(d.dir, first.clusters);
+  CHECK(one.dir_status.ok());
+  CHECK(Names(one) == std::vector<std::string>{"alpha"});
 }
 
 TEST_CASE("A refused file with no last good entry holds its cluster under the name it gives",

@@ -15,19 +15,22 @@
 namespace gantry::testing {
 namespace {
 
+// Credentials for cluster, trusting ca_pem, with a token.
+inventory::ClusterCredentials CredentialsFor(const TlsCluster& cluster, const std::string& ca_pem) {
+  inventory::ClusterCredentials c;
+  c.host = "127.0.0.1";
+  c.port = cluster.port();
+  c.server = "https://127.0.0.1:" + std::to_string(c.port);
+  c.ca_pem = ca_pem;
+  c.token_source = inventory::TokenSource::Static("prober-test-token-0123456789");
+  return c;
+}
+
 // Answers /readyz 500 on the first connection that asks it (the replica
 // shutting down) and 200 on any other; the Kueue lists empty.
 class Replicas {
  public:
-  inventory::ClusterCredentials Credentials() const {
-    inventory::ClusterCredentials c;
-    c.host = "127.0.0.1";
-    c.port = cluster_.port();
-    c.server = "https://127.0.0.1:" + std::to_string(c.port);
-    c.ca_pem = cluster_.ca_pem();
-    c.token_source = inventory::TokenSource::Static("prober-test-token-0123456789");
-    return c;
-  }
+  inventory::ClusterCredentials Credentials() const { return CredentialsFor(cluster_, cluster_.ca_pem()); }
 
  private:
   std::atomic<uint64_t> first_{0};
@@ -78,15 +81,6 @@ TEST_CASE("an API server whose certificate from the cluster's CA has expired is 
           "that the CA did not sign is an outage",
           "[kube][prober][tls]") {
   auto ok = [](http::Request, http::Responder respond) { respond(http::TextResponse(200, "ok")); };
-  auto credentials = [](const TlsCluster& cluster, const std::string& ca_pem) {
-    inventory::ClusterCredentials c;
-    c.host = "127.0.0.1";
-    c.port = cluster.port();
-    c.server = "https://127.0.0.1:" + std::to_string(c.port);
-    c.ca_pem = ca_pem;
-    c.token_source = inventory::TokenSource::Static("prober-test-token-0123456789");
-    return c;
-  };
   kube::KubeProber prober;
   // Expired a day ago (kubeadm's serving certificates last a year), and one
   // not valid until tomorrow: the CA signed them, so this is the cluster,
@@ -94,7 +88,7 @@ TEST_CASE("an API server whose certificate from the cluster's CA has expired is 
   for (sim::LeafValidity validity :
        {sim::LeafValidity{-400 * 86400L, -86400}, sim::LeafValidity{86400, 400 * 86400L}}) {
     TlsCluster cluster("prober-test", ok, validity);
-    auto r = prober.Probe(Config(), credentials(cluster, cluster.ca_pem()));
+    auto r = prober.Probe(Config(), CredentialsFor(cluster, cluster.ca_pem()));
     REQUIRE_FALSE(r.ok());
     INFO(r.status().message());
     CHECK(r.status().code() == Code::kUnauthenticated);
@@ -105,7 +99,7 @@ TEST_CASE("an API server whose certificate from the cluster's CA has expired is 
   // could have answered.
   TlsCluster other("prober-other", ok);
   TlsCluster expired("prober-test", ok, {-400 * 86400L, -86400});
-  auto stranger = prober.Probe(Config(), credentials(expired, other.ca_pem()));
+  auto stranger = prober.Probe(Config(), CredentialsFor(expired, other.ca_pem()));
   REQUIRE_FALSE(stranger.ok());
   INFO(stranger.status().message());
   CHECK(stranger.status().code() == Code::kUnavailable);
@@ -119,14 +113,8 @@ TEST_CASE("a refusal whose body has fields of other types is an outage told, not
       respond(req.path == "/readyz" ? http::JsonResponse(401, answer)
                                     : http::JsonResponse(200, R"({"kind":"List","items":[]})"));
     });
-    inventory::ClusterCredentials c;
-    c.host = "127.0.0.1";
-    c.port = cluster.port();
-    c.server = "https://127.0.0.1:" + std::to_string(c.port);
-    c.ca_pem = cluster.ca_pem();
-    c.token_source = inventory::TokenSource::Static("prober-test-token-0123456789");
     kube::KubeProber prober;
-    auto r = prober.Probe(Config(), c);
+    auto r = prober.Probe(Config(), CredentialsFor(cluster, cluster.ca_pem()));
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == Code::kUnavailable);  // not a Kubernetes Status: anyone could have answered
     CHECK_THAT(r.status().message(), Catch::Contains("/readyz answered 401"));

@@ -40,6 +40,14 @@ KubeError DecodeError(int http_status, const std::string& body, const std::strin
       if (b < 0x20 || b >= 0x7f) c = b == '\n' || b == '\t' || b == '\r' ? ' ' : '?';
     }
   }
+  if (e.message.empty()) {
+    // No words at all (a redirect, an empty page): at least what it was.
+    e.message = http_status >= 300 && http_status < 400
+                    ? fmt::format("HTTP {}, a redirect, which gantry does not follow: point the kubeconfig's server at "
+                                  "the API server itself",
+                                  http_status)
+                    : fmt::format("HTTP {} with no message", http_status);
+  }
   if (!retry_after.empty() && retry_after.find_first_not_of("0123456789") == std::string::npos &&
       retry_after.size() < 6) {
     e.retry_after_seconds = std::stoi(retry_after);

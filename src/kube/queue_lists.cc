@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "gantry/common/cut_text.h"
+#include "gantry/common/json_path.h"
 #include "gantry/job/quantity.h"
 #include "gantry/kube/kube_prober.h"
 
@@ -128,10 +129,20 @@ inventory::CapacityReading ParseClusterQueues(const json& list, const json* loca
   try {
     for (const json& cq : list["items"]) {
       placement::ClusterQueueInfo info;
-      if (Status s = ReadClusterQueue(cq, reading, info); !s.ok()) return inventory::CapacityReading::Unreadable(s.message());
+      int64_t cq_pending = 0;
+      try {
+        if (Status s = ReadClusterQueue(cq, reading, info); !s.ok()) {
+          return inventory::CapacityReading::Unreadable(s.message());
+        }
+        cq_pending = cq.value("/status/pendingWorkloads"_json_pointer, int64_t{0});
+      } catch (const json::exception& e) {
+        // Named, so that the operator knows which object to look at.
+        return inventory::CapacityReading::Unreadable(
+            fmt::format("ClusterQueue {}: a field of an unexpected type ({})",
+                        CleanText(JsonStringAt(cq, {"metadata", "name"})), e.what()));
+      }
       reading.cluster_queues.push_back(info.name);
       queues->by_name[info.name] = std::move(info);
-      const int64_t cq_pending = cq.value("/status/pendingWorkloads"_json_pointer, int64_t{0});
       pending = SaturatingAdd(pending, std::max<int64_t>(0, cq_pending));
     }
   } catch (const json::exception& e) {

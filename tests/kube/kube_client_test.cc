@@ -476,6 +476,10 @@ TEST_CASE("a cluster's error message reaches no log line or terminal with its co
   std::string echoed = "user with Bearer SECRETTOKEN-0123456789 cannot list; SECRETTOKEN-0123456789 again";
   kube::WithoutToken(echoed, "SECRETTOKEN-0123456789");
   CHECK(echoed == "user with Bearer <token> cannot list; <token> again");
+  // No words at all: what it was, and for a redirect what to do.
+  CHECK_THAT(kube::DecodeError(307, "", "").message, Catch::Contains("HTTP 307, a redirect, which gantry does not "
+                                                                     "follow"));
+  CHECK(kube::DecodeError(502, "", "").message == "HTTP 502 with no message");
   std::string none = "no token here";
   kube::WithoutToken(none, "");
   CHECK(none == "no token here");

@@ -103,7 +103,7 @@ TEST_CASE(
        "ClusterQueue cq-0: nominalQuota of memory: quantity \"-1Gi\" must not be negative"},
       {ClusterQueueList({true}), "nominalQuota of memory: quantity must be a string or a number"},
       {bad_reserved, "ClusterQueue cq-0: total of memory: invalid quantity \"lots\""},
-      {bad_pending, "the ClusterQueue list:"},
+      {bad_pending, "ClusterQueue cq-0: a field of an unexpected type"},
       {nlohmann::json::array(), "not a Kubernetes list"},
       {{{"kind", "Status"}}, "not a Kubernetes list"},
   };

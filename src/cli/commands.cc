@@ -363,7 +363,11 @@ int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase
     for (const auto& c : *conditions) {
       if (!c.is_object() || c.value("status", "") != "True") continue;
       const std::string type = c.value("type", "");
-      if (type == "OwnerUnreachable" || type == "WaitingForClusters") phase += "," + c.value("reason", type);
+      if (type != "OwnerUnreachable" && type != "WaitingForClusters") continue;
+      const std::string reason = c.value("reason", type);
+      // (A cancel waiting for its owner out of reach says it once.)
+      if (reason == "ClusterUnreachable" && phase.find(",Unreachable") != std::string::npos) continue;
+      phase += "," + reason;
     }
     return phase;
   };

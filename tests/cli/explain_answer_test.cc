@@ -96,12 +96,17 @@ TEST_CASE("list shows what holds a job beside its phase: its owner out of reach,
                            R"("status":{"phase":"Running","cluster":"c1","epoch":1,"conditions":[)"
                            R"({"type":"OwnerUnreachable","status":"True","reason":"OwnerLost"}]}},)"
                            R"({"metadata":{"name":"plain","creationTimestamp":"2026-12-06T10:00:00Z"},"spec":{"queue":"q"},)"
-                           R"("status":{"phase":"Running","cluster":"c2","epoch":1}}]})";
+                           R"("status":{"phase":"Running","cluster":"c2","epoch":1}},)"
+                           R"({"metadata":{"name":"cut","creationTimestamp":"2026-12-06T10:00:00Z"},"spec":{"queue":"q"},)"
+                           R"("status":{"phase":"Cancelling","cluster":"c3","epoch":1,)"
+                           R"("ownerUnreachable":{"since":"2026-12-06T10:00:00Z","message":"x"},"conditions":[)"
+                           R"({"type":"WaitingForClusters","status":"True","reason":"ClusterUnreachable"}]}}]})";
   RunResult r = CliAgainst(page, {"list", "-n", "team-a"});
   INFO(r.out << r.err);
   CHECK(r.code == 0);
-  CHECK(r.out.find("held    q       Running,OwnerLost   c1") != std::string::npos);
-  CHECK(r.out.find("plain   q       Running             c2") != std::string::npos);
+  CHECK(r.out.find("held    q       Running,OwnerLost        c1") != std::string::npos);
+  CHECK(r.out.find("plain   q       Running                  c2") != std::string::npos);
+  CHECK(r.out.find("cut     q       Cancelling,Unreachable   c3") != std::string::npos);  // said once
 }
 
 }  // namespace gantry::testing

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gantry/common/ascii.h"
+#include "gantry/common/cut_text.h"
 #include "gantry/api/api_service.h"
 #include "gantry/api/job_view.h"
 #include "gantry/api/k8s_status.h"
@@ -15,6 +16,7 @@
 #include "gantry/job/kueue_labels.h"
 #include "gantry/job/pod_templates.h"
 #include "gantry/job/template_fields.h"
+#include "gantry/placement/place.h"
 #include "slow_lane.h"
 
 namespace gantry::api {
@@ -174,6 +176,9 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
   std::vector<std::string> warnings =
       UnknownTemplateFields(std::get<JobSpec>(parsed).template_object, std::get<JobSpec>(parsed).template_path);
   const int64_t now_ms = clock_.NowMillis();
+  if (std::string never = NeverPlaceable(std::get<JobSpec>(parsed), now_ms); !never.empty()) {
+    warnings.push_back(std::move(never));
+  }
   JobRecord record = RecordOfSpec(std::get<JobSpec>(parsed), NewUid(now_ms), now_ms);
   if (intake_) record.message = intake_->FirstMessage();
   // The answer for a new job is built here, on the connection's thread: the
@@ -222,6 +227,27 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
     AddWarnings(res, warnings);
     respond(std::move(res));
   });
+}
+
+std::string ApiService::NeverPlaceable(const JobSpec& spec, int64_t now_ms) const {
+  std::vector<placement::ClusterSnapshot> fleet;
+  if (options_.placement_snapshots) {
+    fleet = options_.placement_snapshots(now_ms);
+  } else if (fleet_) {
+    fleet = fleet_->Snapshot(now_ms);
+  }
+  const placement::Decision decision = placement::Place(DemandFromSpec(spec), fleet);
+  if (!decision.unschedulable) return "";  // (an empty inventory is no verdict either)
+  std::vector<std::string> why;
+  for (const placement::ExcludedCluster& e : decision.excluded) {
+    why.push_back(fmt::format("{}: {}", e.cluster, e.exclusion.message));
+  }
+  // Told now, as the tenant's submit answers at once: the verdict comes with
+  // the job's first pass, a moment later.
+  return CutText(fmt::format("no configured cluster can ever run this job as a whole ({}): it will be "
+                             "Unschedulable; see gantry explain",
+                             fmt::join(why, "; ")),
+                 400);
 }
 
 // An Unschedulable job submitted again as it was is judged again, against

@@ -139,8 +139,15 @@ TEST_CASE("a gang waits whole for one cluster, never split, too big for any is U
   // 2 pods x 4 GPUs: fits the free sum, not any one cluster.
   REQUIRE(fleet.Submit("team-a", GpuJob("gang", 2, 4, "500ms")) == 201);
   REQUIRE(fleet.WaitPhase("team-a", "gang", {"Nominating"}));
-  // 40 GPUs: more than either cluster's nominal quota.
-  REQUIRE(fleet.Submit("team-a", GpuJob("huge", 5, 8, "1s")) == 201);
+  // 40 GPUs: more than either cluster's nominal quota. The tenant is told
+  // as it submits, each cluster's reason with it.
+  const std::string huge_file = fleet.dir().File("huge.yaml");
+  WriteFile(huge_file, GpuJob("huge", 5, 8, "1s"));
+  const RunResult submitted = Cli(fleet.url(), {"submit", "-f", huge_file, "-n", "team-a"});
+  INFO(submitted.out << submitted.err);
+  REQUIRE(submitted.code == 0);
+  CHECK_THAT(submitted.err, Catch::Contains("no configured cluster can ever run this job as a whole (c1: ") &&
+                                Catch::Contains("it will be Unschedulable"));
   REQUIRE(fleet.WaitPhase("team-a", "huge", {"Unschedulable"}, std::chrono::seconds(15)));
   auto huge = fleet.Job("team-a", "huge");
   CHECK_THAT(huge["status"].value("message", ""), Catch::Contains("c1:") && Catch::Contains("c2:"));

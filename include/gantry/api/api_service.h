@@ -141,6 +141,10 @@ class ApiService {
   void Submit(http::Request req, Respond respond);
   // Submit's work once the caller may submit in a format gantry reads.
   void SubmitDocument(http::Request req, DocumentFormat format, Principal principal, Respond respond);
+  // For a job no cluster of the inventory could ever run as a whole
+  // (placement's verdict now): the warning its submission carries, naming
+  // each cluster's reason; else "".
+  std::string NeverPlaceable(const JobSpec& spec, int64_t now_ms) const;
   // The same document again for an Unschedulable job: queued to be judged again.
   void Resubmitted(const JobRecord& job, std::vector<std::string> warnings, const Respond& respond);
   void GetJob(http::Request req, Respond respond);

@@ -188,6 +188,14 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
       // the engine, the observer and the probes keep sharing one source.
       const auto& kept = entry.creds ? entry.creds->token_source : nullptr;
       if (kept && creds->token_source && kept->SameSource(*creds->token_source)) creds->token_source = kept;
+      // Another API server now: nothing known of it yet. Its health and
+      // identity are read afresh (it may be a cluster another entry
+      // reaches: HoldIfSameCluster), so it is not Ready, nor taken for the
+      // cluster it reached before, until its first probe.
+      if (entry.creds && ServerKey(*entry.creds) != ServerKey(*creds)) {
+        entry.view.health = ClusterHealth{};
+        entry.view.cluster_id.clear();
+      }
       entry.creds = std::move(*creds);
       if (entry.creds->token_source) entry.creds->token_source->set_owner("inventory: cluster " + config.name);
       entry.view.credentials_error.clear();
@@ -312,7 +320,9 @@ void Fleet::ProbeOne(const std::string& name) {
     auto it = entries_.find(name);
     if (it == entries_.end()) return;
     config = it->second.view.config;
-    creds = it->second.creds;
+    // Held (a refused file, or an entry that reaches another's cluster):
+    // not probed, as one without credentials is not.
+    if (it->second.view.config_error.empty()) creds = it->second.creds;
   }
   int64_t now = clock_.NowMillis();
   if (!creds) {
@@ -349,11 +359,18 @@ void Fleet::ProbeOne(const std::string& name) {
       // old entry's probe saw is not this entry's to keep (an outage
       // recorded now would run on while nothing can end it).
       e.reprobe = false;
+      e.next_probe_ms = now + options_.probe_interval_ms;
       return;
     }
-    // (Not from a probe begun before a reload, with what the entry was then:
-    // its reprobe reads who it is now.)
-    if (reading.ok() && !reading->cluster_id.empty() && !e.reprobe) {
+    if (e.reprobe && (!e.creds || !SameConnection(*creds, *e.creds))) {
+      // Begun before a reload that changed how the cluster is reached: what
+      // it read is of another connection, perhaps another cluster (whose
+      // identity the entry must not take, nor its health). Probed again now.
+      e.reprobe = false;
+      e.next_probe_ms = now;
+      return;
+    }
+    if (reading.ok() && !reading->cluster_id.empty()) {
       if (HoldIfSameCluster(name, e, reading->cluster_id)) return;
       e.view.cluster_id = reading->cluster_id;
     }

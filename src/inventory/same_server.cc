@@ -25,20 +25,17 @@
 #include "server_url.h"
 
 namespace gantry::inventory {
-namespace {
 
 // One API server, whatever spelling its URL has: host (in lower case),
 // port (443 when not given) and path prefix, and the TLS server name asked
 // for: a gateway that serves many clusters on one address tells them apart
 // by it (or by the path).
-std::string ServerKey(const ClusterCredentials& creds) {
+std::string Fleet::ServerKey(const ClusterCredentials& creds) {
   auto address = internal::ParseServerUrl(creds.server);
   if (!address.ok()) return creds.server + " " + ToLowerAscii(creds.tls_server_name);
   return fmt::format("{}:{}{} {}", ToLowerAscii(address->host), address->port, address->base_path,
                      ToLowerAscii(creds.tls_server_name));
 }
-
-}  // namespace
 
 void Fleet::HoldSameServer(std::map<std::string, Entry>& next, std::vector<ClusterFileError>& errors) const {
   std::map<std::string, std::vector<std::string>> by_server;  // ServerKey -> entries reaching it, by name

@@ -185,6 +185,7 @@ Result<KubeReply> KubeClient::Finish() {
       if (reply.ok()) return reply;
       reply.error = DecodeError(res->status, res->body, res->headers["retry-after"]);
       WithoutToken(reply.error->message, p.token);
+      WithoutToken(reply.error->reason, p.token);
       if (res->status == 401) Refused(p.token);
       if (!Retryable(res->status) || attempt == options_.max_attempts) return reply;
       if (reply.error->retry_after_seconds > 0) wait = std::chrono::seconds(reply.error->retry_after_seconds);
@@ -323,6 +324,7 @@ Result<WatchEnd> KubeClient::Watch(const std::string& path, const WatchOptions& 
         } else {
           failure = fmt::format("the server ended the watch with an error: {} {}", code,
                                 CleanText(JsonStringAt(event.object, {"message"})));
+          WithoutToken(failure, token);
         }
         pending.clear();
         return false;

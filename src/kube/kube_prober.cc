@@ -95,7 +95,8 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     conns_[config.name] = std::move(conn);
   };
   auto ready = conn.client->Get("/readyz");
-  if (!ready.ok() && ready.status().code() == Code::kUnauthenticated) {
+  if (!ready.ok() && ready.status().code() == Code::kUnauthenticated &&
+      ready.status().message().starts_with("TLS handshake")) {
     // The transport's word for a certificate that verifies but for its dates
     // (http::Connection::Handshake): the cluster is up, as with a refused
     // token, and its jobs most likely run on.
@@ -126,7 +127,14 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   Result<KubeReply> wpcs = Status::Unavailable("not asked");
   if (cqs->ok() && lqs.ok()) wpcs = conn.client->Get(base + "workloadpriorityclasses");
   if (!cqs->ok() || (lqs.ok() && wpcs.ok())) keep();
-  auto reading = ReadCapacity(*cqs, lqs, !creds.insecure, inventory::KueueApiVersionName(config.kueue_api_version));
+  // The cluster answered /readyz: what cannot be read of its queues makes
+  // a reading marked unreadable (Ready, its quota stale), never an outage.
+  Result<inventory::CapacityReading> reading = Status::Unavailable("not read");
+  try {
+    reading = ReadCapacity(*cqs, lqs, !creds.insecure, inventory::KueueApiVersionName(config.kueue_api_version));
+  } catch (const std::exception& e) {
+    reading = inventory::CapacityReading::Unreadable(fmt::format("its queues could not be read: {}", e.what()));
+  }
   if (reading.ok()) reading->cluster_id = cluster_id;
   if (reading.ok() && reading->queues) {
     if (!lqs.ok()) wpcs = Status::Unavailable("not asked: the LocalQueue list failed");

@@ -177,7 +177,6 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       on_event(e);
       return !stop();
     });
-    if (events > 0) log.Followed();
     if (end.ok() && !end->expired && !end->stopped && events == 0 && !stop() &&
         std::chrono::steady_clock::now() - started < kShortWatch) {
       // A clean end at once, with nothing in it (a proxy cutting streams, a

@@ -39,11 +39,10 @@ Status InsertJob(SqliteConnection& conn, const JobRecord& job, int64_t* seq);
 // again) must not grow the database without bound.
 inline constexpr int kEventsKeptFirst = 20;
 inline constexpr int kEventsKeptLast = 480;
-inline constexpr int kEventTrimEvery = 16;
 
 // job_seq is the job's jobs.seq (callers hold the row already). Trims the
-// job's events to the cap above on one insert in kEventTrimEvery, so a job
-// holds at most kEventsKeptFirst + kEventsKeptLast + kEventTrimEvery - 1.
+// job's events to the cap above, so a job holds at most kEventsKeptFirst +
+// kEventsKeptLast.
 Status InsertEvent(SqliteConnection& conn, const JobEvent& event, int64_t job_seq);
 // Deletes the job's events between its first kEventsKeptFirst and its latest
 // kEventsKeptLast.

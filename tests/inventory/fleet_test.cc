@@ -758,9 +758,12 @@ TEST_CASE("an entry whose probe reads the identity of a cluster another entry re
   for (const auto& snap : fleet.Snapshot(clock.NowMillis())) {
     if (snap.name == held) CHECK(snap.health != placement::ClusterHealth::kReady);
   }
-  // Held at every probe after, and found again after a reload: the same
-  // one, as the one kept keeps the identity it read.
+  // Held: not probed any more (its probe would read the same, at a cost to
+  // the cluster), until a reload; found again then: the same one, as the
+  // one kept keeps the identity it read.
+  const int probes = prober.Probes(held);
   fleet.ProbeAllNow();
+  CHECK(prober.Probes(held) == probes);
   CHECK_FALSE(fleet.Cluster(held)->Usable());
   REQUIRE(fleet.Reload().empty());
   fleet.ProbeAllNow();

@@ -219,6 +219,8 @@ class Fleet {
   // reaches too, but the one that reached it before (same_server.cc), and
   // adds to errors why. REQUIRES: load_mu_ held, mu_ not.
   void HoldSameServer(std::map<std::string, Entry>& next, std::vector<ClusterFileError>& errors) const;
+  // The API server creds reach, whatever its URL's spelling (same_server.cc).
+  static std::string ServerKey(const ClusterCredentials& creds);
   // A probe of `name` (entry e) read cluster_id, which another usable entry
   // read before: e reaches that cluster too, by another address. Holds e
   // (ClusterView::config_error) and says so; false when no other entry has

@@ -188,14 +188,6 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
       // the engine, the observer and the probes keep sharing one source.
       const auto& kept = entry.creds ? entry.creds->token_source : nullptr;
       if (kept && creds->token_source && kept->SameSource(*creds->token_source)) creds->token_source = kept;
-      // Another API server now: nothing known of it yet. Its health and
-      // identity are read afresh (it may be a cluster another entry
-      // reaches: HoldIfSameCluster), so it is not Ready, nor taken for the
-      // cluster it reached before, until its first probe.
-      if (entry.creds && ServerKey(*entry.creds) != ServerKey(*creds)) {
-        entry.view.health = ClusterHealth{};
-        entry.view.cluster_id.clear();
-      }
       entry.creds = std::move(*creds);
       if (entry.creds->token_source) entry.creds->token_source->set_owner("inventory: cluster " + config.name);
       entry.view.credentials_error.clear();
@@ -290,7 +282,13 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     e.view.capacity = old->second.view.capacity;
     e.view.capacity_at_ms = old->second.view.capacity_at_ms;
     e.view.capacity_error = old->second.view.capacity_error;
-    if (reachable_again) {
+    // Another API server now: nothing known of it yet. Its health and
+    // identity are read afresh (it may be a cluster another entry reaches:
+    // HoldIfSameCluster), so it is not Ready, nor taken for the cluster it
+    // reached before, until its first probe.
+    const bool moved = old->second.creds && e.creds && ServerKey(*old->second.creds) != ServerKey(*e.creds);
+    if (moved) e.view.cluster_id.clear();
+    if (reachable_again || moved) {
       // Nothing was learnt of it while gantry could not reach it: an outage
       // from before (or one restored from the store) would make its jobs
       // lost at the first failed probe, however long it ran fine meanwhile.

@@ -63,17 +63,22 @@ class FakeProber final : public ClusterProber {
   // cluster -> its probe waits, as a connect to a blackholed address waits
   // out its deadline, until Release(); then it fails.
   ClusterFlags blocks;
+  // cluster -> once released, its blocked probe answers as an up one does
+  // (a probe still in flight when something changes).
+  ClusterFlags answers_after_block;
   Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
     {
       std::lock_guard lock(probes_mu_);
       ++probes_[config.name];
     }
+    // Read as the probe begins: one in flight answers with what it reached.
+    const std::string id = ClusterId(config.name);
     if (blocks.Get(config.name)) {
       std::unique_lock lock(probes_mu_);
       ++blocked_;
       released_cv_.wait(lock, [&] { return released_; });
       --blocked_;
-      return Status::Unavailable("connect: timed out");
+      if (!answers_after_block.Get(config.name)) return Status::Unavailable("connect: timed out");
     }
     if (!up.Get(config.name)) return Status::Unavailable("connect: connection refused");
     if (refuses.Get(config.name)) return Status(Code::kUnauthenticated, "/readyz answered 401");
@@ -84,7 +89,7 @@ class FakeProber final : public ClusterProber {
     }
     r.quota["nvidia.com/gpu"] = {32'000, 8'000};
     r.pending_workloads = 2;
-    r.cluster_id = ClusterId(config.name);
+    r.cluster_id = id;
     return r;
   }
   // The identity a cluster's probe reads (its kube-system uid; "" = none).

@@ -779,4 +779,41 @@ TEST_CASE("an entry whose probe reads the identity of a cluster another entry re
   fleet.Stop();
 }
 
+TEST_CASE("a probe begun before a reload that points the entry at another API server is not taken for the entry: "
+          "it starts Unknown, its identity read afresh",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  prober.SetClusterId("c1", "uid-a");
+  prober.SetClusterId("c2", "uid-b");
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  // c2's probe hangs; meanwhile its file points it at another server, and
+  // the probe (of the old connection) then answers as c1's cluster would.
+  prober.blocks["c2"] = true;
+  prober.answers_after_block["c2"] = true;
+  prober.SetClusterId("c2", "uid-a");
+  std::thread probing([&] { fleet.ProbeAllNow(); });
+  REQUIRE(testing::WaitFor([&] { return prober.Blocked() == 1; }, std::chrono::seconds(10)));
+  WriteCluster(dir.path(), "c2", "https://127.0.0.1:39999");
+  REQUIRE(fleet.Reload().empty());
+  CHECK(fleet.Cluster("c2")->health.state == HealthState::kUnknown);  // another server: nothing known of it
+  prober.SetClusterId("c2", "uid-c");  // what the new server is, for the probes that begin from now
+  prober.blocks["c2"] = false;
+  prober.Release();
+  probing.join();
+  // What the old connection read (c1's cluster) is dropped: not held for
+  // it; its own probe, due at once, reads who it is.
+  CHECK(fleet.Cluster("c2")->Usable());
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  CHECK(fleet.Cluster("c2")->cluster_id == "uid-c");
+  fleet.Stop();
+}
+
 }  // namespace gantry::inventory

@@ -342,12 +342,13 @@ void Engine::SetObservedClusters() {
   observer_->SetClusters(clusters);
 }
 
-void Engine::ObserveUsableClusters() {
-  std::lock_guard reload(inventory_mu_);
+void Engine::ObserveUsableClusters(const std::vector<inventory::ClusterView>& views) {
+  // (A usable view has credentials: SetObservedClusters watches each.)
   std::set<std::string> usable;
-  for (const inventory::ClusterView& view : fleet_.Clusters()) {
-    if (view.Usable() && fleet_.Credentials(view.config.name)) usable.insert(view.config.name);
+  for (const inventory::ClusterView& view : views) {
+    if (view.Usable()) usable.insert(view.config.name);
   }
+  std::lock_guard reload(inventory_mu_);
   if (usable == observed_) return;
   SetObservedClusters();
   std::lock_guard lock(fleet_mu_);

@@ -104,7 +104,8 @@ void Engine::RunHealthWatch() {
       behind_out.erase(name);
     }
     SetPassAllowance();
-    ObserveUsableClusters();
+    const std::vector<inventory::ClusterView> views = fleet_.Clusters();
+    ObserveUsableClusters(views);
     // While a cluster refuses a watch, keeps the fleet view, and with it the
     // refusal's clock and its row in the store, current when no pass runs.
     if (WatchRefusalsToNote()) (void)Facts(clock_.NowMillis());
@@ -114,7 +115,7 @@ void Engine::RunHealthWatch() {
     std::set<std::string> answering_behind_now;
     std::set<std::string> current_again;
     std::set<std::string> unprobed;  // health Unknown: not probed yet (a start), for the log only
-    for (const inventory::ClusterView& view : fleet_.Clusters()) {
+    for (const inventory::ClusterView& view : views) {
       const std::string& name = view.config.name;
       if (view.health.state == inventory::HealthState::kUnknown) unprobed.insert(name);
       // The stamp first: a change after it is seen in the next look's stamp,

@@ -646,10 +646,6 @@ class Ladder {
   int64_t RejectionFloorMs() const;
   // wait_ms, cut short to wake the job at its dispatch timeout, if it has one.
   int64_t UntilTimeout(int64_t wait_ms) const;
-  // When a nomination's wait for an admission times out (dispatch.timeoutSeconds
-  // set): from the nomination, not before the daemon started (right after a
-  // start the views are not synced, and an admitted copy cannot take its
-  // lease yet).
   // For a DispatchTimeout's message: " of the daemon's start at T (...)"
   // when the wait counted from the start, not from since_ms; else "".
   std::string CountedFromStart(int64_t since_ms) const {
@@ -657,6 +653,10 @@ class Ladder {
     return fmt::format(" of the daemon's start at {} (the wait began at {}; a wait is counted afresh from a start)",
                        FormatRfc3339(in_.started_ms), FormatRfc3339(since_ms));
   }
+  // When a nomination's wait for an admission times out (dispatch.timeoutSeconds
+  // set): from the nomination, not before the daemon started (right after a
+  // start the views are not synced, and an admitted copy cannot take its
+  // lease yet).
   int64_t NominationDeadlineMs() const {
     return std::max(job_.nominated_ms, in_.started_ms) + int64_t{*in_.spec->dispatch.timeout_seconds} * 1000;
   }

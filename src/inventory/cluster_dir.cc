@@ -92,6 +92,9 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
     if (name.empty() || by_name.count(name)) continue;
     held.emplace(name, ClusterPlaceholder{name, error.file, error.status});  // the first file keeps it
   }
+  // Reported in file order, whatever order they were read in.
+  std::stable_sort(out.errors.begin(), out.errors.end(),
+                   [](const ClusterFileError& a, const ClusterFileError& b) { return a.file < b.file; });
   // Not one cluster in use left (no file, or only files refused): far more
   // likely a directory swapped or rewritten by a deploy tool (a ConfigMap's
   // atomic swap, a sync halfway) than every cluster removed on purpose,
@@ -107,16 +110,11 @@ ClusterDirLoad LoadClusterDir(const std::string& dir, const std::vector<ClusterC
         "another remains, or restart the daemon",
         dir, files->empty() ? "" : " that loads with a cluster in use", previous.size()));
     out.clusters = previous;
-    std::stable_sort(out.errors.begin(), out.errors.end(),
-                     [](const ClusterFileError& a, const ClusterFileError& b) { return a.file < b.file; });
     return out;
   }
   out.clusters.reserve(by_name.size());
   for (auto& [name, config] : by_name) out.clusters.push_back(std::move(config));
   for (auto& [name, placeholder] : held) out.placeholders.push_back(std::move(placeholder));
-  // Reported in file order, whatever order they were read in.
-  std::stable_sort(out.errors.begin(), out.errors.end(),
-                   [](const ClusterFileError& a, const ClusterFileError& b) { return a.file < b.file; });
   return out;
 }
 

@@ -46,8 +46,9 @@ class FailureLog {
     held_ = 0;
   }
 
-  // A watch brought events, or ended cleanly: the streak is over (a list
-  // alone is not: a proxy that cuts every stream lets the lists through).
+  // A watch ended cleanly: the streak is over (a list alone is not, nor a
+  // stream that brought events and then failed: a proxy that cuts every
+  // stream lets the lists and a few events through).
   void Followed() {
     if (!failing_) return;
     if (held_ > 0) {

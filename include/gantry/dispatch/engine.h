@@ -343,7 +343,7 @@ class Engine final : public JobIntake {
   // The health watch's look: a cluster that became usable or not without a
   // reload (an entry held at a probe for reaching a cluster another entry
   // reaches) is watched, or no more, at once.
-  void ObserveUsableClusters();
+  void ObserveUsableClusters(const std::vector<inventory::ClusterView>& views);
   // InventoryChanged's note of the owners a first reload removes.
   std::string OwnersRemovedNote(const std::vector<std::string>& removed);
   // InventoryChanged's note of the jobs the clusters a reload removed own

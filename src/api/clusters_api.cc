@@ -195,6 +195,12 @@ void ApiService::ReloadForWaiting(bool run) {
   }
 }
 
+std::vector<placement::ClusterSnapshot> ApiService::PlacementSnapshots(int64_t now_ms) const {
+  if (options_.placement_snapshots) return options_.placement_snapshots(now_ms);
+  if (fleet_) return fleet_->Snapshot(now_ms);
+  return {};
+}
+
 void ApiService::JobPlacement(http::Request req, Respond respond) {
   auto job = AuthorizedJob(req, respond);
   if (!job) return;
@@ -206,13 +212,7 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
     return;
   }
   int64_t now = clock_.NowMillis();
-  std::vector<placement::ClusterSnapshot> fleet;
-  if (options_.placement_snapshots) {
-    fleet = options_.placement_snapshots(now);
-  } else if (fleet_) {
-    fleet = fleet_->Snapshot(now);
-  }
-  placement::Decision decision = placement::Place(DemandFromSpec(*spec), fleet);
+  placement::Decision decision = placement::Place(DemandFromSpec(*spec), PlacementSnapshots(now));
   nlohmann::json body = placement::DecisionToJson(decision);
   body["apiVersion"] = "gantry.dev/v1";
   body["kind"] = "PlacementDecision";

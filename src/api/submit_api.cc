@@ -230,13 +230,7 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
 }
 
 std::string ApiService::NeverPlaceable(const JobSpec& spec, int64_t now_ms) const {
-  std::vector<placement::ClusterSnapshot> fleet;
-  if (options_.placement_snapshots) {
-    fleet = options_.placement_snapshots(now_ms);
-  } else if (fleet_) {
-    fleet = fleet_->Snapshot(now_ms);
-  }
-  const placement::Decision decision = placement::Place(DemandFromSpec(spec), fleet);
+  const placement::Decision decision = placement::Place(DemandFromSpec(spec), PlacementSnapshots(now_ms));
   if (!decision.unschedulable) return "";  // (an empty inventory is no verdict either)
   std::vector<std::string> why;
   for (const placement::ExcludedCluster& e : decision.excluded) {

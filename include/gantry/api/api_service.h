@@ -145,6 +145,8 @@ class ApiService {
   // (placement's verdict now): the warning its submission carries, naming
   // each cluster's reason; else "".
   std::string NeverPlaceable(const JobSpec& spec, int64_t now_ms) const;
+  // The fleet as placement sees it now (the engine's, or the inventory's).
+  std::vector<placement::ClusterSnapshot> PlacementSnapshots(int64_t now_ms) const;
   // The same document again for an Unschedulable job: queued to be judged again.
   void Resubmitted(const JobRecord& job, std::vector<std::string> warnings, const Respond& respond);
   void GetJob(http::Request req, Respond respond);

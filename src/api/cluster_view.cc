@@ -44,7 +44,11 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   // Up, refusing gantry's credentials: NotReady, lost only after the longer
   // credentialsRefusedTimeoutSeconds (cluster_health.h).
   if (h.credentials_refused && reached) status["credentialsRefused"] = true;
-  if (!h.last_error.empty() && reached) status["lastError"] = h.last_error;  // else: configError, credentialsError
+  // Ready again, its last failure is history: shown under another name, so
+  // that a script or an operator reading lastError sees only a live one.
+  if (!h.last_error.empty() && reached) {
+    status[h.state == inventory::HealthState::kReady ? "recoveredFrom" : "lastError"] = h.last_error;
+  }  // else: configError, credentialsError
   if (!view.capacity_error.empty()) status["capacityError"] = view.capacity_error;
   if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;
   if (!view.config_error.empty()) status["configError"] = view.config_error;

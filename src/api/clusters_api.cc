@@ -60,7 +60,8 @@ nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64
     // (ConfigRefused, CredentialsUnloadable, NotReady...) says as much as a
     // tenant can act on.
     nlohmann::json& status = out["status"];
-    for (const char* field : {"lastError", "configError", "credentialsError", "capacityError", "watchRefused"}) {
+    for (const char* field :
+         {"lastError", "recoveredFrom", "configError", "credentialsError", "capacityError", "watchRefused"}) {
       if (status.contains(field)) status[field] = kWithheld;
     }
     if (status.contains("capacity")) {

@@ -58,3 +58,24 @@ TEST_CASE("a cluster served from its last good file or kubeconfig shows why the 
 }
 
 }  // namespace gantry::api
+
+namespace gantry::api {
+
+TEST_CASE("a cluster Ready again shows its last failure as recoveredFrom, not as lastError", "[api][clusters]") {
+  inventory::ClusterView view;
+  view.config.name = "c1";
+  view.health.OnProbeFailed(1'764'000'000'000, "dial 10.0.0.1:6443: connection refused");
+  CHECK(ClusterToJson(view, 1'764'000'001'000, 60'000)["status"]["lastError"] ==
+        "dial 10.0.0.1:6443: connection refused");
+  view.health.OnProbeOk(1'764'000'005'000);
+  const nlohmann::json j = ClusterToJson(view, 1'764'000'006'000, 60'000);
+  INFO(j.dump());
+  CHECK(j["status"]["health"] == "Ready");
+  CHECK_FALSE(j["status"].contains("lastError"));
+  CHECK(j["status"]["recoveredFrom"] == "dial 10.0.0.1:6443: connection refused");
+  view.health.OnProbeFailed(1'764'000'010'000, "dial 10.0.0.1:6443: i/o timeout");
+  CHECK(ClusterToJson(view, 1'764'000'011'000, 60'000)["status"]["lastError"] == "dial 10.0.0.1:6443: i/o timeout");
+  CHECK_FALSE(ClusterToJson(view, 1'764'000'011'000, 60'000)["status"].contains("recoveredFrom"));
+}
+
+}  // namespace gantry::api

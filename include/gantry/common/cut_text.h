@@ -16,10 +16,12 @@ namespace gantry {
 std::string CutText(std::string_view text, std::size_t limit);
 
 // `text` (valid UTF-8: parsed JSON's) with no control character: a line
-// break or tab becomes a space, any other C0 or C1 control character and DEL
-// a '?'. A cluster's words go into log lines, events and terminals: an
-// escape sequence or a line break there could forge a log line or drive
-// the operator's terminal.
+// break or tab (and U+2028, U+2029) becomes a space, any other C0 or C1
+// control character, DEL and the bidirectional controls (U+061C, U+200E,
+// U+200F, U+202A..U+202E, U+2066..U+2069) a '?'. A cluster's words go
+// into log lines, events and terminals: an escape sequence or a line break
+// there could forge a log line or drive the operator's terminal, and a
+// right-to-left override could show a line's words in another order.
 std::string CleanText(std::string_view text);
 
 }  // namespace gantry

@@ -1,5 +1,7 @@
 #include "gantry/api/cluster_view.h"
 
+#include <cstdlib>
+
 #include "gantry/common/clock.h"
 #include "gantry/job/quantity.h"
 #include "gantry/placement/quantity_format.h"
@@ -53,6 +55,11 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;
   if (!view.config_error.empty()) status["configError"] = view.config_error;
   if (!view.cluster_id.empty() && reached) status["clusterID"] = view.cluster_id;  // its kube-system Namespace's uid
+  // Its clock's offset from gantry's, once it is past what a Date header
+  // can tell (about a second).
+  if (view.clock_offset_ms && std::abs(*view.clock_offset_ms) >= 2'000 && reached) {
+    status["clockOffsetSeconds"] = *view.clock_offset_ms / 1000;
+  }
   if (!view.credentials_warning.empty()) status["credentialsWarning"] = view.credentials_warning;
   if (!view.config_warning.empty()) status["configWarning"] = view.config_warning;
   if (view.capacity) {

@@ -80,6 +80,40 @@ std::optional<int64_t> ParseRfc3339(std::string_view text) {
   return seconds * 1000 + millis;
 }
 
+namespace {
+constexpr std::string_view kWeekdays[] = {"Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"};  // from 1970-01-01
+constexpr std::string_view kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+}  // namespace
+
+std::string FormatHttpDate(int64_t unix_ms) {
+  const int64_t secs = unix_ms >= 0 ? unix_ms / 1000 : (unix_ms - 999) / 1000;
+  const int64_t days = secs >= 0 ? secs / 86'400 : (secs - 86'399) / 86'400;
+  const int64_t in_day = secs - days * 86'400;
+  const std::chrono::year_month_day date{std::chrono::sys_days(std::chrono::days(days))};
+  return fmt::format("{}, {:02} {} {:04} {:02}:{:02}:{:02} GMT", kWeekdays[((days % 7) + 7) % 7],
+                     static_cast<unsigned>(date.day()), kMonths[static_cast<unsigned>(date.month()) - 1],
+                     static_cast<int>(date.year()), in_day / 3'600, in_day / 60 % 60, in_day % 60);
+}
+
+std::optional<int64_t> ParseHttpDate(std::string_view text) {
+  // "Sun, 06 Nov 1994 08:49:37 GMT": 29 characters, fixed places.
+  if (text.size() != 29 || text.substr(3, 2) != ", " || text[7] != ' ' || text[11] != ' ' || text[16] != ' ' ||
+      text[19] != ':' || text[22] != ':' || text.substr(25) != " GMT") {
+    return std::nullopt;
+  }
+  int month = 0;
+  while (month < 12 && kMonths[month] != text.substr(8, 3)) ++month;
+  const int day = Digits(text, 5, 2), year = Digits(text, 12, 4);
+  const int hour = Digits(text, 17, 2), minute = Digits(text, 20, 2), second = Digits(text, 23, 2);
+  if (month == 12 || day < 0 || year < 0 || hour < 0 || minute < 0 || second < 0) return std::nullopt;
+  const std::chrono::year_month_day date{std::chrono::year(year), std::chrono::month(static_cast<unsigned>(month + 1)),
+                                         std::chrono::day(static_cast<unsigned>(day))};
+  if (!date.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  const int64_t days = std::chrono::sys_days(date).time_since_epoch().count();
+  return (days * 86'400 + hour * 3'600 + minute * 60 + second) * 1000;
+}
+
 std::string FormatAge(int64_t age_ms) {
   if (age_ms < 0) age_ms = 0;
   int64_t s = age_ms / 1000;

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "gantry/inventory/cluster_health.h"
 #include "ladder.h"
@@ -52,10 +53,16 @@ Plan Ladder::FinishAsEnded(const std::string& step, const ObservedJob& j) const 
   std::string msg = fmt::format("{} in {}: {}", ok ? "succeeded" : "failed", job_.cluster, RunEndText(j));
   // Seen long after it ended (the cluster out of reach, or gantry down, in
   // between): the job's completionTime is when gantry saw the end, so the
-  // run's own time is told here.
-  if (j.ended_ms > 0 && in_.now_ms - j.ended_ms >= kLateEndMs) {
+  // run's own time is told here. The cluster wrote it by its own clock,
+  // which may be off gantry's (its probes measure by how much).
+  const int64_t offset = ClockOffsetOf(job_.cluster);
+  if (j.ended_ms > 0 && in_.now_ms - (j.ended_ms - offset) >= kLateEndMs) {
     msg += fmt::format("; the run ended at {} by {}'s clock, {} before gantry saw it", FormatRfc3339(j.ended_ms),
-                       job_.cluster, FormatAge(in_.now_ms - j.ended_ms));
+                       job_.cluster, FormatAge(in_.now_ms - (j.ended_ms - offset)));
+    if (std::abs(offset) >= 2'000) {
+      msg += fmt::format(" (that clock is {} {} gantry's)", FormatAge(std::abs(offset)),
+                         offset > 0 ? "ahead of" : "behind");
+    }
   }
   Plan p = Finish(step, ok ? JobPhase::kSucceeded : JobPhase::kFailed, ok ? "Succeeded" : "Failed", msg);
   p.write->remote_status = j.summary;

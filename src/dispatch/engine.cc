@@ -398,6 +398,7 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
       }
     }
     f.config = view.config;
+    f.clock_offset_ms = view.clock_offset_ms.value_or(0);
     if (view.capacity) f.queues = view.capacity->queues;
     facts->emplace(name, std::move(f));
   }

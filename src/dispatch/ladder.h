@@ -138,7 +138,7 @@ inline bool RunEnded(const ObservedJob& j) {
 }
 
 // A run's end seen at least this long after it happened (by the cluster's
-// clock) is told with its time.
+// clock, less its offset from gantry's) is told with its time.
 inline constexpr int64_t kLateEndMs = 30'000;
 
 // How a run ended, for a message: its condition's reason (else Complete
@@ -179,6 +179,11 @@ class Ladder {
   bool ClassValueMissing(const std::string& cluster) const {
     const std::string name = WorkloadPriorityClass(in_.spec->template_object);
     return !name.empty() && !PriorityClassValue(in_, cluster, name);
+  }
+  // How far that cluster's clock is ahead of gantry's (ClusterFacts::clock_offset_ms).
+  int64_t ClockOffsetOf(const std::string& cluster) const {
+    auto f = in_.clusters->find(cluster);
+    return f == in_.clusters->end() ? 0 : f->second.clock_offset_ms;
   }
   // That refusal (why, for how long), or null.
   const ClusterFacts::KindRefusal* KindRefusalIn(const std::string& cluster) const {

@@ -1,10 +1,12 @@
 #include "gantry/inventory/fleet.h"
+#include "gantry/common/clock.h"
 #include "gantry/common/thread_name.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "gantry/inventory/snapshot.h"
@@ -29,6 +31,25 @@ std::string PriorityClassesError(const CapacityReading* reading) {
 
 uint64_t QueuesStampOf(const CapacityReading* reading) {
   return reading && reading->queues ? reading->queues->stamp : 0;
+}
+
+// A cluster's clock this far from gantry's is told in the log: the times
+// it writes (a run's end, a condition's) are read with its offset.
+constexpr int64_t kClockOffsetToldMs = 30'000;
+
+// Keeps the offset of a probe that read one, and says when it crosses
+// kClockOffsetToldMs either way.
+void NoteClockOffset(const std::string& name, ClusterView& view, int64_t offset_ms) {
+  const bool was_far = view.clock_offset_ms && std::abs(*view.clock_offset_ms) >= kClockOffsetToldMs;
+  const bool far = std::abs(offset_ms) >= kClockOffsetToldMs;
+  if (far && !was_far) {
+    spdlog::warn("cluster {}: its clock is {} {} gantry's (from the Date of its answers); gantry reads the times it "
+                 "writes with that offset, but check the cluster's time sync (NTP)",
+                 name, FormatAge(std::abs(offset_ms)), offset_ms > 0 ? "ahead of" : "behind");
+  } else if (was_far && !far) {
+    spdlog::info("cluster {}: its clock is within {} of gantry's again", name, FormatAge(kClockOffsetToldMs));
+  }
+  view.clock_offset_ms = offset_ms;
 }
 
 }  // namespace
@@ -287,7 +308,10 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     // HoldIfSameCluster), so it is not Ready, nor taken for the cluster it
     // reached before, until its first probe.
     const bool moved = old->second.creds && e.creds && ServerKey(*old->second.creds) != ServerKey(*e.creds);
-    if (moved) e.view.cluster_id.clear();
+    if (moved) {
+      e.view.cluster_id.clear();
+      e.view.clock_offset_ms.reset();
+    }
     if (reachable_again || moved) {
       // Nothing was learnt of it while gantry could not reach it: an outage
       // from before (or one restored from the store) would make its jobs
@@ -372,6 +396,7 @@ void Fleet::ProbeOne(const std::string& name) {
       if (HoldIfSameCluster(name, e, reading->cluster_id)) return;
       e.view.cluster_id = reading->cluster_id;
     }
+    if (reading.ok() && reading->clock_offset_ms) NoteClockOffset(name, e.view, *reading->clock_offset_ms);
     auto before = e.view.health.first_lost_ms;
     HealthState old_state = e.view.health.state;
     const bool old_refused = e.view.health.credentials_refused;

@@ -176,6 +176,7 @@ Result<KubeReply> KubeClient::Finish() {
     if (res.ok()) {
       KubeReply reply;
       reply.status = res->status;
+      if (auto date = res->headers.find("date"); date != res->headers.end()) reply.date = date->second;
       reply.attempts = attempt;
       reply.resent = earlier_may_have_landed || res->resent;
       earlier_may_have_landed = reply.resent || res->status >= 500;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "gantry/common/clock.h"
 #include "gantry/common/json_path.h"
 
 namespace gantry::kube {
@@ -24,6 +25,12 @@ std::string ClusterIdOf(const Result<KubeReply>& kube_system) {
   const nlohmann::json& body = kube_system->body;
   if (JsonStringAt(body, {"kind"}) != "Namespace") return "";
   return JsonStringAt(body, {"metadata", "uid"});
+}
+
+std::optional<int64_t> ClockOffsetMs(std::string_view date, int64_t sent_ms, int64_t received_ms) {
+  const std::optional<int64_t> server_ms = ParseHttpDate(date);
+  if (!server_ms || received_ms < sent_ms || received_ms - sent_ms > 1000) return std::nullopt;
+  return *server_ms + 500 - (sent_ms + (received_ms - sent_ms) / 2);
 }
 
 Status RefusalOrOutage(const KubeReply& reply, bool verified, std::string what) {
@@ -94,7 +101,10 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     std::lock_guard lock(mu_);
     conns_[config.name] = std::move(conn);
   };
+  SystemClock wall;
+  const int64_t sent_ms = wall.NowMillis();
   auto ready = conn.client->Get("/readyz");
+  const int64_t received_ms = wall.NowMillis();
   if (!ready.ok() && ready.status().code() == Code::kUnauthenticated &&
       ready.status().message().starts_with("TLS handshake")) {
     // The transport's word for a certificate that verifies but for its dates
@@ -135,7 +145,10 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   } catch (const std::exception& e) {
     reading = inventory::CapacityReading::Unreadable(fmt::format("its queues could not be read: {}", e.what()));
   }
-  if (reading.ok()) reading->cluster_id = cluster_id;
+  if (reading.ok()) {
+    reading->cluster_id = cluster_id;
+    reading->clock_offset_ms = ClockOffsetMs(ready->date, sent_ms, received_ms);
+  }
   if (reading.ok() && reading->queues) {
     if (!lqs.ok()) wpcs = Status::Unavailable("not asked: the LocalQueue list failed");
     std::optional<std::map<std::string, int32_t>> last;

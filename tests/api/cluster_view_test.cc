@@ -42,11 +42,17 @@ TEST_CASE("a cluster gantry cannot reach shows no health from before, nor an out
 
 namespace gantry::api {
 
-TEST_CASE("a cluster served from its last good file or kubeconfig shows why the new one was refused",
-          "[api][clusters]") {
+// c1, Ready since 1'764'000'000'000.
+inventory::ClusterView ReadyView() {
   inventory::ClusterView view;
   view.config.name = "c1";
   view.health.OnProbeOk(1'764'000'000'000);
+  return view;
+}
+
+TEST_CASE("a cluster served from its last good file or kubeconfig shows why the new one was refused",
+          "[api][clusters]") {
+  inventory::ClusterView view = ReadyView();
   const int64_t now = 1'764'000'600'000;
   CHECK_FALSE(ClusterToJson(view, now, 60'000)["status"].contains("configWarning"));
   view.config_warning = "cluster file clusters.d/c1.yaml: line 3: regoin: unknown field";
@@ -76,6 +82,20 @@ TEST_CASE("a cluster Ready again shows its last failure as recoveredFrom, not as
   view.health.OnProbeFailed(1'764'000'010'000, "dial 10.0.0.1:6443: i/o timeout");
   CHECK(ClusterToJson(view, 1'764'000'011'000, 60'000)["status"]["lastError"] == "dial 10.0.0.1:6443: i/o timeout");
   CHECK_FALSE(ClusterToJson(view, 1'764'000'011'000, 60'000)["status"].contains("recoveredFrom"));
+}
+
+}  // namespace gantry::api
+
+namespace gantry::api {
+
+TEST_CASE("a cluster whose clock is off gantry's by more than its Date header can tell shows the offset",
+          "[api][clusters]") {
+  inventory::ClusterView view = ReadyView();
+  CHECK_FALSE(ClusterToJson(view, 1'764'000'001'000, 60'000)["status"].contains("clockOffsetSeconds"));
+  view.clock_offset_ms = 900;  // within a Date header's second
+  CHECK_FALSE(ClusterToJson(view, 1'764'000'001'000, 60'000)["status"].contains("clockOffsetSeconds"));
+  view.clock_offset_ms = -95'400;
+  CHECK(ClusterToJson(view, 1'764'000'001'000, 60'000)["status"]["clockOffsetSeconds"] == -95);
 }
 
 }  // namespace gantry::api

@@ -50,4 +50,24 @@ TEST_CASE("phase names round-trip", "[phase]") {
   CHECK_FALSE(IsFinal(JobPhase::kCancelling));
 }
 
+TEST_CASE("HTTP dates: formatted and read back as RFC 9110's IMF-fixdate", "[common][clock]") {
+  CHECK(FormatHttpDate(784'111'777'000) == "Sun, 06 Nov 1994 08:49:37 GMT");  // RFC 9110's example
+  CHECK(FormatHttpDate(0) == "Thu, 01 Jan 1970 00:00:00 GMT");
+  CHECK(FormatHttpDate(*ParseRfc3339("2026-12-07T07:30:59.999Z")) == "Mon, 07 Dec 2026 07:30:59 GMT");
+  CHECK(FormatHttpDate(*ParseRfc3339("2028-02-29T23:59:59Z")) == "Tue, 29 Feb 2028 23:59:59 GMT");
+  CHECK(ParseHttpDate("Sun, 06 Nov 1994 08:49:37 GMT") == 784'111'777'000);
+  CHECK(ParseHttpDate("Mon, 07 Dec 2026 07:30:59 GMT") == *ParseRfc3339("2026-12-07T07:30:59Z"));
+  for (int64_t t : {int64_t{0}, int64_t{951'782'400'000}, int64_t{1'764'000'123'000}}) {
+    CHECK(ParseHttpDate(FormatHttpDate(t)) == t);
+  }
+  // The obsolete forms, and what is not a date, are not read.
+  CHECK_FALSE(ParseHttpDate("Sunday, 06-Nov-94 08:49:37 GMT"));
+  CHECK_FALSE(ParseHttpDate("Sun Nov  6 08:49:37 1994"));
+  CHECK_FALSE(ParseHttpDate("Sun, 06 Nov 1994 08:49:37 UTC"));
+  CHECK_FALSE(ParseHttpDate("Sun, 31 Feb 1994 08:49:37 GMT"));
+  CHECK_FALSE(ParseHttpDate("Sun, 06 Foo 1994 08:49:37 GMT"));
+  CHECK_FALSE(ParseHttpDate("Sun, 06 Nov 1994 24:49:37 GMT"));
+  CHECK_FALSE(ParseHttpDate(""));
+}
+
 }  // namespace gantry

@@ -760,6 +760,16 @@ TEST_CASE("step 10: a Wait job's OwnerLost condition is lifted when its owner an
              Catch::Contains("; the run ended at 2026-12-07T10:05:03Z by c1's clock, 2h before gantry saw it"));
   w.in.observed["c1"].jobs[0].ended_ms = w.in.now_ms - 5'000;  // just now: nothing to tell
   CHECK_THAT(*Decide(w.Input()).write->message, !Catch::Contains("before gantry saw it"));
+  // Just now by gantry's clock, from a cluster whose clock is 2 minutes
+  // behind: not late; the offset its probes measured is taken off.
+  w.clusters["c1"].clock_offset_ms = -120'000;
+  w.in.observed["c1"].jobs[0].ended_ms = w.in.now_ms - 125'000;
+  CHECK_THAT(*Decide(w.Input()).write->message, !Catch::Contains("before gantry saw it"));
+  // Really late from that cluster: told, with its clock's offset.
+  w.in.observed["c1"].jobs[0].ended_ms = w.in.now_ms - 3'720'000;
+  CHECK_THAT(*Decide(w.Input()).write->message,
+             Catch::Contains("by c1's clock, 1h before gantry saw it (that clock is 2m behind gantry's)"));
+  w.clusters["c1"].clock_offset_ms = 0;
   w.in.now_ms = now_was;
   w.in.observed["c1"].jobs[0].ended_ms = 0;
 

@@ -90,7 +90,18 @@ class FakeProber final : public ClusterProber {
     r.quota["nvidia.com/gpu"] = {32'000, 8'000};
     r.pending_workloads = 2;
     r.cluster_id = id;
+    r.clock_offset_ms = ClockOffset(config.name);
     return r;
+  }
+  // The clock offset a cluster's probe reads (unset: none told).
+  void SetClockOffset(const std::string& cluster, std::optional<int64_t> offset_ms) {
+    std::lock_guard lock(probes_mu_);
+    offsets_[cluster] = offset_ms;
+  }
+  std::optional<int64_t> ClockOffset(const std::string& cluster) const {
+    std::lock_guard lock(probes_mu_);
+    auto it = offsets_.find(cluster);
+    return it == offsets_.end() ? std::nullopt : it->second;
   }
   // The identity a cluster's probe reads (its kube-system uid; "" = none).
   void SetClusterId(const std::string& cluster, std::string id) {
@@ -127,6 +138,7 @@ class FakeProber final : public ClusterProber {
   int blocked_ = 0;
   std::map<std::string, int> probes_;
   std::map<std::string, std::string> ids_;
+  std::map<std::string, std::optional<int64_t>> offsets_;
 };
 
 // The API server a cluster named so has in WriteCluster: one of its own

@@ -817,3 +817,42 @@ TEST_CASE("a probe begun before a reload that points the entry at another API se
 }
 
 }  // namespace gantry::inventory
+
+namespace gantry::inventory {
+
+TEST_CASE("a reload keeps what the probes read of a cluster: its identity and its clock's offset",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c2"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  prober.SetClusterId("c2", "kube-system-uid-a");
+  prober.SetClockOffset("c2", -95'000);
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->clock_offset_ms == -95'000);
+  // c2 runs jobs; an operator adds c1, another address of the same cluster,
+  // and gives c2 a price in the same reload (its entry is read afresh).
+  WriteCluster(dir.path(), "c1");
+  std::ofstream(dir.File("clusters.d/c2.yaml"), std::ios::app) << "pricePerGPUHour: {onDemand: 2.5}\n";
+  prober.SetClusterId("c1", "kube-system-uid-a");
+  REQUIRE(fleet.Reload().empty());
+  CHECK(fleet.Cluster("c2")->cluster_id == "kube-system-uid-a");  // not read afresh: kept
+  CHECK(fleet.Cluster("c2")->clock_offset_ms == -95'000);
+  // c1 is probed first (by name): the newcomer is held, c2 keeps its jobs.
+  // Had the reload forgotten c2's identity, c1 would have taken it, and c2's
+  // own probe would then have held c2.
+  prober.SetClockOffset("c2", std::nullopt);  // this probe tells none: the last one stands
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->Usable());
+  CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  CHECK_FALSE(fleet.Cluster("c1")->Usable());
+  CHECK_THAT(fleet.Cluster("c1")->config_error, Catch::Contains("this one is held and c2 kept"));
+  CHECK(fleet.Cluster("c2")->clock_offset_ms == -95'000);
+  fleet.Stop();
+}
+
+}  // namespace gantry::inventory

@@ -4,9 +4,11 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
+#include "gantry/common/clock.h"
 #include "gantry/inventory/exec_credential.h"
 #include "gantry/inventory/kubeconfig.h"
 #include "gantry/inventory/token_source.h"
@@ -147,6 +149,19 @@ TEST_CASE("only the API server's own 401 or 403 over verified TLS counts as a re
   CHECK(without(Status::Deadline("timed out"), true).code() == Code::kDeadlineExceeded);
 }
 
+TEST_CASE("a cluster's clock offset is read from the Date of a quick answer", "[kube][prober]") {
+  const int64_t sent = *ParseRfc3339("2026-12-07T07:30:00Z");
+  // Answered in 200 ms, its Date a minute and a half ahead: the offset is
+  // the Date's second, plus half a second, less the round trip's midpoint.
+  CHECK(kube::ClockOffsetMs("Mon, 07 Dec 2026 07:31:30 GMT", sent, sent + 200) == 90'400);
+  CHECK(kube::ClockOffsetMs("Mon, 07 Dec 2026 07:25:00 GMT", sent, sent + 200) == -299'600);
+  CHECK(kube::ClockOffsetMs("Mon, 07 Dec 2026 07:30:00 GMT", sent, sent + 200) == 400);  // in step: within a second
+  // Not told: no header, one not read, a round trip longer than the header's resolution.
+  CHECK_FALSE(kube::ClockOffsetMs("", sent, sent + 200));
+  CHECK_FALSE(kube::ClockOffsetMs("yesterday", sent, sent + 200));
+  CHECK_FALSE(kube::ClockOffsetMs("Mon, 07 Dec 2026 07:31:30 GMT", sent, sent + 1'500));
+}
+
 TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
   if (ReadFile(Sim()).empty()) {
     WARN("gantry-sim was not built: skipping");
@@ -168,6 +183,9 @@ TEST_CASE("probing simulated clusters over HTTPS", "[kube][e2e]") {
     CHECK(reading->quota.at("nvidia.com/gpu").nominal_milli == 32'000);
     CHECK(reading->quota.at("nvidia.com/gpu").reserved_milli == 0);
     CHECK(reading->cluster_queues == std::vector<std::string>{"cluster-queue"});
+    // Its answers carry a Date: its clock, on this machine, is gantry's.
+    REQUIRE(reading->clock_offset_ms);
+    CHECK(std::abs(*reading->clock_offset_ms) <= 1'500);
     // The ClusterQueue described, and every namespace's LocalQueues mapped to it.
     REQUIRE(reading->queues);
     const placement::ClusterQueues& queues = *reading->queues;

@@ -113,6 +113,12 @@ std::string ForbidVerb(const RequestAttributes& a) {
 }  // namespace
 
 void SimCluster::Handle(http::Request req, http::Responder respond) {
+  // Every answer says when it was made, as an API server's do (RFC 9110
+  // asks a server with a clock to): gantry reads the cluster's clock from it.
+  respond = [respond = std::move(respond), clock = clock_](http::Response r) {
+    r.headers.emplace_back("Date", FormatHttpDate(clock->NowMillis()));
+    respond(std::move(r));
+  };
   int64_t delay = 0;
   bool lose = false;
   {

@@ -55,4 +55,10 @@ std::optional<int64_t> ParseRfc3339(std::string_view text);
 // kubectl-style age: "42s", "3m12s", "5h3m", "12d".
 std::string FormatAge(int64_t age_ms);
 
+// An HTTP Date header (RFC 9110's IMF-fixdate, whole seconds, as every
+// server writes it): "Sun, 06 Nov 1994 08:49:37 GMT". The parse takes that
+// form only (not the obsolete RFC 850 or asctime ones): unset otherwise.
+std::string FormatHttpDate(int64_t unix_ms);
+std::optional<int64_t> ParseHttpDate(std::string_view text);
+
 }  // namespace gantry

@@ -118,6 +118,9 @@ struct ClusterFacts {
   // (inventory::ClusterView::Usable). Not ready then, with no loss clock.
   std::string unusable;
   inventory::ClusterConfig config;
+  // How far its clock is ahead of gantry's, in ms (ClusterView::clock_offset_ms;
+  // 0 when unknown): a time it wrote, less this, is on gantry's clock.
+  int64_t clock_offset_ms = 0;
   // Its Kueue's queues and WorkloadPriorityClasses as the last probe read
   // them (null: never read): the value a copy of a job that names a class
   // carries there (PriorityClassValue).

@@ -59,6 +59,10 @@ struct CapacityReading {
   // which tells two inventory entries that reach one cluster ("" when it
   // cannot be read: RBAC, an API server that has none).
   std::string cluster_id;
+  // How far the cluster's clock is ahead of gantry's (negative: behind), in
+  // ms, to within about a second, from the Date of its /readyz answer; unset
+  // when that could not be told (no Date header, a slow round trip).
+  std::optional<int64_t> clock_offset_ms;
 
   // A reading of nothing, for that reason.
   static CapacityReading Unreadable(std::string why) {
@@ -117,6 +121,9 @@ struct ClusterView {
   // CapacityReading::cluster_id of its last probe that read one, while the
   // entry is not held for it (config_error): the cluster it reaches.
   std::string cluster_id;
+  // CapacityReading::clock_offset_ms of its last probe that told one (kept
+  // while later ones cannot): times the cluster writes, on gantry's clock.
+  std::optional<int64_t> clock_offset_ms;
   // Set on a placeholder (ClusterPlaceholder): the cluster's file is refused
   // with no last good entry kept, so only its name is known (config holds
   // just name and source_file, and there are no credentials). Which file,

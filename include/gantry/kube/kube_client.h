@@ -57,6 +57,7 @@ struct KubeReply {
   nlohmann::json body;               // the object or list (null when not JSON)
   std::optional<KubeError> error;    // set for non-2xx answers
   bool ok() const { return status >= 200 && status < 300; }
+  std::string date;                  // the answer's Date header, as sent ("" when none)
   int attempts = 1;                  // how many tries it took
   // The request went out more than once, and an earlier send may have been
   // carried out: it was sent again after a kept-alive connection closed

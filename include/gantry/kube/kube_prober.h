@@ -58,6 +58,14 @@ class KubeProber final : public inventory::ClusterProber {
   std::map<std::string, Classes> classes_;
 };
 
+// How far a server's clock is ahead of ours (negative: behind), in ms, from
+// the Date header of its answer to a request sent at sent_ms and answered
+// at received_ms (our wall clock): the header's second plus half a second,
+// less the midpoint of the two. Unset when the header is missing or not an
+// IMF-fixdate, or the round trip took over a second (the reading would be
+// worse than the header's own resolution). Exposed for tests.
+std::optional<int64_t> ClockOffsetMs(std::string_view date, int64_t sent_ms, int64_t received_ms);
+
 // A probe's answer other than 200, as its error: the API server's own 401
 // or 403 (a Kubernetes Status object) over verified TLS is a refusal
 // (kUnauthenticated, kPermissionDenied: up, refusing us); anything else is

@@ -75,6 +75,22 @@ nlohmann::json ApiService::ClusterJson(const inventory::ClusterView& view, int64
   return out;
 }
 
+nlohmann::json ApiService::MissingClusterJson(const std::string& name, int jobs) {
+  return {{"apiVersion", "gantry.dev/v1"},
+          {"kind", "Cluster"},
+          {"metadata", {{"name", name}}},
+          {"spec", nlohmann::json::object()},
+          {"status",
+           {{"health", "Missing"},
+            {"ownedJobs", jobs},
+            {"missing",
+             fmt::format("not in the inventory gantry started with (its file in clusters.d missing?), yet it owned {} "
+                         "running job(s) then: they are held as they are (OwnerHeld) until it is back, or a reload "
+                         "(SIGHUP, or POST /api/v1/clusters:reload) confirms its removal and each gets its "
+                         "onClusterLoss",
+                         jobs)}}}};
+}
+
 void ApiService::ListClusters(http::Request req, Respond respond) {
   auto principal = Authorize(req, nullptr, respond);
   if (!principal) return;
@@ -82,6 +98,9 @@ void ApiService::ListClusters(http::Request req, Respond respond) {
   if (fleet_) {
     int64_t now = clock_.NowMillis();
     for (const auto& view : fleet_->Clusters()) items.push_back(ClusterJson(view, now, principal->admin));
+  }
+  if (options_.owners_missing) {
+    for (const auto& [name, jobs] : options_.owners_missing()) items.push_back(MissingClusterJson(name, jobs));
   }
   nlohmann::json list = {{"apiVersion", "gantry.dev/v1"}, {"kind", "ClusterList"}, {"metadata", nlohmann::json::object()},
                         {"items", items}};
@@ -93,6 +112,13 @@ void ApiService::GetCluster(http::Request req, Respond respond) {
   if (!principal) return;
   const std::string& name = req.path_params["name"];
   auto view = fleet_ ? fleet_->Cluster(name) : std::nullopt;
+  if (!view && options_.owners_missing) {
+    const std::map<std::string, int> missing = options_.owners_missing();
+    if (auto m = missing.find(name); m != missing.end()) {
+      respond(JsonAnswer(MissingClusterJson(name, m->second)));
+      return;
+    }
+  }
   if (!view) {
     respond(K8sStatus(404, "NotFound", "cluster " + name + " not found"));
     return;

@@ -503,6 +503,7 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
     const std::string watch_refused = Str(c, "/status/watchRefused");
     const std::string view_behind = Str(c, "/status/viewBehind");
     const std::string stalled = Str(c, "/status/requestsStalled");
+    const std::string missing = Str(c, "/status/missing");  // health Missing: owns jobs, not in the inventory
     // A file or kubeconfig refused at a reload, its last good one kept in use.
     const std::string stale = !Str(c, "/status/configWarning").empty() ? Str(c, "/status/configWarning")
                                                                        : Str(c, "/status/credentialsWarning");
@@ -521,7 +522,8 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
     }
     rows.push_back({Str(c, "/metadata/name"), health,
                     since.empty() ? "" : AgeOf(since), Str(c, "/spec/region"), cpus, gpus, pending, age,
-                    !config_error.empty()                 ? config_error
+                    !missing.empty()                      ? missing
+                    : !config_error.empty()               ? config_error
                     : !credentials_error.empty()          ? credentials_error
                     : Str(c, "/status/health") != "Ready" ? Str(c, "/status/lastError")
                     : !stalled.empty()                    ? stalled

@@ -325,6 +325,7 @@ int RunServe(const ServeFlags& flags) {
     dispatch::ClusterObserver::BehindView b = engine.ViewBehind(cluster);
     return api::ViewBehind{std::move(b.resources), b.since_ms};
   };
+  api_options.owners_missing = [&engine] { return engine.OwnersMissingSinceStart(); };
   api_options.connections_limit = [&engine](const std::string& cluster) { return engine.ConnectionsLimit(cluster); };
   api_options.requests_stalled_for_ms = [&engine](const std::string& cluster) {
     return engine.RequestsStalledForMs(cluster);

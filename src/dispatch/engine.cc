@@ -89,6 +89,18 @@ Status Engine::Start() {
     watch_refused_since_ = std::move(*refusals);
   }
   started_ms_ = clock_.NowMillis();
+  {
+    std::set<std::string> in_inventory;
+    for (const inventory::ClusterView& view : fleet_.Clusters()) in_inventory.insert(view.config.name);
+    std::map<std::string, int> missing = OwnedJobs([&](const std::string& c) { return !in_inventory.count(c); });
+    for (const auto& [cluster, jobs] : missing) {
+      spdlog::warn("dispatch: cluster {} owns {} job(s) but is not in the inventory (its file in clusters.d "
+                   "missing?): they are held as they are until it is back, or a reload confirms its removal",
+                   cluster, jobs);
+    }
+    std::lock_guard lock(fleet_mu_);
+    missing_at_start_ = std::move(missing);
+  }
   SetObservedClusters();
   GANTRY_RETURN_IF_ERROR(reconciler_->Start());
   gc_thread_ = std::thread([this] {
@@ -276,6 +288,18 @@ std::string Engine::InventoryChanged(const std::vector<std::string>& removed) {
   }
   if (confirmed.empty() || removed_owners.empty()) return confirmed + removed_owners;
   return confirmed + "; " + removed_owners;
+}
+
+std::map<std::string, int> Engine::OwnersMissingSinceStart() {
+  if (inventory_confirmed_.load()) return {};
+  std::map<std::string, int> missing;
+  {
+    std::lock_guard lock(fleet_mu_);
+    if (missing_at_start_.empty()) return {};
+    missing = missing_at_start_;
+  }
+  for (const inventory::ClusterView& view : fleet_.Clusters()) missing.erase(view.config.name);
+  return missing;
 }
 
 std::string Engine::OwnersRemovedNote(const std::vector<std::string>& removed) {

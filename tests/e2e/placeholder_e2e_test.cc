@@ -5,6 +5,8 @@
 // Requeue job ran a second time elsewhere while its first run went on.
 #include <catch2/catch.hpp>
 
+#include <regex>
+
 #include "dispatch_fixture.h"
 
 namespace gantry::testing {
@@ -224,6 +226,16 @@ TEST_CASE("a reload that confirms the removal of an owner missing since the star
   RunHeld(fleet, "120s", /*witness=*/false);
   RestartWithC1File(fleet, /*remove=*/true, /*cut_c2=*/false);
   REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
+  // gantry clusters lists c1, which its job waits for, as Missing: an
+  // operator looking there for it found nothing.
+  const RunResult listed = Cli(fleet.url(), {"clusters"});
+  INFO(listed.out << listed.err);
+  CHECK(std::regex_search(listed.out, std::regex("(^|\\n)c1 +Missing ")));
+  CHECK(listed.out.find("it owned 1 running job(s) then") != std::string::npos);
+  const RunResult one = Cli(fleet.url(), {"clusters", "c1", "-o", "json"});
+  INFO(one.out << one.err);
+  CHECK(one.code == 0);
+  CHECK(one.out.find("\"ownedJobs\": 1") != std::string::npos);
 
   // The file stays gone: the operator's reload makes it c1's removal. It
   // said "inventory reloaded" and no more, while the held job moved on.
@@ -238,6 +250,7 @@ TEST_CASE("a reload that confirms the removal of an owner missing since the star
     return held.is_object() && held["status"].value("epoch", 0) == 2 && held["status"].value("phase", "") == "Running";
   }, seconds(60)));
   CHECK(fleet.Job("team-a", "held")["status"].value("cluster", "") != "c1");
+  CHECK(Cli(fleet.url(), {"clusters"}).out.find("Missing") == std::string::npos);  // removed now
   // Told once: the next reload confirms nothing more.
   const RunResult again = Cli(fleet.url(), {"reload"});
   CHECK((again.out + again.err).find("confirmed the removal") == std::string::npos);

@@ -74,6 +74,10 @@ struct ApiOptions {
   // of, and since when: shown as status.viewBehind and viewBehindSince, and
   // as gantry_cluster_view_behind_seconds. Optional.
   std::function<ViewBehind(const std::string& cluster)> view_behind;
+  // The owners of jobs the inventory lacks since the daemon's start, with
+  // their job counts (dispatch::Engine::OwnersMissingSinceStart): listed as
+  // clusters of health Missing. Optional.
+  std::function<std::map<std::string, int>()> owners_missing;
   // The requests the dispatch engine allows in flight to the cluster now:
   // gantry_cluster_connections_limit. Optional.
   std::function<int(const std::string& cluster)> connections_limit;
@@ -157,6 +161,8 @@ class ApiService {
   // A cluster as the API shows it (cluster_view.h), with what only the engine knows.
   // admin: the messages that name files and kubeconfig entries in full.
   nlohmann::json ClusterJson(const inventory::ClusterView& view, int64_t now_ms, bool admin) const;
+  // A cluster of OwnersMissingSinceStart, which owned `jobs` at the start.
+  static nlohmann::json MissingClusterJson(const std::string& name, int jobs);
   void ListClusters(http::Request req, Respond respond);
   void GetCluster(http::Request req, Respond respond);
   void ReloadClusters(http::Request req, Respond respond);

@@ -146,6 +146,13 @@ class Engine final : public JobIntake {
   // Since when (ms) the cluster refuses gantry a watch, as the engine counts
   // it (kept across restarts, noted within a health poll); 0 when not noted.
   int64_t WatchRefusedSince(const std::string& cluster);
+  // The owners of Admitted or Running jobs that the inventory the daemon
+  // started with lacks, and how many jobs each owned then (counted at
+  // Start), less those in the inventory now; {} once a reload confirmed
+  // the inventory (their jobs then got their onClusterLoss). Their jobs
+  // are held (OwnerHeld): gantry clusters lists them, so that an operator
+  // sees what the jobs wait for.
+  std::map<std::string, int> OwnersMissingSinceStart();
 
   // JobIntake, for the API. Wake drops a held new job and invalidates the
   // engine's last write of it (known_jobs.h) before it queues the job:
@@ -440,6 +447,8 @@ class Engine final : public JobIntake {
   std::atomic<bool> no_clusters_{false};
   // Set by the first InventoryChanged (DecideInput::inventory_confirmed).
   std::atomic<bool> inventory_confirmed_{false};
+  // OwnersMissingSinceStart's count at Start; guarded by fleet_mu_.
+  std::map<std::string, int> missing_at_start_;
   std::mutex fleet_mu_;
   int64_t fleet_read_ms_ = -1;
   uint64_t fleet_generation_ = 0;  // fleet_.Generation() when last read

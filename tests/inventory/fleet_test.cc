@@ -856,3 +856,31 @@ TEST_CASE("a reload keeps what the probes read of a cluster: its identity and it
 }
 
 }  // namespace gantry::inventory
+
+namespace gantry::inventory {
+
+TEST_CASE("a reload names each cluster whose file it changed and what changed in it", "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2", "c3"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  std::ofstream(dir.File("clusters.d/c1.yaml"))
+      << "name: c1\nkubeconfig: ../c1.kubeconfig\nregion: us-east-1\ncordoned: true\n";
+  std::ofstream(dir.File("clusters.d/c2.yaml"), std::ios::app) << "labels: {tier: gold}\n";
+  InventoryChange change;
+  REQUIRE(fleet.Reload(&change).empty());
+  using Changed = std::vector<std::pair<std::string, std::string>>;
+  CHECK(change.changed == Changed{{"c1", "cordoned, region eu-central-1 -> us-east-1"}, {"c2", "labels"}});
+  CHECK(change.Describe() == "changed c1 (cordoned, region eu-central-1 -> us-east-1), c2 (labels)");
+  // Read again as it is: nothing changed.
+  InventoryChange none;
+  REQUIRE(fleet.Reload(&none).empty());
+  CHECK(none.changed.empty());
+  CHECK(none.Describe().empty());
+  fleet.Stop();
+}
+
+}  // namespace gantry::inventory

@@ -148,8 +148,12 @@ struct ClusterView {
 struct InventoryChange {
   std::vector<std::string> added, removed;
   std::vector<std::pair<std::string, std::string>> same_server;  // (removed, added)
+  // Clusters whose file changed, and what in it: (name, "cordoned, region
+  // eu-west-1 -> us-east-1, labels").
+  std::vector<std::pair<std::string, std::string>> changed;
   bool empty() const { return added.empty() && removed.empty(); }
-  // "added c3b; removed c3 (c3b names the same API server: ...)"; "" when empty.
+  // "added c3b; removed c3 (c3b names the same API server: ...); changed c1
+  // (cordoned)"; "" when nothing was added, removed or changed.
   std::string Describe() const;
 };
 

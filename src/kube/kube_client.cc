@@ -56,9 +56,18 @@ KubeError DecodeError(int http_status, const std::string& body, const std::strin
 }
 
 void WithoutToken(std::string& message, const std::string& token) {
-  if (token.size() < 8) return;  // (none sent; a short one would match ordinary words)
+  constexpr std::size_t kShortest = 8;  // shorter, a token (or a piece of one) could match ordinary words
+  if (token.size() < kShortest) return;  // (none sent)
   for (std::size_t at = message.find(token); at != std::string::npos; at = message.find(token, at)) {
     message.replace(at, token.size(), "<token>");
+  }
+  // A message cut short (a page's first 200 bytes) may end in the token's
+  // first characters.
+  for (std::size_t n = std::min(token.size() - 1, message.size()); n >= kShortest; --n) {
+    if (message.compare(message.size() - n, n, token, 0, n) == 0) {
+      message.replace(message.size() - n, n, "<token>");
+      break;
+    }
   }
 }
 

@@ -476,6 +476,17 @@ TEST_CASE("a cluster's error message reaches no log line or terminal with its co
   std::string echoed = "user with Bearer SECRETTOKEN-0123456789 cannot list; SECRETTOKEN-0123456789 again";
   kube::WithoutToken(echoed, "SECRETTOKEN-0123456789");
   CHECK(echoed == "user with Bearer <token> cannot list; <token> again");
+  // A proxy's page cut at 200 bytes inside the echoed token: its first
+  // characters go too (from 8 on: fewer could be ordinary words).
+  const std::string page = std::string(160, '.') + " Authorization: Bearer SECRETTOKEN-0123456789 denied";
+  kube::KubeError cut = kube::DecodeError(403, page, "");
+  REQUIRE(cut.message.size() == 200);
+  CHECK_THAT(cut.message, Catch::EndsWith("Bearer SECRETTOKEN-01234"));  // what the cut leaves
+  kube::WithoutToken(cut.message, "SECRETTOKEN-0123456789");
+  CHECK(cut.message == std::string(160, '.') + " Authorization: Bearer <token>");
+  std::string short_tail = "the answer ends in SECRET";  // 6 of its characters: left
+  kube::WithoutToken(short_tail, "SECRETTOKEN-0123456789");
+  CHECK(short_tail == "the answer ends in SECRET");
   // No words at all: what it was, and for a redirect what to do.
   CHECK_THAT(kube::DecodeError(307, "", "").message, Catch::Contains("HTTP 307, a redirect, which gantry does not "
                                                                      "follow"));

@@ -220,8 +220,9 @@ class KubeClient {
 // Decodes a Kubernetes Status body (exposed for tests).
 KubeError DecodeError(int http_status, const std::string& body, const std::string& retry_after);
 // Replaces each occurrence of the bearer token sent in a cluster's message
-// with "<token>": a server that echoes the request's Authorization in its
-// error must not put the token in gantry's log and views.
+// with "<token>", and a message's end that is the token's first 8 or more
+// characters (a page cut short): a server that echoes the request's
+// Authorization in its error must not put the token in gantry's log and views.
 void WithoutToken(std::string& message, const std::string& token);
 
 }  // namespace gantry::kube

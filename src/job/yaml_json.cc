@@ -89,6 +89,71 @@ YAML::Mark MarkAt(std::string_view s, std::size_t offset) {
   return mark;
 }
 
+// Where the quoted string that starts at text[at] (its quote) closes:
+// the index of the closing quote, or npos.
+std::size_t QuoteEnd(std::string_view text, std::size_t at) {
+  const char quote = text[at];
+  for (std::size_t i = at + 1; i < text.size(); ++i) {
+    if (quote == '"' && text[i] == '\\') {
+      ++i;  // an escaped character
+    } else if (text[i] == quote) {
+      if (quote == '"' || i + 1 >= text.size() || text[i + 1] != '\'') return i;
+      ++i;  // '' is a quote inside single quotes
+    }
+  }
+  return std::string_view::npos;
+}
+
+// A line (from 0) whose value opens a quoted string it does not close
+// (`name: "train-1`), and the line's text: yaml-cpp reads on to the next
+// quote, and reports an error far below, or, with no quote left, takes
+// the rest of the document into the string. The first such line before
+// `before_line`; with `never_closed`, the first whose string no later
+// quote closes either (which YAML does not allow). Lines of block scalars
+// (| and >) are not read. Unset when there is none.
+struct OpenQuoteLine {
+  int line = 0;             // from 0
+  std::size_t offset = 0;   // of its first byte in the text
+  std::string_view text;
+};
+std::optional<OpenQuoteLine> OpenQuote(std::string_view yaml, int before_line, bool never_closed) {
+  int line = 0;
+  std::optional<std::size_t> block_indent;  // inside a block scalar, below a line of this indentation
+  for (std::size_t start = 0; start < yaml.size() && line < before_line; ++line) {
+    std::size_t end = yaml.find('\n', start);
+    if (end == std::string_view::npos) end = yaml.size();
+    const std::size_t line_start = start;
+    const std::string_view text = yaml.substr(start, end - start);
+    start = end + 1;
+    std::size_t at = text.find_first_not_of(' ');
+    if (at == std::string_view::npos) continue;
+    if (block_indent && at > *block_indent) continue;
+    block_indent.reset();
+    if (text[at] == '#') continue;
+    const std::size_t indent = at;
+    if (text.compare(at, 2, "- ") == 0) at = text.find_first_not_of(' ', at + 2);
+    if (at == std::string_view::npos) continue;
+    if (text[at] != '"' && text[at] != '\'') {
+      const std::size_t colon = text.find(": ", at);
+      if (colon == std::string_view::npos) continue;
+      at = text.find_first_not_of(' ', colon + 2);
+      if (at == std::string_view::npos) continue;
+      if (text[at] == '|' || text[at] == '>') block_indent = indent;
+      if (text[at] != '"' && text[at] != '\'') continue;
+    }
+    if (QuoteEnd(text, at) != std::string_view::npos) continue;
+    if (never_closed && QuoteEnd(yaml, line_start + at) != std::string_view::npos) continue;
+    return OpenQuoteLine{line, line_start, text};
+  }
+  return std::nullopt;
+}
+
+// OpenQuote's line as words to add to an error: " (line N opens ...)".
+std::string OpenQuoteHint(const OpenQuoteLine& open) {
+  return fmt::format(" (line {} opens a quoted string that does not close on that line: {}{})", open.line + 1,
+                     open.text.substr(0, 60), open.text.size() > 60 ? "..." : "");
+}
+
 DocumentError YamlError(const YAML::Mark& mark, std::string_view msg) {
   if (mark.is_null()) return {400, fmt::format("invalid YAML: {}", msg), {}};
   return {400,
@@ -332,6 +397,11 @@ std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
           400, fmt::format("expected exactly one YAML document, got {}", docs.size()), {}};
     }
     if (docs.empty()) return DocumentError{400, "the YAML body holds no document", {}};
+    // yaml-cpp takes a quoted string that never closes to the end of the
+    // document (its keys and values into the string) without a word.
+    if (auto open = OpenQuote(yaml, std::numeric_limits<int>::max(), /*never_closed=*/true)) {
+      return YamlError(MarkAt(yaml, open->offset), "a quoted string that never closes" + OpenQuoteHint(*open));
+    }
     Converter converter;
     json out = converter.Convert(docs[0], 0);
     if (converter.error) return *converter.error;
@@ -339,7 +409,10 @@ std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
   } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own limit, which it words "bad file"
     return YamlError(e.mark, "document is nested too deeply");
   } catch (const YAML::Exception& e) {
-    return YamlError(e.mark, e.msg);
+    DocumentError error = YamlError(e.mark, e.msg);
+    if (e.mark.is_null()) return error;
+    if (auto open = OpenQuote(yaml, e.mark.line, /*never_closed=*/false)) error.message += OpenQuoteHint(*open);
+    return error;
   } catch (const std::exception& e) {
     return DocumentError{400, fmt::format("invalid YAML: {}", e.what()), {}};
   }

@@ -241,4 +241,40 @@ TEST_CASE("YamlToJson refuses text that is not UTF-8, with where it is", "[job][
 }
 
 }  // namespace
+TEST_CASE("a YAML error below a quoted value left open names the line that opened it", "[job][yaml]") {
+  // yaml-cpp reads on to the next quote, and fails far below.
+  const std::string open = "metadata:\n  name: \"train-1\n  namespace: team-a\nspec:\n  queue: \"a\"\n  x: [\n";
+  auto got = YamlToJson(open);
+  REQUIRE(std::holds_alternative<DocumentError>(got));
+  const std::string& message = std::get<DocumentError>(got).message;
+  INFO(message);
+  CHECK_THAT(message, Catch::StartsWith("invalid YAML: line "));
+  CHECK_THAT(message, Catch::EndsWith("(line 2 opens a quoted string that does not close on that line:   name: "
+                                      "\"train-1)"));
+  // With no quote left, it took the rest of the document into the string,
+  // without a word: refused, at its line.
+  auto swallowed = YamlToJson("metadata:\n  name: \"train-1\n  namespace: team-a\nspec:\n  queue: default\n");
+  REQUIRE(std::holds_alternative<DocumentError>(swallowed));
+  CHECK(std::get<DocumentError>(swallowed).message ==
+        "invalid YAML: line 2, column 1: a quoted string that never closes (line 2 opens a quoted string that does "
+        "not close on that line:   name: \"train-1)");
+  // A quoted string over several lines that closes, and a block scalar
+  // holding a quote that never closes, are fine.
+  auto multi = YamlToJson("a: \"one\n  two\"\nb: |\n  echo \"unclosed\n  done\nc: 1\n");
+  REQUIRE(std::holds_alternative<nlohmann::json>(multi));
+  CHECK(std::get<nlohmann::json>(multi)["a"] == "one two");
+  CHECK(std::get<nlohmann::json>(multi)["c"] == 1);
+  // Quotes closed, escaped or doubled, and a list item's: no hint.
+  for (const char* fine : {"a: \"x\\\"y\"\nb: [\n", "a: 'it''s'\nb: [\n", "- \"x\"\n- [\n", "# a \"quote\nb: [\n"}) {
+    auto error = YamlToJson(fine);
+    REQUIRE(std::holds_alternative<DocumentError>(error));
+    INFO(std::get<DocumentError>(error).message);
+    CHECK(std::get<DocumentError>(error).message.find("opens a quoted string") == std::string::npos);
+  }
+  // A list item's quote left open is named as well.
+  auto item = YamlToJson("args:\n- 'one\n- two\nx: [\n");
+  REQUIRE(std::holds_alternative<DocumentError>(item));
+  CHECK_THAT(std::get<DocumentError>(item).message, Catch::Contains("line 2 opens a quoted string"));
+}
+
 }  // namespace gantry

@@ -113,7 +113,12 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
       return "";
     }
     if (listed) {
-      for (auto& item : *listed) items->push_back(std::move(item));
+      // Kept as the watch keeps its events' objects: a large list's items
+      // whole (their pod templates, managedFields) would cost ten times more.
+      for (auto& item : *listed) {
+        if (!options.only_fields.empty()) PruneObject(item, options.only_fields);
+        items->push_back(std::move(item));
+      }
     }
     if (page.continue_token.empty()) return rv;
   }

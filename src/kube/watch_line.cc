@@ -20,15 +20,19 @@ using nlohmann::json;
 void Prune(json& line, const OnlyFields& only_fields) {
   if (!line.is_object()) return;
   auto object = line.find("object");
-  if (object == line.end() || !object->is_object()) return;
-  for (const auto& [member, keep] : only_fields) {
-    auto m = object->find(member);
-    if (m == object->end() || !m->is_object()) continue;
-    for (auto it = m->begin(); it != m->end();) it = keep.count(it.key()) ? std::next(it) : m->erase(it);
-  }
+  if (object != line.end()) PruneObject(*object, only_fields);
 }
 
 }  // namespace
+
+void PruneObject(json& object, const OnlyFields& only_fields) {
+  if (!object.is_object()) return;
+  for (const auto& [member, keep] : only_fields) {
+    auto m = object.find(member);
+    if (m == object.end() || !m->is_object()) continue;
+    for (auto it = m->begin(); it != m->end();) it = keep.count(it.key()) ? std::next(it) : m->erase(it);
+  }
+}
 
 json ParseWatchLine(std::string_view line, const OnlyFields& only_fields) {
   FastJsonOptions fast;

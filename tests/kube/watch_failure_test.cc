@@ -313,3 +313,37 @@ TEST_CASE("a server that ends every watch at once is asked at most once a second
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("a list's items are kept as its watch keeps its events' objects: only the fields named", "[kube][watch]") {
+  Cluster cluster("");
+  cluster.SetListBody(R"({"kind":"WorkloadList","metadata":{"resourceVersion":"5"},"items":[)"
+                      R"({"metadata":{"name":"a","managedFields":[{"manager":"kueue"}]},)"
+                      R"("spec":{"queueName":"q","podSets":[{"name":"main","count":64}]},"status":{"x":1}}]})");
+  auto client = cluster.Client();
+  kube::ListWatchOptions lw;
+  lw.only_fields = {{"spec", {"queueName"}}};
+  std::mutex mu;
+  std::vector<nlohmann::json> seen;
+  std::atomic<bool> stop{false};
+  std::thread follower([&] {
+    kube::ListWatch(
+        *client, "/apis/kueue.x-k8s.io/v1beta2/workloads", lw,
+        [&](const std::vector<nlohmann::json>& items) {
+          std::lock_guard lock(mu);
+          seen = items;
+          stop = true;
+        },
+        [](const kube::WatchEvent&) {}, [&] { return stop.load(); });
+  });
+  follower.join();
+  std::lock_guard lock(mu);
+  REQUIRE(seen.size() == 1);
+  INFO(seen[0].dump());
+  CHECK(seen[0]["spec"] == nlohmann::json({{"queueName", "q"}}));  // podSets not kept
+  CHECK(seen[0]["metadata"]["managedFields"].size() == 1);         // a member not named: kept whole
+  CHECK(seen[0]["status"]["x"] == 1);
+}
+
+}  // namespace gantry::testing

@@ -40,7 +40,7 @@ struct ListWatchOptions {
   // interval with how many were not; a list that works again after failures
   // not logged says so.
   std::chrono::milliseconds failure_log_interval{60'000};
-  OnlyFields only_fields;  // for watch events: see WatchOptions
+  OnlyFields only_fields;  // for watch events (see WatchOptions) and the list's items alike
   int stop_fd = -1;        // see WatchOptions::stop_fd; stop() must say true once it is readable
   // Called when a (re)list fails: the HTTP status of the answer (0: none,
   // e.g. a connection refused) and a message free of secrets. A 401 or 403

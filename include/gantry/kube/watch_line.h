@@ -21,4 +21,8 @@ using OnlyFields = std::map<std::string, std::set<std::string>>;
 // is not one JSON value.
 nlohmann::json ParseWatchLine(std::string_view line, const OnlyFields& only_fields);
 
+// Erases from an object (a watch event's, a list's item) the sub-members
+// only_fields leaves out: a list's items are kept as its watch's events are.
+void PruneObject(nlohmann::json& object, const OnlyFields& only_fields);
+
 }  // namespace gantry::kube

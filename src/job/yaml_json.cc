@@ -19,12 +19,14 @@
 #include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <string_view>
 
+#include "gantry/common/cut_text.h"
 #include "gantry/job/job_document.h"
 
 namespace gantry {
@@ -104,54 +106,71 @@ std::size_t QuoteEnd(std::string_view text, std::size_t at) {
   return std::string_view::npos;
 }
 
-// A line (from 0) whose value opens a quoted string it does not close
-// (`name: "train-1`), and the line's text: yaml-cpp reads on to the next
-// quote, and reports an error far below, or, with no quote left, takes
-// the rest of the document into the string. The first such line before
-// `before_line`; with `never_closed`, the first whose string no later
-// quote closes either (which YAML does not allow). Lines of block scalars
-// (| and >) are not read. Unset when there is none.
+// The line (from 0) of a quoted string that does not close on it, opened
+// before the byte `error_at` and closed nowhere before it (`name:
+// "train-1`): yaml-cpp reads on to the next quote, and reports an error far
+// below. A quoted string that closes on a later line before error_at is
+// passed over whole; lines of block scalars (| and >) are not read. Unset
+// when there is none.
 struct OpenQuoteLine {
   int line = 0;             // from 0
-  std::size_t offset = 0;   // of its first byte in the text
-  std::string_view text;
+  std::size_t quote = 0;    // the opening quote's offset in the text
+  std::string_view text;    // the line
 };
-std::optional<OpenQuoteLine> OpenQuote(std::string_view yaml, int before_line, bool never_closed) {
-  int line = 0;
-  std::optional<std::size_t> block_indent;  // inside a block scalar, below a line of this indentation
-  for (std::size_t start = 0; start < yaml.size() && line < before_line; ++line) {
+std::optional<OpenQuoteLine> OpenQuoteBefore(std::string_view yaml, std::size_t error_at) {
+  // Inside a block scalar: its lines are indented more than this (npos: none).
+  std::size_t block_indent = std::string_view::npos;
+  for (std::size_t start = 0; start < yaml.size() && start < error_at;) {
     std::size_t end = yaml.find('\n', start);
     if (end == std::string_view::npos) end = yaml.size();
     const std::size_t line_start = start;
     const std::string_view text = yaml.substr(start, end - start);
     start = end + 1;
     std::size_t at = text.find_first_not_of(' ');
-    if (at == std::string_view::npos) continue;
-    if (block_indent && at > *block_indent) continue;
-    block_indent.reset();
+    if (at == std::string_view::npos || text[at] == '\r') continue;
+    if (block_indent != std::string_view::npos && at > block_indent) continue;
+    block_indent = std::string_view::npos;
     if (text[at] == '#') continue;
     const std::size_t indent = at;
-    if (text.compare(at, 2, "- ") == 0) at = text.find_first_not_of(' ', at + 2);
+    // The value: after "- " (a list item) and after "key: ", if any.
+    while (at != std::string_view::npos && text.compare(at, 2, "- ") == 0) at = text.find_first_not_of(' ', at + 2);
     if (at == std::string_view::npos) continue;
     if (text[at] != '"' && text[at] != '\'') {
-      const std::size_t colon = text.find(": ", at);
-      if (colon == std::string_view::npos) continue;
-      at = text.find_first_not_of(' ', colon + 2);
-      if (at == std::string_view::npos) continue;
-      if (text[at] == '|' || text[at] == '>') block_indent = indent;
-      if (text[at] != '"' && text[at] != '\'') continue;
+      if (const std::size_t colon = text.find(": ", at); colon != std::string_view::npos) {
+        at = text.find_first_not_of(' ', colon + 2);
+        if (at == std::string_view::npos) continue;
+      }
     }
-    if (QuoteEnd(text, at) != std::string_view::npos) continue;
-    if (never_closed && QuoteEnd(yaml, line_start + at) != std::string_view::npos) continue;
-    return OpenQuoteLine{line, line_start, text};
+    if (text[at] == '|' || text[at] == '>') block_indent = indent;
+    if (text[at] != '"' && text[at] != '\'') continue;
+    const std::size_t quote = line_start + at;
+    const std::size_t closes = QuoteEnd(yaml, quote);
+    // Closed as a string is: at the end of its line, or before a comment, a
+    // key's colon or a flow collection's comma or bracket. A quote with
+    // more after it (`a"` of `queue: "a"`) is most likely another string's
+    // opening one, that closed this one by mistake.
+    std::size_t next = closes == std::string_view::npos ? closes : yaml.find_first_not_of(" \t", closes + 1);
+    const bool closed_well = closes != std::string_view::npos &&
+                             (next == std::string_view::npos || std::string_view("\r\n#:,]}").find(yaml[next]) !=
+                                                                    std::string_view::npos);
+    if (!closed_well || closes >= error_at) {
+      const auto line = static_cast<int>(std::count(yaml.begin(), yaml.begin() + line_start, '\n'));
+      return OpenQuoteLine{line, quote, text};
+    }
+    // Closed, on this line or below: on from the line after the one it closes on.
+    const std::size_t after = yaml.find('\n', closes);
+    if (after == std::string_view::npos) break;
+    start = std::max(start, after + 1);
   }
   return std::nullopt;
 }
 
-// OpenQuote's line as words to add to an error: " (line N opens ...)".
+// OpenQuoteBefore's line as words to add to an error: " (line N opens ...)".
 std::string OpenQuoteHint(const OpenQuoteLine& open) {
-  return fmt::format(" (line {} opens a quoted string that does not close on that line: {}{})", open.line + 1,
-                     open.text.substr(0, 60), open.text.size() > 60 ? "..." : "");
+  std::string_view text = open.text;
+  if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+  return fmt::format(" (line {} opens a quoted string that does not close on that line: {})", open.line + 1,
+                     CutText(text, 60));
 }
 
 DocumentError YamlError(const YAML::Mark& mark, std::string_view msg) {
@@ -270,6 +289,7 @@ std::optional<json> TypePlainScalar(const std::string& s, std::string& error) {
 
 class Converter {
  public:
+  explicit Converter(std::string_view source) : source_(source) {}
   std::optional<DocumentError> error;
 
   json Convert(const YAML::Node& node, int depth) {
@@ -295,6 +315,7 @@ class Converter {
   }
 
  private:
+  std::string_view source_;  // the text the nodes were parsed from
   std::size_t nodes_ = 0;
   std::size_t bytes_ = 0;
 
@@ -313,6 +334,15 @@ class Converter {
 
   json Scalar(const YAML::Node& node) {
     const std::string& tag = node.Tag();
+    // yaml-cpp takes a quoted string that never closes to the end of the
+    // document (its keys and values into the string) without a word.
+    if (tag == "!" && node.Mark().pos >= 0) {
+      const auto at = static_cast<std::size_t>(node.Mark().pos);
+      if (at < source_.size() && (source_[at] == '"' || source_[at] == '\'') &&
+          QuoteEnd(source_, at) == std::string_view::npos) {
+        return Fail(node, "a quoted string that never closes (yaml-cpp read the rest of the document into it)");
+      }
+    }
     bool typed = tag == "?" || tag == "tag:yaml.org,2002:int" || tag == "tag:yaml.org,2002:float" ||
                  tag == "tag:yaml.org,2002:bool" || tag == "tag:yaml.org,2002:null";
     if (!typed) return node.Scalar();  // quoted, block, !!str or an application tag
@@ -397,12 +427,7 @@ std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
           400, fmt::format("expected exactly one YAML document, got {}", docs.size()), {}};
     }
     if (docs.empty()) return DocumentError{400, "the YAML body holds no document", {}};
-    // yaml-cpp takes a quoted string that never closes to the end of the
-    // document (its keys and values into the string) without a word.
-    if (auto open = OpenQuote(yaml, std::numeric_limits<int>::max(), /*never_closed=*/true)) {
-      return YamlError(MarkAt(yaml, open->offset), "a quoted string that never closes" + OpenQuoteHint(*open));
-    }
-    Converter converter;
+    Converter converter(yaml);
     json out = converter.Convert(docs[0], 0);
     if (converter.error) return *converter.error;
     return out;
@@ -411,7 +436,10 @@ std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
   } catch (const YAML::Exception& e) {
     DocumentError error = YamlError(e.mark, e.msg);
     if (e.mark.is_null()) return error;
-    if (auto open = OpenQuote(yaml, e.mark.line, /*never_closed=*/false)) error.message += OpenQuoteHint(*open);
+    if (e.mark.pos >= 0) {
+      auto open = OpenQuoteBefore(yaml, static_cast<std::size_t>(e.mark.pos));
+      if (open) error.message += OpenQuoteHint(*open);
+    }
     return error;
   } catch (const std::exception& e) {
     return DocumentError{400, fmt::format("invalid YAML: {}", e.what()), {}};

@@ -256,8 +256,8 @@ TEST_CASE("a YAML error below a quoted value left open names the line that opene
   auto swallowed = YamlToJson("metadata:\n  name: \"train-1\n  namespace: team-a\nspec:\n  queue: default\n");
   REQUIRE(std::holds_alternative<DocumentError>(swallowed));
   CHECK(std::get<DocumentError>(swallowed).message ==
-        "invalid YAML: line 2, column 1: a quoted string that never closes (line 2 opens a quoted string that does "
-        "not close on that line:   name: \"train-1)");
+        "invalid YAML: line 2, column 9: a quoted string that never closes (yaml-cpp read the rest of the document "
+        "into it)");
   // A quoted string over several lines that closes, and a block scalar
   // holding a quote that never closes, are fine.
   auto multi = YamlToJson("a: \"one\n  two\"\nb: |\n  echo \"unclosed\n  done\nc: 1\n");
@@ -274,7 +274,22 @@ TEST_CASE("a YAML error below a quoted value left open names the line that opene
   // A list item's quote left open is named as well.
   auto item = YamlToJson("args:\n- 'one\n- two\nx: [\n");
   REQUIRE(std::holds_alternative<DocumentError>(item));
-  CHECK_THAT(std::get<DocumentError>(item).message, Catch::Contains("line 2 opens a quoted string"));
+  CHECK_THAT(std::get<DocumentError>(item).message, Catch::StartsWith("invalid YAML: line 2, column 3: a quoted "
+                                                                      "string that never closes"));
+  // A quoted string over several lines that closes before the error is not
+  // blamed for it.
+  auto wrapped = YamlToJson("a: \"Nightly training\n  run\"\nb: 1\n  c: [\n");
+  REQUIRE(std::holds_alternative<DocumentError>(wrapped));
+  CHECK(std::get<DocumentError>(wrapped).message.find("opens a quoted string") == std::string::npos);
+  // Valid documents the line-by-line look could take for a quote left open:
+  // a list item's block scalar holding a lone quote, a tagged block scalar,
+  // a quoted string continued on a line that looks like a key.
+  for (const char* valid : {"args:\n- |\n  python -c \"\n  import torch\n  \"\n- x\n",
+                            "a: !!str |\n  say \"hi\n",
+                            "description: \"Nightly run\n  owner: 'ml-team\"\nb: 1\n"}) {
+    INFO(valid);
+    CHECK(std::holds_alternative<nlohmann::json>(YamlToJson(valid)));
+  }
 }
 
 }  // namespace gantry

@@ -55,11 +55,14 @@ Plan Ladder::FinishAsEnded(const std::string& step, const ObservedJob& j) const 
   // between): the job's completionTime is when gantry saw the end, so the
   // run's own time is told here. The cluster wrote it by its own clock,
   // which may be off gantry's (its probes measure by how much).
-  const int64_t offset = ClockOffsetOf(job_.cluster);
+  const std::optional<int64_t> measured = ClockOffsetOf(job_.cluster);
+  const int64_t offset = measured.value_or(0);
   if (j.ended_ms > 0 && in_.now_ms - (j.ended_ms - offset) >= kLateEndMs) {
     msg += fmt::format("; the run ended at {} by {}'s clock, {} before gantry saw it", FormatRfc3339(j.ended_ms),
                        job_.cluster, FormatAge(in_.now_ms - (j.ended_ms - offset)));
-    if (std::abs(offset) >= 2'000) {
+    if (!measured) {
+      msg += " (if that clock is in step with gantry's: its offset is not measured yet)";
+    } else if (std::abs(offset) >= 2'000) {
       msg += fmt::format(" (that clock is {} {} gantry's)", FormatAge(std::abs(offset)),
                          offset > 0 ? "ahead of" : "behind");
     }

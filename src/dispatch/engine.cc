@@ -337,8 +337,7 @@ std::map<std::string, int> Engine::OwnedJobs(const std::function<bool(const std:
     for (;;) {
       Result<JobPage> page = store_.List(query);
       if (!page.ok()) {
-        spdlog::warn("dispatch: inventory reload: the jobs whose owners it removes cannot be read: {}",
-                     page.status().ToString());
+        spdlog::warn("dispatch: the running jobs of each owner cannot be read: {}", page.status().ToString());
         return {};
       }
       for (const JobRecord& job : page->jobs) {
@@ -422,7 +421,7 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
       }
     }
     f.config = view.config;
-    f.clock_offset_ms = view.clock_offset_ms.value_or(0);
+    f.clock_offset_ms = view.clock_offset_ms;
     if (view.capacity) f.queues = view.capacity->queues;
     facts->emplace(name, std::move(f));
   }

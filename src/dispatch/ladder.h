@@ -180,10 +180,11 @@ class Ladder {
     const std::string name = WorkloadPriorityClass(in_.spec->template_object);
     return !name.empty() && !PriorityClassValue(in_, cluster, name);
   }
-  // How far that cluster's clock is ahead of gantry's (ClusterFacts::clock_offset_ms).
-  int64_t ClockOffsetOf(const std::string& cluster) const {
+  // How far that cluster's clock is ahead of gantry's (ClusterFacts::clock_offset_ms;
+  // unset: not measured yet).
+  std::optional<int64_t> ClockOffsetOf(const std::string& cluster) const {
     auto f = in_.clusters->find(cluster);
-    return f == in_.clusters->end() ? 0 : f->second.clock_offset_ms;
+    return f == in_.clusters->end() ? std::nullopt : f->second.clock_offset_ms;
   }
   // That refusal (why, for how long), or null.
   const ClusterFacts::KindRefusal* KindRefusalIn(const std::string& cluster) const {

@@ -33,23 +33,27 @@ uint64_t QueuesStampOf(const CapacityReading* reading) {
   return reading && reading->queues ? reading->queues->stamp : 0;
 }
 
-// A cluster's clock this far from gantry's is told in the log: the times
-// it writes (a run's end, a condition's) are read with its offset.
+// A cluster's clock this far from gantry's is told in the log (a warning),
+// and told back in step below kClockOffsetBackMs: a reading is good to
+// about a second, and one near the mark must not warn at every probe.
 constexpr int64_t kClockOffsetToldMs = 30'000;
+constexpr int64_t kClockOffsetBackMs = 28'000;
 
 // Keeps the offset of a probe that read one, and says when it crosses
-// kClockOffsetToldMs either way.
+// kClockOffsetToldMs, or falls back below kClockOffsetBackMs.
 void NoteClockOffset(const std::string& name, ClusterView& view, int64_t offset_ms) {
-  const bool was_far = view.clock_offset_ms && std::abs(*view.clock_offset_ms) >= kClockOffsetToldMs;
-  const bool far = std::abs(offset_ms) >= kClockOffsetToldMs;
-  if (far && !was_far) {
-    spdlog::warn("cluster {}: its clock is {} {} gantry's (from the Date of its answers); gantry reads the times it "
-                 "writes with that offset, but check the cluster's time sync (NTP)",
-                 name, FormatAge(std::abs(offset_ms)), offset_ms > 0 ? "ahead of" : "behind");
-  } else if (was_far && !far) {
-    spdlog::info("cluster {}: its clock is within {} of gantry's again", name, FormatAge(kClockOffsetToldMs));
-  }
+  const bool was_far = view.clock_offset_far;
   view.clock_offset_ms = offset_ms;
+  if (!was_far && std::abs(offset_ms) >= kClockOffsetToldMs) {
+    view.clock_offset_far = true;
+    spdlog::warn("cluster {}: its clock is {} {} gantry's (from the Date of its answers): gantry allows for it when "
+                 "it judges whether a run's end was seen late, but Kueue and the jobs there run by that clock; check "
+                 "the cluster's time sync (NTP)",
+                 name, FormatAge(std::abs(offset_ms)), offset_ms > 0 ? "ahead of" : "behind");
+  } else if (was_far && std::abs(offset_ms) < kClockOffsetBackMs) {
+    view.clock_offset_far = false;
+    spdlog::info("cluster {}: its clock is within {} of gantry's again", name, FormatAge(kClockOffsetBackMs));
+  }
 }
 
 // What a reload changed in a cluster's entry, for the reload's answer and
@@ -354,6 +358,7 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     if (moved) {
       e.view.cluster_id.clear();
       e.view.clock_offset_ms.reset();
+      e.view.clock_offset_far = false;
     }
     if (reachable_again || moved) {
       // Nothing was learnt of it while gantry could not reach it: an outage

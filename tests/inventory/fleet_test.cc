@@ -852,6 +852,17 @@ TEST_CASE("a reload keeps what the probes read of a cluster: its identity and it
   CHECK_FALSE(fleet.Cluster("c1")->Usable());
   CHECK_THAT(fleet.Cluster("c1")->config_error, Catch::Contains("this one is held and c2 kept"));
   CHECK(fleet.Cluster("c2")->clock_offset_ms == -95'000);
+  // Told far off once, and back only well within: a reading near the mark
+  // (each is good to about a second) does not warn at every probe.
+  CHECK(fleet.Cluster("c2")->clock_offset_far);
+  for (const auto& [offset, far] : std::vector<std::pair<int64_t, bool>>{
+           {-29'000, true}, {-30'500, true}, {-27'000, false}, {-29'500, false}, {31'000, true}}) {
+    INFO(offset);
+    prober.SetClockOffset("c2", offset);
+    fleet.ProbeAllNow();
+    CHECK(fleet.Cluster("c2")->clock_offset_ms == offset);  // the latest reading, always
+    CHECK(fleet.Cluster("c2")->clock_offset_far == far);
+  }
   fleet.Stop();
 }
 

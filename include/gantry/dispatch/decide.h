@@ -119,8 +119,9 @@ struct ClusterFacts {
   std::string unusable;
   inventory::ClusterConfig config;
   // How far its clock is ahead of gantry's, in ms (ClusterView::clock_offset_ms;
-  // 0 when unknown): a time it wrote, less this, is on gantry's clock.
-  int64_t clock_offset_ms = 0;
+  // unset until a probe since the daemon's start told it): a time it wrote,
+  // less this, is on gantry's clock.
+  std::optional<int64_t> clock_offset_ms;
   // Its Kueue's queues and WorkloadPriorityClasses as the last probe read
   // them (null: never read): the value a copy of a job that names a class
   // carries there (PriorityClassValue).

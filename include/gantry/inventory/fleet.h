@@ -124,6 +124,7 @@ struct ClusterView {
   // CapacityReading::clock_offset_ms of its last probe that told one (kept
   // while later ones cannot): times the cluster writes, on gantry's clock.
   std::optional<int64_t> clock_offset_ms;
+  bool clock_offset_far = false;  // a warning told it far off gantry's, and no reading since told it back
   // Set on a placeholder (ClusterPlaceholder): the cluster's file is refused
   // with no last good entry kept, so only its name is known (config holds
   // just name and source_file, and there are no credentials). Which file,
@@ -151,7 +152,7 @@ struct InventoryChange {
   // Clusters whose file changed, and what in it: (name, "cordoned, region
   // eu-west-1 -> us-east-1, labels").
   std::vector<std::pair<std::string, std::string>> changed;
-  bool empty() const { return added.empty() && removed.empty(); }
+  bool empty() const { return added.empty() && removed.empty() && changed.empty(); }
   // "added c3b; removed c3 (c3b names the same API server: ...); changed c1
   // (cordoned)"; "" when nothing was added, removed or changed.
   std::string Describe() const;

@@ -104,6 +104,9 @@ void Engine::RunHealthWatch() {
       behind_out.erase(name);
     }
     SetPassAllowance();
+    // Connections no request took for a while (most of them ended by the
+    // server meanwhile) are closed even while nothing goes to their cluster.
+    pools_->CloseIdle();
     const std::vector<inventory::ClusterView> views = fleet_.Clusters();
     ObserveUsableClusters(views);
     // While a cluster refuses a watch, keeps the fleet view, and with it the

@@ -63,6 +63,22 @@ int64_t ClientPool::StalledSinceLocked(int64_t now_ms) const {
   return since;
 }
 
+void ClientPool::TakeExpiredLocked(int64_t now, std::vector<std::unique_ptr<KubeClient>>* out) {
+  while (!idle_.empty() && now - idle_.front().since_ms >= options_.idle_close.count()) {
+    out->push_back(std::move(idle_.front().client));
+    idle_.pop_front();
+  }
+}
+
+int ClientPool::CloseIdle() {
+  std::vector<std::unique_ptr<KubeClient>> expired;
+  {
+    std::lock_guard lock(mu_);
+    TakeExpiredLocked(SteadyMillis(), &expired);
+  }
+  return static_cast<int>(expired.size());  // closed as they go out of scope
+}
+
 int64_t ClientPool::stalled_for_ms() const {
   std::lock_guard lock(mu_);
   const int64_t now = SteadyMillis();
@@ -90,12 +106,17 @@ Result<ClientPool::Lease> ClientPool::Acquire() {
         fmt::format("all {} connections to {} in use (the limit now) are busy", LimitLocked(), creds_.server));
   }
   const int in_flight = ++in_use_;
+  std::vector<std::unique_ptr<KubeClient>> expired;
+  TakeExpiredLocked(SteadyMillis(), &expired);
   if (!idle_.empty()) {
-    auto client = std::move(idle_.back());
+    auto client = std::move(idle_.back().client);
     idle_.pop_back();
+    lock.unlock();
+    expired.clear();  // closed outside the lock
     return Lease(shared_from_this(), std::move(client), in_flight);
   }
   lock.unlock();
+  expired.clear();
   auto client = KubeClient::Create(creds_, options_.client);  // connects lazily on first use
   if (!client.ok()) {
     std::lock_guard relock(mu_);
@@ -109,13 +130,15 @@ Result<ClientPool::Lease> ClientPool::Acquire() {
 void ClientPool::Return(std::unique_ptr<KubeClient> client, int in_flight, int64_t late_at_ms) {
   const KubeClient::Exchange exchange = client->TakeExchange();
   bool grew = false;
+  std::vector<std::unique_ptr<KubeClient>> expired;  // closed at the end, outside the lock
   {
     std::lock_guard lock(mu_);
     --in_use_;
+    TakeExpiredLocked(SteadyMillis(), &expired);
     // Kept open for the next request, also beyond a limit that shrank:
     // closing them as the limit moves down and up would cost a TLS
     // handshake each time it grows again (measured: a worse tail nearby).
-    idle_.push_back(std::move(client));
+    idle_.push_back({std::move(client), SteadyMillis()});
     if (late_at_ms >= 0) {
       if (auto it = late_out_.find(late_at_ms); it != late_out_.end()) late_out_.erase(it);
     }

@@ -25,6 +25,17 @@ int ClientPools::Limit(const std::string& cluster) const {
   return it == pools_.end() ? 0 : it->second->limit();
 }
 
+int ClientPools::CloseIdle() {
+  std::map<std::string, std::shared_ptr<ClientPool>> pools;
+  {
+    std::lock_guard lock(mu_);
+    pools = pools_;
+  }
+  int closed = 0;
+  for (const auto& [cluster, pool] : pools) closed += pool->CloseIdle();
+  return closed;
+}
+
 int ClientPools::Retain() {
   // Every cluster's credentials are read outside the lock, so that passes
   // asking for a pool meanwhile are not held up by the whole reload.

@@ -433,6 +433,41 @@ TEST_CASE("the client pool bounds concurrent requests per cluster", "[kube]") {
   CHECK(again.ok());
 }
 
+TEST_CASE("the client pool closes connections left idle longer than idle_close, not those in use", "[kube]") {
+  inventory::ClusterCredentials creds = UnreachableCluster();
+  kube::ClientPoolOptions options;
+  options.size = 3;
+  options.idle_close = std::chrono::milliseconds(0);  // idle at all: due to close
+  std::shared_ptr<kube::ClientPool> pool = kube::ClientPool::Create(creds, options);
+  {
+    auto a = pool->Acquire();
+    auto b = pool->Acquire();
+    REQUIRE((a.ok() && b.ok()));
+    CHECK(pool->CloseIdle() == 0);  // both in use
+  }
+  // b came back first, and was closed as a came back (Return looks too).
+  CHECK(pool->CloseIdle() == 1);
+  CHECK(pool->CloseIdle() == 0);
+  CHECK(pool->in_use() == 0);
+  // Returned and taken again at once: the one taken is in use, not closed.
+  {
+    auto a = pool->Acquire();
+    auto b = pool->Acquire();
+  }
+  auto busy = pool->Acquire();  // the other idle one is closed as it goes
+  REQUIRE(busy.ok());
+  CHECK(pool->CloseIdle() == 0);
+  CHECK(pool->in_use() == 1);
+
+  options.idle_close = std::chrono::milliseconds(90'000);
+  std::shared_ptr<kube::ClientPool> kept = kube::ClientPool::Create(creds, options);
+  {
+    auto a = kept->Acquire();
+    auto b = kept->Acquire();
+  }
+  CHECK(kept->CloseIdle() == 0);  // not idle for 90 s
+}
+
 // The daemon crashed (SIGSEGV) when an inventory reload dropped the engine's
 // pools while a pass still held a lease: the lease gave its client back to a
 // destroyed pool. A lease now keeps its pool alive.

@@ -34,6 +34,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,11 @@ struct ClientPoolOptions {
   // healthy cluster under load is not taken for a stalled one.
   std::chrono::milliseconds stall_after{2'000};
   std::chrono::milliseconds stall_retry{30'000};
+  // An idle connection unused this long is closed (as Go's HTTP transport,
+  // kubectl's, closes one after 90 s): the pool keeps a stack and takes
+  // from its top, so those at its bottom would stay open for good, most
+  // of them closed long since by the server (CLOSE-WAIT).
+  std::chrono::milliseconds idle_close{90'000};
   KubeClientOptions client;
 
   // Whether the limit follows the round trips (min_size below size).
@@ -110,6 +116,9 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   // For how long its requests have gone unanswered: -1 while they are
   // answered.
   int64_t stalled_for_ms() const;
+  // Closes the idle connections unused for options.idle_close (Acquire
+  // and Return do too, as they go); returns how many.
+  int CloseIdle();
 
  private:
   void Return(std::unique_ptr<KubeClient> client, int in_flight, int64_t late_at_ms);
@@ -120,7 +129,15 @@ class ClientPool : public std::enable_shared_from_this<ClientPool> {
   ClientPoolOptions options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::unique_ptr<KubeClient>> idle_;
+  struct Idle {
+    std::unique_ptr<KubeClient> client;
+    int64_t since_ms = 0;  // SteadyMillis when it came back
+  };
+  // The idle connections, the last returned at the back (taken first).
+  std::deque<Idle> idle_;
+  // Moves the connections idle since before now - idle_close out of idle_
+  // into *out (closed by the caller, outside mu_). REQUIRES: mu_ held.
+  void TakeExpiredLocked(int64_t now, std::vector<std::unique_ptr<KubeClient>>* out);
   int in_use_ = 0;
   std::optional<ConcurrencyLimit> adaptive_;  // set when options_.adaptive()
   // Since when requests of each method went unanswered (a timeout; none

@@ -38,6 +38,9 @@ class ClientPools {
   int Limit(const std::string& cluster) const;
   // After an inventory reload. Returns how many pools were dropped.
   int Retain();
+  // Closes every pool's connections idle for its idle_close
+  // (ClientPool::CloseIdle); returns how many.
+  int CloseIdle();
 
   // Over the adaptive pools: how many were answering lately, and how many
   // of those beyond twice their base (ClientPool::Load).

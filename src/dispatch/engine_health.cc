@@ -118,6 +118,7 @@ void Engine::RunHealthWatch() {
     std::set<std::string> answering_behind_now;
     std::set<std::string> current_again;
     std::set<std::string> unprobed;  // health Unknown: not probed yet (a start), for the log only
+    std::set<std::string> unsynced;  // Ready, its view not synced for jobs yet (a start), for the log only
     for (const inventory::ClusterView& view : views) {
       const std::string& name = view.config.name;
       if (view.health.state == inventory::HealthState::kUnknown) unprobed.insert(name);
@@ -126,6 +127,7 @@ void Engine::RunHealthWatch() {
       const uint64_t listed_changes = observer_->ListedChanges(name);
       const bool answers = view.health.state == inventory::HealthState::kReady && view.Usable();
       const bool ready = answers && observer_->SyncedForJobs(name);
+      if (answers && !ready) unsynced.insert(name);
       const bool readable = ready && view.capacity.has_value() && view.capacity_error.empty();
       now[name] = {ready, ready ? view.health.since_ms : 0, ready ? observer_->Unlisted(name) : std::set<std::string>{},
                    listed_changes, readable,
@@ -277,6 +279,7 @@ void Engine::RunHealthWatch() {
                      : ready        ? "is reachable"
                      : listing_only ? "changed which kinds it lets gantry list, and is not ready"
                      : unprobed.count(cluster) ? "is not probed yet"
+                     : unsynced.count(cluster) ? "answers, but its view is not synced yet"
                                                : "is unreachable",
                      woken);
       }

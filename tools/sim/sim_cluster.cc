@@ -116,7 +116,14 @@ void SimCluster::Handle(http::Request req, http::Responder respond) {
   // Every answer says when it was made, as an API server's do (RFC 9110
   // asks a server with a clock to): gantry reads the cluster's clock from it.
   respond = [respond = std::move(respond), clock = clock_](http::Response r) {
-    r.headers.emplace_back("Date", FormatHttpDate(clock->NowMillis()));
+    // Formatted once a second per thread: every answer carries one.
+    thread_local int64_t second = -1;
+    thread_local std::string date;
+    if (const int64_t now = clock->NowMillis() / 1000; now != second) {
+      second = now;
+      date = FormatHttpDate(now * 1000);
+    }
+    r.headers.emplace_back("Date", date);
     respond(std::move(r));
   };
   int64_t delay = 0;

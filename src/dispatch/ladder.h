@@ -58,6 +58,10 @@ inline DispatchUpdate Requeued(const JobRecord& job, const std::vector<RemoteInt
   u.lease_ms = 0;
   u.remote_status = "";
   u.message = std::move(message);
+  // What the conditions said of its owner (OwnerUnreachable: held, lost,
+  // refusing) is over with the lease: a job left Unschedulable or waiting
+  // must not show it for good.
+  u.conditions_json = "[]";
   MarkIntentsAbsent(u, intents);
   return u;
 }

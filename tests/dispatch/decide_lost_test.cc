@@ -650,6 +650,10 @@ TEST_CASE("step 10: an owner missing from the inventory the daemon started with 
   Plan lost = Decide(w.Input());
   CheckRequeuedAsRemoved(lost);
   CHECK_THAT(*lost.write->message, Catch::Contains("may still run"));  // nothing there is stopped
+  // The OwnerHeld flag goes with the lease: left Unschedulable after it, the
+  // job showed it for good (trial 25).
+  REQUIRE(lost.write->conditions_json);
+  CHECK(*lost.write->conditions_json == "[]");
 }
 
 TEST_CASE("before a reload confirms the inventory, a cluster missing from it keeps the rows of every job, not only "

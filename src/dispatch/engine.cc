@@ -311,7 +311,7 @@ std::string Engine::OwnersRemovedNote(const std::vector<std::string>& removed) {
   std::vector<std::string> named;
   for (const auto& [cluster, jobs] : owners) named.push_back(fmt::format("{} ({} job(s))", cluster, jobs));
   return fmt::format("confirmed the removal of {}, missing since gantry started: the jobs they own now get their "
-                     "onClusterLoss",
+                     "onClusterLoss (one being cancelled ends Cancelled)",
                      fmt::join(named, ", "));
 }
 
@@ -330,7 +330,8 @@ std::string Engine::RemovedOwnersNote(const std::vector<std::string>& removed) {
 
 std::map<std::string, int> Engine::OwnedJobs(const std::function<bool(const std::string&)>& counts) {
   std::map<std::string, int> owners;  // owner -> its jobs
-  for (JobPhase phase : {JobPhase::kAdmitted, JobPhase::kRunning}) {
+  // A job being cancelled keeps its owner too, until the owner confirms.
+  for (JobPhase phase : {JobPhase::kAdmitted, JobPhase::kRunning, JobPhase::kCancelling}) {
     ListQuery query;
     query.phase = phase;
     query.limit = 5000;

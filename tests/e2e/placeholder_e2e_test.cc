@@ -257,3 +257,31 @@ TEST_CASE("a reload that confirms the removal of an owner missing since the star
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("a reload that confirms the removal of an owner missing since the start counts a job being cancelled there",
+          "[e2e][recovery][inventory][placeholder]") {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kFirstIsFastest;
+  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 3";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  RunHeld(fleet, "120s", /*witness=*/false);
+  RestartWithC1File(fleet, /*remove=*/true, /*cut_c2=*/false);
+  REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
+  // Cancelled while its owner is missing: it waits for c1 to confirm.
+  REQUIRE(Cli(fleet.url(), {"cancel", "held", "-n", "team-a"}).code == 0);
+  REQUIRE(PollFor([&] { return fleet.Job("team-a", "held")["status"].value("phase", "") == "Cancelling"; },
+                  seconds(30)));
+  // The reload confirms the removal, this job counted (it said nothing), and the cancel ends.
+  const RunResult reload = Cli(fleet.url(), {"reload"});
+  INFO(reload.out << reload.err);
+  CHECK((reload.out + reload.err).find("confirmed the removal of c1 (1 job(s)), missing since gantry started") !=
+        std::string::npos);
+  CHECK(PollFor([&] { return fleet.Job("team-a", "held")["status"].value("phase", "") == "Cancelled"; },
+                seconds(30)));
+}
+
+}  // namespace gantry::testing

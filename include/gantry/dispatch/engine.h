@@ -146,7 +146,7 @@ class Engine final : public JobIntake {
   // Since when (ms) the cluster refuses gantry a watch, as the engine counts
   // it (kept across restarts, noted within a health poll); 0 when not noted.
   int64_t WatchRefusedSince(const std::string& cluster);
-  // The owners of Admitted or Running jobs that the inventory the daemon
+  // The owners of Admitted, Running or Cancelling jobs that the inventory the daemon
   // started with lacks, and how many jobs each owned then (counted at
   // Start), less those in the inventory now; {} once a reload confirmed
   // the inventory (their jobs then got their onClusterLoss). Their jobs
@@ -356,7 +356,7 @@ class Engine final : public JobIntake {
   // InventoryChanged's note of the jobs the clusters a reload removed own
   // ("" when none): what their removal does to them.
   std::string RemovedOwnersNote(const std::vector<std::string>& removed);
-  // The Admitted and Running jobs of each owner `counts` takes ({} when the
+  // The Admitted, Running and Cancelling jobs of each owner `counts` takes ({} when the
   // store cannot be read, which is logged).
   std::map<std::string, int> OwnedJobs(const std::function<bool(const std::string&)>& counts);
   void RunGc();

@@ -116,6 +116,7 @@ struct OpenQuoteLine {
   int line = 0;             // from 0
   std::size_t quote = 0;    // the opening quote's offset in the text
   std::string_view text;    // the line
+  bool text_after = false;  // the string closes on the line, with more after its closing quote (`"x" y`)
 };
 std::optional<OpenQuoteLine> OpenQuoteBefore(std::string_view yaml, std::size_t error_at) {
   // Inside a block scalar: its lines are indented more than this (npos: none).
@@ -155,7 +156,8 @@ std::optional<OpenQuoteLine> OpenQuoteBefore(std::string_view yaml, std::size_t 
                                                                     std::string_view::npos);
     if (!closed_well || closes >= error_at) {
       const auto line = static_cast<int>(std::count(yaml.begin(), yaml.begin() + line_start, '\n'));
-      return OpenQuoteLine{line, quote, text};
+      const bool text_after = closes != std::string_view::npos && closes < end && !closed_well;
+      return OpenQuoteLine{line, quote, text, text_after};
     }
     // Closed, on this line or below: on from the line after the one it closes on.
     const std::size_t after = yaml.find('\n', closes);
@@ -169,8 +171,9 @@ std::optional<OpenQuoteLine> OpenQuoteBefore(std::string_view yaml, std::size_t 
 std::string OpenQuoteHint(const OpenQuoteLine& open) {
   std::string_view text = open.text;
   if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-  return fmt::format(" (line {} opens a quoted string that does not close on that line: {})", open.line + 1,
-                     CutText(text, 60));
+  const char* what = open.text_after ? "has more after a quoted string's closing quote"
+                                     : "opens a quoted string that does not close on that line";
+  return fmt::format(" (line {} {}: {})", open.line + 1, what, CutText(text, 60));
 }
 
 DocumentError YamlError(const YAML::Mark& mark, std::string_view msg) {

@@ -276,6 +276,12 @@ TEST_CASE("a YAML error below a quoted value left open names the line that opene
   REQUIRE(std::holds_alternative<DocumentError>(item));
   CHECK_THAT(std::get<DocumentError>(item).message, Catch::StartsWith("invalid YAML: line 2, column 3: a quoted "
                                                                       "string that never closes"));
+  // A string closed, then more on its line: said so, not "does not close".
+  auto after = YamlToJson("a: 1\nbad: \"x\" y\nc: 2\n");
+  REQUIRE(std::holds_alternative<DocumentError>(after));
+  INFO(std::get<DocumentError>(after).message);
+  CHECK_THAT(std::get<DocumentError>(after).message,
+             Catch::EndsWith("(line 2 has more after a quoted string's closing quote: bad: \"x\" y)"));
   // A quoted string over several lines that closes before the error is not
   // blamed for it.
   auto wrapped = YamlToJson("a: \"Nightly training\n  run\"\nb: 1\n  c: [\n");

@@ -75,6 +75,25 @@ std::string RestartWithC1File(DispatchFleet& fleet, bool remove, bool cut_c2) {
   return c1_config;
 }
 
+// A fleet whose first cluster is the fastest, and whose owners are lost
+// after 3 s out of reach.
+DispatchFleetOptions LossIn3s() {
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kFirstIsFastest;
+  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 3";
+  return o;
+}
+
+// "held" (Requeue, 120 s) runs in c1; the daemon restarts with c1's file
+// gone, and holds the job (OwnerHeld) until a reload confirms the removal.
+void HoldWithC1Missing(DispatchFleet& fleet) {
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  RunHeld(fleet, "120s", /*witness=*/false);
+  RestartWithC1File(fleet, /*remove=*/true, /*cut_c2=*/false);
+  REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
+}
+
 // "held" is seen to finish where it ran, at epoch 1, once, never lost.
 void CheckRanOnceInC1(DispatchFleet& fleet, const std::string& uid) {
   REQUIRE(fleet.WaitPhase("team-a", "held", {"Succeeded", "Failed"}, seconds(90)));
@@ -217,15 +236,8 @@ TEST_CASE("an owner whose file is missing at the daemon's start is held until a 
 TEST_CASE("a reload that confirms the removal of an owner missing since the start says so, though no cluster was "
           "added or removed by it",
           "[e2e][recovery][inventory][placeholder]") {
-  DispatchFleetOptions o;
-  o.sim_config_yaml = kFirstIsFastest;
-  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 3";
-  DispatchFleet fleet(o);
-  REQUIRE(fleet.ok());
-  REQUIRE(fleet.WaitClustersReady());
-  RunHeld(fleet, "120s", /*witness=*/false);
-  RestartWithC1File(fleet, /*remove=*/true, /*cut_c2=*/false);
-  REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
+  DispatchFleet fleet(LossIn3s());
+  HoldWithC1Missing(fleet);
   // gantry clusters lists c1, which its job waits for, as Missing: an
   // operator looking there for it found nothing.
   const RunResult listed = Cli(fleet.url(), {"clusters"});
@@ -262,15 +274,8 @@ namespace gantry::testing {
 
 TEST_CASE("a reload that confirms the removal of an owner missing since the start counts a job being cancelled there",
           "[e2e][recovery][inventory][placeholder]") {
-  DispatchFleetOptions o;
-  o.sim_config_yaml = kFirstIsFastest;
-  o.daemon_config_yaml = "clusterLostTimeoutSeconds: 3";
-  DispatchFleet fleet(o);
-  REQUIRE(fleet.ok());
-  REQUIRE(fleet.WaitClustersReady());
-  RunHeld(fleet, "120s", /*witness=*/false);
-  RestartWithC1File(fleet, /*remove=*/true, /*cut_c2=*/false);
-  REQUIRE(PollFor([&] { return OwnerUnreachableReason(fleet, "held") == "OwnerHeld"; }, seconds(30)));
+  DispatchFleet fleet(LossIn3s());
+  HoldWithC1Missing(fleet);
   // Cancelled while its owner is missing: it waits for c1 to confirm.
   REQUIRE(Cli(fleet.url(), {"cancel", "held", "-n", "team-a"}).code == 0);
   REQUIRE(PollFor([&] { return fleet.Job("team-a", "held")["status"].value("phase", "") == "Cancelling"; },

@@ -114,7 +114,6 @@ std::size_t QuoteEnd(std::string_view text, std::size_t at) {
 // when there is none.
 struct OpenQuoteLine {
   int line = 0;             // from 0
-  std::size_t quote = 0;    // the opening quote's offset in the text
   std::string_view text;    // the line
   bool text_after = false;  // the string closes on the line, with more after its closing quote (`"x" y`)
 };
@@ -157,7 +156,7 @@ std::optional<OpenQuoteLine> OpenQuoteBefore(std::string_view yaml, std::size_t 
     if (!closed_well || closes >= error_at) {
       const auto line = static_cast<int>(std::count(yaml.begin(), yaml.begin() + line_start, '\n'));
       const bool text_after = closes != std::string_view::npos && closes < end && !closed_well;
-      return OpenQuoteLine{line, quote, text, text_after};
+      return OpenQuoteLine{line, text, text_after};
     }
     // Closed, on this line or below: on from the line after the one it closes on.
     const std::size_t after = yaml.find('\n', closes);

@@ -222,10 +222,10 @@ void ApiService::ReloadForWaiting(bool run) {
   }
 }
 
-std::vector<placement::ClusterSnapshot> ApiService::PlacementSnapshots(int64_t now_ms) const {
+std::shared_ptr<const std::vector<placement::ClusterSnapshot>> ApiService::PlacementSnapshots(int64_t now_ms) const {
   if (options_.placement_snapshots) return options_.placement_snapshots(now_ms);
-  if (fleet_) return fleet_->Snapshot(now_ms);
-  return {};
+  return std::make_shared<const std::vector<placement::ClusterSnapshot>>(
+      fleet_ ? fleet_->Snapshot(now_ms) : std::vector<placement::ClusterSnapshot>{});
 }
 
 void ApiService::JobPlacement(http::Request req, Respond respond) {
@@ -239,7 +239,7 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
     return;
   }
   int64_t now = clock_.NowMillis();
-  placement::Decision decision = placement::Place(DemandFromSpec(*spec), PlacementSnapshots(now));
+  placement::Decision decision = placement::Place(DemandFromSpec(*spec), *PlacementSnapshots(now));
   nlohmann::json body = placement::DecisionToJson(decision);
   body["apiVersion"] = "gantry.dev/v1";
   body["kind"] = "PlacementDecision";

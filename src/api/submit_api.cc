@@ -230,7 +230,7 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
 }
 
 std::string ApiService::NeverPlaceable(const JobSpec& spec, int64_t now_ms) const {
-  const placement::Decision decision = placement::Place(DemandFromSpec(spec), PlacementSnapshots(now_ms));
+  const placement::Decision decision = placement::Place(DemandFromSpec(spec), *PlacementSnapshots(now_ms));
   if (!decision.unschedulable) return "";  // (an empty inventory is no verdict either)
   std::vector<std::string> why;
   for (const placement::ExcludedCluster& e : decision.excluded) {

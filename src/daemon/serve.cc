@@ -330,7 +330,7 @@ int RunServe(const ServeFlags& flags) {
   api_options.requests_stalled_for_ms = [&engine](const std::string& cluster) {
     return engine.RequestsStalledForMs(cluster);
   };
-  api_options.placement_snapshots = [&engine](int64_t now_ms) { return *engine.Snapshots(now_ms); };
+  api_options.placement_snapshots = [&engine](int64_t now_ms) { return engine.Snapshots(now_ms); };
   api_options.job_refusal_hold_ms = engine_options.decide.job_refusal_hold_ms;
   api_options.preemption_gate_ms = engine_options.decide.preemption_gate_ms;
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);

@@ -87,8 +87,9 @@ struct ApiOptions {
   // gantry_cluster_requests_stalled_seconds. Optional.
   std::function<int64_t(const std::string& cluster)> requests_stalled_for_ms;
   // The fleet as the dispatch engine's placement sees it now (a job's
-  // placement route, gantry explain); unset: the inventory's own snapshot.
-  std::function<std::vector<placement::ClusterSnapshot>(int64_t now_ms)> placement_snapshots;
+  // placement route, gantry explain, the submit's warning), shared, not
+  // copied for each request; unset: the inventory's own snapshot.
+  std::function<std::shared_ptr<const std::vector<placement::ClusterSnapshot>>(int64_t now_ms)> placement_snapshots;
   // How long the engine leaves a cluster that refused a job's real job, or
   // failed every create of it, out of that job's dispatches (jobRefusalHoldSeconds):
   // the placement route shows it left out, not a candidate, meanwhile.
@@ -150,7 +151,7 @@ class ApiService {
   // each cluster's reason; else "".
   std::string NeverPlaceable(const JobSpec& spec, int64_t now_ms) const;
   // The fleet as placement sees it now (the engine's, or the inventory's).
-  std::vector<placement::ClusterSnapshot> PlacementSnapshots(int64_t now_ms) const;
+  std::shared_ptr<const std::vector<placement::ClusterSnapshot>> PlacementSnapshots(int64_t now_ms) const;
   // The same document again for an Unschedulable job: queued to be judged again.
   void Resubmitted(const JobRecord& job, std::vector<std::string> warnings, const Respond& respond);
   void GetJob(http::Request req, Respond respond);

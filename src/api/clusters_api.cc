@@ -1,5 +1,6 @@
 // The cluster routes of ApiService: list, get, reload, and a job's placement.
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -95,12 +96,18 @@ void ApiService::ListClusters(http::Request req, Respond respond) {
   auto principal = Authorize(req, nullptr, respond);
   if (!principal) return;
   nlohmann::json items = nlohmann::json::array();
+  std::set<std::string> listed;
   if (fleet_) {
     int64_t now = clock_.NowMillis();
-    for (const auto& view : fleet_->Clusters()) items.push_back(ClusterJson(view, now, principal->admin));
+    for (const auto& view : fleet_->Clusters()) {
+      items.push_back(ClusterJson(view, now, principal->admin));
+      listed.insert(view.config.name);
+    }
   }
   if (options_.owners_missing) {
-    for (const auto& [name, jobs] : options_.owners_missing()) items.push_back(MissingClusterJson(name, jobs));
+    for (const auto& [name, jobs] : options_.owners_missing()) {
+      if (!listed.count(name)) items.push_back(MissingClusterJson(name, jobs));  // (back since the start: listed)
+    }
   }
   nlohmann::json list = {{"apiVersion", "gantry.dev/v1"}, {"kind", "ClusterList"}, {"metadata", nlohmann::json::object()},
                         {"items", items}};

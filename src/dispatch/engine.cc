@@ -90,9 +90,7 @@ Status Engine::Start() {
   }
   started_ms_ = clock_.NowMillis();
   {
-    std::set<std::string> in_inventory;
-    for (const inventory::ClusterView& view : fleet_.Clusters()) in_inventory.insert(view.config.name);
-    std::map<std::string, int> missing = OwnedJobs([&](const std::string& c) { return !in_inventory.count(c); });
+    std::map<std::string, int> missing = OwnersOutside({});
     for (const auto& [cluster, jobs] : missing) {
       spdlog::warn("dispatch: cluster {} owns {} job(s) but is not in the inventory (its file in clusters.d "
                    "missing?): they are held as they are until it is back, or a reload confirms its removal",
@@ -292,21 +290,18 @@ std::string Engine::InventoryChanged(const std::vector<std::string>& removed) {
 
 std::map<std::string, int> Engine::OwnersMissingSinceStart() {
   if (inventory_confirmed_.load()) return {};
-  std::map<std::string, int> missing;
-  {
-    std::lock_guard lock(fleet_mu_);
-    if (missing_at_start_.empty()) return {};
-    missing = missing_at_start_;
-  }
-  for (const inventory::ClusterView& view : fleet_.Clusters()) missing.erase(view.config.name);
-  return missing;
+  std::lock_guard lock(fleet_mu_);
+  return missing_at_start_;
+}
+
+std::map<std::string, int> Engine::OwnersOutside(std::set<std::string> known) {
+  for (const inventory::ClusterView& view : fleet_.Clusters()) known.insert(view.config.name);
+  return OwnedJobs([&](const std::string& cluster) { return !known.count(cluster); });
 }
 
 std::string Engine::OwnersRemovedNote(const std::vector<std::string>& removed) {
-  std::set<std::string> in_inventory(removed.begin(), removed.end());  // (named by the reload as removed)
-  for (const inventory::ClusterView& view : fleet_.Clusters()) in_inventory.insert(view.config.name);
-  const std::map<std::string, int> owners =
-      OwnedJobs([&](const std::string& cluster) { return !in_inventory.count(cluster); });
+  // (Those the reload named as removed are told by RemovedOwnersNote.)
+  const std::map<std::string, int> owners = OwnersOutside({removed.begin(), removed.end()});
   if (owners.empty()) return "";
   std::vector<std::string> named;
   for (const auto& [cluster, jobs] : owners) named.push_back(fmt::format("{} ({} job(s))", cluster, jobs));

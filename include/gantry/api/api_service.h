@@ -74,9 +74,10 @@ struct ApiOptions {
   // of, and since when: shown as status.viewBehind and viewBehindSince, and
   // as gantry_cluster_view_behind_seconds. Optional.
   std::function<ViewBehind(const std::string& cluster)> view_behind;
-  // The owners of jobs the inventory lacks since the daemon's start, with
-  // their job counts (dispatch::Engine::OwnersMissingSinceStart): listed as
-  // clusters of health Missing. Optional.
+  // The owners of jobs the inventory lacked at the daemon's start, with
+  // their job counts (dispatch::Engine::OwnersMissingSinceStart): those
+  // still not in the inventory are listed as clusters of health Missing.
+  // Optional.
   std::function<std::map<std::string, int>()> owners_missing;
   // The requests the dispatch engine allows in flight to the cluster now:
   // gantry_cluster_connections_limit. Optional.

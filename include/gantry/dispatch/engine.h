@@ -148,10 +148,10 @@ class Engine final : public JobIntake {
   int64_t WatchRefusedSince(const std::string& cluster);
   // The owners of Admitted, Running or Cancelling jobs that the inventory the daemon
   // started with lacks, and how many jobs each owned then (counted at
-  // Start), less those in the inventory now; {} once a reload confirmed
-  // the inventory (their jobs then got their onClusterLoss). Their jobs
-  // are held (OwnerHeld): gantry clusters lists them, so that an operator
-  // sees what the jobs wait for.
+  // Start); {} once a reload confirmed the inventory (their jobs then got
+  // their onClusterLoss). One back in the inventory since is the caller's
+  // to leave out. Their jobs are held (OwnerHeld): gantry clusters lists
+  // them, so that an operator sees what the jobs wait for.
   std::map<std::string, int> OwnersMissingSinceStart();
 
   // JobIntake, for the API. Wake drops a held new job and invalidates the
@@ -359,6 +359,8 @@ class Engine final : public JobIntake {
   // The Admitted, Running and Cancelling jobs of each owner `counts` takes ({} when the
   // store cannot be read, which is logged).
   std::map<std::string, int> OwnedJobs(const std::function<bool(const std::string&)>& counts);
+  // OwnedJobs of the owners neither in the inventory nor in `known`.
+  std::map<std::string, int> OwnersOutside(std::set<std::string> known);
   void RunGc();
   // Deletes the records of jobs finished longer ago than
   // job_record_retention_ms, a batch per commit (engine_records.cc).

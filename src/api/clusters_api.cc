@@ -286,6 +286,22 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
     }
     return nullptr;
   };
+  // The job's owner (its lease), which a verdict of now does not move. One
+  // outside the inventory is in no row: said here, or the verdict would
+  // read as if nothing held the job but quota.
+  if (!job->cluster.empty()) {
+    nlohmann::json owner = {{"name", job->cluster}};
+    if (!named(job->cluster)) {
+      const auto missing = options_.owners_missing ? options_.owners_missing() : std::map<std::string, int>{};
+      owner["inInventory"] = false;
+      owner["message"] = missing.count(job->cluster)
+                             ? "not in the inventory gantry started with (its file in clusters.d missing?): the "
+                               "job is held as it is (OwnerHeld) until the cluster is back, or a reload confirms "
+                               "its removal and the job gets its onClusterLoss"
+                             : "not in the inventory: the job waits as its status says until the cluster is back";
+    }
+    body["owner"] = std::move(owner);
+  }
   // Placement knows clusters, not this job's history: what the job's rows
   // say of each (below) is told beside, as the engine's passes see it.
   auto intents = store_.Intents(job->uid);

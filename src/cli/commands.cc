@@ -557,6 +557,12 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
     candidates += (candidates.empty() ? "" : ", ") + c.get<std::string>();
   }
   out << "Candidates:    " << (candidates.empty() ? "<none>" : candidates) << "\n";
+  if (const nlohmann::json owner = decision.value("owner", nlohmann::json::object()); owner.is_object() &&
+                                                                                     owner.contains("name")) {
+    out << "Owner:         " << owner.value("name", "");
+    if (!owner.value("inInventory", true)) out << " (" << owner.value("message", "not in the inventory") << ")";
+    out << "\n";
+  }
   // For a job dispatched already, where its copies are (the candidates are
   // placement's of now).
   std::string copies;

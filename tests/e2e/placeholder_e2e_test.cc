@@ -248,6 +248,10 @@ TEST_CASE("a reload that confirms the removal of an owner missing since the star
   INFO(one.out << one.err);
   CHECK(one.code == 0);
   CHECK(one.out.find("\"ownedJobs\": 1") != std::string::npos);
+  // gantry explain names it too, rather than blaming every cluster's quota.
+  const RunResult explained = Cli(fleet.url(), {"explain", "held", "-n", "team-a"});
+  INFO(explained.out << explained.err);
+  CHECK(explained.out.find("Owner:         c1 (not in the inventory gantry started with") != std::string::npos);
 
   // The file stays gone: the operator's reload makes it c1's removal. It
   // said "inventory reloaded" and no more, while the held job moved on.

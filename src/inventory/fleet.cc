@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "gantry/inventory/config_changes.h"
 #include "gantry/inventory/snapshot.h"
 
 namespace gantry::inventory {
@@ -54,41 +55,6 @@ void NoteClockOffset(const std::string& name, ClusterView& view, int64_t offset_
     view.clock_offset_far = false;
     spdlog::info("cluster {}: its clock is within {} of gantry's again", name, FormatAge(kClockOffsetBackMs));
   }
-}
-
-// What a reload changed in a cluster's entry, for the reload's answer and
-// log: "cordoned, region eu-west-1 -> us-east-1, labels"; "" when nothing.
-std::string ConfigChanges(const ClusterConfig& was, const ClusterConfig& now) {
-  std::vector<std::string> out;
-  auto flag = [&](bool a, bool b, const char* set, const char* cleared) {
-    if (a != b) out.emplace_back(b ? set : cleared);
-  };
-  auto scalar = [&](const char* field, const std::string& a, const std::string& b) {
-    if (a != b) out.push_back(fmt::format("{} {} -> {}", field, a.empty() ? "(none)" : a, b.empty() ? "(none)" : b));
-  };
-  auto named = [&](const char* field, bool differ) {
-    if (differ) out.emplace_back(field);
-  };
-  flag(was.cordoned, now.cordoned, "cordoned", "no longer cordoned");
-  flag(was.declared_lost, now.declared_lost, "declared lost", "no longer declared lost");
-  scalar("region", was.region, now.region);
-  scalar("zone", was.zone, now.zone);
-  scalar("provider", was.provider, now.provider);
-  scalar("kueueAPIVersion", std::string(KueueApiVersionName(was.kueue_api_version)),
-         std::string(KueueApiVersionName(now.kueue_api_version)));
-  named("complianceZones", was.compliance_zones != now.compliance_zones);
-  named("labels", was.labels != now.labels);
-  named("accelerators", was.accelerators != now.accelerators);
-  named("nodes", was.nodes != now.nodes);
-  named("pricePerGPUHour", !(was.price_per_gpu_hour == now.price_per_gpu_hour));
-  named("datasets", was.datasets != now.datasets);
-  named("localQueues", was.local_queues != now.local_queues);
-  named("kubeconfig", was.kubeconfig != now.kubeconfig || was.context != now.context);
-  named("allowInsecure", was.allow_insecure != now.allow_insecure);
-  ClusterConfig rest = was;  // a field not named above: said so, not left out
-  rest.source_file = now.source_file;
-  if (out.empty() && !(rest == now)) out.emplace_back("other settings");
-  return fmt::format("{}", fmt::join(out, ", "));
 }
 
 }  // namespace

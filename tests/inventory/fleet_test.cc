@@ -884,8 +884,8 @@ TEST_CASE("a reload names each cluster whose file it changed and what changed in
   InventoryChange change;
   REQUIRE(fleet.Reload(&change).empty());
   using Changed = std::vector<std::pair<std::string, std::string>>;
-  CHECK(change.changed == Changed{{"c1", "cordoned, region eu-central-1 -> us-east-1"}, {"c2", "labels"}});
-  CHECK(change.Describe() == "changed c1 (cordoned, region eu-central-1 -> us-east-1), c2 (labels)");
+  CHECK(change.changed == Changed{{"c1", "cordoned, region eu-central-1 -> us-east-1"}, {"c2", "labels (+tier=gold)"}});
+  CHECK(change.Describe() == "changed c1 (cordoned, region eu-central-1 -> us-east-1), c2 (labels (+tier=gold))");
   // Read again as it is: nothing changed.
   InventoryChange none;
   REQUIRE(fleet.Reload(&none).empty());

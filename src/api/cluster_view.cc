@@ -39,17 +39,21 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   if (h.first_lost_ms && reached) status["firstLostAt"] = FormatRfc3339(*h.first_lost_ms);
   // The last probe that failed, and how many in a row: its probes back off
   // with them (5 s, doubling, at most 30 s apart).
-  if (h.state == inventory::HealthState::kNotReady && h.last_failure_ms > 0 && reached) {
+  // Ready, with a failed probe short of probeFailureThreshold: the same.
+  const bool failing = h.state == inventory::HealthState::kNotReady || h.Doubted();
+  if (failing && h.last_failure_ms > 0 && reached) {
     status["lastProbeFailedAt"] = FormatRfc3339(h.last_failure_ms);
     status["failedProbes"] = h.consecutive_failures;
   }
   // Up, refusing gantry's credentials: NotReady, lost only after the longer
   // credentialsRefusedTimeoutSeconds (cluster_health.h).
-  if (h.credentials_refused && reached) status["credentialsRefused"] = true;
+  if (h.credentials_refused && h.state == inventory::HealthState::kNotReady && reached) {
+    status["credentialsRefused"] = true;
+  }
   // Ready again, its last failure is history: shown under another name, so
   // that a script or an operator reading lastError sees only a live one.
   if (!h.last_error.empty() && reached) {
-    status[h.state == inventory::HealthState::kReady ? "recoveredFrom" : "lastError"] = h.last_error;
+    status[h.state == inventory::HealthState::kReady && !failing ? "recoveredFrom" : "lastError"] = h.last_error;
   }  // else: configError, credentialsError
   if (!view.capacity_error.empty()) status["capacityError"] = view.capacity_error;
   if (!view.credentials_error.empty()) status["credentialsError"] = view.credentials_error;

@@ -77,6 +77,7 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.cluster_connections_min, 1, 256)) return Status::Invalid("clusterConnectionsMin must be 1..256");
   if (!in(c.cluster_stall_seconds, 1, 600)) return Status::Invalid("clusterStallSeconds must be 1..600");
   if (!in(c.probe_interval_seconds, 1, 3600)) return Status::Invalid("probeIntervalSeconds must be 1..3600");
+  if (!in(c.probe_failure_threshold, 1, 10)) return Status::Invalid("probeFailureThreshold must be 1..10");
   if (!in(c.rejection_backoff_seconds, 1, 3600)) return Status::Invalid("rejectionBackoffSeconds must be 1..3600");
   if (!in(c.job_refusal_hold_seconds, 1, 86400)) return Status::Invalid("jobRefusalHoldSeconds must be 1..86400");
   if (!in(c.rejection_backoff_max_seconds, 1, 86400)) {

@@ -166,6 +166,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"clusterConnectionsMin", num(&c.cluster_connections_min)},
       {"clusterStallSeconds", num(&c.cluster_stall_seconds)},
       {"probeIntervalSeconds", num(&c.probe_interval_seconds)},
+      {"probeFailureThreshold", num(&c.probe_failure_threshold)},
       {"rejectionBackoffSeconds", num(&c.rejection_backoff_seconds)},
       {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},
       {"jobRefusalHoldSeconds", num(&c.job_refusal_hold_seconds)},

@@ -249,6 +249,7 @@ int RunServe(const ServeFlags& flags) {
   inventory::FleetOptions fleet_options;
   fleet_options.clusters_dir = config.clusters_dir;
   fleet_options.probe_interval_ms = int64_t{config.probe_interval_seconds} * 1000;
+  fleet_options.failure_threshold = config.probe_failure_threshold;
   fleet_options.lost_timeout_ms = int64_t{config.cluster_lost_timeout_seconds} * 1000;
   fleet_options.refused_timeout_ms = int64_t{config.credentials_refused_timeout_seconds} * 1000;
   inventory::Fleet fleet(prober, *store.value(), clock, fleet_options);

@@ -51,13 +51,16 @@ void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error, std::optio
 }
 
 void ClusterHealth::Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms) {
-  if (state != HealthState::kNotReady) {
-    // An outage restored after a restart, and still on: NotReady since it
-    // began, not since the daemon started (gantry clusters' SINCE).
-    since_ms = state == HealthState::kUnknown && first_lost_ms && *first_lost_ms <= now_ms ? *first_lost_ms : now_ms;
+  if (!first_lost_ms) first_lost_ms = now_ms;
+  if (consecutive_failures < std::numeric_limits<int>::max()) ++consecutive_failures;
+  const bool doubted = state == HealthState::kReady && consecutive_failures < failure_threshold;
+  if (state != HealthState::kNotReady && !doubted) {
+    // NotReady since the outage began: its first failed probe, or, restored
+    // after a restart and still on, its start then, not since the daemon
+    // started (gantry clusters' SINCE).
+    since_ms = std::min(*first_lost_ms, now_ms);
     state = HealthState::kNotReady;
   }
-  if (!first_lost_ms) first_lost_ms = now_ms;
   // The time since the previous failure counts as its kind's: no answer at
   // all unless that one was a refusal.
   if (last_failure_ms > 0 && !credentials_refused && now_ms > last_failure_ms) {
@@ -66,7 +69,6 @@ void ClusterHealth::Fail(int64_t now_ms, std::string error, std::optional<int64_
   last_failure_ms = now_ms;
   last_failure_mono_ms = mono_ms.value_or(now_ms);
   last_error = std::move(error);
-  if (consecutive_failures < std::numeric_limits<int>::max()) ++consecutive_failures;
 }
 
 int64_t LostTimeoutMs(bool credentials_refused, int64_t lost_timeout_ms, int64_t refused_timeout_ms) {
@@ -85,7 +87,8 @@ int64_t ClusterHealth::ShownLostForMs() const {
 }
 
 int64_t ClusterHealth::NextRetryDelayMs(std::mt19937& rng, const BackoffPolicy& policy) const {
-  return BackoffDelayMs(consecutive_failures, policy, rng);
+  const int since_not_ready = consecutive_failures - std::max(failure_threshold, 1) + 1;
+  return BackoffDelayMs(std::max(since_not_ready, 1), policy, rng);
 }
 
 }  // namespace gantry::inventory

@@ -416,6 +416,10 @@ void Fleet::ProbeOne(const std::string& name) {
     const bool old_refused = e.view.health.credentials_refused;
     const std::string old_capacity_error = e.view.capacity_error;
     if (reading.ok()) {
+      if (e.view.health.Doubted()) {
+        spdlog::info("cluster {} answers its probe again, after {} failed; it stayed Ready", name,
+                     e.view.health.consecutive_failures);
+      }
       e.view.health.OnProbeOk(now);
       e.view.capacity_error = reading->unreadable;
       if (reading->unreadable.empty()) {
@@ -460,12 +464,18 @@ void Fleet::ProbeOne(const std::string& name) {
     } else {
       error = reading.status().message();
       e.view.capacity_error.clear();  // out of reach: the outage tells more
+      e.view.health.failure_threshold = options_.failure_threshold;
       if (Refusal(reading.status())) {
         e.view.health.OnProbeRefused(now, error, clock_.MonotonicMillis());
       } else {
         e.view.health.OnProbeFailed(now, error, clock_.MonotonicMillis());
       }
-      int64_t delay = e.view.health.NextRetryDelayMs(rng_, options_.backoff);
+      int64_t delay = e.view.health.Doubted() ? options_.doubt_probe_ms
+                                              : e.view.health.NextRetryDelayMs(rng_, options_.backoff);
+      if (e.view.health.Doubted()) {
+        spdlog::info("cluster {}: a probe failed ({} in a row, NotReady after {}); probing again in {} ms: {}", name,
+                     e.view.health.consecutive_failures, options_.failure_threshold, delay, error);
+      }
       // A cluster is judged lost on a probe that failed (ShownLostForMs):
       // one falls due when the outage reaches clusterLostTimeout, so that
       // a backoff of up to 30 s does not put the verdict off by as much.
@@ -484,7 +494,8 @@ void Fleet::ProbeOne(const std::string& name) {
       persist = h.first_lost_ms ? std::optional<ClusterOutage>({*h.first_lost_ms, h.credentials_refused})
                                 : std::nullopt;
     }
-    if (old_state != e.view.health.state || old_refused != e.view.health.credentials_refused) {
+    if (old_state != e.view.health.state ||
+        (e.view.health.state == HealthState::kNotReady && old_refused != e.view.health.credentials_refused)) {
       generation_.fetch_add(1, std::memory_order_release);
       if (reading.ok()) {
         spdlog::info("cluster {} is Ready", name);

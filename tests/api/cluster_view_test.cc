@@ -99,3 +99,25 @@ TEST_CASE("a cluster whose clock is off gantry's by more than its Date header ca
 }
 
 }  // namespace gantry::api
+
+namespace gantry::api {
+
+TEST_CASE("a Ready cluster whose last probe failed short of the threshold shows that failure as lastError",
+          "[api][clusters]") {
+  inventory::ClusterView view = ReadyView();
+  view.health.failure_threshold = 2;
+  view.health.OnProbeOk(1'764'000'000'000);
+  view.health.OnProbeRefused(1'764'000'005'000, "401 Unauthorized");
+  const nlohmann::json j = ClusterToJson(view, 1'764'000'006'000, 60'000);
+  INFO(j.dump());
+  CHECK(j["status"]["health"] == "Ready");
+  CHECK(j["status"]["lastError"] == "401 Unauthorized");
+  CHECK_FALSE(j["status"].contains("recoveredFrom"));
+  CHECK(j["status"]["failedProbes"] == 1);
+  CHECK(j["status"]["firstLostAt"] == "2025-11-24T16:00:05Z");
+  CHECK_FALSE(j["status"].contains("credentialsRefused"));  // not NotReady for it (yet)
+  view.health.OnProbeRefused(1'764'000'006'000, "401 Unauthorized");
+  CHECK(ClusterToJson(view, 1'764'000'007'000, 60'000)["status"]["credentialsRefused"] == true);
+}
+
+}  // namespace gantry::api

@@ -26,6 +26,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "clusterConnections: 3\n"
                      "clusterConnectionsMin: 5\n"
                      "clusterStallSeconds: 7\n"
+                     "probeFailureThreshold: 3\n"
                      "rejectionBackoffSeconds: 1\n"
                      "rejectionBackoffMaxSeconds: 30\n"
                      "preemptionGateSeconds: 0\n"
@@ -55,6 +56,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(DaemonConfig{}.dispatch_workers == 128);
   CHECK(DaemonConfig{}.dispatch_workers_min == 32);
   CHECK(c->cluster_connections == 3);
+  CHECK(c->probe_failure_threshold == 3);
+  CHECK(DaemonConfig{}.probe_failure_threshold == 2);
   CHECK(c->cluster_connections_min == 5);  // above clusterConnections: the daemon uses 3, fixed
   CHECK(DaemonConfig{}.cluster_connections == 64);
   CHECK(DaemonConfig{}.cluster_connections_min == 16);
@@ -117,6 +120,8 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"clusterConnectionsMin: 0\n", "clusterConnectionsMin must be 1..256"},
       {"clusterStallSeconds: 0\n", "clusterStallSeconds must be 1..600"},
       {"clusterStallSeconds: 601\n", "clusterStallSeconds must be 1..600"},
+      {"probeFailureThreshold: 0\n", "probeFailureThreshold must be 1..10"},
+      {"probeFailureThreshold: 11\n", "probeFailureThreshold must be 1..10"},
       {"dispatchWorkersMin: 257\n", "dispatchWorkersMin must be 1..256"},
       {"credentialsRefusedTimeoutSeconds: -1\n", "credentialsRefusedTimeoutSeconds must be 0..2592000 (0: never)"},
       {"declaredLostGraceSeconds: 86401\n", "declaredLostGraceSeconds must be 0..86400"},

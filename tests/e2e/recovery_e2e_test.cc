@@ -146,8 +146,13 @@ TEST_CASE("an owner refusing gantry's credentials is not lost at clusterLostTime
   CHECK(Count(Reasons(fleet, "team-a", "steady"), "CredentialsRefused") == 1);
   // The refusal's details are the operator's (gantry clusters), not on the job.
   CHECK(fleet.Job("team-a", "steady")["status"].value("message", "").find("401") == std::string::npos);
-  RunResult clusters = Cli(fleet.url(), {"clusters"});
-  CHECK(clusters.out.find("NotReady,CredentialsRefused") != std::string::npos);
+  // NotReady at its second refused probe in a row (probeFailureThreshold),
+  // a second after the first; its watches' refusals may tell the job first.
+  RunResult clusters;
+  CHECK(PollFor([&] {
+    clusters = Cli(fleet.url(), {"clusters"});
+    return clusters.out.find("NotReady,CredentialsRefused") != std::string::npos;
+  }, seconds(10)));
   CHECK(clusters.out.find("revoked-token") == std::string::npos);
   auto client = http::Client::Create(fleet.url());
   REQUIRE(client.ok());

@@ -222,6 +222,73 @@ TEST_CASE("Ready after an outage keeps when its last failed probe was, and Ready
   CHECK(h.last_failure_mono_ms == 0);
 }
 
+TEST_CASE("With a failure threshold of 2 one failed probe leaves a Ready cluster Ready and its outage begun",
+          "[inventory][health]") {
+  ClusterHealth h;
+  h.failure_threshold = 2;
+  h.OnProbeOk(kT0);
+  h.OnProbeFailed(kT0 + 5'000, "readyz: 500");
+  CHECK(h.state == HealthState::kReady);
+  CHECK(h.since_ms == kT0);
+  CHECK(h.Doubted());
+  CHECK(h.first_lost_ms == kT0 + 5'000);  // clusterLostTimeout's clock runs from here
+  CHECK(h.LostForMs(kT0 + 6'000) == 1'000);
+  CHECK(h.ShownLostForMs() == 0);  // only a NotReady outage is judged
+  h.OnProbeOk(kT0 + 6'000);        // a blip: no new Ready period
+  CHECK(h.state == HealthState::kReady);
+  CHECK(h.since_ms == kT0);
+  CHECK_FALSE(h.Doubted());
+  CHECK(h.ready_after_failure_mono_ms == 0);
+  CHECK_FALSE(h.first_lost_ms);
+
+  // Two in a row: NotReady since the first of them.
+  h.OnProbeFailed(kT0 + 10'000, "timeout");
+  h.OnProbeFailed(kT0 + 11'000, "timeout");
+  CHECK(h.state == HealthState::kNotReady);
+  CHECK_FALSE(h.Doubted());
+  CHECK(h.since_ms == kT0 + 10'000);
+  CHECK(h.first_lost_ms == kT0 + 10'000);
+  CHECK(h.ShownLostForMs() == 1'000);
+  // The backoff counts the failures since it went NotReady: 5 s next, as
+  // with a threshold of 1 after its first failure.
+  std::mt19937 rng(7);
+  const BackoffPolicy none{5'000, 300'000, Jitter::kNone};
+  CHECK(h.NextRetryDelayMs(rng, none) == 5'000);
+  h.OnProbeFailed(kT0 + 16'000, "timeout");
+  CHECK(h.NextRetryDelayMs(rng, none) == 10'000);
+  h.OnProbeOk(kT0 + 26'000);
+  CHECK(h.ready_after_failure_mono_ms == kT0 + 16'000);
+  CHECK(h.since_ms == kT0 + 26'000);
+}
+
+TEST_CASE("With a failure threshold of 2 a cluster never seen Ready is NotReady at its first failure",
+          "[inventory][health]") {
+  ClusterHealth h;
+  h.failure_threshold = 2;
+  h.RestoreFirstLost(kT0 - 60'000);
+  h.OnProbeFailed(kT0, "timeout");
+  CHECK(h.state == HealthState::kNotReady);
+  CHECK(h.since_ms == kT0 - 60'000);  // the outage restored after a restart
+  ClusterHealth fresh;
+  fresh.failure_threshold = 2;
+  fresh.OnProbeRefused(kT0, "401");
+  CHECK(fresh.state == HealthState::kNotReady);
+  CHECK(fresh.credentials_refused);
+}
+
+TEST_CASE("With a failure threshold of 2 a refusal and a failure in a row make a cluster NotReady",
+          "[inventory][health]") {
+  ClusterHealth h;
+  h.failure_threshold = 2;
+  h.OnProbeOk(kT0);
+  h.OnProbeRefused(kT0 + 1'000, "401");
+  CHECK(h.state == HealthState::kReady);
+  h.OnProbeFailed(kT0 + 2'000, "timeout");
+  CHECK(h.state == HealthState::kNotReady);
+  CHECK_FALSE(h.credentials_refused);
+  CHECK(h.since_ms == kT0 + 1'000);
+}
+
 TEST_CASE("NextRetryDelayMs grows with consecutive failures", "[inventory][health]") {
   std::mt19937 rng(7);
   ClusterHealth h;

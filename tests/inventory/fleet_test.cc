@@ -83,6 +83,40 @@ TEST_CASE("a cluster out of reach is probed again when its outage reaches the lo
   fleet.Stop();
 }
 
+TEST_CASE("a Ready cluster's first failed probe is confirmed a second later before it is NotReady, since that "
+          "first failure",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.backoff = {10'000, 60'000, Jitter::kNone};
+  REQUIRE(options.failure_threshold == 2);  // the default
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}};
+  Fleet fleet(prober, *store, clock, options);
+  CHECK(fleet.Start().empty());
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.state == HealthState::kReady; }));
+  prober.up["c1"] = false;
+  clock.Advance(options.probe_interval_ms);
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'005'000; }));
+  CHECK(fleet.Cluster("c1")->health.state == HealthState::kReady);
+  CHECK(fleet.Snapshot(clock.NowMillis())[0].health == placement::ClusterHealth::kReady);
+  // Probed again after doubt_probe_ms, not after the backoff's 10 s.
+  clock.Advance(options.doubt_probe_ms);
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'006'000; }));
+  const ClusterHealth h = fleet.Cluster("c1")->health;
+  CHECK(h.state == HealthState::kNotReady);
+  CHECK(h.since_ms == 1'005'000);
+  CHECK(h.first_lost_ms == 1'005'000);
+  CHECK(fleet.Snapshot(clock.NowMillis())[0].health == placement::ClusterHealth::kNotReady);
+  // The outage's start was saved at its first failure.
+  CHECK(testing::WaitFor([&] {
+    auto saved = store->LoadOutages();
+    return saved.ok() && saved->count("c1") && saved->at("c1").first_lost_ms == 1'005'000;
+  }));
+  fleet.Stop();
+}
+
 TEST_CASE("a cluster out of reach is probed at once when asked (ProbeSoon), not at its backed-off probe",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});
@@ -557,6 +591,12 @@ TEST_CASE("the fleet's generation changes with a cluster's health, whether its q
   CHECK(fleet.Generation() == ready);
   prober.up["c2"] = false;
   fleet.ProbeAllNow();
+  // One failed probe of a Ready cluster is short of failure_threshold (2):
+  // nothing placement reads changed.
+  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  CHECK(fleet.Generation() == ready);
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kNotReady);
   const uint64_t c2_down = fleet.Generation();
   CHECK(c2_down != ready);
   prober.up["c2"] = true;

@@ -54,7 +54,8 @@ struct DaemonConfig {
   int credentials_refused_timeout_seconds = 86400;
   // The same for an owner its inventory entry declares lost (declaredLost):
   // a short grace, so that one failed probe of a cluster being drained does
-  // not move or fail every job it runs. 0 = at the first failed probe.
+  // not move or fail every job it runs. 0 = once a probe finds it NotReady
+  // (probeFailureThreshold).
   int declared_lost_grace_seconds = 60;
   // How long a job that finished in its cluster keeps its Workload and job
   // there (for kubectl: pods, logs) before gantry deletes them. 0 = at once.
@@ -94,6 +95,9 @@ struct DaemonConfig {
   int cluster_stall_seconds = 2;
   // Probe interval of a healthy cluster (readiness and quota).
   int probe_interval_seconds = 5;
+  // Failed probes in a row that make a Ready cluster NotReady; the second
+  // is a second after the first (inventory::FleetOptions::failure_threshold).
+  int probe_failure_threshold = 2;
   // How old an epoch whose every copy an admission check rejected (or whose
   // owner rejected it before it ran) must be before the job is dispatched
   // again; doubled with each epoch of the job, up to the max.

@@ -5,9 +5,11 @@
 // States and transitions:
 //   Unknown  --ok-->   Ready      (since = now)
 //   Unknown  --fail--> NotReady   (since = now)
-//   Ready    --fail--> NotReady   (since = now)
+//   Ready    --fail--> NotReady   (since = the outage's first failure) once
+//                                 failure_threshold probes in a row failed;
+//                                 before that it stays Ready, its outage begun
 //   NotReady --ok-->   Ready      (since = now)
-//   any      --refused--> NotReady (since = now unless NotReady already)
+//   any      --refused--> as a failure
 //   same state again: `since` is unchanged.
 // "refused" is a failure of its own kind: the cluster answers, over TLS
 // verified against its CA, with the API server's own 401 or 403, or its
@@ -59,6 +61,12 @@ struct ClusterHealth {
   std::optional<int64_t> first_lost_ms;
   std::string last_error;  // REQUIRES: free of secrets (callers pass Status messages)
   int consecutive_failures = 0;
+  // Failed probes in a row that turn a Ready cluster NotReady (Kubernetes'
+  // probes' failureThreshold): one /readyz error in five must not take a
+  // cluster out of placement and rescan its jobs each time. The outage, and
+  // clusterLostTimeout's clock, still begin at the first failure. A cluster
+  // never seen Ready (Unknown) is NotReady at its first failure.
+  int failure_threshold = 1;
   bool credentials_refused = false;  // the latest failure was a refusal (above)
   // In the current outage: the time the cluster did not answer at all, up
   // to its latest failure (each gap between two failures counts as the
@@ -104,8 +112,12 @@ struct ClusterHealth {
     return inventory::LostTimeoutMs(credentials_refused, lost_timeout_ms, refused_timeout_ms);
   }
 
-  // Delay before the next reconnect attempt: BackoffDelayMs over
-  // consecutive_failures (see backoff.h for the formula and the jitter).
+  // Ready, with failed probes in a row short of failure_threshold.
+  bool Doubted() const { return state == HealthState::kReady && consecutive_failures > 0; }
+
+  // Delay before the next reconnect attempt: BackoffDelayMs over the
+  // failures since it went NotReady (see backoff.h for the formula and the
+  // jitter). While Doubted(), the caller probes again sooner.
   int64_t NextRetryDelayMs(std::mt19937& rng, const BackoffPolicy& policy = {}) const;
 
  private:

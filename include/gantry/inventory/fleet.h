@@ -93,6 +93,13 @@ struct FleetOptions {
   // 0 = never lost while it refuses).
   int64_t refused_timeout_ms = 24 * 3600'000;
   BackoffPolicy backoff;                   // while a cluster does not answer
+  // probeFailureThreshold: failed probes in a row that make a Ready cluster
+  // NotReady (ClusterHealth::failure_threshold), and the delay before the
+  // probe that confirms a first failure, rather than the backoff's 2.5-5 s:
+  // a cluster that went away is out of placement a second later than with
+  // a threshold of 1, while one that fails a probe in five stays in.
+  int failure_threshold = 2;
+  int64_t doubt_probe_ms = 1'000;
   // Threads probing in parallel, so a cluster that stalls until its probe's
   // deadline does not hold up the probes of the others: at least
   // probe_workers, one more for each clusters_per_probe_worker clusters

@@ -176,6 +176,33 @@ std::string SplitJobRef(std::string& name, std::string& ns) {
   return "";
 }
 
+namespace {
+
+// Jobs in one file, at most: a sweep's worth, each sent as its own request.
+constexpr std::size_t kMaxSubmitDocuments = 1000;
+
+// "job.gantry.dev/NAME created", or why an answer 200 changed nothing.
+std::string SubmittedLine(const ApiResult& r, const std::string& name, const std::string& ns) {
+  if (r.http_status == 201) return "job.gantry.dev/" + name + " created";
+  // 200: the same document again. The server says whether this post put
+  // an Unschedulable job back to be judged again (event Resubmitted); the
+  // job's message cannot, as it says so until the job's next verdict.
+  auto resubmitted = r.headers.find("gantry-resubmitted");
+  if (resubmitted != r.headers.end() && resubmitted->second == "true") {
+    return "job.gantry.dev/" + name + " unchanged; queued to be judged again";
+  }
+  // The same document as a finished job's is that job, not a new run.
+  const std::string phase = Str(r.body, "/status/phase");
+  if (phase == "Succeeded" || phase == "Failed" || phase == "Cancelled") {
+    return fmt::format("job.gantry.dev/{} unchanged: it is {} already, and is not run again (to run it again: "
+                       "gantry cancel --purge {} -n {}, then submit)",
+                       name, phase, name, ns);
+  }
+  return "job.gantry.dev/" + name + " unchanged";
+}
+
+}  // namespace
+
 int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& wait, std::ostream& out,
            std::ostream& err) {
   std::stringstream ss;
@@ -195,7 +222,7 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     ss << in.rdbuf();
   }
   const std::string text = ss.str();
-  auto parsed = YamlToJson(text);
+  auto parsed = YamlStreamToJson(text, kMaxSubmitDocuments);
   if (auto* e = std::get_if<DocumentError>(&parsed)) {
     // A JSON document is read as the YAML it also is: its errors are told
     // as JSON's, as the server tells them.
@@ -207,48 +234,65 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     err << "error: " << file << ": " << message << "\n";
     return kExitUsage;
   }
-  const nlohmann::json& doc = std::get<nlohmann::json>(parsed);
-  if (!doc.is_object()) {
-    err << "error: " << file << ": the document must be a mapping (a job: apiVersion, kind, metadata, spec)\n";
+  const std::vector<nlohmann::json>& docs = std::get<std::vector<nlohmann::json>>(parsed);
+  // Which document, in a file of several ("" for one).
+  auto which = [&](std::size_t i) {
+    return docs.size() == 1 ? std::string() : fmt::format(" (document {} of {})", i + 1, docs.size());
+  };
+  // Every one checked before any is sent: a file that is not a list of
+  // jobs is refused whole.
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    if (!docs[i].is_object()) {
+      err << "error: " << file << which(i)
+          << ": the document must be a mapping (a job: apiVersion, kind, metadata, spec)\n";
+      return kExitUsage;
+    }
+  }
+  if (docs.size() > 1 && wait.wait) {
+    err << "error: " << file << " holds " << docs.size()
+        << " jobs: --wait follows one job; submit them without it, then follow each with gantry status --watch\n";
     return kExitUsage;
   }
-  std::string ns = flags.ns.empty() ? Str(doc, "/metadata/namespace", "default") : flags.ns;
-  std::string name = Str(doc, "/metadata/name");
   int code = kExitOk;
   auto api = Connect(flags, err, &code);
   if (!api) return code;
-  ApiResult r = api->Call("POST", "/api/v1/namespaces/" + UrlEncode(ns) + "/jobs", doc.dump());
-  if (r.exit_code != kExitOk) {
-    err << r.error << "\n";
-    return r.exit_code;
-  }
-  name = Str(r.body, "/metadata/name", name);
-  for (const std::string& w : r.warnings) err << "Warning: " << w << "\n";
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
-  if (format == OutputFormat::kTable) {
-    // 200: the same document again. The server says whether this post put
-    // an Unschedulable job back to be judged again (event Resubmitted); the
-    // job's message cannot, as it says so until the job's next verdict.
-    auto resubmitted = r.headers.find("gantry-resubmitted");
-    const bool judged_again = r.http_status == 200 && resubmitted != r.headers.end() && resubmitted->second == "true";
-    // The same document as a finished job's is that job, not a new run.
-    const std::string phase = Str(r.body, "/status/phase");
-    const bool finished = phase == "Succeeded" || phase == "Failed" || phase == "Cancelled";
-    out << "job.gantry.dev/" << name
-        << (r.http_status == 201 ? " created"
-            : judged_again       ? " unchanged; queued to be judged again"
-            : finished ? fmt::format(" unchanged: it is {} already, and is not run again (to run it again: gantry "
-                                     "cancel --purge {} -n {}, then submit)",
-                                     phase, name, ns)
-                       : " unchanged")
-        << "\n";
-  } else if (!wait.wait) {
-    PrintObject(out, r.body, format);  // with --wait, the job as it ends instead (WaitAndPrint)
+  // Sent in order, each on its own: one refused does not stop the others
+  // (as kubectl apply -f), and the exit code is the first refusal's.
+  int first_error = kExitOk;
+  nlohmann::json items = nlohmann::json::array();
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    const nlohmann::json& doc = docs[i];
+    std::string ns = flags.ns.empty() ? Str(doc, "/metadata/namespace", "default") : flags.ns;
+    std::string name = Str(doc, "/metadata/name");
+    ApiResult r = api->Call("POST", "/api/v1/namespaces/" + UrlEncode(ns) + "/jobs", doc.dump());
+    if (r.exit_code != kExitOk) {
+      err << (docs.size() == 1 ? "" : fmt::format("{}{}: ", name.empty() ? "<no name>" : name, which(i)))
+          << r.error << "\n";
+      if (first_error == kExitOk) first_error = r.exit_code;
+      continue;
+    }
+    name = Str(r.body, "/metadata/name", name);
+    for (const std::string& w : r.warnings) err << "Warning: " << (docs.size() == 1 ? "" : name + ": ") << w << "\n";
+    if (format == OutputFormat::kTable) {
+      out << SubmittedLine(r, name, ns) << "\n";
+    } else if (!wait.wait) {
+      items.push_back(r.body);  // with --wait, the job as it ends instead (WaitAndPrint)
+    }
+    if (!wait.wait) continue;
+    return WaitAndPrint(*api, flags, ns, name, wait, "Succeeded", out, err, nullptr, /*answered_before=*/true,
+                        std::move(r.body));
   }
-  if (!wait.wait) return kExitOk;
-  return WaitAndPrint(*api, flags, ns, name, wait, "Succeeded", out, err, nullptr, /*answered_before=*/true,
-                      std::move(r.body));
+  if (format != OutputFormat::kTable && !items.empty()) {
+    // One job as itself; several as a List, as kubectl prints them.
+    PrintObject(out, items.size() == 1 && docs.size() == 1 ? items[0]
+                                                         : nlohmann::json{{"apiVersion", "v1"},
+                                                                          {"kind", "List"},
+                                                                          {"items", items}},
+                format);
+  }
+  return first_error;
 }
 
 int Status(const CommonFlags& flags, const std::string& name, bool watch, int watch_timeout_seconds,

@@ -413,7 +413,8 @@ class Converter {
 
 }  // namespace
 
-std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
+std::variant<std::vector<nlohmann::json>, DocumentError> YamlStreamToJson(std::string_view yaml,
+                                                                         std::size_t max_documents) {
   if (const std::size_t bad = FirstInvalidUtf8(yaml); bad != std::string_view::npos) {
     return YamlError(MarkAt(yaml, bad), fmt::format("byte 0x{:02X} is not valid UTF-8 (the text must be UTF-8)",
                                                     static_cast<unsigned char>(yaml[bad])));
@@ -424,14 +425,23 @@ std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
       // An empty document ("---" at the end of a file) is not a second document.
       if (!doc.IsNull()) docs.push_back(doc);
     }
-    if (docs.size() > 1) {
-      return DocumentError{
-          400, fmt::format("expected exactly one YAML document, got {}", docs.size()), {}};
+    if (docs.size() > max_documents) {
+      return DocumentError{400,
+                           max_documents == 1
+                               ? fmt::format("expected exactly one YAML document, got {}", docs.size())
+                               : fmt::format("expected at most {} YAML documents, got {}", max_documents, docs.size()),
+                           {}};
     }
     if (docs.empty()) return DocumentError{400, "the YAML body holds no document", {}};
-    Converter converter(yaml);
-    json out = converter.Convert(docs[0], 0);
-    if (converter.error) return *converter.error;
+    std::vector<json> out;
+    out.reserve(docs.size());
+    for (const YAML::Node& doc : docs) {
+      // One converter per document: each is held to a single job's limits.
+      // Node positions are the stream's, so errors name the file's lines.
+      Converter converter(yaml);
+      out.push_back(converter.Convert(doc, 0));
+      if (converter.error) return *converter.error;
+    }
     return out;
   } catch (const YAML::DeepRecursion& e) {  // yaml-cpp's own limit, which it words "bad file"
     return YamlError(e.mark, "document is nested too deeply");
@@ -446,6 +456,12 @@ std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
   } catch (const std::exception& e) {
     return DocumentError{400, fmt::format("invalid YAML: {}", e.what()), {}};
   }
+}
+
+std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml) {
+  auto docs = YamlStreamToJson(yaml, 1);
+  if (auto* e = std::get_if<DocumentError>(&docs)) return std::move(*e);
+  return std::move(std::get<std::vector<json>>(docs)[0]);
 }
 
 }  // namespace gantry

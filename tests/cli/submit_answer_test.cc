@@ -3,6 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <mutex>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "daemon_fixture.h"
@@ -71,6 +75,72 @@ TEST_CASE("submit of a JSON file tells its errors as JSON's", "[cli]") {
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("invalid JSON") && Catch::Contains("duplicate key"));
   CHECK(r.err.find("YAML") == std::string::npos);
+}
+
+TEST_CASE("submit of a file of several jobs sends each in order: one refused does not stop the others", "[cli]") {
+  std::mutex mu;
+  std::vector<std::string> posted;  // "namespace/name" as the server got them
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  http::Server server(options, [&](http::Request req, http::Responder respond) {
+    const nlohmann::json doc = nlohmann::json::parse(req.body);
+    const std::string name = doc["metadata"].value("name", "");
+    {
+      std::lock_guard lock(mu);
+      posted.push_back(req.path + " " + name);
+    }
+    if (name == "b") {
+      respond(http::JsonResponse(422, R"({"kind":"Status","status":"Failure","code":422,"reason":"Invalid",)"
+                                      R"("message":"spec.queue: required"})"));
+      return;
+    }
+    nlohmann::json job = {{"metadata", {{"name", name}, {"namespace", "team-a"}}}, {"status", {{"phase", "Queued"}}}};
+    respond(http::JsonResponse(201, job.dump()));
+  });
+  REQUIRE(server.Start().ok());
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  TempDir dir;
+  const std::string file = dir.File("sweep.yaml");
+  WriteFile(file,
+            "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: a, namespace: team-a}\nspec: {queue: q}\n"
+            "---\napiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: b, namespace: team-b}\nspec: {}\n"
+            "---\napiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: c}\nspec: {queue: q}\n---\n");
+  RunResult r = Cli(url, {"submit", "-f", file});
+  INFO(r.out << r.err);
+  CHECK(r.code != 0);
+  CHECK(r.out == "job.gantry.dev/a created\njob.gantry.dev/c created\n");
+  CHECK_THAT(r.err, Catch::Contains("b (document 2 of 3): ") && Catch::Contains("spec.queue: required"));
+  {
+    std::lock_guard lock(mu);
+    CHECK(posted == std::vector<std::string>{"/api/v1/namespaces/team-a/jobs a", "/api/v1/namespaces/team-b/jobs b",
+                                             "/api/v1/namespaces/default/jobs c"});
+  }
+
+  // -o json: the jobs as a List.
+  RunResult json_out = Cli(url, {"submit", "-f", file, "-o", "json"});
+  INFO(json_out.out << json_out.err);
+  const nlohmann::json list = nlohmann::json::parse(json_out.out);
+  CHECK(list["kind"] == "List");
+  CHECK(list["items"].size() == 2);
+
+  // --wait follows one job: refused whole, nothing sent.
+  const std::size_t sent = [&] {
+    std::lock_guard lock(mu);
+    return posted.size();
+  }();
+  RunResult waited = Cli(url, {"submit", "-f", file, "--wait"});
+  CHECK(waited.code == 2);
+  CHECK_THAT(waited.err, Catch::Contains("holds 3 jobs: --wait follows one job"));
+  // A document that is no mapping: the file is refused before any is sent.
+  const std::string odd = dir.File("odd.yaml");
+  WriteFile(odd, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: a}\n---\n- just\n- a list\n");
+  RunResult refused = Cli(url, {"submit", "-f", odd});
+  CHECK(refused.code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("(document 2 of 2): the document must be a mapping"));
+  std::lock_guard lock(mu);
+  CHECK(posted.size() == sent);
+  server.Stop(std::chrono::seconds(1));
 }
 
 }  // namespace gantry::testing

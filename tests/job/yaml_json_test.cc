@@ -299,3 +299,37 @@ TEST_CASE("a YAML error below a quoted value left open names the line that opene
 }
 
 }  // namespace gantry
+
+namespace gantry {
+namespace {
+
+TEST_CASE("a YAML stream of several documents is read in order, an empty one skipped, its errors at the file's line",
+          "[job][yaml]") {
+  auto three = YamlStreamToJson("a: 1\n---\n---\nb: 010\n---\nc: [x]\n---\n", 10);
+  REQUIRE(std::holds_alternative<std::vector<nlohmann::json>>(three));
+  const auto& docs = std::get<std::vector<nlohmann::json>>(three);
+  REQUIRE(docs.size() == 3);
+  CHECK(docs[0]["a"] == 1);
+  CHECK(docs[1]["b"] == 8);  // YAML 1.1 octal, as in a single document
+  CHECK(docs[2]["c"][0] == "x");
+
+  // An ambiguous number in the second document: told at its line in the file.
+  auto bad = YamlStreamToJson("a: 1\n---\nb: 2\nc: 0489\n", 10);
+  REQUIRE(std::holds_alternative<DocumentError>(bad));
+  CHECK_THAT(std::get<DocumentError>(bad).message, Catch::Contains("line 4"));
+
+  auto many = YamlStreamToJson("a: 1\n---\nb: 2\n---\nc: 3\n", 2);
+  REQUIRE(std::holds_alternative<DocumentError>(many));
+  CHECK(std::get<DocumentError>(many).message == "expected at most 2 YAML documents, got 3");
+  auto none = YamlStreamToJson("---\n---\n", 2);
+  REQUIRE(std::holds_alternative<DocumentError>(none));
+  CHECK(std::get<DocumentError>(none).message == "the YAML body holds no document");
+
+  // The server's reader still takes one job per request.
+  auto two = YamlToJson("a: 1\n---\nb: 2\n");
+  REQUIRE(std::holds_alternative<DocumentError>(two));
+  CHECK(std::get<DocumentError>(two).message == "expected exactly one YAML document, got 2");
+}
+
+}  // namespace
+}  // namespace gantry

@@ -125,6 +125,13 @@ std::variant<JobSpec, DocumentError> ParseJobJson(const nlohmann::json& doc,
 // 400) with the line and column of a syntax error or an ambiguous number.
 std::variant<nlohmann::json, DocumentError> YamlToJson(std::string_view yaml);
 
+// Same for a stream of documents separated by "---" (a file of several
+// jobs, as kubectl takes): each converted as above, in order; empty ones
+// skipped. A DocumentError for the first error (its line is the stream's),
+// for none, or for more than max_documents.
+std::variant<std::vector<nlohmann::json>, DocumentError> YamlStreamToJson(std::string_view yaml,
+                                                                         std::size_t max_documents);
+
 // The normalized spec as JSON text: defaults filled in, pod sets included,
 // keys in a fixed order. Two documents that mean the same job give the same
 // text; this is what the store keeps and compares for idempotent submission.

@@ -67,6 +67,13 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
     query.allowed_namespaces.assign(principal->namespaces.begin(), principal->namespaces.end());
   }
   if (auto queue = req.Query("queue"); queue && !queue->empty()) query.queue = *queue;
+  if (auto cluster = req.Query("cluster"); cluster && !cluster->empty()) {
+    if (std::string e = CheckDns1123Label(*cluster); !e.empty()) {
+      respond(K8sStatus(400, "BadRequest", "cluster " + e, {{"cluster", e}}));
+      return;
+    }
+    query.cluster = *cluster;
+  }
   if (auto phase = req.Query("phase"); phase && !phase->empty()) {
     std::vector<std::string_view> names;
     for (JobPhase p : kAllJobPhases) {  // whatever its case: running is Running

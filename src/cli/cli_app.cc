@@ -78,12 +78,13 @@ int RunCli(int argc, char** argv) {
       ->needs(status_watch);
 
   bool all = false;
-  std::string phase, queue;
+  std::string phase, queue, list_cluster;
   auto* list = app.add_subcommand("list", "list jobs");
   list->add_option("-n,--namespace", flags.ns, "namespace (default: default)");
   list->add_flag("-A,--all-namespaces", all, "jobs of every namespace you may see");
   list->add_option("--phase", phase, "only jobs in this phase");
   list->add_option("--queue", queue, "only jobs of this queue");
+  list->add_option("--cluster", list_cluster, "only jobs leased to this cluster (with --phase: by its index)");
 
   bool purge = false;
   auto* cancel = app.add_subcommand("cancel", "cancel a job (or remove a finished one with --purge)");
@@ -146,7 +147,7 @@ int RunCli(int argc, char** argv) {
   try {
     if (submit->parsed()) return cli::Submit(flags, file, wait, std::cout, std::cerr);
     if (status->parsed()) return cli::Status(flags, name, watch, watch_timeout, std::cout, std::cerr);
-    if (list->parsed()) return cli::List(flags, all, phase, queue, std::cout, std::cerr);
+    if (list->parsed()) return cli::List(flags, all, phase, queue, list_cluster, std::cout, std::cerr);
     if (cancel->parsed()) return cli::Cancel(flags, name, purge, wait, std::cout, std::cerr);
     if (clusters->parsed()) return cli::Clusters(flags, cluster_name, std::cout, std::cerr);
     if (explain->parsed()) return cli::Explain(flags, name, std::cout, std::cerr);

@@ -383,13 +383,14 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
 }
 
 int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase, const std::string& queue,
-         std::ostream& out, std::ostream& err) {
+         const std::string& cluster, std::ostream& out, std::ostream& err) {
   int code = kExitOk;
   auto api = Connect(flags, err, &code);
   if (!api) return code;
   std::string base = all_namespaces ? "/api/v1/jobs?" : "/api/v1/namespaces/" + UrlEncode(NamespaceOf(flags)) + "/jobs?";
   if (!phase.empty()) base += "phase=" + UrlEncode(phase) + "&";
   if (!queue.empty()) base += "queue=" + UrlEncode(queue) + "&";
+  if (!cluster.empty()) base += "cluster=" + UrlEncode(cluster) + "&";
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
   const bool table = format == OutputFormat::kTable;

@@ -31,8 +31,9 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
 // watch_timeout_seconds: with watch, give up after this long (0 = never).
 int Status(const CommonFlags& flags, const std::string& name, bool watch, int watch_timeout_seconds,
            std::ostream& out, std::ostream& err);
+// cluster: only the jobs leased to it ("" = any).
 int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase, const std::string& queue,
-         std::ostream& out, std::ostream& err);
+         const std::string& cluster, std::ostream& out, std::ostream& err);
 int Cancel(const CommonFlags& flags, const std::string& name, bool purge, const WaitFlags& wait,
            std::ostream& out, std::ostream& err);
 // name "": every cluster; else that one.

@@ -22,6 +22,7 @@ std::string ListSql(const ListQuery& query, std::vector<std::string>* params) {
   }
   if (query.queue) sql += " AND queue = " + param(*query.queue);
   if (query.phase) sql += " AND phase = " + param(std::string(JobPhaseName(*query.phase)));
+  if (query.cluster) sql += " AND cluster = " + param(*query.cluster);
   sql += " ORDER BY seq LIMIT ?2";
   return sql;
 }

@@ -214,6 +214,7 @@ TEST_CASE("error codes are Kubernetes Status objects", "[api]") {
       {"limit not a number", "GET", "/api/v1/jobs?limit=abc", "", "", 400, "BadRequest", "limit"},
       {"bad continue", "GET", "/api/v1/jobs?continue=garbage", "", "", 400, "BadRequest", "continue"},
       {"bad phase", "GET", "/api/v1/jobs?phase=Sleeping", "", "", 400, "BadRequest", "phase"},
+      {"bad cluster name", "GET", "/api/v1/jobs?cluster=C_1", "", "", 400, "BadRequest", "cluster"},
       {"bad purge", "DELETE", "/api/v1/namespaces/team-a/jobs/x?purge=maybe", "", "", 400, "BadRequest", "purge"},
       {"list in a namespace that cannot be one", "GET", "/api/v1/namespaces/%2e%2e/jobs", "", "", 422, "Invalid",
        "metadata.namespace"},

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "gantry/store/sqlite_connection.h"
 #include "gantry/store/sqlite_store.h"
 #include "store_test_util.h"
 #include "test_support.h"
@@ -92,6 +93,33 @@ TEST_CASE("List filters", "[store][list]") {
       if (c.query.phase) CHECK(job.phase == *c.query.phase);
     }
   }
+}
+
+TEST_CASE("List filters by the lease owner, alone and with a phase", "[store][list]") {
+  TempDir dir;
+  auto store = Seeded(dir);
+  {
+    SqliteConnectionOptions options;
+    options.create = false;
+    auto conn = SqliteConnection::Open(dir.File("db"), options);
+    REQUIRE(conn.ok());
+    // The Running jobs of namespace a (7 of its 20) are leased to c1.
+    REQUIRE((*conn)->Exec("UPDATE jobs SET cluster = 'c1' WHERE namespace = 'a' AND phase = 'Running'").ok());
+  }
+  auto count = [&](std::optional<std::string> cluster, std::optional<JobPhase> phase, int limit) {
+    ListQuery query;
+    query.cluster = std::move(cluster);
+    query.phase = phase;
+    query.limit = limit;
+    std::vector<JobRecord> all = ListAll(*store, query);
+    for (const JobRecord& job : all) CHECK(job.cluster == "c1");
+    return all.size();
+  };
+  CHECK(count("c1", std::nullopt, 500) == 7);
+  CHECK(count("c1", std::nullopt, 2) == 7);  // pages walk past the jobs of no owner
+  CHECK(count("c1", JobPhase::kRunning, 3) == 7);
+  CHECK(count("c1", JobPhase::kQueued, 500) == 0);
+  CHECK(count("c2", std::nullopt, 500) == 0);
 }
 
 TEST_CASE("List pages return every row exactly once, in seq order", "[store][list]") {

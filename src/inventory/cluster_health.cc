@@ -31,7 +31,8 @@ void ClusterHealth::OnProbeOk(int64_t now_ms) {
   last_failure_mono_ms = 0;
 }
 
-void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms) {
+void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms,
+                                  bool conclusive) {
   // After refusals, a failure of another kind starts clusterLostTimeout's
   // clock again, counting only the time the cluster did not answer at all
   // in this outage: measured from the start of the refusals, one timeout of
@@ -40,20 +41,20 @@ void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error, std::option
   // still running there, re-run elsewhere); started afresh, a cluster that
   // alternates between refusals and no answer would never be lost.
   const bool after_refusal = credentials_refused;
-  Fail(now_ms, std::move(error), mono_ms);
+  Fail(now_ms, std::move(error), mono_ms, conclusive);
   if (after_refusal) first_lost_ms = now_ms - unreachable_ms;
   credentials_refused = false;
 }
 
 void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms) {
-  Fail(now_ms, std::move(error), mono_ms);
+  Fail(now_ms, std::move(error), mono_ms, /*conclusive=*/false);
   credentials_refused = true;
 }
 
-void ClusterHealth::Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms) {
+void ClusterHealth::Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms, bool conclusive) {
   if (!first_lost_ms) first_lost_ms = now_ms;
   if (consecutive_failures < std::numeric_limits<int>::max()) ++consecutive_failures;
-  const bool doubted = state == HealthState::kReady && consecutive_failures < failure_threshold;
+  const bool doubted = state == HealthState::kReady && !conclusive && consecutive_failures < failure_threshold;
   if (state != HealthState::kNotReady && !doubted) {
     // NotReady since the outage began: its first failed probe, or, restored
     // after a restart and still on, its start then, not since the daemon

@@ -377,6 +377,7 @@ void Fleet::ProbeOne(const std::string& name) {
   // A cluster's answer that some reader did not expect must not end the
   // daemon (every cluster's jobs with it, at every restart): a failed probe.
   Result<CapacityReading> reading = Status::Unavailable("not probed");
+  const int64_t probe_began_mono = clock_.MonotonicMillis();
   try {
     reading = prober_.Probe(config, *creds);
   } catch (const std::exception& e) {
@@ -468,7 +469,8 @@ void Fleet::ProbeOne(const std::string& name) {
       if (Refusal(reading.status())) {
         e.view.health.OnProbeRefused(now, error, clock_.MonotonicMillis());
       } else {
-        e.view.health.OnProbeFailed(now, error, clock_.MonotonicMillis());
+        const int64_t mono = clock_.MonotonicMillis();
+        e.view.health.OnProbeFailed(now, error, mono, mono - probe_began_mono >= options_.conclusive_failure_ms);
       }
       int64_t delay = e.view.health.Doubted() ? options_.doubt_probe_ms
                                               : e.view.health.NextRetryDelayMs(rng_, options_.backoff);

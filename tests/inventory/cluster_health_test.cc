@@ -261,6 +261,17 @@ TEST_CASE("With a failure threshold of 2 one failed probe leaves a Ready cluster
   CHECK(h.since_ms == kT0 + 26'000);
 }
 
+TEST_CASE("With a failure threshold of 2 a conclusive failure makes a Ready cluster NotReady at once",
+          "[inventory][health]") {
+  ClusterHealth h;
+  h.failure_threshold = 2;
+  h.OnProbeOk(kT0);
+  h.OnProbeFailed(kT0 + 10'000, "GET /readyz: no answer within 5000 ms", std::nullopt, /*conclusive=*/true);
+  CHECK(h.state == HealthState::kNotReady);
+  CHECK(h.since_ms == kT0 + 10'000);
+  CHECK(h.ShownLostForMs() == 0);
+}
+
 TEST_CASE("With a failure threshold of 2 a cluster never seen Ready is NotReady at its first failure",
           "[inventory][health]") {
   ClusterHealth h;

@@ -66,6 +66,11 @@ class FakeProber final : public ClusterProber {
   // cluster -> once released, its blocked probe answers as an up one does
   // (a probe still in flight when something changes).
   ClusterFlags answers_after_block;
+  // cluster -> its probe fails once slow_ms have passed on slow_clock (a
+  // deadline waited out with no answer).
+  ClusterFlags slow;
+  FakeClock* slow_clock = nullptr;
+  int64_t slow_ms = 5'000;
   Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials&) override {
     {
       std::lock_guard lock(probes_mu_);
@@ -79,6 +84,10 @@ class FakeProber final : public ClusterProber {
       released_cv_.wait(lock, [&] { return released_; });
       --blocked_;
       if (!answers_after_block.Get(config.name)) return Status::Unavailable("connect: timed out");
+    }
+    if (slow.Get(config.name) && slow_clock) {
+      slow_clock->Advance(slow_ms);
+      return Status::Unavailable("GET /readyz: no answer within 5000 ms");
     }
     if (!up.Get(config.name)) return Status::Unavailable("connect: connection refused");
     if (refuses.Get(config.name)) return Status(Code::kUnauthenticated, "/readyz answered 401");

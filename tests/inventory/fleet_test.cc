@@ -117,6 +117,28 @@ TEST_CASE("a Ready cluster's first failed probe is confirmed a second later befo
   fleet.Stop();
 }
 
+TEST_CASE("a Ready cluster whose probe waited out its deadline with no answer is NotReady at once: no flake",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;  // probed here only
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}};
+  prober.slow_clock = &clock;
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c1")->health.state == HealthState::kReady);
+  prober.slow["c1"] = true;
+  fleet.ProbeAllNow();
+  const ClusterHealth h = fleet.Cluster("c1")->health;
+  CHECK(h.state == HealthState::kNotReady);
+  CHECK(h.consecutive_failures == 1);
+  CHECK(h.first_lost_ms == 1'005'000);  // when the probe gave up
+  fleet.Stop();
+}
+
 TEST_CASE("a cluster out of reach is probed at once when asked (ProbeSoon), not at its backed-off probe",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});

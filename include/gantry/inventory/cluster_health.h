@@ -84,9 +84,12 @@ struct ClusterHealth {
   int64_t ready_after_failure_mono_ms = 0;
 
   // now_ms: the wall clock; mono_ms: the monotonic clock at the same moment
-  // (unset: now_ms, as a fake clock's are one).
+  // (unset: now_ms, as a fake clock's are one). conclusive: a failure that
+  // is no flake (the probe waited out its deadline with no answer), which
+  // makes a Ready cluster NotReady at once, whatever failure_threshold.
   void OnProbeOk(int64_t now_ms);
-  void OnProbeFailed(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms = std::nullopt);
+  void OnProbeFailed(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms = std::nullopt,
+                     bool conclusive = false);
   void OnProbeRefused(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms = std::nullopt);
 
   // After a restart: the outage start the store kept (unset = none), and
@@ -122,7 +125,7 @@ struct ClusterHealth {
 
  private:
   // What every failed probe, refused or not, does.
-  void Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms);
+  void Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms, bool conclusive);
 };
 
 }  // namespace gantry::inventory

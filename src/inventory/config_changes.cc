@@ -94,4 +94,21 @@ std::string ConfigChanges(const ClusterConfig& was, const ClusterConfig& now) {
   return fmt::format("{}", fmt::join(out, ", "));
 }
 
+std::string CredentialChanges(const ClusterCredentials& was, const ClusterCredentials& now) {
+  std::vector<std::string> out;
+  if (was.server != now.server) out.push_back(fmt::format("API server {} -> {}", was.server, now.server));
+  if (was.tls_server_name != now.tls_server_name) {
+    out.push_back(fmt::format("tls-server-name {} -> {}", OrNone(was.tls_server_name), OrNone(now.tls_server_name)));
+  }
+  if (was.ca_pem != now.ca_pem) out.emplace_back("certificate authority");
+  if (was.insecure != now.insecure) out.emplace_back(now.insecure ? "TLS verification off" : "TLS verification on");
+  const bool same_token = was.token_source == now.token_source ||
+                          (was.token_source && now.token_source && was.token_source->SameSource(*now.token_source));
+  if (!same_token || was.client_cert_pem != now.client_cert_pem || was.client_key_pem != now.client_key_pem) {
+    out.emplace_back("client credentials");
+  }
+  if (out.empty() && !SameConnection(was, now)) out.emplace_back("connection settings");
+  return out.empty() ? "" : fmt::format("kubeconfig ({})", fmt::join(out, ", "));
+}
+
 }  // namespace gantry::inventory

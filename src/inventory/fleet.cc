@@ -298,9 +298,17 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     }
     if (was_held && !held) spdlog::info("inventory: cluster {}: its file loads again; it is probed and watched", name);
     if (!was_held && !held) {
-      if (std::string what = ConfigChanges(old->second.view.config, e.view.config); !what.empty()) {
-        changed.changed.emplace_back(name, std::move(what));
+      std::string what = ConfigChanges(old->second.view.config, e.view.config);
+      // The kubeconfig's path the same, its contents rewritten (a token
+      // rotated by hand, another API server): said too.
+      const ClusterConfig& was_config = old->second.view.config;
+      if (old->second.creds && e.creds && was_config.kubeconfig == e.view.config.kubeconfig &&
+          was_config.context == e.view.config.context) {
+        if (std::string creds = CredentialChanges(*old->second.creds, *e.creds); !creds.empty()) {
+          what += (what.empty() ? "" : ", ") + creds;
+        }
       }
+      if (!what.empty()) changed.changed.emplace_back(name, std::move(what));
     }
     // Reached again: its file loads, or its kubeconfig does (a cluster whose
     // credentials never loaded is not probed either).

@@ -1,4 +1,5 @@
 #include "gantry/inventory/config_changes.h"
+#include "gantry/inventory/token_source.h"
 
 #include <catch2/catch.hpp>
 
@@ -46,6 +47,32 @@ TEST_CASE("a reload's note of a cluster gives its prices old and new, and only n
   now = was;
   now.region.clear();
   CHECK(ConfigChanges(was, now) == "region eu-central-1 -> (none)");
+}
+
+}  // namespace
+}  // namespace gantry::inventory
+
+namespace gantry::inventory {
+namespace {
+
+TEST_CASE("a kubeconfig rewritten in place is named by what changed in it, never by a token's value",
+          "[inventory][reload]") {
+  ClusterCredentials was;
+  was.server = "https://10.0.0.1:6443";
+  was.ca_pem = "CA-1";
+  was.token_source = TokenSource::Static("old-secret-token-value");
+  CHECK(CredentialChanges(was, was).empty());
+  ClusterCredentials now = was;
+  now.token_source = TokenSource::Static("new-secret-token-value");
+  CHECK(CredentialChanges(was, now) == "kubeconfig (client credentials)");
+  now = was;
+  now.token_source = TokenSource::Static("old-secret-token-value");  // the same token, read again
+  CHECK(CredentialChanges(was, now).empty());
+  now.server = "https://10.0.0.2:6443";
+  now.ca_pem = "CA-2";
+  const std::string said = CredentialChanges(was, now);
+  CHECK(said == "kubeconfig (API server https://10.0.0.1:6443 -> https://10.0.0.2:6443, certificate authority)");
+  CHECK(said.find("secret") == std::string::npos);
 }
 
 }  // namespace

@@ -10,9 +10,15 @@
 #include <string>
 
 #include "gantry/inventory/cluster_config.h"
+#include "gantry/inventory/kubeconfig.h"
 
 namespace gantry::inventory {
 
 std::string ConfigChanges(const ClusterConfig& was, const ClusterConfig& now);
+
+// What changed in the connection its kubeconfig gives (a file rewritten in
+// place, its path the same): "API server A -> B", the CA, or the client
+// credentials, named without their values. "" when nothing did.
+std::string CredentialChanges(const ClusterCredentials& was, const ClusterCredentials& now);
 
 }  // namespace gantry::inventory

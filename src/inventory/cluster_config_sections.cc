@@ -113,7 +113,7 @@ Result<std::map<std::string, std::string>> ReadLabels(const YAML::Node& node, co
     if (std::string e = CheckLabelKey(key); !e.empty()) return "label key " + e;
     if (std::string e = CheckLabelValue(value); !e.empty()) return "label value " + e;
     return std::string();
-  });
+  }, /*empty_values=*/true);  // a label's value may be empty, as in Kubernetes
 }
 
 Result<std::map<std::string, std::string>> ReadLocalQueues(const YAML::Node& node,

@@ -121,7 +121,7 @@ Result<std::vector<std::string>> ReadStringList(const YAML::Node& node, const Fi
 }
 
 Result<std::map<std::string, std::string>> ReadStringMap(const YAML::Node& node, const Field& field,
-                                                         const EntryCheck& check) {
+                                                         const EntryCheck& check, bool empty_values) {
   std::map<std::string, std::string> out;
   if (node.IsNull()) return out;
   if (!node.IsMap()) return WrongType(node, field, "a mapping of strings");
@@ -130,7 +130,9 @@ Result<std::map<std::string, std::string>> ReadStringMap(const YAML::Node& node,
     Result<std::string> key = ReadString(kv.first, key_field);
     if (!key.ok()) return key.status();
     const Field value_field = field.Child(*key, LineOf(kv.first));
-    Result<std::string> value = ReadString(kv.second, value_field);
+    Result<std::string> value = empty_values && kv.second.IsScalar() && kv.second.Scalar().empty()
+                                    ? Result<std::string>(std::string())
+                                    : ReadString(kv.second, value_field);
     if (!value.ok()) return value.status();
     if (check) {
       if (std::string what = check(*key, *value); !what.empty()) {

@@ -46,12 +46,14 @@ Result<int64_t> ReadInt(const YAML::Node& node, const Field& field, int64_t min,
 Result<double> ReadNumber(const YAML::Node& node, const Field& field, double min);
 // A sequence of non-empty, distinct strings (a null value is an empty list).
 Result<std::vector<std::string>> ReadStringList(const YAML::Node& node, const Field& field);
-// A mapping of string to non-empty string (a null value is an empty map).
+// A mapping of string to non-empty string (a null value is an empty map;
+// with empty_values, a value may be the empty string "").
 // `check`, when given, returns "" for a good entry or a sentence saying what is
 // wrong, reported at "<field>.<key>".
 using EntryCheck = std::function<std::string(const std::string& key, const std::string& value)>;
 Result<std::map<std::string, std::string>> ReadStringMap(const YAML::Node& node, const Field& field,
-                                                         const EntryCheck& check = nullptr);
+                                                         const EntryCheck& check = nullptr,
+                                                         bool empty_values = false);
 
 // Calls handlers[key] for each entry of the mapping `node`. An unknown key, a
 // duplicate key or a non-mapping `node` is an error; so is a key in

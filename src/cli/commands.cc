@@ -559,6 +559,10 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
     if (!watch_refused.empty()) health += ",WatchRefused";
     if (!view_behind.empty()) health += ",ViewBehind";
     if (!stalled.empty()) health += ",RequestsStall";
+    // Ready, its last probe failed (short of probeFailureThreshold): probed
+    // again in a second, NotReady if that one fails too.
+    const bool doubted = Str(c, "/status/health") == "Ready" && !Str(c, "/status/lastError").empty();
+    if (doubted) health += ",ProbeFailed";
     std::string behind_note;
     if (!view_behind.empty()) {
       const std::string behind_since = Str(c, "/status/viewBehindSince");
@@ -570,7 +574,7 @@ int Clusters(const CommonFlags& flags, const std::string& name, std::ostream& ou
                     !missing.empty()                      ? missing
                     : !config_error.empty()               ? config_error
                     : !credentials_error.empty()          ? credentials_error
-                    : Str(c, "/status/health") != "Ready" ? Str(c, "/status/lastError")
+                    : Str(c, "/status/health") != "Ready" || doubted ? Str(c, "/status/lastError")
                     : !stalled.empty()                    ? stalled
                     : !watch_refused.empty()              ? watch_refused
                     : !capacity_error.empty()             ? capacity_error
@@ -626,8 +630,8 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
       out << "No fit now:    no configured cluster can hold this job as a whole now (each one's reason is below); "
              "it stays Nominating, its copies waiting where they are until a quota grows again\n";
     } else {
-      out << "No fit now:    no configured cluster's quota would hold this job as a whole if it were dispatched "
-             "now; it is "
+      out << "No fit now:    no configured cluster could take this job as a whole if it were dispatched now (each "
+             "one's reason is below); it is "
           << phase << ", and that does not change it\n";
     }
   }

@@ -171,7 +171,14 @@ void Engine::RunHealthWatch() {
       if (!returned && !observer_->Behind(name)) continue;
       a.relisted = true;
       if (!returned) {
-        spdlog::info("dispatch: cluster {} answers its probe, but a watch there failed: its watches relist now", name);
+        if (view.health.Doubted()) {
+          spdlog::info("dispatch: a watch in cluster {} failed, and so did its last probe (probed again in a "
+                       "second): its watches relist now",
+                       name);
+        } else {
+          spdlog::info("dispatch: cluster {} answers its probe, but a watch there failed: its watches relist now",
+                       name);
+        }
         observer_->Relist(name);
         continue;
       }

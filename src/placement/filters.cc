@@ -13,6 +13,20 @@
 namespace gantry::placement {
 namespace {
 
+// Why a cluster that is not Ready takes no job, in words a tenant may read.
+std::string NotReadyWhy(ClusterHealth health) {
+  switch (health) {
+    case ClusterHealth::kNotReady:
+      return "NotReady: gantry cannot reach it, or follow what runs there, now";
+    case ClusterHealth::kLost:
+      return "Lost: out of gantry's reach for longer than clusterLostTimeout";
+    case ClusterHealth::kUnknown:
+    case ClusterHealth::kReady:
+      break;
+  }
+  return "Unknown: not probed yet (gantry just started, or the cluster was just added)";
+}
+
 constexpr int64_t kMilli = 1000;
 
 using Check = std::optional<Exclusion>;
@@ -190,10 +204,7 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
   if (cluster.credentials_unloadable && cluster.health != ClusterHealth::kReady) {
     return Exclude(Filter::kHealth, "its kubeconfig does not load (gantry clusters says why), not Ready");
   }
-  if (cluster.health != ClusterHealth::kReady) {
-    return Exclude(Filter::kHealth,
-                   fmt::format("connection {}, not Ready", ClusterHealthName(cluster.health)));
-  }
+  if (cluster.health != ClusterHealth::kReady) return Exclude(Filter::kHealth, NotReadyWhy(cluster.health));
   if (!cluster.stalled.empty()) return Exclude(Filter::kHealth, "its requests stall: " + cluster.stalled);
   // Ready, but nothing of its quota read yet (the first reading is on its
   // way, or ClusterQueues do not list: the operator's to see).

@@ -2,6 +2,7 @@
 // job's phase, against a server made here.
 #include <catch2/catch.hpp>
 
+#include <regex>
 #include <string>
 
 #include "daemon_fixture.h"
@@ -43,8 +44,8 @@ TEST_CASE("explain calls a job Unschedulable only while it waits for a dispatch:
       {"", "Unschedulable: no configured cluster can ever run this job as a whole\n"},  // an older daemon
       {"Nominating", "No fit now:    no configured cluster can hold this job as a whole now (each one's reason is "
                      "below); it stays Nominating, its copies waiting where they are until a quota grows again\n"},
-      {"Running", "No fit now:    no configured cluster's quota would hold this job as a whole if it were "
-                  "dispatched now; it is Running, and that does not change it\n"},
+      {"Running", "No fit now:    no configured cluster could take this job as a whole if it were dispatched now "
+                  "(each one's reason is below); it is Running, and that does not change it\n"},
       {"Cancelled", "Job phase:     Cancelled (not dispatched again: below is where a dispatch now could go)\n"},
   };
   for (const Row& row : rows) {
@@ -107,6 +108,34 @@ TEST_CASE("list shows what holds a job beside its phase: its owner out of reach,
   CHECK(r.out.find("held    q       Running,OwnerLost        c1") != std::string::npos);
   CHECK(r.out.find("plain   q       Running                  c2") != std::string::npos);
   CHECK(r.out.find("cut     q       Cancelling,Unreachable   c3") != std::string::npos);  // said once
+}
+
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("the clusters table shows a Ready cluster whose last probe failed as ProbeFailed, with that error",
+          "[cli]") {
+  const std::string list =
+      R"({"kind":"ClusterList","items":[)"
+      R"({"metadata":{"name":"c1"},"spec":{"region":"eu"},"status":{"health":"Ready","failedProbes":1,)"
+      R"("lastError":"/readyz answered 500"}},)"
+      R"({"metadata":{"name":"c2"},"spec":{"region":"eu"},"status":{"health":"Ready",)"
+      R"("recoveredFrom":"/readyz answered 503"}}]})";
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  http::Server server(options, [&](http::Request, http::Responder respond) {
+    respond(http::JsonResponse(200, list));
+  });
+  REQUIRE(server.Start().ok());
+  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"clusters"});
+  server.Stop(std::chrono::seconds(1));
+  INFO(r.out << r.err);
+  CHECK(r.code == 0);
+  CHECK(std::regex_search(r.out, std::regex("(^|\\n)c1 +Ready,ProbeFailed .*/readyz answered 500")));
+  CHECK(std::regex_search(r.out, std::regex("(^|\\n)c2 +Ready ")));
+  CHECK(r.out.find("503") == std::string::npos);  // history, not shown in the table
 }
 
 }  // namespace gantry::testing

@@ -81,7 +81,7 @@ TEST_CASE("transient exclusions never make a job unschedulable", "[placement][un
   CHECK(d.candidates.empty());
   CHECK_FALSE(d.unschedulable);
   CHECK(ExclusionOf(d, "a").filter == Filter::kCordoned);
-  CHECK(ExclusionOf(d, "b").message == "connection Lost, not Ready");
+  CHECK(ExclusionOf(d, "b").message == "Lost: out of gantry's reach for longer than clusterLostTimeout");
   CHECK(ExclusionOf(d, "c").filter == Filter::kQuota);
   CHECK_FALSE(ExclusionOf(d, "c").permanent);
 }
@@ -102,9 +102,9 @@ TEST_CASE("a cluster out of reach is told as such, not by a quota reading that m
   fleet[2].capacity.quota[kGpu].nominal_milli = Units(16);
   const Decision d = Place(Workers(4, 8, 8, 64), fleet);  // 32 GPUs
   CHECK(ExclusionOf(d, "a").filter == Filter::kHealth);
-  CHECK(ExclusionOf(d, "a").message == "connection Lost, not Ready");
+  CHECK(ExclusionOf(d, "a").message == "Lost: out of gantry's reach for longer than clusterLostTimeout");
   CHECK(ExclusionOf(d, "b").filter == Filter::kHealth);
-  CHECK(ExclusionOf(d, "b").message == "connection NotReady, not Ready");
+  CHECK(ExclusionOf(d, "b").message == "NotReady: gantry cannot reach it, or follow what runs there, now");
   CHECK(ExclusionOf(d, "c").filter == Filter::kQuota);
   CHECK(ExclusionOf(d, "c").permanent);
 
@@ -132,7 +132,7 @@ TEST_CASE("a Ready cluster whose quota was never read says so, not that no Clust
   CHECK(ExclusionOf(d, "b").permanent);
   // Out of reach as well: the outage is told first.
   fleet[0].health = ClusterHealth::kNotReady;
-  CHECK(ExclusionOf(Place(Workers(4, 8, 8, 64), fleet), "a").message == "connection NotReady, not Ready");
+  CHECK(ExclusionOf(Place(Workers(4, 8, 8, 64), fleet), "a").message == "NotReady: gantry cannot reach it, or follow what runs there, now");
 }
 
 TEST_CASE("a cluster declared lost is excluded as a cordoned one is, and says why", "[placement][unschedulable]") {

@@ -423,56 +423,16 @@ void Fleet::ProbeOne(const std::string& name) {
     auto before = e.view.health.first_lost_ms;
     HealthState old_state = e.view.health.state;
     const bool old_refused = e.view.health.credentials_refused;
-    const std::string old_capacity_error = e.view.capacity_error;
     if (reading.ok()) {
       if (e.view.health.Doubted()) {
         spdlog::info("cluster {} answers its probe again, after {} failed; it stayed Ready", name,
                      e.view.health.consecutive_failures);
       }
+      const bool was_ready = old_state == HealthState::kReady && !e.view.health.Doubted();
       e.view.health.OnProbeOk(now);
-      e.view.capacity_error = reading->unreadable;
-      if (reading->unreadable.empty()) {
-        const CapacityReading* before = e.view.capacity ? &*e.view.capacity : nullptr;
-        const std::string was = LocalQueuesError(before);
-        const std::string now_error = LocalQueuesError(&*reading);
-        if (now_error != was && !now_error.empty()) {
-          spdlog::warn("cluster {}: {}; placement cannot tell which ClusterQueue a job lands in there, so it judges "
-                       "jobs by the sums over all of them and never finds one unschedulable there",
-                       name, now_error);
-        } else if (now_error != was) {
-          spdlog::info("cluster {}: its LocalQueues can be read again", name);
-        }
-        const std::string classes_was = PriorityClassesError(before);
-        const std::string classes_now = PriorityClassesError(&*reading);
-        if (classes_now != classes_was && !classes_now.empty()) {
-          spdlog::warn("cluster {}: {}; jobs that name a WorkloadPriorityClass (kueue.x-k8s.io/priority-class) "
-                       "get no copy there",
-                       name, classes_now);
-        } else if (classes_now != classes_was) {
-          spdlog::info("cluster {}: its WorkloadPriorityClasses can be read again", name);
-        }
-        // A LocalQueue or ClusterQueue appeared, went, or turned Active or
-        // not: placement must not wait for the next fleet refresh to see it.
-        if (QueuesStampOf(before) != QueuesStampOf(&*reading)) {
-          generation_.fetch_add(1, std::memory_order_release);
-        }
-        e.view.capacity = std::move(*reading);
-        e.view.capacity_at_ms = now;
-      }
-      e.next_probe_ms = now + options_.probe_interval_ms;
-      if (e.view.capacity_error != old_capacity_error) {
-        generation_.fetch_add(1, std::memory_order_release);  // placement reads it as stale, or fresh again
-        if (!e.view.capacity_error.empty()) {
-          spdlog::warn("cluster {} answers, but its capacity cannot be read: {}; its jobs are followed as usual, and "
-                       "placement uses its last reading, if any, as stale",
-                       name, e.view.capacity_error);
-        } else {
-          spdlog::info("cluster {}: its capacity can be read again", name);
-        }
-      }
+      TakeReading(name, e, std::move(*reading), now, was_ready);
     } else {
       error = reading.status().message();
-      e.view.capacity_error.clear();  // out of reach: the outage tells more
       e.view.health.failure_threshold = options_.failure_threshold;
       if (Refusal(reading.status())) {
         e.view.health.OnProbeRefused(now, error, clock_.MonotonicMillis());
@@ -480,6 +440,8 @@ void Fleet::ProbeOne(const std::string& name) {
         const int64_t mono = clock_.MonotonicMillis();
         e.view.health.OnProbeFailed(now, error, mono, mono - probe_began_mono >= options_.conclusive_failure_ms);
       }
+      // Out of reach: the outage tells more (while doubted, what it read stands).
+      if (e.view.health.state == HealthState::kNotReady) e.view.capacity_error.clear();
       int64_t delay = e.view.health.Doubted() ? options_.doubt_probe_ms
                                               : e.view.health.NextRetryDelayMs(rng_, options_.backoff);
       if (e.view.health.Doubted()) {
@@ -525,6 +487,76 @@ void Fleet::ProbeOne(const std::string& name) {
       store_.SaveOutage(name, *persist, error, [name](Result<bool> r) {
         if (!r.ok()) spdlog::error("inventory: saving outage of {}: {}", name, r.status().ToString());
       });
+    }
+  }
+}
+
+// What a probe that was answered read. A reading worse than the last good
+// one (its quota, LocalQueues or WorkloadPriorityClasses unreadable where
+// they read before) is taken on the word of the next probe, a second later,
+// as a failed probe is (probeFailureThreshold): one list failing among many
+// must not send placement's view of the cluster to stale and back, with a
+// warning and a rescan of the waiting jobs each time. Not after an outage
+// (was_ready false): its first reading is taken as it is. REQUIRES: mu_ held.
+void Fleet::TakeReading(const std::string& name, Entry& e, CapacityReading reading, int64_t now, bool was_ready) {
+  const CapacityReading* last = e.view.capacity ? &*e.view.capacity : nullptr;
+  std::string worse;
+  if (was_ready && last && e.view.capacity_error.empty()) {
+    if (!reading.unreadable.empty()) {
+      worse = reading.unreadable;
+    } else if (LocalQueuesError(last).empty() && !LocalQueuesError(&reading).empty()) {
+      worse = LocalQueuesError(&reading);
+    } else if (PriorityClassesError(last).empty() && !PriorityClassesError(&reading).empty()) {
+      worse = PriorityClassesError(&reading);
+    }
+  }
+  if (!worse.empty() && e.read_doubts + 1 < options_.failure_threshold) {
+    ++e.read_doubts;
+    spdlog::info("cluster {}: its probe's reading failed ({}); probing again in {} ms before taking it", name, worse,
+                 options_.doubt_probe_ms);
+    e.next_probe_ms = now + options_.doubt_probe_ms;
+    return;
+  }
+  e.read_doubts = 0;
+  const std::string old_capacity_error = e.view.capacity_error;
+  e.view.capacity_error = reading.unreadable;
+  if (reading.unreadable.empty()) {
+    const CapacityReading* before = e.view.capacity ? &*e.view.capacity : nullptr;
+    const std::string was = LocalQueuesError(before);
+    const std::string now_error = LocalQueuesError(&reading);
+    if (now_error != was && !now_error.empty()) {
+      spdlog::warn("cluster {}: {}; placement cannot tell which ClusterQueue a job lands in there, so it judges "
+                   "jobs by the sums over all of them and never finds one unschedulable there",
+                   name, now_error);
+    } else if (now_error != was) {
+      spdlog::info("cluster {}: its LocalQueues can be read again", name);
+    }
+    const std::string classes_was = PriorityClassesError(before);
+    const std::string classes_now = PriorityClassesError(&reading);
+    if (classes_now != classes_was && !classes_now.empty()) {
+      spdlog::warn("cluster {}: {}; jobs that name a WorkloadPriorityClass (kueue.x-k8s.io/priority-class) "
+                   "get no copy there",
+                   name, classes_now);
+    } else if (classes_now != classes_was) {
+      spdlog::info("cluster {}: its WorkloadPriorityClasses can be read again", name);
+    }
+    // A LocalQueue or ClusterQueue appeared, went, or turned Active or
+    // not: placement must not wait for the next fleet refresh to see it.
+    if (QueuesStampOf(before) != QueuesStampOf(&reading)) {
+      generation_.fetch_add(1, std::memory_order_release);
+    }
+    e.view.capacity = std::move(reading);
+    e.view.capacity_at_ms = now;
+  }
+  e.next_probe_ms = now + options_.probe_interval_ms;
+  if (e.view.capacity_error != old_capacity_error) {
+    generation_.fetch_add(1, std::memory_order_release);  // placement reads it as stale, or fresh again
+    if (!e.view.capacity_error.empty()) {
+      spdlog::warn("cluster {} answers, but its capacity cannot be read: {}; its jobs are followed as usual, and "
+                   "placement uses its last reading, if any, as stale",
+                   name, e.view.capacity_error);
+    } else {
+      spdlog::info("cluster {}: its capacity can be read again", name);
     }
   }
 }

@@ -199,6 +199,7 @@ TEST_CASE("a cluster whose ClusterQueues may not be listed stays Ready, its last
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});
   auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;  // probed here only: each probe's verdict counts
   FakeClock clock(1'000'000);
   FakeProber prober;
   prober.up = {{"c1", true}};
@@ -209,6 +210,10 @@ TEST_CASE("a cluster whose ClusterQueues may not be listed stays Ready, its last
 
   clock.Advance(10'000);
   prober.forbids_queues["c1"] = true;
+  fleet.ProbeAllNow();
+  // One reading worse than the last: taken only if the next says the same.
+  CHECK(fleet.Cluster("c1")->capacity_error.empty());
+  CHECK(fleet.Snapshot(clock.NowMillis())[0].capacity.stale == false);
   fleet.ProbeAllNow();
   auto c1 = fleet.Cluster("c1");
   CHECK(c1->health.state == HealthState::kReady);  // its jobs are followed as usual
@@ -225,9 +230,12 @@ TEST_CASE("a cluster whose ClusterQueues may not be listed stays Ready, its last
   // Gone out of reach: the outage is the story, not the permission.
   prober.up["c1"] = false;
   fleet.ProbeAllNow();
+  CHECK_FALSE(fleet.Cluster("c1")->capacity_error.empty());  // one failed probe: what it read stands
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c1")->health.state == HealthState::kNotReady);
   CHECK(fleet.Cluster("c1")->capacity_error.empty());
   prober.up["c1"] = true;
-  fleet.ProbeAllNow();
+  fleet.ProbeAllNow();  // back: its first reading is taken as it is
   CHECK_FALSE(fleet.Cluster("c1")->capacity_error.empty());
 
   prober.forbids_queues["c1"] = false;
@@ -628,6 +636,8 @@ TEST_CASE("the fleet's generation changes with a cluster's health, whether its q
   // reads a cluster whose quota is unreadable as stale, so both count.
   const uint64_t c2_up = fleet.Generation();
   prober.forbids_queues["c2"] = true;
+  fleet.ProbeAllNow();
+  CHECK(fleet.Generation() == c2_up);  // one reading worse than the last: not taken yet
   fleet.ProbeAllNow();
   REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
   const uint64_t unreadable = fleet.Generation();

@@ -231,7 +231,9 @@ class Fleet {
     int64_t next_probe_ms = 0;
     bool probing = false;  // a worker has it in hand
     bool reprobe = false;  // reloaded (or ProbeSoon) while probing: probe again once this probe ends
+    int read_doubts = 0;   // readings in a row worse than the last good one, not taken yet (TakeReading)
   };
+  void TakeReading(const std::string& name, Entry& e, CapacityReading reading, int64_t now, bool was_ready);
   static ClusterView ViewOf(const Entry& e);  // REQUIRES: mu_ held
   std::vector<ClusterFileError> Load(InventoryChange* change = nullptr);
   // The entry `name` has, or a new one with the outage restored for it at

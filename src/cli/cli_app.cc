@@ -84,7 +84,7 @@ int RunCli(int argc, char** argv) {
   list->add_flag("-A,--all-namespaces", all, "jobs of every namespace you may see");
   list->add_option("--phase", phase, "only jobs in this phase");
   list->add_option("--queue", queue, "only jobs of this queue");
-  list->add_option("--cluster", list_cluster, "only jobs leased to this cluster (with --phase: by its index)");
+  list->add_option("--cluster", list_cluster, "only jobs leased to this cluster");
 
   bool purge = false;
   auto* cancel = app.add_subcommand("cancel", "cancel a job (or remove a finished one with --purge)");

@@ -22,7 +22,8 @@ std::string ListSql(const ListQuery& query, std::vector<std::string>* params) {
   }
   if (query.queue) sql += " AND queue = " + param(*query.queue);
   if (query.phase) sql += " AND phase = " + param(std::string(JobPhaseName(*query.phase)));
-  if (query.cluster) sql += " AND cluster = " + param(*query.cluster);
+  // (`cluster != ''` lets SQLite use the partial index jobs_by_cluster.)
+  if (query.cluster) sql += " AND cluster != '' AND cluster = " + param(*query.cluster);
   sql += " ORDER BY seq LIMIT ?2";
   return sql;
 }

@@ -157,10 +157,8 @@ struct ListQuery {
   std::vector<std::string> allowed_namespaces;  // when non-empty, restrict to these
   std::optional<std::string> queue;
   std::optional<JobPhase> phase;
-  // The lease owner (JobRecord::cluster). No index of its own: with a
-  // phase, the phase's index reads the page; alone, the table is walked
-  // in seq order until the page fills (an operator's occasional question,
-  // not worth an index write at every lease).
+  // The lease owner (JobRecord::cluster; non-empty), by the index
+  // jobs_by_cluster (016).
   std::optional<std::string> cluster;
   int64_t after_seq = 0;                  // continue from here (exclusive)
   int limit = 500;                        // 1..5000

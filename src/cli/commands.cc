@@ -235,9 +235,9 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     return kExitUsage;
   }
   const std::vector<nlohmann::json>& docs = std::get<std::vector<nlohmann::json>>(parsed);
-  // Which document, in a file of several ("" for one).
+  // Which job, in a file of several ("" for one; empty documents are not counted).
   auto which = [&](std::size_t i) {
-    return docs.size() == 1 ? std::string() : fmt::format(" (document {} of {})", i + 1, docs.size());
+    return docs.size() == 1 ? std::string() : fmt::format(" (job {} of {} in the file)", i + 1, docs.size());
   };
   // Every one checked before any is sent: a file that is not a list of
   // jobs is refused whole.
@@ -259,7 +259,9 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
   OutputFormat format;
   ParseOutputFormat(flags.output, &format);
   // Sent in order, each on its own: one refused does not stop the others
-  // (as kubectl apply -f), and the exit code is the first refusal's.
+  // (as kubectl apply -f), and the exit code is the first refusal's. What
+  // no later one could escape (no answer, the token refused, the server
+  // failing) stops the rest, rather than told once per job.
   int first_error = kExitOk;
   nlohmann::json items = nlohmann::json::array();
   for (std::size_t i = 0; i < docs.size(); ++i) {
@@ -271,6 +273,12 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
       err << (docs.size() == 1 ? "" : fmt::format("{}{}: ", name.empty() ? "<no name>" : name, which(i)))
           << r.error << "\n";
       if (first_error == kExitOk) first_error = r.exit_code;
+      const bool about_this_job = r.exit_code != kExitUnreachable && r.http_status != 401 && r.http_status != 403 &&
+                                  r.http_status < 500;
+      if (!about_this_job && i + 1 < docs.size()) {
+        err << "error: " << file << ": the other " << docs.size() - i - 1 << " job(s) after it were not sent\n";
+        break;
+      }
       continue;
     }
     name = Str(r.body, "/metadata/name", name);

@@ -2,10 +2,12 @@
 // against a server made here.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -110,7 +112,7 @@ TEST_CASE("submit of a file of several jobs sends each in order: one refused doe
   INFO(r.out << r.err);
   CHECK(r.code != 0);
   CHECK(r.out == "job.gantry.dev/a created\njob.gantry.dev/c created\n");
-  CHECK_THAT(r.err, Catch::Contains("b (document 2 of 3): ") && Catch::Contains("spec.queue: required"));
+  CHECK_THAT(r.err, Catch::Contains("b (job 2 of 3 in the file): ") && Catch::Contains("spec.queue: required"));
   {
     std::lock_guard lock(mu);
     CHECK(posted == std::vector<std::string>{"/api/v1/namespaces/team-a/jobs a", "/api/v1/namespaces/team-b/jobs b",
@@ -137,9 +139,36 @@ TEST_CASE("submit of a file of several jobs sends each in order: one refused doe
   WriteFile(odd, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: a}\n---\n- just\n- a list\n");
   RunResult refused = Cli(url, {"submit", "-f", odd});
   CHECK(refused.code == 2);
-  CHECK_THAT(refused.err, Catch::Contains("(document 2 of 2): the document must be a mapping"));
+  CHECK_THAT(refused.err, Catch::Contains("(job 2 of 2 in the file): the document must be a mapping"));
   std::lock_guard lock(mu);
   CHECK(posted.size() == sent);
+  server.Stop(std::chrono::seconds(1));
+}
+
+TEST_CASE("submit of a file of several jobs stops at a failure no later one could escape", "[cli]") {
+  std::atomic<int> posts{0};
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  http::Server server(options, [&](http::Request, http::Responder respond) {
+    ++posts;
+    respond(http::JsonResponse(503, R"({"kind":"Status","status":"Failure","code":503,"reason":"ServiceUnavailable",)"
+                                    R"("message":"the store is read-only"})"));
+  });
+  REQUIRE(server.Start().ok());
+  TempDir dir;
+  const std::string file = dir.File("sweep.yaml");
+  std::string text;
+  for (const char* name : {"a", "b", "c"}) {
+    text += fmt::format("---\napiVersion: gantry.dev/v1\nkind: Job\nmetadata: {{name: {}}}\nspec: {{queue: q}}\n",
+                        name);
+  }
+  WriteFile(file, text);
+  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"submit", "-f", file});
+  INFO(r.out << r.err);
+  CHECK(r.code != 0);
+  CHECK(posts == 1);
+  CHECK_THAT(r.err, Catch::Contains("the other 2 job(s) after it were not sent"));
   server.Stop(std::chrono::seconds(1));
 }
 

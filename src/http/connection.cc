@@ -88,8 +88,12 @@ Result<std::unique_ptr<Connection>> Connection::Dial(const addrinfo* addrs, cons
     conn->deadline_ = Clock::time_point::max();
     return conn;
   }
-  return Status::Unavailable(
-      fmt::format("connect to {}: {}", HostPort(host, port), failures.empty() ? ec.message() : failures));
+  std::string message =
+      fmt::format("connect to {}: {}", HostPort(host, port), failures.empty() ? ec.message() : failures);
+  // No answer within the deadline (a blackholed address): told apart from
+  // a refusal, as a request's own timeout is.
+  if (ec == boost::beast::error::timeout) return Status::Deadline(std::move(message));
+  return Status::Unavailable(std::move(message));
 }
 
 Connection::Clock::time_point Connection::AddressDeadline(Clock::time_point now, Clock::time_point deadline,

@@ -25,6 +25,7 @@ void ClusterHealth::OnProbeOk(int64_t now_ms) {
   }
   first_lost_ms.reset();
   consecutive_failures = 0;
+  not_ready_at_failure = 0;
   credentials_refused = false;
   unreachable_ms = 0;
   last_failure_ms = 0;
@@ -61,6 +62,7 @@ void ClusterHealth::Fail(int64_t now_ms, std::string error, std::optional<int64_
     // started (gantry clusters' SINCE).
     since_ms = std::min(*first_lost_ms, now_ms);
     state = HealthState::kNotReady;
+    not_ready_at_failure = consecutive_failures;
   }
   // The time since the previous failure counts as its kind's: no answer at
   // all unless that one was a refusal.
@@ -78,7 +80,7 @@ int64_t LostTimeoutMs(bool credentials_refused, int64_t lost_timeout_ms, int64_t
 }
 
 int64_t ClusterHealth::LostForMs(int64_t now_ms) const {
-  if (!first_lost_ms || state == HealthState::kUnknown) return 0;
+  if (!first_lost_ms || state != HealthState::kNotReady) return 0;
   return std::max<int64_t>(0, now_ms - *first_lost_ms);
 }
 
@@ -88,7 +90,7 @@ int64_t ClusterHealth::ShownLostForMs() const {
 }
 
 int64_t ClusterHealth::NextRetryDelayMs(std::mt19937& rng, const BackoffPolicy& policy) const {
-  const int since_not_ready = consecutive_failures - std::max(failure_threshold, 1) + 1;
+  const int since_not_ready = consecutive_failures - std::max(not_ready_at_failure, 1) + 1;
   return BackoffDelayMs(std::max(since_not_ready, 1), policy, rng);
 }
 

@@ -385,7 +385,6 @@ void Fleet::ProbeOne(const std::string& name) {
   // A cluster's answer that some reader did not expect must not end the
   // daemon (every cluster's jobs with it, at every restart): a failed probe.
   Result<CapacityReading> reading = Status::Unavailable("not probed");
-  const int64_t probe_began_mono = clock_.MonotonicMillis();
   try {
     reading = prober_.Probe(config, *creds);
   } catch (const std::exception& e) {
@@ -420,7 +419,13 @@ void Fleet::ProbeOne(const std::string& name) {
       e.view.cluster_id = reading->cluster_id;
     }
     if (reading.ok() && reading->clock_offset_ms) NoteClockOffset(name, e.view, *reading->clock_offset_ms);
-    auto before = e.view.health.first_lost_ms;
+    // The outage as the store keeps it: none while Ready, doubted or not (a
+    // doubt persisted would come back after a restart as an outage, whose
+    // first failed probe then finds the cluster lost at once).
+    auto kept = [](const ClusterHealth& h) {
+      return h.state == HealthState::kReady ? std::nullopt : h.first_lost_ms;
+    };
+    const std::optional<int64_t> before = kept(e.view.health);
     HealthState old_state = e.view.health.state;
     const bool old_refused = e.view.health.credentials_refused;
     if (reading.ok()) {
@@ -428,7 +433,7 @@ void Fleet::ProbeOne(const std::string& name) {
         spdlog::info("cluster {} answers its probe again, after {} failed; it stayed Ready", name,
                      e.view.health.consecutive_failures);
       }
-      const bool was_ready = old_state == HealthState::kReady && !e.view.health.Doubted();
+      const bool was_ready = old_state == HealthState::kReady;  // doubted or not
       e.view.health.OnProbeOk(now);
       TakeReading(name, e, std::move(*reading), now, was_ready);
     } else {
@@ -437,8 +442,9 @@ void Fleet::ProbeOne(const std::string& name) {
       if (Refusal(reading.status())) {
         e.view.health.OnProbeRefused(now, error, clock_.MonotonicMillis());
       } else {
-        const int64_t mono = clock_.MonotonicMillis();
-        e.view.health.OnProbeFailed(now, error, mono, mono - probe_began_mono >= options_.conclusive_failure_ms);
+        // No answer within a deadline (connect or request): no flake.
+        const bool conclusive = reading.status().code() == Code::kDeadlineExceeded;
+        e.view.health.OnProbeFailed(now, error, clock_.MonotonicMillis(), conclusive);
       }
       // Out of reach: the outage tells more (while doubted, what it read stands).
       if (e.view.health.state == HealthState::kNotReady) e.view.capacity_error.clear();
@@ -462,9 +468,9 @@ void Fleet::ProbeOne(const std::string& name) {
       e.reprobe = false;
     }
     const ClusterHealth& h = e.view.health;
-    if (h.first_lost_ms != before || (h.first_lost_ms && h.credentials_refused != old_refused)) {
-      persist = h.first_lost_ms ? std::optional<ClusterOutage>({*h.first_lost_ms, h.credentials_refused})
-                                : std::nullopt;
+    if (const std::optional<int64_t> after = kept(h);
+        after != before || (after && h.credentials_refused != old_refused)) {
+      persist = after ? std::optional<ClusterOutage>({*after, h.credentials_refused}) : std::nullopt;
     }
     if (old_state != e.view.health.state ||
         (e.view.health.state == HealthState::kNotReady && old_refused != e.view.health.credentials_refused)) {

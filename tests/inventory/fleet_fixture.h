@@ -87,7 +87,7 @@ class FakeProber final : public ClusterProber {
     }
     if (slow.Get(config.name) && slow_clock) {
       slow_clock->Advance(slow_ms);
-      return Status::Unavailable("GET /readyz: no answer within 5000 ms");
+      return Status::Deadline("GET /readyz: no answer within 5000 ms");
     }
     if (!up.Get(config.name)) return Status::Unavailable("connect: connection refused");
     if (refuses.Get(config.name)) return Status(Code::kUnauthenticated, "/readyz answered 401");

@@ -117,6 +117,33 @@ TEST_CASE("a Ready cluster's first failed probe is confirmed a second later befo
   fleet.Stop();
 }
 
+TEST_CASE("a doubted cluster's outage is not kept in the store for a restart to find",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;  // probed here only
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  prober.slow_clock = &clock;
+  prober.slow_ms = 0;  // the clock stands still: c1's confirming probe never falls due
+  {
+    Fleet fleet(prober, *store, clock, options);
+    REQUIRE(fleet.Start().empty());
+    fleet.ProbeAllNow();
+    prober.up["c1"] = false;
+    prober.slow["c2"] = true;
+    fleet.ProbeAllNow();  // c1 (probed first) doubted; c2 NotReady at once
+    REQUIRE(fleet.Cluster("c1")->health.Doubted());
+    REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kNotReady);
+    fleet.Stop();
+  }
+  // The store writes in order: once c2's outage is there, c1's doubt would
+  // be too had it been written.
+  REQUIRE(testing::WaitFor([&] { return store->LoadOutages()->count("c2") == 1; }));
+  CHECK(store->LoadOutages()->count("c1") == 0);  // a restart restores no outage of c1
+}
+
 TEST_CASE("a Ready cluster whose probe waited out its deadline with no answer is NotReady at once: no flake",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});

@@ -67,6 +67,9 @@ struct ClusterHealth {
   // clusterLostTimeout's clock, still begin at the first failure. A cluster
   // never seen Ready (Unknown) is NotReady at its first failure.
   int failure_threshold = 1;
+  // consecutive_failures when it turned NotReady in this outage (0: not
+  // yet): the backoff counts the failures from there.
+  int not_ready_at_failure = 0;
   bool credentials_refused = false;  // the latest failure was a refusal (above)
   // In the current outage: the time the cluster did not answer at all, up
   // to its latest failure (each gap between two failures counts as the
@@ -101,8 +104,9 @@ struct ClusterHealth {
   }
 
   // How long the current outage has lasted at now_ms; 0 when not in one,
-  // and 0 while Unknown: an outage restored after a restart counts (from its
-  // restored start) once a probe says the cluster is still out.
+  // and 0 unless NotReady: an outage restored after a restart counts (from
+  // its restored start) once a probe says the cluster is still out, and a
+  // doubted one once a second failure confirms it.
   int64_t LostForMs(int64_t now_ms) const;
   // The outage as a failed probe has shown it: from its start to the latest
   // failure (0 when not in one, and until a probe since a restart failed).

@@ -100,11 +100,10 @@ struct FleetOptions {
   // a threshold of 1, while one that fails a probe in five stays in.
   int failure_threshold = 2;
   int64_t doubt_probe_ms = 1'000;
-  // A probe that fails after this long (it waited out a deadline: no answer
-  // at all) is no flake: the cluster is NotReady at once, rather than a
-  // second deadline later (a silent partition out of placement ~6 s after
-  // it began, not ~12 s).
-  int64_t conclusive_failure_ms = 2'000;
+  // A probe that waited out a deadline (DeadlineExceeded: no answer to a
+  // connect or a request in time) is no flake: the cluster is NotReady at
+  // once, rather than a second deadline later (a silent partition is out of
+  // placement ~6 s after it began, not ~12 s).
   // Threads probing in parallel, so a cluster that stalls until its probe's
   // deadline does not hold up the probes of the others: at least
   // probe_workers, one more for each clusters_per_probe_worker clusters

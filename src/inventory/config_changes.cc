@@ -8,10 +8,17 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "gantry/common/cut_text.h"
+
 namespace gantry::inventory {
 namespace {
 
-std::string OrNone(const std::string& s) { return s.empty() ? "(none)" : s; }
+// A value from a cluster's file, as told in a log line: control characters
+// (a newline would forge a line) made harmless.
+std::string OrNone(const std::string& s) { return s.empty() ? "(none)" : CleanText(s); }
+
+// A label's value: empty is a value, not its absence.
+std::string LabelValue(const std::string& s) { return s.empty() ? "\"\"" : CleanText(s); }
 
 std::string OrNone(const std::optional<double>& v) { return v ? fmt::format("{}", *v) : "(none)"; }
 
@@ -21,10 +28,10 @@ std::string ListDiff(const std::vector<std::string>& was, const std::vector<std:
   const std::set<std::string> b(now.begin(), now.end());
   std::vector<std::string> parts;
   for (const std::string& x : b) {
-    if (!a.count(x)) parts.push_back("+" + x);
+    if (!a.count(x)) parts.push_back("+" + CleanText(x));
   }
   for (const std::string& x : a) {
-    if (!b.count(x)) parts.push_back("-" + x);
+    if (!b.count(x)) parts.push_back("-" + CleanText(x));
   }
   return parts.empty() ? "reordered" : fmt::format("{}", fmt::join(parts, ", "));
 }
@@ -35,13 +42,13 @@ std::string MapDiff(const std::map<std::string, std::string>& was, const std::ma
   for (const auto& [k, v] : now) {
     auto it = was.find(k);
     if (it == was.end()) {
-      parts.push_back(fmt::format("+{}={}", k, v));
+      parts.push_back(fmt::format("+{}={}", CleanText(k), LabelValue(v)));
     } else if (it->second != v) {
-      parts.push_back(fmt::format("{}: {} -> {}", k, OrNone(it->second), OrNone(v)));
+      parts.push_back(fmt::format("{}: {} -> {}", CleanText(k), LabelValue(it->second), LabelValue(v)));
     }
   }
   for (const auto& [k, v] : was) {
-    if (!now.count(k)) parts.push_back("-" + k);
+    if (!now.count(k)) parts.push_back("-" + CleanText(k));
   }
   return fmt::format("{}", fmt::join(parts, ", "));
 }

@@ -130,9 +130,10 @@ Result<std::map<std::string, std::string>> ReadStringMap(const YAML::Node& node,
     Result<std::string> key = ReadString(kv.first, key_field);
     if (!key.ok()) return key.status();
     const Field value_field = field.Child(*key, LineOf(kv.first));
-    Result<std::string> value = empty_values && kv.second.IsScalar() && kv.second.Scalar().empty()
-                                    ? Result<std::string>(std::string())
-                                    : ReadString(kv.second, value_field);
+    // (A null value, `key:`, is the empty string, as Kubernetes reads it.)
+    const bool empty = kv.second.IsNull() || (kv.second.IsScalar() && kv.second.Scalar().empty());
+    Result<std::string> value =
+        empty_values && empty ? Result<std::string>(std::string()) : ReadString(kv.second, value_field);
     if (!value.ok()) return value.status();
     if (check) {
       if (std::string what = check(*key, *value); !what.empty()) {

@@ -64,7 +64,6 @@ const BadFile kBadFiles[] = {
     {"empty resource prefix", "excludeResourcePrefixes:\n  - example.com/\n  - \"\"\n",
      "line 5: excludeResourcePrefixes[1]: must not be empty"},
     {"empty LocalQueue name", "localQueues:\n  team-a: \"\"\n", "line 4: localQueues.team-a: must not be empty"},
-    {"label value null", "labels:\n  team:\n", "line 4: labels.team: must be a string"},
     {"cordoned not a bool", "cordoned: maybe\n", "line 3: cordoned: must be true or false"},
     {"compliance zones not a list", "complianceZones: eu\n",
      "line 3: complianceZones: must be a list of strings, not a scalar"},

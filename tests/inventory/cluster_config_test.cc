@@ -20,6 +20,7 @@ labels:
   tier: prod
   gantry.dev/team: ml
   gpu: ""
+  spot:
 accelerators:
   - model: H100
     memoryGiB: 80
@@ -60,7 +61,7 @@ TEST_CASE("A cluster file with every field parses", "[inventory][config]") {
   CHECK(c.provider == "aws");
   CHECK(c.compliance_zones == std::vector<std::string>{"eu", "gdpr"});
   CHECK(c.labels ==
-        std::map<std::string, std::string>{{"gantry.dev/team", "ml"}, {"gpu", ""}, {"tier", "prod"}});
+        std::map<std::string, std::string>{{"gantry.dev/team", "ml"}, {"gpu", ""}, {"spot", ""}, {"tier", "prod"}});
   REQUIRE(c.accelerators.size() == 2);
   CHECK(c.accelerators[0] ==
         AcceleratorConfig{"H100", 80, 8, AcceleratorInterconnect::kNvlink, true});

@@ -20,6 +20,7 @@ const placement::Exclusion* Ladder::ConstraintFails(const std::string& cluster) 
       case placement::Filter::kQuota:
       case placement::Filter::kCordoned:
       case placement::Filter::kHealth:
+      case placement::Filter::kPriorityClass:  // a copy there carries its value already
         return nullptr;
       default:
         return &e.exclusion;

@@ -26,6 +26,8 @@ std::string_view FilterName(Filter filter) {
       return "Cordoned";
     case Filter::kHealth:
       return "Health";
+    case Filter::kPriorityClass:
+      return "PriorityClass";
   }
   return "Unknown";
 }
@@ -33,7 +35,8 @@ std::string_view FilterName(Filter filter) {
 bool IsPermanentFilter(Filter filter) {
   // Cordoning is lifted by an operator and health recovers on its own; every
   // other filter compares the job with configuration, which a retry won't change.
-  return filter != Filter::kCordoned && filter != Filter::kHealth;
+  // A WorkloadPriorityClass may be created at any time.
+  return filter != Filter::kCordoned && filter != Filter::kHealth && filter != Filter::kPriorityClass;
 }
 
 std::string_view TermName(Term term) {

@@ -19,7 +19,7 @@ std::string NotReadyWhy(ClusterHealth health) {
     case ClusterHealth::kNotReady:
       return "NotReady: gantry cannot reach it, or follow what runs there, now";
     case ClusterHealth::kLost:
-      return "Lost: out of gantry's reach for longer than clusterLostTimeout";
+      return "Lost: out of gantry's reach for longer than its loss timeout allows";
     case ClusterHealth::kUnknown:
     case ClusterHealth::kReady:
       break;
@@ -212,7 +212,8 @@ std::optional<Exclusion> CheckFilters(const JobDemand& job, const GangDemand& de
     return Exclusion{Filter::kQuota, "its quota has not been read yet (gantry clusters says why if it cannot be)",
                      false};
   }
-  return quota;
+  if (quota) return quota;
+  return CheckPriorityClass(job, cluster);
 }
 
 }  // namespace gantry::placement

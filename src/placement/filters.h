@@ -21,6 +21,9 @@
 //     reading cannot tell which ClusterQueue, the sums over all of them
 //     (queue_quota.h, which also says when such an exclusion is permanent).
 //   - cordoned, health != Ready: transient.
+//   - priority class: a job that names a WorkloadPriorityClass goes only
+//     where gantry has read that class (its value is the copy's priority);
+//     transient, and told last.
 #pragma once
 
 #include <optional>

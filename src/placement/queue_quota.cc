@@ -166,24 +166,6 @@ std::optional<JobQueue> FindJobQueue(const JobDemand& job, const ClusterSnapshot
 
 namespace {
 
-std::optional<Exclusion> CheckPriorityClass(const JobDemand& job, const ClusterSnapshot& cluster) {
-  if (job.priority_class.empty()) return std::nullopt;
-  // Never permanent: an operator may create the class, or grant the list.
-  const ClusterQueues* all = cluster.capacity.queues.get();
-  if (!all || !all->priority_classes_known) {
-    return Exclusion{Filter::kQuota,
-                     fmt::format("the job names WorkloadPriorityClass {}, and gantry cannot read this cluster's "
-                                 "classes for its value{}{}",
-                                 job.priority_class, all ? ": " : "", all ? all->priority_classes_error : ""),
-                     false};
-  }
-  if (!all->priority_classes.count(job.priority_class)) {
-    return Exclusion{Filter::kQuota,
-                     fmt::format("WorkloadPriorityClass {} does not exist here", job.priority_class), false};
-  }
-  return std::nullopt;
-}
-
 std::optional<Exclusion> CheckQueueQuota(const JobDemand& job, const GangDemand& demand,
                                          const ClusterSnapshot& cluster) {
   if (!job.queue.empty()) {
@@ -209,12 +191,25 @@ std::optional<Exclusion> CheckQueueQuota(const JobDemand& job, const GangDemand&
 
 std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
                                     const ClusterSnapshot& cluster) {
-  std::optional<Exclusion> quota = CheckQueueQuota(job, demand, cluster);
-  // A job the queue can never hold is told so whatever its class: the class
-  // (never permanent) must not hide a "never" and keep it waiting for good.
-  if (quota && quota->permanent) return quota;
-  if (auto e = CheckPriorityClass(job, cluster)) return e;
-  return quota;
+  return CheckQueueQuota(job, demand, cluster);
+}
+
+std::optional<Exclusion> CheckPriorityClass(const JobDemand& job, const ClusterSnapshot& cluster) {
+  if (job.priority_class.empty()) return std::nullopt;
+  // Never permanent: an operator may create the class, or grant the list.
+  const ClusterQueues* all = cluster.capacity.queues.get();
+  if (!all || !all->priority_classes_known) {
+    return Exclusion{Filter::kPriorityClass,
+                     fmt::format("the job names WorkloadPriorityClass {}, and gantry cannot read this cluster's "
+                                 "classes for its value{}{}",
+                                 job.priority_class, all ? ": " : "", all ? all->priority_classes_error : ""),
+                     false};
+  }
+  if (!all->priority_classes.count(job.priority_class)) {
+    return Exclusion{Filter::kPriorityClass,
+                     fmt::format("WorkloadPriorityClass {} does not exist here", job.priority_class), false};
+  }
+  return std::nullopt;
 }
 
 Headroom ComputeHeadroom(const JobDemand& job, const GangDemand& demand,

@@ -49,6 +49,10 @@ std::optional<JobQueue> FindJobQueue(const JobDemand& job, const ClusterSnapshot
 std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
                                     const ClusterSnapshot& cluster);
 
+// The priority class filter (filters.h): nullopt when the job names no
+// WorkloadPriorityClass, or one the cluster has.
+std::optional<Exclusion> CheckPriorityClass(const JobDemand& job, const ClusterSnapshot& cluster);
+
 // What scoring credits a cluster with (scoring.h).
 struct Headroom {
   bool fits_now = false;

@@ -1811,7 +1811,7 @@ TEST_CASE("step 4: a job no cluster can take now waits with each cluster's reaso
     d.excluded.push_back({c, placement::Exclusion{placement::Filter::kAllowlist, "not in allowlist", true}});
   }
   for (const char* c : {"c1", "c2"}) {
-    d.excluded.push_back({c, placement::Exclusion{placement::Filter::kQuota,
+    d.excluded.push_back({c, placement::Exclusion{placement::Filter::kPriorityClass,
                                                   "WorkloadPriorityClass prod-hihg does not exist here", false}});
   }
   w.in.placement = d;

@@ -81,7 +81,7 @@ TEST_CASE("transient exclusions never make a job unschedulable", "[placement][un
   CHECK(d.candidates.empty());
   CHECK_FALSE(d.unschedulable);
   CHECK(ExclusionOf(d, "a").filter == Filter::kCordoned);
-  CHECK(ExclusionOf(d, "b").message == "Lost: out of gantry's reach for longer than clusterLostTimeout");
+  CHECK(ExclusionOf(d, "b").message == "Lost: out of gantry's reach for longer than its loss timeout allows");
   CHECK(ExclusionOf(d, "c").filter == Filter::kQuota);
   CHECK_FALSE(ExclusionOf(d, "c").permanent);
 }
@@ -102,7 +102,7 @@ TEST_CASE("a cluster out of reach is told as such, not by a quota reading that m
   fleet[2].capacity.quota[kGpu].nominal_milli = Units(16);
   const Decision d = Place(Workers(4, 8, 8, 64), fleet);  // 32 GPUs
   CHECK(ExclusionOf(d, "a").filter == Filter::kHealth);
-  CHECK(ExclusionOf(d, "a").message == "Lost: out of gantry's reach for longer than clusterLostTimeout");
+  CHECK(ExclusionOf(d, "a").message == "Lost: out of gantry's reach for longer than its loss timeout allows");
   CHECK(ExclusionOf(d, "b").filter == Filter::kHealth);
   CHECK(ExclusionOf(d, "b").message == "NotReady: gantry cannot reach it, or follow what runs there, now");
   CHECK(ExclusionOf(d, "c").filter == Filter::kQuota);

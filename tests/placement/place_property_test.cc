@@ -51,6 +51,7 @@ const std::vector<std::string> kZones = {"z1", "z2", "z3"};
 const std::vector<std::string> kModels = {"A100", "H100", "L4"};
 const std::vector<std::string> kDatasets = {"d1", "d2", "d3"};
 const std::vector<std::string> kResources = {"cpu", "memory", kGpu, "example.com/fpga"};
+const std::vector<std::string> kClasses = {"high", "low"};
 
 ClusterSnapshot RandomCluster(Gen& g, int index) {
   ClusterSnapshot c;
@@ -79,6 +80,16 @@ ClusterSnapshot RandomCluster(Gen& g, int index) {
   }
   c.capacity.stale = g.Chance(0.1);
   c.capacity.pending_workloads = g.Int(0, 30);
+  // Its WorkloadPriorityClasses: read (some of kClasses), or not (no
+  // description of its queues, or the list refused). LocalQueues unknown:
+  // the quota is judged on the sums, as the oracle does.
+  if (g.Chance(0.8)) {
+    auto queues = std::make_shared<ClusterQueues>();
+    queues->priority_classes_known = g.Chance(0.85);
+    if (!queues->priority_classes_known) queues->priority_classes_error = "listing them is forbidden (403)";
+    for (const std::string& name : g.Subset(kClasses, 0.6)) queues->priority_classes[name] = 1000;
+    c.capacity.queues = std::move(queues);
+  }
   if (g.Chance(0.5)) c.admission = AdmissionStats{g.Int(0, 120'000), g.Int(0, 100) / 100.0};
   return c;
 }
@@ -112,6 +123,7 @@ JobDemand RandomJob(Gen& g, const std::vector<ClusterSnapshot>& fleet) {
   if (g.Chance(0.3)) c.datasets = g.Subset(kDatasets, 0.4);
   if (g.Chance(0.3)) c.max_price_per_gpu_hour = g.Int(50, 400) / 100.0;
   if (g.Chance(0.3)) job.preferred_datasets = g.Subset(kDatasets, 0.5);
+  if (g.Chance(0.15)) job.priority_class = g.Pick(kClasses);
   if (g.Chance(0.5)) {
     job.dispatch.mode = DispatchMode::kIncremental;
     job.dispatch.step_size = g.Int(-1, 5);
@@ -205,6 +217,11 @@ bool Fails(Filter f, const JobDemand& job, const ClusterSnapshot& c) {
       return c.cordoned;
     case Filter::kHealth:
       return c.health != ClusterHealth::kReady;
+    case Filter::kPriorityClass: {
+      if (job.priority_class.empty()) return false;
+      const ClusterQueues* q = c.capacity.queues.get();
+      return !q || !q->priority_classes_known || !q->priority_classes.count(job.priority_class);
+    }
   }
   return true;
 }
@@ -252,12 +269,15 @@ TEST_CASE("random fleets and jobs respect every hard constraint", "[placement][p
       for (int f = 0; f < static_cast<int>(v.exclusion.filter); ++f) {
         // A quota shortfall that may pass (read stale) is told after a cordon
         // or an outage, later filters (filters.cc).
-        const bool told_after = static_cast<Filter>(f) == Filter::kQuota && c.capacity.stale &&
+        const bool told_after = static_cast<Filter>(f) == Filter::kQuota &&
+                                (c.capacity.stale || c.capacity.queues) &&
                                 (c.cordoned || c.health != ClusterHealth::kReady);
         if (!told_after) CHECK_FALSE(Fails(static_cast<Filter>(f), job, c));
       }
+      // (A cluster that describes its queues, their LocalQueues unknown, is
+      // judged on the sums, which are never final there: queue_quota.cc.)
       const bool permanent = IsPermanentFilter(v.exclusion.filter) &&
-                             !(v.exclusion.filter == Filter::kQuota && c.capacity.stale);
+                             !(v.exclusion.filter == Filter::kQuota && (c.capacity.stale || c.capacity.queues));
       CHECK(v.exclusion.permanent == permanent);
       CHECK_FALSE(v.exclusion.message.empty());
       all_permanent = all_permanent && permanent;

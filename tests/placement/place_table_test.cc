@@ -43,6 +43,8 @@ char FilterCode(const Exclusion& x) {
       return 'C';
     case Filter::kHealth:
       return 'H';
+    case Filter::kPriorityClass:
+      return 'W';
   }
   return '?';
 }

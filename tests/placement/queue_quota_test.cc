@@ -326,7 +326,8 @@ TEST_CASE("a job that names a WorkloadPriorityClass goes only where gantry knows
     CHECK(d.candidates.empty());
     CHECK_FALSE(d.unschedulable);  // the class may be created: the job waits
     const Exclusion x = ExclusionIn(d);
-    CHECK(x.filter == Filter::kQuota);
+    CHECK(x.filter == Filter::kPriorityClass);
+    CHECK(FilterName(x.filter) == "PriorityClass");
     CHECK_FALSE(x.permanent);
     CHECK(x.message == c.message);
     // One the queue can never hold is told so, the class notwithstanding.

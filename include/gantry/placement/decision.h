@@ -34,8 +34,13 @@ enum class Filter {
   kQuota,           // the job's ClusterQueue cannot hold the gang, or is missing (queue_quota.h)
   kCordoned,        // cordoned by an operator (transient)
   kHealth,          // connection not Ready (transient)
+  // The job names a WorkloadPriorityClass the cluster does not have, or
+  // whose classes gantry cannot read (transient: an operator may create
+  // the class or grant the list). Told last: a class is no use where the
+  // job cannot go for another reason.
+  kPriorityClass,
 };
-inline constexpr int kFilterCount = 11;
+inline constexpr int kFilterCount = 12;
 
 std::string_view FilterName(Filter filter);  // "Region", "Quota", ...
 

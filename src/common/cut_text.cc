@@ -55,4 +55,6 @@ std::string CleanText(std::string_view text) {
   return out;
 }
 
+bool HasControlText(std::string_view text) { return CleanText(text) != text; }
+
 }  // namespace gantry

@@ -19,6 +19,12 @@
 
 namespace gantry::job_internal {
 
+// Why a name gantry tells in logs and events (a region, a dataset, a
+// model) is refused: a line break or an escape there could forge a log line
+// or drive an operator's terminal (CleanText).
+inline constexpr const char* kNoControlText =
+    "must not contain control characters (line breaks, tabs, escape sequences, bidirectional controls)";
+
 using nlohmann::json;
 
 // Collects every problem found in one document, in traversal order.

@@ -22,6 +22,7 @@
 #include <cmath>
 
 #include "document_parsers.h"
+#include "gantry/common/cut_text.h"
 #include "kueue_label_checks.h"
 #include "pod_sets.h"
 #include "spec_fields.h"
@@ -62,6 +63,11 @@ std::vector<std::string> SplitList(std::string_view value, const std::string& pa
 void ApplyAnnotation(std::string_view name, const std::string& value, const std::string& path,
                      JobSpec& spec, FieldErrors& errors) {
   PlacementConstraints& p = spec.placement;
+  // Names of clusters, regions, datasets, models: told in logs and events.
+  if (HasControlText(value)) {
+    errors.Add(path, kNoControlText);
+    return;
+  }
   if (name == "priority") {
     int32_t n = 0;
     auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "gantry/common/cut_text.h"
 #include "gantry/common/names.h"
 
 namespace gantry::job_internal {
@@ -12,7 +13,13 @@ namespace {
 void ReadAccelerator(const json& accel, std::string_view path, AcceleratorConstraint& out,
                      FieldErrors& errors) {
   CheckKnownFields(accel, path, {"model", "minMemoryGiB", "interconnect"}, errors);
-  if (auto model = ReadString(accel, "model", path, errors)) out.model = *model;
+  if (auto model = ReadString(accel, "model", path, errors)) {
+    if (HasControlText(*model)) {
+      errors.Add(Child(path, "model"), kNoControlText);
+    } else {
+      out.model = *model;
+    }
+  }
   out.min_memory_gib =
       ReadInt(accel, "minMemoryGiB", path, kMinGpuMemoryGiB, kMaxGpuMemoryGiB, errors);
   if (auto ic = ReadString(accel, "interconnect", path, errors)) {

@@ -38,4 +38,13 @@ TEST_CASE("CutText cuts between UTF-8 characters and cleans what it keeps", "[co
   CHECK(CutText("a\nbcdef", 3) == "a b...");
 }
 
+TEST_CASE("HasControlText tells the text CleanText would change", "[common]") {
+  CHECK_FALSE(HasControlText("eu-central-1"));
+  CHECK_FALSE(HasControlText("s3://bucket/\xe2\x80\x93" "data"));  // an en dash is text
+  CHECK(HasControlText("eu\nus"));
+  CHECK(HasControlText("a\tb"));
+  CHECK(HasControlText("x\x1b[31m"));
+  CHECK(HasControlText("H100\xe2\x80\xae"));  // U+202E
+}
+
 }  // namespace gantry

@@ -24,4 +24,8 @@ std::string CutText(std::string_view text, std::size_t limit);
 // right-to-left override could show a line's words in another order.
 std::string CleanText(std::string_view text);
 
+// Whether `text` holds what CleanText would change: input that gantry
+// refuses where it names things (a region, a dataset) rather than clean.
+bool HasControlText(std::string_view text);
+
 }  // namespace gantry

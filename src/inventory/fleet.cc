@@ -385,6 +385,11 @@ void Fleet::ProbeOne(const std::string& name) {
   // A cluster's answer that some reader did not expect must not end the
   // daemon (every cluster's jobs with it, at every restart): a failed probe.
   Result<CapacityReading> reading = Status::Unavailable("not probed");
+  // A failure is dated when the probe went out: a cluster that let it wait
+  // out its deadline has not answered since then. Dated at its end, a silent
+  // cluster's outage (and clusterLostTimeout) began a deadline late, and its
+  // verdict, on a probe that waits out its own deadline, came another late.
+  const int64_t sent = now;
   try {
     reading = prober_.Probe(config, *creds);
   } catch (const std::exception& e) {
@@ -440,11 +445,11 @@ void Fleet::ProbeOne(const std::string& name) {
       error = reading.status().message();
       e.view.health.failure_threshold = options_.failure_threshold;
       if (Refusal(reading.status())) {
-        e.view.health.OnProbeRefused(now, error, clock_.MonotonicMillis());
+        e.view.health.OnProbeRefused(sent, error, clock_.MonotonicMillis());
       } else {
         // No answer within a deadline (connect or request): no flake.
         const bool conclusive = reading.status().code() == Code::kDeadlineExceeded;
-        e.view.health.OnProbeFailed(now, error, clock_.MonotonicMillis(), conclusive);
+        e.view.health.OnProbeFailed(sent, error, clock_.MonotonicMillis(), conclusive);
       }
       // Out of reach: the outage tells more (while doubted, what it read stands).
       if (e.view.health.state == HealthState::kNotReady) e.view.capacity_error.clear();

@@ -462,7 +462,13 @@ int List(const CommonFlags& flags, bool all_namespaces, const std::string& phase
     return kExitOk;
   }
   if (rows.empty()) {
-    err << "No jobs found.\n";
+    err << "No jobs found.";
+    // A name mistyped reads as a cluster with nothing on it: said, when the
+    // daemon knows no such cluster (nor an owner missing from its inventory).
+    if (!cluster.empty() && api->Call("GET", "/api/v1/clusters/" + UrlEncode(cluster)).http_status == 404) {
+      err << " (no cluster " << cluster << " in gantry's inventory: gantry clusters lists them)";
+    }
+    err << "\n";
     return kExitOk;
   }
   std::vector<std::string> headers = {"NAME", "QUEUE", "PHASE", "CLUSTER", "EPOCH", "AGE"};

@@ -74,6 +74,10 @@ TEST_CASE("CLI commands against a real daemon", "[cli][e2e]") {
   CHECK(list_b.code == 0);
   CHECK(list_b.out.empty());
   CHECK(list_b.err == "No jobs found.\n");
+  // A cluster name the daemon does not know: said, not read as an idle cluster.
+  auto list_c = Cli(daemon.url(), {"list", "-A", "--cluster", "gpu-eu-9"});
+  CHECK(list_c.code == 0);
+  CHECK(list_c.err == "No jobs found. (no cluster gpu-eu-9 in gantry's inventory: gantry clusters lists them)\n");
 
   auto status = Cli(daemon.url(), {"status", "e2e-train", "-n", "team-a"});
   CHECK(status.code == 0);

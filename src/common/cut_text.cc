@@ -55,6 +55,14 @@ std::string CleanText(std::string_view text) {
   return out;
 }
 
-bool HasControlText(std::string_view text) { return CleanText(text) != text; }
+bool HasControlText(std::string_view text) {
+  // Only these bytes begin what CleanText changes (C0 and DEL; C1 controls
+  // after 0xC2; U+061C after 0xD8; U+200E..U+2069 after 0xE2): most text,
+  // a log line's, is passed over without a copy.
+  for (const unsigned char c : text) {
+    if (c < 0x20 || c == 0x7f || c == 0xc2 || c == 0xd8 || c == 0xe2) return CleanText(text) != text;
+  }
+  return false;
+}
 
 }  // namespace gantry

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gantry/common/cut_text.h"
+
 namespace gantry {
 namespace {
 
@@ -22,7 +24,33 @@ class JsonMessageFlag final : public spdlog::custom_flag_formatter {
   }
 };
 
+// %& in a pattern: the message with its control characters made harmless
+// (CleanText): whatever a message quotes (a job's or a cluster's words,
+// stored before they were refused or cleaned at their source), one log
+// entry stays one line, and no escape sequence reaches a terminal.
+class CleanMessageFlag final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
+    const std::string_view payload(msg.payload.data(), msg.payload.size());
+    if (!HasControlText(payload)) {
+      dest.append(payload.data(), payload.data() + payload.size());
+      return;
+    }
+    const std::string text = CleanText(payload);
+    dest.append(text.data(), text.data() + text.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<CleanMessageFlag>();
+  }
+};
+
 }  // namespace
+
+std::unique_ptr<spdlog::formatter> TextLogFormatter() {
+  auto formatter = std::make_unique<spdlog::pattern_formatter>();
+  formatter->add_flag<CleanMessageFlag>('&').set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %&");
+  return formatter;
+}
 
 void SetUpLogging(const std::string& format, const std::string& level) {
   auto logger = spdlog::stderr_logger_mt("gantry");
@@ -33,7 +61,7 @@ void SetUpLogging(const std::string& format, const std::string& level) {
         R"({"time":"%Y-%m-%dT%H:%M:%S.%eZ","level":"%l","msg":%*})");
     logger->set_formatter(std::move(formatter));
   } else {
-    logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+    logger->set_formatter(TextLogFormatter());
   }
   logger->set_level(spdlog::level::from_str(level));
   // Warnings and errors reach the journal at once; the rest within a second.

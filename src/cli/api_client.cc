@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "gantry/common/cut_text.h"
 #include "gantry/common/json_fast.h"
 
 namespace gantry::cli {
@@ -69,15 +70,22 @@ ApiResult ApiClient::Call(const std::string& method, const std::string& target, 
   }
   if (res->status >= 200 && res->status < 300) return result;
   result.exit_code = kExitRefused;
-  std::string message = res->body;
-  if (result.body.is_object() && result.body.contains("message")) {
-    message = result.body["message"].get<std::string>();
+  // What reaches the terminal is cleaned (CleanText): a field's value the
+  // server quotes back, or a body from something that is not gantry, must
+  // not drive the terminal or fake a line of the answer.
+  std::string message = CleanText(res->body);
+  if (result.body.is_object() && result.body.contains("message") && result.body["message"].is_string()) {
+    message = CleanText(result.body["message"].get<std::string>());
     if (auto causes = result.body.value("/details/causes"_json_pointer, nlohmann::json());
         causes.is_array()) {
       const std::string said = message;
       for (const auto& c : causes) {
+        if (!c.is_object()) continue;
+        const auto text = [&](const char* key) {
+          return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : std::string();
+        };
         // One the message tells already (a single cause usually is the message) is not told twice.
-        const std::string cause = fmt::format("{}: {}", c.value("field", ""), c.value("message", ""));
+        const std::string cause = CleanText(fmt::format("{}: {}", text("field"), text("message")));
         if (said.find(cause) == std::string::npos) message += "\n  " + cause;
       }
     }

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "command_support.h"
+#include "gantry/common/cut_text.h"
 #include "gantry/common/job_phase.h"
 #include "gantry/job/job_document.h"
 
@@ -320,7 +321,7 @@ int Status(const CommonFlags& flags, const std::string& name, bool watch, int wa
   if (PrintStructured(flags, *body, out)) return kExitOk;
   const nlohmann::json& j = *body;
   auto field = [&](const char* label, const std::string& value) {
-    out << fmt::format("{:<11} {}\n", label, value.empty() ? "<none>" : value);
+    out << fmt::format("{:<11} {}\n", label, value.empty() ? "<none>" : CleanText(value));
   };
   field("Name:", Str(j, "/metadata/name"));
   field("Namespace:", Str(j, "/metadata/namespace"));
@@ -623,7 +624,9 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
   if (const nlohmann::json owner = decision.value("owner", nlohmann::json::object()); owner.is_object() &&
                                                                                      owner.contains("name")) {
     out << "Owner:         " << owner.value("name", "");
-    if (!owner.value("inInventory", true)) out << " (" << owner.value("message", "not in the inventory") << ")";
+    if (!owner.value("inInventory", true)) {
+      out << " (" << CleanText(owner.value("message", "not in the inventory")) << ")";
+    }
     out << "\n";
   }
   // For a job dispatched already, where its copies are (the candidates are

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gantry/common/clock.h"
+#include "gantry/common/cut_text.h"
 
 namespace gantry::cli {
 namespace {
@@ -52,7 +53,15 @@ bool ParseOutputFormat(const std::string& text, OutputFormat* out) {
 }
 
 void PrintTable(std::ostream& out, const std::vector<std::string>& headers,
-                const std::vector<std::vector<std::string>>& rows) {
+                const std::vector<std::vector<std::string>>& raw_rows) {
+  // Cells hold what the server says, some of it a cluster's or a job's
+  // words: one cell, one line, and nothing that drives the terminal.
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(raw_rows.size());
+  for (const auto& raw : raw_rows) {
+    std::vector<std::string>& row = rows.emplace_back();
+    for (const std::string& cell : raw) row.push_back(HasControlText(cell) ? CleanText(cell) : cell);
+  }
   std::vector<std::size_t> width(headers.size());
   for (std::size_t i = 0; i < headers.size(); ++i) width[i] = headers[i].size();
   for (const auto& row : rows) {

@@ -139,3 +139,43 @@ TEST_CASE("the clusters table shows a Ready cluster whose last probe failed as P
 }
 
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("what the CLI prints of a server's words cannot drive the terminal or fake a line", "[cli]") {
+  // A table cell: a cluster's error holding an escape sequence and a line break.
+  const std::string list =
+      R"({"kind":"ClusterList","items":[{"metadata":{"name":"c1"},"spec":{"region":"eu"},)"
+      R"("status":{"health":"NotReady","lastError":"refused\u001b[2J\nc9   Ready   forged"}}]})";
+  RunResult table = CliAgainst(list, {"clusters"});
+  INFO(table.out << table.err);
+  CHECK(table.code == 0);
+  CHECK(table.out.find('\x1b') == std::string::npos);
+  CHECK(table.out.find("\nc9") == std::string::npos);
+  CHECK_THAT(table.out, Catch::Contains("refused?[2J c9   Ready   forged"));
+
+  // An error answer: its message and causes cleaned; a message that is no
+  // string (something that is not gantry) does not end the CLI.
+  for (const std::string& body :
+       {std::string(R"({"kind":"Status","code":422,"message":"bad\u001b]0;title\u0007",)"
+                    R"("details":{"causes":[{"field":"spec.x","message":"no\nFORGED"}]}})"),
+        std::string(R"({"kind":"Status","code":422,"message":42,"details":{"causes":[7]}})")}) {
+    http::ServerOptions options;
+    options.address = "127.0.0.1";
+    options.port = 0;
+    http::Server server(options, [&](http::Request, http::Responder respond) {
+      respond(http::JsonResponse(422, body));
+    });
+    REQUIRE(server.Start().ok());
+    RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"status", "team-a/x"});
+    server.Stop(std::chrono::seconds(1));
+    INFO(r.out << r.err);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::StartsWith("Error from server (422): "));
+    CHECK(r.err.find('\x1b') == std::string::npos);
+    CHECK(r.err.find('\x07') == std::string::npos);
+    CHECK(r.err.find("\nFORGED") == std::string::npos);
+  }
+}
+
+}  // namespace gantry::testing

@@ -26,6 +26,7 @@ void ReadMetadata(const json& meta, std::optional<std::string_view> path_namespa
 void ReadSpec(const json& s, JobSpec& spec, FieldErrors& errors) {
   CheckSpecFieldNames(s, "spec", errors);
   ReadSpecFields(s, "spec", spec, errors);
+  CheckPlacementText(spec.placement, "spec.placement", errors);
   const json* tmpl = RequireObject(s, "template", "spec", errors);
   if (tmpl == nullptr || !CheckTemplateHeader(*tmpl, "spec.template", errors)) return;
   CheckKueueLabels(*tmpl, "spec.template", errors);

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "gantry/common/cut_text.h"
-
 #include <charconv>
 #include <iterator>
 #include <limits>
@@ -162,8 +160,6 @@ std::vector<std::string> ReadStringList(const json& obj, std::string_view key,
       errors.Add(Index(field, i), fmt::format("must be a string, got {}", TypeName(item)));
     } else if (item.get_ref<const std::string&>().empty()) {
       errors.Add(Index(field, i), "must not be empty");
-    } else if (HasControlText(item.get_ref<const std::string&>())) {
-      errors.Add(Index(field, i), kNoControlText);
     } else {
       out.push_back(item.get<std::string>());
       continue;

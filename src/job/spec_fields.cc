@@ -13,13 +13,7 @@ namespace {
 void ReadAccelerator(const json& accel, std::string_view path, AcceleratorConstraint& out,
                      FieldErrors& errors) {
   CheckKnownFields(accel, path, {"model", "minMemoryGiB", "interconnect"}, errors);
-  if (auto model = ReadString(accel, "model", path, errors)) {
-    if (HasControlText(*model)) {
-      errors.Add(Child(path, "model"), kNoControlText);
-    } else {
-      out.model = *model;
-    }
-  }
+  if (auto model = ReadString(accel, "model", path, errors)) out.model = *model;
   out.min_memory_gib =
       ReadInt(accel, "minMemoryGiB", path, kMinGpuMemoryGiB, kMaxGpuMemoryGiB, errors);
   if (auto ic = ReadString(accel, "interconnect", path, errors)) {
@@ -186,6 +180,22 @@ void ReadSpecFields(const json& spec_obj, std::string_view path, JobSpec& spec,
   }
   if (auto n = ReadInt(spec_obj, "finishedRetentionSeconds", path, 0, kMaxFinishedRetentionSeconds, errors)) {
     spec.finished_retention_seconds = static_cast<int32_t>(*n);
+  }
+}
+
+void CheckPlacementText(const PlacementConstraints& placement, std::string_view path, FieldErrors& errors) {
+  const std::string base(path);
+  auto list = [&](const char* key, const std::vector<std::string>& values) {
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (HasControlText(values[i])) errors.Add(Index(Child(base, key), i), kNoControlText);
+    }
+  };
+  list("clusters", placement.clusters);
+  list("regions", placement.regions);
+  list("complianceZones", placement.compliance_zones);
+  list("datasets", placement.datasets);
+  if (placement.accelerator && HasControlText(placement.accelerator->model)) {
+    errors.Add(Child(Child(base, "accelerator"), "model"), kNoControlText);
   }
 }
 

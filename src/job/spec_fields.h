@@ -50,6 +50,11 @@ void CheckSpecFieldNames(const json& spec_obj, std::string_view path, FieldError
 // queue, priority, placement, dispatch, onClusterLoss and
 // finishedRetentionSeconds of a spec object at path (template and podSets
 // are the caller's).
+// At submission only (a stored spec is read back as it was accepted): the
+// placement's names hold no control character (kNoControlText), as they
+// are told in logs and events. Errors at path's fields.
+void CheckPlacementText(const PlacementConstraints& placement, std::string_view path, FieldErrors& errors);
+
 void ReadSpecFields(const json& spec_obj, std::string_view path, JobSpec& spec,
                     FieldErrors& errors);
 

@@ -146,6 +146,18 @@ TEST_CASE("SpecFromJson inverts SpecToJson exactly", "[job][spec]") {
   }
 }
 
+TEST_CASE("SpecFromJson reads back a stored spec whose placement names hold control characters", "[job][spec]") {
+  // Accepted before submissions refused them: a job stored so must stay
+  // readable (its passes, cancel and purge read the spec), not be frozen.
+  JobSpec spec = MustParse(testing::kGantryJobYaml);
+  json stored = SpecToJson(spec);
+  stored["placement"]["regions"] = {"eu\nforged"};
+  stored["placement"]["datasets"] = {"d\x1b[31m"};
+  auto back = SpecFromJson(json::parse(stored.dump()), spec.name, spec.ns, spec.labels);
+  REQUIRE(std::holds_alternative<JobSpec>(back));
+  CHECK(std::get<JobSpec>(back).placement.regions == std::vector<std::string>{"eu\nforged"});
+}
+
 TEST_CASE("SpecFromJson refuses a damaged record", "[job][spec]") {
   json stored = SpecToJson(MustParse(testing::kGantryJobYaml));
   const std::vector<std::pair<std::string, json>> damage = {

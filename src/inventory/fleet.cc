@@ -461,10 +461,12 @@ void Fleet::ProbeOne(const std::string& name) {
       }
       // A cluster is judged lost on a probe that failed (ShownLostForMs):
       // one falls due when the outage reaches clusterLostTimeout, so that
-      // a backoff of up to 30 s does not put the verdict off by as much.
+      // a backoff of up to 30 s does not put the verdict off by as much. One
+      // sent before that moment and given up after it (dated when sent) shows
+      // too short an outage: the next goes at once.
       if (const auto& lost = e.view.health.first_lost_ms) {
         const int64_t at = *lost + options_.lost_timeout_ms;
-        if (at > now && at < now + delay) delay = at - now;
+        if (at > sent && at < now + delay) delay = std::max<int64_t>(0, at - now);
       }
       e.next_probe_ms = now + delay;
     }

@@ -167,6 +167,29 @@ TEST_CASE("a Ready cluster whose probe waited out its deadline with no answer is
   fleet.Stop();
 }
 
+TEST_CASE("a probe sent before the lost timeout and given up after it is followed at once by one that shows it",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.lost_timeout_ms = 10'000;
+  options.backoff = {3'000, 60'000, Jitter::kNone};
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", false}};
+  prober.slow["c1"] = true;  // each probe waits out 5 s, then fails (dated when it went out)
+  prober.slow_clock = &clock;
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'000'000; }));
+  // Sent at +8 s (5 s of deadline, then 3 s of backoff), given up at +13 s:
+  // past the timeout (+10 s), yet it shows an outage of 8 s. The next goes
+  // at once, not after the backoff, and shows 13 s.
+  clock.Advance(3'000);
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'013'000; }));
+  CHECK(fleet.Cluster("c1")->health.ShownLostForMs() == 13'000);
+  fleet.Stop();
+}
+
 TEST_CASE("a cluster out of reach is probed at once when asked (ProbeSoon), not at its backed-off probe",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});

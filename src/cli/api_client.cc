@@ -73,7 +73,9 @@ ApiResult ApiClient::Call(const std::string& method, const std::string& target, 
   // What reaches the terminal is cleaned (CleanText): a field's value the
   // server quotes back, or a body from something that is not gantry, must
   // not drive the terminal or fake a line of the answer.
-  std::string message = CleanText(res->body);
+  std::string answer = res->body;
+  while (!answer.empty() && (answer.back() == '\n' || answer.back() == '\r')) answer.pop_back();
+  std::string message = CleanText(answer);
   if (result.body.is_object() && result.body.contains("message") && result.body["message"].is_string()) {
     message = CleanText(result.body["message"].get<std::string>());
     if (auto causes = result.body.value("/details/causes"_json_pointer, nlohmann::json());

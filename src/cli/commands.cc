@@ -83,7 +83,7 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
     if (IsFinalPhase(phase)) {
       if (reached_final != nullptr) *reached_final = true;
       if (phase == wanted) return kExitOk;
-      std::string message = Str(r.body, "/status/message");
+      const std::string message = CleanText(Str(r.body, "/status/message"));
       // A watch (nothing wanted) ends well at any final phase: how, with the rest.
       if (!message.empty()) {
         (wanted.empty() ? out : err) << "job " << name << " is " << phase << ": " << message << "\n";
@@ -93,7 +93,7 @@ int WaitForFinal(ApiClient& api, const std::string& ns, const std::string& name,
     if (timed_out()) {
       // What the job waits for, as the daemon tells it (a cluster that has
       // not confirmed a delete, say).
-      const std::string message = Str(r.body, "/status/message");
+      const std::string message = CleanText(Str(r.body, "/status/message"));
       return give_up("phase " + phase + (message.empty() ? "" : ": " + message));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(wait.poll_ms));

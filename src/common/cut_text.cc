@@ -55,14 +55,15 @@ std::string CleanText(std::string_view text) {
   return out;
 }
 
-bool HasControlText(std::string_view text) {
+bool MayHoldControlText(std::string_view text) {
   // Only these bytes begin what CleanText changes (C0 and DEL; C1 controls
-  // after 0xC2; U+061C after 0xD8; U+200E..U+2069 after 0xE2): most text,
-  // a log line's, is passed over without a copy.
+  // after 0xC2; U+061C after 0xD8; U+200E..U+2069 after 0xE2).
   for (const unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f || c == 0xc2 || c == 0xd8 || c == 0xe2) return CleanText(text) != text;
+    if (c < 0x20 || c == 0x7f || c == 0xc2 || c == 0xd8 || c == 0xe2) return true;
   }
   return false;
 }
+
+bool HasControlText(std::string_view text) { return MayHoldControlText(text) && CleanText(text) != text; }
 
 }  // namespace gantry

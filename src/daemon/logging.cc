@@ -32,7 +32,7 @@ class CleanMessageFlag final : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
     const std::string_view payload(msg.payload.data(), msg.payload.size());
-    if (!HasControlText(payload)) {
+    if (!MayHoldControlText(payload)) {
       dest.append(payload.data(), payload.data() + payload.size());
       return;
     }

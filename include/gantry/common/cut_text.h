@@ -28,4 +28,8 @@ std::string CleanText(std::string_view text);
 // refuses where it names things (a region, a dataset) rather than clean.
 bool HasControlText(std::string_view text);
 
+// False when `text` certainly holds nothing CleanText changes (no byte that
+// can begin a control character): a scan without a copy. True: maybe.
+bool MayHoldControlText(std::string_view text);
+
 }  // namespace gantry

@@ -11,13 +11,13 @@
 namespace gantry::testing {
 namespace {
 
-// `gantry ARGS` against a server that answers every request with body.
-RunResult CliAgainst(const std::string& body, std::vector<std::string> args) {
+// `gantry ARGS` against a server that answers every request with body (and status).
+RunResult CliAgainst(const std::string& body, std::vector<std::string> args, int status = 200) {
   http::ServerOptions options;
   options.address = "127.0.0.1";
   options.port = 0;
   http::Server server(options, [&](http::Request, http::Responder respond) {
-    respond(http::JsonResponse(200, body));
+    respond(http::JsonResponse(status, body));
   });
   REQUIRE(server.Start().ok());
   RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), std::move(args));
@@ -122,15 +122,7 @@ TEST_CASE("the clusters table shows a Ready cluster whose last probe failed as P
       R"("lastError":"/readyz answered 500"}},)"
       R"({"metadata":{"name":"c2"},"spec":{"region":"eu"},"status":{"health":"Ready",)"
       R"("recoveredFrom":"/readyz answered 503"}}]})";
-  http::ServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  http::Server server(options, [&](http::Request, http::Responder respond) {
-    respond(http::JsonResponse(200, list));
-  });
-  REQUIRE(server.Start().ok());
-  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"clusters"});
-  server.Stop(std::chrono::seconds(1));
+  RunResult r = CliAgainst(list, {"clusters"});
   INFO(r.out << r.err);
   CHECK(r.code == 0);
   CHECK(std::regex_search(r.out, std::regex("(^|\\n)c1 +Ready,ProbeFailed .*/readyz answered 500")));
@@ -160,15 +152,7 @@ TEST_CASE("what the CLI prints of a server's words cannot drive the terminal or 
        {std::string(R"({"kind":"Status","code":422,"message":"bad\u001b]0;title\u0007",)"
                     R"("details":{"causes":[{"field":"spec.x","message":"no\nFORGED"}]}})"),
         std::string(R"({"kind":"Status","code":422,"message":42,"details":{"causes":[7]}})")}) {
-    http::ServerOptions options;
-    options.address = "127.0.0.1";
-    options.port = 0;
-    http::Server server(options, [&](http::Request, http::Responder respond) {
-      respond(http::JsonResponse(422, body));
-    });
-    REQUIRE(server.Start().ok());
-    RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"status", "team-a/x"});
-    server.Stop(std::chrono::seconds(1));
+    RunResult r = CliAgainst(body, {"status", "team-a/x"}, 422);
     INFO(r.out << r.err);
     CHECK(r.code == 1);
     CHECK_THAT(r.err, Catch::StartsWith("Error from server (422): "));

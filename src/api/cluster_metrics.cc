@@ -60,7 +60,7 @@ std::vector<prometheus::MetricFamily> ClusterMetricFamilies(const std::vector<in
     Add(stalled, {cluster}, st == stalled_for_ms.end() ? 0.0 : static_cast<double>(st->second) / 1000.0);
     const inventory::ClusterHealth& h = view.health;
     Add(ready, {cluster}, h.state == inventory::HealthState::kReady && view.Usable() ? 1 : 0);
-    Add(refused, {cluster}, h.credentials_refused && h.state == inventory::HealthState::kNotReady ? 1 : 0);
+    Add(refused, {cluster}, h.Refusing() ? 1 : 0);
     Add(outage, {cluster}, static_cast<double>(h.LostForMs(now_ms)) / 1000.0);
     Add(cordoned, {cluster}, view.config.cordoned ? 1 : 0);
     Add(declared_lost, {cluster}, view.config.declared_lost ? 1 : 0);

@@ -47,9 +47,7 @@ nlohmann::json ClusterToJson(const inventory::ClusterView& view, int64_t now_ms,
   }
   // Up, refusing gantry's credentials: NotReady, lost only after the longer
   // credentialsRefusedTimeoutSeconds (cluster_health.h).
-  if (h.credentials_refused && h.state == inventory::HealthState::kNotReady && reached) {
-    status["credentialsRefused"] = true;
-  }
+  if (h.Refusing() && reached) status["credentialsRefused"] = true;
   // Ready again, its last failure is history: shown under another name, so
   // that a script or an operator reading lastError sees only a live one.
   if (!h.last_error.empty() && reached) {

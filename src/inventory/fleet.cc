@@ -433,6 +433,7 @@ void Fleet::ProbeOne(const std::string& name) {
     const std::optional<int64_t> before = kept(e.view.health);
     HealthState old_state = e.view.health.state;
     const bool old_refused = e.view.health.credentials_refused;
+    const bool old_refusing = e.view.health.Refusing();
     if (reading.ok()) {
       if (e.view.health.Doubted()) {
         spdlog::info("cluster {} answers its probe again, after {} failed; it stayed Ready", name,
@@ -453,11 +454,12 @@ void Fleet::ProbeOne(const std::string& name) {
       }
       // Out of reach: the outage tells more (while doubted, what it read stands).
       if (e.view.health.state == HealthState::kNotReady) e.view.capacity_error.clear();
-      int64_t delay = e.view.health.Doubted() ? options_.doubt_probe_ms
-                                              : e.view.health.NextRetryDelayMs(rng_, options_.backoff);
+      int64_t delay = options_.doubt_probe_ms;
       if (e.view.health.Doubted()) {
         spdlog::info("cluster {}: a probe failed ({} in a row, NotReady after {}); probing again in {} ms: {}", name,
                      e.view.health.consecutive_failures, options_.failure_threshold, delay, error);
+      } else {
+        delay = e.view.health.NextRetryDelayMs(rng_, options_.backoff);
       }
       // A cluster is judged lost on a probe that failed (ShownLostForMs):
       // one falls due when the outage reaches clusterLostTimeout, so that
@@ -479,8 +481,7 @@ void Fleet::ProbeOne(const std::string& name) {
         after != before || (after && h.credentials_refused != old_refused)) {
       persist = after ? std::optional<ClusterOutage>({*after, h.credentials_refused}) : std::nullopt;
     }
-    if (old_state != e.view.health.state ||
-        (e.view.health.state == HealthState::kNotReady && old_refused != e.view.health.credentials_refused)) {
+    if (old_state != e.view.health.state || old_refusing != e.view.health.Refusing()) {
       generation_.fetch_add(1, std::memory_order_release);
       if (reading.ok()) {
         spdlog::info("cluster {} is Ready", name);
@@ -534,28 +535,26 @@ void Fleet::TakeReading(const std::string& name, Entry& e, CapacityReading readi
   const std::string old_capacity_error = e.view.capacity_error;
   e.view.capacity_error = reading.unreadable;
   if (reading.unreadable.empty()) {
-    const CapacityReading* before = e.view.capacity ? &*e.view.capacity : nullptr;
-    const std::string was = LocalQueuesError(before);
-    const std::string now_error = LocalQueuesError(&reading);
-    if (now_error != was && !now_error.empty()) {
-      spdlog::warn("cluster {}: {}; placement cannot tell which ClusterQueue a job lands in there, so it judges "
-                   "jobs by the sums over all of them and never finds one unschedulable there",
-                   name, now_error);
-    } else if (now_error != was) {
-      spdlog::info("cluster {}: its LocalQueues can be read again", name);
-    }
-    const std::string classes_was = PriorityClassesError(before);
-    const std::string classes_now = PriorityClassesError(&reading);
-    if (classes_now != classes_was && !classes_now.empty()) {
-      spdlog::warn("cluster {}: {}; jobs that name a WorkloadPriorityClass (kueue.x-k8s.io/priority-class) "
-                   "get no copy there",
-                   name, classes_now);
-    } else if (classes_now != classes_was) {
-      spdlog::info("cluster {}: its WorkloadPriorityClasses can be read again", name);
-    }
+    // A list that fails now where it read before (a warning, with what it
+    // costs placement), or reads again.
+    auto tell = [&](const std::string& was, const std::string& now_error, const char* cost, const char* what) {
+      if (now_error == was) return;
+      if (!now_error.empty()) {
+        spdlog::warn("cluster {}: {}; {}", name, now_error, cost);
+      } else {
+        spdlog::info("cluster {}: its {} can be read again", name, what);
+      }
+    };
+    tell(LocalQueuesError(last), LocalQueuesError(&reading),
+         "placement cannot tell which ClusterQueue a job lands in there, so it judges jobs by the sums over all of "
+         "them and never finds one unschedulable there",
+         "LocalQueues");
+    tell(PriorityClassesError(last), PriorityClassesError(&reading),
+         "jobs that name a WorkloadPriorityClass (kueue.x-k8s.io/priority-class) get no copy there",
+         "WorkloadPriorityClasses");
     // A LocalQueue or ClusterQueue appeared, went, or turned Active or
     // not: placement must not wait for the next fleet refresh to see it.
-    if (QueuesStampOf(before) != QueuesStampOf(&reading)) {
+    if (QueuesStampOf(last) != QueuesStampOf(&reading)) {
       generation_.fetch_add(1, std::memory_order_release);
     }
     e.view.capacity = std::move(reading);

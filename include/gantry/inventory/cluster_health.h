@@ -121,6 +121,9 @@ struct ClusterHealth {
 
   // Ready, with failed probes in a row short of failure_threshold.
   bool Doubted() const { return state == HealthState::kReady && consecutive_failures > 0; }
+  // NotReady for refusing gantry's credentials (a refusal that only made it
+  // Doubted is not told as one).
+  bool Refusing() const { return state == HealthState::kNotReady && credentials_refused; }
 
   // Delay before the next reconnect attempt: BackoffDelayMs over the
   // failures since it went NotReady (see backoff.h for the formula and the

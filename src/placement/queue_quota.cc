@@ -164,10 +164,8 @@ std::optional<JobQueue> FindJobQueue(const JobDemand& job, const ClusterSnapshot
   return q;
 }
 
-namespace {
-
-std::optional<Exclusion> CheckQueueQuota(const JobDemand& job, const GangDemand& demand,
-                                         const ClusterSnapshot& cluster) {
+std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
+                                    const ClusterSnapshot& cluster) {
   if (!job.queue.empty()) {
     const std::string& mapped = LocalQueueIn(cluster.local_queues, job.ns, job.queue);
     if (&mapped != &job.queue) {
@@ -185,13 +183,6 @@ std::optional<Exclusion> CheckQueueQuota(const JobDemand& job, const GangDemand&
     return CheckInQueue(demand, cluster, *q);
   }
   return CheckSums(demand, cluster);
-}
-
-}  // namespace
-
-std::optional<Exclusion> CheckQuota(const JobDemand& job, const GangDemand& demand,
-                                    const ClusterSnapshot& cluster) {
-  return CheckQueueQuota(job, demand, cluster);
 }
 
 std::optional<Exclusion> CheckPriorityClass(const JobDemand& job, const ClusterSnapshot& cluster) {

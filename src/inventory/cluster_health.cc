@@ -33,7 +33,7 @@ void ClusterHealth::OnProbeOk(int64_t now_ms) {
 }
 
 void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms,
-                                  bool conclusive) {
+                                  std::optional<int64_t> silent_until_ms) {
   // After refusals, a failure of another kind starts clusterLostTimeout's
   // clock again, counting only the time the cluster did not answer at all
   // in this outage: measured from the start of the refusals, one timeout of
@@ -42,17 +42,20 @@ void ClusterHealth::OnProbeFailed(int64_t now_ms, std::string error, std::option
   // still running there, re-run elsewhere); started afresh, a cluster that
   // alternates between refusals and no answer would never be lost.
   const bool after_refusal = credentials_refused;
-  Fail(now_ms, std::move(error), mono_ms, conclusive);
-  if (after_refusal) first_lost_ms = now_ms - unreachable_ms;
+  Fail(now_ms, std::move(error), mono_ms, silent_until_ms);
+  if (after_refusal) first_lost_ms = last_failure_ms - unreachable_ms;
   credentials_refused = false;
 }
 
 void ClusterHealth::OnProbeRefused(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms) {
-  Fail(now_ms, std::move(error), mono_ms, /*conclusive=*/false);
+  Fail(now_ms, std::move(error), mono_ms, /*silent_until_ms=*/std::nullopt);
   credentials_refused = true;
 }
 
-void ClusterHealth::Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms, bool conclusive) {
+void ClusterHealth::Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms,
+                         std::optional<int64_t> silent_until_ms) {
+  const bool conclusive = silent_until_ms.has_value();
+  const int64_t until = std::max(now_ms, silent_until_ms.value_or(now_ms));  // the failure shows no answer to here
   if (!first_lost_ms) first_lost_ms = now_ms;
   if (consecutive_failures < std::numeric_limits<int>::max()) ++consecutive_failures;
   const bool doubted = state == HealthState::kReady && !conclusive && consecutive_failures < failure_threshold;
@@ -69,7 +72,8 @@ void ClusterHealth::Fail(int64_t now_ms, std::string error, std::optional<int64_
   if (last_failure_ms > 0 && !credentials_refused && now_ms > last_failure_ms) {
     unreachable_ms += now_ms - last_failure_ms;
   }
-  last_failure_ms = now_ms;
+  unreachable_ms += until - now_ms;  // its own wait, when silent
+  last_failure_ms = until;
   last_failure_mono_ms = mono_ms.value_or(now_ms);
   last_error = std::move(error);
 }

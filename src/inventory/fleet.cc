@@ -369,6 +369,10 @@ void Fleet::ProbeOne(const std::string& name) {
     if (it->second.view.config_error.empty()) creds = it->second.creds;
   }
   int64_t now = clock_.NowMillis();
+  // When probes fall due is on the monotonic clock: a step of the wall
+  // clock (NTP, a resumed VM) must neither stop them for as long as it went
+  // back nor bring them all due at once. What they find is dated on the wall.
+  int64_t mono = clock_.MonotonicMillis();
   if (!creds) {
     // A local configuration error, not an outage: its health stays as it
     // was (Unknown at a start), so no clusterLostTimeout runs and no job it
@@ -378,7 +382,7 @@ void Fleet::ProbeOne(const std::string& name) {
     std::lock_guard lock(mu_);
     auto it = entries_.find(name);
     if (it == entries_.end()) return;
-    it->second.next_probe_ms = it->second.reprobe ? now : now + options_.probe_interval_ms;
+    it->second.next_probe_ms = it->second.reprobe ? mono : mono + options_.probe_interval_ms;
     it->second.reprobe = false;
     return;
   }
@@ -396,6 +400,7 @@ void Fleet::ProbeOne(const std::string& name) {
     reading = Status::Unavailable(fmt::format("its answer could not be read: {}", e.what()));
   }
   now = clock_.NowMillis();
+  mono = clock_.MonotonicMillis();
   std::optional<std::optional<ClusterOutage>> persist;  // set when the outage's start or kind changed
   std::string error;
   {
@@ -408,7 +413,7 @@ void Fleet::ProbeOne(const std::string& name) {
       // old entry's probe saw is not this entry's to keep (an outage
       // recorded now would run on while nothing can end it).
       e.reprobe = false;
-      e.next_probe_ms = now + options_.probe_interval_ms;
+      e.next_probe_ms = mono + options_.probe_interval_ms;
       return;
     }
     if (e.reprobe && (!e.creds || !SameConnection(*creds, *e.creds))) {
@@ -416,7 +421,7 @@ void Fleet::ProbeOne(const std::string& name) {
       // it read is of another connection, perhaps another cluster (whose
       // identity the entry must not take, nor its health). Probed again now.
       e.reprobe = false;
-      e.next_probe_ms = now;
+      e.next_probe_ms = mono;
       return;
     }
     if (reading.ok() && !reading->cluster_id.empty()) {
@@ -441,16 +446,18 @@ void Fleet::ProbeOne(const std::string& name) {
       }
       const bool was_ready = old_state == HealthState::kReady;  // doubted or not
       e.view.health.OnProbeOk(now);
-      TakeReading(name, e, std::move(*reading), now, was_ready);
+      TakeReading(name, e, std::move(*reading), now, mono, was_ready);
     } else {
       error = reading.status().message();
       e.view.health.failure_threshold = options_.failure_threshold;
       if (Refusal(reading.status())) {
-        e.view.health.OnProbeRefused(sent, error, clock_.MonotonicMillis());
+        e.view.health.OnProbeRefused(sent, error, mono);
       } else {
-        // No answer within a deadline (connect or request): no flake.
-        const bool conclusive = reading.status().code() == Code::kDeadlineExceeded;
-        e.view.health.OnProbeFailed(sent, error, clock_.MonotonicMillis(), conclusive);
+        // No answer within a deadline (connect or request): no flake, and
+        // no answer until now.
+        const bool silent = reading.status().code() == Code::kDeadlineExceeded;
+        e.view.health.OnProbeFailed(sent, error, mono, silent ? std::optional<int64_t>(now) : std::nullopt);
+        e.silent_wait_ms = silent ? std::max<int64_t>(0, now - sent) : 0;
       }
       // Out of reach: the outage tells more (while doubted, what it read stands).
       if (e.view.health.state == HealthState::kNotReady) e.view.capacity_error.clear();
@@ -462,18 +469,24 @@ void Fleet::ProbeOne(const std::string& name) {
         delay = e.view.health.NextRetryDelayMs(rng_, options_.backoff);
       }
       // A cluster is judged lost on a probe that failed (ShownLostForMs):
-      // one falls due when the outage reaches clusterLostTimeout, so that
-      // a backoff of up to 30 s does not put the verdict off by as much. One
-      // sent before that moment and given up after it (dated when sent) shows
-      // too short an outage: the next goes at once.
+      // while the outage it shows falls short of clusterLostTimeout, one
+      // falls due so that it ends when the outage reaches it, and a backoff
+      // of up to 30 s does not put the verdict off by as much. A silent
+      // cluster's probe shows the outage to the end of its wait: it goes as
+      // long before as the last one waited (and 100 ms later, for its own
+      // start); one that failed at once, at the timeout. (The outage is
+      // dated on the wall clock, as the store keeps it; the delay is a span.)
       if (const auto& lost = e.view.health.first_lost_ms) {
         const int64_t at = *lost + options_.lost_timeout_ms;
-        if (at > sent && at < now + delay) delay = std::max<int64_t>(0, at - now);
+        const int64_t lead = std::max<int64_t>(0, e.silent_wait_ms - 100);
+        if (at > e.view.health.last_failure_ms && at - lead < now + delay) {
+          delay = std::max<int64_t>(0, at - lead - now);
+        }
       }
-      e.next_probe_ms = now + delay;
+      e.next_probe_ms = mono + delay;
     }
     if (e.reprobe) {  // reloaded while this probe ran: probe the new entry now
-      e.next_probe_ms = now;
+      e.next_probe_ms = mono;
       e.reprobe = false;
     }
     const ClusterHealth& h = e.view.health;
@@ -511,8 +524,10 @@ void Fleet::ProbeOne(const std::string& name) {
 // as a failed probe is (probeFailureThreshold): one list failing among many
 // must not send placement's view of the cluster to stale and back, with a
 // warning and a rescan of the waiting jobs each time. Not after an outage
-// (was_ready false): its first reading is taken as it is. REQUIRES: mu_ held.
-void Fleet::TakeReading(const std::string& name, Entry& e, CapacityReading reading, int64_t now, bool was_ready) {
+// (was_ready false): its first reading is taken as it is. `now` dates the
+// reading (wall clock); `mono` schedules the next probe. REQUIRES: mu_ held.
+void Fleet::TakeReading(const std::string& name, Entry& e, CapacityReading reading, int64_t now, int64_t mono,
+                        bool was_ready) {
   const CapacityReading* last = e.view.capacity ? &*e.view.capacity : nullptr;
   std::string worse;
   if (was_ready && last && e.view.capacity_error.empty()) {
@@ -528,7 +543,7 @@ void Fleet::TakeReading(const std::string& name, Entry& e, CapacityReading readi
     ++e.read_doubts;
     spdlog::info("cluster {}: its probe's reading failed ({}); probing again in {} ms before taking it", name, worse,
                  options_.doubt_probe_ms);
-    e.next_probe_ms = now + options_.doubt_probe_ms;
+    e.next_probe_ms = mono + options_.doubt_probe_ms;
     return;
   }
   e.read_doubts = 0;
@@ -560,7 +575,7 @@ void Fleet::TakeReading(const std::string& name, Entry& e, CapacityReading readi
     e.view.capacity = std::move(reading);
     e.view.capacity_at_ms = now;
   }
-  e.next_probe_ms = now + options_.probe_interval_ms;
+  e.next_probe_ms = mono + options_.probe_interval_ms;
   if (e.view.capacity_error != old_capacity_error) {
     generation_.fetch_add(1, std::memory_order_release);  // placement reads it as stale, or fresh again
     if (!e.view.capacity_error.empty()) {
@@ -610,7 +625,7 @@ bool Fleet::ProbeSoon(const std::string& name) {
     e.reprobe = true;
     return true;
   }
-  const int64_t now = clock_.NowMillis();
+  const int64_t now = clock_.MonotonicMillis();
   if (e.next_probe_ms <= now) return false;  // due already
   e.next_probe_ms = now;
   cv_.notify_all();
@@ -624,7 +639,7 @@ void Fleet::ReleaseLocked(const std::string& name) {
     // recorded, but before it let go: due now, or the ask would be lost
     // until the backed-off probe.
     if (it->second.reprobe) {
-      it->second.next_probe_ms = clock_.NowMillis();
+      it->second.next_probe_ms = clock_.MonotonicMillis();
       it->second.reprobe = false;
     }
   }
@@ -634,7 +649,7 @@ void Fleet::ReleaseLocked(const std::string& name) {
 void Fleet::Run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    int64_t now = clock_.NowMillis();
+    int64_t now = clock_.MonotonicMillis();
     // The cluster due longest, among those this worker may take: one out
     // of reach only while another worker is left for the Ready ones.
     const bool may_take_out = workers_started_ <= 1 || probing_out_ < workers_started_ - 1;

@@ -89,7 +89,7 @@ bool Fleet::HoldIfSameCluster(const std::string& name, Entry& e, const std::stri
       file, other, cluster_id, e.creds ? e.creds->server : "?", other);
   spdlog::error("inventory: cluster {} is held: {}", name, e.view.config_error);
   e.reprobe = false;
-  e.next_probe_ms = clock_.NowMillis() + options_.probe_interval_ms;
+  e.next_probe_ms = clock_.MonotonicMillis() + options_.probe_interval_ms;
   generation_.fetch_add(1, std::memory_order_release);
   return true;
 }

@@ -266,10 +266,16 @@ TEST_CASE("With a failure threshold of 2 a conclusive failure makes a Ready clus
   ClusterHealth h;
   h.failure_threshold = 2;
   h.OnProbeOk(kT0);
-  h.OnProbeFailed(kT0 + 10'000, "GET /readyz: no answer within 5000 ms", std::nullopt, /*conclusive=*/true);
+  // Sent at +10 s, given up at +15 s: no answer all that while.
+  h.OnProbeFailed(kT0 + 10'000, "GET /readyz: no answer within 5000 ms", std::nullopt, kT0 + 15'000);
   CHECK(h.state == HealthState::kNotReady);
   CHECK(h.since_ms == kT0 + 10'000);
-  CHECK(h.ShownLostForMs() == 0);
+  CHECK(h.first_lost_ms == kT0 + 10'000);
+  CHECK(h.ShownLostForMs() == 5'000);
+  // The next, refused at once at +20 s: the 5 s between count as no answer.
+  h.OnProbeFailed(kT0 + 20'000, "connect: connection refused");
+  CHECK(h.ShownLostForMs() == 10'000);
+  CHECK(h.unreachable_ms == 10'000);
 }
 
 TEST_CASE("With a failure threshold of 2 a cluster never seen Ready is NotReady at its first failure",

@@ -83,6 +83,32 @@ TEST_CASE("a cluster out of reach is probed again when its outage reaches the lo
   fleet.Stop();
 }
 
+TEST_CASE("a step back of the wall clock does not stop the probes: they fall due on the monotonic clock, and what "
+          "they find is dated on the wall",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.backoff = {10'000, 60'000, Jitter::kNone};
+  options.failure_threshold = 1;
+  FakeClock clock(1'000'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}};
+  Fleet fleet(prober, *store, clock, options);
+  CHECK(fleet.Start().empty());
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.state == HealthState::kReady; }));
+  REQUIRE(prober.Probes("c1") == 1);
+  // An hour back (NTP, a resumed VM): on the wall clock, the next probe
+  // would be an hour and an interval away, and an outage unseen as long.
+  clock.StepWall(-3'600'000);
+  prober.up["c1"] = false;
+  clock.Advance(options.probe_interval_ms);
+  REQUIRE(testing::WaitFor([&] { return prober.Probes("c1") == 2; }));
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.state == HealthState::kNotReady; }));
+  CHECK(fleet.Cluster("c1")->health.first_lost_ms == clock.NowMillis());
+  CHECK(clock.NowMillis() == 1'000'000'000 - 3'600'000 + options.probe_interval_ms);
+  fleet.Stop();
+}
+
 TEST_CASE("a Ready cluster's first failed probe is confirmed a second later before it is NotReady, since that "
           "first failure",
           "[inventory][fleet]") {
@@ -164,10 +190,12 @@ TEST_CASE("a Ready cluster whose probe waited out its deadline with no answer is
   CHECK(h.consecutive_failures == 1);
   CHECK(h.first_lost_ms == 1'000'000);  // when the probe went out: no answer since
   CHECK(h.since_ms == 1'000'000);
+  CHECK(h.last_failure_ms == 1'005'000);  // and none until it gave up
   fleet.Stop();
 }
 
-TEST_CASE("a probe sent before the lost timeout and given up after it is followed at once by one that shows it",
+TEST_CASE("a silent cluster's probe shows the outage to the end of its wait, and the one that finds it lost goes "
+          "so that it ends at the lost timeout, not a deadline past it",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});
   auto& [dir, store, options] = fleet_dir;
@@ -176,17 +204,20 @@ TEST_CASE("a probe sent before the lost timeout and given up after it is followe
   FakeClock clock(1'000'000);
   FakeProber prober;
   prober.up = {{"c1", false}};
-  prober.slow["c1"] = true;  // each probe waits out 5 s, then fails (dated when it went out)
+  prober.slow["c1"] = true;  // each probe waits out 5 s, then fails
   prober.slow_clock = &clock;
   Fleet fleet(prober, *store, clock, options);
   REQUIRE(fleet.Start().empty());
-  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'000'000; }));
-  // Sent at +8 s (5 s of deadline, then 3 s of backoff), given up at +13 s:
-  // past the timeout (+10 s), yet it shows an outage of 8 s. The next goes
-  // at once, not after the backoff, and shows 13 s.
-  clock.Advance(3'000);
-  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'013'000; }));
-  CHECK(fleet.Cluster("c1")->health.ShownLostForMs() == 13'000);
+  // Sent at +0, given up at +5 s: no answer since it went out.
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'005'000; }));
+  CHECK(fleet.Cluster("c1")->health.first_lost_ms == 1'000'000);
+  CHECK(fleet.Cluster("c1")->health.ShownLostForMs() == 5'000);
+  // The next goes at +5.1 s, not after the 3 s backoff (sent at +8 s, it
+  // would end at +13 s): it ends at +10.1 s, and shows the cluster lost.
+  clock.Advance(100);
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'010'100; }));
+  CHECK(fleet.Cluster("c1")->health.ShownLostForMs() == 10'100);
+  CHECK(prober.Probes("c1") == 2);
   fleet.Stop();
 }
 

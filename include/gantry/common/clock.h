@@ -5,7 +5,8 @@
 // times are persisted and shown to users. MonotonicMillis: for what is only
 // waited for in this process (timers), where a step of the wall clock (NTP,
 // a resumed VM) must not move a due time: SystemClock reads the steady
-// clock, FakeClock the same value as NowMillis (a test drives both).
+// clock, FakeClock the same value as NowMillis (a test drives both) until
+// the test steps its wall clock.
 //
 // Thread-safety: SystemClock and FakeClock are safe to call from any thread.
 #pragma once
@@ -31,15 +32,20 @@ class SystemClock final : public Clock {
   int64_t MonotonicMillis() const override;
 };
 
+// Both clocks read the same until StepWall, which moves the wall clock
+// alone, as an NTP step or a resumed VM does; Advance moves both.
 class FakeClock final : public Clock {
  public:
   explicit FakeClock(int64_t start_ms = 1'700'000'000'000) : now_(start_ms) {}
-  int64_t NowMillis() const override { return now_.load(); }
+  int64_t NowMillis() const override { return now_.load() + wall_step_.load(); }
+  int64_t MonotonicMillis() const override { return now_.load(); }
   void Advance(int64_t ms) { now_ += ms; }
-  void Set(int64_t ms) { now_ = ms; }
+  void Set(int64_t ms) { now_ = ms - wall_step_.load(); }  // the wall clock reads ms
+  void StepWall(int64_t ms) { wall_step_ += ms; }
 
  private:
   std::atomic<int64_t> now_;
+  std::atomic<int64_t> wall_step_{0};
 };
 
 // RFC 3339 UTC with second precision, as Kubernetes writes timestamps:

@@ -73,8 +73,9 @@ struct ClusterHealth {
   bool credentials_refused = false;  // the latest failure was a refusal (above)
   // In the current outage: the time the cluster did not answer at all, up
   // to its latest failure (each gap between two failures counts as the
-  // earlier one's kind), and when that latest failure was (0: none yet, or
-  // restored after a restart, which knows only first_lost_ms).
+  // earlier one's kind), and when that latest failure was (a silent one's:
+  // the end of its wait; 0: none yet, or restored after a restart, which
+  // knows only first_lost_ms).
   int64_t unreachable_ms = 0;
   int64_t last_failure_ms = 0;
   // The latest failure's time on the monotonic clock (Clock::MonotonicMillis;
@@ -86,13 +87,17 @@ struct ClusterHealth {
   int64_t last_failure_mono_ms = 0;
   int64_t ready_after_failure_mono_ms = 0;
 
-  // now_ms: the wall clock; mono_ms: the monotonic clock at the same moment
-  // (unset: now_ms, as a fake clock's are one). conclusive: a failure that
-  // is no flake (the probe waited out its deadline with no answer), which
-  // makes a Ready cluster NotReady at once, whatever failure_threshold.
+  // now_ms: the wall clock (a failure's: when its probe went out); mono_ms:
+  // the monotonic clock at the same moment (unset: now_ms, as a fake clock's
+  // are one). silent_until_ms: set when the probe waited out its deadline
+  // with no answer, which it then was on the wall clock. Such a failure is
+  // no flake: it makes a Ready cluster NotReady at once, whatever
+  // failure_threshold, and the outage it shows reaches its end (the cluster
+  // said nothing meanwhile), so that a silent cluster's verdict does not
+  // wait a deadline past clusterLostTimeout.
   void OnProbeOk(int64_t now_ms);
   void OnProbeFailed(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms = std::nullopt,
-                     bool conclusive = false);
+                     std::optional<int64_t> silent_until_ms = std::nullopt);
   void OnProbeRefused(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms = std::nullopt);
 
   // After a restart: the outage start the store kept (unset = none), and
@@ -132,7 +137,7 @@ struct ClusterHealth {
 
  private:
   // What every failed probe, refused or not, does.
-  void Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms, bool conclusive);
+  void Fail(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms, std::optional<int64_t> silent_until_ms);
 };
 
 }  // namespace gantry::inventory

@@ -227,12 +227,17 @@ class Fleet {
   struct Entry {
     ClusterView view;
     std::optional<ClusterCredentials> creds;
-    int64_t next_probe_ms = 0;
+    int64_t next_probe_ms = 0;  // when its next probe falls due (Clock::MonotonicMillis)
     bool probing = false;  // a worker has it in hand
     bool reprobe = false;  // reloaded (or ProbeSoon) while probing: probe again once this probe ends
     int read_doubts = 0;   // readings in a row worse than the last good one, not taken yet (TakeReading)
+    // How long its latest failed probe waited for an answer that never came
+    // (0: it failed at once): the probe that may find it lost goes that much
+    // before clusterLostTimeout, so that it ends there.
+    int64_t silent_wait_ms = 0;
   };
-  void TakeReading(const std::string& name, Entry& e, CapacityReading reading, int64_t now, bool was_ready);
+  void TakeReading(const std::string& name, Entry& e, CapacityReading reading, int64_t now, int64_t mono,
+                   bool was_ready);
   static ClusterView ViewOf(const Entry& e);  // REQUIRES: mu_ held
   std::vector<ClusterFileError> Load(InventoryChange* change = nullptr);
   // The entry `name` has, or a new one with the outage restored for it at

@@ -10,6 +10,8 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/spdlog.h>
 
 #include "gantry/http/server.h"
 #include "raw_socket.h"
@@ -25,6 +27,37 @@ std::size_t Count(const std::string& text, const std::string& what) {
   for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
   return n;
 }
+
+// What is logged through the process's default logger meanwhile, as the
+// daemon configures it (format, level); readable while another thread logs.
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()), sink_(std::make_shared<Sink>()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string Text() const { return sink_->Text(); }
+
+ private:
+  class Sink final : public spdlog::sinks::base_sink<std::mutex> {
+   public:
+    std::string Text() {
+      std::lock_guard lock(mutex_);
+      return text_;
+    }
+
+   protected:
+    void sink_it_(const spdlog::details::log_msg& msg) override {
+      text_.append(msg.payload.data(), msg.payload.size()).push_back('\n');
+    }
+    void flush_() override {}
+
+   private:
+    std::string text_;
+  };
+  std::shared_ptr<spdlog::logger> previous_;
+  std::shared_ptr<Sink> sink_;
+};
 
 // A server with options on a free loopback port, started.
 std::unique_ptr<Server> Started(Handler handler, ServerOptions options = {}) {
@@ -323,6 +356,22 @@ TEST_CASE("at max_connections a new connection takes the place of the oldest tha
   sixth.Send("GET /sixth HTTP/1.1\r\nHost: x\r\n\r\n");
   CHECK(sixth.Got("GET /sixth"));
   CHECK(served.Closed(2s));
+}
+
+TEST_CASE("the server's warnings go through the process's logger, as the daemon set it up, not one of their own",
+          "[http][wire]") {
+  // Built against spdlog's header-only form, this library had a logger of
+  // its own: its lines ignored --log-format json and --log-level.
+  LogCapture log;
+  ServerOptions options;
+  options.max_connections = 1;
+  auto server = Started(Echo(), options);
+  RawSocket silent(server->port());  // sends nothing
+  RawSocket next(server->port());
+  next.Send("GET /next HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(next.Got("GET /next"));
+  CHECK(silent.Closed(2s));
+  CHECK(testing::WaitFor([&] { return log.Text().find("connections open (maxConnections)") != std::string::npos; }));
 }
 
 TEST_CASE("a new connection that sends nothing is closed at the read deadline, not the idle one", "[http][wire]") {

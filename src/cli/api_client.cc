@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
+#include <thread>
 
+#include "gantry/common/clock.h"
 #include "gantry/common/cut_text.h"
 #include "gantry/common/json_fast.h"
 
@@ -41,11 +44,41 @@ std::unique_ptr<ApiClient> ApiClient::Create(const ConnectionFlags& flags, std::
     *error = client.status().message();
     return nullptr;
   }
-  return std::unique_ptr<ApiClient>(new ApiClient(std::move(client.value()), flags.token, flags.server));
+  return std::unique_ptr<ApiClient>(
+      new ApiClient(std::move(client.value()), flags.token, flags.server, flags.timeout_seconds));
+}
+
+std::optional<std::chrono::milliseconds> RetryWait(int status, const std::map<std::string, std::string>& headers,
+                                                   int64_t now_ms) {
+  if (status != 429 && status != 503) return std::nullopt;
+  auto it = headers.find("retry-after");
+  if (it == headers.end()) {
+    if (status == 429) return std::chrono::seconds(1);
+    return std::nullopt;  // a 503 that does not say when: no reason to think it passes
+  }
+  const std::string& value = it->second;
+  if (!value.empty() && value.size() < 6 && value.find_first_not_of("0123456789") == std::string::npos) {
+    return std::chrono::seconds(std::stoi(value));
+  }
+  if (const std::optional<int64_t> at = ParseHttpDate(value)) {
+    return std::chrono::milliseconds(std::max<int64_t>(0, *at - now_ms));
+  }
+  return std::nullopt;
 }
 
 ApiResult ApiClient::Call(const std::string& method, const std::string& target, const std::string& body,
                           const std::string& content_type) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds_);
+  for (int attempt = 1;; ++attempt) {
+    ApiResult result = CallOnce(method, target, body, content_type);
+    const auto wait = RetryWait(result.http_status, result.headers, SystemClock().NowMillis());
+    if (!wait || attempt >= kMaxAttempts || std::chrono::steady_clock::now() + *wait > deadline) return result;
+    std::this_thread::sleep_for(*wait);
+  }
+}
+
+ApiResult ApiClient::CallOnce(const std::string& method, const std::string& target, const std::string& body,
+                              const std::string& content_type) {
   std::vector<std::pair<std::string, std::string>> headers = {{"Accept", "application/json"}};
   if (!token_.empty()) headers.emplace_back("Authorization", "Bearer " + token_);
   if (!body.empty()) headers.emplace_back("Content-Type", content_type);

@@ -2,6 +2,8 @@
 // failures into the CLI's exit codes and a one-line message.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -46,19 +48,37 @@ std::string SchemeHint(const std::string& server, const std::string& error);
 // The quoted texts of a Warning header's value (one or several, joined).
 std::vector<std::string> WarningTexts(const std::string& header);
 
+// How long an answer asks the client to wait before sending the request
+// again: a 429 (Retry-After, or 1 s without one), or a 503 with a
+// Retry-After (in seconds or an HTTP date, read at now_ms). Unset for any
+// other answer, or one whose Retry-After cannot be read.
+std::optional<std::chrono::milliseconds> RetryWait(int status, const std::map<std::string, std::string>& headers,
+                                                   int64_t now_ms);
+
 class ApiClient {
  public:
   // Returns nullptr and sets *error for an unusable server URL.
   static std::unique_ptr<ApiClient> Create(const ConnectionFlags& flags, std::string* error);
+  // Every request of gantry's API may be sent again (a submission and a
+  // cancel are idempotent): one the server asks to send again later
+  // (RetryWait) is, as kubectl does, up to kMaxAttempts times, while the
+  // waits fit in --timeout. Then its last answer stands.
   ApiResult Call(const std::string& method, const std::string& target, const std::string& body = "",
                  const std::string& content_type = "application/json");
+  static constexpr int kMaxAttempts = 10;
 
  private:
-  ApiClient(std::unique_ptr<http::Client> client, std::string token, std::string server)
-      : client_(std::move(client)), token_(std::move(token)), server_(std::move(server)) {}
+  ApiClient(std::unique_ptr<http::Client> client, std::string token, std::string server, int timeout_seconds)
+      : client_(std::move(client)),
+        token_(std::move(token)),
+        server_(std::move(server)),
+        timeout_seconds_(timeout_seconds) {}
+  ApiResult CallOnce(const std::string& method, const std::string& target, const std::string& body,
+                     const std::string& content_type);
   std::unique_ptr<http::Client> client_;
   std::string token_;
   std::string server_;
+  int timeout_seconds_;
 };
 
 // Percent-encodes a path segment or query value.

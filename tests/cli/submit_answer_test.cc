@@ -11,7 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "api_client.h"
 #include "daemon_fixture.h"
+#include "gantry/common/clock.h"
 #include "gantry/http/server.h"
 
 namespace gantry::testing {
@@ -170,6 +172,64 @@ TEST_CASE("submit of a file of several jobs stops at a failure no later one coul
   CHECK(posts == 1);
   CHECK_THAT(r.err, Catch::Contains("the other 2 job(s) after it were not sent"));
   server.Stop(std::chrono::seconds(1));
+}
+
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("submit sends a job again when the server asks it to (429 with Retry-After) and gives up on a wait past "
+          "--timeout",
+          "[cli]") {
+  const std::string job = R"({"metadata":{"name":"busy","namespace":"team-a"},"status":{"phase":"Queued"}})";
+  std::atomic<int> posts{0};
+  std::atomic<int> busy_answers{2};
+  std::string retry_after = "0";
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  http::Server server(options, [&](http::Request, http::Responder respond) {
+    ++posts;
+    if (busy_answers.fetch_sub(1) > 0) {
+      http::Response r =
+          http::JsonResponse(429, R"({"kind":"Status","code":429,"message":"busy; submit again shortly"})");
+      r.headers.emplace_back("Retry-After", retry_after);
+      return respond(std::move(r));
+    }
+    respond(http::JsonResponse(201, job));
+  });
+  REQUIRE(server.Start().ok());
+  TempDir dir;
+  const std::string doc = dir.File("busy.yaml");
+  WriteFile(doc, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: busy}\nspec: {queue: team-a}\n");
+  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  RunResult r = Cli(url, {"submit", "-f", doc, "-n", "team-a"});
+  CHECK(r.code == 0);
+  CHECK(r.out == "job.gantry.dev/busy created\n");
+  CHECK(posts == 3);
+  // Asked to wait an hour, past the 30 s --timeout: the 429 stands, at once.
+  posts = 0;
+  busy_answers = 1;
+  retry_after = "3600";
+  r = Cli(url, {"submit", "-f", doc, "-n", "team-a"});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("Error from server (429): busy; submit again shortly"));
+  CHECK(posts == 1);
+  server.Stop(std::chrono::seconds(1));
+}
+
+TEST_CASE("RetryWait reads the Retry-After of a 429 or a 503 in seconds or as a date", "[cli]") {
+  using std::chrono::milliseconds;
+  const int64_t now = 1'700'000'000'000;
+  CHECK(cli::RetryWait(429, {}, now) == milliseconds(1'000));
+  CHECK(cli::RetryWait(429, {{"retry-after", "7"}}, now) == milliseconds(7'000));
+  CHECK(cli::RetryWait(503, {{"retry-after", "2"}}, now) == milliseconds(2'000));
+  CHECK(cli::RetryWait(503, {{"retry-after", FormatHttpDate(now + 5'000)}}, now) == milliseconds(5'000));
+  CHECK(cli::RetryWait(503, {{"retry-after", FormatHttpDate(now - 5'000)}}, now) == milliseconds(0));
+  CHECK_FALSE(cli::RetryWait(503, {}, now));  // a 503 that does not say when
+  CHECK_FALSE(cli::RetryWait(503, {{"retry-after", "soon"}}, now));
+  CHECK_FALSE(cli::RetryWait(500, {{"retry-after", "1"}}, now));
+  CHECK_FALSE(cli::RetryWait(409, {}, now));
 }
 
 }  // namespace gantry::testing

@@ -164,6 +164,7 @@ std::string ObservedText(const nlohmann::json& item) {
 
 std::string SplitJobRef(std::string& name, std::string& ns) {
   const std::size_t slash = name.find('/');
+  if (name.empty()) return "a job's name is empty: give NAME, or NAMESPACE/NAME";
   if (slash == std::string::npos) return "";
   const std::string given_ns = name.substr(0, slash), given_name = name.substr(slash + 1);
   if (given_ns.empty() || given_name.empty() || given_name.find('/') != std::string::npos) {

@@ -102,6 +102,12 @@ TEST_CASE("CLI commands against a real daemon", "[cli][e2e]") {
     CHECK(r.code == 2);
     CHECK(r.err == std::string("error: \"") + bad + "\" is no job name: give NAME, or NAMESPACE/NAME\n");
   }
+  for (const char* command : {"status", "cancel", "explain", "events"}) {
+    auto r = Cli(daemon.url(), {command, "", "-n", "team-a"});
+    INFO(command);
+    CHECK(r.code == 2);
+    CHECK(r.err == "error: a job's name is empty: give NAME, or NAMESPACE/NAME\n");
+  }
 
   auto as_json = Cli(daemon.url(), {"status", "e2e-train", "-n", "team-a", "-o", "json"});
   REQUIRE(as_json.code == 0);

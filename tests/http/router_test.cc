@@ -30,6 +30,26 @@ TEST_CASE("router matches patterns and tells 404 from 405", "[http]") {
   CHECK(router.Find("GET", "/").status == 404);
 }
 
+TEST_CASE("the router splits a path as sent before decoding its segments: an encoded slash stays in its segment "
+          "and an empty segment names nothing",
+          "[http]") {
+  Router router;
+  router.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}", [](Request, Responder) {});
+  router.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}/events", [](Request, Responder) {});
+  router.Add("GET", "/api/v1/namespaces/{ns}/jobs/{name}/placement", [](Request, Responder) {});
+  auto m = router.Find("GET", "/api/v1/namespaces/team-a/jobs/long-1%2Fevents");
+  REQUIRE(m.status == 200);
+  CHECK(m.pattern == "/api/v1/namespaces/{ns}/jobs/{name}");
+  CHECK(m.params["name"] == "long-1/events");  // a name the handler refuses, not job long-1's events
+  m = router.Find("GET", "/api/v1/namespaces/team%2Da/jobs/x%20y");
+  REQUIRE(m.status == 200);
+  CHECK(m.params["ns"] == "team-a");
+  CHECK(m.params["name"] == "x y");
+  // "//" is not "/": no job named "placement" is read for a job with no name.
+  CHECK(router.Find("GET", "/api/v1/namespaces/team-a/jobs//placement").status == 404);
+  CHECK(router.Find("GET", "/api/v1/namespaces/team-a//jobs/x").status == 404);
+}
+
 TEST_CASE("query strings and percent-decoding", "[http]") {
   auto q = ParseQuery("a=1&b=x%20y&c=&d&e=p+q&a=2");
   CHECK(q.count("a") == 2);

@@ -26,7 +26,12 @@ class Router {
   };
 
   void Add(std::string method, std::string pattern, Handler handler);
-  Match Find(std::string_view method, std::string_view path) const;
+  // raw_path: the path as sent, still percent-encoded (Request::target
+  // without its query). It is split at '/' before each segment is decoded,
+  // so that an encoded '/' (%2F) stays in its segment, as the Kubernetes API
+  // server reads it (a job "a%2Fevents" is no route to job a's events); an
+  // empty segment ("//") matches no pattern.
+  Match Find(std::string_view method, std::string_view raw_path) const;
 
  private:
   struct Route {
@@ -35,7 +40,7 @@ class Router {
     std::vector<std::string> segments;
     Handler handler;
   };
-  static bool MatchSegments(const Route& route, const std::vector<std::string_view>& parts,
+  static bool MatchSegments(const Route& route, const std::vector<std::string>& parts,
                             std::map<std::string, std::string>* params);
   std::vector<Route> routes_;
 };

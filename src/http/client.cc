@@ -439,6 +439,12 @@ Result<std::unique_ptr<Client>> Client::Create(const std::string& base_url, Clie
     host = std::string(url);
   }
   if (host.empty() || port.empty()) return Status::Invalid("no host in server URL " + base_url);
+  // A number of 1..65535, nothing else: getaddrinfo reads 99999 as 34463
+  // (modulo 65536), and takes a service name ("http") as its port.
+  if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos || std::stoi(port) < 1 ||
+      std::stoi(port) > 65535) {
+    return Status::Invalid(fmt::format("server URL '{}': port '{}' is not a number from 1 to 65535", base_url, port));
+  }
   auto impl = std::make_unique<Impl>(tls, host, port, std::move(options));
   GANTRY_RETURN_IF_ERROR(impl->Init());
   return std::unique_ptr<Client>(new Client(std::move(impl)));

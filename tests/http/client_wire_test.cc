@@ -287,4 +287,16 @@ TEST_CASE("an answer to a request sent again after its kept-alive connection clo
   CHECK(server.posts() == 2);
 }
 
+TEST_CASE("a server URL's port is a number from 1 to 65535: 99999 is refused, not taken for 34463", "[http]") {
+  for (const char* url :
+       {"http://127.0.0.1:99999", "http://127.0.0.1:0", "https://127.0.0.1:http", "http://[::1]:-1"}) {
+    INFO(url);
+    auto client = Client::Create(url);
+    REQUIRE_FALSE(client.ok());
+    CHECK_THAT(client.status().message(), Catch::Contains("is not a number from 1 to 65535"));
+  }
+  CHECK(Client::Create("http://127.0.0.1:65535").ok());
+  CHECK(Client::Create("https://example.invalid").ok());  // 443
+}
+
 }  // namespace gantry::http

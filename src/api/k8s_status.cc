@@ -1,5 +1,7 @@
 #include "gantry/api/k8s_status.h"
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 namespace gantry::api {
@@ -48,8 +50,16 @@ http::Response K8sStatus(int code, std::string reason, std::string message,
                          {"status", "Failure"}, {"message", message}, {"reason", reason},
                          {"code", code}};
   if (!causes.empty()) {
+    // A document of thousands of bad entries (a list indented one level
+    // off) must not get an answer of megabytes: the first kMaxCauses, and
+    // how many more.
     nlohmann::json list = nlohmann::json::array();
-    for (const Cause& c : causes) list.push_back({{"field", c.field}, {"message", c.message}});
+    for (std::size_t i = 0; i < causes.size() && i < kMaxCauses; ++i) {
+      list.push_back({{"field", causes[i].field}, {"message", causes[i].message}});
+    }
+    if (causes.size() > kMaxCauses) {
+      list.push_back({{"field", ""}, {"message", fmt::format("and {} more not listed", causes.size() - kMaxCauses)}});
+    }
     body["details"] = {{"causes", std::move(list)}};
   }
   http::Response r;

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "api_fixture.h"
+#include "gantry/api/k8s_status.h"
 
 namespace gantry::testing {
 
@@ -31,6 +32,24 @@ TEST_CASE("submit, idempotent resubmit, conflicting resubmit", "[api]") {
   auto got = api.Call("GET", "/api/v1/namespaces/team-a/jobs/train-1");
   CHECK(got.status == 200);
   CHECK(api.Json(got)["metadata"]["uid"] == job["metadata"]["uid"]);
+}
+
+TEST_CASE("a document with thousands of bad fields gets the first 100 causes and a count of the rest", "[api]") {
+  ApiFixture api;
+  nlohmann::json doc = {{"apiVersion", "gantry.dev/v1"},
+                        {"kind", "Job"},
+                        {"metadata", {{"name", "many"}}},
+                        {"spec", {{"queue", "team-a"}, {"template", {{"apiVersion", "batch/v1"}, {"kind", "Job"}}}}}};
+  nlohmann::json containers = nlohmann::json::array();
+  for (int i = 0; i < 3'000; ++i) containers.push_back({{"name", "c" + std::to_string(i)}});  // no image
+  doc["spec"]["template"]["spec"]["template"]["spec"] = {{"containers", containers}};
+  auto refused = api.Call("POST", "/api/v1/namespaces/team-a/jobs", doc.dump());
+  REQUIRE(refused.status == 422);
+  CHECK(refused.body.size() < 64 * 1024);
+  const auto causes = api.Json(refused)["details"]["causes"];
+  REQUIRE(causes.size() == api::kMaxCauses + 1);
+  CHECK(causes[0]["field"] == "spec.template.spec.template.spec.containers[0].image");
+  CHECK_THAT(causes.back().value("message", ""), Catch::StartsWith("and ") && Catch::EndsWith(" more not listed"));
 }
 
 TEST_CASE("the same document again puts an Unschedulable job back to Queued once, and while Queued it writes nothing",

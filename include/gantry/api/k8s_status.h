@@ -17,6 +17,8 @@ struct Cause {
   std::string message;
 };
 
+// At most kMaxCauses causes, then one that says how many more there are.
+inline constexpr std::size_t kMaxCauses = 100;
 http::Response K8sStatus(int code, std::string reason, std::string message,
                          const std::vector<Cause>& causes = {});
 // Maps a store/internal Status to its HTTP code and reason. kInternal,

@@ -97,6 +97,7 @@ void ApiService::ListJobs(http::Request req, Respond respond) {
   }
   // 0 is Kubernetes' "no limit": pages of the default size, as without one.
   query.limit = *limit > 0 ? static_cast<int>(*limit) : options_.default_list_limit;
+  query.max_bytes = options_.max_list_page_bytes;
   if (auto token = req.Query("continue"); token && !token->empty()) {
     auto after = DecodeContinue(*token);
     if (!after) {

@@ -174,16 +174,19 @@ Result<JobPage> SqliteStore::List(const ListQuery& query) {
   stmt->Bind(1, query.after_seq).Bind(2, int64_t{limit} + 1);
   for (size_t i = 0; i < params.size(); ++i) stmt->Bind(static_cast<int>(i) + 3, params[i]);
   JobPage page;
+  int64_t bytes = 0;
   while (true) {
     Result<bool> row = stmt->Step();
     if (!row.ok()) return row.status();
     if (!*row) break;
-    if (page.jobs.size() == static_cast<size_t>(limit)) {
+    if (page.jobs.size() == static_cast<size_t>(limit) || (query.max_bytes > 0 && bytes >= query.max_bytes)) {
       page.next_after_seq = page.jobs.back().seq;
       break;
     }
     Result<JobRecord> job = ReadJob(*stmt);
     if (!job.ok()) return job.status();
+    bytes += static_cast<int64_t>(job->spec_json.size() + job->labels_json.size() + job->conditions_json.size() +
+                                  job->message.size() + job->remote_status.size());
     page.jobs.push_back(std::move(*job));
   }
   return page;

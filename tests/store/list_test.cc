@@ -161,6 +161,35 @@ TEST_CASE("List pages return every row exactly once, in seq order", "[store][lis
   CHECK(second->jobs.front().seq > first->jobs.back().seq);
 }
 
+TEST_CASE("a page with a byte cap ends once its jobs hold that much text: never empty and every row still once",
+          "[store][list]") {
+  TempDir dir;
+  auto store = Seeded(dir);
+  ListQuery query;
+  query.limit = 500;
+  Result<JobPage> whole = store->List(query);
+  REQUIRE(whole.ok());
+  REQUIRE(whole->jobs.size() == 60);
+  auto text = [](const JobRecord& j) {
+    return static_cast<int64_t>(j.spec_json.size() + j.labels_json.size() + j.conditions_json.size() +
+                                j.message.size() + j.remote_status.size());
+  };
+  query.max_bytes = 1;  // every job is over it: one a page
+  Result<JobPage> single = store->List(query);
+  REQUIRE(single.ok());
+  CHECK(single->jobs.size() == 1);
+  CHECK(single->next_after_seq.has_value());
+  query.max_bytes = text(whole->jobs[0]) + text(whole->jobs[1]) + text(whole->jobs[2]);  // three reach it
+  Result<JobPage> few = store->List(query);
+  REQUIRE(few.ok());
+  CHECK(few->jobs.size() == 3);
+  std::vector<JobRecord> all = ListAll(*store, query);
+  std::set<std::string> uids;
+  for (const JobRecord& job : all) uids.insert(job.uid);
+  CHECK(all.size() == 60);
+  CHECK(uids.size() == 60);
+}
+
 TEST_CASE("CountByPhase lists every phase, JobsInPhase is oldest first", "[store][list]") {
   TempDir dir;
   auto store = OpenStore(dir.File("db"));

@@ -45,6 +45,10 @@ struct ApiOptions {
   int default_list_limit = 500;
   // Largest ?limit accepted (bigger pages would hold the read connection too long).
   int max_list_limit = 5000;
+  // A page of jobs also ends once they hold this much text (ListQuery::
+  // max_bytes; the answer is about twice that): a few clients that ask for
+  // pages of 1 MiB documents and never read them must not pin gigabytes.
+  int64_t max_list_page_bytes = 4 << 20;
   // Capacity readings older than this are shown as stale (as the Fleet treats them).
   int64_t stale_after_ms = 30'000;
   // Called after POST /api/v1/clusters:reload re-read the inventory (the

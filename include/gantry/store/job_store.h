@@ -162,6 +162,10 @@ struct ListQuery {
   std::optional<std::string> cluster;
   int64_t after_seq = 0;                  // continue from here (exclusive)
   int limit = 500;                        // 1..5000
+  // When set, a page also ends (with at least one job) once the text its
+  // jobs hold (spec, labels, conditions, messages) reaches this many bytes,
+  // so that a page of the largest documents stays a few megabytes.
+  int64_t max_bytes = 0;
 };
 
 struct JobPage {

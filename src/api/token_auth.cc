@@ -8,7 +8,10 @@
 #include <set>
 #include <string>
 
+#include <sys/stat.h>
+
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <yaml-cpp/yaml.h>
 
 #include "gantry/common/names.h"
@@ -27,6 +30,16 @@ std::string TokenAuth::Sha256Hex(const std::string& token) {
 
 Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::string& path) {
   auto table = std::make_shared<Table>();
+  // Whoever may write the file may grant themselves any namespace, admin
+  // included: refused, as sshd refuses such a key file (the file itself,
+  // through a symbolic link).
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 022) != 0) {
+    return Status::Invalid(fmt::format("tokens file {}: writable by group or others (mode {:04o}), so anyone who may "
+                                       "write it may grant themselves any namespace: chmod 600 {}",
+                                       path, st.st_mode & 07777, path));
+  }
+  bool plain_tokens = false;
   YAML::Node root;
   try {
     root = YAML::LoadFile(path);
@@ -74,6 +87,7 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
         }
       } else if (entry["token"]) {
         std::string token = entry["token"].as<std::string>();
+        plain_tokens = true;
         if (token.size() < 16) return Status::Invalid(where("token") + ": must be at least 16 characters");
         hash = Sha256Hex(token);
       } else {
@@ -133,6 +147,11 @@ Result<std::shared_ptr<const TokenAuth::Table>> TokenAuth::ReadFile(const std::s
       return Status::Invalid(where("") + ": " + e.msg);
     }
     ++i;
+  }
+  if (plain_tokens && (st.st_mode & 044) != 0) {
+    spdlog::warn("tokens file {}: holds tokens in the clear and is readable by group or others (mode {:04o}): "
+                 "chmod 600 {}, or give each as tokenSha256",
+                 path, st.st_mode & 07777, path);
   }
   return std::shared_ptr<const Table>(std::move(table));
 }

@@ -2,6 +2,7 @@
 // writer meant is refused, with the entry and field.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "gantry/api/token_auth.h"
@@ -66,6 +67,24 @@ TEST_CASE("a tokens file with a null, doubled or wrongly typed field is refused 
   TempDir dir;
   const std::string path = dir.File("tokens.yaml");
   WriteFile(path, "tokens:\n- subject: \"null\"\n  namespaces: [team-a]\n" + token);
+  CHECK(api::TokenAuth::Load(path).ok());
+}
+
+TEST_CASE("a tokens file that group or others may write is refused: whoever may write it may grant any namespace",
+          "[api][auth]") {
+  TempDir dir;
+  const std::string path = dir.File("tokens.yaml");
+  WriteFile(path, "tokens:\n- subject: alice\n  namespaces: [team-a]\n  tokenSha256: " + std::string(64, 'a') + "\n");
+  REQUIRE(api::TokenAuth::Load(path).ok());  // 0644
+  namespace fs = std::filesystem;
+  for (fs::perms writable : {fs::perms::group_write, fs::perms::others_write}) {
+    fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | writable);
+    auto loaded = api::TokenAuth::Load(path);
+    REQUIRE_FALSE(loaded.ok());
+    CHECK_THAT(loaded.status().message(), Catch::Contains("writable by group or others") &&
+                                              Catch::Contains("chmod 600 " + path));
+  }
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write);
   CHECK(api::TokenAuth::Load(path).ok());
 }
 

@@ -38,8 +38,16 @@ std::string ReadFile(const std::string& path) {
 }
 
 void WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << content;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << content;
+  }
+  // 0644 whatever the umask: a file others may write (umask 002) is one the
+  // daemon refuses to take tokens from.
+  namespace fs = std::filesystem;
+  std::error_code ignored;
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                            fs::perms::others_read, ignored);
 }
 
 void WriteExecutable(const std::string& path, const std::string& content) {

@@ -242,11 +242,26 @@ int Submit(const CommonFlags& flags, const std::string& file, const WaitFlags& w
     return docs.size() == 1 ? std::string() : fmt::format(" (job {} of {} in the file)", i + 1, docs.size());
   };
   // Every one checked before any is sent: a file that is not a list of
-  // jobs is refused whole.
+  // jobs is refused whole. Which kinds the daemon takes is its to say
+  // (genericKinds); a core or apps/v1 object (a ConfigMap, a Deployment
+  // rendered beside a Job) never is one, and none of a file holding one is
+  // sent.
   for (std::size_t i = 0; i < docs.size(); ++i) {
     if (!docs[i].is_object()) {
       err << "error: " << file << which(i)
           << ": the document must be a mapping (a job: apiVersion, kind, metadata, spec)\n";
+      return kExitUsage;
+    }
+    const std::string api_version = Str(docs[i], "/apiVersion"), kind = Str(docs[i], "/kind");
+    if (api_version.empty() || kind.empty()) {
+      err << "error: " << file << which(i) << ": the document needs an apiVersion and a kind (a job: gantry.dev/v1 "
+          << "Job, batch/v1 Job, a JobSet, or a kind in the daemon's genericKinds)\n";
+      return kExitUsage;
+    }
+    if (api_version == "v1" || api_version == "apps/v1") {
+      err << "error: " << file << which(i) << ": " << CleanText(api_version + " " + kind)
+          << " is no job: gantry takes gantry.dev/v1 Job, batch/v1 Job, a JobSet, or a kind in the daemon's "
+          << "genericKinds; nothing in the file was sent\n";
       return kExitUsage;
     }
   }

@@ -142,6 +142,19 @@ TEST_CASE("submit of a file of several jobs sends each in order: one refused doe
   RunResult refused = Cli(url, {"submit", "-f", odd});
   CHECK(refused.code == 2);
   CHECK_THAT(refused.err, Catch::Contains("(job 2 of 2 in the file): the document must be a mapping"));
+  // A Job with a ConfigMap beside it (a rendered chart), or a document with
+  // no kind: refused whole too.
+  const std::string chart = dir.File("chart.yaml");
+  WriteFile(chart, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: a}\n---\n"
+                   "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n");
+  refused = Cli(url, {"submit", "-f", chart});
+  CHECK(refused.code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("(job 2 of 2 in the file): v1 ConfigMap is no job") &&
+                              Catch::Contains("nothing in the file was sent"));
+  WriteFile(chart, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: a}\n---\nmetadata: {name: b}\n");
+  refused = Cli(url, {"submit", "-f", chart});
+  CHECK(refused.code == 2);
+  CHECK_THAT(refused.err, Catch::Contains("(job 2 of 2 in the file): the document needs an apiVersion and a kind"));
   std::lock_guard lock(mu);
   CHECK(posted.size() == sent);
   server.Stop(std::chrono::seconds(1));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <iterator>
 #include <limits>
 
@@ -95,6 +96,12 @@ std::optional<int64_t> ReadInt(const json& obj, std::string_view key, std::strin
       return std::nullopt;
     }
     n = static_cast<int64_t>(u);
+  } else if (v->is_number_float() && std::isfinite(v->get<double>()) &&
+             v->get<double>() == std::floor(v->get<double>())) {
+    // A whole number past 64 bits, which the parser keeps as a double:
+    // out of range, not of another type.
+    errors.Add(Child(path, key), fmt::format("must be between {} and {}", min, max));
+    return std::nullopt;
   } else {
     errors.Add(Child(path, key), fmt::format("must be an integer, got {}", TypeName(*v)));
     return std::nullopt;

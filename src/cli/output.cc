@@ -13,6 +13,9 @@ namespace {
 void Emit(YAML::Emitter& e, const nlohmann::json& v) {
   switch (v.type()) {
     case nlohmann::json::value_t::object:
+      // An empty one in flow style, beside its key ("labels: {}"), as
+      // kubectl prints it; in block style it went on a line of its own.
+      if (v.empty()) e << YAML::Flow;
       e << YAML::BeginMap;
       for (auto it = v.begin(); it != v.end(); ++it) {
         e << YAML::Key << it.key() << YAML::Value;
@@ -21,6 +24,7 @@ void Emit(YAML::Emitter& e, const nlohmann::json& v) {
       e << YAML::EndMap;
       break;
     case nlohmann::json::value_t::array:
+      if (v.empty()) e << YAML::Flow;
       e << YAML::BeginSeq;
       for (const auto& x : v) Emit(e, x);
       e << YAML::EndSeq;

@@ -5,6 +5,7 @@
 
 #include "api_client.h"
 #include "command_support.h"
+#include "output.h"
 
 namespace gantry::cli {
 
@@ -58,6 +59,24 @@ TEST_CASE("a failed request's hint names the other scheme when the URL's looks w
   CHECK(SchemeHint("http://127.0.0.1:1", "connect 127.0.0.1:1: Connection refused") == "");
   CHECK(SchemeHint("https://127.0.0.1:7070", "certificate verify failed") == "");
   CHECK(SchemeHint("https://127.0.0.1:7070", "end of stream") == "");
+}
+
+}  // namespace gantry::cli
+
+namespace gantry::cli {
+
+TEST_CASE("-o yaml writes an empty map or list beside its key and quotes strings a reader would retype", "[cli]") {
+  const nlohmann::json j = nlohmann::json::parse(
+      R"({"metadata": {"labels": {}, "name": "x"}, "spec": {"podSets": [], "list": [{}, [], "08", "true", ""]}})");
+  const std::string yaml = ToYaml(j);
+  CHECK(yaml.find("labels: {}\n") != std::string::npos);
+  CHECK(yaml.find("podSets: []\n") != std::string::npos);
+  CHECK(yaml.find("  - {}\n") != std::string::npos);
+  CHECK(yaml.find("  - []\n") != std::string::npos);
+  // Strings a YAML reader would retype stay strings.
+  CHECK(yaml.find("\"08\"") != std::string::npos);
+  CHECK(yaml.find("\"true\"") != std::string::npos);
+  CHECK(yaml.find("- \"\"") != std::string::npos);
 }
 
 }  // namespace gantry::cli

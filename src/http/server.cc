@@ -220,9 +220,10 @@ class Server::Impl {
   Status Listen();
   void Run();
   void AcceptAll();
-  // At max_connections: closes a connection that waits for a request
-  // (false: none does; each is busy with a request or a stream).
-  bool CloseOldestWaiting();
+  // At max_connections, or out of file descriptors (why: the log's words):
+  // closes a connection that waits for a request (false: none does; each
+  // is busy with a request or a stream).
+  bool CloseOldestWaiting(std::string_view why);
   void Dispatch(uint64_t id, Request request);
   void DrainMailbox();
   // Keeps the connection (noting its deadline) or ends it.
@@ -368,16 +369,29 @@ int Server::Impl::WaitMillis() const {
 }
 
 void Server::Impl::AcceptAll() {
+  bool just_freed = false;  // an idle connection closed for the accept that follows
   while (listener_ >= 0) {
     sockaddr_storage peer{};
     socklen_t len = sizeof peer;
     int fd = ::accept4(listener_, reinterpret_cast<sockaddr*>(&peer), &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK) PauseAccept(errno);  // EMFILE: serve the connections we have
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+      // Out of file descriptors: an idle connection's goes to the new one
+      // (a health probe, a user), as at max_connections, rather than every
+      // new client waiting for some idle one's deadline. Unless the one
+      // freed just now went elsewhere (another thread): then a pause.
+      if ((errno == EMFILE || errno == ENFILE) && !just_freed &&
+          CloseOldestWaiting("out of file descriptors (accept: Too many open files)")) {
+        just_freed = true;
+        continue;
+      }
+      PauseAccept(errno);  // serve the connections we have
       return;
     }
-    if (conns_.size() >= options_.max_connections && !CloseOldestWaiting()) {
+    just_freed = false;
+    if (conns_.size() >= options_.max_connections &&
+        !CloseOldestWaiting(fmt::format("{} connections open (maxConnections)", conns_.size()))) {
       ::close(fd);  // every place is busy with a request or a stream
       continue;
     }
@@ -407,7 +421,7 @@ void Server::Impl::AcceptAll() {
   }
 }
 
-bool Server::Impl::CloseOldestWaiting() {
+bool Server::Impl::CloseOldestWaiting(std::string_view why) {
   // Closing one that waits, rather than refusing the new one, keeps a
   // client that opens connections and sends nothing from locking everyone
   // else out. The oldest that never sent a request goes first (ids grow
@@ -418,9 +432,8 @@ bool Server::Impl::CloseOldestWaiting() {
       const ServerConn& conn = *it->second;
       if (!conn.waiting_for_request() || (spare_clients && conn.served_any())) continue;
       if (const Clock::time_point now = Clock::now(); now >= next_full_log_) {
-        spdlog::warn("http server: {} connections open (maxConnections): closing the oldest that waits for a "
-                     "request, to accept a new one",
-                     conns_.size());
+        spdlog::warn("http server: {}: closing the oldest connection that waits for a request, to accept a new one",
+                     why);
         next_full_log_ = now + std::chrono::minutes(1);
       }
       conns_.erase(it);

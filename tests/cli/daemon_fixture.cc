@@ -10,12 +10,14 @@ namespace {
 std::atomic<int> g_daemons{0};
 }
 
-Daemon::Daemon(const std::string& data_dir, const std::string& log_dir, std::vector<std::string> extra_args) {
+Daemon::Daemon(const std::string& data_dir, const std::string& log_dir, std::vector<std::string> extra_args,
+               std::vector<std::string> launcher) {
   std::string ready = log_dir + "/ready-" + std::to_string(g_daemons++);
   std::filesystem::remove(ready);
   std::vector<std::string> argv = {GantryBin(), "serve", "--data-dir", data_dir, "--listen",
                                    "127.0.0.1:0", "--ready-file", ready};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  argv.insert(argv.begin(), launcher.begin(), launcher.end());
   process_ = std::make_unique<Process>(argv, log_dir);
   if (WaitFor([&] { return !ReadFile(ready).empty() || !process_->Running(); }, std::chrono::seconds(20))) {
     std::string addr = ReadFile(ready);

@@ -14,8 +14,10 @@ namespace gantry::testing {
 class Daemon {
  public:
   // Starts gantry serve with data in data_dir (created if needed) and waits
-  // until it is serving. extra_args go after "serve".
-  Daemon(const std::string& data_dir, const std::string& log_dir, std::vector<std::string> extra_args = {});
+  // until it is serving. extra_args go after "serve"; launcher, if any,
+  // runs the daemon (e.g. {"/usr/bin/prlimit", "--nofile=64:64"}).
+  Daemon(const std::string& data_dir, const std::string& log_dir, std::vector<std::string> extra_args = {},
+         std::vector<std::string> launcher = {});
   ~Daemon();
 
   const std::string& url() const { return url_; }

@@ -141,6 +141,38 @@ TEST_CASE("a request the HTTP server answers by itself, before any route, is cou
   CHECK_THAT(metrics->body, Catch::Contains("gantry_http_requests_total{code=\"400\",method=\"-\",route=\"-\"} 1"));
 }
 
+TEST_CASE("a daemon out of file descriptors closes its oldest idle connection for a new one: a probe is answered "
+          "at once",
+          "[daemon][e2e]") {
+  TempDir dir;
+  Daemon daemon(dir.File("data"), dir.path(), {}, {"/usr/bin/prlimit", "--nofile=64:64"});
+  REQUIRE(daemon.ready());
+  const std::string url = daemon.url();
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  // More idle connections than the daemon has descriptors: it runs out.
+  std::vector<int> idle;
+  for (int i = 0; i < 80; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    idle.push_back(fd);
+  }
+  // Answered within 3 s, not once an idle one's read deadline passes.
+  http::ClientOptions options;
+  options.request_timeout = std::chrono::seconds(3);
+  auto client = http::Client::Create(url, options);
+  REQUIRE(client.ok());
+  auto health = (*client)->Do("GET", "/healthz");
+  for (int fd : idle) ::close(fd);
+  REQUIRE(health.ok());
+  CHECK(health->status == 200);
+  CHECK_THAT(daemon.process().Stderr(), Catch::Contains("out of file descriptors"));
+}
+
 TEST_CASE("JSON logs are one object per line", "[daemon][e2e]") {
   TempDir dir;
   Daemon daemon(dir.File("data"), dir.path(), {"--log-format", "json"});

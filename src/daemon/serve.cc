@@ -245,8 +245,8 @@ int RunServe(const ServeFlags& flags) {
   }
 
   JobStore& job_store = *store.value();
-  kube::KubeProber prober;
   inventory::FleetOptions fleet_options;
+  kube::KubeProber prober(std::chrono::milliseconds(fleet_options.probe_deadline_ms));
   fleet_options.clusters_dir = config.clusters_dir;
   fleet_options.probe_interval_ms = int64_t{config.probe_interval_seconds} * 1000;
   fleet_options.failure_threshold = config.probe_failure_threshold;

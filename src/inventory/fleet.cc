@@ -6,8 +6,10 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "gantry/inventory/config_changes.h"
 #include "gantry/inventory/snapshot.h"
@@ -394,6 +396,7 @@ void Fleet::ProbeOne(const std::string& name) {
   // cluster's outage (and clusterLostTimeout) began a deadline late, and its
   // verdict, on a probe that waits out its own deadline, came another late.
   const int64_t sent = now;
+  const int64_t mono_sent = mono;
   try {
     reading = prober_.Probe(config, *creds);
   } catch (const std::exception& e) {
@@ -446,18 +449,30 @@ void Fleet::ProbeOne(const std::string& name) {
       }
       const bool was_ready = old_state == HealthState::kReady;  // doubted or not
       e.view.health.OnProbeOk(now);
+      e.silent_wait_ms = 0;
       TakeReading(name, e, std::move(*reading), now, mono, was_ready);
     } else {
       error = reading.status().message();
       e.view.health.failure_threshold = options_.failure_threshold;
+      e.silent_wait_ms = 0;
       if (Refusal(reading.status())) {
         e.view.health.OnProbeRefused(sent, error, mono);
       } else {
         // No answer within a deadline (connect or request): no flake, and
-        // no answer until now.
-        const bool silent = reading.status().code() == Code::kDeadlineExceeded;
-        e.view.health.OnProbeFailed(sent, error, mono, silent ? std::optional<int64_t>(now) : std::nullopt);
-        e.silent_wait_ms = silent ? std::max<int64_t>(0, now - sent) : 0;
+        // no answer for that long, up to the probe's end: the failure spans
+        // its last deadline. Measured on the monotonic clock (a step of the
+        // wall clock is no silence of the cluster's), and one deadline at
+        // most: a probe's earlier requests may have been answered, and the
+        // daemon's host may have been stopped meanwhile.
+        int64_t failed_at = sent;
+        std::optional<int64_t> silent_until;
+        if (reading.status().code() == Code::kDeadlineExceeded) {
+          const int64_t span = std::max<int64_t>(0, mono - mono_sent);
+          e.silent_wait_ms = std::min(span, options_.probe_deadline_ms);
+          failed_at = sent + span - e.silent_wait_ms;
+          silent_until = sent + span;
+        }
+        e.view.health.OnProbeFailed(failed_at, error, mono, silent_until);
       }
       // Out of reach: the outage tells more (while doubted, what it read stands).
       if (e.view.health.state == HealthState::kNotReady) e.view.capacity_error.clear();
@@ -476,8 +491,10 @@ void Fleet::ProbeOne(const std::string& name) {
       // long before as the last one waited (and 100 ms later, for its own
       // start); one that failed at once, at the timeout. (The outage is
       // dated on the wall clock, as the store keeps it; the delay is a span.)
-      if (const auto& lost = e.view.health.first_lost_ms) {
-        const int64_t at = *lost + options_.lost_timeout_ms;
+      const int64_t timeout = e.view.health.LostTimeoutMs(options_.lost_timeout_ms, options_.refused_timeout_ms);
+      if (const auto& lost = e.view.health.first_lost_ms; lost && timeout < std::numeric_limits<int64_t>::max() / 2) {
+        const int64_t at = *lost + timeout;
+        // (silent_wait_ms is the failure's just recorded: 0 unless silent.)
         const int64_t lead = std::max<int64_t>(0, e.silent_wait_ms - 100);
         if (at > e.view.health.last_failure_ms && at - lead < now + delay) {
           delay = std::max<int64_t>(0, at - lead - now);

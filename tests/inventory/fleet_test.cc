@@ -221,6 +221,58 @@ TEST_CASE("a silent cluster's probe shows the outage to the end of its wait, and
   fleet.Stop();
 }
 
+TEST_CASE("a silent probe shows at most one probe deadline of silence: a pause of the daemon's host while it "
+          "waited is not the cluster's",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.lost_timeout_ms = 15'000;
+  options.probe_interval_ms = 3'600'000;  // probed here only
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}};
+  prober.slow_clock = &clock;
+  prober.slow_ms = 20'000;  // the probe's 5 s, and the host stopped for 15 s meanwhile
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c1")->health.state == HealthState::kReady);
+  prober.slow["c1"] = true;
+  fleet.ProbeAllNow();
+  const ClusterHealth h = fleet.Cluster("c1")->health;
+  CHECK(h.state == HealthState::kNotReady);
+  CHECK(h.ShownLostForMs() == options.probe_deadline_ms);  // not 20 s, past the lost timeout
+  CHECK(h.first_lost_ms == 1'015'000);  // its last deadline: the 5 s before it gave up
+  fleet.Stop();
+}
+
+TEST_CASE("a cluster that refuses gantry after a silent probe is not probed over and over near clusterLostTimeout",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.lost_timeout_ms = 10'000;
+  options.backoff = {3'000, 60'000, Jitter::kNone};
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}};
+  prober.refuses = {{"c1", true}};
+  prober.slow["c1"] = true;  // the first probe waits out 5 s; the others are refused at once
+  prober.slow_clock = &clock;
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'005'000; }));
+  prober.slow["c1"] = false;
+  clock.Advance(3'000);
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.credentials_refused; }));
+  const int probes = prober.Probes("c1");
+  // Refusing, it is lost only after credentialsRefusedTimeout: nothing is
+  // due before the backoff's 3 s (a stale wait of the silent probe sent one
+  // probe after another until clusterLostTimeout, the fake clock standing
+  // still short of it).
+  CHECK_FALSE(testing::WaitFor([&] { return prober.Probes("c1") > probes + 3; }, std::chrono::milliseconds(500)));
+  fleet.Stop();
+}
+
 TEST_CASE("a cluster out of reach is probed at once when asked (ProbeSoon), not at its backed-off probe",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1"});

@@ -37,6 +37,7 @@
 // Thread-safety: a plain value; the owner serialises access.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <random>
@@ -98,6 +99,10 @@ struct ClusterHealth {
   void OnProbeOk(int64_t now_ms);
   void OnProbeFailed(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms = std::nullopt,
                      std::optional<int64_t> silent_until_ms = std::nullopt);
+  // (A bool, as this parameter once was, would convert to a time of 0.)
+  template <typename B>
+    requires std::same_as<B, bool>
+  void OnProbeFailed(int64_t, std::string, std::optional<int64_t>, B) = delete;
   void OnProbeRefused(int64_t now_ms, std::string error, std::optional<int64_t> mono_ms = std::nullopt);
 
   // After a restart: the outage start the store kept (unset = none), and

@@ -100,6 +100,10 @@ struct FleetOptions {
   // a threshold of 1, while one that fails a probe in five stays in.
   int failure_threshold = 2;
   int64_t doubt_probe_ms = 1'000;
+  // How long each request of a probe waits for an answer (the prober's
+  // deadline): a probe that waited out a deadline shows the cluster silent
+  // for at most this long before its end, whatever its earlier requests took.
+  int64_t probe_deadline_ms = 5'000;
   // A probe that waited out a deadline (DeadlineExceeded: no answer to a
   // connect or a request in time) is no flake: the cluster is NotReady at
   // once, rather than a second deadline later (a silent partition is out of

@@ -97,7 +97,7 @@ std::optional<int64_t> ReadInt(const json& obj, std::string_view key, std::strin
     }
     n = static_cast<int64_t>(u);
   } else if (v->is_number_float() && std::isfinite(v->get<double>()) &&
-             v->get<double>() == std::floor(v->get<double>())) {
+             v->get<double>() == std::floor(v->get<double>()) && std::fabs(v->get<double>()) >= 0x1p63) {
     // A whole number past 64 bits, which the parser keeps as a double:
     // out of range, not of another type.
     errors.Add(Child(path, key), fmt::format("must be between {} and {}", min, max));

@@ -69,6 +69,8 @@ TEST_CASE("ParseJobJson refuses bad documents with the field path (422)", "[job]
        "spec.placement.accelerator.interconnect", "Unsupported value"},
       {"minMemoryGiB 0", g, Set("/spec/placement/accelerator/minMemoryGiB", 0),
        "spec.placement.accelerator.minMemoryGiB", "between 1 and 4096"},
+      {"minMemoryGiB a whole float", g, Set("/spec/placement/accelerator/minMemoryGiB", 80.0),
+       "spec.placement.accelerator.minMemoryGiB", "must be an integer"},
       {"minMemoryGiB past 64 bits", g, Set("/spec/placement/accelerator/minMemoryGiB", 1180591620717411303424.0),
        "spec.placement.accelerator.minMemoryGiB", "between 1 and 4096"},
       {"unknown accelerator field", g, Set("/spec/placement/accelerator/count", 8),

@@ -120,7 +120,9 @@ ApiResult ApiClient::CallOnce(const std::string& method, const std::string& targ
           return c.contains(key) && c[key].is_string() ? c[key].get<std::string>() : std::string();
         };
         // One the message tells already (a single cause usually is the message) is not told twice.
-        const std::string cause = CleanText(fmt::format("{}: {}", text("field"), text("message")));
+        // (One with no field, such as the count of those not listed, is its message.)
+        const std::string cause = CleanText(
+            text("field").empty() ? text("message") : fmt::format("{}: {}", text("field"), text("message")));
         if (said.find(cause) == std::string::npos) message += "\n  " + cause;
       }
     }

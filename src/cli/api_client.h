@@ -62,7 +62,7 @@ class ApiClient {
   // Every request of gantry's API may be sent again (a submission and a
   // cancel are idempotent): one the server asks to send again later
   // (RetryWait) is, as kubectl does, up to kMaxAttempts times, while the
-  // waits fit in --timeout. Then its last answer stands.
+  // waits fit in --request-timeout. Then its last answer stands.
   ApiResult Call(const std::string& method, const std::string& target, const std::string& body = "",
                  const std::string& content_type = "application/json");
   static constexpr int kMaxAttempts = 10;

@@ -245,4 +245,24 @@ TEST_CASE("RetryWait reads the Retry-After of a 429 or a 503 in seconds or as a 
   CHECK_FALSE(cli::RetryWait(409, {}, now));
 }
 
+TEST_CASE("a refusal's causes are printed one a line and one with no field as its message alone", "[cli]") {
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  http::Server server(options, [&](http::Request, http::Responder respond) {
+    respond(http::JsonResponse(422, R"({"kind":"Status","code":422,"message":"the job is invalid",)"
+                                    R"("details":{"causes":[{"field":"spec.queue","message":"Required value"},)"
+                                    R"({"field":"","message":"and 5 more not listed"}]}})"));
+  });
+  REQUIRE(server.Start().ok());
+  TempDir dir;
+  const std::string doc = dir.File("bad.yaml");
+  WriteFile(doc, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: bad}\nspec: {}\n");
+  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"submit", "-f", doc, "-n", "team-a"});
+  CHECK(r.code == 1);
+  CHECK(r.err ==
+        "Error from server (422): the job is invalid\n  spec.queue: Required value\n  and 5 more not listed\n");
+  server.Stop(std::chrono::seconds(1));
+}
+
 }  // namespace gantry::testing

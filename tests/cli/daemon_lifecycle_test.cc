@@ -28,6 +28,19 @@ std::string Doc(const std::string& name) {
          R"({"spec":{"restartPolicy":"Never","containers":[{"name":"c","image":"i","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}}}}}})";
 }
 
+// A TCP connection to the daemon at url, opened (the file descriptor).
+int ConnectTo(const std::string& url) {
+  const int port = std::stoi(url.substr(url.rfind(':') + 1));
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  return fd;
+}
+
 }  // namespace
 
 TEST_CASE("every acknowledged submission survives SIGKILL", "[daemon][e2e][crash]") {
@@ -116,16 +129,9 @@ TEST_CASE("a request the HTTP server answers by itself, before any route, is cou
   Daemon daemon(dir.File("data"), dir.path());
   REQUIRE(daemon.ready());
   const std::string url = daemon.url();
-  const int port = std::stoi(url.substr(url.rfind(':') + 1));
   // No Host field: the server's own 400.
   {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    const int fd = ConnectTo(url);
     const std::string request = "GET /api/v1/jobs HTTP/1.1\r\n\r\n";
     REQUIRE(::send(fd, request.data(), request.size(), 0) == static_cast<ssize_t>(request.size()));
     char answer[64] = {};
@@ -148,19 +154,9 @@ TEST_CASE("a daemon out of file descriptors closes its oldest idle connection fo
   Daemon daemon(dir.File("data"), dir.path(), {}, {"/usr/bin/prlimit", "--nofile=64:64"});
   REQUIRE(daemon.ready());
   const std::string url = daemon.url();
-  const int port = std::stoi(url.substr(url.rfind(':') + 1));
   // More idle connections than the daemon has descriptors: it runs out.
   std::vector<int> idle;
-  for (int i = 0; i < 80; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    idle.push_back(fd);
-  }
+  for (int i = 0; i < 80; ++i) idle.push_back(ConnectTo(url));
   // Answered within 3 s, not once an idle one's read deadline passes.
   http::ClientOptions options;
   options.request_timeout = std::chrono::seconds(3);

@@ -9,7 +9,13 @@ namespace {
 
 void ReadMetadata(const json& meta, std::optional<std::string_view> path_namespace, JobSpec& spec,
                   FieldErrors& errors) {
-  CheckKnownFields(meta, "metadata", {"name", "namespace", "labels", "annotations"}, errors);
+  // uid and creationTimestamp are gantry's (a job's document as gantry
+  // shows it, submitted again): read only, as the API server reads them on
+  // a create, and not kept.
+  CheckKnownFields(meta, "metadata", {"name", "namespace", "labels", "annotations", "uid", "creationTimestamp"},
+                   errors);
+  (void)ReadString(meta, "uid", "metadata", errors);
+  (void)ReadString(meta, "creationTimestamp", "metadata", errors);
   std::optional<std::string> name = ReadString(meta, "name", "metadata", errors);
   if (name || Member(meta, "name") == nullptr) CheckJobName(name, "metadata.name", errors);
   if (name) spec.name = *name;
@@ -40,7 +46,8 @@ void ReadSpec(const json& s, JobSpec& spec, FieldErrors& errors) {
 JobSpec ReadGantryDocument(const json& doc, std::optional<std::string_view> path_namespace,
                            FieldErrors& errors) {
   JobSpec spec;
-  CheckKnownFields(doc, "", {"apiVersion", "kind", "metadata", "spec"}, errors);
+  // status is gantry's to tell: a shown job's, sent back, is not read.
+  CheckKnownFields(doc, "", {"apiVersion", "kind", "metadata", "spec", "status"}, errors);
   if (const json* meta = RequireObject(doc, "metadata", "", errors)) {
     ReadMetadata(*meta, path_namespace, spec, errors);
   } else {

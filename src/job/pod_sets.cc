@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "gantry/common/names.h"
+#include "gantry/job/job_document.h"
 #include "gantry/job/pod_templates.h"
 #include "gantry/job/quantity.h"
 #include "pod_list_checks.h"
@@ -210,16 +211,23 @@ std::vector<PodSet> DerivePodSets(const json& object, std::string_view template_
   // is the document's, read and checked as such.)
   if (!template_path.empty()) CheckMetadataMaps(object, template_path, errors);
   if (kind != TemplateKind::kOther) {
-    if (explicit_pod_sets != nullptr) {
-      errors.Add(std::string(pod_sets_path),
-                 fmt::format("must not be set for kind {}; derived from the template", kind_name));
-      return {};
-    }
     const json* spec = RequireObject(object, "spec", template_path, errors);
     if (spec == nullptr) return {};
-    if (kind == TemplateKind::kJobSet) return JobSetPodSets(*spec, spath, errors);
-    std::vector<PodSet> sets;  // not {JobPodSet(...)}: an initializer list copies
-    sets.push_back(JobPodSet("main", *spec, spath, 1, false, errors));
+    std::vector<PodSet> sets;
+    if (kind == TemplateKind::kJobSet) {
+      sets = JobSetPodSets(*spec, spath, errors);
+    } else {
+      sets.push_back(JobPodSet("main", *spec, spath, 1, false, errors));
+    }
+    // Derived, never given: only the very pod sets gantry derived (a job's
+    // document as gantry status -o yaml shows it, submitted again) pass.
+    if (explicit_pod_sets != nullptr && *explicit_pod_sets != PodSetsToJson(sets)) {
+      errors.Add(std::string(pod_sets_path),
+                 fmt::format("must not be set for kind {}; derived from the template (these differ from what it "
+                             "gives: leave podSets out)",
+                             kind_name));
+      return {};
+    }
     return sets;
   }
   // The generic adapter sets spec.suspend: a spec of another type would be

@@ -108,20 +108,24 @@ std::string_view OnClusterLossName(OnClusterLoss policy) {
   return "Requeue";
 }
 
+nlohmann::json PodSetsToJson(const std::vector<PodSet>& pod_sets) {
+  json out = json::array();
+  for (const PodSet& set : pod_sets) out.push_back(PodSetToJson(set));
+  return out;
+}
+
 nlohmann::json SpecToJson(const JobSpec& spec) {
   json dispatch = {{"mode", DispatchModeName(spec.dispatch.mode)},
                    {"stepSize", spec.dispatch.step_size},
                    {"roundSeconds", spec.dispatch.round_seconds}};
   if (spec.dispatch.timeout_seconds) dispatch["timeoutSeconds"] = *spec.dispatch.timeout_seconds;
-  json pod_sets = json::array();
-  for (const PodSet& set : spec.pod_sets) pod_sets.push_back(PodSetToJson(set));
   json out = {{"queue", spec.queue},
               {"priority", spec.priority},
               {"placement", PlacementToJson(spec.placement)},
               {"dispatch", std::move(dispatch)},
               {"onClusterLoss", OnClusterLossName(spec.on_cluster_loss)},
               {"template", spec.template_object},
-              {"podSets", std::move(pod_sets)}};
+              {"podSets", PodSetsToJson(spec.pod_sets)}};
   // Only when set: a spec stored before the field existed keeps its text.
   if (spec.finished_retention_seconds) out["finishedRetentionSeconds"] = *spec.finished_retention_seconds;
   return out;

@@ -52,6 +52,28 @@ TEST_CASE("a document with thousands of bad fields gets the first 100 causes and
   CHECK_THAT(causes.back().value("message", ""), Catch::StartsWith("and ") && Catch::EndsWith(" more not listed"));
 }
 
+TEST_CASE("a job's document as gantry shows it can be submitted again: as is it is the same job and renamed a new one",
+          "[api]") {
+  ApiFixture api;
+  REQUIRE(api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("shown")).status == 201);
+  auto got = api.Call("GET", "/api/v1/namespaces/team-a/jobs/shown");
+  REQUIRE(got.status == 200);
+  nlohmann::json shown = api.Json(got);
+  REQUIRE(shown.contains("status"));
+  REQUIRE(shown["spec"]["podSets"].size() == 1);
+  CHECK(api.Call("POST", "/api/v1/namespaces/team-a/jobs", shown.dump()).status == 200);  // unchanged
+  shown["metadata"]["name"] = "shown-again";
+  auto copy = api.Call("POST", "/api/v1/namespaces/team-a/jobs", shown.dump());
+  REQUIRE(copy.status == 201);
+  CHECK(api.Json(copy)["metadata"]["uid"] != shown["metadata"]["uid"]);
+  // Pod sets other than the template's are still refused at their field.
+  shown["metadata"]["name"] = "shown-other";
+  shown["spec"]["podSets"][0]["count"] = 7;
+  auto refused = api.Call("POST", "/api/v1/namespaces/team-a/jobs", shown.dump());
+  REQUIRE(refused.status == 422);
+  CHECK(api.Json(refused)["details"]["causes"][0]["field"] == "spec.podSets");
+}
+
 TEST_CASE("the same document again puts an Unschedulable job back to Queued once, and while Queued it writes nothing",
           "[api]") {
   ApiFixture api;

@@ -139,6 +139,8 @@ std::string SpecToJsonText(const JobSpec& spec);
 // The same as a tree: SpecToJson(spec).dump() == SpecToJsonText(spec) (the
 // tests hold the text to it).
 nlohmann::json SpecToJson(const JobSpec& spec);
+// Pod sets as SpecToJson writes them (its "podSets").
+nlohmann::json PodSetsToJson(const std::vector<PodSet>& pod_sets);
 
 // Inverse of SpecToJson for records read back from the store.
 std::variant<JobSpec, DocumentError> SpecFromJson(const nlohmann::json& spec_json,

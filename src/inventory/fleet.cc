@@ -483,6 +483,12 @@ void Fleet::ProbeOne(const std::string& name) {
       } else {
         delay = e.view.health.NextRetryDelayMs(rng_, options_.backoff);
       }
+      // At least five probes within the outage's timeout: a cluster that
+      // keeps coming back for a moment must have a probe land while it
+      // answers, or a short clusterLostTimeout would find it lost (with the
+      // default 15 min the backoff's 30 s is far below this).
+      const int64_t timeout = e.view.health.LostTimeoutMs(options_.lost_timeout_ms, options_.refused_timeout_ms);
+      delay = std::min(delay, std::max(options_.doubt_probe_ms, timeout / 5));
       // A cluster is judged lost on a probe that failed (ShownLostForMs):
       // while the outage it shows falls short of clusterLostTimeout, one
       // falls due so that it ends when the outage reaches it, and a backoff
@@ -491,7 +497,6 @@ void Fleet::ProbeOne(const std::string& name) {
       // long before as the last one waited (and 100 ms later, for its own
       // start); one that failed at once, at the timeout. (The outage is
       // dated on the wall clock, as the store keeps it; the delay is a span.)
-      const int64_t timeout = e.view.health.LostTimeoutMs(options_.lost_timeout_ms, options_.refused_timeout_ms);
       if (const auto& lost = e.view.health.first_lost_ms; lost && timeout < std::numeric_limits<int64_t>::max() / 2) {
         const int64_t at = *lost + timeout;
         // (silent_wait_ms is the failure's just recorded: 0 unless silent.)

@@ -109,6 +109,29 @@ TEST_CASE("a step back of the wall clock does not stop the probes: they fall due
   fleet.Stop();
 }
 
+TEST_CASE("a cluster out of reach is probed at least five times within its lost timeout: one back for a moment is "
+          "seen",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.lost_timeout_ms = 10'000;
+  options.backoff = {10'000, 60'000, Jitter::kNone};  // alone, the next would be at the timeout
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", false}};
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'000'000; }));
+  clock.Advance(2'000);
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.last_failure_ms == 1'002'000; }));
+  // Back for a moment: the next probe, 2 s on, sees it.
+  prober.up["c1"] = true;
+  clock.Advance(2'000);
+  REQUIRE(testing::WaitFor([&] { return fleet.Cluster("c1")->health.state == HealthState::kReady; }));
+  CHECK_FALSE(fleet.Cluster("c1")->health.first_lost_ms.has_value());
+  fleet.Stop();
+}
+
 TEST_CASE("a Ready cluster's first failed probe is confirmed a second later before it is NotReady, since that "
           "first failure",
           "[inventory][fleet]") {

@@ -391,10 +391,9 @@ void Fleet::ProbeOne(const std::string& name) {
   // A cluster's answer that some reader did not expect must not end the
   // daemon (every cluster's jobs with it, at every restart): a failed probe.
   Result<CapacityReading> reading = Status::Unavailable("not probed");
-  // A failure is dated when the probe went out: a cluster that let it wait
-  // out its deadline has not answered since then. Dated at its end, a silent
-  // cluster's outage (and clusterLostTimeout) began a deadline late, and its
-  // verdict, on a probe that waits out its own deadline, came another late.
+  // A failure is dated when the probe went out (a silent one: from its last
+  // deadline, below). Dated at its end, a silent cluster's outage (and
+  // clusterLostTimeout) began a deadline late.
   const int64_t sent = now;
   const int64_t mono_sent = mono;
   try {

@@ -101,13 +101,13 @@ struct FleetOptions {
   int failure_threshold = 2;
   int64_t doubt_probe_ms = 1'000;
   // How long each request of a probe waits for an answer (the prober's
-  // deadline): a probe that waited out a deadline shows the cluster silent
-  // for at most this long before its end, whatever its earlier requests took.
-  int64_t probe_deadline_ms = 5'000;
-  // A probe that waited out a deadline (DeadlineExceeded: no answer to a
-  // connect or a request in time) is no flake: the cluster is NotReady at
+  // deadline). A probe that waited one out (DeadlineExceeded: no answer to
+  // a connect or a request in time) is no flake: the cluster is NotReady at
   // once, rather than a second deadline later (a silent partition is out of
-  // placement ~6 s after it began, not ~12 s).
+  // placement ~6 s after it began, not ~12 s), and the probe shows it
+  // silent for this long at most before its end, whatever its earlier
+  // requests took.
+  int64_t probe_deadline_ms = 5'000;
   // Threads probing in parallel, so a cluster that stalls until its probe's
   // deadline does not hold up the probes of the others: at least
   // probe_workers, one more for each clusters_per_probe_worker clusters

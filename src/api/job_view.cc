@@ -112,8 +112,7 @@ std::string_view StoredJson(const std::string& text, char open, char close, std:
 // in the order dump() would give them, the stored spec last.
 std::string JobJsonText(const JobRecord& job, const OwnersOut* owners_out) {
   std::string out;
-  out.reserve(job.spec_json.size() + job.labels_json.size() + job.conditions_json.size() + job.message.size() +
-              job.remote_status.size() + 400);
+  out.reserve(job.TextBytes() + 400);
   out += R"({"apiVersion":"gantry.dev/v1","kind":"Job","metadata":{)";
   AppendMember(out, "creationTimestamp", FormatRfc3339(job.created_ms));
   std::string_view labels = StoredJson(job.labels_json, '{', '}', "{}");

@@ -185,8 +185,7 @@ Result<JobPage> SqliteStore::List(const ListQuery& query) {
     }
     Result<JobRecord> job = ReadJob(*stmt);
     if (!job.ok()) return job.status();
-    bytes += static_cast<int64_t>(job->spec_json.size() + job->labels_json.size() + job->conditions_json.size() +
-                                  job->message.size() + job->remote_status.size());
+    bytes += static_cast<int64_t>(job->TextBytes());
     page.jobs.push_back(std::move(*job));
   }
   return page;

@@ -170,10 +170,7 @@ TEST_CASE("a page with a byte cap ends once its jobs hold that much text: never 
   Result<JobPage> whole = store->List(query);
   REQUIRE(whole.ok());
   REQUIRE(whole->jobs.size() == 60);
-  auto text = [](const JobRecord& j) {
-    return static_cast<int64_t>(j.spec_json.size() + j.labels_json.size() + j.conditions_json.size() +
-                                j.message.size() + j.remote_status.size());
-  };
+  auto text = [](const JobRecord& j) { return static_cast<int64_t>(j.TextBytes()); };
   query.max_bytes = 1;  // every job is over it: one a page
   Result<JobPage> single = store->List(query);
   REQUIRE(single.ok());

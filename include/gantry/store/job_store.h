@@ -16,6 +16,7 @@
 // Thread-safety: every method is safe to call from any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -52,6 +53,12 @@ struct JobRecord {
   // When the phase became final, set by the store in that write; 0 while
   // unfinished (and for jobs that finished before schema 006).
   int64_t finished_ms = 0;
+
+  // The bytes of its texts of any length (spec, labels, conditions,
+  // message, remote status): most of what it weighs, and of its JSON.
+  std::size_t TextBytes() const {
+    return spec_json.size() + labels_json.size() + conditions_json.size() + message.size() + remote_status.size();
+  }
 };
 
 struct JobEvent {
@@ -162,8 +169,8 @@ struct ListQuery {
   std::optional<std::string> cluster;
   int64_t after_seq = 0;                  // continue from here (exclusive)
   int limit = 500;                        // 1..5000
-  // When set, a page also ends (with at least one job) once the text its
-  // jobs hold (spec, labels, conditions, messages) reaches this many bytes,
+  // When set, a page also ends (with at least one job) once its jobs'
+  // texts (JobRecord::TextBytes) reach this many bytes,
   // so that a page of the largest documents stays a few megabytes.
   int64_t max_bytes = 0;
 };

@@ -60,7 +60,7 @@ http::Handler ApiService::Handler() {
 }
 
 void ApiService::Dispatch(http::Request req, Respond respond) {
-  auto match = router_.Find(req.method, std::string_view(req.target).substr(0, req.target.find('?')));
+  auto match = router_.Find(req.method, req.RawPath());
   std::string route = match.status != 404 ? match.pattern : "unmatched";  // a 405 too: it matched a route
   auto start = std::chrono::steady_clock::now();
   // Wrap the responder so every answer is counted and (at debug) logged once.

@@ -94,7 +94,7 @@ AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
 }
 
 void AdminApi::Handle(http::Request req, http::Responder respond) const {
-  auto match = router_.Find(req.method, std::string_view(req.target).substr(0, req.target.find('?')));
+  auto match = router_.Find(req.method, req.RawPath());
   if (match.status != 200) {
     respond(KubeError(match.status, match.status == 404 ? "NotFound" : "MethodNotAllowed", "no such admin route"));
     return;

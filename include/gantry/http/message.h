@@ -37,6 +37,9 @@ struct Request {
   std::string Header(std::string_view name) const;
   // First query value for key, if present.
   std::optional<std::string> Query(std::string_view key) const;
+  // The path as sent, still percent-encoded: target without its query (what
+  // Router::Find splits before it decodes each segment).
+  std::string_view RawPath() const { return std::string_view(target).substr(0, target.find('?')); }
 };
 
 // A response body produced over time (a watch). The producer writes from any

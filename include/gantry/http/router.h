@@ -26,11 +26,11 @@ class Router {
   };
 
   void Add(std::string method, std::string pattern, Handler handler);
-  // raw_path: the path as sent, still percent-encoded (Request::target
-  // without its query). It is split at '/' before each segment is decoded,
-  // so that an encoded '/' (%2F) stays in its segment, as the Kubernetes API
-  // server reads it (a job "a%2Fevents" is no route to job a's events); an
-  // empty segment ("//") matches no pattern.
+  // raw_path: the path as sent, still percent-encoded (Request::RawPath).
+  // It is split at '/' before each segment is decoded, so that an encoded
+  // '/' (%2F) stays in its segment, as the Kubernetes API server reads it (a
+  // job "a%2Fevents" is no route to job a's events); an empty segment ("//")
+  // matches no pattern.
   Match Find(std::string_view method, std::string_view raw_path) const;
 
  private:

@@ -64,7 +64,7 @@ void PrintTable(std::ostream& out, const std::vector<std::string>& headers,
   rows.reserve(raw_rows.size());
   for (const auto& raw : raw_rows) {
     std::vector<std::string>& row = rows.emplace_back();
-    for (const std::string& cell : raw) row.push_back(MayHoldControlText(cell) ? CleanText(cell) : cell);
+    for (const std::string& cell : raw) row.push_back(CleanText(cell));
   }
   std::vector<std::size_t> width(headers.size());
   for (std::size_t i = 0; i < headers.size(); ++i) width[i] = headers[i].size();

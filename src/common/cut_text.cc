@@ -32,6 +32,7 @@ std::size_t FormatCharAt(std::string_view text, std::size_t i, bool* line) {
 }  // namespace
 
 std::string CleanText(std::string_view text) {
+  if (!MayHoldControlText(text)) return std::string(text);  // most text: a copy, no byte-by-byte rewrite
   std::string out;
   out.reserve(text.size());
   for (std::size_t i = 0; i < text.size(); ++i) {

@@ -1,5 +1,7 @@
 #include "daemon_fixture.h"
 
+#include <catch2/catch.hpp>
+
 #include <signal.h>
 
 #include <atomic>
@@ -31,6 +33,26 @@ Daemon::~Daemon() {
     process_->Signal(SIGTERM);
     process_->Wait(std::chrono::seconds(15));
   }
+}
+
+std::unique_ptr<http::Server> StartedServer(http::Handler handler) {
+  http::ServerOptions options;
+  options.address = "127.0.0.1";
+  options.port = 0;
+  auto server = std::make_unique<http::Server>(options, std::move(handler));
+  REQUIRE(server->Start().ok());
+  return server;
+}
+
+std::string UrlOf(const http::Server& server) { return "http://127.0.0.1:" + std::to_string(server.port()); }
+
+RunResult CliAgainst(const std::string& body, std::vector<std::string> args, int status) {
+  auto server = StartedServer([&](http::Request, http::Responder respond) {
+    respond(http::JsonResponse(status, body));
+  });
+  RunResult r = Cli(UrlOf(*server), std::move(args));
+  server->Stop(std::chrono::seconds(1));
+  return r;
 }
 
 RunResult Cli(const std::string& url, std::vector<std::string> args, std::map<std::string, std::string> env) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "gantry/http/server.h"
 #include "process.h"
 #include "test_support.h"
 
@@ -34,5 +35,13 @@ inline std::string GantryBin() { return std::string(GANTRY_BIN_DIR "/gantry"); }
 // Runs the gantry CLI against url with args.
 RunResult Cli(const std::string& url, std::vector<std::string> args,
               std::map<std::string, std::string> env = {});
+
+// A daemon's stand-in: an HTTP server on a free loopback port that answers
+// with handler, started; UrlOf gives its URL for Cli.
+std::unique_ptr<http::Server> StartedServer(http::Handler handler);
+std::string UrlOf(const http::Server& server);
+
+// `gantry ARGS` against a server that answers every request with body (and status).
+RunResult CliAgainst(const std::string& body, std::vector<std::string> args, int status = 200);
 
 }  // namespace gantry::testing

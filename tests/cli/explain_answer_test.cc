@@ -11,20 +11,6 @@
 namespace gantry::testing {
 namespace {
 
-// `gantry ARGS` against a server that answers every request with body (and status).
-RunResult CliAgainst(const std::string& body, std::vector<std::string> args, int status = 200) {
-  http::ServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  http::Server server(options, [&](http::Request, http::Responder respond) {
-    respond(http::JsonResponse(status, body));
-  });
-  REQUIRE(server.Start().ok());
-  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), std::move(args));
-  server.Stop(std::chrono::seconds(1));
-  return r;
-}
-
 // `gantry explain team-a/JOB` against a server that answers decision.
 RunResult ExplainAgainst(const std::string& decision, const std::string& job) {
   return CliAgainst(decision, {"explain", "team-a/" + job});

@@ -38,37 +38,29 @@ TEST_CASE("submit says the job is queued to be judged again only when the server
   WriteFile(doc, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: mars}\nspec: {queue: team-a}\n");
   for (const Row& row : rows) {
     INFO(row.what);
-    http::ServerOptions options;
-    options.address = "127.0.0.1";
-    options.port = 0;
-    http::Server server(options, [&](http::Request, http::Responder respond) {
+    auto server = StartedServer([&](http::Request, http::Responder respond) {
       http::Response r = http::JsonResponse(200, job);
       if (row.header) r.headers.emplace_back("Gantry-Resubmitted", "true");
       respond(std::move(r));
     });
-    REQUIRE(server.Start().ok());
-    RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"submit", "-f", doc, "-n", "team-a"});
+    RunResult r = Cli(UrlOf(*server), {"submit", "-f", doc, "-n", "team-a"});
     CHECK(r.code == 0);
     CHECK(r.out == row.said);
-    server.Stop(std::chrono::seconds(1));
+    server->Stop(std::chrono::seconds(1));
   }
 }
 
 TEST_CASE("submit of a finished job's document says it is not run again, and how to run it again", "[cli]") {
   const std::string job = R"({"metadata":{"name":"once","namespace":"team-a"},"status":{"phase":"Failed"}})";
-  http::ServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  http::Server server(options, [&](http::Request, http::Responder respond) { respond(http::JsonResponse(200, job)); });
-  REQUIRE(server.Start().ok());
+  auto server = StartedServer([&](http::Request, http::Responder respond) { respond(http::JsonResponse(200, job)); });
   TempDir dir;
   const std::string doc = dir.File("once.yaml");
   WriteFile(doc, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: once}\nspec: {queue: team-a}\n");
-  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"submit", "-f", doc, "-n", "team-a"});
+  RunResult r = Cli(UrlOf(*server), {"submit", "-f", doc, "-n", "team-a"});
   CHECK(r.code == 0);
   CHECK(r.out == "job.gantry.dev/once unchanged: it is Failed already, and is not run again (to run it again: gantry "
                  "cancel --purge once -n team-a, then submit)\n");
-  server.Stop(std::chrono::seconds(1));
+  server->Stop(std::chrono::seconds(1));
 }
 
 TEST_CASE("submit of a JSON file tells its errors as JSON's", "[cli]") {
@@ -84,10 +76,7 @@ TEST_CASE("submit of a JSON file tells its errors as JSON's", "[cli]") {
 TEST_CASE("submit of a file of several jobs sends each in order: one refused does not stop the others", "[cli]") {
   std::mutex mu;
   std::vector<std::string> posted;  // "namespace/name" as the server got them
-  http::ServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  http::Server server(options, [&](http::Request req, http::Responder respond) {
+  auto server = StartedServer([&](http::Request req, http::Responder respond) {
     const nlohmann::json doc = nlohmann::json::parse(req.body);
     const std::string name = doc["metadata"].value("name", "");
     {
@@ -102,8 +91,7 @@ TEST_CASE("submit of a file of several jobs sends each in order: one refused doe
     nlohmann::json job = {{"metadata", {{"name", name}, {"namespace", "team-a"}}}, {"status", {{"phase", "Queued"}}}};
     respond(http::JsonResponse(201, job.dump()));
   });
-  REQUIRE(server.Start().ok());
-  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  const std::string url = UrlOf(*server);
   TempDir dir;
   const std::string file = dir.File("sweep.yaml");
   WriteFile(file,
@@ -157,20 +145,16 @@ TEST_CASE("submit of a file of several jobs sends each in order: one refused doe
   CHECK_THAT(refused.err, Catch::Contains("(job 2 of 2 in the file): the document needs an apiVersion and a kind"));
   std::lock_guard lock(mu);
   CHECK(posted.size() == sent);
-  server.Stop(std::chrono::seconds(1));
+  server->Stop(std::chrono::seconds(1));
 }
 
 TEST_CASE("submit of a file of several jobs stops at a failure no later one could escape", "[cli]") {
   std::atomic<int> posts{0};
-  http::ServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  http::Server server(options, [&](http::Request, http::Responder respond) {
+  auto server = StartedServer([&](http::Request, http::Responder respond) {
     ++posts;
     respond(http::JsonResponse(503, R"({"kind":"Status","status":"Failure","code":503,"reason":"ServiceUnavailable",)"
                                     R"("message":"the store is read-only"})"));
   });
-  REQUIRE(server.Start().ok());
   TempDir dir;
   const std::string file = dir.File("sweep.yaml");
   std::string text;
@@ -179,12 +163,12 @@ TEST_CASE("submit of a file of several jobs stops at a failure no later one coul
                         name);
   }
   WriteFile(file, text);
-  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"submit", "-f", file});
+  RunResult r = Cli(UrlOf(*server), {"submit", "-f", file});
   INFO(r.out << r.err);
   CHECK(r.code != 0);
   CHECK(posts == 1);
   CHECK_THAT(r.err, Catch::Contains("the other 2 job(s) after it were not sent"));
-  server.Stop(std::chrono::seconds(1));
+  server->Stop(std::chrono::seconds(1));
 }
 
 }  // namespace gantry::testing
@@ -198,10 +182,7 @@ TEST_CASE("submit sends a job again when the server asks it to (429 with Retry-A
   std::atomic<int> posts{0};
   std::atomic<int> busy_answers{2};
   std::string retry_after = "0";
-  http::ServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  http::Server server(options, [&](http::Request, http::Responder respond) {
+  auto server = StartedServer([&](http::Request, http::Responder respond) {
     ++posts;
     if (busy_answers.fetch_sub(1) > 0) {
       http::Response r =
@@ -211,11 +192,10 @@ TEST_CASE("submit sends a job again when the server asks it to (429 with Retry-A
     }
     respond(http::JsonResponse(201, job));
   });
-  REQUIRE(server.Start().ok());
   TempDir dir;
   const std::string doc = dir.File("busy.yaml");
   WriteFile(doc, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: busy}\nspec: {queue: team-a}\n");
-  const std::string url = "http://127.0.0.1:" + std::to_string(server.port());
+  const std::string url = UrlOf(*server);
   RunResult r = Cli(url, {"submit", "-f", doc, "-n", "team-a"});
   CHECK(r.code == 0);
   CHECK(r.out == "job.gantry.dev/busy created\n");
@@ -228,7 +208,7 @@ TEST_CASE("submit sends a job again when the server asks it to (429 with Retry-A
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Catch::Contains("Error from server (429): busy; submit again shortly"));
   CHECK(posts == 1);
-  server.Stop(std::chrono::seconds(1));
+  server->Stop(std::chrono::seconds(1));
 }
 
 TEST_CASE("RetryWait reads the Retry-After of a 429 or a 503 in seconds or as a date", "[cli]") {
@@ -246,23 +226,16 @@ TEST_CASE("RetryWait reads the Retry-After of a 429 or a 503 in seconds or as a 
 }
 
 TEST_CASE("a refusal's causes are printed one a line and one with no field as its message alone", "[cli]") {
-  http::ServerOptions options;
-  options.address = "127.0.0.1";
-  options.port = 0;
-  http::Server server(options, [&](http::Request, http::Responder respond) {
-    respond(http::JsonResponse(422, R"({"kind":"Status","code":422,"message":"the job is invalid",)"
-                                    R"("details":{"causes":[{"field":"spec.queue","message":"Required value"},)"
-                                    R"({"field":"","message":"and 5 more not listed"}]}})"));
-  });
-  REQUIRE(server.Start().ok());
   TempDir dir;
   const std::string doc = dir.File("bad.yaml");
   WriteFile(doc, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: bad}\nspec: {}\n");
-  RunResult r = Cli("http://127.0.0.1:" + std::to_string(server.port()), {"submit", "-f", doc, "-n", "team-a"});
+  RunResult r = CliAgainst(R"({"kind":"Status","code":422,"message":"the job is invalid",)"
+                           R"("details":{"causes":[{"field":"spec.queue","message":"Required value"},)"
+                           R"({"field":"","message":"and 5 more not listed"}]}})",
+                           {"submit", "-f", doc, "-n", "team-a"}, 422);
   CHECK(r.code == 1);
   CHECK(r.err ==
         "Error from server (422): the job is invalid\n  spec.queue: Required value\n  and 5 more not listed\n");
-  server.Stop(std::chrono::seconds(1));
 }
 
 }  // namespace gantry::testing

@@ -68,12 +68,21 @@ std::optional<std::chrono::milliseconds> RetryWait(int status, const std::map<st
 
 ApiResult ApiClient::Call(const std::string& method, const std::string& target, const std::string& body,
                           const std::string& content_type) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_seconds_);
+  using std::chrono::milliseconds;
+  const milliseconds timeout = std::chrono::seconds(timeout_seconds_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  client_->set_request_timeout(timeout);  // a call before this one may have cut it
   for (int attempt = 1;; ++attempt) {
     ApiResult result = CallOnce(method, target, body, content_type);
     const auto wait = RetryWait(result.http_status, result.headers, SystemClock().NowMillis());
-    if (!wait || attempt >= kMaxAttempts || std::chrono::steady_clock::now() + *wait > deadline) return result;
+    // A try after a wait gets what is left of --request-timeout, and at
+    // least kMinRetryTimeout: the whole call ends within the flag's time,
+    // not a full timeout past its last wait.
+    if (!wait || attempt >= kMaxAttempts) return result;
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now() - *wait);
+    if (left < kMinRetryTimeout) return result;
     std::this_thread::sleep_for(*wait);
+    client_->set_request_timeout(left);
   }
 }
 

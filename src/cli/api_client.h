@@ -61,11 +61,14 @@ class ApiClient {
   static std::unique_ptr<ApiClient> Create(const ConnectionFlags& flags, std::string* error);
   // Every request of gantry's API may be sent again (a submission and a
   // cancel are idempotent): one the server asks to send again later
-  // (RetryWait) is, as kubectl does, up to kMaxAttempts times, while the
-  // waits fit in --request-timeout. Then its last answer stands.
+  // (RetryWait) is, as kubectl does, up to kMaxAttempts times, all within
+  // --request-timeout. Then its last answer stands.
   ApiResult Call(const std::string& method, const std::string& target, const std::string& body = "",
                  const std::string& content_type = "application/json");
   static constexpr int kMaxAttempts = 10;
+  // The shortest time a try after a wait is given: with less left of
+  // --request-timeout, the last answer stands.
+  static constexpr std::chrono::milliseconds kMinRetryTimeout{1'000};
 
  private:
   ApiClient(std::unique_ptr<http::Client> client, std::string token, std::string server, int timeout_seconds)

@@ -116,6 +116,7 @@ class Client::Impl {
                                     const std::function<bool(std::string_view)>& on_data,
                                     const std::function<bool()>& stop_requested, int stop_fd);
   int connects() const { return connects_; }
+  void set_request_timeout(std::chrono::milliseconds timeout) { options_.request_timeout = timeout; }
   // Summed over this client's connections, the closed ones included (an
   // answer that closes its connection must still show whether it waited).
   uint64_t read_waits() const { return closed_read_waits_ + (conn_ ? conn_->read_waits() : 0); }
@@ -477,6 +478,8 @@ Result<ClientResponse> Client::Finish() { return impl_->Finish(); }
 bool Client::AnswerBy(std::chrono::steady_clock::time_point until) { return impl_->AnswerBy(until); }
 
 int Client::connects() const { return impl_->connects(); }
+
+void Client::set_request_timeout(std::chrono::milliseconds timeout) { impl_->set_request_timeout(timeout); }
 
 uint64_t Client::read_waits() const { return impl_->read_waits(); }
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <vector>
 
 #include <fmt/format.h>
@@ -208,6 +209,40 @@ TEST_CASE("submit sends a job again when the server asks it to (429 with Retry-A
   CHECK(r.code == 1);
   CHECK_THAT(r.err, Catch::Contains("Error from server (429): busy; submit again shortly"));
   CHECK(posts == 1);
+  server->Stop(std::chrono::seconds(1));
+}
+
+TEST_CASE("a request sent again after a 429 gets what is left of --request-timeout and not a whole one again",
+          "[cli]") {
+  std::atomic<int> posts{0};
+  std::mutex mu;
+  std::vector<http::Responder> unanswered;
+  auto server = StartedServer([&](http::Request, http::Responder respond) {
+    if (++posts == 1) {
+      http::Response r = http::JsonResponse(429, R"({"kind":"Status","code":429,"message":"busy"})");
+      r.headers.emplace_back("Retry-After", "1");
+      return respond(std::move(r));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    unanswered.push_back(std::move(respond));  // the second try waits out its deadline
+  });
+  TempDir dir;
+  const std::string doc = dir.File("slow.yaml");
+  WriteFile(doc, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: slow}\nspec: {queue: team-a}\n");
+  RunResult r = Cli(UrlOf(*server), {"submit", "-f", doc, "-n", "team-a", "--request-timeout", "3"});
+  CHECK(r.code != 0);
+  CHECK(posts == 2);
+  // The first try and the 1 s wait took a second or more of the 3: the
+  // second try's deadline is what was left, under 2 s, not 3 s again.
+  std::smatch m;
+  REQUIRE(std::regex_search(r.err, m, std::regex("no answer from \\S+ within ([0-9]+) ms")));
+  const int given_ms = std::stoi(m[1]);
+  CHECK(given_ms >= 1'000);
+  CHECK(given_ms <= 2'000);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (http::Responder& respond : unanswered) respond(http::JsonResponse(503, R"({"kind":"Status"})"));
+  }
   server->Stop(std::chrono::seconds(1));
 }
 

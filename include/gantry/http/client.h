@@ -104,6 +104,10 @@ class Client {
   // How many connections this client has opened so far: a request that
   // moved it on opened one (and made its TLS handshake).
   int connects() const;
+  // The request deadline of the requests sent from now on (options'
+  // request_timeout until then): a caller that sends again within one
+  // overall deadline gives each try what is left of it.
+  void set_request_timeout(std::chrono::milliseconds timeout);
   // How many times a read on the current connection has waited for bytes:
   // a Finish that did not move it found its answer there already.
   uint64_t read_waits() const;

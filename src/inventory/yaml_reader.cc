@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <set>
@@ -25,6 +27,15 @@ std::string_view KindName(const YAML::Node& node) {
     default:
       return "undefined";
   }
+}
+
+// Letters, digits, '_', '-' and '.', 1 to 63 of them: what a field's name
+// in a cluster file or a kubeconfig is made of, with room for a misspelling.
+bool LooksLikeFieldName(std::string_view key) {
+  if (key.empty() || key.size() > 63) return false;
+  return std::all_of(key.begin(), key.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+  });
 }
 
 Status WrongType(const YAML::Node& node, const Field& field, std::string_view want) {
@@ -153,9 +164,19 @@ Status ReadFields(const YAML::Node& node, const Field& field, const FieldHandler
     const int line = LineOf(kv.first);
     if (!kv.first.IsScalar()) return FieldError({field.path, line}, "keys must be strings");
     const std::string& key = kv.first.Scalar();
-    const Field child = field.Child(key, line);
     auto it = handlers.find(key);
-    if (it == handlers.end()) return FieldError(child, "unknown field");
+    if (it == handlers.end()) {
+      // A key that could not be a field's name is not repeated: a file
+      // that is not gantry's at all (a link to a secret's file, say) would
+      // have its first line quoted in the log and the reload's answer.
+      if (!LooksLikeFieldName(key)) {
+        return FieldError({field.path, line}, fmt::format("unknown field (a key of {} characters that is not a "
+                                                          "field's name, not repeated here)",
+                                                          key.size()));
+      }
+      return FieldError(field.Child(key, line), "unknown field");
+    }
+    const Field child = field.Child(key, line);
     if (!seen.insert(key).second) return FieldError(child, "duplicate field");
     GANTRY_RETURN_IF_ERROR(it->second(kv.second, child));
   }

@@ -74,6 +74,9 @@ const BadFile kBadFiles[] = {
     {"syntax error", "region: [eu\nzone: a\n",
      "line 4: invalid YAML: end of sequence flow not found"},
     {"not a mapping", "!- a\n- b\n", "must be a mapping with at least name and kubeconfig"},
+    // Another file's text (a link to a secret's file): its line is not quoted.
+    {"a key that is no field's name", "root:$y$j9T$hash:19000:0:99999:7:::\n",
+     "line 3: unknown field (a key of 34 characters that is not a field's name, not repeated here)"},
 };
 
 TEST_CASE("Bad cluster files are refused with file, line and field", "[inventory][config]") {

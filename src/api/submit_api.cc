@@ -163,7 +163,7 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
       // A job stored before the engine began to refuse its kind (it left the
       // daemon's genericKinds) is still the answer to its own document.
       auto stored = store_.Get(spec.ns, spec.name);
-      if (stored.ok() && SameSubmission(*stored, SpecToJsonText(spec))) {
+      if (stored.ok() && SameJobSpec(stored->spec_json, SpecToJsonText(spec))) {
         respond(http::JsonResponse(200, JobJsonText(*stored)));
         return;
       }
@@ -189,10 +189,20 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
   // (job_intake.h); else it is freed here with the request.
   std::shared_ptr<JobSpec> handed;
   if (intake_ && intake_->WantsSpec()) handed = std::make_shared<JobSpec>(std::move(std::get<JobSpec>(parsed)));
+  // Kept for a refusal of the name: the stored spec may differ only in
+  // how a quantity is spelt (SameJobSpec).
+  std::string spec_json = record.spec_json;
+  std::string job_ns = record.ns;
+  std::string job_name = record.name;
   store_.Submit(std::move(record), [this, respond, created_body = std::move(created_body), handed = std::move(handed),
-                                    warnings = std::move(warnings)](Result<SubmitResult> result) mutable {
+                                    warnings = std::move(warnings), spec_json = std::move(spec_json),
+                                    job_ns = std::move(job_ns),
+                                    job_name = std::move(job_name)](Result<SubmitResult> result) mutable {
     if (!result.ok()) {
       if (result.status().code() == Code::kConflict) {
+        if (std::optional<JobRecord> same = StoredAsSpelledAnew(job_ns, job_name, spec_json)) {
+          return AnswerExisting(*same, std::move(warnings), respond);
+        }
         respond(K8sStatus(409, "AlreadyExists", result.status().message()));
         return;
       }
@@ -208,16 +218,7 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
                     held);
     }
     const JobRecord& job = result->job;
-    if (result->outcome == SubmitOutcome::kExisting) {
-      if (job.phase == JobPhase::kUnschedulable && intake_) {
-        Resubmitted(job, std::move(warnings), respond);
-        return;
-      }
-      http::Response same = http::JsonResponse(200, JobJsonText(job));
-      AddWarnings(same, warnings);
-      respond(std::move(same));
-      return;
-    }
+    if (result->outcome == SubmitOutcome::kExisting) return AnswerExisting(job, std::move(warnings), respond);
     spdlog::info("job {}/{} submitted uid={} queue={} priority={}", job.ns, job.name, job.uid, job.queue,
                  job.priority);
     if (intake_) intake_->Created(std::move(result->job), std::move(handed));
@@ -227,6 +228,22 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
     AddWarnings(res, warnings);
     respond(std::move(res));
   });
+}
+
+// The answer to a job's document submitted again: the stored job as it is,
+// or, for an Unschedulable one, the job judged again (Resubmitted).
+void ApiService::AnswerExisting(const JobRecord& job, std::vector<std::string> warnings, const Respond& respond) {
+  if (job.phase == JobPhase::kUnschedulable && intake_) return Resubmitted(job, std::move(warnings), respond);
+  http::Response same = http::JsonResponse(200, JobJsonText(job));
+  AddWarnings(same, warnings);
+  respond(std::move(same));
+}
+
+std::optional<JobRecord> ApiService::StoredAsSpelledAnew(const std::string& ns, const std::string& name,
+                                                         const std::string& spec_json) {
+  Result<JobRecord> stored = store_.Get(ns, name);
+  if (!stored.ok() || !SameJobSpec(stored->spec_json, spec_json)) return std::nullopt;
+  return std::move(*stored);
 }
 
 std::string ApiService::NeverPlaceable(const JobSpec& spec, int64_t now_ms) const {

@@ -34,6 +34,30 @@ TEST_CASE("submit, idempotent resubmit, conflicting resubmit", "[api]") {
   CHECK(api.Json(got)["metadata"]["uid"] == job["metadata"]["uid"]);
 }
 
+TEST_CASE("a job submitted again with a quantity spelt another way is the same job and one with another amount "
+          "is not",
+          "[api]") {
+  ApiFixture api;
+  auto created = api.Call("POST", "/api/v1/namespaces/team-a/jobs", JobDoc("train-1"));
+  REQUIRE(created.status == 201);
+  const std::string uid = api.Json(created)["metadata"]["uid"];
+  // JobDoc asks cpu "4" and memory "16Gi".
+  auto respelled = [](std::string doc, const std::string& from, const std::string& to) {
+    const auto at = doc.find(from);
+    REQUIRE(at != std::string::npos);
+    return doc.replace(at, from.size(), to);
+  };
+  const std::string same = respelled(respelled(JobDoc("train-1"), R"("cpu":"4")", R"("cpu":"4000m")"),
+                                     R"("memory":"16Gi")", R"("memory":"17179869184")");
+  auto again = api.Call("POST", "/api/v1/namespaces/team-a/jobs", same);
+  CHECK(again.status == 200);
+  CHECK(api.Json(again)["metadata"]["uid"] == uid);
+  auto more = api.Call("POST", "/api/v1/namespaces/team-a/jobs",
+                       respelled(JobDoc("train-1"), R"("cpu":"4")", R"("cpu":"4001m")"));
+  CHECK(more.status == 409);
+  CHECK(api.Json(more)["reason"] == "AlreadyExists");
+}
+
 TEST_CASE("a document with thousands of bad fields gets the first 100 causes and a count of the rest", "[api]") {
   ApiFixture api;
   nlohmann::json doc = {{"apiVersion", "gantry.dev/v1"},

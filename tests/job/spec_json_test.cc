@@ -176,5 +176,25 @@ TEST_CASE("SpecFromJson refuses a damaged record", "[job][spec]") {
   CHECK(std::holds_alternative<DocumentError>(SpecFromJson(json::array(), "n", "ns", {})));
 }
 
+TEST_CASE("SameJobSpec takes a quantity's spellings as one and nothing else", "[job]") {
+  auto spec = [](const json& cpu, const char* memory, const char* image) {
+    json container = {{"name", "main"},
+                      {"image", image},
+                      {"resources", {{"requests", {{"cpu", cpu}, {"memory", memory}}}, {"limits", {{"cpu", cpu}}}}}};
+    json pod = {{"spec", {{"containers", json::array({container})}}}};
+    return json{{"queue", "q"}, {"template", {{"spec", {{"template", pod}}}}}}.dump();
+  };
+  const std::string stored = spec("1", "1Gi", "a:1");
+  CHECK(SameJobSpec(stored, stored));
+  CHECK(SameJobSpec(stored, spec("1000m", "1073741824", "a:1")));
+  CHECK(SameJobSpec(stored, spec(1, "1024Mi", "a:1")));
+  CHECK_FALSE(SameJobSpec(stored, spec("1001m", "1Gi", "a:1")));
+  CHECK_FALSE(SameJobSpec(stored, spec("1", "1Gi", "a:2")));
+  // Only requests, limits and overhead are quantities: an image or a name
+  // that reads as one is compared as written.
+  CHECK_FALSE(SameJobSpec(json{{"image", "1"}}.dump(), json{{"image", "1000m"}}.dump()));
+  CHECK_FALSE(SameJobSpec(stored, "not json"));
+}
+
 }  // namespace
 }  // namespace gantry

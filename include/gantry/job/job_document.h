@@ -134,13 +134,20 @@ std::variant<std::vector<nlohmann::json>, DocumentError> YamlStreamToJson(std::s
 
 // The normalized spec as JSON text: defaults filled in, pod sets included,
 // keys in a fixed order. Two documents that mean the same job give the same
-// text; this is what the store keeps and compares for idempotent submission.
+// text, but for how a pod template spells a quantity (SameJobSpec); this is
+// what the store keeps and compares for idempotent submission.
 std::string SpecToJsonText(const JobSpec& spec);
 // The same as a tree: SpecToJson(spec).dump() == SpecToJsonText(spec) (the
 // tests hold the text to it).
 nlohmann::json SpecToJson(const JobSpec& spec);
 // Pod sets as SpecToJson writes them (its "podSets").
 nlohmann::json PodSetsToJson(const std::vector<PodSet>& pod_sets);
+// Whether a spec text (SpecToJsonText) is the stored one again: the same
+// text, or the same but for how the pod templates spell a quantity of their
+// requests, limits or overhead ("1" and "1000m", "1Gi" and "1073741824"),
+// which Kubernetes takes as one. A re-submission is compared by this, not by
+// the text alone, so that what the store already holds keeps its identity.
+bool SameJobSpec(std::string_view stored_spec_json, std::string_view spec_json);
 
 // Inverse of SpecToJson for records read back from the store.
 std::variant<JobSpec, DocumentError> SpecFromJson(const nlohmann::json& spec_json,

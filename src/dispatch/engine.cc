@@ -737,9 +737,9 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
       DispatchUpdate u;
       if (judged.verdict == JobRefusalVerdict::kMove) {
         // Only this cluster forbids the real job (RBAC, a policy, its kind
-        // or namespace missing there): nothing was created, so the job is
-        // dispatched again, without that cluster for a while (the row of
-        // its real job keeps the answer: Ladder::JobRefusalIn).
+        // or namespace missing there): this try created nothing, so the
+        // job is dispatched again, without that cluster for a while (the
+        // row of its real job keeps the answer: Ladder::JobRefusalIn).
         u = ladder::Requeued(*current, in.intents,
                              fmt::format("{}; to be dispatched again without {} (left out of the job's dispatches "
                                          "for {})",
@@ -756,7 +756,17 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
             where, "Warning"));
         RemoteIntent row = ladder::IntentFor(*acted.refused);
         row.present = false;
-        row.refusal = taken;
+        // Unless an earlier try of this create went unanswered and may have
+        // landed: then something of the job's may be there after all (the
+        // refusal may even be because of it), and the row is a hold, an
+        // ordinary withdrawn row to every other reader, as CreateKeepsFailing
+        // writes it. The next epoch's run waits until the view shows none
+        // there; refused, the row would let it start beside that one.
+        if (in.unseen_runs.count({row.cluster, row.epoch})) {
+          row.hold = taken;
+        } else {
+          row.refusal = taken;
+        }
         std::erase_if(u.upsert_intents,
                       [&](const RemoteIntent& i) { return i.cluster == row.cluster && i.kind == row.kind; });
         u.upsert_intents.push_back(std::move(row));

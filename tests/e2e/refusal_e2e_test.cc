@@ -226,4 +226,47 @@ TEST_CASE("an at-most-once job refused after a create whose answer was lost wait
   REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
 }
 
+TEST_CASE("a Requeue job refused after a create whose answer was lost moves on but starts elsewhere only once "
+          "its first run is seen and fenced",
+          "[e2e][dispatch][refusal]") {
+  // c1 admits at once, c2 after 2 s: c1 takes the lease.
+  DispatchFleetOptions o;
+  o.sim_config_yaml = kSlowThenFast;
+  o.daemon_config_yaml = "notFoundConfirmsAfterSeconds: 60\n";
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  // As above: c1 creates the real job, which runs, but its answer is held
+  // and its watches show nothing; then c1 forbids the create sent again.
+  REQUIRE(fleet.Ctl({"lose-answer", "c1", "jobs:create"}).code == 0);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("again", "team-a", 1, 0, "12s", "  onClusterLoss: Requeue")) == 201);
+  const std::string uid = fleet.Uid("team-a", "again");
+  // Its deletes (of the job and of its copy) are forbidden too: nothing
+  // ends that run before c1 shows it.
+  REQUIRE(WaitFor([&] { return WatchesHeld(fleet, "c1"); }, seconds(30)));
+  REQUIRE(fleet.Ctl({"forbid", "c1", "jobs:create,jobs:delete,workloads:delete"}).code == 0);
+  REQUIRE(WaitFor([&] { return fleet.Runs(uid).size() == 1; }, seconds(30)));
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  // The refusal moves the job (it may run again, not twice at once): c2
+  // takes the lease of epoch 2, and its run waits for c1's view.
+  REQUIRE(WaitFor(
+      [&] {
+        auto job = fleet.Job("team-a", "again");
+        return job["status"].value("cluster", "") == "c2" && job["status"].value("epoch", 0) == 2;
+      },
+      seconds(30)));
+  CHECK(Count(Reasons(fleet, "team-a", "again"), "JobRefused") == 1);
+  CHECK(fleet.Runs(uid).size() == 1);
+  // c1's watches come back: its run of epoch 1 is seen and deleted, and
+  // only then does the job start in c2.
+  REQUIRE(fleet.Ctl({"forbid", "c1"}).code == 0);
+  REQUIRE(fleet.Ctl({"hold-watches", "c1", "off"}).code == 0);
+  REQUIRE(fleet.WaitPhase("team-a", "again", {"Succeeded", "Failed"}, seconds(60)));
+  auto done = fleet.Job("team-a", "again");
+  CHECK(done["status"]["phase"] == "Succeeded");
+  CHECK(done["status"]["cluster"] == "c2");
+  CHECK(fleet.Runs(uid).size() == 2);
+  CHECK(fleet.Ctl({"check"}).code == 0);  // never in two clusters at once
+}
+
 }  // namespace gantry::testing

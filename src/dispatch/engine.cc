@@ -898,6 +898,15 @@ void Engine::ForgetJob(const std::string& uid) {
     std::lock_guard lock(unanswered_mu_);
     unanswered_.erase(uid);
   }
+  {
+    // A refusal a straggler read for an action no later pass planned (the
+    // job leased elsewhere, moved on, ended): nothing takes it now.
+    std::lock_guard lock(late_mu_);
+    LateAction first;
+    first.uid = uid;  // (the other fields' defaults come first)
+    auto it = late_refused_.lower_bound(first);
+    while (it != late_refused_.end() && it->first.uid == uid) it = late_refused_.erase(it);
+  }
   SendingDone(uid);  // none should wait, but a cancel is never left unanswered
   ClearFailures(uid);
   known_.Drop(uid);

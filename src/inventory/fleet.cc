@@ -326,13 +326,13 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     e.view.capacity = old->second.view.capacity;
     e.view.capacity_at_ms = old->second.view.capacity_at_ms;
     e.view.capacity_error = old->second.view.capacity_error;
-    // Another API server now: nothing known of it yet. Its health and
-    // identity are read afresh (it may be a cluster another entry reaches:
-    // HoldIfSameCluster), so it is not Ready, nor taken for the cluster it
-    // reached before, until its first probe.
+    // Another API server now: nothing known of it yet. Its health is read
+    // afresh, so it is not Ready until its first probe. Its identity stays
+    // the cluster's it reached: that probe holds the entry if the new
+    // server is another cluster's (HoldIfOtherCluster), or one another
+    // entry reaches (HoldIfSameCluster).
     const bool moved = old->second.creds && e.creds && ServerKey(*old->second.creds) != ServerKey(*e.creds);
     if (moved) {
-      e.view.cluster_id.clear();
       e.view.clock_offset_ms.reset();
       e.view.clock_offset_far = false;
     }
@@ -427,6 +427,7 @@ void Fleet::ProbeOne(const std::string& name) {
       return;
     }
     if (reading.ok() && !reading->cluster_id.empty()) {
+      if (HoldIfOtherCluster(name, e, reading->cluster_id)) return;
       if (HoldIfSameCluster(name, e, reading->cluster_id)) return;
       e.view.cluster_id = reading->cluster_id;
     }

@@ -13,6 +13,11 @@
 // spell its address differently (an IP and a DNS name, a load balancer and
 // a node): the later one to read it is held, at that probe, before it was
 // ever Ready.
+//
+// Fleet::HoldIfOtherCluster: one entry whose kubeconfig now reaches another
+// cluster than the one it reached (a path edited to another cluster's, two
+// paths swapped, a DNS name moved): held at the first probe that reads the
+// other identity.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <fmt/ranges.h>
@@ -87,6 +92,28 @@ bool Fleet::HoldIfSameCluster(const std::string& name, Entry& e, const std::stri
       "another address ({}): two entries for one cluster would each take the other's objects for strays and delete "
       "them, so this one is held and {} kept; remove this entry, then reload",
       file, other, cluster_id, e.creds ? e.creds->server : "?", other);
+  spdlog::error("inventory: cluster {} is held: {}", name, e.view.config_error);
+  e.reprobe = false;
+  e.next_probe_ms = clock_.MonotonicMillis() + options_.probe_interval_ms;
+  generation_.fetch_add(1, std::memory_order_release);
+  return true;
+}
+
+bool Fleet::HoldIfOtherCluster(const std::string& name, Entry& e, const std::string& cluster_id) {
+  if (e.view.cluster_id.empty() || e.view.cluster_id == cluster_id) return false;
+  // Its kubeconfig (or the address in it) now reaches another cluster: the
+  // jobs it runs in the one it reached would all look vanished from a view
+  // of this one (evicted and run again beside their runs there, at-most-
+  // once jobs failed while they run on). Held, as a refused file's cluster
+  // is, until a reload finds it back on its own cluster. Its identity stays
+  // the one it had, so that it is held again at each probe meanwhile.
+  const std::string file = std::filesystem::path(e.view.config.source_file).filename().string();
+  e.view.config_error = fmt::format(
+      "{}: it now reaches another cluster than the one cluster {} ran its jobs in (its kube-system Namespace has "
+      "uid {}, not {}), at {}: its jobs there would all be taken for vanished, so it is held; put back the "
+      "kubeconfig that reaches that cluster, or, if it is gone for good, remove this entry (its jobs get their "
+      "onClusterLoss) and add the new cluster under a new name; then reload",
+      file, name, cluster_id, e.view.cluster_id, e.creds ? e.creds->server : "?");
   spdlog::error("inventory: cluster {} is held: {}", name, e.view.config_error);
   e.reprobe = false;
   e.next_probe_ms = clock_.MonotonicMillis() + options_.probe_interval_ms;

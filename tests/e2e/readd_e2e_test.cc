@@ -103,4 +103,61 @@ TEST_CASE("a cluster removed and added back by reloads: the runs its jobs left t
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 
+TEST_CASE("two entries whose kubeconfigs are swapped by a reload are held: their jobs run on, not taken for "
+          "vanished, until the files are put back",
+          "[e2e][inventory]") {
+  DispatchFleetOptions o;
+  o.clusters = 2;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("in-c1", "team-a", 1, 0, "15s",
+                                            "  onClusterLoss: Fail\n  placement: {clusters: [c1]}")) == 201);
+  REQUIRE(fleet.Submit("team-a", SimJobYaml("in-c2", "team-a", 1, 0, "15s",
+                                            "  onClusterLoss: Requeue\n  placement: {clusters: [c2]}")) == 201);
+  for (const char* name : {"in-c1", "in-c2"}) REQUIRE(fleet.WaitPhase("team-a", name, {"Running"}, seconds(30)));
+  // Each entry's file now names the other's kubeconfig.
+  const std::string c1_config = ReadFile(ClusterFile(fleet, "c1"));
+  const std::string c2_config = ReadFile(ClusterFile(fleet, "c2"));
+  auto swapped = [](std::string text, const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+  };
+  WriteFile(ClusterFile(fleet, "c1"), swapped(c1_config, "c1.kubeconfig", "c2.kubeconfig"));
+  WriteFile(ClusterFile(fleet, "c2"), swapped(c2_config, "c2.kubeconfig", "c1.kubeconfig"));
+  REQUIRE(fleet.ReloadClusters() == 200);
+  // Each one's probe reads the other cluster's identity: held.
+  REQUIRE(WaitFor(
+      [&] {
+        for (const char* c : {"c1", "c2"}) {
+          if (fleet.Cluster(c)["status"].value("configError", "").find("it now reaches another cluster") ==
+              std::string::npos) {
+            return false;
+          }
+        }
+        return true;
+      },
+      seconds(30)));
+  // The jobs were not taken for vanished (the Fail one failed, the Requeue
+  // one run again beside its run): both still run where they were.
+  for (const char* name : {"in-c1", "in-c2"}) {
+    INFO(name);
+    auto job = fleet.Job("team-a", name);
+    CHECK(job["status"]["phase"] == "Running");
+    CHECK(job["status"]["epoch"] == 1);
+  }
+  // Put back: both finish where they ran, once each.
+  WriteFile(ClusterFile(fleet, "c1"), c1_config);
+  WriteFile(ClusterFile(fleet, "c2"), c2_config);
+  REQUIRE(fleet.ReloadClusters() == 200);
+  for (const char* name : {"in-c1", "in-c2"}) {
+    INFO(name);
+    REQUIRE(fleet.WaitPhase("team-a", name, {"Succeeded", "Failed"}, seconds(60)));
+    CHECK(fleet.Phase("team-a", name) == "Succeeded");
+    CHECK(fleet.Runs(fleet.Uid("team-a", name)).size() == 1);
+  }
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
 }  // namespace gantry::testing

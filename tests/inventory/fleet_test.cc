@@ -1009,7 +1009,7 @@ TEST_CASE("an entry whose probe reads the identity of a cluster another entry re
 }
 
 TEST_CASE("a probe begun before a reload that points the entry at another API server is not taken for the entry: "
-          "it starts Unknown, its identity read afresh",
+          "it starts Unknown, and its own probe reads who it is",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1", "c2"});
   auto& [dir, store, options] = fleet_dir;
@@ -1032,7 +1032,9 @@ TEST_CASE("a probe begun before a reload that points the entry at another API se
   WriteCluster(dir.path(), "c2", "https://127.0.0.1:39999");
   REQUIRE(fleet.Reload().empty());
   CHECK(fleet.Cluster("c2")->health.state == HealthState::kUnknown);  // another server: nothing known of it
-  prober.SetClusterId("c2", "uid-c");  // what the new server is, for the probes that begin from now
+  // The new server is another address of c2's own cluster, for the probes
+  // that begin from now.
+  prober.SetClusterId("c2", "uid-b");
   prober.blocks["c2"] = false;
   prober.Release();
   probing.join();
@@ -1040,8 +1042,54 @@ TEST_CASE("a probe begun before a reload that points the entry at another API se
   // it; its own probe, due at once, reads who it is.
   CHECK(fleet.Cluster("c2")->Usable());
   fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->Usable());
   CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);
-  CHECK(fleet.Cluster("c2")->cluster_id == "uid-c");
+  CHECK(fleet.Cluster("c2")->cluster_id == "uid-b");
+  fleet.Stop();
+}
+
+TEST_CASE("an entry whose kubeconfig now reaches another cluster is held until it reaches its own again",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  prober.SetClusterId("c1", "uid-a");
+  prober.SetClusterId("c2", "uid-b");
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  // c2's file is pointed at a server of a third cluster, which no other
+  // entry reaches: a view of it would show every job of c2's gone.
+  WriteCluster(dir.path(), "c2", "https://127.0.0.1:39999");
+  prober.SetClusterId("c2", "uid-z");
+  REQUIRE(fleet.Reload().empty());
+  fleet.ProbeAllNow();
+  auto held = fleet.Cluster("c2");
+  CHECK_FALSE(held->Usable());
+  CHECK(held->health.state != HealthState::kReady);
+  CHECK(held->cluster_id == "uid-b");  // still the cluster its jobs run in
+  CHECK_THAT(held->config_error, Catch::Contains("c2.yaml: it now reaches another cluster than the one cluster c2 "
+                                                 "ran its jobs in (its kube-system Namespace has uid uid-z, not "
+                                                 "uid-b)"));
+  for (const auto& snap : fleet.Snapshot(clock.NowMillis())) {
+    if (snap.name == "c2") CHECK(snap.health != placement::ClusterHealth::kReady);
+  }
+  // A reload that changes nothing holds it again at its next probe.
+  REQUIRE(fleet.Reload().empty());
+  fleet.ProbeAllNow();
+  CHECK_FALSE(fleet.Cluster("c2")->Usable());
+  // Its own cluster again (another address of it): Ready, as before.
+  prober.SetClusterId("c2", "uid-b");
+  REQUIRE(fleet.Reload().empty());
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->Usable());
+  CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  CHECK(fleet.Cluster("c2")->cluster_id == "uid-b");
+  CHECK(fleet.Cluster("c1")->health.state == HealthState::kReady);
   fleet.Stop();
 }
 

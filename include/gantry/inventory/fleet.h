@@ -133,7 +133,8 @@ struct ClusterView {
   // kept in use: the error (file, line, field), for the operator to fix.
   std::string config_warning;
   std::string capacity_error;     // CapacityReading::unreadable of the last probe
-  // CapacityReading::cluster_id of its last probe that read one, while the
+  // CapacityReading::cluster_id of its last probe that read one (kept when
+  // its kubeconfig moves to another server: HoldIfOtherCluster), while the
   // entry is not held for it (config_error): the cluster it reaches.
   std::string cluster_id;
   // CapacityReading::clock_offset_ms of its last probe that told one (kept
@@ -260,6 +261,9 @@ class Fleet {
   // (ClusterView::config_error) and says so; false when no other entry has
   // it (same_server.cc). REQUIRES: mu_ held.
   bool HoldIfSameCluster(const std::string& name, Entry& e, const std::string& cluster_id);
+  // Holds e when cluster_id, read by its probe, is not the identity it had
+  // (same_server.cc). REQUIRES: mu_ held.
+  bool HoldIfOtherCluster(const std::string& name, Entry& e, const std::string& cluster_id);
   void Run();
   // Starts probe workers up to what the inventory's size asks for
   // (FleetOptions::probe_workers).

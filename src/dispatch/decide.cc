@@ -199,7 +199,13 @@ Plan Ladder::Run() {
   // No cluster can ever run it: it holds no lease, and only what is left of
   // its copies is withdrawn (it is not the lease holder's ladder below,
   // which would read the empty owner as one removed from the inventory).
-  if (job_.phase == JobPhase::kUnschedulable) return Unschedulable();
+  if (job_.phase == JobPhase::kUnschedulable) {
+    // It may run again (the inventory changes): the runs it left go as
+    // those of a job that moves on do.
+    Plan plan = Unschedulable();
+    DeleteRunsInForeground(plan);
+    return plan;
+  }
   if (std::optional<Plan> done = EarlierRunSucceeded()) return std::move(*done);
   Plan fence;
   Fence(fence);
@@ -237,11 +243,21 @@ Plan Ladder::Run() {
   // One action per object: fencing and a step may name the same copy.
   std::set<std::tuple<Verb, std::string, std::string>> seen;
   std::erase_if(plan.actions, [&](const Action& a) { return !seen.emplace(a.verb, a.cluster, a.kind).second; });
-  // While the job is to run again (neither over nor cancelled, before or
-  // after this pass's write), the runs it moves on from (requeued, fenced)
-  // are deleted in the foreground (Action::foreground): its next run waits
-  // for their pods (step 13's gate). A finished or cancelled job's go in
-  // the background.
+  DeleteRunsInForeground(plan);
+  // Only while nothing is due sooner: a round, a gate or a timeout of the
+  // step's, or a retry after the deletes added above.
+  plan.backstop = plan.backstop && plan.requeue_ms == opt_.backstop_ms;
+  return plan;
+}
+
+// While the job is to run again (neither over nor cancelled, before or
+// after this pass's write), the runs it moves on from (requeued, fenced,
+// left while it was Unschedulable) are deleted in the foreground
+// (Action::foreground): its view shows each until its pods are gone, and
+// its next run waits for that (step 13's gate). Deleted in the background,
+// a run's object goes at once while its pods stop, and the next run could
+// start beside them. A finished or cancelled job's go in the background.
+void Ladder::DeleteRunsInForeground(Plan& plan) const {
   auto runs_again = [](JobPhase p) { return !IsFinal(p) && p != JobPhase::kCancelling; };
   const JobPhase after = plan.write && plan.write->phase ? *plan.write->phase : job_.phase;
   const bool moves_on = runs_again(job_.phase) && runs_again(after);
@@ -256,10 +272,6 @@ Plan Ladder::Run() {
     return std::any_of(jobs.begin(), jobs.end(),
                        [&](const ObservedJob& j) { return j.deleting && j.k8s_uid == a.precondition_uid; });
   });
-  // Only while nothing is due sooner: a round, a gate or a timeout of the
-  // step's, or a retry after the deletes added above.
-  plan.backstop = plan.backstop && plan.requeue_ms == opt_.backstop_ms;
-  return plan;
 }
 
 std::set<std::pair<std::string, std::string>> Ladder::Retained(JobPhase phase, int64_t finished_at,

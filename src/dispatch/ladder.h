@@ -595,6 +595,9 @@ class Ladder {
   Plan Cleanup(const char* step) const;
   Plan Cancel() const;
   Plan Unschedulable() const;
+  // Marks the deletes of runs the job moves on from as foreground ones, and
+  // drops those already under way (decide.cc).
+  void DeleteRunsInForeground(Plan& plan) const;
   std::optional<Plan> EndedBeforeCancel() const;  // decide_owner.cc
   // Step 12's finish, from what the owner's real job j ended with.
   Plan FinishAsEnded(const std::string& step, const ObservedJob& j) const;

@@ -1720,6 +1720,31 @@ TEST_CASE("an Unschedulable job only withdraws its copies, whatever its onCluste
   }
 }
 
+// Its owner removed, a Requeue job pinned there is Unschedulable; the
+// cluster added back shows its run still there, which the job deletes
+// before it is queued again. In the foreground: deleted in the background,
+// the object went at once while its pods stopped, and the next run started
+// beside them (found by trial 30).
+TEST_CASE("an Unschedulable job deletes the run it left in the foreground and is queued only once it is gone",
+          "[dispatch][decide]") {
+  World w;
+  w.spec = Spec("Requeue");
+  w.job.phase = JobPhase::kUnschedulable;
+  w.job.epoch = 1;
+  w.in.placement = Candidates({"c1"});
+  w.RemoteJob("c1", 1, RemoteJobState::kRunning);
+  Plan first = Decide(w.Input());
+  REQUIRE(Count(first, Verb::kDelete, "Job", "c1") == 1);
+  CHECK(Find(first, Verb::kDelete, "Job", "c1")->foreground);
+  CHECK_FALSE((first.write && first.write->phase));
+  // Its pods stopping: not asked again, and the job waits on.
+  w.in.observed["c1"].jobs.back().deleting = true;
+  Plan stopping = Decide(w.Input());
+  CHECK(Count(stopping, Verb::kDelete, "Job") == 0);
+  CHECK_FALSE((stopping.write && stopping.write->phase));
+  CHECK(stopping.requeue_ms >= 0);
+}
+
 // An at-most-once job seen running whose real job then vanished from its
 // owner (deleted there) is not created again: that would be a second run.
 // A Requeue job's is created again, at the same epoch.

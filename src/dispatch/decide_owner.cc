@@ -468,7 +468,11 @@ Plan Ladder::Owned() const {
   plan.requeue_ms = opt_.backstop_ms;
   plan.backstop = true;
   if (j->state == RemoteJobState::kSuspended && job_.phase == JobPhase::kAdmitted && w && w->admitted) {
-    NotStarted(owner, std::max({job_.lease_ms, w->admitted_ms, j->created_ms}), plan);
+    // The admission and the creation are times of the cluster's clock, put
+    // on gantry's by its measured offset: a clock hours ahead would hold
+    // the warning back for hours.
+    const int64_t offset = ClockOffsetOf(owner).value_or(0);
+    NotStarted(owner, std::max({job_.lease_ms, w->admitted_ms - offset, j->created_ms - offset}), plan);
   }
   return plan;
 }

@@ -171,6 +171,17 @@ TEST_CASE("a real job its cluster keeps suspended under an admitted copy is told
     CHECK_FALSE(p.write);
     CHECK(p.requeue_ms == 10'000);
   }
+  {  // admitted six minutes ago by a cluster whose clock is an hour ahead:
+     // its times read on gantry's clock, the warning is due now, not in an hour
+    World w = world(600'000, true);
+    w.clusters["c1"].clock_offset_ms = 3'600'000;
+    w.in.observed["c1"].workloads.front().admitted_ms = w.in.now_ms - 360'000 + 3'600'000;
+    w.in.observed["c1"].jobs.front().created_ms = w.in.now_ms - 370'000 + 3'600'000;
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    REQUIRE(p.write->message);
+    CHECK_THAT(*p.write->message, Catch::Contains("keeps its Job suspended 360 s after its admission"));
+  }
 }
 
 TEST_CASE("a job that finished unseen and whose job was deleted is told from its Workload, not as JobGone",

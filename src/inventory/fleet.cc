@@ -73,6 +73,14 @@ std::vector<ClusterFileError> Fleet::Start() {
   } else {
     spdlog::error("inventory: reading persisted outages: {}", outages.status().ToString());
   }
+  // Which cluster each entry reached: an entry pointed at another cluster
+  // while the daemon was stopped is held at its first probe
+  // (HoldIfOtherCluster), as one edited while it runs is.
+  if (auto ids = store_.LoadClusterIds(); ids.ok()) {
+    restored_ids_ = std::move(*ids);
+  } else {
+    spdlog::error("inventory: reading the clusters' persisted identities: {}", ids.status().ToString());
+  }
   auto errors = Load();
   // Restored once, for the clusters the inventory has at start. The outage
   // of one it no longer has is over for gantry: a cluster added later, even
@@ -86,8 +94,12 @@ std::vector<ClusterFileError> Fleet::Start() {
       for (const auto& [name, outage] : restored_outages_) {
         if (!entries_.count(name)) ForgetOutage(name);
       }
+      for (const auto& [name, id] : restored_ids_) {
+        if (!entries_.count(name)) SaveClusterId(name, "");
+      }
     }
     restored_outages_.clear();
+    restored_ids_.clear();
   }
   GrowWorkers();
   return errors;
@@ -165,6 +177,7 @@ Fleet::Entry Fleet::Existing(const std::string& name) const {
   if (auto it = restored_outages_.find(name); it != restored_outages_.end()) {
     entry.view.health.RestoreFirstLost(it->second.first_lost_ms, it->second.credentials_refused);
   }
+  if (auto it = restored_ids_.find(name); it != restored_ids_.end()) entry.view.cluster_id = it->second;
   return entry;
 }
 
@@ -172,6 +185,7 @@ Fleet::Entry Fleet::Held(const ClusterPlaceholder& placeholder) const {
   Entry held;  // no credentials: never probed (ProbeOne), nor watched
   const Entry existing = Existing(placeholder.name);
   held.view.health = existing.view.health;
+  held.view.cluster_id = existing.view.cluster_id;  // the cluster its jobs run in, for when it loads
   held.view.config.name = placeholder.name;
   held.view.config.source_file = placeholder.file;
   const std::string file = std::filesystem::path(placeholder.file).filename().string();
@@ -260,6 +274,7 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     if (next.count(name)) continue;
     spdlog::info("inventory: cluster {} removed", name);
     ForgetOutage(name);
+    if (!e.view.cluster_id.empty()) SaveClusterId(name, "");
     changed.removed.push_back(name);
     if (e.creds) removed_servers[name] = e.creds->server;
   }
@@ -352,6 +367,14 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
   return load.errors;
 }
 
+void Fleet::SaveClusterId(const std::string& name, const std::string& cluster_id) {
+  std::optional<std::string> id;
+  if (!cluster_id.empty()) id = cluster_id;
+  store_.SaveClusterId(name, std::move(id), [name](Result<bool> r) {
+    if (!r.ok()) spdlog::error("inventory: saving the identity of {}: {}", name, r.status().ToString());
+  });
+}
+
 void Fleet::ForgetOutage(const std::string& name) {
   store_.SaveOutage(name, std::nullopt, "", [name](Result<bool> r) {
     if (!r.ok()) spdlog::error("inventory: clearing the outage of {}: {}", name, r.status().ToString());
@@ -429,6 +452,7 @@ void Fleet::ProbeOne(const std::string& name) {
     if (reading.ok() && !reading->cluster_id.empty()) {
       if (HoldIfOtherCluster(name, e, reading->cluster_id)) return;
       if (HoldIfSameCluster(name, e, reading->cluster_id)) return;
+      if (e.view.cluster_id != reading->cluster_id) SaveClusterId(name, reading->cluster_id);
       e.view.cluster_id = reading->cluster_id;
     }
     if (reading.ok() && reading->clock_offset_ms) NoteClockOffset(name, e.view, *reading->clock_offset_ms);

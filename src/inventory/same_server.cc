@@ -111,8 +111,8 @@ bool Fleet::HoldIfOtherCluster(const std::string& name, Entry& e, const std::str
   e.view.config_error = fmt::format(
       "{}: it now reaches another cluster than the one cluster {} ran its jobs in (its kube-system Namespace has "
       "uid {}, not {}), at {}: its jobs there would all be taken for vanished, so it is held; put back the "
-      "kubeconfig that reaches that cluster, or, if it is gone for good, remove this entry (its jobs get their "
-      "onClusterLoss) and add the new cluster under a new name; then reload",
+      "kubeconfig that reaches that cluster and reload, or, if that cluster is gone for good, remove this entry "
+      "and reload (its jobs get their onClusterLoss), then add the new cluster",
       file, name, cluster_id, e.view.cluster_id, e.creds ? e.creds->server : "?");
   spdlog::error("inventory: cluster {} is held: {}", name, e.view.config_error);
   e.reprobe = false;

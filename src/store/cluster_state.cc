@@ -1,5 +1,5 @@
-// SqliteStore as a ClusterStateStore: the cluster_outages (002) and
-// cluster_watch_refusals (008) tables.
+// SqliteStore as a ClusterStateStore: the cluster_outages (002),
+// cluster_watch_refusals (008) and cluster_identities (017) tables.
 #include "gantry/store/sqlite_store.h"
 
 namespace gantry {
@@ -50,6 +50,39 @@ void SqliteStore::SaveWatchRefusal(std::string cluster, std::optional<int64_t> s
         if (!stmt.ok()) return stmt.status();
         stmt->Bind(1, cluster);
         if (since_ms) stmt->Bind(2, *since_ms);
+        return stmt->Run();
+      }),
+      [done](Status s) {
+        if (!done) return;
+        if (!s.ok()) return done(std::move(s));
+        done(true);
+      });
+}
+
+Result<std::map<std::string, std::string>> SqliteStore::LoadClusterIds() {
+  std::lock_guard lock(read_mu_);
+  auto stmt = reader_->Prepare("SELECT cluster, cluster_id FROM cluster_identities");
+  if (!stmt.ok()) return stmt.status();
+  std::map<std::string, std::string> out;
+  while (true) {
+    Result<bool> row = stmt->Step();
+    if (!row.ok()) return row.status();
+    if (!*row) break;
+    out[stmt->Text(0)] = stmt->Text(1);
+  }
+  return out;
+}
+
+void SqliteStore::SaveClusterId(std::string cluster, std::optional<std::string> cluster_id,
+                                StoreCallback<bool> done) {
+  writer_->Enqueue(
+      GroupCommitter::Op([cluster, cluster_id](SqliteConnection& conn) -> Status {
+        auto stmt = conn.Prepare(cluster_id ? "INSERT INTO cluster_identities(cluster, cluster_id) VALUES (?1, ?2) "
+                                              "ON CONFLICT(cluster) DO UPDATE SET cluster_id = excluded.cluster_id"
+                                            : "DELETE FROM cluster_identities WHERE cluster = ?1");
+        if (!stmt.ok()) return stmt.status();
+        stmt->Bind(1, cluster);
+        if (cluster_id) stmt->Bind(2, *cluster_id);
         return stmt->Run();
       }),
       [done](Status s) {

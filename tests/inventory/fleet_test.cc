@@ -1048,6 +1048,51 @@ TEST_CASE("a probe begun before a reload that points the entry at another API se
   fleet.Stop();
 }
 
+TEST_CASE("an entry pointed at another cluster while the daemon was stopped is held at its first probe, and a "
+          "removed entry's identity is forgotten",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  prober.SetClusterId("c1", "uid-a");
+  prober.SetClusterId("c2", "uid-b");
+  {
+    Fleet fleet(prober, *store, clock, options);
+    REQUIRE(fleet.Start().empty());
+    fleet.ProbeAllNow();
+    fleet.Stop();
+  }
+  REQUIRE(testing::WaitFor([&] { return store->LoadClusterIds()->size() == 2; }));
+  CHECK(store->LoadClusterIds()->at("c2") == "uid-b");
+  // Stopped, c2's kubeconfig is pointed at a third cluster.
+  prober.SetClusterId("c2", "uid-z");
+  {
+    Fleet fleet(prober, *store, clock, options);
+    REQUIRE(fleet.Start().empty());
+    CHECK(fleet.Cluster("c2")->cluster_id == "uid-b");  // before any probe
+    fleet.ProbeAllNow();
+    CHECK_FALSE(fleet.Cluster("c2")->Usable());
+    CHECK_THAT(fleet.Cluster("c2")->config_error, Catch::Contains("uid uid-z, not uid-b"));
+    CHECK(fleet.Cluster("c1")->health.state == HealthState::kReady);
+    // Removed: its identity goes with it; added back, it takes the one its
+    // probe reads.
+    std::filesystem::remove(dir.File("clusters.d/c2.yaml"));
+    REQUIRE(fleet.Reload().empty());
+    REQUIRE(testing::WaitFor([&] { return store->LoadClusterIds()->count("c2") == 0; }));
+    WriteCluster(dir.path(), "c2");
+    REQUIRE(fleet.Reload().empty());
+    fleet.ProbeAllNow();
+    CHECK(fleet.Cluster("c2")->Usable());
+    CHECK(fleet.Cluster("c2")->cluster_id == "uid-z");
+    fleet.Stop();
+  }
+  CHECK(testing::WaitFor([&] { return store->LoadClusterIds()->count("c2") == 1; }));
+  CHECK(store->LoadClusterIds()->at("c2") == "uid-z");
+}
+
 TEST_CASE("an entry whose kubeconfig now reaches another cluster is held until it reaches its own again",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1", "c2"});

@@ -273,6 +273,8 @@ class Fleet {
   // reached again). Only queues the write. REQUIRES: mu_ held, so that the
   // store keeps the order of a forgetting and a probe's save (ProbeOne).
   void ForgetOutage(const std::string& name);
+  // Saves (or, with "", clears) the identity an entry reaches in the store.
+  void SaveClusterId(const std::string& name, const std::string& cluster_id);
   // Ends the claim (Entry::probing) on a cluster probed. REQUIRES: mu_ held.
   void ReleaseLocked(const std::string& name);
 
@@ -285,6 +287,9 @@ class Fleet {
   std::condition_variable cv_;
   std::map<std::string, Entry> entries_;
   std::map<std::string, ClusterOutage> restored_outages_;
+  // The identities the store kept (ClusterStateStore::LoadClusterIds), for
+  // the entries the first load makes; cleared after it.
+  std::map<std::string, std::string> restored_ids_;
   Status dir_status_;  // guarded by mu_; see DirStatus()
   std::mt19937 rng_{std::random_device{}()};
   bool stopping_ = false;

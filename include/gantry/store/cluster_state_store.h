@@ -1,7 +1,7 @@
 // ClusterStateStore: what the store keeps about worker clusters, as opposed
 // to jobs: when each cluster's current outage began (first_lost), and since
 // when it refuses gantry a watch, so that the timeouts measured from them
-// survive a daemon restart.
+// survive a daemon restart; and which cluster each entry reaches.
 //
 // Thread-safety: as JobStore (writes are group-committed; callbacks run on
 // the writer thread).
@@ -39,6 +39,12 @@ class ClusterStateStore {
   // Records (since_ms set, replacing any row) or clears (nullopt) a watch
   // refusal, by key (above).
   virtual void SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) = 0;
+  // cluster -> the identity its entry reached (the uid of its kube-system
+  // Namespace), for every entry whose identity was read.
+  virtual Result<std::map<std::string, std::string>> LoadClusterIds() = 0;
+  // Records (replacing any row) or clears (nullopt) an entry's identity.
+  virtual void SaveClusterId(std::string cluster, std::optional<std::string> cluster_id,
+                             StoreCallback<bool> done) = 0;
 };
 
 }  // namespace gantry

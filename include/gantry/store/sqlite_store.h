@@ -102,6 +102,8 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
                   StoreCallback<bool> done) override;
   Result<std::map<std::string, int64_t>> LoadWatchRefusals() override;
   void SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) override;
+  Result<std::map<std::string, std::string>> LoadClusterIds() override;
+  void SaveClusterId(std::string cluster, std::optional<std::string> cluster_id, StoreCallback<bool> done) override;
 
   // Stops accepting writes (they fail with kUnavailable) and waits until the
   // queued ones are committed and their callbacks have run. Idempotent.

@@ -199,13 +199,7 @@ Plan Ladder::Run() {
   // No cluster can ever run it: it holds no lease, and only what is left of
   // its copies is withdrawn (it is not the lease holder's ladder below,
   // which would read the empty owner as one removed from the inventory).
-  if (job_.phase == JobPhase::kUnschedulable) {
-    // It may run again (the inventory changes): the runs it left go as
-    // those of a job that moves on do.
-    Plan plan = Unschedulable();
-    DeleteRunsInForeground(plan);
-    return plan;
-  }
+  if (job_.phase == JobPhase::kUnschedulable) return Unschedulable();
   if (std::optional<Plan> done = EarlierRunSucceeded()) return std::move(*done);
   Plan fence;
   Fence(fence);
@@ -537,6 +531,12 @@ std::string LeftOut(const placement::Decision& d) {
 // unchanged document would not make.
 Plan Ladder::Unschedulable() const {
   Plan plan = Cleanup("unschedulable");
+  // It may run again (the inventory changes): the runs it left go as those
+  // of a job that moves on do, in the foreground. One whose pods are still
+  // stopping is no leftover to wait for here: queued, the job keeps that
+  // cluster out of its dispatches until the run is gone (step 13's gate),
+  // and not every other cluster, for as long as those pods may take.
+  DeleteRunsInForeground(plan);
   if (!in_.placement || in_.placement->unschedulable) return plan;
   // Only a cluster that could take it now counts: one left out for the
   // time being (not Ready, its quota not read yet, as right after a start)

@@ -1725,7 +1725,7 @@ TEST_CASE("an Unschedulable job only withdraws its copies, whatever its onCluste
 // before it is queued again. In the foreground: deleted in the background,
 // the object went at once while its pods stopped, and the next run started
 // beside them (found by trial 30).
-TEST_CASE("an Unschedulable job deletes the run it left in the foreground and is queued only once it is gone",
+TEST_CASE("an Unschedulable job deletes the run it left in the foreground and its next run waits for it",
           "[dispatch][decide]") {
   World w;
   w.spec = Spec("Requeue");
@@ -1737,12 +1737,19 @@ TEST_CASE("an Unschedulable job deletes the run it left in the foreground and is
   REQUIRE(Count(first, Verb::kDelete, "Job", "c1") == 1);
   CHECK(Find(first, Verb::kDelete, "Job", "c1")->foreground);
   CHECK_FALSE((first.write && first.write->phase));
-  // Its pods stopping: not asked again, and the job waits on.
+  // Its pods stopping: not asked again, and the job is queued; a pod that
+  // never stops must not keep it from every other cluster.
   w.in.observed["c1"].jobs.back().deleting = true;
   Plan stopping = Decide(w.Input());
   CHECK(Count(stopping, Verb::kDelete, "Job") == 0);
-  CHECK_FALSE((stopping.write && stopping.write->phase));
-  CHECK(stopping.requeue_ms >= 0);
+  REQUIRE(stopping.write);
+  REQUIRE(stopping.write->phase);
+  CHECK(*stopping.write->phase == JobPhase::kQueued);
+  // Queued, it sends c1 no copy while that run is there.
+  w.job.phase = JobPhase::kQueued;
+  Plan next = Decide(w.Input());
+  CHECK(Count(next, Verb::kCreate, "Workload", "c1") == 0);
+  CHECK(Count(next, Verb::kCreate, "Job") == 0);
 }
 
 // An at-most-once job seen running whose real job then vanished from its

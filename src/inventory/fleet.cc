@@ -94,12 +94,8 @@ std::vector<ClusterFileError> Fleet::Start() {
       for (const auto& [name, outage] : restored_outages_) {
         if (!entries_.count(name)) ForgetOutage(name);
       }
-      for (const auto& [name, id] : restored_ids_) {
-        if (!entries_.count(name)) SaveClusterId(name, "");
-      }
     }
     restored_outages_.clear();
-    restored_ids_.clear();
   }
   GrowWorkers();
   return errors;
@@ -177,7 +173,12 @@ Fleet::Entry Fleet::Existing(const std::string& name) const {
   if (auto it = restored_outages_.find(name); it != restored_outages_.end()) {
     entry.view.health.RestoreFirstLost(it->second.first_lost_ms, it->second.credentials_refused);
   }
-  if (auto it = restored_ids_.find(name); it != restored_ids_.end()) entry.view.cluster_id = it->second;
+  if (auto it = restored_ids_.find(name); it != restored_ids_.end()) {
+    // Its file may have been edited while the daemon was stopped: confirmed
+    // by the first probe that reads the identity.
+    entry.view.cluster_id = it->second;
+    entry.identity_unconfirmed = true;
+  }
   return entry;
 }
 
@@ -274,10 +275,25 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     if (next.count(name)) continue;
     spdlog::info("inventory: cluster {} removed", name);
     ForgetOutage(name);
-    if (!e.view.cluster_id.empty()) SaveClusterId(name, "");
+    SaveClusterId(name, "");  // (whether or not it was read: a row a failed load left goes too)
     changed.removed.push_back(name);
     if (e.creds) removed_servers[name] = e.creds->server;
   }
+  // The identities restored at Start: taken by the entries made now. One
+  // with no file is kept through the load at Start (its file may be missing
+  // a moment: the engine waits for a reload to confirm such an owner gone),
+  // and forgotten at a reload without it.
+  for (auto it = restored_ids_.begin(); it != restored_ids_.end();) {
+    if (next.count(it->first)) {
+      it = restored_ids_.erase(it);
+    } else if (loaded_ && load.dir_status.ok()) {
+      SaveClusterId(it->first, "");
+      it = restored_ids_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  loaded_ = true;
   for (auto& [name, e] : next) {
     auto old = entries_.find(name);
     const bool held = !e.view.config_error.empty();
@@ -341,6 +357,8 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     e.view.capacity = old->second.view.capacity;
     e.view.capacity_at_ms = old->second.view.capacity_at_ms;
     e.view.capacity_error = old->second.view.capacity_error;
+    // (Read by a probe that ended since the copy: not lost to this load.)
+    if (e.view.cluster_id.empty()) e.view.cluster_id = old->second.view.cluster_id;
     // Another API server now: nothing known of it yet. Its health is read
     // afresh, so it is not Ready until its first probe. Its identity stays
     // the cluster's it reached: that probe holds the entry if the new
@@ -348,6 +366,7 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     // entry reaches (HoldIfSameCluster).
     const bool moved = old->second.creds && e.creds && ServerKey(*old->second.creds) != ServerKey(*e.creds);
     if (moved) {
+      e.identity_unconfirmed = !e.view.cluster_id.empty();
       e.view.clock_offset_ms.reset();
       e.view.clock_offset_far = false;
     }
@@ -441,16 +460,24 @@ void Fleet::ProbeOne(const std::string& name) {
       e.next_probe_ms = mono + options_.probe_interval_ms;
       return;
     }
-    if (e.reprobe && (!e.creds || !SameConnection(*creds, *e.creds))) {
-      // Begun before a reload that changed how the cluster is reached: what
-      // it read is of another connection, perhaps another cluster (whose
-      // identity the entry must not take, nor its health). Probed again now.
+    if (!e.creds || !SameConnection(*creds, *e.creds)) {
+      // Begun before a reload that changed how the cluster is reached (or
+      // removed the entry and a later one added it back): what it read is
+      // of another connection, perhaps another cluster (whose identity the
+      // entry must not take, nor its health). Probed again now.
       e.reprobe = false;
       e.next_probe_ms = mono;
       return;
     }
+    if (reading.ok() && reading->cluster_id.empty() && e.identity_unconfirmed) {
+      reading = Status::Unavailable(fmt::format(
+          "its kube-system Namespace could not be read, to confirm that {} is still the cluster its jobs run in "
+          "(uid {}), after a change of its kubeconfig or a restart of gantry",
+          e.creds->server, e.view.cluster_id));
+    }
     if (reading.ok() && !reading->cluster_id.empty()) {
       if (HoldIfOtherCluster(name, e, reading->cluster_id)) return;
+      e.identity_unconfirmed = false;
       if (HoldIfSameCluster(name, e, reading->cluster_id)) return;
       if (e.view.cluster_id != reading->cluster_id) SaveClusterId(name, reading->cluster_id);
       e.view.cluster_id = reading->cluster_id;

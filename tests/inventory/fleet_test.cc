@@ -1093,6 +1093,77 @@ TEST_CASE("an entry pointed at another cluster while the daemon was stopped is h
   CHECK(store->LoadClusterIds()->at("c2") == "uid-z");
 }
 
+TEST_CASE("the identity of an entry whose file is missing at a start is kept until a reload confirms it gone",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  prober.SetClusterId("c1", "uid-a");
+  prober.SetClusterId("c2", "uid-b");
+  {
+    Fleet fleet(prober, *store, clock, options);
+    REQUIRE(fleet.Start().empty());
+    fleet.ProbeAllNow();
+    fleet.Stop();
+  }
+  REQUIRE(testing::WaitFor([&] { return store->LoadClusterIds()->size() == 2; }));
+  // c2's file is missing at the start (a mount not ready), and comes back
+  // at a reload pointing at another cluster.
+  const std::string c2_file = testing::ReadFile(dir.File("clusters.d/c2.yaml"));
+  std::filesystem::remove(dir.File("clusters.d/c2.yaml"));
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  CHECK(store->LoadClusterIds()->count("c2") == 1);
+  testing::WriteFile(dir.File("clusters.d/c2.yaml"), c2_file);
+  prober.SetClusterId("c2", "uid-z");
+  REQUIRE(fleet.Reload().empty());
+  fleet.ProbeAllNow();
+  CHECK_FALSE(fleet.Cluster("c2")->Usable());
+  CHECK_THAT(fleet.Cluster("c2")->config_error, Catch::Contains("uid uid-z, not uid-b"));
+  // Removed at a reload: forgotten.
+  std::filesystem::remove(dir.File("clusters.d/c2.yaml"));
+  REQUIRE(fleet.Reload().empty());
+  CHECK(testing::WaitFor([&] { return store->LoadClusterIds()->count("c2") == 0; }));
+  fleet.Stop();
+}
+
+TEST_CASE("an entry moved to another API server whose probe cannot read its identity there is not Ready",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1", "c2"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}, {"c2", true}};
+  prober.SetClusterId("c1", "uid-a");
+  prober.SetClusterId("c2", "uid-b");
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  // Pointed at a server that does not let gantry read kube-system.
+  WriteCluster(dir.path(), "c2", "https://127.0.0.1:39999");
+  prober.SetClusterId("c2", "");
+  REQUIRE(fleet.Reload().empty());
+  for (int i = 0; i < 3; ++i) fleet.ProbeAllNow();
+  auto c2 = fleet.Cluster("c2");
+  CHECK(c2->health.state != HealthState::kReady);
+  CHECK_THAT(c2->health.last_error, Catch::Contains("its kube-system Namespace could not be read, to confirm"));
+  // It can read it again, and it is the same cluster: Ready.
+  prober.SetClusterId("c2", "uid-b");
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  // Confirmed once, a later probe that cannot read it is answered as before.
+  prober.SetClusterId("c2", "");
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  fleet.Stop();
+}
+
 TEST_CASE("an entry whose kubeconfig now reaches another cluster is held until it reaches its own again",
           "[inventory][fleet]") {
   FleetDir fleet_dir({"c1", "c2"});

@@ -240,6 +240,11 @@ class Fleet {
     // (0: it failed at once): the probe that may find it lost goes that much
     // before clusterLostTimeout, so that it ends there.
     int64_t silent_wait_ms = 0;
+    // Its kubeconfig moved to another API server at a reload, or its
+    // identity was restored from the store at a start, and no probe has
+    // read it since: a probe that cannot read it is a failed one, not a
+    // Ready answer from what may be another cluster.
+    bool identity_unconfirmed = false;
   };
   void TakeReading(const std::string& name, Entry& e, CapacityReading reading, int64_t now, int64_t mono,
                    bool was_ready);
@@ -288,8 +293,11 @@ class Fleet {
   std::map<std::string, Entry> entries_;
   std::map<std::string, ClusterOutage> restored_outages_;
   // The identities the store kept (ClusterStateStore::LoadClusterIds), for
-  // the entries the first load makes; cleared after it.
+  // the entries loads make: one is dropped once its entry is made, or once
+  // a reload (not the load at Start) finds no file for it. Guarded by
+  // load_mu_.
   std::map<std::string, std::string> restored_ids_;
+  bool loaded_ = false;  // a Load has run (the one at Start); guarded by load_mu_
   Status dir_status_;  // guarded by mu_; see DirStatus()
   std::mt19937 rng_{std::random_device{}()};
   bool stopping_ = false;

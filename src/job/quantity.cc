@@ -68,7 +68,9 @@ Status TooLarge(std::string_view text) {
 // What a value beyond int64 milli-units reads as.
 enum class Overflow { kRefuse, kSaturate };
 
-Result<int64_t> ParseText(std::string_view text, Overflow overflow) {
+// *rounded (when given) is set when the value is not a whole number of
+// milli-units and was rounded up to one.
+Result<int64_t> ParseText(std::string_view text, Overflow overflow, bool* rounded = nullptr) {
   auto too_large = [&]() -> Result<int64_t> {
     if (overflow == Overflow::kSaturate) return kMaxQuantityMilli;
     return TooLarge(text);
@@ -125,13 +127,19 @@ Result<int64_t> ParseText(std::string_view text, Overflow overflow) {
       if (n > kMaxMilli) return too_large();
     }
     if (inexact) ++n;
+    if (rounded) *rounded = inexact;
   } else {
     constexpr int kMaxPow10 = 38;  // 10^38 < 2^127; n < 10^37 so a larger divisor gives 1
-    if (-exp10 > kMaxPow10) return int64_t{1};
+    if (-exp10 > kMaxPow10) {
+      if (rounded) *rounded = true;
+      return int64_t{1};
+    }
     Int128 divisor = 1;
     for (int k = 0; k < -exp10; ++k) divisor *= 10;
     Int128 q = n / divisor;
-    if (n % divisor != 0 || inexact) ++q;
+    const bool up = n % divisor != 0 || inexact;
+    if (up) ++q;
+    if (rounded) *rounded = up;
     n = q;
   }
   if (n > kMaxMilli) return too_large();
@@ -171,6 +179,20 @@ Result<int64_t> ParseQuantityMilli(std::string_view text) {
 
 Result<int64_t> ParseQuantityMilli(const nlohmann::json& value) {
   return ParseJson(value, Overflow::kRefuse);
+}
+
+std::optional<int64_t> ExactQuantityMilli(const nlohmann::json& value) {
+  if (value.is_number_integer() || value.is_number_unsigned()) {
+    Result<int64_t> milli = ParseJson(value, Overflow::kRefuse);
+    return milli.ok() ? std::optional<int64_t>(*milli) : std::nullopt;
+  }
+  if (!value.is_string() && !value.is_number_float()) return std::nullopt;
+  if (value.is_number_float() && !std::isfinite(value.get<double>())) return std::nullopt;
+  bool rounded = false;
+  Result<int64_t> milli = ParseText(value.is_string() ? value.get_ref<const std::string&>() : value.dump(),
+                                    Overflow::kRefuse, &rounded);
+  if (!milli.ok() || rounded) return std::nullopt;
+  return *milli;
 }
 
 Result<int64_t> ParseQuantityMilliSaturating(const nlohmann::json& value) {

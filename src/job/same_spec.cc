@@ -10,30 +10,42 @@ namespace {
 
 using nlohmann::json;
 
-bool IsQuantityMap(std::string_view key) { return key == "requests" || key == "limits" || key == "overhead"; }
+// Each value of a map of quantities that is a whole number of milli-units,
+// written as FormatQuantityMilli writes it. Any other value (no quantity,
+// one below milli precision, one too large) is left as written: the two
+// sides then compare as they were written.
+void CanonicalAmounts(json& amounts) {
+  if (!amounts.is_object()) return;
+  for (auto& [resource, quantity] : amounts.items()) {
+    if (std::optional<int64_t> milli = ExactQuantityMilli(quantity)) quantity = FormatQuantityMilli(*milli);
+  }
+}
 
-// Every value of a "requests", "limits" or "overhead" object below node that
-// reads as a quantity, written as FormatQuantityMilli writes it. Anything
-// else (a value that is no quantity, one too large) is left as it is: the
-// two sides then compare as they were written.
+// The quantities of the pod specs below node, where Kubernetes has them: a
+// container's (or init container's) resources.requests and .limits, and a
+// pod spec's overhead. Other fields named so (a custom kind's own) are left.
 void CanonicalQuantities(json& node) {
   if (node.is_array()) {
     for (json& item : node) CanonicalQuantities(item);
     return;
   }
   if (!node.is_object()) return;
-  for (auto& [key, value] : node.items()) {
-    if (IsQuantityMap(key) && value.is_object()) {
-      for (auto& [resource, quantity] : value.items()) {
-        if (!quantity.is_string() && !quantity.is_number()) continue;
-        if (Result<int64_t> milli = ParseQuantityMilli(quantity); milli.ok()) {
-          quantity = FormatQuantityMilli(*milli);
-        }
+  for (const char* list : {"containers", "initContainers"}) {
+    auto it = node.find(list);
+    if (it == node.end() || !it->is_array()) continue;
+    for (json& container : *it) {
+      if (!container.is_object()) continue;
+      auto resources = container.find("resources");
+      if (resources == container.end() || !resources->is_object()) continue;
+      for (const char* map : {"requests", "limits"}) {
+        if (auto amounts = resources->find(map); amounts != resources->end()) CanonicalAmounts(*amounts);
       }
-      continue;
     }
-    CanonicalQuantities(value);
   }
+  if (node.contains("containers")) {  // a pod spec
+    if (auto overhead = node.find("overhead"); overhead != node.end()) CanonicalAmounts(*overhead);
+  }
+  for (auto& [key, value] : node.items()) CanonicalQuantities(value);
 }
 
 }  // namespace

@@ -104,6 +104,23 @@ TEST_CASE("ParseQuantityMilliSaturating reads a quantity past int64 milli-units 
   }
 }
 
+TEST_CASE("ExactQuantityMilli gives whole milli amounts and nothing for a rounded one", "[job][quantity]") {
+  using nlohmann::json;
+  CHECK(ExactQuantityMilli(json("1")) == 1'000);
+  CHECK(ExactQuantityMilli(json("1000m")) == 1'000);
+  CHECK(ExactQuantityMilli(json("1Gi")) == (int64_t{1} << 30) * 1'000);
+  CHECK(ExactQuantityMilli(json(0.5)) == 500);
+  CHECK(ExactQuantityMilli(json(4)) == 4'000);
+  CHECK(ExactQuantityMilli(json("1000u")) == 1);
+  CHECK_FALSE(ExactQuantityMilli(json("100u")));
+  CHECK_FALSE(ExactQuantityMilli(json("0.0001")));
+  CHECK_FALSE(ExactQuantityMilli(json("1n")));
+  CHECK_FALSE(ExactQuantityMilli(json("abc")));
+  CHECK_FALSE(ExactQuantityMilli(json(-1)));
+  CHECK_FALSE(ExactQuantityMilli(json(nullptr)));
+  CHECK_FALSE(ExactQuantityMilli(json("100000000000000000Ei")));
+}
+
 TEST_CASE("FormatQuantityMilli is canonical and reads back", "[job][quantity]") {
   struct Case {
     int64_t milli;

@@ -190,9 +190,15 @@ TEST_CASE("SameJobSpec takes a quantity's spellings as one and nothing else", "[
   CHECK(SameJobSpec(stored, spec(1, "1024Mi", "a:1")));
   CHECK_FALSE(SameJobSpec(stored, spec("1001m", "1Gi", "a:1")));
   CHECK_FALSE(SameJobSpec(stored, spec("1", "1Gi", "a:2")));
-  // Only requests, limits and overhead are quantities: an image or a name
-  // that reads as one is compared as written.
+  // Only a container's requests and limits (and a pod's overhead) are
+  // quantities: an image that reads as one, or a custom kind's own field
+  // named so, is compared as written.
   CHECK_FALSE(SameJobSpec(json{{"image", "1"}}.dump(), json{{"image", "1000m"}}.dump()));
+  CHECK_FALSE(SameJobSpec(json{{"spec", {{"limits", {{"a", "1"}}}}}}.dump(),
+                          json{{"spec", {{"limits", {{"a", "1000m"}}}}}}.dump()));
+  // Below milli precision, amounts are compared as written: 100u is not 1m.
+  CHECK_FALSE(SameJobSpec(spec("100u", "1Gi", "a:1"), spec("1m", "1Gi", "a:1")));
+  CHECK(SameJobSpec(spec("0.5", "1.5Gi", "a:1"), spec("500m", "1536Mi", "a:1")));
   CHECK_FALSE(SameJobSpec(stored, "not json"));
 }
 

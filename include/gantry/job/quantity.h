@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,12 @@ inline Result<int64_t> ParseQuantityMilli(const std::string& text) {
 inline Result<int64_t> ParseQuantityMilli(const char* text) {
   return ParseQuantityMilli(std::string_view(text));
 }
+
+// The amount of a quantity (string or JSON number) in milli-units when it
+// is a whole number of them ("1", "1000m", "1Gi", 0.5); nullopt for one
+// that would be rounded ("100u", "0.0001"), and for anything that is not a
+// quantity or is too large.
+std::optional<int64_t> ExactQuantityMilli(const nlohmann::json& value);
 
 // The largest amount: what ParseQuantityMilliSaturating reads a larger one as.
 inline constexpr int64_t kMaxQuantityMilli = std::numeric_limits<int64_t>::max();

@@ -1048,24 +1048,46 @@ TEST_CASE("a probe begun before a reload that points the entry at another API se
   fleet.Stop();
 }
 
+// Two clusters, c1 (identity uid-a) and c2 (uid-b), probed an hour apart
+// unless a test probes them.
+struct IdentifiedPair {
+  FleetDir fleet_dir{"c1", "c2"};
+  FakeClock clock{1'000'000};
+  FakeProber prober;
+  IdentifiedPair() {
+    fleet_dir.options.probe_interval_ms = 3'600'000;
+    prober.up = {{"c1", true}, {"c2", true}};
+    prober.SetClusterId("c1", "uid-a");
+    prober.SetClusterId("c2", "uid-b");
+  }
+  // The daemon's run before the test's: both probed once, and their
+  // identities in the store.
+  void RunBefore() {
+    {
+      Fleet fleet(prober, *fleet_dir.store, clock, fleet_dir.options);
+      REQUIRE(fleet.Start().empty());
+      fleet.ProbeAllNow();
+      fleet.Stop();
+    }
+    REQUIRE(testing::WaitFor([&] { return fleet_dir.store->LoadClusterIds()->size() == 2; }));
+  }
+  // c2's file points it at another API server, whose probes read identity
+  // id ("" = none), and fleet reloads it.
+  void PointC2Elsewhere(Fleet& fleet, const std::string& id) {
+    WriteCluster(fleet_dir.dir.path(), "c2", "https://127.0.0.1:39999");
+    prober.SetClusterId("c2", id);
+    REQUIRE(fleet.Reload().empty());
+  }
+};
+
 TEST_CASE("an entry pointed at another cluster while the daemon was stopped is held at its first probe, and a "
           "removed entry's identity is forgotten",
           "[inventory][fleet]") {
-  FleetDir fleet_dir({"c1", "c2"});
-  auto& [dir, store, options] = fleet_dir;
-  options.probe_interval_ms = 3'600'000;
-  FakeClock clock(1'000'000);
-  FakeProber prober;
-  prober.up = {{"c1", true}, {"c2", true}};
-  prober.SetClusterId("c1", "uid-a");
-  prober.SetClusterId("c2", "uid-b");
-  {
-    Fleet fleet(prober, *store, clock, options);
-    REQUIRE(fleet.Start().empty());
-    fleet.ProbeAllNow();
-    fleet.Stop();
-  }
-  REQUIRE(testing::WaitFor([&] { return store->LoadClusterIds()->size() == 2; }));
+  IdentifiedPair pair;
+  auto& [dir, store, options] = pair.fleet_dir;
+  auto& clock = pair.clock;
+  auto& prober = pair.prober;
+  pair.RunBefore();
   CHECK(store->LoadClusterIds()->at("c2") == "uid-b");
   // Stopped, c2's kubeconfig is pointed at a third cluster.
   prober.SetClusterId("c2", "uid-z");
@@ -1095,21 +1117,11 @@ TEST_CASE("an entry pointed at another cluster while the daemon was stopped is h
 
 TEST_CASE("the identity of an entry whose file is missing at a start is kept until a reload confirms it gone",
           "[inventory][fleet]") {
-  FleetDir fleet_dir({"c1", "c2"});
-  auto& [dir, store, options] = fleet_dir;
-  options.probe_interval_ms = 3'600'000;
-  FakeClock clock(1'000'000);
-  FakeProber prober;
-  prober.up = {{"c1", true}, {"c2", true}};
-  prober.SetClusterId("c1", "uid-a");
-  prober.SetClusterId("c2", "uid-b");
-  {
-    Fleet fleet(prober, *store, clock, options);
-    REQUIRE(fleet.Start().empty());
-    fleet.ProbeAllNow();
-    fleet.Stop();
-  }
-  REQUIRE(testing::WaitFor([&] { return store->LoadClusterIds()->size() == 2; }));
+  IdentifiedPair pair;
+  auto& [dir, store, options] = pair.fleet_dir;
+  auto& clock = pair.clock;
+  auto& prober = pair.prober;
+  pair.RunBefore();
   // c2's file is missing at the start (a mount not ready), and comes back
   // at a reload pointing at another cluster.
   const std::string c2_file = testing::ReadFile(dir.File("clusters.d/c2.yaml"));
@@ -1133,22 +1145,16 @@ TEST_CASE("the identity of an entry whose file is missing at a start is kept unt
 
 TEST_CASE("an entry moved to another API server whose probe cannot read its identity there is not Ready",
           "[inventory][fleet]") {
-  FleetDir fleet_dir({"c1", "c2"});
-  auto& [dir, store, options] = fleet_dir;
-  options.probe_interval_ms = 3'600'000;
-  FakeClock clock(1'000'000);
-  FakeProber prober;
-  prober.up = {{"c1", true}, {"c2", true}};
-  prober.SetClusterId("c1", "uid-a");
-  prober.SetClusterId("c2", "uid-b");
+  IdentifiedPair pair;
+  auto& [dir, store, options] = pair.fleet_dir;
+  auto& clock = pair.clock;
+  auto& prober = pair.prober;
   Fleet fleet(prober, *store, clock, options);
   REQUIRE(fleet.Start().empty());
   fleet.ProbeAllNow();
   REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
   // Pointed at a server that does not let gantry read kube-system.
-  WriteCluster(dir.path(), "c2", "https://127.0.0.1:39999");
-  prober.SetClusterId("c2", "");
-  REQUIRE(fleet.Reload().empty());
+  pair.PointC2Elsewhere(fleet, "");
   for (int i = 0; i < 3; ++i) fleet.ProbeAllNow();
   auto c2 = fleet.Cluster("c2");
   CHECK(c2->health.state != HealthState::kReady);
@@ -1166,23 +1172,17 @@ TEST_CASE("an entry moved to another API server whose probe cannot read its iden
 
 TEST_CASE("an entry whose kubeconfig now reaches another cluster is held until it reaches its own again",
           "[inventory][fleet]") {
-  FleetDir fleet_dir({"c1", "c2"});
-  auto& [dir, store, options] = fleet_dir;
-  options.probe_interval_ms = 3'600'000;
-  FakeClock clock(1'000'000);
-  FakeProber prober;
-  prober.up = {{"c1", true}, {"c2", true}};
-  prober.SetClusterId("c1", "uid-a");
-  prober.SetClusterId("c2", "uid-b");
+  IdentifiedPair pair;
+  auto& [dir, store, options] = pair.fleet_dir;
+  auto& clock = pair.clock;
+  auto& prober = pair.prober;
   Fleet fleet(prober, *store, clock, options);
   REQUIRE(fleet.Start().empty());
   fleet.ProbeAllNow();
   REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
   // c2's file is pointed at a server of a third cluster, which no other
   // entry reaches: a view of it would show every job of c2's gone.
-  WriteCluster(dir.path(), "c2", "https://127.0.0.1:39999");
-  prober.SetClusterId("c2", "uid-z");
-  REQUIRE(fleet.Reload().empty());
+  pair.PointC2Elsewhere(fleet, "uid-z");
   fleet.ProbeAllNow();
   auto held = fleet.Cluster("c2");
   CHECK_FALSE(held->Usable());

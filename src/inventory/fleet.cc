@@ -174,10 +174,9 @@ Fleet::Entry Fleet::Existing(const std::string& name) const {
     entry.view.health.RestoreFirstLost(it->second.first_lost_ms, it->second.credentials_refused);
   }
   if (auto it = restored_ids_.find(name); it != restored_ids_.end()) {
-    // Its file may have been edited while the daemon was stopped: confirmed
-    // by the first probe that reads the identity.
+    // Its file may have been edited while the daemon was stopped: not read
+    // on any server yet (Entry::identity_read_at).
     entry.view.cluster_id = it->second;
-    entry.identity_unconfirmed = true;
   }
   return entry;
 }
@@ -366,7 +365,6 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     // entry reaches (HoldIfSameCluster).
     const bool moved = old->second.creds && e.creds && ServerKey(*old->second.creds) != ServerKey(*e.creds);
     if (moved) {
-      e.identity_unconfirmed = !e.view.cluster_id.empty();
       e.view.clock_offset_ms.reset();
       e.view.clock_offset_far = false;
     }
@@ -469,15 +467,22 @@ void Fleet::ProbeOne(const std::string& name) {
       e.next_probe_ms = mono;
       return;
     }
-    if (reading.ok() && reading->cluster_id.empty() && e.identity_unconfirmed) {
-      reading = Status::Unavailable(fmt::format(
-          "its kube-system Namespace could not be read, to confirm that {} is still the cluster its jobs run in "
-          "(uid {}), after a change of its kubeconfig or a restart of gantry",
-          e.creds->server, e.view.cluster_id));
+    // An identity known but not read on this server (a start, a kubeconfig
+    // moved, a refused file that loads again): a probe that cannot read it
+    // does not make the entry Ready on what may be another cluster. A
+    // refused read (RBAC) is a refusal, a failed one a failure.
+    const std::string server = ServerKey(*e.creds);
+    if (reading.ok() && reading->cluster_id.empty() && !e.view.cluster_id.empty() && e.identity_read_at != server) {
+      const int status = reading->cluster_id_status;
+      const std::string why = fmt::format(
+          "its kube-system Namespace could not be read ({}), to confirm that {} is still the cluster its jobs run "
+          "in (uid {}), after a change of its kubeconfig or a restart of gantry",
+          status == 0 ? "no answer" : fmt::format("HTTP {}", status), e.creds->server, e.view.cluster_id);
+      reading = status == 401 || status == 403 ? Status(Code::kPermissionDenied, why) : Status::Unavailable(why);
     }
     if (reading.ok() && !reading->cluster_id.empty()) {
       if (HoldIfOtherCluster(name, e, reading->cluster_id)) return;
-      e.identity_unconfirmed = false;
+      e.identity_read_at = server;
       if (HoldIfSameCluster(name, e, reading->cluster_id)) return;
       if (e.view.cluster_id != reading->cluster_id) SaveClusterId(name, reading->cluster_id);
       e.view.cluster_id = reading->cluster_id;

@@ -123,7 +123,8 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   }
   // Which cluster this is: a failure here is no failure of the probe (a
   // worker whose RBAC predates it, a token without that permission).
-  const std::string cluster_id = ClusterIdOf(conn.client->Get("/api/v1/namespaces/kube-system"));
+  const Result<KubeReply> kube_system = conn.client->Get("/api/v1/namespaces/kube-system");
+  const std::string cluster_id = ClusterIdOf(kube_system);
   const std::string base =
       fmt::format("/apis/kueue.x-k8s.io/{}/", inventory::KueueApiVersionName(config.kueue_api_version));
   auto cqs = conn.client->Get(base + "clusterqueues");
@@ -147,6 +148,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   }
   if (reading.ok()) {
     reading->cluster_id = cluster_id;
+    reading->cluster_id_status = kube_system.ok() ? kube_system->status : 0;
     reading->clock_offset_ms = ClockOffsetMs(ready->date, sent_ms, received_ms);
   }
   if (reading.ok() && reading->queues) {

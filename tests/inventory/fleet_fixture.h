@@ -60,6 +60,7 @@ class FakeProber final : public ClusterProber {
   ClusterFlags up;  // cluster -> answers
   ClusterFlags refuses;  // cluster -> answers 401 (when up)
   ClusterFlags forbids_queues;  // cluster -> 403 on listing ClusterQueues (when up)
+  ClusterFlags forbids_kube_system;  // cluster -> 403 on its kube-system Namespace: no identity read
   // cluster -> its probe waits, as a connect to a blackholed address waits
   // out its deadline, until Release(); then it fails.
   ClusterFlags blocks;
@@ -99,6 +100,11 @@ class FakeProber final : public ClusterProber {
     r.quota["nvidia.com/gpu"] = {32'000, 8'000};
     r.pending_workloads = 2;
     r.cluster_id = id;
+    r.cluster_id_status = id.empty() ? 0 : 200;
+    if (forbids_kube_system.Get(config.name)) {
+      r.cluster_id.clear();
+      r.cluster_id_status = 403;
+    }
     r.clock_offset_ms = ClockOffset(config.name);
     return r;
   }

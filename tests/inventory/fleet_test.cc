@@ -1158,7 +1158,8 @@ TEST_CASE("an entry moved to another API server whose probe cannot read its iden
   for (int i = 0; i < 3; ++i) fleet.ProbeAllNow();
   auto c2 = fleet.Cluster("c2");
   CHECK(c2->health.state != HealthState::kReady);
-  CHECK_THAT(c2->health.last_error, Catch::Contains("its kube-system Namespace could not be read, to confirm"));
+  CHECK_THAT(c2->health.last_error,
+             Catch::Contains("its kube-system Namespace could not be read (no answer), to confirm"));
   // It can read it again, and it is the same cluster: Ready.
   prober.SetClusterId("c2", "uid-b");
   fleet.ProbeAllNow();
@@ -1167,6 +1168,40 @@ TEST_CASE("an entry moved to another API server whose probe cannot read its iden
   prober.SetClusterId("c2", "");
   fleet.ProbeAllNow();
   CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  fleet.Stop();
+}
+
+TEST_CASE("an entry held for another entry's server whose file then points elsewhere is Ready only once its "
+          "identity is read there",
+          "[inventory][fleet]") {
+  IdentifiedPair pair;
+  auto& [dir, store, options] = pair.fleet_dir;
+  auto& clock = pair.clock;
+  auto& prober = pair.prober;
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  // Pointed at c1's server at a reload: held, with no credentials (a
+  // placeholder), c1 kept.
+  WriteCluster(dir.path(), "c2", ServerOf("c1"));
+  CHECK_FALSE(fleet.Reload().empty());
+  CHECK_FALSE(fleet.Cluster("c2")->Usable());
+  CHECK(fleet.Cluster("c1")->Usable());
+  // Loads again, pointing at a server that refuses gantry its kube-system
+  // read: a refusal, never Ready there.
+  prober.forbids_kube_system["c2"] = true;
+  pair.PointC2Elsewhere(fleet, "uid-z");
+  for (int i = 0; i < 3; ++i) fleet.ProbeAllNow();
+  auto c2 = fleet.Cluster("c2");
+  CHECK(c2->health.state != HealthState::kReady);
+  CHECK(c2->health.credentials_refused);
+  CHECK_THAT(c2->health.last_error, Catch::Contains("could not be read (HTTP 403), to confirm"));
+  // Read: another cluster, held.
+  prober.forbids_kube_system["c2"] = false;
+  fleet.ProbeAllNow();
+  CHECK_FALSE(fleet.Cluster("c2")->Usable());
+  CHECK_THAT(fleet.Cluster("c2")->config_error, Catch::Contains("uid uid-z, not uid-b"));
   fleet.Stop();
 }
 

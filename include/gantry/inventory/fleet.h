@@ -59,6 +59,9 @@ struct CapacityReading {
   // which tells two inventory entries that reach one cluster ("" when it
   // cannot be read: RBAC, an API server that has none).
   std::string cluster_id;
+  // The HTTP status of that read (0: no answer), for a cluster_id not read:
+  // 401 or 403 is a refusal, anything else a failure.
+  int cluster_id_status = 0;
   // How far the cluster's clock is ahead of gantry's (negative: behind), in
   // ms, to within about a second, from the Date of its /readyz answer; unset
   // when that could not be told (no Date header, a slow round trip).
@@ -240,11 +243,12 @@ class Fleet {
     // (0: it failed at once): the probe that may find it lost goes that much
     // before clusterLostTimeout, so that it ends there.
     int64_t silent_wait_ms = 0;
-    // Its kubeconfig moved to another API server at a reload, or its
-    // identity was restored from the store at a start, and no probe has
-    // read it since: a probe that cannot read it is a failed one, not a
-    // Ready answer from what may be another cluster.
-    bool identity_unconfirmed = false;
+    // The API server (ServerKey) on which a probe last read the entry's
+    // identity (view.cluster_id); "" when none has since the start (it was
+    // restored from the store) or since a refused file held the entry. On
+    // any other server, a probe that cannot read the identity is a failed
+    // one, not a Ready answer from what may be another cluster.
+    std::string identity_read_at;
   };
   void TakeReading(const std::string& name, Entry& e, CapacityReading reading, int64_t now, int64_t mono,
                    bool was_ready);

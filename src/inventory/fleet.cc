@@ -356,8 +356,10 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     e.view.capacity = old->second.view.capacity;
     e.view.capacity_at_ms = old->second.view.capacity_at_ms;
     e.view.capacity_error = old->second.view.capacity_error;
-    // (Read by a probe that ended since the copy: not lost to this load.)
+    // (Read by a probe that ended since the copy: not lost to this load;
+    // nor a hold's forgetting where it was read.)
     if (e.view.cluster_id.empty()) e.view.cluster_id = old->second.view.cluster_id;
+    e.identity_read_at = old->second.identity_read_at;
     // Another API server now: nothing known of it yet. Its health is read
     // afresh, so it is not Ready until its first probe. Its identity stays
     // the cluster's it reached: that probe holds the entry if the new
@@ -478,7 +480,7 @@ void Fleet::ProbeOne(const std::string& name) {
           "its kube-system Namespace could not be read ({}), to confirm that {} is still the cluster its jobs run "
           "in (uid {}), after a change of its kubeconfig or a restart of gantry",
           status == 0 ? "no answer" : fmt::format("HTTP {}", status), e.creds->server, e.view.cluster_id);
-      reading = status == 401 || status == 403 ? Status(Code::kPermissionDenied, why) : Status::Unavailable(why);
+      reading = reading->cluster_id_refused ? Status(Code::kPermissionDenied, why) : Status::Unavailable(why);
     }
     if (reading.ok() && !reading->cluster_id.empty()) {
       if (HoldIfOtherCluster(name, e, reading->cluster_id)) return;

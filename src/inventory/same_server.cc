@@ -115,6 +115,10 @@ bool Fleet::HoldIfOtherCluster(const std::string& name, Entry& e, const std::str
       "and reload (its jobs get their onClusterLoss), then add the new cluster",
       file, name, cluster_id, e.view.cluster_id, e.creds ? e.creds->server : "?");
   spdlog::error("inventory: cluster {} is held: {}", name, e.view.config_error);
+  // Its server (the same one, if a DNS name moved or a cluster was made
+  // again there) showed another identity: not one to be Ready on until a
+  // probe reads its own there again.
+  e.identity_read_at.clear();
   e.reprobe = false;
   e.next_probe_ms = clock_.MonotonicMillis() + options_.probe_interval_ms;
   generation_.fetch_add(1, std::memory_order_release);

@@ -149,6 +149,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   if (reading.ok()) {
     reading->cluster_id = cluster_id;
     reading->cluster_id_status = kube_system.ok() ? kube_system->status : 0;
+    reading->cluster_id_refused = kube_system.ok() && !creds.insecure && ApiServerRefusal(*kube_system);
     reading->clock_offset_ms = ClockOffsetMs(ready->date, sent_ms, received_ms);
   }
   if (reading.ok() && reading->queues) {

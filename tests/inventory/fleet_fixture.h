@@ -104,6 +104,7 @@ class FakeProber final : public ClusterProber {
     if (forbids_kube_system.Get(config.name)) {
       r.cluster_id.clear();
       r.cluster_id_status = 403;
+      r.cluster_id_refused = true;
     }
     r.clock_offset_ms = ClockOffset(config.name);
     return r;

@@ -1205,6 +1205,38 @@ TEST_CASE("an entry held for another entry's server whose file then points elsew
   fleet.Stop();
 }
 
+TEST_CASE("an entry whose own server shows another identity is held and after a reload is not Ready there on a "
+          "probe that reads none",
+          "[inventory][fleet]") {
+  IdentifiedPair pair;
+  auto& [dir, store, options] = pair.fleet_dir;
+  auto& clock = pair.clock;
+  auto& prober = pair.prober;
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  // The same address now serves another cluster (a DNS name moved, a
+  // cluster made again there): held at its next probe.
+  prober.SetClusterId("c2", "uid-z");
+  fleet.ProbeAllNow();
+  REQUIRE_FALSE(fleet.Cluster("c2")->Usable());
+  // A reload releases the hold; a probe that then reads no identity (a 429,
+  // a 5xx) does not make it Ready on that cluster. (Set first: the reload
+  // probes it at once.)
+  prober.SetClusterId("c2", "");
+  REQUIRE(fleet.Reload().empty());
+  for (int i = 0; i < 3; ++i) fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->config_error.empty());
+  CHECK(fleet.Cluster("c2")->health.state != HealthState::kReady);
+  // Its own identity read there again: Ready.
+  prober.SetClusterId("c2", "uid-b");
+  fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->Usable());
+  CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  fleet.Stop();
+}
+
 TEST_CASE("an entry whose kubeconfig now reaches another cluster is held until it reaches its own again",
           "[inventory][fleet]") {
   IdentifiedPair pair;

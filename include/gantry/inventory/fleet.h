@@ -59,9 +59,11 @@ struct CapacityReading {
   // which tells two inventory entries that reach one cluster ("" when it
   // cannot be read: RBAC, an API server that has none).
   std::string cluster_id;
-  // The HTTP status of that read (0: no answer), for a cluster_id not read:
-  // 401 or 403 is a refusal, anything else a failure.
+  // The HTTP status of that read (0: no answer), for a cluster_id not read,
+  // and whether it was the API server's refusal (a Kubernetes Status 401 or
+  // 403 over a verified connection, as the probe judges /readyz's).
   int cluster_id_status = 0;
+  bool cluster_id_refused = false;
   // How far the cluster's clock is ahead of gantry's (negative: behind), in
   // ms, to within about a second, from the Date of its /readyz answer; unset
   // when that could not be told (no Date header, a slow round trip).

@@ -189,20 +189,10 @@ void ApiService::SubmitDocument(http::Request req, DocumentFormat format, Princi
   // (job_intake.h); else it is freed here with the request.
   std::shared_ptr<JobSpec> handed;
   if (intake_ && intake_->WantsSpec()) handed = std::make_shared<JobSpec>(std::move(std::get<JobSpec>(parsed)));
-  // Kept for a refusal of the name: the stored spec may differ only in
-  // how a quantity is spelt (SameJobSpec).
-  std::string spec_json = record.spec_json;
-  std::string job_ns = record.ns;
-  std::string job_name = record.name;
   store_.Submit(std::move(record), [this, respond, created_body = std::move(created_body), handed = std::move(handed),
-                                    warnings = std::move(warnings), spec_json = std::move(spec_json),
-                                    job_ns = std::move(job_ns),
-                                    job_name = std::move(job_name)](Result<SubmitResult> result) mutable {
+                                    warnings = std::move(warnings)](Result<SubmitResult> result) mutable {
     if (!result.ok()) {
       if (result.status().code() == Code::kConflict) {
-        if (std::optional<JobRecord> same = StoredAsSpelledAnew(job_ns, job_name, spec_json)) {
-          return AnswerExisting(*same, std::move(warnings), respond);
-        }
         respond(K8sStatus(409, "AlreadyExists", result.status().message()));
         return;
       }
@@ -237,13 +227,6 @@ void ApiService::AnswerExisting(const JobRecord& job, std::vector<std::string> w
   http::Response same = http::JsonResponse(200, JobJsonText(job));
   AddWarnings(same, warnings);
   respond(std::move(same));
-}
-
-std::optional<JobRecord> ApiService::StoredAsSpelledAnew(const std::string& ns, const std::string& name,
-                                                         const std::string& spec_json) {
-  Result<JobRecord> stored = store_.Get(ns, name);
-  if (!stored.ok() || !SameJobSpec(stored->spec_json, spec_json)) return std::nullopt;
-  return std::move(*stored);
 }
 
 std::string ApiService::NeverPlaceable(const JobSpec& spec, int64_t now_ms) const {

@@ -17,6 +17,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gantry/api/api_metrics.h"
+#include "gantry/job/job_document.h"
 #include "gantry/api/api_service.h"
 #include "gantry/api/k8s_status.h"
 #include "gantry/api/token_auth.h"
@@ -192,6 +193,7 @@ int RunServe(const ServeFlags& flags) {
   SqliteStoreOptions store_options;
   store_options.path = config.data_dir + "/gantry.db";
   store_options.clock = &clock;
+  store_options.same_spec = SameJobSpec;  // a quantity spelt another way is the same job
   auto commit_failed_log = std::make_shared<LogLimiter>();
   store_options.on_commit = [&metrics, commit_failed_log](double seconds, int writes, bool synced) {
     metrics.ObserveCommit(seconds, writes, synced);

@@ -121,14 +121,15 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
   commit_options.on_failure = options.on_commit_failed;
   auto committer = std::make_unique<GroupCommitter>(std::move(*writer), std::move(commit_options));
   return std::unique_ptr<SqliteStore>(new SqliteStore(std::move(*lock), std::move(*reader), std::move(*checkpointer),
-                                                      std::move(committer), options.clock));
+                                                      std::move(committer), options.clock, options.same_spec));
 }
 
 SqliteStore::SqliteStore(DatabaseLock lock, std::unique_ptr<SqliteConnection> reader,
                          std::unique_ptr<Checkpointer> checkpointer, std::unique_ptr<GroupCommitter> writer,
-                         const Clock* clock)
+                         const Clock* clock, std::function<bool(std::string_view, std::string_view)> same_spec)
     : lock_(std::move(lock)),
       clock_(clock != nullptr ? clock : &system_clock_),
+      same_spec_(std::move(same_spec)),
       reader_(std::move(reader)),
       checkpointer_(std::move(checkpointer)),
       writer_(std::move(writer)) {}

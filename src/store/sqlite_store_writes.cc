@@ -66,6 +66,10 @@ Result<std::optional<JobRecord>> UpdateReturning(Statement stmt) {
 
 }  // namespace
 
+bool SqliteStore::SameSpec(const JobRecord& stored, const std::string& spec_json) const {
+  return SameSubmission(stored, spec_json) || (same_spec_ && same_spec_(stored.spec_json, spec_json));
+}
+
 void SqliteStore::Submit(JobRecord job, StoreCallback<SubmitResult> done) {
   auto op = [this, job = std::move(job)](SqliteConnection& conn) mutable -> Result<SubmitResult> {
     if (job.uid.empty() || job.ns.empty() || job.name.empty()) {
@@ -82,7 +86,7 @@ void SqliteStore::Submit(JobRecord job, StoreCallback<SubmitResult> done) {
       if (inserted.code() != Code::kConflict) return inserted;
       Result<JobRecord> existing = SelectJobByName(conn, job.ns, job.name);
       if (existing.ok()) {
-        if (!SameSubmission(*existing, job.spec_json)) {
+        if (!SameSpec(*existing, job.spec_json)) {
           return Status::Conflict(
               fmt::format("job {} already exists with a different spec (its name is taken until the job is purged: "
                           "gantry cancel --purge, once it has ended)",

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "gantry/job/job_document.h"
 #include "gantry/api/k8s_status.h"
 
 namespace gantry::testing {
@@ -49,6 +50,7 @@ class NoProber final : public inventory::ClusterProber {
 ApiFixture::ApiFixture(ApiFixtureOptions options) {
   SqliteStoreOptions so;
   so.path = dir_.File("gantry.db");
+  so.same_spec = SameJobSpec;  // as the daemon sets it
   so.on_commit = [this](double s, int w, bool synced) { metrics_.ObserveCommit(s, w, synced); };
   auto store = OpenSqliteStore(so);
   REQUIRE(store.ok());

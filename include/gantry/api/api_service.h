@@ -162,11 +162,6 @@ class ApiService {
   // The answer to a job's document submitted again (Resubmitted for an
   // Unschedulable job, else the stored job as it is).
   void AnswerExisting(const JobRecord& job, std::vector<std::string> warnings, const Respond& respond);
-  // For a submission the store refused as a different spec under a taken
-  // name: the stored job when it is the same job but for how a quantity is
-  // spelt (SameJobSpec), else nullopt and the refusal stands.
-  std::optional<JobRecord> StoredAsSpelledAnew(const std::string& ns, const std::string& name,
-                                               const std::string& spec_json);
   void GetJob(http::Request req, Respond respond);
   void ListJobs(http::Request req, Respond respond);
   void CancelJob(http::Request req, Respond respond);

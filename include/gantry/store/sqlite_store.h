@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "gantry/common/clock.h"
 #include "gantry/store/checkpointer.h"
@@ -48,6 +49,10 @@ struct SqliteStoreOptions {
   // timeout. Optional.
   std::function<void()> on_slow_start;
   std::chrono::milliseconds slow_start_every{10'000};
+  // Whether a submission's spec text is the stored job's spec again, when
+  // the two texts differ (the daemon gives SameJobSpec: a quantity spelt
+  // another way). Unset: only the same text is the same job.
+  std::function<bool(std::string_view stored, std::string_view submitted)> same_spec;
 };
 
 class SqliteStore;
@@ -120,13 +125,17 @@ class SqliteStore final : public JobStore, public ClusterStateStore {
  private:
   friend Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& options);
   SqliteStore(DatabaseLock lock, std::unique_ptr<SqliteConnection> reader, std::unique_ptr<Checkpointer> checkpointer,
-              std::unique_ptr<GroupCommitter> writer, const Clock* clock);
+              std::unique_ptr<GroupCommitter> writer, const Clock* clock,
+              std::function<bool(std::string_view, std::string_view)> same_spec);
+  // SameSubmission, with same_spec_ when the texts differ.
+  bool SameSpec(const JobRecord& stored, const std::string& spec_json) const;
 
   int64_t Now() const { return clock_->NowMillis(); }
 
   DatabaseLock lock_;  // first: released after every connection is closed
   SystemClock system_clock_;
   const Clock* clock_;  // options.clock or &system_clock_
+  std::function<bool(std::string_view, std::string_view)> same_spec_;  // SqliteStoreOptions::same_spec
   std::mutex read_mu_;  // serializes use of reader_ (a connection is single-threaded)
   std::unique_ptr<SqliteConnection> reader_;
   // Before writer_: the writer's WAL hook calls it until the writer is gone.

@@ -328,8 +328,14 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
       }
       continue;
     }
-    if (was_held && !held) spdlog::info("inventory: cluster {}: its file loads again; it is probed and watched", name);
-    if (!was_held && !held) {
+    // A placeholder (Held: a refused file's, or one of two entries for one
+    // API server) has no credentials; an entry held by a probe's reading
+    // (another cluster's identity, or one another entry reaches) kept its
+    // file and credentials.
+    if (was_held && !held && !old->second.creds) {
+      spdlog::info("inventory: cluster {} is no longer held: its file loads; it is probed and watched", name);
+      changed.changed.emplace_back(name, "no longer held: its file loads");
+    } else if (!held) {
       std::string what = ConfigChanges(old->second.view.config, e.view.config);
       // The kubeconfig's path the same, its contents rewritten (a token
       // rotated by hand, another API server): said too.
@@ -339,6 +345,12 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
         if (std::string creds = CredentialChanges(*old->second.creds, *e.creds); !creds.empty()) {
           what += (what.empty() ? "" : ", ") + creds;
         }
+      }
+      if (was_held) {
+        // Told in the answer too: put back or not, the hold is read afresh.
+        spdlog::info("inventory: cluster {} is probed again: held again if its probe reads what held it", name);
+        what += (what.empty() ? "" : ", ") + std::string("probed again after its hold (held again if the probe reads "
+                                                          "what held it)");
       }
       if (!what.empty()) changed.changed.emplace_back(name, std::move(what));
     }

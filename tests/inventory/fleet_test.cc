@@ -538,9 +538,11 @@ TEST_CASE("two entries that reach one API server: the one that reached it before
     CHECK(held("c2").empty());
     CHECK_FALSE(fleet.Credentials("c1b"));  // not probed, not watched
     CHECK(fleet.Credentials("c1"));
-    SECTION("given its own server, it loads") {
+    SECTION("given its own server, it loads, and the reload says so") {
       WriteCluster(dir.path(), "c1b");
-      CHECK(fleet.Reload().empty());
+      InventoryChange change;
+      CHECK(fleet.Reload(&change).empty());
+      CHECK(change.Describe() == "changed c1b (no longer held: its file loads)");
       CHECK(held("c1b").empty());
       CHECK(fleet.Credentials("c1b"));
     }
@@ -1265,9 +1267,12 @@ TEST_CASE("an entry whose kubeconfig now reaches another cluster is held until i
   REQUIRE(fleet.Reload().empty());
   fleet.ProbeAllNow();
   CHECK_FALSE(fleet.Cluster("c2")->Usable());
-  // Its own cluster again (another address of it): Ready, as before.
+  // Its own cluster again (another address of it): Ready, as before. The
+  // reload says it looks again.
   prober.SetClusterId("c2", "uid-b");
-  REQUIRE(fleet.Reload().empty());
+  InventoryChange change;
+  REQUIRE(fleet.Reload(&change).empty());
+  CHECK(change.Describe() == "changed c2 (probed again after its hold (held again if the probe reads what held it))");
   fleet.ProbeAllNow();
   CHECK(fleet.Cluster("c2")->Usable());
   CHECK(fleet.Cluster("c2")->health.state == HealthState::kReady);

@@ -606,6 +606,8 @@ class Ladder {
   bool LaterCandidate() const;
   void TellUnseenEnd(DispatchUpdate& u) const;  // step 2 (decide.cc)
   std::optional<Plan> EarlierRunSucceeded() const;  // step 1, first (decide.cc)
+  std::optional<Plan> StoreBehind() const;          // step 1, before all (decide_store_behind.cc)
+  int64_t NominationEpoch() const;                  // step 4's epoch (decide_store_behind.cc)
   bool AwaitsRelist(const std::string& cluster, const ObservedJob& j) const;  // step 1 (decide.cc)
   std::optional<Plan> RelistBeforeVerdict(const Plan& plan) const;              // step 1 (decide.cc)
   std::optional<Plan> WaitForRelist(const std::string& step) const;             // step 1 (decide.cc)

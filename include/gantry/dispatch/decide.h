@@ -10,6 +10,10 @@
 // state after a crash, and a repeated delete is harmless.
 //
 // The ladder (each step returns early; the step's name is in Plan::step):
+//   0 store-behind a real job of the job's not being deleted, of an epoch
+//                the store has not reached (or leased where the store has no
+//                lease): the store went back in time (a restored backup);
+//                that run takes the lease, with a StoreBehind warning
 //   1 earlier-run Queued or Nominating (no lease), and its run of an
 //                earlier dispatch seen succeeded (out of sight when the
 //                job was sent back): Succeeded, not run again
@@ -18,7 +22,8 @@
 //   3 cancel     Cancelling: withdraw everything, then Cancelled
 //                (withdraw: delete what the views show; in a cluster that
 //                answers but refuses gantry the list, by name: kDeleteUnseen)
-//   4 nominate   Queued: place, then Nominating at epoch+1 with a Workload
+//   4 nominate   Queued: place, then Nominating at epoch+1 (past any epoch
+//                its objects carry) with a Workload
 //                intent per candidate (or Unschedulable, or wait)
 //   5 lease      Nominating and a copy admitted at this epoch (leaseOn
 //                QuotaReserved: holding quota) and not deactivated, evicted

@@ -371,7 +371,12 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
     // (Read by a probe that ended since the copy: not lost to this load;
     // nor a hold's forgetting where it was read.)
     if (e.view.cluster_id.empty()) e.view.cluster_id = old->second.view.cluster_id;
-    e.identity_read_at = old->second.identity_read_at;
+    // Where it was read stands only for the same connection: the same
+    // address with another certificate authority or credentials may well be
+    // another cluster (one made again there, a DNS name moved), and a probe
+    // must read the identity there before the entry is Ready on it.
+    const bool same_connection = old->second.creds && e.creds && SameConnection(*old->second.creds, *e.creds);
+    e.identity_read_at = same_connection ? old->second.identity_read_at : std::string();
     // Another API server now: nothing known of it yet. Its health is read
     // afresh, so it is not Ready until its first probe. Its identity stays
     // the cluster's it reached: that probe holds the entry if the new
@@ -389,6 +394,12 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
       // Its clock starts again, as at a start, from its first failed probe.
       e.view.health = ClusterHealth{};
       ForgetOutage(name);
+    } else if (!same_connection && !e.view.cluster_id.empty() && e.view.health.state == HealthState::kReady) {
+      // Its address the same, how it is reached not (above): not Ready
+      // until a probe reads its identity there, nor used meanwhile (a
+      // failed read must not merely leave it Ready, doubted). Its outage,
+      // if one was doubted, stands.
+      e.view.health.state = HealthState::kUnknown;
     }
   }
   entries_ = std::move(next);

@@ -1207,6 +1207,38 @@ TEST_CASE("an entry held for another entry's server whose file then points elsew
   fleet.Stop();
 }
 
+TEST_CASE("an entry whose kubeconfig keeps its address but changes its credentials is Ready only once its "
+          "identity is read there again",
+          "[inventory][fleet]") {
+  IdentifiedPair pair;
+  auto& [dir, store, options] = pair.fleet_dir;
+  auto& clock = pair.clock;
+  auto& prober = pair.prober;
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  // A cluster made again at the same address, its new kubeconfig put in
+  // place (another token here; another CA likewise), and its kube-system
+  // read failing (a 429, a 5xx). (Set first: the reload probes it at once.)
+  prober.SetClusterId("c2", "");
+  std::ofstream(dir.File("c2.kubeconfig")) << "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \""
+                                            << ServerOf("c2") << "\"}}]\nusers: [{name: u, user: {token: "
+                                            << "another-token-456}}]\ncontexts: [{name: x, context: {cluster: c, "
+                                            << "user: u}}]\ncurrent-context: x\n";
+  InventoryChange change;
+  REQUIRE(fleet.Reload(&change).empty());
+  CHECK(change.Describe() == "changed c2 (kubeconfig (client credentials))");
+  for (int i = 0; i < 3; ++i) fleet.ProbeAllNow();
+  CHECK(fleet.Cluster("c2")->health.state != HealthState::kReady);
+  // Read there: another cluster, held.
+  prober.SetClusterId("c2", "uid-z");
+  fleet.ProbeAllNow();
+  CHECK_FALSE(fleet.Cluster("c2")->Usable());
+  CHECK_THAT(fleet.Cluster("c2")->config_error, Catch::Contains("uid uid-z, not uid-b"));
+  fleet.Stop();
+}
+
 TEST_CASE("an entry whose own server shows another identity is held and after a reload is not Ready there on a "
           "probe that reads none",
           "[inventory][fleet]") {

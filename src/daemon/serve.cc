@@ -194,6 +194,7 @@ int RunServe(const ServeFlags& flags) {
   store_options.path = config.data_dir + "/gantry.db";
   store_options.clock = &clock;
   store_options.same_spec = SameJobSpec;  // a quantity spelt another way is the same job
+  store_options.origin = config.origin;  // refused while unfinished jobs carry another
   auto commit_failed_log = std::make_shared<LogLimiter>();
   store_options.on_commit = [&metrics, commit_failed_log](double seconds, int writes, bool synced) {
     metrics.ObserveCommit(seconds, writes, synced);

@@ -15,6 +15,7 @@
 #include "migrator.h"
 #include "read_sql.h"
 #include "schema_migrations.h"
+#include "start_checks.h"
 #include "start_notice.h"
 
 namespace gantry {
@@ -86,6 +87,8 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
   Result<DatabaseLock> lock = DatabaseLock::Take(options.path);
   if (!lock.ok()) return lock.status();
   GANTRY_RETURN_IF_ERROR(RefuseEmptyFile(options.path));
+  struct stat before {};
+  const bool existed_with_content = ::stat(options.path.c_str(), &before) == 0 && before.st_size > 0;
   Result<std::unique_ptr<SqliteConnection>> writer = SqliteConnection::Open(options.path, {});
   if (!writer.ok()) return writer.status();
   // SQLite opens a file it cannot write read-only, silently: every write
@@ -97,8 +100,10 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
   {
     StartNotice notice(options.on_slow_start, options.slow_start_every);
     GANTRY_RETURN_IF_ERROR(CheckIntegrity(**writer));
+    GANTRY_RETURN_IF_ERROR(RefuseTableless(**writer, existed_with_content));
     Result<int> migrated = MigrateSchema(**writer, EmbeddedMigrations(), clock->NowMillis());
     if (!migrated.ok()) return migrated.status();
+    GANTRY_RETURN_IF_ERROR(CheckOrigin(**writer, options.origin));
   }
 
   SqliteConnectionOptions read_options;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <sqlite3.h>
+
 #include "gantry/store/sqlite_store.h"
 #include "start_notice.h"
 #include "store_test_util.h"
@@ -85,6 +87,71 @@ TEST_CASE("a database file that exists and is empty is refused, not taken for a 
   // Removed, it starts anew.
   REQUIRE(std::remove(path.c_str()) == 0);
   CHECK(OpenSqliteStore(At(path)).ok());
+}
+
+TEST_CASE("a database file that holds no table is refused, not taken for a new database", "[store]") {
+  // What a copy of a running gantry's gantry.db alone may hold: its header,
+  // its tables still in the -wal it was copied without.
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "PRAGMA user_version = 7", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  REQUIRE(st.st_size > 0);
+  auto store = OpenSqliteStore(At(path));
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().code() == Code::kCorruption);
+  CHECK_THAT(store.status().message(), Catch::Contains("holds no tables") && Catch::Contains("-wal") &&
+                                           Catch::Contains("remove the file"));
+  // A database gantry made opens again, and one whose file is new is made.
+  REQUIRE(std::remove(path.c_str()) == 0);
+  REQUIRE(OpenSqliteStore(At(path)).ok());
+  CHECK(OpenSqliteStore(At(path)).ok());
+}
+
+TEST_CASE("a database is opened only with the origin its unfinished jobs were dispatched with", "[store]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  auto with_origin = [&](const std::string& origin) {
+    SqliteStoreOptions options = At(path);
+    options.origin = origin;
+    return OpenSqliteStore(options);
+  };
+  std::string uid;
+  {
+    auto store = with_origin("gantry");  // recorded at the first start
+    REQUIRE(store.ok());
+    auto submitted = testing::SubmitSync(**store, testing::MakeJob("team-a", "train"));
+    REQUIRE(submitted.ok());
+    uid = submitted->job.uid;
+  }
+  CHECK(with_origin("gantry").ok());
+  CHECK(with_origin("").ok());  // (no check asked)
+  {
+    auto refused = with_origin("gantry-b");
+    REQUIRE_FALSE(refused.ok());
+    CHECK(refused.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(refused.status().message(),
+               Catch::Contains("origin is gantry-b in the configuration, but this database's jobs were dispatched "
+                               "with origin gantry: 1 of its jobs are not finished") &&
+                   Catch::Contains("put origin back to gantry"));
+  }
+  {
+    auto store = with_origin("gantry");
+    REQUIRE(store.ok());
+    testing::ForcePhase(**store, uid, JobPhase::kCancelled);
+  }
+  // Every job finished: the new origin is taken, and then the old one is
+  // the other.
+  CHECK(with_origin("gantry-b").ok());
+  CHECK(with_origin("gantry-b").ok());
+  auto store = with_origin("gantry");
+  REQUIRE(store.ok());  // (nothing unfinished either way)
 }
 
 TEST_CASE("a damaged database file is refused at the start, not found out at the first write", "[store]") {

@@ -53,6 +53,10 @@ struct SqliteStoreOptions {
   // the two texts differ (the daemon gives SameJobSpec: a quantity spelt
   // another way). Unset: only the same text is the same job.
   std::function<bool(std::string_view stored, std::string_view submitted)> same_spec;
+  // The daemon's origin label value, checked against the one the database's
+  // jobs were dispatched with (CheckOrigin in start_checks.h): the open
+  // fails while unfinished jobs carry another. "" skips the check.
+  std::string origin;
 };
 
 class SqliteStore;

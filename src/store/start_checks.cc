@@ -1,0 +1,65 @@
+#include "start_checks.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gantry/common/job_phase.h"
+
+namespace gantry {
+
+Status RefuseTableless(SqliteConnection& conn, bool existed_with_content) {
+  if (!existed_with_content) return Status::Ok();
+  Result<Statement> count = conn.Prepare("SELECT count(*) FROM sqlite_schema");
+  if (!count.ok()) return count.status();
+  Result<bool> row = count->Step();
+  if (!row.ok()) return row.status();
+  if (*row && count->Int(0) > 0) return Status::Ok();
+  return Status::Corruption(fmt::format(
+      "database {} holds no tables, so no jobs: a copy of a running gantry's database without its {}-wal file "
+      "lacks them (back up with sqlite3's .backup, or stop gantry first and copy the file with its -wal); if this "
+      "gantry had jobs, restore a whole copy; to start with no jobs, remove the file",
+      conn.path(), conn.path()));
+}
+
+Status CheckOrigin(SqliteConnection& conn, const std::string& origin) {
+  if (origin.empty()) return Status::Ok();
+  Result<Statement> read = conn.Prepare("SELECT value FROM daemon_settings WHERE key = 'origin'");
+  if (!read.ok()) return read.status();
+  Result<bool> row = read->Step();
+  if (!row.ok()) return row.status();
+  const std::string stored = *row ? read->Text(0) : "";
+  if (*row && stored == origin) return Status::Ok();
+  if (*row) {
+    // Jobs whose objects may be in the clusters under the stored origin.
+    Result<Statement> phases = conn.Prepare("SELECT phase, count(*) FROM jobs GROUP BY phase");
+    if (!phases.ok()) return phases.status();
+    int64_t active = 0;
+    while (true) {
+      Result<bool> next = phases->Step();
+      if (!next.ok()) return next.status();
+      if (!*next) break;
+      auto phase = ParseJobPhase(phases->Text(0));
+      if (!phase || !IsFinal(*phase)) active += phases->Int(1);
+    }
+    if (active > 0) {
+      return Status::Invalid(fmt::format(
+          "origin is {} in the configuration, but this database's jobs were dispatched with origin {}: {} of its "
+          "jobs are not finished, and under another origin gantry would see none of their objects in the "
+          "clusters (each run taken for vanished and dispatched again beside itself) and could never delete "
+          "them; put origin back to {}, or change it once every job has finished or been cancelled",
+          origin, stored, active, stored));
+    }
+    spdlog::warn("store: origin changes from {} to {}: no job of this database is unfinished; objects left in the "
+                 "clusters with origin {} (finished jobs' kept by finishedRetentionSeconds) are no longer gantry's "
+                 "to delete",
+                 stored, origin, stored);
+  }
+  Result<Statement> save = conn.Prepare(
+      "INSERT INTO daemon_settings(key, value) VALUES ('origin', ?1) "
+      "ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+  if (!save.ok()) return save.status();
+  save->Bind(1, origin);
+  return save->Run();
+}
+
+}  // namespace gantry

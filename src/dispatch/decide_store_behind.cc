@@ -22,6 +22,30 @@
 
 namespace gantry::dispatch::ladder {
 
+// Before step 0, and every step that reads what is absent: just after the
+// daemon's start, the store may be behind the clusters, and the run of a
+// history it lost may be in a cluster whose objects gantry has not listed
+// yet. Decided meanwhile, the job could be leased or nominated elsewhere,
+// or its stored owner's run taken for vanished (an at-most-once job
+// failed, another dispatched again), beside that run. So nothing is
+// decided until every cluster that may answer is listed: not one a probe
+// found out of reach, nor one gantry cannot reach or list at all; and for
+// start_listing_ms at most (normally each lists within a second).
+std::optional<Plan> Ladder::AwaitFirstListing() const {
+  const int64_t since_start = in_.now_ms - in_.started_ms;
+  if (since_start >= opt_.start_listing_ms) return std::nullopt;
+  for (const auto& [name, f] : *in_.clusters) {
+    const bool out_of_reach = !f.unusable.empty() || (f.probed && !f.ready) || !f.watch_refused.empty() ||
+                              (!in_.resource.empty() && f.kind_refused.count(in_.resource));
+    if (out_of_reach || in_.synced->count(name)) continue;
+    Plan wait;
+    wait.step = "start-listing";
+    wait.requeue_ms = std::min(opt_.retry_ms, opt_.start_listing_ms - since_start);
+    return wait;
+  }
+  return std::nullopt;
+}
+
 std::optional<Plan> Ladder::StoreBehind() const {
   const bool leased = job_.phase == JobPhase::kAdmitted || job_.phase == JobPhase::kRunning;
   const bool unleased = job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating ||

@@ -396,6 +396,7 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
     // one end, so the jobs it owns wait (ClusterView::Usable).
     if (view.Usable()) {
       f.ready = view.health.state == inventory::HealthState::kReady;
+      f.probed = view.health.state != inventory::HealthState::kUnknown;
       f.lost_for_ms = view.health.ShownLostForMs();  // judged on a probe, not on the time since the last one
       f.credentials_refused = view.health.credentials_refused;
     } else {

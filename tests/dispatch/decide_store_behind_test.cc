@@ -179,3 +179,46 @@ TEST_CASE("step 0 takes no run a normal history leaves: a requeued job's leftove
 }
 
 }  // namespace gantry::dispatch
+
+namespace gantry::dispatch {
+using namespace decide_world;
+
+TEST_CASE("after the start nothing is decided until every cluster that may answer is listed, for a while at most",
+          "[dispatch][decide][restore]") {
+  // A restored store: the job Queued at epoch 0, its run (epoch 1) in c3,
+  // whose objects are not listed yet; c1 could take the job.
+  World w;
+  w.job.phase = JobPhase::kQueued;
+  w.in.placement = Candidates({"c1"});
+  w.in.started_ms = w.in.now_ms - 2'000;
+  w.synced.erase("c3");
+  w.clusters["c3"].probed = true;
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "start-listing");
+  CHECK(p.actions.empty());
+  CHECK_FALSE(p.write);
+  CHECK(p.requeue_ms > 0);
+  SECTION("a cluster not probed yet is waited for too") {
+    w.clusters["c3"].ready = false;
+    w.clusters["c3"].probed = false;
+    CHECK(Decide(w.Input()).step == "start-listing");
+  }
+  SECTION("one a probe found out of reach is not") {
+    w.clusters["c3"].ready = false;
+    CHECK(Decide(w.Input()).step == "nominate");
+  }
+  SECTION("nor one gantry cannot reach, or that refuses gantry the list") {
+    w.clusters["c3"].unusable = "its credentials do not load";
+    CHECK(Decide(w.Input()).step == "nominate");
+  }
+  SECTION("once listed, the job is decided as ever") {
+    w.synced.insert("c3");
+    CHECK(Decide(w.Input()).step == "nominate");
+  }
+  SECTION("and not longer than start_listing_ms after the start") {
+    w.in.started_ms = w.in.now_ms - w.in.options.start_listing_ms;
+    CHECK(Decide(w.Input()).step == "nominate");
+  }
+}
+
+}  // namespace gantry::dispatch

@@ -10,6 +10,8 @@
 // state after a crash, and a repeated delete is harmless.
 //
 // The ladder (each step returns early; the step's name is in Plan::step):
+//     start-listing after the daemon's start (start_listing_ms at most),
+//                until every cluster that may answer is listed: wait
 //   0 store-behind a real job of the job's not being deleted, of an epoch
 //                the store has not reached (or leased where the store has no
 //                lease): the store went back in time (a restored backup);
@@ -94,6 +96,9 @@ inline constexpr std::string_view kNoClustersMessage = "no clusters known yet";
 // What the engine knows of one cluster of the inventory.
 struct ClusterFacts {
   bool ready = false;           // health Ready (Decide also requires the observer to have synced it)
+  // A probe since the daemon's start has told its health (Ready or
+  // NotReady; false: Unknown, not probed yet, or not reached at all).
+  bool probed = false;
   // Length of the current outage, as far as a failed probe has shown it
   // (inventory::ClusterHealth::ShownLostForMs): 0 when none, and 0 until a
   // probe since the daemon started confirms an outage restored from the
@@ -218,6 +223,13 @@ struct DecideOptions {
   // (Ladder::WaitForRelist): a relist comes within seconds of the cluster
   // answering again, and one that keeps failing must not hold it for good.
   int64_t relist_wait_ms = 120'000;
+  // After the daemon's start, how long at most a pass waits for every
+  // cluster that may answer to be listed (Ladder::AwaitFirstListing): the
+  // store may be behind the clusters (a database restored from a backup),
+  // and a run of the history it lost, in a cluster not listed yet, would be
+  // missed by what the pass decides (a lease elsewhere, a run taken for
+  // vanished). A cluster a probe found out of reach is not waited for.
+  int64_t start_listing_ms = 60'000;
 };
 
 struct DecideInput {

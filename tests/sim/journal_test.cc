@@ -61,5 +61,29 @@ TEST_CASE("Journal records starts and stops", "[sim][journal]") {
   CHECK(RunToJson(runs[0])["jobUid"] == "u1");
 }
 
+TEST_CASE("a journal line reads back as its run, and runs of two simulators are checked as one", "[sim][journal]") {
+  Run a = R("c1", "u1", 10, 0, true);
+  a.epoch = "1";
+  a.kind = "Job";
+  auto back = RunFromJson(RunToJson(a));
+  REQUIRE(back);
+  CHECK(back->cluster == "c1");
+  CHECK(back->job_uid == "u1");
+  CHECK(back->epoch == "1");
+  CHECK(back->at_most_once);
+  CHECK(back->start_ms == 10);
+  CHECK(back->end_ms == 0);
+  CHECK_FALSE(RunFromJson(nlohmann::json::parse("[1]")));
+  // Each simulator's journal alone passes; together the job ran twice.
+  Run b = R("c1", "u1", 50, 60, true);
+  CHECK(CheckReport({a})["ok"] == true);
+  CHECK(CheckReport({b})["ok"] == true);
+  const nlohmann::json both = CheckReport({a, b});
+  CHECK(both["ok"] == false);
+  CHECK(both["jobs"] == 1);
+  CHECK(both["jobsRunAgain"] == 1);
+  CHECK(both["violations"].size() == 1);
+}
+
 }  // namespace
 }  // namespace gantry::sim

@@ -56,22 +56,7 @@ AdminApi::AdminApi(Journal* journal, std::vector<SimCluster*> clusters)
     respond(http::TextResponse(200, std::move(body), "application/x-ndjson"));
   });
   router_.Add("GET", "/check", [this](http::Request, http::Responder respond) {
-    const std::vector<Run> runs = journal_->Snapshot();
-    json violations = json::array();
-    for (const Violation& v : CheckRuns(runs)) {
-      violations.push_back({{"jobUid", v.job_uid}, {"message", v.message}});
-    }
-    // How many gantry jobs ran, and how many of them more than once (one run
-    // after another: a Requeue job moved, or evicted and run again).
-    std::map<std::string, int> runs_of;
-    for (const Run& r : runs) {
-      if (!r.job_uid.empty()) ++runs_of[r.job_uid];
-    }
-    const auto again = std::count_if(runs_of.begin(), runs_of.end(), [](const auto& j) { return j.second > 1; });
-    respond(JsonResponse(200, {{"ok", violations.empty()},
-                               {"violations", violations},
-                               {"jobs", runs_of.size()},
-                               {"jobsRunAgain", again}}));
+    respond(JsonResponse(200, CheckReport(journal_->Snapshot())));
   });
   router_.Add("GET", "/clusters", [this](http::Request, http::Responder respond) {
     json out = json::array();

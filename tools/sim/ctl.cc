@@ -3,11 +3,13 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "gantry/http/client.h"
+#include "journal.h"
 
 namespace gantry::sim {
 namespace {
@@ -24,6 +26,27 @@ Result<http::ClientResponse> Call(const std::string& out_dir, const std::string&
   auto client = http::Client::Create(fmt::format("http://127.0.0.1:{}", port));
   if (!client.ok()) return client.status();
   return (*client)->Do(method, target, body, {{"Content-Type", "application/json"}});
+}
+
+// The runs of the simulator in out_dir (its journal), their clusters named
+// "DIR:cluster" when prefix is set (two simulators both have a c1).
+Result<std::vector<Run>> RunsOf(const std::string& out_dir, bool prefix) {
+  auto resp = Call(out_dir, "GET", "/journal");
+  if (!resp.ok()) return resp.status();
+  if (resp->status != 200) return Status::Unavailable(fmt::format("{}: journal answered {}", out_dir, resp->status));
+  std::vector<Run> runs;
+  std::size_t at = 0;
+  const std::string& body = resp->body;
+  while (at < body.size()) {
+    std::size_t nl = body.find('\n', at);
+    if (nl == std::string::npos) nl = body.size();
+    if (auto run = RunFromJson(json::parse(body.substr(at, nl - at), nullptr, false))) {
+      if (prefix) run->cluster = out_dir + ":" + run->cluster;
+      runs.push_back(std::move(*run));
+    }
+    at = nl + 1;
+  }
+  return runs;
 }
 
 }  // namespace
@@ -50,6 +73,30 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
     return fmt::format("namespace={}&name={}", ns, name);
   };
   std::string method = "POST", target, body;
+  // check --with DIR ...: the journals of several simulators checked as one
+  // (a job must not run in two of them at once either).
+  std::vector<std::string> with;
+  for (std::size_t i = 1; cmd == "check" && i < args.size(); ++i) {
+    if (args[i] != "--with" || i + 1 >= args.size()) {
+      std::fprintf(stderr, "usage: gantry-sim ctl --out-dir DIR check [--with OTHER_DIR]...\n");
+      return kExitUsage;
+    }
+    with.push_back(args[++i]);
+  }
+  std::optional<json> merged;
+  if (!with.empty()) {
+    std::vector<Run> all;
+    with.insert(with.begin(), out_dir);
+    for (const std::string& dir : with) {
+      auto runs = RunsOf(dir, true);
+      if (!runs.ok()) {
+        std::fprintf(stderr, "gantry-sim ctl: %s\n", runs.status().ToString().c_str());
+        return 1;
+      }
+      all.insert(all.end(), runs->begin(), runs->end());
+    }
+    merged = CheckReport(all);
+  }
   if (cmd == "journal" || cmd == "check" || cmd == "clusters") {
     method = "GET";
     target = "/" + cmd;
@@ -127,7 +174,7 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
     return 1;
   }
   if (cmd == "check") {
-    json r = json::parse(resp->body, nullptr, false);
+    json r = merged ? *merged : json::parse(resp->body, nullptr, false);
     if (r.is_object() && r.value("ok", false)) {
       // Checked: no two runs of a job at once, no at-most-once job run twice.
       // A Requeue job may run again once its earlier run ended.

@@ -23,6 +23,33 @@ nlohmann::json RunToJson(const Run& run) {
   return j;
 }
 
+std::optional<Run> RunFromJson(const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  Run r;
+  r.cluster = j.value("cluster", "");
+  r.kind = j.value("kind", "");
+  r.ns = j.value("namespace", "");
+  r.name = j.value("name", "");
+  r.job_uid = j.value("jobUid", "");
+  r.epoch = j.value("epoch", "");
+  r.at_most_once = j.value("atMostOnce", false);
+  r.start_ms = j.value("startMs", int64_t{0});
+  r.end_ms = j.value("endMs", int64_t{0});
+  r.end_reason = j.value("endReason", "");
+  return r;
+}
+
+nlohmann::json CheckReport(const std::vector<Run>& runs) {
+  nlohmann::json violations = nlohmann::json::array();
+  for (const Violation& v : CheckRuns(runs)) violations.push_back({{"jobUid", v.job_uid}, {"message", v.message}});
+  std::map<std::string, int> runs_of;
+  for (const Run& r : runs) {
+    if (!r.job_uid.empty()) ++runs_of[r.job_uid];
+  }
+  const auto again = std::count_if(runs_of.begin(), runs_of.end(), [](const auto& j) { return j.second > 1; });
+  return {{"ok", violations.empty()}, {"violations", violations}, {"jobs", runs_of.size()}, {"jobsRunAgain", again}};
+}
+
 std::vector<Violation> CheckRuns(const std::vector<Run>& runs) {
   constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();
   std::map<std::string, std::vector<const Run*>> by_uid;

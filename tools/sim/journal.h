@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,8 @@ struct Run {
 };
 
 nlohmann::json RunToJson(const Run& run);
+// The run a journal line (RunToJson's) tells; nullopt when it is no object.
+std::optional<Run> RunFromJson(const nlohmann::json& j);
 
 struct Violation {
   std::string job_uid;
@@ -42,6 +45,11 @@ struct Violation {
 // Pure: runs of the same job uid whose [start, end) intervals overlap (an
 // open run extends to infinity), and at-most-once jobs with more than one run.
 std::vector<Violation> CheckRuns(const std::vector<Run>& runs);
+
+// The check's answer (GET /check, and ctl check over several simulators):
+// ok, the violations, how many gantry jobs ran, and how many of them more
+// than once (one run after another: a Requeue job moved, or evicted).
+nlohmann::json CheckReport(const std::vector<Run>& runs);
 
 class Journal {
  public:

@@ -13,7 +13,7 @@ Plan Ladder::Requeue(const std::string& step, const std::string& reason, const s
   Plan plan;
   plan.step = step;
   DispatchUpdate u = Requeued(job_, in_.intents, message, in_.now_ms);
-  u.events.push_back(Event(reason, message + "; requeued, the next dispatch uses epoch " + std::to_string(job_.epoch + 1),
+  u.events.push_back(Event(reason, message + "; requeued, the next dispatch uses epoch " + std::to_string(NominationEpoch()),
                            job_.cluster, "Warning"));
   plan.write = std::move(u);
   plan.requeue_ms = 0;

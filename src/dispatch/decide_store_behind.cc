@@ -28,22 +28,23 @@ namespace gantry::dispatch::ladder {
 // yet. Decided meanwhile, the job could be leased or nominated elsewhere,
 // or its stored owner's run taken for vanished (an at-most-once job
 // failed, another dispatched again), beside that run. So nothing is
-// decided until every cluster that may answer is listed: not one a probe
-// found out of reach, nor one gantry cannot reach or list at all; and for
-// start_listing_ms at most (normally each lists within a second).
+// decided until every cluster gantry can reach and list is listed, whatever
+// its probe said (a slow cluster's probe times out while its lists are on
+// their way); for start_listing_ms at most: a cluster cut off is waited for
+// that long after a start, and its runs are seen only once it answers.
 std::optional<Plan> Ladder::AwaitFirstListing() const {
   const int64_t since_start = in_.now_ms - in_.started_ms;
   if (since_start >= opt_.start_listing_ms) return std::nullopt;
+  Plan wait;
   for (const auto& [name, f] : *in_.clusters) {
-    const bool out_of_reach = !f.unusable.empty() || (f.probed && !f.ready) || !f.watch_refused.empty() ||
+    const bool never_listed = !f.unusable.empty() || !f.watch_refused.empty() ||
                               (!in_.resource.empty() && f.kind_refused.count(in_.resource));
-    if (out_of_reach || in_.synced->count(name)) continue;
-    Plan wait;
-    wait.step = "start-listing";
-    wait.requeue_ms = std::min(opt_.retry_ms, opt_.start_listing_ms - since_start);
-    return wait;
+    if (!never_listed && !in_.synced->count(name)) wait.waiting_for.push_back(name);
   }
-  return std::nullopt;
+  if (wait.waiting_for.empty()) return std::nullopt;
+  wait.step = "start-listing";
+  wait.requeue_ms = std::min(opt_.retry_ms, opt_.start_listing_ms - since_start);
+  return wait;
 }
 
 std::optional<Plan> Ladder::StoreBehind() const {
@@ -55,7 +56,9 @@ std::optional<Plan> Ladder::StoreBehind() const {
   const ObservedJob* run = nullptr;
   std::string where;
   for (const auto& [cluster, o] : in_.observed) {
-    if (!Reachable(cluster)) continue;
+    // Listed, whatever its probe says: taking the lease sends nothing
+    // there, and an owner out of reach is waited for as any is (step 10).
+    if (!in_.synced->count(cluster) || !in_.clusters->count(cluster)) continue;
     for (const ObservedJob& j : o.jobs) {
       if (j.deleting || j.ns != job_.ns || j.name != own_name) continue;
       // Newer than the store's epoch; or, while Nominating, of its own
@@ -72,8 +75,8 @@ std::optional<Plan> Ladder::StoreBehind() const {
   if (!run) return std::nullopt;
   const std::string msg = fmt::format(
       "the store did not know of the job's run in {} at epoch {} (it had the job {} at epoch {}{}): the database was "
-      "restored from an older copy, or lost what it had written; that run is taken as the job's lease, and the job "
-      "is not run again",
+      "restored from an older copy (or lost what it had written), or that cluster was not listed when the job was "
+      "dispatched again; that run is taken as the job's lease, and the job is not run again from here",
       where, run->epoch, JobPhaseName(job_.phase), job_.epoch,
       job_.cluster.empty() ? "" : fmt::format(", leased to {}", job_.cluster));
   Plan plan;

@@ -396,7 +396,6 @@ void Engine::RefreshFleetLocked(int64_t now_ms) {
     // one end, so the jobs it owns wait (ClusterView::Usable).
     if (view.Usable()) {
       f.ready = view.health.state == inventory::HealthState::kReady;
-      f.probed = view.health.state != inventory::HealthState::kUnknown;
       f.lost_for_ms = view.health.ShownLostForMs();  // judged on a probe, not on the time since the last one
       f.credentials_refused = view.health.credentials_refused;
     } else {
@@ -651,6 +650,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   }
   Plan plan = Decide(in);
   if (metrics_) metrics_->Pass(plan.step);
+  TellStartWait(plan, now);
   if (in.placement && in.placement->candidates.empty() && spdlog::should_log(spdlog::level::debug)) {
     std::string why;
     for (const auto& x : in.placement->excluded) why += fmt::format(" {}: {};", x.cluster, x.exclusion.message);

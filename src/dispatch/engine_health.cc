@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "gantry/dispatch/engine.h"
@@ -309,6 +311,26 @@ void Engine::RunHealthWatch() {
     last = std::move(now);
     lock.lock();
   }
+}
+
+void Engine::TellStartWait(const Plan& plan, int64_t now_ms) {
+  if (start_wait_told_.load(std::memory_order_relaxed) == 2) return;
+  if (plan.step == "start-listing") {
+    int expected = 0;
+    if (!start_wait_told_.compare_exchange_strong(expected, 1)) return;
+    spdlog::info("dispatch: after the start, no job is decided on until {} {} listed ({} s after the start at most): "
+                 "a run there must be seen first, which the store may not know of (a database restored from a "
+                 "backup)",
+                 fmt::join(plan.waiting_for, ", "), plan.waiting_for.size() == 1 ? "is" : "are",
+                 options_.decide.start_listing_ms / 1000);
+    return;
+  }
+  int expected = 1;
+  if (!start_wait_told_.compare_exchange_strong(expected, 2)) return;
+  spdlog::info("dispatch: jobs are decided on now, {:.1f} s after the start{}", (now_ms - started_ms_) / 1000.0,
+               now_ms - started_ms_ >= options_.decide.start_listing_ms
+                   ? ": the wait for clusters not listed yet is over (their runs are seen once they answer)"
+                   : ": every cluster gantry can reach is listed");
 }
 
 }  // namespace gantry::dispatch

@@ -82,6 +82,25 @@ TEST_CASE("step 0: a run at an epoch the store has not reached takes the lease, 
   }
 }
 
+TEST_CASE("step 0: a run listed in a cluster that is not Ready takes the lease too, and the owner is then waited for",
+          "[dispatch][decide][restore]") {
+  World w;
+  w.spec = Spec("Wait");
+  w.job.phase = JobPhase::kQueued;
+  w.RemoteJob("c2", 1, RemoteJobState::kRunning);
+  w.clusters["c2"].ready = false;  // its probe timed out; its lists came
+  Plan p = Decide(w.Input());
+  CHECK(p.step == "store-behind");
+  REQUIRE(p.write);
+  CHECK(p.write->cluster == "c2");
+  Apply(w, p);
+  Plan next = Decide(w.Input());
+  CHECK(Count(next, Verb::kCreate, "Workload") == 0);
+  CHECK(Count(next, Verb::kCreate, "Job") == 0);
+  CHECK(Count(next, Verb::kDelete, "Job") == 0);
+  CHECK((!next.write || !next.write->phase || *next.write->phase == JobPhase::kAdmitted));
+}
+
 TEST_CASE("step 0: the newest run of a history the store lost is taken, and the stored owner's older one fenced",
           "[dispatch][decide][restore]") {
   // Restored with the job Running in c1 at epoch 1; since then c1 was lost,
@@ -192,23 +211,19 @@ TEST_CASE("after the start nothing is decided until every cluster that may answe
   w.in.placement = Candidates({"c1"});
   w.in.started_ms = w.in.now_ms - 2'000;
   w.synced.erase("c3");
-  w.clusters["c3"].probed = true;
   Plan p = Decide(w.Input());
   CHECK(p.step == "start-listing");
+  CHECK(p.waiting_for == std::vector<std::string>{"c3"});
   CHECK(p.actions.empty());
   CHECK_FALSE(p.write);
   CHECK(p.requeue_ms > 0);
-  SECTION("a cluster not probed yet is waited for too") {
+  SECTION("one not Ready is waited for too: a slow cluster's probe times out while its lists come") {
     w.clusters["c3"].ready = false;
-    w.clusters["c3"].probed = false;
     CHECK(Decide(w.Input()).step == "start-listing");
   }
-  SECTION("one a probe found out of reach is not") {
-    w.clusters["c3"].ready = false;
-    CHECK(Decide(w.Input()).step == "nominate");
-  }
-  SECTION("nor one gantry cannot reach, or that refuses gantry the list") {
-    w.clusters["c3"].unusable = "its credentials do not load";
+  SECTION("not one gantry cannot reach, or that refuses gantry the list") {
+    SECTION("its credentials do not load") { w.clusters["c3"].unusable = "its credentials do not load"; }
+    SECTION("it refuses the list") { w.clusters["c3"].watch_refused = "403"; }
     CHECK(Decide(w.Input()).step == "nominate");
   }
   SECTION("once listed, the job is decided as ever") {

@@ -11,7 +11,7 @@
 //
 // The ladder (each step returns early; the step's name is in Plan::step):
 //     start-listing after the daemon's start (start_listing_ms at most),
-//                until every cluster that may answer is listed: wait
+//                until every cluster gantry can reach and list is listed: wait
 //   0 store-behind a real job of the job's not being deleted, of an epoch
 //                the store has not reached (or leased where the store has no
 //                lease): the store went back in time (a restored backup);
@@ -96,9 +96,6 @@ inline constexpr std::string_view kNoClustersMessage = "no clusters known yet";
 // What the engine knows of one cluster of the inventory.
 struct ClusterFacts {
   bool ready = false;           // health Ready (Decide also requires the observer to have synced it)
-  // A probe since the daemon's start has told its health (Ready or
-  // NotReady; false: Unknown, not probed yet, or not reached at all).
-  bool probed = false;
   // Length of the current outage, as far as a failed probe has shown it
   // (inventory::ClusterHealth::ShownLostForMs): 0 when none, and 0 until a
   // probe since the daemon started confirms an outage restored from the
@@ -224,12 +221,13 @@ struct DecideOptions {
   // answering again, and one that keeps failing must not hold it for good.
   int64_t relist_wait_ms = 120'000;
   // After the daemon's start, how long at most a pass waits for every
-  // cluster that may answer to be listed (Ladder::AwaitFirstListing): the
+  // cluster gantry can reach to be listed (Ladder::AwaitFirstListing): the
   // store may be behind the clusters (a database restored from a backup),
   // and a run of the history it lost, in a cluster not listed yet, would be
   // missed by what the pass decides (a lease elsewhere, a run taken for
-  // vanished). A cluster a probe found out of reach is not waited for.
-  int64_t start_listing_ms = 60'000;
+  // vanished). Whatever its probe says: a slow cluster's probe may time out
+  // while its lists are on their way.
+  int64_t start_listing_ms = 15'000;
 };
 
 struct DecideInput {
@@ -346,6 +344,8 @@ struct Plan {
   // Step "lease": the other clusters whose copy had also won admission when
   // the lease went to write->cluster (their copies are withdrawn).
   std::vector<std::string> lease_losers;
+  // Step "start-listing": the clusters waited for (for the engine's log).
+  std::vector<std::string> waiting_for;
 };
 
 Plan Decide(const DecideInput& in);

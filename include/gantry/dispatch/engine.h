@@ -329,6 +329,9 @@ class Engine final : public JobIntake {
   std::mutex unanswered_mu_;
   std::unordered_map<std::string, Unanswered> unanswered_;
   int64_t started_ms_ = 0;  // wall clock, set by Start
+  // The start's wait for every cluster to be listed (step start-listing),
+  // as told in the log: 0 not seen, 1 told, 2 its end told.
+  std::atomic<int> start_wait_told_{0};
   // An at-most-once job's real job was created (its cluster answered 201,
   // or 409 for the job's own object): its row's created_ms is written, and
   // fsync'd, so that a job seen gone afterwards, even after a restart, is
@@ -370,6 +373,9 @@ class Engine final : public JobIntake {
   // Every health_poll: wakes the jobs with intents in a cluster whose
   // readiness changed (a partition or a recovery needs no watch event).
   void RunHealthWatch();
+  // Logs the start's wait for the clusters to be listed (step
+  // start-listing) when a pass first meets it, and its end (engine_health.cc).
+  void TellStartWait(const Plan& plan, int64_t now_ms);
 
   JobStore& store_;
   inventory::Fleet& fleet_;

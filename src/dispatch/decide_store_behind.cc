@@ -1,4 +1,4 @@
-// Step 1, before all: a store behind the clusters. Every lease and every
+// Step 0: a store behind the clusters. Every lease and every
 // nomination is durable before the remote action it allows (Engine::Pass),
 // so in the clusters a job's run is never of an epoch the store has not
 // reached, nor leased where the store has no lease: unless the store went
@@ -22,7 +22,7 @@
 
 namespace gantry::dispatch::ladder {
 
-// Before step 0, and every step that reads what is absent: just after the
+// Before step 0 and every step that reads what is absent: just after the
 // daemon's start, the store may be behind the clusters, and the run of a
 // history it lost may be in a cluster whose objects gantry has not listed
 // yet. Decided meanwhile, the job could be leased or nominated elsewhere,

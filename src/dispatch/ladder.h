@@ -606,7 +606,7 @@ class Ladder {
   bool LaterCandidate() const;
   void TellUnseenEnd(DispatchUpdate& u) const;  // step 2 (decide.cc)
   std::optional<Plan> EarlierRunSucceeded() const;  // step 1, first (decide.cc)
-  std::optional<Plan> StoreBehind() const;          // step 1, before all (decide_store_behind.cc)
+  std::optional<Plan> StoreBehind() const;          // step 0 (decide_store_behind.cc)
   std::optional<Plan> AwaitFirstListing() const;    // before step 0 (decide_store_behind.cc)
   int64_t NominationEpoch() const;                  // step 4's epoch (decide_store_behind.cc)
   bool AwaitsRelist(const std::string& cluster, const ObservedJob& j) const;  // step 1 (decide.cc)

@@ -196,11 +196,13 @@ Plan Ladder::Run() {
     if (std::optional<Plan> ended = EndedBeforeCancel()) return std::move(*ended);
     return Cancel();
   }
+  // After a start, until the clusters are listed; then a run of a history
+  // the store lost (a restored database) takes the lease (step 0).
+  if (std::optional<Plan> wait = AwaitFirstListing()) return std::move(*wait);
+  if (std::optional<Plan> adopted = StoreBehind()) return std::move(*adopted);
   // No cluster can ever run it: it holds no lease, and only what is left of
   // its copies is withdrawn (it is not the lease holder's ladder below,
   // which would read the empty owner as one removed from the inventory).
-  if (std::optional<Plan> wait = AwaitFirstListing()) return std::move(*wait);
-  if (std::optional<Plan> adopted = StoreBehind()) return std::move(*adopted);
   if (job_.phase == JobPhase::kUnschedulable) return Unschedulable();
   if (std::optional<Plan> done = EarlierRunSucceeded()) return std::move(*done);
   Plan fence;

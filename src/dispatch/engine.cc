@@ -650,7 +650,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   }
   Plan plan = Decide(in);
   if (metrics_) metrics_->Pass(plan.step);
-  TellStartWait(plan, now);
+  TellStartWait(plan, now, job->phase);
   if (in.placement && in.placement->candidates.empty() && spdlog::should_log(spdlog::level::debug)) {
     std::string why;
     for (const auto& x : in.placement->excluded) why += fmt::format(" {}: {};", x.cluster, x.exclusion.message);

@@ -313,8 +313,11 @@ void Engine::RunHealthWatch() {
   }
 }
 
-void Engine::TellStartWait(const Plan& plan, int64_t now_ms) {
+void Engine::TellStartWait(const Plan& plan, int64_t now_ms, JobPhase phase) {
   if (start_wait_told_.load(std::memory_order_relaxed) == 2) return;
+  // Finished and cancelling jobs are not held by the wait: their passes
+  // tell nothing of its end.
+  if (IsFinal(phase) || phase == JobPhase::kCancelling) return;
   if (plan.step == "start-listing") {
     int expected = 0;
     if (!start_wait_told_.compare_exchange_strong(expected, 1)) return;

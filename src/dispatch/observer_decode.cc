@@ -33,11 +33,14 @@ const json* TrueCondition(const json& o, std::string_view type) {
   return c && JsonStringAt(*c, {"status"}) == "True" ? c : nullptr;
 }
 
-// Epochs start at 1; anything else reads as 0 ("unknown").
+// Epochs start at 1; anything else reads as 0 ("unknown"), and so does one
+// past 2^53 (an edited annotation: no job is dispatched that often, and the
+// next nomination's epoch, one past the highest seen, must not overflow).
 int64_t ParseEpoch(const std::string& text) {
+  constexpr int64_t kMaxEpoch = int64_t{1} << 53;
   int64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  return ec == std::errc() && end == text.data() + text.size() && v > 0 ? v : 0;
+  return ec == std::errc() && end == text.data() + text.size() && v > 0 && v <= kMaxEpoch ? v : 0;
 }
 
 // Fills the fields ObservedWorkload and ObservedJob share; false when the

@@ -394,11 +394,13 @@ std::vector<ClusterFileError> Fleet::Load(InventoryChange* change) {
       // Its clock starts again, as at a start, from its first failed probe.
       e.view.health = ClusterHealth{};
       ForgetOutage(name);
-    } else if (!same_connection && !e.view.cluster_id.empty() && e.view.health.state == HealthState::kReady) {
+    } else if (!same_connection && !e.view.cluster_id.empty() && e.view.health.state == HealthState::kReady &&
+               !e.view.health.first_lost_ms) {
       // Its address the same, how it is reached not (above): not Ready
       // until a probe reads its identity there, nor used meanwhile (a
-      // failed read must not merely leave it Ready, doubted). Its outage,
-      // if one was doubted, stands.
+      // failed read must not merely leave it Ready, doubted). One doubted
+      // already keeps its state and outage (the store's record of it
+      // follows the state): its next failed probe makes it NotReady.
       e.view.health.state = HealthState::kUnknown;
     }
   }

@@ -41,11 +41,20 @@ Status CheckOrigin(SqliteConnection& conn, const std::string& origin) {
       auto phase = ParseJobPhase(phases->Text(0));
       if (!phase || !IsFinal(*phase)) active += phases->Int(1);
     }
+    // And finished ones whose objects may still be in the clusters (rows
+    // not confirmed gone: a failed job's run in a cluster out of reach).
+    Result<Statement> rows = conn.Prepare(
+        "SELECT count(DISTINCT i.job_uid) FROM remote_intents AS i JOIN jobs AS j ON j.uid = i.job_uid "
+        "WHERE j.phase IN ('Succeeded', 'Failed', 'Cancelled')");
+    if (!rows.ok()) return rows.status();
+    Result<bool> counted = rows->Step();
+    if (!counted.ok()) return counted.status();
+    if (*counted) active += rows->Int(0);
     if (active > 0) {
       return Status::Invalid(fmt::format(
           "origin is {} in the configuration, but this database's jobs were dispatched with origin {}: {} of its "
-          "jobs are not finished, and under another origin gantry would see none of their objects in the "
-          "clusters (each run taken for vanished and dispatched again beside itself) and could never delete "
+          "jobs are not finished or have objects left in the clusters, and under another origin gantry would "
+          "see none of their objects there (each run taken for vanished and dispatched again beside itself) and could never delete "
           "them; put origin back to {}, or change it once every job has finished or been cancelled",
           origin, stored, active, stored));
     }

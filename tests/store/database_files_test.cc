@@ -138,14 +138,31 @@ TEST_CASE("a database is opened only with the origin its unfinished jobs were di
     CHECK(refused.status().code() == Code::kInvalidArgument);
     CHECK_THAT(refused.status().message(),
                Catch::Contains("origin is gantry-b in the configuration, but this database's jobs were dispatched "
-                               "with origin gantry: 1 of its jobs are not finished") &&
+                               "with origin gantry: 1 of its jobs are not finished or have objects left") &&
                    Catch::Contains("put origin back to gantry"));
   }
+  auto rows = [&](bool present) {
+    auto store = with_origin("gantry");
+    REQUIRE(store.ok());
+    DispatchUpdate u;
+    u.uid = uid;
+    u.expected_phase = JobPhase::kCancelled;
+    if (present) {
+      u.upsert_intents.push_back(testing::MakeIntent("c1", "Job", 1, false));
+    } else {
+      u.drop_intents.emplace_back("c1", "Job");
+    }
+    REQUIRE(testing::ApplySync(**store, u).ok());
+  };
   {
     auto store = with_origin("gantry");
     REQUIRE(store.ok());
     testing::ForcePhase(**store, uid, JobPhase::kCancelled);
   }
+  // Cancelled, its run's delete not confirmed yet: still refused.
+  rows(true);
+  CHECK_FALSE(with_origin("gantry-b").ok());
+  rows(false);
   // Every job finished: the new origin is taken, and then the old one is
   // the other.
   CHECK(with_origin("gantry-b").ok());

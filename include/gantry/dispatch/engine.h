@@ -375,7 +375,7 @@ class Engine final : public JobIntake {
   void RunHealthWatch();
   // Logs the start's wait for the clusters to be listed (step
   // start-listing) when a pass first meets it, and its end (engine_health.cc).
-  void TellStartWait(const Plan& plan, int64_t now_ms);
+  void TellStartWait(const Plan& plan, int64_t now_ms, JobPhase phase);
 
   JobStore& store_;
   inventory::Fleet& fleet_;

@@ -71,7 +71,10 @@ void RunCampaign(const Campaign& c) {
   REQUIRE(fleet.ok());
   REQUIRE(fleet.WaitClustersReady());
 
-  const unsigned seed = std::random_device{}();
+  // GANTRY_CAMPAIGN_SEED: the cuts and kills of an earlier run (its seed is
+  // in a failure's messages) again; the timing still differs.
+  const char* seed_env = std::getenv("GANTRY_CAMPAIGN_SEED");
+  const unsigned seed = seed_env ? static_cast<unsigned>(std::strtoul(seed_env, nullptr, 10)) : std::random_device{}();
   INFO("seed " << seed);
   std::mt19937 rng(seed);
 
@@ -187,6 +190,14 @@ void RunCampaign(const Campaign& c) {
     const json& status = stored[name]["status"];
     CHECK(stored[name]["metadata"].value("uid", "") == uid);
     const std::string phase = status.value("phase", "");
+    // How it ended, and its story, when that is not Succeeded.
+    std::string story;
+    if (phase != "Succeeded") {
+      for (const json& e : fleet.Events("team-a", name)) {
+        story += fmt::format("\n  {} {}: {}", e.value("time", ""), e.value("reason", ""), e.value("message", ""));
+      }
+    }
+    INFO("phase " << phase << ": " << status.value("message", "") << story);
     if (policy == "Fail" && phase == "Failed") {
       CHECK_THAT(status.value("message", ""), Catch::Contains("onClusterLoss is Fail"));
       ++tally.failed_lost;

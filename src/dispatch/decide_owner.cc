@@ -343,6 +343,13 @@ Plan Ladder::Owned() const {
         return plan;
       }
     }
+    if (w && w->finished && j && j->state == RemoteJobState::kSuspended &&
+        (w->reason == "Succeeded" || w->reason == "Failed")) {
+      // Finished for the job's own end: the job ran, and the view of it is
+      // behind its Workload's (two lists after a start, two watches). The
+      // Workload tells how it ended.
+      return FinishAsWorkloadTells("finish", *w);
+    }
     if (w && w->finished && j && j->state == RemoteJobState::kSuspended) {
       // Kueue finished the Workload before the job started, and will never
       // start it: the job does not match its Workload (OutOfSync), or its

@@ -1513,6 +1513,21 @@ TEST_CASE("a job whose owner's Kueue will never start it fails or moves instead 
     CHECK(Count(p, Verb::kDelete, "Job", "c1") == 1);  // nothing kept of a run that never was
     CHECK(Count(p, Verb::kCreate, "Workload") == 0);
   }
+  SECTION("its Workload finished for the job's own end while the view of the job is behind: it ended so") {
+    World w = leased(JobPhase::kRunning);
+    w.in.observed["c1"].workloads[0].finished = true;
+    w.in.observed["c1"].workloads[0].reason = "Succeeded";
+    w.in.observed["c1"].workloads[0].message = "Job finished successfully";
+    Plan p = Decide(w.Input());
+    REQUIRE(p.write);
+    REQUIRE(p.write->phase);
+    CHECK(*p.write->phase == JobPhase::kSucceeded);
+    w.in.observed["c1"].workloads[0].reason = "Failed";
+    Plan failed = Decide(w.Input());
+    REQUIRE(failed.write);
+    CHECK(*failed.write->phase == JobPhase::kFailed);
+    CHECK(failed.write->events.back().reason == "Failed");  // its run's end, not NotStarted
+  }
   SECTION("its Workload is gone and the job waits suspended: moved like a Workload gone with its job") {
     World w = leased(JobPhase::kRunning);
     w.in.observed["c1"].workloads.clear();

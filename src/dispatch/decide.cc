@@ -147,11 +147,16 @@ bool Ladder::EarlierJobIn(const std::string& cluster) const {
   return std::find(gone.begin(), gone.end(), std::make_pair(cluster, std::string(kJob))) == gone.end();
 }
 
+// Whether j has the job's own name and namespace: an object with gantry's
+// labels and another name is not taken for a run of the job's.
+bool Ladder::OwnRun(const ObservedJob& j) const {
+  return j.ns == job_.ns && j.name == RemoteName(job_.name, job_.uid);
+}
+
 // Whether j is the job's own run of an earlier dispatch: its name and
-// namespace, and an epoch (an object with gantry's labels and another name,
-// or none, is not taken for how the job ended).
+// namespace, and an epoch (one with none is not taken for how the job ended).
 bool Ladder::OwnEarlierRun(const ObservedJob& j) const {
-  return OfEarlierDispatch(j) && j.epoch > 0 && j.ns == job_.ns && j.name == RemoteName(job_.name, job_.uid);
+  return OfEarlierDispatch(j) && j.epoch > 0 && OwnRun(j);
 }
 
 

@@ -52,7 +52,6 @@ std::optional<Plan> Ladder::StoreBehind() const {
   const bool unleased = job_.phase == JobPhase::kQueued || job_.phase == JobPhase::kNominating ||
                         job_.phase == JobPhase::kUnschedulable;
   if (!leased && !unleased) return std::nullopt;
-  const std::string own_name = RemoteName(job_.name, job_.uid);
   const ObservedJob* run = nullptr;
   std::string where;
   for (const auto& [cluster, o] : in_.observed) {
@@ -60,14 +59,14 @@ std::optional<Plan> Ladder::StoreBehind() const {
     // there, and an owner out of reach is waited for as any is (step 10).
     if (!in_.synced->count(cluster) || !in_.clusters->count(cluster)) continue;
     for (const ObservedJob& j : o.jobs) {
-      if (j.deleting || j.ns != job_.ns || j.name != own_name) continue;
       // Newer than the store's epoch; or, while Nominating, of its own
       // epoch: a real job exists only after its lease was written. (A
       // Queued or Unschedulable job's own epoch is its last dispatch's,
-      // given up: its run is a leftover.)
+      // given up: its run is a leftover.) The name last: at every pass, and
+      // almost never behind.
       const bool behind =
           j.epoch > job_.epoch || (j.epoch == job_.epoch && j.epoch > 0 && job_.phase == JobPhase::kNominating);
-      if (!behind || (run && j.epoch <= run->epoch)) continue;
+      if (!behind || j.deleting || (run && j.epoch <= run->epoch) || !OwnRun(j)) continue;
       run = &j;
       where = cluster;
     }
@@ -89,11 +88,18 @@ std::optional<Plan> Ladder::StoreBehind() const {
   u.message = msg;
   u.conditions_json = "[]";
   MarkAllAbsent(u, {{where, kWorkload}, {where, kJob}});
-  RemoteIntent workload = IntentFor(CreateWorkloadAction(in_, where, run->epoch));
-  RemoteIntent job = IntentFor(CreateJobAction(in_, where, run->epoch));
-  job.created_ms = in_.now_ms;  // there: an at-most-once job's is never created again
-  u.upsert_intents.push_back(std::move(workload));
-  u.upsert_intents.push_back(std::move(job));
+  // The rows of its two objects there (both carry the job's remote name).
+  for (const char* kind : {kWorkload, kJob}) {
+    RemoteIntent i;
+    i.cluster = where;
+    i.kind = kind;
+    i.ns = run->ns;
+    i.name = run->name;
+    i.epoch = run->epoch;
+    // The run is there: an at-most-once job's is never created again.
+    if (std::string_view(kind) == kJob) i.created_ms = in_.now_ms;
+    u.upsert_intents.push_back(std::move(i));
+  }
   u.events.push_back(Event("StoreBehind", msg, where, "Warning"));
   plan.write = std::move(u);
   plan.requeue_ms = 0;

@@ -617,6 +617,7 @@ class Ladder {
     return in_.spec->dispatch.timeout_seconds && in_.now_ms >= NominationDeadlineMs();
   }
   bool OfEarlierDispatch(const ObservedJob& j) const;                           // step 1 (decide.cc)
+  bool OwnRun(const ObservedJob& j) const;                                      // (decide.cc)
   bool OwnEarlierRun(const ObservedJob& j) const;                               // step 1 (decide.cc)
   Plan Nominate() const;
   std::optional<Plan> Lease() const;

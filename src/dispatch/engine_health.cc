@@ -314,11 +314,15 @@ void Engine::RunHealthWatch() {
 }
 
 void Engine::TellStartWait(const Plan& plan, int64_t now_ms, JobPhase phase) {
-  if (start_wait_told_.load(std::memory_order_relaxed) == 2) return;
+  // At every pass: a plain load, no read-modify-write, unless there is
+  // something to tell (a start with no wait never gets past this).
+  const int told = start_wait_told_.load(std::memory_order_relaxed);
+  const bool waits = plan.step == "start-listing";
+  if (told == 2 || (told == 0 && !waits) || (told == 1 && waits)) return;
   // Finished and cancelling jobs are not held by the wait: their passes
   // tell nothing of its end.
   if (IsFinal(phase) || phase == JobPhase::kCancelling) return;
-  if (plan.step == "start-listing") {
+  if (waits) {
     int expected = 0;
     if (!start_wait_told_.compare_exchange_strong(expected, 1)) return;
     spdlog::info("dispatch: after the start, no job is decided on until {} {} listed ({} s after the start at most): "

@@ -30,37 +30,30 @@ Status CheckOrigin(SqliteConnection& conn, const std::string& origin) {
   const std::string stored = *row ? read->Text(0) : "";
   if (*row && stored == origin) return Status::Ok();
   if (*row) {
-    // Jobs whose objects may be in the clusters under the stored origin.
-    Result<Statement> phases = conn.Prepare("SELECT phase, count(*) FROM jobs GROUP BY phase");
-    if (!phases.ok()) return phases.status();
-    int64_t active = 0;
-    while (true) {
-      Result<bool> next = phases->Step();
-      if (!next.ok()) return next.status();
-      if (!*next) break;
-      auto phase = ParseJobPhase(phases->Text(0));
-      if (!phase || !IsFinal(*phase)) active += phases->Int(1);
-    }
-    // And finished ones whose objects may still be in the clusters (rows
-    // not confirmed gone: a failed job's run in a cluster out of reach).
-    Result<Statement> rows = conn.Prepare(
-        "SELECT count(DISTINCT i.job_uid) FROM remote_intents AS i JOIN jobs AS j ON j.uid = i.job_uid "
-        "WHERE j.phase IN ('Succeeded', 'Failed', 'Cancelled')");
-    if (!rows.ok()) return rows.status();
-    Result<bool> counted = rows->Step();
+    // Jobs whose objects may be in the clusters under the stored origin:
+    // unfinished ones (a phase not read counts as one), and finished ones
+    // with rows not confirmed gone (a failed job's run in a cluster out of
+    // reach).
+    static const std::string kCount = fmt::format(
+        "SELECT count(*) FROM jobs AS j WHERE j.phase NOT IN ('{}', '{}', '{}') "
+        "OR EXISTS (SELECT 1 FROM remote_intents AS i WHERE i.job_uid = j.uid)",
+        JobPhaseName(JobPhase::kSucceeded), JobPhaseName(JobPhase::kFailed), JobPhaseName(JobPhase::kCancelled));
+    Result<Statement> count = conn.Prepare(kCount);
+    if (!count.ok()) return count.status();
+    Result<bool> counted = count->Step();
     if (!counted.ok()) return counted.status();
-    if (*counted) active += rows->Int(0);
+    const int64_t active = *counted ? count->Int(0) : 0;
     if (active > 0) {
       return Status::Invalid(fmt::format(
           "origin is {} in the configuration, but this database's jobs were dispatched with origin {}: {} of its "
           "jobs are not finished or have objects left in the clusters, and under another origin gantry would "
-          "see none of their objects there (each run taken for vanished and dispatched again beside itself) and could never delete "
-          "them; put origin back to {}, or change it once every job has finished or been cancelled",
+          "see none of their objects there (each run taken for vanished and dispatched again beside itself) and "
+          "could never delete them; put origin back to {}, or change it once every job has finished or been "
+          "cancelled",
           origin, stored, active, stored));
     }
-    spdlog::warn("store: origin changes from {} to {}: no job of this database is unfinished; objects left in the "
-                 "clusters with origin {} (finished jobs' kept by finishedRetentionSeconds) are no longer gantry's "
-                 "to delete",
+    spdlog::warn("store: origin changes from {} to {}: no job of this database is unfinished or has objects left "
+                 "in the clusters; anything else there with origin {} is no longer gantry's to delete",
                  stored, origin, stored);
   }
   Result<Statement> save = conn.Prepare(

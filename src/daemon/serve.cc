@@ -17,7 +17,6 @@
 #include <yaml-cpp/yaml.h>
 
 #include "gantry/api/api_metrics.h"
-#include "gantry/job/job_document.h"
 #include "gantry/api/api_service.h"
 #include "gantry/api/k8s_status.h"
 #include "gantry/api/token_auth.h"
@@ -28,6 +27,7 @@
 #include "gantry/dispatch/engine.h"
 #include "gantry/http/server.h"
 #include "gantry/inventory/fleet.h"
+#include "gantry/job/job_document.h"
 #include "gantry/kube/kube_prober.h"
 #include "gantry/store/sqlite_connection.h"
 #include "gantry/store/sqlite_store.h"

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -29,8 +28,8 @@ Result<http::ClientResponse> Call(const std::string& out_dir, const std::string&
 }
 
 // The runs of the simulator in out_dir (its journal), their clusters named
-// "DIR:cluster" when prefix is set (two simulators both have a c1).
-Result<std::vector<Run>> RunsOf(const std::string& out_dir, bool prefix) {
+// "DIR:cluster" (two simulators both have a c1).
+Result<std::vector<Run>> RunsOf(const std::string& out_dir) {
   auto resp = Call(out_dir, "GET", "/journal");
   if (!resp.ok()) return resp.status();
   if (resp->status != 200) return Status::Unavailable(fmt::format("{}: journal answered {}", out_dir, resp->status));
@@ -41,12 +40,34 @@ Result<std::vector<Run>> RunsOf(const std::string& out_dir, bool prefix) {
     std::size_t nl = body.find('\n', at);
     if (nl == std::string::npos) nl = body.size();
     if (auto run = RunFromJson(json::parse(body.substr(at, nl - at), nullptr, false))) {
-      if (prefix) run->cluster = out_dir + ":" + run->cluster;
+      run->cluster = out_dir + ":" + run->cluster;
       runs.push_back(std::move(*run));
     }
     at = nl + 1;
   }
   return runs;
+}
+
+// Prints the check's report (CheckReport's); the exit code: 0 when no job
+// ran twice.
+int PrintCheck(const json& r) {
+  if (r.is_object() && r.value("ok", false)) {
+    // Checked: no two runs of a job at once, no at-most-once job run twice.
+    // A Requeue job may run again once its earlier run ended.
+    const int64_t jobs = r.value("jobs", int64_t{0}), again = r.value("jobsRunAgain", int64_t{0});
+    std::printf("ok: no job ran in two places at once, and no at-most-once job ran twice (%lld jobs ran",
+                static_cast<long long>(jobs));
+    if (again > 0) {
+      std::printf("; %lld of them again after an earlier run ended, as a Requeue job moved or evicted may",
+                  static_cast<long long>(again));
+    }
+    std::printf(")\n");
+    return 0;
+  }
+  for (const json& v : r.value("violations", json::array())) {
+    std::printf("VIOLATION %s: %s\n", v.value("jobUid", "").c_str(), v.value("message", "").c_str());
+  }
+  return 1;
 }
 
 }  // namespace
@@ -83,19 +104,18 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
     }
     with.push_back(args[++i]);
   }
-  std::optional<json> merged;
-  if (!with.empty()) {
+  if (!with.empty()) {  // checked here, from their journals: no /check asked
     std::vector<Run> all;
     with.insert(with.begin(), out_dir);
     for (const std::string& dir : with) {
-      auto runs = RunsOf(dir, true);
+      auto runs = RunsOf(dir);
       if (!runs.ok()) {
         std::fprintf(stderr, "gantry-sim ctl: %s\n", runs.status().ToString().c_str());
         return 1;
       }
       all.insert(all.end(), runs->begin(), runs->end());
     }
-    merged = CheckReport(all);
+    return PrintCheck(CheckReport(all));
   }
   if (cmd == "journal" || cmd == "check" || cmd == "clusters") {
     method = "GET";
@@ -173,26 +193,7 @@ int RunCtl(const std::string& out_dir, const std::vector<std::string>& args) {
     std::fprintf(stderr, "gantry-sim ctl %s: %d %s\n", cmd.c_str(), resp->status, msg.c_str());
     return 1;
   }
-  if (cmd == "check") {
-    json r = merged ? *merged : json::parse(resp->body, nullptr, false);
-    if (r.is_object() && r.value("ok", false)) {
-      // Checked: no two runs of a job at once, no at-most-once job run twice.
-      // A Requeue job may run again once its earlier run ended.
-      const int64_t jobs = r.value("jobs", int64_t{0}), again = r.value("jobsRunAgain", int64_t{0});
-      std::printf("ok: no job ran in two places at once, and no at-most-once job ran twice (%lld jobs ran",
-                  static_cast<long long>(jobs));
-      if (again > 0) {
-        std::printf("; %lld of them again after an earlier run ended, as a Requeue job moved or evicted may",
-                    static_cast<long long>(again));
-      }
-      std::printf(")\n");
-      return 0;
-    }
-    for (const json& v : r.value("violations", json::array())) {
-      std::printf("VIOLATION %s: %s\n", v.value("jobUid", "").c_str(), v.value("message", "").c_str());
-    }
-    return 1;
-  }
+  if (cmd == "check") return PrintCheck(json::parse(resp->body, nullptr, false));
   if (cmd == "clusters") {
     std::printf("%s\n", json::parse(resp->body, nullptr, false).dump(2).c_str());
   } else {

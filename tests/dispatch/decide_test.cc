@@ -1500,11 +1500,16 @@ TEST_CASE("a job whose owner's Kueue will never start it fails or moves instead 
     w.RemoteJob("c1", 1, RemoteJobState::kSuspended);
     return w;
   };
+  // Its copy in c1 finished by Kueue, for reason.
+  auto finished = [](World& w, const char* reason, const char* message) {
+    ObservedWorkload& wl = w.in.observed["c1"].workloads[0];
+    wl.finished = true;
+    wl.reason = reason;
+    wl.message = message;
+  };
   SECTION("Kueue finished the Workload before the job started (OutOfSync): failed, saying so, not dispatched again") {
     World w = leased(JobPhase::kAdmitted);
-    w.in.observed["c1"].workloads[0].finished = true;
-    w.in.observed["c1"].workloads[0].reason = "OutOfSync";
-    w.in.observed["c1"].workloads[0].message = "The prebuilt workload is out of sync with its user job";
+    finished(w, "OutOfSync", "The prebuilt workload is out of sync with its user job");
     Plan p = Decide(w.Input());
     REQUIRE(p.write);
     REQUIRE(p.write->phase);
@@ -1515,16 +1520,15 @@ TEST_CASE("a job whose owner's Kueue will never start it fails or moves instead 
   }
   SECTION("its Workload finished for the job's own end while the view of the job is behind: it ended so") {
     World w = leased(JobPhase::kRunning);
-    w.in.observed["c1"].workloads[0].finished = true;
-    w.in.observed["c1"].workloads[0].reason = "Succeeded";
-    w.in.observed["c1"].workloads[0].message = "Job finished successfully";
+    finished(w, "Succeeded", "Job finished successfully");
     Plan p = Decide(w.Input());
     REQUIRE(p.write);
     REQUIRE(p.write->phase);
     CHECK(*p.write->phase == JobPhase::kSucceeded);
-    w.in.observed["c1"].workloads[0].reason = "Failed";
+    finished(w, "Failed", "Job failed");
     Plan failed = Decide(w.Input());
     REQUIRE(failed.write);
+    REQUIRE(failed.write->phase);
     CHECK(*failed.write->phase == JobPhase::kFailed);
     CHECK(failed.write->events.back().reason == "Failed");  // its run's end, not NotStarted
   }

@@ -165,11 +165,12 @@ inline std::string ServerOf(const std::string& name) {
   return "https://127.0.0.1:" + std::to_string(20000 + h % 40000);
 }
 
-inline void WriteCluster(const std::string& dir, const std::string& name, const std::string& server = "") {
+inline void WriteCluster(const std::string& dir, const std::string& name, const std::string& server = "",
+                         const std::string& token = "not-a-real-token-123") {
   std::ofstream(dir + "/" + name + ".kubeconfig") << R"(apiVersion: v1
 kind: Config
 clusters: [{name: c, cluster: {server: ")" << (server.empty() ? ServerOf(name) : server) << R"("}}]
-users: [{name: u, user: {token: not-a-real-token-123}}]
+users: [{name: u, user: {token: )" << token << R"(}}]
 contexts: [{name: x, context: {cluster: c, user: u}}]
 current-context: x
 )";

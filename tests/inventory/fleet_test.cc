@@ -1062,6 +1062,12 @@ struct IdentifiedPair {
     prober.SetClusterId("c1", "uid-a");
     prober.SetClusterId("c2", "uid-b");
   }
+  // Started, both probed once: c2 Ready.
+  void StartReady(Fleet& fleet) {
+    REQUIRE(fleet.Start().empty());
+    fleet.ProbeAllNow();
+    REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  }
   // The daemon's run before the test's: both probed once, and their
   // identities in the store.
   void RunBefore() {
@@ -1152,9 +1158,7 @@ TEST_CASE("an entry moved to another API server whose probe cannot read its iden
   auto& clock = pair.clock;
   auto& prober = pair.prober;
   Fleet fleet(prober, *store, clock, options);
-  REQUIRE(fleet.Start().empty());
-  fleet.ProbeAllNow();
-  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  pair.StartReady(fleet);
   // Pointed at a server that does not let gantry read kube-system.
   pair.PointC2Elsewhere(fleet, "");
   for (int i = 0; i < 3; ++i) fleet.ProbeAllNow();
@@ -1181,9 +1185,7 @@ TEST_CASE("an entry held for another entry's server whose file then points elsew
   auto& clock = pair.clock;
   auto& prober = pair.prober;
   Fleet fleet(prober, *store, clock, options);
-  REQUIRE(fleet.Start().empty());
-  fleet.ProbeAllNow();
-  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  pair.StartReady(fleet);
   // Pointed at c1's server at a reload: held, with no credentials (a
   // placeholder), c1 kept.
   WriteCluster(dir.path(), "c2", ServerOf("c1"));
@@ -1215,17 +1217,12 @@ TEST_CASE("an entry whose kubeconfig keeps its address but changes its credentia
   auto& clock = pair.clock;
   auto& prober = pair.prober;
   Fleet fleet(prober, *store, clock, options);
-  REQUIRE(fleet.Start().empty());
-  fleet.ProbeAllNow();
-  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  pair.StartReady(fleet);
   // A cluster made again at the same address, its new kubeconfig put in
   // place (another token here; another CA likewise), and its kube-system
   // read failing (a 429, a 5xx). (Set first: the reload probes it at once.)
   prober.SetClusterId("c2", "");
-  std::ofstream(dir.File("c2.kubeconfig")) << "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \""
-                                            << ServerOf("c2") << "\"}}]\nusers: [{name: u, user: {token: "
-                                            << "another-token-456}}]\ncontexts: [{name: x, context: {cluster: c, "
-                                            << "user: u}}]\ncurrent-context: x\n";
+  WriteCluster(dir.path(), "c2", ServerOf("c2"), "another-token-456");
   InventoryChange change;
   REQUIRE(fleet.Reload(&change).empty());
   CHECK(change.Describe() == "changed c2 (kubeconfig (client credentials))");
@@ -1247,9 +1244,7 @@ TEST_CASE("an entry whose own server shows another identity is held and after a 
   auto& clock = pair.clock;
   auto& prober = pair.prober;
   Fleet fleet(prober, *store, clock, options);
-  REQUIRE(fleet.Start().empty());
-  fleet.ProbeAllNow();
-  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  pair.StartReady(fleet);
   // The same address now serves another cluster (a DNS name moved, a
   // cluster made again there): held at its next probe.
   prober.SetClusterId("c2", "uid-z");
@@ -1278,9 +1273,7 @@ TEST_CASE("an entry whose kubeconfig now reaches another cluster is held until i
   auto& clock = pair.clock;
   auto& prober = pair.prober;
   Fleet fleet(prober, *store, clock, options);
-  REQUIRE(fleet.Start().empty());
-  fleet.ProbeAllNow();
-  REQUIRE(fleet.Cluster("c2")->health.state == HealthState::kReady);
+  pair.StartReady(fleet);
   // c2's file is pointed at a server of a third cluster, which no other
   // entry reaches: a view of it would show every job of c2's gone.
   pair.PointC2Elsewhere(fleet, "uid-z");

@@ -689,7 +689,7 @@ Plan Ladder::Nominate() const {
     // Clusters not listed yet, just after a start, are no news: every
     // queued job would be written once for them while the views sync.
     const bool syncing = !unlisted.empty() && kind_refused.empty() && job_refused.empty() && earlier.empty() &&
-                         classless.empty() && in_.now_ms - in_.started_ms < opt_.resync_ms;
+                         classless.empty() && in_.since_start_ms < opt_.resync_ms;
     if (job_.message != msg && !syncing) {
       DispatchUpdate u = Guarded(job_);
       u.message = msg;

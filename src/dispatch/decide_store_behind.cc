@@ -33,7 +33,7 @@ namespace gantry::dispatch::ladder {
 // their way); for start_listing_ms at most: a cluster cut off is waited for
 // that long after a start, and its runs are seen only once it answers.
 std::optional<Plan> Ladder::AwaitFirstListing() const {
-  const int64_t since_start = in_.now_ms - in_.started_ms;
+  const int64_t since_start = in_.since_start_ms;
   if (since_start >= opt_.start_listing_ms) return std::nullopt;
   Plan wait;
   for (const auto& [name, f] : *in_.clusters) {

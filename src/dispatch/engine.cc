@@ -89,6 +89,7 @@ Status Engine::Start() {
     watch_refused_since_ = std::move(*refusals);
   }
   started_ms_ = clock_.NowMillis();
+  started_mono_ms_ = clock_.MonotonicMillis();
   {
     std::map<std::string, int> missing = OwnersOutside({});
     for (const auto& [cluster, jobs] : missing) {
@@ -630,6 +631,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   }
   in.inventory_confirmed = inventory_confirmed_.load();  // before the facts (InventoryChanged)
   in.started_ms = started_ms_;
+  in.since_start_ms = clock_.MonotonicMillis() - started_mono_ms_;
   in.clusters = Facts(now);
   in.now_ms = now;
   in.options = options_.decide;
@@ -650,7 +652,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   }
   Plan plan = Decide(in);
   if (metrics_) metrics_->Pass(plan.step);
-  TellStartWait(plan, now, job->phase);
+  TellStartWait(plan, job->phase);
   if (in.placement && in.placement->candidates.empty() && spdlog::should_log(spdlog::level::debug)) {
     std::string why;
     for (const auto& x : in.placement->excluded) why += fmt::format(" {}: {};", x.cluster, x.exclusion.message);

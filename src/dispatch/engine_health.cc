@@ -313,7 +313,7 @@ void Engine::RunHealthWatch() {
   }
 }
 
-void Engine::TellStartWait(const Plan& plan, int64_t now_ms, JobPhase phase) {
+void Engine::TellStartWait(const Plan& plan, JobPhase phase) {
   // At every pass: a plain load, no read-modify-write, unless there is
   // something to tell (a start with no wait never gets past this).
   const int told = start_wait_told_.load(std::memory_order_relaxed);
@@ -334,8 +334,9 @@ void Engine::TellStartWait(const Plan& plan, int64_t now_ms, JobPhase phase) {
   }
   int expected = 1;
   if (!start_wait_told_.compare_exchange_strong(expected, 2)) return;
-  spdlog::info("dispatch: jobs are decided on now, {:.1f} s after the start{}", (now_ms - started_ms_) / 1000.0,
-               now_ms - started_ms_ >= options_.decide.start_listing_ms
+  const int64_t since_start_ms = clock_.MonotonicMillis() - started_mono_ms_;
+  spdlog::info("dispatch: jobs are decided on now, {:.1f} s after the start{}", since_start_ms / 1000.0,
+               since_start_ms >= options_.decide.start_listing_ms
                    ? ": the wait for clusters not listed yet is over (their runs are seen once they answer)"
                    : ": every cluster gantry can reach is listed");
 }

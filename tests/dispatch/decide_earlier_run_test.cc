@@ -721,7 +721,7 @@ TEST_CASE("step 4: no Workload copy goes to a cluster while an earlier run of th
     CHECK_THAT(*wait.write->message, Catch::Contains("gantry has not listed c3 yet"));
     CHECK(wait.requeue_ms == w.in.options.retry_ms);
     // Just after the daemon's start, while every view syncs: no write.
-    w.in.started_ms = w.in.now_ms - 1'000;
+    w.in.since_start_ms = 1'000;
     Plan starting = Decide(w.Input());
     CHECK_FALSE(starting.write);
     CHECK(starting.requeue_ms == w.in.options.retry_ms);

@@ -209,7 +209,7 @@ TEST_CASE("after the start nothing is decided until every cluster that may answe
   World w;
   w.job.phase = JobPhase::kQueued;
   w.in.placement = Candidates({"c1"});
-  w.in.started_ms = w.in.now_ms - 2'000;
+  w.in.since_start_ms = 2'000;
   w.synced.erase("c3");
   Plan p = Decide(w.Input());
   CHECK(p.step == "start-listing");
@@ -231,7 +231,12 @@ TEST_CASE("after the start nothing is decided until every cluster that may answe
     CHECK(Decide(w.Input()).step == "nominate");
   }
   SECTION("and not longer than start_listing_ms after the start") {
-    w.in.started_ms = w.in.now_ms - w.in.options.start_listing_ms;
+    w.in.since_start_ms = w.in.options.start_listing_ms;
+    CHECK(Decide(w.Input()).step == "nominate");
+  }
+  SECTION("measured on the monotonic clock: a wall clock stepped back an hour does not stretch it") {
+    w.in.started_ms = w.in.now_ms + 3'600'000;
+    w.in.since_start_ms = w.in.options.start_listing_ms;
     CHECK(Decide(w.Input()).step == "nominate");
   }
 }

@@ -293,6 +293,10 @@ struct DecideInput {
   // waited while the daemon was down (or whose clusters are not probed yet)
   // is not failed at once by its dispatch timeout.
   int64_t started_ms = 0;
+  // How long ago the daemon started, on the monotonic clock: what the
+  // start's waits measure (a wall clock stepped back an hour would hold
+  // every job that long). Long ago unless set.
+  int64_t since_start_ms = int64_t{1} << 50;
   // False from the daemon's start until the first reload of the inventory:
   // an owner missing from it then may only be a file missing a moment (a
   // clusters.d not mounted yet), not a removal, so its jobs are held, not

@@ -329,6 +329,7 @@ class Engine final : public JobIntake {
   std::mutex unanswered_mu_;
   std::unordered_map<std::string, Unanswered> unanswered_;
   int64_t started_ms_ = 0;  // wall clock, set by Start
+  int64_t started_mono_ms_ = 0;  // the clock's monotonic reading then: how long ago the start was
   // The start's wait for every cluster to be listed (step start-listing),
   // as told in the log: 0 not seen, 1 told, 2 its end told.
   std::atomic<int> start_wait_told_{0};
@@ -375,7 +376,7 @@ class Engine final : public JobIntake {
   void RunHealthWatch();
   // Logs the start's wait for the clusters to be listed (step
   // start-listing) when a pass first meets it, and its end (engine_health.cc).
-  void TellStartWait(const Plan& plan, int64_t now_ms, JobPhase phase);
+  void TellStartWait(const Plan& plan, JobPhase phase);
 
   JobStore& store_;
   inventory::Fleet& fleet_;

@@ -281,14 +281,19 @@ void Engine::RunHealthWatch() {
         ++woken;
       }
       if (woken > 0) {
-        // Not ready at either look, yet what it lists changed between them.
+        // Not ready at either look, yet its watches changed between them:
+        // which kinds it lets gantry list, or a list read again (the watches
+        // may answer while its probes fail).
         const bool listing_only = before != last.end() && !before->second.ready && !ready;
+        const bool kinds_changed = listing_only && before->second.unlisted != readiness.unlisted;
+        const bool relisted = listing_only && before->second.listed_changes != readiness.listed_changes;
         spdlog::info("dispatch: cluster {} {}: looking again at {} job(s) with objects there", cluster,
                      kinds_only     ? (kind_listed ? "lists a watched kind again" : "no longer lists a watched kind")
                      : ready        ? "is reachable"
-                     : listing_only ? "changed which kinds it lets gantry list, and is not ready"
+                     : kinds_changed ? "changed which kinds it lets gantry list, and is not ready"
                      : unprobed.count(cluster) ? "is not probed yet"
                      : unsynced.count(cluster) ? "answers, but its view is not synced yet"
+                     : relisted                ? "listed its objects again, but is not ready"
                                                : "is unreachable",
                      woken);
       }

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <string_view>
 
 #include "gantry/inventory/config_changes.h"
 #include "gantry/inventory/snapshot.h"
@@ -20,6 +21,20 @@ namespace {
 // The cluster answered and refused us (ClusterProber::Probe).
 bool Refusal(const Status& status) {
   return status.code() == Code::kUnauthenticated || status.code() == Code::kPermissionDenied;
+}
+
+// Two failures for the same reason: their texts alike but for numbers (a
+// deadline's milliseconds, a port), so that a probe every few seconds does
+// not make a log line each.
+bool SameReason(std::string_view a, std::string_view b) {
+  auto no_digits = [](std::string_view s) {
+    std::string out;
+    for (char c : s) {
+      if (c < '0' || c > '9') out.push_back(c);
+    }
+    return out;
+  };
+  return no_digits(a) == no_digits(b);
 }
 
 // Why the reading does not say where each LocalQueue leads ("" when it does).
@@ -611,6 +626,10 @@ void Fleet::ProbeOne(const std::string& name) {
       } else {
         spdlog::warn("cluster {} is NotReady: {}", name, error);
       }
+      e.told_reason = reading.ok() ? std::string() : error;
+    } else if (!reading.ok() && e.view.health.state == HealthState::kNotReady && !SameReason(error, e.told_reason)) {
+      spdlog::warn("cluster {} is still NotReady, for another reason now: {}", name, error);
+      e.told_reason = error;
     }
     // Queued under mu_ (the store only enqueues), so that the store writes
     // it in the order the health changed: a reload's forgetting of the

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fleet_fixture.h"
+#include "log_capture.h"
 
 namespace gantry::inventory {
 
@@ -215,6 +216,37 @@ TEST_CASE("a Ready cluster whose probe waited out its deadline with no answer is
   CHECK(h.since_ms == 1'000'000);
   CHECK(h.last_failure_ms == 1'005'000);  // and none until it gave up
   fleet.Stop();
+}
+
+TEST_CASE("a NotReady cluster that fails for another reason says so in the log: once a reason and not at "
+          "every probe",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  options.probe_interval_ms = 3'600'000;  // probed here only
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}};
+  prober.slow_clock = &clock;
+  testing::LogCapture capture;
+  Fleet fleet(prober, *store, clock, options);
+  REQUIRE(fleet.Start().empty());
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c1")->health.state == HealthState::kReady);
+  prober.slow["c1"] = true;  // no answer: NotReady at once
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c1")->health.state == HealthState::kNotReady);
+  fleet.ProbeAllNow();  // the same failure again
+  prober.slow["c1"] = false;
+  prober.up["c1"] = false;  // now refused at once
+  fleet.ProbeAllNow();
+  fleet.ProbeAllNow();
+  REQUIRE(fleet.Cluster("c1")->health.state == HealthState::kNotReady);
+  fleet.Stop();
+  const std::string log = capture.Text();
+  CHECK(testing::Occurrences(log, "cluster c1 is NotReady: GET /readyz: no answer within 5000 ms") == 1);
+  CHECK(testing::Occurrences(log, "cluster c1 is still NotReady") == 1);
+  CHECK(testing::Occurrences(log, "for another reason now: connect: connection refused") == 1);
 }
 
 TEST_CASE("a silent cluster's probe shows the outage to the end of its wait, and the one that finds it lost goes "

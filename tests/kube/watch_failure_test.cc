@@ -12,12 +12,12 @@
 #include <thread>
 #include <vector>
 
-#include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
 #include "gantry/http/server.h"
 #include "gantry/kube/kube_client.h"
 #include "gantry/kube/list_watch.h"
+#include "log_capture.h"
 #include "test_support.h"
 #include "tls_cluster.h"
 #include "unreachable.h"
@@ -67,29 +67,6 @@ class Cluster {
                     respond(http::JsonResponse(watch ? watch_status_ : 200, body));
                   }};
 };
-
-// The default logger's lines ("LEVEL text") while it lives.
-class LogCapture {
- public:
-  LogCapture() : previous_(spdlog::default_logger()) {
-    auto capture = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(log_));
-    capture->set_pattern("%l %v");
-    spdlog::set_default_logger(capture);
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::string Text() const { return log_.str(); }
-
- private:
-  std::ostringstream log_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
-
-// How many times needle is in text.
-std::size_t Occurrences(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (std::size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
 
 // ListWatch on a thread of its own until stopped, recording what it tells.
 struct Follower {

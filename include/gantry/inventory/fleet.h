@@ -251,6 +251,10 @@ class Fleet {
     // any other server, a probe that cannot read the identity is a failed
     // one, not a Ready answer from what may be another cluster.
     std::string identity_read_at;
+    // Why the log last said it is NotReady: a later failure for another
+    // reason (a refused connection becoming a certificate error, say) is
+    // told too, not only the change of state.
+    std::string told_reason;
   };
   void TakeReading(const std::string& name, Entry& e, CapacityReading reading, int64_t now, int64_t mono,
                    bool was_ready);

@@ -13,6 +13,7 @@
 
 #include "job_rows.h"
 #include "migrator.h"
+#include "new_database.h"
 #include "read_sql.h"
 #include "schema_migrations.h"
 #include "start_checks.h"
@@ -86,6 +87,7 @@ Result<std::unique_ptr<SqliteStore>> OpenSqliteStore(const SqliteStoreOptions& o
 
   Result<DatabaseLock> lock = DatabaseLock::Take(options.path);
   if (!lock.ok()) return lock.status();
+  GANTRY_RETURN_IF_ERROR(CreateNewDatabase(options.path, clock->NowMillis()));
   GANTRY_RETURN_IF_ERROR(RefuseEmptyFile(options.path));
   struct stat before {};
   const bool existed_with_content = ::stat(options.path.c_str(), &before) == 0 && before.st_size > 0;

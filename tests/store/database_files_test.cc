@@ -114,6 +114,32 @@ TEST_CASE("a database file that holds no table is refused, not taken for a new d
   CHECK(OpenSqliteStore(At(path)).ok());
 }
 
+TEST_CASE("a new database is built beside its path and renamed into place: a start that died building it "
+          "leaves nothing the next start refuses",
+          "[store]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  // What such a start leaves: the database half built beside the path (a
+  // header and no tables, a WAL), never at it.
+  {
+    sqlite3* db = nullptr;
+    REQUIRE(sqlite3_open((path + ".new").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr) == SQLITE_OK);
+    sqlite3_close(db);
+  }
+  { std::ofstream(path + ".new-wal") << "torn"; }
+  auto store = OpenSqliteStore(At(path));
+  REQUIRE(store.ok());
+  CHECK(ModeOf(path) == 0600);
+  for (const char* left : {".new", ".new-wal", ".new-shm"}) CHECK(::access((path + left).c_str(), F_OK) != 0);
+  REQUIRE(testing::SubmitSync(**store, testing::MakeJob("team-a", "train")).ok());
+  store->reset();
+  // And it is the database, as any other: it opens again with its job.
+  auto again = OpenSqliteStore(At(path));
+  REQUIRE(again.ok());
+  CHECK((*again)->Get("team-a", "train").ok());
+}
+
 TEST_CASE("a database is opened only with the origin its unfinished jobs were dispatched with", "[store]") {
   TempDir dir;
   const std::string path = dir.File("gantry.db");

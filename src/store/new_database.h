@@ -1,0 +1,19 @@
+// A database's first creation (sqlite_store.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "gantry/common/status.h"
+
+namespace gantry {
+
+// Creates the database at `path`, with every migration applied, all at
+// once: it is built beside it (path + ".new") and renamed into place, so a
+// start that dies while creating it leaves no file at `path` that the next
+// start would refuse as one with no tables (RefuseTableless). What such a
+// start left beside it is removed first: it never held a job. Does nothing
+// when `path`, or a WAL beside it, exists.
+Status CreateNewDatabase(const std::string& path, int64_t now_ms);
+
+}  // namespace gantry

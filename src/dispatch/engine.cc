@@ -69,6 +69,7 @@ Engine::Engine(JobStore& store, inventory::Fleet& fleet, const Clock& clock, Eng
   // keep them all from the other passes. A failed request fails the action;
   // the job is looked at again after ActionRetryMs, as a controller requeues.
   options_.pool.client.max_attempts = 1;
+  options_.pool.client.stop_fd = requests_stop_.fd();
   pools_ = std::make_unique<kube::ClientPools>(
       options_.pool, [this](const std::string& cluster) { return fleet_.Credentials(cluster); });
   observer_ = std::make_unique<ClusterObserver>(
@@ -129,6 +130,11 @@ void Engine::Stop() {
     stopped_ = true;
   }
   BeginStop();  // if the shutdown did not already
+  // What is still in flight to the clusters is abandoned, as a crash would:
+  // every action's intent is in the store, and the next start lists the
+  // clusters again. A cluster that does not answer then holds the stop for
+  // no request's deadline (the observer's lists end with its Stop).
+  requests_stop_.Set();
   if (gc_thread_.joinable()) gc_thread_.join();
   if (health_thread_.joinable()) health_thread_.join();
   reconciler_->Stop();

@@ -71,6 +71,7 @@ void ClusterObserver::Impl::Run(Cluster* c, std::size_t r) {
   kube::KubeClientOptions client_options;
   client_options.timeout = options.request_timeout;
   client_options.max_attempts = 1;  // ListWatch retries; one try keeps a request within the bound
+  client_options.stop_fd = c->stop_signal.fd();  // a list in flight does not hold the cluster's retirement
   const std::string path = PathOf(resources[r], c->config.kueue_version);
   kube::ListWatchOptions lw;
   lw.log_name = "observer: cluster " + c->config.name;  // as the observer's other lines begin

@@ -1,6 +1,8 @@
 #include "gantry/http/client.h"
 #include "gantry/http/message.h"
 
+#include <poll.h>
+
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -131,6 +133,8 @@ class Client::Impl {
                                   const std::function<bool(std::string_view)>& on_data,
                                   const std::function<bool()>& stop_requested, int stop_fd, bool* answered);
   Status Connect();
+  // Whether options_.stop_fd is readable: the owner stops.
+  bool Stopping() const;
   Result<ClientResponse> Exchange(const Request& req);
   Status Write(const Request& req);
   Result<ClientResponse> Read(const Request& req);
@@ -165,10 +169,11 @@ Status Client::Impl::Init() {
 
 Status Client::Impl::Connect() {
   Reset();
+  if (Stopping()) return Status::Unavailable(fmt::format("connect to {}: not tried, stopping", authority_));
   ++connects_;
   auto conn = Connection::Open(host_, port_, tls_ ? ssl_->native_handle() : nullptr,
                                Connection::Clock::now() + options_.connect_timeout, options_.tls_server_name,
-                               options_.untrusted_hint);
+                               options_.untrusted_hint, options_.stop_fd);
   if (!conn.ok()) return conn.status();
   conn_ = std::move(*conn);
   return Status::Ok();
@@ -180,14 +185,24 @@ Status Client::Impl::TransportError(error_code ec, const Request& req) const {
                                         req.method_string(), req.target(), authority_,
                                         options_.request_timeout.count()));
   }
+  if (ec == boost::asio::error::operation_aborted) {
+    return Status::Unavailable(fmt::format("{} {} on {}: abandoned, stopping", req.method_string(), req.target(),
+                                           authority_));
+  }
   return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
+}
+
+bool Client::Impl::Stopping() const {
+  if (options_.stop_fd < 0) return false;
+  pollfd p{options_.stop_fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
 }
 
 // Writes the request under a fresh request deadline; Read, later, answers
 // under the same deadline.
 Status Client::Impl::Write(const Request& req) {
   conn_->set_deadline(Connection::Clock::now() + options_.request_timeout);
-  conn_->set_stop(nullptr, kStopPoll);
+  conn_->set_stop(nullptr, kStopPoll, options_.stop_fd);
   error_code ec;
   bhttp::write(*conn_, req, ec);
   return ec ? TransportError(ec, req) : Status::Ok();
@@ -289,7 +304,7 @@ Status Client::Impl::Begin(const std::string& method, const std::string& target,
     Status st = Write(*pending_);
     if (st.ok()) return st;
     Reset();
-    if (!pending_reused_ || st.code() == Code::kDeadlineExceeded) {
+    if (!pending_reused_ || st.code() == Code::kDeadlineExceeded || Stopping()) {
       pending_.reset();
       return st;
     }
@@ -305,7 +320,7 @@ Result<ClientResponse> Client::Impl::Finish() {
   Result<ClientResponse> r = Read(req);
   if (r.ok()) return r;
   Reset();
-  if (!pending_reused_ || r.status().code() == Code::kDeadlineExceeded) return r;
+  if (!pending_reused_ || r.status().code() == Code::kDeadlineExceeded || Stopping()) return r;
   // The server closed the kept-alive connection before answering.
   spdlog::debug("http client: {} {} on {}: {}; sending it again on a new connection",
                 req.method_string(), req.target(), authority_, r.status().message());
@@ -325,7 +340,7 @@ Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::m
   // From the first byte on, a wait also watches stop_fd, or (without one)
   // is cut into kStopPoll slices, each followed by a look at
   // stop_requested: a stop abandons the stream and its connection.
-  conn_->set_stop(stop_requested, kStopPoll, stop_fd);
+  conn_->set_stop(stop_requested, kStopPoll, stop_fd >= 0 ? stop_fd : options_.stop_fd);
   bhttp::write(*conn_, req, ec);
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::buffer_body> parser;

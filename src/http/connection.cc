@@ -47,16 +47,16 @@ std::string AddressText(const addrinfo& a) {
 
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, const std::string& port, SSL_CTX* tls,
                                                      Clock::time_point deadline, const std::string& tls_name,
-                                                     const std::string& untrusted_hint) {
+                                                     const std::string& untrusted_hint, int stop_fd) {
   auto addrs = Resolve(host, port, deadline);
   if (!addrs.ok()) return addrs.status();
-  return Dial(addrs->get(), host, port, tls, deadline, tls_name, untrusted_hint);
+  return Dial(addrs->get(), host, port, tls, deadline, tls_name, untrusted_hint, stop_fd);
 }
 
 Result<std::unique_ptr<Connection>> Connection::Dial(const addrinfo* addrs, const std::string& host,
                                                      const std::string& port, SSL_CTX* tls,
                                                      Clock::time_point deadline, const std::string& tls_name,
-                                                     const std::string& untrusted_hint) {
+                                                     const std::string& untrusted_hint, int stop_fd) {
   int addresses_left = 0;
   for (const addrinfo* a = addrs; a; a = a->ai_next) ++addresses_left;
   const bool several = addresses_left > 1;
@@ -73,8 +73,12 @@ Result<std::unique_ptr<Connection>> Connection::Dial(const addrinfo* addrs, cons
       continue;
     }
     std::unique_ptr<Connection> conn(new Connection(fd));
+    conn->stop_fd_ = stop_fd;
     conn->deadline_ = AddressDeadline(Clock::now(), deadline, addresses_left);
     ec = conn->Connect(*a);
+    if (ec == boost::asio::error::operation_aborted) {
+      return Status::Unavailable(fmt::format("connect to {}: abandoned, stopping", HostPort(host, port)));
+    }
     if (ec) {
       failed(*a);
       continue;

@@ -45,16 +45,17 @@ class Connection {
   // tls_name: the name to send as SNI and verify ("" = host). untrusted_hint:
   // what a refused handshake tells to check when the server's certificate
   // is not signed by a trusted CA ("": a worker cluster's kubeconfig CA).
+  // stop_fd: watched by every wait, as set_stop's (-1: none).
   static Result<std::unique_ptr<Connection>> Open(const std::string& host, const std::string& port, SSL_CTX* tls,
                                                   Clock::time_point deadline, const std::string& tls_name = "",
-                                                  const std::string& untrusted_hint = "");
+                                                  const std::string& untrusted_hint = "", int stop_fd = -1);
   // Open's second half, on addresses already resolved (getaddrinfo's list,
   // tried in its order): each gets its share of the time left
   // (AddressDeadline), and the TLS handshake whatever is left of deadline.
   static Result<std::unique_ptr<Connection>> Dial(const addrinfo* addrs, const std::string& host,
                                                   const std::string& port, SSL_CTX* tls,
                                                   Clock::time_point deadline, const std::string& tls_name = "",
-                                                  const std::string& untrusted_hint = "");
+                                                  const std::string& untrusted_hint = "", int stop_fd = -1);
   // The least time an address is given, unless less is left: an even share
   // of a short deadline among many addresses would fail a slow but working
   // one (Go's net.Dialer keeps the same 2 s).

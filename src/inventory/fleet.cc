@@ -144,6 +144,7 @@ void Fleet::Stop() {
     stopping_ = true;
   }
   cv_.notify_all();
+  prober_.Stop();  // a cluster that does not answer holds the stop for no probe's deadline
   std::lock_guard workers_lock(workers_mu_);  // a reload's GrowWorkers has started its threads, or sees stopping_
   for (auto& w : workers_) w.join();
   workers_.clear();
@@ -491,6 +492,10 @@ void Fleet::ProbeOne(const std::string& name) {
     std::lock_guard lock(mu_);
     auto it = entries_.find(name);
     if (it == entries_.end()) return;
+    // Ended by the daemon's stop (ClusterProber::Stop): what it read tells
+    // nothing of the cluster, and an outage saved now would outlive the
+    // restart.
+    if (stopping_) return;
     Entry& e = it->second;
     if (!e.view.config_error.empty()) {
       // Held since the probe began (its file refused at a reload): what the

@@ -1,5 +1,10 @@
 #include "gantry/kube/kube_client.h"
 
+#include <poll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <optional>
 #include <thread>
 #include <utility>
 
@@ -15,6 +20,22 @@ namespace gantry::kube {
 namespace {
 
 bool Retryable(int status) { return status == 429 || status >= 500; }
+
+// Waits `wait`, or until stop_fd (-1: none) is readable: false then.
+bool SleepUnlessStopped(std::chrono::milliseconds wait, int stop_fd) {
+  if (stop_fd < 0) {
+    std::this_thread::sleep_for(wait);
+    return true;
+  }
+  const auto until = std::chrono::steady_clock::now() + wait;
+  while (true) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
+    pollfd p{stop_fd, POLLIN, 0};
+    const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (r > 0) return false;
+    if (r == 0 || errno != EINTR) return true;
+  }
+}
 
 }  // namespace
 
@@ -76,6 +97,7 @@ Result<std::unique_ptr<http::Client>> KubeClient::NewConnection() const {
   options.insecure_skip_verify = creds_.insecure;  // allowed by the cluster's file (allowInsecure)
   options.connect_timeout = options_.timeout;
   options.request_timeout = options_.timeout;
+  options.stop_fd = options_.stop_fd;
   options.ca_pem = creds_.ca_pem;
   options.client_cert_pem = creds_.client_cert_pem;
   options.client_key_pem = creds_.client_key_pem;
@@ -154,6 +176,7 @@ Result<KubeReply> KubeClient::Finish() {
   const uint64_t read_waits = p.read_waits;
   std::chrono::milliseconds backoff = options_.first_backoff;
   Status last = Status::Unavailable("no attempt made");
+  std::optional<KubeReply> last_reply;  // the last attempt's answer, when it was one
   bool earlier_may_have_landed = false;  // KubeReply::resent
   for (int attempt = 1; attempt <= std::max(1, options_.max_attempts); ++attempt) {
     // The first try was sent by Start; a retry is a whole exchange.
@@ -199,12 +222,17 @@ Result<KubeReply> KubeClient::Finish() {
       if (res->status == 401) Refused(p.token);
       if (!Retryable(res->status) || attempt == options_.max_attempts) return reply;
       if (reply.error->retry_after_seconds > 0) wait = std::chrono::seconds(reply.error->retry_after_seconds);
+      last_reply = std::move(reply);
     } else {
       last = res.status();
+      last_reply.reset();
       if (attempt == options_.max_attempts) return last;
       if (last_sent_) earlier_may_have_landed = true;
     }
-    std::this_thread::sleep_for(std::min(wait, options_.max_backoff));  // backoff between attempts
+    if (!SleepUnlessStopped(std::min(wait, options_.max_backoff), options_.stop_fd)) {  // backoff between attempts
+      if (last_reply) return std::move(*last_reply);
+      return last;
+    }
     backoff = std::min(backoff * 2, options_.max_backoff);
   }
   return last;

@@ -61,6 +61,7 @@ Status KubeProber::WithoutToken(const inventory::ClusterCredentials& creds, cons
   KubeClientOptions options;
   options.timeout = timeout_;
   options.max_attempts = 1;
+  options.stop_fd = stop_.fd();
   auto client = KubeClient::Create(anonymous, options);
   Result<KubeReply> ready = client.ok() ? (*client)->Get("/readyz") : Result<KubeReply>(client.status());
   return WithoutTokenOutcome(ready, !creds.insecure, no_token);
@@ -85,6 +86,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     KubeClientOptions options;
     options.timeout = timeout_;
     options.max_attempts = 1;
+    options.stop_fd = stop_.fd();
     auto client = KubeClient::Create(creds, options);
     if (!client.ok()) return client.status();
     conn.client = std::move(client.value());

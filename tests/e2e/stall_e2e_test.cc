@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <string>
+#include <vector>
 
 #include "dispatch_fixture.h"
 
@@ -202,6 +204,44 @@ TEST_CASE("a cancel whose deletes the owner refuses waits, and gantry status sho
   const auto runs = fleet.Runs(fleet.Uid("team-a", "held"));
   REQUIRE(runs.size() == 1);
   CHECK_FALSE(runs[0].value("endReason", "").empty());
+  CHECK(fleet.Ctl({"check"}).code == 0);
+}
+
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+
+TEST_CASE("a daemon stopped while its clusters answer nothing stops at once: its requests there are abandoned, not "
+          "waited out, and nothing is lost",
+          "[e2e][dispatch][stall][shutdown]") {
+  DispatchFleetOptions o;
+  o.clusters = 2;
+  DispatchFleet fleet(o);
+  REQUIRE(fleet.ok());
+  REQUIRE(fleet.WaitClustersReady());
+  const std::vector<std::string> names = {"a", "b", "c", "d"};
+  for (const std::string& name : names) {
+    REQUIRE(fleet.Submit("team-a", SimJobYaml(name, "team-a", 1, 0, "120s")) == 201);
+  }
+  for (const std::string& name : names) REQUIRE(fleet.WaitPhase("team-a", name, {"Running"}));
+  // Neither cluster answers anything now (connections accepted, requests
+  // never answered): the cancels' deletes, the probes and the watches'
+  // lists each wait for their deadline (10 s, 5 s).
+  REQUIRE(fleet.Ctl({"partition", "c1", "2"}).code == 0);
+  REQUIRE(fleet.Ctl({"partition", "c2", "2"}).code == 0);
+  for (const std::string& name : names) REQUIRE(Cli(fleet.url(), {"cancel", name, "-n", "team-a"}).code == 0);
+  for (const std::string& name : names) REQUIRE(fleet.WaitPhase("team-a", name, {"Cancelling"}));
+  fleet.daemon().process().Signal(SIGTERM);
+  // Well within a request's deadline: before, the stop waited out each
+  // request in flight, then each list begun meanwhile.
+  CHECK(fleet.daemon().process().Wait(std::chrono::seconds(4)) == 0);
+  fleet.StopDaemon(true);  // (when it did not stop)
+  // The cancels go on after the restart, once the clusters answer.
+  REQUIRE(fleet.Ctl({"heal", "c1"}).code == 0);
+  REQUIRE(fleet.Ctl({"heal", "c2"}).code == 0);
+  fleet.StartDaemon();
+  REQUIRE(fleet.ok());
+  for (const std::string& name : names) CHECK(fleet.WaitPhase("team-a", name, {"Cancelled"}));
   CHECK(fleet.Ctl({"check"}).code == 0);
 }
 

@@ -378,6 +378,49 @@ TEST_CASE("a quiet stream ends at its idle deadline, or at once when its owner s
   }
 }
 
+TEST_CASE("a request whose client's owner stops is given up at once: its answer not waited for, nothing sent "
+          "again, no new connection",
+          "[http]") {
+  std::mutex mu;
+  int received = 0;
+  std::vector<Responder> unanswered;  // never answered
+  ServerOptions options;
+  options.port = 0;
+  Server server(options, [&](Request, Responder respond) {
+    std::lock_guard lock(mu);
+    ++received;
+    unanswered.push_back(std::move(respond));
+  });
+  REQUIRE(server.Start().ok());
+  StopSignal signal;
+  REQUIRE(signal.fd() >= 0);
+  ClientOptions copts;
+  copts.request_timeout = milliseconds(60'000);
+  copts.stop_fd = signal.fd();
+  auto client = Client::Create("http://127.0.0.1:" + std::to_string(server.port()), copts);
+  REQUIRE(client.ok());
+  REQUIRE((*client)->Begin("DELETE", "/objects/a").ok());
+  auto has_it = [&] {
+    std::lock_guard lock(mu);
+    return received == 1;
+  };
+  auto give_up = steady_clock::now() + std::chrono::seconds(30);
+  while (!has_it() && steady_clock::now() < give_up) std::this_thread::yield();
+  REQUIRE(has_it());
+  signal.Set();
+  auto answer = (*client)->Finish();  // would wait 60 s
+  REQUIRE_FALSE(answer.ok());
+  CHECK(answer.status().code() == Code::kUnavailable);
+  CHECK_THAT(answer.status().message(), Catch::Contains("DELETE /objects/a") && Catch::Contains("abandoned, stopping"));
+  auto later = (*client)->Do("GET", "/objects");
+  REQUIRE_FALSE(later.ok());
+  CHECK(later.status().code() == Code::kUnavailable);
+  CHECK_THAT(later.status().message(), Catch::Contains("not tried, stopping"));
+  CHECK((*client)->connects() == 1);
+  std::lock_guard lock(mu);
+  CHECK(received == 1);
+}
+
 TEST_CASE("a stream the server cuts off before its end is an error that says so", "[http]") {
   auto stream = std::make_shared<ResponseStream>();
   ServerOptions options;

@@ -37,6 +37,7 @@
 
 #include "gantry/common/clock.h"
 #include "gantry/common/log_limiter.h"
+#include "gantry/common/stop_signal.h"
 #include "gantry/dispatch/decide.h"
 #include "gantry/dispatch/expectations.h"
 #include "gantry/dispatch/engine_metrics.h"
@@ -381,6 +382,9 @@ class Engine final : public JobIntake {
   JobStore& store_;
   inventory::Fleet& fleet_;
   const Clock& clock_;
+  // Set by Stop: every request to the clusters still waiting ends at once
+  // (kube::KubeClientOptions::stop_fd). Before the pools that watch it.
+  StopSignal requests_stop_;
   EngineOptions options_;
   EngineMetrics* metrics_;
   ClusterStateStore* cluster_state_;

@@ -50,6 +50,12 @@ struct ClientOptions {
   // CA, the daemon's case; the CLI names its own --ca-file). Set, a name
   // the certificate lacks is not told to be set in a kubeconfig either.
   std::string untrusted_hint;
+  // Readable when the client's owner stops (a StopSignal's fd; -1: none):
+  // every wait of every request (connect, handshake, write, read) watches
+  // it beside the socket, and gives up at once, kUnavailable, once it is.
+  // A daemon's stop is then not held by requests to a cluster that does not
+  // answer, each up to its deadline.
+  int stop_fd = -1;
 };
 
 // How much of a non-2xx answer's body Stream keeps: an error body is a

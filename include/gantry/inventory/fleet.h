@@ -87,6 +87,9 @@ class ClusterProber {
   // outage gets the longer refused_timeout_ms (ClusterHealth::OnProbeRefused).
   // A reading with `unreadable` set: Ready, with no new quota figures.
   virtual Result<CapacityReading> Probe(const ClusterConfig& config, const ClusterCredentials& creds) = 0;
+  // The daemon stops (Fleet::Stop): a probe in flight ends at once, and so
+  // does any later one, with an error the fleet then drops.
+  virtual void Stop() {}
 };
 
 struct FleetOptions {

@@ -42,6 +42,10 @@ struct KubeClientOptions {
   int max_attempts = 3;                          // 1 = no retries
   std::chrono::milliseconds first_backoff{200};  // doubled per attempt
   std::chrono::milliseconds max_backoff{5'000};  // cap, Retry-After included
+  // Readable when the client's owner stops (a StopSignal's fd; -1: none):
+  // each request's waits and the backoff between attempts end at once
+  // (http::ClientOptions::stop_fd), with what the last attempt got.
+  int stop_fd = -1;
 };
 
 // A Kubernetes Status decoded from an error answer.

@@ -27,8 +27,9 @@
 #include <string>
 #include <string_view>
 
-#include "gantry/kube/kube_client.h"
+#include "gantry/common/stop_signal.h"
 #include "gantry/inventory/fleet.h"
+#include "gantry/kube/kube_client.h"
 
 namespace gantry::kube {
 
@@ -37,6 +38,7 @@ class KubeProber final : public inventory::ClusterProber {
   explicit KubeProber(std::chrono::milliseconds timeout = std::chrono::seconds(5)) : timeout_(timeout) {}
   Result<inventory::CapacityReading> Probe(const inventory::ClusterConfig& config,
                                            const inventory::ClusterCredentials& creds) override;
+  void Stop() override { stop_.Set(); }
 
  private:
   struct Conn {
@@ -46,6 +48,7 @@ class KubeProber final : public inventory::ClusterProber {
   Status WithoutToken(const inventory::ClusterCredentials& creds, const Status& no_token);
 
   std::chrono::milliseconds timeout_;
+  StopSignal stop_;  // every client's requests watch it (KubeClientOptions::stop_fd)
   std::mutex mu_;
   std::map<std::string, Conn> conns_;  // idle clients by cluster name; guarded by mu_
   // The classes each cluster's last good list gave, and the connection

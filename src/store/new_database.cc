@@ -19,15 +19,25 @@
 namespace gantry {
 namespace {
 
+// Beside the path, under a name no operator would give a copy of theirs.
+constexpr const char* kBuildingSuffix = ".gantry-creating";
+
 bool Exists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0 || errno != ENOENT;
 }
 
+// Removes what a start that died building the database left, saying so.
 Status Remove(const std::string& path) {
-  if (::unlink(path.c_str()) == 0 || errno == ENOENT) return Status::Ok();
-  return Status::Io(fmt::format("remove {}, left by a start that died creating the database: {}", path,
-                                std::strerror(errno)));
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return Status::Ok();  // not there
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return Status::Io(fmt::format("remove {}, left by a start that died creating the database: {}", path,
+                                  std::strerror(errno)));
+  }
+  spdlog::warn("store: removed {} ({} bytes), left by a start that died creating the database", path,
+               static_cast<int64_t>(st.st_size));
+  return Status::Ok();
 }
 
 // fsync of a file or directory by its path.
@@ -61,9 +71,18 @@ Status Build(const std::string& building, int64_t now_ms) {
 }  // namespace
 
 Status CreateNewDatabase(const std::string& path, int64_t now_ms) {
-  if (Exists(path) || Exists(path + "-wal")) return Status::Ok();
-  const std::string building = path + ".new";
+  if (Exists(path)) return Status::Ok();
+  if (Exists(path + "-wal")) {
+    // SQLite would replay it over a new, empty file: part of an old
+    // database, or pages it cannot place.
+    return Status::Corruption(fmt::format(
+        "database {} is missing, but its {}-wal is there: restore {}, or, to start with no jobs, remove {}-wal "
+        "and {}-shm too",
+        path, path, path, path, path));
+  }
+  const std::string building = path + kBuildingSuffix;
   for (const char* suffix : {"", "-wal", "-shm"}) GANTRY_RETURN_IF_ERROR(Remove(building + suffix));
+  spdlog::info("store: creating database {} (built as {}, renamed into place once complete)", path, building);
   GANTRY_RETURN_IF_ERROR(Build(building, now_ms));
   // The last connection closed: SQLite removes a WAL it has copied back.
   // One still there holds what the file lacks, and the rename would leave
@@ -72,15 +91,21 @@ Status CreateNewDatabase(const std::string& path, int64_t now_ms) {
   if (::stat((building + "-wal").c_str(), &wal) == 0 && wal.st_size > 0) {
     return Status::Io(fmt::format("database {}: its WAL is still there after it closed", building));
   }
-  GANTRY_RETURN_IF_ERROR(Remove(building + "-wal"));
-  GANTRY_RETURN_IF_ERROR(Remove(building + "-shm"));
+  for (const char* suffix : {"-wal", "-shm"}) {
+    if (::unlink((building + suffix).c_str()) != 0 && errno != ENOENT) {
+      return Status::Io(fmt::format("remove {}{}: {}", building, suffix, std::strerror(errno)));
+    }
+  }
   GANTRY_RETURN_IF_ERROR(Sync(building, false));
   if (::rename(building.c_str(), path.c_str()) != 0) {
     return Status::Io(fmt::format("rename {} to {}: {}", building, path, std::strerror(errno)));
   }
+  // The rename is done: a directory that cannot be synced only leaves it
+  // to the next flush of the file system.
   std::string dir = std::filesystem::path(path).parent_path().string();
-  GANTRY_RETURN_IF_ERROR(Sync(dir.empty() ? "." : dir, true));
-  spdlog::info("store: created database {}", path);
+  if (Status synced = Sync(dir.empty() ? "." : dir, true); !synced.ok()) {
+    spdlog::warn("store: {} is in place, but its directory could not be synced: {}", path, synced.message());
+  }
   return Status::Ok();
 }
 

@@ -9,11 +9,12 @@
 namespace gantry {
 
 // Creates the database at `path`, with every migration applied, all at
-// once: it is built beside it (path + ".new") and renamed into place, so a
-// start that dies while creating it leaves no file at `path` that the next
-// start would refuse as one with no tables (RefuseTableless). What such a
-// start left beside it is removed first: it never held a job. Does nothing
-// when `path`, or a WAL beside it, exists.
+// once: it is built beside it (path + ".gantry-creating") and renamed into
+// place, so a start that dies while creating it leaves no file at `path`
+// that the next start would refuse as one with no tables (RefuseTableless).
+// What such a start left beside it is removed first (a warning each): it
+// never held a job. Does nothing when `path` exists; refuses when `path` is
+// missing but a WAL is beside it (SQLite would replay it over a new file).
 Status CreateNewDatabase(const std::string& path, int64_t now_ms);
 
 }  // namespace gantry

@@ -123,21 +123,38 @@ TEST_CASE("a new database is built beside its path and renamed into place: a sta
   // header and no tables, a WAL), never at it.
   {
     sqlite3* db = nullptr;
-    REQUIRE(sqlite3_open((path + ".new").c_str(), &db) == SQLITE_OK);
+    REQUIRE(sqlite3_open((path + ".gantry-creating").c_str(), &db) == SQLITE_OK);
     REQUIRE(sqlite3_exec(db, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr) == SQLITE_OK);
     sqlite3_close(db);
   }
-  { std::ofstream(path + ".new-wal") << "torn"; }
+  { std::ofstream(path + ".gantry-creating-wal") << "torn"; }
   auto store = OpenSqliteStore(At(path));
   REQUIRE(store.ok());
   CHECK(ModeOf(path) == 0600);
-  for (const char* left : {".new", ".new-wal", ".new-shm"}) CHECK(::access((path + left).c_str(), F_OK) != 0);
+  for (const char* left : {".gantry-creating", ".gantry-creating-wal", ".gantry-creating-shm"}) {
+    CHECK(::access((path + left).c_str(), F_OK) != 0);
+  }
   REQUIRE(testing::SubmitSync(**store, testing::MakeJob("team-a", "train")).ok());
   store->reset();
   // And it is the database, as any other: it opens again with its job.
   auto again = OpenSqliteStore(At(path));
   REQUIRE(again.ok());
   CHECK((*again)->Get("team-a", "train").ok());
+}
+
+TEST_CASE("a database missing beside its WAL is refused, not made anew under that WAL", "[store]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  FillStore(path);
+  // What an operator who removed gantry.db alone leaves: SQLite would
+  // replay the WAL over a new file.
+  { std::ofstream(path + "-wal") << std::string(4096, 'x'); }
+  REQUIRE(std::remove(path.c_str()) == 0);
+  auto store = OpenSqliteStore(At(path));
+  REQUIRE_FALSE(store.ok());
+  CHECK(store.status().code() == Code::kCorruption);
+  CHECK_THAT(store.status().message(), Catch::Contains("is missing, but its " + path + "-wal is there"));
+  CHECK(::access(path.c_str(), F_OK) != 0);  // nothing made
 }
 
 TEST_CASE("a database is opened only with the origin its unfinished jobs were dispatched with", "[store]") {

@@ -265,6 +265,12 @@ int RunServe(const ServeFlags& flags) {
                      listed.message());
     return 1;
   }
+  if (Status kept = fleet.StateStatus(); !kept.ok()) {
+    spdlog::critical("inventory: {}; not starting: without it, each cluster's outage would start over, and a "
+                     "cluster rebuilt at an entry's address would be taken for the one its jobs ran in",
+                     kept.message());
+    return 1;
+  }
   if (config.clusters_dir.empty()) {
     spdlog::warn("no clustersDir: no worker clusters are configured");
   } else {

@@ -340,7 +340,9 @@ Result<ClientResponse> Client::Impl::StreamOn(const Request& req, std::chrono::m
   // From the first byte on, a wait also watches stop_fd, or (without one)
   // is cut into kStopPoll slices, each followed by a look at
   // stop_requested: a stop abandons the stream and its connection.
-  conn_->set_stop(stop_requested, kStopPoll, stop_fd >= 0 ? stop_fd : options_.stop_fd);
+  // (The client's own stop_fd only when the caller gave no way to stop: a
+  // function given is asked, as it says.)
+  conn_->set_stop(stop_requested, kStopPoll, stop_fd >= 0 || stop_requested ? stop_fd : options_.stop_fd);
   bhttp::write(*conn_, req, ec);
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::buffer_body> parser;

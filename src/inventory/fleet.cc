@@ -23,18 +23,29 @@ bool Refusal(const Status& status) {
   return status.code() == Code::kUnauthenticated || status.code() == Code::kPermissionDenied;
 }
 
-// Two failures for the same reason: their texts alike but for numbers (a
-// deadline's milliseconds, a port), so that a probe every few seconds does
-// not make a log line each.
+// Two failures for the same reason: their texts alike but for numbers of
+// four digits or more (a deadline's milliseconds, a port), so that a probe
+// every few seconds does not make a log line each; an HTTP status or an
+// address's octets still tell two reasons apart.
 bool SameReason(std::string_view a, std::string_view b) {
-  auto no_digits = [](std::string_view s) {
+  auto without_long_numbers = [](std::string_view s) {
     std::string out;
-    for (char c : s) {
-      if (c < '0' || c > '9') out.push_back(c);
+    for (size_t i = 0; i < s.size();) {
+      size_t end = i;
+      while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
+      if (end - i >= 4) {
+        out.push_back('#');
+      } else if (end > i) {
+        out.append(s.substr(i, end - i));
+      } else {
+        out.push_back(s[i]);
+        ++end;
+      }
+      i = end;
     }
     return out;
   };
-  return no_digits(a) == no_digits(b);
+  return without_long_numbers(a) == without_long_numbers(b);
 }
 
 // Why the reading does not say where each LocalQueue leads ("" when it does).
@@ -86,7 +97,8 @@ std::vector<ClusterFileError> Fleet::Start() {
   if (outages.ok()) {
     restored_outages_ = *outages;
   } else {
-    spdlog::error("inventory: reading persisted outages: {}", outages.status().ToString());
+    state_status_ = Status(outages.status().code(),
+                           fmt::format("reading the clusters' persisted outages: {}", outages.status().message()));
   }
   // Which cluster each entry reached: an entry pointed at another cluster
   // while the daemon was stopped is held at its first probe
@@ -94,7 +106,8 @@ std::vector<ClusterFileError> Fleet::Start() {
   if (auto ids = store_.LoadClusterIds(); ids.ok()) {
     restored_ids_ = std::move(*ids);
   } else {
-    spdlog::error("inventory: reading the clusters' persisted identities: {}", ids.status().ToString());
+    state_status_ = Status(ids.status().code(),
+                           fmt::format("reading the clusters' persisted identities: {}", ids.status().message()));
   }
   auto errors = Load();
   // Restored once, for the clusters the inventory has at start. The outage
@@ -179,6 +192,8 @@ Status Fleet::DirStatus() const {
   std::lock_guard lock(mu_);
   return dir_status_;
 }
+
+Status Fleet::StateStatus() const { return state_status_; }
 
 Fleet::Entry Fleet::Existing(const std::string& name) const {
   {
@@ -494,8 +509,8 @@ void Fleet::ProbeOne(const std::string& name) {
     if (it == entries_.end()) return;
     // Ended by the daemon's stop (ClusterProber::Stop): what it read tells
     // nothing of the cluster, and an outage saved now would outlive the
-    // restart.
-    if (stopping_) return;
+    // restart. (An answer read whole is kept: it may end an outage.)
+    if (stopping_ && !reading.ok()) return;
     Entry& e = it->second;
     if (!e.view.config_error.empty()) {
       // Held since the probe began (its file refused at a reload): what the

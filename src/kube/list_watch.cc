@@ -80,6 +80,7 @@ std::string ListAll(KubeClient& client, const std::string& path, const ListWatch
   page.limit = options.page_size;
   while (!stop()) {
     auto r = client.List(path, page);
+    if (!r.ok() && stop()) return "";  // given up for the stop (KubeClientOptions::stop_fd): no failure
     if (!r.ok() || !r->ok()) {
       const std::string message = r.ok() ? (r->error ? r->error->message : "HTTP " + std::to_string(r->status))
                                          : r.status().message();
@@ -191,6 +192,7 @@ ListWatchStats ListWatch(KubeClient& client, const std::string& path, const List
       // for a failure.
       end = Status::Unavailable("the watch ended at once, with no event");
     }
+    if (!end.ok() && stop()) break;  // given up for the stop: no failure to tell
     if (!end.ok()) {
       // (The client's own messages begin with the watch's path already.)
       const std::string& said = end.status().message();

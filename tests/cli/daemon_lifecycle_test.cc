@@ -16,8 +16,11 @@
 #include <sstream>
 #include <thread>
 
+#include <sqlite3.h>
+
 #include "daemon_fixture.h"
 #include "gantry/http/client.h"
+#include "gantry/store/sqlite_store.h"
 
 namespace gantry::testing {
 namespace {
@@ -231,6 +234,25 @@ TEST_CASE("an empty gantry.db is refused at start, not taken for a new database"
   CHECK(r.code == 1);
   CHECK(r.err.find("exists and is empty") != std::string::npos);
   CHECK(r.err.find("applied schema migration") == std::string::npos);
+}
+
+TEST_CASE("a database whose record of the clusters cannot be read stops the start, saying what", "[daemon][e2e]") {
+  TempDir dir;
+  WriteFile(dir.File("gantry.yaml"), "listen: 127.0.0.1:0\n");
+  REQUIRE(::mkdir(dir.File("data").c_str(), 0700) == 0);
+  {
+    SqliteStoreOptions options;
+    options.path = dir.File("data/gantry.db");
+    REQUIRE(OpenSqliteStore(options).ok());  // made, then closed
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(dir.File("data/gantry.db").c_str(), &db) == SQLITE_OK);
+  CHECK(sqlite3_exec(db, "DROP TABLE cluster_identities", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  auto r = Run({GantryBin(), "serve", "--config", dir.File("gantry.yaml"), "--data-dir", dir.File("data")});
+  CHECK(r.code == 1);
+  CHECK(r.err.find("reading the clusters' persisted identities") != std::string::npos);
+  CHECK(r.err.find("not starting") != std::string::npos);
 }
 
 }  // namespace gantry::testing

@@ -218,6 +218,63 @@ TEST_CASE("a Ready cluster whose probe waited out its deadline with no answer is
   fleet.Stop();
 }
 
+namespace {
+
+// The real store, but what it kept of the clusters cannot be read: the
+// outages (when outages_fail) or the identities.
+class UnreadableState final : public ClusterStateStore {
+ public:
+  UnreadableState(ClusterStateStore& real, bool outages_fail) : real_(real), outages_fail_(outages_fail) {}
+  Result<std::map<std::string, ClusterOutage>> LoadOutages() override {
+    if (outages_fail_) return Status::Io("disk I/O error");
+    return real_.LoadOutages();
+  }
+  void SaveOutage(std::string cluster, std::optional<ClusterOutage> outage, std::string last_error,
+                  StoreCallback<bool> done) override {
+    real_.SaveOutage(std::move(cluster), outage, std::move(last_error), std::move(done));
+  }
+  Result<std::map<std::string, int64_t>> LoadWatchRefusals() override { return real_.LoadWatchRefusals(); }
+  void SaveWatchRefusal(std::string cluster, std::optional<int64_t> since_ms, StoreCallback<bool> done) override {
+    real_.SaveWatchRefusal(std::move(cluster), since_ms, std::move(done));
+  }
+  Result<std::map<std::string, std::string>> LoadClusterIds() override {
+    if (!outages_fail_) return Status::Io("disk I/O error");
+    return real_.LoadClusterIds();
+  }
+  void SaveClusterId(std::string cluster, std::optional<std::string> cluster_id, StoreCallback<bool> done) override {
+    real_.SaveClusterId(std::move(cluster), std::move(cluster_id), std::move(done));
+  }
+
+ private:
+  ClusterStateStore& real_;
+  bool outages_fail_;
+};
+
+}  // namespace
+
+TEST_CASE("a start that cannot read what the store kept of the clusters says so, for the daemon to refuse it",
+          "[inventory][fleet]") {
+  FleetDir fleet_dir({"c1"});
+  auto& [dir, store, options] = fleet_dir;
+  FakeClock clock(1'000'000);
+  FakeProber prober;
+  prober.up = {{"c1", true}};
+  {
+    Fleet fleet(prober, *store, clock, options);
+    REQUIRE(fleet.Start().empty());
+    CHECK(fleet.StateStatus().ok());
+  }
+  const bool outages_fail = GENERATE(true, false);
+  UnreadableState broken(*store, outages_fail);
+  Fleet fleet(prober, broken, clock, options);
+  REQUIRE(fleet.Start().empty());
+  CHECK_FALSE(fleet.StateStatus().ok());
+  CHECK_THAT(fleet.StateStatus().message(),
+             Catch::Contains(outages_fail ? "persisted outages" : "persisted identities") &&
+                 Catch::Contains("disk I/O error"));
+  CHECK(fleet.DirStatus().ok());  // the directory itself was listed
+}
+
 TEST_CASE("a NotReady cluster that fails for another reason says so in the log: once a reason and not at "
           "every probe",
           "[inventory][fleet]") {

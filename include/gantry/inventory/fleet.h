@@ -202,6 +202,12 @@ class Fleet {
   // run on an empty inventory (every job the store gives a cluster would
   // count as lost), so it refuses to start.
   Status DirStatus() const;
+  // Whether Start could read what the store kept of the clusters (their
+  // outages, their identities). A daemon must not run without it: each
+  // outage would start over, and a cluster rebuilt at an entry's address
+  // would be taken for the one its jobs ran in (their runs there taken for
+  // vanished, and started again beside the old ones).
+  Status StateStatus() const;
 
   std::vector<ClusterView> Clusters() const;  // by name
   // The clusters NotReady at their last probe (and usable: credentials and
@@ -312,6 +318,7 @@ class Fleet {
   std::map<std::string, std::string> restored_ids_;
   bool loaded_ = false;  // a Load has run (the one at Start); guarded by load_mu_
   Status dir_status_;  // guarded by mu_; see DirStatus()
+  Status state_status_;  // set by Start; see StateStatus()
   std::mt19937 rng_{std::random_device{}()};
   bool stopping_ = false;
   int workers_started_ = 0;  // guarded by mu_

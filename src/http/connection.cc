@@ -237,8 +237,12 @@ bool Connection::Readable(Clock::time_point until) {
       waited = true;
       const int left = MillisLeft(end);
       if (left == 0) return false;
-      r = ::poll(&p, 1, left);
+      // The stop fd too (set_stop): at a stop the answer is not waited for
+      // here either (the read that follows gives up).
+      pollfd both[2] = {p, {stop_fd_, POLLIN, 0}};
+      r = ::poll(both, stop_fd_ >= 0 ? 2 : 1, left);
       if (r == 0) return false;
+      if (stop_fd_ >= 0 && both[1].revents != 0) return true;  // the read gives up at once
     }
     if (r < 0) {
       if (errno == EINTR) continue;

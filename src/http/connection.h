@@ -78,7 +78,8 @@ class Connection {
   // Whether an answer's bytes wait to be read, or come before until (or
   // the deadline, whichever is first): a read would not wait then. False
   // also for a connection found closed or broken (its read would send the
-  // request again, or fail). A wait counts as a read's (read_waits).
+  // request again, or fail). A wait counts as a read's (read_waits). True
+  // at once when the stop fd (set_stop) is set: the read then gives up.
   bool Readable(Clock::time_point until);
   // Asked every poll_interval while a read or write waits; true fails it
   // with operation_aborted. Empty: never asked. With a stop_fd (a

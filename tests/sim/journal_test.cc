@@ -49,6 +49,21 @@ TEST_CASE("CheckRuns on crafted histories", "[sim][journal]") {
   }
 }
 
+TEST_CASE("a job with several faults is one violation naming every run", "[sim][journal]") {
+  Run a = R("c1", "u1", 0, 1000, true);
+  Run b = R("c2", "u1", 10, 20, true);
+  Run c = R("c3", "u1", 30, 40, true);
+  a.epoch = "1";
+  b.epoch = "2";
+  c.epoch = "3";
+  const std::vector<Violation> found = CheckRuns({a, b, c});
+  REQUIRE(found.size() == 1);
+  const std::string& m = found[0].message;
+  CHECK(m.find("at-most-once but ran 3 times (in c1 epoch 1, then c2 epoch 2, then c3 epoch 3)") != std::string::npos);
+  CHECK(m.find("ran twice at once: in c1") != std::string::npos);
+  CHECK(m.find("2 runs began while an earlier one ran") != std::string::npos);
+}
+
 TEST_CASE("Journal records starts and stops", "[sim][journal]") {
   Journal j;
   std::size_t id = j.Start(R("c1", "u1", 10, 0));

@@ -50,6 +50,17 @@ nlohmann::json CheckReport(const std::vector<Run>& runs) {
   return {{"ok", violations.empty()}, {"violations", violations}, {"jobs", runs_of.size()}, {"jobsRunAgain", again}};
 }
 
+namespace {
+
+// "c1 epoch 1, then c2 epoch 2, then ...": every run of a job, in start order.
+std::string RunsInOrder(const std::vector<const Run*>& list) {
+  std::string out;
+  for (const Run* r : list) out += fmt::format("{}{} epoch {}", out.empty() ? "" : ", then ", r->cluster, r->epoch);
+  return out;
+}
+
+}  // namespace
+
 std::vector<Violation> CheckRuns(const std::vector<Run>& runs) {
   constexpr int64_t kOpen = std::numeric_limits<int64_t>::max();
   std::map<std::string, std::vector<const Run*>> by_uid;
@@ -59,27 +70,34 @@ std::vector<Violation> CheckRuns(const std::vector<Run>& runs) {
   std::vector<Violation> out;
   for (auto& [uid, list] : by_uid) {
     std::sort(list.begin(), list.end(), [](const Run* a, const Run* b) { return a->start_ms < b->start_ms; });
-    bool at_most_once = std::any_of(list.begin(), list.end(), [](const Run* r) { return r->at_most_once; });
+    // One violation per job, naming every run (a job moved twice, or run
+    // again more than once, is told whole, not by its first fault alone).
+    const bool at_most_once = std::any_of(list.begin(), list.end(), [](const Run* r) { return r->at_most_once; });
+    std::string message;
     if (at_most_once && list.size() > 1) {
-      out.push_back({uid, fmt::format("job {} is at-most-once but ran {} times (first in {} epoch {}, then in {} epoch {})",
-                                      uid, list.size(), list[0]->cluster, list[0]->epoch, list[1]->cluster,
-                                      list[1]->epoch)});
-      continue;
+      message = fmt::format("job {} is at-most-once but ran {} times (in {})", uid, list.size(), RunsInOrder(list));
     }
-    // Sorted by start: an overlap exists iff some run starts before the
-    // latest end seen so far.
+    // Sorted by start: a run overlaps an earlier one iff it starts before
+    // the latest end seen so far.
     const Run* longest = nullptr;
     int64_t latest_end = std::numeric_limits<int64_t>::min();
+    int overlaps = 0;
     for (const Run* r : list) {
       if (longest && r->start_ms < latest_end) {
-        out.push_back({uid, fmt::format("job {} ran twice at once: in {} ({}/{}, epoch {}) and in {} ({}/{}, epoch {})",
-                                        uid, longest->cluster, longest->ns, longest->name, longest->epoch,
-                                        r->cluster, r->ns, r->name, r->epoch)});
-        break;
+        if (++overlaps == 1) {
+          message += fmt::format("{}job {} ran twice at once: in {} ({}/{}, epoch {}) and in {} ({}/{}, epoch {})",
+                                 message.empty() ? "" : "; ", uid, longest->cluster, longest->ns, longest->name,
+                                 longest->epoch, r->cluster, r->ns, r->name, r->epoch);
+        }
       }
       int64_t end = r->end_ms == 0 ? kOpen : r->end_ms;
       if (end > latest_end) latest_end = end, longest = r;
     }
+    if (overlaps > 1) {
+      message += fmt::format("; {} runs began while an earlier one ran ({} runs in all: {})", overlaps, list.size(),
+                             RunsInOrder(list));
+    }
+    if (!message.empty()) out.push_back({uid, std::move(message)});
   }
   return out;
 }

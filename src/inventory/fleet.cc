@@ -24,22 +24,29 @@ bool Refusal(const Status& status) {
 }
 
 // Two failures for the same reason: their texts alike but for numbers of
-// four digits or more (a deadline's milliseconds, a port), so that a probe
-// every few seconds does not make a log line each; an HTTP status or an
-// address's octets still tell two reasons apart.
+// four digits or more, counted across the dots and colons that join them
+// (a deadline's milliseconds, an address and port, a time of day in an
+// exec plugin's message), so that a probe every few seconds does not make a
+// log line each; an HTTP status still tells two reasons apart.
 bool SameReason(std::string_view a, std::string_view b) {
   auto without_long_numbers = [](std::string_view s) {
+    auto digit = [](char c) { return c >= '0' && c <= '9'; };
     std::string out;
     for (size_t i = 0; i < s.size();) {
-      size_t end = i;
-      while (end < s.size() && s[end] >= '0' && s[end] <= '9') ++end;
-      if (end - i >= 4) {
-        out.push_back('#');
-      } else if (end > i) {
-        out.append(s.substr(i, end - i));
-      } else {
-        out.push_back(s[i]);
+      if (!digit(s[i])) {
+        out.push_back(s[i++]);
+        continue;
+      }
+      size_t end = i, digits = 0;
+      while (end < s.size() && (digit(s[end]) || ((s[end] == '.' || s[end] == ':') && end + 1 < s.size() &&
+                                                   digit(s[end + 1])))) {
+        digits += digit(s[end]) ? 1 : 0;
         ++end;
+      }
+      if (digits >= 4) {
+        out.push_back('#');
+      } else {
+        out.append(s.substr(i, end - i));
       }
       i = end;
     }
@@ -106,10 +113,14 @@ std::vector<ClusterFileError> Fleet::Start() {
   if (auto ids = store_.LoadClusterIds(); ids.ok()) {
     restored_ids_ = std::move(*ids);
   } else {
-    state_status_ = Status(ids.status().code(),
-                           fmt::format("reading the clusters' persisted identities: {}", ids.status().message()));
+    const std::string also = state_status_.ok() ? "" : state_status_.message() + "; and ";
+    state_status_ = Status(ids.status().code(), fmt::format("{}reading the clusters' persisted identities: {}", also,
+                                                            ids.status().message()));
   }
   auto errors = Load();
+  // The daemon refuses to start (StateStatus): nothing is probed, and no
+  // outage forgotten.
+  if (!state_status_.ok()) return errors;
   // Restored once, for the clusters the inventory has at start. The outage
   // of one it no longer has is over for gantry: a cluster added later, even
   // under the same name, starts afresh (an outage months old would make it

@@ -72,7 +72,8 @@ Status Build(const std::string& building, int64_t now_ms) {
 
 Status CreateNewDatabase(const std::string& path, int64_t now_ms) {
   if (Exists(path)) return Status::Ok();
-  if (Exists(path + "-wal")) {
+  // (A WAL of its 32-byte header alone holds no page: RefuseEmptyFile.)
+  if (struct stat wal {}; ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 32) {
     // SQLite would replay it over a new, empty file: part of an old
     // database, or pages it cannot place.
     return Status::Corruption(fmt::format(

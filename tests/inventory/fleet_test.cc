@@ -264,10 +264,13 @@ TEST_CASE("a start that cannot read what the store kept of the clusters says so,
     REQUIRE(fleet.Start().empty());
     CHECK(fleet.StateStatus().ok());
   }
+  const int probed = prober.Probes("c1");
   const bool outages_fail = GENERATE(true, false);
   UnreadableState broken(*store, outages_fail);
   Fleet fleet(prober, broken, clock, options);
   REQUIRE(fleet.Start().empty());
+  fleet.Stop();
+  CHECK(prober.Probes("c1") == probed);  // nothing probed: the daemon stops there
   CHECK_FALSE(fleet.StateStatus().ok());
   CHECK_THAT(fleet.StateStatus().message(),
              Catch::Contains(outages_fail ? "persisted outages" : "persisted identities") &&

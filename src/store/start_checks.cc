@@ -29,20 +29,29 @@ Status CheckOrigin(SqliteConnection& conn, const std::string& origin) {
   if (!row.ok()) return row.status();
   const std::string stored = *row ? read->Text(0) : "";
   if (*row && stored == origin) return Status::Ok();
+  // Jobs whose objects may be in the clusters under the stored origin:
+  // unfinished ones (a phase not read counts as one), and finished ones
+  // with rows not confirmed gone (a failed job's run in a cluster out of
+  // reach).
+  static const std::string kCount = fmt::format(
+      "SELECT count(*) FROM jobs AS j WHERE j.phase NOT IN ('{}', '{}', '{}') "
+      "OR EXISTS (SELECT 1 FROM remote_intents AS i WHERE i.job_uid = j.uid)",
+      JobPhaseName(JobPhase::kSucceeded), JobPhaseName(JobPhase::kFailed), JobPhaseName(JobPhase::kCancelled));
+  Result<Statement> count = conn.Prepare(kCount);
+  if (!count.ok()) return count.status();
+  Result<bool> counted = count->Step();
+  if (!counted.ok()) return counted.status();
+  const int64_t active = *counted ? count->Int(0) : 0;
+  if (!*row && active > 0) {
+    // A database from before the origin was recorded (migration 018): what
+    // its jobs were dispatched with is not known, and is taken to be this.
+    spdlog::warn("store: this database does not say which origin its jobs were dispatched with (it comes from a "
+                 "gantry that did not record it); {} of its jobs are not finished or have objects left in the "
+                 "clusters, and are taken to carry origin {}: if the daemon that dispatched them had another "
+                 "origin, stop gantry and set origin back to it, or gantry sees none of their objects",
+                 active, origin);
+  }
   if (*row) {
-    // Jobs whose objects may be in the clusters under the stored origin:
-    // unfinished ones (a phase not read counts as one), and finished ones
-    // with rows not confirmed gone (a failed job's run in a cluster out of
-    // reach).
-    static const std::string kCount = fmt::format(
-        "SELECT count(*) FROM jobs AS j WHERE j.phase NOT IN ('{}', '{}', '{}') "
-        "OR EXISTS (SELECT 1 FROM remote_intents AS i WHERE i.job_uid = j.uid)",
-        JobPhaseName(JobPhase::kSucceeded), JobPhaseName(JobPhase::kFailed), JobPhaseName(JobPhase::kCancelled));
-    Result<Statement> count = conn.Prepare(kCount);
-    if (!count.ok()) return count.status();
-    Result<bool> counted = count->Step();
-    if (!counted.ok()) return counted.status();
-    const int64_t active = *counted ? count->Int(0) : 0;
     if (active > 0) {
       return Status::Invalid(fmt::format(
           "origin is {} in the configuration, but this database's jobs were dispatched with origin {}: {} of its "

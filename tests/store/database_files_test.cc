@@ -12,6 +12,7 @@
 #include <sqlite3.h>
 
 #include "gantry/store/sqlite_store.h"
+#include "log_capture.h"
 #include "start_notice.h"
 #include "store_test_util.h"
 #include "test_support.h"
@@ -155,6 +156,41 @@ TEST_CASE("a database missing beside its WAL is refused, not made anew under tha
   CHECK(store.status().code() == Code::kCorruption);
   CHECK_THAT(store.status().message(), Catch::Contains("is missing, but its " + path + "-wal is there"));
   CHECK(::access(path.c_str(), F_OK) != 0);  // nothing made
+}
+
+TEST_CASE("a database from before the origin was recorded takes the daemon's, with a warning while it has "
+          "unfinished jobs",
+          "[store]") {
+  TempDir dir;
+  const std::string path = dir.File("gantry.db");
+  auto with_origin = [&](const std::string& origin) {
+    SqliteStoreOptions options = At(path);
+    options.origin = origin;
+    return OpenSqliteStore(options);
+  };
+  {
+    auto store = with_origin("gantry");
+    REQUIRE(store.ok());
+    REQUIRE(testing::SubmitSync(**store, testing::MakeJob("team-a", "train")).ok());
+  }
+  // What a database from before migration 018 lacks.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "DELETE FROM daemon_settings WHERE key = 'origin'", nullptr, nullptr, nullptr) ==
+          SQLITE_OK);
+  sqlite3_close(db);
+  {
+    testing::LogCapture capture;
+    REQUIRE(with_origin("gantry-b").ok());
+    CHECK_THAT(capture.Text(), Catch::Contains("does not say which origin its jobs were dispatched with") &&
+                                   Catch::Contains("1 of its jobs are not finished") &&
+                                   Catch::Contains("taken to carry origin gantry-b"));
+  }
+  // Recorded now: the other one is refused, and no warning comes again.
+  CHECK_FALSE(with_origin("gantry").ok());
+  testing::LogCapture capture;
+  REQUIRE(with_origin("gantry-b").ok());
+  CHECK(capture.Text().find("does not say which origin") == std::string::npos);
 }
 
 TEST_CASE("a database is opened only with the origin its unfinished jobs were dispatched with", "[store]") {

@@ -33,17 +33,11 @@ namespace gantry::dispatch::ladder {
 // their way); for start_listing_ms at most: a cluster cut off is waited for
 // that long after a start, and its runs are seen only once it answers.
 std::optional<Plan> Ladder::AwaitFirstListing() const {
-  const int64_t since_start = in_.since_start_ms;
-  if (since_start >= opt_.start_listing_ms) return std::nullopt;
   Plan wait;
-  for (const auto& [name, f] : *in_.clusters) {
-    const bool never_listed = !f.unusable.empty() || !f.watch_refused.empty() ||
-                              (!in_.resource.empty() && f.kind_refused.count(in_.resource));
-    if (!never_listed && !in_.synced->count(name)) wait.waiting_for.push_back(name);
-  }
+  wait.waiting_for = UnlistedAtStart(in_);
   if (wait.waiting_for.empty()) return std::nullopt;
   wait.step = "start-listing";
-  wait.requeue_ms = std::min(opt_.retry_ms, opt_.start_listing_ms - since_start);
+  wait.requeue_ms = std::min(opt_.retry_ms, opt_.start_listing_ms - in_.since_start_ms);
   return wait;
 }
 
@@ -122,3 +116,18 @@ int64_t Ladder::NominationEpoch() const {
 }
 
 }  // namespace gantry::dispatch::ladder
+
+namespace gantry::dispatch {
+
+std::vector<std::string> UnlistedAtStart(const DecideInput& in) {
+  std::vector<std::string> waited;
+  if (in.since_start_ms >= in.options.start_listing_ms || !in.clusters || !in.synced) return waited;
+  for (const auto& [name, f] : *in.clusters) {
+    const bool never_listed = !f.unusable.empty() || !f.watch_refused.empty() ||
+                              (!in.resource.empty() && f.kind_refused.count(in.resource));
+    if (!never_listed && !in.synced->count(name)) waited.push_back(name);
+  }
+  return waited;
+}
+
+}  // namespace gantry::dispatch

@@ -645,8 +645,11 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   // the reconciler from Plan::backstop).
   in.options.backstop_ms =
       BackstopMs(options_.decide.resync_ms, reconciler_->backstop_timers(), options_.resync_passes_per_s);
-  if (job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating ||
-      job->phase == JobPhase::kUnschedulable) {
+  // Not while the start's wait holds the job: Decide would not read it (a
+  // placement per queued job at every retry, for nothing).
+  if ((job->phase == JobPhase::kQueued || job->phase == JobPhase::kNominating ||
+       job->phase == JobPhase::kUnschedulable) &&
+      UnlistedAtStart(in).empty()) {
     placement::JobDemand demand = (*parsed)->demand;
     if (job->phase == JobPhase::kNominating && spec->dispatch.round_seconds > 0) {
       demand.rounds_elapsed =

@@ -214,6 +214,7 @@ TEST_CASE("after the start nothing is decided until every cluster that may answe
   Plan p = Decide(w.Input());
   CHECK(p.step == "start-listing");
   CHECK(p.waiting_for == std::vector<std::string>{"c3"});
+  CHECK(UnlistedAtStart(w.Input()) == p.waiting_for);  // what the engine asks before it places the job
   CHECK(p.actions.empty());
   CHECK_FALSE(p.write);
   CHECK(p.requeue_ms > 0);
@@ -233,6 +234,7 @@ TEST_CASE("after the start nothing is decided until every cluster that may answe
   SECTION("and not longer than start_listing_ms after the start") {
     w.in.since_start_ms = w.in.options.start_listing_ms;
     CHECK(Decide(w.Input()).step == "nominate");
+    CHECK(UnlistedAtStart(w.Input()).empty());
   }
   SECTION("measured on the monotonic clock: a wall clock stepped back an hour does not stretch it") {
     w.in.started_ms = w.in.now_ms + 3'600'000;

@@ -354,6 +354,13 @@ struct Plan {
 
 Plan Decide(const DecideInput& in);
 
+// The clusters a job that is neither finished nor cancelling waits for
+// just after the daemon's start (step start-listing): every one gantry can
+// list that is not listed yet, while since_start_ms is below
+// start_listing_ms. Empty: no wait. The engine places no job meanwhile
+// (Decide would not read the placement).
+std::vector<std::string> UnlistedAtStart(const DecideInput& in);
+
 // The event's message for Action::tell_end_when_deleted: job's earlier run
 // j in cluster, seen ended, deleted while the job's run at its epoch goes
 // on in its owner.

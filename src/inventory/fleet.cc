@@ -579,7 +579,10 @@ void Fleet::ProbeOne(const std::string& name) {
       const bool was_ready = old_state == HealthState::kReady;  // doubted or not
       e.view.health.OnProbeOk(now);
       e.silent_wait_ms = 0;
-      TakeReading(name, e, std::move(*reading), now, mono, was_ready);
+      // While the daemon stops, the answer tells the cluster's health (an
+      // outage it ends is saved); its quota and queues, perhaps cut short
+      // by the stop (a list abandoned after the first), are not taken.
+      if (!stopping_) TakeReading(name, e, std::move(*reading), now, mono, was_ready);
     } else {
       error = reading.status().message();
       e.view.health.failure_threshold = options_.failure_threshold;

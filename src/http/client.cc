@@ -1,8 +1,6 @@
 #include "gantry/http/client.h"
 #include "gantry/http/message.h"
 
-#include <poll.h>
-
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -20,6 +18,7 @@
 
 #include "connection.h"
 #include "gantry/common/ascii.h"
+#include "gantry/common/stop_signal.h"
 
 namespace gantry::http {
 
@@ -192,11 +191,7 @@ Status Client::Impl::TransportError(error_code ec, const Request& req) const {
   return Status::Unavailable(fmt::format("{} {}: {}", req.method_string(), req.target(), ec.message()));
 }
 
-bool Client::Impl::Stopping() const {
-  if (options_.stop_fd < 0) return false;
-  pollfd p{options_.stop_fd, POLLIN, 0};
-  return ::poll(&p, 1, 0) > 0;
-}
+bool Client::Impl::Stopping() const { return options_.stop_fd >= 0 && StopFdSet(options_.stop_fd); }
 
 // Writes the request under a fresh request deadline; Read, later, answers
 // under the same deadline.

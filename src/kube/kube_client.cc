@@ -1,11 +1,7 @@
 #include "gantry/kube/kube_client.h"
 
-#include <poll.h>
-
-#include <cerrno>
 #include <chrono>
 #include <optional>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -13,6 +9,7 @@
 #include "gantry/common/cut_text.h"
 #include "gantry/common/json_path.h"
 #include "gantry/common/json_text.h"
+#include "gantry/common/stop_signal.h"
 #include "gantry/http/message.h"
 #include "gantry/kube/watch_line.h"
 
@@ -20,22 +17,6 @@ namespace gantry::kube {
 namespace {
 
 bool Retryable(int status) { return status == 429 || status >= 500; }
-
-// Waits `wait`, or until stop_fd (-1: none) is readable: false then.
-bool SleepUnlessStopped(std::chrono::milliseconds wait, int stop_fd) {
-  if (stop_fd < 0) {
-    std::this_thread::sleep_for(wait);
-    return true;
-  }
-  const auto until = std::chrono::steady_clock::now() + wait;
-  while (true) {
-    const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - std::chrono::steady_clock::now());
-    pollfd p{stop_fd, POLLIN, 0};
-    const int r = ::poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
-    if (r > 0) return false;
-    if (r == 0 || errno != EINTR) return true;
-  }
-}
 
 }  // namespace
 
@@ -229,7 +210,7 @@ Result<KubeReply> KubeClient::Finish() {
       if (attempt == options_.max_attempts) return last;
       if (last_sent_) earlier_may_have_landed = true;
     }
-    if (!SleepUnlessStopped(std::min(wait, options_.max_backoff), options_.stop_fd)) {  // backoff between attempts
+    if (StopFdSet(options_.stop_fd, std::min(wait, options_.max_backoff))) {  // the backoff between attempts
       if (last_reply) return std::move(*last_reply);
       return last;
     }

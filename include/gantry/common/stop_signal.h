@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 
 namespace gantry {
 
@@ -28,5 +29,10 @@ class StopSignal {
   int fd_ = -1;
   std::atomic<bool> set_{false};
 };
+
+// Waits up to `wait` for a StopSignal's fd to be readable (0: a look only):
+// true once it is. Where only the fd is at hand (a client given it in its
+// options). With fd -1 (none), sleeps `wait` and answers false.
+bool StopFdSet(int fd, std::chrono::milliseconds wait = std::chrono::milliseconds(0));
 
 }  // namespace gantry

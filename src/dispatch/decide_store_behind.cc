@@ -121,7 +121,7 @@ namespace gantry::dispatch {
 
 std::vector<std::string> UnlistedAtStart(const DecideInput& in) {
   std::vector<std::string> waited;
-  if (in.since_start_ms >= in.options.start_listing_ms || !in.clusters || !in.synced) return waited;
+  if (in.since_start_ms >= in.options.start_listing_ms) return waited;
   for (const auto& [name, f] : *in.clusters) {
     const bool never_listed = !f.unusable.empty() || !f.watch_refused.empty() ||
                               (!in.resource.empty() && f.kind_refused.count(in.resource));

@@ -637,7 +637,7 @@ Reconciler::PassResult Engine::Pass(const std::string& uid) {
   }
   in.inventory_confirmed = inventory_confirmed_.load();  // before the facts (InventoryChanged)
   in.started_ms = started_ms_;
-  in.since_start_ms = clock_.MonotonicMillis() - started_mono_ms_;
+  in.since_start_ms = SinceStartMs();
   in.clusters = Facts(now);
   in.now_ms = now;
   in.options = options_.decide;

@@ -339,7 +339,7 @@ void Engine::TellStartWait(const Plan& plan, JobPhase phase) {
   }
   int expected = 1;
   if (!start_wait_told_.compare_exchange_strong(expected, 2)) return;
-  const int64_t since_start_ms = clock_.MonotonicMillis() - started_mono_ms_;
+  const int64_t since_start_ms = SinceStartMs();
   spdlog::info("dispatch: jobs are decided on now, {:.1f} s after the start{}", since_start_ms / 1000.0,
                since_start_ms >= options_.decide.start_listing_ms
                    ? ": the wait for clusters not listed yet is over (their runs are seen once they answer)"

@@ -111,7 +111,7 @@ std::vector<std::string> Engine::EarlierRunsHolding(const JobRecord& job, std::v
   Observe(in, job.uid, job.epoch, (*parsed)->kind, now, /*settle=*/false);
   in.inventory_confirmed = inventory_confirmed_.load();
   in.started_ms = started_ms_;
-  in.since_start_ms = clock_.MonotonicMillis() - started_mono_ms_;
+  in.since_start_ms = SinceStartMs();
   in.clusters = Facts(now);
   in.now_ms = now;
   in.options = options_.decide;

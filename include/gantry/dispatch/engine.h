@@ -330,7 +330,9 @@ class Engine final : public JobIntake {
   std::mutex unanswered_mu_;
   std::unordered_map<std::string, Unanswered> unanswered_;
   int64_t started_ms_ = 0;  // wall clock, set by Start
-  int64_t started_mono_ms_ = 0;  // the clock's monotonic reading then: how long ago the start was
+  int64_t started_mono_ms_ = 0;  // the clock's monotonic reading then
+  // How long ago Start was, on the monotonic clock (DecideInput::since_start_ms).
+  int64_t SinceStartMs() const { return clock_.MonotonicMillis() - started_mono_ms_; }
   // The start's wait for every cluster to be listed (step start-listing),
   // as told in the log: 0 not seen, 1 told, 2 its end told.
   std::atomic<int> start_wait_told_{0};

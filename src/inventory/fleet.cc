@@ -28,32 +28,29 @@ bool Refusal(const Status& status) {
 // (a deadline's milliseconds, an address and port, a time of day in an
 // exec plugin's message), so that a probe every few seconds does not make a
 // log line each; an HTTP status still tells two reasons apart.
-bool SameReason(std::string_view a, std::string_view b) {
-  auto without_long_numbers = [](std::string_view s) {
-    auto digit = [](char c) { return c >= '0' && c <= '9'; };
-    std::string out;
-    for (size_t i = 0; i < s.size();) {
-      if (!digit(s[i])) {
-        out.push_back(s[i++]);
-        continue;
-      }
-      size_t end = i, digits = 0;
-      while (end < s.size() && (digit(s[end]) || ((s[end] == '.' || s[end] == ':') && end + 1 < s.size() &&
-                                                   digit(s[end + 1])))) {
-        digits += digit(s[end]) ? 1 : 0;
-        ++end;
-      }
-      if (digits >= 4) {
-        out.push_back('#');
-      } else {
-        out.append(s.substr(i, end - i));
-      }
-      i = end;
+std::string WithoutLongNumbers(std::string_view s) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    if (!digit(s[i])) {
+      out.push_back(s[i++]);
+      continue;
     }
-    return out;
-  };
-  return without_long_numbers(a) == without_long_numbers(b);
+    // A number: digits, and the dots and colons between them.
+    size_t end = i, digits = 0;
+    for (; end < s.size(); ++end) {
+      const bool joins = (s[end] == '.' || s[end] == ':') && end + 1 < s.size() && digit(s[end + 1]);
+      if (!digit(s[end]) && !joins) break;
+      digits += digit(s[end]) ? 1 : 0;
+    }
+    out.append(digits >= 4 ? std::string_view("#") : s.substr(i, end - i));
+    i = end;
+  }
+  return out;
 }
+
+bool SameReason(std::string_view a, std::string_view b) { return WithoutLongNumbers(a) == WithoutLongNumbers(b); }
 
 // Why the reading does not say where each LocalQueue leads ("" when it does).
 std::string LocalQueuesError(const CapacityReading* reading) {

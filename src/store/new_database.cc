@@ -70,10 +70,14 @@ Status Build(const std::string& building, int64_t now_ms) {
 
 }  // namespace
 
+bool WalHoldsPages(const std::string& path) {
+  struct stat wal {};
+  return ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 32;
+}
+
 Status CreateNewDatabase(const std::string& path, int64_t now_ms) {
   if (Exists(path)) return Status::Ok();
-  // (A WAL of its 32-byte header alone holds no page: RefuseEmptyFile.)
-  if (struct stat wal {}; ::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 32) {
+  if (WalHoldsPages(path)) {
     // SQLite would replay it over a new, empty file: part of an old
     // database, or pages it cannot place.
     return Status::Corruption(fmt::format(

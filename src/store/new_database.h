@@ -17,4 +17,8 @@ namespace gantry {
 // missing but a WAL is beside it (SQLite would replay it over a new file).
 Status CreateNewDatabase(const std::string& path, int64_t now_ms);
 
+// Whether the WAL beside the database at `path` holds pages: it is there
+// and longer than its 32-byte header.
+bool WalHoldsPages(const std::string& path);
+
 }  // namespace gantry

@@ -42,9 +42,7 @@ namespace {
 Status RefuseEmptyFile(const std::string& path) {
   struct stat db {};
   if (::stat(path.c_str(), &db) != 0 || db.st_size != 0) return Status::Ok();
-  // A WAL of its 32-byte header alone holds no page either.
-  struct stat wal {};
-  if (::stat((path + "-wal").c_str(), &wal) == 0 && wal.st_size > 32) return Status::Ok();
+  if (WalHoldsPages(path)) return Status::Ok();
   return Status::Corruption(fmt::format(
       "database {} exists and is empty, so it holds no jobs; if this gantry had jobs, restore the file from a "
       "backup; to start with no jobs, remove it",

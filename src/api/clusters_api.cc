@@ -246,7 +246,7 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
     return;
   }
   int64_t now = clock_.NowMillis();
-  placement::Decision decision = placement::Place(DemandFromSpec(*spec), *PlacementSnapshots(now));
+  placement::Decision decision = placement::Place(DemandFromSpec(*spec), *PlacementSnapshots(now), options_.placement);
   nlohmann::json body = placement::DecisionToJson(decision);
   body["apiVersion"] = "gantry.dev/v1";
   body["kind"] = "PlacementDecision";

@@ -230,7 +230,8 @@ void ApiService::AnswerExisting(const JobRecord& job, std::vector<std::string> w
 }
 
 std::string ApiService::NeverPlaceable(const JobSpec& spec, int64_t now_ms) const {
-  const placement::Decision decision = placement::Place(DemandFromSpec(spec), *PlacementSnapshots(now_ms));
+  const placement::Decision decision =
+      placement::Place(DemandFromSpec(spec), *PlacementSnapshots(now_ms), options_.placement);
   if (!decision.unschedulable) return "";  // (an empty inventory is no verdict either)
   std::vector<std::string> why;
   for (const placement::ExcludedCluster& e : decision.excluded) {

@@ -104,6 +104,7 @@ Status ValidateDaemonConfig(const DaemonConfig& c) {
   if (!in(c.preemption_gate_seconds, 0, 86400)) {
     return Status::Invalid("preemptionGateSeconds must be 0..86400 (0: no gates, every copy may preempt at once)");
   }
+  if (!in(c.max_copies, 1, 1000)) return Status::Invalid("maxCopies must be 1..1000");
   if (c.origin.empty() || c.origin.size() > 63) return Status::Invalid("origin must be a label value of 1..63 characters");
   // It is the value of the label gantry finds its objects by: one the API
   // server refuses would fail every create.

@@ -171,6 +171,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       {"rejectionBackoffMaxSeconds", num(&c.rejection_backoff_max_seconds)},
       {"jobRefusalHoldSeconds", num(&c.job_refusal_hold_seconds)},
       {"preemptionGateSeconds", num(&c.preemption_gate_seconds)},
+      {"maxCopies", num(&c.max_copies)},
       {"listErrorsToldAfterSeconds", num(&c.list_errors_told_after_seconds)},
       {"notFoundConfirmsAfterSeconds", num(&c.not_found_confirms_after_seconds)},
       {"resyncSeconds", num(&c.resync_seconds)},

@@ -288,6 +288,7 @@ int RunServe(const ServeFlags& flags) {
   engine_options.decide.redispatch_after_rejection_max_ms = int64_t{config.rejection_backoff_max_seconds} * 1000;
   engine_options.decide.job_refusal_hold_ms = int64_t{config.job_refusal_hold_seconds} * 1000;
   engine_options.decide.preemption_gate_ms = int64_t{config.preemption_gate_seconds} * 1000;
+  engine_options.placement.max_copies = config.max_copies;
   engine_options.decide.not_found_confirms_after_ms = int64_t{config.not_found_confirms_after_seconds} * 1000;
   engine_options.decide.resync_ms = int64_t{config.resync_seconds} * 1000;
   engine_options.resync_passes_per_s = config.resync_passes_per_second;
@@ -343,6 +344,7 @@ int RunServe(const ServeFlags& flags) {
   api_options.placement_snapshots = [&engine](int64_t now_ms) { return engine.Snapshots(now_ms); };
   api_options.job_refusal_hold_ms = engine_options.decide.job_refusal_hold_ms;
   api_options.preemption_gate_ms = engine_options.decide.preemption_gate_ms;
+  api_options.placement = engine_options.placement;
   api::ApiService service(job_store, **auth, metrics, &engine, clock, api_options, &fleet);
   http::ServerOptions server_options;
   server_options.thread_name = "api-http";

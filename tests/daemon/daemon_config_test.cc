@@ -30,6 +30,7 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
                      "rejectionBackoffSeconds: 1\n"
                      "rejectionBackoffMaxSeconds: 30\n"
                      "preemptionGateSeconds: 0\n"
+                     "maxCopies: 3\n"
                      "listErrorsToldAfterSeconds: 5\n"
                      "notFoundConfirmsAfterSeconds: 30\n"
                      "resyncSeconds: 10\n"
@@ -76,6 +77,8 @@ TEST_CASE("a gantry.yaml with dispatch settings loads them, defaults stay where 
   CHECK(DaemonConfig{}.rejection_backoff_max_seconds == 600);
   CHECK(c->preemption_gate_seconds == 0);
   CHECK(DaemonConfig{}.preemption_gate_seconds == 60);  // gates on by default
+  CHECK(c->max_copies == 3);
+  CHECK(DaemonConfig{}.max_copies == 8);
   CHECK(c->not_found_confirms_after_seconds == 30);
   CHECK(DaemonConfig{}.not_found_confirms_after_seconds == 120);
   CHECK(c->list_errors_told_after_seconds == 5);
@@ -132,6 +135,9 @@ TEST_CASE("a bad gantry.yaml is refused with the field and line", "[daemon][conf
       {"jobsMetricSeconds: -1\n", "jobsMetricSeconds must be 0..3600"},
       {"jobsMetricSeconds: 3601\n", "jobsMetricSeconds must be 0..3600"},
       {"preemptionGateSeconds: 86401\n", "preemptionGateSeconds must be 0..86400"},
+      {"maxCopies: 0\n", "maxCopies must be 1..1000"},
+      {"maxCopies: 1001\n", "maxCopies must be 1..1000"},
+      {"maxCopies: all\n", "line 1: maxCopies: wrong type"},
       {"listErrorsToldAfterSeconds: 0\n", "listErrorsToldAfterSeconds must be 1..86400"},
       {"notFoundConfirmsAfterSeconds: 0\n", "notFoundConfirmsAfterSeconds must be 1..86400"},
       {"rejectionBackoffSeconds: 3601\n", "rejectionBackoffSeconds must be 1..3600"},

@@ -105,21 +105,23 @@ int DispatchFleet::ReloadClusters() {
   return r.ok() ? r->status : -1;
 }
 
-nlohmann::json DispatchFleet::Job(const std::string& ns, const std::string& name) {
+nlohmann::json DispatchFleet::GetJson(const std::string& path) {
   auto client = ClientFor(url());
   if (!client) return nullptr;
-  auto r = client->Do("GET", fmt::format("/api/v1/namespaces/{}/jobs/{}", ns, name));
+  auto r = client->Do("GET", path);
   if (!r.ok() || r->status != 200) return nullptr;
   return nlohmann::json::parse(r->body, nullptr, false);
 }
 
-nlohmann::json DispatchFleet::Cluster(const std::string& name) {
-  auto client = ClientFor(url());
-  if (!client) return nullptr;
-  auto r = client->Do("GET", "/api/v1/clusters/" + name);
-  if (!r.ok() || r->status != 200) return nullptr;
-  return nlohmann::json::parse(r->body, nullptr, false);
+nlohmann::json DispatchFleet::Job(const std::string& ns, const std::string& name) {
+  return GetJson(fmt::format("/api/v1/namespaces/{}/jobs/{}", ns, name));
 }
+
+nlohmann::json DispatchFleet::Placement(const std::string& ns, const std::string& name) {
+  return GetJson(fmt::format("/api/v1/namespaces/{}/jobs/{}/placement", ns, name));
+}
+
+nlohmann::json DispatchFleet::Cluster(const std::string& name) { return GetJson("/api/v1/clusters/" + name); }
 
 std::string DispatchFleet::Phase(const std::string& ns, const std::string& name) {
   nlohmann::json j = Job(ns, name);

@@ -54,6 +54,8 @@ class DispatchFleet {
   int ReloadClusters();
   // GET the job (null when absent or unreachable).
   nlohmann::json Job(const std::string& ns, const std::string& name);
+  // GET the job's placement route: where it could run now (null on failure).
+  nlohmann::json Placement(const std::string& ns, const std::string& name);
   // GET /api/v1/clusters/NAME (null on failure).
   nlohmann::json Cluster(const std::string& name);
   std::string Phase(const std::string& ns, const std::string& name);
@@ -101,6 +103,8 @@ class DispatchFleet {
                                                  const kube::KubeClientOptions& options = {});
 
  private:
+  // GET path from the daemon, parsed (null unless it answered 200).
+  nlohmann::json GetJson(const std::string& path);
   std::vector<nlohmann::json> JobItems(const std::string& ns, const std::string& name, const std::string& sub);
   DispatchFleetOptions options_;
   TempDir dir_;

@@ -25,6 +25,7 @@
 #include "gantry/http/router.h"
 #include "gantry/inventory/fleet.h"
 #include "gantry/job/job_document.h"
+#include "gantry/placement/placement_options.h"
 #include "gantry/store/job_store.h"
 
 namespace gantry::api {
@@ -102,6 +103,9 @@ struct ApiOptions {
   // preemptionGateSeconds in ms (0: no gates): gantry explain says whether
   // the job's copy in a cluster may preempt there yet.
   int64_t preemption_gate_ms = 0;
+  // What the engine's placement is told (maxCopies): a job's placement
+  // route selects the clusters its dispatch would.
+  placement::PlacementOptions placement;
   // A job document larger than this is parsed on a thread of its own (the
   // slow lane), not on the server's loop, which serves every connection;
   // at most slow_lane_capacity wait there (more get 429).

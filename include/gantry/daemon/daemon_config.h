@@ -111,6 +111,11 @@ struct DaemonConfig {
   // admission that preempts nothing before one cluster may preempt for it
   // (then another a period after each); 0: no gates (DecideOptions::preemption_gate_ms).
   int preemption_gate_seconds = 60;
+  // maxCopies: the most Workload copies one job has at once (an AllAtOnce
+  // job's feasible clusters, best first; an Incremental job's widening
+  // stops there). Each copy queues, and may preempt, in its worker although
+  // only one runs the job (PlacementOptions::max_copies).
+  int max_copies = 8;
   // listErrorsToldAfterSeconds: how long the lists of a watched resource in
   // a cluster may answer errors (other than 401 and 403; and 404 for
   // JobSets or a generic kind), none succeeding, before it counts as

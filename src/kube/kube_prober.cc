@@ -130,7 +130,16 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   const std::string base =
       fmt::format("/apis/kueue.x-k8s.io/{}/", inventory::KueueApiVersionName(config.kueue_api_version));
   auto cqs = conn.client->Get(base + "clusterqueues");
-  if (!cqs.ok()) return cqs.status();
+  if (!cqs.ok()) {
+    // /readyz answered 200 a moment ago: a list that got no answer in time
+    // (a slow API server, a large list) is a capacity problem, as a 5xx is,
+    // not an outage whose clusterLostTimeout would move the cluster's jobs.
+    // A partition that began since is the next probe's /readyz to find.
+    return inventory::CapacityReading::Unreadable(
+        fmt::format("listing ClusterQueues got no answer: {}: the cluster is up (/readyz), but its queues could not "
+                    "be read",
+                    cqs.status().message()));
+  }
   // After the ClusterQueues, and only if they could be read: the LocalQueues
   // of every namespace, with the same client and deadline.
   Result<KubeReply> lqs = Status::Unavailable("not asked");

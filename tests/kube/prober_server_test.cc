@@ -5,7 +5,10 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "gantry/http/server.h"
 #include "gantry/inventory/token_source.h"
@@ -103,6 +106,31 @@ TEST_CASE("an API server whose certificate from the cluster's CA has expired is 
   REQUIRE_FALSE(stranger.ok());
   INFO(stranger.status().message());
   CHECK(stranger.status().code() == Code::kUnavailable);
+}
+
+// An API server that answers /readyz at once but its lists only after the
+// probe's deadline (overloaded, or a list too large): the cluster is up, its
+// queues unread; its jobs are not taken for lost.
+TEST_CASE("a ClusterQueue list that gets no answer after /readyz answered 200 is an unreadable reading, not an "
+          "outage",
+          "[kube][prober]") {
+  std::mutex mu;
+  std::vector<http::Responder> unanswered;  // kept until the end: never answered
+  TlsCluster cluster("prober-test", [&](http::Request req, http::Responder respond) {
+    if (req.path == "/readyz") return respond(http::TextResponse(200, "ok"));
+    if (req.path.find("/clusterqueues") == std::string::npos) {
+      return respond(http::JsonResponse(200, R"({"kind":"List","apiVersion":"v1","metadata":{},"items":[]})"));
+    }
+    std::lock_guard lock(mu);
+    unanswered.push_back(std::move(respond));
+  });
+  kube::KubeProber prober(std::chrono::milliseconds(300));
+  auto r = prober.Probe(Config(), CredentialsFor(cluster, cluster.ca_pem()));
+  REQUIRE(r.ok());
+  INFO(r->unreadable);
+  CHECK_THAT(r->unreadable, Catch::Contains("listing ClusterQueues got no answer") &&
+                                Catch::Contains("the cluster is up (/readyz)"));
+  CHECK(r->queues == nullptr);
 }
 
 TEST_CASE("a refusal whose body has fields of other types is an outage told, not a crash", "[kube][prober]") {

@@ -219,6 +219,7 @@ void ExecPlugin::Invalidate(const std::string& token) {
 }
 
 Result<ExecCredential> ExecPlugin::Run() const {
+  if (stop_.is_set()) return Error(Code::kUnavailable, "given up: the daemon is stopping");
   internal::SubprocessSpec spec;
   spec.command = config_.command;
   spec.argv.push_back(config_.command);
@@ -227,6 +228,7 @@ Result<ExecCredential> ExecPlugin::Run() const {
   spec.deadline = options_.timeout;
   spec.max_stdout = kMaxOutputBytes;
   spec.max_stderr = kMaxStderrBytes;
+  spec.stop_fd = stop_.fd();
   Result<internal::SubprocessResult> ran = internal::RunSubprocess(spec);
   if (!ran.ok()) {
     std::string what = ran.status().message();
@@ -240,6 +242,8 @@ Result<ExecCredential> ExecPlugin::Run() const {
     case End::kTimedOut:
       return Error(Code::kDeadlineExceeded,
                    fmt::format("still running after {} ms; killed", options_.timeout.count()));
+    case End::kStopped:
+      return Error(Code::kUnavailable, "given up: the daemon is stopping");
     case End::kStdoutTooLarge:
       return Error(Code::kInvalidArgument,
                    fmt::format("printed more than {} bytes; killed", kMaxOutputBytes));

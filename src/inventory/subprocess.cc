@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <system_error>
 
+#include "gantry/common/stop_signal.h"
+
 namespace gantry::inventory::internal {
 namespace {
 
@@ -134,6 +136,11 @@ bool HasExited(pid_t pid) {
 }  // namespace
 
 Result<SubprocessResult> RunSubprocess(const SubprocessSpec& spec) {
+  if (spec.stop_fd >= 0 && StopFdSet(spec.stop_fd)) {
+    SubprocessResult stopped;
+    stopped.end = SubprocessResult::End::kStopped;
+    return stopped;
+  }
   Fd out_read, out_write, err_read, err_write;
   GANTRY_RETURN_IF_ERROR(MakePipe(out_read, out_write));
   GANTRY_RETURN_IF_ERROR(MakePipe(err_read, err_write));
@@ -158,12 +165,13 @@ Result<SubprocessResult> RunSubprocess(const SubprocessSpec& spec) {
       must_kill = true;
       break;
     }
-    pollfd fds[3];
+    pollfd fds[4];
     nfds_t n = 0;
     if (out_open) fds[n++] = {out_read.get(), POLLIN, 0};
     if (err_open) fds[n++] = {err_read.get(), POLLIN, 0};
     int wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 60'000));
     if (!exited && exit_fd.get() >= 0) fds[n++] = {exit_fd.get(), POLLIN, 0};
+    if (spec.stop_fd >= 0) fds[n++] = {spec.stop_fd, POLLIN, 0};
     if (!exited && exit_fd.get() < 0 && !out_open && !err_open) {
       wait_ms = std::min(wait_ms, kExitPollMs);
     }
@@ -172,9 +180,10 @@ Result<SubprocessResult> RunSubprocess(const SubprocessSpec& spec) {
       must_kill = true;
       break;
     }
-    bool over = false;
+    bool over = false, stopped = false;
     for (nfds_t i = 0; i < n; ++i) {
       if (fds[i].revents == 0) continue;
+      if (fds[i].fd == spec.stop_fd) stopped = true;
       if (fds[i].fd == out_read.get()) {
         out_open = ReadSome(out_read.get(), result.out, spec.max_stdout, &over);
       }
@@ -183,8 +192,8 @@ Result<SubprocessResult> RunSubprocess(const SubprocessSpec& spec) {
         err_open = ReadSome(err_read.get(), result.err, spec.max_stderr, &dropped);
       }
     }
-    if (over) {
-      result.end = SubprocessResult::End::kStdoutTooLarge;
+    if (over || stopped) {
+      result.end = over ? SubprocessResult::End::kStdoutTooLarge : SubprocessResult::End::kStopped;
       must_kill = true;
       break;
     }

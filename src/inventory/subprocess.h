@@ -32,6 +32,9 @@ struct SubprocessSpec {
   std::chrono::milliseconds deadline{30'000};
   std::size_t max_stdout = 1 << 20;  // more kills the child: End::kStdoutTooLarge
   std::size_t max_stderr = 4 << 10;  // more is read and dropped
+  // Readable (a StopSignal's fd): the run is given up, the helper killed
+  // (End::kStopped); one readable already starts none. -1: none.
+  int stop_fd = -1;
 };
 
 struct SubprocessResult {
@@ -40,6 +43,7 @@ struct SubprocessResult {
     kSignaled,        // code = the signal that ended it
     kTimedOut,        // still running at the deadline: killed
     kStdoutTooLarge,  // printed more than max_stdout: killed
+    kStopped,         // stop_fd became readable: killed (or never started)
   };
   End end = End::kExited;
   int code = 0;

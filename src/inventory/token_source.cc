@@ -76,6 +76,10 @@ Result<std::string> TokenSource::Token() {
   return token_;
 }
 
+void TokenSource::Stop() {
+  if (exec_) exec_->Stop();
+}
+
 void TokenSource::Invalidate(const std::string& token) {
   if (exec_) exec_->Invalidate(token);
 }

@@ -401,6 +401,40 @@ TEST_CASE("Exec plugin: a hanging plugin is killed at the deadline and reaped",
   CHECK(WaitFor([&] { return Gone(child); }, std::chrono::seconds(5)));
 }
 
+// The daemon stops while a plugin hangs on the network: the request that
+// waits for its token, and the stop, are not held for the run's 30 s.
+TEST_CASE("Exec plugin: a run in progress is killed when the daemon stops, and none starts after",
+          "[inventory][exec]") {
+  TempDir tmp;
+  WriteExecutable(tmp.File("script"), "#!/bin/sh\necho $$ > \"$(dirname \"$0\")/pid\"\nexec sleep 60\n");
+  ExecConfig config;
+  config.api_version = std::string(kExecApiV1);
+  config.command = tmp.File("script");
+  config.interactive_mode = "Never";
+  FakeClock clock;
+  ExecPlugin exec(config, {.timeout = std::chrono::seconds(30), .clock = &clock});
+  Result<std::string> token = Status::Unavailable("not run");
+  std::thread caller([&] { token = exec.Token(); });
+  REQUIRE(WaitFor([&] { return !ReadFile(tmp.File("pid")).empty(); }, std::chrono::seconds(10)));
+  const auto stopped_at = std::chrono::steady_clock::now();
+  exec.Stop();
+  caller.join();
+  CHECK(std::chrono::steady_clock::now() - stopped_at < std::chrono::seconds(5));
+  REQUIRE_FALSE(token.ok());
+  CHECK(token.status().code() == Code::kUnavailable);
+  CHECK_THAT(token.status().message(), Catch::Contains("the daemon is stopping"));
+  const pid_t pid = std::stoi(ReadFile(tmp.File("pid")));
+  CHECK(kill(pid, 0) == -1);  // killed and reaped
+
+  // Past the hold after a failed run, a caller gets no new run.
+  std::filesystem::remove(tmp.File("pid"));
+  clock.Advance(kExecRetryAfterFailureMs + 1);
+  Result<std::string> later = exec.Token();
+  REQUIRE_FALSE(later.ok());
+  CHECK_THAT(later.status().message(), Catch::Contains("the daemon is stopping"));
+  CHECK_FALSE(std::filesystem::exists(tmp.File("pid")));
+}
+
 TEST_CASE("Exec plugin: it inherits no descriptor and none is left behind", "[inventory][exec]") {
   TempDir tmp;
   const int inheritable = open("/dev/null", O_RDONLY);  // no O_CLOEXEC, as a careless library's

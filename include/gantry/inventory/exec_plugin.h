@@ -31,6 +31,7 @@
 
 #include "gantry/common/clock.h"
 #include "gantry/common/status.h"
+#include "gantry/common/stop_signal.h"
 #include "gantry/inventory/exec_credential.h"
 
 namespace gantry::inventory {
@@ -79,6 +80,10 @@ class ExecPlugin {
   // token cause a single new run.
   void Invalidate(const std::string& token);
 
+  // The daemon stops: a run in progress is killed at once, and no later
+  // Token() starts one (kUnavailable, unless a cached token still serves).
+  void Stop() { stop_.Set(); }
+
   const ExecConfig& config() const { return config_; }
   int runs() const;  // how many times the plugin was started; for tests
 
@@ -97,6 +102,7 @@ class ExecPlugin {
   const ExecOptions options_;
   const SystemClock system_clock_;
   const Clock* const clock_;  // options_.clock or &system_clock_
+  StopSignal stop_;
 
   std::mutex run_mu_;      // held for a whole run: one run at a time
   mutable std::mutex mu_;  // guards the members below; never held during a run

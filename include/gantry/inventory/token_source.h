@@ -58,6 +58,10 @@ class TokenSource {
   // The cluster answered 401 to `token` (see ExecPlugin::Invalidate).
   void Invalidate(const std::string& token);
 
+  // The daemon stops: a plugin's run in progress ends at once, and none
+  // starts after (ExecPlugin::Stop). Nothing for a fixed token or a file.
+  void Stop();
+
   // Whether `other` hands out the same tokens without asking either: the
   // same fixed token, the same file (re-read on rotation), or a plugin with
   // the same configuration. Never reads a file or runs a plugin.

@@ -457,6 +457,7 @@ int RunServe(const ServeFlags& flags) {
   engine.BeginStop();
   server.Stop(std::chrono::seconds(config.shutdown_grace_seconds));
   service.StopSlowLane();  // a large submission still queued must not reach a stopped engine or store
+  fleet.BeginStop();       // no request waits on a credential plugin's run from here on
   engine.Stop();
   fleet.Stop();
   store.value().reset();  // drains the commit queue and closes the database

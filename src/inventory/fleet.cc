@@ -158,14 +158,23 @@ void Fleet::GrowWorkers() {
   }
 }
 
-void Fleet::Stop() {
+void Fleet::BeginStop() {
   {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     stopping_ = true;
+    // A plugin stuck on the network holds no request, nor the stop, for its
+    // 30 s; a run given up is no refusal (the probes' results are dropped).
+    for (auto& [name, e] : entries_) {
+      if (e.creds && e.creds->token_source) e.creds->token_source->Stop();
+    }
   }
   cv_.notify_all();
   prober_.Stop();  // a cluster that does not answer holds the stop for no probe's deadline
+}
+
+void Fleet::Stop() {
+  BeginStop();
   std::lock_guard workers_lock(workers_mu_);  // a reload's GrowWorkers has started its threads, or sees stopping_
   for (auto& w : workers_) w.join();
   workers_.clear();

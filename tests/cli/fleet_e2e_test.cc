@@ -1,6 +1,9 @@
 // The daemon with a real inventory: gantry-sim clusters over HTTPS feed
 // clusters.d; `gantry clusters` and `gantry explain` show what they report.
+#include <signal.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <nlohmann/json.hpp>
 
 #include "daemon_fixture.h"
@@ -171,6 +174,34 @@ TEST_CASE("clusters from gantry-sim whose kubeconfig users are exec plugins", "[
   // The table shows the error of a cluster that is not Ready.
   CHECK(Cli(daemon.url(), {"clusters"}).out.find("not found in PATH; install it from the vendor") !=
         std::string::npos);
+}
+
+// A plugin stuck on the network (a token service that does not answer): the
+// probe and the watches wait for its run, up to 30 s. SIGTERM ends the run.
+TEST_CASE("a daemon whose cluster's credential plugin hangs stops at once, the plugin killed", "[cli][e2e][fleet]") {
+  if (!SimBuilt()) return;
+  TempDir dir;
+  std::string sim_dir = dir.File("sim");
+  auto sim = StartSim(dir, sim_dir, 1);
+  WriteExecutable(sim_dir + "/plugin", "#!/bin/sh\necho $$ > \"$PID_FILE\"\nexec sleep 60\n");
+  UseExecPlugin(sim_dir + "/c1.kubeconfig",
+                "{apiVersion: client.authentication.k8s.io/v1, command: ./plugin, interactiveMode: Never, env: "
+                "[{name: PID_FILE, value: " + dir.File("plugin.pid") + "}]}");
+  Daemon daemon(dir.File("data"), dir.path(), {"--clusters-dir", sim_dir + "/clusters.d"});
+  REQUIRE(daemon.ready());
+  REQUIRE(WaitFor([&] { return !ReadFile(dir.File("plugin.pid")).empty(); }, std::chrono::seconds(20)));
+  const pid_t plugin = std::stoi(ReadFile(dir.File("plugin.pid")));
+
+  const auto signalled = std::chrono::steady_clock::now();
+  daemon.process().Signal(SIGTERM);
+  CHECK(daemon.process().Wait(std::chrono::seconds(20)) == 0);
+  CHECK(std::chrono::steady_clock::now() - signalled < std::chrono::seconds(5));
+  CHECK(kill(plugin, 0) == -1);  // killed, and reaped by the daemon
+  // A run given up for the stop is no outage, nor a refusal of the credentials.
+  const std::string log = daemon.process().Stderr();
+  INFO(log);
+  CHECK(log.find("NotReady") == std::string::npos);
+  CHECK(log.find("a probe failed") == std::string::npos);
 }
 
 TEST_CASE("a cluster whose kubeconfig does not load is listed, saying why to an admin and not to a tenant",

@@ -190,6 +190,11 @@ class Fleet {
   // Loads the directory, restores persisted outages, starts probing.
   // Returns the per-file errors (the other clusters work).
   std::vector<ClusterFileError> Start();
+  // The daemon stops: no probe starts from now on, one in flight ends at
+  // once and its failure is dropped, and every cluster's credential plugin
+  // run in progress is killed (none starts after). Does not wait.
+  void BeginStop();
+  // BeginStop, then waits for the probe threads.
   void Stop();
   // Re-reads the directory (SIGHUP, POST /api/v1/clusters:reload). A file
   // that breaks keeps its cluster's last good entry. At Start and here, a

@@ -48,7 +48,7 @@ std::string AddressText(const addrinfo& a) {
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& host, const std::string& port, SSL_CTX* tls,
                                                      Clock::time_point deadline, const std::string& tls_name,
                                                      const std::string& untrusted_hint, int stop_fd) {
-  auto addrs = Resolve(host, port, deadline);
+  auto addrs = Resolve(host, port, deadline, stop_fd);
   if (!addrs.ok()) return addrs.status();
   return Dial(addrs->get(), host, port, tls, deadline, tls_name, untrusted_hint, stop_fd);
 }

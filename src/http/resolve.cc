@@ -2,18 +2,23 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <system_error>
 #include <thread>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "gantry/common/stop_signal.h"
 #include "gantry/common/thread_name.h"
 
 namespace gantry::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// How often a lookup's wait looks at its stop.
+constexpr std::chrono::milliseconds kStopLookEvery{50};
 
 addrinfo TcpHints(int flags) {
   addrinfo hints{};
@@ -67,7 +72,8 @@ timespec Timeout(Clock::duration left) {
 
 }  // namespace
 
-Result<AddrInfoList> Resolve(const std::string& host, const std::string& port, Clock::time_point deadline) {
+Result<AddrInfoList> Resolve(const std::string& host, const std::string& port, Clock::time_point deadline,
+                             int stop_fd) {
   const addrinfo numeric = TcpHints(AI_NUMERICHOST);
   addrinfo* found = nullptr;
   if (::getaddrinfo(host.c_str(), port.c_str(), &numeric, &found) == 0) return AddrInfoList(found);
@@ -78,9 +84,16 @@ Result<AddrInfoList> Resolve(const std::string& host, const std::string& port, C
     return Status::Unavailable(fmt::format("resolve {}: {}", host, gai_strerror(rc)));
   }
   const gaicb* waited[] = {&lookup->request};
+  bool stopped = false;
   while (gai_error(&lookup->request) == EAI_INPROGRESS) {
-    const auto left = deadline - Clock::now();
+    auto left = deadline - Clock::now();
     if (left <= Clock::duration::zero()) break;
+    if (stop_fd >= 0) {
+      // gai_suspend cannot wait on a descriptor: the stop is looked at
+      // between slices of the wait.
+      if ((stopped = StopFdSet(stop_fd))) break;
+      left = std::min<Clock::duration>(left, kStopLookEvery);
+    }
     const timespec timeout = Timeout(left);
     gai_suspend(waited, 1, &timeout);  // done, timed out or interrupted: the loop asks again
   }
@@ -90,7 +103,8 @@ Result<AddrInfoList> Resolve(const std::string& host, const std::string& port, C
     const int cancel = gai_cancel(&lookup->request);
     if (cancel != EAI_ALLDONE) {
       if (cancel == EAI_NOTCANCELED) FreeWhenDone(std::move(lookup));
-      return Status::Unavailable(fmt::format("resolve {}: no answer before the deadline", host));
+      return Status::Unavailable(
+          fmt::format("resolve {}: {}", host, stopped ? "given up: stopping" : "no answer before the deadline"));
     }
   }
   if (int rc = gai_error(&lookup->request); rc != 0) {

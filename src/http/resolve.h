@@ -31,7 +31,9 @@ using AddrInfoList = std::unique_ptr<addrinfo, AddrInfoFree>;
 
 // host's TCP addresses for port (a number or a service name). Every error
 // is kUnavailable ("resolve HOST: REASON"), a passed deadline included.
+// stop_fd (a StopSignal's, or -1): readable, the wait ends as at the
+// deadline, its lookup cancelled or left to end on its own.
 Result<AddrInfoList> Resolve(const std::string& host, const std::string& port,
-                             std::chrono::steady_clock::time_point deadline);
+                             std::chrono::steady_clock::time_point deadline, int stop_fd = -1);
 
 }  // namespace gantry::http

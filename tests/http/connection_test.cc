@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "connection.h"
+#include "gantry/common/stop_signal.h"
 #include "resolve.h"
 #include "test_support.h"
 
@@ -203,6 +204,35 @@ TEST_CASE("a host name whose lookup hangs fails at the connect deadline", "[http
   CHECK(conn.status().code() == Code::kUnavailable);
   CHECK_THAT(conn.status().message(),
              Catch::Contains("resolve gantry-hung-lookup: no answer before the deadline"));
+}
+
+TEST_CASE("a host name whose lookup hangs is given up when the stop comes, long before the deadline", "[http][dial]") {
+  // Held as in the test above, the lookup's deadline a minute away.
+  testing::TempDir dir;
+  const std::string aliases = dir.File("aliases");
+  REQUIRE(::mkfifo(aliases.c_str(), 0600) == 0);
+  REQUIRE(::setenv("HOSTALIASES", aliases.c_str(), 1) == 0);
+  StopSignal stop;
+  auto opened = std::async(std::launch::async, [&stop] {
+    return Connection::Open("gantry-hung-lookup-two", "80", nullptr, steady_clock::now() + 60s, "", "", stop.fd());
+  });
+  int writer = -1;
+  const bool held = testing::WaitFor(
+      [&] { return (writer = ::open(aliases.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) >= 0; }, 5s);
+  ::unsetenv("HOSTALIASES");
+  const auto stopped_at = steady_clock::now();
+  stop.Set();
+  const bool returned = opened.wait_for(10s) == std::future_status::ready;
+  const auto took = steady_clock::now() - stopped_at;
+  REQUIRE(returned);
+  auto conn = opened.get();
+  if (!held) {
+    WARN("the lookup never opened HOSTALIASES (not glibc's resolver?): nothing held it to test");
+    return;
+  }
+  CHECK(took < 2s);
+  REQUIRE_FALSE(conn.ok());
+  CHECK_THAT(conn.status().message(), Catch::Contains("resolve gantry-hung-lookup-two: given up: stopping"));
 }
 
 }  // namespace gantry::http

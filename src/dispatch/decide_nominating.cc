@@ -105,7 +105,8 @@ std::optional<Plan> Ladder::Timeout() const {
 // cluster that has none yet, up to maxCopies: one that refused its copy is
 // replaced, and a cluster that could not take the job at the nomination
 // (full, not Ready) gets a copy once it can, instead of the job waiting on
-// the clusters it was first sent to.
+// the clusters it was first sent to; at maxCopies, copies move from full
+// clusters to such a one (MoveFromFull).
 std::optional<Plan> Ladder::Widen() const {
   if (!in_.placement) return std::nullopt;
   const bool incremental = in_.spec->dispatch.mode == DispatchMode::kIncremental;
@@ -144,6 +145,7 @@ std::optional<Plan> Ladder::Widen() const {
   const size_t target = incremental ? in_.placement->candidates.size()
                         : holding   ? (refusals ? in_.placement->candidates.size() : 0)
                                     : in_.max_copies;
+  if (!holding && live.size() >= in_.max_copies) return MoveFromFull(live, have);
   if (live.size() >= target) return std::nullopt;
   std::vector<std::string> add;
   for (const std::string& c : in_.placement->candidates) {
@@ -180,6 +182,77 @@ std::optional<Plan> Ladder::Widen() const {
   // The job's message names where its copies are now.
   live.insert(live.end(), add.begin(), add.end());
   u.message = fmt::format("nominated to {}", fmt::join(live, ", "));
+  plan.write = std::move(u);
+  plan.requeue_ms = opt_.retry_ms;
+  return plan;
+}
+
+// Step 7 at maxCopies, while no copy holds quota: a copy in a cluster that
+// cannot take the job now (placement ranks it without room for the job, or
+// leaves it out for quota) moves to a feasible cluster with room that has
+// none, best first. Else a job waits on full
+// clusters while one ranked below the cap at its nomination, or freed
+// since, could run it; its place in the queue is lost to later jobs, its
+// dispatch timeout may pass, and a gate may open for a preemption that
+// room elsewhere makes needless. A copy whose gate is open stays (its
+// cluster may be preempting for it), and so does one out of reach (its
+// delete could not go now).
+std::optional<Plan> Ladder::MoveFromFull(const std::vector<std::string>& live,
+                                         const std::set<std::string>& have) const {
+  auto fits_now = [](const placement::RankedCluster& r) { return r.score.value(placement::Term::kFitsNow) > 0; };
+  // Ranked without room for the job now, or left out for its quota.
+  auto full_now = [&](const std::string& c) {
+    const auto& f = in_.placement->feasible;
+    auto ranked = std::find_if(f.begin(), f.end(), [&](const placement::RankedCluster& r) { return r.cluster == c; });
+    if (ranked != f.end()) return !fits_now(*ranked);
+    return std::any_of(in_.placement->excluded.begin(), in_.placement->excluded.end(),
+                       [&](const placement::ExcludedCluster& x) {
+                         return x.cluster == c && x.exclusion.filter == placement::Filter::kQuota;
+                       });
+  };
+  std::vector<const RemoteIntent*> from;
+  for (const std::string& c : live) {
+    if (!full_now(c) || !Reachable(c)) continue;
+    for (const RemoteIntent& i : in_.intents) {
+      if (i.present && i.kind == kWorkload && i.epoch == job_.epoch && i.cluster == c && i.gate_opened_ms == 0) {
+        from.push_back(&i);
+      }
+    }
+  }
+  if (from.empty()) return std::nullopt;
+  std::vector<std::string> to;
+  for (const placement::RankedCluster& r : in_.placement->feasible) {
+    if (to.size() == from.size()) break;
+    if (fits_now(r) && !have.count(r.cluster) && CopyMayGoTo(r.cluster)) to.push_back(r.cluster);
+  }
+  if (to.empty()) return std::nullopt;
+  from.resize(to.size());
+  Plan plan;
+  plan.step = "widen";
+  DispatchUpdate u = Guarded(job_);
+  std::vector<std::string> moved, kept;
+  for (const RemoteIntent* i : from) {
+    moved.push_back(i->cluster);
+    RemoteIntent gone = *i;
+    gone.present = false;
+    u.upsert_intents.push_back(std::move(gone));
+    if (const ClusterObservation* o = Observed(i->cluster)) {
+      for (const ObservedWorkload& w : o->workloads) plan.actions.push_back(DeleteWorkload(i->cluster, w));
+    }
+  }
+  for (const std::string& c : to) {
+    Action a = CreateWorkloadAction(in_, c, job_.epoch);
+    u.upsert_intents.push_back(IntentFor(a));
+    plan.actions.push_back(std::move(a));
+  }
+  for (const std::string& c : live) {
+    if (std::find(moved.begin(), moved.end(), c) == moved.end()) kept.push_back(c);
+  }
+  kept.insert(kept.end(), to.begin(), to.end());
+  u.events.push_back(Event("CopiesMoved", fmt::format("Workload copies moved from {}, which cannot take the job now "
+                                                      "(quota), to {}, which may (maxCopies {})",
+                                                      fmt::join(moved, ", "), fmt::join(to, ", "), in_.max_copies)));
+  u.message = fmt::format("nominated to {}", fmt::join(kept, ", "));
   plan.write = std::move(u);
   plan.requeue_ms = opt_.retry_ms;
   return plan;

@@ -623,6 +623,7 @@ class Ladder {
   std::optional<Plan> Lease() const;
   std::optional<Plan> Timeout() const;
   std::optional<Plan> Widen() const;
+  std::optional<Plan> MoveFromFull(const std::vector<std::string>& live, const std::set<std::string>& have) const;
   std::optional<Plan> AllDeactivated() const;
   Plan Copies() const;
   void Gates(Plan& plan) const;

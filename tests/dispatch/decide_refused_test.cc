@@ -9,22 +9,13 @@ namespace {
 
 using decide_world::Candidates;
 using decide_world::Count;
+using decide_world::Feasible;
 using decide_world::World;
 
 // The row the engine writes when cluster refused the copy at epoch.
 void Refused(World& w, const std::string& cluster, int64_t epoch, const std::string& answer) {
   w.Intent(cluster, "Workload", epoch, false);
   w.in.intents.back().refusal = answer;
-}
-
-placement::Decision Feasible(std::vector<std::string> candidates, std::vector<std::string> feasible) {
-  placement::Decision d = Candidates(std::move(candidates));
-  for (const std::string& c : feasible) {
-    placement::RankedCluster r;
-    r.cluster = c;
-    d.feasible.push_back(r);
-  }
-  return d;
 }
 
 }  // namespace

@@ -160,4 +160,15 @@ inline placement::Decision Candidates(std::vector<std::string> names) {
   return d;
 }
 
+// Placement's candidates and its feasible clusters, ranked in that order.
+inline placement::Decision Feasible(std::vector<std::string> candidates, std::vector<std::string> feasible) {
+  placement::Decision d = Candidates(std::move(candidates));
+  for (const std::string& c : feasible) {
+    placement::RankedCluster r;
+    r.cluster = c;
+    d.feasible.push_back(r);
+  }
+  return d;
+}
+
 }  // namespace gantry::dispatch::decide_world

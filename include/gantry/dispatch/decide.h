@@ -37,7 +37,10 @@
 //                maxCopies (one that became feasible after the
 //                nomination), unless a copy holds quota; either mode: a
 //                feasible cluster not asked yet in place of each that
-//                refused its copy (RemoteIntent::refusal)
+//                refused its copy (RemoteIntent::refusal); at maxCopies
+//                with no copy holding quota, a copy in a cluster placement
+//                finds full now moves to a feasible one with room and none
+//                (unless its preemption gate is open)
 //   8 deactivated Nominating and every copy deactivated (an admission check
 //                Rejected it): requeue, dispatch again at epoch+1 (the
 //                epoch at least redispatch_after_rejection_ms old, doubled

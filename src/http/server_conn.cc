@@ -25,6 +25,13 @@ namespace {
 // Unparsed input beyond this is compacted away.
 constexpr std::size_t kCompactAt = 64 << 10;
 
+// After a refusal, what the client still sends is read and dropped for at
+// most this long and this much: a body a few times the largest accepted
+// comes in well within that over any network worth serving; a client that
+// sends more, or slower, gets the reset.
+constexpr std::chrono::seconds kDrainFor{5};
+constexpr std::size_t kDrainCap = 64 << 20;
+
 std::chrono::milliseconds FirstRequestWait(const ServerOptions& options) {
   return std::min(options.idle_timeout, options.read_timeout);
 }
@@ -106,6 +113,7 @@ bool ServerConn::Advance() {
       return io == Io::kBlocked || AfterFlush();
     }
     case State::kStreaming: return Stream();
+    case State::kDraining: return Drain();
   }
   return false;
 }
@@ -352,6 +360,12 @@ bool ServerConn::TimedOut() {
 
 bool ServerConn::Refuse(int status, const std::string& message) {
   if (env_.options->on_refused) env_.options->on_refused(status);
+  // A client refused mid-body (413, a malformed one) is most likely still
+  // writing it, and reads the answer only after: closed with its bytes
+  // unread, the socket would send a reset, and the client would see its
+  // connection reset instead of the answer. One too slow to send a request
+  // whole (408) is not waited for again.
+  drain_after_refusal_ = status != 408;
   QueueAnswer(env_.options->error_response(status, message), false, false);
   state_ = State::kClosing;
   deadline_ = Clock::now() + env_.options->write_timeout;
@@ -384,10 +398,37 @@ void ServerConn::QueueAnswer(const Response& response, bool keep_alive, bool hea
 }
 
 bool ServerConn::AfterFlush() {
-  if (state_ == State::kClosing) return false;
+  if (state_ == State::kClosing) return drain_after_refusal_ && StartDraining();
   SetBusy(false);
   if (!keep_alive_) return false;
   return NextRequest();
+}
+
+bool ServerConn::StartDraining() {
+  // The answer, then our side's end (TLS close_notify, then FIN): the client
+  // reads both while it writes on.
+  if (ssl_ && tls_ok_) SSL_shutdown(ssl_);
+  tls_ok_ = false;  // no second close_notify at the close
+  if (::shutdown(fd_, SHUT_WR) != 0) return false;
+  SetBusy(false);
+  state_ = State::kDraining;
+  deadline_ = Clock::now() + kDrainFor;
+  return Drain();
+}
+
+bool ServerConn::Drain() {
+  // Raw bytes, not decrypted: nothing of them is read as a request.
+  char* const buffer = env_.read_buffer;
+  while (drained_ < kDrainCap) {
+    ssize_t n = ::recv(fd_, buffer, env_.read_buffer_size, 0);
+    if (n > 0) {
+      drained_ += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);  // else its end, or an error: closed
+  }
+  return false;  // more than a refused body is worth reading
 }
 
 bool ServerConn::AfterStream() {

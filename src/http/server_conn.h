@@ -79,7 +79,8 @@ class ServerConn {
   // No byte of a request yet (mid-handshake, or between requests): what
   // the server closes first when it has no room for a new connection.
   bool waiting_for_request() const {
-    return state_ == State::kHandshake || (state_ == State::kReading && !request_started_);
+    return state_ == State::kHandshake || state_ == State::kDraining ||
+           (state_ == State::kReading && !request_started_);
   }
   // Whether a request came whole on it (a client, not just a socket).
   bool served_any() const { return served_any_; }
@@ -92,6 +93,9 @@ class ServerConn {
     kAnswering,  // writing the answer
     kStreaming,  // sending a stream's chunks
     kClosing,    // writing a last answer (refusal, stream end), then closing
+    kDraining,   // a refusal sent and our side shut: reading and dropping what
+                 // the client still sends (its body), so that closing with it
+                 // unread sends no reset that would discard the refusal
   };
   enum class Io { kDone, kBlocked, kFailed };
 
@@ -117,6 +121,10 @@ class ServerConn {
   bool Refuse(int status, const std::string& message);
   void QueueAnswer(const Response& response, bool keep_alive, bool head_only);
   bool AfterFlush();
+  // After a refusal: shuts our side, then Drain()s until the client's end,
+  // kDrainCap bytes or kDrainFor.
+  bool StartDraining();
+  bool Drain();
   bool Stream();
   // After a finished stream was sent whole, on a kept-alive connection.
   bool AfterStream();
@@ -148,6 +156,8 @@ class ServerConn {
   bool keep_alive_ = false;
   bool head_only_ = false;
   bool busy_ = false;
+  bool drain_after_refusal_ = false;  // set by Refuse for a client that may still be sending
+  std::size_t drained_ = 0;
   std::string out_;
   std::size_t out_sent_ = 0;
   std::shared_ptr<ResponseStream> stream_;

@@ -170,6 +170,15 @@ TEST_CASE("CLI exit codes", "[cli][e2e]") {
     CHECK(r.code == 2);
     CHECK(r.err.find("must be a mapping") != std::string::npos);
   }
+  // 1 and the server's 413 for a document over maxBodyBytes (1 MiB): the
+  // CLI writes it whole before it reads, and the daemon reads and drops the
+  // rest rather than reset the connection (which read as "cannot reach").
+  std::string big = dir.File("big.yaml");
+  WriteFile(big, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: {name: big, annotations: {pad: \"" +
+                     std::string(4 << 20, 'x') + "\"}}\nspec: {queue: q}\n");
+  auto over = Cli(daemon.url(), {"submit", "-f", big, "-n", "team-a"});
+  CHECK(over.code == 1);
+  CHECK(over.err.find("(413)") != std::string::npos);
   // A mapping of the wrong shape goes to the server, which names the field.
   std::string shaped = dir.File("shaped.yaml");
   WriteFile(shaped, "apiVersion: gantry.dev/v1\nkind: Job\nmetadata: []\nspec: {queue: q}\n");

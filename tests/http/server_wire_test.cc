@@ -259,6 +259,28 @@ TEST_CASE("a request line over the header limit gets 414, header fields over it 
   CHECK(status_of("GET /" + std::string(1000, 'b') + " HTTP/1.1\r\nHost: x\r\n\r\n") == "HTTP/1.1 200 OK");
 }
 
+// A client that writes its whole body before reading (as gantry's CLI does)
+// gets the 413, not a reset: the server reads and drops the rest.
+TEST_CASE("a body over the limit gets 413 after the client wrote it whole, not a reset", "[http][wire]") {
+  ServerOptions options;
+  options.body_limit = 1024;
+  auto server = Started(Echo(), options);
+  for (bool declared : {true, false}) {
+    INFO((declared ? "Content-Length" : "chunked"));
+    RawSocket raw(server->port());
+    const std::string body(16 << 20, 'x');
+    const std::string head = declared ? fmt::format("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+                                                    body.size())
+                                      : "POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+                                            fmt::format("{:x}\r\n", body.size());
+    CHECK(raw.TrySend(head + body));
+    std::string got = raw.ReadUntil([](const std::string& s) { return s.find("\r\n\r\n") != std::string::npos; });
+    CHECK(got.rfind("HTTP/1.1 413", 0) == 0);
+    CHECK(got.find("Connection: close") != std::string::npos);
+    CHECK(raw.Closed(10s));
+  }
+}
+
 TEST_CASE("a request not received whole by the read deadline gets 408, then the connection closes", "[http][wire]") {
   ServerOptions options;
   options.read_timeout = 200ms;

@@ -119,6 +119,16 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
                       "clusterLostTimeoutSeconds)");
   }
   if (!ready.ok()) return ready.status();
+  if (ready->status == 429 && !creds.insecure && ready->body.is_object() &&
+      JsonStringAt(ready->body, {"kind"}) == "Status") {
+    // The API server itself (its certificate verified, its Status), busy
+    // and throttling gantry: up, and its jobs run on. Not an outage whose
+    // clusterLostTimeout would move them; its queues are not read now.
+    keep();
+    return inventory::CapacityReading::Unreadable(
+        "the API server is throttling gantry (/readyz answered 429 Too Many Requests): the cluster is up, but its "
+        "queues are not read now");
+  }
   if (ready->status != 200) {
     if (ready->status < 500) keep();  // a refusal or 429: the same server answers the next probe
     return RefusalOrOutage(*ready, !creds.insecure, fmt::format("/readyz answered {}", ready->status));

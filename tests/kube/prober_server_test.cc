@@ -133,6 +133,29 @@ TEST_CASE("a ClusterQueue list that gets no answer after /readyz answered 200 is
   CHECK(r->queues == nullptr);
 }
 
+// API Priority and Fairness answers 429 when the API server is overloaded.
+TEST_CASE("a /readyz answered 429 by the API server is an unreadable reading, not an outage; by anyone else, an "
+          "outage",
+          "[kube][prober]") {
+  const std::string status =
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"Too many requests, please try again later.",)"
+      R"("reason":"TooManyRequests","code":429})";
+  TlsCluster cluster("prober-test", [status](http::Request req, http::Responder respond) {
+    respond(req.path == "/readyz" ? http::JsonResponse(429, status)
+                                  : http::JsonResponse(200, R"({"kind":"List","apiVersion":"v1","items":[]})"));
+  });
+  kube::KubeProber prober;
+  auto r = prober.Probe(Config(), CredentialsFor(cluster, cluster.ca_pem()));
+  REQUIRE(r.ok());
+  CHECK_THAT(r->unreadable, Catch::Contains("throttling gantry (/readyz answered 429"));
+  // Not verified: anyone on the path could have answered.
+  inventory::ClusterCredentials insecure = CredentialsFor(cluster, "");
+  insecure.insecure = true;
+  auto unverified = prober.Probe(Config(), insecure);
+  REQUIRE_FALSE(unverified.ok());
+  CHECK_THAT(unverified.status().message(), Catch::Contains("/readyz answered 429"));
+}
+
 TEST_CASE("a refusal whose body has fields of other types is an outage told, not a crash", "[kube][prober]") {
   for (const char* body : {R"({"kind":5,"message":"no"})", R"({"kind":["Status"]})", R"({"kind":null})", "[1]"}) {
     INFO(body);

@@ -134,7 +134,7 @@ TEST_CASE("a ClusterQueue list that gets no answer after /readyz answered 200 is
 }
 
 // API Priority and Fairness answers 429 when the API server is overloaded.
-TEST_CASE("a /readyz answered 429 by the API server is an unreadable reading, not an outage; by anyone else, an "
+TEST_CASE("a /readyz answered 429 by the API server is an unreadable reading, not an outage, and by anyone else an "
           "outage",
           "[kube][prober]") {
   const std::string status =

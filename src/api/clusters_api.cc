@@ -253,6 +253,7 @@ void ApiService::JobPlacement(http::Request req, Respond respond) {
   body["job"] = ns + "/" + job->name;
   body["jobPhase"] = std::string(JobPhaseName(job->phase));  // placement's verdict is for a dispatch now
   body["decidedAt"] = FormatRfc3339(now);
+  body["maxCopies"] = options_.placement.max_copies;  // the most candidates (copies) a job has at once
   // A cluster the engine leaves out of this job's dispatches is no candidate.
   auto leave_out = [&body](nlohmann::json& cluster) {
     if (cluster.contains("selected")) cluster["selected"] = false;

@@ -711,8 +711,15 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
                            : c.value("filter", "") + " now: " + c.value("message", "")) +
                           gate});
     } else if (c.value("feasible", false)) {
+      // Ranked below the candidates, which maxCopies bounds: no copy goes
+      // there unless one moves from a cluster without room.
+      const int max_copies = decision.value("maxCopies", 0);
+      const bool capped = !c.value("selected", false) && max_copies > 0 &&
+                          decision.value("candidates", nlohmann::json::array()).size() >=
+                              static_cast<std::size_t>(max_copies);
       rows.push_back({c.value("name", ""), c.value("selected", false) ? "candidate" : "feasible",
-                      fmt::format("rank {} score {:.1f}{}", c.value("rank", 0), c.value("score", 0.0), room(c))});
+                      fmt::format("rank {} score {:.1f}{}{}", c.value("rank", 0), c.value("score", 0.0), room(c),
+                                  capped ? fmt::format("; beyond maxCopies ({})", max_copies) : "")});
     } else {
       rows.push_back({c.value("name", ""), "excluded",
                       c.value("filter", "") + ": " + c.value("message", "") +

@@ -507,6 +507,23 @@ namespace {
 // bytes; gantry explain has all). Those left out for now come first, by
 // name: a waiting job waits for them, and the reason why must not be cut
 // off behind the clusters its constraints rule out for good.
+// The feasible clusters placement did not pick (ranked below its
+// candidates): for a later round, or beyond maxCopies.
+std::string BeyondCap(const placement::Decision& d, bool incremental, size_t max_copies) {
+  constexpr size_t kNamed = 8;
+  if (d.feasible.size() <= d.candidates.size()) return "";
+  std::vector<std::string> names;
+  for (size_t i = d.candidates.size(); i < d.feasible.size() && names.size() < kNamed; ++i) {
+    names.push_back(d.feasible[i].cluster);
+  }
+  const size_t more = d.feasible.size() - d.candidates.size();
+  const std::string listed =
+      fmt::format("{}{}", fmt::join(names, ", "), more > names.size() ? fmt::format(" and {} more", more - names.size())
+                                                                      : "");
+  if (incremental && d.candidates.size() < max_copies) return fmt::format("; later rounds: {}", listed);
+  return fmt::format("; beyond maxCopies ({}), ranked lower: {}", max_copies, listed);
+}
+
 std::string LeftOut(const placement::Decision& d) {
   constexpr size_t kNamed = 8;
   // Each reason cut to this many bytes (CutText): a cluster's own words (a
@@ -770,8 +787,11 @@ Plan Ladder::Nominate() const {
     held.push_back(fmt::format("{} ({})", c, why));
   }
   const std::string held_back = held.empty() ? "" : fmt::format("; held back: {}", fmt::join(held, ", "));
-  u.events.push_back(Event("Nominated", fmt::format("epoch {}: Workload copies to {}{}{}", epoch,
-                                                    fmt::join(candidates, ", "), held_back, LeftOut(d))));
+  u.events.push_back(Event("Nominated", fmt::format("epoch {}: Workload copies to {}{}{}{}", epoch,
+                                                    fmt::join(candidates, ", "), held_back,
+                                                    BeyondCap(d, in_.spec->dispatch.mode == DispatchMode::kIncremental,
+                                                              in_.max_copies),
+                                                    LeftOut(d))));
   plan.write = std::move(u);
   // The copies' watch events wake the job; the first preemption gate is due
   // a period from now whatever they say (the copy's first status may come

@@ -176,8 +176,9 @@ std::optional<Plan> Ladder::Widen() const {
                                       : refusals    ? fmt::format("Workload copies added to {}, in place of the "
                                                                   "clusters that refused theirs",
                                                                   fmt::join(add, ", "))
-                                                    : fmt::format("Workload copies added to {}, which may take "
-                                                                  "the job now (its Kueue's quota decides)",
+                                                    : fmt::format("Workload copies added to {}, feasible for the "
+                                                                  "job now (whether there is room, its Kueue's "
+                                                                  "quota decides)",
                                                                   fmt::join(add, ", "))));
   // The job's message names where its copies are now.
   live.insert(live.end(), add.begin(), add.end());

@@ -406,7 +406,7 @@ TEST_CASE("step 7: AllAtOnce adds a copy in a cluster that can take the job only
   REQUIRE(p.write);
   REQUIRE(p.write->events.size() == 1);
   CHECK(p.write->events[0].message ==
-        "Workload copies added to c2, which may take the job now (its Kueue's quota decides)");
+        "Workload copies added to c2, feasible for the job now (whether there is room, its Kueue's quota decides)");
   REQUIRE(p.write->upsert_intents.size() == 1);
   CHECK(p.write->upsert_intents[0].epoch == 1);  // the same epoch: no new nomination
 

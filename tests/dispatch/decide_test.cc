@@ -57,6 +57,27 @@ TEST_CASE("step 4: the Nominated event names the clusters left out, each reason 
   CHECK(text.size() < 400);
 }
 
+TEST_CASE("step 4: the Nominated event names the feasible clusters beyond maxCopies, or left for later rounds",
+          "[dispatch][decide]") {
+  World w;
+  w.in.placement = decide_world::Feasible({"c1", "c2"}, {"c1", "c2", "c3"});
+  w.in.max_copies = 2;
+  Plan p = Decide(w.Input());
+  REQUIRE(p.write);
+  REQUIRE(p.write->events.size() == 1);
+  CHECK(p.write->events.front().message ==
+        "epoch 1: Workload copies to c1, c2; beyond maxCopies (2), ranked lower: c3");
+
+  World inc;
+  inc.spec.dispatch.mode = DispatchMode::kIncremental;
+  inc.in.placement = decide_world::Feasible({"c1"}, {"c1", "c2", "c3"});
+  inc.in.max_copies = 8;
+  Plan i = Decide(inc.Input());
+  REQUIRE(i.write);
+  REQUIRE(i.write->events.size() == 1);
+  CHECK(i.write->events.front().message == "epoch 1: Workload copies to c1; later rounds: c2, c3");
+}
+
 TEST_CASE("step 4: unschedulable everywhere fails at once, no candidates now waits", "[dispatch][decide]") {
   World w;
   placement::Decision d;

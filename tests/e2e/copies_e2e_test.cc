@@ -105,6 +105,17 @@ TEST_CASE("with maxCopies 2, an AllAtOnce job that three clusters could take get
     if (c.value("selected", false)) ++selected;
   }
   CHECK(selected == 2);
+  CHECK(placement.value("maxCopies", 0) == 2);
+  // gantry explain and the Nominated event say why the third has no copy.
+  RunResult explain = Cli(fleet.url(), {"explain", "capped-0", "-n", "team-a"});
+  INFO(explain.out);
+  CHECK(explain.out.find("; beyond maxCopies (2)") != std::string::npos);
+  bool told = false;
+  for (const nlohmann::json& e : fleet.Events("team-a", "capped-0")) {
+    told |= e.value("reason", "") == "Nominated" &&
+            e.value("message", "").find("; beyond maxCopies (2), ranked lower: ") != std::string::npos;
+  }
+  CHECK(told);
 
   RunResult check = fleet.Ctl({"check"});
   INFO(check.out << check.err);

@@ -190,8 +190,8 @@ std::optional<Plan> Ladder::Widen() const {
 
 // Step 7 at maxCopies, while no copy holds quota: a copy in a cluster that
 // cannot take the job now (placement ranks it without room for the job, or
-// leaves it out for quota) moves to a feasible cluster with room that has
-// none, best first. Else a job waits on full
+// leaves it out for quota) moves to a feasible cluster with room, and
+// nothing pending, that has none, best first. Else a job waits on full
 // clusters while one ranked below the cap at its nomination, or freed
 // since, could run it; its place in the queue is lost to later jobs, its
 // dispatch timeout may pass, and a gate may open for a preemption that
@@ -201,6 +201,10 @@ std::optional<Plan> Ladder::Widen() const {
 std::optional<Plan> Ladder::MoveFromFull(const std::vector<std::string>& live,
                                          const std::set<std::string>& have) const {
   auto fits_now = [](const placement::RankedCluster& r) { return r.score.value(placement::Term::kFitsNow) > 0; };
+  // Nothing pending in its queues (the term is 1 only then): else those
+  // ahead of a new copy there take the room first, and with a backlog
+  // every waiting job would move a copy there for nothing.
+  auto idle = [](const placement::RankedCluster& r) { return r.score.value(placement::Term::kQueueDepth) >= 1.0; };
   // Ranked without room for the job now, or left out for its quota.
   auto full_now = [&](const std::string& c) {
     const auto& f = in_.placement->feasible;
@@ -224,7 +228,7 @@ std::optional<Plan> Ladder::MoveFromFull(const std::vector<std::string>& live,
   std::vector<std::string> to;
   for (const placement::RankedCluster& r : in_.placement->feasible) {
     if (to.size() == from.size()) break;
-    if (fits_now(r) && !have.count(r.cluster) && CopyMayGoTo(r.cluster)) to.push_back(r.cluster);
+    if (fits_now(r) && idle(r) && !have.count(r.cluster) && CopyMayGoTo(r.cluster)) to.push_back(r.cluster);
   }
   if (to.empty()) return std::nullopt;
   from.resize(to.size());

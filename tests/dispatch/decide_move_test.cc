@@ -21,6 +21,7 @@ placement::Decision Ranked(std::vector<std::pair<std::string, bool>> clusters) {
     placement::RankedCluster r;
     r.cluster = name;
     r.score.values[static_cast<size_t>(placement::Term::kFitsNow)] = fits ? 1 : 0;
+    r.score.values[static_cast<size_t>(placement::Term::kQueueDepth)] = 1;  // nothing pending
     d.feasible.push_back(r);
     d.candidates.push_back(name);
   }
@@ -101,7 +102,7 @@ TEST_CASE("step 7: a copy whose preemption gate is open, or in a cluster out of 
   CHECK(Count(f, Verb::kCreate, "Workload", "c3") == 0);
 }
 
-TEST_CASE("step 7: no copy moves while one holds quota, or from a cluster that can take the job",
+TEST_CASE("step 7: no copy moves while one holds quota, from a cluster that can take the job, or to one with a queue",
           "[dispatch][decide]") {
   World holding = CopiesInFullClusters();
   holding.in.observed["c2"].workloads.back().quota_reserved = true;  // its admission checks pending, say
@@ -115,6 +116,13 @@ TEST_CASE("step 7: no copy moves while one holds quota, or from a cluster that c
   CHECK(Count(f, Verb::kDelete, "Workload", "c1") == 0);
   CHECK(Count(f, Verb::kDelete, "Workload", "c2") == 1);
   CHECK(Count(f, Verb::kCreate, "Workload", "c3") == 1);
+
+  // Room, but workloads pending there: they take it first.
+  World queued = CopiesInFullClusters();
+  queued.in.placement->feasible[0].score.values[static_cast<size_t>(placement::Term::kQueueDepth)] = 0.5;
+  Plan q = Decide(queued.Input());
+  CHECK(Count(q, Verb::kDelete, "Workload") == 0);
+  CHECK(Count(q, Verb::kCreate, "Workload") == 0);
 
   World none = CopiesInFullClusters();
   none.in.placement = Ranked({{"c3", false}, {"c1", false}, {"c2", false}});  // nowhere has room

@@ -39,7 +39,8 @@
 //                feasible cluster not asked yet in place of each that
 //                refused its copy (RemoteIntent::refusal); at maxCopies
 //                with no copy holding quota, a copy in a cluster placement
-//                finds full now moves to a feasible one with room and none
+//                finds full now moves to a feasible one with room, no
+//                workload pending and no copy
 //                (unless its preemption gate is open)
 //   8 deactivated Nominating and every copy deactivated (an admission check
 //                Rejected it): requeue, dispatch again at epoch+1 (the

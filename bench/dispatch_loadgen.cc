@@ -26,7 +26,7 @@
 // (readiness, ClusterQueues, LocalQueues, WorkloadPriorityClasses), nor the
 // watches), read once it stops moving after the last job finished. Beside
 // it, the protocol's own count from the store's events: one create per
-// Workload copy (Nominated, Widened) and per real job (LeaseTaken), each
+// Workload copy (Nominated, Widened, CopiesMoved) and per real job (LeaseTaken), each
 // object deleted once again.
 //
 // With REST_SECONDS set (a backlog at rest), every job asks for a whole
@@ -293,11 +293,26 @@ struct StoreFacts {
   int64_t creates = 0;                                   // remote creates the events call for
 };
 
-// Number of clusters in "... to c1, c2, c3".
+// Number of clusters copies went to: "Workload copies to c1, c2; ...",
+// "Workload copies added to c3, feasible ...", "Workload copies moved from
+// c1, which ..., to c3, which ...": the names after the first " to ", up to
+// a ';' or the first words that are no name.
 int ClustersIn(const std::string& message) {
-  std::size_t to = message.rfind(" to ");
+  std::size_t from = message.find("Workload copies");
+  std::size_t to = from == std::string::npos ? from : message.find(" to ", from);
   if (to == std::string::npos) return 0;
-  return 1 + static_cast<int>(std::count(message.begin() + to, message.end(), ','));
+  std::string names = message.substr(to + 4);
+  names = names.substr(0, names.find(';'));
+  int n = 0;
+  for (std::size_t at = 0; at <= names.size();) {
+    std::size_t end = names.find(", ", at);
+    const std::string name = names.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    if (name.empty() || name.find(' ') != std::string::npos) break;
+    ++n;
+    if (end == std::string::npos) break;
+    at = end + 2;
+  }
+  return n;
 }
 
 StoreFacts ReadStore(const std::string& path) {
@@ -325,7 +340,7 @@ StoreFacts ReadStore(const std::string& path) {
       f.lease_ms.emplace(uid, t);  // the first lease
       ++f.creates;
     }
-    if (reason == "Nominated" || reason == "Widened") f.creates += ClustersIn(message);
+    if (reason == "Nominated" || reason == "Widened" || reason == "CopiesMoved") f.creates += ClustersIn(message);
   }
   sqlite3_finalize(st);
   sqlite3_close(db);

@@ -130,13 +130,23 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
   auto str = [](std::string* out) -> Setter {
     return [out](const YAML::Node& n) { *out = n.as<std::string>(); };
   };
-  // A whole number past int's range is told as one, not as a wrong type.
+  // Whole numbers in decimal. One past int's range is told as one, not as
+  // a wrong type; and a leading 0 is refused, where yaml-cpp would read 010
+  // as octal 8, 0x10 as hex, and 08 as no number.
   auto num = [](int* out) -> Setter {
     return [out](const YAML::Node& n) {
+      const std::string text = n.IsScalar() ? n.Scalar() : "";
+      const std::size_t sign = !text.empty() && (text[0] == '+' || text[0] == '-') ? 1 : 0;
+      if (text.size() > sign + 1 && text[sign] == '0' && text[sign + 1] != '.') {
+        throw std::invalid_argument(
+            fmt::format("{} is not a whole number in decimal (a leading 0 reads as octal, 0x as hex)", text));
+      }
+      const bool all_digits = text.size() > sign && text.find_first_not_of("0123456789", sign) == std::string::npos;
       long long wide = 0;
-      if (YAML::convert<long long>::decode(n, wide) &&
-          (wide > std::numeric_limits<int>::max() || wide < std::numeric_limits<int>::min())) {
-        throw std::out_of_range(fmt::format("{} is out of range", n.Scalar()));
+      const bool decoded = YAML::convert<long long>::decode(n, wide);
+      if ((all_digits && !decoded) ||
+          (decoded && (wide > std::numeric_limits<int>::max() || wide < std::numeric_limits<int>::min()))) {
+        throw std::out_of_range(fmt::format("{} is out of range", text));
       }
       *out = n.as<int>();
     };
@@ -199,6 +209,8 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
       } catch (const YAML::Exception& e) {
         return FieldError(path, line, key, fmt::format("wrong type ({})", e.msg));
       } catch (const std::out_of_range& e) {
+        return FieldError(path, line, key, e.what());
+      } catch (const std::invalid_argument& e) {
         return FieldError(path, line, key, e.what());
       }
     }

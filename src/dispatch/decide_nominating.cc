@@ -195,9 +195,13 @@ std::optional<Plan> Ladder::Widen() const {
 // clusters while one ranked below the cap at its nomination, or freed
 // since, could run it; its place in the queue is lost to later jobs, its
 // dispatch timeout may pass, and a gate may open for a preemption that
-// room elsewhere makes needless. A copy whose gate is open stays (its
-// cluster may be preempting for it), and so does one out of reach (its
-// delete could not go now).
+// room elsewhere makes needless. Only a copy its Kueue shows pending moves
+// (seen, active, holding no quota, not evicted: a stale reading alone moves
+// none, and one a deactivation holds keeps its slot for step 8); one whose
+// gate is open stays (its cluster may be preempting for it), and so does
+// one out of reach (its delete could not go now). No copy moves back to a
+// cluster it moved from at this epoch (no ping-pong between two clusters
+// that free up in turn).
 std::optional<Plan> Ladder::MoveFromFull(const std::vector<std::string>& live,
                                          const std::set<std::string>& have) const {
   auto fits_now = [](const placement::RankedCluster& r) { return r.score.value(placement::Term::kFitsNow) > 0; };
@@ -215,9 +219,17 @@ std::optional<Plan> Ladder::MoveFromFull(const std::vector<std::string>& live,
                          return x.cluster == c && x.exclusion.filter == placement::Filter::kQuota;
                        });
   };
+  auto pending = [&](const std::string& c) {
+    const ObservedWorkload* w = WorkloadIn(c);
+    return w && w->active && !w->quota_reserved && !w->evicted && !Deactivated(c);
+  };
   std::vector<const RemoteIntent*> from;
+  std::set<std::string> left;  // moved from at this epoch (their rows absent)
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present && i.kind == kWorkload && i.epoch == job_.epoch) left.insert(i.cluster);
+  }
   for (const std::string& c : live) {
-    if (!full_now(c) || !Reachable(c)) continue;
+    if (!full_now(c) || !Reachable(c) || !pending(c)) continue;
     for (const RemoteIntent& i : in_.intents) {
       if (i.present && i.kind == kWorkload && i.epoch == job_.epoch && i.cluster == c && i.gate_opened_ms == 0) {
         from.push_back(&i);
@@ -228,7 +240,9 @@ std::optional<Plan> Ladder::MoveFromFull(const std::vector<std::string>& live,
   std::vector<std::string> to;
   for (const placement::RankedCluster& r : in_.placement->feasible) {
     if (to.size() == from.size()) break;
-    if (fits_now(r) && idle(r) && !have.count(r.cluster) && CopyMayGoTo(r.cluster)) to.push_back(r.cluster);
+    if (fits_now(r) && idle(r) && !have.count(r.cluster) && !left.count(r.cluster) && CopyMayGoTo(r.cluster)) {
+      to.push_back(r.cluster);
+    }
   }
   if (to.empty()) return std::nullopt;
   from.resize(to.size());

@@ -96,10 +96,38 @@ TEST_CASE("step 7: a copy whose preemption gate is open, or in a cluster out of 
   CHECK(Decide(both.Input()).step == "copies");
 
   World far = CopiesInFullClusters();
-  far.synced.clear();  // no cluster's view is listed: none is reachable to delete from
+  far.synced.erase("c1");  // c1's view is not listed: its copy could not be deleted now
   Plan f = Decide(far.Input());
-  CHECK(Count(f, Verb::kDelete, "Workload") == 0);
-  CHECK(Count(f, Verb::kCreate, "Workload", "c3") == 0);
+  CHECK(Count(f, Verb::kDelete, "Workload", "c1") == 0);
+  CHECK(Count(f, Verb::kDelete, "Workload", "c2") == 1);
+  CHECK(Count(f, Verb::kCreate, "Workload", "c3") == 1);
+}
+
+TEST_CASE("step 7: only a copy its Kueue shows pending moves, and never back to a cluster it moved from",
+          "[dispatch][decide]") {
+  // Deactivated (an admission check Rejected it): it keeps its slot, for
+  // step 8 and its backoff.
+  World rejected = CopiesInFullClusters();
+  rejected.in.observed["c1"].workloads.back().active = false;
+  Plan r = Decide(rejected.Input());
+  CHECK(Count(r, Verb::kDelete, "Workload", "c1") == 0);
+  CHECK(Count(r, Verb::kDelete, "Workload", "c2") == 1);
+
+  // Not seen yet in c1 (its create a moment ago), evicted in c2: neither
+  // is known to wait for quota there.
+  World unseen = CopiesInFullClusters();
+  unseen.in.observed["c1"].workloads.clear();
+  unseen.in.observed["c2"].workloads.back().evicted = true;
+  Plan u = Decide(unseen.Input());
+  CHECK(Count(u, Verb::kDelete, "Workload") == 0);
+  CHECK(Count(u, Verb::kCreate, "Workload", "c3") == 0);
+
+  // A copy moved from c3 at this epoch: c3 having room again takes none back.
+  World back = CopiesInFullClusters();
+  back.Intent("c3", "Workload", 1, false);
+  Plan b = Decide(back.Input());
+  CHECK(Count(b, Verb::kCreate, "Workload") == 0);
+  CHECK(Count(b, Verb::kDelete, "Workload") == 0);
 }
 
 TEST_CASE("step 7: no copy moves while one holds quota, from a cluster that can take the job, or to one with a queue",

@@ -18,6 +18,13 @@ bool ApiServerRefusal(const KubeReply& reply) {
          JsonStringAt(reply.body, {"kind"}) == "Status";
 }
 
+// What the read of the kube-system Namespace told of the cluster's identity.
+void SetIdentity(inventory::CapacityReading& reading, const Result<KubeReply>& kube_system, bool verified) {
+  reading.cluster_id = ClusterIdOf(kube_system);
+  reading.cluster_id_status = kube_system.ok() ? kube_system->status : 0;
+  reading.cluster_id_refused = kube_system.ok() && verified && ApiServerRefusal(*kube_system);
+}
+
 }  // namespace
 
 std::string ClusterIdOf(const Result<KubeReply>& kube_system) {
@@ -136,7 +143,6 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
   // Which cluster this is: a failure here is no failure of the probe (a
   // worker whose RBAC predates it, a token without that permission).
   const Result<KubeReply> kube_system = conn.client->Get("/api/v1/namespaces/kube-system");
-  const std::string cluster_id = ClusterIdOf(kube_system);
   const std::string base =
       fmt::format("/apis/kueue.x-k8s.io/{}/", inventory::KueueApiVersionName(config.kueue_api_version));
   auto cqs = conn.client->Get(base + "clusterqueues");
@@ -145,10 +151,15 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     // (a slow API server, a large list) is a capacity problem, as a 5xx is,
     // not an outage whose clusterLostTimeout would move the cluster's jobs.
     // A partition that began since is the next probe's /readyz to find.
-    return inventory::CapacityReading::Unreadable(
+    inventory::CapacityReading unread = inventory::CapacityReading::Unreadable(
         fmt::format("listing ClusterQueues got no answer: {}: the cluster is up (/readyz), but its queues could not "
                     "be read",
                     cqs.status().message()));
+    // What it said of itself still counts: a start or a changed kubeconfig
+    // waits on its identity.
+    SetIdentity(unread, kube_system, !creds.insecure);
+    unread.clock_offset_ms = ClockOffsetMs(ready->date, sent_ms, received_ms);
+    return unread;
   }
   // After the ClusterQueues, and only if they could be read: the LocalQueues
   // of every namespace, with the same client and deadline.
@@ -168,9 +179,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
     reading = inventory::CapacityReading::Unreadable(fmt::format("its queues could not be read: {}", e.what()));
   }
   if (reading.ok()) {
-    reading->cluster_id = cluster_id;
-    reading->cluster_id_status = kube_system.ok() ? kube_system->status : 0;
-    reading->cluster_id_refused = kube_system.ok() && !creds.insecure && ApiServerRefusal(*kube_system);
+    SetIdentity(*reading, kube_system, !creds.insecure);
     reading->clock_offset_ms = ClockOffsetMs(ready->date, sent_ms, received_ms);
   }
   if (reading.ok() && reading->queues) {

@@ -118,6 +118,10 @@ TEST_CASE("a ClusterQueue list that gets no answer after /readyz answered 200 is
   std::vector<http::Responder> unanswered;  // kept until the end: never answered
   TlsCluster cluster("prober-test", [&](http::Request req, http::Responder respond) {
     if (req.path == "/readyz") return respond(http::TextResponse(200, "ok"));
+    if (req.path == "/api/v1/namespaces/kube-system") {
+      return respond(http::JsonResponse(
+          200, R"({"kind":"Namespace","apiVersion":"v1","metadata":{"name":"kube-system","uid":"ks-uid-1"}})"));
+    }
     if (req.path.find("/clusterqueues") == std::string::npos) {
       return respond(http::JsonResponse(200, R"({"kind":"List","apiVersion":"v1","metadata":{},"items":[]})"));
     }
@@ -131,6 +135,10 @@ TEST_CASE("a ClusterQueue list that gets no answer after /readyz answered 200 is
   CHECK_THAT(r->unreadable, Catch::Contains("listing ClusterQueues got no answer") &&
                                 Catch::Contains("the cluster is up (/readyz)"));
   CHECK(r->queues == nullptr);
+  // Its identity was read before the list: a start that must confirm it
+  // does not take the cluster for lost.
+  CHECK(r->cluster_id == "ks-uid-1");
+  CHECK(r->cluster_id_status == 200);
 }
 
 // API Priority and Fairness answers 429 when the API server is overloaded.

@@ -501,12 +501,6 @@ Plan Ladder::Cancel() const {
 
 namespace {
 
-// Why the clusters placement excluded got no copy, for the Nominated
-// event and a waiting job's message ("" when none was): "; left out: c2:
-// <why>; c3: <why>", the first few (each message is up to a few hundred
-// bytes; gantry explain has all). Those left out for now come first, by
-// name: a waiting job waits for them, and the reason why must not be cut
-// off behind the clusters its constraints rule out for good.
 // The feasible clusters placement did not pick (ranked below its
 // candidates): for a later round, or beyond maxCopies.
 std::string BeyondCap(const placement::Decision& d, bool incremental, size_t max_copies) {
@@ -524,6 +518,12 @@ std::string BeyondCap(const placement::Decision& d, bool incremental, size_t max
   return fmt::format("; beyond maxCopies ({}), ranked lower: {}", max_copies, listed);
 }
 
+// Why the clusters placement excluded got no copy, for the Nominated
+// event and a waiting job's message ("" when none was): "; left out: c2:
+// <why>; c3: <why>", the first few (each message is up to a few hundred
+// bytes; gantry explain has all). Those left out for now come first, by
+// name: a waiting job waits for them, and the reason why must not be cut
+// off behind the clusters its constraints rule out for good.
 std::string LeftOut(const placement::Decision& d) {
   constexpr size_t kNamed = 8;
   // Each reason cut to this many bytes (CutText): a cluster's own words (a

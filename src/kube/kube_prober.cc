@@ -10,12 +10,15 @@ namespace gantry::kube {
 
 namespace {
 
-// The API server's own refusal: 401 or 403 with a Kubernetes Status object,
-// as kube-apiserver writes them (a proxy's or a load balancer's error page
-// is not one).
+// An answer with a Kubernetes Status object, as kube-apiserver writes its
+// errors (a proxy's or a load balancer's error page is not one).
+bool ApiServerStatus(const KubeReply& reply) {
+  return reply.body.is_object() && JsonStringAt(reply.body, {"kind"}) == "Status";
+}
+
+// The API server's own refusal: 401 or 403 with its Status.
 bool ApiServerRefusal(const KubeReply& reply) {
-  return (reply.status == 401 || reply.status == 403) && reply.body.is_object() &&
-         JsonStringAt(reply.body, {"kind"}) == "Status";
+  return (reply.status == 401 || reply.status == 403) && ApiServerStatus(reply);
 }
 
 // What the read of the kube-system Namespace told of the cluster's identity.
@@ -126,8 +129,7 @@ Result<inventory::CapacityReading> KubeProber::Probe(const inventory::ClusterCon
                       "clusterLostTimeoutSeconds)");
   }
   if (!ready.ok()) return ready.status();
-  if (ready->status == 429 && !creds.insecure && ready->body.is_object() &&
-      JsonStringAt(ready->body, {"kind"}) == "Status") {
+  if (ready->status == 429 && !creds.insecure && ApiServerStatus(*ready)) {
     // The API server itself (its certificate verified, its Status), busy
     // and throttling gantry: up, and its jobs run on. Not an outage whose
     // clusterLostTimeout would move them; its queues are not read now.

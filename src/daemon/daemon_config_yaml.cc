@@ -208,9 +208,7 @@ Result<DaemonConfig> LoadDaemonConfig(const std::string& path) {
         fields.at(key)(kv.second);
       } catch (const YAML::Exception& e) {
         return FieldError(path, line, key, fmt::format("wrong type ({})", e.msg));
-      } catch (const std::out_of_range& e) {
-        return FieldError(path, line, key, e.what());
-      } catch (const std::invalid_argument& e) {
+      } catch (const std::logic_error& e) {  // num's out_of_range and invalid_argument
         return FieldError(path, line, key, e.what());
       }
     }

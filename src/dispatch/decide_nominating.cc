@@ -224,19 +224,16 @@ std::optional<Plan> Ladder::MoveFromFull(const std::vector<std::string>& live,
     return w && w->active && !w->quota_reserved && !w->evicted && !Deactivated(c);
   };
   std::vector<const RemoteIntent*> from;
+  for (const RemoteIntent& i : in_.intents) {
+    if (!i.present || i.kind != kWorkload || i.epoch != job_.epoch || i.gate_opened_ms != 0) continue;
+    if (std::find(live.begin(), live.end(), i.cluster) == live.end()) continue;
+    if (full_now(i.cluster) && Reachable(i.cluster) && pending(i.cluster)) from.push_back(&i);
+  }
+  if (from.empty()) return std::nullopt;  // the usual case: nothing below needs doing
   std::set<std::string> left;  // moved from at this epoch (their rows absent)
   for (const RemoteIntent& i : in_.intents) {
     if (!i.present && i.kind == kWorkload && i.epoch == job_.epoch) left.insert(i.cluster);
   }
-  for (const std::string& c : live) {
-    if (!full_now(c) || !Reachable(c) || !pending(c)) continue;
-    for (const RemoteIntent& i : in_.intents) {
-      if (i.present && i.kind == kWorkload && i.epoch == job_.epoch && i.cluster == c && i.gate_opened_ms == 0) {
-        from.push_back(&i);
-      }
-    }
-  }
-  if (from.empty()) return std::nullopt;
   std::vector<std::string> to;
   for (const placement::RankedCluster& r : in_.placement->feasible) {
     if (to.size() == from.size()) break;

@@ -676,6 +676,11 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
     const nlohmann::json& v = (*terms)["fits_now"]["value"];
     return v.is_number() && v.get<double>() == 0 ? "; its quota shows no room now (or its reading is stale)" : "";
   };
+  // Feasible clusters ranked below the candidates, when maxCopies bounds
+  // them: no copy goes there unless one moves from a cluster without room.
+  const int max_copies = decision.value("maxCopies", 0);
+  const bool at_cap = max_copies > 0 && decision.value("candidates", nlohmann::json::array()).size() >=
+                                            static_cast<std::size_t>(max_copies);
   std::vector<std::vector<std::string>> rows;
   for (const auto& c : decision.value("clusters", nlohmann::json::array())) {
     if (c.contains("refusedJob") && c["refusedJob"].is_object()) {
@@ -711,12 +716,7 @@ int Explain(const CommonFlags& flags, const std::string& name, std::ostream& out
                            : c.value("filter", "") + " now: " + c.value("message", "")) +
                           gate});
     } else if (c.value("feasible", false)) {
-      // Ranked below the candidates, which maxCopies bounds: no copy goes
-      // there unless one moves from a cluster without room.
-      const int max_copies = decision.value("maxCopies", 0);
-      const bool capped = !c.value("selected", false) && max_copies > 0 &&
-                          decision.value("candidates", nlohmann::json::array()).size() >=
-                              static_cast<std::size_t>(max_copies);
+      const bool capped = at_cap && !c.value("selected", false);
       rows.push_back({c.value("name", ""), c.value("selected", false) ? "candidate" : "feasible",
                       fmt::format("rank {} score {:.1f}{}{}", c.value("rank", 0), c.value("score", 0.0), room(c),
                                   capped ? fmt::format("; beyond maxCopies ({})", max_copies) : "")});
